@@ -1,0 +1,29 @@
+"""dp_spark: differentially private releases about people, on Apache Spark.
+
+Each release is a Spark stage that reduces the data to a bounded summary,
+followed by a driver-side mechanism (pure numpy) that draws all privacy noise.
+
+The release functions are imported lazily, so that ``import dp_spark.noise``
+(or any other mechanism-layer module) never imports pyspark.
+"""
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "distinct_count": ("dp_spark.releases.distinct_count", "distinct_count"),
+    "Release": ("dp_spark.report", "Release"),
+    "get_session": ("dp_spark.session", "get_session"),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dp_spark' has no attribute {name!r}")
