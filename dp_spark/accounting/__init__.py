@@ -1,0 +1,30 @@
+"""Privacy accounting: costs, conversions, composition and a privacy filter.
+
+Pure numpy-free Python (stdlib only). See ``costs`` (PureDP, ApproxDP, ZCDP),
+``conversions`` (zCDP <-> (ε, δ), pure/bounded-range/Gaussian -> zCDP),
+``composition`` (``compose``) and ``filter`` (``PrivacyFilter``).
+"""
+
+from dp_spark.accounting.composition import compose, convert_cost
+from dp_spark.accounting.conversions import (
+    bounded_range_to_zcdp,
+    gaussian_zcdp,
+    pure_to_zcdp,
+    zcdp_to_approx_epsilon,
+)
+from dp_spark.accounting.costs import ZCDP, ApproxDP, PrivacyCost, PureDP
+from dp_spark.accounting.filter import PrivacyFilter
+
+__all__ = [
+    "PureDP",
+    "ApproxDP",
+    "ZCDP",
+    "PrivacyCost",
+    "compose",
+    "convert_cost",
+    "zcdp_to_approx_epsilon",
+    "pure_to_zcdp",
+    "bounded_range_to_zcdp",
+    "gaussian_zcdp",
+    "PrivacyFilter",
+]

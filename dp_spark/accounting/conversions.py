@@ -1,0 +1,80 @@
+"""Conversions between privacy notions (plain floats in, floats out).
+
+Sources: Bun–Steinke, "Concentrated Differential Privacy: Simplifications,
+Extensions, and Lower Bounds" (TCC 2016) for zCDP, its composition and the
+zCDP -> (ε, δ) conversion; Cesar–Rogers, "Bounding, Concentrating, and
+Truncating: Unifying Privacy Loss Composition for Data Analytics" (ALT 2021)
+for the ε²/8 bound of bounded-range mechanisms (exponential mechanism,
+Gumbel report-noisy-max).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from dp_spark.errors import ParameterError
+
+__all__ = [
+    "zcdp_to_approx_epsilon",
+    "pure_to_zcdp",
+    "bounded_range_to_zcdp",
+    "gaussian_zcdp",
+]
+
+
+def check_nonnegative(value: object, name: str) -> float:
+    """Return ``value`` as a float after checking it is a finite number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"{name} must be a finite number >= 0, got {type(value).__name__}")
+    as_float = float(value)
+    if not math.isfinite(as_float) or as_float < 0.0:
+        raise ParameterError(f"{name} must be a finite number >= 0, got {as_float!r}")
+    return as_float
+
+
+def check_delta(value: object, name: str = "delta", allow_zero: bool = True) -> float:
+    """Return ``value`` as a float after checking 0 <= value < 1 (or 0 < value < 1)."""
+    as_float = check_nonnegative(value, name)
+    if as_float >= 1.0 or (not allow_zero and as_float == 0.0):
+        interval = "[0, 1)" if allow_zero else "(0, 1)"
+        raise ParameterError(f"{name} must lie in {interval}, got {as_float!r}")
+    return as_float
+
+
+def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
+    """Return ε such that ρ-zCDP implies (ε, δ)-DP: ε = ρ + 2·sqrt(ρ·ln(1/δ)).
+
+    Bun–Steinke 2016, Proposition 1.3. ``delta`` must lie in (0, 1). For a
+    δ₀-approximate ρ-zCDP guarantee the resulting δ is δ₀ + δ (see
+    ``ZCDP.to_approx``).
+    """
+    rho = check_nonnegative(rho, "rho")
+    delta = check_delta(delta, "delta", allow_zero=False)
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def pure_to_zcdp(epsilon: float) -> float:
+    """Return ρ = ε²/2: an ε-DP mechanism is (ε²/2)-zCDP (Bun–Steinke 2016, Prop. 1.4)."""
+    epsilon = check_nonnegative(epsilon, "epsilon")
+    return epsilon * epsilon / 2.0
+
+
+def bounded_range_to_zcdp(epsilon: float) -> float:
+    """Return ρ = ε²/8 for an ε-bounded-range mechanism (Cesar–Rogers 2021).
+
+    Applies to the exponential mechanism with privacy parameter ε (and so to
+    Gumbel report-noisy-max), not to ε-DP mechanisms in general.
+    """
+    epsilon = check_nonnegative(epsilon, "epsilon")
+    return epsilon * epsilon / 8.0
+
+
+def gaussian_zcdp(l2_sensitivity: float, sigma: float) -> float:
+    """Return ρ = Δ₂²/(2σ²) for Gaussian noise N(0, σ²) (or discrete Gaussian) on
+    a statistic of L2 sensitivity Δ₂ (Bun–Steinke 2016, Proposition 1.6)."""
+    l2_sensitivity = check_nonnegative(l2_sensitivity, "l2_sensitivity")
+    sigma = check_nonnegative(sigma, "sigma")
+    if sigma == 0.0:
+        raise ParameterError("sigma must be > 0 for the Gaussian mechanism")
+    return l2_sensitivity * l2_sensitivity / (2.0 * sigma * sigma)
