@@ -1,0 +1,104 @@
+"""``dp-spark``: run a differentially private release from the command line.
+
+    dp-spark distinct-count --input events.parquet --epsilon 1 --output report.json
+
+Every subcommand reads a table (or the built-in synthetic data), checks the
+privacy budget before reading it, runs the release, prints a short summary
+and writes a JSON report atomically. Bad input gives a one-line error and exit
+code 2; a Spark failure exit code 1; never a Java stack trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from dp_spark import __version__
+from dp_spark.commands import COMMANDS
+from dp_spark.commands.base import add_options, load_table, resolve
+from dp_spark.errors import DPSparkError, SparkJobError
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, like every other bad input
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dp-spark", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"dp_spark {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="RELEASE", parser_class=_Parser)
+    for name, module in COMMANDS.items():
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        p.add_argument("--config", help="YAML file of options (command-line flags override it)")
+        add_options(p, module.OPTIONS)
+    return parser
+
+
+def _configure_logging(opts) -> None:
+    level = logging.WARNING if opts.get("quiet") else logging.INFO
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("dp-spark: %(message)s"))
+    root = logging.getLogger("dp_spark")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    module = COMMANDS[args.command]
+    try:
+        opts = resolve(args, module.OPTIONS)
+        _configure_logging(opts)
+        module.validate(opts)
+        budget = module.budget(opts)
+        from dp_spark.session import get_session
+
+        spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "ERROR")
+        df, opts = load_table(spark, opts)
+        release = module.run(spark, df, opts, budget)
+        if not opts["quiet"]:
+            print(release.summary())
+        else:
+            print(release.to_json())
+        if opts["output"]:
+            from dp_spark.io import write_json_atomic
+
+            write_json_atomic(opts["output"], release.to_dict())
+            if not opts["quiet"]:
+                print(f"report written to {opts['output']}")
+        for name, writer in getattr(module, "ARTIFACT_WRITERS", {}).items():
+            writer(release, opts)
+        return 0
+    except SparkJobError as exc:
+        print(f"dp-spark: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except DPSparkError as exc:
+        print(f"dp-spark: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("dp-spark: interrupted; no output was written", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - last resort: one line, no stack
+        if os.environ.get("DP_SPARK_DEBUG"):
+            raise
+        print(
+            f"dp-spark: unexpected {type(exc).__name__}; no output was written. "
+            "Set DP_SPARK_DEBUG=1 for details (they may quote data values).",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""What every ``dp-spark <release>`` command shares: option specs, config
+merging, reading the input (or the built-in data), and writing outputs."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from dp_spark.config import load_config
+from dp_spark.errors import ParameterError
+
+log = logging.getLogger("dp_spark")
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # python name, e.g. "max_bound"; flag is --max-bound
+    type: Callable[[str], Any]
+    default: Any
+    help: str
+    choices: tuple | None = None
+    flag: bool = False  # a boolean switch (store_true)
+
+    @property
+    def flag_name(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+def _positive_int(text: str) -> int:
+    return int(text)
+
+
+INPUT_OPTIONS = (
+    Option("input", str, None, "input table: a Parquet/CSV/JSON path or table:db.name; "
+           "omit to use the built-in synthetic data"),
+    Option("format", str, "auto", "input format", ("auto", "parquet", "csv", "json", "table")),
+    Option("person_col", str, "person_id", "column identifying the person (the privacy unit)"),
+    Option("item_col", str, "item", "column holding the item"),
+    Option("tokenize", str, "none", "'words': split the item column into lower-case words "
+           "(runs of a-z), one item per word", ("none", "words")),
+    Option("rows", _positive_int, 1_000_000, "rows of built-in synthetic data (no --input)"),
+)
+RUN_OPTIONS = (
+    Option("output", str, None, "write the JSON report here (atomically)"),
+    Option("seed", int, None, "fixed seed for tests and demos ONLY: the output is then not private"),
+    Option("master", str, None, "Spark master when no session is running (default from "
+           "conf/spark-defaults.yaml)"),
+    Option("verbose", bool, False, "show Spark's warnings", flag=True),
+    Option("quiet", bool, False, "print only the result", flag=True),
+)
+
+
+def add_options(parser: argparse.ArgumentParser, options) -> None:
+    for opt in options:
+        if opt.flag:
+            parser.add_argument(opt.flag_name, dest=opt.name, action="store_true", default=None,
+                                help=opt.help)
+        else:
+            parser.add_argument(opt.flag_name, dest=opt.name, type=opt.type, default=None,
+                                choices=opt.choices, help=f"{opt.help} (default: {opt.default})")
+
+
+def resolve(args: argparse.Namespace, options) -> dict[str, Any]:
+    """Command line over config file over defaults."""
+    allowed = {o.name for o in options}
+    from_file = load_config(getattr(args, "config", None), allowed)
+    resolved = {}
+    for opt in options:
+        given = getattr(args, opt.name, None)
+        if given is not None:
+            resolved[opt.name] = given
+        elif opt.name in from_file:
+            value = from_file[opt.name]
+            if opt.choices and value not in opt.choices:
+                raise ParameterError(f"{opt.name} must be one of {', '.join(map(str, opt.choices))}; got {value!r}.")
+            resolved[opt.name] = value
+        else:
+            resolved[opt.name] = opt.default
+    return resolved
+
+
+def load_table(spark, opts: dict[str, Any]):
+    """The input DataFrame named by the options, or the built-in synthetic data."""
+    from pyspark.sql import functions as F
+
+    from dp_spark.io import read_input
+    from dp_spark.stages.edges import require_columns
+
+    if opts["input"]:
+        log.info("reading %s", opts["input"])
+        df = read_input(spark, opts["input"], opts["format"])
+    else:
+        from dp_spark.datasets import synthetic_events
+
+        log.info("no --input: using %s rows of built-in synthetic data", f"{opts['rows']:,}")
+        df = synthetic_events(spark, rows=int(opts["rows"]))
+        opts = {**opts, "person_col": "person_id", "item_col": "item"}
+    if opts["tokenize"] == "words":
+        require_columns(df, opts["person_col"], opts["item_col"])
+        words = F.explode(F.split(F.lower(F.col(opts["item_col"]).cast("string")), "[^a-z]+"))
+        df = df.select(F.col(opts["person_col"]), words.alias(opts["item_col"])).where(
+            F.length(opts["item_col"]) > 0
+        )
+    return df, opts

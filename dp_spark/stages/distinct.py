@@ -1,0 +1,222 @@
+"""Spark stages of the distinct-count release (Knop & Steinke, NeurIPS 2023).
+
+Each method reduces the (person, item) table to the vector
+DC(D; l), l = 1..max_bound (or a lower bound of it with the same sensitivity),
+so only ``max_bound`` numbers reach the driver, never per-person data (the
+``matching`` method is the stated exception: it collects the deduplicated
+edge list after checking it against a limit).
+
+Every function here returns NON-PRIVATE values. They are private only after
+the mechanism layer adds noise calibrated to their sensitivity (each entry l
+moves by at most l when one person is added or removed).
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dp_spark.errors import LimitError, ParameterError
+from dp_spark.sparkjobs import spark_job
+from dp_spark.stages.edges import ITEM, PERSON, edges, item_type
+from dp_spark.stages.kernels import flow_bounded_counts, greedy_match_rounds
+
+log = logging.getLogger(__name__)
+
+METHODS = ("greedy", "matching", "sampling")
+DEFAULT_EDGE_LIMIT = 20_000_000
+DEFAULT_SHARDS = 16
+ROUND = "round"
+_SHARD = "_shard"
+
+
+def default_shards(spark) -> int:
+    """Data-independent default number of greedy shards: the session's
+    ``spark.sql.shuffle.partitions`` when it is a number, else 16."""
+    try:
+        value = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    except Exception:  # noqa: BLE001 - "auto" on some platforms, or unset
+        return DEFAULT_SHARDS
+    return max(1, value)
+
+
+# --------------------------------------------------------------------- greedy
+
+def _greedy_partition(batches: Iterator[pd.DataFrame], max_bound: int) -> Iterator[pd.DataFrame]:
+    """mapInPandas body: run Algorithm 2's greedy on each shard of the partition.
+
+    Rows arrive sorted by (shard, person order key, person, item order key,
+    item), so persons are contiguous and each person's items are in the fixed
+    preference order, duplicates adjacent.
+    """
+    frames = [b for b in batches if len(b)]
+    if not frames:
+        return
+    pdf = pd.concat(frames, ignore_index=True)
+    shard = pdf[_SHARD].to_numpy()
+    person = pdf[PERSON]
+    item = pdf[ITEM]
+    new_shard = np.empty(len(pdf), dtype=bool)
+    new_shard[0] = True
+    new_shard[1:] = shard[1:] != shard[:-1]
+    new_person = new_shard | person.ne(person.shift()).to_numpy()
+    keep = new_person | item.ne(item.shift()).to_numpy()  # drop repeated (person, item)
+    bounds = np.flatnonzero(new_shard).tolist() + [len(pdf)]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        rows = np.flatnonzero(keep[lo:hi]) + lo
+        starts = np.flatnonzero(new_person[rows])
+        indptr = np.append(starts, len(rows))
+        codes, uniques = pd.factorize(item.iloc[rows], sort=False)
+        rounds = greedy_match_rounds(indptr, codes, len(uniques), max_bound)
+        hit = rounds > 0
+        yield pd.DataFrame({ITEM: np.asarray(uniques)[hit], ROUND: rounds[hit]})
+
+
+def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
+    """(item, round) for every item some shard's greedy matched, per shard.
+
+    Sharded Algorithm 2 (ALGORITHMS.md 1.4a). Person p goes to shard
+    pmod(murmur3(p), shards) — Spark's own hash partitioning, a fixed function
+    of the id. Inside a shard persons are visited in the order of
+    (xxhash64(person), person) and each person's items in the order of
+    (xxhash64(item), item): total orders that depend on nothing but the ids,
+    so they are the same in neighbouring data sets. ``shards=1`` is the
+    paper's single-sequence Algorithm 2.
+
+    Why the combined count keeps sensitivity l: adding a person changes only
+    its own shard, where (kernel docstring) the matched-by-round-l set grows
+    by at most l items and never shrinks; the union over shards of those sets
+    is monotone in each, so it too grows by at most l. And g_l <= DC(D; l):
+    give each matched item to one person that matched it by round l; nobody
+    receives more than l of its own items.
+    """
+    keyed = (
+        edge_df.repartition(shards, PERSON)
+        .select(
+            F.pmod(F.hash(PERSON), F.lit(shards)).alias(_SHARD),
+            F.xxhash64(PERSON).alias("_ph"),
+            PERSON,
+            F.xxhash64(ITEM).alias("_ih"),
+            ITEM,
+        )
+        .sortWithinPartitions(_SHARD, "_ph", PERSON, "_ih", ITEM)
+        .select(_SHARD, PERSON, ITEM)
+    )
+    schema = T.StructType([
+        T.StructField(ITEM, item_type(edge_df)),
+        T.StructField(ROUND, T.IntegerType()),
+    ])
+    return keyed.mapInPandas(partial(_greedy_partition, max_bound=max_bound), schema)
+
+
+# ------------------------------------------------------------------- sampling
+
+def sampling_rounds(edge_df: DataFrame, max_bound: int, salt: int) -> DataFrame:
+    """(item, rank) for the sampling baseline: each person ranks its distinct
+    items by a salted hash; keeping ranks <= l is a uniformly random-looking
+    choice of min(l, |u_i|) items, nested across l.
+
+    The choice of one person depends only on its own (person, item) ids and the
+    salt, so adding a person adds at most l items to the kept union for bound
+    l and changes nothing else: sensitivity l. (The salt is not privacy noise:
+    the argument holds for any fixed salt.)
+    """
+    order = Window.partitionBy(PERSON).orderBy(
+        F.xxhash64(F.lit(int(salt)), PERSON, ITEM), ITEM
+    )
+    return (
+        edge_df.dropDuplicates([PERSON, ITEM])
+        .withColumn(ROUND, F.row_number().over(order))
+        .where(F.col(ROUND) <= max_bound)
+        .select(ITEM, ROUND)
+    )
+
+
+def counts_from_round_table(round_df: DataFrame, max_bound: int) -> np.ndarray:
+    """Combine (item, round) rows: round(x) = min over rows; then
+    g_l = #{x : round(x) <= l}. Collects at most ``max_bound`` rows."""
+    per_item = round_df.groupBy(ITEM).agg(F.min(ROUND).alias(ROUND))
+    hist_df = per_item.where(F.col(ROUND) <= max_bound).groupBy(ROUND).count()
+    with spark_job("counting matched items per round"):
+        rows = hist_df.collect()
+    hist = np.zeros(max_bound + 1, dtype=np.int64)
+    for row in rows:
+        hist[int(row[ROUND])] = int(row["count"])
+    return np.cumsum(hist[1:])
+
+
+# ------------------------------------------------------------------- matching
+
+def matching_counts(edge_df: DataFrame, max_bound: int, edge_limit: int) -> np.ndarray:
+    """Exact DC(D; l) (Algorithm 1) by maximum flow on the driver.
+
+    Collects the deduplicated edge list, but at most ``edge_limit + 1`` rows:
+    when more exist the method is refused with a LimitError naming ``greedy``
+    (the error reveals only that the limit was crossed, never the size).
+    """
+    dedup = edge_df.dropDuplicates([PERSON, ITEM])
+    with spark_job("collecting the deduplicated edge list for exact matching"):
+        pdf = dedup.limit(edge_limit + 1).toPandas()
+    if len(pdf) > edge_limit:
+        raise LimitError(
+            f"method 'matching' needs the whole deduplicated edge list on the driver "
+            f"and this input has more than edge_limit={edge_limit:,} distinct "
+            "(person, item) pairs. Use method='greedy' (scales with Spark), or "
+            "raise edge_limit if the driver has the memory."
+        )
+    person_codes, persons = pd.factorize(pdf[PERSON])
+    item_codes, items = pd.factorize(pdf[ITEM])
+    return flow_bounded_counts(person_codes, item_codes, len(persons), len(items), max_bound)
+
+
+# ----------------------------------------------------------------- entry point
+
+def bounded_distinct_counts(
+    df: DataFrame,
+    person_col: str,
+    item_col: str,
+    max_bound: int,
+    method: str = "greedy",
+    *,
+    shards: int | None = None,
+    edge_limit: int = DEFAULT_EDGE_LIMIT,
+    salt: int = 0,
+) -> np.ndarray:
+    """NON-PRIVATE: the vector (DC(D; l))_{l=1..max_bound} or its greedy /
+    sampling lower bound, as int64 numpy array (entry l-1 is for bound l).
+
+    For tests, benchmarks and the distinct-count release, which adds noise.
+    Methods: ``greedy`` (sharded Algorithm 2, default), ``matching`` (exact,
+    Algorithm 1; collects the edge list up to ``edge_limit``), ``sampling``
+    (the paper's baseline). Each entry l has sensitivity l under adding or
+    removing one person, and never exceeds the exact DC(D; l).
+    """
+    validate_stage_parameters(max_bound, method, shards, edge_limit)
+    edge_df = edges(df, person_col, item_col)
+    if method == "greedy":
+        shards = shards or default_shards(df.sparkSession)
+        log.info("distinct-count: greedy matching in %d shards, bounds 1..%d", shards, max_bound)
+        return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound)
+    if method == "sampling":
+        log.info("distinct-count: sampling baseline, bounds 1..%d", max_bound)
+        return counts_from_round_table(sampling_rounds(edge_df, max_bound, salt), max_bound)
+    log.info("distinct-count: exact matching on the driver, bounds 1..%d", max_bound)
+    return matching_counts(edge_df, max_bound, edge_limit)
+
+
+def validate_stage_parameters(max_bound, method, shards, edge_limit) -> None:
+    if method not in METHODS:
+        raise ParameterError(f"method must be one of {', '.join(METHODS)}; got {method!r}.")
+    if isinstance(max_bound, bool) or not isinstance(max_bound, (int, np.integer)) or max_bound < 1:
+        raise ParameterError(f"max_bound must be a whole number >= 1; got {max_bound!r}.")
+    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or shards < 1):
+        raise ParameterError(f"shards must be a whole number >= 1; got {shards!r}.")
+    if isinstance(edge_limit, bool) or not isinstance(edge_limit, (int, np.integer)) or edge_limit < 1:
+        raise ParameterError(f"edge_limit must be a whole number >= 1; got {edge_limit!r}.")

@@ -1,0 +1,66 @@
+"""The (person, item) edge table every person-level release starts from.
+
+Spark stage, no privacy noise. Rule for bad rows: a row whose person or item
+is null is dropped (a null person cannot be protected as a person, and a null
+item is not an item). How many rows were dropped is not reported: it is a
+non-private count.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dp_spark.errors import SchemaError
+
+PERSON = "person"
+ITEM = "item"
+
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_REFUSED = (T.ArrayType, T.MapType, T.StructType, T.BinaryType)
+
+
+def require_columns(df: DataFrame, *columns: str) -> None:
+    """Raise SchemaError unless every named column exists in ``df``."""
+    present = list(df.columns)
+    missing = [c for c in columns if c not in present]
+    if missing:
+        raise SchemaError(
+            f"column {missing[0]!r} is not in the input; available columns: "
+            f"{', '.join(present) or '(none)'}. Set the column name "
+            "(person_col= / item_col=, or --person-col / --item-col)."
+        )
+
+
+def _normalised(df: DataFrame, name: str, alias: str):
+    """Integral ids stay long; other atomic types become strings (injective
+    for the atomic types we accept); nested and binary types are refused."""
+    dtype = df.schema[name].dataType
+    if isinstance(dtype, _REFUSED):
+        raise SchemaError(
+            f"column {name!r} has type {dtype.simpleString()}, which cannot be "
+            "used as an id; use a column of strings or integers."
+        )
+    column = F.col(name)
+    if isinstance(dtype, _INTEGRAL):
+        return column.cast("long").alias(alias)
+    if isinstance(dtype, T.StringType):
+        return column.alias(alias)
+    return column.cast("string").alias(alias)
+
+
+def edges(df: DataFrame, person_col: str, item_col: str) -> DataFrame:
+    """Columns ``person``, ``item`` with null rows dropped (not deduplicated).
+
+    NON-PRIVATE intermediate data; never collected by the library.
+    """
+    require_columns(df, person_col, item_col)
+    if person_col == item_col:
+        raise SchemaError("person and item must be different columns.")
+    out = df.select(_normalised(df, person_col, PERSON), _normalised(df, item_col, ITEM))
+    return out.where(F.col(PERSON).isNotNull() & F.col(ITEM).isNotNull())
+
+
+def item_type(edge_df: DataFrame) -> T.DataType:
+    return edge_df.schema[ITEM].dataType

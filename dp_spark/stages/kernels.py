@@ -1,0 +1,141 @@
+"""Sequential kernels behind the distinct-count stages (numpy/scipy, no Spark).
+
+These are the pieces of Knop & Steinke (NeurIPS 2023) that are inherently
+sequential. The Spark stages in :mod:`dp_spark.stages.distinct` run them inside
+shards of persons; the tests run them directly on small data.
+
+Nothing here is private: every function computes a NON-PRIVATE summary of the
+data. Privacy comes from the bounded sensitivity these summaries have (proved
+in the docstrings, checked by property tests) and the noise the mechanism
+layer adds afterwards.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_flow
+
+
+def greedy_match_rounds(
+    indptr: np.ndarray, items: np.ndarray, n_items: int, max_bound: int
+) -> np.ndarray:
+    """Round in which each item is matched by Algorithm 2's incremental greedy.
+
+    Persons are ``0..n-1`` in the given (data-independent) order; person ``p``
+    holds the *distinct* items ``items[indptr[p]:indptr[p+1]]``, listed in a
+    fixed data-independent preference order. In round ``r = 1..max_bound``
+    every person, in order, takes the first item of its list that no earlier
+    copy has taken (Knop & Steinke, Algorithm 2, DPApproxDistinctCount). This
+    is the greedy maximal matching of the graph that has ``r`` copies of each
+    person, visiting copies in (round, person) order.
+
+    Returns an int32 array of length ``n_items``: the round in which the item
+    was matched, or 0 if it was not matched within ``max_bound`` rounds. The
+    number of items with round in ``1..l`` is g_l, the greedy count for bound l.
+
+    Sensitivity (the claim the privacy proof needs): adding one person y at
+    any position changes every g_l by at most l, never downwards. Step by step,
+    the matched set without y stays a subset of the matched set with y and the
+    difference grows by at most one item per copy of y processed (a non-y copy
+    either takes the same item, or, when its item is in the difference, the
+    next free one, which swaps one element of the difference for another).
+    After round l, y has had l copies, so 0 <= g'_l - g_l <= l.
+    Cost: O(len(items) + sum_p min(deg_p, max_bound)); each pointer only
+    moves forward.
+    """
+    starts = indptr[:-1].tolist()
+    ends = indptr[1:].tolist()
+    item_list = items.tolist()
+    used = bytearray(n_items)
+    rounds = np.zeros(n_items, dtype=np.int32)
+    matched_in_round: list[list[int]] = []
+    active = [p for p in range(len(starts)) if starts[p] < ends[p]]
+    for _round in range(max_bound):
+        taken: list[int] = []
+        still = []
+        for p in active:
+            q = starts[p]
+            e = ends[p]
+            while q < e and used[item_list[q]]:
+                q += 1
+            if q < e:
+                x = item_list[q]
+                used[x] = 1
+                taken.append(x)
+                q += 1
+                if q < e:
+                    still.append(p)
+            starts[p] = q
+        matched_in_round.append(taken)
+        active = still
+        if not active:
+            break
+    for r, taken in enumerate(matched_in_round, start=1):
+        if taken:
+            rounds[np.asarray(taken, dtype=np.int64)] = r
+    return rounds
+
+
+def counts_from_rounds(rounds: np.ndarray, max_bound: int) -> np.ndarray:
+    """g_l = #{items matched in a round <= l} for l = 1..max_bound (int64)."""
+    rounds = np.asarray(rounds)
+    hist = np.bincount(rounds[rounds > 0], minlength=max_bound + 1)[: max_bound + 1]
+    return np.cumsum(hist[1:]).astype(np.int64)
+
+
+def flow_bounded_counts(
+    person_codes: np.ndarray,
+    item_codes: np.ndarray,
+    n_persons: int,
+    n_items: int,
+    max_bound: int,
+) -> np.ndarray:
+    """Exact DC(D; l) for l = 1..max_bound by maximum flow (Algorithm 1's counts).
+
+    The edges ``(person_codes[e], item_codes[e])`` must be distinct. DC(D; l)
+    is the largest number of distinct items covered when each person keeps at
+    most l of its items: the maximum flow source -> person (capacity l) ->
+    item (1) -> sink (1). The function l -> DC(D; l) is non-decreasing and
+    concave (a parametric minimum cut is a minimum of affine functions of l),
+    so once it is flat it stays flat: the flow is recomputed only until then,
+    and the remaining entries are filled with the last value.
+
+    Sensitivity: DC(.; l) changes by at most l when one person is added or
+    removed (that person's flow is at most l). NON-PRIVATE.
+    """
+    out = np.zeros(max_bound, dtype=np.int64)
+    if len(person_codes) == 0:
+        return out
+    source, sink = 0, n_persons + n_items + 1
+    n_nodes = n_persons + n_items + 2
+    degrees = np.bincount(person_codes, minlength=n_persons)
+    # Items that some person holds: every one of them is matched once l >= max degree.
+    total = int(np.count_nonzero(np.bincount(item_codes, minlength=n_items)))
+    rows = np.concatenate([
+        np.zeros(n_persons, dtype=np.int64),               # source -> person
+        1 + person_codes.astype(np.int64),                 # person -> item
+        1 + n_persons + np.arange(n_items, dtype=np.int64),  # item -> sink
+    ])
+    cols = np.concatenate([
+        1 + np.arange(n_persons, dtype=np.int64),
+        1 + n_persons + item_codes.astype(np.int64),
+        np.full(n_items, sink, dtype=np.int64),
+    ])
+    caps = np.ones(len(rows), dtype=np.int32)
+    graph = csr_matrix((caps, (rows, cols)), shape=(n_nodes, n_nodes))
+    graph.sort_indices()
+    # Row 0 of the CSR matrix holds the source edges, in person order.
+    src = slice(graph.indptr[0], graph.indptr[1])
+    src_persons = graph.indices[src] - 1
+    previous = -1
+    max_degree = int(degrees.max())
+    for l in range(1, max_bound + 1):
+        graph.data[src] = np.minimum(degrees[src_persons], l).astype(np.int32)
+        value = int(maximum_flow(graph, source, sink, method="dinic").flow_value)
+        out[l - 1] = value
+        if value == previous or value == total or l >= max_degree:
+            out[l:] = value
+            break
+        previous = value
+    return out
