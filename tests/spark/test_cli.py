@@ -1,0 +1,130 @@
+"""``dp-spark distinct-count`` end to end: in process on the shared local
+session, and once as a real subprocess through the console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dp_spark.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+KEYS = {"estimate", "lower_bound", "bound", "epsilon", "method"}
+
+
+def run_cli(capsys, *argv):
+    code = main(["distinct-count", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(err: str):
+    lines = [l for l in err.strip().splitlines() if not l.startswith("dp-spark: ") or "error" in l]
+    errors = [l for l in err.splitlines() if "error" in l.lower()]
+    assert len(errors) == 1, err
+    assert "Traceback" not in err and "at org.apache" not in err and "Py4J" not in err, err
+
+
+def test_default_data(capsys, tmp_path, spark):
+    out_path = tmp_path / "report.json"
+    code, out, err = run_cli(capsys, "--rows", "20000", "--seed", "1", "--max-bound", "20",
+                             "--output", str(out_path))
+    assert code == 0, err
+    report = json.loads(out_path.read_text())
+    assert KEYS <= set(report) and report["epsilon"] == 1.0 and report["method"] == "greedy"
+    assert "estimate" in out and "lower_bound" in out and "NOT private" in out
+
+
+def test_amazon_fashion_words(capsys, tmp_path, amazon_path, spark):
+    out_path = tmp_path / "amazon.json"
+    code, out, err = run_cli(
+        capsys, "--input", str(amazon_path), "--person-col", "reviewerID", "--item-col", "reviewText",
+        "--tokenize", "words", "--max-bound", "99", "--epsilon", "2", "--seed", "3",
+        "--output", str(out_path),
+    )
+    assert code == 0, err
+    report = json.loads(out_path.read_text())
+    assert report["parameters"]["item_col"] == "reviewText"
+    assert 1000 <= report["lower_bound"] <= 1464  # true vocabulary: 1,464 words
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
+def test_input_formats(capsys, tmp_path, spark, fmt):
+    df = spark.createDataFrame([(p, f"i{p % 7}") for p in range(50)], "user string, thing string")
+    path = tmp_path / f"events.{fmt}"
+    writer = df.coalesce(1).write
+    (writer.option("header", "true").csv(str(path)) if fmt == "csv" else getattr(writer, fmt)(str(path)))
+    code, out, err = run_cli(capsys, "--input", str(path), "--person-col", "user", "--item-col", "thing",
+                             "--max-bound", "3", "--seed", "1", "--quiet")
+    assert code == 0, err
+    assert KEYS <= set(json.loads(out))
+
+
+def test_catalog_table(capsys, spark):
+    spark.createDataFrame([(1, "a"), (2, "b")], "person_id long, item string").createOrReplaceTempView("cli_events")
+    code, out, err = run_cli(capsys, "--input", "table:cli_events", "--max-bound", "2", "--seed", "1", "--quiet")
+    assert code == 0, err
+
+
+def test_config_file_and_flag_precedence(capsys, tmp_path, spark):
+    config = tmp_path / "job.yaml"
+    config.write_text("rows: 5000\nepsilon: 0.5\nmax-bound: 7\nmethod: sampling\n")
+    code, out, err = run_cli(capsys, "--config", str(config), "--epsilon", "0.25", "--seed", "2", "--quiet")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["epsilon"] == 0.25 and report["method"] == "sampling"
+    assert report["parameters"]["max_bound"] == 7
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--epsilon", "0"], "epsilon must be a finite number > 0"),
+        (["--epsilon", "nan"], "epsilon must be a finite number > 0"),
+        (["--beta", "1.5"], "beta must be strictly between 0 and 1"),
+        (["--max-bound", "0"], "max_bound must be a whole number >= 1"),
+        (["--method", "magic"], "invalid choice"),
+        (["--input", "/no/such/file.parquet"], "does not exist"),
+        (["--input", "{tmp}/data.xyz"], "cannot tell the format"),
+        (["--input", "{tmp}/events.parquet", "--person-col", "who"], "'who' is not in the input"),
+        (["--config", "{tmp}/missing.yaml"], "config file"),
+        (["--budget-epsilon", "0.5", "--epsilon", "1"], "budget"),
+    ],
+)
+def test_bad_input_one_line_exit_2_and_output_kept(capsys, tmp_path, spark, argv, fragment):
+    (tmp_path / "data.xyz").write_text("x")
+    spark.createDataFrame([(1, "a")], "person_id long, item string").write.parquet(str(tmp_path / "events.parquet"))
+    out_path = tmp_path / "report.json"
+    out_path.write_text('{"earlier": true}')
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    try:
+        code, out, err = run_cli(capsys, *argv, "--rows", "100", "--output", str(out_path))
+    except SystemExit as exc:  # argparse choices
+        code, err = exc.code, capsys.readouterr().err
+    assert code == 2
+    assert fragment in err, err
+    assert_one_line_error(err)
+    assert json.loads(out_path.read_text()) == {"earlier": True}
+
+
+def test_console_script_subprocess(tmp_path):
+    """The installed ``dp-spark`` command on a fresh JVM, as a user runs it."""
+    exe = Path(sys.executable).parent / "dp-spark"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    bad = subprocess.run([str(exe), "distinct-count", "--epsilon", "-1"], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    out_path = tmp_path / "r.json"
+    good = subprocess.run(
+        [str(exe), "distinct-count", "--rows", "20000", "--max-bound", "10", "--seed", "5",
+         "--master", "local[2]", "--output", str(out_path)],
+        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
+    )
+    assert good.returncode == 0, good.stderr[-2000:]
+    assert "at org.apache" not in good.stderr
+    assert KEYS <= set(json.loads(out_path.read_text()))

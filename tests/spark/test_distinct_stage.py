@@ -1,0 +1,148 @@
+"""Spark stages of the distinct-count release (local[2] session)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dp_spark.errors import LimitError, ParameterError, SchemaError
+from dp_spark.stages import bounded_distinct_counts
+from dp_spark.stages.distinct import greedy_rounds
+from dp_spark.stages.edges import edges
+from dp_spark.stages.kernels import counts_from_rounds, greedy_match_rounds
+
+from tests.unit.test_kernels import exact_counts
+
+
+def _frame(spark, persons: dict, person_type="long", item_type="string"):
+    rows = [(p, x) for p, items in persons.items() for x in sorted(items)]
+    schema = f"person_id {person_type}, item {item_type}"
+    return spark.createDataFrame(rows, schema)
+
+
+def test_edges_drop_nulls_and_normalise_types(spark):
+    df = spark.createDataFrame(
+        [(1, "a"), (None, "b"), (2, None), (2, "c"), (2, "c")], "who int, what string"
+    )
+    expected = spark.createDataFrame([(1, "a"), (2, "c"), (2, "c")], "person long, item string")
+    assert_df_equality(edges(df, "who", "what"), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_edges_cast_non_string_items_to_string(spark):
+    df = spark.createDataFrame([("x", 1.5), ("y", 2.0)], "p string, v double")
+    out = edges(df, "p", "v")
+    assert out.schema["item"].dataType == T.StringType()
+    assert sorted(r.item for r in out.collect()) == ["1.5", "2.0"]
+
+
+def test_edges_refuse_missing_and_nested_columns(spark):
+    df = spark.createDataFrame([(1, [1, 2])], "p long, xs array<long>")
+    with pytest.raises(SchemaError, match="'nope' is not in the input"):
+        edges(df, "p", "nope")
+    with pytest.raises(SchemaError, match="cannot be used as an id"):
+        edges(df, "p", "xs")
+
+
+def test_greedy_stage_matches_the_kernel_on_the_same_order(spark):
+    """The Spark stage equals Algorithm 2 run on the driver in the stage's
+    order (persons by (xxhash64, id), items by (xxhash64, item)), shard by shard."""
+    rng = np.random.default_rng(5)
+    pdf = pd.DataFrame({"person_id": rng.integers(0, 60, 600), "item": rng.integers(0, 80, 600).astype(str)})
+    df = spark.createDataFrame(pdf)
+    shards, max_bound = 3, 6
+    got = greedy_rounds(edges(df, "person_id", "item"), max_bound, shards)
+    keyed = (
+        edges(df, "person_id", "item").dropDuplicates()
+        .select(F.pmod(F.hash("person"), F.lit(shards)).alias("s"), F.xxhash64("person").alias("ph"),
+                "person", F.xxhash64("item").alias("ih"), "item")
+        .toPandas().sort_values(["s", "ph", "person", "ih", "item"])
+    )
+    best: dict = {}
+    for _, shard in keyed.groupby("s"):
+        codes, uniques = pd.factorize(shard["item"])
+        starts = np.flatnonzero(shard["person"].ne(shard["person"].shift()).to_numpy())
+        rounds = greedy_match_rounds(np.append(starts, len(shard)), codes, len(uniques), max_bound)
+        for x, r in zip(uniques, rounds):
+            if r > 0:
+                best[x] = min(int(r), best.get(x, int(r)))
+    got_best = got.groupBy("item").agg(F.min("round").alias("r")).toPandas()
+    assert dict(zip(got_best["item"], got_best["r"])) == best
+
+
+def test_all_methods_on_a_hand_example(spark):
+    persons = {0: {"a", "b", "c"}, 1: {"a"}, 2: {"d"}}
+    df = _frame(spark, persons)
+    exact = bounded_distinct_counts(df, "person_id", "item", 4, "matching")
+    assert exact.tolist() == [3, 4, 4, 4]
+    for method in ("greedy", "sampling"):
+        counts = bounded_distinct_counts(df, "person_id", "item", 4, method)
+        assert counts.dtype == np.int64 and len(counts) == 4
+        assert np.all(counts <= exact) and counts[-1] == 4  # everyone fits at l >= 3
+
+
+@pytest.mark.parametrize("method", ["greedy", "matching", "sampling"])
+def test_empty_table_gives_zero_counts(spark, method):
+    df = spark.createDataFrame([], "person_id long, item string")
+    assert bounded_distinct_counts(df, "person_id", "item", 3, method).tolist() == [0, 0, 0]
+
+
+def test_duplicate_rows_do_not_count_twice(spark):
+    df = spark.createDataFrame([(1, "a")] * 5 + [(2, "a")] * 3, "person_id long, item string")
+    for method in ("greedy", "matching", "sampling"):
+        assert bounded_distinct_counts(df, "person_id", "item", 2, method).tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("method", ["greedy", "matching", "sampling"])
+def test_neighbouring_tables_move_each_count_by_at_most_l(spark, method):
+    """Sensitivity through Spark itself: add one random person to random data."""
+    rng = np.random.default_rng(11)
+    max_bound = 5
+    for trial in range(3):
+        persons = {int(p): set(rng.integers(0, 40, rng.integers(1, 9)).astype(str)) for p in range(25)}
+        extra = set(rng.integers(0, 60, rng.integers(1, 12)).astype(str))
+        before = bounded_distinct_counts(_frame(spark, persons), "person_id", "item", max_bound, method, salt=trial)
+        after = bounded_distinct_counts(
+            _frame(spark, {**persons, 1000 + trial: extra}), "person_id", "item", max_bound, method, salt=trial
+        )
+        diff = after - before
+        assert np.all(diff >= 0) and np.all(diff <= np.arange(1, max_bound + 1)), diff
+        assert np.all(after <= exact_counts({**persons, 1000 + trial: extra}, max_bound))
+
+
+def test_greedy_single_shard_close_to_exact_on_random_data(spark):
+    rng = np.random.default_rng(3)
+    persons = {int(p): set(rng.integers(0, 200, rng.integers(1, 15)).astype(str)) for p in range(80)}
+    df = _frame(spark, persons)
+    exact = bounded_distinct_counts(df, "person_id", "item", 10, "matching")
+    single = bounded_distinct_counts(df, "person_id", "item", 10, "greedy", shards=1)
+    assert np.all(single <= exact) and np.all(2 * single >= exact)
+    assert exact.tolist() == exact_counts(persons, 10).tolist()
+
+
+def test_matching_refuses_above_the_edge_limit(spark):
+    df = spark.createDataFrame([(p, str(p)) for p in range(20)], "person_id long, item string")
+    with pytest.raises(LimitError, match="method='greedy'") as info:
+        bounded_distinct_counts(df, "person_id", "item", 3, "matching", edge_limit=10)
+    assert "20" not in str(info.value)  # the true size is not revealed
+    assert bounded_distinct_counts(df, "person_id", "item", 3, "matching", edge_limit=20).tolist() == [20] * 3
+
+
+def test_sampling_depends_on_the_salt_only(spark):
+    rng = np.random.default_rng(2)
+    persons = {int(p): set(rng.integers(0, 30, 8).astype(str)) for p in range(30)}
+    df = _frame(spark, persons)
+    a = bounded_distinct_counts(df, "person_id", "item", 3, "sampling", salt=1)
+    b = bounded_distinct_counts(df, "person_id", "item", 3, "sampling", salt=1)
+    assert a.tolist() == b.tolist()
+
+
+def test_stage_parameter_checks(spark):
+    df = spark.createDataFrame([(1, "a")], "person_id long, item string")
+    for kwargs in ({"max_bound": 0}, {"method": "nope"}, {"max_bound": 2, "shards": 0}):
+        args = {"max_bound": 2, "method": "greedy", **kwargs}
+        with pytest.raises(ParameterError):
+            bounded_distinct_counts(df, "person_id", "item", args.pop("max_bound"), args.pop("method"), **args)
