@@ -1,0 +1,457 @@
+"""Continual release of distinct counts: the driver-side mechanisms (numpy only).
+
+Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements in
+the Turnstile Model with Differential Privacy under Continual Observation"
+(NeurIPS 2023, arXiv 2306.06723). Input: the exact ``StreamSummaries`` of a
+stream (``dp_spark.continual.stream``); output: one private estimate of the
+number of present items D(t) per step t = 1..T.
+
+Privacy unit and guarantee: item-level ρ-zCDP, where neighbouring streams
+differ by *all* events of one item (one stream has them, the other has none),
+as in the project's DESIGN.md. Note the paper's Definition 1.2 calls streams
+item-neighbours when a *subset* of one item's events is replaced by no-ops;
+under that wider relation the bounds below do not hold as stated (a node can
+move by 2 and up to 2w nodes per level can move; ℓ2² per level ≤ 4w), and the
+same mechanisms are 4ρ-zCDP (by the ℓ2 bound 4·w·L, or group privacy of size 2
+through the stream with the item removed).
+
+Mechanisms (``mechanism=`` in ``continual_counts``):
+
+"bounded" — Algorithm 1 (given flippancy bound w). Binary tree mechanism
+    (``BinaryTreeMechanism``) on the w-truncated difference stream
+    z_w[t] = Σ_u ẽ_u(t) − ẽ_u(t−1), per-node noise N(0, σ²), σ² = w·L/(2ρ),
+    L = log2(T) + 1 levels.
+
+    Lemma (sensitivity; our proof, mirroring the paper's Lemma 3.5). Let x'
+    be x without item u. Every other item's (truncated) existence vector is
+    unchanged, because counts, flips and truncation are per item. A node
+    covering steps a..b holds Σ_{t=a..b} z_w[t] = Σ_v ẽ_v(b) − ẽ_v(a−1), so
+    it changes by exactly ẽ_u(b) − ẽ_u(a−1) ∈ {−1, 0, 1}, which is non-zero
+    only if ẽ_u flips at some step in a..b. The nodes of one level cover
+    disjoint steps and ẽ_u flips at most w times (the "freeze at the w-th
+    flip" rule), so at most w nodes per level change, each by at most 1:
+    ℓ2² ≤ w per level and ≤ w·L over the tree. The Gaussian mechanism then
+    gives w·L/(2σ²) = ρ-zCDP; estimates are post-processing.
+    Error: each estimate's noise is N(0, popcount(t)·σ²) (``std``); with
+    probability ≥ 1 − β all |noise_t| ≤ std_t·sqrt(2 ln(2T/β)) (union bound).
+    That is the error when the stream's maximum flippancy is ≤ w; otherwise
+    add the number of items whose flippancy exceeds w (not released).
+    A ``max_flippancy`` that is not a power of two is rounded up to the next
+    one (the summaries are truncated at powers of two); σ uses the rounded w.
+
+"adaptive" — Algorithm 3 (no flippancy bound needed). Trees M_j as above for
+    w_j = 2^j, j = 0..J (J = ``summaries.max_level``), all on the whole stream,
+    each with ρ_tree = (1 − f)·ρ/(J + 1); a sparse vector (``SparseVector``,
+    ρ_svt = f·ρ, cutoff c = J) on the queries q_t = over_counts[j, t] − τ_j
+    (items with flippancy > w_j so far, sensitivity 1: only u's own indicator
+    can change). Start at j = 0; at each step ask the query for the current j;
+    on "above" set j ← j + 1 and ask again at the same step (so several
+    doublings can happen in one step) until "below" or j = J. The estimate at
+    t is M_j's estimate at t. Default f = 1/2, the split in ALGORITHMS.md §4.4
+    [RECALL; the seed's proof of Theorem 3.1 splits ρ between the trees and the
+    sparse vector but the fractions are not legible there]. Threshold (our
+    choice; the paper's form is not legible): τ_j = s·a_j with
+    a_j = σ_j·sqrt(L)·sqrt(2 ln(4T(J+1)/β)) the simultaneous (β/2) error bound
+    of M_j, s = ``threshold_scale`` (default 1).
+    Privacy: composition, (J+1)·ρ_tree + ρ_svt = ρ; the chosen level path is
+    a function of the sparse-vector answers only, so the output is
+    post-processing and the path itself (``flippancy_bound``) may be released.
+    Error (probability ≥ 1 − β, β/2 to the trees, β/2 to the sparse vector):
+    |error_t| ≤ std_t·sqrt(2 ln(4T(J+1)/β)) + τ_j + α_svt while j(t) < J,
+    where α_svt = 8(ln(T+J) + ln(4J/β))/ε₀ is the sparse-vector accuracy
+    (at "below", fewer than τ_j + α_svt items have flippancy > w_j, and only
+    they make truncation error). At j(t) = J the truncation term is 0 if
+    2^J ≥ T (flippancy never exceeds T) and unbounded otherwise (reported as
+    inf).
+
+"baseline" — the comparison of the paper's Theorem 3.10 (a mechanism of Jain,
+    Raskhodnikova, Sivakumar, Smith, ICML 2023, for any function of
+    sensitivity 1; the seed text names it "recompute" but its steps are not
+    legible there). Implemented as periodic recompute (ALGORITHMS.md §4.5
+    [RECALL]): at steps r = 1, 1+B, 1+2B, … release D(r) + N(0, s²) and hold
+    it until the next release. D(r) moves by at most 1 when an item is removed,
+    so the m = ⌈T/B⌉ releases have ℓ2² ≤ m and s² = m/(2ρ) gives ρ-zCDP.
+    B = 1 is "the count at every step as a sensitivity-1 query" (s² = T/(2ρ)).
+    Default B minimises (B − 1) + s_B·sqrt(2 ln(2m/β)) (public quantities only;
+    about (T/ρ)^(1/3) up to logs). Error with probability ≥ 1 − β:
+    ≤ s·sqrt(2 ln(2m/β)) + (t − r(t))·Δ, where Δ bounds the change of D per
+    step: Δ = 1 in the paper's one-update-per-step model, which
+    ``error_bound`` assumes; with several events per step the staleness term
+    can be larger (not released).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dp_spark.continual import _checks
+from dp_spark.continual.stream import StreamSummaries
+from dp_spark.continual.svt import SparseVector
+from dp_spark.continual.tree import BinaryTreeMechanism, nodes_per_step, num_levels, sigma_for_flippancy
+from dp_spark.errors import ParameterError
+from dp_spark.noise.rng import check_rng
+
+__all__ = [
+    "MECHANISMS",
+    "ContinualResult",
+    "AdaptivePlan",
+    "RecomputePlan",
+    "adaptive_plan",
+    "recompute_plan",
+    "round_up_flippancy",
+    "continual_counts",
+]
+
+MECHANISMS = ("adaptive", "bounded", "baseline")
+
+ITEM_LEVEL = (
+    "item-level: neighbouring streams differ by all events of one item "
+    "(one has them, the other none)"
+)
+
+
+@dataclass(frozen=True)
+class ContinualResult:
+    """Private continual distinct counts and their error statements.
+
+    Attributes (position t−1 is step t):
+        mechanism: "bounded", "adaptive" or "baseline".
+        horizon: T.
+        rho: the zCDP budget spent (item-level ρ-zCDP).
+        estimates: the released estimates of D(t).
+        std: standard deviation of the Gaussian noise in each estimate (given
+            the released level path for "adaptive").
+        error_bound: a bound holding simultaneously for all t with probability
+            ≥ 1 − β, under the assumptions in ``notes`` (inf where none holds).
+        beta: that failure probability.
+        flippancy_bound: the w used at each step ("bounded": constant;
+            "adaptive": the sparse vector's public level path; "baseline": None).
+        parameters: the mechanism's parameters (budget split, σ's, thresholds).
+        notes: plain-language assumptions behind ``error_bound``.
+    """
+
+    mechanism: str
+    horizon: int
+    rho: float
+    estimates: np.ndarray
+    std: np.ndarray
+    error_bound: np.ndarray
+    beta: float
+    flippancy_bound: np.ndarray | None
+    parameters: dict = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """JSON-friendly form (lists of floats; inf bounds become None)."""
+
+        def floats(array: np.ndarray) -> list:
+            return [float(v) if math.isfinite(v) else None for v in np.asarray(array, dtype=np.float64)]
+
+        return {
+            "mechanism": self.mechanism,
+            "privacy_unit": ITEM_LEVEL,
+            "rho": self.rho,
+            "horizon": self.horizon,
+            "beta": self.beta,
+            "estimates": floats(self.estimates),
+            "std": floats(self.std),
+            "error_bound": floats(self.error_bound),
+            "flippancy_bound": None if self.flippancy_bound is None else [int(v) for v in self.flippancy_bound],
+            "parameters": self.parameters,
+            "notes": list(self.notes),
+        }
+
+
+# ----------------------------------------------------------------------- plans
+def round_up_flippancy(max_flippancy: int) -> int:
+    """Smallest power of two ≥ max_flippancy (the truncation levels are powers of two)."""
+    w = _checks.integer(max_flippancy, "max_flippancy", 1)
+    return 1 << (w - 1).bit_length()
+
+
+@dataclass(frozen=True)
+class AdaptivePlan:
+    """Parameters of Algorithm 3 derived from public inputs only."""
+
+    horizon: int
+    max_level: int
+    rho: float
+    rho_tree: float
+    rho_svt: float
+    cutoff: int
+    sigmas: np.ndarray
+    thresholds: np.ndarray
+    tree_quantile: float
+    svt_alpha: float
+    beta: float
+
+    def to_dict(self) -> dict:
+        return {
+            "max_level": self.max_level,
+            "rho_per_tree": self.rho_tree,
+            "rho_sparse_vector": self.rho_svt,
+            "sparse_vector_cutoff": self.cutoff,
+            "sigma_per_level": [float(s) for s in self.sigmas],
+            "thresholds": [float(s) for s in self.thresholds],
+            "tree_quantile": self.tree_quantile,
+            "sparse_vector_alpha": self.svt_alpha,
+        }
+
+
+def adaptive_plan(
+    horizon: int,
+    max_level: int,
+    rho: float,
+    beta: float = 0.05,
+    svt_fraction: float = 0.5,
+    threshold_scale: float = 1.0,
+) -> AdaptivePlan:
+    """Budget split, per-level σ_j and thresholds τ_j of Algorithm 3 (see module doc)."""
+    horizon = _checks.horizon(horizon)
+    top = _checks.log2_exact(horizon)
+    max_level = _checks.integer(max_level, "max_level", 0, top)
+    rho = _checks.positive_finite(rho, "rho")
+    beta = _checks.open_unit(beta, "beta")
+    svt_fraction = _checks.open_unit(svt_fraction, "svt_fraction")
+    threshold_scale = _checks.positive_finite(threshold_scale, "threshold_scale")
+    levels = num_levels(horizon)
+    cutoff = max_level  # j can only be raised J times
+    if cutoff == 0:
+        rho_svt, rho_tree = 0.0, rho  # nothing to switch: one tree, all the budget
+    else:
+        rho_svt = svt_fraction * rho
+        rho_tree = (rho - rho_svt) / (max_level + 1)
+    sigmas = np.array([sigma_for_flippancy(horizon, rho_tree, 1 << j) for j in range(max_level + 1)])
+    tree_quantile = math.sqrt(2.0 * math.log(4.0 * horizon * (max_level + 1) / beta))
+    thresholds = threshold_scale * sigmas * math.sqrt(levels) * tree_quantile
+    if cutoff:
+        svt = SparseVector(rho_svt, cutoff)
+        svt_alpha = svt.alpha(horizon + cutoff, beta / 2.0)
+    else:
+        svt_alpha = 0.0
+    return AdaptivePlan(
+        horizon, max_level, rho, rho_tree, rho_svt, cutoff, sigmas, thresholds, tree_quantile, svt_alpha, beta
+    )
+
+
+@dataclass(frozen=True)
+class RecomputePlan:
+    """Parameters of the periodic-recompute baseline (public inputs only)."""
+
+    horizon: int
+    rho: float
+    block: int
+    releases: int
+    sigma: float
+    quantile: float
+    beta: float
+
+    def release_steps(self) -> np.ndarray:
+        """Steps r = 1, 1+B, 1+2B, … at which a fresh noisy count is released."""
+        return np.arange(1, self.horizon + 1, self.block, dtype=np.int64)
+
+    def to_dict(self) -> dict:
+        return {"block": self.block, "releases": self.releases, "sigma": self.sigma, "quantile": self.quantile}
+
+
+def recompute_plan(horizon: int, rho: float, beta: float = 0.05, block: int | None = None) -> RecomputePlan:
+    """Block length B, number of releases m = ⌈T/B⌉ and s = sqrt(m/(2ρ))."""
+    horizon = _checks.horizon(horizon)
+    rho = _checks.positive_finite(rho, "rho")
+    beta = _checks.open_unit(beta, "beta")
+    if block is None:
+        blocks = np.arange(1, horizon + 1, dtype=np.float64)
+        releases = np.ceil(horizon / blocks)
+        bound = (blocks - 1) + np.sqrt(releases / (2 * rho)) * np.sqrt(2 * np.log(2 * releases / beta))
+        block = int(blocks[int(np.argmin(bound))])
+    else:
+        block = _checks.integer(block, "block", 1, horizon)
+    releases = -(-horizon // block)
+    sigma = math.sqrt(releases / (2.0 * rho))
+    quantile = math.sqrt(2.0 * math.log(2.0 * releases / beta))
+    return RecomputePlan(horizon, rho, block, releases, sigma, quantile, beta)
+
+
+# ---------------------------------------------------------------- mechanisms
+def _bounded(summaries: StreamSummaries, rho: float, max_flippancy: int | None, beta: float, rng) -> ContinualResult:
+    if max_flippancy is None:
+        raise ParameterError(
+            "mechanism='bounded' needs max_flippancy (a bound on how often an item may flip); "
+            "or use mechanism='adaptive', which needs none"
+        )
+    w = round_up_flippancy(max_flippancy)
+    if w > (1 << summaries.max_level):
+        raise ParameterError(
+            "max_flippancy exceeds the largest truncation level computed in the summaries "
+            f"(2^max_level = {1 << summaries.max_level}); recompute them with a larger max_level"
+        )
+    T = summaries.horizon
+    tree = BinaryTreeMechanism.for_flippancy(T, rho, w)
+    release = tree.batch(summaries.z_truncated[summaries.level_of(w)], rng)
+    quantile = math.sqrt(2.0 * math.log(2.0 * T / beta))
+    notes = [
+        "Algorithm 1 (Jain et al. NeurIPS 2023): binary tree with sigma^2 = w*L/(2*rho) on the "
+        "w-truncated difference stream.",
+        "error_bound assumes every item flips at most w times; otherwise add the number of items "
+        "with flippancy above w (not released).",
+    ]
+    if w != max_flippancy:
+        notes.append("max_flippancy was rounded up to the next power of two.")
+    return ContinualResult(
+        mechanism="bounded",
+        horizon=T,
+        rho=rho,
+        estimates=release.estimates,
+        std=release.std,
+        error_bound=release.std * quantile,
+        beta=beta,
+        flippancy_bound=np.full(T, w, dtype=np.int64),
+        parameters={"flippancy_bound": w, "sigma": tree.sigma, "levels": tree.levels, "quantile": quantile},
+        notes=tuple(notes),
+    )
+
+
+def _level_path(summaries: StreamSummaries, plan: AdaptivePlan, rng) -> np.ndarray:
+    """Run the sparse vector over the steps (vectorised within each round)."""
+    T, J = summaries.horizon, summaries.max_level
+    path = np.full(T, J, dtype=np.int64)
+    if J == 0:
+        return path
+    svt = SparseVector(plan.rho_svt, plan.cutoff)
+    level, start = 0, 0
+    while level < J and start < T:
+        index = svt.first_above(summaries.over_counts[level, start:] - plan.thresholds[level], 0.0, rng)
+        if index is None:
+            path[start:] = level
+            return path
+        path[start : start + index] = level
+        start += index  # re-ask at the same step with the doubled bound
+        level += 1
+    path[start:] = level
+    return path
+
+
+def _adaptive(
+    summaries: StreamSummaries, rho: float, beta: float, svt_fraction: float, threshold_scale: float, rng
+) -> ContinualResult:
+    T, J = summaries.horizon, summaries.max_level
+    plan = adaptive_plan(T, J, rho, beta, svt_fraction, threshold_scale)
+    path = _level_path(summaries, plan, rng)
+    estimates = np.zeros(T, dtype=np.float64)
+    # Each tree M_j is run over the whole stream; only its estimates at the
+    # steps where it is selected are released (post-processing). Trees never
+    # selected need not be sampled: the output distribution is the same.
+    for level in np.unique(path):
+        tree = BinaryTreeMechanism(T, float(plan.sigmas[level]))
+        release = tree.batch(summaries.z_truncated[level], rng)
+        chosen = path == level
+        estimates[chosen] = release.estimates[chosen]
+    std = plan.sigmas[path] * np.sqrt(nodes_per_step(T).astype(np.float64))
+    truncation = np.where(path < J, plan.thresholds[path] + plan.svt_alpha, 0.0)
+    if (1 << J) < T:
+        truncation = np.where(path == J, np.inf, truncation)
+    notes = [
+        "Algorithm 3 (Jain et al. NeurIPS 2023): trees for w = 2^j, j = 0..J, switched by a "
+        "sparse vector on the number of items whose flippancy exceeds the current w.",
+        "Budget split (ALGORITHMS.md 4.4, not confirmed from the paper): svt_fraction*rho to the "
+        "sparse vector, the rest equally over the J+1 trees.",
+        "error_bound = tree noise bound + truncation bound (threshold + sparse-vector accuracy), "
+        "with probability >= 1 - beta overall.",
+    ]
+    if J == 0:
+        notes.append("max_level = 0: a single tree (w = 1) gets the whole budget; no sparse vector runs.")
+    if (1 << J) < T:
+        notes.append("max_level < log2(horizon): at the top level the truncation error is not bounded (inf).")
+    parameters = plan.to_dict()
+    parameters.update({"svt_fraction": svt_fraction, "threshold_scale": threshold_scale, "levels": num_levels(T)})
+    return ContinualResult(
+        mechanism="adaptive",
+        horizon=T,
+        rho=rho,
+        estimates=estimates,
+        std=std,
+        error_bound=std * plan.tree_quantile + truncation,
+        beta=beta,
+        flippancy_bound=(1 << path).astype(np.int64),
+        parameters=parameters,
+        notes=tuple(notes),
+    )
+
+
+def _baseline(summaries: StreamSummaries, rho: float, beta: float, block: int | None, rng) -> ContinualResult:
+    T = summaries.horizon
+    plan = recompute_plan(T, rho, beta, block)
+    counts = np.cumsum(summaries.z)
+    steps = plan.release_steps()
+    noisy = counts[steps - 1] + rng.normal(0.0, plan.sigma, size=plan.releases)
+    which = np.arange(T) // plan.block
+    estimates = noisy[which]
+    staleness = np.arange(T) - (steps[which] - 1)
+    std = np.full(T, plan.sigma)
+    notes = [
+        "Baseline for the paper's Theorem 3.10 comparison: periodic recompute (ALGORITHMS.md 4.5, "
+        "not confirmed from the paper); block=1 is the count at every step as a sensitivity-1 query.",
+        "error_bound includes staleness (t - last release step), assuming the distinct count changes "
+        "by at most 1 per step (one update per step, as in the paper); with several events per step "
+        "the staleness term can be larger.",
+    ]
+    return ContinualResult(
+        mechanism="baseline",
+        horizon=T,
+        rho=rho,
+        estimates=estimates,
+        std=std,
+        error_bound=plan.sigma * plan.quantile + staleness,
+        beta=beta,
+        flippancy_bound=None,
+        parameters=plan.to_dict(),
+        notes=tuple(notes),
+    )
+
+
+def continual_counts(
+    summaries: StreamSummaries,
+    rho: float,
+    mechanism: str = "adaptive",
+    max_flippancy: int | None = None,
+    *,
+    rng: np.random.Generator,
+    beta: float = 0.05,
+    svt_fraction: float = 0.5,
+    threshold_scale: float = 1.0,
+    block: int | None = None,
+) -> ContinualResult:
+    """Private estimate of the number of present items at every step, item-level ρ-zCDP.
+
+    Args:
+        summaries: exact ``StreamSummaries`` (from the Spark stage or
+            ``stream_summaries``).
+        rho: zCDP budget, > 0; the whole of it is spent.
+        mechanism: "adaptive" (Algorithm 3), "bounded" (Algorithm 1, needs
+            ``max_flippancy``) or "baseline" (periodic recompute, the Theorem
+            3.10 comparison). See the module docstring for each guarantee.
+        max_flippancy: the bound w for "bounded" (rounded up to a power of two).
+        rng: the generator every noise draw comes from.
+        beta: failure probability of the ``error_bound`` statement.
+        svt_fraction: "adaptive" only, share of ρ for the sparse vector.
+        threshold_scale: "adaptive" only, multiplies the thresholds τ_j.
+        block: "baseline" only, release every ``block`` steps (default: the
+            block minimising the stated bound).
+    """
+    if not isinstance(summaries, StreamSummaries):
+        raise ParameterError("summaries must be a StreamSummaries (see dp_spark.continual.stream_summaries)")
+    rho = _checks.positive_finite(rho, "rho")
+    beta = _checks.open_unit(beta, "beta")
+    check_rng(rng)
+    if max_flippancy is not None and mechanism != "bounded":
+        raise ParameterError("max_flippancy applies only to mechanism='bounded'; leave it None for the others")
+    if mechanism == "bounded":
+        return _bounded(summaries, rho, max_flippancy, beta, rng)
+    if mechanism == "adaptive":
+        return _adaptive(summaries, rho, beta, svt_fraction, threshold_scale, rng)
+    if mechanism == "baseline":
+        return _baseline(summaries, rho, beta, block, rng)
+    raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
