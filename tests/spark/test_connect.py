@@ -1,0 +1,53 @@
+"""The distinct-count release on Spark Connect (what Databricks notebooks use).
+
+Runs in a subprocess: ``SparkSession.builder.remote("local[2]")`` starts a
+local Spark Connect server, where RDDs and SparkContext do not exist, so any
+use of them in the library would fail here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent(
+    """
+    import json
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+    import dp_spark
+    from dp_spark.session import get_session
+
+    spark = SparkSession.builder.remote("local[2]").config("spark.sql.shuffle.partitions", "2").getOrCreate()
+    assert isinstance(spark, ConnectSession), type(spark)
+    assert get_session() is spark  # the library uses the running Connect session
+    rows = [(p, "w%d" % ((p * 7 + k) % 50)) for p in range(60) for k in range(p % 6 + 1)]
+    df = spark.createDataFrame(rows, "person_id long, item string")
+    out = {}
+    for method in ("greedy", "sampling", "matching"):
+        out[method] = dp_spark.distinct_count(df, max_bound=8, method=method, seed=1).to_dict()
+    from dp_spark.stages import bounded_distinct_counts
+    out["counts"] = bounded_distinct_counts(df, "person_id", "item", 8, "greedy", shards=2).tolist()
+    print("RESULT" + json.dumps(out))
+    spark.stop()
+    """
+)
+
+
+def test_distinct_count_on_spark_connect(tmp_path):
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env,
+                          timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))
+    out = json.loads(line[len("RESULT"):])
+    for method in ("greedy", "sampling", "matching"):
+        assert out[method]["method"] == method and out[method]["epsilon"] == 1.0
+    counts = out["counts"]
+    assert counts == sorted(counts) and counts[-1] == 50
