@@ -18,7 +18,7 @@ import sys
 from dp_spark import __version__
 from dp_spark.commands import COMMANDS
 from dp_spark.commands.base import add_options, load_table, resolve
-from dp_spark.errors import DPSparkError, SparkJobError
+from dp_spark.errors import BudgetExceededError, DPSparkError, SparkJobError
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -62,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         _configure_logging(opts)
         module.validate(opts)
         budget = module.budget(opts)
+        if budget is not None and not budget.can_spend(module.cost(opts)):
+            raise BudgetExceededError(
+                f"{args.command} would spend {module.cost(opts).describe()} but the budget "
+                f"has only {budget.remaining.describe()} left; lower the release's privacy "
+                "parameter or raise the budget. No data was read."
+            )
         from dp_spark.session import get_session
 
         spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "ERROR")

@@ -35,6 +35,13 @@ def validate(opts) -> None:
         checks.positive(opts["budget_epsilon"], "budget_epsilon")
 
 
+def cost(opts):
+    """What the release will spend (checked against the budget before reading)."""
+    from dp_spark.accounting import PureDP
+
+    return PureDP(opts["epsilon"])
+
+
 def budget(opts):
     """The run's privacy filter, if a budget was given."""
     from dp_spark.accounting import PrivacyFilter, PureDP

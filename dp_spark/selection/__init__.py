@@ -8,6 +8,8 @@ Scores are private; their sensitivities are public and fixed in advance.
   permute-and-flip.
 - :mod:`.gem`: Generalized Exponential Mechanism (Raskhodnikova & Smith),
   candidates with different sensitivities (Knop & Steinke, Algorithm 3).
+- :mod:`.topk`: joint exponential mechanism for top-k (Gillenwater et al.),
+  its permute-and-flip variant, peeling baselines, Unknown Domain Gumbel.
 """
 
 from dp_spark.selection.exponential import (
@@ -22,6 +24,16 @@ from dp_spark.selection.gem import (
     generalized_exponential,
     generalized_exponential_probabilities,
 )
+from dp_spark.selection.topk import (
+    UnknownDomainResult,
+    cdp_peel_epsilon_per_step,
+    cdp_peel_top_k,
+    joint_top_k,
+    pnf_joint_top_k,
+    pnf_peel_top_k,
+    unknown_domain_gumbel,
+    unknown_domain_threshold,
+)
 
 __all__ = [
     "exponential_mechanism",
@@ -32,4 +44,12 @@ __all__ = [
     "gem_normalized_scores_naive",
     "generalized_exponential",
     "generalized_exponential_probabilities",
+    "joint_top_k",
+    "pnf_joint_top_k",
+    "pnf_peel_top_k",
+    "cdp_peel_top_k",
+    "cdp_peel_epsilon_per_step",
+    "unknown_domain_gumbel",
+    "unknown_domain_threshold",
+    "UnknownDomainResult",
 ]

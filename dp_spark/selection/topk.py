@@ -1,0 +1,762 @@
+"""Differentially private top-k selection (driver side, numpy only).
+
+Every function here takes a vector of per-item counts and returns item
+*indices* (never counts). The counts are assumed to be **numbers of distinct
+persons per item**: adding or removing one person changes every count by at
+most 1, and all counts move in the same direction (they are monotone). Each
+docstring states the guarantee under that assumption (``sensitivity`` can be
+raised for the joint mechanisms, e.g. 2 for swap neighbours).
+
+Mechanisms (ALGORITHMS.md sections 3 and 5.1):
+
+* :func:`joint_top_k` -- the joint exponential mechanism of Gillenwater,
+  Joseph, Munoz Medina and Ribero, "A Joint Exponential Mechanism for
+  Differentially Private Top-k" (ICML 2022), Algorithm 1, sampled exactly in
+  O(d·k·log k + d·log d) time and O(d·k) space, ε-DP.
+* :func:`pnf_joint_top_k` -- its permute-and-flip variant (same paper,
+  Appendix D), ε-DP.
+* :func:`pnf_peel_top_k` -- k rounds of permute-and-flip at ε/k, ε-DP.
+* :func:`cdp_peel_top_k` -- one-shot Gumbel top-k (Durfee & Rogers 2019)
+  accounted with the CDP bound, (ε, δ)-DP.
+* :func:`unknown_domain_gumbel` -- Unknown Domain Gumbel (Durfee & Rogers
+  2019; Rogers, "Private Count Release", Algorithm 1), δ-approximate
+  (k·ε²/8)-zCDP, for when there is no public list of items.
+
+Randomness comes only from the ``rng`` argument (a ``numpy.random.Generator``).
+Sampling is done in log space: exponential-mechanism draws use the Gumbel-max
+trick, permute-and-flip draws use report-noisy-max with exponential noise.
+Like every floating-point sampler in dp_spark, the guarantee is that of the
+idealised real-valued mechanism (no defence against floating-point side
+channels). Error messages never quote a count: counts are private.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dp_spark.errors import ParameterError
+
+__all__ = [
+    "JointLogWeights",
+    "UnknownDomainResult",
+    "cdp_peel_epsilon_per_step",
+    "cdp_peel_top_k",
+    "joint_top_k",
+    "joint_top_k_log_weights",
+    "pnf_joint_top_k",
+    "pnf_peel_top_k",
+    "unknown_domain_gumbel",
+    "unknown_domain_threshold",
+]
+
+# Counts above this are not exact in float64; the joint mechanisms need exact
+# integer differences (the floor in the utility).
+_MAX_EXACT_COUNT = 2**53
+# The k×d matrix D~ is streamed in ascending order in blocks of this many
+# entries; the running sum of logs is re-anchored exactly at every block start.
+_BLOCK = 1 << 17
+
+
+# ---------------------------------------------------------------------------
+# argument checks (messages say what to change, never quote a count)
+# ---------------------------------------------------------------------------
+
+
+def _check_rng(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise ParameterError(
+            "rng must be a numpy.random.Generator (spawned from an OS-seeded "
+            "numpy.random.SeedSequence); seeds, None and RandomState are not accepted"
+        )
+    return rng
+
+
+def _check_positive(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"{name} must be a real number; pass a positive finite float")
+    x = float(value)
+    if not math.isfinite(x) or x <= 0.0:
+        raise ParameterError(f"{name} must be positive and finite; pass a value > 0")
+    return x
+
+
+def _check_int(value: object, name: str, low: int, high: int | None = None, what: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterError(f"{name} must be an integer")
+    v = int(value)
+    if v < low or (high is not None and v > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ParameterError(f"{name} must be {bound}{what}")
+    return v
+
+
+def _check_delta(value: object, name: str = "delta", allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"{name} must be a real number in (0, 1)")
+    x = float(value)
+    ok = (0.0 <= x < 1.0) if allow_zero else (0.0 < x < 1.0)
+    if not ok:
+        interval = "[0, 1)" if allow_zero else "(0, 1)"
+        raise ParameterError(f"{name} must lie in {interval}")
+    return x
+
+
+def _as_counts(
+    counts: ArrayLike, name: str = "counts", *, integral: bool, allow_empty: bool = False
+) -> np.ndarray:
+    """Validate a 1-D vector of non-negative counts; never quotes a value."""
+    try:
+        arr = np.asarray(counts)
+    except Exception:  # pragma: no cover - exotic inputs
+        raise ParameterError(f"{name} must be a 1-D array of non-negative numbers") from None
+    if arr.dtype == np.bool_ or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise ParameterError(f"{name} must be a 1-D array of non-negative numbers (int or float dtype)")
+    if arr.ndim != 1:
+        raise ParameterError(f"{name} must be one-dimensional (one count per item)")
+    if arr.size == 0 and not allow_empty:
+        raise ParameterError(f"{name} is empty; pass at least one item")
+    if np.issubdtype(arr.dtype, np.floating):
+        if not np.all(np.isfinite(arr)):
+            raise ParameterError(f"{name} must be finite (no NaN or infinity)")
+    if np.any(arr < 0):
+        raise ParameterError(f"{name} must be non-negative (they are numbers of distinct persons)")
+    if integral:
+        if np.issubdtype(arr.dtype, np.floating):
+            if np.any(arr != np.floor(arr)):
+                raise ParameterError(
+                    f"{name} must be whole numbers (distinct-person counts); the joint "
+                    "mechanisms need integer counts"
+                )
+        if np.any(arr > _MAX_EXACT_COUNT):
+            raise ParameterError(f"{name} must not exceed 2**53 (exact in float64)")
+        return arr.astype(np.int64)
+    return arr.astype(np.float64)
+
+
+# ---------------------------------------------------------------------------
+# joint exponential mechanism: D~ in ascending order, streamed in blocks
+# ---------------------------------------------------------------------------
+#
+# D~[i, j] = c_(i) - c_(j) + (d(k-i-1) + j + 1)/(2dk), 0-based i < k, j < d,
+# c_(0) >= ... >= c_(d-1) (ALGORITHMS.md 3.2). The tie term lies in (0, 1/2]
+# and differs for every entry, so the order of D~ is the lexicographic order of
+# the exact integer pairs (c_(i) - c_(j), d(k-i-1) + j), i.e. of the integer
+#     key(i, j) = (c_(i) - c_(j))·dk + d(k-i-1) + j.
+# We never form D~ in floating point (its tie term, of size 1/(2dk), would be
+# rounded away next to large counts). Rows increase in j, columns decrease in
+# i. For any integer x the entries of row i below x are the columns
+# [0, n_i(x)), and n_i(x) is found by two binary searches in the sorted counts
+# (:func:`_row_counts`). That lets us stream the d·k entries in ascending
+# order, block by block, without materialising the k×d matrix: a block is the
+# set of entries with key in [x_lo, x_hi), i.e. columns [n_i(x_lo), n_i(x_hi))
+# of each row i, and is sorted by merging its k sorted row pieces.
+
+
+@dataclass
+class _JointPrep:
+    perm: np.ndarray  # perm[j] = original index of the item at sorted position j
+    cs: np.ndarray  # counts sorted non-increasingly (int64)
+    neg: np.ndarray  # -cs (ascending), for binary searches
+    row_tie: np.ndarray  # d(k-1-i) for i < k (int64)
+    k: int
+    d: int
+    int_keys: bool  # whether block keys fit in int64 (else sort (diff, tie) pairs)
+
+
+def _joint_prepare(c: np.ndarray, k: int) -> _JointPrep:
+    """Step 1: sort the counts (stable, descending; ties by original index)."""
+    d = c.shape[0]
+    perm = np.argsort(-c, kind="stable")
+    cs = c[perm]
+    spread = int(cs[0]) - int(cs[-1])
+    return _JointPrep(
+        perm=perm,
+        cs=cs,
+        neg=-cs,
+        row_tie=d * (k - 1 - np.arange(k, dtype=np.int64)),
+        k=k,
+        d=d,
+        int_keys=(2 * spread + 2) * d * k < 2**62,
+    )
+
+
+def _row_counts(prep: _JointPrep, x: int) -> np.ndarray:
+    """n_i(x) = #{j : key(i, j) < x} for every row i (int64 array of length k)."""
+    big_d, t = divmod(x, prep.d * prep.k)  # key < x  <=>  (diff, tie) < (big_d, t)
+    bound = big_d - prep.cs[: prep.k]  # diff_ij < big_d  <=>  -c_(j) < big_d - c_(i)
+    lo = np.searchsorted(prep.neg, bound, side="left")
+    hi = np.searchsorted(prep.neg, bound, side="right")
+    # within the columns with diff == big_d (j in [lo, hi)), tie < t <=> j < t - d(k-1-i)
+    return np.clip(t - prep.row_tie, lo, hi)
+
+
+def _key(prep: _JointPrep, i: int, j: int) -> int:
+    return (int(prep.cs[i]) - int(prep.cs[j])) * prep.d * prep.k + int(prep.row_tie[i]) + j
+
+
+def _block_bounds(prep: _JointPrep) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield (a, b): block = columns [a_i, b_i) of every row i; exactly _BLOCK
+    entries per block (the last may be smaller), blocks in ascending order.
+    Block ends are found by binary search on the integer key."""
+    k, d = prep.k, prep.d
+    total = d * k
+    lo_key = _key(prep, k - 1, 0)  # smallest entry
+    end_key = _key(prep, 0, d - 1) + 1  # one past the largest entry
+    a = np.zeros(k, dtype=np.int64)
+    done = 0
+    while done < total:
+        target = done + _BLOCK
+        if target >= total:
+            b = np.full(k, d, dtype=np.int64)
+        else:
+            # smallest x with sum_i n_i(x) >= target; keys are distinct integers,
+            # so the sum equals target there
+            lo, hi = lo_key, end_key
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if int(_row_counts(prep, mid).sum()) >= target:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            b = _row_counts(prep, lo)
+            lo_key = lo
+        yield a, b
+        done = int(b.sum())
+        a = b
+
+
+def _joint_entry_blocks(prep: _JointPrep) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Steps 4-5 of ALGORITHMS.md 3.2: yield, block by block in ascending D~
+    order, ``(rows, cols, floor_diff, log_count)`` for every entry.
+
+    For entry e = D~[r, j]: m(e) = prod_{i != r} (n_i(e) - i) (paper Lemma 3.7),
+    where n_i(e) is the number of entries of row i below e, and m(e) = 0 when
+    a factor is <= 0. Sweeping in ascending order, n_r = j just before (r, j)
+    and j + 1 right after, so with S = sum_i ln(max(n_i - i, 1)):
+      * row i's factor is positive iff its diagonal entry (i, i) is passed, so
+        "every row other than r positive" means k passed diagonal entries, or
+        k - 1 when (r, j) is itself diagonal (j == r); j < r is never valid;
+      * ln m(e) = S - ln(j - r) (own-row term, 0 when j == r);
+      * passing (r, j) adds ln((j + 1 - r)/(j - r)) to S (0 when j <= r).
+    At every block start n_i is known exactly (the block's lower column
+    bounds), so S is recomputed there and the rounding error of the running
+    sum stays within one block. Per block: O(k log d · log(key range)) for the
+    bounds, O(B log k) to merge the k sorted row pieces (numpy's stable sort
+    is a run-merging timsort), O(B) for the sweep; in all O(dk log k) up to
+    the bound searches, and O(d + B) memory.
+    """
+    k, d, cs = prep.k, prep.d, prep.cs
+    dk = d * k
+    row_index = np.arange(k, dtype=np.int64)
+    for a, b in _block_bounds(prep):
+        sizes = b - a
+        size = int(sizes.sum())
+        if size == 0:  # pragma: no cover - blocks are never empty
+            continue
+        rows = np.repeat(row_index, sizes)
+        starts = np.cumsum(sizes) - sizes
+        cols = a[rows] + (np.arange(size, dtype=np.int64) - starts[rows])
+        floor_diff = cs[rows] - cs[cols]
+        if prep.int_keys:
+            key = floor_diff * dk + prep.row_tie[rows] + cols
+            order = np.argsort(key, kind="stable")
+        else:  # count spreads near 2**62/(dk): sort the exact (diff, tie) pairs
+            order = np.lexsort((prep.row_tie[rows] + cols, floor_diff))
+        rows, cols, floor_diff = rows[order], cols[order], floor_diff[order]
+
+        jr = cols - rows
+        is_diag = jr == 0
+        positive = jr > 0
+        diag_before = int(np.count_nonzero(a > row_index)) + np.cumsum(is_diag) - is_diag
+        valid = np.where(positive, diag_before == k, is_diag & (diag_before == k - 1))
+        anchor = float(np.sum(np.log(np.maximum(a - row_index, 1).astype(np.float64))))
+        jr_f = np.where(positive, jr, 1).astype(np.float64)
+        own = np.where(positive, np.log(jr_f), 0.0)
+        inc = np.where(positive, np.log1p(1.0 / jr_f), 0.0)
+        s_before = anchor + (np.cumsum(inc) - inc)
+        log_count = np.where(valid, s_before - own, -np.inf)
+        yield rows, cols, floor_diff, log_count
+
+
+def _joint_sequence(prep: _JointPrep, r_star: int, j_star: int, rng: np.random.Generator) -> np.ndarray:
+    """Step 7: a uniform sequence among those whose largest D~ entry is D~[r*, j*].
+
+    Row r* takes column j*; every other row i (in increasing i) takes a column
+    uniformly from {j' : D~[i, j'] < D~[r*, j*]} minus the columns already
+    taken. Those sets are the prefixes [0, n_i) of the columns, nested in i,
+    and exactly i of their columns are taken when row i is reached, so each
+    row has n_i - i choices and the result is uniform over the entry's group.
+    O(k log d + k²).
+    """
+    k = prep.k
+    n = _row_counts(prep, _key(prep, r_star, j_star))
+    if int(n[r_star]) != j_star:  # pragma: no cover
+        raise RuntimeError("joint sampler: inconsistent entry (internal error)")
+    taken = [j_star]  # kept sorted
+    seq = np.empty(k, dtype=np.int64)
+    seq[r_star] = j_star
+    for i in range(k):
+        if i == r_star:
+            continue
+        n_i = int(n[i])
+        if sum(1 for u in taken if u < n_i) != i or n_i - i <= 0:  # pragma: no cover
+            raise RuntimeError("joint sampler: inconsistent entry group (internal error)")
+        t = int(rng.integers(n_i - i))
+        for u in taken:  # map t to the t-th column of [0, n_i) not yet taken
+            if u <= t:
+                t += 1
+            else:
+                break
+        seq[i] = t
+        bisect.insort(taken, t)
+    return seq
+
+
+def _check_joint_args(counts, k, epsilon, sensitivity):
+    c = _as_counts(counts, integral=True)
+    k = _check_int(k, "k", 1, c.shape[0], " (the number of items in counts)")
+    eps = _check_positive(epsilon, "epsilon")
+    sens = _check_positive(sensitivity, "sensitivity")
+    return c, k, eps, sens
+
+
+@dataclass(frozen=True)
+class JointLogWeights:
+    """Exact log-weights of the joint mechanism's entry groups (for tests/audits).
+
+    Arrays are indexed by the entries of D~ in ascending order. Entry ``p``
+    stands for the group of length-k sequences (of sorted positions) whose
+    largest D~ entry is ``D~[rows[p], cols[p]]``; ``log_count[p] = ln m`` is
+    the log of the number of such sequences (-inf when none), every one has
+    utility ``-floor_diff[p]``, and ``log_weight[p] = log_count[p] -
+    epsilon*floor_diff[p]/(2*sensitivity)``. ``perm[j]`` is the original index
+    of the item at sorted position j.
+    """
+
+    perm: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    floor_diff: np.ndarray
+    log_count: np.ndarray
+    log_weight: np.ndarray
+
+    def log_probability(self) -> np.ndarray:
+        """Normalised log-probability of each entry group under the mechanism."""
+        finite = np.isfinite(self.log_weight)
+        top = float(np.max(self.log_weight[finite]))
+        total = top + math.log(float(np.sum(np.exp(self.log_weight[finite] - top))))
+        return self.log_weight - total
+
+
+def joint_top_k_log_weights(
+    counts: ArrayLike, k: int, epsilon: float, sensitivity: float = 1
+) -> JointLogWeights:
+    """Return every entry group's exact log-weight in :func:`joint_top_k`.
+
+    Deterministic (no noise): it exposes the distribution that
+    :func:`joint_top_k` samples, so tests can compare it with a brute-force
+    exponential mechanism. Its output depends on the private counts and must
+    never be released. Same arguments and checks as :func:`joint_top_k`.
+    """
+    c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
+    prep = _joint_prepare(c, k)
+    parts = list(_joint_entry_blocks(prep))
+    rows = np.concatenate([p[0] for p in parts])
+    cols = np.concatenate([p[1] for p in parts])
+    floor_diff = np.concatenate([p[2] for p in parts])
+    log_count = np.concatenate([p[3] for p in parts])
+    log_weight = log_count - (eps / (2.0 * sens)) * floor_diff.astype(np.float64)
+    return JointLogWeights(prep.perm, rows, cols, floor_diff, log_count, log_weight)
+
+
+def joint_top_k(
+    counts: ArrayLike,
+    k: int,
+    epsilon: float,
+    rng: np.random.Generator,
+    sensitivity: float = 1,
+) -> np.ndarray:
+    """ε-DP top-k by the joint exponential mechanism (exact sampler).
+
+    Gillenwater, Joseph, Munoz Medina, Ribero, "A Joint Exponential Mechanism
+    for Differentially Private Top-k", ICML 2022, Algorithm 1 (ALGORITHMS.md
+    3.2). Outputs a length-k sequence s of distinct items with probability
+    proportional to ``exp(epsilon * u(s) / (2 * sensitivity))``, where
+    ``u(s) = -max_i (c_(i) - c_{s_i})`` and ``c_(1) >= ... >= c_(d)`` are the
+    sorted counts.
+
+    Guarantee: ε-DP (exponential mechanism, McSherry-Talwar) when adding or
+    removing one person changes every count by at most ``sensitivity``
+    (default 1: counts of distinct persons per item, a person adds at most 1
+    to any count but may touch all of them; use 2 for swap neighbours); u
+    then changes by at most ``sensitivity`` too (paper Lemma 3.1). The domain
+    (the list of items behind ``counts``) must be public and fixed in advance;
+    items absent from the data count 0.
+
+    Exact sampling, in log space (paper Sec. 3.1): sort the counts
+    (O(d log d)); walk the k×d matrix D~ (with the paper's data-independent
+    tie term, compared as exact integers) in ascending order, in blocks, each
+    block merging k sorted row pieces (O(dk log k) in all); sweep it to get
+    ln m(e), the log number of sequences whose largest entry is e (Lemma 3.7,
+    O(dk)); pick an entry by the Gumbel-max trick on
+    ``ln m(e) - epsilon*floor(e)/(2*sensitivity)`` (block by block, keeping
+    the running maximum); then draw a sequence uniformly from that entry's
+    group (O(k log d + k²)). The matrix is never materialised: memory is
+    O(d + block size), within the paper's O(dk).
+
+    Args:
+        counts: 1-D array of non-negative whole-number counts, one per item of
+            the public domain (length d).
+        k: number of items to return, 1 <= k <= d.
+        epsilon: privacy parameter ε > 0.
+        rng: the source of all randomness.
+        sensitivity: Δ, the largest change of any count between neighbours.
+
+    Returns:
+        int64 array of k distinct indices into ``counts``, in rank order.
+    """
+    c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
+    rng = _check_rng(rng)
+    prep = _joint_prepare(c, k)
+    coef = eps / (2.0 * sens)
+    best = -np.inf
+    best_rc = (-1, -1)
+    for rows, cols, floor_diff, log_count in _joint_entry_blocks(prep):
+        idx = np.flatnonzero(np.isfinite(log_count))
+        if idx.size == 0:
+            continue
+        score = log_count[idx] - coef * floor_diff[idx].astype(np.float64)
+        score += rng.gumbel(size=idx.size)
+        a = int(np.argmax(score))
+        if score[a] > best:
+            best = float(score[a])
+            best_rc = (int(rows[idx[a]]), int(cols[idx[a]]))
+    if best_rc[0] < 0:  # pragma: no cover - the true top-k sequence always counts
+        raise RuntimeError("joint sampler: no entry with positive weight (internal error)")
+    seq = _joint_sequence(prep, best_rc[0], best_rc[1], rng)
+    return prep.perm[seq].astype(np.int64)
+
+
+# ---------------------------------------------------------------------------
+# PNF-Joint
+# ---------------------------------------------------------------------------
+
+
+def _max_exponential(log_m: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Max of m i.i.d. Exp(1) variables, for m = exp(log_m), given E ~ Exp(1).
+
+    Inverse CDF: P[max <= y] = (1 - e^{-y})^m, so with U = e^{-E} uniform,
+    y = -ln(1 - U^{1/m}) = -ln(1 - exp(-a)) with a = E/m = exp(ln E - ln m).
+    We evaluate -ln(1 - e^{-a}) from t = ln E - ln m without ever forming m or
+    U^{1/m}: -ln(-expm1(-a)) for a <= ln 2, -log1p(-exp(-a)) for a > ln 2
+    (Mächler's log1mexp), and -t + a/2 when t < -40 (a < 5e-18, where the
+    other forms would underflow; the omitted terms are O(a²)). Accurate to a
+    few ulps for every finite ln m, so large groups (m far beyond 2**1024)
+    are handled; the naive form -ln(-expm1(e^{-ln m}·ln U)) of the paper's
+    Eq. (6) returns +inf once e^{-ln m}·ln U underflows (ln m above ~745) and
+    loses all accuracy when U^{1/m} rounds to 1.
+    """
+    e = np.maximum(e, np.finfo(np.float64).tiny)  # E == 0 has probability ~0
+    t = np.log(e) - log_m
+    y = np.empty_like(t)
+    tiny = t < -40.0
+    a = np.exp(np.where(tiny, -40.0, t))
+    small = ~tiny & (a <= math.log(2.0))
+    large = ~tiny & ~small
+    y[tiny] = -t[tiny] + 0.5 * np.exp(t[tiny])
+    y[small] = -np.log(-np.expm1(-a[small]))
+    y[large] = -np.log1p(-np.exp(-a[large]))
+    return y
+
+
+def pnf_joint_top_k(
+    counts: ArrayLike,
+    k: int,
+    epsilon: float,
+    rng: np.random.Generator,
+    sensitivity: float = 1,
+) -> np.ndarray:
+    """ε-DP top-k by the joint permute-and-flip mechanism (PNF-Joint).
+
+    Gillenwater et al. (ICML 2022), Appendix D (ALGORITHMS.md 3.3): permute-
+    and-flip over all length-k sequences with the joint utility
+    ``u(s) = -max_i (c_(i) - c_{s_i})``, implemented as report-noisy-max with
+    exponential noise (Ding et al. 2021): every sequence gets ``u(s) +
+    Exp(rate epsilon/(2*sensitivity))`` and the largest wins. Sequences are
+    grouped by their largest D~ entry as in :func:`joint_top_k`; a group of m
+    sequences competes with the max of m exponentials (MaxExpo), then a
+    sequence is drawn uniformly inside the winning group.
+
+    Guarantee: ε-DP (permute-and-flip, McKenna & Sheldon 2020, with the
+    non-monotone rate ε/(2Δ): u is not monotone in the data) when adding or
+    removing one person changes every count by at most ``sensitivity``
+    (default 1, distinct-person counts). Public domain required, as for
+    :func:`joint_top_k`.
+
+    Numerical safety: the paper notes its implementation fails for large k
+    because Eq. (6) needs m or 1/m in double precision (m overflows for
+    ln m > ~709; e^{-ln m}·ln U underflows and U^{1/m} rounds to 1, giving an
+    infinite or meaningless MaxExpo draw). This implementation evaluates the
+    MaxExpo inverse CDF from ``ln E - ln m`` (E ~ Exp(1)) in a form accurate to
+    a few ulps for every finite ``ln m`` (see :func:`_max_exponential`), so
+    it has no such regime: it is as safe as :func:`joint_top_k`. As a guard,
+    if any MaxExpo draw still comes out non-finite the call refuses with a
+    ParameterError naming the ``joint`` mechanism instead of returning a
+    sample from a wrong distribution.
+
+    Args and return value as :func:`joint_top_k`.
+    """
+    c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
+    rng = _check_rng(rng)
+    prep = _joint_prepare(c, k)
+    lam = eps / (2.0 * sens)
+    best = -np.inf
+    best_rc = (-1, -1)
+    for rows, cols, floor_diff, log_count in _joint_entry_blocks(prep):
+        idx = np.flatnonzero(np.isfinite(log_count))
+        if idx.size == 0:
+            continue
+        y = _max_exponential(log_count[idx], rng.exponential(size=idx.size))
+        if not np.all(np.isfinite(y)):  # pragma: no cover - guard, see docstring
+            raise ParameterError(
+                "pnf-joint cannot sample this input accurately in double precision; "
+                "use mechanism 'joint' (the joint exponential mechanism) instead"
+            )
+        # compare lam*u + Exp(1)-scale noise: same argmax as u + Exp(rate lam)
+        score = y - lam * floor_diff[idx].astype(np.float64)
+        a = int(np.argmax(score))
+        if score[a] > best:
+            best = float(score[a])
+            best_rc = (int(rows[idx[a]]), int(cols[idx[a]]))
+    if best_rc[0] < 0:  # pragma: no cover
+        raise RuntimeError("pnf-joint sampler: no entry with positive count (internal error)")
+    seq = _joint_sequence(prep, best_rc[0], best_rc[1], rng)
+    return prep.perm[seq].astype(np.int64)
+
+
+# ---------------------------------------------------------------------------
+# peeling baselines
+# ---------------------------------------------------------------------------
+
+
+def pnf_peel_top_k(counts: ArrayLike, k: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """ε-DP top-k by peeling: k rounds of permute-and-flip at ε/k each (PNF-Peel).
+
+    Gillenwater et al. (ICML 2022), Section 4.1.1 / Algorithm 2 (ALGORITHMS.md
+    3.4). Round t adds fresh ``Exp(scale k/epsilon)`` noise to the count of
+    every item not yet chosen and picks the largest noisy count; that is
+    permute-and-flip in its report-noisy-max-with-exponential-noise form
+    (Ding et al. 2021).
+
+    Guarantee: ε-DP when adding or removing one person changes every count by
+    at most 1 *in the same direction* (distinct-person counts: adding a person
+    never lowers a count, removing one never raises a count). For such
+    monotone utilities permute-and-flip at privacy ε' needs noise scale 1/ε'
+    rather than 2/ε' (McKenna & Sheldon 2020, Remark 1; the factor 2 is only
+    needed when scores can move in opposite directions), and the restriction
+    to the not-yet-chosen items keeps the utility monotone. Each round is
+    therefore (ε/k)-DP with scale k/ε, and k rounds compose (adaptively,
+    basic composition) to ε-DP. The domain must be public.
+
+    Args:
+        counts: 1-D array of non-negative counts (length d), one per item.
+        k: number of items, 1 <= k <= d.
+        epsilon: total privacy parameter ε > 0.
+        rng: the source of all randomness.
+
+    Returns:
+        int64 array of k distinct indices into ``counts``, in selection order.
+    """
+    c = _as_counts(counts, integral=False)
+    d = c.shape[0]
+    k = _check_int(k, "k", 1, d, " (the number of items in counts)")
+    eps = _check_positive(epsilon, "epsilon")
+    rng = _check_rng(rng)
+    scale = k / eps
+    remaining = np.ones(d, dtype=bool)
+    out = np.empty(k, dtype=np.int64)
+    for t in range(k):
+        cand = np.flatnonzero(remaining)
+        noisy = c[cand] + rng.exponential(scale=scale, size=cand.size)
+        pick = int(cand[int(np.argmax(noisy))])
+        out[t] = pick
+        remaining[pick] = False
+    return out
+
+
+def cdp_peel_epsilon_per_step(epsilon: float, delta: float, k: int) -> float:
+    """Per-step ε' such that k ε'-DP exponential mechanisms are (ε, δ)-DP.
+
+    ALGORITHMS.md 3.4 (Gillenwater et al. 2022, Lemma 4.2; code
+    ``em_epsilon_cdp``): an ε'-DP exponential mechanism is ε'-bounded-range,
+    hence (ε'²/8)-zCDP (Cesar & Rogers 2021); k of them are (k ε'²/8)-zCDP;
+    ρ-zCDP implies (ρ + 2 sqrt(ρ ln(1/δ)), δ)-DP (Bun & Steinke 2016). Solving
+    k ε'²/8 + ε' sqrt(k ln(1/δ)/2) = ε gives
+    ε' = sqrt(8(ln(1/δ) + ε)/k) - sqrt(8 ln(1/δ)/k). Basic composition gives
+    ε/k (pure ε-DP); the larger of the two is returned. ``delta = 0`` returns
+    ε/k.
+    """
+    eps = _check_positive(epsilon, "epsilon")
+    dlt = _check_delta(delta, allow_zero=True)
+    k = _check_int(k, "k", 1)
+    if dlt == 0.0:
+        return eps / k
+    log_inv = math.log(1.0 / dlt)
+    cdp = math.sqrt(8.0 * (log_inv + eps) / k) - math.sqrt(8.0 * log_inv / k)
+    return max(eps / k, cdp)
+
+
+def cdp_peel_top_k(
+    counts: ArrayLike, k: int, epsilon: float, delta: float, rng: np.random.Generator
+) -> np.ndarray:
+    """(ε, δ)-DP top-k by one-shot Gumbel noise (CDP-Peel).
+
+    Durfee & Rogers, "Practical Differentially Private Top-k Selection with
+    Pay-what-you-get Composition" (NeurIPS 2019), as used by Gillenwater et
+    al. (2022, Algorithm 3; ALGORITHMS.md 3.4): add one ``Gumbel(scale
+    1/eps')`` draw to every count, with ``eps' =
+    cdp_peel_epsilon_per_step(epsilon, delta, k)``, and return the k items with
+    the largest noisy counts, largest first. This has the same distribution
+    as k rounds of peeling with the exponential mechanism
+    ``Pr[j] ∝ exp(eps' c_j)`` (Durfee & Rogers, Lemma 4.2).
+
+    Guarantee: (ε, δ)-DP when adding or removing one person changes every
+    count by at most 1 in the same direction (distinct-person counts: the
+    count utility is monotone, so exp(ε' c) is ε'-DP and ε'-bounded-range;
+    the accounting is in :func:`cdp_peel_epsilon_per_step`). ``delta = 0``
+    gives ε' = ε/k and pure ε-DP. The domain must be public.
+
+    Returns:
+        int64 array of k distinct indices into ``counts``, in rank order.
+    """
+    c = _as_counts(counts, integral=False)
+    d = c.shape[0]
+    k = _check_int(k, "k", 1, d, " (the number of items in counts)")
+    eps_step = cdp_peel_epsilon_per_step(epsilon, delta, k)
+    rng = _check_rng(rng)
+    noisy = c + rng.gumbel(scale=1.0 / eps_step, size=d)
+    return _top_k_indices(noisy, k)
+
+
+def _top_k_indices(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values, largest first (O(d + k log k))."""
+    d = values.shape[0]
+    if k < d:
+        part = np.argpartition(-values, k - 1)[:k]
+    else:
+        part = np.arange(d)
+    return part[np.argsort(-values[part], kind="stable")].astype(np.int64)
+
+
+# ---------------------------------------------------------------------------
+# Unknown Domain Gumbel
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnknownDomainResult:
+    """Output of :func:`unknown_domain_gumbel`.
+
+    ``indices``: int64 array of at most k indices into ``top_counts``, in
+    decreasing order of noisy count. ``bottom``: True when fewer than k items
+    cleared the noisy threshold, i.e. ⊥ was appended to the output.
+    """
+
+    indices: np.ndarray
+    bottom: bool
+
+
+def unknown_domain_threshold(epsilon: float, delta: float, kbar: int) -> float:
+    """Threshold T = 1 + (1/ε)·ln(k̄/δ) of Unknown Domain Gumbel (seed Theorem 4)."""
+    eps = _check_positive(epsilon, "epsilon")
+    dlt = _check_delta(delta)
+    kbar = _check_int(kbar, "kbar", 1)
+    return 1.0 + math.log(kbar / dlt) / eps
+
+
+def unknown_domain_gumbel(
+    top_counts: ArrayLike,
+    k: int,
+    epsilon: float,
+    delta: float,
+    kbar: int,
+    rng: np.random.Generator,
+    count_kbar_plus_1: float = 0.0,
+) -> UnknownDomainResult:
+    """Top-k without a public domain: Unknown Domain Gumbel.
+
+    Durfee & Rogers (NeurIPS 2019); Rogers, "Private Count Release"
+    (arXiv 2403.05073), Algorithm 1 and Theorem 4 (ALGORITHMS.md 5.1). With
+    β = 1/ε and T = 1 + (1/ε)·ln(k̄/δ) (:func:`unknown_domain_threshold`):
+    T~ = T + c_(k̄+1) + Gumbel(β); every item among the k̄ largest with a
+    positive count gets c~_i = c_i + Gumbel(β) and is kept if c~_i > T~; the
+    output is the (at most k) kept items with the largest c~, in decreasing
+    order, followed by ⊥ when fewer than k were kept.
+
+    Guarantee: δ-approximate (k·ε²/8)-zCDP (seed Theorem 4), when adding or
+    removing one person changes every count by at most 1 (distinct-person
+    counts; a person may touch every count, and items may appear or vanish:
+    no public domain is needed). Only the ordered item list (and whether ⊥
+    was appended) may be released, not the noisy counts.
+
+    Args:
+        top_counts: the k̄ largest counts of the whole histogram, one per item
+            (any order; fewer than k̄ entries when the histogram has fewer
+            items). Items with count 0 are never selected.
+        k: the largest number of items to return, 1 <= k <= kbar (the seed
+            states k < k̄; k = k̄ is also covered by its argument).
+        epsilon: ε > 0 (β = 1/ε).
+        delta: δ in (0, 1).
+        kbar: k̄ >= 1, the number of top counts collected.
+        rng: the source of all randomness.
+        count_kbar_plus_1: the (k̄+1)-th largest count of the histogram; 0
+            when the histogram has at most k̄ items. Must not exceed any of
+            ``top_counts``.
+
+    Returns:
+        :class:`UnknownDomainResult` with indices into ``top_counts``.
+    """
+    c = _as_counts(top_counts, "top_counts", integral=False, allow_empty=True)
+    kbar = _check_int(kbar, "kbar", 1)
+    k = _check_int(k, "k", 1, kbar, " (k may not exceed kbar)")
+    thr = unknown_domain_threshold(epsilon, delta, kbar)
+    eps = float(epsilon)
+    rng = _check_rng(rng)
+    if c.shape[0] > kbar:
+        raise ParameterError(
+            "top_counts holds more than kbar counts; pass only the kbar largest "
+            "and give the (kbar+1)-th as count_kbar_plus_1"
+        )
+    if isinstance(count_kbar_plus_1, bool) or not isinstance(count_kbar_plus_1, numbers.Real):
+        raise ParameterError("count_kbar_plus_1 must be a real number")
+    base = float(count_kbar_plus_1)
+    if not math.isfinite(base) or base < 0.0:
+        raise ParameterError("count_kbar_plus_1 must be finite and non-negative")
+    if c.shape[0] < kbar and base != 0.0:
+        raise ParameterError(
+            "count_kbar_plus_1 must be 0 when fewer than kbar counts are passed "
+            "(the histogram then has no (kbar+1)-th item)"
+        )
+    if c.size and base > float(np.min(c)):
+        raise ParameterError(
+            "count_kbar_plus_1 must not exceed any of top_counts; pass the kbar "
+            "largest counts and the (kbar+1)-th largest"
+        )
+    beta = 1.0 / eps
+    noisy_threshold = thr + base + float(rng.gumbel(scale=beta))
+    cand = np.flatnonzero(c > 0)
+    noisy = c[cand] + rng.gumbel(scale=beta, size=cand.size)
+    keep = noisy > noisy_threshold
+    kept, kept_noisy = cand[keep], noisy[keep]
+    order = np.argsort(-kept_noisy, kind="stable")[:k]
+    indices = kept[order].astype(np.int64)
+    return UnknownDomainResult(indices=indices, bottom=bool(indices.size < k))
