@@ -11,6 +11,10 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "distinct_count": ("dp_spark.releases.distinct_count", "distinct_count"),
+    "top_k": ("dp_spark.releases.top_k", "top_k"),
+    "count_release": ("dp_spark.releases.count_release", "count_release"),
+    "set_union": ("dp_spark.releases.set_union", "set_union"),
+    "continual_distinct": ("dp_spark.releases.continual_distinct", "continual_distinct"),
     "Release": ("dp_spark.report", "Release"),
     "get_session": ("dp_spark.session", "get_session"),
 }

@@ -73,18 +73,15 @@ def main(argv: list[str] | None = None) -> int:
         spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "ERROR")
         df, opts = load_table(spark, opts)
         release = module.run(spark, df, opts, budget)
-        if not opts["quiet"]:
-            print(release.summary())
-        else:
-            print(release.to_json())
+        print(release.to_json() if opts["quiet"] else release.summary())
+        for writer in getattr(module, "ARTIFACT_WRITERS", {}).values():
+            writer(release, opts)  # before the report: a report means all outputs exist
         if opts["output"]:
             from dp_spark.io import write_json_atomic
 
             write_json_atomic(opts["output"], release.to_dict())
             if not opts["quiet"]:
                 print(f"report written to {opts['output']}")
-        for name, writer in getattr(module, "ARTIFACT_WRITERS", {}).items():
-            writer(release, opts)
         return 0
     except SparkJobError as exc:
         print(f"dp-spark: error: {exc}", file=sys.stderr)
