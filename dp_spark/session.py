@@ -98,6 +98,13 @@ def get_session(
         return existing
     from pyspark.sql import SparkSession
 
+    if launched_externally():
+        # spark-submit (or SPARK_REMOTE) decided master and settings: the
+        # local defaults must not override them.
+        spark = SparkSession.builder.getOrCreate()
+        _set_log_level(spark, log_level)
+        return spark
+
     settings = load_defaults(defaults)
     extra = dict(settings["conf"])
     log4j = _log4j_config(defaults)
@@ -109,7 +116,21 @@ def get_session(
     for key, value in {**extra, **(conf or {})}.items():
         builder = builder.config(key, str(value))
     spark = builder.getOrCreate()
-    level = log_level or settings.get("log_level")
-    if level:
-        spark.sparkContext.setLogLevel(level)
+    _set_log_level(spark, log_level or settings.get("log_level"))
     return spark
+
+
+def launched_externally() -> bool:
+    """True under spark-submit (the JVM gateway already exists and carries
+    spark-submit's --master and --conf) or when SPARK_REMOTE names a Spark
+    Connect server."""
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT") or os.environ.get("SPARK_REMOTE"))
+
+
+def _set_log_level(spark, level: str | None) -> None:
+    if not level:
+        return
+    try:
+        spark.sparkContext.setLogLevel(level)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        pass
