@@ -48,6 +48,9 @@ def _configure_logging(opts) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+    # pyspark logs failed queries (with the JVM stack trace) to this logger;
+    # dp-spark reports its own one-line error instead.
+    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,8 +13,8 @@ OPTIONS = INPUT_OPTIONS + (
     Option("max_bound", int, 100, "largest per-person bound l considered (1..max-bound)"),
     Option("method", str, "greedy", "how bounded counts are computed",
            ("greedy", "matching", "sampling")),
-    Option("shards", int, None, "greedy: number of person shards (default: "
-           "spark.sql.shuffle.partitions)"),
+    Option("shards", int, None, "greedy: number of person shards (default: one per 50,000 "
+           "persons, from a noisy person count that spends ε/100)"),
     Option("edge_limit", int, 20_000_000, "matching: most (person, item) pairs collected to the driver"),
     Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "
            "data if the release would exceed it"),

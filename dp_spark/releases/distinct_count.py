@@ -7,13 +7,20 @@ run sharded on Spark), plus the paper's sampling baseline.
 
 Pipeline and budget split (basic composition, total ε-DP):
 
+0. Only for ``method="greedy"`` with ``shards=None`` (automatic): ε/100 —
+   discrete Laplace noise on the number of persons (sensitivity 1) picks the
+   number of greedy shards, one per 50,000 persons. Sharding loses accuracy
+   when shards hold few persons, and a shard count that depended on the
+   true size would break the sensitivity argument; a noisy count keeps it
+   (each fixed shard count gives sensitivity l, and the choice is DP).
+   The rest, ε' = 0.99·ε, is split as below; with explicit shards ε' = ε.
 1. Spark stage (no noise): c_l = DC(D; l) or its greedy / sampling lower
    bound for l = 1..L (L = ``max_bound``); each c_l has sensitivity l.
-2. ε/2 — Generalized Exponential Mechanism (Algorithm 3) picks l̂ with scores
+2. ε'/2 — Generalized Exponential Mechanism (Algorithm 3) picks l̂ with scores
    q_l = c_l − m_l and sensitivities Δ_l = l, where m_l is the (1−β) upper
    quantile of the count noise for bound l (a public constant).
-3. ε/2 — discrete Laplace mechanism: X ~ DLap(scale 2l̂/ε), so the count c_l̂
-   (sensitivity l̂) gets ε/2-DP. Released: ``estimate`` = max(0, c_l̂ + X) and
+3. ε'/2 — discrete Laplace mechanism: X ~ DLap(scale 2l̂/ε'), so the count
+   c_l̂ (sensitivity l̂) gets ε'/2-DP. Released: ``estimate`` = max(0, c_l̂ + X) and
    ``lower_bound`` = max(0, c_l̂ + X − m_l̂) (post-processing of one draw).
 
 Lower-bound property: P[X > m_l̂] <= β, so with probability >= 1 − β,
@@ -47,14 +54,21 @@ from dp_spark.stages.distinct import (
     DEFAULT_EDGE_LIMIT,
     METHODS,
     bounded_distinct_counts,
-    default_shards,
     validate_stage_parameters,
 )
-from dp_spark.stages.edges import require_columns
+from dp_spark.stages.edges import count_persons, edges, require_columns
 
 log = logging.getLogger(__name__)
 
 RELEASE = "distinct-count"
+SHARD_EPSILON_SHARE = 0.01
+PERSONS_PER_SHARD = 50_000
+MAX_SHARDS = 10_000
+
+
+def choose_shards(noisy_persons: int, persons_per_shard: int = PERSONS_PER_SHARD) -> int:
+    """Greedy shard count from a noisy person count (post-processing)."""
+    return int(min(MAX_SHARDS, max(1, noisy_persons // persons_per_shard)))
 
 
 def noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
@@ -117,6 +131,8 @@ def distinct_count(
     ``method``: ``greedy`` (default; Knop–Steinke Algorithm 2, sharded on
     Spark), ``matching`` (exact Algorithm 1; collects the deduplicated edge
     list up to ``edge_limit`` pairs) or ``sampling`` (baseline).
+    ``shards``: greedy only; None (default) chooses one shard per 50,000
+    persons from a noisy person count, spending ε/100 of the budget.
     ``budget``: an optional shared :class:`PrivacyFilter`; ε is spent from it
     before any data is read, and the release is refused if it would overspend.
     ``seed``: for tests and demos only; a seeded release is marked not for
@@ -131,12 +147,21 @@ def distinct_count(
     if budget is not None:
         budget.spend(cost, label=RELEASE)  # refuses before any data is read
     local = PrivacyFilter(cost)
-    local.spend(PureDP(epsilon / 2.0), label="bound selection (Generalized Exponential Mechanism)")
-    local.spend(PureDP(epsilon / 2.0), label="count (discrete Laplace mechanism)")
+    auto_shards = method == "greedy" and shards is None
+    epsilon_shards = epsilon * SHARD_EPSILON_SHARE if auto_shards else 0.0
+    epsilon_main = epsilon - epsilon_shards
+    if auto_shards:
+        local.spend(PureDP(epsilon_shards), label="shard count (discrete Laplace on the number of persons)")
+    local.spend(PureDP(epsilon_main / 2.0), label="bound selection (Generalized Exponential Mechanism)")
+    local.spend(PureDP(epsilon_main / 2.0), label="count (discrete Laplace mechanism)")
     require_columns(df, person_col, item_col)
     rng = make_rng(seed)
-    if method == "greedy" and shards is None:
-        shards = default_shards(df.sparkSession)
+    if auto_shards:
+        log.info("distinct-count: choosing the number of greedy shards from a noisy person count")
+        noisy_persons = count_persons(edges(df, person_col, item_col)) + int(
+            discrete_laplace(1.0 / epsilon_shards, rng)
+        )
+        shards = choose_shards(noisy_persons)
 
     log.info("distinct-count: computing bounded counts (method %s)", method)
     counts = bounded_distinct_counts(
@@ -144,7 +169,7 @@ def distinct_count(
         salt=int(rng.integers(0, 2**62)) if method == "sampling" else 0,
     )
     log.info("distinct-count: selecting the bound and adding noise")
-    released = release_from_counts(counts, epsilon, beta, rng)
+    released = release_from_counts(counts, epsilon_main, beta, rng)
     del counts  # non-private; nothing below may use it
 
     confidence = 1.0 - beta
@@ -186,6 +211,7 @@ def distinct_count(
     }
     if method == "greedy":
         parameters["shards"] = int(shards)
+        parameters["shards_chosen"] = "automatically (noisy person count)" if auto_shards else "by the caller"
     if method == "matching":
         parameters["edge_limit"] = int(edge_limit)
     return Release(

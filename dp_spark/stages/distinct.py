@@ -19,6 +19,8 @@ from typing import Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -34,7 +36,10 @@ METHODS = ("greedy", "matching", "sampling")
 DEFAULT_EDGE_LIMIT = 20_000_000
 DEFAULT_SHARDS = 16
 ROUND = "round"
+ITEM_KEY = "item_key"
 _SHARD = "_shard"
+_PH = "_person_key"
+_IH = "_item_key"
 
 
 def default_shards(spark) -> int:
@@ -49,46 +54,72 @@ def default_shards(spark) -> int:
 
 # --------------------------------------------------------------------- greedy
 
-def _greedy_partition(batches: Iterator[pd.DataFrame], max_bound: int) -> Iterator[pd.DataFrame]:
-    """mapInPandas body: run Algorithm 2's greedy on each shard of the partition.
+def _person_value_rank(person: pa.ChunkedArray) -> np.ndarray:
+    """For each row, the rank of its person id among the partition's ids
+    (a tie-break for the order key; ids are long or string)."""
+    column = person.combine_chunks()
+    if pa.types.is_integer(column.type):
+        return column.to_numpy(zero_copy_only=False)
+    encoded = pc.dictionary_encode(column)
+    order = pc.sort_indices(encoded.dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[encoded.indices.to_numpy(zero_copy_only=False)]
 
-    Rows arrive sorted by (shard, person order key, person, item order key,
-    item), so persons are contiguous and each person's items are in the fixed
-    preference order, duplicates adjacent.
+
+def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: run Algorithm 2's greedy on each shard in the partition.
+
+    Rows are (shard, person order key, person, item key). Inside a shard,
+    persons are visited by (xxhash64(person), person) and each person's items
+    by their key; repeated (person, item) rows are dropped. Emits
+    (item key, round) for every item the shard matched.
     """
-    frames = [b for b in batches if len(b)]
-    if not frames:
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
         return
-    pdf = pd.concat(frames, ignore_index=True)
-    shard = pdf[_SHARD].to_numpy()
-    person = pdf[PERSON]
-    item = pdf[ITEM]
-    new_shard = np.empty(len(pdf), dtype=bool)
-    new_shard[0] = True
+    table = pa.Table.from_batches(collected)
+    shard = table.column(_SHARD).to_numpy()
+    person_key = table.column(_PH).to_numpy()
+    item = table.column(_IH).to_numpy()
+    person_rank = _person_value_rank(table.column(PERSON))
+    order = np.lexsort((item, person_rank, person_key, shard))
+    shard, person_key, person_rank, item = shard[order], person_key[order], person_rank[order], item[order]
+    n = len(item)
+    new_shard = np.ones(n, dtype=bool)
     new_shard[1:] = shard[1:] != shard[:-1]
-    new_person = new_shard | person.ne(person.shift()).to_numpy()
-    keep = new_person | item.ne(item.shift()).to_numpy()  # drop repeated (person, item)
-    bounds = np.flatnonzero(new_shard).tolist() + [len(pdf)]
+    new_person = new_shard.copy()
+    new_person[1:] |= (person_key[1:] != person_key[:-1]) | (person_rank[1:] != person_rank[:-1])
+    keep = new_person.copy()
+    keep[1:] |= item[1:] != item[:-1]
+    bounds = np.append(np.flatnonzero(new_shard), n)
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         rows = np.flatnonzero(keep[lo:hi]) + lo
-        starts = np.flatnonzero(new_person[rows])
-        indptr = np.append(starts, len(rows))
-        codes, uniques = pd.factorize(item.iloc[rows], sort=False)
+        indptr = np.append(np.flatnonzero(new_person[rows]), len(rows))
+        uniques, codes = np.unique(item[rows], return_inverse=True)
         rounds = greedy_match_rounds(indptr, codes, len(uniques), max_bound)
         hit = rounds > 0
-        yield pd.DataFrame({ITEM: np.asarray(uniques)[hit], ROUND: rounds[hit]})
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(uniques[hit], pa.int64()), pa.array(rounds[hit], pa.int32())], names=[ITEM_KEY, ROUND]
+        )
 
 
 def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
-    """(item, round) for every item some shard's greedy matched, per shard.
+    """(item key, round) for every item some shard's greedy matched, per shard.
 
     Sharded Algorithm 2 (ALGORITHMS.md 1.4a). Person p goes to shard
     pmod(murmur3(p), shards) — Spark's own hash partitioning, a fixed function
     of the id. Inside a shard persons are visited in the order of
-    (xxhash64(person), person) and each person's items in the order of
-    (xxhash64(item), item): total orders that depend on nothing but the ids,
-    so they are the same in neighbouring data sets. ``shards=1`` is the
-    paper's single-sequence Algorithm 2.
+    (xxhash64(person), person) and each person's items in the order of the
+    item key xxhash64(item): orders that depend on nothing but the ids, so
+    they are the same in neighbouring data sets. ``shards=1`` is the paper's
+    single-sequence Algorithm 2.
+
+    Items are identified by their 64-bit key. Two distinct items with the
+    same key would count once: that can only lower the count (the lower bound
+    stays valid), happens with probability about n^2 / 2^65 for n distinct
+    items (3e-8 at a million), and leaves privacy intact, since the key is a
+    function of each row alone (neighbouring tables stay neighbours).
 
     Why the combined count keeps sensitivity l: adding a person changes only
     its own shard, where (kernel docstring) the matched-by-round-l set grows
@@ -97,23 +128,17 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
     give each matched item to one person that matched it by round l; nobody
     receives more than l of its own items.
     """
-    keyed = (
-        edge_df.repartition(shards, PERSON)
-        .select(
-            F.pmod(F.hash(PERSON), F.lit(shards)).alias(_SHARD),
-            F.xxhash64(PERSON).alias("_ph"),
-            PERSON,
-            F.xxhash64(ITEM).alias("_ih"),
-            ITEM,
-        )
-        .sortWithinPartitions(_SHARD, "_ph", PERSON, "_ih", ITEM)
-        .select(_SHARD, PERSON, ITEM)
+    keyed = edge_df.repartition(shards, PERSON).select(
+        F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
+        F.xxhash64(PERSON).alias(_PH),
+        PERSON,
+        F.xxhash64(ITEM).alias(_IH),
     )
     schema = T.StructType([
-        T.StructField(ITEM, item_type(edge_df)),
+        T.StructField(ITEM_KEY, T.LongType()),
         T.StructField(ROUND, T.IntegerType()),
     ])
-    return keyed.mapInPandas(partial(_greedy_partition, max_bound=max_bound), schema)
+    return keyed.mapInArrow(partial(_greedy_partition, max_bound=max_bound), schema)
 
 
 # ------------------------------------------------------------------- sampling
@@ -139,10 +164,10 @@ def sampling_rounds(edge_df: DataFrame, max_bound: int, salt: int) -> DataFrame:
     )
 
 
-def counts_from_round_table(round_df: DataFrame, max_bound: int) -> np.ndarray:
+def counts_from_round_table(round_df: DataFrame, max_bound: int, key: str = ITEM) -> np.ndarray:
     """Combine (item, round) rows: round(x) = min over rows; then
     g_l = #{x : round(x) <= l}. Collects at most ``max_bound`` rows."""
-    per_item = round_df.groupBy(ITEM).agg(F.min(ROUND).alias(ROUND))
+    per_item = round_df.groupBy(key).agg(F.min(ROUND).alias(ROUND))
     hist_df = per_item.where(F.col(ROUND) <= max_bound).groupBy(ROUND).count()
     with spark_job("counting matched items per round"):
         rows = hist_df.collect()
@@ -203,7 +228,7 @@ def bounded_distinct_counts(
     if method == "greedy":
         shards = shards or default_shards(df.sparkSession)
         log.info("distinct-count: greedy matching in %d shards, bounds 1..%d", shards, max_bound)
-        return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound)
+        return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound, ITEM_KEY)
     if method == "sampling":
         log.info("distinct-count: sampling baseline, bounds 1..%d", max_bound)
         return counts_from_round_table(sampling_rounds(edge_df, max_bound, salt), max_bound)

@@ -64,3 +64,12 @@ def edges(df: DataFrame, person_col: str, item_col: str) -> DataFrame:
 
 def item_type(edge_df: DataFrame) -> T.DataType:
     return edge_df.schema[ITEM].dataType
+
+
+def count_persons(edge_df: DataFrame) -> int:
+    """NON-PRIVATE: the number of distinct persons. Sensitivity 1 under adding
+    or removing a person; only ever used through a noisy mechanism."""
+    from dp_spark.sparkjobs import spark_job
+
+    with spark_job("counting persons"):
+        return int(edge_df.agg(F.countDistinct(PERSON).alias("n")).collect()[0]["n"])

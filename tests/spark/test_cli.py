@@ -90,6 +90,7 @@ def test_config_file_and_flag_precedence(capsys, tmp_path, spark):
         (["--max-bound", "0"], "max_bound must be a whole number >= 1"),
         (["--method", "magic"], "invalid choice"),
         (["--input", "/no/such/file.parquet"], "does not exist"),
+        (["--input", "table:no_db.no_table"], "TABLE_OR_VIEW_NOT_FOUND"),
         (["--input", "{tmp}/data.xyz"], "cannot tell the format"),
         (["--input", "{tmp}/events.parquet", "--person-col", "who"], "'who' is not in the input"),
         (["--config", "{tmp}/missing.yaml"], "config file"),

@@ -1,0 +1,347 @@
+"""The top-k release: which k items have the most distinct persons, in order.
+
+Person-level DP; neighbouring tables differ by adding or removing one person
+(all of its rows). The Spark stage (:mod:`dp_spark.stages.item_counts`)
+reduces the table to per-item counts of distinct persons (each person adds at
+most 1 to any count, all counts move the same way) — over a public domain
+(one count per domain item, items absent from the data count 0) or, without
+one, the k̄+1 largest counts. The driver then runs one mechanism of
+:mod:`dp_spark.selection.topk` (ALGORITHMS.md sections 3 and 5.1):
+
+==================  =============================================  ==================
+mechanism           paper / algorithm                              guarantee
+==================  =============================================  ==================
+``joint``           Gillenwater et al. ICML 2022, Algorithm 1      ε-DP
+                    (joint exponential mechanism, exact sampler)
+``pnf-joint``       same paper, joint permute-and-flip             ε-DP
+``pnf-peel``        k rounds of permute-and-flip at ε/k            ε-DP
+``cdp-peel``        Durfee & Rogers 2019 one-shot Gumbel top-k,    (ε, δ)-DP
+                    CDP accounting (Gillenwater et al. Lemma 4.2)   (ε-DP if δ = 0)
+``unknown-domain``  Unknown Domain Gumbel (Durfee & Rogers 2019;   (ε, δ)-DP
+                    Rogers 2024 Algorithm 1, Theorem 4)
+==================  =============================================  ==================
+
+``pnf-joint`` is numerically safe for every input here: its MaxExpo draws are
+evaluated from ln E − ln m in a form accurate for any group size (see
+``dp_spark.selection.topk._max_exponential``), so the paper's overflow for
+large k does not occur; should a draw ever come out non-finite it refuses with
+a ParameterError naming ``joint`` instead of sampling a wrong distribution.
+
+All but ``unknown-domain`` need a public domain fixed before seeing the data:
+using the items observed in the data as the domain is not private (whether
+an item appears at all can depend on one person). ``auto`` is ``joint`` with
+a domain and ``unknown-domain`` without.
+
+Only the ordered items are released (no counts). The error statement of each
+mechanism is a bound, holding with probability at least 95%, on
+max_i (c_(i) − c_{s_i}) (the ℓ∞ error of the paper's experiments), computed
+from public parameters only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+
+from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP, ZCDP
+from dp_spark.errors import ParameterError
+from dp_spark.noise import make_rng
+from dp_spark.releases import checks
+from dp_spark.report import Release
+from dp_spark.selection.topk import (
+    cdp_peel_epsilon_per_step,
+    cdp_peel_top_k,
+    joint_top_k,
+    pnf_joint_top_k,
+    pnf_peel_top_k,
+    unknown_domain_calibration,
+    unknown_domain_gumbel,
+    unknown_domain_threshold,
+)
+from dp_spark.stages import item_counts as stage
+
+log = logging.getLogger(__name__)
+
+RELEASE = "top-k"
+MECHANISMS = ("auto", "joint", "pnf-joint", "pnf-peel", "cdp-peel", "unknown-domain")
+DOMAIN_MECHANISMS = ("joint", "pnf-joint", "pnf-peel", "cdp-peel")
+CONFIDENCE = 0.95
+DEFAULT_KBAR = 1000
+
+_NAMES = {
+    "joint": "the joint exponential mechanism (Gillenwater et al. 2022, Algorithm 1)",
+    "pnf-joint": "joint permute-and-flip (Gillenwater et al. 2022)",
+    "pnf-peel": "peeling permute-and-flip (k rounds at ε/k)",
+    "cdp-peel": "one-shot Gumbel top-k with CDP accounting (Durfee & Rogers 2019)",
+    "unknown-domain": "Unknown Domain Gumbel (Durfee & Rogers 2019; Rogers 2024, Algorithm 1)",
+}
+
+
+def _delta(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"delta must be a number; got {value!r}.")
+    x = float(value)
+    if not (0.0 <= x < 1.0):
+        raise ParameterError(f"delta must be >= 0 and below 1; got {value!r}.")
+    return x
+
+
+def resolve_mechanism(mechanism: str, has_domain: bool) -> str:
+    """``auto`` → ``joint`` with a public domain, ``unknown-domain`` without;
+    refuses a domain mechanism without a domain (ParameterError)."""
+    if mechanism not in MECHANISMS:
+        raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}; got {mechanism!r}.")
+    if mechanism == "auto":
+        return "joint" if has_domain else "unknown-domain"
+    if mechanism in DOMAIN_MECHANISMS and not has_domain:
+        raise ParameterError(
+            f"mechanism {mechanism!r} needs a public domain (domain= / --domain PATH: the list "
+            "of possible items, fixed before seeing the data). Treating the items observed in "
+            "the data as the domain is not differentially private, because whether an item "
+            "appears at all can depend on one person. Give a domain, or use mechanism "
+            "'unknown-domain', which needs none."
+        )
+    return mechanism
+
+
+def validate(k, epsilon, delta, mechanism, has_domain: bool, kbar=None, seed=None):
+    """Parameter checks that need no data (also used by the CLI before Spark
+    starts). Returns (k, epsilon, delta, resolved mechanism, kbar, seed)."""
+    k = checks.whole(k, "k")
+    epsilon = checks.positive(epsilon, "epsilon")
+    delta = _delta(delta)
+    resolved = resolve_mechanism(mechanism, has_domain)
+    if resolved == "unknown-domain" and delta == 0.0:
+        reason = "no public domain was given, so mechanism 'auto' uses" if mechanism == "auto" else "mechanism"
+        raise ParameterError(
+            f"{reason} 'unknown-domain', which needs delta > 0 (e.g. delta=1e-6); "
+            "or give a public domain for pure ε-DP with 'joint'."
+        )
+    if kbar is None:
+        kbar = max(DEFAULT_KBAR, 2 * k)
+    kbar = checks.whole(kbar, "kbar")
+    if resolved == "unknown-domain" and k > kbar:
+        raise ParameterError(f"k={k} is larger than kbar={kbar}; raise kbar to at least k.")
+    seed = checks.seed(seed)
+    return k, epsilon, delta, resolved, kbar, seed
+
+
+def guarantee_of(mechanism: str, epsilon: float, delta: float):
+    """The privacy cost a top-k release spends (known before reading data)."""
+    if mechanism in ("cdp-peel", "unknown-domain") and delta > 0:
+        return ApproxDP(epsilon, delta)
+    return PureDP(epsilon)
+
+
+def _gumbel_gap(scale: float, n: int, beta: float) -> float:
+    """With probability >= 1 − β, max − min of n Gumbel(scale) draws is at most this."""
+    big = math.log(2.0 * n / beta)
+    return scale * (big + math.log(big))
+
+
+def error_bound(mechanism: str, k: int, epsilon: float, delta: float, size: int,
+                beta: float = 1.0 - CONFIDENCE) -> float:
+    """A bound B (public: parameters only) with P[max_i (c_(i) − c_{s_i}) <= B] >= 1 − β.
+
+    joint / pnf-joint: the exponential mechanism's (and permute-and-flip's)
+    utility bound (2/ε)(ln(d!/(d−k)!) + ln(1/β)); pnf-peel: every round's
+    exponential noise (scale k/ε) stays below (k/ε)·ln(dk/β); cdp-peel and
+    unknown-domain: the spread of ``size`` Gumbel draws. ``size`` is d, or k̄
+    for unknown-domain.
+    """
+    if mechanism in ("joint", "pnf-joint"):
+        log_sequences = math.lgamma(size + 1) - math.lgamma(size - k + 1)
+        return 2.0 / epsilon * (log_sequences + math.log(1.0 / beta))
+    if mechanism == "pnf-peel":
+        return k / epsilon * math.log(size * k / beta)
+    if mechanism == "cdp-peel":
+        return _gumbel_gap(1.0 / cdp_peel_epsilon_per_step(epsilon, delta, k), size, beta)
+    eps_item = unknown_domain_calibration(epsilon, delta, k)[0]
+    return _gumbel_gap(1.0 / eps_item, size, beta)
+
+
+def _domain_items(domain, item_col: str):
+    """A public domain given as a Spark DataFrame: collect its item column
+    (the domain is public data, not the private table)."""
+    if hasattr(domain, "columns") and hasattr(domain, "sparkSession"):
+        columns = list(domain.columns)
+        column = item_col if item_col in columns else (columns[0] if len(columns) == 1 else None)
+        if column is None:
+            raise ParameterError(
+                f"the domain DataFrame has no column {item_col!r} and more than one column; "
+                "select the item column."
+            )
+        return [row[0] for row in domain.select(column).collect()]
+    return domain
+
+
+def top_k(
+    df,
+    k: int,
+    epsilon: float,
+    delta: float = 0.0,
+    mechanism: str = "auto",
+    domain=None,
+    person_col: str = "person_id",
+    item_col: str = "item",
+    seed: int | None = None,
+    *,
+    kbar: int | None = None,
+    budget: PrivacyFilter | None = None,
+) -> Release:
+    """Release the k items with the most distinct persons, in rank order.
+
+    Person-level privacy (add or remove one person with all rows). Guarantee:
+    ε-DP for ``joint`` (the default with a domain), ``pnf-joint``,
+    ``pnf-peel`` and ``cdp-peel`` with δ = 0; (ε, δ)-DP for ``cdp-peel`` with
+    δ > 0 and for ``unknown-domain`` (the default without a domain; δ/2 for
+    its threshold, δ/2 for the zCDP conversion). See the module docstring for
+    the algorithms.
+
+    ``domain``: the public list of possible items (a list/array/Series, or a
+    Spark DataFrame of public items with the item column); items of the data
+    outside it are never released, items of it absent from the data count 0.
+    ``kbar``: for ``unknown-domain``, how many of the largest counts are
+    collected (default max(1000, 2k)). ``budget``: an optional shared
+    PrivacyFilter, spent before any data is read. ``seed``: tests and demos
+    only (the release is then marked not for publication). Rows with a null
+    person or item are dropped.
+
+    Returns a Release whose ``items`` value lists {"rank", "item"} in order
+    (fewer than k, with ``bottom`` true, when Unknown Domain Gumbel returns
+    ⊥) and whose ``items_df`` artifact is the same as a Spark DataFrame.
+    """
+    given = mechanism
+    k, epsilon, delta, mechanism, kbar, seed = validate(
+        k, epsilon, delta, mechanism, domain is not None, kbar, seed
+    )
+    edge_df = stage.edge_table(df, person_col, item_col)  # schema only, no data read
+    integral = stage.integral_items(edge_df)
+    items = None
+    if domain is not None:
+        items = stage.normalise_domain(_domain_items(domain, item_col), integral)
+        if k > len(items):
+            raise ParameterError(
+                f"k={k} is larger than the domain ({len(items)} items); lower k or extend the domain."
+            )
+    cost = guarantee_of(mechanism, epsilon, delta)
+    if budget is not None:
+        budget.spend(cost, label=RELEASE)  # refuses before any data is read
+    rng = make_rng(seed)
+
+    bottom = None
+    if mechanism == "unknown-domain":
+        if items is not None:
+            log.info("top-k: counting persons per domain item (%d items)", len(items))
+            top = stage.top_of_domain(items, stage.domain_item_counts(edge_df, items), kbar)
+        else:
+            log.info("top-k: collecting the %d largest item counts", kbar + 1)
+            top = stage.top_item_counts(edge_df, kbar)
+        eps_item, delta_threshold, delta_conversion = unknown_domain_calibration(epsilon, delta, k)
+        result = unknown_domain_gumbel(top.counts, k, eps_item, delta_threshold, kbar, rng, top.next_count)
+        chosen = [top.items[i] for i in result.indices]
+        bottom = result.bottom
+        del top, result  # non-private
+        size = kbar
+    else:
+        log.info("top-k: counting persons per domain item (%d items)", len(items))
+        counts = stage.domain_item_counts(edge_df, items)
+        log.info("top-k: selecting with %s", mechanism)
+        if mechanism == "joint":
+            indices = joint_top_k(counts, k, epsilon, rng)
+        elif mechanism == "pnf-joint":
+            indices = pnf_joint_top_k(counts, k, epsilon, rng)
+        elif mechanism == "pnf-peel":
+            indices = pnf_peel_top_k(counts, k, epsilon, rng)
+        else:
+            indices = cdp_peel_top_k(counts, k, epsilon, delta, rng)
+        del counts  # non-private; nothing below may use it
+        chosen = [items[int(i)] for i in indices]
+        size = len(items)
+
+    return _release(df, chosen, bottom, k, epsilon, delta, mechanism, given, kbar, size,
+                    None if items is None else len(items), integral, person_col, item_col, seed, cost)
+
+
+def _release(df, chosen, bottom, k, epsilon, delta, mechanism, given, kbar, size, domain_size,
+             integral, person_col, item_col, seed, cost) -> Release:
+    import pandas as pd
+    from pyspark.sql import types as T
+
+    rows = [{"rank": i + 1, "item": item} for i, item in enumerate(chosen)]
+    bound = error_bound(mechanism, k, epsilon, delta, size)
+    values = {"items": rows, "k": k, "returned": len(rows), "mechanism": mechanism}
+    if mechanism == "unknown-domain":
+        values["bottom"] = bool(bottom)
+    has_domain = domain_size is not None
+    if has_domain:
+        values["domain_size"] = domain_size
+    errors = {
+        "items": (
+            f"with probability >= {CONFIDENCE:.0%}, for every rank i the released i-th item is held "
+            f"by at most {bound:,.1f} fewer persons than the true i-th most common item "
+            f"({_NAMES[mechanism]})"
+        ),
+    }
+    if mechanism == "unknown-domain":
+        eps_item, d_thr, d_conv = unknown_domain_calibration(epsilon, delta, k)
+        threshold = unknown_domain_threshold(eps_item, d_thr, kbar)
+        errors["bottom"] = (
+            f"true when fewer than k items cleared the noisy threshold (about {threshold:,.0f} "
+            "persons above the (kbar+1)-th largest count): then only the items that cleared it "
+            "are released"
+        )
+        zcdp = ZCDP(k * eps_item**2 / 8.0, d_thr)
+        split = [{
+            "step": (f"selection: Unknown Domain Gumbel, per-item ε' = {eps_item:.6g}, threshold δ "
+                     f"= {d_thr:g}, kbar = {kbar} ({zcdp.describe()}), converted to (ε, δ)-DP "
+                     f"with δ' = {d_conv:g}"),
+            **cost.to_dict(),
+            "zcdp": zcdp.to_dict(),
+        }]
+    elif mechanism == "cdp-peel":
+        split = [{"step": (f"selection: one-shot Gumbel top-k, per-step ε' = "
+                           f"{cdp_peel_epsilon_per_step(epsilon, delta, k):.6g}"), **cost.to_dict()}]
+    else:
+        split = [{"step": f"selection: {_NAMES[mechanism]}", **cost.to_dict()}]
+    guarantee_text = cost.describe()
+    statement = (
+        f"Person-level {guarantee_text}: the output would be almost as likely if any one person "
+        f"(every row with the same {person_col}) were removed or added. Released: the "
+        f"{len(rows)} {item_col} values held by the most distinct persons, in order"
+        + (", from the public domain" if has_domain else "")
+        + f", chosen by {_NAMES[mechanism]}; no counts are released."
+    )
+    parameters = {
+        "k": k,
+        "epsilon": epsilon,
+        "delta": delta,
+        "mechanism": given,
+        "mechanism_used": mechanism,
+        "person_col": person_col,
+        "item_col": item_col,
+        "domain": f"{domain_size} public items" if has_domain else None,
+    }
+    if mechanism == "unknown-domain":
+        parameters["kbar"] = kbar
+    spark = df.sparkSession
+    item_type = T.LongType() if integral else T.StringType()
+    schema = T.StructType([T.StructField("rank", T.IntegerType(), False),
+                           T.StructField("item", item_type, False)])
+    pdf = pd.DataFrame({"rank": pd.Series([r["rank"] for r in rows], dtype="int32"),
+                        "item": pd.Series([r["item"] for r in rows], dtype=object)})
+    items_df = spark.createDataFrame(pdf, schema)
+    return Release(
+        name=RELEASE,
+        privacy_unit="person",
+        neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
+        guarantee=cost,
+        parameters=parameters,
+        values=values,
+        errors=errors,
+        statement=statement,
+        seeded=seed is not None,
+        budget_split=split,
+        artifacts={"items_df": items_df},
+    )

@@ -1,0 +1,460 @@
+"""Spark stage of the continual-distinct release (no privacy noise).
+
+Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements in
+the Turnstile Model with Differential Privacy under Continual Observation"
+(NeurIPS 2023). From an event table ``(time, item, op)`` this stage computes
+exactly the arrays ``dp_spark.continual.StreamSummaries`` holds — per step the
+change of the number of present items, the same change under flippancy
+truncation at every w = 2^j (Algorithm 1's input), and the number of items
+whose flippancy so far exceeds w (Algorithm 3's sparse-vector queries) — and
+nothing else reaches the driver: one validation row, then at most
+T·(J + 2) (step, level) cells, O(T log T) numbers.
+
+How (DataFrame API only, so it runs on Spark Connect too):
+
+1. Map event times to steps 1..T: step = ⌊(time − origin) / step_size⌋ + 1
+   (``TimeMapping``). Integer and floating columns are in their own units
+   (defaults origin 1, step_size 1: the time *is* the step); timestamp and
+   date columns in seconds (default step_size one day, origin the earliest
+   event time floored to a multiple of step_size since the Unix epoch, UTC).
+2. One aggregation checks the rules below and finds the first/last step.
+3. Items go to shards by ``pmod(xxhash64(item), shards)``; one
+   ``applyInPandas`` call per shard runs the sequential per-item work with the
+   numpy kernels of ``dp_spark.continual.stream`` (sort by item, step, raw
+   time, inserts first; clamped counts; end-of-step existence; running flip
+   number k) and sums the flips per (step, level) cell, level = the smallest
+   j with k <= 2^j. Flips depend on one item's events only, so shard cells
+   add up; Spark sums them per cell and the driver rebuilds the arrays
+   (``summaries_from_cells``). The result equals
+   ``dp_spark.continual.stream_summaries`` on the same events exactly (tested).
+
+Rules for bad input (the stage's contract; the release states them):
+
+- A row whose item is null is dropped (not an item; how many is not reported).
+- A null or non-finite time, or an op other than +1 / −1 (null included), is
+  an error (``InputError``): the table is not an insert/delete stream.
+- Times mapping to steps outside 1..horizon: ``ParameterError`` (raise the
+  horizon, set the origin, or drop the events).
+- A delete of an absent item is ignored: counts never go below zero.
+- Input order is irrelevant (events are sorted by time); several events of
+  one step are allowed and applied by raw time, equal times inserts first.
+- An empty table needs an explicit horizon (there is no step count to derive).
+
+Messages quote parameters, never values from the data. Everything returned
+is NON-PRIVATE: the mechanism layer must add noise before anything is
+published. A horizon or origin derived from the data (when not given) is a
+non-private quantity too, and the release says so.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dp_spark.continual import StreamSummaries, flip_cells, flip_events, summaries_from_cells
+from dp_spark.errors import InputError, ParameterError, SchemaError
+from dp_spark.sparkjobs import spark_job
+from dp_spark.stages.distinct import default_shards
+from dp_spark.stages.edges import require_columns
+
+log = logging.getLogger(__name__)
+
+STEP = "step"
+ORDER = "order_key"
+ITEM = "item"
+OP = "op"
+LEVEL = "level"
+DELTA = "delta"
+CROSS = "cross"
+_SHARD = "_shard"
+
+MAX_HORIZON = 1 << 26  # 64M steps: the driver holds O(T log T) integers
+SECONDS_PER_DAY = 86_400
+_MICROS = 1_000_000
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_FRACTIONAL = (T.FloatType, T.DoubleType, T.DecimalType)
+_TIMESTAMPS = (T.TimestampType, T.TimestampNTZType, T.DateType)
+_REFUSED_ITEM = (T.ArrayType, T.MapType, T.StructType, T.BinaryType)
+
+CELL_SCHEMA = T.StructType(
+    [
+        T.StructField(STEP, T.LongType()),
+        T.StructField(LEVEL, T.IntegerType()),
+        T.StructField(DELTA, T.LongType()),
+        T.StructField(CROSS, T.LongType()),
+    ]
+)
+
+
+def next_power_of_two(n: int) -> int:
+    """Smallest power of two >= n (n >= 1)."""
+    return 1 << (int(n) - 1).bit_length()
+
+
+# ------------------------------------------------------------------ time -> step
+
+@dataclass(frozen=True)
+class TimeMapping:
+    """How event times become steps: step = ⌊(raw − origin) / size⌋ + 1.
+
+    ``kind`` is "integer" (raw = the value), "number" (raw = the value as a
+    double) or "timestamp" (raw = microseconds since the Unix epoch, UTC;
+    dates count from their midnight in the session time zone). ``origin`` and
+    ``size`` are in raw units; ``step_seconds`` / ``origin_text`` restate them
+    for the report. ``origin_from_data``: the origin was derived from the
+    earliest event (not a private quantity).
+    """
+
+    kind: str
+    origin: int | float
+    size: int | float
+    origin_from_data: bool = False
+
+    def step_of(self, raw):
+        """The step of one raw value (same arithmetic as the Spark column)."""
+        if self.kind == "number":
+            return int(math.floor((float(raw) - self.origin) / self.size)) + 1
+        return (int(raw) - int(self.origin)) // int(self.size) + 1
+
+    def column(self, raw):
+        """The step as a Spark long column."""
+        if self.kind == "number":
+            return (F.floor((raw - F.lit(float(self.origin))) / F.lit(float(self.size))) + 1).cast("long")
+        shifted = raw - F.lit(int(self.origin))
+        size = F.lit(int(self.size))
+        return ((shifted - F.pmod(shifted, size)) / size).cast("long") + 1
+
+    def describe(self) -> dict:
+        out: dict = {"time_kind": self.kind, "origin_from_data": self.origin_from_data}
+        if self.kind == "timestamp":
+            out["step_seconds"] = self.size / _MICROS
+            origin = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(self.origin))
+            out["origin"] = origin.isoformat()
+        else:
+            out["step_size"] = self.size
+            out["origin"] = self.origin
+        return out
+
+
+def time_kind(df: DataFrame, time_col: str) -> str:
+    dtype = df.schema[time_col].dataType
+    if isinstance(dtype, _INTEGRAL):
+        return "integer"
+    if isinstance(dtype, _FRACTIONAL):
+        return "number"
+    if isinstance(dtype, _TIMESTAMPS):
+        return "timestamp"
+    raise SchemaError(
+        f"column {time_col!r} has type {dtype.simpleString()}; the time column must hold "
+        "integers (step numbers), numbers, timestamps or dates. Cast it first "
+        "(e.g. to_timestamp) or name another column with time_col= / --time-col."
+    )
+
+
+def raw_time(df: DataFrame, time_col: str, kind: str):
+    column = F.col(time_col)
+    if kind == "integer":
+        return column.cast("long")
+    if kind == "number":
+        return column.cast("double")
+    dtype = df.schema[time_col].dataType
+    if not isinstance(dtype, T.TimestampType):
+        column = column.cast("timestamp")
+    return F.unix_micros(column)
+
+
+def _number(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.number)):
+        raise ParameterError(f"{name} must be a number; got {value!r}.")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ParameterError(f"{name} must be a finite number; got {value!r}.")
+    return out
+
+
+def _origin_micros(origin) -> int:
+    """A user-given origin for a timestamp column, as UTC microseconds."""
+    if isinstance(origin, str):
+        try:
+            origin = _dt.datetime.fromisoformat(origin.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ParameterError(
+                f"origin must be an ISO date or time such as 2024-01-01 or 2024-01-01T06:00:00; got {origin!r}."
+            ) from None
+    if isinstance(origin, _dt.datetime):
+        if origin.tzinfo is None:
+            origin = origin.replace(tzinfo=_dt.timezone.utc)
+        delta = origin - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        return (delta.days * SECONDS_PER_DAY + delta.seconds) * _MICROS + delta.microseconds
+    if isinstance(origin, _dt.date):
+        return (origin - _dt.date(1970, 1, 1)).days * SECONDS_PER_DAY * _MICROS
+    raise ParameterError(
+        f"origin for a timestamp column must be an ISO string, a datetime or a date; got {type(origin).__name__}."
+    )
+
+
+def validate_mapping_parameters(origin, step_size) -> None:
+    """Checks of origin / step_size that need no data (before Spark runs)."""
+    if step_size is not None and _number(step_size, "step_size") <= 0:
+        raise ParameterError(f"step_size must be > 0; got {step_size!r}.")
+    if origin is not None and not isinstance(origin, (str, _dt.date, numbers.Real, np.number)):
+        raise ParameterError(f"origin must be a number, an ISO date/time string or a datetime; got {origin!r}.")
+
+
+def _mapping(kind: str, origin, step_size) -> TimeMapping | None:
+    """The mapping from parameters alone, or None if the origin must come from the data."""
+    validate_mapping_parameters(origin, step_size)
+    if kind == "timestamp":
+        seconds = SECONDS_PER_DAY if step_size is None else _number(step_size, "step_size")
+        size = int(round(seconds * _MICROS))
+        if size < 1 or abs(size - seconds * _MICROS) > 1e-6 * size:
+            raise ParameterError(f"step_size for a timestamp column is in seconds, at least 1e-6; got {step_size!r}.")
+        if origin is None:
+            return TimeMapping("timestamp", 0, size, origin_from_data=True)  # origin set later
+        return TimeMapping("timestamp", _origin_micros(origin), size)
+    if isinstance(origin, (str, _dt.date)):
+        raise ParameterError(f"origin must be a number for a {kind} time column; got {origin!r}.")
+    start = 1 if origin is None else origin
+    if kind == "integer":
+        size = 1 if step_size is None else step_size
+        if float(size) != int(size) or float(start) != int(start):
+            return TimeMapping("number", _number(start, "origin"), _number(size, "step_size"))
+        return TimeMapping("integer", int(start), int(size))
+    return TimeMapping("number", _number(start, "origin"), 1.0 if step_size is None else _number(step_size, "step_size"))
+
+
+# ------------------------------------------------------------------ normalised events
+
+def item_column(df: DataFrame, item_col: str):
+    dtype = df.schema[item_col].dataType
+    if isinstance(dtype, _REFUSED_ITEM):
+        raise SchemaError(
+            f"column {item_col!r} has type {dtype.simpleString()}, which cannot be used as an "
+            "item id; use a column of strings or integers."
+        )
+    column = F.col(item_col)
+    if isinstance(dtype, _INTEGRAL):
+        return column.cast("long")
+    if isinstance(dtype, T.StringType):
+        return column
+    return column.cast("string")
+
+
+def op_column(df: DataFrame, op_col: str):
+    dtype = df.schema[op_col].dataType
+    if isinstance(dtype, _INTEGRAL):
+        return F.col(op_col).cast("long")
+    if isinstance(dtype, _FRACTIONAL):
+        value = F.col(op_col).cast("double")
+        return F.when(value == 1.0, F.lit(1)).when(value == -1.0, F.lit(-1)).otherwise(F.lit(0)).cast("long")
+    raise SchemaError(
+        f"column {op_col!r} has type {dtype.simpleString()}; the op column must be numeric, "
+        "+1 for an insert and -1 for a delete."
+    )
+
+
+def check_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> str:
+    """Schema checks (no data read). Returns the time kind."""
+    require_columns(df, time_col, item_col, op_col)
+    if len({time_col, item_col, op_col}) != 3:
+        raise SchemaError("time, item and op must be three different columns.")
+    item_column(df, item_col)
+    op_column(df, op_col)
+    return time_kind(df, time_col)
+
+
+@dataclass(frozen=True)
+class EventStats:
+    """The validation row (NON-PRIVATE): first and last step, None if empty."""
+
+    first_step: int | None
+    last_step: int | None
+
+
+def _events(df: DataFrame, time_col: str, item_col: str, op_col: str, kind: str) -> DataFrame:
+    """Columns order_key (raw time), item, op; null items dropped."""
+    out = df.select(
+        raw_time(df, time_col, kind).alias(ORDER),
+        item_column(df, item_col).alias(ITEM),
+        op_column(df, op_col).alias(OP),
+    )
+    return out.where(F.col(ITEM).isNotNull())
+
+
+def _check_events(events: DataFrame, kind: str, time_col: str, op_col: str) -> tuple:
+    """One aggregation: rule violations and the raw time range."""
+    bad_time = F.col(ORDER).isNull()
+    if kind == "number":
+        bad_time = bad_time | F.isnan(F.col(ORDER)) | F.col(ORDER).isin(float("inf"), float("-inf"))
+    bad_op = F.col(OP).isNull() | ~F.col(OP).isin(1, -1)
+    good = ~bad_time
+    row_df = events.agg(
+        F.max(F.when(bad_time, 1).otherwise(0)).alias("bad_time"),
+        F.max(F.when(bad_op, 1).otherwise(0)).alias("bad_op"),
+        F.min(F.when(good, F.col(ORDER))).alias("first"),
+        F.max(F.when(good, F.col(ORDER))).alias("last"),
+    )
+    with spark_job("checking the event table"):
+        row = row_df.collect()[0]
+    if row["bad_time"]:
+        raise InputError(
+            f"column {time_col!r} has null (or non-finite) times; every event needs a time. "
+            "Drop or fill those rows first."
+        )
+    if row["bad_op"]:
+        raise InputError(
+            f"column {op_col!r} must hold +1 (insert) or -1 (delete) in every row; "
+            "other values (or nulls) were found. Map or drop those rows first."
+        )
+    return row["first"], row["last"]
+
+
+# ------------------------------------------------------------------ per-shard kernel
+
+def _shard_cells(pdf: pd.DataFrame, max_level: int) -> pd.DataFrame:
+    """applyInPandas body: the (step, level) flip cells of one item shard."""
+    if len(pdf) == 0:
+        return pd.DataFrame({STEP: np.zeros(0, np.int64), LEVEL: np.zeros(0, np.int32),
+                             DELTA: np.zeros(0, np.int64), CROSS: np.zeros(0, np.int64)})
+    codes, _ = pd.factorize(pdf[ITEM], sort=False)
+    flips = flip_events(
+        pdf[STEP].to_numpy(dtype=np.int64),
+        codes.astype(np.int64),
+        pdf[OP].to_numpy(dtype=np.int64),
+        pdf[ORDER].to_numpy(),
+    )
+    step, level, delta, cross = flip_cells(flips, max_level)
+    return pd.DataFrame({STEP: step, LEVEL: level.astype(np.int32), DELTA: delta, CROSS: cross})
+
+
+def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int) -> DataFrame:
+    """(step, level, delta, cross) summed over item shards; NON-PRIVATE.
+
+    ``steps_df`` has columns step, order_key, item, op (already checked).
+    Item x goes to shard pmod(xxhash64(x), shards), a fixed function of its id.
+    """
+    keyed = steps_df.withColumn(_SHARD, F.pmod(F.xxhash64(ITEM), F.lit(int(shards))))
+
+    def shard_cells(pdf: pd.DataFrame) -> pd.DataFrame:
+        return _shard_cells(pdf, max_level)
+
+    cells = keyed.groupBy(_SHARD).applyInPandas(shard_cells, CELL_SCHEMA)
+    return cells.groupBy(STEP, LEVEL).agg(F.sum(DELTA).alias(DELTA), F.sum(CROSS).alias(CROSS))
+
+
+# ------------------------------------------------------------------ the stage
+
+@dataclass(frozen=True)
+class ContinualStageResult:
+    """The stage's output (NON-PRIVATE summaries plus public bookkeeping).
+
+    ``horizon``: the number of steps to release (given, or the data's last
+    step rounded up to a power of two); ``summaries.horizon`` is the tree's
+    horizon, the next power of two >= ``horizon``. ``horizon_from_data``:
+    the horizon was derived from the data (non-private).
+    """
+
+    summaries: StreamSummaries
+    horizon: int
+    horizon_from_data: bool
+    mapping: TimeMapping
+
+
+def validate_horizon(horizon) -> int | None:
+    if horizon is None:
+        return None
+    if isinstance(horizon, bool) or not isinstance(horizon, (numbers.Integral,)) or horizon < 1:
+        raise ParameterError(f"horizon must be a whole number >= 1 (the number of steps); got {horizon!r}.")
+    if horizon > MAX_HORIZON:
+        raise ParameterError(f"horizon must be at most 2^26 steps; got {horizon!r}.")
+    return int(horizon)
+
+
+def continual_summaries(
+    df: DataFrame,
+    time_col: str = "time",
+    item_col: str = "item",
+    op_col: str = "op",
+    horizon: int | None = None,
+    *,
+    origin=None,
+    step_size=None,
+    max_level: int | None = None,
+    shards: int | None = None,
+) -> ContinualStageResult:
+    """Exact continual-release summaries of an event table (two Spark jobs).
+
+    Returns NON-PRIVATE arrays of the stage (module docstring); the caller
+    must pass them through a mechanism of ``dp_spark.continual`` before
+    releasing anything. ``max_level`` J defaults to log2 of the tree horizon
+    (then the top level is untruncated). ``shards`` defaults to
+    ``spark.sql.shuffle.partitions``.
+    """
+    horizon = validate_horizon(horizon)
+    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, numbers.Integral) or shards < 1):
+        raise ParameterError(f"shards must be a whole number >= 1; got {shards!r}.")
+    kind = check_columns(df, time_col, item_col, op_col)
+    mapping = _mapping(kind, origin, step_size)
+    events = _events(df, time_col, item_col, op_col, kind)
+    first, last = _check_events(events, kind, time_col, op_col)
+
+    if mapping.origin_from_data:
+        if first is None:
+            raise ParameterError("the input has no events, so no origin can be derived; pass origin=.")
+        start = (int(first) // int(mapping.size)) * int(mapping.size)
+        mapping = TimeMapping("timestamp", start, mapping.size, origin_from_data=True)
+    if first is None:
+        if horizon is None:
+            raise ParameterError("the input has no events, so there is no step count; pass horizon=.")
+        first_step = last_step = None
+    else:
+        first_step, last_step = mapping.step_of(first), mapping.step_of(last)
+    horizon_from_data = horizon is None
+    if horizon is None:
+        if last_step < 1:
+            raise ParameterError(
+                "every event time maps to a step before 1; set origin (or step_size) so that "
+                "the first step is 1."
+            )
+        if last_step > MAX_HORIZON:
+            raise ParameterError(
+                "the event times span more than 2^26 steps with this origin and step_size; "
+                "set step_size (and origin) so that the times map to 1..horizon, or pass horizon."
+            )
+        horizon = next_power_of_two(last_step)
+    if first_step is not None and (first_step < 1 or last_step > horizon):
+        raise ParameterError(
+            "event times map to steps outside 1..horizon with the origin and step_size given; "
+            "raise horizon, set origin / step_size, or drop the events outside it."
+        )
+    tree_horizon = next_power_of_two(horizon)
+    top = tree_horizon.bit_length() - 1
+    if max_level is None:
+        max_level = top
+    elif isinstance(max_level, bool) or not isinstance(max_level, numbers.Integral) or not 0 <= max_level <= top:
+        raise ParameterError(f"max_level must be a whole number in 0..log2(horizon); got {max_level!r}.")
+    shards = default_shards(df.sparkSession) if shards is None else int(shards)
+
+    steps_df = events.select(mapping.column(F.col(ORDER)).alias(STEP), ORDER, ITEM, OP)
+    cells = flip_cell_table(steps_df, int(max_level), shards)
+    log.info("continual-distinct: computing per-step flip counts (%d item shards)", shards)
+    with spark_job("computing per-step flip counts"):
+        pdf = cells.toPandas()
+    summaries = summaries_from_cells(
+        pdf[STEP].to_numpy(dtype=np.int64),
+        pdf[LEVEL].to_numpy(dtype=np.int64),
+        pdf[DELTA].to_numpy(dtype=np.int64),
+        pdf[CROSS].to_numpy(dtype=np.int64),
+        tree_horizon,
+        int(max_level),
+    )
+    return ContinualStageResult(summaries, horizon, horizon_from_data, mapping)

@@ -1,0 +1,338 @@
+"""Per-item counts of distinct persons: the Spark stage of top-k and count-release.
+
+Spark stage, no privacy noise of its own. Every function here returns
+NON-PRIVATE values; they become private only in the mechanism layer.
+
+The statistic. For every item x, ``count(x)`` = the number of distinct persons
+with at least one row holding x. Adding or removing one person (all of their
+rows) changes every count by at most 1, and all counts move in the same
+direction (up when a person is added, down when removed); a person may touch
+every count. This is the histogram the top-k mechanisms
+(:mod:`dp_spark.selection.topk`) and Private Count Release assume.
+
+What reaches the driver is bounded by the job's parameters, never by the
+number of persons or rows:
+
+* :func:`top_item_counts` — the k̄+1 largest counts, ties broken by the item
+  value ascending (a fixed public rule), so exactly k̄+1 rows at most;
+* :func:`domain_item_counts` — the counts of a public domain the user
+  supplies (items absent from the data count 0): one number per domain item;
+* :func:`bounded_item_counts` + :func:`select_items` — the contribution-
+  bounding baseline: each person keeps at most m distinct items chosen by a
+  salted hash (uniformly random-looking), then the mechanism layer's noisy
+  threshold runs inside ``mapInPandas`` and only the selected items (the
+  release itself) are collected.
+
+DataFrame API only (built-in functions and ``mapInPandas``), so Spark Connect
+works; actions run inside :func:`dp_spark.sparkjobs.spark_job`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dp_spark.errors import InputError, ParameterError, SchemaError
+from dp_spark.sparkjobs import spark_job
+from dp_spark.stages.edges import ITEM, PERSON, edges, item_type, require_columns
+
+log = logging.getLogger(__name__)
+
+COUNT = "count"
+RANK = "_rank"
+_INDEX = "_index"
+_PID = "_pid"
+_LONG_MAX = 2**63 - 1
+
+
+# --------------------------------------------------------------------- input
+
+def check_id_columns(df: DataFrame, person_col: str, item_col: str) -> None:
+    """Schema-only checks (no data is read): both columns exist and neither is
+    a column of nulls (Spark type ``void``, e.g. a JSON field that is null in
+    every row). Raises SchemaError."""
+    require_columns(df, person_col, item_col)
+    for name, what in ((person_col, "person"), (item_col, "item")):
+        if isinstance(df.schema[name].dataType, T.NullType):
+            raise SchemaError(
+                f"the {what} column {name!r} holds only nulls (type void), so there is "
+                f"nothing to count; choose another {what} column (--{what}-col)."
+            )
+
+
+def edge_table(df: DataFrame, person_col: str, item_col: str) -> DataFrame:
+    """(person, item) rows with nulls dropped, after :func:`check_id_columns`."""
+    check_id_columns(df, person_col, item_col)
+    return edges(df, person_col, item_col)
+
+
+def integral_items(edge_df: DataFrame) -> bool:
+    """Whether the normalised item column is a long (else it is a string)."""
+    return isinstance(item_type(edge_df), T.LongType)
+
+
+# -------------------------------------------------------------------- counts
+
+def item_counts(edge_df: DataFrame) -> DataFrame:
+    """(item, count): distinct persons per item. NON-PRIVATE; never collected
+    whole by the library."""
+    return edge_df.dropDuplicates([PERSON, ITEM]).groupBy(ITEM).agg(F.count(F.lit(1)).alias(COUNT))
+
+
+@dataclass(frozen=True)
+class TopCounts:
+    """The k̄ largest per-item counts (rank order: count descending, item
+    ascending) and the (k̄+1)-th largest count (0 when there are at most k̄
+    items). NON-PRIVATE."""
+
+    items: list
+    counts: np.ndarray
+    next_count: int
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def top_item_counts(edge_df: DataFrame, kbar: int) -> TopCounts:
+    """Collect the k̄+1 largest counts (at most k̄+1 rows reach the driver).
+
+    Ties are broken by the item value ascending, a public rule that does not
+    depend on who holds the items.
+    """
+    ranked = item_counts(edge_df).orderBy(F.col(COUNT).desc(), F.col(ITEM).asc()).limit(int(kbar) + 1)
+    with spark_job("collecting the largest item counts"):
+        rows = ranked.collect()
+    items = [row[ITEM] for row in rows[:kbar]]
+    counts = np.array([int(row[COUNT]) for row in rows[:kbar]], dtype=np.int64)
+    next_count = int(rows[kbar][COUNT]) if len(rows) > kbar else 0
+    return TopCounts(items, counts, next_count)
+
+
+def top_of_domain(domain: Sequence, counts: np.ndarray, kbar: int) -> TopCounts:
+    """The same summary as :func:`top_item_counts`, taken from the counts of a
+    public domain on the driver (ties: domain order). NON-PRIVATE."""
+    order = np.argsort(-np.asarray(counts, dtype=np.int64), kind="stable")
+    head = order[:kbar]
+    next_count = int(counts[order[kbar]]) if len(order) > kbar else 0
+    return TopCounts([domain[i] for i in head], np.asarray(counts, dtype=np.int64)[head], next_count)
+
+
+def domain_item_counts(edge_df: DataFrame, domain: Sequence) -> np.ndarray:
+    """int64 counts aligned with ``domain`` (a public list of normalised,
+    distinct items; see :func:`normalise_domain`). Items of the data outside
+    the domain are ignored; domain items absent from the data count 0. At most
+    ``len(domain)`` rows are collected. NON-PRIVATE."""
+    return counts_of_items(item_counts(edge_df), domain)
+
+
+def counts_of_items(counts_df: DataFrame, items: Sequence) -> np.ndarray:
+    """int64 counts of an (item, count) DataFrame for the public list
+    ``items`` (absent: 0), in the list's order; collects at most
+    ``len(items)`` rows. NON-PRIVATE."""
+    if not len(items):
+        return np.zeros(0, dtype=np.int64)
+    spark = counts_df.sparkSession
+    dtype = counts_df.schema[ITEM].dataType
+    schema = T.StructType([T.StructField(_INDEX, T.LongType(), False), T.StructField(ITEM, dtype, False)])
+    dom = spark.createDataFrame(
+        pd.DataFrame({_INDEX: np.arange(len(items), dtype=np.int64), ITEM: pd.Series(list(items), dtype=object)}),
+        schema,
+    )
+    joined = counts_df.join(dom, ITEM, "inner").select(_INDEX, COUNT)
+    with spark_job("counting persons per listed item"):
+        pdf = joined.toPandas()
+    out = np.zeros(len(items), dtype=np.int64)
+    if len(pdf):
+        out[pdf[_INDEX].to_numpy(dtype=np.int64)] = pdf[COUNT].to_numpy(dtype=np.int64)
+    return out
+
+
+# ------------------------------------------------------- contribution bounding
+
+def bound_contributions(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
+    """(person, item): every person keeps at most ``max_items`` of its distinct
+    items, the ones with the smallest salted hash xxhash64(salt, person, item)
+    (ties by item), i.e. a uniformly random-looking choice.
+
+    Sensitivity: a person's choice depends only on its own (person, item) ids
+    and the salt, so adding or removing a person changes the kept rows of that
+    person only: at most ``max_items`` per-item counts move, each by 1 (L2
+    sensitivity sqrt(max_items), L-infinity 1). The salt is not privacy noise:
+    the argument holds for every fixed salt.
+    """
+    order = Window.partitionBy(PERSON).orderBy(F.xxhash64(F.lit(int(salt)), PERSON, ITEM), ITEM)
+    return (
+        edge_df.dropDuplicates([PERSON, ITEM])
+        .withColumn(RANK, F.row_number().over(order))
+        .where(F.col(RANK) <= int(max_items))
+        .select(PERSON, ITEM)
+    )
+
+
+def bounded_item_counts(edge_df: DataFrame, max_items: int, salt: int,
+                        restrict_to: DataFrame | None = None) -> DataFrame:
+    """(item, count) after :func:`bound_contributions`. With ``restrict_to``
+    (a DataFrame with an ``item`` column of public, already released items)
+    the rows are first restricted to those items, then bounded. NON-PRIVATE."""
+    if restrict_to is not None:
+        edge_df = edge_df.join(restrict_to.select(ITEM), ITEM, "left_semi")
+    return bound_contributions(edge_df, max_items, salt).groupBy(ITEM).agg(F.count(F.lit(1)).alias(COUNT))
+
+
+def _select_partition(batches: Iterator[pd.DataFrame], select: Callable) -> Iterator[pd.DataFrame]:
+    """mapInPandas body: ``select(counts, spawn_key)`` (a mechanism-layer
+    function holding its own noise key) decides which items of each Arrow
+    batch are kept; the spawn key (partition id, batch number) gives every
+    batch its own independent noise stream."""
+    for number, batch in enumerate(batches):
+        if not len(batch):
+            continue
+        pid = int(batch[_PID].iloc[0])
+        keep = np.asarray(select(batch[COUNT].to_numpy(dtype=np.int64), (pid, number)), dtype=bool)
+        if keep.any():
+            yield batch.loc[keep, [ITEM]]
+
+
+def select_items(counts_df: DataFrame, select: Callable[[np.ndarray, tuple], np.ndarray]) -> list:
+    """Items whose noisy count clears a threshold, decided inside Spark by
+    ``select`` (a picklable pure-numpy function from the mechanism layer,
+    e.g. ``functools.partial(dp_spark.pcr.gaussian_threshold_select,
+    ...)``). Rows are sorted by item inside each partition so that a re-run of
+    a task draws the same noise for the same item. Only the selected items
+    (the release) are collected, sorted by item. Evaluate once."""
+    schema = T.StructType([T.StructField(ITEM, counts_df.schema[ITEM].dataType)])
+    keyed = counts_df.sortWithinPartitions(ITEM).select(ITEM, COUNT, F.spark_partition_id().alias(_PID))
+    selected = keyed.mapInPandas(lambda it: _select_partition(it, select), schema)
+    with spark_job("selecting items above the noisy threshold"):
+        pdf = selected.toPandas()
+    return sorted(_python_values(pdf[ITEM]))
+
+
+def items_frame(spark, items: Sequence, integral: bool) -> DataFrame:
+    """A one-column (item) DataFrame of public items, typed like the edges."""
+    dtype = T.LongType() if integral else T.StringType()
+    schema = T.StructType([T.StructField(ITEM, dtype, False)])
+    return spark.createDataFrame(pd.DataFrame({ITEM: pd.Series(list(items), dtype=object)}), schema)
+
+
+def _python_values(series: pd.Series) -> list:
+    return [v.item() if isinstance(v, np.generic) else v for v in series.tolist()]
+
+
+# -------------------------------------------------------------- public domain
+
+def normalise_domain(domain: Iterable, integral: bool) -> list:
+    """Check and normalise a public domain (a list of possible items).
+
+    ``integral``: the item column holds integers (then every domain item must
+    be a whole number: an int, an integral float, or a string of digits);
+    otherwise items are compared as strings (non-strings are converted with
+    ``str``). Raises ParameterError for an empty domain, a null item, an item
+    of the wrong kind, or an item listed twice. The domain is public, so the
+    messages may quote its items.
+    """
+    if domain is None or isinstance(domain, (str, bytes)) or not isinstance(domain, Iterable):
+        raise ParameterError(
+            "domain must be a list of the possible items (or, on the command line, "
+            "--domain PATH of a file with one item per line or a CSV/Parquet file)."
+        )
+    out: list = []
+    for value in domain:
+        if isinstance(value, np.generic):
+            value = value.item()
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            raise ParameterError("the domain holds a null item; remove it (null items are never counted).")
+        if integral:
+            out.append(_whole(value))
+        else:
+            out.append(value if isinstance(value, str) else str(value))
+    if not out:
+        raise ParameterError("the domain is empty; give at least k possible items.")
+    seen: set = set()
+    for value in out:
+        if value in seen:
+            raise ParameterError(
+                f"the domain lists item {value!r} more than once; list every possible item exactly once."
+            )
+        seen.add(value)
+    return out
+
+
+def _whole(value) -> int:
+    if isinstance(value, bool):
+        raise ParameterError(f"domain item {value!r} is not a whole number, but the item column holds integers.")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        number = int(value)
+    else:
+        raise ParameterError(
+            f"domain item {value!r} is not a whole number, but the item column holds integers; "
+            "give the domain as integers."
+        )
+    if not -_LONG_MAX - 1 <= number <= _LONG_MAX:
+        raise ParameterError(f"domain item {value!r} does not fit a 64-bit integer like the item column.")
+    return number
+
+
+_TABULAR = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def read_domain(spark, path: str, item_col: str) -> list:
+    """The raw items of a public domain file (normalise them with
+    :func:`normalise_domain`).
+
+    Formats: ``.csv`` (with a header) and ``.parquet`` / ``.pq`` (file or
+    directory) are read with Spark and the column ``item_col`` is used (or the
+    only column, if there is one); anything else is a text file with one item
+    per line (surrounding whitespace and blank lines ignored). Raises
+    InputError for a missing or unreadable file, SchemaError for a missing
+    column.
+    """
+    from dp_spark.io import read_input
+
+    local = not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path) or path.startswith("file:")
+    local_path = path[len("file:"):] if path.startswith("file:") else path
+    if local and not os.path.exists(local_path):
+        raise InputError(f"domain file {path!r} does not exist.")
+    ext = os.path.splitext(path.rstrip("/"))[1].lower()
+    fmt = _TABULAR.get(ext)
+    if fmt is None and local and os.path.isdir(local_path):
+        fmt = "parquet"
+    if fmt is None:
+        if local:
+            try:
+                with open(local_path, encoding="utf-8") as fh:
+                    lines = fh.read().splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"cannot read domain file {path!r}: {type(exc).__name__}") from None
+        else:
+            with spark_job("reading the domain file"):
+                lines = [row[0] for row in spark.read.text(path).collect()]
+        return [line.strip() for line in lines if line.strip()]
+    table = read_input(spark, path, fmt)
+    columns = list(table.columns)
+    if item_col in columns:
+        column = item_col
+    elif len(columns) == 1:
+        column = columns[0]
+    else:
+        raise SchemaError(
+            f"domain file {path!r} has no column {item_col!r} (columns: {', '.join(columns)}); "
+            "name the column like the item column, or give a file with one item per line."
+        )
+    with spark_job("reading the domain file"):
+        pdf = table.select(column).toPandas()
+    return [None if (isinstance(v, float) and math.isnan(v)) else v for v in _python_values(pdf[column])]

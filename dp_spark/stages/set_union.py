@@ -1,0 +1,295 @@
+"""Spark stages of DP Set Union (Gopi et al., ICML 2020).
+
+Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
+
+1. :func:`restricted_sets` — per-person dedup and restriction to at most Δ0
+   items: one row (person, items) per person.
+2. :func:`weight_histogram` — the weighted histogram (item, weight) by update
+   policy: distributed sums for ``count`` / ``weighted-*``, sequential shards
+   (``mapInPandas``) for ``policy-*``, whose shard histograms are added.
+3. :func:`released_items` — noise and threshold inside Spark (``mapInPandas``
+   calling :func:`dp_spark.set_union.release_mask` with a generator per
+   partition); only the column ``item`` of the released items remains.
+
+No privacy noise is drawn in this module: step 3 calls the mechanism layer's
+noise function inside the executors. The privacy argument (facts (S) and (T))
+is in :mod:`dp_spark.set_union.policies`; what this module must and does
+guarantee for it is stated at each function: a person's restricted set and
+shard depend only on that person's own rows, and a shard's persons are
+visited in an order that depends only on their ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dp_spark.errors import ParameterError
+from dp_spark.set_union import (
+    SEQUENTIAL,
+    NoiseRoot,
+    SetUnionPlan,
+    check_policy,
+    release_mask,
+    shard_cutoff,
+    update_histogram,
+)
+from dp_spark.stages.distinct import default_shards
+from dp_spark.stages.edges import ITEM, PERSON, edges
+
+log = logging.getLogger(__name__)
+
+ITEMS = "items"
+WEIGHT = "weight"
+_SHARD = "_shard"
+_ORDER = "_order"
+_PID = "_pid"
+
+__all__ = [
+    "ITEMS",
+    "WEIGHT",
+    "default_shards",
+    "restricted_sets",
+    "weight_histogram",
+    "released_items",
+    "set_union_histogram",
+    "set_union_items",
+    "check_shards",
+]
+
+
+def check_shards(shards, name: str = "shards") -> None:
+    if shards is not None and (
+        isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or shards < 1
+    ):
+        raise ParameterError(f"{name} must be a whole number >= 1 (or None for the default); got {shards!r}.")
+
+
+# ------------------------------------------------------------ restriction
+
+def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
+    """(person, items): each person's distinct items, at most ``max_items``.
+
+    The paper's rule (Algorithm 1, step 2a; reference code: a uniformly random
+    choice without replacement): a person with more than Δ0 distinct items
+    keeps Δ0 of them chosen at random. Here the choice is the Δ0 smallest
+    xxhash64(salt, person, item) (ties by item), which for a fresh random
+    ``salt`` is a uniform-looking random subset, independent across persons,
+    and a deterministic function of the person's own rows and the salt —
+    never of other persons' data, so neighbouring tables give every other
+    person the same set. Persons with at most Δ0 items keep them all.
+    """
+    salt_col = F.lit(int(salt)).cast("long")
+    grouped = edge_df.groupBy(PERSON).agg(F.collect_set(ITEM).alias(ITEMS))
+    keyed = F.transform(
+        F.col(ITEMS), lambda x: F.struct(F.xxhash64(salt_col, F.col(PERSON), x).alias("h"), x.alias("i"))
+    )
+    chosen = F.slice(F.array_sort(keyed), 1, int(max_items))
+    return grouped.select(PERSON, F.transform(chosen, lambda s: s["i"]).alias(ITEMS))
+
+
+# --------------------------------------------------------------- histograms
+
+def _additive_weight(policy: str):
+    size = F.size(ITEMS).cast("double")
+    if policy == "count":
+        return F.lit(1.0)
+    if policy == "weighted-laplace":
+        return F.lit(1.0) / size
+    return F.lit(1.0) / F.sqrt(size)
+
+
+def _shard_frame(items: list, weights: np.ndarray, shard: int) -> pd.DataFrame:
+    return pd.DataFrame({
+        _SHARD: np.full(len(items), shard, dtype=np.int32),
+        ITEM: pd.Series(items),
+        WEIGHT: weights[: len(items)],
+    })
+
+
+def _policy_partition(
+    batches: Iterator[pd.DataFrame], policy: str, gamma: float
+) -> Iterator[pd.DataFrame]:
+    """mapInPandas body: run the sequential policy over each shard of the
+    partition, streaming. Rows (one per person) arrive sorted by (shard,
+    xxhash64(person), person), so a shard's persons are contiguous and in
+    the fixed hashed order. Emits (shard, item, weight) per shard."""
+    shard = None
+    code_of: dict = {}
+    weights = np.zeros(0, dtype=np.float64)
+    for batch in batches:
+        if not len(batch):
+            continue
+        shard_ids = batch[_SHARD].to_numpy()
+        cuts = (np.flatnonzero(shard_ids[1:] != shard_ids[:-1]) + 1).tolist()
+        for lo, hi in zip([0, *cuts], [*cuts, len(batch)]):
+            this = int(shard_ids[lo])
+            if this != shard:
+                if shard is not None and code_of:
+                    yield _shard_frame(list(code_of), weights, shard)
+                shard, code_of, weights = this, {}, np.zeros(1024, dtype=np.float64)
+            lists = batch[ITEMS].iloc[lo:hi]
+            sizes = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
+            flat = [x for items in lists for x in items]
+            codes = np.fromiter(
+                (code_of.setdefault(x, len(code_of)) for x in flat), dtype=np.int64, count=len(flat)
+            )
+            if len(code_of) > len(weights):
+                grown = np.zeros(max(len(code_of), 2 * len(weights)), dtype=np.float64)
+                grown[: len(weights)] = weights
+                weights = grown
+            indptr = np.concatenate(([0], np.cumsum(sizes)))
+            update_histogram(weights, indptr, codes, policy, gamma)
+    if shard is not None and code_of:
+        yield _shard_frame(list(code_of), weights, shard)
+
+
+def weight_histogram(
+    sets_df: DataFrame, policy: str, gamma: float | None = None, shards: int = 1
+) -> DataFrame:
+    """(item, weight): the summed histogram of Algorithm 1 under ``policy``.
+
+    ``count`` / ``weighted-laplace`` / ``weighted-gaussian`` are additive
+    (each person adds 1, 1/|S| or 1/√|S| to each kept item), so they are
+    computed as distributed sums and ``shards`` plays no role.
+
+    ``policy-laplace`` / ``policy-gaussian`` are sequential (``gamma`` is the
+    cutoff every shard runs with; see :func:`dp_spark.set_union.shard_cutoff`
+    — privacy holds for any cutoff): person p goes to
+    shard pmod(murmur3(p), shards) (Spark's hash partitioning of the person
+    id, so a shard is a Spark partition); inside a shard persons are visited
+    in the order (xxhash64(person), person), a total order fixed by the ids
+    alone; each shard builds its own histogram with the kernel of
+    :mod:`dp_spark.set_union.policies` and the shard histograms are added.
+    Adding or removing one person changes one shard only, so the sum keeps
+    ℓ1 (Laplace) / ℓ2 (Gaussian) sensitivity ≤ 1, and an item only that
+    person holds occurs in no other shard, so its summed weight is the
+    person's own increment (≤ 1/|T| resp. 1/√|T|). ``shards=1`` is the
+    paper's single sequential pass.
+    NON-PRIVATE output.
+    """
+    policy = check_policy(policy)
+    if policy not in SEQUENTIAL:
+        exploded = sets_df.select(F.explode(ITEMS).alias(ITEM), _additive_weight(policy).alias(WEIGHT))
+        return exploded.groupBy(ITEM).agg(F.sum(WEIGHT).alias(WEIGHT))
+    check_shards(shards)
+    keyed = (
+        sets_df.repartition(int(shards), PERSON)
+        .select(
+            F.pmod(F.hash(PERSON), F.lit(int(shards))).alias(_SHARD),
+            F.xxhash64(PERSON).alias(_ORDER),
+            PERSON,
+            ITEMS,
+        )
+        .sortWithinPartitions(_SHARD, _ORDER, PERSON)
+        .select(_SHARD, ITEMS)
+    )
+    schema = T.StructType([
+        T.StructField(_SHARD, T.IntegerType()),
+        T.StructField(ITEM, sets_df.schema[ITEMS].dataType.elementType),
+        T.StructField(WEIGHT, T.DoubleType()),
+    ])
+    per_shard = keyed.mapInPandas(partial(_policy_partition, policy=policy, gamma=float(gamma)), schema)
+    return per_shard.groupBy(ITEM).agg(F.sum(WEIGHT).alias(WEIGHT))
+
+
+# ------------------------------------------------------- noise + threshold
+
+def _threshold_partition(
+    batches: Iterator[pd.DataFrame], plan: SetUnionPlan, root: NoiseRoot
+) -> Iterator[pd.DataFrame]:
+    """mapInPandas body: release the items of one partition whose weight plus
+    fresh noise clears ρ. The generator is the root's child for this
+    partition (its id arrives as a column); noise is drawn by the mechanism
+    layer (:func:`dp_spark.set_union.release_mask`), not here."""
+    rng = None
+    for batch in batches:
+        if not len(batch):
+            continue
+        if rng is None:
+            rng = root.partition_rng(int(batch[_PID].iloc[0]))
+        mask = release_mask(batch[WEIGHT].to_numpy(dtype=np.float64), plan, rng)
+        yield batch.loc[mask, [ITEM]]
+
+
+def released_items(
+    hist_df: DataFrame, plan: SetUnionPlan, root: NoiseRoot, partitions: int
+) -> DataFrame:
+    """(item): the items whose weight + noise > ρ — the private output.
+
+    The histogram is hash-partitioned by item into ``partitions`` partitions
+    (an explicit number, which adaptive execution does not coalesce) and
+    sorted by item inside each, so partition p holds a fixed set of items in
+    a fixed order and uses the generator ``root.partition_rng(p)``: every
+    item gets its own draw, and recomputing the DataFrame (a second action,
+    a lost executor) reproduces the same released set instead of drawing a
+    new one. The weights never leave this step.
+    """
+    check_shards(partitions, "partitions")
+    prepared = (
+        hist_df.repartition(int(partitions), ITEM)
+        .sortWithinPartitions(ITEM)
+        .select(ITEM, WEIGHT, F.spark_partition_id().alias(_PID))
+    )
+    schema = T.StructType([T.StructField(ITEM, hist_df.schema[ITEM].dataType)])
+    return prepared.mapInPandas(partial(_threshold_partition, plan=plan, root=root), schema)
+
+
+# ------------------------------------------------------------ entry points
+
+def set_union_histogram(
+    df: DataFrame,
+    person_col: str,
+    item_col: str,
+    policy: str,
+    max_items: int,
+    salt: int,
+    gamma: float | None = None,
+    shards: int | None = None,
+) -> DataFrame:
+    """NON-PRIVATE (item, weight) histogram of the input under ``policy``:
+    steps 1–2 of the pipeline. For tests and benchmarks; never collected by
+    the library."""
+    policy = check_policy(policy)
+    check_shards(shards)
+    edge_df = edges(df, person_col, item_col)
+    sets_df = restricted_sets(edge_df, max_items, salt)
+    if policy in SEQUENTIAL:
+        shards = shards or default_shards(df.sparkSession)
+    return weight_histogram(sets_df, policy, gamma, shards or 1)
+
+
+def set_union_items(
+    df: DataFrame,
+    person_col: str,
+    item_col: str,
+    plan: SetUnionPlan,
+    salt: int,
+    root: NoiseRoot,
+    shards: int | None = None,
+    partitions: int | None = None,
+    cutoff_rule: str = "scaled",
+) -> DataFrame:
+    """The released items (one column ``item``) of DP Set Union with the
+    constants in ``plan``: (plan.epsilon, plan.delta)-DP at person level.
+    Sequential policies run in ``shards`` shards, each with the cutoff
+    :func:`dp_spark.set_union.shard_cutoff` (Γ, rule). Lazy: nothing runs
+    until an action on the result."""
+    spark = df.sparkSession
+    partitions = partitions or default_shards(spark)
+    gamma = None
+    if plan.policy in SEQUENTIAL:
+        shards = shards or default_shards(spark)
+        gamma = shard_cutoff(plan.gamma, shards, cutoff_rule)
+    log.info("set-union: %s histogram (Δ0 = %d)", plan.policy, plan.max_items)
+    hist_df = set_union_histogram(
+        df, person_col, item_col, plan.policy, plan.max_items, salt, gamma, shards
+    )
+    return released_items(hist_df, plan, root, partitions)
