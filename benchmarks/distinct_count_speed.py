@@ -245,7 +245,7 @@ def main(argv=None) -> int:
     print("dp_spark benchmark: distinct-count speed (greedy release vs COUNT(DISTINCT))")
     print(f"command: {command_line()}")
     print("session: " + ", ".join(f"{k}={v}" for k, v in session_summary(spark).items()))
-    print(f"epsilon={args.epsilon:g} beta={args.beta:g} max_bound={args.max_bound} greedy shards={shards or "auto"} "
+    print(f"epsilon={args.epsilon:g} beta={args.beta:g} max_bound={args.max_bound} greedy shards={shards or 'auto'} "
           f"reps={args.reps} (+1 warm-up); releases SEEDED (seed = {args.seed} + rep): not for publication")
     print(f"temporary Parquet under {tmp} (removed at the end); load average at start: {load()}")
     print()
