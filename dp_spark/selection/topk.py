@@ -54,6 +54,7 @@ __all__ = [
     "pnf_peel_top_k",
     "unknown_domain_gumbel",
     "unknown_domain_threshold",
+    "unknown_domain_calibration",
 ]
 
 # Counts above this are not exact in float64; the joint mechanisms need exact
@@ -681,6 +682,30 @@ def unknown_domain_threshold(epsilon: float, delta: float, kbar: int) -> float:
     dlt = _check_delta(delta)
     kbar = _check_int(kbar, "kbar", 1)
     return 1.0 + math.log(kbar / dlt) / eps
+
+
+def unknown_domain_calibration(epsilon: float, delta: float, k: int) -> tuple[float, float, float]:
+    """Per-item ε' and the δ split that make Unknown Domain Gumbel (ε, δ)-DP.
+
+    Returns ``(epsilon_item, delta_threshold, delta_conversion)`` with
+    ``delta_threshold = delta_conversion = delta/2`` and
+    ε' = sqrt(8/k)·(sqrt(L + ε) − sqrt(L)), L = ln(1/δ'): Unknown Domain
+    Gumbel with (ε', δ/2) is δ/2-approximate (kε'²/8)-zCDP (seed Theorem 4),
+    and ρ-zCDP gives (ρ + 2·sqrt(ρ·L), δ')-DP (Bun & Steinke 2016), so the
+    whole is (kε'²/8 + ε'·sqrt(kL/2), δ/2 + δ/2) = (ε, δ)-DP (the same
+    equation as CDP-Peel's, without the pure-composition fallback, which
+    Theorem 4 does not state).
+    """
+    eps = _check_positive(epsilon, "epsilon")
+    dlt = _check_delta(delta)
+    k = _check_int(k, "k", 1)
+    half = dlt / 2.0
+    log_inv = math.log(1.0 / half)
+    eps_item = math.sqrt(8.0 / k) * (math.sqrt(log_inv + eps) - math.sqrt(log_inv))
+    # guard against float rounding: the implied ε must not exceed the target
+    while k * eps_item**2 / 8.0 + eps_item * math.sqrt(k * log_inv / 2.0) > eps:
+        eps_item = math.nextafter(eps_item, 0.0)
+    return eps_item, half, half
 
 
 def unknown_domain_gumbel(

@@ -1,0 +1,98 @@
+"""``dp-spark top-k``: the k items with the most distinct persons, in order."""
+
+from __future__ import annotations
+
+from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option
+
+NAME = "top-k"
+HELP = "differentially private top-k items by number of distinct persons"
+
+_MECHANISMS = ("auto", "joint", "pnf-joint", "pnf-peel", "cdp-peel", "unknown-domain")
+
+OPTIONS = INPUT_OPTIONS + (
+    Option("k", int, 10, "number of items to release, in rank order"),
+    Option("epsilon", float, 1.0, "privacy parameter ε spent by the release"),
+    Option("delta", float, 0.0, "δ for unknown-domain (required there, e.g. 1e-6) and for "
+           "cdp-peel's (ε, δ) accounting; the other mechanisms are pure ε-DP"),
+    Option("mechanism", str, "auto", "selection mechanism: auto = joint with --domain, "
+           "unknown-domain without", _MECHANISMS),
+    Option("domain", str, None, "public list of possible items: a text file with one item per "
+           "line, or a CSV/Parquet file with the item column (needed by joint, pnf-joint, "
+           "pnf-peel, cdp-peel)"),
+    Option("kbar", int, None, "unknown-domain: how many of the largest counts are collected "
+           "(default max(1000, 2k))"),
+    Option("items_output", str, None, "also write the released items here as Parquet (atomically)"),
+    Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "
+           "data if the release would exceed it"),
+    Option("budget_delta", float, None, "total δ budget (with --budget-epsilon; default 0)"),
+) + RUN_OPTIONS
+
+
+def validate(opts) -> None:
+    """Check parameters before Spark starts, with the release's own checks."""
+    from dp_spark.releases import checks
+    from dp_spark.releases.top_k import validate as validate_release
+
+    validate_release(opts["k"], opts["epsilon"], opts["delta"], opts["mechanism"],
+                     opts["domain"] is not None, opts["kbar"], opts["seed"])
+    if opts["budget_epsilon"] is not None:
+        checks.positive(opts["budget_epsilon"], "budget_epsilon")
+    if opts["budget_delta"] is not None:
+        if opts["budget_epsilon"] is None:
+            from dp_spark.errors import ParameterError
+
+            raise ParameterError("--budget-delta needs --budget-epsilon.")
+        checks.open_unit(opts["budget_delta"], "budget_delta")
+
+
+def cost(opts):
+    """What the release will spend (checked against the budget before reading)."""
+    from dp_spark.releases.top_k import guarantee_of, resolve_mechanism
+
+    mechanism = resolve_mechanism(opts["mechanism"], opts["domain"] is not None)
+    return guarantee_of(mechanism, opts["epsilon"], opts["delta"])
+
+
+def budget(opts):
+    """The run's privacy filter, if a budget was given."""
+    from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP
+
+    if opts["budget_epsilon"] is None:
+        return None
+    if opts["budget_delta"]:
+        return PrivacyFilter(ApproxDP(opts["budget_epsilon"], opts["budget_delta"]))
+    return PrivacyFilter(PureDP(opts["budget_epsilon"]))
+
+
+def run(spark, df, opts, budget_filter):
+    from dp_spark.releases.top_k import top_k
+    from dp_spark.stages.item_counts import read_domain
+
+    domain = read_domain(spark, opts["domain"], opts["item_col"]) if opts["domain"] else None
+    return top_k(
+        df,
+        k=opts["k"],
+        epsilon=opts["epsilon"],
+        delta=opts["delta"],
+        mechanism=opts["mechanism"],
+        domain=domain,
+        person_col=opts["person_col"],
+        item_col=opts["item_col"],
+        seed=opts["seed"],
+        kbar=opts["kbar"],
+        budget=budget_filter,
+    )
+
+
+def write_items(release, opts) -> None:
+    """The released items as Parquet (rank, item), written atomically."""
+    if not opts.get("items_output"):
+        return
+    from dp_spark.io import write_dataframe_atomic
+
+    write_dataframe_atomic(release.items_df.coalesce(1), opts["items_output"], "parquet")
+    if not opts.get("quiet"):
+        print(f"items written to {opts['items_output']}")
+
+
+ARTIFACT_WRITERS = {"items": write_items}

@@ -1,0 +1,51 @@
+"""Private count release, mechanism layer (pure numpy/scipy, no pyspark).
+
+Rogers, "Private Count Release: A Simple and Scalable Approach for Private
+Data Analytics" (arXiv 2403.05073); ALGORITHMS.md 5.2-5.3.
+
+- :mod:`.loop`: Private Count Release (Algorithm 2), δ-approximate ρ-zCDP:
+  Unknown Domain Gumbel top-1 with growing ε under a privacy filter, then
+  discrete Gaussian noise on the found count; no contribution bound.
+- :mod:`.bounded`: the contribution-bounding ("Plume") baseline's mechanism
+  half, δ-approximate ρ-zCDP: calibration, Gaussian-threshold partition
+  selection (a pure function the Spark stage calls inside mapInPandas with
+  an explicit noise key), discrete Gaussian counts, threshold T = (2+r)σ/r.
+"""
+
+from dp_spark.pcr.bounded import (
+    BoundedPlan,
+    bounded_plan,
+    gaussian_threshold_select,
+    generator_from_key,
+    noise_key,
+    noisy_counts,
+    selection_probability,
+)
+from dp_spark.pcr.loop import (
+    ACCURACY_FACTOR,
+    DELTA_MIN,
+    EPSILON_MIN,
+    PCRResult,
+    ReleasedCount,
+    check_pcr_parameters,
+    pcr_sigma,
+    private_count_release,
+)
+
+__all__ = [
+    "ACCURACY_FACTOR",
+    "DELTA_MIN",
+    "EPSILON_MIN",
+    "PCRResult",
+    "ReleasedCount",
+    "check_pcr_parameters",
+    "pcr_sigma",
+    "private_count_release",
+    "BoundedPlan",
+    "bounded_plan",
+    "gaussian_threshold_select",
+    "generator_from_key",
+    "noise_key",
+    "noisy_counts",
+    "selection_probability",
+]

@@ -1,0 +1,167 @@
+"""The contribution-bounding baseline of Private Count Release ("Plume"-style,
+Rogers 2024, Section 4; ALGORITHMS.md 5.3): its mechanism half, numpy only.
+
+The Spark stage keeps, per person, at most m distinct items (a salted-hash,
+uniformly random-looking choice), so the vector of per-item counts has L2
+sensitivity sqrt(m) and L-infinity sensitivity 1. Then, with budget (ρ, δ)
+split by α:
+
+1. Partition selection by Gaussian thresholding (share α·ρ, all of δ): every
+   item present in the bounded data gets count + N(0, σ_s²),
+   σ_s = sqrt(m / (2αρ)), and is kept if that exceeds
+   τ = 1 + σ_s·Φ⁻¹(1 − δ/m). The noise is drawn inside Spark (mapInPandas)
+   by :func:`gaussian_threshold_select`, a pure function of the counts, an
+   explicit noise key and a spawn key. Guarantee: δ-approximate (αρ)-zCDP —
+   the noisy vector over the items of both neighbours is a Gaussian
+   mechanism (ρ = m/(2σ_s²)); the added person's at most m new items (count
+   1, absent from the other data set) clear τ with probability at most
+   m·P[N(0, σ_s²) > τ − 1] = δ, and on the complement the two outputs are
+   post-processings of that Gaussian mechanism.
+2. Counts of the selected items (share (1 − α)·ρ): the data restricted to the
+   selected items is bounded again to m items per person and every count
+   gets exact discrete Gaussian noise N_Z(0, σ_c²), σ_c = sqrt(m/(2(1−α)ρ)):
+   ((1 − α)ρ)-zCDP.
+3. Optional threshold (post-processing): drop noisy counts below
+   T = (2 + r)·σ_c / r, so that (h~ + σ)/(h~ − σ) <= 1 + r for the rest.
+
+Total: δ-approximate ρ-zCDP (composition, Bun–Steinke 2016). Differences
+from the seed: the same m is used for both boundings (the seed recomputes a
+percentile m' on the restricted data, which is not private); sensitivity
+sqrt(m) in step 2, as the seed does (conservative). The selection uses
+floating-point Gaussian noise (guarantee of the idealised mechanism); the
+released counts use the exact integer sampler.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from dp_spark.accounting import ZCDP
+from dp_spark.errors import ParameterError
+from dp_spark.noise import discrete_gaussian
+from dp_spark.noise.rng import check_rng
+
+__all__ = [
+    "BoundedPlan",
+    "bounded_plan",
+    "noise_key",
+    "generator_from_key",
+    "gaussian_threshold_select",
+    "selection_probability",
+    "noisy_counts",
+]
+
+
+@dataclass(frozen=True)
+class BoundedPlan:
+    """The public calibration of the bounded baseline (depends on parameters only)."""
+
+    max_items: int
+    rho: float
+    delta: float
+    alpha: float
+    relative_error: float
+    selection_sigma: float
+    selection_threshold: float
+    count_sigma: float
+    count_threshold: float
+
+    @property
+    def selection_cost(self) -> ZCDP:
+        return ZCDP(self.alpha * self.rho, self.delta)
+
+    @property
+    def count_cost(self) -> ZCDP:
+        return ZCDP((1.0 - self.alpha) * self.rho, 0.0)
+
+
+def _real(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise ParameterError(f"{name} must be a finite number; got {value!r}.")
+    return float(value)
+
+
+def bounded_plan(rho: float, delta: float, max_items: int, alpha: float = 0.5,
+                 relative_error: float = 0.1) -> BoundedPlan:
+    """Calibrate the baseline: σ_s, τ, σ_c and T (see the module docstring).
+
+    ρ > 0, δ in (0, 1), m >= 1 whole, α in (0, 1), r > 0; ParameterError
+    otherwise. ρ_selection = m/(2σ_s²) = αρ and ρ_counts = m/(2σ_c²) =
+    (1 − α)ρ exactly (up to float rounding).
+    """
+    rho = _real(rho, "rho")
+    if rho <= 0:
+        raise ParameterError(f"rho must be > 0; got {rho!r}.")
+    delta = _real(delta, "delta")
+    if not 0 < delta < 1:
+        raise ParameterError(f"delta must be strictly between 0 and 1; got {delta!r}.")
+    if isinstance(max_items, bool) or not isinstance(max_items, numbers.Integral) or max_items < 1:
+        raise ParameterError(f"max_items (m, items kept per person) must be a whole number >= 1; got {max_items!r}.")
+    alpha = _real(alpha, "alpha")
+    if not 0 < alpha < 1:
+        raise ParameterError(f"alpha (the selection's share of rho) must be strictly between 0 and 1; got {alpha!r}.")
+    relative_error = _real(relative_error, "relative_error")
+    if relative_error <= 0:
+        raise ParameterError(f"relative_error must be > 0; got {relative_error!r}.")
+    m = int(max_items)
+    sigma_s = math.sqrt(m / (2.0 * alpha * rho))
+    from scipy.special import ndtri  # here, not at import: Spark workers unpickle this module
+
+    tau = 1.0 + sigma_s * float(-ndtri(delta / m))  # Φ⁻¹(1 − δ/m)
+    sigma_c = math.sqrt(m / (2.0 * (1.0 - alpha) * rho))
+    return BoundedPlan(
+        max_items=m,
+        rho=rho,
+        delta=delta,
+        alpha=alpha,
+        relative_error=relative_error,
+        selection_sigma=sigma_s,
+        selection_threshold=tau,
+        count_sigma=sigma_c,
+        count_threshold=(2.0 + relative_error) * sigma_c / relative_error,
+    )
+
+
+def noise_key(rng: np.random.Generator) -> tuple[int, ...]:
+    """128 bits from ``rng``: the entropy of the noise streams drawn inside
+    Spark. Seeded ``rng`` (tests only) gives a reproducible key."""
+    rng = check_rng(rng)
+    return tuple(int(x) for x in rng.integers(0, 2**32, size=4, dtype=np.uint64))
+
+
+def generator_from_key(key: tuple[int, ...], spawn_key: tuple[int, ...]) -> np.random.Generator:
+    """An independent generator per (key, spawn_key): SeedSequence(key,
+    spawn_key=spawn_key). Distinct spawn keys give independent streams."""
+    seq = np.random.SeedSequence([int(k) for k in key], spawn_key=tuple(int(s) for s in spawn_key))
+    return np.random.Generator(np.random.PCG64(seq))
+
+
+def gaussian_threshold_select(counts: np.ndarray, spawn_key: tuple[int, ...], *, sigma: float,
+                              threshold: float, key: tuple[int, ...]) -> np.ndarray:
+    """Step 1 for one batch of items (run inside Spark): returns the boolean
+    mask ``counts + N(0, sigma²) > threshold``, with noise from
+    ``generator_from_key(key, spawn_key)`` (one draw per item, never reused:
+    every batch has its own spawn key). Pure numpy."""
+    counts = np.asarray(counts, dtype=np.float64)
+    rng = generator_from_key(key, spawn_key)
+    return counts + rng.normal(0.0, sigma, size=counts.shape) > threshold
+
+
+def selection_probability(count: float, sigma: float, threshold: float) -> float:
+    """P[count + N(0, σ²) > τ] (public formula, for tests and error statements)."""
+    from scipy.special import ndtr
+
+    return float(ndtr((count - threshold) / sigma))
+
+
+def noisy_counts(counts: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """Step 2: integer counts plus exact discrete Gaussian noise N_Z(0, σ²)
+    (Canonne–Kamath–Steinke 2020): (m/(2σ²))-zCDP for a count vector of L2
+    sensitivity sqrt(m). Returns int64."""
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.size == 0:
+        return counts.copy()
+    return counts + np.asarray(discrete_gaussian(sigma, check_rng(rng), size=counts.size), dtype=np.int64)

@@ -1,0 +1,271 @@
+"""Private Count Release (Rogers, arXiv 2403.05073, Algorithm 2), numpy only.
+
+Releases as many item counts as the budget allows, each with its own noise
+level σ, without any per-person contribution bound. Input: the k̄ largest
+per-item counts of distinct persons and the (k̄+1)-th (the Spark stage's
+bounded summary). Each count has sensitivity 1 and a person may touch every
+count (ALGORITHMS.md 5.2).
+
+The loop (a privacy filter over δ-approximate zCDP, Whitehouse, Ramdas,
+Rogers and Wu, "Fully-Adaptive Composition in Differential Privacy", ICML
+2023; paper Theorem 5)::
+
+    ε = ε*; while ρ_spent + ε²/4 <= ρ and δ_spent + δ* <= δ:
+        s = Unknown Domain Gumbel top-1 (β = 1/ε, T = 1 + ln(k̄_t/δ*)/ε)  # δ*-approx ε²/8-zCDP
+        if s is ⊥: ε = √2·ε
+        else: σ = max(σ_r(ε), 2/ε); release h[s] + N_Z(0, σ²); remove s   # 1/(2σ²) <= ε²/8 zCDP
+
+Every step's cost is fixed by earlier outputs only, and the loop runs a step
+only if its largest possible cost (ε²/8 + ε²/8) still fits, so the filter
+never lets the total exceed (ρ, δ): the whole release is δ-approximate
+ρ-zCDP (paper Theorem 6), hence (ρ + 2·sqrt(ρ·ln(1/δ')), δ + δ')-DP for any
+δ' > 0 (the seed's typo 2·sqrt(2 ln(1/δ')) is not used).
+
+Differences from the paper, and why:
+
+* k̄_t = k̄ − (items released so far). The paper keeps k̄ fixed and removes
+  released items from h, which needs the top k̄+1+r counts after r releases.
+  We collect the top k̄+1 once; after r releases the remaining window is
+  exactly the top k̄−r+1 of the remaining histogram, so every call is Theorem
+  4's mechanism with k̄_t = k̄ − r (threshold T = 1 + ln(k̄_t/δ*)/ε, slightly
+  lower than the paper's). The loop therefore also stops after k̄ releases.
+* σ_r(ε) = (r/a)·T with a = ``accuracy_factor`` (1.5 in the paper): formula
+  (2) with the k̄_t actually used.
+* Counts are integers, so the Gaussian noise is the exact discrete Gaussian
+  N_Z(0, σ²) (Canonne–Kamath–Steinke 2020), which is (1/(2σ²))-zCDP for a
+  count of sensitivity 1 and has standard deviation at most σ (σ is what is
+  reported). The paper uses the continuous Gaussian.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.errors import ParameterError
+from dp_spark.noise import discrete_gaussian
+from dp_spark.noise.rng import check_rng
+from dp_spark.selection.topk import unknown_domain_gumbel, unknown_domain_threshold
+
+__all__ = [
+    "EPSILON_MIN",
+    "DELTA_MIN",
+    "ACCURACY_FACTOR",
+    "ReleasedCount",
+    "PCRResult",
+    "pcr_sigma",
+    "private_count_release",
+    "check_pcr_parameters",
+]
+
+#: The paper's ε*, δ* and the constant of formula (2).
+EPSILON_MIN = 0.0005
+DELTA_MIN = 1e-11
+ACCURACY_FACTOR = 1.5
+
+STOP_RHO = "rho"
+STOP_DELTA = "delta"
+STOP_KBAR = "kbar"
+
+
+@dataclass(frozen=True)
+class ReleasedCount:
+    """One released count: ``index`` into the input ``top_counts``, the noisy
+    ``count`` (true count + discrete Gaussian noise), its noise parameter
+    ``sigma`` (standard deviation at most σ), the ``epsilon`` of the
+    selection that found it and the ``round`` (1-based loop iteration)."""
+
+    index: int
+    count: int
+    sigma: float
+    epsilon: float
+    round: int
+
+
+@dataclass
+class PCRResult:
+    """What Private Count Release outputs (everything here is releasable: it
+    is a function of the noisy outputs and public parameters only)."""
+
+    released: list[ReleasedCount]
+    spent: ZCDP
+    selection_spent: ZCDP
+    count_spent: ZCDP
+    selection_calls: int
+    bottoms: int
+    final_epsilon: float
+    stopped: str
+    ledger: PrivacyFilter = field(repr=False)
+
+
+def _number(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"{name} must be a number; got {value!r}.")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ParameterError(f"{name} must be finite; got {value!r}.")
+    return x
+
+
+def check_pcr_parameters(rho, delta, relative_error, kbar, epsilon_min=EPSILON_MIN,
+                         delta_min=DELTA_MIN, accuracy_factor=ACCURACY_FACTOR):
+    """Validate Algorithm 2's parameters (raises ParameterError naming what to
+    change); returns them as floats / int."""
+    rho = _number(rho, "rho")
+    if rho <= 0:
+        raise ParameterError(f"rho must be > 0; got {rho!r}.")
+    delta = _number(delta, "delta")
+    if not 0 < delta < 1:
+        raise ParameterError(f"delta must be strictly between 0 and 1; got {delta!r}.")
+    relative_error = _number(relative_error, "relative_error")
+    if relative_error <= 0:
+        raise ParameterError(f"relative_error must be > 0 (e.g. 0.1 for 10%); got {relative_error!r}.")
+    if isinstance(kbar, bool) or not isinstance(kbar, numbers.Integral) or kbar < 1:
+        raise ParameterError(f"kbar must be a whole number >= 1; got {kbar!r}.")
+    epsilon_min = _number(epsilon_min, "epsilon_min")
+    if epsilon_min <= 0:
+        raise ParameterError(f"epsilon_min must be > 0; got {epsilon_min!r}.")
+    delta_min = _number(delta_min, "delta_min")
+    if not 0 < delta_min < 1:
+        raise ParameterError(f"delta_min must be strictly between 0 and 1; got {delta_min!r}.")
+    accuracy_factor = _number(accuracy_factor, "accuracy_factor")
+    if accuracy_factor <= 0:
+        raise ParameterError(f"accuracy_factor must be > 0; got {accuracy_factor!r}.")
+    if rho < epsilon_min**2 / 4:
+        raise ParameterError(
+            f"rho={rho!r} is below epsilon_min²/4 = {epsilon_min**2 / 4!r}: not even one round "
+            "fits; raise rho or lower epsilon_min."
+        )
+    if delta < delta_min:
+        raise ParameterError(
+            f"delta={delta!r} is below delta_min={delta_min!r}: not even one round fits; "
+            "raise delta or lower delta_min."
+        )
+    return rho, delta, relative_error, int(kbar), epsilon_min, delta_min, accuracy_factor
+
+
+def pcr_sigma(epsilon: float, relative_error: float, kbar: int, delta_min: float,
+              accuracy_factor: float = ACCURACY_FACTOR) -> float:
+    """σ = max(σ_r(ε), 2/ε), σ_r(ε) = (r/a)·(1 + ln(k̄/δ*)/ε) (paper formula (2)).
+
+    An item found by Unknown Domain Gumbel most likely has a count c above
+    the threshold T = 1 + ln(k̄/δ*)/ε, and (c + a·σ_r)/c <= 1 + r there. The
+    floor 2/ε keeps the Gaussian step's cost 1/(2σ²) at most ε²/8."""
+    threshold = unknown_domain_threshold(epsilon, delta_min, kbar)
+    sigma = max(relative_error / accuracy_factor * threshold, 2.0 / epsilon)
+    while 1.0 / (2.0 * sigma * sigma) > epsilon * epsilon / 8.0:  # float rounding of 2/ε
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
+
+
+def _as_top_counts(top_counts, next_count, kbar):
+    arr = np.asarray(top_counts)
+    if arr.ndim != 1 or arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        if arr.ndim == 1 and arr.size == 0:
+            arr = arr.astype(np.int64)
+        else:
+            raise ParameterError("top_counts must be a 1-D array of whole-number counts")
+    arr = arr.astype(np.int64)
+    if np.any(arr < 0):
+        raise ParameterError("top_counts must be non-negative (numbers of distinct persons)")
+    if arr.size > kbar:
+        raise ParameterError("top_counts holds more than kbar counts; pass the kbar largest")
+    if isinstance(next_count, bool) or not isinstance(next_count, numbers.Integral) or next_count < 0:
+        raise ParameterError("next_count must be a whole number >= 0")
+    if arr.size < kbar and next_count != 0:
+        raise ParameterError("next_count must be 0 when fewer than kbar counts are passed")
+    if arr.size and next_count > int(arr.min()):
+        raise ParameterError("next_count must not exceed any of top_counts")
+    return arr, int(next_count)
+
+
+def private_count_release(
+    top_counts: ArrayLike,
+    next_count: int,
+    rho: float,
+    delta: float,
+    relative_error: float,
+    kbar: int,
+    rng: np.random.Generator,
+    *,
+    epsilon_min: float = EPSILON_MIN,
+    delta_min: float = DELTA_MIN,
+    accuracy_factor: float = ACCURACY_FACTOR,
+) -> PCRResult:
+    """Private Count Release (Rogers 2024, Algorithm 2): δ-approximate ρ-zCDP.
+
+    Args:
+        top_counts: the k̄ largest per-item counts of distinct persons (fewer
+            when the histogram has fewer items), any order. NON-PRIVATE.
+        next_count: the (k̄+1)-th largest count, 0 if there is none.
+        rho, delta: the budget; the loop never spends more (paper Theorem 6).
+        relative_error: the target relative error r of a released count.
+        kbar: k̄, the number of counts collected (and the most released).
+        rng: the source of all randomness.
+        epsilon_min, delta_min: the paper's ε* (first selection's ε, grown by
+            √2 after every ⊥) and δ* (each selection's δ).
+        accuracy_factor: the constant a in σ_r(ε) = (r/a)·T (1.5 in the paper).
+
+    Guarantee: δ-approximate ρ-zCDP for adding or removing one person, when
+    every count is a number of distinct persons (sensitivity 1, a person may
+    touch every count). Returns the released counts (indices into
+    ``top_counts``, noisy counts, σ), the ρ and δ spent and the loop's state.
+    """
+    (rho, delta, relative_error, kbar, epsilon_min, delta_min,
+     accuracy_factor) = check_pcr_parameters(rho, delta, relative_error, kbar, epsilon_min,
+                                             delta_min, accuracy_factor)
+    counts, base = _as_top_counts(top_counts, next_count, kbar)
+    rng = check_rng(rng)
+    ledger = PrivacyFilter(ZCDP(rho, delta))
+    alive = np.arange(counts.size, dtype=np.int64)
+    released: list[ReleasedCount] = []
+    selection_spent = ZCDP(0.0, 0.0)
+    count_spent = ZCDP(0.0, 0.0)
+    eps = epsilon_min
+    calls = bottoms = 0
+    while True:
+        kbar_t = kbar - len(released)
+        if kbar_t < 1:
+            stopped = STOP_KBAR
+            break
+        spent = ledger.spent
+        if spent.rho + eps * eps / 4.0 > rho:
+            stopped = STOP_RHO
+            break
+        if spent.delta + delta_min > delta:
+            stopped = STOP_DELTA
+            break
+        calls += 1
+        found = unknown_domain_gumbel(counts[alive], 1, eps, delta_min, kbar_t, rng, base)
+        selection_cost = ZCDP(eps * eps / 8.0, delta_min)
+        ledger.spend(selection_cost, label="selection (Unknown Domain Gumbel, top-1)")
+        selection_spent = selection_spent + selection_cost
+        if found.bottom:
+            bottoms += 1
+            eps = math.sqrt(2.0) * eps
+            continue
+        position = int(found.indices[0])
+        index = int(alive[position])
+        sigma = pcr_sigma(eps, relative_error, kbar_t, delta_min, accuracy_factor)
+        noisy = int(counts[index]) + int(discrete_gaussian(sigma, rng))
+        count_cost = ZCDP(1.0 / (2.0 * sigma * sigma), 0.0)  # <= ε²/8 (see pcr_sigma)
+        ledger.spend(count_cost, label="count (discrete Gaussian)")
+        count_spent = count_spent + count_cost
+        alive = np.delete(alive, position)
+        released.append(ReleasedCount(index, noisy, sigma, eps, calls))
+    return PCRResult(
+        released=released,
+        spent=ledger.spent,
+        selection_spent=selection_spent,
+        count_spent=count_spent,
+        selection_calls=calls,
+        bottoms=bottoms,
+        final_epsilon=eps,
+        stopped=stopped,
+        ledger=ledger,
+    )

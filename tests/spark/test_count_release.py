@@ -1,0 +1,232 @@
+"""The count-release (Private Count Release and the bounded baseline) on
+local[2]: the contribution-bounding stage, the Python API and the CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from functools import partial
+
+import numpy as np
+import pandas as pd
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+from scipy.stats import chisquare
+
+import dp_spark
+from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.cli import main
+from dp_spark.pcr import gaussian_threshold_select, noise_key
+from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
+from dp_spark.stages import item_counts as stage
+
+# Item "c<j>" is held by HOLDERS[j] distinct persons; persons 0..2999 hold
+# items by rank, so a person holds at most 4 of them.
+HOLDERS = [3000, 2000, 1200, 777, 3]
+REPORT_KEYS = {"release", "items", "released", "method", "rho_spent", "delta_spent", "epsilon", "delta",
+               "rho", "guarantee", "budget_split", "errors", "statement", "parameters", "seeded"}
+
+
+@pytest.fixture(scope="module")
+def counts_table(spark):
+    rows = [(p, f"c{j}") for j, n in enumerate(HOLDERS) for p in range(n)]
+    return spark.createDataFrame(rows, "person_id long, item string").cache()
+
+
+# -------------------------------------------------------- bounding stage
+
+def test_bounding_is_per_person_and_keeps_at_most_m(spark):
+    """kept(D + p) = kept(D) ∪ (p's rows), and p keeps min(m, its distinct
+    items): the choice of one person never depends on anyone else, so the
+    bounded counts have L2 sensitivity sqrt(m). A random table and a
+    neighbour; rows are repeated to catch a missing dedup."""
+    rng = np.random.default_rng(11)
+    m = 3
+    for _ in range(1):
+        base = pd.DataFrame({"person_id": rng.integers(0, 30, 400), "item": rng.integers(0, 40, 400).astype(str)})
+        newcomer = pd.DataFrame({"person_id": 777, "item": rng.integers(0, 40, 9).astype(str)})
+        both = pd.concat([base, base.head(50), newcomer, newcomer])
+        kept = {}
+        for name, table in (("base", base), ("added", both)):
+            edge_df = stage.edge_table(spark.createDataFrame(table), "person_id", "item")
+            kept[name] = set(map(tuple, stage.bound_contributions(edge_df, m, salt=5).toPandas().to_numpy().tolist()))
+        mine = {row for row in kept["added"] if row[0] == 777}
+        assert kept["added"] - mine == kept["base"]
+        assert len(mine) == min(m, newcomer["item"].nunique())
+        per_person = pd.Series([p for p, _ in kept["base"]]).value_counts()
+        distinct = base.drop_duplicates().groupby("person_id").size()
+        assert (per_person == np.minimum(distinct[per_person.index], m)).all()
+
+
+def test_bounding_choice_looks_uniform(spark):
+    """2,000 persons each hold the same 10 items; with m = 1 each item should
+    be kept by about 200 persons. Chi-square goodness of fit at the 0.001
+    level (fixed salt, so the result is reproducible)."""
+    df = spark.range(2000).select(F.col("id").alias("person_id"), F.explode(F.array(*[F.lit(f"t{i}") for i in range(10)])).alias("item"))
+    counts = stage.bounded_item_counts(stage.edge_table(df, "person_id", "item"), 1, salt=123).toPandas()
+    assert counts["count"].sum() == 2000 and len(counts) == 10
+    assert chisquare(counts["count"].to_numpy()).pvalue > 0.001
+
+
+def test_noisy_selection_inside_spark(spark, counts_table):
+    """The mechanism layer's Gaussian threshold runs in mapInPandas: counts
+    far above the threshold are kept, far below dropped, and the same noise
+    key gives the same selection."""
+    edge_df = stage.edge_table(counts_table, "person_id", "item")
+    select = partial(gaussian_threshold_select, sigma=2.0, threshold=500.0, key=noise_key(np.random.default_rng(1)))
+    counts_df = stage.item_counts(edge_df)
+    first = stage.select_items(counts_df, select)
+    assert first == ["c0", "c1", "c2", "c3"]
+    assert stage.select_items(counts_df, select) == first
+
+
+# ------------------------------------------------------------------ release
+
+def test_public_name_is_the_release_function():
+    """The mechanism package (dp_spark.pcr, imported above) must not shadow
+    the lazily exported function dp_spark.count_release."""
+    from dp_spark.releases.count_release import count_release
+
+    assert dp_spark.count_release is count_release and dp_spark.top_k.__name__ == "top_k"
+
+
+def test_pcr_release_report(counts_table):
+    release = dp_spark.count_release(counts_table, 0.5, 1e-6, seed=1)
+    report = release.to_dict()
+    assert REPORT_KEYS <= set(report)
+    assert report["method"] == "pcr" and report["rho"] == 0.5 and report["delta"] == 1e-6
+    assert report["guarantee"]["approx_dp_equivalent"]["delta"] == pytest.approx(2e-6)
+    assert report["epsilon"] == pytest.approx(0.5 + 2 * np.sqrt(0.5 * np.log(1e6)))
+    assert report["rho_spent"] <= 0.5 and report["delta_spent"] <= 1e-6
+    items = [r["item"] for r in report["items"]]
+    assert items[:4] == ["c0", "c1", "c2", "c3"] and "c3" in items and "c4" not in items
+    for row in report["items"]:
+        true = HOLDERS[int(row["item"][1:])]
+        assert abs(row["count"] - true) < 6 * row["sigma"]
+    assert sum(s["rho"] for s in report["budget_split"]) == pytest.approx(report["rho_spent"])
+    expected = pd.DataFrame({"rank": np.arange(1, len(items) + 1, dtype="int32"), "item": items,
+                             "count": [r["count"] for r in report["items"]],
+                             "sigma": [r["sigma"] for r in report["items"]]})
+    assert_df_equality(release.items_df, release.items_df.sparkSession.createDataFrame(
+        expected, release.items_df.schema), ignore_nullable=True)
+    json.dumps(report)
+    # no true count in the report, unless it happens to equal a released noisy count
+    text = json.dumps(report)
+    noisy = {str(r["count"]) for r in report["items"]}
+    assert not ({"3000", "2000", "1200", "777"} - noisy) & set(re.findall(r"\d+", text))
+
+
+def test_bounded_release_with_and_without_threshold(counts_table):
+    plain = dp_spark.count_release(counts_table, 0.5, 1e-6, method="bounded", max_items=4, seed=2)
+    report = plain.to_dict()
+    assert report["method"] == "bounded" and report["parameters"]["max_items"] == 4
+    assert [r["item"] for r in report["items"]] == ["c0", "c1", "c2", "c3"]  # c4 (3 persons) is not selected
+    sigma = report["items"][0]["sigma"]
+    assert sigma == pytest.approx(np.sqrt(4 / (2 * 0.25)))
+    for row in report["items"]:
+        assert abs(row["count"] - HOLDERS[int(row["item"][1:])]) < 6 * sigma
+    assert [s["rho"] for s in report["budget_split"]] == pytest.approx([0.25, 0.25])
+    # the threshold (2 + r)σ/r ≈ 1134 is post-processing: same seed, same noise, a subset
+    cut = dp_spark.count_release(counts_table, 0.5, 1e-6, method="bounded", max_items=4, seed=2,
+                                 count_threshold=True, relative_error=0.005)
+    assert cut.count_threshold == pytest.approx(401 * sigma)
+    kept = [r for r in report["items"] if r["count"] >= cut.count_threshold]
+    assert cut.items == kept and 0 < len(kept) < len(report["items"])
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, fragment",
+    [
+        ({"rho": 0.0}, ParameterError, "rho"),
+        ({"rho": -1.0}, ParameterError, "rho"),
+        ({"delta": 0.0}, ParameterError, "delta"),
+        ({"delta": 1.0}, ParameterError, "delta"),
+        ({"relative_error": 0.0}, ParameterError, "relative_error"),
+        ({"kbar": 0}, ParameterError, "kbar"),
+        ({"method": "magic"}, ParameterError, "method must be"),
+        ({"method": "bounded"}, ParameterError, "needs max_items"),
+        ({"method": "bounded", "max_items": 0}, ParameterError, "max_items"),
+        ({"method": "bounded", "max_items": 3, "alpha": 1.0}, ParameterError, "alpha"),
+        ({"rho": 1e-9}, ParameterError, "epsilon_min"),
+        ({"item_col": "nothing"}, SchemaError, "not in the input"),
+    ],
+)
+def test_bad_parameters(counts_table, kwargs, error, fragment):
+    args = {"rho": 0.5, "delta": 1e-6, **kwargs}
+    with pytest.raises(error, match=fragment):
+        dp_spark.count_release(counts_table, **args)
+
+
+def test_item_column_of_nulls_is_refused(spark):
+    df = spark.createDataFrame([(1,), (2,)], "person_id long").withColumn("item", F.lit(None))
+    with pytest.raises(SchemaError, match="only nulls"):
+        dp_spark.count_release(df, 0.5, 1e-6)
+
+
+def test_budget_is_checked_before_data_is_read(spark, tmp_path):
+    path = tmp_path / "events.parquet"
+    spark.createDataFrame([(1, "a")], "person_id long, item string").write.parquet(str(path))
+    df = spark.read.parquet(str(path))
+    shutil.rmtree(path)  # any attempt to read the data would now fail
+    budget = PrivacyFilter(ZCDP(1.0, 1e-6))
+    budget.spend(ZCDP(0.8, 0.0))
+    with pytest.raises(BudgetExceededError):
+        dp_spark.count_release(df, 0.5, 1e-7, budget=budget)
+    assert budget.spent.rho == pytest.approx(0.8)
+
+
+# ---------------------------------------------------------------------- CLI
+
+def run_cli(capsys, *argv):
+    code = main(["count-release", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def counts_path(counts_table, tmp_path_factory):
+    path = tmp_path_factory.mktemp("pcr") / "events.parquet"
+    counts_table.write.parquet(str(path))
+    return path
+
+
+def test_cli_writes_report_and_items(capsys, tmp_path, spark, counts_path):
+    report_path, items_path = tmp_path / "r.json", tmp_path / "items.parquet"
+    code, out, err = run_cli(capsys, "--input", str(counts_path), "--rho", "0.5", "--kbar", "50",
+                             "--seed", "3", "--output", str(report_path), "--items-output", str(items_path))
+    assert code == 0, err
+    report = json.loads(report_path.read_text())
+    assert report["method"] == "pcr" and report["parameters"]["kbar"] == 50
+    table = spark.read.parquet(str(items_path)).orderBy("rank").toPandas()
+    assert table["item"].tolist() == [r["item"] for r in report["items"]]
+    assert table["count"].tolist() == [r["count"] for r in report["items"]]
+    assert "NOT private" in out
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--rho", "0"], "rho must be"),
+        (["--delta", "1.5"], "delta must be"),
+        (["--relative-error", "0"], "relative_error must be"),
+        (["--kbar", "0"], "kbar must be"),
+        (["--method", "bounded"], "needs max_items"),
+        (["--budget-rho", "0.1", "--budget-delta", "1e-6"], "budget"),
+        (["--item-col", "nothing"], "'nothing' is not in the input"),
+    ],
+)
+def test_cli_bad_input_one_line_exit_2_and_outputs_kept(capsys, tmp_path, spark, counts_path, argv, fragment):
+    report_path, items_path = tmp_path / "r.json", tmp_path / "items.parquet"
+    report_path.write_text('{"earlier": true}')
+    items_path.mkdir()
+    (items_path / "keep.txt").write_text("earlier")
+    code, out, err = run_cli(capsys, "--input", str(counts_path), *argv, "--output", str(report_path),
+                             "--items-output", str(items_path))
+    assert code == 2, err
+    assert fragment in err, err
+    assert len([l for l in err.splitlines() if "error" in l.lower()]) == 1, err
+    assert "Traceback" not in err and "at org.apache" not in err
+    assert json.loads(report_path.read_text()) == {"earlier": True}
+    assert (items_path / "keep.txt").read_text() == "earlier"

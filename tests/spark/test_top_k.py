@@ -1,0 +1,269 @@
+"""The item-count stage and the top-k release (Python API and CLI), local[2]."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+import dp_spark
+from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP
+from dp_spark.cli import main
+from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
+from dp_spark.stages import item_counts as stage
+
+# Item "i<j>" is held by 40·(8 − j) persons (j = 0..7): gaps of 40 persons,
+# far above the noise at ε = 4, so every mechanism finds the true order.
+GAPS = {f"i{j}": 40 * (8 - j) for j in range(8)}
+DOMAIN = [f"i{j}" for j in range(8)] + ["never_seen"]
+
+
+@pytest.fixture(scope="module")
+def gaps(spark):
+    rows = []
+    for item, holders in GAPS.items():
+        rows += [(p, item) for p in range(holders)]
+        rows += [(p, item) for p in range(0, holders, 3)]  # repeated rows do not count twice
+    rows += [(p, "outside") for p in range(500)]  # not in DOMAIN: never released with a domain
+    return spark.createDataFrame(rows, "person_id long, item string").cache()
+
+
+def random_table(rng, persons=40, items=15, rows=300):
+    return pd.DataFrame({"person_id": rng.integers(0, persons, rows).astype("int64"),
+                         "item": [f"x{v}" for v in rng.integers(0, items, rows)]})
+
+
+# ---------------------------------------------------------------------- stage
+
+def test_item_counts_match_pandas(spark):
+    pdf = random_table(np.random.default_rng(0))
+    expected = pdf.drop_duplicates().groupby("item").size().rename("count").reset_index()
+    got = stage.item_counts(stage.edge_table(spark.createDataFrame(pdf), "person_id", "item"))
+    assert_df_equality(got, spark.createDataFrame(expected, "item string, count long"),
+                       ignore_row_order=True, ignore_nullable=True)
+
+
+def test_item_counts_sensitivity_on_random_neighbours(spark):
+    """Add or remove one person (with repeated rows) from random tables: every
+    count moves by at most 1, all in the same direction. One Spark job: each
+    data set's persons and items are prefixed with its tag. A COUNT(*) stage
+    would fail here (the added person repeats rows)."""
+    rng = np.random.default_rng(1)
+    frames = []
+    cases = []
+    for case in range(4):
+        base = random_table(rng)
+        removed = base[base.person_id != rng.choice(base.person_id.unique())]
+        newcomer = pd.DataFrame({"person_id": 999, "item": [f"x{v}" for v in rng.integers(0, 20, 12)] * 2})
+        added = pd.concat([base, newcomer])
+        for name, table in (("base", base), ("removed", removed), ("added", added)):
+            tag = f"{case}-{name}|"
+            frames.append(pd.DataFrame({"person_id": tag + table.person_id.astype(str),
+                                        "item": tag + table.item}))
+        cases.append(case)
+    both = spark.createDataFrame(pd.concat(frames, ignore_index=True))
+    counts = stage.item_counts(stage.edge_table(both, "person_id", "item")).toPandas()
+    counts[["tag", "x"]] = counts["item"].str.split("|", expand=True)
+    table = counts.pivot_table(index="x", columns="tag", values="count", fill_value=0)
+    for case in cases:
+        base = table.get(f"{case}-base", 0)
+        down = base - table.get(f"{case}-removed", 0)
+        up = table.get(f"{case}-added", 0) - base
+        assert down.between(0, 1).all() and up.between(0, 1).all()
+        assert up.sum() > 1 and down.sum() > 1  # the neighbours really differ in several counts
+
+
+def test_top_counts_tie_break_and_next_count(spark):
+    holders = {"b": 3, "a": 3, "c": 2, "d": 2, "e": 1}
+    df = spark.createDataFrame([(p, x) for x, n in holders.items() for p in range(n)], "person_id long, item string")
+    edge_df = stage.edge_table(df, "person_id", "item")
+    top = stage.top_item_counts(edge_df, 3)
+    assert top.items == ["a", "b", "c"] and top.counts.tolist() == [3, 3, 2] and top.next_count == 2
+    everything = stage.top_item_counts(edge_df, 10)
+    assert everything.items == ["a", "b", "c", "d", "e"] and everything.next_count == 0
+    dom = stage.top_of_domain(["z", "e", "a"], np.array([0, 1, 3]), 2)
+    assert dom.items == ["a", "e"] and dom.next_count == 0
+
+
+def test_domain_counts_absent_items_count_zero_and_others_are_ignored(spark, gaps):
+    counts = stage.domain_item_counts(stage.edge_table(gaps, "person_id", "item"), DOMAIN)
+    assert counts.tolist() == [GAPS[x] for x in DOMAIN[:-1]] + [0]
+    ints = spark.createDataFrame([(1, 7), (2, 7), (2, 9), (3, 11)], "person_id long, movie int")
+    edge_df = stage.edge_table(ints, "person_id", "movie")
+    domain = stage.normalise_domain(["9", 7, 8.0], stage.integral_items(edge_df))
+    assert domain == [9, 7, 8]
+    assert stage.domain_item_counts(edge_df, domain).tolist() == [1, 2, 0]
+
+
+@pytest.mark.parametrize(
+    "domain, integral, fragment",
+    [([], False, "empty"), (["a", "b", "a"], False, "'a' more than once"), (["1", " 1"], True, "more than once"),
+     (["x1"], True, "not a whole number"), ([None], False, "null"), ("abc", False, "list of the possible")],
+)
+def test_normalise_domain_rejects(domain, integral, fragment):
+    with pytest.raises(ParameterError, match=fragment):
+        stage.normalise_domain(domain, integral)
+
+
+def test_read_domain_formats(spark, tmp_path):
+    (tmp_path / "d.txt").write_text("a\n\n b \nc\n")
+    assert stage.read_domain(spark, str(tmp_path / "d.txt"), "item") == ["a", "b", "c"]
+    pd.DataFrame({"item": ["x", "y"], "other": [1, 2]}).to_parquet(tmp_path / "d.parquet")
+    assert sorted(stage.read_domain(spark, str(tmp_path / "d.parquet"), "item")) == ["x", "y"]
+    (tmp_path / "d.csv").write_text("movie\n5\n6\n")
+    assert stage.read_domain(spark, str(tmp_path / "d.csv"), "item") == [5, 6]  # the only column
+    with pytest.raises(dp_spark.errors.InputError, match="does not exist"):
+        stage.read_domain(spark, str(tmp_path / "missing.txt"), "item")
+
+
+# -------------------------------------------------------------------- release
+
+def test_joint_release_report(gaps):
+    release = dp_spark.top_k(gaps, 5, 4.0, domain=DOMAIN, seed=1)
+    report = release.to_dict()
+    assert [r["item"] for r in report["items"]] == ["i0", "i1", "i2", "i3", "i4"]
+    assert [r["rank"] for r in report["items"]] == [1, 2, 3, 4, 5]
+    assert report["mechanism"] == "joint" and report["parameters"]["mechanism"] == "auto"
+    assert report["epsilon"] == 4.0 and report["delta"] == 0.0 and report["domain_size"] == 9
+    assert report["seeded"] is True and "warning" in report and "items" in report["errors"]
+    assert sum(s["epsilon"] for s in report["budget_split"]) == pytest.approx(4.0)
+    json.dumps(report)
+    assert [tuple(r) for r in release.items_df.collect()] == [(i + 1, f"i{i}") for i in range(5)]
+
+
+@pytest.mark.parametrize("mechanism, delta, guarantee", [("pnf-joint", 0.0, PureDP(4.0)), ("pnf-peel", 0.0, PureDP(4.0)),
+                                                         ("cdp-peel", 1e-6, ApproxDP(4.0, 1e-6))])
+def test_other_domain_mechanisms(gaps, mechanism, delta, guarantee):
+    release = dp_spark.top_k(gaps, 4, 4.0, delta=delta, mechanism=mechanism, domain=DOMAIN, seed=2)
+    assert [r["item"] for r in release.items] == ["i0", "i1", "i2", "i3"]
+    assert release.guarantee == guarantee
+
+
+def test_unknown_domain_release_and_bottom(spark, gaps):
+    release = dp_spark.top_k(gaps, 3, 4.0, delta=1e-6, seed=3, kbar=20)
+    report = release.to_dict()
+    assert report["mechanism"] == "unknown-domain" and report["bottom"] is False
+    assert [r["item"] for r in report["items"]] == ["outside", "i0", "i1"]  # no domain: any item
+    assert report["epsilon"] == 4.0 and report["delta"] == 1e-6
+    assert report["budget_split"][0]["zcdp"]["delta"] == pytest.approx(5e-7)
+    few = spark.createDataFrame([(p, "rare") for p in range(3)], "person_id long, item string")
+    tiny = dp_spark.top_k(few, 2, 1.0, delta=1e-6, seed=3)
+    assert tiny.bottom is True and tiny.items == [] and tiny.returned == 0
+    assert tiny.items_df.count() == 0
+
+
+def test_domain_mechanisms_refuse_without_a_domain(gaps):
+    budget = PrivacyFilter(PureDP(10.0))
+    for mechanism in ("joint", "pnf-joint", "pnf-peel", "cdp-peel"):
+        with pytest.raises(ParameterError, match="not differentially private.*'unknown-domain'"):
+            dp_spark.top_k(gaps, 3, 1.0, delta=1e-6, mechanism=mechanism, budget=budget)
+    with pytest.raises(ParameterError, match="needs delta > 0"):
+        dp_spark.top_k(gaps, 3, 1.0)  # auto without a domain is unknown-domain
+    assert budget.spent.epsilon == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, fragment",
+    [
+        ({"k": 0}, ParameterError, "k must be"),
+        ({"k": 10}, ParameterError, "larger than the domain"),
+        ({"epsilon": 0.0}, ParameterError, "epsilon"),
+        ({"delta": 1.0}, ParameterError, "delta"),
+        ({"mechanism": "magic"}, ParameterError, "mechanism must be"),
+        ({"domain": []}, ParameterError, "empty"),
+        ({"domain": ["a", "a"]}, ParameterError, "more than once"),
+        ({"kbar": 0, "domain": None, "delta": 1e-6}, ParameterError, "kbar"),
+        ({"k": 5, "kbar": 3, "domain": None, "delta": 1e-6}, ParameterError, "larger than kbar"),
+        ({"item_col": "nothing"}, SchemaError, "not in the input"),
+        ({"seed": -1}, ParameterError, "seed"),
+    ],
+)
+def test_bad_parameters(gaps, kwargs, error, fragment):
+    args = {"k": 3, "epsilon": 1.0, "domain": DOMAIN, **kwargs}
+    with pytest.raises(error, match=fragment):
+        dp_spark.top_k(gaps, **args)
+
+
+def test_item_column_of_nulls_is_refused(spark):
+    df = spark.createDataFrame([(1,), (2,)], "person_id long").withColumn("item", F.lit(None))
+    with pytest.raises(SchemaError, match="only nulls"):
+        dp_spark.top_k(df, 1, 1.0, delta=1e-6)
+
+
+def test_budget_is_checked_before_data_is_read(spark, tmp_path):
+    path = tmp_path / "events.parquet"
+    spark.createDataFrame([(1, "a")], "person_id long, item string").write.parquet(str(path))
+    df = spark.read.parquet(str(path))
+    shutil.rmtree(path)  # any attempt to read the data would now fail
+    budget = PrivacyFilter(ApproxDP(1.0, 1e-6))
+    budget.spend(ApproxDP(0.8, 0.0))
+    with pytest.raises(BudgetExceededError):
+        dp_spark.top_k(df, 1, 0.5, delta=1e-7, budget=budget)
+    assert budget.spent.epsilon == pytest.approx(0.8)
+
+
+# ------------------------------------------------------------------------ CLI
+
+def run_cli(capsys, *argv):
+    code = main(["top-k", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def gaps_path(gaps, tmp_path_factory):
+    path = tmp_path_factory.mktemp("topk") / "events.parquet"
+    gaps.write.parquet(str(path))
+    return path
+
+
+def test_cli_writes_report_and_items(capsys, tmp_path, spark, gaps_path):
+    (tmp_path / "domain.txt").write_text("\n".join(DOMAIN) + "\n")
+    report_path, items_path = tmp_path / "r.json", tmp_path / "items.parquet"
+    code, out, err = run_cli(capsys, "--input", str(gaps_path), "--domain", str(tmp_path / "domain.txt"),
+                             "--k", "3", "--epsilon", "4", "--seed", "1", "--output", str(report_path),
+                             "--items-output", str(items_path))
+    assert code == 0, err
+    report = json.loads(report_path.read_text())
+    assert [r["item"] for r in report["items"]] == ["i0", "i1", "i2"] and report["mechanism"] == "joint"
+    items = spark.read.parquet(str(items_path)).orderBy("rank")
+    assert [tuple(r) for r in items.collect()] == [(1, "i0"), (2, "i1"), (3, "i2")]
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--k", "0"], "k must be a whole number >= 1"),
+        (["--domain", "{tmp}/domain.txt", "--k", "20"], "larger than the domain"),
+        (["--domain", "{tmp}/empty.txt"], "domain is empty"),
+        (["--domain", "{tmp}/dups.txt"], "more than once"),
+        (["--domain", "{tmp}/missing.txt"], "does not exist"),
+        (["--mechanism", "joint"], "'unknown-domain'"),
+        (["--delta", "0"], "needs delta > 0"),
+        (["--epsilon", "-1"], "epsilon must be"),
+        (["--kbar", "0", "--delta", "1e-6"], "kbar must be"),
+        (["--budget-epsilon", "0.5", "--delta", "1e-6", "--budget-delta", "1e-6"], "budget"),
+    ],
+)
+def test_cli_bad_input_one_line_exit_2_and_outputs_kept(capsys, tmp_path, spark, gaps_path, argv, fragment):
+    (tmp_path / "domain.txt").write_text("\n".join(DOMAIN))
+    (tmp_path / "empty.txt").write_text("\n \n")
+    (tmp_path / "dups.txt").write_text("a\nb\na\n")
+    report_path, items_path = tmp_path / "r.json", tmp_path / "items.parquet"
+    report_path.write_text('{"earlier": true}')
+    items_path.mkdir()
+    (items_path / "keep.txt").write_text("earlier")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code, out, err = run_cli(capsys, "--input", str(gaps_path), *argv, "--output", str(report_path),
+                             "--items-output", str(items_path))
+    assert code == 2, err
+    assert fragment in err, err
+    assert len([l for l in err.splitlines() if "error" in l.lower()]) == 1, err
+    assert "Traceback" not in err and "at org.apache" not in err
+    assert json.loads(report_path.read_text()) == {"earlier": True}
+    assert (items_path / "keep.txt").read_text() == "earlier"

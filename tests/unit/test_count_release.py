@@ -1,0 +1,292 @@
+"""Private Count Release and the bounded baseline: mechanism layer (numpy only).
+
+Statistical tests use fixed seeds and state their tolerances; property tests
+run on random histograms (hypothesis)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import norm
+
+from dp_spark.pcr import (
+    bounded_plan,
+    gaussian_threshold_select,
+    generator_from_key,
+    noise_key,
+    noisy_counts,
+    pcr_sigma,
+    private_count_release,
+    selection_probability,
+)
+from dp_spark.errors import ParameterError
+from dp_spark.selection.topk import (
+    cdp_peel_epsilon_per_step,
+    unknown_domain_calibration,
+    unknown_domain_threshold,
+)
+
+
+def rng(seed: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(seed))
+
+
+def epsilon_schedule(result, epsilon_min):
+    """Rebuild every selection's ε from the outputs alone: ε* first, ×√2
+    after each ⊥ (rounds not in ``released`` returned ⊥)."""
+    found = {r.round for r in result.released}
+    eps, out = epsilon_min, []
+    for call in range(1, result.selection_calls + 1):
+        out.append(eps)
+        if call not in found:
+            eps *= math.sqrt(2.0)
+    return out, eps
+
+
+# ------------------------------------------------------------------ PCR: filter
+
+@st.composite
+def histograms(draw):
+    kbar = draw(st.integers(1, 40))
+    n = draw(st.integers(0, kbar + 5))
+    counts = np.sort(np.array(draw(st.lists(st.integers(0, 5000), min_size=n, max_size=n)), dtype=np.int64))[::-1]
+    top, rest = counts[:kbar], counts[kbar:]
+    return top, int(rest[0]) if rest.size else 0, kbar
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    hist=histograms(),
+    rho=st.floats(1e-3, 2.0),
+    delta_steps=st.integers(1, 400),
+    eps_min=st.floats(1e-3, 0.3),
+    r=st.floats(0.01, 0.5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_filter_never_overspends_and_stops_only_when_the_next_round_cannot_fit(hist, rho, delta_steps, eps_min, r, seed):
+    top, next_count, kbar = hist
+    delta_min = 1e-9
+    delta = delta_steps * delta_min * 1.0000001
+    if rho < eps_min**2 / 4:
+        rho = eps_min**2 / 4 * 1.5
+    res = private_count_release(top, next_count, rho, delta, r, kbar, rng(seed),
+                                epsilon_min=eps_min, delta_min=delta_min)
+    # never over budget (float rounding only)
+    assert res.spent.rho <= rho * (1 + 1e-12)
+    assert res.spent.delta <= delta * (1 + 1e-12)
+    # stopped only because the next round could not fit (or kbar counts are out)
+    if res.stopped == "kbar":
+        assert len(res.released) == kbar
+    elif res.stopped == "rho":
+        assert res.spent.rho + res.final_epsilon**2 / 4 > rho
+    else:
+        assert res.spent.delta + delta_min > delta
+    # the accounting is exactly the paper's: ε²/8 + δ* per selection, 1/(2σ²) per count
+    eps_seq, final = epsilon_schedule(res, eps_min)
+    assert final == pytest.approx(res.final_epsilon, rel=1e-12)
+    assert res.selection_spent.rho == pytest.approx(sum(e * e / 8 for e in eps_seq), rel=1e-9)
+    assert res.selection_spent.delta == pytest.approx(res.selection_calls * delta_min, rel=1e-9)
+    assert res.count_spent.rho == pytest.approx(sum(1 / (2 * x.sigma**2) for x in res.released), rel=1e-9)
+    assert res.spent.rho == pytest.approx(res.selection_spent.rho + res.count_spent.rho, rel=1e-9)
+    # each count: σ = max(σ_r(ε), 2/ε) with the shrinking k̄, and a distinct item with count > 0
+    for n, x in enumerate(res.released):
+        assert x.epsilon == pytest.approx(eps_seq[x.round - 1], rel=1e-12)
+        assert x.sigma == pcr_sigma(x.epsilon, r, kbar - n, delta_min)
+        assert x.sigma >= 2 / x.epsilon * (1 - 1e-15)
+        assert top[x.index] > 0
+    assert len({x.index for x in res.released}) == len(res.released)
+    # every round began with room for its largest possible cost ε²/4 and δ*
+    before = 0.0
+    for label, cost in res.ledger.ledger:
+        if label.startswith("selection"):
+            eps = math.sqrt(8 * cost.rho)
+            assert before + eps * eps / 4 <= rho * (1 + 1e-12)
+        before += cost.rho
+
+
+@pytest.mark.parametrize("rho", [0.082, 0.5])  # 0.082: the ε²/4 rule stops one call before an ε²/8 rule
+def test_all_zero_histogram_returns_only_bottoms_with_the_paper_schedule(rho):
+    eps_min = 0.0005
+    res = private_count_release(np.zeros(20, dtype=np.int64), 0, rho, 1e-6, 0.1, 20, rng(1))
+    # deterministic: every call is ⊥ (no count > 0), ε grows by √2 until ε²/4 no longer fits
+    spent, eps, calls = 0.0, eps_min, 0
+    while spent + eps * eps / 4 <= rho:
+        spent, eps, calls = spent + eps * eps / 8, eps * math.sqrt(2), calls + 1
+    assert res.released == [] and res.bottoms == res.selection_calls == calls
+    assert res.stopped == "rho" and res.spent.rho == pytest.approx(spent, rel=1e-12)
+    # the δ budget binds first when it allows only 3 selections
+    res = private_count_release(np.zeros(0, dtype=np.int64), 0, rho, 3.5e-11, 0.1, 5, rng(1))
+    assert res.selection_calls == 3 and res.stopped == "delta"
+
+
+def test_huge_counts_are_released_in_order_until_kbar_runs_out():
+    top = np.array([10**9 - j * 10**7 for j in range(5)], dtype=np.int64)
+    res = private_count_release(top, 0, 1.0, 1e-6, 0.1, 5, rng(2))
+    # first selection's threshold ≈ ln(5/1e-11)/5e-4 ≈ 5.4e4 ≪ counts, noise scale 2000 ≪ gaps
+    assert [x.index for x in res.released] == [0, 1, 2, 3, 4]
+    assert res.stopped == "kbar" and res.bottoms == 0
+    for n, x in enumerate(res.released):
+        expected = max(0.1 / 1.5 * unknown_domain_threshold(0.0005, 1e-11, 5 - n), 2 / 0.0005)
+        assert x.sigma == pytest.approx(expected, rel=1e-12)
+        assert abs(x.count - top[x.index]) < 6 * x.sigma
+
+
+def test_released_count_noise_has_the_stated_sigma():
+    """k̄ = 1, one count of 10⁶: exactly one round, count + N_Z(0, σ²) with
+    σ = 2/ε* = 4000. 3000 runs: the sample mean is within 4 standard errors
+    of the truth, the sample standard deviation within 6% of σ (SE ≈ 1.3%)."""
+    g = rng(3)
+    draws = []
+    for _ in range(3000):
+        res = private_count_release(np.array([10**6]), 0, 1.0, 1e-6, 0.1, 1, g)
+        (x,) = res.released
+        draws.append(x.count - 10**6)
+    sigma = res.released[0].sigma
+    assert sigma == pytest.approx(4000.0)
+    draws = np.array(draws)
+    assert abs(draws.mean()) < 4 * sigma / math.sqrt(len(draws))
+    assert draws.std() == pytest.approx(sigma, rel=0.06)
+    assert draws.dtype.kind == "i"
+
+
+def test_first_selection_probability_matches_unknown_domain_gumbel():
+    """One item, k̄ = 1, budget for exactly one round: released with
+    probability P[c + G₁ > T + G₂] = 1/(1 + exp((T − c)ε)) (G₁ − G₂ is
+    logistic with scale 1/ε). c = T + 1/ε·ln(3) gives 3/4. 4000 runs,
+    tolerance 4 standard errors (≈ 0.027)."""
+    eps, delta_min = 0.01, 1e-6
+    thr = unknown_domain_threshold(eps, delta_min, 1)
+    count = int(round(thr + math.log(3) / eps))
+    p = 1 / (1 + math.exp((thr - count) * eps))
+    g = rng(4)
+    hits = 0
+    n = 4000
+    for _ in range(n):
+        res = private_count_release(np.array([count]), 0, eps**2 / 4, delta_min, 0.1, 1, g,
+                                    epsilon_min=eps, delta_min=delta_min)
+        assert res.selection_calls == 1
+        hits += len(res.released)
+    assert abs(hits / n - p) < 4 * math.sqrt(p * (1 - p) / n)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"rho": 0.0}, {"rho": -1.0}, {"rho": float("nan")},
+        {"delta": 0.0}, {"delta": 1.0}, {"delta": 2.0},
+        {"relative_error": 0.0}, {"relative_error": -0.1},
+        {"kbar": 0}, {"kbar": 2.5},
+        {"rho": 1e-9},  # below ε*²/4: no round fits
+        {"delta": 1e-12},  # below δ*
+        {"epsilon_min": 0.0}, {"delta_min": 0.0}, {"accuracy_factor": 0.0},
+    ],
+)
+def test_pcr_rejects_bad_parameters(kwargs):
+    args = {"rho": 0.5, "delta": 1e-6, "relative_error": 0.1, "kbar": 3}
+    extra = {k: kwargs.pop(k) for k in ("epsilon_min", "delta_min", "accuracy_factor") if k in kwargs}
+    args.update(kwargs)
+    with pytest.raises(ParameterError):
+        private_count_release([5, 4, 3], 0, args["rho"], args["delta"], args["relative_error"],
+                              args["kbar"], rng(0), **extra)
+
+
+def test_pcr_rejects_inconsistent_summaries():
+    with pytest.raises(ParameterError, match="more than kbar"):
+        private_count_release([5, 4, 3], 0, 0.5, 1e-6, 0.1, 2, rng(0))
+    with pytest.raises(ParameterError, match="must be 0"):
+        private_count_release([5, 4], 1, 0.5, 1e-6, 0.1, 3, rng(0))
+    with pytest.raises(ParameterError, match="must not exceed"):
+        private_count_release([5, 4], 9, 0.5, 1e-6, 0.1, 2, rng(0))
+    with pytest.raises(ParameterError, match="whole-number"):
+        private_count_release([5.5], 0, 0.5, 1e-6, 0.1, 2, rng(0))
+    with pytest.raises(ParameterError, match="Generator"):
+        private_count_release([5], 0, 0.5, 1e-6, 0.1, 2, 1)
+
+
+def test_pcr_sigma_floor_keeps_the_count_cost_within_the_round():
+    for eps in np.geomspace(1e-4, 10, 57):
+        sigma = pcr_sigma(float(eps), 1e-3, 10, 1e-11)  # tiny r: the 2/ε floor binds
+        assert 1 / (2 * sigma**2) <= eps**2 / 8
+        assert sigma == pytest.approx(2 / eps, rel=1e-12)
+
+
+# --------------------------------------------------------- unknown-domain (ε, δ)
+
+@pytest.mark.parametrize("epsilon, delta, k", [(1.0, 1e-6, 1), (1.0, 1e-6, 10), (0.1, 1e-9, 200), (5.0, 1e-3, 7)])
+def test_unknown_domain_calibration_meets_the_target(epsilon, delta, k):
+    eps_item, d_thr, d_conv = unknown_domain_calibration(epsilon, delta, k)
+    assert d_thr + d_conv == pytest.approx(delta)
+    rho = k * eps_item**2 / 8
+    implied = rho + 2 * math.sqrt(rho * math.log(1 / d_conv))
+    assert implied <= epsilon and implied == pytest.approx(epsilon, rel=1e-9)
+    assert eps_item == pytest.approx(
+        math.sqrt(8 * (math.log(1 / d_conv) + epsilon) / k) - math.sqrt(8 * math.log(1 / d_conv) / k), rel=1e-9)
+    assert eps_item <= cdp_peel_epsilon_per_step(epsilon, d_conv, k) * (1 + 1e-12)
+
+
+# ---------------------------------------------------------------- bounded plan
+
+@pytest.mark.parametrize("rho, delta, m, alpha, r", [(0.5, 1e-6, 10, 0.5, 0.1), (1.0, 1e-8, 1, 0.3, 0.2),
+                                                     (0.1, 1e-6, 554, 0.5, 0.1)])
+def test_bounded_plan_calibration(rho, delta, m, alpha, r):
+    plan = bounded_plan(rho, delta, m, alpha, r)
+    assert m / (2 * plan.selection_sigma**2) == pytest.approx(alpha * rho, rel=1e-12)
+    assert m / (2 * plan.count_sigma**2) == pytest.approx((1 - alpha) * rho, rel=1e-12)
+    # at most m new items (count 1) of the added person clear τ: total probability δ
+    assert m * norm.sf((plan.selection_threshold - 1) / plan.selection_sigma) == pytest.approx(delta, rel=1e-6)
+    assert plan.count_threshold == pytest.approx((2 + r) * plan.count_sigma / r)
+    t, s = plan.count_threshold, plan.count_sigma
+    assert (t + s) / (t - s) == pytest.approx(1 + r)
+    total = plan.selection_cost + plan.count_cost
+    assert total.rho == pytest.approx(rho) and total.delta == delta
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(0, 1e-6, 5), (0.5, 0, 5), (0.5, 1, 5), (0.5, 1e-6, 0), (0.5, 1e-6, 2.5), (0.5, 1e-6, 5, 0.0),
+     (0.5, 1e-6, 5, 1.0), (0.5, 1e-6, 5, 0.5, 0.0)],
+)
+def test_bounded_plan_rejects_bad_parameters(args):
+    with pytest.raises(ParameterError):
+        bounded_plan(*args)
+
+
+def test_gaussian_threshold_select_is_keyed_and_has_the_stated_probability():
+    """20,000 items with count 10, σ = 4, τ = 12: P[keep] = P[N(0,16) > 2]
+    ≈ 0.309. Tolerance 4 standard errors (≈ 0.013). Same key and spawn key →
+    the same draw; another spawn key → an independent one (correlation of
+    the two masks within ±0.04, 4 SE at n = 20,000 is ±0.028·√… ≈ 0.028)."""
+    key = noise_key(rng(5))
+    counts = np.full(20000, 10)
+    a = gaussian_threshold_select(counts, (0, 0), sigma=4.0, threshold=12.0, key=key)
+    b = gaussian_threshold_select(counts, (0, 0), sigma=4.0, threshold=12.0, key=key)
+    c = gaussian_threshold_select(counts, (1, 0), sigma=4.0, threshold=12.0, key=key)
+    p = selection_probability(10, 4.0, 12.0)
+    assert p == pytest.approx(norm.sf(0.5))
+    assert np.array_equal(a, b)
+    for mask in (a, c):
+        assert abs(mask.mean() - p) < 4 * math.sqrt(p * (1 - p) / counts.size)
+    assert abs(np.corrcoef(a, c)[0, 1]) < 0.04
+    assert noise_key(rng(5)) == key and noise_key(rng(6)) != key
+    assert generator_from_key(key, (0, 1)).random() != generator_from_key(key, (1, 0)).random()
+
+
+def test_noisy_counts_are_integers_with_sigma():
+    out = noisy_counts(np.full(4000, 100), 3.0, rng(7))
+    assert out.dtype == np.int64
+    assert abs(out.mean() - 100) < 4 * 3.0 / math.sqrt(4000)
+    assert out.std() == pytest.approx(3.0, rel=0.06)
+    assert noisy_counts(np.zeros(0, dtype=np.int64), 3.0, rng(7)).size == 0
+
+
+def test_mechanism_layer_imports_neither_pyspark_nor_pandas():
+    code = ("import sys, dp_spark.pcr, dp_spark.selection.topk; "
+            "bad = [m for m in ('pyspark', 'pandas') if m in sys.modules]; "
+            "sys.exit(1 if bad else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
