@@ -7,8 +7,10 @@ the Turnstile Model with Differential Privacy under Continual Observation"
 differ by all events of one item).
 
 - ``stream_summaries`` / ``StreamSummaries``: the exact per-step arrays the
-  Spark stage produces (reference implementation), plus dense references
-  ``existence_and_flippancy``, ``truncate_existence``, ``summaries_from_existence``.
+  Spark stage produces (reference implementation), its kernels ``flip_events``,
+  ``flip_cells``, ``flip_level``, ``summaries_from_cells`` (run per item shard
+  by the Spark stage), plus dense references ``existence_and_flippancy``,
+  ``truncate_existence``, ``summaries_from_existence``.
 - ``BinaryTreeMechanism``: Gaussian binary tree, online (checkpointable) and batch.
 - ``SparseVector``: AboveThreshold with a cutoff, ρ-zCDP.
 - ``continual_counts``: "bounded" (Algorithm 1), "adaptive" (Algorithm 3),
@@ -29,9 +31,15 @@ from dp_spark.continual.mechanisms import (
 from dp_spark.continual.online import ContinualCounter, StepEstimate
 from dp_spark.continual.stream import (
     ExistenceTable,
+    FlipEvents,
     StreamSummaries,
+    count_after,
     existence_and_flippancy,
+    flip_cells,
+    flip_events,
+    flip_level,
     stream_summaries,
+    summaries_from_cells,
     summaries_from_existence,
     truncate_existence,
 )
@@ -53,6 +61,7 @@ __all__ = [
     "ContinualCounter",
     "ContinualResult",
     "ExistenceTable",
+    "FlipEvents",
     "RecomputePlan",
     "SparseVector",
     "StepEstimate",
@@ -60,7 +69,11 @@ __all__ = [
     "TreeRelease",
     "adaptive_plan",
     "continual_counts",
+    "count_after",
     "existence_and_flippancy",
+    "flip_cells",
+    "flip_events",
+    "flip_level",
     "node_sums",
     "nodes_per_step",
     "num_levels",
@@ -69,6 +82,7 @@ __all__ = [
     "round_up_flippancy",
     "sigma_for_flippancy",
     "stream_summaries",
+    "summaries_from_cells",
     "summaries_from_existence",
     "truncate_existence",
 ]

@@ -16,8 +16,14 @@ lets counts go negative, see below):
   zero. (The paper's general turnstile model lets counts go negative; its
   Section 1.1 notes the results also hold in the strict model. Here the strict
   rule is enforced by clamping.)
-- Several events in one step are applied in input order within the step; the
-  item's existence e_u(t) = [count > 0] is read at the end of the step.
+- Several events in one step are allowed. Within a step they are applied in
+  the order of an optional ``order`` key (the raw event time, when it is finer
+  than the step); events with equal keys (or no key) are applied inserts
+  first, then deletes. Equivalently: the events of one item at one instant
+  change its count by their net sum, clamped at zero. Input order never
+  matters (a distributed table has none), so the result is a function of the
+  multiset of events. The item's existence e_u(t) = [count > 0] is read at
+  the end of the step.
 - Flippancy (Definition 1.3): the number of steps t at which the end-of-step
   existence changes, e_u(t) ≠ e_u(t−1), with e_u(0) = 0. An item that is
   inserted and deleted within one step does not flip. Flippancy is therefore at
@@ -35,6 +41,13 @@ describes the truncation in prose only ("items are ignored after their
 flippancy exceeds w"); "freeze at the w-th flip" is this project's reading and
 keeps ≤ w flips for every w (forcing the item to 0 at its (w+1)-th flip would
 allow w + 1 flips when w is odd).
+
+Kernels shared with the Spark stage (``dp_spark.stages.continual`` runs them
+on hash shards of items and sums their cells): ``flip_events`` (every flip of
+every item, with its running flip number k), ``flip_cells`` (flips summed per
+(step, level), level = the smallest j with k <= 2^j) and
+``summaries_from_cells`` (cells -> ``StreamSummaries``). An item's flips
+depend on that item's events only, so cells of disjoint item sets add up.
 
 Outputs (``StreamSummaries``), for the horizon T and bounds w_j = 2^j,
 j = 0..J:
@@ -56,6 +69,12 @@ from dp_spark.errors import ParameterError
 __all__ = [
     "StreamSummaries",
     "ExistenceTable",
+    "FlipEvents",
+    "flip_events",
+    "flip_cells",
+    "flip_level",
+    "count_after",
+    "summaries_from_cells",
     "stream_summaries",
     "existence_and_flippancy",
     "truncate_existence",
@@ -133,7 +152,20 @@ class StreamSummaries:
         return _checks.log2_exact(w)
 
 
-def _check_events(times: object, items: object, ops: object, horizon: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check_order(order: object, n: int) -> np.ndarray | None:
+    if order is None:
+        return None
+    key = np.asarray(order)
+    if key.ndim != 1 or key.shape[0] != n:
+        raise ParameterError("order must be a 1-d array with one entry per event")
+    if key.dtype.kind not in "iuf" or (key.dtype.kind == "f" and not np.all(np.isfinite(key))):
+        raise ParameterError("order must hold finite numbers (e.g. the raw event times)")
+    return key
+
+
+def _check_events(
+    times: object, items: object, ops: object, horizon: int, order: object = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     t = np.asarray(times)
     o = np.asarray(ops)
     it = np.asarray(items)
@@ -141,8 +173,9 @@ def _check_events(times: object, items: object, ops: object, horizon: int) -> tu
         raise ParameterError("times, items and ops must be 1-d arrays of equal length")
     if not (t.shape[0] == o.shape[0] == it.shape[0]):
         raise ParameterError("times, items and ops must have equal lengths (one entry per event)")
+    key = _check_order(order, t.shape[0])
     if t.shape[0] == 0:
-        return t.astype(np.int64), o.astype(np.int64), it
+        return t.astype(np.int64), o.astype(np.int64), it, key
     if t.dtype.kind not in "iuf" or (t.dtype.kind == "f" and not np.all(np.isfinite(t) & (t == np.round(t)))):
         raise ParameterError("times must be integer step numbers 1..horizon; map event times to steps first")
     t = t.astype(np.int64)
@@ -152,7 +185,7 @@ def _check_events(times: object, items: object, ops: object, horizon: int) -> tu
         raise ParameterError("ops must be +1 (insert) or -1 (delete)")
     if it.dtype.kind == "f" and not np.all(np.isfinite(it)):
         raise ParameterError("items must not be NaN or infinite; drop or label such events")
-    return t, o.astype(np.int64), it
+    return t, o.astype(np.int64), it, key
 
 
 def _default_level(horizon: int, max_level: int | None) -> int:
@@ -162,37 +195,50 @@ def _default_level(horizon: int, max_level: int | None) -> int:
     return _checks.integer(max_level, "max_level", 0, top)
 
 
-def stream_summaries(
-    times: object, items: object, ops: object, horizon: int, max_level: int | None = None
-) -> StreamSummaries:
-    """Compute ``StreamSummaries`` exactly from an event list (vectorised numpy).
+@dataclass(frozen=True)
+class FlipEvents:
+    """Every flip of every item's end-of-step existence (NON-PRIVATE).
+
+    Parallel arrays, one entry per flip, sorted by (item, step):
+    ``item`` the item's code, ``time`` the step of the flip, ``up`` True if
+    the item became present (False: absent), ``index`` k: this is the item's
+    k-th flip (1-based), i.e. its running flippancy after this step.
+    """
+
+    item: np.ndarray
+    time: np.ndarray
+    up: np.ndarray
+    index: np.ndarray
+
+
+def flip_events(times: object, item_codes: object, ops: object, order: object = None) -> FlipEvents:
+    """All flips of a validated event list (vectorised numpy, O(n log n)).
 
     Args:
-        times: step of each event, ints in 1..horizon.
-        items: item label of each event (any sortable labels).
-        ops: +1 (insert) or −1 (delete) per event.
-        horizon: T, a power of two.
-        max_level: J; bounds w_j = 2^j for j = 0..J. Default log2(T) (then
-            w_J = T ≥ any flippancy, so the top row is untruncated).
+        times: step of each event (ints >= 1).
+        item_codes: integer code of each event's item (any ints; equal codes
+            are the same item).
+        ops: +1 / −1 per event.
+        order: optional key ordering the events of one step (raw event time);
+            ties, and all events when None, are applied inserts first.
 
-    Semantics: see the module docstring (clamped counts, in-step input order,
-    end-of-step existence, "freeze at the w-th flip" truncation).
+    Semantics: the module docstring (clamped counts, end-of-step existence).
+    Inputs are assumed checked (``stream_summaries`` checks them; the Spark
+    stage checks them in Spark before calling this on each shard).
     """
-    horizon = _checks.horizon(horizon)
-    levels = _default_level(horizon, max_level)
-    t, o, it = _check_events(times, items, ops, horizon)
-    rows = levels + 1
-    z = np.zeros(horizon, dtype=np.int64)
-    truncated = np.zeros((rows, horizon), dtype=np.int64)
-    over = np.zeros((rows, horizon), dtype=np.int64)
+    t = np.asarray(times, dtype=np.int64)
+    item_idx = np.asarray(item_codes, dtype=np.int64)
+    o = np.asarray(ops, dtype=np.int64)
     n = t.shape[0]
+    empty = np.zeros(0, dtype=np.int64)
     if n == 0:
-        return StreamSummaries(horizon, levels, z, truncated, over)
-
-    _, item_idx = np.unique(it, return_inverse=True)
-    item_idx = item_idx.reshape(-1).astype(np.int64)
-    order = np.lexsort((np.arange(n), t, item_idx))  # item, then step, then input order
-    item_s, time_s, op_s = item_idx[order], t[order], o[order]
+        return FlipEvents(empty, empty, np.zeros(0, dtype=bool), empty)
+    # lexsort's last key is the primary one: item, step, order key, inserts first
+    if order is None:
+        sort = np.lexsort((-o, t, item_idx))
+    else:
+        sort = np.lexsort((-o, np.asarray(order), t, item_idx))
+    item_s, time_s, op_s = item_idx[sort], t[sort], o[sort]
 
     new_item = np.empty(n, dtype=bool)
     new_item[0] = True
@@ -226,27 +272,141 @@ def stream_summaries(
 
     f_item, f_time, f_up = e_item[flips], e_time[flips], e_val[flips]
     if f_item.shape[0] == 0:
-        return StreamSummaries(horizon, levels, z, truncated, over)
+        return FlipEvents(empty, empty, np.zeros(0, dtype=bool), empty)
     f_new = np.empty(f_item.shape[0], dtype=bool)
     f_new[0] = True
     f_new[1:] = f_item[1:] != f_item[:-1]
     f_group_start = np.flatnonzero(f_new)
     f_group = np.cumsum(f_new) - 1
-    flip_index = np.arange(f_item.shape[0]) - f_group_start[f_group] + 1  # 1-based k-th flip of its item
+    flip_index = np.arange(f_item.shape[0]) - f_group_start[f_group] + 1
+    return FlipEvents(f_item, f_time, f_up, flip_index.astype(np.int64))
 
-    def signed_histogram(mask: np.ndarray) -> np.ndarray:
-        ups = np.bincount(f_time[mask & f_up], minlength=horizon + 1)
-        downs = np.bincount(f_time[mask & ~f_up], minlength=horizon + 1)
-        return (ups - downs)[1:].astype(np.int64)
 
-    everything = np.ones(f_item.shape[0], dtype=bool)
-    z = signed_histogram(everything)
-    for j in range(rows):
-        w = 1 << j
-        truncated[j] = signed_histogram(flip_index <= w)
-        crossing = np.bincount(f_time[flip_index == w + 1], minlength=horizon + 1)[1:]
-        over[j] = np.cumsum(crossing)
+def count_after(count: int, ops: object, order: object = None) -> int:
+    """An item's count after applying ``ops`` to ``count`` (the streaming form).
+
+    The same rule as ``flip_events``: events in ``order`` key order, equal
+    keys (or no key) inserts first; a delete at count zero is ignored.
+    Used per item and micro-batch by ``dp_spark.streaming``.
+    """
+    o = np.asarray(ops, dtype=np.int64)
+    if order is None:
+        sequence = o[np.argsort(-o, kind="stable")]
+    else:
+        sequence = o[np.lexsort((-o, np.asarray(order)))]
+    value = _checks.integer(count, "count", 0)
+    for op in sequence.tolist():
+        value = max(0, value + op)
+    return value
+
+
+def flip_level(flip_index: object, max_level: int) -> np.ndarray:
+    """Level of the k-th flip: the smallest j with k <= 2^j, capped at J + 1.
+
+    A flip of level l counts in the truncated stream of every w_j = 2^j with
+    j >= l (the "freeze at the w-th flip" rule keeps flips 1..w), and in none
+    when l = J + 1 (only in the untruncated z). Works on scalars and arrays.
+    """
+    k = np.asarray(flip_index, dtype=np.int64)
+    level = np.zeros(k.shape, dtype=np.int64)
+    for j in range(int(max_level) + 1):
+        level += k > (1 << j)
+    return level
+
+
+def flip_cells(
+    flips: FlipEvents, max_level: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Flips summed per (step, level): the sparse form of ``StreamSummaries``.
+
+    Returns parallel arrays ``(step, level, delta, cross)`` over the non-empty
+    cells, level in 0..J+1 (``flip_level``): ``delta`` the number of
+    up-flips minus down-flips, ``cross`` the number of flips with
+    k = 2^(level−1) + 1, i.e. items whose flippancy first exceeds
+    w = 2^(level−1) at that step. Cells of disjoint item sets add up.
+    """
+    J = _checks.integer(max_level, "max_level", 0)
+    width = J + 2
+    k = flips.index
+    level = flip_level(k, J)
+    delta = np.where(flips.up, 1, -1).astype(np.int64)
+    km1 = k - 1
+    cross = ((k >= 2) & ((km1 & (km1 - 1)) == 0) & (km1 <= (1 << J))).astype(np.int64)
+    key = flips.time.astype(np.int64) * width + level
+    cells, inverse = np.unique(key, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    delta_sum = np.bincount(inverse, weights=delta, minlength=cells.shape[0]).astype(np.int64)
+    cross_sum = np.bincount(inverse, weights=cross, minlength=cells.shape[0]).astype(np.int64)
+    return cells // width, cells % width, delta_sum, cross_sum
+
+
+def summaries_from_cells(
+    step: object, level: object, delta: object, cross: object, horizon: int, max_level: int | None = None
+) -> StreamSummaries:
+    """``StreamSummaries`` from (step, level, delta, cross) cells (``flip_cells``).
+
+    Cells may repeat (they are added): the Spark stage passes the sums over
+    item shards. z = Σ_levels delta; z_truncated[j] = Σ_{level <= j} delta;
+    over_counts[j] = running sum over steps of cross at level j + 1.
+    """
+    horizon = _checks.horizon(horizon)
+    levels = _default_level(horizon, max_level)
+    width = levels + 2
+    arrays = []
+    for name, values in (("step", step), ("level", level), ("delta", delta), ("cross", cross)):
+        array = np.asarray(values)
+        if array.ndim != 1 or (array.shape[0] and array.dtype.kind not in "iu"):
+            raise ParameterError(f"{name} must be a 1-d array of integers")
+        arrays.append(array.astype(np.int64, copy=False))
+    s, lev, d, c = arrays
+    if not (s.shape[0] == lev.shape[0] == d.shape[0] == c.shape[0]):
+        raise ParameterError("step, level, delta and cross must have equal lengths (one entry per cell)")
+    if s.shape[0] and (s.min() < 1 or s.max() > horizon or lev.min() < 0 or lev.max() >= width):
+        raise ParameterError("cells must have step in 1..horizon and level in 0..max_level+1")
+    per_level = np.zeros((width, horizon), dtype=np.int64)
+    crossings = np.zeros((width, horizon), dtype=np.int64)
+    np.add.at(per_level, (lev, s - 1), d)
+    np.add.at(crossings, (lev, s - 1), c)
+    z = per_level.sum(axis=0)
+    truncated = np.cumsum(per_level[: levels + 1], axis=0)
+    del per_level
+    over = np.cumsum(crossings[1:], axis=1)
     return StreamSummaries(horizon, levels, z, truncated, over)
+
+
+def stream_summaries(
+    times: object,
+    items: object,
+    ops: object,
+    horizon: int,
+    max_level: int | None = None,
+    order: object = None,
+) -> StreamSummaries:
+    """Compute ``StreamSummaries`` exactly from an event list (vectorised numpy).
+
+    Args:
+        times: step of each event, ints in 1..horizon.
+        items: item label of each event (any sortable labels).
+        ops: +1 (insert) or −1 (delete) per event.
+        horizon: T, a power of two.
+        max_level: J; bounds w_j = 2^j for j = 0..J. Default log2(T) (then
+            w_J = T ≥ any flippancy, so the top row is untruncated).
+        order: optional numbers ordering the events within a step (the raw
+            event times); ties and ``None`` mean "inserts first".
+
+    Semantics: see the module docstring (clamped counts, in-step order by
+    ``order`` then inserts first, end-of-step existence, "freeze at the w-th
+    flip" truncation).
+    """
+    horizon = _checks.horizon(horizon)
+    levels = _default_level(horizon, max_level)
+    t, o, it, key = _check_events(times, items, ops, horizon, order)
+    if t.shape[0] == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return summaries_from_cells(empty, empty, empty, empty, horizon, levels)
+    _, item_idx = np.unique(it, return_inverse=True)
+    flips = flip_events(t, item_idx.reshape(-1), o, key)
+    return summaries_from_cells(*flip_cells(flips, levels), horizon, levels)
 
 
 @dataclass(frozen=True)
@@ -264,16 +424,18 @@ class ExistenceTable:
     flippancy: np.ndarray
 
 
-def existence_and_flippancy(times: object, items: object, ops: object, horizon: int) -> ExistenceTable:
+def existence_and_flippancy(
+    times: object, items: object, ops: object, horizon: int, order: object = None
+) -> ExistenceTable:
     """Existence vectors and flippancy by a direct event-by-event loop.
 
     An independent, deliberately simple implementation of the stream semantics
     in the module docstring (pure Python loop over events, O(#items · T)
-    memory) so that ``stream_summaries`` can be checked against it. Refuses
-    more than 2·10^7 (item, step) cells.
+    memory) so that ``stream_summaries`` and the Spark stage can be checked
+    against it. Refuses more than 2·10^7 (item, step) cells.
     """
     horizon = _checks.horizon(horizon)
-    t, o, it = _check_events(times, items, ops, horizon)
+    t, o, it, key = _check_events(times, items, ops, horizon, order)
     labels = np.unique(it) if it.shape[0] else np.asarray([], dtype=it.dtype)
     if labels.shape[0] * horizon > _DENSE_LIMIT:
         raise ParameterError(
@@ -285,11 +447,13 @@ def existence_and_flippancy(times: object, items: object, ops: object, horizon: 
     counts = [0] * labels.shape[0]
     by_step: dict[int, list[int]] = {}
     for position, step in enumerate(t.tolist()):
-        by_step.setdefault(step, []).append(position)  # keeps input order within a step
+        by_step.setdefault(step, []).append(position)
     item_list = it.tolist()
     op_list = o.tolist()
+    key_list = [0] * len(op_list) if key is None else key.tolist()
     for step in range(1, horizon + 1):
-        for position in by_step.get(step, []):
+        # within a step: by the order key, then inserts (+1) before deletes (−1)
+        for position in sorted(by_step.get(step, []), key=lambda p: (key_list[p], -op_list[p])):
             k = index[item_list[position]]
             counts[k] = max(0, counts[k] + op_list[position])
         for k in range(labels.shape[0]):

@@ -109,9 +109,9 @@ class TimeMapping:
     ``kind`` is "integer" (raw = the value), "number" (raw = the value as a
     double) or "timestamp" (raw = microseconds since the Unix epoch, UTC;
     dates count from their midnight in the session time zone). ``origin`` and
-    ``size`` are in raw units; ``step_seconds`` / ``origin_text`` restate them
-    for the report. ``origin_from_data``: the origin was derived from the
-    earliest event (not a private quantity).
+    ``size`` are in raw units; ``describe()`` restates them for the report
+    (seconds and ISO time for timestamps). ``origin_from_data``: the origin
+    was derived from the earliest event (not a private quantity).
     """
 
     kind: str
@@ -210,8 +210,9 @@ def validate_mapping_parameters(origin, step_size) -> None:
         raise ParameterError(f"origin must be a number, an ISO date/time string or a datetime; got {origin!r}.")
 
 
-def _mapping(kind: str, origin, step_size) -> TimeMapping | None:
-    """The mapping from parameters alone, or None if the origin must come from the data."""
+def _mapping(kind: str, origin, step_size) -> TimeMapping:
+    """The mapping from parameters alone; for a timestamp column without an
+    origin, a placeholder with ``origin_from_data`` (set after the check job)."""
     validate_mapping_parameters(origin, step_size)
     if kind == "timestamp":
         seconds = SECONDS_PER_DAY if step_size is None else _number(step_size, "step_size")

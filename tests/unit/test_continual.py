@@ -15,31 +15,37 @@ from hypothesis import strategies as st
 from dp_spark.continual import (
     BinaryTreeMechanism,
     ContinualCounter,
+    count_after,
     SparseVector,
     StreamSummaries,
     adaptive_plan,
     continual_counts,
     existence_and_flippancy,
+    flip_cells,
+    flip_events,
+    flip_level,
     node_sums,
     nodes_per_step,
     num_levels,
     recompute_plan,
     sigma_for_flippancy,
     stream_summaries,
+    summaries_from_cells,
     summaries_from_existence,
     truncate_existence,
 )
 from dp_spark.errors import ParameterError
 
 # ---------------------------------------------------------------- hand-worked stream
-# T = 8. Semantics: deletes of absent items are ignored, events in one step are
-# applied in input order, existence is read at the end of the step.
+# T = 8. Semantics: deletes of absent items are ignored; events in one step are
+# applied by their order key, ties (here: all) inserts first; existence is read
+# at the end of the step.
 HAND_EVENTS = [
     (1, "a", +1),  # a present (flip 1)
     (1, "b", -1),  # b absent: delete ignored (count stays 0)
     (2, "b", +1),  # b present (flip 1)
     (2, "a", -1),  # a deleted and re-inserted within the step: no flip
-    (2, "a", +1),
+    (2, "a", +1),  # (inserts first: count 2 then 1)
     (3, "a", +1),  # a count 2
     (4, "a", -1),  # a count 1, still present
     (5, "a", -1),  # a absent (flip 2)
@@ -98,9 +104,64 @@ def test_stream_summaries_hand_worked():
     assert s.z.tolist() == HAND_Z
     assert s.z_truncated.tolist() == HAND_Z_TRUNCATED
     assert s.over_counts.tolist() == HAND_OVER
-    # input order inside a step matters: delete-then-insert vs insert-then-delete
-    assert stream_summaries([1, 1], ["x", "x"], [-1, +1], 2).z.tolist() == [1, 0]
+    # input order never matters: equal keys apply inserts first (net change, clamped)
+    assert stream_summaries([1, 1], ["x", "x"], [-1, +1], 2).z.tolist() == [0, 0]
     assert stream_summaries([1, 1], ["x", "x"], [+1, -1], 2).z.tolist() == [0, 0]
+    # an order key (raw time) finer than the step decides: delete at 1.2 is
+    # ignored (absent), the insert at 1.7 makes x present
+    assert stream_summaries([1, 1], ["x", "x"], [-1, +1], 2, order=[1.2, 1.7]).z.tolist() == [1, 0]
+    assert stream_summaries([1, 1], ["x", "x"], [-1, +1], 2, order=[1.7, 1.2]).z.tolist() == [0, 0]
+    table = existence_and_flippancy([1, 1], ["x", "x"], [-1, +1], 2, order=[5, 3])
+    assert table.existence.tolist() == [[0, 0]]
+
+
+def test_stream_summaries_do_not_depend_on_input_order():
+    rng = np.random.default_rng(17)
+    times, items, ops = _random_events(rng, 16, 6, 120)
+    order = rng.integers(0, 4, size=120)  # many ties on purpose
+    base = stream_summaries(times, items, ops, 16, order=order)
+    for _ in range(5):
+        perm = rng.permutation(120)
+        other = stream_summaries(times[perm], items[perm], ops[perm], 16, order=order[perm])
+        np.testing.assert_array_equal(base.z_truncated, other.z_truncated)
+        np.testing.assert_array_equal(base.over_counts, other.over_counts)
+
+
+def test_count_after_is_the_streaming_form_of_the_same_rule():
+    """Applying one step's events to a running count (the streaming per-item
+    update) gives the same end-of-step existence as the batch kernel."""
+    rng = np.random.default_rng(31)
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        times = rng.integers(1, 5, n)
+        ops = rng.choice([-1, 1], n)
+        order = rng.integers(0, 3, n) + 10 * times
+        table = existence_and_flippancy(times, np.zeros(n, dtype=int), ops, 4, order=order)
+        count = 0
+        for step in range(1, 5):
+            here = times == step
+            count = count_after(count, ops[here], order[here])
+            assert int(count > 0) == table.existence[0, step - 1]
+    assert count_after(0, [-1, 1]) == 0 and count_after(0, [-1, 1], order=[0, 1]) == 1
+    assert count_after(2, [-1, -1, -1]) == 0
+    with pytest.raises(ParameterError):
+        count_after(-1, [1])
+
+
+def test_cells_of_disjoint_item_sets_add_up():
+    """What the Spark stage relies on: per-shard cells summed = whole-stream summaries."""
+    rng = np.random.default_rng(23)
+    times, items, ops = _random_events(rng, 32, 20, 400)
+    whole = stream_summaries(times, items, ops, 32)
+    parts = [flip_cells(flip_events(times[items % 3 == r], items[items % 3 == r], ops[items % 3 == r]), 5)
+             for r in range(3)]
+    merged = summaries_from_cells(*(np.concatenate([p[i] for p in parts]) for i in range(4)), 32)
+    np.testing.assert_array_equal(merged.z, whole.z)
+    np.testing.assert_array_equal(merged.z_truncated, whole.z_truncated)
+    np.testing.assert_array_equal(merged.over_counts, whole.over_counts)
+    assert flip_level([1, 2, 3, 4, 5, 8, 9, 100], 3).tolist() == [0, 1, 2, 2, 3, 3, 4, 4]
+    with pytest.raises(ParameterError, match="level"):
+        summaries_from_cells([1], [7], [1], [0], 8)
 
 
 def test_stream_summaries_rejects_bad_input_without_quoting_data():
@@ -130,11 +191,12 @@ def test_stream_summaries_matches_dense_reference_on_random_streams():
     for _ in range(30):
         horizon = int(rng.choice([1, 2, 8, 32]))
         times, items, ops = _random_events(rng, horizon, int(rng.integers(1, 12)), int(rng.integers(0, 80)))
-        fast = stream_summaries(times, items, ops, horizon)
+        order = rng.integers(0, 3, size=len(times)) if rng.random() < 0.5 else None
+        fast = stream_summaries(times, items, ops, horizon, order=order)
         if len(times) == 0:
             assert not fast.z.any()
             continue
-        slow = summaries_from_existence(existence_and_flippancy(times, items, ops, horizon))
+        slow = summaries_from_existence(existence_and_flippancy(times, items, ops, horizon, order=order))
         np.testing.assert_array_equal(fast.z, slow.z)
         np.testing.assert_array_equal(fast.z_truncated, slow.z_truncated)
         np.testing.assert_array_equal(fast.over_counts, slow.over_counts)
@@ -233,12 +295,13 @@ def streams_with_removed_item(draw):
     n_items = draw(st.integers(1, 5))
     events = draw(
         st.lists(
-            st.tuples(st.integers(1, horizon), st.integers(0, n_items - 1), st.sampled_from([-1, 1])),
+            st.tuples(st.integers(1, horizon), st.integers(0, n_items - 1), st.sampled_from([-1, 1]),
+                      st.integers(0, 3)),
             min_size=1,
             max_size=60,
         )
     )
-    removed = draw(st.sampled_from(sorted({item for _, item, _ in events})))
+    removed = draw(st.sampled_from(sorted({e[1] for e in events})))
     return horizon, events, removed
 
 
@@ -250,12 +313,15 @@ def test_neighbouring_streams_move_tree_nodes_within_the_l2_bound(case):
     per level and ≤ w·L over the tree, the bound behind σ² = w·L/(2ρ)); every
     sparse-vector query over_counts[j, t] and every count D(t) move by ≤ 1."""
     horizon, events, removed = case
-    with_item = stream_summaries(*_unzip(events), horizon=horizon)
-    rest = [e for e in events if e[1] != removed]
-    if rest:
-        without = stream_summaries(*_unzip(rest), horizon=horizon)
-    else:
-        without = stream_summaries([], [], [], horizon)
+
+    def summaries(evs):  # the fourth field orders events inside a step (raw time)
+        if not evs:
+            return stream_summaries([], [], [], horizon)
+        times, items, ops, order = zip(*evs)
+        return stream_summaries(times, items, ops, horizon, order=order)
+
+    with_item = summaries(events)
+    without = summaries([e for e in events if e[1] != removed])
     levels = num_levels(horizon)
     for j, w in enumerate(with_item.flippancy_bounds):
         total = 0.0

@@ -1,0 +1,240 @@
+"""``dp-spark continual-distinct``: item-level ρ-zCDP count of present items at every step.
+
+Batch (default): reads an event table ``(time, item, op)`` — or, without
+``--input``, the built-in synthetic stream — and writes the released series
+(``--series``, Parquet or CSV by extension; default beside ``--output``) and
+the JSON report. ``--stream``: a Structured Streaming query over a directory
+of event files (``--input``; without it a generated demo source), one step per
+micro-batch, resumable from ``--checkpoint``; per-step records go to
+``--sink``, and the series and report of the steps released so far are
+written at the end of the run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dp_spark.commands.base import RUN_OPTIONS, Option, log
+from dp_spark.continual import MECHANISMS
+
+NAME = "continual-distinct"
+HELP = "differentially private number of present items at every step of an insert/delete stream"
+
+DEMO_STREAM_HORIZON = 32
+
+OPTIONS = (
+    Option("input", str, None, "event table (Parquet/CSV/JSON path or table:db.name); with --stream a "
+           "directory of event files; omit for the built-in synthetic stream"),
+    Option("format", str, "auto", "input format", ("auto", "parquet", "csv", "json", "table")),
+    Option("time_col", str, "time", "column with the event time: integer steps, numbers, timestamps or dates"),
+    Option("item_col", str, "item", "column identifying the item (the privacy unit)"),
+    Option("op_col", str, "op", "column with +1 (insert) or -1 (delete)"),
+    Option("tokenize", str, "none", "not used by this release (items are used as they are)", ("none",)),
+    Option("rows", int, 200_000, "events of the built-in synthetic stream (no --input)"),
+    Option("demo_flippancy", int, 16, "largest flippancy of the built-in synthetic stream (no --input)"),
+    Option("rho", float, 0.5, "privacy parameter ρ (zCDP) spent by the whole series"),
+    Option("horizon", int, None, "number of steps T to release (default: the data's last step rounded up "
+           "to a power of two, which is not private; required with --stream and --input)"),
+    Option("mechanism", str, "adaptive", "adaptive (Algorithm 3), bounded (Algorithm 1, needs "
+           "--max-flippancy) or baseline (periodic recompute)", MECHANISMS),
+    Option("max_flippancy", int, None, "bounded: how often an item may flip between present and absent"),
+    Option("beta", float, 0.05, "the error bounds hold with probability 1 - beta"),
+    Option("delta", float, 1e-6, "δ of the reported (ε, δ) equivalent (nothing extra is spent)"),
+    Option("origin", str, None, "time of the start of step 1 (a number, or an ISO date/time for "
+           "timestamp columns; default 1, or for timestamps the earliest event, which is not private)"),
+    Option("step_size", float, None, "length of a step, in the time column's units (seconds for "
+           "timestamps; default 1, or one day)"),
+    Option("shards", int, None, "item-hash shards of the Spark stage (default spark.sql.shuffle.partitions)"),
+    Option("series", str, None, "write the series here (.parquet or .csv); default: beside --output"),
+    Option("budget_rho", float, None, "total ρ budget; the run is refused before reading data if the "
+           "release would exceed it"),
+    Option("stream", bool, False, "run as a Structured Streaming query (one step per micro-batch)", flag=True),
+    Option("checkpoint", str, "continual_checkpoint", "--stream: directory for Spark's checkpoint and the "
+           "mechanism state (CONFIDENTIAL: holds exact partial sums); reuse it to resume"),
+    Option("sink", str, "continual_stream_steps", "--stream: directory getting one JSON record per released step"),
+    Option("files_per_step", int, 1, "--stream: source files per micro-batch (= per step)"),
+    Option("trigger", str, "available-now", "--stream: 'available-now' (process the files present, then stop) "
+           "or an interval such as '10 seconds' (run until the horizon or --timeout)"),
+    Option("timeout", float, None, "--stream: stop after this many seconds"),
+    Option("state_partitions", int, None, "--stream: partitions of the per-item state (default "
+           "spark.sql.shuffle.partitions; fixed when the checkpoint is created)"),
+) + RUN_OPTIONS
+
+
+def _origin(text):
+    """--origin as a number when it reads as one, else the text (an ISO date/time)."""
+    if text is None or not isinstance(text, str):
+        return text
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def validate(opts) -> None:
+    """Check parameters before Spark starts, with the release's own checks."""
+    from dp_spark.errors import ParameterError
+    from dp_spark.releases import checks
+    from dp_spark.releases.continual_distinct import validate as validate_release
+    from dp_spark.stages.continual import validate_horizon, validate_mapping_parameters
+    from dp_spark.streaming.query import validate_trigger
+
+    validate_release(opts["rho"], opts["horizon"], opts["mechanism"], opts["max_flippancy"], opts["seed"],
+                     opts["beta"], opts["delta"])
+    validate_horizon(opts["horizon"])
+    validate_mapping_parameters(_origin(opts["origin"]), opts["step_size"])
+    checks.whole(opts["rows"], "rows")
+    checks.whole(opts["demo_flippancy"], "demo_flippancy")
+    if opts["shards"] is not None:
+        checks.whole(opts["shards"], "shards")
+    if opts["budget_rho"] is not None:
+        checks.positive(opts["budget_rho"], "budget_rho")
+    if opts["series"] and not opts["series"].lower().endswith((".parquet", ".csv")):
+        raise ParameterError(f"--series must end in .parquet or .csv; got {opts['series']!r}.")
+    if opts["stream"]:
+        validate_trigger(opts["trigger"])
+        checks.whole(opts["files_per_step"], "files_per_step")
+        if opts["timeout"] is not None:
+            checks.positive(opts["timeout"], "timeout")
+        if opts["state_partitions"] is not None:
+            checks.whole(opts["state_partitions"], "state_partitions")
+        if opts["input"] and opts["horizon"] is None:
+            raise ParameterError("--stream needs --horizon (the number of steps to release).")
+        if opts["format"] == "table":
+            raise ParameterError("--stream reads a directory of files; use --format parquet, csv or json.")
+
+
+def cost(opts):
+    """What the release will spend (checked against the budget before reading)."""
+    from dp_spark.accounting import ZCDP
+
+    return ZCDP(opts["rho"])
+
+
+def budget(opts):
+    """The run's privacy filter, if a budget was given."""
+    from dp_spark.accounting import ZCDP, PrivacyFilter
+
+    if opts["budget_rho"] is None:
+        return None
+    return PrivacyFilter(ZCDP(opts["budget_rho"]))
+
+
+def run(spark, df, opts, budget_filter):
+    if opts["stream"]:
+        return _run_stream(spark, df, opts, budget_filter)
+    from dp_spark.releases.continual_distinct import continual_distinct
+
+    columns = {"time_col": opts["time_col"], "item_col": opts["item_col"], "op_col": opts["op_col"]}
+    horizon = opts["horizon"]
+    if not opts["input"]:
+        from dp_spark.continual_data import DEFAULT_HORIZON, items_for_events, synthetic_stream
+
+        horizon = horizon or DEFAULT_HORIZON
+        items = items_for_events(int(opts["rows"]), int(opts["demo_flippancy"]))
+        log.info("no --input: built-in synthetic stream, about %s events, %d steps", f"{opts['rows']:,}", horizon)
+        df = synthetic_stream(spark, items=items, horizon=horizon, max_flippancy=int(opts["demo_flippancy"]))
+        columns = {"time_col": "time", "item_col": "item", "op_col": "op"}
+    return continual_distinct(
+        df,
+        opts["rho"],
+        horizon=horizon,
+        mechanism=opts["mechanism"],
+        max_flippancy=opts["max_flippancy"],
+        seed=opts["seed"],
+        beta=opts["beta"],
+        delta=opts["delta"],
+        origin=_origin(opts["origin"]),
+        step_size=opts["step_size"],
+        shards=opts["shards"],
+        budget=budget_filter,
+        **columns,
+    )
+
+
+def _run_stream(spark, df, opts, budget_filter):
+    from dp_spark.streaming import continual_distinct_stream, write_demo_files
+    from dp_spark.streaming.checkpoint import local_directory
+
+    source = opts["input"]
+    schema = None
+    horizon = opts["horizon"]
+    columns = {"time_col": opts["time_col"], "item_col": opts["item_col"], "op_col": opts["op_col"]}
+    fmt = opts["format"]
+    if source:
+        schema = df.schema  # the batch read of the files present (cli's loader) fixes the schema
+    else:
+        horizon = horizon or DEMO_STREAM_HORIZON
+        demo = local_directory(opts["checkpoint"], "checkpoint") / "demo-input"
+        if not (demo.is_dir() and any(demo.glob("events-*.json"))):
+            log.info("no --input: writing a demo source of %d files (one per step) to %s", horizon, demo)
+            write_demo_files(spark, demo, horizon, max_flippancy=int(opts["demo_flippancy"]))
+        source, fmt = str(demo), "json"
+        columns = {"time_col": "time", "item_col": "item", "op_col": "op"}
+    return continual_distinct_stream(
+        spark,
+        source,
+        checkpoint=opts["checkpoint"],
+        sink=opts["sink"],
+        rho=opts["rho"],
+        horizon=horizon,
+        mechanism=opts["mechanism"],
+        max_flippancy=opts["max_flippancy"],
+        fmt=fmt,
+        schema=schema,
+        files_per_step=opts["files_per_step"],
+        trigger=opts["trigger"],
+        timeout=opts["timeout"],
+        beta=opts["beta"],
+        delta=opts["delta"],
+        seed=opts["seed"],
+        budget=budget_filter,
+        state_partitions=opts["state_partitions"],
+        **columns,
+    )
+
+
+def series_path(opts) -> str | None:
+    """--series, or ``<report stem>_series.parquet`` beside --output, or None."""
+    if opts.get("series"):
+        return opts["series"]
+    if opts.get("output"):
+        out = Path(opts["output"])
+        stem = out.name[: -len(".json")] if out.name.endswith(".json") else out.name
+        return str(out.with_name(f"{stem}_series.parquet"))
+    return None
+
+
+def write_series(release, opts) -> None:
+    """Write ``release.series`` atomically as Parquet or CSV (by extension)."""
+    from dp_spark.io import _is_local, write_dataframe_atomic
+
+    path = series_path(opts)
+    if path is None:
+        return
+    fmt = "csv" if path.lower().endswith(".csv") else "parquet"
+    series = release.series
+    if not _is_local(path):
+        from dp_spark.session import active_session
+
+        write_dataframe_atomic(active_session().createDataFrame(series).coalesce(1), path, fmt)
+        return
+    target = Path(path[len("file:"):] if path.startswith("file:") else path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        if fmt == "csv":
+            series.to_csv(tmp, index=False)
+        else:
+            series.to_parquet(tmp, index=False)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    if not opts.get("quiet"):
+        print(f"series written to {target}")
+
+
+ARTIFACT_WRITERS = {"series": write_series}

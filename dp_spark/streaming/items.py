@@ -1,0 +1,89 @@
+"""Per-item state of the streaming continual-distinct query (Spark side, no noise).
+
+``applyInPandasWithState`` grouped by item keeps, for every item, its count
+and its running flippancy (number of flips so far). Each micro-batch is one
+step: the item's events in the batch are applied with the stream rules
+(``dp_spark.continual.count_after``: raw-time order, equal times inserts
+first, deletes at zero ignored); if its end-of-step existence changed, the
+item emits one row: the (level, delta, cross) cell of that flip, computed
+by the same kernel as the batch stage (``dp_spark.continual.flip_cells``).
+Summing these rows per level over a micro-batch gives the step's column of
+``StreamSummaries`` (the driver adds ``cross`` to running totals).
+
+A batch holding an op other than +1/−1 (or null), or a null time, makes the
+item emit a row with ``bad = 1`` and no update; the driver then refuses the
+step (the batch is not committed, so nothing of it is kept).
+Rows here are NON-PRIVATE; only O(log T) sums per step reach the driver.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import types as T
+
+from dp_spark.continual import FlipEvents, count_after, flip_cells
+
+LEVEL = "level"
+DELTA = "delta"
+CROSS = "cross"
+BAD = "bad"
+ORDER = "order_key"
+OP = "op"
+
+OUTPUT_SCHEMA = T.StructType(
+    [
+        T.StructField(LEVEL, T.IntegerType()),
+        T.StructField(DELTA, T.LongType()),
+        T.StructField(CROSS, T.LongType()),
+        T.StructField(BAD, T.IntegerType()),
+    ]
+)
+STATE_SCHEMA = T.StructType([T.StructField("count", T.LongType()), T.StructField("flips", T.LongType())])
+_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
+
+
+def _frame(rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=_COLUMNS).astype(
+        {LEVEL: "int32", DELTA: "int64", CROSS: "int64", BAD: "int32"}
+    )
+
+
+def item_step(count: int, flips: int, ops, order, max_level: int) -> tuple[int, int, tuple | None]:
+    """One item's step: new (count, flips) and its flip cell row or None."""
+    new_count = count_after(count, ops, order)
+    if (new_count > 0) == (count > 0):
+        return new_count, flips, None
+    flips += 1
+    flip = FlipEvents(
+        item=np.zeros(1, dtype=np.int64),
+        time=np.ones(1, dtype=np.int64),
+        up=np.array([new_count > 0]),
+        index=np.array([flips], dtype=np.int64),
+    )
+    _, level, delta, cross = flip_cells(flip, max_level)
+    return new_count, flips, (int(level[0]), int(delta[0]), int(cross[0]), 0)
+
+
+def make_update(max_level: int, has_order: bool):
+    """The ``applyInPandasWithState`` function for trees with levels 0..max_level."""
+
+    def update(key, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        frames = [b for b in batches if len(b)]
+        if not frames:
+            return
+        pdf = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        ops = pdf[OP].to_numpy(dtype=np.float64, na_value=np.nan)
+        order = pdf[ORDER].to_numpy(dtype=np.float64, na_value=np.nan) if has_order else None
+        if not np.all((ops == 1.0) | (ops == -1.0)) or (order is not None and not np.all(np.isfinite(order))):
+            yield _frame([(-1, 0, 0, 1)])
+            return
+        count, flips = state.get if state.exists else (0, 0)
+        count, flips, row = item_step(int(count), int(flips), ops.astype(np.int64), order, max_level)
+        state.update((count, flips))
+        if row is not None:
+            yield _frame([row])
+
+    return update

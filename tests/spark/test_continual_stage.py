@@ -1,0 +1,241 @@
+"""Continual-distinct on a local session: the Spark stage against the numpy
+reference, the release through its Python API, and the CLI subcommand."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dp_spark
+from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.cli import main
+from dp_spark.continual import existence_and_flippancy, stream_summaries, summaries_from_existence
+from dp_spark.errors import BudgetExceededError, InputError, ParameterError, SchemaError
+from dp_spark.stages.continual import continual_summaries
+
+from tests.unit.test_continual import HAND_EVENTS, HAND_OVER, HAND_Z, HAND_Z_TRUNCATED
+
+
+def _assert_same(got, want):
+    assert got.horizon == want.horizon and got.max_level == want.max_level
+    np.testing.assert_array_equal(got.z, want.z)
+    np.testing.assert_array_equal(got.z_truncated, want.z_truncated)
+    np.testing.assert_array_equal(got.over_counts, want.over_counts)
+
+
+def _random_events(seed: int, n: int, steps: int, items: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "t": rng.integers(1, steps + 1, n),
+        "thing": rng.integers(0, items, n),
+        "op": rng.choice([-1, 1], n, p=[0.45, 0.55]),
+    })
+
+
+# ------------------------------------------------------------------ the stage
+
+def test_stage_on_the_hand_worked_stream(spark):
+    df = spark.createDataFrame(HAND_EVENTS, "time long, item string, op int")
+    out = continual_summaries(df, horizon=8, shards=2)
+    assert out.horizon == 8 and not out.horizon_from_data
+    assert out.summaries.z.tolist() == HAND_Z
+    assert out.summaries.z_truncated.tolist() == HAND_Z_TRUNCATED
+    assert out.summaries.over_counts.tolist() == HAND_OVER
+
+
+def test_stage_equals_reference_on_random_integer_streams(spark):
+    """Integer times (the step), integer items, unsorted with many duplicate
+    steps; the horizon derived from the data (last step 45 -> 64)."""
+    pdf = _random_events(seed=1, n=4000, steps=45, items=60)
+    out = continual_summaries(spark.createDataFrame(pdf), "t", "thing", "op", shards=3)
+    assert out.horizon == 64 and out.horizon_from_data
+    want = stream_summaries(pdf.t.to_numpy(), pdf.thing.to_numpy(), pdf.op.to_numpy(), 64)
+    _assert_same(out.summaries, want)
+    dense = summaries_from_existence(existence_and_flippancy(pdf.t, pdf.thing, pdf.op, 64))
+    _assert_same(out.summaries, dense)  # an independent event-by-event loop
+
+
+def test_stage_orders_events_inside_a_step_by_raw_time(spark):
+    """Fractional times, step_size 0.25 and origin 0: several raw times per step,
+    so the in-step order decides; equal raw times apply inserts first."""
+    rng = np.random.default_rng(2)
+    n = 3000
+    raw = rng.integers(0, 120, n) / 8.0  # 0 .. 14.875, many exact ties
+    pdf = pd.DataFrame({"time": raw, "item": rng.integers(0, 40, n).astype(str),
+                        "op": rng.choice([-1.0, 1.0], n)})
+    out = continual_summaries(spark.createDataFrame(pdf), horizon=60, origin=0, step_size=0.25, shards=2)
+    steps = np.floor(raw / 0.25).astype(np.int64) + 1
+    want = stream_summaries(steps, pdf.item.to_numpy(), pdf.op.to_numpy().astype(int), 64, order=raw)
+    _assert_same(out.summaries, want)
+    assert out.horizon == 60 and out.summaries.horizon == 64
+    unordered = stream_summaries(steps, pdf.item.to_numpy(), pdf.op.to_numpy().astype(int), 64)
+    assert not np.array_equal(want.z, unordered.z)  # the order key matters on this stream
+
+
+def test_stage_maps_timestamps_to_steps(spark):
+    base = dt.datetime(2024, 3, 1, 0, 0, tzinfo=dt.timezone.utc)
+    rng = np.random.default_rng(3)
+    n = 600
+    minutes = rng.integers(0, 16 * 60, n)
+    items = rng.integers(0, 25, n)
+    ops = rng.choice([-1, 1], n)
+    rows = [(base + dt.timedelta(minutes=int(m)), f"u{int(i)}", int(o)) for m, i, o in zip(minutes, items, ops)]
+    df = spark.createDataFrame(rows, "time timestamp, item string, op int")
+    out = continual_summaries(df, horizon=16, origin="2024-03-01T00:00:00Z", step_size=3600, shards=2)
+    want = stream_summaries(minutes // 60 + 1, items, ops, 16, order=minutes)
+    _assert_same(out.summaries, want)
+    derived = continual_summaries(df, step_size=3600, shards=2)  # origin from the data: floored to the hour
+    assert derived.mapping.origin_from_data
+    assert derived.mapping.describe()["origin"].startswith("2024-03-01T00:00")
+
+
+def test_stage_bad_input_rules(spark):
+    good = [(1, "a", 1), (2, "b", 1), (3, "a", -1)]
+    nulls = spark.createDataFrame(good + [(2, None, 1)], "time long, item string, op int")
+    out = continual_summaries(nulls, horizon=4, shards=1)  # null item: dropped
+    assert out.summaries.z.tolist() == [1, 1, -1, 0]
+    cases = [
+        (good + [(2, "c", 2)], InputError, "must hold \\+1"),
+        (good + [(None, "c", 1)], InputError, "null"),
+        (good + [(999, "c", 1)], ParameterError, "outside 1..horizon"),
+    ]
+    for rows, error, fragment in cases:
+        df = spark.createDataFrame(rows, "time long, item string, op int")
+        with pytest.raises(error, match=fragment) as info:
+            continual_summaries(df, horizon=4, shards=1)
+        assert not re.search(r"\b(999|2)\b", str(info.value)), "a data value leaked into the message"
+    with pytest.raises(SchemaError, match="'when' is not in the input"):
+        continual_summaries(nulls, "when")
+    text_time = spark.createDataFrame([("x", "a", 1)], "time string, item string, op int")
+    with pytest.raises(SchemaError, match="time column must hold"):
+        continual_summaries(text_time)
+    empty = spark.createDataFrame([], "time long, item string, op int")
+    with pytest.raises(ParameterError, match="no events"):
+        continual_summaries(empty)
+    assert continual_summaries(empty, horizon=3).summaries.z.tolist() == [0, 0, 0, 0]
+    with pytest.raises(ParameterError, match="horizon"):
+        continual_summaries(nulls, horizon=0)
+
+
+# ------------------------------------------------------------------ the release
+
+@pytest.fixture(scope="module")
+def events(spark):
+    """A stream with known maximum flippancy 4 (every item flips 1..4 times)."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for item in range(400):
+        flips = int(rng.integers(1, 5))
+        steps = np.sort(rng.choice(np.arange(1, 101), flips, replace=False))
+        rows += [(int(s), f"i{item}", 1 if k % 2 == 0 else -1) for k, s in enumerate(steps)]
+    pdf = pd.DataFrame(rows, columns=["time", "item", "op"]).sample(frac=1.0, random_state=0)
+    truth = np.cumsum(stream_summaries(pdf.time, pdf.item, pdf.op, 128).z)[:100]
+    return spark.createDataFrame(pdf).cache(), truth
+
+
+def test_release_report_and_series(events):
+    df, truth = events
+    release = dp_spark.continual_distinct(df, 0.5, horizon=100, seed=1)
+    series = release.series
+    assert list(series.columns[:2]) == ["step", "estimate"] and len(series) == 100
+    assert series.step.tolist() == list(range(1, 101))
+    report = release.to_dict()
+    json.dumps(report)
+    assert report["release"] == "continual-distinct" and report["privacy_unit"] == "item"
+    assert report["rho"] == 0.5 and report["guarantee"]["approx_dp_equivalent"]["delta"] == 1e-6
+    assert sum(part["rho"] for part in report["budget_split"]) == pytest.approx(0.5)
+    assert report["seeded"] is True and report["publishable"] is False
+    assert report["parameters"]["tree_horizon"] == 128 and report["parameters"]["horizon_given"] is True
+    assert "item" in report["statement"] and "not a person" in report["statement"]
+    assert len(report["parameters"]["rules"]) == 3
+    assert np.all(np.abs(series.estimate - truth) <= series.error_bound)  # the stated bound holds
+    again = dp_spark.continual_distinct(df, 0.5, horizon=100, seed=1)
+    pd.testing.assert_frame_equal(series, again.series)
+    unseeded = dp_spark.continual_distinct(df, 0.5, horizon=100, mechanism="bounded", max_flippancy=3)
+    assert unseeded.to_dict()["publishable"] is True
+    assert unseeded.flippancy_bound == 4  # rounded up to a power of two, stated in the notes
+    assert any("rounded up" in n or "was used as w" in n for n in unseeded.notes)
+
+
+def test_every_mechanism_is_exact_when_the_noise_vanishes(events):
+    """With ρ = 1e12 the noise is negligible: each mechanism returns the true
+    count at every step (adaptive and baseline included), so the wiring from
+    the stage to the series is right."""
+    df, truth = events
+    for mechanism, extra in (("adaptive", {}), ("bounded", {"max_flippancy": 4}), ("baseline", {})):
+        release = dp_spark.continual_distinct(df, 1e12, horizon=100, mechanism=mechanism, seed=2, **extra)
+        np.testing.assert_allclose(release.series.estimate, truth, atol=0.05)
+
+
+def test_release_refuses_bad_parameters_and_overspending_before_reading(spark, events):
+    df, _ = events
+    budget = PrivacyFilter(ZCDP(1.0))
+    budget.spend(ZCDP(0.8))
+    poisoned = df.selectExpr("time", "item", "raise_error('read!') AS op")  # any read fails
+    with pytest.raises(BudgetExceededError):
+        dp_spark.continual_distinct(poisoned, 0.5, horizon=100, budget=budget)
+    assert budget.spent.rho == pytest.approx(0.8)
+    for kwargs, fragment in [
+        ({"rho": 0.0}, "rho"),
+        ({"rho": 1.0, "mechanism": "bounded"}, "max_flippancy"),
+        ({"rho": 1.0, "max_flippancy": 4}, "only to mechanism 'bounded'"),
+        ({"rho": 1.0, "mechanism": "magic"}, "mechanism"),
+        ({"rho": 1.0, "horizon": -3}, "horizon"),
+        ({"rho": 1.0, "step_size": 0}, "step_size"),
+    ]:
+        with pytest.raises(ParameterError, match=fragment):
+            dp_spark.continual_distinct(poisoned, **kwargs)
+
+
+# ------------------------------------------------------------------ the CLI
+
+def _cli(capsys, *argv):
+    code = main(["continual-distinct", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_built_in_stream_writes_series_and_report(capsys, tmp_path, spark):
+    report_path = tmp_path / "report.json"
+    code, out, err = _cli(capsys, "--rows", "3000", "--horizon", "64", "--demo-flippancy", "4", "--seed", "3",
+                          "--output", str(report_path))
+    assert code == 0, err
+    report = json.loads(report_path.read_text())
+    assert report["horizon"] == 64 and report["mechanism"] == "adaptive" and report["privacy_unit"] == "item"
+    series = pd.read_parquet(tmp_path / "report_series.parquet")  # default: beside the report
+    assert series.step.tolist() == list(range(1, 65)) and "estimate" in series
+    assert "NOT private" in out
+    csv_path = tmp_path / "series.csv"
+    code, out, err = _cli(capsys, "--rows", "3000", "--horizon", "64", "--mechanism", "baseline",
+                          "--series", str(csv_path), "--seed", "3", "--quiet")
+    assert code == 0, err
+    assert json.loads(out)["mechanism"] == "baseline" and len(pd.read_csv(csv_path)) == 64
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--rho", "0"], "rho must be a finite number > 0"),
+        (["--mechanism", "bounded"], "needs max_flippancy"),
+        (["--budget-rho", "0.1", "--rho", "0.5"], "budget"),
+        (["--series", "out.txt"], "--series must end in"),
+        (["--stream", "--input", "{tmp}", "--format", "json"], "--stream needs --horizon"),
+        (["--input", "{tmp}/bad.json", "--horizon", "8"], "must hold +1 (insert) or -1"),
+    ],
+)
+def test_cli_bad_input_one_line_exit_2_and_output_kept(capsys, tmp_path, spark, argv, fragment):
+    (tmp_path / "bad.json").write_text('{"time": 1, "item": "a", "op": 1}\n{"time": 2, "item": "a", "op": 5}\n')
+    report = tmp_path / "report.json"
+    report.write_text('{"earlier": true}')
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code, out, err = _cli(capsys, *argv, "--output", str(report))
+    assert code == 2, err
+    assert fragment in err, err
+    assert len([line for line in err.splitlines() if "error" in line]) == 1, err
+    assert "Traceback" not in err and "at org.apache" not in err
+    assert json.loads(report.read_text()) == {"earlier": True}
