@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         from dp_spark.session import get_session
 
         spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "ERROR")
-        df, opts = load_table(spark, opts)
+        df, opts = getattr(module, "load_table", load_table)(spark, opts)
         release = module.run(spark, df, opts, budget)
         print(release.to_json() if opts["quiet"] else release.summary())
         for writer in getattr(module, "ARTIFACT_WRITERS", {}).values():

@@ -97,7 +97,7 @@ def load_table(spark, opts: dict[str, Any]):
         log.info("no --input: using %s rows of built-in synthetic data", f"{opts['rows']:,}")
         df = synthetic_events(spark, rows=int(opts["rows"]))
         opts = {**opts, "person_col": "person_id", "item_col": "item"}
-    if opts["tokenize"] == "words":
+    if opts.get("tokenize") == "words":
         require_columns(df, opts["person_col"], opts["item_col"])
         words = F.explode(F.split(F.lower(F.col(opts["item_col"]).cast("string")), "[^a-z]+"))
         df = df.select(F.col(opts["person_col"]), words.alias(opts["item_col"])).where(

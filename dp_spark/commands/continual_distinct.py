@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from dp_spark.commands.base import RUN_OPTIONS, Option, log
+from dp_spark.commands.base import load_table as base_load_table
 from dp_spark.continual import MECHANISMS
 
 NAME = "continual-distinct"
@@ -30,7 +31,6 @@ OPTIONS = (
     Option("time_col", str, "time", "column with the event time: integer steps, numbers, timestamps or dates"),
     Option("item_col", str, "item", "column identifying the item (the privacy unit)"),
     Option("op_col", str, "op", "column with +1 (insert) or -1 (delete)"),
-    Option("tokenize", str, "none", "not used by this release (items are used as they are)", ("none",)),
     Option("rows", int, 200_000, "events of the built-in synthetic stream (no --input)"),
     Option("demo_flippancy", int, 16, "largest flippancy of the built-in synthetic stream (no --input)"),
     Option("rho", float, 0.5, "privacy parameter ρ (zCDP) spent by the whole series"),
@@ -121,6 +121,14 @@ def budget(opts):
     if opts["budget_rho"] is None:
         return None
     return PrivacyFilter(ZCDP(opts["budget_rho"]))
+
+
+def load_table(spark, opts):
+    """The event table named by --input; without one, None (run() builds the
+    built-in synthetic stream, which the generic loader knows nothing of)."""
+    if not opts["input"]:
+        return None, opts
+    return base_load_table(spark, opts)
 
 
 def run(spark, df, opts, budget_filter):
