@@ -13,10 +13,10 @@ import importlib
 
 _MODULES = (
     "distinct_count",
-    # "top_k",
-    # "count_release",
-    # "set_union",
-    # "continual_distinct",
+    "top_k",
+    "count_release",
+    "set_union",
+    "continual_distinct",
 )
 
 COMMANDS = {}

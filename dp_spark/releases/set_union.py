@@ -32,8 +32,8 @@ the person id and the restriction to Δ0 items uses a salted hash instead of
 ``np.random.choice``; with ``shards`` > 1 the sequential policies run per
 shard, each with the cutoff Γ/√shards by default, and the shard histograms
 are added (privacy as for one shard, for any cutoff; see
-:mod:`dp_spark.set_union.policies` and
-:func:`dp_spark.set_union.shard_cutoff`). ``shards=1`` is the paper's
+:mod:`dp_spark.partition_selection.policies` and
+:func:`dp_spark.partition_selection.shard_cutoff`). ``shards=1`` is the paper's
 algorithm.
 """
 
@@ -45,8 +45,8 @@ from dp_spark.accounting import ApproxDP, PrivacyFilter
 from dp_spark.noise import make_rng
 from dp_spark.releases import checks
 from dp_spark.report import Release
-from dp_spark.set_union import SEQUENTIAL, derive_randomness, plan_set_union
-from dp_spark.set_union import shard_cutoff as cutoff_per_shard
+from dp_spark.partition_selection import SEQUENTIAL, derive_randomness, plan_set_union
+from dp_spark.partition_selection import shard_cutoff as cutoff_per_shard
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import edges
 from dp_spark.stages.set_union import check_shards, default_shards, set_union_items
@@ -113,7 +113,7 @@ def set_union(
     ``spark.sql.shuffle.partitions``, a configuration, not a property of the
     data); 1 is the paper's single pass. ``shard_cutoff``: each shard's cutoff,
     ``scaled`` (Γ/√shards, default) or ``full`` (Γ); privacy is the same
-    (:func:`dp_spark.set_union.shard_cutoff`).
+    (:func:`dp_spark.partition_selection.shard_cutoff`).
 
     Returns a Release whose ``items`` attribute is a lazy Spark DataFrame with
     one column ``item`` (never collected by the library; recomputing it gives

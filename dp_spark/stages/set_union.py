@@ -8,12 +8,12 @@ Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
    policy: distributed sums for ``count`` / ``weighted-*``, sequential shards
    (``mapInPandas``) for ``policy-*``, whose shard histograms are added.
 3. :func:`released_items` — noise and threshold inside Spark (``mapInPandas``
-   calling :func:`dp_spark.set_union.release_mask` with a generator per
+   calling :func:`dp_spark.partition_selection.release_mask` with a generator per
    partition); only the column ``item`` of the released items remains.
 
 No privacy noise is drawn in this module: step 3 calls the mechanism layer's
 noise function inside the executors. The privacy argument (facts (S) and (T))
-is in :mod:`dp_spark.set_union.policies`; what this module must and does
+is in :mod:`dp_spark.partition_selection.policies`; what this module must and does
 guarantee for it is stated at each function: a person's restricted set and
 shard depend only on that person's own rows, and a shard's persons are
 visited in an order that depends only on their ids.
@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError
-from dp_spark.set_union import (
+from dp_spark.partition_selection import (
     SEQUENTIAL,
     NoiseRoot,
     SetUnionPlan,
@@ -161,13 +161,13 @@ def weight_histogram(
     computed as distributed sums and ``shards`` plays no role.
 
     ``policy-laplace`` / ``policy-gaussian`` are sequential (``gamma`` is the
-    cutoff every shard runs with; see :func:`dp_spark.set_union.shard_cutoff`
+    cutoff every shard runs with; see :func:`dp_spark.partition_selection.shard_cutoff`
     — privacy holds for any cutoff): person p goes to
     shard pmod(murmur3(p), shards) (Spark's hash partitioning of the person
     id, so a shard is a Spark partition); inside a shard persons are visited
     in the order (xxhash64(person), person), a total order fixed by the ids
     alone; each shard builds its own histogram with the kernel of
-    :mod:`dp_spark.set_union.policies` and the shard histograms are added.
+    :mod:`dp_spark.partition_selection.policies` and the shard histograms are added.
     Adding or removing one person changes one shard only, so the sum keeps
     ℓ1 (Laplace) / ℓ2 (Gaussian) sensitivity ≤ 1, and an item only that
     person holds occurs in no other shard, so its summed weight is the
@@ -208,7 +208,7 @@ def _threshold_partition(
     """mapInPandas body: release the items of one partition whose weight plus
     fresh noise clears ρ. The generator is the root's child for this
     partition (its id arrives as a column); noise is drawn by the mechanism
-    layer (:func:`dp_spark.set_union.release_mask`), not here."""
+    layer (:func:`dp_spark.partition_selection.release_mask`), not here."""
     rng = None
     for batch in batches:
         if not len(batch):
@@ -280,7 +280,7 @@ def set_union_items(
     """The released items (one column ``item``) of DP Set Union with the
     constants in ``plan``: (plan.epsilon, plan.delta)-DP at person level.
     Sequential policies run in ``shards`` shards, each with the cutoff
-    :func:`dp_spark.set_union.shard_cutoff` (Γ, rule). Lazy: nothing runs
+    :func:`dp_spark.partition_selection.shard_cutoff` (Γ, rule). Lazy: nothing runs
     until an action on the result."""
     spark = df.sparkSession
     partitions = partitions or default_shards(spark)

@@ -1,0 +1,77 @@
+"""DP Set Union (partition selection), mechanism layer: pure numpy/scipy.
+
+Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin, "Differentially Private
+Set Union" (ICML 2020). Releases as many items as possible from the union of
+the persons' item sets under (ε, δ)-DP with each person's whole contribution
+protected.
+
+- :mod:`.policies`: the update policies (count, weighted-laplace,
+  weighted-gaussian, policy-laplace, policy-gaussian) as kernels over one
+  shard of persons, with the sensitivity facts the privacy proof needs.
+- :mod:`.thresholds`: noise scale (Laplace b, analytic Gaussian σ), the
+  threshold ρ of the paper's theorems and the cutoff Γ = ρ + α·scale.
+- :mod:`.thresholding`: the noise + threshold step for one partition, with
+  per-partition generators spawned from one OS-seeded root.
+
+Never imports pyspark or pandas; the Spark stages in
+:mod:`dp_spark.stages.set_union` call these functions.
+"""
+
+from dp_spark.partition_selection.policies import (
+    NOISE_OF,
+    POLICIES,
+    SEQUENTIAL,
+    build_histogram,
+    check_policy,
+    count_update,
+    person_weight,
+    policy_gaussian_update,
+    policy_laplace_update,
+    update_histogram,
+    weighted_gaussian_update,
+    weighted_laplace_update,
+)
+from dp_spark.partition_selection.thresholding import NoiseRoot, derive_randomness, release_mask
+from dp_spark.partition_selection.thresholds import (
+    SHARD_CUTOFFS,
+    SetUnionPlan,
+    analytic_gaussian_sigma,
+    gaussian_mechanism_delta,
+    laplace_isf,
+    per_item_tail,
+    plan_set_union,
+    rho_count,
+    rho_gaussian,
+    rho_laplace,
+    shard_cutoff,
+)
+
+__all__ = [
+    "POLICIES",
+    "NOISE_OF",
+    "SEQUENTIAL",
+    "check_policy",
+    "person_weight",
+    "count_update",
+    "weighted_laplace_update",
+    "weighted_gaussian_update",
+    "policy_laplace_update",
+    "policy_gaussian_update",
+    "update_histogram",
+    "build_histogram",
+    "SetUnionPlan",
+    "plan_set_union",
+    "per_item_tail",
+    "laplace_isf",
+    "analytic_gaussian_sigma",
+    "gaussian_mechanism_delta",
+    "rho_count",
+    "rho_laplace",
+    "rho_gaussian",
+    "SHARD_CUTOFFS",
+    "shard_cutoff",
+    "NoiseRoot",
+    "derive_randomness",
+    "release_mask",
+]
+

@@ -1,0 +1,87 @@
+"""Noise and threshold of DP Set Union, applied to one partition of the histogram.
+
+Gopi et al., "Differentially Private Set Union" (ICML 2020), Algorithm 1
+step 3: for every item u in the support of the histogram H draw fresh noise
+Z_u (Lap(b) or N(0, σ²), :mod:`dp_spark.partition_selection.thresholds`) and release u
+iff H[u] + Z_u > ρ. Only the identities of the released items leave this
+function; the noisy weights are discarded (they are not part of the
+mechanism's output). With the histogram facts (S) and (T) of
+:mod:`dp_spark.partition_selection.policies` the released set is (ε, δ)-DP.
+
+The histogram may be as large as the data's vocabulary, so this runs inside
+Spark, one call per partition (from ``mapInPandas``). Each partition gets its
+own generator: ``NoiseRoot`` holds the state of one child of the release's
+OS-seeded root ``SeedSequence``, and partition p uses the child with spawn key
+(…, p) — exactly ``SeedSequence.spawn``'s p-th child — so no draw is shared
+between partitions or items. Given the same root, partition contents and
+order, the draws are the same, which is what makes repeated Spark actions on
+the released DataFrame return the same set (a recomputation is not a second
+release). Pure numpy; no pyspark, no pandas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dp_spark.noise import spawn_rngs
+from dp_spark.noise.rng import check_rng
+from dp_spark.partition_selection.thresholds import SetUnionPlan
+
+__all__ = ["NoiseRoot", "derive_randomness", "release_mask"]
+
+#: Upper end (exclusive) of the item-sampling salt: fits a Spark long literal.
+SALT_RANGE = 2**62
+
+
+@dataclass(frozen=True)
+class NoiseRoot:
+    """Picklable state of a ``numpy.random.SeedSequence`` (entropy and spawn
+    key) from which per-partition generators are spawned."""
+
+    entropy: int | tuple[int, ...]
+    spawn_key: tuple[int, ...]
+
+    def partition_rng(self, partition: int) -> np.random.Generator:
+        """The generator of Spark partition ``partition``: the root's child
+        with spawn key ``spawn_key + (partition,)``."""
+        seq = np.random.SeedSequence(self.entropy, spawn_key=self.spawn_key + (int(partition),))
+        return np.random.Generator(np.random.PCG64(seq))
+
+
+def derive_randomness(rng: np.random.Generator) -> tuple[int, NoiseRoot]:
+    """Split the release's root generator (``dp_spark.noise.make_rng``, seeded
+    by the OS unless a test seed was given) into two independent children:
+    the salt of the per-person item sampling (not privacy noise: the privacy
+    argument holds for every salt; it only makes each person's choice of Δ0
+    items a fresh uniform-looking sample, as the paper's random choice) and
+    the root of the per-partition noise generators."""
+    salt_rng, noise_rng = spawn_rngs(check_rng(rng), 2)
+    salt = int(salt_rng.integers(0, SALT_RANGE))
+    seq = noise_rng.bit_generator.seed_seq
+    entropy = seq.entropy  # an int (OS entropy, int seeds) or a sequence of ints
+    if isinstance(entropy, (int, np.integer)):
+        entropy = int(entropy)
+    else:
+        entropy = tuple(int(e) for e in entropy)
+    return salt, NoiseRoot(entropy, tuple(int(k) for k in seq.spawn_key))
+
+
+def release_mask(weights: np.ndarray, plan: SetUnionPlan, rng: np.random.Generator) -> np.ndarray:
+    """Boolean mask of the items released: weight + noise > ρ (Algorithm 1,
+    step 3), one fresh noise draw per item from ``rng``. Items of weight
+    <= 0 are outside the histogram's support and are never released.
+
+    Guarantee: over all partitions, the released set is (ε, δ)-DP at
+    ``plan.epsilon``, ``plan.delta`` when the weights are the summed shard
+    histograms of :mod:`dp_spark.partition_selection.policies` (facts (S), (T)).
+    Floating-point noise is fine here: only the comparison is released.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    check_rng(rng)
+    if plan.noise == "laplace":
+        noise = rng.laplace(0.0, plan.scale, weights.shape)
+    else:
+        noise = rng.normal(0.0, plan.scale, weights.shape)
+    return (weights > 0.0) & (weights + noise > plan.rho)

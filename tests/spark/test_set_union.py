@@ -1,0 +1,347 @@
+"""DP Set Union on a local session: stages, the release, the CLI.
+
+The Spark histograms are checked against the numpy kernels (chispa), the
+sharded histograms' sensitivity on a neighbouring pair, and the whole
+release statistically: with many "probe" persons each holding items nobody
+else holds, the fraction of probes with any item released must be at most δ
+(δ/2 for the Gaussian policies) up to sampling error — and match the exact
+prediction, which is what lets this test fail.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+
+import numpy as np
+import pytest
+from chispa import assert_approx_df_equality, assert_df_equality
+from pyspark.sql import functions as F
+from scipy import stats
+
+import dp_spark
+from dp_spark.accounting import ApproxDP, PrivacyFilter
+from dp_spark.cli import main
+from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
+from dp_spark.partition_selection import POLICIES, SEQUENTIAL, build_histogram, plan_set_union
+from dp_spark.stages.edges import edges
+from dp_spark.stages.set_union import restricted_sets, set_union_histogram, weight_histogram
+
+SCHEMA = "person_id long, item string"
+
+
+@pytest.fixture(scope="module")
+def small(spark):
+    rng = np.random.default_rng(0)
+    rows = [(int(p), f"w{int(x)}") for p in range(300)
+            for x in np.minimum(rng.zipf(1.4, int(rng.integers(1, 15))), 60)]
+    return spark.createDataFrame(rows, SCHEMA).cache()
+
+
+def collect_sets(sets_df):
+    return {r["person"]: list(r["items"]) for r in sets_df.collect()}
+
+
+# -------------------------------------------------------------- restriction
+
+def test_restriction_keeps_own_items_independently_of_others(spark, small):
+    extra = spark.createDataFrame([(9999, f"w{i}") for i in range(30)], SCHEMA)
+    own = {}
+    for r in small.groupBy("person_id").agg(F.collect_set("item").alias("s")).collect():
+        own[r["person_id"]] = set(r["s"])
+    kept = collect_sets(restricted_sets(edges(small, "person_id", "item"), 4, salt=11))
+    with_extra = collect_sets(restricted_sets(edges(small.union(extra), "person_id", "item"), 4, salt=11))
+    assert kept.keys() == own.keys()
+    for person, items in kept.items():
+        assert len(items) == len(set(items)) == min(4, len(own[person]))
+        assert set(items) <= own[person]
+        assert with_extra[person] == items  # nobody else's data changes the choice
+    assert len(with_extra[9999]) == 4
+    other_salt = collect_sets(restricted_sets(edges(small, "person_id", "item"), 4, salt=12))
+    assert any(set(other_salt[p]) != set(kept[p]) for p in kept)  # the salt re-draws
+
+
+def test_restriction_is_a_uniform_choice(spark):
+    df = spark.createDataFrame([(p, x) for p in range(800) for x in "abcd"], SCHEMA)
+    picked = restricted_sets(edges(df, "person_id", "item"), 1, salt=5)
+    counts = {r["i"]: r["n"] for r in picked.select(F.col("items")[0].alias("i")).groupBy("i")
+              .agg(F.count("*").alias("n")).collect()}
+    assert sorted(counts) == list("abcd")
+    assert stats.chisquare(list(counts.values())).pvalue > 1e-4
+
+
+# ---------------------------------------------------------------- histograms
+
+def emulate(sets_rows, policy, gamma, shards):
+    """The kernel of dp_spark.partition_selection over the shards, persons in hashed order."""
+    codes = {}
+    total = {}
+    for s in range(shards):
+        members = sorted((r for r in sets_rows if r["shard"] == s), key=lambda r: (r["order"], r["person"]))
+        item_sets = [[codes.setdefault(x, len(codes)) for x in r["items"]] for r in members]
+        indptr = np.concatenate(([0], np.cumsum([len(x) for x in item_sets]))).astype(np.int64)
+        flat = np.array([c for x in item_sets for c in x], dtype=np.int64)
+        h = build_histogram(indptr, flat, len(codes), policy, gamma)
+        for item, code in codes.items():
+            if h[code] > 0:
+                total[item] = total.get(item, 0.0) + float(h[code])
+    return total
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_spark_histogram_equals_the_kernel(spark, small, policy):
+    shards = 3
+    gamma = 2.5 if policy in SEQUENTIAL else None
+    sets_df = restricted_sets(edges(small, "person_id", "item"), 5, salt=3)
+    rows = sets_df.select(
+        "person", "items",
+        F.pmod(F.hash("person"), F.lit(shards)).alias("shard"), F.xxhash64("person").alias("order"),
+    ).collect()
+    expected = emulate(rows, policy, gamma, shards)  # additive policies: shards do not matter
+    got = weight_histogram(sets_df, policy, gamma, shards)
+    want = spark.createDataFrame(sorted(expected.items()), "item string, weight double")
+    assert_approx_df_equality(got.orderBy("item"), want, 1e-9, ignore_nullable=True)
+
+
+def test_sharded_policy_histograms_keep_sensitivity_on_neighbours(spark, small):
+    # The extra person shares some items with others and holds 3 nobody else has.
+    extra = spark.createDataFrame([(4242, x) for x in ("w1", "w2", "w3", "only1", "only2", "only3")],
+                                  SCHEMA)
+    for policy in SEQUENTIAL:
+        gamma = 3.0
+        both = None
+        for name, df in (("with", small.union(extra)), ("without", small)):
+            hist_df = set_union_histogram(df, "person_id", "item", policy, 6, 1, gamma, shards=3)
+            hist_df = hist_df.withColumn("side", F.lit(name))
+            both = hist_df if both is None else both.union(hist_df)
+        h = {"with": {}, "without": {}}
+        for r in both.collect():  # one Spark job for the neighbouring pair
+            h[r["side"]][r["item"]] = r["weight"]
+        items = sorted(h["with"])
+        assert set(h["without"]) <= set(h["with"])
+        diff = np.array([h["with"][u] - h["without"].get(u, 0.0) for u in items])
+        norm = np.abs(diff).sum() if policy == "policy-laplace" else np.sqrt(diff @ diff)
+        assert 0 < norm <= 1 + 1e-9
+        new = set(h["with"]) - set(h["without"])
+        assert new == {"only1", "only2", "only3"}
+        cap = 1 / 3 if policy == "policy-laplace" else 1 / math.sqrt(3)
+        assert all(h["with"][u] <= cap + 1e-12 for u in new)
+
+
+# ---------------------------------------------------- the release, statistically
+
+PROBES = 2000
+
+
+@pytest.fixture(scope="module")
+def probes(spark):
+    """PROBES persons with 3 items each that nobody else holds, beside 200
+    background persons sharing 20 common items (Δ0 = 3 keeps them all)."""
+    rows = [(p, f"u{p}_{k}") for p in range(PROBES) for k in range(3)]
+    rows += [(10_000 + p, f"c{(p + k) % 20}") for p in range(200) for k in range(3)]
+    return spark.createDataFrame(rows, SCHEMA).cache()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_items_only_one_person_holds_are_released_with_probability_at_most_delta(probes, policy):
+    eps, delta, max_items = 1.0, 0.1, 3
+    release = dp_spark.set_union(probes, eps, delta, max_items=max_items, policy=policy, shards=4,
+                                 seed=20 + POLICIES.index(policy), count=False)
+    released = [r["item"] for r in release.items.collect()]
+    hit = {int(m.group(1)) for m in map(re.compile(r"u(\d+)_").match, released) if m}
+    rate = len(hit) / PROBES
+    plan = plan_set_union(eps, delta, max_items, policy)
+    weight = {"count": 1.0, "weighted-laplace": 1 / 3, "policy-laplace": 1 / 3}.get(policy, 1 / math.sqrt(3))
+    exact = 1 - (1 - plan.release_probability(weight)) ** 3
+    bound = delta if plan.noise == "laplace" else delta / 2
+    assert exact <= bound * (1 + 1e-9)
+    assert rate <= bound + 4.5 * math.sqrt(bound * (1 - bound) / PROBES)
+    assert abs(rate - exact) <= 4.5 * math.sqrt(exact * (1 - exact) / PROBES) + 1 / PROBES
+    if policy == "count":
+        assert exact == pytest.approx(delta)  # the bound is attained: this check can fail
+    assert sum(1 for x in released if x.startswith("c")) >= 10  # common items do come out
+
+
+# ------------------------------------------------------------------- the API
+
+REPORT_KEYS = {"release", "items_released", "policy", "max_items", "noise", "noise_scale",
+               "threshold", "epsilon", "delta", "guarantee", "privacy_unit", "neighbouring",
+               "budget_split", "errors", "statement", "parameters", "seeded", "publishable"}
+
+
+def test_release_report_and_items(spark):
+    # 777 persons hold "popular"; nothing in the report may reveal that count.
+    rows = [(p, "popular") for p in range(777)] + [(p, f"r{p % 50}") for p in range(777)]
+    df = spark.createDataFrame(rows, SCHEMA)
+    release = dp_spark.set_union(df, 3.0, 1e-5, max_items=10, seed=1)
+    report = release.to_dict()
+    assert REPORT_KEYS <= set(report) and "items" not in report
+    assert report["release"] == "set-union" and report["policy"] == "policy-gaussian"
+    assert report["guarantee"]["kind"] == "approx-dp"
+    assert (report["epsilon"], report["delta"]) == (3.0, 1e-5)
+    assert sum(s["delta"] for s in report["budget_split"]) == pytest.approx(1e-5)
+    assert report["cutoff"] > report["threshold"] > 0 and report["shards"] == 4
+    assert report["cutoff_per_shard"] == pytest.approx(report["cutoff"] / 2)  # Γ/√4
+    assert report["parameters"]["shard_cutoff"] == "scaled"
+    assert report["seeded"] and not report["publishable"]
+    assert release.items.columns == ["item"]
+    items = sorted(r["item"] for r in release.items.collect())
+    assert "popular" in items and set(items) <= {"popular", *(f"r{i}" for i in range(50))}
+    assert report["items_released"] == len(items)
+    text = json.dumps(report)
+    assert "777" not in text and "items" in release.errors
+    assert not re.search(r"\bweight\b\"", text)
+
+
+def test_integer_items_stay_integers_and_nulls_are_dropped(spark):
+    rows = [(p, p % 3) for p in range(400)] + [(None, 1), (5, None)]
+    df = spark.createDataFrame(rows, "user long, thing int")
+    release = dp_spark.set_union(df, 2.0, 1e-4, max_items=2, policy="weighted-gaussian",
+                                 person_col="user", item_col="thing", seed=2)
+    assert dict(release.items.dtypes) == {"item": "bigint"}
+    assert sorted(r["item"] for r in release.items.collect()) == [0, 1, 2]
+
+
+def test_recomputing_the_items_gives_the_same_set(small):
+    # Unseeded, not persisted: two actions recompute the pipeline from scratch.
+    release = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="policy-laplace", count=False)
+    first = release.items.collect()
+    second = release.items.collect()
+    assert sorted(first) == sorted(second) and len(first) > 0
+    assert release.to_dict()["publishable"] is True and "items_released" not in release.values
+
+
+def test_seeded_release_is_reproducible(small):
+    a = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="count", seed=4, count=False)
+    b = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="count", seed=4, count=False)
+    assert_df_equality(a.items, b.items, ignore_row_order=True)
+
+
+def test_empty_table_is_a_valid_release(spark):
+    empty = spark.createDataFrame([], SCHEMA)
+    release = dp_spark.set_union(empty, 1.0, 1e-6, seed=1)
+    assert release.items_released == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"epsilon": 0.0}, ParameterError),
+        ({"epsilon": -2.0}, ParameterError),
+        ({"delta": 0.0}, ParameterError),
+        ({"delta": 1.0}, ParameterError),
+        ({"max_items": 0}, ParameterError),
+        ({"alpha": -1.0}, ParameterError),
+        ({"policy": "greedy"}, ParameterError),
+        ({"shards": 0}, ParameterError),
+        ({"shard_cutoff": "half"}, ParameterError),
+        ({"seed": -1}, ParameterError),
+        ({"person_col": "nobody"}, SchemaError),
+        ({"item_col": "nothing"}, SchemaError),
+    ],
+)
+def test_bad_parameters(small, kwargs, error):
+    args = {"epsilon": 1.0, "delta": 1e-6, **kwargs}
+    with pytest.raises(error):
+        dp_spark.set_union(small, **args)
+
+
+def test_budget_is_checked_before_data_is_read_and_spent(spark, small, tmp_path):
+    path = tmp_path / "events.parquet"
+    spark.createDataFrame([(1, "a")], SCHEMA).write.parquet(str(path))
+    df = spark.read.parquet(str(path))
+    shutil.rmtree(path)  # any attempt to read the data would now fail
+    budget = PrivacyFilter(ApproxDP(1.0, 1e-5))
+    with pytest.raises(BudgetExceededError):
+        dp_spark.set_union(df, 2.0, 1e-6, budget=budget)
+    assert budget.spent.epsilon == 0.0
+    dp_spark.set_union(small, 0.6, 6e-6, max_items=3, policy="count", budget=budget, seed=1, count=False)
+    assert (budget.spent.epsilon, budget.spent.delta) == pytest.approx((0.6, 6e-6))
+    with pytest.raises(BudgetExceededError):
+        dp_spark.set_union(small, 0.6, 1e-6, budget=budget)
+
+
+# ------------------------------------------------------------------- the CLI
+
+def run_cli(capsys, *argv):
+    try:
+        code = main(["set-union", *argv])
+    except SystemExit as exc:  # argparse's own errors (unknown choice): exit 2, one line
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(err: str):
+    errors = [l for l in err.splitlines() if "error" in l.lower()]
+    assert len(errors) == 1, err
+    assert "Traceback" not in err and "at org.apache" not in err and "Py4J" not in err, err
+
+
+def test_cli_writes_items_and_report(capsys, tmp_path, spark):
+    report_path, items_path = tmp_path / "report.json", tmp_path / "items.parquet"
+    code, out, err = run_cli(capsys, "--rows", "20000", "--seed", "1", "--max-items", "20",
+                             "--epsilon", "2", "--delta", "1e-5", "--policy", "policy-laplace",
+                             "--items-output", str(items_path), "--output", str(report_path))
+    assert code == 0, err
+    report = json.loads(report_path.read_text())
+    assert report["policy"] == "policy-laplace" and report["epsilon"] == 2.0
+    written = spark.read.parquet(str(items_path))
+    assert written.columns == ["item"] and written.count() == report["items_released"] > 0
+    assert "NOT private" in out
+
+    # Bad input: one line, exit 2, earlier outputs untouched.
+    before = (report_path.read_text(), sorted(p.name for p in items_path.iterdir()))
+    for argv in (["--delta", "1.5"], ["--max-items", "0"], ["--alpha", "-1"], ["--epsilon", "0"],
+                 ["--policy", "greedy"], ["--budget-epsilon", "1"], ["--shards", "0"]):
+        code, out, err = run_cli(capsys, "--rows", "2000", "--seed", "1", *argv,
+                                 "--items-output", str(items_path), "--output", str(report_path))
+        assert code == 2, (argv, err)
+        assert_one_line_error(err)
+    assert before == (report_path.read_text(), sorted(p.name for p in items_path.iterdir()))
+
+
+def test_cli_budget_refusal(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "--rows", "2000", "--epsilon", "2", "--delta", "1e-6",
+                             "--budget-epsilon", "1", "--budget-delta", "1e-5",
+                             "--output", str(tmp_path / "r.json"))
+    assert code == 2 and "No data was read" in err
+    assert not (tmp_path / "r.json").exists()
+
+
+
+# ------------------------------------------------------------- Spark Connect
+
+CONNECT_SCRIPT = """
+import json
+from pyspark.sql import SparkSession
+from pyspark.sql.connect.session import SparkSession as ConnectSession
+import dp_spark
+
+spark = SparkSession.builder.remote("local[2]").config("spark.sql.shuffle.partitions", "2").getOrCreate()
+assert isinstance(spark, ConnectSession), type(spark)
+rows = [(p, "w%d" % ((p * 7 + k) % 40)) for p in range(200) for k in range(p % 6 + 1)]
+df = spark.createDataFrame(rows, "person_id long, item string")
+release = dp_spark.set_union(df, 3.0, 1e-3, max_items=4, seed=1)  # policy-gaussian, sharded
+out = {"policy-gaussian": [release.items_released, sorted(r["item"] for r in release.items.collect())]}
+print("RESULT" + json.dumps(out))
+spark.stop()
+"""
+
+
+@pytest.mark.connect
+def test_set_union_on_spark_connect(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))[6:])
+    for policy, (size, items) in out.items():
+        assert size == len(items) > 0 and set(items) <= {f"w{i}" for i in range(40)}
