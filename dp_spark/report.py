@@ -67,14 +67,18 @@ class Release:
 
     def to_dict(self) -> dict[str, Any]:
         spent = self.guarantee.to_dict()
-        out: dict[str, Any] = {
-            "release": self.name,
-            **self.values,
-            "epsilon": spent.get("epsilon"),
-            "delta": spent.get("delta", 0.0),
-        }
+        out: dict[str, Any] = {"release": self.name, **self.values}
         if "rho" in spent:
+            # Top-level epsilon and delta are always one (ε, δ) pair: for a
+            # zCDP guarantee, its (ε, δ) equivalent; the zCDP δ is kept apart.
             out["rho"] = spent["rho"]
+            out["zcdp_delta"] = spent.get("delta", 0.0)
+            approx = self.equivalent.to_dict() if self.equivalent is not None else {}
+            out["epsilon"] = approx.get("epsilon")
+            out["delta"] = approx.get("delta")
+        else:
+            out["epsilon"] = spent.get("epsilon")
+            out["delta"] = spent.get("delta", 0.0)
         out.update(
             {
                 "guarantee": {
@@ -96,8 +100,6 @@ class Release:
         )
         if self.seeded:
             out["warning"] = SEEDED_WARNING
-        if out["epsilon"] is None and self.equivalent is not None:
-            out["epsilon"] = self.equivalent.to_dict().get("epsilon")
         return out
 
     def to_json(self, indent: int = 2) -> str:

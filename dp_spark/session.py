@@ -92,7 +92,6 @@ def get_session(
     whoever started it). Otherwise a session is built from the defaults file,
     with ``master``, ``conf`` and ``log_level`` overriding it.
     """
-    prepare_environment()
     existing = active_session()
     if existing is not None:
         return existing
@@ -106,11 +105,17 @@ def get_session(
         return spark
 
     settings = load_defaults(defaults)
+    master = master or settings["master"]
+    if str(master).startswith("local"):
+        # Everything runs on this machine: Python workers must use this
+        # interpreter and Spark should bind to loopback. On a cluster master
+        # (or under spark-submit) the cluster's own settings stand.
+        prepare_environment()
     extra = dict(settings["conf"])
     log4j = _log4j_config(defaults)
     if log4j is not None and "spark.driver.extraJavaOptions" not in extra:
         extra["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log4j.as_uri()}"
-    builder = SparkSession.builder.master(master or settings["master"]).appName(
+    builder = SparkSession.builder.master(master).appName(
         settings.get("app_name", "dp_spark")
     )
     for key, value in {**extra, **(conf or {})}.items():

@@ -29,7 +29,10 @@ class Option:
 
 
 def _positive_int(text: str) -> int:
-    return int(text)
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
 INPUT_OPTIONS = (
@@ -72,13 +75,31 @@ def resolve(args: argparse.Namespace, options) -> dict[str, Any]:
         if given is not None:
             resolved[opt.name] = given
         elif opt.name in from_file:
-            value = from_file[opt.name]
-            if opt.choices and value not in opt.choices:
-                raise ParameterError(f"{opt.name} must be one of {', '.join(map(str, opt.choices))}; got {value!r}.")
-            resolved[opt.name] = value
+            resolved[opt.name] = _config_value(opt, from_file[opt.name])
         else:
             resolved[opt.name] = opt.default
     return resolved
+
+
+def _config_value(opt: Option, value: Any) -> Any:
+    """A config-file value converted as the command line would convert it."""
+    if value is None:
+        return None
+    if opt.flag:
+        if not isinstance(value, bool):
+            raise ParameterError(f"{opt.name} in the config file must be true or false; got {value!r}.")
+        return value
+    try:
+        converted = opt.type(value) if not isinstance(value, bool) else None
+        if isinstance(value, float) and isinstance(converted, int) and converted != value:
+            converted = None  # 7.5 is not a whole number
+    except (TypeError, ValueError):
+        converted = None
+    if converted is None:
+        raise ParameterError(f"{opt.name} in the config file has an unusable value {value!r}.")
+    if opt.choices and converted not in opt.choices:
+        raise ParameterError(f"{opt.name} must be one of {', '.join(map(str, opt.choices))}; got {value!r}.")
+    return converted
 
 
 def load_table(spark, opts: dict[str, Any]):

@@ -56,7 +56,7 @@ from dp_spark.stages.distinct import (
     bounded_distinct_counts,
     validate_stage_parameters,
 )
-from dp_spark.stages.edges import count_persons, edges, require_columns
+from dp_spark.stages.edges import count_persons, edges
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +143,7 @@ def distinct_count(
     max_bound = checks.whole(max_bound, "max_bound")
     seed = checks.seed(seed)
     validate_stage_parameters(max_bound, method, shards, edge_limit)
+    edges(df, person_col, item_col)  # schema checks only (no data read), before any spending
     cost = PureDP(epsilon)
     if budget is not None:
         budget.spend(cost, label=RELEASE)  # refuses before any data is read
@@ -154,7 +155,6 @@ def distinct_count(
         local.spend(PureDP(epsilon_shards), label="shard count (discrete Laplace on the number of persons)")
     local.spend(PureDP(epsilon_main / 2.0), label="bound selection (Generalized Exponential Mechanism)")
     local.spend(PureDP(epsilon_main / 2.0), label="count (discrete Laplace mechanism)")
-    require_columns(df, person_col, item_col)
     rng = make_rng(seed)
     if auto_shards:
         log.info("distinct-count: choosing the number of greedy shards from a noisy person count")
@@ -218,7 +218,7 @@ def distinct_count(
         name=RELEASE,
         privacy_unit="person",
         neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
-        guarantee=local.spent,
+        guarantee=cost,  # the ledger's float sum may differ from ε in the last bit
         parameters=parameters,
         values=values,
         errors=errors,

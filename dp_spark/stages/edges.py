@@ -33,14 +33,34 @@ def require_columns(df: DataFrame, *columns: str) -> None:
         )
 
 
-def _normalised(df: DataFrame, name: str, alias: str):
+def _collation(dtype) -> str:
+    return str(getattr(dtype, "collation", None) or "UTF8_BINARY").upper()
+
+
+def _normalised(df: DataFrame, name: str, alias: str, *, is_person: bool = False):
     """Integral ids stay long; other atomic types become strings (injective
-    for the atomic types we accept); nested and binary types are refused."""
+    for the atomic types we accept); nested and binary types are refused.
+
+    Person ids are compared byte for byte downstream, so types where Spark's
+    equality is not byte equality are refused for the person column: floats
+    (0.0 equals -0.0) and strings with a non-binary collation ('Bob' equals
+    'bob'). Otherwise one person could be split in two, doubling what one
+    person can change."""
     dtype = df.schema[name].dataType
     if isinstance(dtype, _REFUSED):
         raise SchemaError(
             f"column {name!r} has type {dtype.simpleString()}, which cannot be "
             "used as an id; use a column of strings or integers."
+        )
+    if is_person and isinstance(dtype, (T.FloatType, T.DoubleType)):
+        raise SchemaError(
+            f"person column {name!r} holds floating-point numbers, which are not exact "
+            "ids; cast it to a whole-number or string type."
+        )
+    if is_person and isinstance(dtype, T.StringType) and _collation(dtype) != "UTF8_BINARY":
+        raise SchemaError(
+            f"person column {name!r} has collation {_collation(dtype)}; ids must compare "
+            "byte for byte: collate it to UTF8_BINARY (after normalising case) first."
         )
     column = F.col(name)
     if isinstance(dtype, _INTEGRAL):
@@ -58,7 +78,9 @@ def edges(df: DataFrame, person_col: str, item_col: str) -> DataFrame:
     require_columns(df, person_col, item_col)
     if person_col == item_col:
         raise SchemaError("person and item must be different columns.")
-    out = df.select(_normalised(df, person_col, PERSON), _normalised(df, item_col, ITEM))
+    out = df.select(
+        _normalised(df, person_col, PERSON, is_person=True), _normalised(df, item_col, ITEM)
+    )
     return out.where(F.col(PERSON).isNotNull() & F.col(ITEM).isNotNull())
 
 

@@ -24,9 +24,10 @@ def run_cli(capsys, *argv):
 
 
 def assert_one_line_error(err: str):
-    lines = [l for l in err.strip().splitlines() if not l.startswith("dp-spark: ") or "error" in l]
-    errors = [l for l in err.splitlines() if "error" in l.lower()]
-    assert len(errors) == 1, err
+    """Exactly one line besides dp-spark's own progress lines, and it is the error."""
+    progress = ("dp-spark: reading ", "dp-spark: no --input", "dp-spark: distinct-count: ")
+    lines = [l for l in err.strip().splitlines() if not l.startswith(progress)]
+    assert len(lines) == 1 and lines[0].startswith("dp-spark") and ": error: " in lines[0], err
     assert "Traceback" not in err and "at org.apache" not in err and "Py4J" not in err, err
 
 
@@ -94,11 +95,13 @@ def test_config_file_and_flag_precedence(capsys, tmp_path, spark):
         (["--input", "{tmp}/data.xyz"], "cannot tell the format"),
         (["--input", "{tmp}/events.parquet", "--person-col", "who"], "'who' is not in the input"),
         (["--config", "{tmp}/missing.yaml"], "config file"),
+        (["--config", "{tmp}/bad.yaml"], "unusable value"),
         (["--budget-epsilon", "0.5", "--epsilon", "1"], "budget"),
     ],
 )
 def test_bad_input_one_line_exit_2_and_output_kept(capsys, tmp_path, spark, argv, fragment):
     (tmp_path / "data.xyz").write_text("x")
+    (tmp_path / "bad.yaml").write_text("max_bound: lots\n")
     spark.createDataFrame([(1, "a")], "person_id long, item string").write.parquet(str(tmp_path / "events.parquet"))
     out_path = tmp_path / "report.json"
     out_path.write_text('{"earlier": true}')

@@ -96,8 +96,11 @@ def test_pcr_release_report(counts_table):
     release = dp_spark.count_release(counts_table, 0.5, 1e-6, seed=1)
     report = release.to_dict()
     assert REPORT_KEYS <= set(report)
-    assert report["method"] == "pcr" and report["rho"] == 0.5 and report["delta"] == 1e-6
+    assert report["method"] == "pcr" and report["rho"] == 0.5 and report["zcdp_delta"] == 1e-6
+    # top-level epsilon and delta are one (ε, δ) pair: the zCDP equivalent
     assert report["guarantee"]["approx_dp_equivalent"]["delta"] == pytest.approx(2e-6)
+    assert report["delta"] == pytest.approx(2e-6)
+    assert report["epsilon"] == pytest.approx(report["guarantee"]["approx_dp_equivalent"]["epsilon"])
     assert report["epsilon"] == pytest.approx(0.5 + 2 * np.sqrt(0.5 * np.log(1e6)))
     assert report["rho_spent"] <= 0.5 and report["delta_spent"] <= 1e-6
     items = [r["item"] for r in report["items"]]

@@ -72,9 +72,22 @@ def test_empty_table_is_a_valid_release(spark):
 
 
 def test_null_rows_are_dropped(spark):
-    df = spark.createDataFrame([(1, "a"), (None, "b"), (2, None)], "person_id long, item string")
-    release = dp_spark.distinct_count(df, max_bound=3, seed=1, method="matching")
-    assert release.lower_bound >= 0  # runs; nulls neither crash nor count
+    from dp_spark.stages import bounded_distinct_counts
+
+    df = spark.createDataFrame([(1, "a"), (None, "b"), (2, None), (3, "a")], "person_id long, item string")
+    for method in ("greedy", "matching"):
+        assert bounded_distinct_counts(df, "person_id", "item", 3, method).tolist() == [1, 1, 1]
+    assert dp_spark.distinct_count(df, max_bound=3, seed=1).lower_bound >= 0
+
+
+def test_person_ids_must_compare_byte_for_byte(spark):
+    df = spark.createDataFrame([(0.0, "a"), (-0.0, "b")], "person_id double, item string")
+    with pytest.raises(SchemaError, match="floating-point"):
+        dp_spark.distinct_count(df, max_bound=3)
+    lcase = spark.createDataFrame([("Bob", "a"), ("bob", "b")], "person_id string, item string").select(
+        F.expr("collate(person_id, 'UTF8_LCASE')").alias("person_id"), "item")
+    with pytest.raises(SchemaError, match="collation"):
+        dp_spark.distinct_count(lcase, max_bound=3)
 
 
 @pytest.mark.parametrize(
@@ -108,6 +121,18 @@ def test_budget_is_checked_before_data_is_read(spark, tmp_path):
     with pytest.raises(BudgetExceededError):
         dp_spark.distinct_count(df, epsilon=0.5, budget=budget)
     assert budget.spent.epsilon == pytest.approx(0.8)  # refusal changed nothing
+
+
+def test_bad_column_spends_no_budget(small):
+    budget = PrivacyFilter(PureDP(1.0))
+    with pytest.raises(SchemaError):
+        dp_spark.distinct_count(small, person_col="nobody", epsilon=0.5, budget=budget)
+    assert budget.spent.epsilon == 0.0
+
+
+def test_reported_epsilon_is_exactly_the_one_asked_for(small):
+    report = dp_spark.distinct_count(small, epsilon=1.3, max_bound=5, seed=1).to_dict()
+    assert report["epsilon"] == 1.3
 
 
 def test_budget_is_spent_by_a_release(small):

@@ -145,9 +145,10 @@ def test_sampling_depends_on_the_salt_only(spark):
     rng = np.random.default_rng(2)
     persons = {int(p): set(rng.integers(0, 30, 8).astype(str)) for p in range(30)}
     df = _frame(spark, persons)
-    a = bounded_distinct_counts(df, "person_id", "item", 3, "sampling", salt=1)
-    b = bounded_distinct_counts(df, "person_id", "item", 3, "sampling", salt=1)
-    assert a.tolist() == b.tolist()
+    runs = {salt: bounded_distinct_counts(df, "person_id", "item", 3, "sampling", salt=salt).tolist()
+            for salt in (1, 1, 2, 3, 4)}
+    assert runs[1] == bounded_distinct_counts(df, "person_id", "item", 3, "sampling", salt=1).tolist()
+    assert len({tuple(v) for v in runs.values()}) > 1  # the salt does change the choice
 
 
 def test_stage_parameter_checks(spark):

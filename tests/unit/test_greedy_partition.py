@@ -1,0 +1,77 @@
+"""The sharded greedy's per-partition body, run directly on Arrow batches
+(no Spark): row order, batch boundaries, person-key and item-key collisions
+and string ids must not change what it computes, and adding a person moves
+every count by at most l even when keys collide."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dp_spark.stages.distinct import _IH, _PH, _SHARD, ITEM_KEY, PERSON, ROUND, _greedy_partition
+from dp_spark.stages.kernels import counts_from_rounds
+
+
+def _batches(rows, split, string_ids):
+    """rows: (shard, person_key, person, item_key)."""
+    shard, pkey, person, ikey = (list(c) for c in zip(*rows)) if rows else ([], [], [], [])
+    person_arr = pa.array([f"p{p}" for p in person]) if string_ids else pa.array(person, pa.int64())
+    table = pa.table({_SHARD: pa.array(shard, pa.int32()), _PH: pa.array(pkey, pa.int64()),
+                      PERSON: person_arr, _IH: pa.array(ikey, pa.int64())})
+    cuts = sorted(set([0, len(rows)] + list(split)))
+    return [b for lo, hi in zip(cuts[:-1], cuts[1:]) for b in table.slice(lo, hi - lo).to_batches()]
+
+
+def _counts(rows, max_bound, split=(), string_ids=False):
+    best: dict = {}
+    for batch in _greedy_partition(iter(_batches(rows, split, string_ids)), max_bound):
+        for x, r in zip(batch.column(ITEM_KEY).to_pylist(), batch.column(ROUND).to_pylist()):
+            best[x] = min(r, best.get(x, r))
+    return counts_from_rounds(np.array(list(best.values()) or [0]), max_bound)
+
+
+def _rows(persons: dict, shards: int, person_key, item_key):
+    return [(p % shards, person_key(p), p, item_key(x)) for p, items in persons.items() for x in items]
+
+
+persons_st = st.dictionaries(st.integers(0, 25), st.lists(st.integers(0, 20), min_size=1, max_size=8),
+                             max_size=10)
+
+
+@settings(max_examples=80, deadline=None)
+@given(persons_st, st.integers(1, 3), st.integers(1, 6), st.randoms(use_true_random=False), st.booleans())
+def test_row_order_batches_and_id_type_do_not_matter(persons, shards, max_bound, rnd, string_ids):
+    rows = _rows(persons, shards, lambda p: p % 3, lambda x: x * 7919 % 23)  # heavy key collisions
+    base = _counts(rows, max_bound)
+    shuffled = rows[:]
+    rnd.shuffle(shuffled)
+    split = sorted(rnd.sample(range(len(rows) + 1), min(3, len(rows) + 1)))
+    assert _counts(shuffled, max_bound, split, string_ids).tolist() == base.tolist()
+
+
+def test_person_key_collision_keeps_persons_apart():
+    # Two persons with the same person key, one item each: both are matched in
+    # round 1 only if they are treated as two persons.
+    rows = [(0, 5, 1, 100), (0, 5, 2, 200)]
+    assert _counts(rows, 2).tolist() == [2, 2]
+    assert _counts(rows, 2, string_ids=True).tolist() == [2, 2]
+
+
+def test_repeated_rows_count_once():
+    rows = [(0, 1, 1, 100)] * 4 + [(0, 2, 2, 100)] * 2
+    assert _counts(rows, 3).tolist() == [1, 1, 1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(persons_st, st.lists(st.integers(0, 30), min_size=1, max_size=12), st.integers(1, 3),
+       st.integers(1, 6), st.booleans())
+def test_adding_a_person_moves_each_count_by_at_most_l_under_collisions(persons, extra, shards, max_bound,
+                                                                        string_ids):
+    pkey, ikey = (lambda p: p % 4), (lambda x: x % 9)  # many collisions of both keys
+    new_id = 1000
+    before = _counts(_rows(persons, shards, pkey, ikey), max_bound, string_ids=string_ids)
+    after = _counts(_rows({**persons, new_id: extra}, shards, pkey, ikey), max_bound, string_ids=string_ids)
+    diff = after - before
+    assert np.all(diff >= 0) and np.all(diff <= np.arange(1, max_bound + 1)), diff
