@@ -7,7 +7,9 @@ the JSON report. ``--stream``: a Structured Streaming query over a directory
 of event files (``--input``; without it a generated demo source), one step per
 micro-batch, resumable from ``--checkpoint``; per-step records go to
 ``--sink``, and the series and report of the steps released so far are
-written at the end of the run.
+written at the end of the run. The streaming guarantee assumes the step grid
+(which files form which step) does not depend on the data; a new stream is
+refused where ``<checkpoint>/spark`` or step records in ``--sink`` exist.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ OPTIONS = (
     Option("beta", float, 0.05, "the error bounds hold with probability 1 - beta"),
     Option("delta", float, 1e-6, "δ of the reported (ε, δ) equivalent (nothing extra is spent)"),
     Option("origin", str, None, "time of the start of step 1 (a number, or an ISO date/time for "
-           "timestamp columns; default 1, or for timestamps the earliest event, which is not private)"),
+           "timestamp/date columns); required for timestamp, date and non-integer time columns "
+           "(never derived from the data); integer columns default to 1"),
     Option("step_size", float, None, "length of a step, in the time column's units (seconds for "
            "timestamps; default 1, or one day)"),
     Option("shards", int, None, "item-hash shards of the Spark stage (default spark.sql.shuffle.partitions)"),
@@ -54,8 +57,10 @@ OPTIONS = (
            "mechanism state (CONFIDENTIAL: holds exact partial sums); reuse it to resume"),
     Option("sink", str, "continual_stream_steps", "--stream: directory getting one JSON record per released step"),
     Option("files_per_step", int, 1, "--stream: source files per micro-batch (= per step)"),
-    Option("trigger", str, "available-now", "--stream: 'available-now' (process the files present, then stop) "
-           "or an interval such as '10 seconds' (run until the horizon or --timeout)"),
+    Option("trigger", str, "available-now", "--stream: 'available-now' (preferred: process the files present, "
+           "--files-per-step per step, then stop) or an interval such as '10 seconds' (every interval is one "
+           "step, with or without new files; run until the horizon or --timeout). Privacy assumes which "
+           "files form which step does not depend on the data; fixed per checkpoint"),
     Option("timeout", float, None, "--stream: stop after this many seconds"),
     Option("state_partitions", int, None, "--stream: partitions of the per-item state (default "
            "spark.sql.shuffle.partitions; fixed when the checkpoint is created)"),

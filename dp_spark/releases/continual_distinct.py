@@ -145,11 +145,14 @@ def build_release(
     parameters: dict,
     notes: list[str],
     item_col: str,
+    condition: str | None = None,
 ) -> Release:
     """The Release of a (batch or streamed) series of released estimates.
 
     ``series`` holds only released values (estimates and their public error
     statements); it may be shorter than ``horizon`` for a stream still running.
+    ``condition``: an assumption the guarantee rests on (the streaming step
+    grid); it is stated in the neighbouring relation and the statement.
     """
     local = budget_split(mechanism, rho, tree_horizon, beta, w)
     guarantee = ZCDP(rho)  # the ledger's parts sum to rho (up to float rounding)
@@ -192,17 +195,18 @@ def build_release(
             f"all steps, probability >= {confidence:.0%}), flippancy_bound"
         ),
     }
+    provided = "" if condition is None else f", provided {condition}"
     statement = (
         f"Item-level {guarantee.describe()}, which implies ({equivalent.epsilon:.3g}, {delta:g})-"
         f"differential privacy: the whole series would be almost as likely if every event of any one "
-        f"item (all rows with the same {item_col}) were removed. The privacy unit is an item, not a "
-        f"person. With probability at least {confidence:.0%} every released estimate is within its "
-        f"error_bound of the true number of present items{assumption}."
+        f"item (all rows with the same {item_col}) were removed{provided}. The privacy unit is an "
+        f"item, not a person. With probability at least {confidence:.0%} every released estimate is "
+        f"within its error_bound of the true number of present items{assumption}."
     )
     return Release(
         name=RELEASE,
         privacy_unit="item",
-        neighbouring=NEIGHBOURING,
+        neighbouring=NEIGHBOURING if condition is None else f"{NEIGHBOURING}; assumes {condition}",
         guarantee=guarantee,
         parameters=parameters,
         values=values,
@@ -267,9 +271,12 @@ def continual_distinct(
         beta: failure probability of the stated error bounds.
         delta: δ of the reported (ε, δ) equivalent (nothing extra is spent).
         origin, step_size: time → step mapping, step = ⌊(time − origin) /
-            step_size⌋ + 1 (see ``dp_spark.stages.continual``; numbers: defaults
-            1 and 1; timestamps: step_size in seconds, default one day, origin
-            default the earliest event — non-private — floored to a step).
+            step_size⌋ + 1 (see ``dp_spark.stages.continual``). Integer
+            columns: defaults 1 and 1 (the time is the step). Floating,
+            timestamp and date columns REQUIRE ``origin`` (the start of step
+            1; ParameterError before any data is read otherwise) — it is never
+            derived from the data. Timestamps: step_size in seconds, default
+            one day; origin an ISO date/time (UTC unless it says otherwise).
         shards: item-hash shards of the Spark stage (default
             ``spark.sql.shuffle.partitions``).
         budget: an optional shared :class:`PrivacyFilter`; ρ is spent from it
@@ -284,6 +291,7 @@ def continual_distinct(
     from dp_spark.stages.continual import (
         check_columns,
         continual_summaries,
+        time_mapping,
         validate_horizon,
         validate_mapping_parameters,
     )
@@ -295,10 +303,11 @@ def continual_distinct(
     validate_mapping_parameters(origin, step_size)
     if shards is not None and (isinstance(shards, bool) or not isinstance(shards, numbers.Integral) or shards < 1):
         raise ParameterError(f"shards must be a whole number >= 1; got {shards!r}.")
+    kind = check_columns(events_df, time_col, item_col, op_col)  # schema only, before any spending
+    time_mapping(kind, origin, step_size)  # e.g. a timestamp column without origin: refused here
     cost = ZCDP(rho)
     if budget is not None:
         budget.spend(cost, label=RELEASE)  # refuses before any data is read
-    check_columns(events_df, time_col, item_col, op_col)  # schema only
     rng = make_rng(seed)
 
     log.info("continual-distinct: computing per-step summaries")
@@ -326,11 +335,6 @@ def continual_distinct(
             "The horizon was derived from the data (its last step rounded up to a power of two); "
             "that number, and so the series length, is not protected. Pass horizon for a fully "
             "private release."
-        )
-    if mapping.origin_from_data:
-        notes.append(
-            "The time origin was derived from the data (the earliest event, floored to a step); "
-            "it is not protected. Pass origin for a fully private release."
         )
     if tree_horizon != T:
         notes.append(f"The trees run over {tree_horizon} steps (the next power of two); steps 1..{T} are released.")

@@ -13,10 +13,12 @@ T·(J + 2) (step, level) cells, O(T log T) numbers.
 How (DataFrame API only, so it runs on Spark Connect too):
 
 1. Map event times to steps 1..T: step = ⌊(time − origin) / step_size⌋ + 1
-   (``TimeMapping``). Integer and floating columns are in their own units
-   (defaults origin 1, step_size 1: the time *is* the step); timestamp and
-   date columns in seconds (default step_size one day, origin the earliest
-   event time floored to a multiple of step_size since the Unix epoch, UTC).
+   (``TimeMapping``). Integer and floating columns are in their own units;
+   timestamp and date columns in seconds (default step_size one day). An
+   integer column defaults to origin 1, step_size 1 (the time *is* the
+   step); a floating, timestamp or date column NEEDS an explicit origin (the
+   start of step 1): none is ever derived from the data, because the earliest
+   event time is not public.
 2. One aggregation checks the rules below and finds the first/last step.
 3. Items go to shards by ``pmod(xxhash64(item), shards)``; one
    ``applyInPandas`` call per shard runs the sequential per-item work with the
@@ -42,8 +44,15 @@ Rules for bad input (the stage's contract; the release states them):
 
 Messages quote parameters, never values from the data. Everything returned
 is NON-PRIVATE: the mechanism layer must add noise before anything is
-published. A horizon or origin derived from the data (when not given) is a
-non-private quantity too, and the release says so.
+published. A horizon derived from the data (when not given) is a non-private
+quantity too, and the release says so; the origin is always a parameter.
+
+Driver memory: the summaries are dense (T, J + 1) int64 arrays, and with the
+mechanism's own arrays the driver holds about ``DRIVER_BYTES_PER_CELL`` bytes
+per (step, level) cell, T·(log2 T + 2) cells (``driver_bytes``; measured
+24 bytes/cell) — about 2.4 GB at the cap ``MAX_HORIZON`` = 2^22 steps, about
+45 GB at 2^26 — plus the collected flip cells (at most one row per cell and
+per flip). Horizons above the cap are refused before any data is read.
 """
 
 from __future__ import annotations
@@ -77,7 +86,9 @@ DELTA = "delta"
 CROSS = "cross"
 _SHARD = "_shard"
 
-MAX_HORIZON = 1 << 26  # 64M steps: the driver holds O(T log T) integers
+MAX_HORIZON_LOG2 = 22
+MAX_HORIZON = 1 << MAX_HORIZON_LOG2  # 4,194,304 steps: ~2.4 GB of driver arrays (driver_bytes)
+DRIVER_BYTES_PER_CELL = 24  # summaries + mechanism arrays per (step, level) cell, measured
 SECONDS_PER_DAY = 86_400
 _MICROS = 1_000_000
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -100,6 +111,22 @@ def next_power_of_two(n: int) -> int:
     return 1 << (int(n) - 1).bit_length()
 
 
+def driver_bytes(horizon: int) -> int:
+    """Approximate driver memory (bytes) of the summaries and mechanism arrays
+    for ``horizon`` steps: DRIVER_BYTES_PER_CELL · T · (log2 T + 2), T the tree
+    horizon (the next power of two). The collected flip cells come on top."""
+    tree = next_power_of_two(horizon)
+    return DRIVER_BYTES_PER_CELL * tree * (tree.bit_length() + 1)
+
+
+def _horizon_cap_text() -> str:
+    return (
+        f"at most 2^{MAX_HORIZON_LOG2} = {MAX_HORIZON:,} steps (the driver holds about "
+        f"{DRIVER_BYTES_PER_CELL}·T·(log2 T + 2) bytes of per-step arrays, "
+        f"{driver_bytes(MAX_HORIZON) / 1e9:.1f} GB at the cap)"
+    )
+
+
 # ------------------------------------------------------------------ time -> step
 
 @dataclass(frozen=True)
@@ -110,14 +137,13 @@ class TimeMapping:
     double) or "timestamp" (raw = microseconds since the Unix epoch, UTC;
     dates count from their midnight in the session time zone). ``origin`` and
     ``size`` are in raw units; ``describe()`` restates them for the report
-    (seconds and ISO time for timestamps). ``origin_from_data``: the origin
-    was derived from the earliest event (not a private quantity).
+    (seconds and ISO time for timestamps). Both are parameters, never derived
+    from the data.
     """
 
     kind: str
     origin: int | float
     size: int | float
-    origin_from_data: bool = False
 
     def step_of(self, raw):
         """The step of one raw value (same arithmetic as the Spark column)."""
@@ -134,7 +160,7 @@ class TimeMapping:
         return ((shifted - F.pmod(shifted, size)) / size).cast("long") + 1
 
     def describe(self) -> dict:
-        out: dict = {"time_kind": self.kind, "origin_from_data": self.origin_from_data}
+        out: dict = {"time_kind": self.kind}
         if self.kind == "timestamp":
             out["step_seconds"] = self.size / _MICROS
             origin = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(self.origin))
@@ -210,20 +236,34 @@ def validate_mapping_parameters(origin, step_size) -> None:
         raise ParameterError(f"origin must be a number, an ISO date/time string or a datetime; got {origin!r}.")
 
 
-def _mapping(kind: str, origin, step_size) -> TimeMapping:
-    """The mapping from parameters alone; for a timestamp column without an
-    origin, a placeholder with ``origin_from_data`` (set after the check job)."""
+def time_mapping(kind: str, origin, step_size) -> TimeMapping:
+    """The time → step mapping, from the column kind (schema) and parameters
+    alone: no data is read, and nothing of it is derived from the data.
+
+    A floating ("number") or timestamp/date column needs ``origin``, the
+    start of step 1 (ParameterError otherwise): the earliest event time is a
+    non-private value, so it is never used as a default."""
     validate_mapping_parameters(origin, step_size)
     if kind == "timestamp":
+        if origin is None:
+            raise ParameterError(
+                "a timestamp or date time column needs origin, the start of step 1 (origin= / --origin, "
+                "e.g. 2024-01-01 or 2024-01-01T06:00:00Z); it is not derived from the data because "
+                "the earliest event time is not private."
+            )
         seconds = SECONDS_PER_DAY if step_size is None else _number(step_size, "step_size")
         size = int(round(seconds * _MICROS))
         if size < 1 or abs(size - seconds * _MICROS) > 1e-6 * size:
             raise ParameterError(f"step_size for a timestamp column is in seconds, at least 1e-6; got {step_size!r}.")
-        if origin is None:
-            return TimeMapping("timestamp", 0, size, origin_from_data=True)  # origin set later
         return TimeMapping("timestamp", _origin_micros(origin), size)
     if isinstance(origin, (str, _dt.date)):
         raise ParameterError(f"origin must be a number for a {kind} time column; got {origin!r}.")
+    if kind == "number" and origin is None:
+        raise ParameterError(
+            "a non-integer (floating or decimal) time column needs origin, the start of step 1 "
+            "(origin= / --origin, a number); it is not derived from the data. Integer columns "
+            "default to origin 1."
+        )
     start = 1 if origin is None else origin
     if kind == "integer":
         size = 1 if step_size is None else step_size
@@ -376,7 +416,9 @@ def validate_horizon(horizon) -> int | None:
     if isinstance(horizon, bool) or not isinstance(horizon, (numbers.Integral,)) or horizon < 1:
         raise ParameterError(f"horizon must be a whole number >= 1 (the number of steps); got {horizon!r}.")
     if horizon > MAX_HORIZON:
-        raise ParameterError(f"horizon must be at most 2^26 steps; got {horizon!r}.")
+        raise ParameterError(
+            f"horizon must be {_horizon_cap_text()}; got {horizon!r}. Use a coarser step_size."
+        )
     return int(horizon)
 
 
@@ -404,15 +446,10 @@ def continual_summaries(
     if shards is not None and (isinstance(shards, bool) or not isinstance(shards, numbers.Integral) or shards < 1):
         raise ParameterError(f"shards must be a whole number >= 1; got {shards!r}.")
     kind = check_columns(df, time_col, item_col, op_col)
-    mapping = _mapping(kind, origin, step_size)
+    mapping = time_mapping(kind, origin, step_size)
     events = _events(df, time_col, item_col, op_col, kind)
     first, last = _check_events(events, kind, time_col, op_col)
 
-    if mapping.origin_from_data:
-        if first is None:
-            raise ParameterError("the input has no events, so no origin can be derived; pass origin=.")
-        start = (int(first) // int(mapping.size)) * int(mapping.size)
-        mapping = TimeMapping("timestamp", start, mapping.size, origin_from_data=True)
     if first is None:
         if horizon is None:
             raise ParameterError("the input has no events, so there is no step count; pass horizon=.")
@@ -428,8 +465,9 @@ def continual_summaries(
             )
         if last_step > MAX_HORIZON:
             raise ParameterError(
-                "the event times span more than 2^26 steps with this origin and step_size; "
-                "set step_size (and origin) so that the times map to 1..horizon, or pass horizon."
+                f"the event times map to steps beyond the horizon cap with this origin and step_size; "
+                f"the horizon must be {_horizon_cap_text()}. Set a coarser step_size (or pass horizon "
+                "and drop later events)."
             )
         horizon = next_power_of_two(last_step)
     if first_step is not None and (first_step < 1 or last_step > horizon):

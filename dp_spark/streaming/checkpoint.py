@@ -13,8 +13,16 @@ re-executed micro-batch re-writes the saved record instead.
 CONFIDENTIAL: the file holds exact (non-private) partial sums and secret
 noise. Store it like the input data; never publish it.
 
+The file is the only record that ρ was spent and which noise was released.
+If it is lost while Spark's checkpoint (``<checkpoint>/spark``) or the sink's
+step files remain, a fresh state would restart at step 0, spend ρ again and
+publish new noise over released steps; the query refuses that
+(``MechanismCheckpoint.spark_started``, ``StepSink.steps``), and the sink
+never replaces a released record by a different one.
+
 ``StepSink`` is the public output: one small JSON file per released step,
-written atomically (rewriting a step writes the same record again).
+written atomically. Rewriting a step (a re-executed micro-batch) must write
+the same record again; a different record for a released step is refused.
 """
 
 from __future__ import annotations
@@ -28,9 +36,10 @@ from dp_spark.errors import InputError, ParameterError
 from dp_spark.io import write_json_atomic
 
 KIND = "dp_spark.streaming.continual_distinct"
-VERSION = 1
+VERSION = 2  # 2: the configuration records the step grid (trigger kind)
 STATE_FILE = "mechanism.json"
 ERROR_FILE = "input-error.json"
+SPARK_DIR = "spark"
 
 
 def local_directory(path: str, name: str) -> Path:
@@ -54,9 +63,15 @@ class MechanismCheckpoint:
         self.directory = Path(directory)
         self.path = self.directory / STATE_FILE
         self.error_path = self.directory / ERROR_FILE
+        self.spark_path = self.directory / SPARK_DIR
 
     def exists(self) -> bool:
+        """The mechanism state file exists (this checkpoint's ρ was spent)."""
         return self.path.is_file()
+
+    def spark_started(self) -> bool:
+        """Spark's own checkpoint (``<checkpoint>/spark``) exists: a query ran here."""
+        return self.spark_path.exists()
 
     def load(self) -> dict[str, Any]:
         try:
@@ -104,18 +119,42 @@ class StepSink:
         return self.directory / f"step-{int(step):09d}.json"
 
     def write(self, record: dict[str, Any]) -> None:
+        """Write a step's record atomically. Writing the record already there
+        again is a no-op; a DIFFERENT record for a released step is refused
+        (InputError): a published step is never re-drawn."""
+        path = self._path(record["step"])
+        existing = self._load(path)
+        if existing is not None:
+            if existing == json.loads(json.dumps(record)):
+                return
+            raise InputError(
+                f"the sink already holds a different record for step {int(record['step'])} "
+                f"({str(path)!r}); a released step is never overwritten. The sink belongs to another "
+                "stream, or the mechanism checkpoint was replaced: use the sink this checkpoint wrote to."
+            )
         self.directory.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self._path(record["step"]), record)
+        write_json_atomic(path, record)
+
+    @staticmethod
+    def _load(path: Path) -> dict[str, Any] | None:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return json.load(fh)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            raise InputError(f"the sink record {str(path)!r} is unreadable; restore it from a backup.") from None
 
     def has(self, step: int) -> bool:
         return self._path(step).is_file()
 
-    def read(self) -> list[dict[str, Any]]:
-        """All records, by step."""
+    def steps(self) -> list[Path]:
+        """The step files present (any stream's)."""
         if not self.directory.is_dir():
             return []
-        records = []
-        for path in sorted(self.directory.glob("step-*.json")):
-            with open(path, encoding="utf-8") as fh:
-                records.append(json.load(fh))
-        return sorted(records, key=lambda r: r["step"])
+        return sorted(self.directory.glob("step-*.json"))
+
+    def read(self) -> list[dict[str, Any]]:
+        """All records, by step."""
+        records = [self._load(path) for path in self.steps()]
+        return sorted((r for r in records if r is not None), key=lambda r: r["step"])

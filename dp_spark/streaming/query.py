@@ -6,9 +6,9 @@ Raskhodnikova, Sivakumar, Smith, NeurIPS 2023; Algorithms 1–3 as in
 
 - Source: a directory of event files (JSON lines, CSV with header, Parquet)
   read with ``readStream``; ``files_per_step`` files per micro-batch.
-- Each micro-batch is one step t. Per-item state (count, flippancy) lives in
-  Spark (``applyInPandasWithState``, ``dp_spark.streaming.items``); only the
-  step's O(log T) sums reach the driver.
+- Each micro-batch is one step t (the step grid, below). Per-item state
+  (count, flippancy) lives in Spark (``applyInPandasWithState``,
+  ``dp_spark.streaming.items``); only the step's O(log T) sums reach the driver.
 - The driver feeds them to a ``dp_spark.continual.ContinualCounter`` (the
   tree mechanisms and the sparse vector, all noise drawn on the driver from
   an OS-seeded generator) inside ``foreachBatch``, saves the counter state
@@ -21,14 +21,43 @@ Raskhodnikova, Sivakumar, Smith, NeurIPS 2023; Algorithms 1–3 as in
   whose step was already saved is not counted again: its saved record is
   re-written, no noise is drawn. ρ is spent once, when the checkpoint is
   created; a resumed query spends nothing and its report says so.
+- A new mechanism state is created only in a fresh place: if ``mechanism.json``
+  is missing while ``<checkpoint>/spark`` exists, or the sink already holds
+  step files, the run is refused (InputError; exit 2 from the CLI) — a new
+  state would spend ρ again and re-publish steps with fresh noise. The sink
+  never replaces a released record by a different one.
 - It stops cleanly after step ``horizon``: later micro-batches release nothing.
+
+The step grid. The neighbouring argument compares two streams step by step,
+so WHICH EVENTS FORM WHICH STEP must not depend on the data: removing one
+item's events must leave every other event in the same step. That holds when
+the file schedule is fixed in advance —
+
+- ``trigger="available-now"`` (preferred): step t is the t-th group of
+  ``files_per_step`` files in the order Spark lists them (modification time).
+  Write one file (set) per fixed period, with an EMPTY file for a period
+  without events (``write_demo_files`` does), never "a file once enough
+  events have accumulated" or "a file only when something happened": then a
+  missing item could remove a file, remove a step and shift every later step.
+- an interval trigger: every trigger interval is one step, with or without
+  new files (the per-item state uses a processing-time timeout, so Spark runs
+  a no-data micro-batch in an interval without files, which this query
+  releases as a step with no change). The grid is then wall-clock processing
+  time: in each run it starts with the first micro-batch that has new files
+  (a restarted query makes no step until a file arrives), it is fixed only
+  while every micro-batch finishes within the interval (Spark skips the
+  ticks a slow batch overran), and there are no steps while the query is
+  stopped. Files must still not be held back or split depending on content.
+
+The trigger kind is fixed per checkpoint (Spark's state layout differs).
 
 Guarantee: item-level ρ-zCDP for the whole series (neighbouring streams differ
 by all events of one item), the same mechanisms and error statements as the
-batch release. Micro-batch boundaries are public (they come from file arrival,
-not from item contents). Bad input: an op other than ±1 or a null time
-fails the step (no record is written, nothing is spent beyond the checkpoint's
-ρ); null items are dropped; deletes of absent items are ignored.
+batch release, PROVIDED the step grid above does not depend on the data (the
+report's statement and neighbouring relation say so). Bad input: an op other
+than ±1 or a null time fails the step (no record is written, nothing is spent
+beyond the checkpoint's ρ); null items are dropped; deletes of absent items
+are ignored.
 """
 
 from __future__ import annotations
@@ -56,14 +85,23 @@ from dp_spark.releases.continual_distinct import (
     validate,
 )
 from dp_spark.sparkjobs import _spark_exception_types, error_class, spark_job
-from dp_spark.streaming.checkpoint import KIND, VERSION, MechanismCheckpoint, StepSink, local_directory
+from dp_spark.streaming.checkpoint import KIND, SPARK_DIR, VERSION, MechanismCheckpoint, StepSink, local_directory
 from dp_spark.streaming.items import BAD, CROSS, DELTA, LEVEL, OP, ORDER, OUTPUT_SCHEMA, STATE_SCHEMA, make_update
 
 log = logging.getLogger(__name__)
 
 AVAILABLE_NOW = "available-now"
+INTERVAL = "interval"
 ITEM = "item"
-_CONFIG_KEYS = ("rho", "horizon", "mechanism", "max_flippancy", "beta", "delta", "seed", "item_col", "op_col", "time_col")
+_CONFIG_KEYS = (
+    "rho", "horizon", "mechanism", "max_flippancy", "beta", "delta", "seed", "item_col", "op_col", "time_col",
+    "step_grid",
+)
+
+GRID_CONDITION = (
+    "the step grid (which source files form which step) does not depend on the data: removing one "
+    "item's events leaves every other event in the same step"
+)
 
 
 def _now() -> str:
@@ -88,6 +126,32 @@ def validate_trigger(trigger: str) -> str:
             f"trigger must be 'available-now' or an interval such as '10 seconds'; got {trigger!r}."
         )
     return text
+
+
+def step_grid(trigger: str) -> str:
+    """The kind of step grid a (validated) trigger makes: available-now (one
+    group of files_per_step files per step) or interval (one trigger interval
+    per step, empty intervals included)."""
+    return AVAILABLE_NOW if trigger == AVAILABLE_NOW else INTERVAL
+
+
+def grid_note(grid: str, files_per_step: int) -> str:
+    """The report's note on how steps are formed and when the guarantee holds."""
+    if grid == AVAILABLE_NOW:
+        how = (
+            f"each step is the next {files_per_step} source file(s) in Spark's order (modification "
+            "time). The guarantee assumes the files are cut on a schedule fixed in advance (one file "
+            "set per period, an empty file for a period without events), never by content"
+        )
+    else:
+        how = (
+            "each trigger interval is one step, with or without new files (a no-data micro-batch "
+            "makes a step without change). The grid is processing time: in each run it starts with "
+            "the first micro-batch with new files, makes no steps while the query is stopped, and "
+            "drops the ticks a micro-batch overran; the guarantee assumes file arrival and batch "
+            "timing do not depend on the data"
+        )
+    return f"Streaming step grid: {how}. Privacy holds provided {GRID_CONDITION}."
 
 
 def tree_horizon_of(horizon: int) -> int:
@@ -137,7 +201,7 @@ class StepWriter:
             # Re-execution of a batch whose step is already saved: re-write its
             # record (idempotent), draw nothing, count nothing.
             if batch_id == state["last_batch_id"] and state["last_record"] is not None:
-                self.sink.write(state["last_record"])
+                self._write(state["last_record"])
             return
         if state["step"] >= self.horizon:
             return  # the horizon is reached: later events are not counted
@@ -183,7 +247,14 @@ class StepWriter:
         if state["config"]["seed"] is not None:
             state["rng"] = _generator_state(rng)
         self.store.save(state)  # from here on the step is released, whatever happens next
-        self.sink.write(record)
+        self._write(record)
+
+    def _write(self, record: dict) -> None:
+        try:
+            self.sink.write(record)
+        except InputError as exc:  # a different record is already published for this step
+            self.store.record_error(str(exc))
+            raise
 
 
 def counter_max_level(state: dict) -> int:
@@ -211,6 +282,36 @@ def _new_state(config: dict, tree_horizon: int, w: int | None) -> dict:
     if config["seed"] is not None:
         state["rng"] = _generator_state(make_rng(config["seed"]))
     return state
+
+
+def _refuse_new_state_over_old_output(checkpoint_dir, store: MechanismCheckpoint, sink: StepSink) -> None:
+    """A new mechanism state (step 0, ρ spent again) may only start where no
+    query ran and nothing was published: otherwise Spark would resume its old
+    offsets under a fresh counter and released steps would be re-drawn."""
+    if store.spark_started():
+        raise InputError(
+            f"the checkpoint directory {str(checkpoint_dir)!r} holds a Spark checkpoint ({SPARK_DIR}/) but "
+            "no mechanism state (mechanism.json): the state was lost or the directory belongs to another "
+            "run. Restore mechanism.json from a backup to resume; starting over here would spend the "
+            "budget again and re-publish released steps with new noise. A new stream needs an empty "
+            "checkpoint directory and an empty sink."
+        )
+    if sink.steps():
+        raise InputError(
+            f"the sink {str(sink.directory)!r} already holds step records, but the checkpoint "
+            f"{str(checkpoint_dir)!r} has no mechanism state: it is another stream's sink (or this "
+            "checkpoint's state was lost). A new stream needs an empty sink; to resume, use the "
+            "checkpoint that wrote these records."
+        )
+
+
+def _refuse_resume_without_spark_state(checkpoint_dir, store: MechanismCheckpoint, state: dict) -> None:
+    if state["last_batch_id"] >= 0 and not store.spark_started():
+        raise InputError(
+            f"the checkpoint directory {str(checkpoint_dir)!r} has a mechanism state with released steps "
+            f"but no Spark checkpoint ({SPARK_DIR}/): Spark would re-read the source from the start under "
+            "a different step grid. Restore the whole checkpoint directory from a backup."
+        )
 
 
 def _check_same_config(saved: dict, config: dict) -> None:
@@ -276,12 +377,17 @@ def continual_distinct_stream(
     Item-level ρ-zCDP for the whole series of ``horizon`` steps (module
     docstring). ``checkpoint``: a local directory holding Spark's checkpoint
     and the CONFIDENTIAL mechanism state; ``sink``: a local directory getting
-    one JSON record per released step. ``trigger``: "available-now" (process
-    the files present, ``files_per_step`` per step, then return; run again
-    later to continue) or an interval such as "10 seconds" (run until the
-    horizon or ``timeout`` seconds). ``time_col`` (optional in the files)
-    orders events inside a micro-batch; each micro-batch is one step.
-    ``budget``: ρ is spent from it only when a new checkpoint is created.
+    one JSON record per released step. ``trigger``: "available-now"
+    (preferred: process the files present, ``files_per_step`` per step, then
+    return; run again later to continue) or an interval such as "10 seconds"
+    (every interval is one step, with or without new files; run until the
+    horizon or ``timeout`` seconds). The guarantee assumes the step grid —
+    which files form which step — does not depend on the data (module
+    docstring); the trigger kind is fixed per checkpoint. ``time_col``
+    (optional in the files) orders events inside a micro-batch.
+    ``budget``: ρ is spent from it only when a new checkpoint is created;
+    a new checkpoint is refused (InputError) where ``<checkpoint>/spark`` or
+    step files in ``sink`` already exist.
     ``state_partitions``: partitions of the per-item state (default
     ``spark.sql.shuffle.partitions``; fixed by the first run of a checkpoint).
     ``seed``: tests and demos only (the generator state is then checkpointed
@@ -307,10 +413,11 @@ def continual_distinct_stream(
     sink_dir = local_directory(sink, "sink")
     tree_horizon = tree_horizon_of(horizon)
     w = effective_flippancy(max_flippancy, tree_horizon)
+    grid = step_grid(trigger)
     config = {
         "rho": rho, "horizon": horizon, "mechanism": mechanism, "max_flippancy": max_flippancy,
         "beta": beta, "delta": delta, "seed": seed, "item_col": item_col, "op_col": op_col,
-        "time_col": time_col,
+        "time_col": time_col, "step_grid": grid,
     }
     store = MechanismCheckpoint(checkpoint_dir)
     step_sink = StepSink(sink_dir)
@@ -318,29 +425,40 @@ def continual_distinct_stream(
     if resumed:
         state = store.load()
         _check_same_config(state["config"], config)
+        if state["step"] < horizon:
+            _refuse_resume_without_spark_state(checkpoint_dir, store, state)
         log.info("continual-distinct: resuming at step %d of %d", state["step"], horizon)
     else:
+        _refuse_new_state_over_old_output(checkpoint_dir, store, step_sink)  # before spending
         if budget is not None:
             budget.spend(ZCDP(rho), label="continual-distinct (stream)")  # before any data is read
         state = _new_state(config, tree_horizon, w)
         store.save(state)
     store.take_error()  # a stale error of an earlier run
-    if state["last_record"] is not None and not step_sink.has(state["last_record"]["step"]):
-        step_sink.write(state["last_record"])  # saved but not yet in the sink when the last run ended
+    if state["last_record"] is not None:
+        # Saved but perhaps not yet in the sink when the last run ended (a crash
+        # between save and sink write): write the SAVED record, no new noise.
+        # A different record already there is refused.
+        step_sink.write(state["last_record"])
 
     if state["step"] < horizon:
         events, has_order = _stream_events(
             spark, source, fmt, schema, files_per_step, time_col, item_col, op_col
         )
         J = counter_max_level(state)
+        # Interval grid: a processing-time timeout makes Spark run a no-data
+        # micro-batch in every interval without files (no timeout is ever set
+        # on an item, so no item times out); released as a step without change.
+        # Available-now must not use it (the query would never end).
+        timeout_conf = GroupStateTimeout.NoTimeout if grid == AVAILABLE_NOW else GroupStateTimeout.ProcessingTimeTimeout
         stateful = events.groupBy(ITEM).applyInPandasWithState(
-            make_update(J, has_order), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout
+            make_update(J, has_order), OUTPUT_SCHEMA, STATE_SCHEMA, "update", timeout_conf
         )
         writer = StepWriter(store, step_sink, horizon)
         stream_writer = (
             stateful.writeStream.outputMode("update")
             .foreachBatch(writer)
-            .option("checkpointLocation", str(checkpoint_dir / "spark"))
+            .option("checkpointLocation", str(checkpoint_dir / SPARK_DIR))
         )
         if trigger == AVAILABLE_NOW:
             stream_writer = stream_writer.trigger(availableNow=True)
@@ -393,9 +511,19 @@ def _shuffle_partitions(spark, partitions: int | None):
 def _quiet_stream_logs(spark):
     """Keep Spark's own report of a failed query (a Java stack trace that can
     quote data) off the console while our query runs; dp_spark reports the
-    failure in one line instead. Classic sessions only: on Spark Connect the
-    server's logs do not reach this console, and the guarded lookup is a
-    no-op there. ``DP_SPARK_DEBUG=1`` keeps the logs."""
+    failure in one line instead.
+
+    Side effect: this sets the log4j logger
+    ``org.apache.spark.sql.execution.streaming`` to OFF for the WHOLE driver
+    JVM while the query runs — every streaming query of that session and of
+    any other thread or notebook cell sharing the JVM loses those logs
+    (errors included) meanwhile. The previous level is restored when the
+    query ends. Two such runs overlapping in one JVM (two threads) each
+    restore the level they found, so the logger can stay OFF after both end
+    if the first one ends first.
+    Classic sessions only: on Spark Connect ``spark.sparkContext`` does not
+    exist, the guarded lookup fails and this is a no-op (the server's logs do
+    not reach this console anyway). ``DP_SPARK_DEBUG=1`` keeps the logs."""
     name = "org.apache.spark.sql.execution.streaming"
     try:
         if os.environ.get("DP_SPARK_DEBUG"):
@@ -472,10 +600,7 @@ def _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, s
         [r["flippancy_bound"] for r in records],
     )
     notes = [
-        "Streaming: each micro-batch of the source is one step (with available-now, "
-        f"{files_per_step} file(s) per step; with an interval trigger, the files that arrived in "
-        "the interval — an interval without new files makes no step). Micro-batch boundaries are "
-        "public, not derived from item contents.",
+        grid_note(config["step_grid"], files_per_step),
         f"rho was spent once, when the checkpoint was created ({state['created']}); resumed runs "
         "re-draw no released noise and spend nothing more.",
     ]
@@ -504,6 +629,7 @@ def _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, s
         "time_col": config["time_col"],
         "mode": "stream",
         "trigger": trigger,
+        "step_grid": config["step_grid"],
         "files_per_step": files_per_step,
         "checkpoint": str(checkpoint_dir),
         "sink": str(sink_dir),
@@ -526,4 +652,5 @@ def _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, s
         parameters=parameters,
         notes=notes,
         item_col=config["item_col"],
+        condition=GRID_CONDITION,
     )

@@ -16,7 +16,7 @@ from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.cli import main
 from dp_spark.continual import existence_and_flippancy, stream_summaries, summaries_from_existence
 from dp_spark.errors import BudgetExceededError, InputError, ParameterError, SchemaError
-from dp_spark.stages.continual import continual_summaries
+from dp_spark.stages.continual import MAX_HORIZON, continual_summaries, driver_bytes
 
 from tests.unit.test_continual import HAND_EVENTS, HAND_OVER, HAND_Z, HAND_Z_TRUNCATED
 
@@ -89,9 +89,17 @@ def test_stage_maps_timestamps_to_steps(spark):
     out = continual_summaries(df, horizon=16, origin="2024-03-01T00:00:00Z", step_size=3600, shards=2)
     want = stream_summaries(minutes // 60 + 1, items, ops, 16, order=minutes)
     _assert_same(out.summaries, want)
-    derived = continual_summaries(df, step_size=3600, shards=2)  # origin from the data: floored to the hour
-    assert derived.mapping.origin_from_data
-    assert derived.mapping.describe()["origin"].startswith("2024-03-01T00:00")
+    assert out.mapping.describe() == {"time_kind": "timestamp", "step_seconds": 3600.0,
+                                      "origin": "2024-03-01T00:00:00+00:00"}  # the parameter, restated
+    # No origin is ever derived from the data (the earliest event time is not
+    # private): timestamp, date and floating time columns must name one.
+    poisoned = df.selectExpr("time", "item", "CAST(raise_error('read!') AS INT) AS op")
+    floats = poisoned.selectExpr("CAST(unix_seconds(time) AS DOUBLE) AS time", "item", "op")
+    dates = poisoned.selectExpr("CAST(time AS DATE) AS time", "item", "op")
+    for table, kind in ((poisoned, "timestamp"), (dates, "timestamp"), (floats, "non-integer")):
+        with pytest.raises(ParameterError, match=f"{kind}.*needs origin") as info:
+            continual_summaries(table, horizon=16, step_size=3600)  # refused before any read
+        assert "2024-03" not in str(info.value)
 
 
 def test_stage_bad_input_rules(spark):
@@ -120,6 +128,10 @@ def test_stage_bad_input_rules(spark):
     assert continual_summaries(empty, horizon=3).summaries.z.tolist() == [0, 0, 0, 0]
     with pytest.raises(ParameterError, match="horizon"):
         continual_summaries(nulls, horizon=0)
+    # The horizon cap bounds the driver's arrays (~24 bytes per (step, level) cell).
+    assert MAX_HORIZON == 2**22 and 2e9 < driver_bytes(MAX_HORIZON) < 3e9
+    with pytest.raises(ParameterError, match=r"at most 2\^22 = 4,194,304 steps .*GB at the cap"):
+        continual_summaries(nulls, horizon=MAX_HORIZON + 1)
 
 
 # ------------------------------------------------------------------ the release
@@ -176,7 +188,7 @@ def test_release_refuses_bad_parameters_and_overspending_before_reading(spark, e
     df, _ = events
     budget = PrivacyFilter(ZCDP(1.0))
     budget.spend(ZCDP(0.8))
-    poisoned = df.selectExpr("time", "item", "raise_error('read!') AS op")  # any read fails
+    poisoned = df.selectExpr("time", "item", "CAST(raise_error('read!') AS INT) AS op")  # any read fails
     with pytest.raises(BudgetExceededError):
         dp_spark.continual_distinct(poisoned, 0.5, horizon=100, budget=budget)
     assert budget.spent.rho == pytest.approx(0.8)
@@ -187,9 +199,16 @@ def test_release_refuses_bad_parameters_and_overspending_before_reading(spark, e
         ({"rho": 1.0, "mechanism": "magic"}, "mechanism"),
         ({"rho": 1.0, "horizon": -3}, "horizon"),
         ({"rho": 1.0, "step_size": 0}, "step_size"),
+        ({"rho": 1.0, "horizon": 2**22 + 1}, r"at most 2\^22"),
     ]:
         with pytest.raises(ParameterError, match=fragment):
             dp_spark.continual_distinct(poisoned, **kwargs)
+    # A timestamp time column without origin: refused before spending or reading.
+    stamped = poisoned.selectExpr("timestamp_seconds(time) AS time", "item", "op")
+    fresh = PrivacyFilter(ZCDP(1.0))
+    with pytest.raises(ParameterError, match="needs origin"):
+        dp_spark.continual_distinct(stamped, 0.5, horizon=100, budget=fresh)
+    assert fresh.spent.rho == 0.0
 
 
 # ------------------------------------------------------------------ the CLI
@@ -226,10 +245,13 @@ def test_cli_built_in_stream_writes_series_and_report(capsys, tmp_path, spark):
         (["--series", "out.txt"], "--series must end in"),
         (["--stream", "--input", "{tmp}", "--format", "json"], "--stream needs --horizon"),
         (["--input", "{tmp}/bad.json", "--horizon", "8"], "must hold +1 (insert) or -1"),
+        (["--input", "{tmp}/float.json", "--horizon", "8"], "needs origin, the start of step 1"),
+        (["--horizon", str(2**22 + 1)], "horizon must be at most 2^22"),
     ],
 )
 def test_cli_bad_input_one_line_exit_2_and_output_kept(capsys, tmp_path, spark, argv, fragment):
     (tmp_path / "bad.json").write_text('{"time": 1, "item": "a", "op": 1}\n{"time": 2, "item": "a", "op": 5}\n')
+    (tmp_path / "float.json").write_text('{"time": 1.5, "item": "a", "op": 1}\n')
     report = tmp_path / "report.json"
     report.write_text('{"earlier": true}')
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]

@@ -1,6 +1,8 @@
 """Streaming continual-distinct on the local session: a few micro-batches,
-a restart from the checkpoint with a re-executed batch, the horizon stop, bad
-input, and the CLI demo. Deterministic: trigger availableNow, one file per step."""
+a restart from the checkpoint with a re-executed batch, a crash between the
+state save and the sink write, refusals to start a new state over old output,
+the horizon stop, bad input, the interval-trigger step grid, and the CLI demo.
+Deterministic except the interval test: trigger availableNow, one file per step."""
 
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ import pytest
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.cli import main
 from dp_spark.continual import ContinualCounter, stream_summaries
-from dp_spark.errors import ParameterError
+from dp_spark.errors import InputError, ParameterError, SparkJobError
 from dp_spark.noise import make_rng
 from dp_spark.streaming import MechanismCheckpoint, StepSink, continual_distinct_stream
+from dp_spark.streaming.query import GRID_CONDITION
 
 HORIZON = 4
 RHO = 0.5
@@ -61,7 +64,7 @@ def _expected(steps: dict[int, list[tuple]]) -> list[float]:
     ]
 
 
-def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path):
+def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path, monkeypatch):
     source, ckpt, sink = tmp_path / "in", tmp_path / "ckpt", tmp_path / "out"
     source.mkdir()
     steps = _steps(seed=4)
@@ -85,7 +88,28 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path)
     (commits / f".{last}.crc").unlink(missing_ok=True)
     for step in (3, 4, 5):  # step 5 lies beyond the horizon
         _write_step(source, step, steps[step])
+
+    # Crash between saving step 3's state and writing its record to the sink.
+    real_write = StepSink.write
+
+    def crash_at_step_3(self, record):
+        if record["step"] == 3:
+            raise OSError("simulated crash after the state was saved")
+        real_write(self, record)
+
+    monkeypatch.setattr(StepSink, "write", crash_at_step_3)
+    with pytest.raises(SparkJobError, match="streaming query failed"):
+        continual_distinct_stream(spark, str(source), **run)
+    monkeypatch.setattr(StepSink, "write", real_write)
+    saved = MechanismCheckpoint(ckpt).load()
+    assert saved["step"] == 3 and not StepSink(sink).has(3)  # drawn and saved, not yet published
+    for name, content in released.items():  # the re-executed step-2 batch rewrote the same bytes
+        assert (sink / name).read_bytes() == content
+
+    # The restart writes the SAVED record (no new noise), Spark re-executes the
+    # uncommitted batch (recognised, not counted), then step 4 follows.
     second = continual_distinct_stream(spark, str(source), **run)
+    assert json.loads((sink / "step-000000003.json").read_text()) == saved["last_record"]
 
     assert second.parameters["resumed"] is True
     assert second.series.step.tolist() == [1, 2, 3, 4] and second.steps_released == HORIZON
@@ -99,10 +123,34 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path)
     state = MechanismCheckpoint(ckpt).load()
     assert state["step"] == HORIZON
 
+    assert report["parameters"]["step_grid"] == "available-now" and GRID_CONDITION in report["statement"]
+    assert GRID_CONDITION in report["neighbouring"]
+
     with pytest.raises(ParameterError, match="checkpoint was created with rho"):
         continual_distinct_stream(spark, str(source), **{**run, "rho": 0.7})
+    with pytest.raises(ParameterError, match="checkpoint was created with step_grid"):
+        continual_distinct_stream(spark, str(source), **{**run, "trigger": "1 second"})
     third = continual_distinct_stream(spark, str(source), **run)  # finished: nothing runs, nothing changes
     pd.testing.assert_frame_equal(third.series, second.series)
+
+    # The mechanism state lost while Spark's checkpoint and the sink remain: a
+    # new state would restart at step 0, spend rho again and re-draw released
+    # steps. Refused before spending; nothing changes.
+    published = {p.name: p.read_bytes() for p in sink.iterdir()}
+    (ckpt / "mechanism.json").rename(tmp_path / "mechanism.json.bak")
+    with pytest.raises(InputError, match="holds a Spark checkpoint .* but no mechanism state"):
+        continual_distinct_stream(spark, str(source), **run)
+    # A new checkpoint pointed at the old sink: refused too.
+    with pytest.raises(InputError, match="already holds step records"):
+        continual_distinct_stream(spark, str(source), **{**run, "checkpoint": str(tmp_path / "new")})
+    assert budget.spent.rho == pytest.approx(RHO)
+    assert not (ckpt / "mechanism.json").exists() and not (tmp_path / "new" / "mechanism.json").exists()
+    assert {p.name: p.read_bytes() for p in sink.iterdir()} == published
+    # The sink never replaces a released record by a different one.
+    changed = {**json.loads(published["step-000000001.json"]), "estimate": 0.5}
+    with pytest.raises(InputError, match="different record for step 1"):
+        StepSink(sink).write(changed)
+    assert (sink / "step-000000001.json").read_bytes() == published["step-000000001.json"]
 
 
 def test_cli_stream_bad_op_is_one_line_and_releases_nothing(capsys, spark, tmp_path):
@@ -121,6 +169,48 @@ def test_cli_stream_bad_op_is_one_line_and_releases_nothing(capsys, spark, tmp_p
     assert json.loads(report.read_text()) == {"earlier": True}
     assert StepSink(tmp_path / "out").read() == []
     assert MechanismCheckpoint(tmp_path / "ckpt").load()["step"] == 0
+
+
+@pytest.mark.parametrize("leftover", ["spark-checkpoint", "sink-steps"])
+def test_cli_stream_refuses_a_new_state_over_old_output(capsys, spark, tmp_path, leftover):
+    source = tmp_path / "in"
+    source.mkdir()
+    _write_step(source, 1, [(1.0, "a", 1)])
+    if leftover == "spark-checkpoint":
+        (tmp_path / "ckpt" / "spark" / "offsets").mkdir(parents=True)
+        fragment = "holds a Spark checkpoint (spark/) but no mechanism state"
+    else:
+        StepSink(tmp_path / "out").write({"step": 1, "estimate": 3.0, "std": 1.0, "error_bound": 4.0,
+                                          "flippancy_bound": 1})
+        fragment = "already holds step records"
+    code = main(["continual-distinct", "--stream", "--input", str(source), "--horizon", "4",
+                 "--checkpoint", str(tmp_path / "ckpt"), "--sink", str(tmp_path / "out"),
+                 "--budget-rho", "1", "--output", str(tmp_path / "report.json")])
+    out, err = capsys.readouterr()
+    assert code == 2 and fragment in err, err
+    assert err.count("error") == 1 and "Traceback" not in err and "at org.apache" not in err, err
+    assert not MechanismCheckpoint(tmp_path / "ckpt").exists() and not (tmp_path / "report.json").exists()
+
+
+def test_interval_trigger_makes_a_step_of_every_interval(spark, tmp_path):
+    """Interval trigger: a file for step 1 only, yet steps 2 and 3 follow (no-data
+    micro-batches), so a missing file cannot shift later steps. Seeded: the
+    estimates equal an offline run with zero change at steps 2 and 3."""
+    source = tmp_path / "in"
+    source.mkdir()
+    rows = [(1.0, "a", 1), (1.0, "b", 1), (1.5, "b", -1), (1.2, "c", 1)]
+    _write_step(source, 1, rows)
+    got = continual_distinct_stream(spark, str(source), checkpoint=str(tmp_path / "ckpt"),
+                                    sink=str(tmp_path / "out"), rho=RHO, horizon=3, seed=SEED,
+                                    trigger="1 second", timeout=90, state_partitions=1)
+    assert got.series.step.tolist() == [1, 2, 3] and got.parameters["step_grid"] == "interval"
+    assert any("each trigger interval is one step" in note for note in got.notes)
+    counter = ContinualCounter(4, RHO, "adaptive")
+    rng = make_rng(SEED)
+    summaries = stream_summaries([1, 1, 1, 1], ["a", "b", "b", "c"], [1, 1, -1, 1], 4, order=[1.0, 1.0, 1.5, 1.2])
+    want = [counter.step(rng, z=summaries.z[t], z_truncated=summaries.z_truncated[:, t],
+                         over_counts=summaries.over_counts[:, t]).estimate for t in range(3)]
+    np.testing.assert_allclose(got.series.estimate, want, rtol=0, atol=1e-9)
 
 
 def test_cli_stream_demo(capsys, tmp_path, spark):
