@@ -17,8 +17,8 @@ policy and Δ0, on
     redraws the noise only (the histogram dominates the cost at this size).
 Both next to the paper's Reddit figures (Table 2; the Reddit file is not
 available, so compare the ordering and the shape in Δ0, not the numbers).
-The sequential policies use dp_spark's default shards
-(spark.sql.shuffle.partitions); the shards sweep shows what that costs.
+The sequential policies use dp_spark's defaults (8 shards, each with the
+cutoff Γ/√8); the shards sweep shows what that costs.
 
 Table 3 — the shards sweep: the full ``dp_spark.set_union`` call (policy
 Laplace and Gaussian, Δ0 = ``--sweep-max-items``) on the synthetic data with
@@ -124,7 +124,7 @@ def mean_sd(values) -> str:
 
 def grid(spark, edge_df, max_items_list, runs, seed, table, resample, shards):
     """released[(policy, Δ0)] = list of release sizes; seconds[(policy, Δ0)]."""
-    from dp_spark.partition_selection import derive_randomness, plan_set_union
+    from dp_spark.partition_selection import derive_randomness, plan_set_union, shard_cutoff
     from dp_spark.stages.set_union import released_items, restricted_sets, weight_histogram
 
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
@@ -147,7 +147,8 @@ def grid(spark, edge_df, max_items_list, runs, seed, table, resample, shards):
                 _, root = derive_randomness(run_rng(seed, table, d_index, run, p_index))
                 with Timer() as t:
                     if resample or policy not in hists:
-                        hist = weight_histogram(sets, policy, plan.gamma, shards)
+                        gamma = shard_cutoff(plan.gamma, shards) if plan.gamma is not None else None
+                        hist = weight_histogram(sets, policy, gamma, shards)
                         if not resample:
                             hist = hist.cache()
                             hists[policy] = hist
@@ -191,14 +192,14 @@ def main(argv=None) -> int:
     import dp_spark
     from dp_spark.datasets import synthetic_events
     from dp_spark.stages.edges import edges
-    from dp_spark.stages.set_union import default_shards
+    from dp_spark.stages.set_union import DEFAULT_SHARDS
 
-    shards = default_shards(spark)
+    shards = DEFAULT_SHARDS
     print("dp_spark benchmark: DP Set Union (Gopi et al., ICML 2020)")
     print(f"command: {command_line()}")
     print("session: " + ", ".join(f"{k}={v}" for k, v in session_summary(spark).items()))
     print(f"ε = {EPSILON:g}, δ = e^-10, α = {ALPHA:g}, one pass; sequential policies in {shards} "
-          f"shards (default_shards); runs per cell = {args.runs}")
+          f"shards with cutoff Γ/√{shards} (the defaults); runs per cell = {args.runs}")
     print(f"SEEDED (base seed {args.seed}): the released sizes below are NOT differentially "
           "private and NOT for publication.")
     print()

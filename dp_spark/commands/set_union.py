@@ -15,8 +15,8 @@ OPTIONS = INPUT_OPTIONS + (
     Option("max_items", int, 100, "Δ0: most distinct items one person contributes"),
     Option("policy", str, "policy-gaussian", "histogram update policy", POLICY_CHOICES),
     Option("alpha", float, 2.0, "policy cutoff Γ = ρ + alpha·(noise scale)"),
-    Option("shards", int, None, "policy-*: number of person shards (default: "
-           "spark.sql.shuffle.partitions; 1 = the paper's single pass)"),
+    Option("shards", int, None, "policy-*: number of person shards (default 8, "
+           "independent of the cluster; 1 = the paper's single pass)"),
     Option("shard_cutoff", str, "scaled", "policy-*: cutoff in each shard, Γ/√shards "
            "('scaled') or Γ ('full'); privacy is the same", ("scaled", "full")),
     Option("items_output", str, None, "write the released items here as Parquet (atomically)"),

@@ -7,7 +7,8 @@ protected.
 
 - :mod:`.policies`: the update policies (count, weighted-laplace,
   weighted-gaussian, policy-laplace, policy-gaussian) as kernels over one
-  shard of persons, with the sensitivity facts the privacy proof needs.
+  shard of persons, with the sensitivity facts the privacy proof needs, and
+  the fixed-point units (2^-30, rounded down) of the additive policies.
 - :mod:`.thresholds`: noise scale (Laplace b, analytic Gaussian σ), the
   threshold ρ of the paper's theorems and the cutoff Γ = ρ + α·scale.
 - :mod:`.thresholding`: the noise + threshold step for one partition, with
@@ -21,9 +22,12 @@ from dp_spark.partition_selection.policies import (
     NOISE_OF,
     POLICIES,
     SEQUENTIAL,
+    UNIT,
+    UNIT_BITS,
     build_histogram,
     check_policy,
     count_update,
+    person_units,
     person_weight,
     policy_gaussian_update,
     policy_laplace_update,
@@ -52,6 +56,9 @@ __all__ = [
     "SEQUENTIAL",
     "check_policy",
     "person_weight",
+    "person_units",
+    "UNIT_BITS",
+    "UNIT",
     "count_update",
     "weighted_laplace_update",
     "weighted_gaussian_update",

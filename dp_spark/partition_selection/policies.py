@@ -32,8 +32,9 @@ distance min(1, distance)"; the paper's Lemmas 3.1 / 4.1 show that this map is
 non-expansive in ℓ1 (resp. ℓ2), so the difference y's own update made (norm
 ≤ 1) never grows while later persons update. The Count and Weighted updates
 are additive, so (S) is immediate. Both facts are checked by property tests
-on random neighbouring data sets (tests/unit/test_set_union.py), to a
-floating-point tolerance of 1e-9.
+on random neighbouring data sets (tests/unit/test_set_union.py): exactly, in
+integer units, for the additive policies; to a floating-point tolerance of
+1e-9 for the sequential ones.
 
 Sharding (how dp_spark runs the sequential policies on Spark): persons are
 split into shards by a hash of their own id, each shard runs the policy alone
@@ -43,6 +44,28 @@ shard, so its summed weight is y's own increment and (T) holds too. Neither
 fact depends on the value of the cutoff, so each shard may run with its own
 cutoff (dp_spark's default is Γ/√shards, :func:`~dp_spark.partition_selection.shard_cutoff`).
 One shard with cutoff Γ is the paper's algorithm exactly.
+
+Fixed-point weights of the additive policies (what makes the Spark sum
+exact): a Count / Weighted person adds to each kept item a whole number of
+units of 2^-30 (:data:`UNIT`), :func:`person_units` — 2^30 (count),
+⌊2^30/|S|⌋ (weighted-laplace), ⌊2^30/√|S|⌋ (weighted-gaussian), all rounded
+DOWN. Rounding down only shrinks the person's vector, so its ℓ1 norm stays
+≤ 1 (|S|·⌊2^30/|S|⌋ ≤ 2^30), its ℓ2 norm ≤ 1 (|S|·⌊2^30/√|S|⌋² ≤ 2^60) and an
+item only they hold weighs ≤ 1/|T| resp. 1/√|T|: (S) and (T) hold exactly,
+with no floating-point tolerance. The histogram is then a sum of integers,
+exact in any order (Spark sums longs), and a weight is units·2^-30, exactly
+representable in float64 below 2^23 (count: always — a whole number times a
+power of two). Cost: each weight is lower by less than one unit (≈ 9.3e-10)
+per person. The sum overflows a long only past 2^33 persons holding one item.
+
+The sequential policies stay in float64: rounding each person's increment
+inside the descent would break the non-expansiveness of Lemmas 3.1 / 4.1, and
+rounding a finished shard histogram adds up to one unit to every coordinate
+that differs between neighbours, with no data-independent bound on how many
+do. Their determinism comes instead from a fixed visiting order, a fixed
+item order per person, numpy operations whose result does not depend on the
+CPU (pairwise ``np.sum``, no BLAS ``dot``), and adding the shard histograms in
+shard order (:mod:`dp_spark.stages.set_union`).
 
 Layout: a shard's persons are given in CSR form — person ``p`` (in visiting
 order) holds the distinct item codes ``codes[indptr[p]:indptr[p + 1]]``,
@@ -71,6 +94,9 @@ __all__ = [
     "update_histogram",
     "build_histogram",
     "person_weight",
+    "person_units",
+    "UNIT_BITS",
+    "UNIT",
 ]
 
 #: The update policies, in the paper's order of increasing utility.
@@ -85,6 +111,11 @@ NOISE_OF = {
 }
 #: Policies whose update depends on the histogram so far (order matters).
 SEQUENTIAL = ("policy-laplace", "policy-gaussian")
+#: The additive policies' weights are whole numbers of units of 2^-UNIT_BITS.
+UNIT_BITS = 30
+#: One unit of weight, 2^-30 (a power of two: units·UNIT is exact in float64).
+UNIT = 2.0 ** -UNIT_BITS
+_ONE = 1 << UNIT_BITS
 
 
 def check_policy(policy: object) -> str:
@@ -93,17 +124,30 @@ def check_policy(policy: object) -> str:
     return str(policy)
 
 
+def person_units(policy: str, size: int) -> int:
+    """The per-item increment, in units of 2^-30, of the additive policies for
+    a person keeping ``size`` items, rounded DOWN (exact integer arithmetic):
+    2^30 (count), ⌊2^30/size⌋ (weighted-laplace), ⌊2^30/√size⌋ =
+    isqrt(⌊2^60/size⌋) (weighted-gaussian). The person's vector has ℓ1 norm
+    ≤ 1 (weighted-laplace) resp. ℓ2 norm ≤ 1 (weighted-gaussian)."""
+    size = int(size)
+    if size < 1:
+        raise ParameterError(f"size must be a whole number >= 1; got {size!r}.")
+    if policy == "count":
+        return _ONE
+    if policy == "weighted-laplace":
+        return _ONE // size
+    if policy == "weighted-gaussian":
+        return math.isqrt((_ONE * _ONE) // size)
+    raise ParameterError(f"person_units is for count and weighted policies; got {policy!r}.")
+
+
 def person_weight(policy: str, size: int) -> float:
     """The per-item increment of the additive policies for a person keeping
     ``size`` items: 1 (count), 1/size (weighted-laplace), 1/√size
-    (weighted-gaussian)."""
-    if policy == "count":
-        return 1.0
-    if policy == "weighted-laplace":
-        return 1.0 / size
-    if policy == "weighted-gaussian":
-        return 1.0 / math.sqrt(size)
-    raise ParameterError(f"person_weight is for count and weighted policies; got {policy!r}.")
+    (weighted-gaussian), rounded down to the grid of 2^-30
+    (:func:`person_units` · :data:`UNIT`)."""
+    return person_units(policy, size) * UNIT
 
 
 def count_update(weights: np.ndarray, codes: np.ndarray) -> None:
@@ -112,15 +156,17 @@ def count_update(weights: np.ndarray, codes: np.ndarray) -> None:
 
 
 def weighted_laplace_update(weights: np.ndarray, codes: np.ndarray) -> None:
-    """Weighted Laplace (Appendix D.1): H[u] += 1/|S| (ℓ1 norm 1)."""
+    """Weighted Laplace (Appendix D.1): H[u] += 1/|S| rounded down to the
+    grid of 2^-30 (ℓ1 norm ≤ 1)."""
     if len(codes):
-        weights[codes] += 1.0 / len(codes)
+        weights[codes] += person_weight("weighted-laplace", len(codes))
 
 
 def weighted_gaussian_update(weights: np.ndarray, codes: np.ndarray) -> None:
-    """Weighted Gaussian (Appendix D.2): H[u] += 1/√|S| (ℓ2 norm 1)."""
+    """Weighted Gaussian (Appendix D.2): H[u] += 1/√|S| rounded down to the
+    grid of 2^-30 (ℓ2 norm ≤ 1)."""
     if len(codes):
-        weights[codes] += 1.0 / math.sqrt(len(codes))
+        weights[codes] += person_weight("weighted-gaussian", len(codes))
 
 
 def policy_laplace_update(
@@ -174,7 +220,7 @@ def policy_gaussian_update(
         return
     idx = codes[active]
     g = gaps[active]
-    norm = math.sqrt(float(np.dot(g, g)))
+    norm = math.sqrt(float(np.sum(g * g)))  # pairwise sum, not BLAS: the same bits on every CPU
     if norm <= budget:
         weights[idx] = gamma
         return
@@ -207,15 +253,16 @@ def update_histogram(
             if hi > lo:
                 step(weights, codes[lo:hi], gamma)
         return weights
-    # Additive policies: the order does not matter, so do it in one pass.
+    # Additive policies: integer units summed exactly (any order gives the same bits).
     sizes = np.diff(indptr)
-    if policy == "count":
-        per_person = np.ones(len(sizes))
-    elif policy == "weighted-laplace":
-        per_person = 1.0 / np.maximum(sizes, 1)
-    else:
-        per_person = 1.0 / np.sqrt(np.maximum(sizes, 1))
-    np.add.at(weights, codes, np.repeat(per_person, sizes))
+    kept = sizes > 0
+    per_person = np.zeros(len(sizes), dtype=np.int64)
+    distinct, index = np.unique(sizes[kept], return_inverse=True)
+    table = np.array([person_units(policy, n) for n in distinct.tolist()], dtype=np.int64)
+    per_person[kept] = table[index.ravel()]
+    units = np.zeros(len(weights), dtype=np.int64)
+    np.add.at(units, codes, np.repeat(per_person, sizes))
+    weights += units * UNIT
     return weights
 
 

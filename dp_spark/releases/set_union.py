@@ -29,9 +29,13 @@ part of the output and are never kept.
 
 Difference from the paper: person order inside a shard is a fixed hash of
 the person id and the restriction to Δ0 items uses a salted hash instead of
-``np.random.choice``; with ``shards`` > 1 the sequential policies run per
-shard, each with the cutoff Γ/√shards by default, and the shard histograms
-are added (privacy as for one shard, for any cutoff; see
+``np.random.choice``; the additive policies' per-person increments are rounded
+down to whole units of 2^-30 so that the histogram is an exact integer sum
+(sensitivity and the new-item bound still hold exactly, weights drop by less
+than 1e-9 per person); with ``shards`` > 1 (default 8) the sequential
+policies run per shard, each with the cutoff Γ/√shards by default, and the
+shard histograms are added in shard order (privacy as for one shard, for any
+cutoff; see
 :mod:`dp_spark.partition_selection.policies` and
 :func:`dp_spark.partition_selection.shard_cutoff`). ``shards=1`` is the paper's
 algorithm.
@@ -49,7 +53,7 @@ from dp_spark.partition_selection import SEQUENTIAL, derive_randomness, plan_set
 from dp_spark.partition_selection import shard_cutoff as cutoff_per_shard
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import edges
-from dp_spark.stages.set_union import check_shards, default_shards, set_union_items
+from dp_spark.stages.set_union import DEFAULT_SHARDS, check_shards, set_union_items
 
 log = logging.getLogger(__name__)
 
@@ -109,15 +113,20 @@ def set_union(
     ``weighted-laplace``, ``weighted-gaussian``, ``policy-laplace``,
     ``policy-gaussian`` (default; the paper's best). ``alpha`` sets the
     policies' cutoff Γ = ρ + α·(noise scale) (paper's default 2).
-    ``shards``: number of person shards for the sequential policies (default:
-    ``spark.sql.shuffle.partitions``, a configuration, not a property of the
-    data); 1 is the paper's single pass. ``shard_cutoff``: each shard's cutoff,
+    ``shards``: number of person shards for the sequential policies (default
+    8, fixed: independent of the data and of the cluster's configuration, so
+    the same call releases a set of the same expected size everywhere); 1 is
+    the paper's single pass. ``shard_cutoff``: each shard's cutoff,
     ``scaled`` (Γ/√shards, default) or ``full`` (Γ); privacy is the same
     (:func:`dp_spark.partition_selection.shard_cutoff`).
 
     Returns a Release whose ``items`` attribute is a lazy Spark DataFrame with
     one column ``item`` (never collected by the library; recomputing it gives
-    the same set). With ``count=True`` (default) it is persisted and its size
+    the same set: the histogram weights are bit-identical on every evaluation
+    and every partition's noise comes from its own fixed generator).
+    ``partitions``: partitions of the noise step (default
+    ``spark.sql.shuffle.partitions``; a performance setting that does not change
+    the distribution of the output). With ``count=True`` (default) it is persisted and its size
     is computed and reported as ``items_released``. ``budget``: a shared
     PrivacyFilter, spent before any data is read. ``seed``: tests and demos
     only (the report is then marked not for publication). Rows with a null
@@ -139,7 +148,7 @@ def set_union(
     spark = df.sparkSession
     sequential = plan.policy in SEQUENTIAL
     if sequential and shards is None:
-        shards = default_shards(spark)
+        shards = DEFAULT_SHARDS
     salt, root = derive_randomness(make_rng(seed))
     items = set_union_items(
         df, person_col, item_col, plan, salt, root,

@@ -3,10 +3,13 @@
 Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
 
 1. :func:`restricted_sets` — per-person dedup and restriction to at most Δ0
-   items: one row (person, items) per person.
+   items (a window ranks each person's distinct items by a salted hash and
+   keeps ranks ≤ Δ0 before anything is aggregated, so no row ever holds more
+   than Δ0 items): one row (person, items) per person.
 2. :func:`weight_histogram` — the weighted histogram (item, weight) by update
-   policy: distributed sums for ``count`` / ``weighted-*``, sequential shards
-   (``mapInPandas``) for ``policy-*``, whose shard histograms are added.
+   policy: exact sums of fixed-point integers for ``count`` / ``weighted-*``,
+   sequential shards (``mapInPandas``) for ``policy-*``, whose shard
+   histograms are added in shard order.
 3. :func:`released_items` — noise and threshold inside Spark (``mapInPandas``
    calling :func:`dp_spark.partition_selection.release_mask` with a generator per
    partition); only the column ``item`` of the released items remains.
@@ -17,6 +20,13 @@ is in :mod:`dp_spark.partition_selection.policies`; what this module must and do
 guarantee for it is stated at each function: a person's restricted set and
 shard depend only on that person's own rows, and a shard's persons are
 visited in an order that depends only on their ids.
+
+Determinism (why recomputing the released DataFrame gives the same set): the
+weights entering step 3 are bit-identical on every evaluation, whatever the
+order in which Spark's shuffles deliver rows — additive histograms are sums
+of longs (exact), and the sequential policies' shard histograms are computed
+in a fixed order and added in shard order 0, 1, … (never with a floating-point
+``sum`` over a shuffle, whose result depends on arrival order).
 """
 
 from __future__ import annotations
@@ -27,13 +37,15 @@ from typing import Iterator
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError
 from dp_spark.partition_selection import (
     SEQUENTIAL,
+    UNIT,
+    UNIT_BITS,
     NoiseRoot,
     SetUnionPlan,
     check_policy,
@@ -41,7 +53,7 @@ from dp_spark.partition_selection import (
     shard_cutoff,
     update_histogram,
 )
-from dp_spark.stages.distinct import default_shards
+from dp_spark.stages.distinct import default_shards as _session_partitions
 from dp_spark.stages.edges import ITEM, PERSON, edges
 
 log = logging.getLogger(__name__)
@@ -51,11 +63,22 @@ WEIGHT = "weight"
 _SHARD = "_shard"
 _ORDER = "_order"
 _PID = "_pid"
+_KEY = "_key"
+_RANK = "_rank"
+_UNITS = "_units"
+_PARTS = "_parts"
+
+#: Person shards of the sequential policies when ``shards`` is not given: a
+#: fixed number, independent of the data and of the cluster's configuration
+#: (the per-shard cutoff Γ/√shards, and so the output's utility, depends on it).
+DEFAULT_SHARDS = 8
 
 __all__ = [
     "ITEMS",
     "WEIGHT",
-    "default_shards",
+    "DEFAULT_SHARDS",
+    "default_partitions",
+    "person_units_column",
     "restricted_sets",
     "weight_histogram",
     "released_items",
@@ -72,6 +95,15 @@ def check_shards(shards, name: str = "shards") -> None:
         raise ParameterError(f"{name} must be a whole number >= 1 (or None for the default); got {shards!r}.")
 
 
+def default_partitions(spark) -> int:
+    """Partitions of the noise + threshold step when not given: the session's
+    ``spark.sql.shuffle.partitions`` (16 if it is not a number). A performance
+    setting only: every item gets its own independent draw whatever the
+    partitioning, so the distribution of the released set does not depend on
+    it (a seeded run's exact set does)."""
+    return _session_partitions(spark)
+
+
 # ------------------------------------------------------------ restriction
 
 def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
@@ -85,25 +117,55 @@ def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
     and a deterministic function of the person's own rows and the salt —
     never of other persons' data, so neighbouring tables give every other
     person the same set. Persons with at most Δ0 items keep them all.
+
+    Layout: the (person, item) pairs are deduplicated, ranked per person by a
+    window ordered by (hash, item) and filtered to rank ≤ Δ0 before the
+    per-person aggregation, so a person with millions of rows never becomes
+    one huge row. ``items`` lists the kept items in (hash, item) order — a
+    fixed order, so the sequential kernels see the same sequence on every
+    evaluation.
     """
     salt_col = F.lit(int(salt)).cast("long")
-    grouped = edge_df.groupBy(PERSON).agg(F.collect_set(ITEM).alias(ITEMS))
-    keyed = F.transform(
-        F.col(ITEMS), lambda x: F.struct(F.xxhash64(salt_col, F.col(PERSON), x).alias("h"), x.alias("i"))
+    order = Window.partitionBy(PERSON).orderBy(F.col(_KEY), F.col(ITEM))
+    kept = (
+        edge_df.dropDuplicates([PERSON, ITEM])
+        .withColumn(_KEY, F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)))
+        .withColumn(_RANK, F.row_number().over(order))
+        .where(F.col(_RANK) <= int(max_items))
     )
-    chosen = F.slice(F.array_sort(keyed), 1, int(max_items))
-    return grouped.select(PERSON, F.transform(chosen, lambda s: s["i"]).alias(ITEMS))
+    grouped = kept.groupBy(PERSON).agg(
+        F.array_sort(F.collect_list(F.struct(F.col(_KEY).alias("h"), F.col(ITEM).alias("i")))).alias(_KEY)
+    )
+    return grouped.select(PERSON, F.transform(F.col(_KEY), lambda x: x["i"]).alias(ITEMS))
 
 
 # --------------------------------------------------------------- histograms
 
-def _additive_weight(policy: str):
-    size = F.size(ITEMS).cast("double")
+def _largest_integer(guess: Column, fits) -> Column:
+    """The largest whole u with ``fits(u)`` (a monotone test in exact long
+    arithmetic), given a floating-point ``guess`` within one of it."""
+    down = F.when(fits(guess), guess).otherwise(guess - F.lit(1))
+    return F.when(fits(down + F.lit(1)), down + F.lit(1)).otherwise(down)
+
+
+def person_units_column(policy: str, size: Column) -> Column:
+    """The additive policies' per-item increment of a person keeping ``size``
+    items, in units of 2^-30 rounded DOWN — Spark built-ins computing exactly
+    :func:`dp_spark.partition_selection.person_units` (a long): 2^30 (count),
+    ⌊2^30/size⌋ (weighted-laplace), ⌊2^30/√size⌋ (weighted-gaussian). The
+    floating-point quotient is only a first guess; the result is the largest
+    u with u·size ≤ 2^30 resp. u²·size ≤ 2^60, checked in long arithmetic."""
+    one = 1 << UNIT_BITS
+    size = size.cast("long")
     if policy == "count":
-        return F.lit(1.0)
+        return F.lit(one).cast("long")
     if policy == "weighted-laplace":
-        return F.lit(1.0) / size
-    return F.lit(1.0) / F.sqrt(size)
+        guess = F.floor(F.lit(float(one)) / size.cast("double"))
+        return _largest_integer(guess, lambda u: u * size <= F.lit(one))
+    if policy == "weighted-gaussian":
+        guess = F.floor(F.lit(float(one)) / F.sqrt(size.cast("double")))
+        return _largest_integer(guess, lambda u: u * u * size <= F.lit(one * one))
+    raise ParameterError(f"person units are for count and weighted policies; got {policy!r}.")
 
 
 def _shard_frame(items: list, weights: np.ndarray, shard: int) -> pd.DataFrame:
@@ -158,7 +220,13 @@ def weight_histogram(
 
     ``count`` / ``weighted-laplace`` / ``weighted-gaussian`` are additive
     (each person adds 1, 1/|S| or 1/√|S| to each kept item), so they are
-    computed as distributed sums and ``shards`` plays no role.
+    computed as distributed sums and ``shards`` plays no role. Each person's
+    increment is a whole number of units of 2^-30 rounded down
+    (:func:`person_units_column`), the units are summed as longs — exact, so
+    the result does not depend on the order Spark adds them in — and the
+    weight is units·2^-30. Rounding down keeps the ℓ1 (Laplace) / ℓ2
+    (Gaussian) sensitivity ≤ 1 exactly (Count: Δ0) and fact (T)
+    (:mod:`dp_spark.partition_selection.policies`).
 
     ``policy-laplace`` / ``policy-gaussian`` are sequential (``gamma`` is the
     cutoff every shard runs with; see :func:`dp_spark.partition_selection.shard_cutoff`
@@ -167,18 +235,22 @@ def weight_histogram(
     id, so a shard is a Spark partition); inside a shard persons are visited
     in the order (xxhash64(person), person), a total order fixed by the ids
     alone; each shard builds its own histogram with the kernel of
-    :mod:`dp_spark.partition_selection.policies` and the shard histograms are added.
-    Adding or removing one person changes one shard only, so the sum keeps
-    ℓ1 (Laplace) / ℓ2 (Gaussian) sensitivity ≤ 1, and an item only that
-    person holds occurs in no other shard, so its summed weight is the
+    :mod:`dp_spark.partition_selection.policies` and the shard histograms are added,
+    for each item in shard order 0, 1, … (a fixed sequence of float64
+    additions over at most ``shards`` values, so the same bits on every
+    evaluation). Adding or removing one person changes one shard only, so the
+    sum keeps ℓ1 (Laplace) / ℓ2 (Gaussian) sensitivity ≤ 1, and an item only
+    that person holds occurs in no other shard, so its summed weight is the
     person's own increment (≤ 1/|T| resp. 1/√|T|). ``shards=1`` is the
     paper's single sequential pass.
     NON-PRIVATE output.
     """
     policy = check_policy(policy)
     if policy not in SEQUENTIAL:
-        exploded = sets_df.select(F.explode(ITEMS).alias(ITEM), _additive_weight(policy).alias(WEIGHT))
-        return exploded.groupBy(ITEM).agg(F.sum(WEIGHT).alias(WEIGHT))
+        per_person = sets_df.withColumn(_UNITS, person_units_column(policy, F.size(ITEMS)))
+        exploded = per_person.select(_UNITS, F.explode(ITEMS).alias(ITEM))
+        summed = exploded.groupBy(ITEM).agg(F.sum(_UNITS).alias(_UNITS))
+        return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT))
     check_shards(shards)
     keyed = (
         sets_df.repartition(int(shards), PERSON)
@@ -197,7 +269,13 @@ def weight_histogram(
         T.StructField(WEIGHT, T.DoubleType()),
     ])
     per_shard = keyed.mapInPandas(partial(_policy_partition, policy=policy, gamma=float(gamma)), schema)
-    return per_shard.groupBy(ITEM).agg(F.sum(WEIGHT).alias(WEIGHT))
+    # At most one row per (item, shard): sort an item's ≤ shards parts by
+    # shard and add them left to right, starting from 0.0.
+    parts = per_shard.groupBy(ITEM).agg(
+        F.array_sort(F.collect_list(F.struct(F.col(_SHARD), F.col(WEIGHT)))).alias(_PARTS)
+    )
+    total = F.aggregate(F.col(_PARTS), F.lit(0.0), lambda acc, part: acc + part[WEIGHT])
+    return parts.select(ITEM, total.alias(WEIGHT))
 
 
 # ------------------------------------------------------- noise + threshold
@@ -228,9 +306,11 @@ def released_items(
     (an explicit number, which adaptive execution does not coalesce) and
     sorted by item inside each, so partition p holds a fixed set of items in
     a fixed order and uses the generator ``root.partition_rng(p)``: every
-    item gets its own draw, and recomputing the DataFrame (a second action,
-    a lost executor) reproduces the same released set instead of drawing a
-    new one. The weights never leave this step.
+    item gets its own draw. The weights arriving here are bit-identical on
+    every evaluation (:func:`weight_histogram`: exact integer sums, or shard
+    histograms added in shard order), so recomputing the DataFrame (a second
+    action, a lost executor) reproduces the same released set instead of
+    drawing a new one. The weights never leave this step.
     """
     check_shards(partitions, "partitions")
     prepared = (
@@ -262,7 +342,7 @@ def set_union_histogram(
     edge_df = edges(df, person_col, item_col)
     sets_df = restricted_sets(edge_df, max_items, salt)
     if policy in SEQUENTIAL:
-        shards = shards or default_shards(df.sparkSession)
+        shards = shards or DEFAULT_SHARDS
     return weight_histogram(sets_df, policy, gamma, shards or 1)
 
 
@@ -279,14 +359,16 @@ def set_union_items(
 ) -> DataFrame:
     """The released items (one column ``item``) of DP Set Union with the
     constants in ``plan``: (plan.epsilon, plan.delta)-DP at person level.
-    Sequential policies run in ``shards`` shards, each with the cutoff
-    :func:`dp_spark.partition_selection.shard_cutoff` (Γ, rule). Lazy: nothing runs
-    until an action on the result."""
+    Sequential policies run in ``shards`` shards (default
+    :data:`DEFAULT_SHARDS`, fixed), each with the cutoff
+    :func:`dp_spark.partition_selection.shard_cutoff` (Γ, rule); the noise step
+    runs in ``partitions`` partitions (default :func:`default_partitions`).
+    Lazy: nothing runs until an action on the result."""
     spark = df.sparkSession
-    partitions = partitions or default_shards(spark)
+    partitions = partitions or default_partitions(spark)
     gamma = None
     if plan.policy in SEQUENTIAL:
-        shards = shards or default_shards(spark)
+        shards = shards or DEFAULT_SHARDS
         gamma = shard_cutoff(plan.gamma, shards, cutoff_rule)
     log.info("set-union: %s histogram (Δ0 = %d)", plan.policy, plan.max_items)
     hist_df = set_union_histogram(

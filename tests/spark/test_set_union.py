@@ -1,7 +1,9 @@
 """DP Set Union on a local session: stages, the release, the CLI.
 
-The Spark histograms are checked against the numpy kernels (chispa), the
-sharded histograms' sensitivity on a neighbouring pair, and the whole
+The Spark histograms are checked against the numpy kernels bit for bit
+(chispa, no tolerance: the weights are deterministic), the fixed-point units
+against the mechanism layer, the sharded histograms' sensitivity on random
+neighbouring pairs (a person added or removed), and the whole
 release statistically: with many "probe" persons each holding items nobody
 else holds, the fraction of probes with any item released must be at most δ
 (δ/2 for the Gaussian policies) up to sampling error — and match the exact
@@ -17,7 +19,7 @@ import shutil
 
 import numpy as np
 import pytest
-from chispa import assert_approx_df_equality, assert_df_equality
+from chispa import assert_df_equality
 from pyspark.sql import functions as F
 from scipy import stats
 
@@ -25,9 +27,21 @@ import dp_spark
 from dp_spark.accounting import ApproxDP, PrivacyFilter
 from dp_spark.cli import main
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
-from dp_spark.partition_selection import POLICIES, SEQUENTIAL, build_histogram, plan_set_union
+from dp_spark.partition_selection import (
+    POLICIES,
+    SEQUENTIAL,
+    build_histogram,
+    person_units,
+    plan_set_union,
+)
 from dp_spark.stages.edges import edges
-from dp_spark.stages.set_union import restricted_sets, set_union_histogram, weight_histogram
+from dp_spark.stages.set_union import (
+    DEFAULT_SHARDS,
+    person_units_column,
+    restricted_sets,
+    set_union_histogram,
+    weight_histogram,
+)
 
 SCHEMA = "person_id long, item string"
 
@@ -48,10 +62,21 @@ def collect_sets(sets_df):
 
 def test_restriction_keeps_own_items_independently_of_others(spark, small):
     extra = spark.createDataFrame([(9999, f"w{i}") for i in range(30)], SCHEMA)
-    own = {}
-    for r in small.groupBy("person_id").agg(F.collect_set("item").alias("s")).collect():
-        own[r["person_id"]] = set(r["s"])
-    kept = collect_sets(restricted_sets(edges(small, "person_id", "item"), 4, salt=11))
+    # Reference: all of a person's items in one array, sorted by the salted
+    # hash, first 4 (what the window-and-rank layout must reproduce).
+    salt = F.lit(11).cast("long")
+    reference = small.groupBy(F.col("person_id").alias("person")).agg(
+        F.collect_set("item").alias("s")
+    ).select("person", "s", F.transform(
+        F.slice(F.array_sort(F.transform("s", lambda x: F.struct(
+            F.xxhash64(salt, F.col("person"), x).alias("h"), x.alias("i")))), 1, 4),
+        lambda t: t["i"]).alias("ref"))
+    joined = restricted_sets(edges(small, "person_id", "item"), 4, salt=11).join(reference, "person", "full")
+    own, kept = {}, {}
+    for r in joined.collect():
+        assert r["items"] is not None and r["s"] is not None  # one row per person, on both sides
+        own[r["person"]], kept[r["person"]] = set(r["s"]), list(r["items"])
+        assert list(r["items"]) == list(r["ref"])  # same items, in (hash, item) order
     with_extra = collect_sets(restricted_sets(edges(small.union(extra), "person_id", "item"), 4, salt=11))
     assert kept.keys() == own.keys()
     for person, items in kept.items():
@@ -102,32 +127,85 @@ def test_spark_histogram_equals_the_kernel(spark, small, policy):
     expected = emulate(rows, policy, gamma, shards)  # additive policies: shards do not matter
     got = weight_histogram(sets_df, policy, gamma, shards)
     want = spark.createDataFrame(sorted(expected.items()), "item string, weight double")
-    assert_approx_df_equality(got.orderBy("item"), want, 1e-9, ignore_nullable=True)
+    # Bit for bit: additive weights are exact integer sums (the emulation adds
+    # them in another order), sequential shard histograms are added in shard
+    # order on both sides.
+    assert_df_equality(got.orderBy("item"), want, ignore_nullable=True)
 
 
-def test_sharded_policy_histograms_keep_sensitivity_on_neighbours(spark, small):
-    # The extra person shares some items with others and holds 3 nobody else has.
-    extra = spark.createDataFrame([(4242, x) for x in ("w1", "w2", "w3", "only1", "only2", "only3")],
-                                  SCHEMA)
+def test_spark_person_units_equal_the_mechanism_layer(spark):
+    sizes = list(range(1, 3001)) + [4095, 4096, 4097, 65535, 65536, 10**6 + 3, 2**23 - 1, 2**23 + 1,
+                                     2**31 - 1]
+    df = spark.createDataFrame([(n,) for n in sizes], "n long")
+    cols = [person_units_column(p, F.col("n")).alias(p) for p in ("count", "weighted-laplace",
+                                                                   "weighted-gaussian")]
+    for r in df.select("n", *cols).collect():
+        for policy in ("count", "weighted-laplace", "weighted-gaussian"):
+            assert r[policy] == person_units(policy, r["n"]), (policy, r["n"])
+
+
+def neighbour_facts(h_with, h_without, policy, max_items):
+    """Facts (S) and (T) on Spark histograms (dicts item -> weight) of a
+    neighbouring pair; the list of violated facts."""
+    bad = []
+    items = sorted(h_with)
+    if not set(h_without) <= set(h_with):
+        bad.append("support")
+    diff = np.array([h_with[u] - h_without.get(u, 0.0) for u in items])
+    norm = np.abs(diff).sum() if policy.endswith("laplace") else np.sqrt(diff @ diff)
+    if norm > 1 + 1e-9:
+        bad.append("S")
+    new = set(h_with) - set(h_without)
+    if new:
+        cap = 1 / len(new) if policy.endswith("laplace") else 1 / math.sqrt(len(new))
+        if len(new) > max_items or any(h_with[u] > cap + 1e-12 for u in new):
+            bad.append("T")
+    return bad
+
+
+def test_sharded_policy_histograms_keep_sensitivity_on_random_neighbours(spark, small):
+    """Neighbours of ``small`` (persons 0..299): two persons added (one fixed,
+    sharing items with others and holding 3 nobody else has; one random) and
+    two random persons removed; and ``small`` repartitioned and reordered,
+    which must give bit-identical weights. All histograms in one Spark job."""
+    rng = np.random.default_rng(8)
+    added = [(4242, x) for x in ("w1", "w2", "w3", "only1", "only2", "only3")]
+    k = int(rng.integers(4, 10))
+    added_random = [(5000, f"w{int(x)}") for x in np.minimum(rng.zipf(1.4, k), 60)]
+    added_random += [(5000, f"new{i}") for i in range(int(rng.integers(1, 4)))]
+    removed = [int(p) for p in rng.choice(300, 2, replace=False)]
+    variants = {
+        "base": small,
+        "base_shuffled": small.repartition(5).sortWithinPartitions(F.desc("item"), F.desc("person_id")),
+        "add": small.union(spark.createDataFrame(added, SCHEMA)),
+        "add_random": small.union(spark.createDataFrame(added_random, SCHEMA)),
+        **{f"remove{p}": small.where(F.col("person_id") != p) for p in removed},
+    }
+    pairs = [("add", "base"), ("add_random", "base")] + [("base", f"remove{p}") for p in removed]
+    max_items, gamma = 6, 3.0
+    both = None
     for policy in SEQUENTIAL:
-        gamma = 3.0
-        both = None
-        for name, df in (("with", small.union(extra)), ("without", small)):
-            hist_df = set_union_histogram(df, "person_id", "item", policy, 6, 1, gamma, shards=3)
-            hist_df = hist_df.withColumn("side", F.lit(name))
+        for name, df in variants.items():
+            hist_df = set_union_histogram(df, "person_id", "item", policy, max_items, 1, gamma, shards=3)
+            hist_df = hist_df.withColumn("side", F.lit(f"{policy}|{name}"))
             both = hist_df if both is None else both.union(hist_df)
-        h = {"with": {}, "without": {}}
-        for r in both.collect():  # one Spark job for the neighbouring pair
-            h[r["side"]][r["item"]] = r["weight"]
-        items = sorted(h["with"])
-        assert set(h["without"]) <= set(h["with"])
-        diff = np.array([h["with"][u] - h["without"].get(u, 0.0) for u in items])
-        norm = np.abs(diff).sum() if policy == "policy-laplace" else np.sqrt(diff @ diff)
-        assert 0 < norm <= 1 + 1e-9
-        new = set(h["with"]) - set(h["without"])
+    h = {}
+    for r in both.collect():  # one Spark job for every neighbouring pair
+        h.setdefault(r["side"], {})[r["item"]] = r["weight"]
+    for policy in SEQUENTIAL:
+        changed = 0
+        for with_, without in pairs:
+            h1, h2 = h[f"{policy}|{with_}"], h.get(f"{policy}|{without}", {})
+            assert neighbour_facts(h1, h2, policy, max_items) == [], (policy, with_, without)
+            changed += h1 != h2
+        # the pairs exercise the checks (a removed person whose items all sit
+        # at the cutoff in their shard can leave the histogram unchanged)
+        assert changed >= len(pairs) - 1
+        new = set(h[f"{policy}|add"]) - set(h[f"{policy}|base"])
         assert new == {"only1", "only2", "only3"}
-        cap = 1 / 3 if policy == "policy-laplace" else 1 / math.sqrt(3)
-        assert all(h["with"][u] <= cap + 1e-12 for u in new)
+        assert {"new0"} <= set(h[f"{policy}|add_random"]) - set(h[f"{policy}|base"])
+        # another input layout, the same bits (shard histograms added in shard order)
+        assert h[f"{policy}|base_shuffled"] == h[f"{policy}|base"]
 
 
 # ---------------------------------------------------- the release, statistically
@@ -182,8 +260,10 @@ def test_release_report_and_items(spark):
     assert report["guarantee"]["kind"] == "approx-dp"
     assert (report["epsilon"], report["delta"]) == (3.0, 1e-5)
     assert sum(s["delta"] for s in report["budget_split"]) == pytest.approx(1e-5)
-    assert report["cutoff"] > report["threshold"] > 0 and report["shards"] == 4
-    assert report["cutoff_per_shard"] == pytest.approx(report["cutoff"] / 2)  # Γ/√4
+    # default shards: fixed (8), not the session's shuffle partitions (4 here)
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4" and DEFAULT_SHARDS == 8
+    assert report["cutoff"] > report["threshold"] > 0 and report["shards"] == 8
+    assert report["cutoff_per_shard"] == pytest.approx(report["cutoff"] / math.sqrt(8))  # Γ/√8
     assert report["parameters"]["shard_cutoff"] == "scaled"
     assert report["seeded"] and not report["publishable"]
     assert release.items.columns == ["item"]

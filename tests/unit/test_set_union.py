@@ -24,12 +24,15 @@ from dp_spark.partition_selection import (
     POLICIES,
     SEQUENTIAL,
     NoiseRoot,
+    UNIT_BITS,
     SetUnionPlan,
     analytic_gaussian_sigma,
     build_histogram,
     derive_randomness,
     gaussian_mechanism_delta,
     laplace_isf,
+    person_units,
+    person_weight,
     plan_set_union,
     policy_gaussian_update,
     policy_laplace_update,
@@ -271,6 +274,73 @@ def test_the_checker_catches_the_greedy_policy():
         p1 = update_histogram(np.array(start), *csr([[u1]] + after), policy, gamma)
         p2 = update_histogram(np.array(start), *csr(after), policy, gamma)
         assert check_neighbours(p1, p2, policy, 2) == []
+
+
+# ------------------------------------ fixed-point units (additive policies)
+
+ONE = 1 << UNIT_BITS
+
+
+def test_person_units_are_the_exact_increment_rounded_down():
+    for n in list(range(1, 5001)) + [2**20 + 1, 10**6 + 3, 2**31 - 1]:
+        assert person_units("count", n) == ONE
+        u = person_units("weighted-laplace", n)
+        assert n * u <= ONE < n * (u + 1)  # ⌊2^30/n⌋: ℓ1 norm of the person ≤ 1
+        g = person_units("weighted-gaussian", n)
+        assert n * g * g <= ONE * ONE < n * (g + 1) ** 2  # ⌊2^30/√n⌋: ℓ2 norm ≤ 1
+        assert person_weight("weighted-gaussian", n) == g * 2.0**-UNIT_BITS
+    # Rounding to nearest instead would break the ℓ2 bound: the floor is needed.
+    nearest = [n for n in range(1, 200) if n * round(ONE / math.sqrt(n)) ** 2 > ONE * ONE]
+    assert nearest
+    for bad in [("weighted-laplace", 0), ("policy-laplace", 3)]:
+        with pytest.raises(ParameterError):
+            person_units(*bad)
+
+
+def test_float_increments_would_depend_on_the_summation_order():
+    # Why whole units: the same float increments 1/√n added in two orders
+    # differ in the last bits (a Spark sum over a shuffle has no fixed order);
+    # the integer units give one value in every order.
+    sizes = np.random.default_rng(2).integers(1, 60, 2000).tolist()
+    floats = [1 / math.sqrt(n) for n in sizes]
+    assert sum(floats) != sum(reversed(floats))
+    units = [person_units("weighted-gaussian", n) for n in sizes]
+    assert sum(units) == sum(reversed(units))
+
+
+@pytest.mark.parametrize("policy", ["count", "weighted-laplace", "weighted-gaussian"])
+def test_additive_units_keep_the_facts_exactly_in_any_order(policy):
+    """(S) and (T) in exact integer arithmetic (no tolerance) on random
+    neighbours, and the histogram bit for bit the same for any person order."""
+    rng = np.random.default_rng(300 + POLICIES.index(policy))
+    new_cases = tight = 0
+    for case in range(150):
+        max_items = int(rng.integers(1, 9))
+        n_items, sets = random_case(rng, max_items)
+        persons = list(sets)
+        extra = persons[int(rng.integers(0, len(persons)))]
+        h1 = hist([sets[p] for p in persons], n_items, policy)
+        shuffled = [persons[i] for i in rng.permutation(len(persons))]
+        assert np.array_equal(h1, hist([sets[p] for p in shuffled], n_items, policy))
+        h2 = hist([sets[p] for p in persons if p != extra], n_items, policy)
+        u1, u2 = h1 * ONE, h2 * ONE
+        assert np.array_equal(u1, np.floor(u1)) and np.array_equal(u2, np.floor(u2))  # whole units
+        d = [int(a) - int(b) for a, b in zip(u1, u2)]  # Python ints: exact
+        new = np.flatnonzero((u1 > 0) & (u2 == 0)).tolist()
+        t = len(new)
+        if policy == "count":
+            assert max(map(abs, d)) <= ONE and sum(map(abs, d)) <= max_items * ONE
+            assert all(int(u1[i]) == ONE for i in new)
+        elif policy == "weighted-laplace":
+            assert sum(map(abs, d)) <= ONE
+            assert all(int(u1[i]) * t <= ONE for i in new)
+            tight += sum(map(abs, d)) == ONE
+        else:
+            assert sum(x * x for x in d) <= ONE * ONE
+            assert all(int(u1[i]) ** 2 * t <= ONE * ONE for i in new)
+        new_cases += t > 0
+    assert new_cases >= 20
+    assert policy != "weighted-laplace" or tight >= 20  # the bound is attained: the check can fail
 
 
 # ----------------------------------------------------------- thresholds
