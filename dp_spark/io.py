@@ -66,10 +66,11 @@ def detect_format(path: str) -> str:
     )
 
 
-def read_input(spark, source: str, fmt: str = "auto"):
+def read_input(spark, source: str, fmt: str = "auto", *, infer_schema: bool = True):
     """A DataFrame over ``source``: a path (local or any Hadoop filesystem) or
     ``table:db.name``. Raises InputError with a one-line message on a missing
-    path, an unknown format or an unreadable table."""
+    path, an unknown format or an unreadable table. ``infer_schema=False``
+    keeps every CSV column a string (ids such as "007" stay as written)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
     if source.startswith("table:") or fmt == "table":
@@ -85,7 +86,7 @@ def read_input(spark, source: str, fmt: str = "auto"):
         fmt = detect_format(source)
     reader = spark.read
     if fmt == "csv":
-        reader = reader.option("header", "true").option("inferSchema", "true")
+        reader = reader.option("header", "true").option("inferSchema", str(infer_schema).lower())
     return _spark_read(lambda: reader.format(fmt).load(source), f"{fmt} input {source!r}")
 
 

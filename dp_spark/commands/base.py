@@ -81,6 +81,26 @@ def resolve(args: argparse.Namespace, options) -> dict[str, Any]:
     return resolved
 
 
+def items_writer(attribute: str, what: str, single_file: bool = False):
+    """An ARTIFACT_WRITERS entry: write ``release.<attribute>`` (a Spark
+    DataFrame) to ``--items-output`` as Parquet, atomically. ``single_file``
+    for small tables (one Parquet part)."""
+
+    def write(release, opts) -> None:
+        if not opts.get("items_output"):
+            return
+        from dp_spark.io import write_dataframe_atomic
+        from dp_spark.sparkjobs import spark_job
+
+        frame = getattr(release, attribute)
+        with spark_job(f"writing the released {what}"):
+            write_dataframe_atomic(frame.coalesce(1) if single_file else frame, opts["items_output"], "parquet")
+        if not opts.get("quiet"):
+            print(f"released {what} written to {opts['items_output']}")
+
+    return write
+
+
 def _config_value(opt: Option, value: Any) -> Any:
     """A config-file value converted as the command line would convert it."""
     if value is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option
+from dp_spark.commands.base import INPUT_OPTIONS, Option, RUN_OPTIONS, items_writer
 
 NAME = "count-release"
 HELP = "differentially private item counts near a target relative error (Private Count Release)"
@@ -94,15 +94,4 @@ def run(spark, df, opts, budget_filter):
     )
 
 
-def write_items(release, opts) -> None:
-    """The released items as Parquet (rank, item, count, sigma), written atomically."""
-    if not opts.get("items_output"):
-        return
-    from dp_spark.io import write_dataframe_atomic
-
-    write_dataframe_atomic(release.items_df.coalesce(1), opts["items_output"], "parquet")
-    if not opts.get("quiet"):
-        print(f"items written to {opts['items_output']}")
-
-
-ARTIFACT_WRITERS = {"items": write_items}
+ARTIFACT_WRITERS = {"items": items_writer("items_df", "counts", single_file=True)}

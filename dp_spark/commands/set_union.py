@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option
+from dp_spark.commands.base import INPUT_OPTIONS, Option, RUN_OPTIONS, items_writer
 
 NAME = "set-union"
 HELP = "differentially private set union: release as many items as possible (partition selection)"
@@ -79,17 +79,4 @@ def run(spark, df, opts, budget_filter):
     )
 
 
-def write_items(release, opts) -> None:
-    """Write the released items (one column ``item``) as Parquet, atomically."""
-    if not opts.get("items_output"):
-        return
-    from dp_spark.io import write_dataframe_atomic
-    from dp_spark.sparkjobs import spark_job
-
-    with spark_job("writing the released items"):
-        write_dataframe_atomic(release.items, opts["items_output"], "parquet")
-    if not opts.get("quiet"):
-        print(f"released items written to {opts['items_output']}")
-
-
-ARTIFACT_WRITERS = {"items": write_items}
+ARTIFACT_WRITERS = {"items": items_writer("items", "items")}

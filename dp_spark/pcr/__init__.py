@@ -8,19 +8,21 @@ Data Analytics" (arXiv 2403.05073); ALGORITHMS.md 5.2-5.3.
   discrete Gaussian noise on the found count; no contribution bound.
 - :mod:`.bounded`: the contribution-bounding ("Plume") baseline's mechanism
   half, δ-approximate ρ-zCDP: calibration, Gaussian-threshold partition
-  selection (a pure function the Spark stage calls inside mapInPandas with
-  an explicit noise key), discrete Gaussian counts, threshold T = (2+r)σ/r.
+  selection and discrete Gaussian counts (pure functions the Spark stage
+  calls inside mapInPandas with an explicit noise key), threshold
+  T = (2+r)σ/r.
+- :mod:`.keyed`: noise keyed per item (keyed BLAKE2b), so draws made inside
+  Spark do not depend on partitioning, batching or task retries.
 """
 
 from dp_spark.pcr.bounded import (
     BoundedPlan,
     bounded_plan,
     gaussian_threshold_select,
-    generator_from_key,
-    noise_key,
-    noisy_counts,
+    keyed_noisy_counts,
     selection_probability,
 )
+from dp_spark.pcr.keyed import item_generator, keyed_normals, keyed_uniforms, noise_key
 from dp_spark.pcr.loop import (
     ACCURACY_FACTOR,
     DELTA_MIN,
@@ -30,6 +32,7 @@ from dp_spark.pcr.loop import (
     check_pcr_parameters,
     pcr_sigma,
     private_count_release,
+    within_relative_error_probability,
 )
 
 __all__ = [
@@ -41,11 +44,14 @@ __all__ = [
     "check_pcr_parameters",
     "pcr_sigma",
     "private_count_release",
+    "within_relative_error_probability",
     "BoundedPlan",
     "bounded_plan",
     "gaussian_threshold_select",
-    "generator_from_key",
-    "noise_key",
-    "noisy_counts",
+    "keyed_noisy_counts",
     "selection_probability",
+    "noise_key",
+    "keyed_uniforms",
+    "keyed_normals",
+    "item_generator",
 ]

@@ -10,17 +10,22 @@ split by α:
    item present in the bounded data gets count + N(0, σ_s²),
    σ_s = sqrt(m / (2αρ)), and is kept if that exceeds
    τ = 1 + σ_s·Φ⁻¹(1 − δ/m). The noise is drawn inside Spark (mapInPandas)
-   by :func:`gaussian_threshold_select`, a pure function of the counts, an
-   explicit noise key and a spawn key. Guarantee: δ-approximate (αρ)-zCDP —
-   the noisy vector over the items of both neighbours is a Gaussian
-   mechanism (ρ = m/(2σ_s²)); the added person's at most m new items (count
-   1, absent from the other data set) clear τ with probability at most
-   m·P[N(0, σ_s²) > τ − 1] = δ, and on the complement the two outputs are
-   post-processings of that Gaussian mechanism.
+   by :func:`gaussian_threshold_select`, a pure function of the items, their
+   counts and a secret key: each item's draw is keyed by the item itself
+   (:mod:`dp_spark.pcr.keyed`), so it does not depend on partitioning and a
+   re-evaluated or retried task selects the same items. Guarantee:
+   δ-approximate (αρ)-zCDP — the noisy vector over the items of both
+   neighbours is a Gaussian mechanism (ρ = m/(2σ_s²)); the added person's at
+   most m new items (count 1, absent from the other data set) clear τ with
+   probability at most m·P[N(0, σ_s²) > τ − 1] = δ, and on the complement
+   the two outputs are post-processings of that Gaussian mechanism.
 2. Counts of the selected items (share (1 − α)·ρ): the data restricted to the
-   selected items is bounded again to m items per person and every count
-   gets exact discrete Gaussian noise N_Z(0, σ_c²), σ_c = sqrt(m/(2(1−α)ρ)):
-   ((1 − α)ρ)-zCDP.
+   selected items is bounded again to m items per person and every selected
+   item's count (0 if no kept row holds it) gets exact discrete Gaussian
+   noise N_Z(0, σ_c²), σ_c = sqrt(m/(2(1−α)ρ)): ((1 − α)ρ)-zCDP. Drawn
+   inside Spark too (:func:`keyed_noisy_counts`, one generator per item
+   seeded by the item's keyed digest), so the driver only ever receives the
+   released (item, noisy count) rows.
 3. Optional threshold (post-processing): drop noisy counts below
    T = (2 + r)·σ_c / r, so that (h~ + σ)/(h~ − σ) <= 1 + r for the rest.
 
@@ -28,8 +33,9 @@ Total: δ-approximate ρ-zCDP (composition, Bun–Steinke 2016). Differences
 from the seed: the same m is used for both boundings (the seed recomputes a
 percentile m' on the restricted data, which is not private); sensitivity
 sqrt(m) in step 2, as the seed does (conservative). The selection uses
-floating-point Gaussian noise (guarantee of the idealised mechanism); the
-released counts use the exact integer sampler.
+floating-point Gaussian noise (Φ⁻¹ of a 53-bit keyed uniform: each item's
+keep/drop probability is the idealised one up to 2⁻⁵³); the released counts
+use the exact integer sampler.
 """
 
 from __future__ import annotations
@@ -42,17 +48,22 @@ import numpy as np
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
 from dp_spark.noise import discrete_gaussian
-from dp_spark.noise.rng import check_rng
+from dp_spark.pcr.keyed import item_generator, keyed_normals, noise_key
 
 __all__ = [
     "BoundedPlan",
     "bounded_plan",
     "noise_key",
-    "generator_from_key",
     "gaussian_threshold_select",
+    "keyed_noisy_counts",
     "selection_probability",
-    "noisy_counts",
+    "SELECTION_STREAM",
+    "COUNT_STREAM",
 ]
+
+#: Stream names of :mod:`dp_spark.pcr.keyed` (selection and count noise never share a draw).
+SELECTION_STREAM = "pcr-bounded-sel"
+COUNT_STREAM = "pcr-bounded-cnt"
 
 
 @dataclass(frozen=True)
@@ -125,29 +136,38 @@ def bounded_plan(rho: float, delta: float, max_items: int, alpha: float = 0.5,
     )
 
 
-def noise_key(rng: np.random.Generator) -> tuple[int, ...]:
-    """128 bits from ``rng``: the entropy of the noise streams drawn inside
-    Spark. Seeded ``rng`` (tests only) gives a reproducible key."""
-    rng = check_rng(rng)
-    return tuple(int(x) for x in rng.integers(0, 2**32, size=4, dtype=np.uint64))
+def _items_and_counts(items, counts):
+    counts = np.asarray(counts)
+    if counts.ndim != 1 or len(items) != counts.size:
+        raise ParameterError("items and counts must be 1-D and of the same length")
+    return items, counts
 
 
-def generator_from_key(key: tuple[int, ...], spawn_key: tuple[int, ...]) -> np.random.Generator:
-    """An independent generator per (key, spawn_key): SeedSequence(key,
-    spawn_key=spawn_key). Distinct spawn keys give independent streams."""
-    seq = np.random.SeedSequence([int(k) for k in key], spawn_key=tuple(int(s) for s in spawn_key))
-    return np.random.Generator(np.random.PCG64(seq))
+def gaussian_threshold_select(items, counts, *, sigma: float, threshold: float,
+                              key: tuple[int, ...]) -> np.ndarray:
+    """Step 1 for one batch of items (run inside Spark, in mapInPandas):
+    the boolean mask ``counts + N(0, sigma²) > threshold``, where each
+    item's Gaussian draw is keyed by (``key``, the item)
+    (:func:`dp_spark.pcr.keyed.keyed_normals`, stream
+    :data:`SELECTION_STREAM`): one draw per item whatever the batching.
+    ``items``: distinct strings or integers. Pure numpy."""
+    items, counts = _items_and_counts(items, counts)
+    noise = float(sigma) * keyed_normals(items, key, SELECTION_STREAM)
+    return counts.astype(np.float64) + noise > float(threshold)
 
 
-def gaussian_threshold_select(counts: np.ndarray, spawn_key: tuple[int, ...], *, sigma: float,
-                              threshold: float, key: tuple[int, ...]) -> np.ndarray:
-    """Step 1 for one batch of items (run inside Spark): returns the boolean
-    mask ``counts + N(0, sigma²) > threshold``, with noise from
-    ``generator_from_key(key, spawn_key)`` (one draw per item, never reused:
-    every batch has its own spawn key). Pure numpy."""
-    counts = np.asarray(counts, dtype=np.float64)
-    rng = generator_from_key(key, spawn_key)
-    return counts + rng.normal(0.0, sigma, size=counts.shape) > threshold
+def keyed_noisy_counts(items, counts, *, sigma: float, key: tuple[int, ...]) -> np.ndarray:
+    """Step 2 for one batch of items (run inside Spark, in mapInPandas):
+    int64 ``counts`` plus exact discrete Gaussian noise N_Z(0, sigma²)
+    (Canonne–Kamath–Steinke 2020), each item's draw from its own generator
+    keyed by (``key``, the item) (:func:`dp_spark.pcr.keyed.item_generator`,
+    stream :data:`COUNT_STREAM`), so one draw per item whatever the batching.
+    (m/(2σ²))-zCDP for a count vector of L2 sensitivity sqrt(m)."""
+    items, counts = _items_and_counts(items, counts)
+    counts = counts.astype(np.int64)
+    noise = np.fromiter((discrete_gaussian(sigma, item_generator(x, key, COUNT_STREAM)) for x in items),
+                        dtype=np.int64, count=len(items))
+    return counts + noise
 
 
 def selection_probability(count: float, sigma: float, threshold: float) -> float:
@@ -155,13 +175,3 @@ def selection_probability(count: float, sigma: float, threshold: float) -> float
     from scipy.special import ndtr
 
     return float(ndtr((count - threshold) / sigma))
-
-
-def noisy_counts(counts: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """Step 2: integer counts plus exact discrete Gaussian noise N_Z(0, σ²)
-    (Canonne–Kamath–Steinke 2020): (m/(2σ²))-zCDP for a count vector of L2
-    sensitivity sqrt(m). Returns int64."""
-    counts = np.asarray(counts, dtype=np.int64)
-    if counts.size == 0:
-        return counts.copy()
-    return counts + np.asarray(discrete_gaussian(sigma, check_rng(rng), size=counts.size), dtype=np.int64)

@@ -25,12 +25,29 @@ Differences from the paper, and why:
 
 * k̄_t = k̄ − (items released so far). The paper keeps k̄ fixed and removes
   released items from h, which needs the top k̄+1+r counts after r releases.
-  We collect the top k̄+1 once; after r releases the remaining window is
-  exactly the top k̄−r+1 of the remaining histogram, so every call is Theorem
-  4's mechanism with k̄_t = k̄ − r (threshold T = 1 + ln(k̄_t/δ*)/ε, slightly
-  lower than the paper's). The loop therefore also stops after k̄ releases.
+  We collect the top k̄+1 once and call Theorem 4's mechanism with
+  k̄_t = k̄ − r (threshold T_t = 1 + ln(k̄_t/δ*)/ε, slightly lower than the
+  paper's) on the histogram h_t = h minus the r released items. This is
+  exactly that mechanism on h_t: every released item was in the collected
+  top k̄ (the loop only ever selects from it), so the top k̄_t of h_t are the
+  k̄ − r collected items still alive, and the (k̄_t + 1)-th largest count of
+  h_t is still ``next_count`` = c_(k̄+1) of h (every uncollected count is at
+  most c_(k̄+1), and the collected alive ones at least). Removing released
+  items is post-processing of earlier outputs, and adding or removing one
+  person still moves every count of h_t by at most 1 in the same direction,
+  so Theorem 4 applies to each call with its own k̄_t: the δ* part holds
+  because an item in the top k̄_t of one neighbour but not of the other has
+  count at most (its data set's (k̄_t + 1)-th count) + 1 and so clears the
+  noisy threshold with probability at most e^{−ε(T_t − 1)} = δ*/k̄_t, and
+  there are at most k̄_t such items (see
+  :func:`dp_spark.selection.topk.unknown_domain_gumbel`). The loop
+  therefore also stops after k̄ releases.
 * σ_r(ε) = (r/a)·T with a = ``accuracy_factor`` (1.5 in the paper): formula
-  (2) with the k̄_t actually used.
+  (2) with the k̄_t actually used. An item whose true count is at least T
+  is then within relative error r with probability about 2Φ(a) − 1 (87%)
+  only when σ = σ_r; when the floor σ = 2/ε binds (small r or k̄_t) it is
+  2Φ(rT/σ) − 1, lower. :func:`within_relative_error_probability` gives each
+  released count's exact lower bound, and the release reports it.
 * Counts are integers, so the Gaussian noise is the exact discrete Gaussian
   N_Z(0, σ²) (Canonne–Kamath–Steinke 2020), which is (1/(2σ²))-zCDP for a
   count of sensitivity 1 and has standard deviation at most σ (σ is what is
@@ -59,6 +76,7 @@ __all__ = [
     "ReleasedCount",
     "PCRResult",
     "pcr_sigma",
+    "within_relative_error_probability",
     "private_count_release",
     "check_pcr_parameters",
 ]
@@ -78,13 +96,16 @@ class ReleasedCount:
     """One released count: ``index`` into the input ``top_counts``, the noisy
     ``count`` (true count + discrete Gaussian noise), its noise parameter
     ``sigma`` (standard deviation at most σ), the ``epsilon`` of the
-    selection that found it and the ``round`` (1-based loop iteration)."""
+    selection that found it, the ``round`` (1-based loop iteration) and the
+    ``threshold`` T_t = 1 + ln(k̄_t/δ*)/ε of that selection (public: a
+    function of ε and of how many counts were released before)."""
 
     index: int
     count: int
     sigma: float
     epsilon: float
     round: int
+    threshold: float
 
 
 @dataclass
@@ -161,6 +182,30 @@ def pcr_sigma(epsilon: float, relative_error: float, kbar: int, delta_min: float
     while 1.0 / (2.0 * sigma * sigma) > epsilon * epsilon / 8.0:  # float rounding of 2/ε
         sigma = math.nextafter(sigma, math.inf)
     return sigma
+
+
+def within_relative_error_probability(sigma: float, relative_error: float, count: float) -> float:
+    """A lower bound on P[|Z| <= r·c] for Z ~ N_Z(0, σ²) (discrete Gaussian):
+    the probability that a count c released with noise of parameter σ is
+    within relative error r of c. Returns 2Φ(⌊r·c⌋/σ) − 1.
+
+    Proof: Z is an integer, so |Z| <= r·c iff |Z| <= m = ⌊r·c⌋. With
+    f(x) = exp(−x²/(2σ²)), Poisson summation gives Σ_k f(k) = √(2π)·σ·θ with
+    θ = Σ_n exp(−2π²σ²n²) >= 1, and since f decreases on [m, ∞),
+    Σ_{k>m} f(k) <= ∫_m^∞ f = σ·√(π/2)·erfc(m/(σ√2)). So
+    P[|Z| > m] <= 2σ√(π/2)·erfc(m/(σ√2)) / (√(2π)σ) = 2(1 − Φ(m/σ)).
+    Increasing in c: for c at least a threshold T, ``count=T`` bounds it.
+    With σ = σ_r = (r/a)·T and c = T this is about 2Φ(a) − 1 (87% for
+    a = 1.5); when the floor σ = 2/ε binds, it is lower."""
+    from scipy.special import ndtr  # here, not at import: Spark workers import this package
+
+    sigma = float(sigma)
+    if not sigma > 0 or not math.isfinite(sigma):
+        raise ParameterError("sigma must be a finite number > 0")
+    if not float(relative_error) >= 0 or not float(count) >= 0:
+        raise ParameterError("relative_error and count must be >= 0")
+    m = math.floor(float(relative_error) * float(count))
+    return max(0.0, 2.0 * float(ndtr(m / sigma)) - 1.0)
 
 
 def _as_top_counts(top_counts, next_count, kbar):
@@ -252,12 +297,13 @@ def private_count_release(
         position = int(found.indices[0])
         index = int(alive[position])
         sigma = pcr_sigma(eps, relative_error, kbar_t, delta_min, accuracy_factor)
+        threshold = unknown_domain_threshold(eps, delta_min, kbar_t)
         noisy = int(counts[index]) + int(discrete_gaussian(sigma, rng))
         count_cost = ZCDP(1.0 / (2.0 * sigma * sigma), 0.0)  # <= ε²/8 (see pcr_sigma)
         ledger.spend(count_cost, label="count (discrete Gaussian)")
         count_spent = count_spent + count_cost
         alive = np.delete(alive, position)
-        released.append(ReleasedCount(index, noisy, sigma, eps, calls))
+        released.append(ReleasedCount(index, noisy, sigma, eps, calls, threshold))
     return PCRResult(
         released=released,
         spent=ledger.spent,

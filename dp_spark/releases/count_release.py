@@ -16,14 +16,19 @@ privacy filter and releases its count with discrete Gaussian noise of
 ``method="bounded"`` — the contribution-bounding ("Plume") baseline: each
 person keeps at most m = ``max_items`` distinct items (salted hash, in
 Spark), Gaussian-threshold partition selection on the bounded data (share α
-of ρ, all of δ; noise drawn inside Spark by the mechanism layer's pure
-function), then discrete Gaussian counts of the selected items (the rest of
-ρ, L2 sensitivity sqrt(m)), optionally dropping noisy counts below
-T = (2 + r)σ/r (:mod:`dp_spark.pcr.bounded`).
+of ρ, all of δ), then discrete Gaussian counts of the selected items (the
+rest of ρ, L2 sensitivity sqrt(m)), optionally dropping noisy counts below
+T = (2 + r)σ/r (:mod:`dp_spark.pcr.bounded`). Both noises are drawn inside
+Spark by the mechanism layer's pure functions, keyed per item
+(:mod:`dp_spark.pcr.keyed`); the selected items stay a DataFrame and only the
+released rows reach the driver.
 
 Both: δ-approximate ρ-zCDP (add or remove one person), stated with the
 (ε, δ + δ') equivalent, ε = ρ + 2·sqrt(ρ·ln(1/δ')), δ' = ``conversion_delta``
-(default δ). Every released count carries its σ.
+(default δ). Every released count carries its σ; a pcr count also carries
+the threshold T of the selection that found it and ``p_within_r``, a lower
+bound on the probability that it is within relative error r of the truth
+when the true count is at least T (:func:`dp_spark.pcr.loop.within_relative_error_probability`).
 """
 
 from __future__ import annotations
@@ -42,9 +47,10 @@ from dp_spark.pcr import (
     bounded_plan,
     check_pcr_parameters,
     gaussian_threshold_select,
+    keyed_noisy_counts,
     noise_key,
-    noisy_counts,
     private_count_release,
+    within_relative_error_probability,
 )
 from dp_spark.errors import ParameterError
 from dp_spark.noise import make_rng
@@ -130,9 +136,10 @@ def count_release(
     demos only. Rows with a null person or item are dropped.
 
     Returns a Release whose ``items`` value lists {"item", "count", "sigma"}
-    (largest noisy counts first for ``bounded``, discovery order for
+    (``pcr`` adds "threshold" and "p_within_r", see the module docstring;
+    largest noisy counts first for ``bounded``, discovery order for
     ``pcr``), with ``rho_spent`` / ``delta_spent``; the ``items_df``
-    artifact is the same table as a Spark DataFrame.
+    artifact is the (rank, item, count, sigma) table as a Spark DataFrame.
     """
     p = validate(rho, delta, relative_error, kbar, method, seed, max_items=max_items, alpha=alpha,
                  epsilon_min=epsilon_min, delta_min=delta_min, accuracy_factor=accuracy_factor,
@@ -146,7 +153,7 @@ def count_release(
     if method == "pcr":
         rows, values, errors, split = _pcr(edge_df, p, rng)
     else:
-        rows, values, errors, split = _bounded(edge_df, p, rng, integral, bool(count_threshold))
+        rows, values, errors, split = _bounded(edge_df, p, rng, bool(count_threshold))
 
     equivalent = guarantee.to_approx(p["conversion_delta"])
     statement = (
@@ -196,10 +203,12 @@ def _pcr(edge_df, p, rng):
         top.counts, top.next_count, p["rho"], p["delta"], p["relative_error"], p["kbar"], rng,
         epsilon_min=p["epsilon_min"], delta_min=p["delta_min"], accuracy_factor=p["accuracy_factor"],
     )
-    rows = [{"item": top.items[r.index], "count": int(r.count), "sigma": float(r.sigma)}
-            for r in result.released]
+    r = p["relative_error"]
+    rows = [{"item": top.items[x.index], "count": int(x.count), "sigma": float(x.sigma),
+             "threshold": float(x.threshold),
+             "p_within_r": within_relative_error_probability(x.sigma, r, x.threshold)}
+            for x in result.released]
     del top  # non-private; only released items leave this function
-    coverage = 2.0 * float(ndtr(p["accuracy_factor"])) - 1.0
     values = {
         "items": rows,
         "released": len(rows),
@@ -212,14 +221,10 @@ def _pcr(edge_df, p, rng):
         "stopped": result.stopped,
     }
     errors = {
-        "items": (
-            "each count is the item's number of distinct persons plus discrete Gaussian noise "
-            "whose standard deviation is at most its sigma; sigma is set so that an item at the "
-            f"selection threshold is within a relative error of {p['relative_error']:g} with "
-            f"probability about {coverage:.0%}, and larger counts have smaller relative error"
-        ),
+        "items": _pcr_accuracy(rows, r, p["accuracy_factor"]),
         "stopped": f"why the loop ended: {', '.join(f'{k}: {v}' for k, v in _STOPPED.items())}",
     }
+    unused = ZCDP(max(0.0, p["rho"] - result.spent.rho), max(0.0, p["delta"] - result.spent.delta))
     split = [
         {"step": (f"selection: {result.selection_calls} Unknown Domain Gumbel top-1 calls "
                   f"({result.bottoms} returned ⊥), ε from {p['epsilon_min']:g} to "
@@ -227,34 +232,58 @@ def _pcr(edge_df, p, rng):
          **result.selection_spent.to_dict()},
         {"step": f"counts: {len(rows)} discrete Gaussian counts (sensitivity 1 each)",
          **result.count_spent.to_dict()},
+        {"step": ("held by the privacy filter, unused (still counted: the filter's guarantee "
+                  "is its whole budget)"),
+         **unused.to_dict()},
     ]
     return rows, values, errors, split
 
 
-def _bounded(edge_df, p, rng, integral, use_threshold):
+def _pcr_accuracy(rows, r, a):
+    """The error statement of the pcr counts (from public values only)."""
+    text = (
+        "each count is the item's number of distinct persons plus discrete Gaussian noise whose "
+        "standard deviation is at most its sigma = max(sigma_r, 2/epsilon), with "
+        f"sigma_r = (r/{a:g})·threshold. If the item's true count is at least its threshold "
+        "(the T of the selection that found it), the count is within a relative error of "
+        f"{r:g} with probability at least its p_within_r = 2Φ(floor({r:g}·T)/sigma) − 1; "
+        "larger true counts do better. "
+    )
+    if rows:
+        low = min(x["p_within_r"] for x in rows)
+        high = max(x["p_within_r"] for x in rows)
+        floored = sum(x["sigma"] > r / a * x["threshold"] * (1 + 1e-12) for x in rows)
+        text += (f"Over the {len(rows)} released counts p_within_r ranges from {low:.0%} to {high:.0%} "
+                 f"(worst case {low:.3g}); the paper's target 2Φ({a:g}) − 1 ≈ "
+                 f"{2.0 * float(ndtr(a)) - 1.0:.0%} applies only where sigma = sigma_r, and the "
+                 f"floor 2/epsilon set a larger sigma (a lower probability) for {floored} of them. ")
+    text += ("An item selected with a true count below its threshold (possible, with smaller "
+             "probability the lower its count) has no such guarantee.")
+    return text
+
+
+def _bounded(edge_df, p, rng, use_threshold):
     plan = p["plan"]
-    spark = edge_df.sparkSession
     salt_select, salt_count = (int(x) for x in rng.integers(0, 2**62, size=2))
-    key = noise_key(rng)
+    select_key, count_key = noise_key(rng), noise_key(rng)
     log.info("count-release: bounding to %d items per person, Gaussian-threshold selection", plan.max_items)
     select = partial(gaussian_threshold_select, sigma=plan.selection_sigma,
-                     threshold=plan.selection_threshold, key=key)
+                     threshold=plan.selection_threshold, key=select_key)
     selected = stage.select_items(stage.bounded_item_counts(edge_df, plan.max_items, salt_select), select)
+    # `selected` is used twice below (restriction and the items to count); its
+    # noise is keyed per item, so both evaluations select the same items.
+    restricted = stage.bounded_item_counts(edge_df, plan.max_items, salt_count, restrict_to=selected)
+    add_noise = partial(keyed_noisy_counts, sigma=plan.count_sigma, key=count_key)
+    noisy = stage.noisy_counts_of_items(restricted, selected, add_noise)  # private from here on
     log.info("count-release: counting the selected items")
-    restricted = stage.bounded_item_counts(
-        edge_df, plan.max_items, salt_count, restrict_to=stage.items_frame(spark, selected, integral)
-    )
-    counts = stage.counts_of_items(restricted, selected)
-    noisy = noisy_counts(counts, plan.count_sigma, rng)
-    del counts  # non-private
-    keep = noisy >= plan.count_threshold if use_threshold else np.ones(len(selected), dtype=bool)
-    order = sorted(np.flatnonzero(keep).tolist(), key=lambda i: (-int(noisy[i]), i))
-    rows = [{"item": selected[i], "count": int(noisy[i]), "sigma": plan.count_sigma} for i in order]
+    n_selected, released = stage.collect_item_counts(
+        noisy, minimum=plan.count_threshold if use_threshold else None)
+    rows = [{"item": item, "count": count, "sigma": plan.count_sigma} for item, count in released]
     values = {
         "items": rows,
         "released": len(rows),
         "method": "bounded",
-        "selected": len(selected),
+        "selected": n_selected,
         "rho_spent": plan.rho,
         "delta_spent": plan.delta,
         "max_items": plan.max_items,

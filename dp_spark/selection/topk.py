@@ -733,6 +733,23 @@ def unknown_domain_gumbel(
     no public domain is needed). Only the ordered item list (and whether ⊥
     was appended) may be released, not the noisy counts.
 
+    Why k <= k̄ (k = k̄ included) is sound. The proof has two parts. (a) On
+    the items in the top k̄ of both neighbours D and D′, the output is the
+    one-shot Gumbel top-k of those counts and of the threshold
+    T + c_(k̄+1) (a count of sensitivity 1 too, acting as ⊥), which is
+    k·ε²/8-zCDP (Durfee & Rogers 2019, as used by seed Theorem 4); this part
+    does not involve k̄. (b) The δ: an item i in the top k̄ of one data set
+    X ∈ {D, D′} but not of the other has c_i(X) <= c_(k̄+1)(X) + 1 (say
+    D′ = D plus one person:
+    if i is in the top k̄ of D only, c_i(D) <= c_i(D′) <= c_(k̄+1)(D′) <=
+    c_(k̄+1)(D) + 1; if of D′ only, c_i(D′) <= c_i(D) + 1 <= c_(k̄+1)(D) + 1
+    <= c_(k̄+1)(D′) + 1). Its chance of clearing the noisy threshold in X is
+    P[c_i + G_i > T + c_(k̄+1) + G_0] <= P[G_i − G_0 > T − 1] <=
+    e^{−ε(T−1)} = δ/k̄ (G_i − G_0 is logistic with scale 1/ε). There are at
+    most k̄ such items, so by a union bound, except with probability δ no
+    such item is kept, and then both outputs are computed from the common
+    items as in (a). Neither part needs k < k̄.
+
     Args:
         top_counts: the k̄ largest counts of the whole histogram, one per item
             (any order; fewer than k̄ entries when the histogram has fewer

@@ -17,11 +17,14 @@ number of persons or rows:
   value ascending (a fixed public rule), so exactly k̄+1 rows at most;
 * :func:`domain_item_counts` — the counts of a public domain the user
   supplies (items absent from the data count 0): one number per domain item;
-* :func:`bounded_item_counts` + :func:`select_items` — the contribution-
-  bounding baseline: each person keeps at most m distinct items chosen by a
-  salted hash (uniformly random-looking), then the mechanism layer's noisy
-  threshold runs inside ``mapInPandas`` and only the selected items (the
-  release itself) are collected.
+* :func:`bounded_item_counts`, :func:`select_items`,
+  :func:`noisy_counts_of_items` and :func:`collect_item_counts` — the
+  contribution-bounding baseline: each person keeps at most m distinct items
+  chosen by a salted hash (uniformly random-looking); the mechanism layer's
+  noisy threshold and its count noise run inside ``mapInPandas`` (noise
+  keyed per item, :mod:`dp_spark.pcr.keyed`), the selected items stay a
+  DataFrame, and only the released (item, noisy count) rows — the output —
+  are collected.
 
 DataFrame API only (built-in functions and ``mapInPandas``), so Spark Connect
 works; actions run inside :func:`dp_spark.sparkjobs.spark_job`.
@@ -34,6 +37,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -51,7 +55,6 @@ log = logging.getLogger(__name__)
 COUNT = "count"
 RANK = "_rank"
 _INDEX = "_index"
-_PID = "_pid"
 _LONG_MAX = 2**63 - 1
 
 
@@ -189,40 +192,79 @@ def bounded_item_counts(edge_df: DataFrame, max_items: int, salt: int,
     return bound_contributions(edge_df, max_items, salt).groupBy(ITEM).agg(F.count(F.lit(1)).alias(COUNT))
 
 
-def _select_partition(batches: Iterator[pd.DataFrame], select: Callable) -> Iterator[pd.DataFrame]:
-    """mapInPandas body: ``select(counts, spawn_key)`` (a mechanism-layer
+def _select_batches(batches: Iterator[pd.DataFrame], select: Callable) -> Iterator[pd.DataFrame]:
+    """mapInPandas body: ``select(items, counts)`` (a mechanism-layer
     function holding its own noise key) decides which items of each Arrow
-    batch are kept; the spawn key (partition id, batch number) gives every
-    batch its own independent noise stream."""
-    for number, batch in enumerate(batches):
+    batch are kept."""
+    for batch in batches:
         if not len(batch):
             continue
-        pid = int(batch[_PID].iloc[0])
-        keep = np.asarray(select(batch[COUNT].to_numpy(dtype=np.int64), (pid, number)), dtype=bool)
+        keep = np.asarray(select(batch[ITEM].to_numpy(), batch[COUNT].to_numpy(dtype=np.int64)), dtype=bool)
         if keep.any():
             yield batch.loc[keep, [ITEM]]
 
 
-def select_items(counts_df: DataFrame, select: Callable[[np.ndarray, tuple], np.ndarray]) -> list:
-    """Items whose noisy count clears a threshold, decided inside Spark by
-    ``select`` (a picklable pure-numpy function from the mechanism layer,
-    e.g. ``functools.partial(dp_spark.pcr.gaussian_threshold_select,
-    ...)``). Rows are sorted by item inside each partition so that a re-run of
-    a task draws the same noise for the same item. Only the selected items
-    (the release) are collected, sorted by item. Evaluate once."""
-    schema = T.StructType([T.StructField(ITEM, counts_df.schema[ITEM].dataType)])
-    keyed = counts_df.sortWithinPartitions(ITEM).select(ITEM, COUNT, F.spark_partition_id().alias(_PID))
-    selected = keyed.mapInPandas(lambda it: _select_partition(it, select), schema)
-    with spark_job("selecting items above the noisy threshold"):
-        pdf = selected.toPandas()
-    return sorted(_python_values(pdf[ITEM]))
+def select_items(counts_df: DataFrame, select: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> DataFrame:
+    """(item): the items of an (item, count) DataFrame whose noisy count
+    clears a threshold, decided inside Spark by ``select(items, counts)`` (a
+    picklable pure-numpy function from the mechanism layer, e.g.
+    ``functools.partial(dp_spark.pcr.gaussian_threshold_select, ...)``).
+    Lazy, nothing is collected. ``select`` must key each item's noise by the
+    item (as the mechanism layer's keyed functions do): then every
+    evaluation of the result, and every retried task, selects the same items
+    whatever the partitioning, so the result may be used twice in a plan."""
+    schema = T.StructType([T.StructField(ITEM, counts_df.schema[ITEM].dataType, False)])
+    return counts_df.select(ITEM, COUNT).mapInPandas(partial(_select_batches, select=select), schema)
 
 
-def items_frame(spark, items: Sequence, integral: bool) -> DataFrame:
-    """A one-column (item) DataFrame of public items, typed like the edges."""
-    dtype = T.LongType() if integral else T.StringType()
-    schema = T.StructType([T.StructField(ITEM, dtype, False)])
-    return spark.createDataFrame(pd.DataFrame({ITEM: pd.Series(list(items), dtype=object)}), schema)
+def _noise_batches(batches: Iterator[pd.DataFrame], add_noise: Callable) -> Iterator[pd.DataFrame]:
+    """mapInPandas body: ``add_noise(items, counts)`` (a mechanism-layer
+    function holding its own noise key) returns the noisy int64 counts."""
+    for batch in batches:
+        if not len(batch):
+            continue
+        noisy = np.asarray(add_noise(batch[ITEM].to_numpy(), batch[COUNT].to_numpy(dtype=np.int64)), dtype=np.int64)
+        yield pd.DataFrame({ITEM: batch[ITEM].to_numpy(), COUNT: noisy})
+
+
+def noisy_counts_of_items(counts_df: DataFrame, items_df: DataFrame,
+                          add_noise: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> DataFrame:
+    """(item, count): every item of ``items_df`` (distinct, already selected
+    privately) with its count in ``counts_df`` (0 when absent) plus noise
+    drawn inside Spark by ``add_noise(items, counts)`` (a pure-numpy
+    mechanism-layer function keyed per item, e.g.
+    ``functools.partial(dp_spark.pcr.keyed_noisy_counts, ...)``). Lazy; the
+    counts are private only if ``add_noise`` is a DP mechanism for them."""
+    joined = (
+        items_df.select(ITEM)
+        .join(counts_df.select(ITEM, COUNT), ITEM, "left")
+        .select(ITEM, F.coalesce(F.col(COUNT), F.lit(0).cast("long")).alias(COUNT))
+    )
+    schema = T.StructType([
+        T.StructField(ITEM, items_df.schema[ITEM].dataType, False),
+        T.StructField(COUNT, T.LongType(), False),
+    ])
+    return joined.mapInPandas(partial(_noise_batches, add_noise=add_noise), schema)
+
+
+def collect_item_counts(df: DataFrame, minimum: float | None = None) -> tuple[int, list[tuple]]:
+    """Collect an (item, count) DataFrame of RELEASED (already noisy) counts
+    in one Spark job: returns (number of rows, [(item, count), ...] of the
+    rows with count >= ``minimum`` (all when None), largest count first,
+    ties by item). What is collected is the release itself (plus one
+    number), so call it only on the output."""
+    if minimum is None:
+        ordered = df.select(ITEM, COUNT).orderBy(F.col(COUNT).desc(), F.col(ITEM).asc())
+        with spark_job("collecting the released counts"):
+            pdf = ordered.toPandas()
+        return len(pdf), list(zip(_python_values(pdf[ITEM]), (int(c) for c in pdf[COUNT].tolist())))
+    kept = F.when(F.col(COUNT) >= F.lit(float(minimum)), F.struct(F.col(ITEM), F.col(COUNT)))
+    summary = df.agg(F.count(F.lit(1)).alias("_rows"), F.collect_list(kept).alias("_kept"))
+    with spark_job("collecting the released counts"):
+        (row,) = summary.collect()
+    pairs = [(row_[ITEM], int(row_[COUNT])) for row_ in row["_kept"]]
+    pairs.sort(key=lambda pair: (-pair[1], pair[0]))
+    return int(row["_rows"]), pairs
 
 
 def _python_values(series: pd.Series) -> list:
@@ -297,9 +339,12 @@ def read_domain(spark, path: str, item_col: str) -> list:
     Formats: ``.csv`` (with a header) and ``.parquet`` / ``.pq`` (file or
     directory) are read with Spark and the column ``item_col`` is used (or the
     only column, if there is one); anything else is a text file with one item
-    per line (surrounding whitespace and blank lines ignored). Raises
-    InputError for a missing or unreadable file, SchemaError for a missing
-    column.
+    per line (surrounding whitespace and blank lines ignored). A CSV is read
+    without type inference: every value is the string as written (so "007"
+    stays "007" for a string item column, and :func:`normalise_domain` turns
+    digit strings into integers for an integer one); an empty CSV cell is a
+    null. Raises InputError for a missing or unreadable file, SchemaError for
+    a missing column.
     """
     from dp_spark.io import read_input
 
@@ -322,7 +367,8 @@ def read_domain(spark, path: str, item_col: str) -> list:
             with spark_job("reading the domain file"):
                 lines = [row[0] for row in spark.read.text(path).collect()]
         return [line.strip() for line in lines if line.strip()]
-    table = read_input(spark, path, fmt)
+    # CSV cells stay strings: type inference would turn "007" into 7.
+    table = read_input(spark, path, fmt, infer_schema=False)
     columns = list(table.columns)
     if item_col in columns:
         column = item_col

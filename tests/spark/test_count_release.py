@@ -18,7 +18,12 @@ from scipy.stats import chisquare
 import dp_spark
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.cli import main
-from dp_spark.pcr import gaussian_threshold_select, noise_key
+from dp_spark.pcr import (
+    gaussian_threshold_select,
+    keyed_noisy_counts,
+    noise_key,
+    within_relative_error_probability,
+)
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
 from dp_spark.stages import item_counts as stage
 
@@ -70,16 +75,32 @@ def test_bounding_choice_looks_uniform(spark):
     assert chisquare(counts["count"].to_numpy()).pvalue > 0.001
 
 
-def test_noisy_selection_inside_spark(spark, counts_table):
+def test_noisy_selection_and_counts_inside_spark(spark, counts_table):
     """The mechanism layer's Gaussian threshold runs in mapInPandas: counts
-    far above the threshold are kept, far below dropped, and the same noise
-    key gives the same selection."""
+    far above the threshold are kept, far below dropped; the noise is keyed
+    per item, so another partitioning of the same counts selects the same
+    items. The count noise too: every listed item gets its count (0 when
+    absent) plus exactly keyed_noisy_counts' draw, whatever the partitioning."""
     edge_df = stage.edge_table(counts_table, "person_id", "item")
     select = partial(gaussian_threshold_select, sigma=2.0, threshold=500.0, key=noise_key(np.random.default_rng(1)))
     counts_df = stage.item_counts(edge_df)
-    first = stage.select_items(counts_df, select)
+    selected = stage.select_items(counts_df, select)
+    first = sorted(r["item"] for r in selected.collect())
     assert first == ["c0", "c1", "c2", "c3"]
-    assert stage.select_items(counts_df, select) == first
+    again = stage.select_items(counts_df.repartition(3, "count"), select)
+    assert sorted(r["item"] for r in again.collect()) == first
+
+    key = noise_key(np.random.default_rng(2))
+    add_noise = partial(keyed_noisy_counts, sigma=3.0, key=key)
+    wanted = spark.createDataFrame([("c1",), ("c4",), ("absent",)], "item string")
+    total, rows = stage.collect_item_counts(stage.noisy_counts_of_items(counts_df, wanted, add_noise))
+    names = np.array(["c1", "c4", "absent"], dtype=object)
+    expected = keyed_noisy_counts(names, np.array([HOLDERS[1], HOLDERS[4], 0]), sigma=3.0, key=key)
+    assert total == 3 and dict(rows) == dict(zip(names, expected.tolist()))
+    assert [c for _, c in rows] == sorted(expected.tolist(), reverse=True)
+    total, rows = stage.collect_item_counts(
+        stage.noisy_counts_of_items(counts_df.coalesce(1), wanted.repartition(2), add_noise), minimum=100)
+    assert total == 3 and rows == [("c1", int(expected[0]))]
 
 
 # ------------------------------------------------------------------ release
@@ -108,7 +129,17 @@ def test_pcr_release_report(counts_table):
     for row in report["items"]:
         true = HOLDERS[int(row["item"][1:])]
         assert abs(row["count"] - true) < 6 * row["sigma"]
-    assert sum(s["rho"] for s in report["budget_split"]) == pytest.approx(report["rho_spent"])
+    # the split reconciles with what is claimed and charged: the filter's unused part is listed
+    assert sum(s["rho"] for s in report["budget_split"]) == pytest.approx(report["rho"], rel=1e-12)
+    assert sum(s["delta"] for s in report["budget_split"]) == pytest.approx(report["zcdp_delta"], rel=1e-9)
+    unused = report["budget_split"][-1]
+    assert unused["step"].startswith("held by the privacy filter, unused")
+    assert unused["rho"] == pytest.approx(0.5 - report["rho_spent"], abs=1e-15)
+    # every count carries its own accuracy statement, from public values only
+    for row in report["items"]:
+        assert row["p_within_r"] == within_relative_error_probability(row["sigma"], 0.1, row["threshold"])
+    worst = min(row["p_within_r"] for row in report["items"])
+    assert f"worst case {worst:.3g}" in report["errors"]["items"]
     expected = pd.DataFrame({"rank": np.arange(1, len(items) + 1, dtype="int32"), "item": items,
                              "count": [r["count"] for r in report["items"]],
                              "sigma": [r["sigma"] for r in report["items"]]})
@@ -131,12 +162,28 @@ def test_bounded_release_with_and_without_threshold(counts_table):
     for row in report["items"]:
         assert abs(row["count"] - HOLDERS[int(row["item"][1:])]) < 6 * sigma
     assert [s["rho"] for s in report["budget_split"]] == pytest.approx([0.25, 0.25])
+    assert report["selected"] == 4
     # the threshold (2 + r)σ/r ≈ 1134 is post-processing: same seed, same noise, a subset
     cut = dp_spark.count_release(counts_table, 0.5, 1e-6, method="bounded", max_items=4, seed=2,
                                  count_threshold=True, relative_error=0.005)
     assert cut.count_threshold == pytest.approx(401 * sigma)
     kept = [r for r in report["items"] if r["count"] >= cut.count_threshold]
     assert cut.items == kept and 0 < len(kept) < len(report["items"])
+    assert cut.selected == 4 and cut.released == len(kept)
+
+
+def test_pcr_statement_does_not_overstate_accuracy_when_the_floor_binds(counts_table):
+    """r = 0.02: σ = 2/ε (the floor) for every count, so the probability of
+    being within r at the threshold is far below the paper's 87%; the report
+    must say so per count and overall."""
+    report = dp_spark.count_release(counts_table, 0.5, 1e-6, relative_error=0.02, seed=4).to_dict()
+    assert report["items"]
+    for row in report["items"]:
+        assert row["sigma"] > 0.02 / 1.5 * row["threshold"]  # the floor binds
+        assert row["p_within_r"] < 0.8
+    text = report["errors"]["items"]
+    assert f"(a lower probability) for {len(report['items'])} of them" in text
+    assert f"{max(r['p_within_r'] for r in report['items']):.0%}" in text
 
 
 @pytest.mark.parametrize(

@@ -116,9 +116,25 @@ def test_read_domain_formats(spark, tmp_path):
     pd.DataFrame({"item": ["x", "y"], "other": [1, 2]}).to_parquet(tmp_path / "d.parquet")
     assert sorted(stage.read_domain(spark, str(tmp_path / "d.parquet"), "item")) == ["x", "y"]
     (tmp_path / "d.csv").write_text("movie\n5\n6\n")
-    assert stage.read_domain(spark, str(tmp_path / "d.csv"), "item") == [5, 6]  # the only column
+    raw = stage.read_domain(spark, str(tmp_path / "d.csv"), "item")  # the only column, as strings
+    assert raw == ["5", "6"] and stage.normalise_domain(raw, True) == [5, 6]
     with pytest.raises(dp_spark.errors.InputError, match="does not exist"):
         stage.read_domain(spark, str(tmp_path / "missing.txt"), "item")
+
+
+def test_csv_domain_of_a_string_item_column_keeps_leading_zeros(spark, tmp_path):
+    """A CSV domain is read without type inference: "007" stays "007" and
+    matches the string item "007" (inferred, it became 7 and never matched)."""
+    df = spark.createDataFrame([(1, "007"), (2, "007"), (2, "010"), (3, "7")], "person_id long, item string")
+    edge_df = stage.edge_table(df, "person_id", "item")
+    (tmp_path / "codes.csv").write_text("item,label\n007,a\n010,b\n8,c\n")
+    domain = stage.normalise_domain(stage.read_domain(spark, str(tmp_path / "codes.csv"), "item"),
+                                    stage.integral_items(edge_df))
+    assert domain == ["007", "010", "8"]
+    assert stage.domain_item_counts(edge_df, domain).tolist() == [2, 1, 0]
+    (tmp_path / "gap.csv").write_text("item,x\n007,1\n,2\n")  # an empty cell is a null item
+    with pytest.raises(ParameterError, match="null"):
+        stage.normalise_domain(stage.read_domain(spark, str(tmp_path / "gap.csv"), "item"), False)
 
 
 # -------------------------------------------------------------------- release

@@ -13,18 +13,22 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import norm
+from scipy.stats import kstest, norm
 
+from dp_spark.noise import discrete_gaussian
 from dp_spark.pcr import (
     bounded_plan,
     gaussian_threshold_select,
-    generator_from_key,
+    item_generator,
+    keyed_noisy_counts,
+    keyed_uniforms,
     noise_key,
-    noisy_counts,
     pcr_sigma,
     private_count_release,
     selection_probability,
+    within_relative_error_probability,
 )
+from dp_spark.pcr.keyed import encode_item
 from dp_spark.errors import ParameterError
 from dp_spark.selection.topk import (
     cdp_peel_epsilon_per_step,
@@ -98,6 +102,7 @@ def test_filter_never_overspends_and_stops_only_when_the_next_round_cannot_fit(h
     for n, x in enumerate(res.released):
         assert x.epsilon == pytest.approx(eps_seq[x.round - 1], rel=1e-12)
         assert x.sigma == pcr_sigma(x.epsilon, r, kbar - n, delta_min)
+        assert x.threshold == unknown_domain_threshold(x.epsilon, delta_min, kbar - n)
         assert x.sigma >= 2 / x.epsilon * (1 - 1e-15)
         assert top[x.index] > 0
     assert len({x.index for x in res.released}) == len(res.released)
@@ -257,16 +262,22 @@ def test_bounded_plan_rejects_bad_parameters(args):
         bounded_plan(*args)
 
 
-def test_gaussian_threshold_select_is_keyed_and_has_the_stated_probability():
+def test_gaussian_threshold_select_is_keyed_per_item_and_has_the_stated_probability():
     """20,000 items with count 10, σ = 4, τ = 12: P[keep] = P[N(0,16) > 2]
-    ≈ 0.309. Tolerance 4 standard errors (≈ 0.013). Same key and spawn key →
-    the same draw; another spawn key → an independent one (correlation of
-    the two masks within ±0.04, 4 SE at n = 20,000 is ±0.028·√… ≈ 0.028)."""
+    ≈ 0.309; tolerance 4 standard errors (≈ 0.013). Each item's decision
+    depends on (key, item) only: the same in any order or batch split (as
+    Spark's partitioning may give), and under another key an independent
+    one (correlation of the two masks within ±0.04 ≈ 5.7 SE of 0.007)."""
     key = noise_key(rng(5))
-    counts = np.full(20000, 10)
-    a = gaussian_threshold_select(counts, (0, 0), sigma=4.0, threshold=12.0, key=key)
-    b = gaussian_threshold_select(counts, (0, 0), sigma=4.0, threshold=12.0, key=key)
-    c = gaussian_threshold_select(counts, (1, 0), sigma=4.0, threshold=12.0, key=key)
+    items = np.array([f"w{i}" for i in range(20000)], dtype=object)
+    counts = np.full(items.size, 10)
+    a = gaussian_threshold_select(items, counts, sigma=4.0, threshold=12.0, key=key)
+    order = rng(1).permutation(items.size)
+    parts = np.array_split(order, 7)
+    b = np.empty_like(a)
+    for part in parts:
+        b[part] = gaussian_threshold_select(items[part], counts[part], sigma=4.0, threshold=12.0, key=key)
+    c = gaussian_threshold_select(items, counts, sigma=4.0, threshold=12.0, key=noise_key(rng(6)))
     p = selection_probability(10, 4.0, 12.0)
     assert p == pytest.approx(norm.sf(0.5))
     assert np.array_equal(a, b)
@@ -274,15 +285,82 @@ def test_gaussian_threshold_select_is_keyed_and_has_the_stated_probability():
         assert abs(mask.mean() - p) < 4 * math.sqrt(p * (1 - p) / counts.size)
     assert abs(np.corrcoef(a, c)[0, 1]) < 0.04
     assert noise_key(rng(5)) == key and noise_key(rng(6)) != key
-    assert generator_from_key(key, (0, 1)).random() != generator_from_key(key, (1, 0)).random()
+    with pytest.raises(ParameterError, match="same length"):
+        gaussian_threshold_select(items[:3], counts[:2], sigma=4.0, threshold=12.0, key=key)
 
 
-def test_noisy_counts_are_integers_with_sigma():
-    out = noisy_counts(np.full(4000, 100), 3.0, rng(7))
+def test_keyed_uniforms_are_uniform_injective_and_stream_separated():
+    """Kolmogorov–Smirnov against U(0, 1) on 20,000 string and 20,000
+    integer items (p > 0.001, fixed key); the string "7" and the integer 7
+    get different draws; another stream gives an unrelated draw; floats and
+    bools are refused without quoting the value."""
+    key = noise_key(rng(8))
+    words = np.array([f"item-{i}" for i in range(20000)], dtype=object)
+    ints = np.arange(-10000, 10000, dtype=np.int64)
+    for items in (words, ints):
+        u = keyed_uniforms(items, key, "test")
+        assert np.all((u > 0) & (u < 1))
+        assert kstest(u, "uniform").pvalue > 0.001
+        other = keyed_uniforms(items, key, "other")
+        assert abs(np.corrcoef(u, other)[0, 1]) < 0.04
+    assert encode_item("7") != encode_item(7) and encode_item(np.int64(7)) == encode_item(7)
+    assert keyed_uniforms(np.array(["7"], dtype=object), key, "s")[0] != keyed_uniforms(np.array([7]), key, "s")[0]
+    for bad in (7.0, True, None):
+        with pytest.raises(ParameterError, match="strings or integers"):
+            encode_item(bad)
+
+
+def test_keyed_noisy_counts_are_exact_discrete_gaussian_per_item():
+    """4,000 items with count 100, σ = 3: integer output, mean within 4 SE
+    of 100, sample standard deviation within 6% of σ (SE ≈ 1.1%); each item's
+    noise is the discrete Gaussian drawn from its own keyed generator,
+    whatever the batch split."""
+    key = noise_key(rng(7))
+    items = np.arange(4000, dtype=np.int64)
+    out = keyed_noisy_counts(items, np.full(4000, 100), sigma=3.0, key=key)
     assert out.dtype == np.int64
     assert abs(out.mean() - 100) < 4 * 3.0 / math.sqrt(4000)
     assert out.std() == pytest.approx(3.0, rel=0.06)
-    assert noisy_counts(np.zeros(0, dtype=np.int64), 3.0, rng(7)).size == 0
+    split = np.concatenate([keyed_noisy_counts(items[i:i + 333], np.full(len(items[i:i + 333]), 100),
+                                               sigma=3.0, key=key) for i in range(0, 4000, 333)])
+    assert np.array_equal(out, split)
+    assert out[17] == 100 + discrete_gaussian(3.0, item_generator(17, key, "pcr-bounded-cnt"))
+    assert keyed_noisy_counts(items[:0], np.zeros(0, dtype=np.int64), sigma=3.0, key=key).size == 0
+
+
+@pytest.mark.parametrize("sigma", [0.7, 1.0, 2.5, 13.3, 160.0])
+def test_within_relative_error_probability_bounds_the_exact_discrete_gaussian(sigma):
+    """Against brute force: the exact P[|N_Z(0, σ²)| <= r·c] from the
+    normalised pmf on [−60σ, 60σ] lies between the bound 2Φ(⌊rc⌋/σ) − 1
+    and 2Φ((⌊rc⌋ + 1)/σ) − 1 (+ the θ − 1 < 1e-8 slack for σ >= 0.7)."""
+    support = np.arange(-math.ceil(60 * sigma), math.ceil(60 * sigma) + 1)
+    pmf = np.exp(-support.astype(float) ** 2 / (2 * sigma**2))
+    pmf /= pmf.sum()
+    for r, c in [(0.1, 0.0), (0.1, 9.0), (0.1, 10.0), (0.05, 333.0), (0.5, 47.5), (1.0, 3 * sigma), (0.1, 5e4)]:
+        m = math.floor(r * c)
+        exact = pmf[np.abs(support) <= m].sum()
+        bound = within_relative_error_probability(sigma, r, c)
+        assert bound <= exact + 1e-12
+        assert exact <= 2 * norm.cdf((m + 1) / sigma) - 1 + 1e-8
+    with pytest.raises(ParameterError):
+        within_relative_error_probability(0.0, 0.1, 10)
+
+
+def test_within_relative_error_probability_against_the_sampler_when_the_floor_binds():
+    """The reviewer's case: r = 0.05, k̄_t = 1, ε = 0.0005, δ* = 1e-11 — σ is
+    the floor 2/ε = 4000 (σ_r ≈ 1.7e3), and an item at the threshold
+    T ≈ 5.07e4 is within r with probability ≈ 0.47, far below 87%. 3,000
+    draws of the exact sampler: the empirical share is within 4 SE of the
+    bound (which is tight here: ⌊rT⌋ ≫ 1)."""
+    eps, r = 0.0005, 0.05
+    threshold = unknown_domain_threshold(eps, 1e-11, 1)
+    sigma = pcr_sigma(eps, r, 1, 1e-11)
+    assert sigma == pytest.approx(2 / eps)
+    p = within_relative_error_probability(sigma, r, threshold)
+    assert 0.4 < p < 0.55
+    draws = np.asarray(discrete_gaussian(sigma, rng(9), size=3000))
+    share = np.mean(np.abs(draws) <= r * threshold)
+    assert abs(share - p) < 4 * math.sqrt(p * (1 - p) / draws.size)
 
 
 def test_mechanism_layer_imports_neither_pyspark_nor_pandas():
