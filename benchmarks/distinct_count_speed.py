@@ -404,8 +404,9 @@ def main(argv=None) -> int:
              "actions", "which", "rows", "pickle bytes", "Arrow IPC bytes"],
             byte_rows,
         ))
-        print("(greedy: the only action is counts_from_round_table's histogram collect, at most "
-              f"max_bound={args.max_bound} rows (round, count); its size does not depend on the persons)")
+        print("(greedy: with automatic shards, two actions: the person count behind the noisy shard "
+              "choice (one row) and counts_from_round_table's histogram collect, at most "
+              f"max_bound={args.max_bound} rows (round, count); neither grows with the persons)")
         print()
         if matching and "release_s" in matching:
             m = np.asarray(matching["counts_non_private"])
