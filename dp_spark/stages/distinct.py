@@ -227,7 +227,7 @@ def bounded_distinct_counts(
     edge_df = edges(df, person_col, item_col)
     if method == "greedy":
         shards = shards or default_shards(df.sparkSession)
-        log.info("distinct-count: greedy matching in %d shards, bounds 1..%d", shards, max_bound)
+        log.info("distinct-count: greedy matching in %d shard(s), bounds 1..%d", shards, max_bound)
         return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound, ITEM_KEY)
     if method == "sampling":
         log.info("distinct-count: sampling baseline, bounds 1..%d", max_bound)
