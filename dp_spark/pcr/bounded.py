@@ -48,6 +48,8 @@ import numpy as np
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
 from dp_spark.noise import discrete_gaussian
+from dp_spark.pcr._checks import number as _number
+from dp_spark.pcr._checks import open_unit, positive
 from dp_spark.pcr.keyed import item_generator, keyed_normals, noise_key
 
 __all__ = [
@@ -89,12 +91,6 @@ class BoundedPlan:
         return ZCDP((1.0 - self.alpha) * self.rho, 0.0)
 
 
-def _real(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
-        raise ParameterError(f"{name} must be a finite number; got {value!r}.")
-    return float(value)
-
-
 def bounded_plan(rho: float, delta: float, max_items: int, alpha: float = 0.5,
                  relative_error: float = 0.1) -> BoundedPlan:
     """Calibrate the baseline: σ_s, τ, σ_c and T (see the module docstring).
@@ -103,20 +99,14 @@ def bounded_plan(rho: float, delta: float, max_items: int, alpha: float = 0.5,
     otherwise. ρ_selection = m/(2σ_s²) = αρ and ρ_counts = m/(2σ_c²) =
     (1 − α)ρ exactly (up to float rounding).
     """
-    rho = _real(rho, "rho")
-    if rho <= 0:
-        raise ParameterError(f"rho must be > 0; got {rho!r}.")
-    delta = _real(delta, "delta")
-    if not 0 < delta < 1:
-        raise ParameterError(f"delta must be strictly between 0 and 1; got {delta!r}.")
+    rho = positive(rho, "rho")
+    delta = open_unit(delta, "delta")
     if isinstance(max_items, bool) or not isinstance(max_items, numbers.Integral) or max_items < 1:
         raise ParameterError(f"max_items (m, items kept per person) must be a whole number >= 1; got {max_items!r}.")
-    alpha = _real(alpha, "alpha")
+    alpha = _number(alpha, "alpha")
     if not 0 < alpha < 1:
         raise ParameterError(f"alpha (the selection's share of rho) must be strictly between 0 and 1; got {alpha!r}.")
-    relative_error = _real(relative_error, "relative_error")
-    if relative_error <= 0:
-        raise ParameterError(f"relative_error must be > 0; got {relative_error!r}.")
+    relative_error = positive(relative_error, "relative_error")
     m = int(max_items)
     sigma_s = math.sqrt(m / (2.0 * alpha * rho))
     from scipy.special import ndtri  # here, not at import: Spark workers unpickle this module

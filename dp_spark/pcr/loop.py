@@ -67,6 +67,7 @@ from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.errors import ParameterError
 from dp_spark.noise import discrete_gaussian
 from dp_spark.noise.rng import check_rng
+from dp_spark.pcr._checks import open_unit, positive
 from dp_spark.selection.topk import unknown_domain_gumbel, unknown_domain_threshold
 
 __all__ = [
@@ -124,39 +125,18 @@ class PCRResult:
     ledger: PrivacyFilter = field(repr=False)
 
 
-def _number(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"{name} must be a number; got {value!r}.")
-    x = float(value)
-    if not math.isfinite(x):
-        raise ParameterError(f"{name} must be finite; got {value!r}.")
-    return x
-
-
 def check_pcr_parameters(rho, delta, relative_error, kbar, epsilon_min=EPSILON_MIN,
                          delta_min=DELTA_MIN, accuracy_factor=ACCURACY_FACTOR):
     """Validate Algorithm 2's parameters (raises ParameterError naming what to
     change); returns them as floats / int."""
-    rho = _number(rho, "rho")
-    if rho <= 0:
-        raise ParameterError(f"rho must be > 0; got {rho!r}.")
-    delta = _number(delta, "delta")
-    if not 0 < delta < 1:
-        raise ParameterError(f"delta must be strictly between 0 and 1; got {delta!r}.")
-    relative_error = _number(relative_error, "relative_error")
-    if relative_error <= 0:
-        raise ParameterError(f"relative_error must be > 0 (e.g. 0.1 for 10%); got {relative_error!r}.")
+    rho = positive(rho, "rho")
+    delta = open_unit(delta, "delta")
+    relative_error = positive(relative_error, "relative_error", " (e.g. 0.1 for 10%)")
     if isinstance(kbar, bool) or not isinstance(kbar, numbers.Integral) or kbar < 1:
         raise ParameterError(f"kbar must be a whole number >= 1; got {kbar!r}.")
-    epsilon_min = _number(epsilon_min, "epsilon_min")
-    if epsilon_min <= 0:
-        raise ParameterError(f"epsilon_min must be > 0; got {epsilon_min!r}.")
-    delta_min = _number(delta_min, "delta_min")
-    if not 0 < delta_min < 1:
-        raise ParameterError(f"delta_min must be strictly between 0 and 1; got {delta_min!r}.")
-    accuracy_factor = _number(accuracy_factor, "accuracy_factor")
-    if accuracy_factor <= 0:
-        raise ParameterError(f"accuracy_factor must be > 0; got {accuracy_factor!r}.")
+    epsilon_min = positive(epsilon_min, "epsilon_min")
+    delta_min = open_unit(delta_min, "delta_min")
+    accuracy_factor = positive(accuracy_factor, "accuracy_factor")
     if rho < epsilon_min**2 / 4:
         raise ParameterError(
             f"rho={rho!r} is below epsilon_min²/4 = {epsilon_min**2 / 4!r}: not even one round "
