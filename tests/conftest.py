@@ -36,3 +36,16 @@ def amazon_path() -> Path:
     if not AMAZON.is_file():
         pytest.fail(f"shared data set missing: {AMAZON} (../shared must sit beside the checkout)")
     return AMAZON
+
+
+@pytest.fixture
+def unreadable_events(spark, tmp_path):
+    """A (person_id, item) DataFrame whose files are gone: any attempt to read
+    its data fails, so a release given it proves it refused before reading."""
+    import shutil
+
+    path = tmp_path / "events.parquet"
+    spark.createDataFrame([(1, "a")], "person_id long, item string").write.parquet(str(path))
+    df = spark.read.parquet(str(path))
+    shutil.rmtree(path)
+    return df

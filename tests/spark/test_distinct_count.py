@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import numpy as np
 import pytest
@@ -111,11 +110,8 @@ def test_bad_parameters(small, kwargs, error):
         dp_spark.distinct_count(small, **kwargs)
 
 
-def test_budget_is_checked_before_data_is_read(spark, tmp_path):
-    path = tmp_path / "events.parquet"
-    spark.createDataFrame([(1, "a")], "person_id long, item string").write.parquet(str(path))
-    df = spark.read.parquet(str(path))
-    shutil.rmtree(path)  # any attempt to read the data would now fail
+def test_budget_is_checked_before_data_is_read(unreadable_events):
+    df = unreadable_events
     budget = PrivacyFilter(PureDP(1.0))
     budget.spend(PureDP(0.8))
     with pytest.raises(BudgetExceededError):

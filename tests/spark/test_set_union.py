@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 
 import numpy as np
 import pytest
@@ -328,11 +327,8 @@ def test_bad_parameters(small, kwargs, error):
         dp_spark.set_union(small, **args)
 
 
-def test_budget_is_checked_before_data_is_read_and_spent(spark, small, tmp_path):
-    path = tmp_path / "events.parquet"
-    spark.createDataFrame([(1, "a")], SCHEMA).write.parquet(str(path))
-    df = spark.read.parquet(str(path))
-    shutil.rmtree(path)  # any attempt to read the data would now fail
+def test_budget_is_checked_before_data_is_read_and_spent(small, unreadable_events):
+    df = unreadable_events
     budget = PrivacyFilter(ApproxDP(1.0, 1e-5))
     with pytest.raises(BudgetExceededError):
         dp_spark.set_union(df, 2.0, 1e-6, budget=budget)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -211,11 +210,8 @@ def test_item_column_of_nulls_is_refused(spark):
         dp_spark.top_k(df, 1, 1.0, delta=1e-6)
 
 
-def test_budget_is_checked_before_data_is_read(spark, tmp_path):
-    path = tmp_path / "events.parquet"
-    spark.createDataFrame([(1, "a")], "person_id long, item string").write.parquet(str(path))
-    df = spark.read.parquet(str(path))
-    shutil.rmtree(path)  # any attempt to read the data would now fail
+def test_budget_is_checked_before_data_is_read(unreadable_events):
+    df = unreadable_events
     budget = PrivacyFilter(ApproxDP(1.0, 1e-6))
     budget.spend(ApproxDP(0.8, 0.0))
     with pytest.raises(BudgetExceededError):
