@@ -224,7 +224,7 @@ def _pcr(edge_df, p, rng):
         "items": _pcr_accuracy(rows, r, p["accuracy_factor"]),
         "stopped": f"why the loop ended: {', '.join(f'{k}: {v}' for k, v in _STOPPED.items())}",
     }
-    unused = ZCDP(max(0.0, p["rho"] - result.spent.rho), max(0.0, p["delta"] - result.spent.delta))
+    unused = result.ledger.remaining  # exact, rounded down
     split = [
         {"step": (f"selection: {result.selection_calls} Unknown Domain Gumbel top-1 calls "
                   f"({result.bottoms} returned ⊥), ε from {p['epsilon_min']:g} to "

@@ -40,7 +40,7 @@ import logging
 
 import numpy as np
 
-from dp_spark.accounting import PrivacyFilter, PureDP
+from dp_spark.accounting import PrivacyFilter, PureDP, remainder
 from dp_spark.noise import (
     discrete_laplace,
     discrete_laplace_std,
@@ -150,7 +150,7 @@ def distinct_count(
     local = PrivacyFilter(cost)
     auto_shards = method == "greedy" and shards is None
     epsilon_shards = epsilon * SHARD_EPSILON_SHARE if auto_shards else 0.0
-    epsilon_main = epsilon - epsilon_shards
+    epsilon_main = remainder(epsilon, epsilon_shards)  # parts sum to <= epsilon exactly
     if auto_shards:
         local.spend(PureDP(epsilon_shards), label="shard count (discrete Laplace on the number of persons)")
     local.spend(PureDP(epsilon_main / 2.0), label="bound selection (Generalized Exponential Mechanism)")

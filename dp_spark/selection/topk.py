@@ -41,6 +41,7 @@ from typing import Iterator
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dp_spark.accounting.exact import ratio_up
 from dp_spark.errors import ParameterError
 
 __all__ = [
@@ -793,7 +794,7 @@ def unknown_domain_gumbel(
             "count_kbar_plus_1 must not exceed any of top_counts; pass the kbar "
             "largest counts and the (kbar+1)-th largest"
         )
-    beta = 1.0 / eps
+    beta = ratio_up(1.0, eps)  # Gumbel scale 1/ε rounded up (more noise, never less)
     noisy_threshold = thr + base + float(rng.gumbel(scale=beta))
     cand = np.flatnonzero(c > 0)
     noisy = c[cand] + rng.gumbel(scale=beta, size=cand.size)
