@@ -276,3 +276,11 @@ def test_cli_bad_input_one_line_exit_2_and_outputs_kept(capsys, tmp_path, spark,
     assert "Traceback" not in err and "at org.apache" not in err
     assert json.loads(report_path.read_text()) == {"earlier": True}
     assert (items_path / "keep.txt").read_text() == "earlier"
+
+
+def test_session_built_by_dp_spark_has_no_ui_and_no_event_log(spark):
+    """The tests' session comes from dp_spark.session.get_session: Spark's UI
+    (SQL tab: exact row counts) and event log are off (finding 7)."""
+    assert spark.conf.get("spark.ui.enabled") == "false"
+    assert spark.conf.get("spark.eventLog.enabled", "false") == "false"
+    assert spark.sparkContext.uiWebUrl is None
