@@ -224,12 +224,13 @@ def series_path(opts) -> str | None:
 def write_series(release, opts) -> None:
     """Write ``release.series`` atomically as Parquet or CSV (by extension)."""
     from dp_spark.io import _is_local, write_dataframe_atomic
+    from dp_spark.marking import mark_pandas
 
     path = series_path(opts)
     if path is None:
         return
     fmt = "csv" if path.lower().endswith(".csv") else "parquet"
-    series = release.series
+    series = mark_pandas(release.series, release.seeded)  # a seeded run's file says "not for publication"
     if not _is_local(path):
         from dp_spark.session import active_session
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from dp_spark.errors import InputError, ParameterError
 from dp_spark.io import write_json_atomic
+from dp_spark.marking import mark_record
 
 KIND = "dp_spark.streaming.continual_distinct"
 VERSION = 2  # 2: the configuration records the step grid (trigger kind)
@@ -112,8 +113,9 @@ class MechanismCheckpoint:
 class StepSink:
     """One JSON record per released step: ``step-000000001.json`` (public)."""
 
-    def __init__(self, directory: str | os.PathLike) -> None:
+    def __init__(self, directory: str | os.PathLike, seeded: bool = False) -> None:
         self.directory = Path(directory)
+        self.seeded = seeded  # then every record says "not for publication" (dp_spark.marking)
 
     def _path(self, step: int) -> Path:
         return self.directory / f"step-{int(step):09d}.json"
@@ -122,6 +124,7 @@ class StepSink:
         """Write a step's record atomically. Writing the record already there
         again is a no-op; a DIFFERENT record for a released step is refused
         (InputError): a published step is never re-drawn."""
+        record = mark_record(record, self.seeded)
         path = self._path(record["step"])
         existing = self._load(path)
         if existing is not None:

@@ -420,7 +420,7 @@ def continual_distinct_stream(
         "time_col": time_col, "step_grid": grid,
     }
     store = MechanismCheckpoint(checkpoint_dir)
-    step_sink = StepSink(sink_dir)
+    step_sink = StepSink(sink_dir, seeded=seed is not None)
     resumed = store.exists()
     if resumed:
         state = store.load()
