@@ -261,3 +261,79 @@ def test_cli_bad_input_one_line_exit_2_and_output_kept(capsys, tmp_path, spark, 
     assert len([line for line in err.splitlines() if "error" in line]) == 1, err
     assert "Traceback" not in err and "at org.apache" not in err
     assert json.loads(report.read_text()) == {"earlier": True}
+
+
+# ------------------------------------------------------------------ privacy hardening (issue 9)
+
+def _poisoned(df):
+    """The same schema, but any read of the rows fails: a release given it
+    proves it refused before reading."""
+    return df.selectExpr("time", "item", "CAST(raise_error('read!') AS INT) AS op")
+
+
+def test_horizon_is_required_before_any_read(spark):
+    """Issue 9, finding 1: a horizon taken from the data (last step rounded up to
+    a power of two) makes the series length depend on one item's events. It is
+    a required public parameter; events beyond it are dropped, never used to
+    resize anything."""
+    base = spark.createDataFrame([(1, "a", 1), (2, "b", 1), (4, "a", -1)], "time long, item string, op int")
+    budget = PrivacyFilter(ZCDP(1.0))
+    with pytest.raises(ParameterError, match="horizon is required"):
+        dp_spark.continual_distinct(_poisoned(base), 0.5, budget=budget)
+    assert budget.spent.rho == 0.0
+    with pytest.raises(ParameterError, match="horizon is required"):
+        continual_summaries(_poisoned(base))
+    # One extra item at step 5 changes nothing about the shape of the output.
+    more = base.union(spark.createDataFrame([(5, "z", 1)], "time long, item string, op int"))
+    small = dp_spark.continual_distinct(base, 0.5, horizon=4, seed=1)
+    large = dp_spark.continual_distinct(more, 0.5, horizon=4, seed=1)
+    assert len(small.series) == len(large.series) == 4
+    pd.testing.assert_frame_equal(small.series, large.series)  # the late event is dropped
+    assert small.to_dict()["budget_split"] == large.to_dict()["budget_split"]
+
+
+def test_bad_values_are_dropped_per_event_after_no_error(spark):
+    """Issue 9, finding 2: a bad value inside a row (op other than ±1, null or
+    non-finite time, a step before 1 or beyond the horizon) used to raise AFTER
+    ρ was spent, so 'error' vs 'series' told neighbours apart. Each such event
+    is now dropped (a per-row filter: every item keeps a subset of its own
+    events), so the release equals the release without those rows."""
+    good = [(1.0, "a", 1), (2.0, "b", 1), (3.0, "a", -1), (3.5, "c", 1)]
+    bad = [(2.0, "u", 2), (2.0, "u", None), (None, "u", 1), (float("nan"), "u", 1),
+           (float("inf"), "u", 1), (-3.0, "u", 1), (0.5, "u", 1), (9.0, "u", 1), (1e300, "u", 1),
+           (-1e300, "u", -1), (2.0, "b", 0)]
+    schema = "time double, item string, op int"
+    clean = spark.createDataFrame(good, schema)
+    dirty = spark.createDataFrame(good + bad, schema)
+    budget = PrivacyFilter(ZCDP(2.0))
+    want = dp_spark.continual_distinct(clean, 0.5, horizon=4, origin=1, seed=3)
+    got = dp_spark.continual_distinct(dirty, 0.5, horizon=4, origin=1, seed=3, budget=budget)
+    pd.testing.assert_frame_equal(got.series, want.series)
+    assert budget.spent.rho == pytest.approx(0.5)
+    assert any("dropped" in rule for rule in got.to_dict()["parameters"]["rules"])
+    # Integer times at the long range's ends must not overflow (ANSI mode raises).
+    ints = spark.createDataFrame(
+        [(1, "a", 1), (2**63 - 1, "u", 1), (-(2**63), "u", 1), (0, "u", 1), (5, "u", 1)],
+        "time long, item string, op long",
+    )
+    out = continual_summaries(ints, horizon=4, shards=1)
+    assert out.summaries.z.tolist() == [1, 0, 0, 0]
+    stamps = spark.createDataFrame(
+        [(dt.datetime(2024, 1, 1, 5), "a", 1), (None, "u", 1), (dt.datetime(2023, 12, 31), "u", 1),
+         (dt.datetime(2024, 1, 9), "u", 1)], "time timestamp, item string, op int")
+    out = continual_summaries(stamps, horizon=4, origin="2024-01-01", shards=1)
+    assert out.summaries.z.tolist() == [1, 0, 0, 0]
+
+
+@pytest.mark.parametrize("ddl", ["float", "double", "string collate UTF8_LCASE"])
+def test_inexact_item_ids_are_refused_before_spending(spark, ddl):
+    """Issue 9, finding 4: 0.0 / -0.0 (floats) or 'Bob' / 'bob' (UTF8_LCASE) are one
+    value to Spark and two to the per-item kernel, so one item could move a
+    node by 2. Refused from the schema alone, before spending or reading."""
+    df = spark.createDataFrame([], f"time long, item {ddl}, op int")
+    budget = PrivacyFilter(ZCDP(1.0))
+    with pytest.raises(SchemaError, match=r"item column 'item' .*(floating-point|collation)"):
+        dp_spark.continual_distinct(_poisoned(df), 0.5, horizon=4, budget=budget)
+    assert budget.spent.rho == 0.0
+    with pytest.raises(SchemaError, match="item column"):
+        continual_summaries(df, horizon=4)
