@@ -10,6 +10,13 @@ micro-batch, resumable from ``--checkpoint``; per-step records go to
 written at the end of the run. The streaming guarantee assumes the step grid
 (which files form which step) does not depend on the data; a new stream is
 refused where ``<checkpoint>/spark`` or step records in ``--sink`` exist.
+
+``--horizon`` is required with ``--input`` (a public parameter, never taken
+from the data); the built-in demo data has public defaults (1024 steps, 32
+with ``--stream``). Bad values inside rows are dropped per event, in batch
+and stream mode alike; schema problems are refused before anything is spent.
+With ``--stream`` a line "step t/T released" goes to stderr per step unless
+``--quiet``; Ctrl-C says how many steps are released and where.
 """
 
 from __future__ import annotations
