@@ -241,6 +241,8 @@ def test_cli_built_in_stream_writes_series_and_report(capsys, tmp_path, spark):
         (["--input", "{tmp}/bad.json"], "horizon is required"),
         (["--input", "{tmp}/float_item.json", "--horizon", "8"], "item column 'item' holds floating-point"),
         (["--shards", "10001"], "shards must be at most 10,000"),
+        (["--stream", "--files-per-step", "1001"], "files_per_step must be at most 1,000: every file"),
+        (["--stream", "--state-partitions", "5000"], "state_partitions must be at most 1,000: each partition"),
         (["--input", "{tmp}/float.json", "--horizon", "8"], "needs origin, the start of step 1"),
         (["--horizon", str(2**22 + 1)], "horizon must be at most 2^22"),
     ],

@@ -195,13 +195,13 @@ def test_cli_stream_drops_bad_values_reports_progress_and_interrupts_cleanly(cap
     bad = {1: [(1.0, "u", 3), (1.0, "b", 0)], 2: [(None, "u", 1), (2.0, "u", None)], 3: []}
     for step in steps:
         _write_step(source, step, steps[step] + bad[step])
-    real_await = query._await
+    real_await = getattr(query, "_await", None)
 
     def interrupted(*args, **kwargs):
         real_await(*args, **kwargs)
         raise KeyboardInterrupt  # Ctrl-C after the query released the files present
 
-    monkeypatch.setattr(query, "_await", interrupted)
+    monkeypatch.setattr(query, "_await", interrupted, raising=False)
     argv = ["continual-distinct", "--stream", "--input", str(source), "--horizon", str(HORIZON),
             "--rho", str(RHO), "--seed", str(SEED), "--checkpoint", str(tmp_path / "ckpt"),
             "--sink", str(tmp_path / "out"), "--state-partitions", "1", "--output", str(tmp_path / "r.json")]
@@ -212,7 +212,7 @@ def test_cli_stream_drops_bad_values_reports_progress_and_interrupts_cleanly(cap
     assert str(tmp_path / "out") in err and "run the same command again to resume" in err
     assert [line for line in err.splitlines() if "released" in line][:3] == [
         f"continual-distinct: step {t}/{HORIZON} released" for t in (1, 2, 3)]
-    monkeypatch.setattr(query, "_await", real_await)
+    monkeypatch.undo()
     code = main([*argv, "--quiet"])  # resumes: nothing new to read, the report of the 3 steps
     out, err = capsys.readouterr()
     assert code == 0, err
