@@ -346,8 +346,8 @@ def check_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> s
 
 def valid_events(df: DataFrame, time_col: str, item_col: str, op_col: str, kind: str,
                  mapping: TimeMapping, horizon: int) -> DataFrame:
-    """Columns step, order_key (raw time), item, op of the events the rules
-    keep; every other row is DROPPED by a per-row filter (no Spark job runs
+    """Columns step, order_key (raw time; omitted when ``needs_order`` says it
+    adds nothing), item, op of the events the rules keep; every other row is DROPPED by a per-row filter (no Spark job runs
     here, nothing is counted or raised): a null item, an op other than +1 /
     −1 (null included), a null or non-finite time, or a time outside steps
     1..horizon. The filter maps each item's events to a subset of its own
@@ -360,7 +360,15 @@ def valid_events(df: DataFrame, time_col: str, item_col: str, op_col: str, kind:
     )
     keep = F.col(ITEM).isNotNull() & F.col(OP).isin(1, -1) & mapping.in_range(F.col(ORDER), horizon)
     step = F.when(keep, mapping.column(F.col(ORDER)))  # evaluated on kept rows only: no overflow
-    return out.where(keep).select(step.alias(STEP), ORDER, ITEM, OP)
+    order = [ORDER] if needs_order(mapping) else []
+    return out.where(keep).select(step.alias(STEP), *order, ITEM, OP)
+
+
+def needs_order(mapping: TimeMapping) -> bool:
+    """Whether raw times can order the events of one step: not when a step is
+    one integer time unit (all its events share one raw time, so the order
+    key adds nothing and is not shipped to the shards)."""
+    return not (mapping.kind == "integer" and int(mapping.size) == 1)
 
 
 # ------------------------------------------------------------------ per-shard kernel
@@ -375,7 +383,7 @@ def _shard_cells(pdf: pd.DataFrame, max_level: int) -> pd.DataFrame:
         pdf[STEP].to_numpy(dtype=np.int64),
         codes.astype(np.int64),
         pdf[OP].to_numpy(dtype=np.int64),
-        pdf[ORDER].to_numpy(),
+        pdf[ORDER].to_numpy() if ORDER in pdf.columns else None,
     )
     step, level, delta, cross = flip_cells(flips, max_level)
     return pd.DataFrame({STEP: step, LEVEL: level.astype(np.int32), DELTA: delta, CROSS: cross})
@@ -384,7 +392,7 @@ def _shard_cells(pdf: pd.DataFrame, max_level: int) -> pd.DataFrame:
 def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int) -> DataFrame:
     """(step, level, delta, cross) summed over item shards; NON-PRIVATE.
 
-    ``steps_df`` has columns step, order_key, item, op (``valid_events``).
+    ``steps_df`` has columns step, [order_key,] item, op (``valid_events``).
     Item x goes to shard pmod(xxhash64(x), shards), a fixed function of its id.
     """
     keyed = steps_df.withColumn(_SHARD, F.pmod(F.xxhash64(ITEM), F.lit(int(shards))))

@@ -377,6 +377,27 @@ def _refuse_resume_without_spark_state(checkpoint_dir, store: MechanismCheckpoin
         )
 
 
+def _saved_state(spark, source: str, config: dict, store: MechanismCheckpoint, sink: StepSink,
+                 checkpoint_dir: Path) -> dict | None:
+    """The checkpoint's state when resuming (checksum and options checked), or
+    None for a new stream (refused over old output). Sets ``config["schema"]``:
+    the saved one, or the files' schema read now for a new stream. Spends nothing."""
+    if store.exists():
+        state = store.load()  # checksum verified
+        _check_same_config(state["config"], config)
+        config["schema"] = state["config"]["schema"]
+        if state["step"] < config["horizon"]:
+            _refuse_resume_without_spark_state(checkpoint_dir, store, state)
+        log.info("continual-distinct: resuming at step %d of %d", state["step"], config["horizon"])
+        return state
+    _refuse_new_state_over_old_output(checkpoint_dir, store, sink)  # before spending
+    if config["schema"] is None:
+        from dp_spark.io import read_input
+
+        config["schema"] = read_input(spark, source, config["format"]).schema.json()  # the files present
+    return None
+
+
 def _check_same_config(saved: dict, config: dict) -> None:
     """Refuse (one line, naming the option) a resumed run whose options differ
     from those the checkpoint was created with. ``schema`` None: not given
@@ -518,19 +539,7 @@ def continual_distinct_stream(
     store = MechanismCheckpoint(checkpoint_dir)
     step_sink = StepSink(sink_dir)
     resumed = store.exists()
-    if resumed:
-        state = store.load()  # checksum verified
-        _check_same_config(state["config"], config)
-        config["schema"] = state["config"]["schema"]
-        if state["step"] < horizon:
-            _refuse_resume_without_spark_state(checkpoint_dir, store, state)
-        log.info("continual-distinct: resuming at step %d of %d", state["step"], horizon)
-    else:
-        _refuse_new_state_over_old_output(checkpoint_dir, store, step_sink)  # before spending
-        if config["schema"] is None:
-            from dp_spark.io import read_input
-
-            config["schema"] = read_input(spark, source, fmt).schema.json()  # the files present fix it
+    state = _saved_state(spark, source, config, store, step_sink, checkpoint_dir)  # None: a new stream
     from pyspark.sql import types as T
 
     stream_schema = T.StructType.fromJson(json.loads(config["schema"]))
