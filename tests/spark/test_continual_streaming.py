@@ -18,7 +18,7 @@ import pytest
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.cli import main
 from dp_spark.continual import ContinualCounter, stream_summaries
-from dp_spark.errors import InputError, ParameterError, SparkJobError
+from dp_spark.errors import InputError, ParameterError, SchemaError, SparkJobError
 from dp_spark.noise import make_rng
 from dp_spark.streaming import MechanismCheckpoint, StepSink, continual_distinct_stream
 from dp_spark.streaming.query import GRID_CONDITION
@@ -298,3 +298,23 @@ def test_cli_stream_demo(capsys, tmp_path, spark):
     assert pd.read_csv(tmp_path / "series.csv").step.tolist() == [1, 2]
     assert len(list((tmp_path / "ckpt" / "demo-input").glob("events-*.json"))) == 2
     shutil.rmtree(tmp_path / "ckpt")
+
+
+def test_stream_refuses_inexact_item_ids_and_large_parameters_before_spending(spark, tmp_path):
+    """Float item ids (0.0 and -0.0 are one value to Spark, two to the
+    per-item state) are refused from the schema, before ρ is spent or a
+    checkpoint is created; so are parameters above their public limits."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events-0001.json").write_text('{"time": 1, "item": 0.0, "op": 1}\n{"time": 1, "item": -0.0, "op": 1}\n')
+    budget = PrivacyFilter(ZCDP(1.0))
+    run = dict(checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"), rho=RHO, horizon=HORIZON,
+               budget=budget)
+    with pytest.raises(SchemaError, match="item column 'item' holds floating-point numbers"):
+        continual_distinct_stream(spark, str(source), **run)
+    assert budget.spent.rho == 0.0 and not MechanismCheckpoint(tmp_path / "ckpt").exists()
+    for change, fragment in [({"horizon": 2**22 + 1}, r"at most 2\^22"), ({"horizon": None}, "horizon is required"),
+                             ({"files_per_step": 1001}, "at most 1,000"), ({"state_partitions": 1001}, "at most 1,000")]:
+        with pytest.raises(ParameterError, match=fragment):
+            continual_distinct_stream(spark, str(source), **{**run, **change})
+    assert budget.spent.rho == 0.0 and not (tmp_path / "ckpt").exists()
