@@ -13,7 +13,8 @@ T·(J + 2) (step, level) cells, O(T log T) numbers.
 How (DataFrame API only, so it runs on Spark Connect too):
 
 1. Map event times to steps 1..T: step = ⌊(time − origin) / step_size⌋ + 1
-   (``TimeMapping``); T, the horizon, is a REQUIRED public parameter. Integer and floating columns are in their own units;
+   (``TimeMapping``); T, the horizon, is a REQUIRED public parameter.
+   Integer and floating columns are in their own units;
    timestamp and date columns in seconds (default step_size one day). An
    integer column defaults to origin 1, step_size 1 (the time *is* the
    step); a floating, timestamp or date column NEEDS an explicit origin (the
@@ -347,10 +348,10 @@ def check_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> s
 def valid_events(df: DataFrame, time_col: str, item_col: str, op_col: str, kind: str,
                  mapping: TimeMapping, horizon: int) -> DataFrame:
     """Columns step, order_key (raw time; omitted when ``needs_order`` says it
-    adds nothing), item, op of the events the rules keep; every other row is DROPPED by a per-row filter (no Spark job runs
-    here, nothing is counted or raised): a null item, an op other than +1 /
-    −1 (null included), a null or non-finite time, or a time outside steps
-    1..horizon. The filter maps each item's events to a subset of its own
+    adds nothing), item, op of the events the rules keep; every other row is
+    DROPPED by a per-row filter (no Spark job runs here, nothing is counted or
+    raised): a null item, an op other than +1 / −1 (null included), a null
+    or non-finite time, or a time outside steps 1..horizon. The filter maps each item's events to a subset of its own
     events, so the item-level sensitivity of everything computed from them
     is unchanged (module docstring)."""
     out = df.select(

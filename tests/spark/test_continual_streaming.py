@@ -314,7 +314,8 @@ def test_stream_refuses_inexact_item_ids_and_large_parameters_before_spending(sp
         continual_distinct_stream(spark, str(source), **run)
     assert budget.spent.rho == 0.0 and not MechanismCheckpoint(tmp_path / "ckpt").exists()
     for change, fragment in [({"horizon": 2**22 + 1}, r"at most 2\^22"), ({"horizon": None}, "horizon is required"),
-                             ({"files_per_step": 1001}, "at most 1,000"), ({"state_partitions": 1001}, "at most 1,000")]:
+                             ({"files_per_step": 1001}, "at most 1,000"),
+                             ({"state_partitions": 1001}, "at most 1,000")]:
         with pytest.raises(ParameterError, match=fragment):
             continual_distinct_stream(spark, str(source), **{**run, **change})
     assert budget.spent.rho == 0.0 and not (tmp_path / "ckpt").exists()
