@@ -187,7 +187,7 @@ def run(spark, df, opts, budget_filter):
 
 
 def _run_stream(spark, df, opts, budget_filter):
-    from dp_spark.streaming import continual_distinct_stream, write_demo_files
+    from dp_spark.streaming import write_demo_files
     from dp_spark.streaming.checkpoint import local_directory
 
     source = opts["input"]
@@ -201,6 +201,25 @@ def _run_stream(spark, df, opts, budget_filter):
             write_demo_files(spark, demo, horizon, max_flippancy=int(opts["demo_flippancy"]))
         source, fmt = str(demo), "json"
         columns = {"time_col": "time", "item_col": "item", "op_col": "op"}
+    try:
+        return _stream(spark, source, fmt, horizon, columns, opts, budget_filter)
+    except KeyboardInterrupt as exc:
+        if str(exc):
+            raise  # the query's own account of what it released
+        from dp_spark.streaming import StepSink
+
+        released = len(StepSink(local_directory(opts["sink"], "sink")).steps())
+        if not released:
+            raise
+        raise KeyboardInterrupt(
+            f"{released} released step record(s) are in {opts['sink']!r}; run the same command again "
+            "to resume"
+        ) from None
+
+
+def _stream(spark, source, fmt, horizon, columns, opts, budget_filter):
+    from dp_spark.streaming import continual_distinct_stream
+
     return continual_distinct_stream(
         spark,
         source,
