@@ -48,7 +48,6 @@ from dp_spark.errors import ParameterError
 from dp_spark.noise import make_rng
 from dp_spark.releases import checks
 from dp_spark.report import Release
-from dp_spark.stages.continual import validate_horizon
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +80,8 @@ def validate(
     rho, horizon, mechanism, max_flippancy, seed, beta, delta
 ) -> tuple[float, int, str, int | None, int | None, float, float]:
     """Parameter checks shared by the batch and streaming releases (no data read)."""
+    from dp_spark.stages.continual import validate_horizon  # the stage's cap (imported lazily, as below)
+
     rho = checks.positive(rho, "rho")
     beta = checks.open_unit(beta, "beta")
     delta = checks.open_unit(delta, "delta")
