@@ -92,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     except DPSparkError as exc:
         print(f"dp-spark: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("dp-spark: interrupted; no output was written", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a stream says what it had released (str(exc))
+        print(f"dp-spark: interrupted; {exc or 'no output was written'}", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - last resort: one line, no stack
         if os.environ.get("DP_SPARK_DEBUG"):
