@@ -301,6 +301,40 @@ def test_joint_sampler_across_blocks(monkeypatch):
     )
 
 
+@pytest.mark.parametrize("margin", [-1e9, 0.0, 2.0])
+def test_joint_sampler_early_stop_is_exact(monkeypatch, margin):
+    """The sweep's early stop (tail bounded, one Gumbel for the whole tail,
+    exact fallback) keeps the EM distribution: force the check at every block
+    boundary with small blocks so both the stop and the fallback run."""
+    import dp_spark.selection.topk as topk
+
+    monkeypatch.setattr(topk, "_BLOCK", 3)
+    monkeypatch.setattr(topk, "_TAIL_MARGIN", margin)
+    counts, k, eps = [6, 4, 4, 2, 1, 0], 2, 1.0
+    rng = np.random.default_rng(77)
+    check_sampler(lambda: joint_top_k(counts, k, eps, rng), brute_em(counts, k, eps),
+                  brute_em(counts, k, 2 * eps), 12000)
+
+
+def test_joint_early_stop_visits_only_the_head(monkeypatch):
+    """On steep counts the sweep stops after the first block (d·k = 10^7)."""
+    import dp_spark.selection.topk as topk
+
+    seen = []
+    real = topk._joint_entry_blocks
+
+    def counting(prep):
+        for block in real(prep):
+            seen.append(len(block[0]))
+            yield block
+
+    monkeypatch.setattr(topk, "_joint_entry_blocks", counting)
+    counts = np.floor(10**6 / np.arange(1, 100_001) ** 1.1).astype(np.int64)
+    out = joint_top_k(counts, 100, 1.0, np.random.default_rng(0))
+    assert len(set(out.tolist())) == 100
+    assert sum(seen) < 100_000 * 100 // 10
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     counts=st.lists(st.integers(0, 6), min_size=1, max_size=5),
