@@ -129,7 +129,7 @@ def cell(counts, ordered, k, eps, delta, trials, key):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    spark = start_session("topk_accuracy")
+    spark = start_session("topk_accuracy", {"spark.driver.memory": "4g"})
     print(f"# {command_line()}")
     print(f"# median ℓ∞ error over {args.trials} trials; δ = {args.delta:g} for cdp-peel and auto; "
           "released values are SEEDED (not private)")
