@@ -280,6 +280,18 @@ def test_cli_writes_report_and_items(capsys, tmp_path, spark, gaps_path):
     assert [tuple(r) for r in items.collect()] == [(1, "i0"), (2, "i1"), (3, "i2")]
 
 
+def test_cli_method_flag_and_error_warning_on_screen(capsys, tmp_path, gaps_path):
+    (tmp_path / "domain.txt").write_text("\n".join(DOMAIN) + "\n")
+    report_path = tmp_path / "r.json"
+    code, out, err = run_cli(capsys, "--input", str(gaps_path), "--domain", str(tmp_path / "domain.txt"),
+                             "--k", "3", "--epsilon", "0.5", "--method", "pnf-peel", "--persons", "320",
+                             "--seed", "1", "--output", str(report_path))
+    assert code == 0, err
+    report = json.loads(report_path.read_text())
+    assert report["mechanism"] == "pnf-peel" and report["parameters"]["method"] == "pnf-peel"
+    assert "is within" in out and "more than 10% of the 320 persons" in out
+
+
 @pytest.mark.parametrize(
     "argv, fragment",
     [
