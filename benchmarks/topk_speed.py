@@ -105,7 +105,7 @@ def main(argv=None) -> int:
             results.append({"d": d, "k": k, "joint_seconds": joint_s, "cdp_peel_seconds": cdp_s})
             rows.append([f"{d:,}", f"{k}", f"{j:.3f}", f"{d * k / j / 1e6:.1f}", f"{c:.4f}"])
             print(f"  d={d:,} k={k}: joint {j:.3f} s", file=sys.stderr, flush=True)
-    print(format_table(["d", "k", "joint s", "joint M entries/s", "cdp-peel s"], rows,
+    print(format_table(["d", "k", "joint s", "d·k per s (M, effective)", "cdp-peel s"], rows,
                        title="Joint exponential mechanism: driver time"))
     out = {"command": command_line(), "results": results}
     if not args.skip_spark:
