@@ -41,12 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _configure_logging(opts) -> None:
-    level = logging.WARNING if opts.get("quiet") else logging.INFO
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("dp-spark: %(message)s"))
+    from dp_spark.progress import StepHandler, show_progress
+
+    # Steps always name the Spark jobs; their progress lines show on a terminal only.
+    handler = StepHandler(show_progress(opts.get("quiet"), opts.get("verbose")))
     root = logging.getLogger("dp_spark")
     root.handlers[:] = [handler]
-    root.setLevel(level)
+    root.setLevel(logging.INFO)
     root.propagate = False
     # pyspark logs failed queries (with the JVM stack trace) to this logger;
     # dp-spark reports its own one-line error instead.
@@ -79,6 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         print(release.to_json() if opts["quiet"] else release.summary())
         for writer in getattr(module, "ARTIFACT_WRITERS", {}).values():
             writer(release, opts)  # before the report: a report means all outputs exist
+        if opts.get("report_html"):
+            from dp_spark.html_report import write_html
+
+            write_html(opts["report_html"], release)  # the ledger's balance: release.artifacts["ledger"]
+            if not opts["quiet"]:
+                print(f"HTML report written to {opts['report_html']}")
         if opts["output"]:
             from dp_spark.io import write_json_atomic
 

@@ -47,11 +47,14 @@ INPUT_OPTIONS = (
 )
 RUN_OPTIONS = (
     Option("output", str, None, "write the JSON report here (atomically)"),
+    Option("report_html", str, None, "also write a self-contained HTML page of the release "
+           "here, for a person to read (atomically)"),
     Option("seed", int, None, "fixed seed for tests and demos ONLY: the output is then not private"),
     Option("master", str, None, "Spark master when no session is running (default from "
            "conf/spark-defaults.yaml)"),
-    Option("verbose", bool, False, "show Spark's warnings", flag=True),
-    Option("quiet", bool, False, "print only the result", flag=True),
+    Option("verbose", bool, False, "show Spark's warnings and the progress lines also off a terminal",
+           flag=True),
+    Option("quiet", bool, False, "print only the result (the JSON report) and errors", flag=True),
 )
 
 
