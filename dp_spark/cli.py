@@ -30,12 +30,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dp-spark", description=__doc__.split("\n\n")[0])
+    parser = _Parser(
+        prog="dp-spark", description="Run a differentially private release from the command line.",
+        epilog="dp-spark RELEASE --help lists a release's options. Example: dp-spark distinct-count "
+               "--input events.parquet --epsilon 1 --output report.json --report-html report.html")
     parser.add_argument("--version", action="version", version=f"dp_spark {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="RELEASE", parser_class=_Parser)
     for name, module in COMMANDS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        p.add_argument("--config", help="YAML file of options (command-line flags override it)")
+        p.add_argument("--config", metavar="PATH", help="YAML file of options (command-line flags override it)")
         add_options(p, module.OPTIONS)
     return parser
 
@@ -83,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         if opts.get("report_html"):
             from dp_spark.html_report import write_html
 
-            write_html(opts["report_html"], release)  # the ledger's balance: release.artifacts["ledger"]
+            write_html(opts["report_html"], release)  # shows release.artifacts["ledger"] when set
             if not opts["quiet"]:
                 print(f"HTML report written to {opts['report_html']}")
         if opts["output"]:

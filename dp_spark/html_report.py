@@ -53,11 +53,13 @@ def render(release, ledger: Mapping[str, Any] | None = None,
     """The HTML page of ``release``.
 
     ``ledger``: the budget ledger's balance after this run (a mapping shown as
-    a table), when the run spent from a ledger; ``history``: earlier JSON
+    a table), when the run spent from a ledger (default: the report's
+    "ledger" key or the Release's "ledger" artifact); ``history``: earlier JSON
     reports of the same release (set-union: their item counts are charted
     beside this run's)."""
     report = release.to_dict()
-    ledger = ledger if ledger is not None else report.get("ledger")
+    if ledger is None:  # the hook for a ledger-aware run: its report key or Release artifact
+        ledger = report.get("ledger") or release.artifacts.get("ledger")
     sections = [
         _header(release, report),
         _section("At a glance", _chart(release, history)),

@@ -149,3 +149,14 @@ def test_screenshots_are_not_blank(releases, tmp_path):
         ink = sum(1 for p in pixels if p != (255, 255, 255)) / len(pixels)
         assert (width, height) == (900, 900), name
         assert colours >= 100 and ink >= 0.05, f"{name}: {colours} colours, {ink:.1%} non-white"
+
+
+def test_help_groups_the_flags_and_shows_no_empty_defaults(capsys):
+    from dp_spark.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["top-k", "--help"])
+    text = capsys.readouterr().out
+    for heading in ("input:", "release:", "output and run:"):
+        assert heading in text
+    assert "(default: None)" not in text and "--report-html PATH" in text and "--epsilon X" in text
