@@ -288,6 +288,9 @@ def continual_distinct(
     ``release.to_dict()`` is the JSON report (guarantee, budget split, error
     statements, the bad-input rules applied, parameters).
     """
+    from dp_spark.io import spark_frame
+
+    events_df = spark_frame(events_df, "events_df")  # a pandas DataFrame is converted; other types refused
     from dp_spark.stages.continual import (
         check_columns,
         continual_summaries,
