@@ -110,7 +110,9 @@ def _budget(command: str, module, opts):
 def _check_budget(command: str, module, opts, budget) -> None:
     cost = module.cost(opts)
     if budget is not None and not budget.can_spend(cost):
-        which = f"the ledger budget {budget.name!r}" if hasattr(budget, "ledger") else "the budget"
+        from dp_spark.ledger import LedgerBudget
+
+        which = f"the ledger budget {budget.name!r}" if isinstance(budget, LedgerBudget) else "the budget"
         raise BudgetExceededError(
             f"{command} would spend {cost.describe()} but {which} has only "
             f"{budget.remaining.describe()} left; lower the release's privacy parameter or raise "
@@ -161,6 +163,8 @@ def _run(args, command: str) -> int:
 
     spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "OFF")
     df, opts = getattr(module, "load_table", load_table)(spark, opts)
+    if df is not None:
+        _check_columns(df, opts)  # schema only: before the release charges its budget
     if df is not None and opts.get("bad_rows") == "fail" and opts.get("input"):
         check_rows_parse(df, opts["input"])  # before anything is spent
     release = module.run(spark, df, opts, budget)
@@ -174,6 +178,13 @@ def _run(args, command: str) -> int:
         if not opts["quiet"]:
             print(f"report written to {opts['output']}")
     return 0
+
+
+def _check_columns(df, opts) -> None:
+    from dp_spark.stages.edges import require_columns
+
+    names = ["person_col", "item_col", "op_col"] + ([] if opts.get("stream") else ["time_col"])
+    require_columns(df, *[opts[n] for n in names if opts.get(n)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,8 @@ _EXTENSIONS = {
     ".parquet": "parquet",
     ".pq": "parquet",
     ".csv": "csv",
+    ".tsv": "csv",
+    ".tab": "csv",
     ".json": "json",
     ".jsonl": "json",
     ".ndjson": "json",
@@ -79,7 +81,7 @@ def _csv_char(value: str, name: str) -> str:
     return text
 
 
-def reader_options(fmt: str, *, infer_schema: bool = True, delimiter: str = ",", header: bool = True,
+def reader_options(fmt: str, *, infer_schema: bool = True, delimiter: str | None = None, header: bool = True,
                    quote: str = '"', encoding: str = "UTF-8", bad_rows: str | None = None,
                    schema: str | None = None) -> dict[str, str]:
     """Spark reader options for a CSV/JSON input (empty for other formats)."""
@@ -95,7 +97,7 @@ def reader_options(fmt: str, *, infer_schema: bool = True, delimiter: str = ",",
         return {
             "header": str(bool(header)).lower(),
             "inferSchema": str(infer_schema and schema is None).lower(),
-            "sep": _csv_char(delimiter, "delimiter"),
+            "sep": _csv_char(delimiter or ",", "delimiter"),
             "quote": _csv_char(quote, "quote"),
             "encoding": encoding,
             "mode": BAD_ROWS_MODES[bad_rows],
@@ -120,14 +122,14 @@ def parse_schema(ddl: str | None):
         ) from None
 
 
-def read_input(spark, source: str, fmt: str = "auto", *, infer_schema: bool = True, delimiter: str = ",",
+def read_input(spark, source: str, fmt: str = "auto", *, infer_schema: bool = True, delimiter: str | None = None,
                header: bool = True, quote: str = '"', encoding: str = "UTF-8", schema: str | None = None,
                bad_rows: str | None = None):
     """A DataFrame over ``source``: a path (local or any Hadoop filesystem) or
     ``table:db.name``. Raises InputError with a one-line message on a missing
     path, an unknown format, an unreadable file or header. ``infer_schema=False``
     keeps every CSV column a string (ids such as "007" stay as written).
-    CSV/JSON: ``delimiter``, ``header``, ``quote``, ``encoding``, ``schema``
+    CSV/JSON: ``delimiter`` (default ',', a tab for .tsv/.tab names), ``header``, ``quote``, ``encoding``, ``schema``
     (a DDL string instead of inference) and ``bad_rows`` ("drop": rows that do
     not parse are dropped, never counted; "fail": read in FAILFAST mode, see
     :func:`check_rows_parse`; None: Spark's permissive default)."""
@@ -146,6 +148,8 @@ def read_input(spark, source: str, fmt: str = "auto", *, infer_schema: bool = Tr
         fmt = detect_format(source)
     if _is_local(source) and _local(source).is_dir():
         check_folder_format(_local(source), fmt)
+    if delimiter is None and re.search(r"\.(tsv|tab)(\.\w+)?/?$", source.lower()):
+        delimiter = "\t"
     options = reader_options(fmt, infer_schema=infer_schema, delimiter=delimiter, header=header, quote=quote,
                              encoding=encoding, bad_rows=bad_rows, schema=schema)
     struct = parse_schema(schema)
@@ -179,6 +183,12 @@ def check_folder_format(folder: Path, fmt: str) -> None:
 def check_header(df, source: str) -> None:
     """Refuse column names that are not readable text (a binary file read as
     CSV, a wrong --encoding): they are never echoed, since they are data."""
+    single = df.columns[0] if len(df.columns) == 1 else ""
+    if any(sep in single for sep in ("\t", ";", "|")) and single.replace("\t", " ").isprintable():
+        raise InputError(
+            f"the header of {source!r} reads as a single column that holds separators; pass the file's "
+            "--delimiter (e.g. '\\t' for tabs, ';' or '|')."
+        )
     for name in df.columns:
         if not name or len(name) > 200 or any(
             ch == "\ufffd" or (not ch.isprintable() and ch != " ") for ch in name

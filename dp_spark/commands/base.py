@@ -71,7 +71,8 @@ RUN_OPTIONS = (
 )
 #: How text input files are parsed (added to every command that has --input).
 READ_OPTIONS = (
-    Option("delimiter", str, ",", "CSV field separator (e.g. ';' or '\\t' for tab)"),
+    Option("delimiter", str, None, "CSV field separator, e.g. ';' or '\\t' for tab (default: ',', "
+           "or a tab for .tsv files)"),
     Option("header", bool, True, "CSV: the first line holds column names", negatable=True),
     Option("quote", str, '"', "CSV quote character"),
     Option("encoding", str, "UTF-8", "CSV/JSON text encoding (e.g. UTF-8, ISO-8859-1, UTF-16)"),
