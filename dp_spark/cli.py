@@ -116,7 +116,7 @@ def _check_budget(command: str, module, opts, budget) -> None:
         raise BudgetExceededError(
             f"{command} would spend {cost.describe()} but {which} has only "
             f"{budget.remaining.describe()} left; lower the release's privacy parameter or raise "
-            "the budget. Nothing was charged and no data was read."
+            "the budget. No data was read and nothing was charged."
         )
 
 

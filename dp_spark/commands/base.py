@@ -196,10 +196,10 @@ def load_table(spark, opts: dict[str, Any]):
     from dp_spark.io import read_input
 
     if opts["input"]:
-        log.info("reading %s", opts["input"])
+        dropping = opts.get("bad_rows", "drop") == "drop" and _text_format(opts)
+        log.info("reading %s%s", opts["input"], " (rows that do not parse are dropped, --bad-rows drop; "
+                 "how many is not reported)" if dropping else "")
         df = read_input(spark, opts["input"], opts["format"], **read_options(opts))
-        if opts.get("bad_rows", "drop") == "drop" and _text_format(opts):
-            log.info("rows that do not parse are dropped (--bad-rows drop); how many is not reported")
     else:
         from dp_spark.datasets import synthetic_events
 

@@ -161,7 +161,7 @@ def test_cli_stream_bad_op_is_one_line_and_releases_nothing(capsys, spark, tmp_p
     report.write_text('{"earlier": true}')
     code = main(["continual-distinct", "--stream", "--input", str(source), "--horizon", "4",
                  "--checkpoint", str(tmp_path / "ckpt"), "--sink", str(tmp_path / "out"),
-                 "--state-partitions", "1", "--output", str(report)])
+                 "--state-partitions", "1", "--output", str(report), "--overwrite"])
     out, err = capsys.readouterr()
     assert code == 2 and "op other than +1/-1" in err, err
     assert len(err.strip().splitlines()) <= 2 and err.count("error") == 1, err  # a progress line at most
