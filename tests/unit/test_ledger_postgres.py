@@ -77,14 +77,34 @@ def test_budget_charges_and_run_keys_on_postgres(postgres_url):
         assert [e["release"] for e in ledger.history("pg-team")] == ["distinct-count", "count-release"]
 
 
+def _slow_reads():
+    """Hold each transaction open 0.3 s after reading the budget's state, so
+    the two workers' check-then-record steps overlap unless the budget is locked."""
+    import time
+
+    from dp_spark.ledger.ledger import Ledger
+
+    original = Ledger._state
+
+    def slow(self, cur, name):
+        state = original(self, cur, name)
+        time.sleep(0.3)
+        return state
+
+    Ledger._state = slow
+
+
 def _race(url, barrier, results):
     led = open_ledger(url)
+    _slow_reads()
     barrier.wait()
     try:
         led.budget("pg-last").spend(PureDP(0.6), "race")
         results.put("won")
     except BudgetExceededError:
         results.put("refused")
+    except Exception as exc:  # noqa: BLE001 - e.g. a lock error: reported, fails the test
+        results.put(f"error {type(exc).__name__}")
 
 
 def test_two_workers_racing_for_the_last_budget_on_postgres(postgres_url):
