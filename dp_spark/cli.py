@@ -162,6 +162,7 @@ def _run(args, command: str) -> int:
     from dp_spark.session import get_session
 
     spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "OFF")
+    _quiet_interrupts()
     df, opts = getattr(module, "load_table", load_table)(spark, opts)
     if df is not None:
         _check_columns(df, opts)  # schema only: before the release charges its budget
@@ -180,6 +181,25 @@ def _run(args, command: str) -> int:
     return 0
 
 
+def _quiet_interrupts() -> None:
+    """Ctrl-C: one line and exit 130. pyspark's own SIGINT handler cancels the
+    jobs through the gateway while the main thread is inside a gateway call,
+    which logs py4j tracebacks; this one just interrupts, with py4j's logging
+    silenced (the JVM ends with the process). ``main`` restores the handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum, frame):
+        for name in ("", "py4j", "py4j.java_gateway", "py4j.clientserver"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+
+
 def _check_columns(df, opts) -> None:
     from dp_spark.stages.edges import require_columns
 
@@ -194,7 +214,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     verbose = bool(getattr(args, "verbose", False))
+    import signal
+    import threading
+
     from dp_spark import sparkjobs
+
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    sigint = signal.getsignal(signal.SIGINT) if on_main_thread else None
 
     sparkjobs.VERBOSE = verbose
     try:
@@ -234,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     finally:
         sparkjobs.VERBOSE = False
+        if on_main_thread and sigint is not None:
+            signal.signal(signal.SIGINT, sigint)
 
 
 def _print_error(exc: BaseException, verbose: bool) -> None:

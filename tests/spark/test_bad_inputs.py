@@ -349,3 +349,25 @@ def test_help_has_no_doubled_defaults():
     result = _cli("top-k", "--help")
     assert result.returncode == 0
     assert "(default: None)" not in result.stdout and "_positive_int" not in result.stdout
+
+
+def test_ctrl_c_exits_130_in_one_line_and_writes_nothing(tmp_path):
+    import signal
+    import time
+
+    exe = Path(sys.executable).parent / "dp-spark"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    report = tmp_path / "r.json"
+    proc = subprocess.Popen([str(exe), "distinct-count", "--rows", "50000000", "--master", "local[1]",
+                             "--output", str(report)], stderr=subprocess.PIPE, text=True, env=env)
+    line = ""
+    while "no --input" not in line:  # once the session is up and the run starts (skips JVM notices)
+        line = proc.stderr.readline()
+        assert line, "the command ended before it started the run"
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 130, rest
+    lines = [line for line in rest.strip().splitlines() if not line.startswith("WARNING: Using incubator")]
+    assert lines == ["dp-spark: interrupted; no output was written"], rest
+    assert not report.exists()
