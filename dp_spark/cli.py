@@ -13,15 +13,24 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 
 from dp_spark import __version__
 from dp_spark.commands import COMMANDS
-from dp_spark.commands.base import add_options, load_table, resolve
-from dp_spark.errors import BudgetExceededError, DPSparkError, SparkJobError
+from dp_spark.commands.base import add_options, load_table, options_of, resolve
+from dp_spark.errors import (
+    BudgetExceededError,
+    DPSparkError,
+    InputError,
+    InputReadError,
+    ParameterError,
+    SparkJobError,
+)
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|nan)$", re.IGNORECASE)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,6 +39,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from dp_spark.ledger import command as ledger_command
+
     parser = _Parser(
         prog="dp-spark", description="Run a differentially private release from the command line.",
         epilog="dp-spark RELEASE --help lists a release's options. Example: dp-spark distinct-count "
@@ -39,8 +50,22 @@ def build_parser() -> argparse.ArgumentParser:
     for name, module in COMMANDS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         p.add_argument("--config", metavar="PATH", help="YAML file of options (command-line flags override it)")
-        add_options(p, module.OPTIONS)
+        add_options(p, options_of(module))
+    ledger_command.add_parser(sub)
     return parser
+
+
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--delta -1e-6`` -> ``--delta=-1e-6``: argparse would take a negative
+    number in exponent form for an option and report a missing value."""
+    out: list[str] = []
+    for token in argv:
+        if (out and _NEGATIVE_NUMBER.match(token) and out[-1].startswith("--") and "=" not in out[-1]
+                and out[-1] != "--"):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
 
 
 def _configure_logging(opts) -> None:
@@ -57,50 +82,171 @@ def _configure_logging(opts) -> None:
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
 
 
+def _budget(command: str, module, opts):
+    """The run's budget: a ledger budget (--ledger), a per-run filter
+    (--budget-*), or None. Checked against the release's cost before Spark
+    starts; a ledger records the charge when the release spends it, after
+    its schema checks and before it reads any data."""
+    filter_budget = module.budget(opts)
+    if not (opts.get("ledger") or opts.get("ledger_budget")):
+        if opts.get("run_key"):
+            raise ParameterError("--run-key needs --ledger and --ledger-budget.")
+        return filter_budget
+    if not (opts.get("ledger") and opts.get("ledger_budget")):
+        raise ParameterError("give both --ledger and --ledger-budget (the ledger and the budget to charge).")
+    if filter_budget is not None:
+        raise ParameterError("give either --ledger or a --budget-* flag, not both.")
+    from dp_spark.ledger import open_ledger
+
+    run_key, once = opts.get("run_key"), False
+    if opts.get("stream") and opts.get("checkpoint"):
+        from pathlib import Path
+
+        # A stream is charged once for its whole series: a re-created stream
+        # (checkpoint deleted) would publish its steps again with new noise.
+        run_key = f"stream:{Path(opts['checkpoint']).resolve()}|{Path(opts.get('sink') or '').resolve()}"
+        once = True
+    parameters = {k: v for k, v in opts.items() if k not in ("ledger", "quiet", "verbose") and v is not None}
+    return open_ledger(opts["ledger"]).budget(opts["ledger_budget"], run_key=run_key, once=once,
+                                              parameters={"release": command, **parameters})
+
+
+def _check_budget(command: str, module, opts, budget) -> None:
+    cost = module.cost(opts)
+    if budget is not None and not budget.can_spend(cost):
+        from dp_spark.ledger import LedgerBudget
+
+        which = f"the ledger budget {budget.name!r}" if isinstance(budget, LedgerBudget) else "the budget"
+        raise BudgetExceededError(
+            f"{command} would spend {cost.describe()} but {which} has only "
+            f"{budget.remaining.describe()} left; lower the release's privacy parameter or raise "
+            "the budget. No data was read and nothing was charged."
+        )
+
+
+def _check_master(master: str | None) -> None:
+    """Fail fast (not after Spark's retries) on an unreachable standalone or
+    Connect master, when dp-spark is the one starting the session."""
+    from urllib.parse import urlsplit
+
+    from dp_spark.session import active_session, launched_externally
+
+    if not master or not master.startswith(("spark://", "sc://")) or launched_externally():
+        return
+    if active_session() is not None:
+        return
+    import socket
+
+    for part in master.split("://", 1)[1].split(","):
+        parts = urlsplit("//" + part.split("/")[0])
+        try:
+            port = parts.port or (7077 if master.startswith("spark://") else 15002)
+        except ValueError:
+            raise ParameterError(f"--master {master!r} has an invalid port.") from None
+        try:
+            socket.create_connection((parts.hostname or "", port), timeout=5).close()
+            return
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+    raise InputError(f"cannot reach the Spark master {master!r} ({reason}); check --master and that it is running.")
+
+
+def _run(args, command: str) -> int:
+    from dp_spark.commands.outputs import check_run_paths
+    from dp_spark.io import check_rows_parse
+
+    module = COMMANDS[command]
+    opts = resolve(args, options_of(module))
+    _configure_logging(opts)
+    module.validate(opts)
+    check_run_paths(module, {**opts, "config": getattr(args, "config", None)})
+    budget = _budget(command, module, opts)
+    _check_budget(command, module, opts, budget)
+    _check_master(opts["master"])
+    from dp_spark.session import get_session
+
+    spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "OFF")
+    _quiet_interrupts()
+    df, opts = getattr(module, "load_table", load_table)(spark, opts)
+    if df is not None:
+        _check_columns(df, opts)  # schema only: before the release charges its budget
+    if df is not None and opts.get("bad_rows") == "fail" and opts.get("input"):
+        check_rows_parse(df, opts["input"])  # before anything is spent
+    release = module.run(spark, df, opts, budget)
+    print(release.to_json() if opts["quiet"] else release.summary())
+    for writer in getattr(module, "ARTIFACT_WRITERS", {}).values():
+        writer(release, opts)  # before the report: a report means all outputs exist
+    if opts.get("report_html"):
+        from dp_spark.html_report import write_html
+
+        write_html(opts["report_html"], release)  # shows release.artifacts["ledger"] when set
+        if not opts["quiet"]:
+            print(f"HTML report written to {opts['report_html']}")
+    if opts["output"]:
+        from dp_spark.io import write_json_atomic
+
+        write_json_atomic(opts["output"], release.to_dict())
+        if not opts["quiet"]:
+            print(f"report written to {opts['output']}")
+    return 0
+
+
+def _quiet_interrupts() -> None:
+    """Ctrl-C: one line and exit 130. pyspark's own SIGINT handler cancels the
+    jobs through the gateway while the main thread is inside a gateway call,
+    which logs py4j tracebacks; this one just interrupts, with py4j's logging
+    silenced (the JVM ends with the process). ``main`` restores the handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum, frame):
+        for name in ("", "py4j", "py4j.java_gateway", "py4j.clientserver"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+
+
+def _check_columns(df, opts) -> None:
+    from dp_spark.stages.edges import require_columns
+
+    names = ["person_col", "item_col", "op_col"] + ([] if opts.get("stream") else ["time_col"])
+    require_columns(df, *[opts[n] for n in names if opts.get(n)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None else argv)))
     if not args.command:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
-    module = COMMANDS[args.command]
+    verbose = bool(getattr(args, "verbose", False))
+    import signal
+    import threading
+
+    from dp_spark import sparkjobs
+
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    sigint = signal.getsignal(signal.SIGINT) if on_main_thread else None
+
+    sparkjobs.VERBOSE = verbose
     try:
-        opts = resolve(args, module.OPTIONS)
-        _configure_logging(opts)
-        module.validate(opts)
-        budget = module.budget(opts)
-        if budget is not None and not budget.can_spend(module.cost(opts)):
-            raise BudgetExceededError(
-                f"{args.command} would spend {module.cost(opts).describe()} but the budget "
-                f"has only {budget.remaining.describe()} left; lower the release's privacy "
-                "parameter or raise the budget. No data was read."
-            )
-        from dp_spark.session import get_session
+        if args.command == "ledger":
+            from dp_spark.ledger import command as ledger_command
 
-        spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "ERROR")
-        df, opts = getattr(module, "load_table", load_table)(spark, opts)
-        release = module.run(spark, df, opts, budget)
-        print(release.to_json() if opts["quiet"] else release.summary())
-        for writer in getattr(module, "ARTIFACT_WRITERS", {}).values():
-            writer(release, opts)  # before the report: a report means all outputs exist
-        if opts.get("report_html"):
-            from dp_spark.html_report import write_html
-
-            write_html(opts["report_html"], release)  # shows release.artifacts["ledger"] when set
-            if not opts["quiet"]:
-                print(f"HTML report written to {opts['report_html']}")
-        if opts["output"]:
-            from dp_spark.io import write_json_atomic
-
-            write_json_atomic(opts["output"], release.to_dict())
-            if not opts["quiet"]:
-                print(f"report written to {opts['output']}")
-        return 0
+            return ledger_command.run(args)
+        return _run(args, args.command)
+    except InputReadError as exc:
+        _print_error(exc, verbose)
+        return EXIT_BAD_INPUT
     except SparkJobError as exc:
-        print(f"dp-spark: error: {exc}", file=sys.stderr)
+        _print_error(exc, verbose)
         return EXIT_FAILED
     except DPSparkError as exc:
-        print(f"dp-spark: error: {exc}", file=sys.stderr)
+        _print_error(exc, verbose)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:  # a stream says what it had released (str(exc))
         print(f"dp-spark: interrupted; {exc or 'no output was written'}", file=sys.stderr)
@@ -108,12 +254,32 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - last resort: one line, no stack
         if os.environ.get("DP_SPARK_DEBUG"):
             raise
+        from dp_spark.sparkjobs import _spark_exception_types, describe_failure
+
+        what = (describe_failure(exc) if isinstance(exc, _spark_exception_types())
+                else f"unexpected {type(exc).__name__}")
         print(
-            f"dp-spark: unexpected {type(exc).__name__}; no output was written. "
-            "Set DP_SPARK_DEBUG=1 for details (they may quote data values).",
+            f"dp-spark: error: {what}; no output was written. Run with --verbose "
+            "(or DP_SPARK_DEBUG=1) for details (they may quote data values).",
             file=sys.stderr,
         )
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
         return EXIT_FAILED
+    finally:
+        sparkjobs.VERBOSE = False
+        if on_main_thread and sigint is not None:
+            signal.signal(signal.SIGINT, sigint)
+
+
+def _print_error(exc: BaseException, verbose: bool) -> None:
+    print(f"dp-spark: error: {exc}", file=sys.stderr)
+    if verbose and (exc.__cause__ is not None):
+        import traceback
+
+        traceback.print_exception(exc.__cause__, file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

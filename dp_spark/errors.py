@@ -36,3 +36,9 @@ class LimitError(DPSparkError):
 class SparkJobError(DPSparkError):
     """Spark failed while computing a summary. The message names only the
     Spark error class, because Spark's own messages can quote data values."""
+
+
+class InputReadError(SparkJobError, InputError):
+    """Spark could not read the input files (corrupt, truncated, another
+    format, rows that do not parse under ``--bad-rows fail``). A bad input:
+    the CLI exits with 2. The message names the file, never a data value."""

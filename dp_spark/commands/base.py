@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from dp_spark.config import load_config
-from dp_spark.errors import ParameterError
+from dp_spark.errors import DPSparkError, ParameterError
 
 log = logging.getLogger("dp_spark")
 
@@ -22,6 +22,7 @@ class Option:
     help: str
     choices: tuple | None = None
     flag: bool = False  # a boolean switch (store_true)
+    negatable: bool = False  # a --name / --no-name pair (BooleanOptionalAction)
 
     @property
     def flag_name(self) -> str:
@@ -35,14 +36,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
+_positive_int.__name__ = "whole number >= 1"
+
+#: Options naming files or directories the run writes (refused over existing
+#: paths without --overwrite, and over any input), read, or keeps state in.
+OUTPUT_PATHS = ("output", "report_html", "items_output", "series")
+INPUT_PATHS = ("input", "domain", "config")
+STATE_PATHS = ("checkpoint", "sink")  # --stream: resumable, may exist
+
+
 INPUT_OPTIONS = (
     Option("input", str, None, "input table: a Parquet/CSV/JSON path or table:db.name; "
            "omit to use the built-in synthetic data"),
     Option("format", str, "auto", "input format", ("auto", "parquet", "csv", "json", "table")),
     Option("person_col", str, "person_id", "column identifying the person (the privacy unit)"),
     Option("item_col", str, "item", "column holding the item"),
-    Option("tokenize", str, "none", "'words': split the item column into lower-case words "
-           "(runs of a-z), one item per word", ("none", "words")),
+    Option("tokenize", str, "none", "'words': split the item column into words (Unicode letters "
+           "and digits, NFKC-normalized and case-folded), one item per word", ("none", "words")),
     Option("rows", _positive_int, 1_000_000, "rows of built-in synthetic data (no --input)"),
 )
 RUN_OPTIONS = (
@@ -52,16 +62,64 @@ RUN_OPTIONS = (
     Option("seed", int, None, "fixed seed for tests and demos ONLY: the output is then not private"),
     Option("master", str, None, "Spark master when no session is running (default from "
            "conf/spark-defaults.yaml)"),
-    Option("verbose", bool, False, "show Spark's warnings and the progress lines also off a terminal",
-           flag=True),
+    Option("verbose", bool, False, "show Spark's warnings, full error details, and the progress "
+           "lines also off a terminal", flag=True),
     Option("quiet", bool, False, "print only the result (the JSON report) and errors", flag=True),
+    Option("overwrite", bool, False, "replace outputs that already exist (never an input)", flag=True),
+    Option("ledger", str, None, "persisted budget ledger (a file, or a postgresql:// URL) to charge "
+           "this run to; with --ledger-budget"),
+    Option("ledger_budget", str, None, "name of the ledger budget to charge (dp-spark ledger create)"),
+    Option("run_key", str, None, "with --ledger: this run's id (e.g. an Airflow run id); a retry "
+           "with the same key reuses its charge instead of spending again"),
 )
+#: How text input files are parsed (added to every command that has --input).
+READ_OPTIONS = (
+    Option("delimiter", str, None, "CSV field separator, e.g. ';' or '\\t' for tab (default: ',', "
+           "or a tab for .tsv files)"),
+    Option("header", bool, True, "CSV: the first line holds column names", negatable=True),
+    Option("quote", str, '"', "CSV quote character"),
+    Option("encoding", str, "UTF-8", "CSV/JSON text encoding (e.g. UTF-8, ISO-8859-1, UTF-16)"),
+    Option("schema", str, None, "column names and types as a Spark DDL string, e.g. "
+           "'user STRING, item STRING' (CSV/JSON; instead of inferring them)"),
+    Option("bad_rows", str, "drop", "rows that do not parse (CSV/JSON): 'drop' them (the default; "
+           "how many is never reported) or 'fail' (check every row parses before anything is "
+           "spent; the refusal reveals that a bad row exists)", ("drop", "fail")),
+)
+
+
+def options_of(module) -> tuple:
+    """A command's options plus the shared ones it does not define itself."""
+    names = {o.name for o in module.OPTIONS}
+    extra = tuple(o for o in READ_OPTIONS if "input" in names) + RUN_OPTIONS
+    return tuple(module.OPTIONS) + tuple(o for o in extra if o.name not in names)
+
+
+def _typed(opt: Option):
+    """The option's converter, failing with a message naming what is expected."""
+    expected = {int: "a whole number", float: "a number", str: "text"}.get(
+        opt.type, getattr(opt.type, "__name__", "a valid value")
+    )
+
+    def convert(text: str):
+        try:
+            return opt.type(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"expected {expected}; got {text!r}") from None
+
+    convert.__name__ = opt.name
+    return convert
+
+
+def _help(opt: Option) -> str:
+    if opt.default is None or "default" in opt.help or opt.flag:
+        return opt.help
+    return f"{opt.help} (default: {opt.default})"
 
 
 def add_options(parser: argparse.ArgumentParser, options) -> None:
     """Flags grouped as input / release / output and run in --help, with a
     short metavar and the default only where there is one."""
-    named = {"input": {o.name for o in INPUT_OPTIONS}, "output and run": {o.name for o in RUN_OPTIONS}}
+    named = {"input": {o.name for o in INPUT_OPTIONS + READ_OPTIONS}, "output and run": {o.name for o in RUN_OPTIONS}}
     groups = {title: parser.add_argument_group(title) for title in ("input", "release", "output and run")}
     for opt in options:
         title = next((t for t, names in named.items() if opt.name in names), "release")
@@ -69,10 +127,13 @@ def add_options(parser: argparse.ArgumentParser, options) -> None:
         if opt.flag:
             group.add_argument(opt.flag_name, dest=opt.name, action="store_true", default=None,
                                help=opt.help)
-            continue
-        shown = "" if opt.default is None else f" (default: {opt.default})"
-        group.add_argument(opt.flag_name, dest=opt.name, type=opt.type, default=None, choices=opt.choices,
-                           metavar=None if opt.choices else _metavar(opt), help=opt.help + shown)
+        elif opt.negatable:
+            group.add_argument(opt.flag_name, dest=opt.name, action=argparse.BooleanOptionalAction,
+                               default=None, help=_help(opt))
+        else:
+            group.add_argument(opt.flag_name, dest=opt.name, type=_typed(opt), default=None,
+                               choices=opt.choices, metavar=None if opt.choices else _metavar(opt),
+                               help=_help(opt))
 
 
 def _metavar(opt: Option) -> str:
@@ -83,7 +144,7 @@ def _metavar(opt: Option) -> str:
     return "N" if opt.type in (int, _positive_int) else "X"
 
 
-_PATH_OPTIONS = {"input", "domain", "config", "series", "checkpoint", "sink"}
+_PATH_OPTIONS = {"input", "domain", "config", "series", "checkpoint", "sink", "ledger", "schema"}
 
 
 def resolve(args: argparse.Namespace, options) -> dict[str, Any]:
@@ -127,7 +188,7 @@ def _config_value(opt: Option, value: Any) -> Any:
     """A config-file value converted as the command line would convert it."""
     if value is None:
         return None
-    if opt.flag:
+    if opt.flag or opt.negatable:
         if not isinstance(value, bool):
             raise ParameterError(f"{opt.name} in the config file must be true or false; got {value!r}.")
         return value
@@ -144,16 +205,23 @@ def _config_value(opt: Option, value: Any) -> Any:
     return converted
 
 
+def read_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """The --delimiter/--header/--quote/--encoding/--schema/--bad-rows options
+    as keyword arguments of :func:`dp_spark.io.read_input`."""
+    keys = ("delimiter", "header", "quote", "encoding", "schema", "bad_rows")
+    defaults = {o.name: o.default for o in READ_OPTIONS}
+    return {k: opts[k] if opts.get(k) is not None else defaults[k] for k in keys}
+
+
 def load_table(spark, opts: dict[str, Any]):
     """The input DataFrame named by the options, or the built-in synthetic data."""
-    from pyspark.sql import functions as F
-
     from dp_spark.io import read_input
-    from dp_spark.stages.edges import require_columns
 
     if opts["input"]:
-        log.info("reading %s", opts["input"])
-        df = read_input(spark, opts["input"], opts["format"])
+        dropping = opts.get("bad_rows", "drop") == "drop" and _text_format(opts)
+        log.info("reading %s%s", opts["input"], " (rows that do not parse are dropped, --bad-rows drop; "
+                 "how many is not reported)" if dropping else "")
+        df = read_input(spark, opts["input"], opts["format"], **read_options(opts))
     else:
         from dp_spark.datasets import synthetic_events
 
@@ -161,9 +229,50 @@ def load_table(spark, opts: dict[str, Any]):
         df = synthetic_events(spark, rows=int(opts["rows"]))
         opts = {**opts, "person_col": "person_id", "item_col": "item"}
     if opts.get("tokenize") == "words":
-        require_columns(df, opts["person_col"], opts["item_col"])
-        words = F.explode(F.split(F.lower(F.col(opts["item_col"]).cast("string")), "[^a-z]+"))
-        df = df.select(F.col(opts["person_col"]), words.alias(opts["item_col"])).where(
-            F.length(opts["item_col"]) > 0
-        )
+        df = tokenize_words(df, opts["person_col"], opts["item_col"])
     return df, opts
+
+
+def _text_format(opts) -> bool:
+    from dp_spark.io import detect_format
+
+    if opts["format"] in ("csv", "json"):
+        return True
+    if opts["format"] != "auto" or str(opts["input"]).startswith("table:"):
+        return False
+    try:
+        return detect_format(opts["input"]) in ("csv", "json")
+    except DPSparkError:
+        return False
+
+
+#: A word: a run of Unicode letters, combining marks and digits.
+WORD_SEPARATORS = r"[^\p{L}\p{M}\p{N}]+"
+
+
+def tokenize_words(df, person_col: str, item_col: str):
+    """One row per word of ``item_col``: the text is NFKC-normalized and
+    case-folded, then split on everything that is not a letter, mark or digit
+    (Unicode classes, so "Café", "naïve" and "東京" survive). Scripts written
+    without spaces (Chinese, Japanese, Thai) are not segmented: a run of
+    their letters between punctuation or spaces is one item."""
+    from pyspark.sql import functions as F
+
+    from dp_spark.stages.edges import require_columns
+
+    require_columns(df, person_col, item_col)
+    normalized = _nfkc_casefold(F.col(item_col).cast("string"))
+    words = F.explode(F.split(normalized, WORD_SEPARATORS))
+    return df.select(F.col(person_col), words.alias(item_col)).where(F.length(item_col) > 0)
+
+
+def _nfkc_casefold(column):
+    """NFKC normalization and Unicode case folding (Spark has no built-in
+    for either; a vectorized pandas UDF, which also runs on Spark Connect)."""
+    from pyspark.sql import functions as F
+
+    return F.pandas_udf(_normalize_series, "string")(column)
+
+
+def _normalize_series(texts):
+    return texts.str.normalize("NFKC").str.casefold()

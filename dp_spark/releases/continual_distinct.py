@@ -300,6 +300,9 @@ def continual_distinct(
     value problems inside rows drop the event (``RULES``), so whether the
     release raises never depends on the rows.
     """
+    from dp_spark.io import spark_frame
+
+    events_df = spark_frame(events_df, "events_df")  # a pandas DataFrame is converted; other types refused
     from dp_spark.stages.continual import (
         check_columns,
         continual_summaries,

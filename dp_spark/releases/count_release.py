@@ -153,6 +153,9 @@ def count_release(
     ``pcr``), with ``rho_spent`` / ``delta_spent``; the ``items_df``
     artifact is the (rank, item, count, sigma) table as a Spark DataFrame.
     """
+    from dp_spark.io import spark_frame
+
+    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     p = validate(rho, delta, relative_error, kbar, method, seed, max_items=max_items, alpha=alpha,
                  epsilon_min=epsilon_min, delta_min=delta_min, accuracy_factor=accuracy_factor,
                  conversion_delta=conversion_delta)

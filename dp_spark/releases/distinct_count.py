@@ -138,6 +138,9 @@ def distinct_count(
     ``seed``: for tests and demos only; a seeded release is marked not for
     publication. Rows with a null person or item are dropped.
     """
+    from dp_spark.io import spark_frame
+
+    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     epsilon = checks.positive(epsilon, "epsilon")
     beta = checks.open_unit(beta, "beta")
     max_bound = checks.whole(max_bound, "max_bound")

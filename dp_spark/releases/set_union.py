@@ -132,6 +132,9 @@ def set_union(
     only (the report is then marked not for publication). Rows with a null
     person or item are dropped; an empty table is a valid release (no items).
     """
+    from dp_spark.io import spark_frame
+
+    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     plan = plan_set_union(epsilon, delta, max_items, policy, alpha)  # checks ε, δ, Δ0, α, policy
     seed = checks.seed(seed)
     check_shards(shards)

@@ -274,6 +274,9 @@ def top_k(
     (fewer than k, with ``bottom`` true, when Unknown Domain Gumbel returns
     ⊥) and whose ``items_df`` artifact is the same as a Spark DataFrame.
     """
+    from dp_spark.io import spark_frame
+
+    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     given = method_of(method, mechanism)
     k, epsilon, delta, mechanism, kbar, seed = validate(
         k, epsilon, delta, given, domain is not None, kbar, seed

@@ -107,7 +107,7 @@ def test_bad_input_one_line_exit_2_and_output_kept(capsys, tmp_path, spark, argv
     out_path.write_text('{"earlier": true}')
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     try:
-        code, out, err = run_cli(capsys, *argv, "--rows", "100", "--output", str(out_path))
+        code, out, err = run_cli(capsys, *argv, "--rows", "100", "--output", str(out_path), "--overwrite")
     except SystemExit as exc:  # argparse choices
         code, err = exc.code, capsys.readouterr().err
     assert code == 2

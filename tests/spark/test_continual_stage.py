@@ -254,7 +254,7 @@ def test_cli_bad_input_one_line_exit_2_and_output_kept(capsys, tmp_path, spark, 
     report = tmp_path / "report.json"
     report.write_text('{"earlier": true}')
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    code, out, err = _cli(capsys, *argv, "--output", str(report))
+    code, out, err = _cli(capsys, *argv, "--output", str(report), "--overwrite")
     assert code == 2, err
     assert fragment in err, err
     assert len([line for line in err.splitlines() if "error" in line]) == 1, err

@@ -373,7 +373,7 @@ def test_cli_writes_items_and_report(capsys, tmp_path, spark):
     for argv in (["--delta", "1.5"], ["--max-items", "0"], ["--alpha", "-1"], ["--epsilon", "0"],
                  ["--policy", "greedy"], ["--budget-epsilon", "1"], ["--shards", "0"]):
         code, out, err = run_cli(capsys, "--rows", "2000", "--seed", "1", *argv,
-                                 "--items-output", str(items_path), "--output", str(report_path))
+                                 "--items-output", str(items_path), "--output", str(report_path), "--overwrite")
         assert code == 2, (argv, err)
         assert_one_line_error(err)
     assert before == (report_path.read_text(), sorted(p.name for p in items_path.iterdir()))

@@ -317,7 +317,7 @@ def test_cli_bad_input_one_line_exit_2_and_outputs_kept(capsys, tmp_path, spark,
     (items_path / "keep.txt").write_text("earlier")
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     code, out, err = run_cli(capsys, "--input", str(gaps_path), *argv, "--output", str(report_path),
-                             "--items-output", str(items_path))
+                             "--items-output", str(items_path), "--overwrite")
     assert code == 2, err
     assert fragment in err, err
     assert len([l for l in err.splitlines() if "error" in l.lower()]) == 1, err

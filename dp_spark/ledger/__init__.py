@@ -1,0 +1,15 @@
+"""A persisted privacy-budget ledger shared across runs and processes.
+
+    from dp_spark.ledger import open_ledger
+    ledger = open_ledger("budgets.db")                     # or "postgresql://…"
+    ledger.create_budget("team-a", ZCDP(1.0))
+    dp_spark.count_release(df, rho=0.25, delta=1e-6, budget=ledger.budget("team-a"))
+
+See ``dp_spark.ledger.ledger`` for the composition rules, run keys and the
+stream key. Pure Python (sqlite3; psycopg for PostgreSQL), no pyspark.
+"""
+
+from dp_spark.ledger.budget import LedgerBudget
+from dp_spark.ledger.ledger import RULES, BudgetState, Ledger, open_ledger
+
+__all__ = ["open_ledger", "Ledger", "LedgerBudget", "BudgetState", "RULES"]
