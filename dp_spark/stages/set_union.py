@@ -21,12 +21,19 @@ guarantee for it is stated at each function: a person's restricted set and
 shard depend only on that person's own rows, and a shard's persons are
 visited in an order that depends only on their ids.
 
-Determinism (why recomputing the released DataFrame gives the same set): the
-weights entering step 3 are bit-identical on every evaluation, whatever the
-order in which Spark's shuffles deliver rows — additive histograms are sums
-of longs (exact), and the sequential policies' shard histograms are computed
-in a fixed order and added in shard order 0, 1, … (never with a floating-point
-``sum`` over a shuffle, whose result depends on arrival order).
+Determinism and the trust boundary (why the released DataFrame holds no key
+and never gives a second, different set): the weights entering step 3 are
+bit-identical on every evaluation, whatever the order in which Spark's
+shuffles deliver rows — additive histograms are sums of longs (exact), and
+the sequential policies' shard histograms are computed in a fixed order and
+added in shard order 0, 1, … (never with a floating-point ``sum`` over a
+shuffle, whose result depends on arrival order). The noise of an unseeded
+release is drawn from the executors' OS entropy (the plan holds no noise
+key), so the thresholded DataFrame is evaluated exactly once:
+:func:`materialize` stores its partitions (a local checkpoint) and returns a
+DataFrame whose plan only reads those stored rows — no salt, no pickled
+function, no lineage back to the data. A lost stored block fails the next
+action instead of recomputing (and so redrawing) the noise.
 """
 
 from __future__ import annotations
@@ -84,6 +91,7 @@ __all__ = [
     "released_items",
     "set_union_histogram",
     "set_union_items",
+    "materialize",
     "check_shards",
 ]
 
@@ -306,11 +314,13 @@ def released_items(
     (an explicit number, which adaptive execution does not coalesce) and
     sorted by item inside each, so partition p holds a fixed set of items in
     a fixed order and uses the generator ``root.partition_rng(p)``: every
-    item gets its own draw. The weights arriving here are bit-identical on
-    every evaluation (:func:`weight_histogram`: exact integer sums, or shard
-    histograms added in shard order), so recomputing the DataFrame (a second
-    action, a lost executor) reproduces the same released set instead of
-    drawing a new one. The weights never leave this step.
+    item gets its own draw. With a keyless root (unseeded) the draws are
+    fresh OS entropy on every evaluation, so the result must be evaluated
+    once, through :func:`materialize`; with a seeded root the weights are
+    bit-identical on every evaluation (:func:`weight_histogram`) and so is
+    the set. The weights never leave this step. Lazy; the returned plan holds
+    the salt and, when seeded, the noise root (pickled): hand users only the
+    materialized result.
     """
     check_shards(partitions, "partitions")
     prepared = (
@@ -375,3 +385,18 @@ def set_union_items(
         df, person_col, item_col, plan.policy, plan.max_items, salt, gamma, shards
     )
     return released_items(hist_df, plan, root, partitions)
+
+
+def materialize(items_df: DataFrame) -> DataFrame:
+    """Evaluate the released items once and return a DataFrame reading the
+    stored result (``localCheckpoint(eager=True)``: the partitions are kept
+    by the executors' block managers, memory then disk).
+
+    The returned DataFrame's plan is a scan of those stored rows: it holds
+    neither the item-sampling salt nor the noise step's function (with its
+    generator state, if seeded), and it has no lineage back to the input, so
+    no later action can re-run the noise step. If a stored block is lost
+    (an executor dies) the next action fails rather than recomputing — a
+    recomputation with fresh noise would be a second release. Runs one
+    Spark job."""
+    return items_df.localCheckpoint(eager=True)

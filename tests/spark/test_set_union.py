@@ -26,10 +26,13 @@ import dp_spark
 from dp_spark.accounting import ApproxDP, PrivacyFilter
 from dp_spark.cli import main
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
+from dp_spark.noise import make_rng
 from dp_spark.partition_selection import (
     POLICIES,
     SEQUENTIAL,
+    NoiseRoot,
     build_histogram,
+    derive_randomness,
     person_units,
     plan_set_union,
 )
@@ -290,6 +293,49 @@ def test_recomputing_the_items_gives_the_same_set(small):
     second = release.items.collect()
     assert sorted(first) == sorted(second) and len(first) > 0
     assert release.to_dict()["publishable"] is True and "items_released" not in release.values
+
+
+def _plan_strings(df) -> str:
+    """Everything a reader of the DataFrame's plan can see: explain (all
+    modes), the query execution and the logical plan's JSON form."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for mode in ("extended", "formatted", "codegen", "cost"):
+            df.explain(mode=mode)
+    qe = df._jdf.queryExecution()
+    return "\n".join([out.getvalue(), qe.toString(), qe.logical().toJSON(), qe.executedPlan().toJSON()])
+
+
+#: A seed whose digits cannot occur by chance in a plan string.
+KEY_SEED = 7_340_813_926_157_402_981
+
+
+@pytest.mark.parametrize("policy", ["count", "policy-gaussian"])
+def test_released_items_plan_holds_no_key_and_never_recomputes(small, policy):
+    # Finding 8 (issue 9): the lazy plan carried the salt (a literal) and the
+    # noise root (pickled into the mapInPandas function). A seeded run makes
+    # the key known to the test: it must not be anywhere in the plan.
+    release = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy=policy, seed=KEY_SEED)
+    salt, root = derive_randomness(make_rng(KEY_SEED))
+    text = _plan_strings(release.items)
+    assert len(str(salt)) > 12 and str(salt) not in text and str(KEY_SEED) not in text
+    for node in ("MapInPandas", "PythonUDF", "xxhash64", "Exchange", "Window"):
+        assert node not in text, node  # no noise function, no lineage back to the data
+    first = sorted(r["item"] for r in release.items.collect())
+    assert first == sorted(r["item"] for r in release.items.collect())
+    assert release.items_released == len(first) > 0
+
+
+def test_unseeded_noise_has_no_key_and_two_evaluations_agree(small):
+    # Unseeded: the noise root holds no key at all (executor OS entropy), and
+    # the released set is the same on every action (evaluated once).
+    assert derive_randomness(make_rng(), keyed=False)[1] == NoiseRoot.from_os()
+    release = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="policy-laplace")
+    sets = [sorted(r["item"] for r in release.items.collect()) for _ in range(3)]
+    assert sets[0] == sets[1] == sets[2] and release.items.count() == release.items_released
 
 
 def test_seeded_release_is_reproducible(small):

@@ -12,6 +12,7 @@ about 4.5 standard deviations.
 from __future__ import annotations
 
 import math
+import pickle
 import subprocess
 import sys
 
@@ -512,6 +513,16 @@ def test_randomness_comes_from_the_os_unless_seeded():
     seq_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([1, 2, 3])))
     _, root = derive_randomness(seq_rng)
     assert root.partition_rng(0).random() == root.partition_rng(0).random()
+
+
+def test_keyless_root_holds_nothing_and_draws_fresh_os_entropy():
+    root = NoiseRoot.from_os()
+    assert not root.keyed and root.entropy is None and root.spawn_key == ()
+    assert root.partition_rng(0).random() != root.partition_rng(0).random()
+    salt, unkeyed = derive_randomness(make_rng(9), keyed=False)
+    assert unkeyed == root and salt == derive_randomness(make_rng(9))[0]
+    assert derive_randomness(make_rng(9))[1].keyed
+    assert pickle.loads(pickle.dumps(root)) == root
 
 
 def test_mechanism_layer_imports_neither_pyspark_nor_pandas():
