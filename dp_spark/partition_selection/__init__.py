@@ -37,9 +37,14 @@ from dp_spark.partition_selection.policies import (
 )
 from dp_spark.partition_selection.thresholding import NoiseRoot, derive_randomness, release_mask
 from dp_spark.partition_selection.thresholds import (
+    ALPHA_LIMIT,
+    MAX_ITEMS_LIMIT,
+    PARTITIONS_LIMIT,
+    SHARDS_LIMIT,
     SHARD_CUTOFFS,
     SetUnionPlan,
     analytic_gaussian_sigma,
+    check_whole,
     gaussian_mechanism_delta,
     laplace_isf,
     per_item_tail,
@@ -77,6 +82,11 @@ __all__ = [
     "rho_gaussian",
     "SHARD_CUTOFFS",
     "shard_cutoff",
+    "check_whole",
+    "MAX_ITEMS_LIMIT",
+    "ALPHA_LIMIT",
+    "SHARDS_LIMIT",
+    "PARTITIONS_LIMIT",
     "NoiseRoot",
     "derive_randomness",
     "release_mask",

@@ -50,12 +50,15 @@ from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError
 from dp_spark.partition_selection import (
+    PARTITIONS_LIMIT,
     SEQUENTIAL,
+    SHARDS_LIMIT,
     UNIT,
     UNIT_BITS,
     NoiseRoot,
     SetUnionPlan,
     check_policy,
+    check_whole,
     release_mask,
     shard_cutoff,
     update_histogram,
@@ -97,10 +100,11 @@ __all__ = [
 
 
 def check_shards(shards, name: str = "shards") -> None:
-    if shards is not None and (
-        isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or shards < 1
-    ):
-        raise ParameterError(f"{name} must be a whole number >= 1 (or None for the default); got {shards!r}.")
+    """``shards`` / ``partitions``: None or a whole number in [1, the public
+    limit] (:data:`dp_spark.partition_selection.SHARDS_LIMIT`,
+    :data:`~dp_spark.partition_selection.PARTITIONS_LIMIT`)."""
+    limit = SHARDS_LIMIT if name == "shards" else PARTITIONS_LIMIT
+    check_whole(shards, name, limit, none_ok=True)
 
 
 def default_partitions(spark) -> int:

@@ -361,6 +361,10 @@ def test_empty_table_is_a_valid_release(spark):
         ({"alpha": -1.0}, ParameterError),
         ({"policy": "greedy"}, ParameterError),
         ({"shards": 0}, ParameterError),
+        ({"shards": 10**9}, ParameterError),
+        ({"partitions": 10**9}, ParameterError),
+        ({"max_items": 10**12}, ParameterError),
+        ({"alpha": 1e9}, ParameterError),
         ({"shard_cutoff": "half"}, ParameterError),
         ({"seed": -1}, ParameterError),
         ({"person_col": "nobody"}, SchemaError),
@@ -423,6 +427,34 @@ def test_cli_writes_items_and_report(capsys, tmp_path, spark):
         assert code == 2, (argv, err)
         assert_one_line_error(err)
     assert before == (report_path.read_text(), sorted(p.name for p in items_path.iterdir()))
+
+
+LIMITS_SCRIPT = """
+import sys
+from dp_spark.cli import main
+from pyspark import SparkContext
+code = main(["set-union", *sys.argv[1:], "--rows", "1000"])
+assert SparkContext._active_spark_context is None, "Spark was started"
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--max-items", "1000000000000"], "max_items must be at most 100,000"),
+    (["--shards", "100000"], "shards must be at most 4,096"),
+    (["--alpha", "1e9"], "alpha must be at most 1000"),
+])
+def test_cli_refuses_unbounded_parameters_before_spark_starts(tmp_path, argv, says):
+    # Before: --max-items 1e12 ended in "unexpected MemoryError".
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", LIMITS_SCRIPT, *argv], capture_output=True, text=True,
+                          env={**os.environ, "DP_SPARK_DEBUG": ""}, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert says in proc.stderr and "MemoryError" not in proc.stderr
+    assert_one_line_error(proc.stderr)
 
 
 def test_cli_budget_refusal(capsys, tmp_path):

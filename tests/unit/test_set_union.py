@@ -22,7 +22,12 @@ from scipy import integrate, stats
 
 from dp_spark.errors import ParameterError
 from dp_spark.partition_selection import (
+    ALPHA_LIMIT,
+    MAX_ITEMS_LIMIT,
+    PARTITIONS_LIMIT,
     POLICIES,
+    SHARDS_LIMIT,
+    check_whole,
     SEQUENTIAL,
     NoiseRoot,
     UNIT_BITS,
@@ -441,6 +446,38 @@ def test_bad_parameters(kwargs):
     args.update(kwargs)
     with pytest.raises(ParameterError):
         plan_set_union(**args)
+
+
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [
+        ({"max_items": 10**12}, "at most 100,000"),
+        ({"max_items": MAX_ITEMS_LIMIT + 1}, "at most 100,000"),
+        ({"alpha": 1e6}, "at most 1000"),
+        ({"epsilon": 1e-320, "policy": "policy-laplace"}, "too small"),
+        ({"epsilon": 1e-320, "policy": "count"}, "too small"),
+    ],
+)
+def test_parameters_beyond_the_public_limits_are_refused_up_front(kwargs, says):
+    # Before: max_items = 1e12 allocated a 1e12-element array (MemoryError).
+    args = {"epsilon": 1.0, "delta": 1e-6, "max_items": 10, "policy": "policy-gaussian", "alpha": 2.0}
+    args.update(kwargs)
+    with pytest.raises(ParameterError, match=says) as info:
+        plan_set_union(**args)
+    assert "\n" not in str(info.value)
+    plan_set_union(**{**args, **{k: v for k, v in {"max_items": MAX_ITEMS_LIMIT, "alpha": ALPHA_LIMIT,
+                                                 "epsilon": 1.0}.items() if k in kwargs}})
+
+
+def test_shards_and_partitions_limits():
+    assert check_whole(SHARDS_LIMIT, "shards", SHARDS_LIMIT) == SHARDS_LIMIT
+    with pytest.raises(ParameterError, match="at most 4,096 .*one Spark task"):
+        check_whole(SHARDS_LIMIT + 1, "shards", SHARDS_LIMIT)
+    with pytest.raises(ParameterError, match="at most 100,000"):
+        check_whole(10**9, "partitions", PARTITIONS_LIMIT, none_ok=True)
+    assert check_whole(None, "partitions", PARTITIONS_LIMIT, none_ok=True) is None
+    with pytest.raises(ParameterError, match="at most 4,096"):
+        shard_cutoff(5.0, 10**9)
 
 
 # ----------------------------------------------- noise, threshold, generators
