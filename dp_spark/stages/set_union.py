@@ -93,6 +93,7 @@ __all__ = [
     "weight_histogram",
     "released_items",
     "set_union_histogram",
+    "sequential_histogram",
     "set_union_items",
     "materialize",
     "check_shards",
@@ -281,8 +282,135 @@ def weight_histogram(
         T.StructField(WEIGHT, T.DoubleType()),
     ])
     per_shard = keyed.mapInPandas(partial(_policy_partition, policy=policy, gamma=float(gamma)), schema)
-    # At most one row per (item, shard): sort an item's ≤ shards parts by
-    # shard and add them left to right, starting from 0.0.
+    return _add_shards(per_shard)
+
+
+def _kept_rows(frame: pd.DataFrame, max_items: int) -> np.ndarray:
+    """Boolean mask of the rows kept by the restriction: ``frame`` holds
+    (person, item) rows sorted by person visiting order and then by
+    (xxhash64(salt, person, item), item), so a person's rows are contiguous,
+    duplicates of one item are adjacent, and the first ``max_items`` distinct
+    items of each person are the Δ0 smallest hashes — exactly
+    :func:`restricted_sets`' rule, computed on the sorted rows."""
+    person = frame[PERSON].to_numpy()
+    item = frame[ITEM].to_numpy()
+    n = len(frame)
+    new_person = np.ones(n, dtype=bool)
+    new_person[1:] = person[1:] != person[:-1]
+    distinct = new_person.copy()
+    distinct[1:] |= item[1:] != item[:-1]
+    seen = np.cumsum(distinct)  # distinct items so far, over the whole frame
+    starts = np.flatnonzero(new_person)
+    before = (seen[starts] - 1)[np.cumsum(new_person) - 1]  # distinct items before this person
+    return distinct & (seen - before <= max_items)
+
+
+def _rows_to_shards(
+    batches: Iterator[pd.DataFrame], max_items: int
+) -> Iterator[tuple[int, pd.DataFrame]]:
+    """(shard, kept rows of whole persons): the restriction over a stream of
+    sorted row batches. A person whose rows continue in the next batch is
+    carried over (only their kept rows, at most Δ0), so a person with
+    millions of rows never becomes one large frame."""
+    carry = None
+    for batch in batches:
+        if carry is not None and len(carry):
+            batch = pd.concat([carry, batch], ignore_index=True)
+        if not len(batch):
+            continue
+        kept = batch.loc[_kept_rows(batch, max_items)]
+        person = kept[PERSON].to_numpy()
+        last = len(kept) - 1
+        while last > 0 and person[last - 1] == person[-1]:
+            last -= 1
+        carry, done = kept.iloc[last:], kept.iloc[:last]
+        yield from _split_by_shard(done)
+    if carry is not None and len(carry):
+        yield from _split_by_shard(carry)
+
+
+def _split_by_shard(frame: pd.DataFrame) -> Iterator[tuple[int, pd.DataFrame]]:
+    if not len(frame):
+        return
+    shard_ids = frame[_SHARD].to_numpy()
+    cuts = (np.flatnonzero(shard_ids[1:] != shard_ids[:-1]) + 1).tolist()
+    for lo, hi in zip([0, *cuts], [*cuts, len(frame)]):
+        yield int(shard_ids[lo]), frame.iloc[lo:hi]
+
+
+def _sequential_rows_partition(
+    batches: Iterator[pd.DataFrame], policy: str, gamma: float, max_items: int
+) -> Iterator[pd.DataFrame]:
+    """mapInPandas body of :func:`sequential_histogram`: restriction and the
+    sequential policy in one pass over the partition's sorted rows. Emits
+    (shard, item, weight) per shard, like :func:`_policy_partition`."""
+    shard, code_of, weights = None, {}, np.zeros(0, dtype=np.float64)
+    for this, rows in _rows_to_shards(batches, max_items):
+        if this != shard:
+            if shard is not None and code_of:
+                yield _shard_frame(list(code_of), weights, shard)
+            shard, code_of, weights = this, {}, np.zeros(1024, dtype=np.float64)
+        person = rows[PERSON].to_numpy()
+        inverse, uniques = pd.factorize(rows[ITEM], sort=False, use_na_sentinel=False)
+        mapped = np.fromiter((code_of.setdefault(u, len(code_of)) for u in uniques),
+                             dtype=np.int64, count=len(uniques))
+        if len(code_of) > len(weights):
+            grown = np.zeros(max(len(code_of), 2 * len(weights)), dtype=np.float64)
+            grown[: len(weights)] = weights
+            weights = grown
+        starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
+        indptr = np.append(starts, len(person)).astype(np.int64)
+        update_histogram(weights, indptr, mapped[inverse], policy, gamma)
+    if shard is not None and code_of:
+        yield _shard_frame(list(code_of), weights, shard)
+
+
+def sequential_histogram(
+    edge_df: DataFrame, policy: str, max_items: int, salt: int, gamma: float, shards: int
+) -> DataFrame:
+    """(item, weight): the sequential policies' summed shard histograms,
+    straight from the (person, item) edges — the same histogram, bit for bit,
+    as :func:`weight_histogram` over :func:`restricted_sets` (same shards, same
+    person order, same per-person item order and restriction), with one
+    shuffle instead of three: the edges are hash-partitioned by person into
+    ``shards`` partitions (partition = shard = pmod(murmur3(person), shards)),
+    sorted by (xxhash64(person), person, xxhash64(salt, person, item), item),
+    and one Python pass per partition deduplicates, keeps each person's Δ0
+    smallest-hash items and runs the policy kernel. The shard histograms are
+    added in shard order as in :func:`weight_histogram`. Fact (S) and (T):
+    as there — a person's kept items depend on their own rows and the salt,
+    their shard and position on their id. NON-PRIVATE output.
+    """
+    policy = check_policy(policy)
+    if policy not in SEQUENTIAL:
+        raise ParameterError(f"sequential_histogram is for {', '.join(SEQUENTIAL)}; got {policy!r}.")
+    check_shards(shards)
+    salt_col = F.lit(int(salt)).cast("long")
+    rows = (
+        edge_df.repartition(int(shards), PERSON)
+        .select(
+            F.pmod(F.hash(PERSON), F.lit(int(shards))).alias(_SHARD),
+            F.xxhash64(PERSON).alias(_ORDER),
+            PERSON,
+            F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)).alias(_KEY),
+            ITEM,
+        )
+        .sortWithinPartitions(_SHARD, _ORDER, PERSON, _KEY, ITEM)
+        .select(_SHARD, PERSON, ITEM)
+    )
+    schema = T.StructType([
+        T.StructField(_SHARD, T.IntegerType()),
+        T.StructField(ITEM, edge_df.schema[ITEM].dataType),
+        T.StructField(WEIGHT, T.DoubleType()),
+    ])
+    kernel = partial(_sequential_rows_partition, policy=policy, gamma=float(gamma),
+                     max_items=int(max_items))
+    return _add_shards(rows.mapInPandas(kernel, schema))
+
+
+def _add_shards(per_shard: DataFrame) -> DataFrame:
+    """At most one row per (item, shard): sort an item's ≤ shards parts by
+    shard and add them left to right, starting from 0.0."""
     parts = per_shard.groupBy(ITEM).agg(
         F.array_sort(F.collect_list(F.struct(F.col(_SHARD), F.col(WEIGHT)))).alias(_PARTS)
     )
@@ -354,10 +482,9 @@ def set_union_histogram(
     policy = check_policy(policy)
     check_shards(shards)
     edge_df = edges(df, person_col, item_col)
-    sets_df = restricted_sets(edge_df, max_items, salt)
     if policy in SEQUENTIAL:
-        shards = shards or DEFAULT_SHARDS
-    return weight_histogram(sets_df, policy, gamma, shards or 1)
+        return sequential_histogram(edge_df, policy, max_items, salt, gamma, shards or DEFAULT_SHARDS)
+    return weight_histogram(restricted_sets(edge_df, max_items, salt), policy)
 
 
 def set_union_items(

@@ -41,6 +41,7 @@ from dp_spark.stages.set_union import (
     DEFAULT_SHARDS,
     person_units_column,
     restricted_sets,
+    sequential_histogram,
     set_union_histogram,
     weight_histogram,
 )
@@ -133,6 +134,27 @@ def test_spark_histogram_equals_the_kernel(spark, small, policy):
     # them in another order), sequential shard histograms are added in shard
     # order on both sides.
     assert_df_equality(got.orderBy("item"), want, ignore_nullable=True)
+
+
+@pytest.mark.parametrize("policy", SEQUENTIAL)
+def test_fused_sequential_histogram_equals_sets_then_kernel(spark, small, policy):
+    # The one-shuffle path (restriction inside the kernel's pass over sorted
+    # rows) must give the histogram of restricted_sets + weight_histogram bit
+    # for bit — also with tiny Arrow batches, so that persons (a hot one with
+    # 3,000 rows and repeated items among them) straddle batch boundaries.
+    hot = [(77_777, f"w{i % 700}") for i in range(3_000)] + [(77_778, "w1")] * 50
+    df = small.union(spark.createDataFrame(hot, SCHEMA))
+    edge_df = edges(df, "person_id", "item")
+    want = weight_histogram(restricted_sets(edge_df, 6, salt=9), policy, 2.0, 3)
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    old = spark.conf.get(key)
+    try:
+        for batch in ("7", old):
+            spark.conf.set(key, batch)
+            got = sequential_histogram(edge_df, policy, 6, 9, 2.0, 3)
+            assert_df_equality(got.orderBy("item"), want.orderBy("item"), ignore_nullable=True)
+    finally:
+        spark.conf.set(key, old)
 
 
 def test_spark_person_units_equal_the_mechanism_layer(spark):

@@ -577,3 +577,24 @@ def test_dp_spark_set_union_is_the_release_function_after_the_mechanisms_are_imp
     from dp_spark.releases.set_union import set_union
 
     assert dp_spark.set_union is set_union
+
+
+@pytest.mark.parametrize("policy", SEQUENTIAL)
+def test_scalar_person_loop_equals_the_numpy_updates(policy):
+    # update_histogram runs the sequential policies on Python floats (speed);
+    # the numpy updates are the reference: same weights on random shards.
+    rng = np.random.default_rng(5)
+    step = policy_laplace_update if policy == "policy-laplace" else policy_gaussian_update
+    for _ in range(200):
+        n_items, gamma = int(rng.integers(1, 30)), float(rng.uniform(0.2, 6.0))
+        sets = [rng.choice(n_items, int(rng.integers(0, min(n_items, 12) + 1)), replace=False)
+                for _ in range(int(rng.integers(1, 40)))]
+        start = rng.uniform(0, gamma * 1.2, n_items) * (rng.random(n_items) < 0.5)
+        want = start.copy()
+        for codes in sets:
+            step(want, codes.astype(np.int64), gamma)
+        indptr = np.concatenate(([0], np.cumsum([len(x) for x in sets]))).astype(np.int64)
+        flat = np.concatenate(sets).astype(np.int64) if sets else np.zeros(0, np.int64)
+        got = update_histogram(start.copy(), indptr, flat, policy, gamma)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+        assert (got <= max(gamma, start.max())).all()
