@@ -131,9 +131,10 @@ def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
     never of other persons' data, so neighbouring tables give every other
     person the same set. Persons with at most Δ0 items keep them all.
 
-    Layout: the (person, item) pairs are deduplicated, ranked per person by a
-    window ordered by (hash, item) and filtered to rank ≤ Δ0 before the
-    per-person aggregation, so a person with millions of rows never becomes
+    Layout: the edges are hash-partitioned by person once (every later step
+    needs only that), the (person, item) pairs are deduplicated, ranked per
+    person by a window ordered by (hash, item) and filtered to rank ≤ Δ0
+    before the per-person aggregation, so a person with millions of rows never becomes
     one huge row. ``items`` lists the kept items in (hash, item) order — a
     fixed order, so the sequential kernels see the same sequence on every
     evaluation.
@@ -141,7 +142,8 @@ def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
     salt_col = F.lit(int(salt)).cast("long")
     order = Window.partitionBy(PERSON).orderBy(F.col(_KEY), F.col(ITEM))
     kept = (
-        edge_df.dropDuplicates([PERSON, ITEM])
+        edge_df.repartition(PERSON)  # one shuffle: dedup, window and grouping all need only person
+        .dropDuplicates([PERSON, ITEM])
         .withColumn(_KEY, F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)))
         .withColumn(_RANK, F.row_number().over(order))
         .where(F.col(_RANK) <= int(max_items))
