@@ -10,6 +10,10 @@ Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
    policy: exact sums of fixed-point integers for ``count`` / ``weighted-*``,
    sequential shards (``mapInPandas``) for ``policy-*``, whose shard
    histograms are added in shard order.
+   The release runs steps 1–2 of the sequential policies fused, as
+   :func:`sequential_histogram` (one shuffle of the edges by person, the
+   restriction and the kernel in one pass over sorted rows; the same
+   histogram bit for bit).
 3. :func:`released_items` — noise and threshold inside Spark (``mapInPandas``
    calling :func:`dp_spark.partition_selection.release_mask` with a generator per
    partition); only the column ``item`` of the released items remains.
