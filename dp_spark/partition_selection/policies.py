@@ -92,6 +92,7 @@ __all__ = [
     "policy_laplace_update",
     "policy_gaussian_update",
     "update_histogram",
+    "sequential_update",
     "build_histogram",
     "person_weight",
     "person_units",
@@ -276,14 +277,28 @@ def _sequential_loop(weights: np.ndarray, indptr: np.ndarray, codes: np.ndarray,
     :func:`policy_gaussian_update` (tests compare them), so facts (S) and
     (T) hold as proved there; the result is a deterministic function of the
     inputs (fixed operation order)."""
-    step = _laplace_step if policy == "policy-laplace" else _gaussian_step
     w = weights.tolist()
-    flat = codes.tolist()
-    bounds = indptr.tolist()
+    sequential_update(w, indptr, codes, policy, gamma)
+    weights[:] = w
+
+
+def sequential_update(w: list, indptr, codes, policy: str, gamma: float) -> list:
+    """The sequential policy's loop over one shard's persons (CSR ``indptr``,
+    ``codes``) on a Python list of float weights, in place — what
+    :func:`update_histogram` runs, for callers that keep a shard's histogram
+    as a list across many calls (no numpy conversion per call). NON-PRIVATE
+    output; facts (S) and (T) as for :func:`update_histogram`."""
+    if policy not in SEQUENTIAL:
+        raise ParameterError(f"sequential_update is for {', '.join(SEQUENTIAL)}; got {policy!r}.")
+    if gamma is None or not math.isfinite(gamma) or gamma <= 0:
+        raise ParameterError(f"policy {policy!r} needs a finite cutoff gamma > 0; got {gamma!r}.")
+    step = _laplace_step if policy == "policy-laplace" else _gaussian_step
+    flat = np.asarray(codes, dtype=np.int64).tolist()
+    bounds = np.asarray(indptr, dtype=np.int64).tolist()
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         if hi > lo:
-            step(w, flat[lo:hi], gamma)
-    weights[:] = w
+            step(w, flat[lo:hi], float(gamma))
+    return w
 
 
 def update_histogram(

@@ -64,6 +64,7 @@ from dp_spark.partition_selection import (
     check_policy,
     check_whole,
     release_mask,
+    sequential_update,
     shard_cutoff,
     update_histogram,
 )
@@ -350,25 +351,22 @@ def _sequential_rows_partition(
     """mapInPandas body of :func:`sequential_histogram`: restriction and the
     sequential policy in one pass over the partition's sorted rows. Emits
     (shard, item, weight) per shard, like :func:`_policy_partition`."""
-    shard, code_of, weights = None, {}, np.zeros(0, dtype=np.float64)
+    shard, code_of, weights = None, {}, []
     for this, rows in _rows_to_shards(batches, max_items):
         if this != shard:
             if shard is not None and code_of:
-                yield _shard_frame(list(code_of), weights, shard)
-            shard, code_of, weights = this, {}, np.zeros(1024, dtype=np.float64)
+                yield _shard_frame(list(code_of), np.array(weights, dtype=np.float64), shard)
+            shard, code_of, weights = this, {}, []
         person = rows[PERSON].to_numpy()
         inverse, uniques = pd.factorize(rows[ITEM], sort=False, use_na_sentinel=False)
         mapped = np.fromiter((code_of.setdefault(u, len(code_of)) for u in uniques),
                              dtype=np.int64, count=len(uniques))
-        if len(code_of) > len(weights):
-            grown = np.zeros(max(len(code_of), 2 * len(weights)), dtype=np.float64)
-            grown[: len(weights)] = weights
-            weights = grown
+        weights.extend([0.0] * (len(code_of) - len(weights)))
         starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
         indptr = np.append(starts, len(person)).astype(np.int64)
-        update_histogram(weights, indptr, mapped[inverse], policy, gamma)
+        sequential_update(weights, indptr, mapped[inverse], policy, gamma)
     if shard is not None and code_of:
-        yield _shard_frame(list(code_of), weights, shard)
+        yield _shard_frame(list(code_of), np.array(weights, dtype=np.float64), shard)
 
 
 def sequential_histogram(
