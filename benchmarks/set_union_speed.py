@@ -8,7 +8,8 @@ directory (dp_spark.datasets.synthetic_events: persons = rows/10, i.e. 200k
 persons at 2M rows, activity exponent 0.7; Zipf 1.05 items over rows/20
 words). Every timing below reads that same file, in the same Spark session,
 the contenders interleaved round by round (so machine load hits them alike);
-medians of ``--reps`` rounds after one untimed warm-up round.
+medians of ``--reps`` rounds after an untimed warm-up of every contender on
+a 20k-row file.
 
 Contenders (ε = 1, δ = 1e-6, at most 10 items per person):
   plain         groupBy(item).agg(countDistinct(person)), written to the noop sink
@@ -48,6 +49,7 @@ EPSILON, DELTA, MAX_ITEMS = 1.0, 1e-6, 10
 RHO = 0.5
 PERSON, ITEM = "person_id", "item"
 DRIVER_MEMORY = "4g"
+WARMUP_ROWS = 20_000
 _DATA: dict[int, str] = {}
 _TMP = None
 
@@ -138,19 +140,22 @@ def _ratio(seconds: dict, num: str, den: str):
     return None
 
 
-def measure(spark, rows: int, reps: int = 3, pipelinedp: bool = True) -> dict:
+def measure(spark, rows: int, reps: int = 3, pipelinedp: bool = True, verbose: bool = False) -> dict:
     """Median wall seconds of every contender on one ``rows``-row file, the
     contenders interleaved round by round, and the target ratios."""
     path = data_path(spark, rows)
     contenders = _contenders(pipelinedp)
     runs: dict[str, list[float]] = {name: [] for name in contenders}
-    for run in contenders.values():  # warm-up round, not timed (JIT, Python workers, caches)
-        run(spark, path)
+    warm = data_path(spark, min(rows, WARMUP_ROWS))
+    for run in contenders.values():  # untimed warm-up on a small file (JIT, Python workers)
+        run(spark, warm)
     for _ in range(reps):
         for name, run in contenders.items():
             with Timer() as t:
                 run(spark, path)
             runs[name].append(t.seconds)
+            if verbose:
+                print(f"  {rows:,} rows  {name:<16} {t.seconds:7.2f} s", flush=True)
     seconds = {name: statistics.median(ts) for name, ts in runs.items()}
     ratios = {
         "set-union / plain": _ratio(seconds, "set-union", "plain"),
@@ -217,7 +222,7 @@ def main(argv=None) -> int:
     print(session_summary(spark))
     results = []
     for rows in args.rows:
-        result = measure(spark, rows, args.reps, not args.no_pipelinedp)
+        result = measure(spark, rows, args.reps, not args.no_pipelinedp, verbose=True)
         print(_report(result), flush=True)
         if args.profile:
             result["profile"] = profile(spark, rows, args.reps)
