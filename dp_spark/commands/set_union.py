@@ -12,11 +12,11 @@ POLICY_CHOICES = ("count", "weighted-laplace", "weighted-gaussian", "policy-lapl
 OPTIONS = INPUT_OPTIONS + (
     Option("epsilon", float, 1.0, "privacy parameter ε spent by the release"),
     Option("delta", float, 1e-6, "privacy parameter δ spent by the release (0 < δ < 1)"),
-    Option("max_items", int, 100, "Δ0: most distinct items one person contributes"),
+    Option("max_items", int, 100, "Δ0: most distinct items one person contributes (at most 100,000)"),
     Option("policy", str, "policy-gaussian", "histogram update policy", POLICY_CHOICES),
-    Option("alpha", float, 2.0, "policy cutoff Γ = ρ + alpha·(noise scale)"),
+    Option("alpha", float, 2.0, "policy cutoff Γ = ρ + alpha·(noise scale) (0 to 1000)"),
     Option("shards", int, None, "policy-*: number of person shards (default 8, "
-           "independent of the cluster; 1 = the paper's single pass)"),
+           "independent of the cluster; 1 = the paper's single pass; at most 4,096)"),
     Option("shard_cutoff", str, "scaled", "policy-*: cutoff in each shard, Γ/√shards "
            "('scaled') or Γ ('full'); privacy is the same", ("scaled", "full")),
     Option("items_output", str, None, "write the released items here as Parquet (atomically)"),
@@ -27,7 +27,8 @@ OPTIONS = INPUT_OPTIONS + (
 
 
 def validate(opts) -> None:
-    """Check parameters before Spark starts, with the release's own checks."""
+    """Check parameters before Spark starts, with the release's own checks
+    (including the public limits on max_items, shards and alpha)."""
     from dp_spark.errors import ParameterError
     from dp_spark.releases import checks
     from dp_spark.partition_selection import plan_set_union

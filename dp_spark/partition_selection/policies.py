@@ -92,6 +92,7 @@ __all__ = [
     "policy_laplace_update",
     "policy_gaussian_update",
     "update_histogram",
+    "sequential_update",
     "build_histogram",
     "person_weight",
     "person_units",
@@ -227,6 +228,79 @@ def policy_gaussian_update(
     weights[idx] = np.minimum(current[active] + (budget / norm) * g, gamma)
 
 
+def _laplace_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> None:
+    """:func:`policy_laplace_update` on Python floats (one person; the same
+    water-filling, the same IEEE operations in a fixed order)."""
+    active = [(c, gamma - w[c]) for c in codes if w[c] < gamma]
+    if not active:
+        return
+    gaps = sorted(g for _, g in active)
+    if sum(gaps) <= budget:  # the same as Σ g <= budget in any order up to rounding
+        for c, _ in active:
+            w[c] = gamma
+        return
+    m, before, level = len(gaps), 0.0, None
+    for k, gap in enumerate(gaps):
+        if before + gap * (m - k) >= budget:  # first level that would overspend
+            level = (budget - before) / (m - k)
+            break
+        before += gap
+    if level is None:  # rounding: the sorted running sum fell short of the budget
+        level = gaps[-1]
+    for c, gap in active:
+        raised = min(gap, level)
+        w[c] = gamma if raised >= gap else min(w[c] + raised, gamma)
+
+
+def _gaussian_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> None:
+    """:func:`policy_gaussian_update` on Python floats (one person): move
+    toward (Γ, …, Γ) by ℓ2 distance min(budget, ‖g‖₂)."""
+    active = [(c, gamma - w[c]) for c in codes if w[c] < gamma]
+    if not active:
+        return
+    norm = math.sqrt(sum(g * g for _, g in active))  # a sequential sum: the same bits every run
+    if norm <= budget:
+        for c, _ in active:
+            w[c] = gamma
+        return
+    scale = budget / norm
+    for c, g in active:
+        w[c] = min(w[c] + scale * g, gamma)
+
+
+def _sequential_loop(weights: np.ndarray, indptr: np.ndarray, codes: np.ndarray,
+                     policy: str, gamma: float) -> None:
+    """The persons of one shard, in order, on Python floats: per person a few
+    scalar operations per item instead of a dozen numpy calls (the kernel is
+    called once per person, and most persons hold few items). Each step is
+    the policy's update map exactly as in :func:`policy_laplace_update` /
+    :func:`policy_gaussian_update` (tests compare them), so facts (S) and
+    (T) hold as proved there; the result is a deterministic function of the
+    inputs (fixed operation order)."""
+    w = weights.tolist()
+    sequential_update(w, indptr, codes, policy, gamma)
+    weights[:] = w
+
+
+def sequential_update(w: list, indptr, codes, policy: str, gamma: float) -> list:
+    """The sequential policy's loop over one shard's persons (CSR ``indptr``,
+    ``codes``) on a Python list of float weights, in place — what
+    :func:`update_histogram` runs, for callers that keep a shard's histogram
+    as a list across many calls (no numpy conversion per call). NON-PRIVATE
+    output; facts (S) and (T) as for :func:`update_histogram`."""
+    if policy not in SEQUENTIAL:
+        raise ParameterError(f"sequential_update is for {', '.join(SEQUENTIAL)}; got {policy!r}.")
+    if gamma is None or not math.isfinite(gamma) or gamma <= 0:
+        raise ParameterError(f"policy {policy!r} needs a finite cutoff gamma > 0; got {gamma!r}.")
+    step = _laplace_step if policy == "policy-laplace" else _gaussian_step
+    flat = np.asarray(codes, dtype=np.int64).tolist()
+    bounds = np.asarray(indptr, dtype=np.int64).tolist()
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if hi > lo:
+            step(w, flat[lo:hi], float(gamma))
+    return w
+
+
 def update_histogram(
     weights: np.ndarray,
     indptr: np.ndarray,
@@ -247,11 +321,7 @@ def update_histogram(
     if policy in SEQUENTIAL:
         if gamma is None or not math.isfinite(gamma) or gamma <= 0:
             raise ParameterError(f"policy {policy!r} needs a finite cutoff gamma > 0; got {gamma!r}.")
-        step = policy_laplace_update if policy == "policy-laplace" else policy_gaussian_update
-        for p in range(len(indptr) - 1):
-            lo, hi = indptr[p], indptr[p + 1]
-            if hi > lo:
-                step(weights, codes[lo:hi], gamma)
+        _sequential_loop(weights, indptr, codes, policy, float(gamma))
         return weights
     # Additive policies: integer units summed exactly (any order gives the same bits).
     sizes = np.diff(indptr)

@@ -10,13 +10,24 @@ mechanism's output). With the histogram facts (S) and (T) of
 
 The histogram may be as large as the data's vocabulary, so this runs inside
 Spark, one call per partition (from ``mapInPandas``). Each partition gets its
-own generator: ``NoiseRoot`` holds the state of one child of the release's
-OS-seeded root ``SeedSequence``, and partition p uses the child with spawn key
-(…, p) — exactly ``SeedSequence.spawn``'s p-th child — so no draw is shared
-between partitions or items. Given the same root, partition contents and
-order, the draws are the same, which is what makes repeated Spark actions on
-the released DataFrame return the same set (a recomputation is not a second
-release). Pure numpy; no pyspark, no pandas.
+own generator from a ``NoiseRoot``:
+
+- unseeded (every publishable release): ``NoiseRoot.from_os()`` holds NO key.
+  Each partition's generator is seeded from the executor's OS entropy at the
+  moment it runs (:func:`dp_spark.noise.make_rng`), so no value that could
+  reproduce the noise ever exists on the driver, in a pickled function, in a
+  query plan or in an event log. The release materializes the thresholded
+  partitions once (:mod:`dp_spark.stages.set_union`, ``materialize``) and
+  hands out a DataFrame that reads those stored rows, so the noise step is
+  never evaluated a second time (a second evaluation would be a second
+  release).
+- seeded (tests and demos only, and marked so): the root holds the state of
+  one child of the release's seeded ``SeedSequence`` and partition p uses the
+  child with spawn key (…, p) — exactly ``SeedSequence.spawn``'s p-th child —
+  so a seeded run is reproducible by anyone who knows the seed.
+
+Either way no draw is shared between partitions or items. Pure numpy; no
+pyspark, no pandas.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dp_spark.noise import spawn_rngs
+from dp_spark.noise import make_rng, spawn_rngs
 from dp_spark.noise.rng import check_rng
 from dp_spark.partition_selection.thresholds import SetUnionPlan
 
@@ -37,28 +48,51 @@ SALT_RANGE = 2**62
 
 @dataclass(frozen=True)
 class NoiseRoot:
-    """Picklable state of a ``numpy.random.SeedSequence`` (entropy and spawn
-    key) from which per-partition generators are spawned."""
+    """Where the per-partition noise generators come from.
 
-    entropy: int | tuple[int, ...]
-    spawn_key: tuple[int, ...]
+    ``entropy=None`` (:meth:`from_os`, every unseeded release): no key at all;
+    each partition's generator is seeded from the OS entropy of the process
+    that runs it. Otherwise the picklable state of a
+    ``numpy.random.SeedSequence`` (entropy and spawn key) from which
+    per-partition generators are spawned reproducibly (seeded runs: tests
+    and demos only)."""
+
+    entropy: int | tuple[int, ...] | None
+    spawn_key: tuple[int, ...] = ()
+
+    @classmethod
+    def from_os(cls) -> "NoiseRoot":
+        """A root holding no key: partition generators seeded by the OS where they run."""
+        return cls(None, ())
+
+    @property
+    def keyed(self) -> bool:
+        """True when the root holds a reproducible key (a seeded run)."""
+        return self.entropy is not None
 
     def partition_rng(self, partition: int) -> np.random.Generator:
-        """The generator of Spark partition ``partition``: the root's child
-        with spawn key ``spawn_key + (partition,)``."""
+        """The generator of Spark partition ``partition``: fresh OS entropy
+        (keyless root), or the root's child with spawn key
+        ``spawn_key + (partition,)``."""
+        if self.entropy is None:
+            return make_rng()
         seq = np.random.SeedSequence(self.entropy, spawn_key=self.spawn_key + (int(partition),))
         return np.random.Generator(np.random.PCG64(seq))
 
 
-def derive_randomness(rng: np.random.Generator) -> tuple[int, NoiseRoot]:
+def derive_randomness(rng: np.random.Generator, keyed: bool = True) -> tuple[int, NoiseRoot]:
     """Split the release's root generator (``dp_spark.noise.make_rng``, seeded
     by the OS unless a test seed was given) into two independent children:
     the salt of the per-person item sampling (not privacy noise: the privacy
     argument holds for every salt; it only makes each person's choice of Δ0
     items a fresh uniform-looking sample, as the paper's random choice) and
-    the root of the per-partition noise generators."""
+    the root of the per-partition noise generators. With ``keyed=False``
+    (unseeded releases) the noise root is :meth:`NoiseRoot.from_os`: it holds
+    no key, so nothing that could reproduce the noise leaves this function."""
     salt_rng, noise_rng = spawn_rngs(check_rng(rng), 2)
     salt = int(salt_rng.integers(0, SALT_RANGE))
+    if not keyed:
+        return salt, NoiseRoot.from_os()
     seq = noise_rng.bit_generator.seed_seq
     entropy = seq.entropy  # an int (OS entropy, int seeds) or a sequence of ints
     if isinstance(entropy, (int, np.integer)):

@@ -52,12 +52,50 @@ __all__ = [
     "rho_laplace",
     "rho_gaussian",
     "check_parameters",
+    "check_whole",
+    "MAX_ITEMS_LIMIT",
+    "ALPHA_LIMIT",
+    "SHARDS_LIMIT",
+    "PARTITIONS_LIMIT",
     "SHARD_CUTOFFS",
     "shard_cutoff",
 ]
 
 #: Relative tolerance of the analytic Gaussian bisection (the reference code's 1e-12).
 AGM_TOL = 1e-12
+
+
+#: Public upper limits, checked before any data is read or Spark starts (each
+#: sizes memory or work; the messages below say why the limit is where it is).
+MAX_ITEMS_LIMIT = 100_000
+ALPHA_LIMIT = 1_000.0
+SHARDS_LIMIT = 4_096
+PARTITIONS_LIMIT = 100_000
+
+_WHY = {
+    "max_items": "Δ0 sizes every person's kept item list (one Spark row), the policy "
+                 "kernel's work per person and the threshold search over t = 1..Δ0; beyond "
+                 "a few hundred it only lowers each item's weight (the paper's best results "
+                 "use Δ0 <= 300)",
+    "shards": "each shard is one Spark task building its own histogram of up to the whole "
+              "vocabulary, and the per-shard cutoff Γ/√shards shrinks toward 0",
+    "partitions": "each partition of the noise step is one Spark task",
+}
+
+
+def check_whole(value, name: str, limit: int | None = None, none_ok: bool = False) -> int | None:
+    """A whole number in [1, limit] (or None if ``none_ok``); ParameterError
+    naming the limit and why it exists otherwise."""
+    if value is None and none_ok:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        default = " (or None for the default)" if none_ok else ""
+        raise ParameterError(f"{name} must be a whole number >= 1{default}; got {value!r}.")
+    if limit is not None and value > limit:
+        raise ParameterError(
+            f"{name} must be at most {limit:,} (got {int(value):,}): {_WHY[name]}."
+        )
+    return int(value)
 
 
 def check_parameters(epsilon, delta, max_items, alpha) -> tuple[float, float, int, float]:
@@ -72,9 +110,14 @@ def check_parameters(epsilon, delta, max_items, alpha) -> tuple[float, float, in
         raise ParameterError(f"delta must be strictly between 0 and 1; got {delta!r}.")
     if not math.isfinite(alpha) or alpha < 0:
         raise ParameterError(f"alpha must be a finite number >= 0; got {alpha!r}.")
+    if alpha > ALPHA_LIMIT:
+        raise ParameterError(
+            f"alpha must be at most {ALPHA_LIMIT:g} (got {alpha:g}): the cutoff Γ = ρ + α·scale "
+            "only moves utility, which falls once α passes a few units (the paper's Figure 5)."
+        )
     if isinstance(max_items, bool) or not isinstance(max_items, (int, np.integer)) or max_items < 1:
         raise ParameterError(f"max_items (Δ0) must be a whole number >= 1; got {max_items!r}.")
-    return epsilon, delta, int(max_items), alpha
+    return epsilon, delta, check_whole(max_items, "max_items", MAX_ITEMS_LIMIT), alpha
 
 
 def per_item_tail(delta: float, t: np.ndarray | int) -> np.ndarray:
@@ -198,6 +241,11 @@ def plan_set_union(
     policy = check_policy(policy)
     epsilon, delta, max_items, alpha = check_parameters(epsilon, delta, max_items, alpha)
     noise = NOISE_OF[policy]
+    if not math.isfinite(max_items / epsilon * 1e3):
+        raise ParameterError(
+            f"epsilon = {epsilon:g} is too small: the noise scale or threshold overflows "
+            "a float; use a larger epsilon."
+        )
     if policy == "count":
         scale = max_items / epsilon
         rho = rho_count(epsilon, delta, max_items)
@@ -211,6 +259,11 @@ def plan_set_union(
         rho = rho_gaussian(scale, delta, max_items)
         sensitivity, norm, noise_delta, threshold_delta = 1.0, "l2", delta / 2.0, delta / 2.0
     gamma = rho + alpha * scale if policy in SEQUENTIAL else None
+    if not all(math.isfinite(x) for x in (scale, rho, gamma if gamma is not None else 0.0)):
+        raise ParameterError(
+            f"epsilon = {epsilon:g} is too small: the noise scale or threshold overflows "
+            "a float; use a larger epsilon."
+        )
     return SetUnionPlan(
         policy=policy, epsilon=epsilon, delta=delta, max_items=max_items, alpha=alpha,
         noise=noise, scale=float(scale), rho=float(rho), gamma=gamma,
@@ -243,6 +296,5 @@ def shard_cutoff(gamma: float, shards: int, rule: str = "scaled") -> float:
     """
     if rule not in SHARD_CUTOFFS:
         raise ParameterError(f"shard_cutoff must be one of {', '.join(SHARD_CUTOFFS)}; got {rule!r}.")
-    if isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or shards < 1:
-        raise ParameterError(f"shards must be a whole number >= 1; got {shards!r}.")
+    shards = check_whole(shards, "shards", SHARDS_LIMIT)
     return float(gamma) if rule == "full" else float(gamma) / math.sqrt(int(shards))

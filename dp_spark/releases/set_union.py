@@ -11,8 +11,9 @@ Pipeline and guarantee (person-level (ε, δ)-DP; add or remove one person):
    distinct items, at most Δ0 of them chosen by a salted hash of the
    person's own rows; the weighted histogram under the policy (sequential
    policies run in shards of persons, shard histograms added).
-2. Noise and threshold inside Spark, one generator per partition spawned
-   from the release's OS-seeded root: release u iff H[u] + Z_u > ρ.
+2. Noise and threshold inside Spark, one generator per partition seeded by
+   the executor's OS entropy (seeded test runs: spawned from the seed):
+   release u iff H[u] + Z_u > ρ.
    - Laplace policies: Z ~ Lap(1/ε) (count: Lap(Δ0/ε)), the histogram's ℓ1
      sensitivity is 1 (count: Δ0), so the noisy histogram restricted to the
      neighbour's support is ε-DP; ρ is chosen so that an item only the extra
@@ -26,6 +27,21 @@ Pipeline and guarantee (person-level (ε, δ)-DP; add or remove one person):
 Released: the set of items (a Spark DataFrame with one column ``item``,
 possibly large, never collected) and its size. The noisy weights are not
 part of the output and are never kept.
+
+Trust boundary: the Spark driver and executors running the call see the
+data (as for any Spark job); nothing that leaves the call can reproduce the
+noise. An unseeded release never creates a noise key: each partition of the
+noise step seeds its generator from the executor's OS entropy. The released
+items are evaluated exactly once, inside the call (a local checkpoint), and
+the DataFrame handed back reads those stored rows: its plan (``explain``,
+the Spark UI, a serialized plan, Spark Connect's plan) holds neither the
+item-sampling salt nor the noise function, and no later action re-runs the
+noise step (a lost stored block fails the action instead). The salt does
+appear in the plan of the one job that computes the items (Spark UI / event
+log while it runs); it is not a privacy key — the guarantee holds for every
+salt, it only picks which Δ0 items a person with more keeps. A seeded run
+(``seed``, tests and demos only) is reproducible by anyone who knows the
+seed and is marked not for publication.
 
 Difference from the paper: person order inside a shard is a fixed hash of
 the person id and the restriction to Δ0 items uses a salted hash instead of
@@ -53,7 +69,7 @@ from dp_spark.partition_selection import SEQUENTIAL, derive_randomness, plan_set
 from dp_spark.partition_selection import shard_cutoff as cutoff_per_shard
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import edges
-from dp_spark.stages.set_union import DEFAULT_SHARDS, check_shards, set_union_items
+from dp_spark.stages.set_union import DEFAULT_SHARDS, check_shards, materialize, set_union_items
 
 log = logging.getLogger(__name__)
 
@@ -120,14 +136,15 @@ def set_union(
     ``scaled`` (Γ/√shards, default) or ``full`` (Γ); privacy is the same
     (:func:`dp_spark.partition_selection.shard_cutoff`).
 
-    Returns a Release whose ``items`` attribute is a lazy Spark DataFrame with
-    one column ``item`` (never collected by the library; recomputing it gives
-    the same set: the histogram weights are bit-identical on every evaluation
-    and every partition's noise comes from its own fixed generator).
+    Returns a Release whose ``items`` attribute is a Spark DataFrame with one
+    column ``item``, computed once inside this call and stored by the
+    executors (a local checkpoint; never collected by the library). Its plan
+    reads the stored rows only: it holds no salt and no noise key, and every
+    action on it returns the same set (see the module's trust boundary).
     ``partitions``: partitions of the noise step (default
     ``spark.sql.shuffle.partitions``; a performance setting that does not change
-    the distribution of the output). With ``count=True`` (default) it is persisted and its size
-    is computed and reported as ``items_released``. ``budget``: a shared
+    the distribution of the output). With ``count=True`` (default) the size
+    of the released set is reported as ``items_released``. ``budget``: a shared
     PrivacyFilter, spent before any data is read. ``seed``: tests and demos
     only (the report is then marked not for publication). Rows with a null
     person or item are dropped; an empty table is a valid release (no items).
@@ -140,29 +157,32 @@ def set_union(
     check_shards(shards)
     check_shards(partitions, "partitions")
     cutoff_per_shard(1.0, 1, shard_cutoff)  # validates the rule name
+    edges(df, person_col, item_col)  # schema checks only (no data is read), before any spending
     cost = ApproxDP(plan.epsilon, plan.delta)
     if budget is not None:
         budget.spend(cost, label=RELEASE)  # refuses before any data is read
     local = PrivacyFilter(cost)
     for label, step in _budget_steps(plan):
         local.spend(step, label=label)
-    edges(df, person_col, item_col)  # schema checks only (no data is read)
 
     spark = df.sparkSession
     sequential = plan.policy in SEQUENTIAL
     if sequential and shards is None:
         shards = DEFAULT_SHARDS
-    salt, root = derive_randomness(make_rng(seed))
-    items = set_union_items(
+    # Unseeded: the noise root holds no key (executors draw OS entropy), and
+    # the salt and the root are dropped once the items are materialized.
+    salt, root = derive_randomness(make_rng(seed), keyed=seed is not None)
+    lazy = set_union_items(
         df, person_col, item_col, plan, salt, root,
         shards=shards if sequential else None, partitions=partitions, cutoff_rule=shard_cutoff,
     )
+    with spark_job("computing and thresholding the set-union histogram"):
+        items = materialize(lazy)
+    del lazy, salt, root
 
     values: dict = {}
     if count:
-        items = items.persist()
-        with spark_job("computing and thresholding the set-union histogram"):
-            values["items_released"] = int(items.count())
+        values["items_released"] = int(items.count())
     values.update({
         "policy": plan.policy,
         "max_items": plan.max_items,
@@ -221,7 +241,7 @@ def set_union(
     if sequential:
         parameters["shards"] = int(shards)
         parameters["shard_cutoff"] = shard_cutoff
-    log.info("set-union: released items ready (%s)", "counted" if count else "lazy")
+    log.info("set-union: released items materialized")
     release = Release(
         name=RELEASE,
         privacy_unit="person",

@@ -10,6 +10,10 @@ Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
    policy: exact sums of fixed-point integers for ``count`` / ``weighted-*``,
    sequential shards (``mapInPandas``) for ``policy-*``, whose shard
    histograms are added in shard order.
+   The release runs steps 1–2 of the sequential policies fused, as
+   :func:`sequential_histogram` (one shuffle of the edges by person, the
+   restriction and the kernel in one pass over sorted rows; the same
+   histogram bit for bit).
 3. :func:`released_items` — noise and threshold inside Spark (``mapInPandas``
    calling :func:`dp_spark.partition_selection.release_mask` with a generator per
    partition); only the column ``item`` of the released items remains.
@@ -21,12 +25,19 @@ guarantee for it is stated at each function: a person's restricted set and
 shard depend only on that person's own rows, and a shard's persons are
 visited in an order that depends only on their ids.
 
-Determinism (why recomputing the released DataFrame gives the same set): the
-weights entering step 3 are bit-identical on every evaluation, whatever the
-order in which Spark's shuffles deliver rows — additive histograms are sums
-of longs (exact), and the sequential policies' shard histograms are computed
-in a fixed order and added in shard order 0, 1, … (never with a floating-point
-``sum`` over a shuffle, whose result depends on arrival order).
+Determinism and the trust boundary (why the released DataFrame holds no key
+and never gives a second, different set): the weights entering step 3 are
+bit-identical on every evaluation, whatever the order in which Spark's
+shuffles deliver rows — additive histograms are sums of longs (exact), and
+the sequential policies' shard histograms are computed in a fixed order and
+added in shard order 0, 1, … (never with a floating-point ``sum`` over a
+shuffle, whose result depends on arrival order). The noise of an unseeded
+release is drawn from the executors' OS entropy (the plan holds no noise
+key), so the thresholded DataFrame is evaluated exactly once:
+:func:`materialize` stores its partitions (a local checkpoint) and returns a
+DataFrame whose plan only reads those stored rows — no salt, no pickled
+function, no lineage back to the data. A lost stored block fails the next
+action instead of recomputing (and so redrawing) the noise.
 """
 
 from __future__ import annotations
@@ -43,13 +54,17 @@ from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError
 from dp_spark.partition_selection import (
+    PARTITIONS_LIMIT,
     SEQUENTIAL,
+    SHARDS_LIMIT,
     UNIT,
     UNIT_BITS,
     NoiseRoot,
     SetUnionPlan,
     check_policy,
+    check_whole,
     release_mask,
+    sequential_update,
     shard_cutoff,
     update_histogram,
 )
@@ -83,16 +98,19 @@ __all__ = [
     "weight_histogram",
     "released_items",
     "set_union_histogram",
+    "sequential_histogram",
     "set_union_items",
+    "materialize",
     "check_shards",
 ]
 
 
 def check_shards(shards, name: str = "shards") -> None:
-    if shards is not None and (
-        isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or shards < 1
-    ):
-        raise ParameterError(f"{name} must be a whole number >= 1 (or None for the default); got {shards!r}.")
+    """``shards`` / ``partitions``: None or a whole number in [1, the public
+    limit] (:data:`dp_spark.partition_selection.SHARDS_LIMIT`,
+    :data:`~dp_spark.partition_selection.PARTITIONS_LIMIT`)."""
+    limit = SHARDS_LIMIT if name == "shards" else PARTITIONS_LIMIT
+    check_whole(shards, name, limit, none_ok=True)
 
 
 def default_partitions(spark) -> int:
@@ -118,9 +136,10 @@ def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
     never of other persons' data, so neighbouring tables give every other
     person the same set. Persons with at most Δ0 items keep them all.
 
-    Layout: the (person, item) pairs are deduplicated, ranked per person by a
-    window ordered by (hash, item) and filtered to rank ≤ Δ0 before the
-    per-person aggregation, so a person with millions of rows never becomes
+    Layout: the edges are hash-partitioned by person once (every later step
+    needs only that), the (person, item) pairs are deduplicated, ranked per
+    person by a window ordered by (hash, item) and filtered to rank ≤ Δ0
+    before the per-person aggregation, so a person with millions of rows never becomes
     one huge row. ``items`` lists the kept items in (hash, item) order — a
     fixed order, so the sequential kernels see the same sequence on every
     evaluation.
@@ -128,7 +147,8 @@ def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
     salt_col = F.lit(int(salt)).cast("long")
     order = Window.partitionBy(PERSON).orderBy(F.col(_KEY), F.col(ITEM))
     kept = (
-        edge_df.dropDuplicates([PERSON, ITEM])
+        edge_df.repartition(PERSON)  # one shuffle: dedup, window and grouping all need only person
+        .dropDuplicates([PERSON, ITEM])
         .withColumn(_KEY, F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)))
         .withColumn(_RANK, F.row_number().over(order))
         .where(F.col(_RANK) <= int(max_items))
@@ -269,8 +289,132 @@ def weight_histogram(
         T.StructField(WEIGHT, T.DoubleType()),
     ])
     per_shard = keyed.mapInPandas(partial(_policy_partition, policy=policy, gamma=float(gamma)), schema)
-    # At most one row per (item, shard): sort an item's ≤ shards parts by
-    # shard and add them left to right, starting from 0.0.
+    return _add_shards(per_shard)
+
+
+def _kept_rows(frame: pd.DataFrame, max_items: int) -> np.ndarray:
+    """Boolean mask of the rows kept by the restriction: ``frame`` holds
+    (person, item) rows sorted by person visiting order and then by
+    (xxhash64(salt, person, item), item), so a person's rows are contiguous,
+    duplicates of one item are adjacent, and the first ``max_items`` distinct
+    items of each person are the Δ0 smallest hashes — exactly
+    :func:`restricted_sets`' rule, computed on the sorted rows."""
+    person = frame[PERSON].to_numpy()
+    item = frame[ITEM].to_numpy()
+    n = len(frame)
+    new_person = np.ones(n, dtype=bool)
+    new_person[1:] = person[1:] != person[:-1]
+    distinct = new_person.copy()
+    distinct[1:] |= item[1:] != item[:-1]
+    seen = np.cumsum(distinct)  # distinct items so far, over the whole frame
+    starts = np.flatnonzero(new_person)
+    before = (seen[starts] - 1)[np.cumsum(new_person) - 1]  # distinct items before this person
+    return distinct & (seen - before <= max_items)
+
+
+def _rows_to_shards(
+    batches: Iterator[pd.DataFrame], max_items: int
+) -> Iterator[tuple[int, pd.DataFrame]]:
+    """(shard, kept rows of whole persons): the restriction over a stream of
+    sorted row batches. A person whose rows continue in the next batch is
+    carried over (only their kept rows, at most Δ0), so a person with
+    millions of rows never becomes one large frame."""
+    carry = None
+    for batch in batches:
+        if carry is not None and len(carry):
+            batch = pd.concat([carry, batch], ignore_index=True)
+        if not len(batch):
+            continue
+        kept = batch.loc[_kept_rows(batch, max_items)]
+        person = kept[PERSON].to_numpy()
+        last = len(kept) - 1
+        while last > 0 and person[last - 1] == person[-1]:
+            last -= 1
+        carry, done = kept.iloc[last:], kept.iloc[:last]
+        yield from _split_by_shard(done)
+    if carry is not None and len(carry):
+        yield from _split_by_shard(carry)
+
+
+def _split_by_shard(frame: pd.DataFrame) -> Iterator[tuple[int, pd.DataFrame]]:
+    if not len(frame):
+        return
+    shard_ids = frame[_SHARD].to_numpy()
+    cuts = (np.flatnonzero(shard_ids[1:] != shard_ids[:-1]) + 1).tolist()
+    for lo, hi in zip([0, *cuts], [*cuts, len(frame)]):
+        yield int(shard_ids[lo]), frame.iloc[lo:hi]
+
+
+def _sequential_rows_partition(
+    batches: Iterator[pd.DataFrame], policy: str, gamma: float, max_items: int
+) -> Iterator[pd.DataFrame]:
+    """mapInPandas body of :func:`sequential_histogram`: restriction and the
+    sequential policy in one pass over the partition's sorted rows. Emits
+    (shard, item, weight) per shard, like :func:`_policy_partition`."""
+    shard, code_of, weights = None, {}, []
+    for this, rows in _rows_to_shards(batches, max_items):
+        if this != shard:
+            if shard is not None and code_of:
+                yield _shard_frame(list(code_of), np.array(weights, dtype=np.float64), shard)
+            shard, code_of, weights = this, {}, []
+        person = rows[PERSON].to_numpy()
+        inverse, uniques = pd.factorize(rows[ITEM], sort=False, use_na_sentinel=False)
+        mapped = np.fromiter((code_of.setdefault(u, len(code_of)) for u in uniques),
+                             dtype=np.int64, count=len(uniques))
+        weights.extend([0.0] * (len(code_of) - len(weights)))
+        starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
+        indptr = np.append(starts, len(person)).astype(np.int64)
+        sequential_update(weights, indptr, mapped[inverse], policy, gamma)
+    if shard is not None and code_of:
+        yield _shard_frame(list(code_of), np.array(weights, dtype=np.float64), shard)
+
+
+def sequential_histogram(
+    edge_df: DataFrame, policy: str, max_items: int, salt: int, gamma: float, shards: int
+) -> DataFrame:
+    """(item, weight): the sequential policies' summed shard histograms,
+    straight from the (person, item) edges — the same histogram, bit for bit,
+    as :func:`weight_histogram` over :func:`restricted_sets` (same shards, same
+    person order, same per-person item order and restriction), with one
+    shuffle instead of three: the edges are hash-partitioned by person into
+    ``shards`` partitions (partition = shard = pmod(murmur3(person), shards)),
+    sorted by (xxhash64(person), person, xxhash64(salt, person, item), item),
+    and one Python pass per partition deduplicates, keeps each person's Δ0
+    smallest-hash items and runs the policy kernel. The shard histograms are
+    added in shard order as in :func:`weight_histogram`. Fact (S) and (T):
+    as there — a person's kept items depend on their own rows and the salt,
+    their shard and position on their id. NON-PRIVATE output.
+    """
+    policy = check_policy(policy)
+    if policy not in SEQUENTIAL:
+        raise ParameterError(f"sequential_histogram is for {', '.join(SEQUENTIAL)}; got {policy!r}.")
+    check_shards(shards)
+    salt_col = F.lit(int(salt)).cast("long")
+    rows = (
+        edge_df.repartition(int(shards), PERSON)
+        .select(
+            F.pmod(F.hash(PERSON), F.lit(int(shards))).alias(_SHARD),
+            F.xxhash64(PERSON).alias(_ORDER),
+            PERSON,
+            F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)).alias(_KEY),
+            ITEM,
+        )
+        .sortWithinPartitions(_SHARD, _ORDER, PERSON, _KEY, ITEM)
+        .select(_SHARD, PERSON, ITEM)
+    )
+    schema = T.StructType([
+        T.StructField(_SHARD, T.IntegerType()),
+        T.StructField(ITEM, edge_df.schema[ITEM].dataType),
+        T.StructField(WEIGHT, T.DoubleType()),
+    ])
+    kernel = partial(_sequential_rows_partition, policy=policy, gamma=float(gamma),
+                     max_items=int(max_items))
+    return _add_shards(rows.mapInPandas(kernel, schema))
+
+
+def _add_shards(per_shard: DataFrame) -> DataFrame:
+    """At most one row per (item, shard): sort an item's ≤ shards parts by
+    shard and add them left to right, starting from 0.0."""
     parts = per_shard.groupBy(ITEM).agg(
         F.array_sort(F.collect_list(F.struct(F.col(_SHARD), F.col(WEIGHT)))).alias(_PARTS)
     )
@@ -306,11 +450,13 @@ def released_items(
     (an explicit number, which adaptive execution does not coalesce) and
     sorted by item inside each, so partition p holds a fixed set of items in
     a fixed order and uses the generator ``root.partition_rng(p)``: every
-    item gets its own draw. The weights arriving here are bit-identical on
-    every evaluation (:func:`weight_histogram`: exact integer sums, or shard
-    histograms added in shard order), so recomputing the DataFrame (a second
-    action, a lost executor) reproduces the same released set instead of
-    drawing a new one. The weights never leave this step.
+    item gets its own draw. With a keyless root (unseeded) the draws are
+    fresh OS entropy on every evaluation, so the result must be evaluated
+    once, through :func:`materialize`; with a seeded root the weights are
+    bit-identical on every evaluation (:func:`weight_histogram`) and so is
+    the set. The weights never leave this step. Lazy; the returned plan holds
+    the salt and, when seeded, the noise root (pickled): hand users only the
+    materialized result.
     """
     check_shards(partitions, "partitions")
     prepared = (
@@ -340,10 +486,9 @@ def set_union_histogram(
     policy = check_policy(policy)
     check_shards(shards)
     edge_df = edges(df, person_col, item_col)
-    sets_df = restricted_sets(edge_df, max_items, salt)
     if policy in SEQUENTIAL:
-        shards = shards or DEFAULT_SHARDS
-    return weight_histogram(sets_df, policy, gamma, shards or 1)
+        return sequential_histogram(edge_df, policy, max_items, salt, gamma, shards or DEFAULT_SHARDS)
+    return weight_histogram(restricted_sets(edge_df, max_items, salt), policy)
 
 
 def set_union_items(
@@ -375,3 +520,18 @@ def set_union_items(
         df, person_col, item_col, plan.policy, plan.max_items, salt, gamma, shards
     )
     return released_items(hist_df, plan, root, partitions)
+
+
+def materialize(items_df: DataFrame) -> DataFrame:
+    """Evaluate the released items once and return a DataFrame reading the
+    stored result (``localCheckpoint(eager=True)``: the partitions are kept
+    by the executors' block managers, memory then disk).
+
+    The returned DataFrame's plan is a scan of those stored rows: it holds
+    neither the item-sampling salt nor the noise step's function (with its
+    generator state, if seeded), and it has no lineage back to the input, so
+    no later action can re-run the noise step. If a stored block is lost
+    (an executor dies) the next action fails rather than recomputing — a
+    recomputation with fresh noise would be a second release. Runs one
+    Spark job."""
+    return items_df.localCheckpoint(eager=True)

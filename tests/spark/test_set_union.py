@@ -26,10 +26,13 @@ import dp_spark
 from dp_spark.accounting import ApproxDP, PrivacyFilter
 from dp_spark.cli import main
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
+from dp_spark.noise import make_rng
 from dp_spark.partition_selection import (
     POLICIES,
     SEQUENTIAL,
+    NoiseRoot,
     build_histogram,
+    derive_randomness,
     person_units,
     plan_set_union,
 )
@@ -38,6 +41,7 @@ from dp_spark.stages.set_union import (
     DEFAULT_SHARDS,
     person_units_column,
     restricted_sets,
+    sequential_histogram,
     set_union_histogram,
     weight_histogram,
 )
@@ -130,6 +134,27 @@ def test_spark_histogram_equals_the_kernel(spark, small, policy):
     # them in another order), sequential shard histograms are added in shard
     # order on both sides.
     assert_df_equality(got.orderBy("item"), want, ignore_nullable=True)
+
+
+@pytest.mark.parametrize("policy", SEQUENTIAL)
+def test_fused_sequential_histogram_equals_sets_then_kernel(spark, small, policy):
+    # The one-shuffle path (restriction inside the kernel's pass over sorted
+    # rows) must give the histogram of restricted_sets + weight_histogram bit
+    # for bit — also with tiny Arrow batches, so that persons (a hot one with
+    # 3,000 rows and repeated items among them) straddle batch boundaries.
+    hot = [(77_777, f"w{i % 700}") for i in range(3_000)] + [(77_778, "w1")] * 50
+    df = small.union(spark.createDataFrame(hot, SCHEMA))
+    edge_df = edges(df, "person_id", "item")
+    want = weight_histogram(restricted_sets(edge_df, 6, salt=9), policy, 2.0, 3)
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    old = spark.conf.get(key)
+    try:
+        for batch in ("7", old):
+            spark.conf.set(key, batch)
+            got = sequential_histogram(edge_df, policy, 6, 9, 2.0, 3)
+            assert_df_equality(got.orderBy("item"), want.orderBy("item"), ignore_nullable=True)
+    finally:
+        spark.conf.set(key, old)
 
 
 def test_spark_person_units_equal_the_mechanism_layer(spark):
@@ -292,6 +317,49 @@ def test_recomputing_the_items_gives_the_same_set(small):
     assert release.to_dict()["publishable"] is True and "items_released" not in release.values
 
 
+def _plan_strings(df) -> str:
+    """Everything a reader of the DataFrame's plan can see: explain (all
+    modes), the query execution and the logical plan's JSON form."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for mode in ("extended", "formatted", "codegen", "cost"):
+            df.explain(mode=mode)
+    qe = df._jdf.queryExecution()
+    return "\n".join([out.getvalue(), qe.toString(), qe.logical().toJSON(), qe.executedPlan().toJSON()])
+
+
+#: A seed whose digits cannot occur by chance in a plan string.
+KEY_SEED = 7_340_813_926_157_402_981
+
+
+@pytest.mark.parametrize("policy", ["count", "policy-gaussian"])
+def test_released_items_plan_holds_no_key_and_never_recomputes(small, policy):
+    # Finding 8 (issue 9): the lazy plan carried the salt (a literal) and the
+    # noise root (pickled into the mapInPandas function). A seeded run makes
+    # the key known to the test: it must not be anywhere in the plan.
+    release = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy=policy, seed=KEY_SEED)
+    salt, root = derive_randomness(make_rng(KEY_SEED))
+    text = _plan_strings(release.items)
+    assert len(str(salt)) > 12 and str(salt) not in text and str(KEY_SEED) not in text
+    for node in ("MapInPandas", "PythonUDF", "xxhash64", "Exchange", "Window"):
+        assert node not in text, node  # no noise function, no lineage back to the data
+    first = sorted(r["item"] for r in release.items.collect())
+    assert first == sorted(r["item"] for r in release.items.collect())
+    assert release.items_released == len(first) > 0
+
+
+def test_unseeded_noise_has_no_key_and_two_evaluations_agree(small):
+    # Unseeded: the noise root holds no key at all (executor OS entropy), and
+    # the released set is the same on every action (evaluated once).
+    assert derive_randomness(make_rng(), keyed=False)[1] == NoiseRoot.from_os()
+    release = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="policy-laplace")
+    sets = [sorted(r["item"] for r in release.items.collect()) for _ in range(3)]
+    assert sets[0] == sets[1] == sets[2] and release.items.count() == release.items_released
+
+
 def test_seeded_release_is_reproducible(small):
     a = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="count", seed=4, count=False)
     b = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="count", seed=4, count=False)
@@ -315,6 +383,10 @@ def test_empty_table_is_a_valid_release(spark):
         ({"alpha": -1.0}, ParameterError),
         ({"policy": "greedy"}, ParameterError),
         ({"shards": 0}, ParameterError),
+        ({"shards": 10**9}, ParameterError),
+        ({"partitions": 10**9}, ParameterError),
+        ({"max_items": 10**12}, ParameterError),
+        ({"alpha": 1e9}, ParameterError),
         ({"shard_cutoff": "half"}, ParameterError),
         ({"seed": -1}, ParameterError),
         ({"person_col": "nobody"}, SchemaError),
@@ -377,6 +449,34 @@ def test_cli_writes_items_and_report(capsys, tmp_path, spark):
         assert code == 2, (argv, err)
         assert_one_line_error(err)
     assert before == (report_path.read_text(), sorted(p.name for p in items_path.iterdir()))
+
+
+LIMITS_SCRIPT = """
+import sys
+from dp_spark.cli import main
+from pyspark import SparkContext
+code = main(["set-union", *sys.argv[1:], "--rows", "1000"])
+assert SparkContext._active_spark_context is None, "Spark was started"
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--max-items", "1000000000000"], "max_items must be at most 100,000"),
+    (["--shards", "100000"], "shards must be at most 4,096"),
+    (["--alpha", "1e9"], "alpha must be at most 1000"),
+])
+def test_cli_refuses_unbounded_parameters_before_spark_starts(tmp_path, argv, says):
+    # Before: --max-items 1e12 ended in "unexpected MemoryError".
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", LIMITS_SCRIPT, *argv], capture_output=True, text=True,
+                          env={**os.environ, "DP_SPARK_DEBUG": ""}, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert says in proc.stderr and "MemoryError" not in proc.stderr
+    assert_one_line_error(proc.stderr)
 
 
 def test_cli_budget_refusal(capsys, tmp_path):

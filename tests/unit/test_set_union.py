@@ -12,6 +12,7 @@ about 4.5 standard deviations.
 from __future__ import annotations
 
 import math
+import pickle
 import subprocess
 import sys
 
@@ -21,7 +22,12 @@ from scipy import integrate, stats
 
 from dp_spark.errors import ParameterError
 from dp_spark.partition_selection import (
+    ALPHA_LIMIT,
+    MAX_ITEMS_LIMIT,
+    PARTITIONS_LIMIT,
     POLICIES,
+    SHARDS_LIMIT,
+    check_whole,
     SEQUENTIAL,
     NoiseRoot,
     UNIT_BITS,
@@ -442,6 +448,38 @@ def test_bad_parameters(kwargs):
         plan_set_union(**args)
 
 
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [
+        ({"max_items": 10**12}, "at most 100,000"),
+        ({"max_items": MAX_ITEMS_LIMIT + 1}, "at most 100,000"),
+        ({"alpha": 1e6}, "at most 1000"),
+        ({"epsilon": 1e-320, "policy": "policy-laplace"}, "too small"),
+        ({"epsilon": 1e-320, "policy": "count"}, "too small"),
+    ],
+)
+def test_parameters_beyond_the_public_limits_are_refused_up_front(kwargs, says):
+    # Before: max_items = 1e12 allocated a 1e12-element array (MemoryError).
+    args = {"epsilon": 1.0, "delta": 1e-6, "max_items": 10, "policy": "policy-gaussian", "alpha": 2.0}
+    args.update(kwargs)
+    with pytest.raises(ParameterError, match=says) as info:
+        plan_set_union(**args)
+    assert "\n" not in str(info.value)
+    plan_set_union(**{**args, **{k: v for k, v in {"max_items": MAX_ITEMS_LIMIT, "alpha": ALPHA_LIMIT,
+                                                 "epsilon": 1.0}.items() if k in kwargs}})
+
+
+def test_shards_and_partitions_limits():
+    assert check_whole(SHARDS_LIMIT, "shards", SHARDS_LIMIT) == SHARDS_LIMIT
+    with pytest.raises(ParameterError, match="at most 4,096 .*one Spark task"):
+        check_whole(SHARDS_LIMIT + 1, "shards", SHARDS_LIMIT)
+    with pytest.raises(ParameterError, match="at most 100,000"):
+        check_whole(10**9, "partitions", PARTITIONS_LIMIT, none_ok=True)
+    assert check_whole(None, "partitions", PARTITIONS_LIMIT, none_ok=True) is None
+    with pytest.raises(ParameterError, match="at most 4,096"):
+        shard_cutoff(5.0, 10**9)
+
+
 # ----------------------------------------------- noise, threshold, generators
 
 def extra_person_release_rate(policy, max_items, t, trials, seed, eps=1.0, delta=0.1):
@@ -514,6 +552,16 @@ def test_randomness_comes_from_the_os_unless_seeded():
     assert root.partition_rng(0).random() == root.partition_rng(0).random()
 
 
+def test_keyless_root_holds_nothing_and_draws_fresh_os_entropy():
+    root = NoiseRoot.from_os()
+    assert not root.keyed and root.entropy is None and root.spawn_key == ()
+    assert root.partition_rng(0).random() != root.partition_rng(0).random()
+    salt, unkeyed = derive_randomness(make_rng(9), keyed=False)
+    assert unkeyed == root and salt == derive_randomness(make_rng(9))[0]
+    assert derive_randomness(make_rng(9))[1].keyed
+    assert pickle.loads(pickle.dumps(root)) == root
+
+
 def test_mechanism_layer_imports_neither_pyspark_nor_pandas():
     code = ("import sys, dp_spark.partition_selection; "
             "bad = [m for m in ('pyspark', 'pandas') if m in sys.modules]; "
@@ -529,3 +577,24 @@ def test_dp_spark_set_union_is_the_release_function_after_the_mechanisms_are_imp
     from dp_spark.releases.set_union import set_union
 
     assert dp_spark.set_union is set_union
+
+
+@pytest.mark.parametrize("policy", SEQUENTIAL)
+def test_scalar_person_loop_equals_the_numpy_updates(policy):
+    # update_histogram runs the sequential policies on Python floats (speed);
+    # the numpy updates are the reference: same weights on random shards.
+    rng = np.random.default_rng(5)
+    step = policy_laplace_update if policy == "policy-laplace" else policy_gaussian_update
+    for _ in range(200):
+        n_items, gamma = int(rng.integers(1, 30)), float(rng.uniform(0.2, 6.0))
+        sets = [rng.choice(n_items, int(rng.integers(0, min(n_items, 12) + 1)), replace=False)
+                for _ in range(int(rng.integers(1, 40)))]
+        start = rng.uniform(0, gamma * 1.2, n_items) * (rng.random(n_items) < 0.5)
+        want = start.copy()
+        for codes in sets:
+            step(want, codes.astype(np.int64), gamma)
+        indptr = np.concatenate(([0], np.cumsum([len(x) for x in sets]))).astype(np.int64)
+        flat = np.concatenate(sets).astype(np.int64) if sets else np.zeros(0, np.int64)
+        got = update_histogram(start.copy(), indptr, flat, policy, gamma)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+        assert (got <= max(gamma, start.max())).all()

@@ -1,0 +1,140 @@
+"""Audit of DP Set Union (Gopi et al., ICML 2020, Algorithm 1) for every policy.
+
+Two worst cases per policy, both run through the real mechanism: the policy
+kernel (:func:`dp_spark.partition_selection.build_histogram`, one shard with
+the cutoff Γ of the plan) builds the histograms of D and D' = D + one person
+y, and :func:`dp_spark.partition_selection.release_mask` adds the noise and
+applies ρ, ``TRIALS`` times per input (one vectorized call, fixed test seeds).
+
+1. y adds weight to items others hold (the noise step's (ε, δ_noise) claim;
+   δ_noise = 0 for Laplace, δ/2 for Gaussian). D: k persons holding y's
+   items (weight k); y holds one item (two for count, whose ℓ1 sensitivity is
+   Δ0 = 2: each item moves by 1 and "both released" carries the whole ratio
+   e^ε). Event: all of y's items released, and its complement the other way
+   round (two_sided_lower_bound). Laplace: the ratio is exactly e^ε for every
+   k with k + 1 ≤ ρ; Gaussian: a half-line event is the optimal test and its
+   best position depends on σ, so the audit runs a fixed grid of k (the same
+   for the broken variant) and reports the largest bound, α split over the
+   grid (Bonferroni).
+2. y adds items nobody else holds (the threshold step's claim: released with
+   probability ≤ δ_threshold = δ for Laplace, δ/2 for Gaussian). y holds the
+   t ≤ Δ0 new items for which the exact release probability under the kernel
+   is largest; on D they are not in the histogram and are never released.
+   Event: any of them released; bound ln((p_lo(D') − δ_threshold)/p_hi(D)).
+
+Power: the same procedure against a broken variant — noise scale halved for
+(1), threshold ρ halved for (2) — must prove a leak (assert_detects).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from dp_spark.partition_selection import (
+    POLICIES,
+    SEQUENTIAL,
+    build_histogram,
+    plan_set_union,
+    release_mask,
+)
+from tests.audit.conftest import assert_detects
+from tests.audit.stats import ALPHA, epsilon_lower_bound, two_sided_lower_bound
+
+TRIALS = 200_000
+EPSILON = 1.0
+DELTA = 0.1  # large, so that the δ parts are measurable with TRIALS runs
+MAX_ITEMS = 4
+
+
+def _histogram(plan, persons: list[list[int]], n_items: int) -> np.ndarray:
+    """The kernel's histogram of ``persons`` (lists of item codes), visited in order."""
+    sizes = [len(p) for p in persons]
+    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    codes = np.array([c for p in persons for c in p], dtype=np.int64)
+    gamma = plan.gamma if plan.policy in SEQUENTIAL else None
+    return build_histogram(indptr, codes, n_items, plan.policy, gamma)
+
+
+def _event_count(weights, plan, event: list[int], rng, any_of: bool = False) -> int:
+    """Runs (of TRIALS) in which all (or any) of the ``event`` items are released."""
+    tiled = np.tile(np.asarray(weights, dtype=np.float64), TRIALS)
+    mask = release_mask(tiled, plan, rng).reshape(TRIALS, len(weights))[:, event]
+    hit = mask.any(axis=1) if any_of else mask.all(axis=1)
+    return int(hit.sum())
+
+
+def _weight_grid(plan) -> range:
+    """k = 1, 2, …: y's items are in the histogram of D too (k = 0 would be
+    audit (2), whose claim is δ, not e^ε)."""
+    return range(1, int(np.ceil(plan.rho)) + 2)
+
+
+def added_weight_bound(plan, seed: int) -> float:
+    """Audit (1): the largest two-sided ε lower bound over the grid of k."""
+    own = [0, 1] if plan.policy == "count" else [0]
+    grid = _weight_grid(plan)
+    best = 0.0
+    for k in grid:
+        rng = np.random.default_rng([seed, k])
+        base = [list(own)] * k
+        with_y = _event_count(_histogram(plan, base + [own], 2), plan, own, rng)
+        without = _event_count(_histogram(plan, base, 2), plan, own, rng)
+        bound = two_sided_lower_bound(with_y, TRIALS, without, TRIALS, plan.noise_delta,
+                                      alpha=ALPHA / len(grid))
+        best = max(best, bound)
+    return best
+
+
+def worst_new_items(plan) -> int:
+    """The t ≤ Δ0 new items whose exact chance of any release is largest,
+    with the weights the kernel gives them."""
+
+    def chance(t: int) -> float:
+        weight = float(_histogram(plan, [list(range(t))], t)[0])
+        return 1.0 - (1.0 - plan.release_probability(weight)) ** t
+
+    return max(range(1, plan.max_items + 1), key=chance)
+
+
+def new_items_bound(plan, seed: int, t: int) -> tuple[float, int]:
+    """Audit (2): D has one background person on item 0; y adds items 1..t."""
+    rng = np.random.default_rng(seed)
+    background, new = [[0]], list(range(1, t + 1))
+    with_y = _event_count(_histogram(plan, background + [new], t + 1), plan, new, rng, any_of=True)
+    without = _event_count(_histogram(plan, background, t + 1), plan, new, rng, any_of=True)
+    assert without == 0  # items outside the histogram's support are never released
+    return epsilon_lower_bound(with_y, TRIALS, without, TRIALS, plan.threshold_delta), with_y
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_one_person_adding_weight_moves_the_output_by_at_most_e_eps(policy, audit_record):
+    plan = plan_set_union(EPSILON, DELTA, MAX_ITEMS if policy != "count" else 2, policy)
+    seed = 100 + POLICIES.index(policy)
+    bound = added_weight_bound(plan, seed)
+    audit_record(f"set-union {policy}: person adds weight", plan.epsilon, bound, TRIALS,
+                 delta=plan.noise_delta)
+    assert bound >= 0.75 * plan.epsilon  # the event is sharp: the audit is nearly tight
+    broken = dataclasses.replace(plan, scale=plan.scale / 2)
+    assert_detects(f"set-union {policy} with noise halved", plan.epsilon,
+                   added_weight_bound(broken, seed))
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_one_person_adding_new_items_releases_one_with_probability_at_most_delta(policy, audit_record):
+    plan = plan_set_union(EPSILON, DELTA / 2, MAX_ITEMS, policy)
+    t = worst_new_items(plan)
+    if policy == "count":
+        assert t == MAX_ITEMS  # every new item weighs 1: the more, the likelier
+    seed = 200 + POLICIES.index(policy)
+    bound, hits = new_items_bound(plan, seed, t)
+    audit_record(f"set-union {policy}: person adds {t} new items", plan.epsilon, bound, TRIALS,
+                 delta=plan.threshold_delta)
+    # The claim is attained or nearly so (ρ is the smallest threshold that
+    # keeps the worst t below δ_threshold): the observed rate is close to it.
+    assert hits / TRIALS >= 0.5 * plan.threshold_delta
+    broken = dataclasses.replace(plan, rho=plan.rho / 2)
+    assert_detects(f"set-union {policy} with threshold halved", plan.epsilon,
+                   new_items_bound(broken, seed, worst_new_items(broken))[0])
