@@ -21,7 +21,7 @@ exactly the stated distribution (up to the uniformity of ``rng``'s bits).
   rational σ² (Alg. 3). Added to an integer statistic of ℓ2 sensitivity Δ it
   is Δ²/(2σ²)-zCDP (CKS 2020, Theorem 4); its variance is at most σ².
 - ``rational_sigma2(sigma2)``: σ² rounded up onto a binary grid (relative
-  change < 2^−19), so a mechanism that rounds its σ² with it never spends more than planned.
+  change < 2^−19 for σ² ≥ 1), so a mechanism that rounds its σ² with it never spends more than planned.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ _GRID = 2**20
 def rational_sigma2(sigma2: object) -> Fraction:
     """Round σ² up (exactly) to a multiple of 2^−k with σ²·2^k about 2^20: the σ² a mechanism uses.
 
-    The relative change is below 2^−19, and rounding up never spends more
+    The relative change is below 2^−19 for σ² ≥ 1 (2^−9 below 1), and rounding up never spends more
     privacy than the unrounded σ² would; the grid keeps the integers of
     ``discrete_gaussian_batch`` inside int64 up to σ² ≈ 10^8.
     """
@@ -53,7 +53,8 @@ def rational_sigma2(sigma2: object) -> Fraction:
     if value <= 0:
         raise ParameterError("sigma2 must be > 0")
     magnitude = value.numerator.bit_length() - value.denominator.bit_length()  # ≈ log2 σ² (±1)
-    grid = 1 << max(0, 21 - magnitude)
+    bits = 21 if magnitude >= 0 else 11  # below σ² = 1 a coarser grid keeps n·d small
+    grid = 1 << max(0, bits - magnitude)
     return Fraction(math.ceil(value * grid), grid)
 
 
