@@ -23,10 +23,10 @@ item, so only u's terms differ anywhere.
     most f' ≤ w have δ' ≠ 0. With c nodes where both are non-zero, the level's
     ℓ2² is ≤ 4c + (f − c) + (f' − c) = f + f' + 2c ≤ 4w.
     Hence Δ₂² ≤ κ·w·L with κ = 4 ("subset"). Under "item-removal" ẽ'_u ≡ 0,
-    so δ' = 0 and Δ₂² ≤ w·L (κ = 1). The factor 4 is nearly attained (a
-    leaf-level pair with ℓ2² = 4w − 3 exists: x' drops u's first insert, so
-    ẽ'_u is the complement of ẽ_u after the first flip), so it cannot be
-    dropped; σ² = κ·w·L/(2ρ) makes the tree ρ-zCDP under each relation.
+    so δ' = 0 and Δ₂² ≤ w·L (κ = 1). Under "subset" κ = 1 is false: a pair
+    with Δ₂² = 2·w·L exists (T = 8, w = 2; in the tests), so the narrower
+    constant cannot be used for the paper's relation. σ² = κ·w·L/(2ρ) makes
+    the tree ρ-zCDP under each relation.
 (b) Sparse-vector queries over_counts[j, t] = #{v : flips of v by t > 2^j}:
     only u's indicator can change, so each moves by ≤ 1 under both relations.
 (c) Counts D(t) (the recompute baseline): only u's presence at t can change,

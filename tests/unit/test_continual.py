@@ -34,6 +34,7 @@ from dp_spark.continual import (
     summaries_from_existence,
     truncate_existence,
 )
+from dp_spark.continual.relations import sensitivity_factor
 from dp_spark.errors import ParameterError
 
 # ---------------------------------------------------------------- hand-worked stream
@@ -352,6 +353,55 @@ def test_neighbouring_streams_move_tree_nodes_within_the_l2_bound(case):
     assert np.max(np.abs(np.cumsum(with_item.z) - np.cumsum(without.z))) <= 1
 
 
+@st.composite
+def streams_with_subset_neighbour(draw):
+    horizon, events, item = draw(streams_with_removed_item())
+    keep = [draw(st.booleans()) if e[1] == item else True for e in events]
+    return horizon, events, [e for e, k in zip(events, keep) if k]
+
+
+def _summaries(events, horizon):
+    if not events:
+        return stream_summaries([], [], [], horizon)
+    times, items, ops, order = zip(*events)
+    return stream_summaries(times, items, ops, horizon, order=order)
+
+
+@settings(max_examples=400, deadline=None)
+@given(streams_with_subset_neighbour())
+def test_subset_neighbours_move_tree_nodes_within_the_kappa_bound(case):
+    """The paper's relation (Definition 1.2): ANY subset of one item's events
+    replaced by no-ops. Each node moves by ≤ 2, each level by ℓ2² ≤ 4w, the tree
+    by ≤ κ·w·L with κ = 4 = sensitivity_factor("subset"); sparse-vector queries
+    and counts move by ≤ 1 (``dp_spark.continual.relations``)."""
+    horizon, events, neighbour = case
+    x, y = _summaries(events, horizon), _summaries(neighbour, horizon)
+    levels = num_levels(horizon)
+    for j, w in enumerate(x.flippancy_bounds):
+        total = 0.0
+        for a, b in zip(node_sums(x.z_truncated[j]), node_sums(y.z_truncated[j])):
+            diff = a - b
+            assert np.max(np.abs(diff)) <= 2
+            assert float(np.sum(diff**2)) <= 4 * w
+            total += float(np.sum(diff**2))
+        assert total <= sensitivity_factor("subset") * w * levels
+        assert np.max(np.abs(x.over_counts[j] - y.over_counts[j])) <= 1
+    assert np.max(np.abs(np.cumsum(x.z) - np.cumsum(y.z))) <= 1
+
+
+def test_subset_relation_needs_more_than_the_whole_item_constant():
+    """A subset neighbour with ℓ2² = 2·w·L > w·L: the whole-item constant (κ = 1)
+    would under-calibrate σ for the paper's relation."""
+    events = [(4, 0, 1, 3), (7, 0, 1, 3), (6, 0, -1, 1), (6, 0, -1, 2), (7, 0, 1, 3), (6, 0, 1, 2)]
+    x, y = _summaries(events, 8), _summaries(events[-1:], 8)
+    w, j = 2, 1
+    total = sum(float(np.sum((a - b) ** 2)) for a, b in zip(node_sums(x.z_truncated[j]), node_sums(y.z_truncated[j])))
+    assert total == 2 * w * num_levels(8) > sensitivity_factor("item-removal") * w * num_levels(8)
+    assert sensitivity_factor("subset") == 4
+    with pytest.raises(ParameterError, match="relation"):
+        sensitivity_factor("event")
+
+
 # ---------------------------------------------------------------- sparse vector
 def test_svt_constants():
     svt = SparseVector(rho=0.5, cutoff=4)
@@ -593,3 +643,115 @@ def test_mechanism_layer_does_not_import_spark_or_pandas():
     code = "import sys, dp_spark.continual; print('pyspark' in sys.modules, 'pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
+
+
+# ---------------------------------------------------------------- "auto", exact noise, error bounds
+from dp_spark.continual import DEFAULT_METHOD, MECHANISMS, budget_split  # noqa: E402
+from dp_spark.continual.auto import auto_plan, auto_run  # noqa: E402
+
+
+class _IntegerOnlyGenerator(np.random.Generator):
+    """A generator whose continuous samplers raise: only integer draws allowed."""
+
+    def _refuse(self, *args, **kwargs):
+        raise AssertionError("continuous noise drawn in a continual path")
+
+    normal = laplace = standard_normal = random = uniform = exponential = gumbel = _refuse
+    standard_exponential = gamma = beta = _refuse
+
+
+def test_no_continual_path_draws_continuous_noise():
+    """Every released statistic gets exact integer noise: fails if any path
+    (batch or online, every mechanism) calls a float sampler of the generator."""
+    rng = np.random.default_rng(31)
+    s = stream_summaries(*_synthetic_stream(rng, 64, 200, 4), 64)
+    gen = _IntegerOnlyGenerator(np.random.PCG64(5))
+    cases = [("bounded", {"max_flippancy": 4}), ("baseline", {}), ("adaptive", {}), ("auto", {}),
+             ("auto", {"tree_levels": 3})]
+    for mechanism, kwargs in cases:
+        out = continual_counts(s, 0.5, mechanism, rng=gen, **kwargs)
+        assert out.estimates.dtype == np.int64
+        json.dumps(out.to_dict())
+        counter = ContinualCounter(64, 0.5, mechanism, **kwargs)
+        for t in range(64):
+            assert isinstance(counter.step(gen, **_columns(s, t)).estimate, int)
+    with pytest.raises(AssertionError, match="continuous"):
+        gen.normal()
+
+
+def test_default_method_is_auto_and_listed():
+    assert DEFAULT_METHOD == "auto" and DEFAULT_METHOD in MECHANISMS
+    s = stream_summaries([1], ["a"], [1], 8)
+    assert continual_counts(s, 1.0, rng=np.random.default_rng(0)).mechanism == "auto"
+    assert ContinualCounter(8, 1.0).to_dict()["config"]["mechanism"] == "auto"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([16, 64, 256]),
+    st.floats(0.01, 50.0),
+    st.sampled_from(["subset", "item-removal"]),
+    st.one_of(st.none(), st.integers(0, 4)),
+    st.floats(0.05, 0.9),
+    st.integers(0, 10_000),
+)
+def test_auto_never_spends_more_than_rho_on_any_path(horizon, rho, relation, tree_levels, g, seed):
+    """Privacy of "auto" (proof in dp_spark.continual.auto): whatever path the
+    sparse vector takes, ρ_svt + (trees started + baseline) ≤ ρ, and the
+    public ledger sums to ρ; the online counter charges the same phases."""
+    rng = np.random.default_rng(seed)
+    s = stream_summaries(*_synthetic_stream(rng, horizon, 60, 8), horizon)
+    levels = None if tree_levels is None else min(tree_levels, s.max_level + 1)
+    plan = auto_plan(horizon, rho, 0.05, relation, tree_fraction=g, tree_levels=levels)
+    assert math.isclose(plan.rho_svt + plan.rho_rest, rho)
+    assert math.isclose(sum(r for _, r in plan.budget_split()), rho)
+    assert sum(plan.tree_rho) <= plan.rho_rest * (1 + 1e-12)
+    if plan.top_level < 0:
+        return
+    out = auto_run(s, plan, rng)
+    spent = sum(c.rho for _, c in out["ledger"].ledger)
+    assert spent <= plan.rho_rest * (1 + 1e-9)
+    path = out["path"]
+    started = sorted(set(path[path >= 0].tolist()))
+    assert spent >= sum(plan.tree_rho[j] for j in started) - 1e-12
+    assert np.all(np.diff(np.where(path < 0, plan.top_level + 1, path)) >= 0)  # levels only go up
+    counter = ContinualCounter(horizon, rho, "auto", relation=relation, tree_fraction=g, tree_levels=levels)
+    for t in range(horizon):
+        counter.step(rng, **_columns(s, t))
+    assert sum(c.rho for _, c in counter._auto_ledger().ledger) <= plan.rho_rest * (1 + 1e-9)
+
+
+def _one_update_per_step(rng, horizon, max_flips):
+    """Events at distinct steps (one update per step, the paper's model), flippancy ≤ max_flips."""
+    steps = rng.permutation(np.arange(1, horizon + 1))
+    times, items, ops, item, pos = [], [], [], 0, 0
+    while pos < horizon:
+        flips = int(rng.integers(1, max_flips + 1))
+        own = np.sort(steps[pos : pos + flips])
+        for k, step in enumerate(own):
+            times.append(int(step))
+            items.append(item)
+            ops.append(1 if k % 2 == 0 else -1)
+        pos += flips
+        item += 1
+    return np.array(times), np.array(items), np.array(ops)
+
+
+@pytest.mark.parametrize("mechanism,kwargs", [
+    ("auto", {}), ("auto", {"tree_levels": 3}), ("bounded", {"max_flippancy": 4}), ("baseline", {}),
+    ("adaptive", {}),
+])
+def test_error_bound_covers_the_truth_in_1_minus_beta_of_runs(mechanism, kwargs):
+    """Every released step's error_bound is simultaneous over steps, given the
+    released path: on streams within the stated flippancy (≤ 4) and one update
+    per step, all steps are covered in ≥ 1 − β of 300 runs (β = 0.2, so the
+    test checks the bound, not its slack; binomial lower 1e-4 tail: ≥ 0.74)."""
+    horizon, beta, runs = 256, 0.2, 300
+    rng = np.random.default_rng(2718)
+    s = stream_summaries(*_one_update_per_step(rng, horizon, 4), horizon)
+    truth = np.cumsum(s.z)
+    covered = 0
+    for run in range(runs):
+        out = continual_counts(s, 0.3, mechanism, rng=np.random.default_rng(run), beta=beta, **kwargs)
+        covered += bool(np.all(np.abs(out.estimates - truth) <= out.error_bound))
+    assert covered / runs >= 0.74
