@@ -19,7 +19,7 @@ from pathlib import Path
 
 from dp_spark.commands.base import RUN_OPTIONS, Option, log
 from dp_spark.commands.base import load_table as base_load_table
-from dp_spark.continual import MECHANISMS
+from dp_spark.continual import DEFAULT_METHOD, MECHANISMS
 
 NAME = "continual-distinct"
 HELP = "differentially private number of present items at every step of an insert/delete stream"
@@ -38,8 +38,8 @@ OPTIONS = (
     Option("rho", float, 0.5, "privacy parameter ρ (zCDP) spent by the whole series"),
     Option("horizon", int, None, "number of steps T to release (default: the data's last step rounded up "
            "to a power of two, which is not private; required with --stream and --input)"),
-    Option("mechanism", str, "adaptive", "adaptive (Algorithm 3), bounded (Algorithm 1, needs "
-           "--max-flippancy) or baseline (periodic recompute)", MECHANISMS),
+    Option("mechanism", str, DEFAULT_METHOD, "auto (default: trees then recompute, no bound needed), adaptive "
+           "(Algorithm 3), bounded (Algorithm 1, needs --max-flippancy) or baseline (periodic recompute)", MECHANISMS),
     Option("max_flippancy", int, None, "bounded: how often an item may flip between present and absent"),
     Option("beta", float, 0.05, "the error bounds hold with probability 1 - beta"),
     Option("delta", float, 1e-6, "δ of the reported (ε, δ) equivalent (nothing extra is spent)"),

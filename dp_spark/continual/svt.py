@@ -8,8 +8,9 @@ each with its own fresh noisy threshold, halting after the c-th "above".
 
 Per round (privacy parameter ε₀), with exact integer noise (discrete Laplace,
 ``dp_spark.noise.discrete_laplace_batch``) and integer queries q:
-    noisy threshold offset  η  ~ Lap_Z(b₁), b₁ = ⌈2/ε₀⌉  (drawn at the round's first query)
-    each query              ν  ~ Lap_Z(b₂), b₂ = ⌈4/ε₀⌉;  answer "above" iff q + ν ≥ ⌈τ⌉ + η
+    noisy threshold offset  η  ~ Lap_Z(b₁), b₁ = 2/ε₀  (drawn at the round's first query)
+    each query              ν  ~ Lap_Z(b₂), b₂ = 4/ε₀;  answer "above" iff q + ν ≥ ⌈τ⌉ + η
+    (b₁, b₂ rounded *up* onto the grid 2^−10, ``rational_scale``: never less noise)
     an "above" ends the round. (For integer q + ν − η, "≥ τ" and "≥ ⌈τ⌉" agree.)
 
 Guarantee. For queries of sensitivity 1 under the neighbouring relation (chosen
@@ -34,13 +35,14 @@ stay secret: store checkpoints like the input data, never publish them.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from dp_spark.continual import _checks
 from dp_spark.continual.tree import integer_vector
 from dp_spark.errors import ParameterError
-from dp_spark.noise.discrete_batch import discrete_laplace_batch
+from dp_spark.noise.discrete_batch import discrete_laplace_batch, rational_scale
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["SparseVector"]
@@ -81,14 +83,14 @@ class SparseVector:
         return self._epsilon
 
     @property
-    def threshold_scale(self) -> int:
-        """Discrete Laplace scale of the threshold noise, b₁ = ⌈2/ε₀⌉."""
-        return math.ceil(2.0 / self._epsilon)
+    def threshold_scale(self) -> Fraction:
+        """Discrete Laplace scale of the threshold noise, b₁ = 2/ε₀ (rounded up to 2^−10)."""
+        return rational_scale(2.0 / self._epsilon)
 
     @property
-    def query_scale(self) -> int:
-        """Discrete Laplace scale of the query noise, b₂ = ⌈4/ε₀⌉."""
-        return math.ceil(4.0 / self._epsilon)
+    def query_scale(self) -> Fraction:
+        """Discrete Laplace scale of the query noise, b₂ = 4/ε₀ (rounded up to 2^−10)."""
+        return rational_scale(4.0 / self._epsilon)
 
     @property
     def aboves(self) -> int:
@@ -106,7 +108,7 @@ class SparseVector:
         """α = 2·b₂·ln(4ck/β): the (α, β)-accuracy over k queries (c rounds)."""
         k = _checks.integer(num_queries, "num_queries", 1)
         beta = _checks.open_unit(beta, "beta")
-        return 2.0 * self.query_scale * math.log(4.0 * self._cutoff * k / beta)
+        return 2.0 * float(self.query_scale) * math.log(4.0 * self._cutoff * k / beta)
 
     def _start_round(self, rng: np.random.Generator) -> int:
         if self.halted:

@@ -16,7 +16,8 @@ No floating-point value is computed on the way to a sample, so the output has
 exactly the stated distribution (up to the uniformity of ``rng``'s bits).
 
 - ``bernoulli_exp_batch(a, b, rng)``: Bernoulli(exp(−a/b)) element-wise (Alg. 1).
-- ``discrete_laplace_batch(t, size, rng)``: P[k] ∝ exp(−|k|/t), integer t ≥ 1 (Alg. 2).
+- ``discrete_laplace_batch(b, size, rng)``: P[k] ∝ exp(−|k|/b), rational b > 0 (Alg. 2);
+  ``rational_scale`` rounds a float scale up onto a 2^−10 grid.
 - ``discrete_gaussian_batch(sigma2, size, rng)``: P[k] ∝ exp(−k²/(2σ²)) for a
   rational σ² (Alg. 3). Added to an integer statistic of ℓ2 sensitivity Δ it
   is Δ²/(2σ²)-zCDP (CKS 2020, Theorem 4); its variance is at most σ².
@@ -35,7 +36,13 @@ from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete import _bernoulli_exp_fraction, _to_fraction
 from dp_spark.noise.rng import check_rng
 
-__all__ = ["bernoulli_exp_batch", "discrete_laplace_batch", "discrete_gaussian_batch", "rational_sigma2"]
+__all__ = [
+    "bernoulli_exp_batch",
+    "discrete_laplace_batch",
+    "discrete_gaussian_batch",
+    "rational_sigma2",
+    "rational_scale",
+]
 
 _INT64_MAX = np.iinfo(np.int64).max
 _SAFE = 2**62  # products are checked against this before they are formed
@@ -52,6 +59,8 @@ def rational_sigma2(sigma2: object) -> Fraction:
     value = _to_fraction(sigma2, "sigma2")
     if value <= 0:
         raise ParameterError("sigma2 must be > 0")
+    if value < Fraction(1, 2**20):  # rounding a tiny σ² up to 2^−20 only adds privacy
+        return Fraction(1, 2**20)
     magnitude = value.numerator.bit_length() - value.denominator.bit_length()  # ≈ log2 σ² (±1)
     bits = 21 if magnitude >= 0 else 11  # below σ² = 1 a coarser grid keeps n·d small
     grid = 1 << max(0, bits - magnitude)
@@ -141,21 +150,24 @@ def _check_count(size: object) -> int:
     return int(size)
 
 
-def discrete_laplace_batch(scale: int, size: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` draws with P[k] ∝ exp(−|k|/t) for an integer scale t ≥ 1 (CKS Algorithm 2, s = 1).
+def discrete_laplace_batch(scale: object, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws with P[k] ∝ exp(−|k|/b) for a rational scale b = t/s > 0 (CKS Algorithm 2).
 
     Per attempt: U uniform on {0..t−1}, accept with probability exp(−U/t);
     V = geometric count of Bernoulli(exp(−1)) successes; X = U + t·V has
-    P[X = x] ∝ exp(−x/t); a fair sign is attached, rejecting (negative, 0).
-    Adding it with t = Δ/ε to an integer statistic of ℓ1 sensitivity Δ is ε-DP.
+    P[X = x] ∝ exp(−x/t); Y = ⌊X/s⌋ has P[Y = y] ∝ exp(−y·s/t); a fair sign
+    is attached, rejecting (negative, 0). Adding it with b = Δ/ε to an
+    integer statistic of ℓ1 sensitivity Δ is ε-DP.
     """
     check_rng(rng)
-    if isinstance(scale, bool) or not isinstance(scale, (int, np.integer)) or int(scale) < 1:
-        raise ParameterError(f"scale must be an int >= 1, got {scale!r}")
-    t = int(scale)
+    b = _to_fraction(scale, "scale")
+    if b <= 0:
+        raise ParameterError(f"scale must be > 0, got {float(b)!r}")
+    t, s = b.numerator, b.denominator
     n = _check_count(size)
-    if t >= _SAFE // 64:
-        raise ParameterError("discrete_laplace_batch: scale too large for int64; use discrete_laplace")
+    if t >= _SAFE // 64 or s >= _SAFE:
+        raise ParameterError("discrete_laplace_batch: scale numerator/denominator too large for int64; "
+                             "use dp_spark.noise.discrete_laplace")
     out = np.zeros(n, dtype=np.int64)
     todo = np.arange(n)
     while todo.shape[0]:
@@ -163,12 +175,20 @@ def discrete_laplace_batch(scale: int, size: int, rng: np.random.Generator) -> n
         u = rng.integers(0, t, size=m, dtype=np.int64)
         accept = bernoulli_exp_batch(u, np.full(m, t, dtype=np.int64), rng)
         v = _geometric_exp1(m, rng)
-        x = u + t * v
+        y = (u + t * v) // s
         negative = rng.integers(0, 2, size=m, dtype=np.int64) == 1
-        accept &= ~(negative & (x == 0))
-        out[todo[accept]] = np.where(negative, -x, x)[accept]
+        accept &= ~(negative & (y == 0))
+        out[todo[accept]] = np.where(negative, -y, y)[accept]
         todo = todo[~accept]
     return out
+
+
+def rational_scale(scale: float) -> Fraction:
+    """Round a Laplace scale up (exactly) to a multiple of 2^−10: more noise, never less privacy."""
+    value = _to_fraction(scale, "scale")
+    if value <= 0:
+        raise ParameterError("scale must be > 0")
+    return Fraction(math.ceil(value * 1024), 1024)
 
 
 def discrete_gaussian_batch(sigma2: object, size: int, rng: np.random.Generator) -> np.ndarray:

@@ -74,7 +74,7 @@ import numpy as np
 from pyspark.sql import functions as F
 
 from dp_spark.accounting import ZCDP, PrivacyFilter
-from dp_spark.continual import ContinualCounter
+from dp_spark.continual import DEFAULT_METHOD, ContinualCounter
 from dp_spark.errors import InputError, ParameterError, SparkJobError
 from dp_spark.noise import make_rng
 from dp_spark.releases.continual_distinct import (
@@ -356,7 +356,7 @@ def continual_distinct_stream(
     sink: str,
     rho: float,
     horizon: int,
-    mechanism: str = "adaptive",
+    mechanism: str = DEFAULT_METHOD,
     max_flippancy: int | None = None,
     time_col: str | None = "time",
     item_col: str = "item",
@@ -636,7 +636,7 @@ def _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, s
         "checkpoint_created": state["created"],
         "resumed": resumed,
         "steps_released": state["step"],
-        "noise": "gaussian",
+        "noise": "discrete gaussian",
         "rules": list(RULES),
     }
     return build_release(

@@ -179,7 +179,7 @@ def test_every_mechanism_is_exact_when_the_noise_vanishes(events):
     count at every step (adaptive and baseline included), so the wiring from
     the stage to the series is right."""
     df, truth = events
-    for mechanism, extra in (("adaptive", {}), ("bounded", {"max_flippancy": 4}), ("baseline", {})):
+    for mechanism, extra in (("auto", {}), ("adaptive", {}), ("bounded", {"max_flippancy": 4}), ("baseline", {})):
         release = dp_spark.continual_distinct(df, 1e12, horizon=100, mechanism=mechanism, seed=2, **extra)
         np.testing.assert_allclose(release.series.estimate, truth, atol=0.05)
 
@@ -225,7 +225,7 @@ def test_cli_built_in_stream_writes_series_and_report(capsys, tmp_path, spark):
                           "--output", str(report_path))
     assert code == 0, err
     report = json.loads(report_path.read_text())
-    assert report["horizon"] == 64 and report["mechanism"] == "adaptive" and report["privacy_unit"] == "item"
+    assert report["horizon"] == 64 and report["mechanism"] == "auto" and report["privacy_unit"] == "item"
     series = pd.read_parquet(tmp_path / "report_series.parquet")  # default: beside the report
     assert series.step.tolist() == list(range(1, 65)) and "estimate" in series
     assert "NOT private" in out

@@ -55,7 +55,7 @@ def _expected(steps: dict[int, list[tuple]]) -> list[float]:
     summaries = stream_summaries(
         [r[0] for r in rows], [r[2] for r in rows], [r[3] for r in rows], HORIZON, order=[r[1] for r in rows]
     )
-    counter = ContinualCounter(HORIZON, RHO, "adaptive")
+    counter = ContinualCounter(HORIZON, RHO, "auto")
     rng = make_rng(SEED)
     return [
         counter.step(rng, z=summaries.z[t], z_truncated=summaries.z_truncated[:, t],
@@ -205,7 +205,7 @@ def test_interval_trigger_makes_a_step_of_every_interval(spark, tmp_path):
                                     trigger="1 second", timeout=90, state_partitions=1)
     assert got.series.step.tolist() == [1, 2, 3] and got.parameters["step_grid"] == "interval"
     assert any("each trigger interval is one step" in note for note in got.notes)
-    counter = ContinualCounter(4, RHO, "adaptive")
+    counter = ContinualCounter(4, RHO, "auto")
     rng = make_rng(SEED)
     summaries = stream_summaries([1, 1, 1, 1], ["a", "b", "b", "c"], [1, 1, -1, 1], 4, order=[1.0, 1.0, 1.5, 1.2])
     want = [counter.step(rng, z=summaries.z[t], z_truncated=summaries.z_truncated[:, t],

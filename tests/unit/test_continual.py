@@ -407,11 +407,12 @@ def test_svt_constants():
     svt = SparseVector(rho=0.5, cutoff=4)
     eps0 = math.sqrt(2 * 0.5 / 4)
     assert math.isclose(svt.epsilon_per_round, eps0)
-    assert svt.threshold_scale == math.ceil(2 / eps0) and svt.query_scale == math.ceil(4 / eps0)
+    assert 2 / eps0 <= svt.threshold_scale <= 2 / eps0 + 2**-10
+    assert 4 / eps0 <= svt.query_scale <= 4 / eps0 + 2**-10
     # each round is (1/b1 + 2/b2) <= eps0-DP, eps0^2/2-zCDP; c rounds compose to rho
     assert 1 / svt.threshold_scale + 2 / svt.query_scale <= eps0
     assert math.isclose(svt.cutoff * eps0**2 / 2, 0.5)
-    assert math.isclose(svt.alpha(100, 0.1), 2 * svt.query_scale * math.log(4 * 4 * 100 / 0.1))
+    assert math.isclose(svt.alpha(100, 0.1), 2 * float(svt.query_scale) * math.log(4 * 4 * 100 / 0.1))
 
 
 def test_svt_all_below_never_fires():

@@ -360,6 +360,7 @@ from dp_spark.noise.discrete_batch import (  # noqa: E402
     bernoulli_exp_batch,
     discrete_gaussian_batch,
     discrete_laplace_batch,
+    rational_scale,
     rational_sigma2,
 )
 
@@ -384,12 +385,14 @@ def test_discrete_gaussian_batch_matches_exact_pmf(sigma2):
     assert abs(float(np.mean(draws.astype(float) ** 2)) - variance) < 5 * se
 
 
-@pytest.mark.parametrize("scale", [1, 3, 17])
+@pytest.mark.parametrize("scale", [1, 3, 17, Fraction(7, 3), Fraction(1, 4)])
 def test_discrete_laplace_batch_matches_exact_pmf(scale):
     draws = discrete_laplace_batch(scale, N_BATCH, make_rng(72))
+    scale = float(scale)
     support = support_for(scale)
     assert chisquare_pvalue(draws, support, discrete_laplace_pmf(scale, support)) > P_MIN
-    assert chisquare_pvalue(draws, support, discrete_laplace_pmf(scale * 1.1, support)) < P_MIN
+    wrong = scale * 1.1 if scale > 0.5 else scale * 1.3  # tiny scales: nearly all mass at 0
+    assert chisquare_pvalue(draws, support, discrete_laplace_pmf(wrong, support)) < P_MIN
 
 
 @pytest.mark.parametrize("a, b", [(0, 1), (1, 3), (1, 1), (5, 2), (7, 1)])
@@ -400,7 +403,8 @@ def test_bernoulli_exp_batch_rate(a, b):
 
 
 def test_rational_sigma2_rounds_up_on_a_small_grid():
-    for value in [1e-8, 0.01, 0.3, 1.0, 21.000000001, 5376.3, 2.2e7]:
+    assert rational_sigma2(1e-12) == Fraction(1, 2**20)
+    for value in [1e-6, 0.01, 0.3, 1.0, 21.000000001, 5376.3, 2.2e7]:
         q = rational_sigma2(value)
         slack = Fraction(1, 2**19) if value >= 1 else Fraction(1, 2**9)
         assert Fraction(value) <= q <= Fraction(value) * (1 + slack)
@@ -414,6 +418,7 @@ def test_discrete_batch_refuses_bad_arguments():
             discrete_gaussian_batch(bad, 3, rng)
     with pytest.raises(ParameterError):
         discrete_laplace_batch(0, 3, rng)
+    assert rational_scale(0.3) == Fraction(308, 1024) and rational_scale(2) == 2
     with pytest.raises(ParameterError):
         discrete_gaussian_batch(1, -1, rng)
     with pytest.raises(ParameterError):
