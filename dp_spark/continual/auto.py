@@ -46,9 +46,12 @@ Error (probability ≥ 1 − β: β/2 to the noise, union over the T steps; β/2
 the sparse vector): at a tree step, |err_t| ≤ std_t·q + τ_j + α (α the
 sparse vector's accuracy: at "below", fewer than τ_j + α items exceed w_j, and
 only they are truncated; the term is 0 when 2^j ≥ T); at a baseline step,
-|err_t| ≤ σ_b·q + (t − r(t)) where r(t) is the last recompute step, assuming
-the count changes by at most 1 per step (one update per step, as in the
-paper). Discrete Gaussian noise is σ-subgaussian (CKS 2020), so the Gaussian
+|err_t| ≤ σ_b·q + (t − r(t))·Δ where r(t) is the last recompute step and Δ
+the caller's public bound ``max_step_change`` on the count's change per step
+(default 1, the paper's one-update-per-step model: with several events per
+step the staleness term can be larger and the bound does not hold); with
+Δ = None the baseline recomputes every step (B = 1) and the bound is σ_b·q,
+resting on no assumption about the data. Discrete Gaussian noise is σ-subgaussian (CKS 2020), so the Gaussian
 tail bound applies.
 """
 
@@ -70,11 +73,17 @@ from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigm
 __all__ = ["AutoPlan", "auto_plan", "auto_run", "best_block", "BaselinePhase"]
 
 
-def best_block(length: int, rho: float, quantile: float) -> int:
-    """Block B minimising (B − 1) + sqrt(⌈n/B⌉/(2ρ))·q over n = ``length`` steps (public)."""
+def best_block(length: int, rho: float, quantile: float, step_change: int | None = 1) -> int:
+    """Block B minimising (B − 1)·Δ + sqrt(⌈n/B⌉/(2ρ))·q over n = ``length`` steps (public).
+
+    Δ = ``step_change`` bounds how much the count can move in one step; with
+    Δ = None (unknown) no staleness can be bounded, so B = 1 (a fresh count
+    at every step)."""
+    if step_change is None:
+        return 1
     blocks = np.arange(1, length + 1, dtype=np.float64)
     releases = np.ceil(length / blocks)
-    bound = (blocks - 1) + np.sqrt(releases / (2 * rho)) * quantile
+    bound = (blocks - 1) * step_change + np.sqrt(releases / (2 * rho)) * quantile
     return int(blocks[int(np.argmin(bound))])
 
 
@@ -89,9 +98,11 @@ class BaselinePhase:
     sigma2: Fraction
 
     @classmethod
-    def plan(cls, horizon: int, start: int, rho: float, quantile: float) -> BaselinePhase:
+    def plan(
+        cls, horizon: int, start: int, rho: float, quantile: float, step_change: int | None = None
+    ) -> BaselinePhase:
         length = horizon - start + 1
-        block = best_block(length, rho, quantile)
+        block = best_block(length, rho, quantile, step_change)
         releases = -(-length // block)
         return cls(start, rho, block, releases, rational_sigma2(Fraction(releases) / (2 * Fraction(rho))))
 
@@ -99,8 +110,8 @@ class BaselinePhase:
     def sigma(self) -> float:
         return math.sqrt(self.sigma2)
 
-    def bound(self, quantile: float) -> float:
-        return self.sigma * quantile + (self.block - 1)
+    def bound(self, quantile: float, step_change: int | None = None) -> float:
+        return self.sigma * quantile + (self.block - 1) * (step_change or 0)
 
 
 @dataclass(frozen=True)
@@ -120,6 +131,7 @@ class AutoPlan:
     thresholds: np.ndarray
     quantile: float
     svt_alpha: float
+    max_step_change: int | None = None
 
     @property
     def cutoff(self) -> int:
@@ -141,6 +153,7 @@ class AutoPlan:
             "thresholds": [float(t) for t in self.thresholds],
             "quantile": self.quantile,
             "sparse_vector_alpha": self.svt_alpha,
+            "max_step_change": self.max_step_change,
         }
 
     def budget_split(self) -> list[tuple[str, float]]:
@@ -171,12 +184,20 @@ def auto_plan(
     tree_fraction: float = 0.5,
     threshold_scale: float = 0.5,
     tree_levels: int | None = None,
+    max_step_change: int | None = 1,
 ) -> AutoPlan:
     """Budget split, crossover level j*, σ_j and τ_j of "auto" (public inputs only).
 
     ``tree_levels``: None (default) picks j* by the crossover rule; an int n
     forces trees for w = 1, 2, …, 2^(n−1) before the baseline (n = 0: the
     baseline alone) — a public choice, for callers who know better and tests.
+    ``max_step_change``: a public bound Δ on how much the number of present
+    items can change in one step; default 1, the paper's one-update-per-step
+    model (the same assumption as the "baseline" mechanism). The baseline
+    phase holds counts for B steps and its error bound adds (t − r(t))·Δ,
+    valid only if Δ is (privacy never depends on it). None: no bound known,
+    the baseline recomputes at every step (B = 1) and no error bound rests on
+    an assumption about the data (but the baseline is then much noisier).
     """
     T = _checks.horizon(horizon)
     rho = _checks.positive_finite(rho, "rho")
@@ -187,6 +208,8 @@ def auto_plan(
     s = _checks.positive_finite(threshold_scale, "threshold_scale")
     if tree_levels is not None:
         tree_levels = _checks.integer(tree_levels, "tree_levels", 0, _checks.log2_exact(T) + 1)
+    if max_step_change is not None:
+        max_step_change = _checks.integer(max_step_change, "max_step_change", 1)
     L, J = num_levels(T), _checks.log2_exact(T)
     q = _quantile(T, beta / 2.0)
     rest = (1.0 - f) * rho
@@ -197,19 +220,20 @@ def auto_plan(
         tree = math.sqrt(s2) * math.sqrt(L) * q
         if (1 << j) < T:  # truncation: threshold + the sparse vector's accuracy with cutoff j + 1
             tree += s * tree + SparseVector(f * rho, j + 1).alpha(T + j + 1, beta / 2.0)
-        instead = BaselinePhase.plan(T, 1, (1.0 - g) ** j * rest, q).bound(q)
+        instead = BaselinePhase.plan(T, 1, (1.0 - g) ** j * rest, q, max_step_change).bound(q, max_step_change)
         if (tree > instead) if tree_levels is None else j >= tree_levels:
             break
         tree_rho.append(rho_j)
         sigma2.append(s2)
     top = len(tree_rho) - 1
     if top < 0:
-        return AutoPlan(T, rho, beta, relation, 0.0, rho, g, -1, (), (), np.zeros(0), _quantile(T, beta), 0.0)
+        return AutoPlan(T, rho, beta, relation, 0.0, rho, g, -1, (), (), np.zeros(0), _quantile(T, beta), 0.0,
+                        max_step_change)
     bounds = np.array([math.sqrt(v) * math.sqrt(L) * q for v in sigma2])
     svt = SparseVector(f * rho, top + 1)
     alpha = svt.alpha(T + top + 1, beta / 2.0)
     return AutoPlan(T, rho, beta, relation, f * rho, rest, g, top, tuple(tree_rho), tuple(sigma2),
-                    s * bounds, q, alpha)
+                    s * bounds, q, alpha, max_step_change)
 
 
 # ------------------------------------------------------------------------ batch run
@@ -252,7 +276,7 @@ def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
         bound[chosen] = release.std[chosen] * plan.quantile + truncation
     baseline = None
     if start is not None:
-        baseline = BaselinePhase.plan(T, start, ledger.remaining.rho, plan.quantile)
+        baseline = BaselinePhase.plan(T, start, ledger.remaining.rho, plan.quantile, plan.max_step_change)
         ledger.spend(ZCDP(baseline.rho), label="recompute baseline")
         counts = np.cumsum(np.asarray(summaries.z, dtype=np.int64))
         steps = np.arange(start, T + 1, baseline.block)
@@ -260,6 +284,7 @@ def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
         which = (np.arange(start, T + 1) - start) // baseline.block
         estimates[start - 1 :] = noisy[which]
         std[start - 1 :] = baseline.sigma
-        bound[start - 1 :] = baseline.sigma * plan.quantile + (np.arange(start, T + 1) - steps[which])
+        staleness = (np.arange(start, T + 1) - steps[which]) * (plan.max_step_change or 0)  # 0 when B = 1
+        bound[start - 1 :] = baseline.sigma * plan.quantile + staleness
     return {"estimates": estimates, "std": std, "error_bound": bound, "path": path, "baseline": baseline,
             "ledger": ledger}

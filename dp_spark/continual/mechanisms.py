@@ -448,12 +448,6 @@ def _baseline(
 
 def _auto(summaries: StreamSummaries, rho: float, beta: float, relation: str, options: dict, rng) -> ContinualResult:
     plan = auto_plan(summaries.horizon, rho, beta, relation, **options)
-    if plan.top_level < 0:  # no tree can beat the baseline: "auto" is the baseline
-        base = _baseline(summaries, rho, beta, None, relation, rng)
-        notes = ("auto: at these public parameters no binary tree's error bound beats the recompute "
-                 "baseline's, so the whole budget goes to the baseline.",) + base.notes
-        return ContinualResult("auto", base.horizon, rho, base.estimates, base.std, base.error_bound, beta, None,
-                               {**base.parameters, **plan.to_dict(), "phases": "baseline"}, notes, relation)
     if plan.top_level > summaries.max_level:
         raise ParameterError(
             f"mechanism 'auto' needs summaries up to max_level {plan.top_level}; recompute them with a larger max_level"
@@ -464,10 +458,15 @@ def _auto(summaries: StreamSummaries, rho: float, beta: float, relation: str, op
     baseline = out["baseline"]
     notes = [
         "auto: Algorithm 3 of Jain et al. (NeurIPS 2023) with lazily started trees (flippancy bounds "
-        f"1..{1 << plan.top_level}) and the recompute baseline past the crossover; zCDP filter.",
+        f"1..{1 << max(plan.top_level, 0)}) and the recompute baseline past the crossover; zCDP filter.",
         "error_bound per step: tree noise bound + truncation (threshold + sparse-vector accuracy) at tree steps; "
-        "noise bound + staleness at baseline steps, assuming the count changes by at most 1 per step.",
+        "noise bound + staleness x max_step_change at baseline steps: the bound assumes the count changes "
+        "by at most max_step_change per step (default 1, one update per step as in the paper); with several "
+        "events per step the staleness term can be larger.",
     ]
+    if plan.top_level < 0:
+        notes[0] = ("auto: at these public parameters no binary tree's error bound beats the recompute "
+                    "baseline's, so the whole budget goes to the baseline.")
     parameters = {**plan.to_dict(), "levels": num_levels(T)}
     if baseline is not None:
         parameters["baseline"] = {"start": baseline.start, "rho": baseline.rho, "block": baseline.block,
@@ -523,6 +522,7 @@ def continual_counts(
     relation: str = DEFAULT_RELATION,
     tree_fraction: float | None = None,
     tree_levels: int | None = None,
+    max_step_change: int | None = 1,
 ) -> ContinualResult:
     """Private estimate of the number of present items at every step, item-level ρ-zCDP.
 
@@ -548,6 +548,9 @@ def continual_counts(
         relation: the neighbouring relation the guarantee is stated for.
         tree_fraction: "auto" only, share g of the remaining budget per tree.
         tree_levels: "auto" only, force this many trees (None: the crossover rule).
+        max_step_change: "auto" only, a public bound on the count's change per
+            step (default 1, the paper's model; its error_bound rests on it);
+            None: the baseline phase recomputes every step (``auto_plan``).
     """
     if not isinstance(summaries, StreamSummaries):
         raise ParameterError("summaries must be a StreamSummaries (see dp_spark.continual.stream_summaries)")
@@ -567,5 +570,6 @@ def continual_counts(
     if mechanism == "auto":
         options = {k: v for k, v in (("svt_fraction", svt_fraction), ("threshold_scale", threshold_scale),
                                      ("tree_fraction", tree_fraction), ("tree_levels", tree_levels)) if v is not None}
+        options["max_step_change"] = max_step_change
         return _auto(summaries, rho, beta, relation, options, rng)
     raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")

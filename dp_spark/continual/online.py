@@ -87,6 +87,7 @@ class ContinualCounter:
         relation: str = DEFAULT_RELATION,
         tree_fraction: float | None = None,
         tree_levels: int | None = None,
+        max_step_change: int | None = 1,
     ) -> None:
         self._horizon = _checks.horizon(horizon)
         self._rho = _checks.positive_finite(rho, "rho")
@@ -112,6 +113,7 @@ class ContinualCounter:
             "relation": self._relation,
             "tree_fraction": tree_fraction,
             "tree_levels": tree_levels,
+            "max_step_change": max_step_change,
         }
         self._t = 0
         self._levels = num_levels(self._horizon)
@@ -136,6 +138,7 @@ class ContinualCounter:
         elif mechanism == "auto":
             options = {k: v for k, v in (("svt_fraction", svt_fraction), ("threshold_scale", threshold_scale),
                                          ("tree_fraction", tree_fraction), ("tree_levels", tree_levels)) if v is not None}
+            options["max_step_change"] = max_step_change
             self._auto = auto_plan(self._horizon, self._rho, self._beta, self._relation, **options)
             if self._auto.top_level > self._max_level:
                 raise ParameterError("mechanism 'auto' needs max_level >= its top tree level; raise max_level")
@@ -144,8 +147,9 @@ class ContinualCounter:
             self._level = 0 if self._auto.top_level >= 0 else -1
             self._started: list[int] = []
             self._phase: BaselinePhase | None = None
-            if self._level < 0:  # baseline only: "auto" is the baseline mechanism
-                self._recompute = recompute_plan(self._horizon, self._rho, self._beta, None)
+            if self._level < 0:  # baseline only, from step 1 with the whole budget
+                plan = self._auto
+                self._phase = BaselinePhase.plan(self._horizon, 1, plan.rho_rest, plan.quantile, plan.max_step_change)
             self._count = 0
             self._held = 0
             self._last_release = 0
@@ -245,8 +249,6 @@ class ContinualCounter:
     def _auto_step(self, t: int, popcount: int, rng, z, z_truncated, over_counts) -> StepEstimate:
         """One step of "auto" (``dp_spark.continual.auto``): trees, sparse vector, then baseline."""
         plan = self._auto
-        if plan.top_level < 0:
-            return self._baseline_step(t, rng, z, self._recompute)
         self._count_step(z)
         if self._level >= 0:
             column = self._column(z_truncated, "z_truncated")
@@ -256,7 +258,9 @@ class ContinualCounter:
             while self._level >= 0 and self._svt.query(int(over[self._level]), float(plan.thresholds[self._level]), rng):
                 self._level = self._level + 1 if self._level < plan.top_level else -1
             if self._level < 0:  # switch: the baseline gets what the started trees left
-                self._phase = BaselinePhase.plan(self._horizon, t, self._auto_ledger().remaining.rho, plan.quantile)
+                self._phase = BaselinePhase.plan(
+                    self._horizon, t, self._auto_ledger().remaining.rho, plan.quantile, plan.max_step_change
+                )
                 self._auto_ledger()  # checks the filter admits it
         if self._level >= 0:
             level = self._level
@@ -270,7 +274,8 @@ class ContinualCounter:
         if (t - phase.start) % phase.block == 0:
             self._held = self._count + int(discrete_gaussian_batch(phase.sigma2, 1, rng)[0])
             self._last_release = t
-        return StepEstimate(t, self._held, phase.sigma, phase.sigma * plan.quantile + (t - self._last_release), None)
+        staleness = (t - self._last_release) * (plan.max_step_change or 0)  # 0: B = 1 without a bound
+        return StepEstimate(t, self._held, phase.sigma, phase.sigma * plan.quantile + staleness, None)
 
     def to_dict(self) -> dict:
         """JSON-serialisable checkpoint (confidential: holds exact partial sums)."""
@@ -346,6 +351,6 @@ class ContinualCounter:
                 _checks.integer(phase["releases"], "phase releases", 1, self._horizon),
                 Fraction(num, den),
             )
-        if (self._phase is None) != (self._level >= 0 or top < 0):
+        if (self._phase is None) != (self._level >= 0):
             raise ParameterError("state phase and level disagree; re-create the checkpoint")
         self._auto_ledger()  # the recorded spends must fit the budget

@@ -161,7 +161,7 @@ def build_release(
     }
     if mechanism == "bounded":
         assumption = f", provided no item flips more than {w} times (otherwise add the number of items that do)"
-    elif mechanism == "baseline":
+    elif mechanism in ("baseline", "auto"):
         assumption = ", provided the count changes by at most 1 per step (staleness between recomputes)"
     else:
         assumption = ""

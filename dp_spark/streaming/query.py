@@ -608,7 +608,7 @@ def _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, s
         notes.append(f"The stream reached its horizon ({horizon} steps); later events are not counted.")
     else:
         notes.append(f"The stream is not finished: {state['step']} of {horizon} steps released so far.")
-    if config["mechanism"] == "baseline":
+    if config["mechanism"] in ("baseline", "auto"):
         notes.append(
             "error_bound includes staleness, assuming the count changes by at most 1 per step; with "
             "several events per step the staleness term can be larger."
