@@ -17,6 +17,10 @@ _LAZY = {
     "continual_distinct": ("dp_spark.releases.continual_distinct", "continual_distinct"),
     "Release": ("dp_spark.report", "Release"),
     "get_session": ("dp_spark.session", "get_session"),
+    "PrivacyFilter": ("dp_spark.accounting", "PrivacyFilter"),
+    "PureDP": ("dp_spark.accounting", "PureDP"),
+    "ApproxDP": ("dp_spark.accounting", "ApproxDP"),
+    "ZCDP": ("dp_spark.accounting", "ZCDP"),
 }
 
 __all__ = ["__version__", *_LAZY]

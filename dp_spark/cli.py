@@ -30,23 +30,27 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dp-spark", description=__doc__.split("\n\n")[0])
+    parser = _Parser(
+        prog="dp-spark", description="Run a differentially private release from the command line.",
+        epilog="dp-spark RELEASE --help lists a release's options. Example: dp-spark distinct-count "
+               "--input events.parquet --epsilon 1 --output report.json --report-html report.html")
     parser.add_argument("--version", action="version", version=f"dp_spark {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="RELEASE", parser_class=_Parser)
     for name, module in COMMANDS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        p.add_argument("--config", help="YAML file of options (command-line flags override it)")
+        p.add_argument("--config", metavar="PATH", help="YAML file of options (command-line flags override it)")
         add_options(p, module.OPTIONS)
     return parser
 
 
 def _configure_logging(opts) -> None:
-    level = logging.WARNING if opts.get("quiet") else logging.INFO
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("dp-spark: %(message)s"))
+    from dp_spark.progress import StepHandler, show_progress
+
+    # Steps always name the Spark jobs; their progress lines show on a terminal only.
+    handler = StepHandler(show_progress(opts.get("quiet"), opts.get("verbose")))
     root = logging.getLogger("dp_spark")
     root.handlers[:] = [handler]
-    root.setLevel(level)
+    root.setLevel(logging.INFO)
     root.propagate = False
     # pyspark logs failed queries (with the JVM stack trace) to this logger;
     # dp-spark reports its own one-line error instead.
@@ -79,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         print(release.to_json() if opts["quiet"] else release.summary())
         for writer in getattr(module, "ARTIFACT_WRITERS", {}).values():
             writer(release, opts)  # before the report: a report means all outputs exist
+        if opts.get("report_html"):
+            from dp_spark.html_report import write_html
+
+            write_html(opts["report_html"], release)  # shows release.artifacts["ledger"] when set
+            if not opts["quiet"]:
+                print(f"HTML report written to {opts['report_html']}")
         if opts["output"]:
             from dp_spark.io import write_json_atomic
 
@@ -92,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     except DPSparkError as exc:
         print(f"dp-spark: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("dp-spark: interrupted; no output was written", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a stream says what it had released (str(exc))
+        print(f"dp-spark: interrupted; {exc or 'no output was written'}", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - last resort: one line, no stack
         if os.environ.get("DP_SPARK_DEBUG"):

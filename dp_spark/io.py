@@ -121,9 +121,13 @@ def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
         raise
 
 
-def write_dataframe_atomic(df, path: str, fmt: str = "parquet") -> None:
+def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = False) -> None:
     """Write a Spark DataFrame to a local directory atomically: Spark writes a
-    sibling temporary directory, which then replaces the target."""
+    sibling temporary directory, which then replaces the target. ``seeded``:
+    mark the output "not for publication" (:mod:`dp_spark.marking`)."""
+    from dp_spark.marking import mark_folder, mark_spark
+
+    df = mark_spark(df, seeded)
     if not _is_local(path):
         # Object stores have no atomic rename; Spark's committer is the best we get.
         df.write.mode("overwrite").format(fmt).save(path)
@@ -136,6 +140,7 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet") -> None:
         if fmt == "csv":
             writer = writer.option("header", "true")
         writer.save(str(tmp))
+        mark_folder(tmp, seeded)
         old = None
         if target.exists():
             old = target.parent / f".{target.name}.{uuid.uuid4().hex}.old"

@@ -105,6 +105,15 @@ class Release:
     def to_json(self, indent: int = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
+    def to_html(self, ledger: dict[str, Any] | None = None, history: list[dict] | None = None) -> str:
+        """One self-contained HTML page for a person to read (see
+        :mod:`dp_spark.html_report`): released values, privacy spent, the
+        error statements and charts of released quantities only. ``ledger``:
+        the budget ledger's balance when the run spent from one."""
+        from dp_spark.html_report import render
+
+        return render(self, ledger=ledger, history=history)
+
     def summary(self) -> str:
         """A short human-readable summary (what the CLI prints)."""
         lines = [f"{self.name}: {self.guarantee.describe()}, unit: one {self.privacy_unit}"]
@@ -113,12 +122,37 @@ class Release:
             shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
             if isinstance(value, float):
                 shown = f"{value:,.4g}"
+            listed: list[str] = []
             if isinstance(value, (list, dict)):
-                shown = f"{len(value)} entries (see the report)"
+                shown, listed = _listing(value)
             lines.append(f"  {key:<{width}}  {shown}")
+            lines.extend(f"  {'':<{width}}    {row}" for row in listed)
             if key in self.errors:
                 lines.append(f"  {'':<{width}}    {self.errors[key]}")
         lines.append(self.statement)
         if self.seeded:
             lines.append("WARNING: " + SEEDED_WARNING)
         return "\n".join(lines)
+
+
+#: Rows of a released list printed on screen (the rest is in the report).
+SCREEN_ROWS = 10
+
+
+def _listing(value) -> tuple[str, list[str]]:
+    """A released list as a head line and up to SCREEN_ROWS rows: a top-k
+    ranking as "1. item", counts as "item  count (σ s)", strings as they are."""
+    if isinstance(value, dict) or not value:
+        return (f"{len(value)} entries (see the report)" if value else "none"), []
+    rows = []
+    for i, entry in enumerate(value[:SCREEN_ROWS]):
+        if isinstance(entry, dict) and "count" in entry:
+            rank = entry.get("rank", i + 1)
+            rows.append(f"{rank:>3}. {entry.get('item')}  {entry['count']:,} (σ {entry.get('sigma', 0):.3g})")
+        elif isinstance(entry, dict) and "item" in entry:
+            rows.append(f"{entry.get('rank', i + 1):>3}. {entry['item']}")
+        else:
+            rows.append(str(entry))
+    more = len(value) - len(rows)
+    head = f"{len(value):,} released" + (f", first {len(rows)} shown (all in the report)" if more else "")
+    return head, rows

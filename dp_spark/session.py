@@ -6,16 +6,37 @@ is none, from ``conf/spark-defaults.yaml``. Everything dp_spark runs on Spark
 uses the DataFrame API only (built-in functions, ``mapInPandas``,
 ``applyInPandas``), so the same code runs on a classic session and on Spark
 Connect, where RDDs and ``SparkContext`` do not exist.
+
+Spark itself shows exact, non-private numbers about the data: the web UI's
+SQL tab and stage pages list row counts of every operator (the exact number
+of persons before noise, for instance), and event logs keep them for the
+history server. A session dp_spark builds therefore always has
+``spark.ui.enabled=false`` and ``spark.eventLog.enabled=false``, whatever
+the defaults file or ``conf`` say, unless the user asks for them with
+``allow_ui=True`` or the environment variable ``DP_SPARK_ALLOW_SPARK_UI=1``
+(README, "Security"). A session someone else started (spark-submit,
+Databricks, a notebook) is used as it is; dp_spark logs a warning when its UI
+or event log is on.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+log = logging.getLogger(__name__)
+
+#: Settings forced on every session dp_spark builds: Spark's UI and event log
+#: show exact row counts (non-private values) of every stage.
+PRIVATE_SETTINGS: dict[str, str] = {"spark.ui.enabled": "false", "spark.eventLog.enabled": "false"}
+
+#: Set to 1 to let the UI / event log settings of the defaults file or ``conf`` stand.
+ALLOW_UI_ENV = "DP_SPARK_ALLOW_SPARK_UI"
 
 #: Used when conf/spark-defaults.yaml cannot be found (a non-editable install).
 _FALLBACK_DEFAULTS: dict[str, Any] = {
@@ -25,6 +46,7 @@ _FALLBACK_DEFAULTS: dict[str, Any] = {
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.shuffle.partitions": "8",
         "spark.ui.showConsoleProgress": "false",
+        **PRIVATE_SETTINGS,
     },
     "log_level": "WARN",
 }
@@ -80,20 +102,65 @@ def active_session():
     return SparkSession.getActiveSession()
 
 
+def ui_allowed(allow_ui: bool | None = None) -> bool:
+    """Whether the user asked for Spark's UI / event log: ``allow_ui`` if
+    given, else the environment variable DP_SPARK_ALLOW_SPARK_UI=1."""
+    if allow_ui is not None:
+        return bool(allow_ui)
+    return os.environ.get(ALLOW_UI_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+def session_settings(settings: dict[str, Any], conf: dict[str, str] | None = None,
+                     allow_ui: bool | None = None) -> dict[str, str]:
+    """The Spark settings of a session dp_spark builds: the defaults file's
+    ``conf``, then ``conf``, then (unless the UI is allowed)
+    :data:`PRIVATE_SETTINGS`, which win over both."""
+    merged = {key: str(value) for key, value in {**settings.get("conf", {}), **(conf or {})}.items()}
+    if not ui_allowed(allow_ui):
+        merged.update(PRIVATE_SETTINGS)
+    return merged
+
+
+def warn_if_exposed(spark) -> list[str]:
+    """Log a warning naming the settings of ``spark`` (a session dp_spark did
+    not build) that expose exact row counts: UI or event log enabled.
+    Returns the exposing settings found."""
+    exposed = []
+    for key, default in (("spark.ui.enabled", "true"), ("spark.eventLog.enabled", "false")):
+        try:
+            value = str(spark.conf.get(key, default)).strip().lower()
+        except Exception:  # noqa: BLE001 - a Connect server may refuse to show a setting
+            continue
+        if value == "true":
+            exposed.append(key)
+    if exposed:
+        log.warning(
+            "this Spark session has %s enabled: Spark shows exact (non-private) row counts "
+            "there; for private jobs use a session with spark.ui.enabled=false and "
+            "spark.eventLog.enabled=false (README, Security)",
+            " and ".join(exposed),
+        )
+    return exposed
+
+
 def get_session(
     master: str | None = None,
     conf: dict[str, str] | None = None,
     defaults: str | os.PathLike | None = None,
     log_level: str | None = None,
+    allow_ui: bool | None = None,
 ):
     """Return the active SparkSession, or build a local one.
 
     An existing session is returned unchanged (its configuration belongs to
-    whoever started it). Otherwise a session is built from the defaults file,
-    with ``master``, ``conf`` and ``log_level`` overriding it.
+    whoever started it; a warning is logged if its UI or event log is on).
+    Otherwise a session is built from the defaults file, with ``master``,
+    ``conf`` and ``log_level`` overriding it, and with the Spark UI and event
+    log off unless ``allow_ui`` (or DP_SPARK_ALLOW_SPARK_UI=1) asks for them.
     """
     existing = active_session()
     if existing is not None:
+        warn_if_exposed(existing)
         return existing
     from pyspark.sql import SparkSession
 
@@ -102,6 +169,7 @@ def get_session(
         # local defaults must not override them.
         spark = SparkSession.builder.getOrCreate()
         _set_log_level(spark, log_level)
+        warn_if_exposed(spark)
         return spark
 
     settings = load_defaults(defaults)
@@ -111,14 +179,14 @@ def get_session(
         # interpreter and Spark should bind to loopback. On a cluster master
         # (or under spark-submit) the cluster's own settings stand.
         prepare_environment()
-    extra = dict(settings["conf"])
+    extra = session_settings(settings, conf, allow_ui)
     log4j = _log4j_config(defaults)
     if log4j is not None and "spark.driver.extraJavaOptions" not in extra:
         extra["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log4j.as_uri()}"
     builder = SparkSession.builder.master(master).appName(
         settings.get("app_name", "dp_spark")
     )
-    for key, value in {**extra, **(conf or {})}.items():
+    for key, value in extra.items():
         builder = builder.config(key, str(value))
     spark = builder.getOrCreate()
     _set_log_level(spark, log_level or settings.get("log_level"))

@@ -49,6 +49,9 @@ def error_class(exc: BaseException) -> str:
 @contextlib.contextmanager
 def spark_job(what: str):
     """Context for a Spark action computing a non-private summary."""
+    from dp_spark.progress import set_job_description
+
+    previous = set_job_description(f"dp_spark: {what}")  # names the jobs in the Spark UI
     try:
         yield
     except _spark_exception_types() as exc:
@@ -60,3 +63,5 @@ def spark_job(what: str):
         if os.environ.get("DP_SPARK_DEBUG"):
             raise SparkJobError(message) from exc
         raise SparkJobError(message) from None
+    finally:
+        set_job_description(previous)

@@ -4,7 +4,8 @@
     spark-submit jobs/continual_distinct.py --config conf/continual_distinct.yaml --stream \
         --input /data/incoming/ --horizon 1024 --checkpoint /data/ckpt --sink /data/steps
 
-Takes the same options as ``dp-spark continual-distinct`` (see jobs/_entry.py).
+Takes the same options as ``dp-spark continual-distinct`` (see jobs/_entry.py);
+``--horizon`` is required with ``--input`` (the config file above sets 1024).
 """
 
 import sys

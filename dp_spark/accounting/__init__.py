@@ -2,7 +2,9 @@
 
 Pure numpy-free Python (stdlib only). See ``costs`` (PureDP, ApproxDP, ZCDP),
 ``conversions`` (zCDP <-> (ε, δ), pure/bounded-range/Gaussian -> zCDP),
-``composition`` (``compose``) and ``filter`` (``PrivacyFilter``).
+``composition`` (``compose``), ``filter`` (``PrivacyFilter``, exact: no
+overspend) and ``exact`` (directed rounding: costs and noise scales up,
+remaining budgets down).
 """
 
 from dp_spark.accounting.composition import compose, convert_cost
@@ -13,6 +15,7 @@ from dp_spark.accounting.conversions import (
     zcdp_to_approx_epsilon,
 )
 from dp_spark.accounting.costs import ZCDP, ApproxDP, PrivacyCost, PureDP
+from dp_spark.accounting.exact import float_down, float_up, ratio_up, remainder, share_down
 from dp_spark.accounting.filter import PrivacyFilter
 
 __all__ = [
@@ -27,4 +30,9 @@ __all__ = [
     "bounded_range_to_zcdp",
     "gaussian_zcdp",
     "PrivacyFilter",
+    "float_up",
+    "float_down",
+    "ratio_up",
+    "remainder",
+    "share_down",
 ]

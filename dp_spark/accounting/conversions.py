@@ -1,4 +1,5 @@
-"""Conversions between privacy notions (plain floats in, floats out).
+"""Conversions between privacy notions (plain floats in, floats out; every
+resulting cost is rounded up, never down: see ``exact``).
 
 Sources: Bun–Steinke, "Concentrated Differential Privacy: Simplifications,
 Extensions, and Lower Bounds" (TCC 2016) for zCDP, its composition and the
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import math
 import numbers
+from fractions import Fraction
 
+from dp_spark.accounting.exact import exact, float_up
 from dp_spark.errors import ParameterError
 
 __all__ = [
@@ -51,30 +54,35 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
     """
     rho = check_nonnegative(rho, "rho")
     delta = check_delta(delta, "delta", allow_zero=False)
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    value = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    # log, sqrt and three float operations err by a few ulps: state ε with a
+    # relative margin of 2⁻⁴⁰ (far above that error), rounded up
+    return float_up(exact(value) * (1 + Fraction(1, 2**40)))
 
 
 def pure_to_zcdp(epsilon: float) -> float:
-    """Return ρ = ε²/2: an ε-DP mechanism is (ε²/2)-zCDP (Bun–Steinke 2016, Prop. 1.4)."""
+    """Return ρ = ε²/2 (rounded up): an ε-DP mechanism is (ε²/2)-zCDP
+    (Bun–Steinke 2016, Prop. 1.4)."""
     epsilon = check_nonnegative(epsilon, "epsilon")
-    return epsilon * epsilon / 2.0
+    return float_up(exact(epsilon) ** 2 / 2)
 
 
 def bounded_range_to_zcdp(epsilon: float) -> float:
     """Return ρ = ε²/8 for an ε-bounded-range mechanism (Cesar–Rogers 2021).
 
     Applies to the exponential mechanism with privacy parameter ε (and so to
-    Gumbel report-noisy-max), not to ε-DP mechanisms in general.
+    Gumbel report-noisy-max), not to ε-DP mechanisms in general. Rounded up.
     """
     epsilon = check_nonnegative(epsilon, "epsilon")
-    return epsilon * epsilon / 8.0
+    return float_up(exact(epsilon) ** 2 / 8)
 
 
 def gaussian_zcdp(l2_sensitivity: float, sigma: float) -> float:
     """Return ρ = Δ₂²/(2σ²) for Gaussian noise N(0, σ²) (or discrete Gaussian) on
-    a statistic of L2 sensitivity Δ₂ (Bun–Steinke 2016, Proposition 1.6)."""
+    a statistic of L2 sensitivity Δ₂ (Bun–Steinke 2016, Proposition 1.6),
+    computed exactly from the given floats and rounded up."""
     l2_sensitivity = check_nonnegative(l2_sensitivity, "l2_sensitivity")
     sigma = check_nonnegative(sigma, "sigma")
     if sigma == 0.0:
         raise ParameterError("sigma must be > 0 for the Gaussian mechanism")
-    return l2_sensitivity * l2_sensitivity / (2.0 * sigma * sigma)
+    return float_up(exact(l2_sensitivity) ** 2 / (2 * exact(sigma) ** 2))

@@ -5,7 +5,8 @@ a whole job. Values are validated on construction: zero is allowed (so sums
 can start at zero), negative, NaN and infinite values are refused, and δ must
 lie in [0, 1). ``a + b`` composes two costs of the same kind by basic
 composition (ε and δ add for (approximate) DP; ρ and δ add for
-zCDP, Bun–Steinke 2016). ``compose`` mixes kinds.
+zCDP, Bun–Steinke 2016), exactly on the given floats, rounded up.
+``compose`` mixes kinds.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dp_spark.accounting.conversions import check_delta, check_nonnegative, zcdp_to_approx_epsilon
+from dp_spark.accounting.exact import exact, float_up
 from dp_spark.errors import ParameterError
 
 __all__ = ["PureDP", "ApproxDP", "ZCDP", "PrivacyCost"]
@@ -66,7 +68,7 @@ class PureDP(_CostMixin):
         same = self._same_kind(other, "add")
         if same is None:
             return NotImplemented
-        return PureDP(self.epsilon + same.epsilon)
+        return PureDP(_add(self.epsilon, same.epsilon))
 
     def to_dict(self) -> dict[str, float | str]:
         """Return {"kind": "pure-dp", "epsilon": ε}."""
@@ -93,7 +95,7 @@ class ApproxDP(_CostMixin):
         same = self._same_kind(other, "add")
         if same is None:
             return NotImplemented
-        return ApproxDP(self.epsilon + same.epsilon, _add_delta(self.delta, same.delta))
+        return ApproxDP(_add(self.epsilon, same.epsilon), _add_delta(self.delta, same.delta))
 
     def to_dict(self) -> dict[str, float | str]:
         """Return {"kind": "approx-dp", "epsilon": ε, "delta": δ}."""
@@ -123,7 +125,7 @@ class ZCDP(_CostMixin):
         same = self._same_kind(other, "add")
         if same is None:
             return NotImplemented
-        return ZCDP(self.rho + same.rho, _add_delta(self.delta, same.delta))
+        return ZCDP(_add(self.rho, same.rho), _add_delta(self.delta, same.delta))
 
     def to_approx(self, delta_prime: float) -> ApproxDP:
         """Return the implied (ε, δ + δ')-DP guarantee, ε = ρ + 2·sqrt(ρ·ln(1/δ')).
@@ -148,8 +150,13 @@ class ZCDP(_CostMixin):
 PrivacyCost = PureDP | ApproxDP | ZCDP
 
 
+def _add(first: float, second: float) -> float:
+    """first + second, exactly, rounded up (a composed cost is never understated)."""
+    return float_up(exact(first) + exact(second))
+
+
 def _add_delta(first: float, second: float) -> float:
-    total = first + second
+    total = _add(first, second)
     if total >= 1.0 or math.isnan(total):
         raise ParameterError(
             f"composed delta {total!r} is not below 1; use smaller delta values"

@@ -47,22 +47,43 @@ INPUT_OPTIONS = (
 )
 RUN_OPTIONS = (
     Option("output", str, None, "write the JSON report here (atomically)"),
+    Option("report_html", str, None, "also write a self-contained HTML page of the release "
+           "here, for a person to read (atomically)"),
     Option("seed", int, None, "fixed seed for tests and demos ONLY: the output is then not private"),
     Option("master", str, None, "Spark master when no session is running (default from "
            "conf/spark-defaults.yaml)"),
-    Option("verbose", bool, False, "show Spark's warnings", flag=True),
-    Option("quiet", bool, False, "print only the result", flag=True),
+    Option("verbose", bool, False, "show Spark's warnings and the progress lines also off a terminal",
+           flag=True),
+    Option("quiet", bool, False, "print only the result (the JSON report) and errors", flag=True),
 )
 
 
 def add_options(parser: argparse.ArgumentParser, options) -> None:
+    """Flags grouped as input / release / output and run in --help, with a
+    short metavar and the default only where there is one."""
+    named = {"input": {o.name for o in INPUT_OPTIONS}, "output and run": {o.name for o in RUN_OPTIONS}}
+    groups = {title: parser.add_argument_group(title) for title in ("input", "release", "output and run")}
     for opt in options:
+        title = next((t for t, names in named.items() if opt.name in names), "release")
+        group = groups[title]
         if opt.flag:
-            parser.add_argument(opt.flag_name, dest=opt.name, action="store_true", default=None,
-                                help=opt.help)
-        else:
-            parser.add_argument(opt.flag_name, dest=opt.name, type=opt.type, default=None,
-                                choices=opt.choices, help=f"{opt.help} (default: {opt.default})")
+            group.add_argument(opt.flag_name, dest=opt.name, action="store_true", default=None,
+                               help=opt.help)
+            continue
+        shown = "" if opt.default is None else f" (default: {opt.default})"
+        group.add_argument(opt.flag_name, dest=opt.name, type=opt.type, default=None, choices=opt.choices,
+                           metavar=None if opt.choices else _metavar(opt), help=opt.help + shown)
+
+
+def _metavar(opt: Option) -> str:
+    if opt.name == "master":
+        return "URL"
+    if opt.type is str:
+        return "PATH" if opt.name in _PATH_OPTIONS or opt.name.endswith(("output", "_html")) else "NAME"
+    return "N" if opt.type in (int, _positive_int) else "X"
+
+
+_PATH_OPTIONS = {"input", "domain", "config", "series", "checkpoint", "sink"}
 
 
 def resolve(args: argparse.Namespace, options) -> dict[str, Any]:
@@ -94,7 +115,8 @@ def items_writer(attribute: str, what: str, single_file: bool = False):
 
         frame = getattr(release, attribute)
         with spark_job(f"writing the released {what}"):
-            write_dataframe_atomic(frame.coalesce(1) if single_file else frame, opts["items_output"], "parquet")
+            write_dataframe_atomic(frame.coalesce(1) if single_file else frame, opts["items_output"], "parquet",
+                                   seeded=release.seeded)
         if not opts.get("quiet"):
             print(f"released {what} written to {opts['items_output']}")
 

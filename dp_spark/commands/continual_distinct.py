@@ -10,6 +10,13 @@ micro-batch, resumable from ``--checkpoint``; per-step records go to
 written at the end of the run. The streaming guarantee assumes the step grid
 (which files form which step) does not depend on the data; a new stream is
 refused where ``<checkpoint>/spark`` or step records in ``--sink`` exist.
+
+``--horizon`` is required with ``--input`` (a public parameter, never taken
+from the data); the built-in demo data has public defaults (1024 steps, 32
+with ``--stream``). Bad values inside rows are dropped per event, in batch
+and stream mode alike; schema problems are refused before anything is spent.
+With ``--stream`` a line "step t/T released" goes to stderr per step unless
+``--quiet``; Ctrl-C says how many steps are released and where.
 """
 
 from __future__ import annotations
@@ -19,12 +26,14 @@ from pathlib import Path
 
 from dp_spark.commands.base import RUN_OPTIONS, Option, log
 from dp_spark.commands.base import load_table as base_load_table
-from dp_spark.continual import DEFAULT_METHOD, MECHANISMS
+import dp_spark.continual as _continual
+from dp_spark.continual import MECHANISMS
 
 NAME = "continual-distinct"
 HELP = "differentially private number of present items at every step of an insert/delete stream"
 
-DEMO_STREAM_HORIZON = 32
+DEMO_STREAM_HORIZON = 32  # public default of the built-in demo stream (no --input) only
+DEFAULT_MECHANISM = getattr(_continual, "DEFAULT_METHOD", "adaptive")  # the mechanism layer's default
 
 OPTIONS = (
     Option("input", str, None, "event table (Parquet/CSV/JSON path or table:db.name); with --stream a "
@@ -36,10 +45,12 @@ OPTIONS = (
     Option("rows", int, 200_000, "events of the built-in synthetic stream (no --input)"),
     Option("demo_flippancy", int, 16, "largest flippancy of the built-in synthetic stream (no --input)"),
     Option("rho", float, 0.5, "privacy parameter ρ (zCDP) spent by the whole series"),
-    Option("horizon", int, None, "number of steps T to release (default: the data's last step rounded up "
-           "to a power of two, which is not private; required with --stream and --input)"),
-    Option("mechanism", str, DEFAULT_METHOD, "auto (default: trees then recompute, no bound needed), adaptive "
-           "(Algorithm 3), bounded (Algorithm 1, needs --max-flippancy) or baseline (periodic recompute)", MECHANISMS),
+    Option("horizon", int, None, "number of steps T to release: REQUIRED with --input (a public "
+           "parameter, never taken from the data; events after step T are dropped); the built-in "
+           "data defaults to 1024 steps (32 with --stream)"),
+    Option("mechanism", str, DEFAULT_MECHANISM, f"one of {', '.join(MECHANISMS)}: auto (default: trees then recompute, no bound "
+           "needed), adaptive (Algorithm 3), "
+           "bounded (Algorithm 1, needs --max-flippancy), baseline (periodic recompute)", MECHANISMS),
     Option("max_flippancy", int, None, "bounded: how often an item may flip between present and absent"),
     Option("beta", float, 0.05, "the error bounds hold with probability 1 - beta"),
     Option("delta", float, 1e-6, "δ of the reported (ε, δ) equivalent (nothing extra is spent)"),
@@ -48,7 +59,8 @@ OPTIONS = (
            "(never derived from the data); integer columns default to 1"),
     Option("step_size", float, None, "length of a step, in the time column's units (seconds for "
            "timestamps; default 1, or one day)"),
-    Option("shards", int, None, "item-hash shards of the Spark stage (default spark.sql.shuffle.partitions)"),
+    Option("shards", int, None, "item-hash shards of the Spark stage (default spark.sql.shuffle.partitions; "
+           "at most 10,000)"),
     Option("series", str, None, "write the series here (.parquet or .csv); default: beside --output"),
     Option("budget_rho", float, None, "total ρ budget; the run is refused before reading data if the "
            "release would exceed it"),
@@ -56,15 +68,26 @@ OPTIONS = (
     Option("checkpoint", str, "continual_checkpoint", "--stream: directory for Spark's checkpoint and the "
            "mechanism state (CONFIDENTIAL: holds exact partial sums); reuse it to resume"),
     Option("sink", str, "continual_stream_steps", "--stream: directory getting one JSON record per released step"),
-    Option("files_per_step", int, 1, "--stream: source files per micro-batch (= per step)"),
+    Option("files_per_step", int, 1, "--stream: source files per micro-batch (= per step; at most 1,000; "
+           "fixed per checkpoint)"),
     Option("trigger", str, "available-now", "--stream: 'available-now' (preferred: process the files present, "
            "--files-per-step per step, then stop) or an interval such as '10 seconds' (every interval is one "
            "step, with or without new files; run until the horizon or --timeout). Privacy assumes which "
            "files form which step does not depend on the data; fixed per checkpoint"),
     Option("timeout", float, None, "--stream: stop after this many seconds"),
     Option("state_partitions", int, None, "--stream: partitions of the per-item state (default "
-           "spark.sql.shuffle.partitions; fixed when the checkpoint is created)"),
+           "spark.sql.shuffle.partitions; at most 1,000; fixed when the checkpoint is created)"),
 ) + RUN_OPTIONS
+
+
+def _horizon(opts):
+    """--horizon; without --input the built-in data's public default (no data
+    is involved). With --input a missing horizon stays None and is refused."""
+    if opts["horizon"] is not None or opts["input"]:
+        return opts["horizon"]
+    from dp_spark.continual_data import DEFAULT_HORIZON
+
+    return DEMO_STREAM_HORIZON if opts["stream"] else DEFAULT_HORIZON
 
 
 def _origin(text):
@@ -84,30 +107,25 @@ def validate(opts) -> None:
     from dp_spark.errors import ParameterError
     from dp_spark.releases import checks
     from dp_spark.releases.continual_distinct import validate as validate_release
-    from dp_spark.stages.continual import validate_horizon, validate_mapping_parameters
-    from dp_spark.streaming.query import validate_trigger
+    from dp_spark.stages.continual import validate_mapping_parameters, validate_shards
+    from dp_spark.streaming.query import validate_files_per_step, validate_state_partitions, validate_trigger
 
-    validate_release(opts["rho"], opts["horizon"], opts["mechanism"], opts["max_flippancy"], opts["seed"],
+    validate_release(opts["rho"], _horizon(opts), opts["mechanism"], opts["max_flippancy"], opts["seed"],
                      opts["beta"], opts["delta"])
-    validate_horizon(opts["horizon"])
     validate_mapping_parameters(_origin(opts["origin"]), opts["step_size"])
     checks.whole(opts["rows"], "rows")
     checks.whole(opts["demo_flippancy"], "demo_flippancy")
-    if opts["shards"] is not None:
-        checks.whole(opts["shards"], "shards")
+    validate_shards(opts["shards"])
     if opts["budget_rho"] is not None:
         checks.positive(opts["budget_rho"], "budget_rho")
     if opts["series"] and not opts["series"].lower().endswith((".parquet", ".csv")):
         raise ParameterError(f"--series must end in .parquet or .csv; got {opts['series']!r}.")
     if opts["stream"]:
         validate_trigger(opts["trigger"])
-        checks.whole(opts["files_per_step"], "files_per_step")
+        validate_files_per_step(opts["files_per_step"])
         if opts["timeout"] is not None:
             checks.positive(opts["timeout"], "timeout")
-        if opts["state_partitions"] is not None:
-            checks.whole(opts["state_partitions"], "state_partitions")
-        if opts["input"] and opts["horizon"] is None:
-            raise ParameterError("--stream needs --horizon (the number of steps to release).")
+        validate_state_partitions(opts["state_partitions"])
         if opts["format"] == "table":
             raise ParameterError("--stream reads a directory of files; use --format parquet, csv or json.")
 
@@ -130,8 +148,10 @@ def budget(opts):
 
 def load_table(spark, opts):
     """The event table named by --input; without one, None (run() builds the
-    built-in synthetic stream, which the generic loader knows nothing of)."""
-    if not opts["input"]:
+    built-in synthetic stream, which the generic loader knows nothing of).
+    With --stream, None too: the streaming query reads the directory itself
+    (its schema is fixed when the checkpoint is created)."""
+    if not opts["input"] or opts["stream"]:
         return None, opts
     return base_load_table(spark, opts)
 
@@ -142,11 +162,10 @@ def run(spark, df, opts, budget_filter):
     from dp_spark.releases.continual_distinct import continual_distinct
 
     columns = {"time_col": opts["time_col"], "item_col": opts["item_col"], "op_col": opts["op_col"]}
-    horizon = opts["horizon"]
+    horizon = _horizon(opts)
     if not opts["input"]:
-        from dp_spark.continual_data import DEFAULT_HORIZON, items_for_events, synthetic_stream
+        from dp_spark.continual_data import items_for_events, synthetic_stream
 
-        horizon = horizon or DEFAULT_HORIZON
         items = items_for_events(int(opts["rows"]), int(opts["demo_flippancy"]))
         log.info("no --input: built-in synthetic stream, about %s events, %d steps", f"{opts['rows']:,}", horizon)
         df = synthetic_stream(spark, items=items, horizon=horizon, max_flippancy=int(opts["demo_flippancy"]))
@@ -169,24 +188,39 @@ def run(spark, df, opts, budget_filter):
 
 
 def _run_stream(spark, df, opts, budget_filter):
-    from dp_spark.streaming import continual_distinct_stream, write_demo_files
+    from dp_spark.streaming import write_demo_files
     from dp_spark.streaming.checkpoint import local_directory
 
     source = opts["input"]
-    schema = None
-    horizon = opts["horizon"]
+    horizon = _horizon(opts)
     columns = {"time_col": opts["time_col"], "item_col": opts["item_col"], "op_col": opts["op_col"]}
     fmt = opts["format"]
-    if source:
-        schema = df.schema  # the batch read of the files present (cli's loader) fixes the schema
-    else:
-        horizon = horizon or DEMO_STREAM_HORIZON
+    if not source:
         demo = local_directory(opts["checkpoint"], "checkpoint") / "demo-input"
         if not (demo.is_dir() and any(demo.glob("events-*.json"))):
             log.info("no --input: writing a demo source of %d files (one per step) to %s", horizon, demo)
             write_demo_files(spark, demo, horizon, max_flippancy=int(opts["demo_flippancy"]))
         source, fmt = str(demo), "json"
         columns = {"time_col": "time", "item_col": "item", "op_col": "op"}
+    try:
+        return _stream(spark, source, fmt, horizon, columns, opts, budget_filter)
+    except KeyboardInterrupt as exc:
+        if str(exc):
+            raise  # the query's own account of what it released
+        from dp_spark.streaming import StepSink
+
+        released = len(StepSink(local_directory(opts["sink"], "sink")).steps())
+        if not released:
+            raise
+        raise KeyboardInterrupt(
+            f"{released} released step record(s) are in {opts['sink']!r}; run the same command again "
+            "to resume"
+        ) from None
+
+
+def _stream(spark, source, fmt, horizon, columns, opts, budget_filter):
+    from dp_spark.streaming import continual_distinct_stream
+
     return continual_distinct_stream(
         spark,
         source,
@@ -197,7 +231,6 @@ def _run_stream(spark, df, opts, budget_filter):
         mechanism=opts["mechanism"],
         max_flippancy=opts["max_flippancy"],
         fmt=fmt,
-        schema=schema,
         files_per_step=opts["files_per_step"],
         trigger=opts["trigger"],
         timeout=opts["timeout"],
@@ -206,6 +239,7 @@ def _run_stream(spark, df, opts, budget_filter):
         seed=opts["seed"],
         budget=budget_filter,
         state_partitions=opts["state_partitions"],
+        progress=not opts["quiet"],
         **columns,
     )
 
@@ -224,12 +258,13 @@ def series_path(opts) -> str | None:
 def write_series(release, opts) -> None:
     """Write ``release.series`` atomically as Parquet or CSV (by extension)."""
     from dp_spark.io import _is_local, write_dataframe_atomic
+    from dp_spark.marking import mark_pandas
 
     path = series_path(opts)
     if path is None:
         return
     fmt = "csv" if path.lower().endswith(".csv") else "parquet"
-    series = release.series
+    series = mark_pandas(release.series, release.seeded)  # a seeded run's file says "not for publication"
     if not _is_local(path):
         from dp_spark.session import active_session
 

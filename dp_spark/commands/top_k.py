@@ -14,13 +14,17 @@ OPTIONS = INPUT_OPTIONS + (
     Option("epsilon", float, 1.0, "privacy parameter ε spent by the release"),
     Option("delta", float, 0.0, "δ for unknown-domain (required there, e.g. 1e-6) and for "
            "cdp-peel's (ε, δ) accounting; the other mechanisms are pure ε-DP"),
-    Option("mechanism", str, "auto", "selection mechanism: auto = joint with --domain, "
-           "unknown-domain without", _MECHANISMS),
+    Option("method", str, None, "selection mechanism: auto (default) = unknown-domain without "
+           "--domain; with one, joint when delta = 0, else the one (joint or cdp-peel) with the "
+           "smallest predicted error, 5%% of epsilon spent on that choice", _MECHANISMS),
+    Option("mechanism", str, "auto", "old name of --method (kept as an alias)", _MECHANISMS),
     Option("domain", str, None, "public list of possible items: a text file with one item per "
            "line, or a CSV/Parquet file with the item column (needed by joint, pnf-joint, "
            "pnf-peel, cdp-peel)"),
     Option("kbar", int, None, "unknown-domain: how many of the largest counts are collected "
            "(default max(1000, 2k))"),
+    Option("persons", int, None, "public number (or upper bound) of persons, only used to warn "
+           "when the error bound is large next to it"),
     Option("items_output", str, None, "also write the released items here as Parquet (atomically)"),
     Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "
            "data if the release would exceed it"),
@@ -33,8 +37,13 @@ def validate(opts) -> None:
     from dp_spark.releases import checks
     from dp_spark.releases.top_k import validate as validate_release
 
-    validate_release(opts["k"], opts["epsilon"], opts["delta"], opts["mechanism"],
+    from dp_spark.releases.top_k import method_of
+
+    validate_release(opts["k"], opts["epsilon"], opts["delta"],
+                     method_of(opts["method"], opts["mechanism"]),
                      opts["domain"] is not None, opts["kbar"], opts["seed"])
+    if opts["persons"] is not None:
+        checks.whole(opts["persons"], "persons")
     if opts["budget_epsilon"] is not None:
         checks.positive(opts["budget_epsilon"], "budget_epsilon")
     if opts["budget_delta"] is not None:
@@ -47,9 +56,9 @@ def validate(opts) -> None:
 
 def cost(opts):
     """What the release will spend (checked against the budget before reading)."""
-    from dp_spark.releases.top_k import guarantee_of, resolve_mechanism
+    from dp_spark.releases.top_k import guarantee_of, method_of, resolve_mechanism
 
-    mechanism = resolve_mechanism(opts["mechanism"], opts["domain"] is not None)
+    mechanism = resolve_mechanism(method_of(opts["method"], opts["mechanism"]), opts["domain"] is not None)
     return guarantee_of(mechanism, opts["epsilon"], opts["delta"])
 
 
@@ -75,11 +84,13 @@ def run(spark, df, opts, budget_filter):
         epsilon=opts["epsilon"],
         delta=opts["delta"],
         mechanism=opts["mechanism"],
+        method=opts["method"],
         domain=domain,
         person_col=opts["person_col"],
         item_col=opts["item_col"],
         seed=opts["seed"],
         kbar=opts["kbar"],
+        persons=opts["persons"],
         budget=budget_filter,
     )
 

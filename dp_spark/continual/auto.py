@@ -64,6 +64,7 @@ from fractions import Fraction
 import numpy as np
 
 from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.accounting.exact import exact, float_down, remainder
 from dp_spark.continual import _checks
 from dp_spark.continual.relations import check_relation, sensitivity_factor
 from dp_spark.continual.svt import SparseVector
@@ -212,10 +213,10 @@ def auto_plan(
         max_step_change = _checks.integer(max_step_change, "max_step_change", 1)
     L, J = num_levels(T), _checks.log2_exact(T)
     q = _quantile(T, beta / 2.0)
-    rest = (1.0 - f) * rho
+    rest = remainder(rho, f * rho)  # ρ_svt + ρ_rest ≤ ρ exactly
     tree_rho, sigma2 = [], []
     for j in range(J + 1):
-        rho_j = g * (1.0 - g) ** j * rest
+        rho_j = float_down(exact(g) * (1 - exact(g)) ** j * exact(rest))  # Σ_j ρ_j < ρ_rest exactly
         s2 = rational_sigma2(Fraction(sensitivity_factor(relation) * (1 << j) * L) / (2 * Fraction(rho_j)))
         tree = math.sqrt(s2) * math.sqrt(L) * q
         if (1 << j) < T:  # truncation: threshold + the sparse vector's accuracy with cutoff j + 1

@@ -96,6 +96,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from dp_spark.accounting.exact import remainder, share_down
 from dp_spark.continual import _checks
 from dp_spark.continual.stream import StreamSummaries
 from dp_spark.continual.auto import auto_plan, auto_run
@@ -242,7 +243,7 @@ def adaptive_plan(
         rho_svt, rho_tree = 0.0, rho  # nothing to switch: one tree, all the budget
     else:
         rho_svt = svt_fraction * rho
-        rho_tree = (rho - rho_svt) / (max_level + 1)
+        rho_tree = share_down(remainder(rho, rho_svt), max_level + 1)  # shares sum to <= rho exactly
     sigmas = np.array([sigma_for_flippancy(horizon, rho_tree, 1 << j, relation) for j in range(max_level + 1)])
     tree_quantile = math.sqrt(2.0 * math.log(4.0 * horizon * (max_level + 1) / beta))
     thresholds = threshold_scale * sigmas * math.sqrt(levels) * tree_quantile

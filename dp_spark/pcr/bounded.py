@@ -43,9 +43,10 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
-from dp_spark.accounting import ZCDP
+from dp_spark.accounting import ZCDP, float_down, float_up, remainder
 from dp_spark.errors import ParameterError
 from dp_spark.noise import discrete_gaussian
 from dp_spark.pcr._checks import number as _number
@@ -84,11 +85,26 @@ class BoundedPlan:
 
     @property
     def selection_cost(self) -> ZCDP:
-        return ZCDP(self.alpha * self.rho, self.delta)
+        """(αρ rounded down, δ): σ_s is calibrated so that m/(2σ_s²) is at most this ρ exactly."""
+        return ZCDP(_selection_rho(self.alpha, self.rho), self.delta)
 
     @property
     def count_cost(self) -> ZCDP:
-        return ZCDP((1.0 - self.alpha) * self.rho, 0.0)
+        """(ρ − selection ρ, rounded down; 0): the two parts sum to at most ρ exactly."""
+        return ZCDP(remainder(self.rho, _selection_rho(self.alpha, self.rho)), 0.0)
+
+
+def _selection_rho(alpha: float, rho: float) -> float:
+    return float_down(Fraction(alpha) * Fraction(rho))
+
+
+def gaussian_sigma_for(l2_squared: int, rho: float) -> float:
+    """The smallest float σ with Δ₂²/(2σ²) <= ρ exactly (Δ₂² = ``l2_squared``):
+    the noise scale for ρ-zCDP, rounded up, never down."""
+    sigma = math.sqrt(l2_squared / (2.0 * rho))
+    while 2 * Fraction(sigma) ** 2 * Fraction(rho) < l2_squared:
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
 
 
 def bounded_plan(rho: float, delta: float, max_items: int, alpha: float = 0.5,
@@ -96,8 +112,9 @@ def bounded_plan(rho: float, delta: float, max_items: int, alpha: float = 0.5,
     """Calibrate the baseline: σ_s, τ, σ_c and T (see the module docstring).
 
     ρ > 0, δ in (0, 1), m >= 1 whole, α in (0, 1), r > 0; ParameterError
-    otherwise. ρ_selection = m/(2σ_s²) = αρ and ρ_counts = m/(2σ_c²) =
-    (1 − α)ρ exactly (up to float rounding).
+    otherwise. ρ_selection = m/(2σ_s²) <= αρ and ρ_counts = m/(2σ_c²) <=
+    ρ − αρ exactly on the floats (σ rounded up, shares rounded down; the two
+    shares sum to at most ρ exactly).
     """
     rho = positive(rho, "rho")
     delta = open_unit(delta, "delta")
@@ -108,11 +125,12 @@ def bounded_plan(rho: float, delta: float, max_items: int, alpha: float = 0.5,
         raise ParameterError(f"alpha (the selection's share of rho) must be strictly between 0 and 1; got {alpha!r}.")
     relative_error = positive(relative_error, "relative_error")
     m = int(max_items)
-    sigma_s = math.sqrt(m / (2.0 * alpha * rho))
+    sigma_s = gaussian_sigma_for(m, _selection_rho(alpha, rho))
     from scipy.special import ndtri  # here, not at import: Spark workers unpickle this module
 
-    tau = 1.0 + sigma_s * float(-ndtri(delta / m))  # Φ⁻¹(1 − δ/m)
-    sigma_c = math.sqrt(m / (2.0 * (1.0 - alpha) * rho))
+    # Φ⁻¹(1 − δ/m), with a relative margin of 1e-12 above ndtri's float error
+    tau = float_up(1 + Fraction(sigma_s) * Fraction(float(-ndtri(delta / m))) * (1 + Fraction(1, 10**12)))
+    sigma_c = gaussian_sigma_for(m, remainder(rho, _selection_rho(alpha, rho)))
     return BoundedPlan(
         max_items=m,
         rho=rho,

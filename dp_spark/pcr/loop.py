@@ -10,7 +10,7 @@ The loop (a privacy filter over δ-approximate zCDP, Whitehouse, Ramdas,
 Rogers and Wu, "Fully-Adaptive Composition in Differential Privacy", ICML
 2023; paper Theorem 5)::
 
-    ε = ε*; while ρ_spent + ε²/4 <= ρ and δ_spent + δ* <= δ:
+    ε = ε*; while ρ_spent + ε²/4 <= ρ and δ_spent + δ* <= δ (exactly, no slack):
         s = Unknown Domain Gumbel top-1 (β = 1/ε, T = 1 + ln(k̄_t/δ*)/ε)  # δ*-approx ε²/8-zCDP
         if s is ⊥: ε = √2·ε
         else: σ = max(σ_r(ε), 2/ε); release h[s] + N_Z(0, σ²); remove s   # 1/(2σ²) <= ε²/8 zCDP
@@ -59,11 +59,12 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.accounting import ZCDP, PrivacyFilter, bounded_range_to_zcdp, gaussian_zcdp
 from dp_spark.errors import ParameterError
 from dp_spark.noise import discrete_gaussian
 from dp_spark.noise.rng import check_rng
@@ -159,7 +160,9 @@ def pcr_sigma(epsilon: float, relative_error: float, kbar: int, delta_min: float
     floor 2/ε keeps the Gaussian step's cost 1/(2σ²) at most ε²/8."""
     threshold = unknown_domain_threshold(epsilon, delta_min, kbar)
     sigma = max(relative_error / accuracy_factor * threshold, 2.0 / epsilon)
-    while 1.0 / (2.0 * sigma * sigma) > epsilon * epsilon / 8.0:  # float rounding of 2/ε
+    # 2/ε rounded to nearest may be below 2/ε: round σ up until, exactly on
+    # the floats, 1/(2σ²) <= ε²/8, i.e. σ²·ε² >= 4
+    while (Fraction(sigma) * Fraction(epsilon)) ** 2 < 4:
         sigma = math.nextafter(sigma, math.inf)
     return sigma
 
@@ -258,16 +261,16 @@ def private_count_release(
         if kbar_t < 1:
             stopped = STOP_KBAR
             break
-        spent = ledger.spent
-        if spent.rho + eps * eps / 4.0 > rho:
+        selection_cost = ZCDP(bounded_range_to_zcdp(eps), delta_min)  # ε²/8, rounded up
+        left = ledger.remaining  # exact, rounded down: x <= left iff x fits, for a float x
+        if 2.0 * selection_cost.rho > left.rho:  # the step's largest cost: selection + count
             stopped = STOP_RHO
             break
-        if spent.delta + delta_min > delta:
+        if delta_min > left.delta:
             stopped = STOP_DELTA
             break
         calls += 1
         found = unknown_domain_gumbel(counts[alive], 1, eps, delta_min, kbar_t, rng, base)
-        selection_cost = ZCDP(eps * eps / 8.0, delta_min)
         ledger.spend(selection_cost, label="selection (Unknown Domain Gumbel, top-1)")
         selection_spent = selection_spent + selection_cost
         if found.bottom:
@@ -279,7 +282,7 @@ def private_count_release(
         sigma = pcr_sigma(eps, relative_error, kbar_t, delta_min, accuracy_factor)
         threshold = unknown_domain_threshold(eps, delta_min, kbar_t)
         noisy = int(counts[index]) + int(discrete_gaussian(sigma, rng))
-        count_cost = ZCDP(1.0 / (2.0 * sigma * sigma), 0.0)  # <= ε²/8 (see pcr_sigma)
+        count_cost = ZCDP(gaussian_zcdp(1.0, sigma), 0.0)  # <= ε²/8 exactly (see pcr_sigma), rounded up
         ledger.spend(count_cost, label="count (discrete Gaussian)")
         count_spent = count_spent + count_cost
         alive = np.delete(alive, position)

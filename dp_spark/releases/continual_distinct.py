@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 
 import numpy as np
 import pandas as pd
@@ -65,8 +64,14 @@ RULES = (
     "Events are sorted by time (input order is irrelevant); several events may share a step. "
     "Within a step they apply in raw-time order, equal times inserts first (the net change, "
     "clamped at zero). An item's presence is read at the end of each step.",
-    "Rows with a null item are dropped; a null or non-finite time or an op other than +1/-1 is an error; "
-    "times outside 1..horizon are an error.",
+    "Bad values are dropped per event, never an error after spending, and counted nowhere: an event "
+    "is dropped if its item is null, its op is not +1/-1 (null included), its time is null or not "
+    "finite, or its time maps to a step outside 1..horizon (events after the horizon are dropped). "
+    "The filter looks at one row at a time, so each item keeps a subset of its own events and the "
+    "item-level guarantee is unchanged.",
+    "The horizon is a required public parameter, never derived from the data. Item columns whose "
+    "Spark equality is not byte equality (floating point; strings with a non-binary collation) are "
+    "refused before anything is read or spent.",
 )
 
 
@@ -74,14 +79,15 @@ RULES = (
 
 def validate(
     rho, horizon, mechanism, max_flippancy, seed, beta, delta
-) -> tuple[float, int | None, str, int | None, int | None, float, float]:
+) -> tuple[float, int, str, int | None, int | None, float, float]:
     """Parameter checks shared by the batch and streaming releases (no data read)."""
+    from dp_spark.stages.continual import validate_horizon  # the stage's cap (imported lazily, as below)
+
     rho = checks.positive(rho, "rho")
     beta = checks.open_unit(beta, "beta")
     delta = checks.open_unit(delta, "delta")
     seed = checks.seed(seed)
-    if horizon is not None:
-        horizon = checks.whole(horizon, "horizon")
+    horizon = validate_horizon(horizon)  # required and capped, before any data is read
     if mechanism not in MECHANISMS:
         raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}; got {mechanism!r}.")
     if mechanism == "bounded":
@@ -249,9 +255,10 @@ def continual_distinct(
             numbers, timestamps or dates), ``item_col``, ``op_col`` (+1 insert,
             −1 delete).
         rho: the zCDP budget spent by the whole series (> 0).
-        horizon: number of steps T to release. Default: the data's last step
-            rounded up to a power of two — a NON-PRIVATE quantity (the series
-            length reveals it); pass it for a fully private release.
+        horizon: number of steps T to release: REQUIRED (ParameterError
+            before any data is read otherwise), a public parameter at most
+            ``MAX_HORIZON``; never derived from the data. Events after step T
+            are dropped.
         mechanism: "adaptive" (Algorithm 3), "bounded" (Algorithm 1, needs
             ``max_flippancy``) or "baseline" (periodic recompute).
         max_flippancy: the flippancy bound w for "bounded".
@@ -275,22 +282,25 @@ def continual_distinct(
     one row per step (step, estimate, std, error_bound, flippancy_bound);
     ``release.to_dict()`` is the JSON report (guarantee, budget split, error
     statements, the bad-input rules applied, parameters).
+
+    Bad input: schema problems (missing column, unusable type, an item
+    column with inexact equality) are refused before anything is spent;
+    value problems inside rows drop the event (``RULES``), so whether the
+    release raises never depends on the rows.
     """
     from dp_spark.stages.continual import (
         check_columns,
         continual_summaries,
         time_mapping,
-        validate_horizon,
         validate_mapping_parameters,
+        validate_shards,
     )
 
     rho, horizon, mechanism, max_flippancy, seed, beta, delta = validate(
         rho, horizon, mechanism, max_flippancy, seed, beta, delta
     )
-    validate_horizon(horizon)
     validate_mapping_parameters(origin, step_size)
-    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, numbers.Integral) or shards < 1):
-        raise ParameterError(f"shards must be a whole number >= 1; got {shards!r}.")
+    shards = validate_shards(shards)
     kind = check_columns(events_df, time_col, item_col, op_col)  # schema only, before any spending
     time_mapping(kind, origin, step_size)  # e.g. a timestamp column without origin: refused here
     cost = ZCDP(rho)
@@ -302,7 +312,7 @@ def continual_distinct(
     stage = continual_summaries(
         events_df, time_col, item_col, op_col, horizon, origin=origin, step_size=step_size, shards=shards
     )
-    released_horizon, horizon_from_data, mapping = stage.horizon, stage.horizon_from_data, stage.mapping
+    released_horizon, mapping = stage.horizon, stage.mapping
     tree_horizon = stage.summaries.horizon
     w = effective_flippancy(max_flippancy, tree_horizon)
     log.info("continual-distinct: running the %s mechanism", mechanism)
@@ -318,12 +328,6 @@ def continual_distinct(
         [None] * T if result.flippancy_bound is None else result.flippancy_bound[:T],
     )
     notes = list(result.notes)
-    if horizon_from_data:
-        notes.append(
-            "The horizon was derived from the data (its last step rounded up to a power of two); "
-            "that number, and so the series length, is not protected. Pass horizon for a fully "
-            "private release."
-        )
     if tree_horizon != T:
         notes.append(f"The trees run over {tree_horizon} steps (the next power of two); steps 1..{T} are released.")
     if max_flippancy is not None and w != max_flippancy:
@@ -334,7 +338,7 @@ def continual_distinct(
         "beta": beta,
         "mechanism": mechanism,
         "horizon": T,
-        "horizon_given": horizon is not None,
+        "horizon_given": True,  # always: the horizon is a required parameter
         "tree_horizon": tree_horizon,
         "max_flippancy": max_flippancy,
         "flippancy_bound": w,

@@ -63,6 +63,12 @@ log = logging.getLogger(__name__)
 RELEASE = "count-release"
 METHODS = ("pcr", "bounded")
 
+#: Public upper limits of the sizing parameters, checked before Spark starts:
+#: pcr collects the k̄ + 1 largest counts to the driver and runs up to k̄
+#: rounds there; bounded keeps up to m items per person (sensitivity sqrt(m)).
+KBAR_LIMIT = 1_000_000
+MAX_ITEMS_LIMIT = 100_000
+
 _STOPPED = {
     "rho": "the next round would have exceeded rho",
     "delta": "the next round would have exceeded delta",
@@ -81,6 +87,12 @@ def validate(rho, delta, relative_error=0.1, kbar=10000, method="pcr", seed=None
     delta = checks.open_unit(delta, "delta")
     relative_error = checks.positive(relative_error, "relative_error")
     kbar = checks.whole(kbar, "kbar")
+    if kbar > KBAR_LIMIT:
+        raise ParameterError(f"kbar must be at most {KBAR_LIMIT:,} (that many counts are collected to the "
+                             f"driver); got {kbar:,}. Lower --kbar.")
+    if max_items is not None and checks.whole(max_items, "max_items") > MAX_ITEMS_LIMIT:
+        raise ParameterError(f"max_items must be at most {MAX_ITEMS_LIMIT:,}; got {max_items:,}. "
+                             "Lower --max-items (the noise grows with sqrt(max_items)).")
     seed = checks.seed(seed)
     conversion_delta = delta if conversion_delta is None else checks.open_unit(conversion_delta, "conversion_delta")
     if delta + conversion_delta >= 1:
@@ -224,7 +236,7 @@ def _pcr(edge_df, p, rng):
         "items": _pcr_accuracy(rows, r, p["accuracy_factor"]),
         "stopped": f"why the loop ended: {', '.join(f'{k}: {v}' for k, v in _STOPPED.items())}",
     }
-    unused = ZCDP(max(0.0, p["rho"] - result.spent.rho), max(0.0, p["delta"] - result.spent.delta))
+    unused = result.ledger.remaining  # exact, rounded down
     split = [
         {"step": (f"selection: {result.selection_calls} Unknown Domain Gumbel top-1 calls "
                   f"({result.bottoms} returned ⊥), ε from {p['epsilon_min']:g} to "

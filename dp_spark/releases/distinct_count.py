@@ -40,7 +40,7 @@ import logging
 
 import numpy as np
 
-from dp_spark.accounting import PrivacyFilter, PureDP
+from dp_spark.accounting import PrivacyFilter, PureDP, ratio_up, remainder
 from dp_spark.noise import (
     discrete_laplace,
     discrete_laplace_std,
@@ -75,7 +75,7 @@ def noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
     """m_l, l = 1..L: the smallest integer with P[DLap(2l/ε) > m_l] <= β.
     Public constants (they depend on parameters only)."""
     return np.array(
-        [discrete_laplace_upper_quantile(2.0 * l / epsilon, beta) for l in range(1, max_bound + 1)],
+        [discrete_laplace_upper_quantile(ratio_up(2 * l, epsilon), beta) for l in range(1, max_bound + 1)],
         dtype=np.int64,
     )
 
@@ -94,7 +94,7 @@ def release_from_counts(
     scores = counts.astype(np.float64) - margins
     chosen = generalized_exponential(scores, bounds, epsilon / 2.0, beta, rng)
     bound = int(chosen) + 1
-    scale = 2.0 * bound / epsilon
+    scale = ratio_up(2 * bound, epsilon)  # 2l/ε rounded up: never less noise
     noisy = int(counts[chosen]) + int(discrete_laplace(scale, rng))
     return {
         "bound": bound,
@@ -150,7 +150,7 @@ def distinct_count(
     local = PrivacyFilter(cost)
     auto_shards = method == "greedy" and shards is None
     epsilon_shards = epsilon * SHARD_EPSILON_SHARE if auto_shards else 0.0
-    epsilon_main = epsilon - epsilon_shards
+    epsilon_main = remainder(epsilon, epsilon_shards)  # parts sum to <= epsilon exactly
     if auto_shards:
         local.spend(PureDP(epsilon_shards), label="shard count (discrete Laplace on the number of persons)")
     local.spend(PureDP(epsilon_main / 2.0), label="bound selection (Generalized Exponential Mechanism)")
@@ -159,7 +159,7 @@ def distinct_count(
     if auto_shards:
         log.info("distinct-count: choosing the number of greedy shards from a noisy person count")
         noisy_persons = count_persons(edges(df, person_col, item_col)) + int(
-            discrete_laplace(1.0 / epsilon_shards, rng)
+            discrete_laplace(ratio_up(1, epsilon_shards), rng)
         )
         shards = choose_shards(noisy_persons)
 

@@ -13,13 +13,15 @@ T·(J + 2) (step, level) cells, O(T log T) numbers.
 How (DataFrame API only, so it runs on Spark Connect too):
 
 1. Map event times to steps 1..T: step = ⌊(time − origin) / step_size⌋ + 1
-   (``TimeMapping``). Integer and floating columns are in their own units;
+   (``TimeMapping``); T, the horizon, is a REQUIRED public parameter.
+   Integer and floating columns are in their own units;
    timestamp and date columns in seconds (default step_size one day). An
    integer column defaults to origin 1, step_size 1 (the time *is* the
    step); a floating, timestamp or date column NEEDS an explicit origin (the
    start of step 1): none is ever derived from the data, because the earliest
    event time is not public.
-2. One aggregation checks the rules below and finds the first/last step.
+2. A per-row filter drops the events the rules below reject (no job, no
+   error, nothing counted).
 3. Items go to shards by ``pmod(xxhash64(item), shards)``; one
    ``applyInPandas`` call per shard runs the sequential per-item work with the
    numpy kernels of ``dp_spark.continual.stream`` (sort by item, step, raw
@@ -32,20 +34,27 @@ How (DataFrame API only, so it runs on Spark Connect too):
 
 Rules for bad input (the stage's contract; the release states them):
 
-- A row whose item is null is dropped (not an item; how many is not reported).
-- A null or non-finite time, or an op other than +1 / −1 (null included), is
-  an error (``InputError``): the table is not an insert/delete stream.
-- Times mapping to steps outside 1..horizon: ``ParameterError`` (raise the
-  horizon, set the origin, or drop the events).
+- Schema problems are public and refused before anything is read or spent
+  (``SchemaError``): a missing column, an unusable type, or an item column
+  whose Spark equality is not byte equality (floats: 0.0 = −0.0; strings with
+  a non-binary collation: 'Bob' = 'bob'), which would let one item count as
+  two (``dp_spark.stages.edges.require_exact_ids``, the person-column check).
+- Value problems inside rows are handled per event, never by an error after
+  the budget is spent: an event is DROPPED if its item is null, its op is not
+  +1 / −1 (null included), its time is null or not finite, or its time maps
+  to a step outside 1..horizon. Dropped events are counted nowhere.
+  Privacy: the filter looks at one row at a time, so it maps every item's
+  events to a subset of that item's own events; neighbouring tables (one
+  item's events added or removed) stay neighbouring, and the item-level
+  sensitivity of every summary is unchanged.
 - A delete of an absent item is ignored: counts never go below zero.
 - Input order is irrelevant (events are sorted by time); several events of
   one step are allowed and applied by raw time, equal times inserts first.
-- An empty table needs an explicit horizon (there is no step count to derive).
 
 Messages quote parameters, never values from the data. Everything returned
 is NON-PRIVATE: the mechanism layer must add noise before anything is
-published. A horizon derived from the data (when not given) is a non-private
-quantity too, and the release says so; the origin is always a parameter.
+published. The horizon and the origin are always parameters, never derived
+from the data.
 
 Driver memory: the summaries are dense (T, J + 1) int64 arrays, and with the
 mechanism's own arrays the driver holds about ``DRIVER_BYTES_PER_CELL`` bytes
@@ -70,10 +79,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.continual import StreamSummaries, flip_cells, flip_events, summaries_from_cells
-from dp_spark.errors import InputError, ParameterError, SchemaError
+from dp_spark.errors import ParameterError, SchemaError
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.distinct import default_shards
-from dp_spark.stages.edges import require_columns
+from dp_spark.stages.edges import require_columns, require_exact_ids
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +98,8 @@ _SHARD = "_shard"
 MAX_HORIZON_LOG2 = 22
 MAX_HORIZON = 1 << MAX_HORIZON_LOG2  # 4,194,304 steps: ~2.4 GB of driver arrays (driver_bytes)
 DRIVER_BYTES_PER_CELL = 24  # summaries + mechanism arrays per (step, level) cell, measured
+MAX_SHARDS = 10_000  # each shard is one Python task emitting its own (step, level) cells
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 SECONDS_PER_DAY = 86_400
 _MICROS = 1_000_000
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -152,12 +163,26 @@ class TimeMapping:
         return (int(raw) - int(self.origin)) // int(self.size) + 1
 
     def column(self, raw):
-        """The step as a Spark long column."""
+        """The step as a Spark long column (for raw values inside ``in_range``)."""
         if self.kind == "number":
-            return (F.floor((raw - F.lit(float(self.origin))) / F.lit(float(self.size))) + 1).cast("long")
+            return (F.floor(self._scaled(raw)) + 1).cast("long")
         shifted = raw - F.lit(int(self.origin))
         size = F.lit(int(self.size))
         return ((shifted - F.pmod(shifted, size)) / size).cast("long") + 1
+
+    def _scaled(self, raw):
+        return (raw - F.lit(float(self.origin))) / F.lit(float(self.size))
+
+    def in_range(self, raw, horizon: int):
+        """A boolean column: ``raw`` is a non-null, finite time of a step in
+        1..horizon. Compares raw values with public bounds only, so nothing
+        can overflow (Spark's ANSI mode would raise on long overflow)."""
+        if self.kind == "number":
+            scaled = self._scaled(raw)
+            return raw.isNotNull() & ~F.isnan(raw) & (scaled >= F.lit(0.0)) & (scaled < F.lit(float(horizon)))
+        low = int(self.origin)
+        high = min(low + int(horizon) * int(self.size) - 1, _LONG_MAX)
+        return raw.isNotNull() & (raw >= F.lit(low)) & (raw <= F.lit(high))
 
     def describe(self) -> dict:
         out: dict = {"time_kind": self.kind}
@@ -269,6 +294,8 @@ def time_mapping(kind: str, origin, step_size) -> TimeMapping:
         size = 1 if step_size is None else step_size
         if float(size) != int(size) or float(start) != int(start):
             return TimeMapping("number", _number(start, "origin"), _number(size, "step_size"))
+        if not _LONG_MIN <= int(start) <= _LONG_MAX or int(size) > _LONG_MAX:
+            raise ParameterError(f"origin and step_size must fit in a 64-bit integer; got {origin!r}, {step_size!r}.")
         return TimeMapping("integer", int(start), int(size))
     return TimeMapping("number", _number(start, "origin"), 1.0 if step_size is None else _number(step_size, "step_size"))
 
@@ -276,12 +303,17 @@ def time_mapping(kind: str, origin, step_size) -> TimeMapping:
 # ------------------------------------------------------------------ normalised events
 
 def item_column(df: DataFrame, item_col: str):
+    """The item id as a long or string column. Refused (SchemaError, from the
+    schema alone): nested and binary types, and types whose Spark equality is
+    not byte equality (floats, non-binary string collations), which the
+    per-item kernel would split into two items."""
     dtype = df.schema[item_col].dataType
     if isinstance(dtype, _REFUSED_ITEM):
         raise SchemaError(
             f"column {item_col!r} has type {dtype.simpleString()}, which cannot be used as an "
             "item id; use a column of strings or integers."
         )
+    require_exact_ids(df, item_col, "item")
     column = F.col(item_col)
     if isinstance(dtype, _INTEGRAL):
         return column.cast("long")
@@ -313,50 +345,31 @@ def check_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> s
     return time_kind(df, time_col)
 
 
-@dataclass(frozen=True)
-class EventStats:
-    """The validation row (NON-PRIVATE): first and last step, None if empty."""
-
-    first_step: int | None
-    last_step: int | None
-
-
-def _events(df: DataFrame, time_col: str, item_col: str, op_col: str, kind: str) -> DataFrame:
-    """Columns order_key (raw time), item, op; null items dropped."""
+def valid_events(df: DataFrame, time_col: str, item_col: str, op_col: str, kind: str,
+                 mapping: TimeMapping, horizon: int) -> DataFrame:
+    """Columns step, order_key (raw time; omitted when ``needs_order`` says it
+    adds nothing), item, op of the events the rules keep; every other row is
+    DROPPED by a per-row filter (no Spark job runs here, nothing is counted or
+    raised): a null item, an op other than +1 / −1 (null included), a null
+    or non-finite time, or a time outside steps 1..horizon. The filter maps each item's events to a subset of its own
+    events, so the item-level sensitivity of everything computed from them
+    is unchanged (module docstring)."""
     out = df.select(
         raw_time(df, time_col, kind).alias(ORDER),
         item_column(df, item_col).alias(ITEM),
         op_column(df, op_col).alias(OP),
     )
-    return out.where(F.col(ITEM).isNotNull())
+    keep = F.col(ITEM).isNotNull() & F.col(OP).isin(1, -1) & mapping.in_range(F.col(ORDER), horizon)
+    step = F.when(keep, mapping.column(F.col(ORDER)))  # evaluated on kept rows only: no overflow
+    order = [ORDER] if needs_order(mapping) else []
+    return out.where(keep).select(step.alias(STEP), *order, ITEM, OP)
 
 
-def _check_events(events: DataFrame, kind: str, time_col: str, op_col: str) -> tuple:
-    """One aggregation: rule violations and the raw time range."""
-    bad_time = F.col(ORDER).isNull()
-    if kind == "number":
-        bad_time = bad_time | F.isnan(F.col(ORDER)) | F.col(ORDER).isin(float("inf"), float("-inf"))
-    bad_op = F.col(OP).isNull() | ~F.col(OP).isin(1, -1)
-    good = ~bad_time
-    row_df = events.agg(
-        F.max(F.when(bad_time, 1).otherwise(0)).alias("bad_time"),
-        F.max(F.when(bad_op, 1).otherwise(0)).alias("bad_op"),
-        F.min(F.when(good, F.col(ORDER))).alias("first"),
-        F.max(F.when(good, F.col(ORDER))).alias("last"),
-    )
-    with spark_job("checking the event table"):
-        row = row_df.collect()[0]
-    if row["bad_time"]:
-        raise InputError(
-            f"column {time_col!r} has null (or non-finite) times; every event needs a time. "
-            "Drop or fill those rows first."
-        )
-    if row["bad_op"]:
-        raise InputError(
-            f"column {op_col!r} must hold +1 (insert) or -1 (delete) in every row; "
-            "other values (or nulls) were found. Map or drop those rows first."
-        )
-    return row["first"], row["last"]
+def needs_order(mapping: TimeMapping) -> bool:
+    """Whether raw times can order the events of one step: not when a step is
+    one integer time unit (all its events share one raw time, so the order
+    key adds nothing and is not shipped to the shards)."""
+    return not (mapping.kind == "integer" and int(mapping.size) == 1)
 
 
 # ------------------------------------------------------------------ per-shard kernel
@@ -371,7 +384,7 @@ def _shard_cells(pdf: pd.DataFrame, max_level: int) -> pd.DataFrame:
         pdf[STEP].to_numpy(dtype=np.int64),
         codes.astype(np.int64),
         pdf[OP].to_numpy(dtype=np.int64),
-        pdf[ORDER].to_numpy(),
+        pdf[ORDER].to_numpy() if ORDER in pdf.columns else None,
     )
     step, level, delta, cross = flip_cells(flips, max_level)
     return pd.DataFrame({STEP: step, LEVEL: level.astype(np.int32), DELTA: delta, CROSS: cross})
@@ -380,7 +393,7 @@ def _shard_cells(pdf: pd.DataFrame, max_level: int) -> pd.DataFrame:
 def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int) -> DataFrame:
     """(step, level, delta, cross) summed over item shards; NON-PRIVATE.
 
-    ``steps_df`` has columns step, order_key, item, op (already checked).
+    ``steps_df`` has columns step, [order_key,] item, op (``valid_events``).
     Item x goes to shard pmod(xxhash64(x), shards), a fixed function of its id.
     """
     keyed = steps_df.withColumn(_SHARD, F.pmod(F.xxhash64(ITEM), F.lit(int(shards))))
@@ -398,21 +411,28 @@ def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int) -> DataFra
 class ContinualStageResult:
     """The stage's output (NON-PRIVATE summaries plus public bookkeeping).
 
-    ``horizon``: the number of steps to release (given, or the data's last
-    step rounded up to a power of two); ``summaries.horizon`` is the tree's
-    horizon, the next power of two >= ``horizon``. ``horizon_from_data``:
-    the horizon was derived from the data (non-private).
+    ``horizon``: the number of steps to release (a parameter);
+    ``summaries.horizon`` is the tree's horizon, the next power of two >=
+    ``horizon``.
     """
 
     summaries: StreamSummaries
     horizon: int
-    horizon_from_data: bool
     mapping: TimeMapping
 
 
-def validate_horizon(horizon) -> int | None:
+HORIZON_REQUIRED = (
+    "horizon is required: the number of steps T to release (horizon= / --horizon). It sizes the "
+    "series, the trees and the noise, so it must be public and is never taken from the data; "
+    "events after step T are dropped."
+)
+
+
+def validate_horizon(horizon) -> int:
+    """The horizon, checked before any data is read: REQUIRED, a whole number
+    in 1..MAX_HORIZON (the cap bounds the driver's arrays)."""
     if horizon is None:
-        return None
+        raise ParameterError(HORIZON_REQUIRED)
     if isinstance(horizon, bool) or not isinstance(horizon, (numbers.Integral,)) or horizon < 1:
         raise ParameterError(f"horizon must be a whole number >= 1 (the number of steps); got {horizon!r}.")
     if horizon > MAX_HORIZON:
@@ -420,6 +440,21 @@ def validate_horizon(horizon) -> int | None:
             f"horizon must be {_horizon_cap_text()}; got {horizon!r}. Use a coarser step_size."
         )
     return int(horizon)
+
+
+def validate_shards(shards) -> int | None:
+    """``shards`` (None: the default), checked before any data is read: a
+    whole number in 1..MAX_SHARDS."""
+    if shards is None:
+        return None
+    if isinstance(shards, bool) or not isinstance(shards, numbers.Integral) or shards < 1:
+        raise ParameterError(f"shards must be a whole number >= 1; got {shards!r}.")
+    if shards > MAX_SHARDS:
+        raise ParameterError(
+            f"shards must be at most {MAX_SHARDS:,}: each shard is one Python task that emits its own "
+            f"(step, level) cells, so work and shuffle grow with the shard count; got {shards!r}."
+        )
+    return int(shards)
 
 
 def continual_summaries(
@@ -434,56 +469,30 @@ def continual_summaries(
     max_level: int | None = None,
     shards: int | None = None,
 ) -> ContinualStageResult:
-    """Exact continual-release summaries of an event table (two Spark jobs).
+    """Exact continual-release summaries of an event table (one Spark job).
 
     Returns NON-PRIVATE arrays of the stage (module docstring); the caller
     must pass them through a mechanism of ``dp_spark.continual`` before
-    releasing anything. ``max_level`` J defaults to log2 of the tree horizon
-    (then the top level is untruncated). ``shards`` defaults to
-    ``spark.sql.shuffle.partitions``.
+    releasing anything. ``horizon`` is REQUIRED (ParameterError before any
+    read otherwise); events outside steps 1..horizon, and rows with a bad
+    value, are dropped per event (``valid_events``). ``max_level`` J defaults
+    to log2 of the tree horizon (then the top level is untruncated).
+    ``shards`` defaults to ``spark.sql.shuffle.partitions`` (at most
+    MAX_SHARDS).
     """
     horizon = validate_horizon(horizon)
-    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, numbers.Integral) or shards < 1):
-        raise ParameterError(f"shards must be a whole number >= 1; got {shards!r}.")
+    shards = validate_shards(shards)
     kind = check_columns(df, time_col, item_col, op_col)
     mapping = time_mapping(kind, origin, step_size)
-    events = _events(df, time_col, item_col, op_col, kind)
-    first, last = _check_events(events, kind, time_col, op_col)
-
-    if first is None:
-        if horizon is None:
-            raise ParameterError("the input has no events, so there is no step count; pass horizon=.")
-        first_step = last_step = None
-    else:
-        first_step, last_step = mapping.step_of(first), mapping.step_of(last)
-    horizon_from_data = horizon is None
-    if horizon is None:
-        if last_step < 1:
-            raise ParameterError(
-                "every event time maps to a step before 1; set origin (or step_size) so that "
-                "the first step is 1."
-            )
-        if last_step > MAX_HORIZON:
-            raise ParameterError(
-                f"the event times map to steps beyond the horizon cap with this origin and step_size; "
-                f"the horizon must be {_horizon_cap_text()}. Set a coarser step_size (or pass horizon "
-                "and drop later events)."
-            )
-        horizon = next_power_of_two(last_step)
-    if first_step is not None and (first_step < 1 or last_step > horizon):
-        raise ParameterError(
-            "event times map to steps outside 1..horizon with the origin and step_size given; "
-            "raise horizon, set origin / step_size, or drop the events outside it."
-        )
     tree_horizon = next_power_of_two(horizon)
     top = tree_horizon.bit_length() - 1
     if max_level is None:
         max_level = top
     elif isinstance(max_level, bool) or not isinstance(max_level, numbers.Integral) or not 0 <= max_level <= top:
         raise ParameterError(f"max_level must be a whole number in 0..log2(horizon); got {max_level!r}.")
-    shards = default_shards(df.sparkSession) if shards is None else int(shards)
+    shards = min(default_shards(df.sparkSession), MAX_SHARDS) if shards is None else shards
 
-    steps_df = events.select(mapping.column(F.col(ORDER)).alias(STEP), ORDER, ITEM, OP)
+    steps_df = valid_events(df, time_col, item_col, op_col, kind, mapping, horizon)
     cells = flip_cell_table(steps_df, int(max_level), shards)
     log.info("continual-distinct: computing per-step flip counts (%d item shards)", shards)
     with spark_job("computing per-step flip counts"):
@@ -496,4 +505,4 @@ def continual_summaries(
         tree_horizon,
         int(max_level),
     )
-    return ContinualStageResult(summaries, horizon, horizon_from_data, mapping)
+    return ContinualStageResult(summaries, horizon, mapping)

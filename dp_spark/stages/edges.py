@@ -37,6 +37,25 @@ def _collation(dtype) -> str:
     return str(getattr(dtype, "collation", None) or "UTF8_BINARY").upper()
 
 
+def require_exact_ids(df: DataFrame, name: str, what: str) -> None:
+    """Schema-only check (no data read) that Spark's equality on column
+    ``name`` is byte equality, as the per-unit kernels assume: floats (0.0
+    equals -0.0) and strings with a non-binary collation ('Bob' equals 'bob')
+    are refused with a one-line SchemaError. ``what`` names the column's role
+    ("person", "item")."""
+    dtype = df.schema[name].dataType
+    if isinstance(dtype, (T.FloatType, T.DoubleType)):
+        raise SchemaError(
+            f"{what} column {name!r} holds floating-point numbers, which are not exact "
+            "ids; cast it to a whole-number or string type."
+        )
+    if isinstance(dtype, T.StringType) and _collation(dtype) != "UTF8_BINARY":
+        raise SchemaError(
+            f"{what} column {name!r} has collation {_collation(dtype)}; ids must compare "
+            "byte for byte: collate it to UTF8_BINARY (after normalising case) first."
+        )
+
+
 def _normalised(df: DataFrame, name: str, alias: str, *, is_person: bool = False):
     """Integral ids stay long; other atomic types become strings (injective
     for the atomic types we accept); nested and binary types are refused.
@@ -52,16 +71,8 @@ def _normalised(df: DataFrame, name: str, alias: str, *, is_person: bool = False
             f"column {name!r} has type {dtype.simpleString()}, which cannot be "
             "used as an id; use a column of strings or integers."
         )
-    if is_person and isinstance(dtype, (T.FloatType, T.DoubleType)):
-        raise SchemaError(
-            f"person column {name!r} holds floating-point numbers, which are not exact "
-            "ids; cast it to a whole-number or string type."
-        )
-    if is_person and isinstance(dtype, T.StringType) and _collation(dtype) != "UTF8_BINARY":
-        raise SchemaError(
-            f"person column {name!r} has collation {_collation(dtype)}; ids must compare "
-            "byte for byte: collate it to UTF8_BINARY (after normalising case) first."
-        )
+    if is_person:
+        require_exact_ids(df, name, "person")
     column = F.col(name)
     if isinstance(dtype, _INTEGRAL):
         return column.cast("long").alias(alias)

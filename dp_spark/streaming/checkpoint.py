@@ -5,8 +5,11 @@ the driver needs to resume: the ``ContinualCounter`` state (tree partial sums,
 last noisy node values, the sparse vector's level and threshold noise), the
 cumulative sparse-vector query values, the index of the last released step
 with the Spark micro-batch id that produced it, that step's released record,
-the configuration the budget was spent for, and — only for seeded runs — the
-generator state. It is written BEFORE the step's record reaches the sink, so
+the configuration the budget was spent for (everything that fixes what a
+step means: source folder, format, schema, files per step, trigger, horizon,
+mechanism), and — only for seeded runs — the generator state, plus a SHA-256
+checksum of all of it: a file edited by hand (say "step" 10 → 5, which would
+re-draw released steps) or damaged is refused, never used. It is written BEFORE the step's record reaches the sink, so
 once a step's noise has been drawn and saved it is never drawn again: a
 re-executed micro-batch re-writes the saved record instead.
 
@@ -27,6 +30,7 @@ the same record again; a different record for a released step is refused.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -34,12 +38,21 @@ from typing import Any
 
 from dp_spark.errors import InputError, ParameterError
 from dp_spark.io import write_json_atomic
+from dp_spark.marking import mark_record
 
 KIND = "dp_spark.streaming.continual_distinct"
-VERSION = 2  # 2: the configuration records the step grid (trigger kind)
+VERSION = 3  # 3: the configuration fixes the step's meaning (source, schema, files, trigger); checksum
+CHECKSUM = "checksum"
 STATE_FILE = "mechanism.json"
 ERROR_FILE = "input-error.json"
 SPARK_DIR = "spark"
+
+
+def state_checksum(state: dict[str, Any]) -> str:
+    """SHA-256 of the state's canonical JSON (sorted keys), the checksum field excluded."""
+    body = {k: v for k, v in state.items() if k != CHECKSUM}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def local_directory(path: str, name: str) -> Path:
@@ -84,14 +97,27 @@ class MechanismCheckpoint:
                 f"the mechanism checkpoint {str(self.path)!r} is unreadable; restore it from a backup "
                 "(starting over would spend the privacy budget again)."
             ) from None
-        if not isinstance(state, dict) or state.get("kind") != KIND or state.get("version") != VERSION:
-            raise InputError(f"{str(self.path)!r} is not a continual-distinct checkpoint of this version.")
-        return state
+        if not isinstance(state, dict) or state.get("kind") != KIND:
+            raise InputError(f"{str(self.path)!r} is not a continual-distinct checkpoint.")
+        if state.get("version") != VERSION:
+            raise InputError(
+                f"{str(self.path)!r} was written by another version of dp_spark (checkpoint version "
+                f"{state.get('version')!r}, this one reads {VERSION}); finish that stream with the version "
+                "that created it."
+            )
+        if state.get(CHECKSUM) != state_checksum(state):
+            raise InputError(
+                f"the mechanism checkpoint {str(self.path)!r} fails its checksum: it was edited or damaged. "
+                "Restore it from a backup; an edited state could re-draw released steps or spend the "
+                "budget again, so it is never used."
+            )
+        return {k: v for k, v in state.items() if k != CHECKSUM}
 
     def save(self, state: dict[str, Any]) -> None:
-        """Write ``state`` atomically (temporary file, fsync, rename)."""
+        """Write ``state`` with its checksum atomically (temporary file, fsync, rename)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.path, state)
+        body = {k: v for k, v in state.items() if k != CHECKSUM}
+        write_json_atomic(self.path, {**body, CHECKSUM: state_checksum(body)})
 
     # A bad event found inside a micro-batch is reported through a file, so the
     # driver thread sees it even when foreachBatch runs in another process
@@ -112,8 +138,9 @@ class MechanismCheckpoint:
 class StepSink:
     """One JSON record per released step: ``step-000000001.json`` (public)."""
 
-    def __init__(self, directory: str | os.PathLike) -> None:
+    def __init__(self, directory: str | os.PathLike, seeded: bool = False) -> None:
         self.directory = Path(directory)
+        self.seeded = seeded  # then every record says "not for publication" (dp_spark.marking)
 
     def _path(self, step: int) -> Path:
         return self.directory / f"step-{int(step):09d}.json"
@@ -122,6 +149,7 @@ class StepSink:
         """Write a step's record atomically. Writing the record already there
         again is a no-op; a DIFFERENT record for a released step is refused
         (InputError): a published step is never re-drawn."""
+        record = mark_record(record, self.seeded)
         path = self._path(record["step"])
         existing = self._load(path)
         if existing is not None:

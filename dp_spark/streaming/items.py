@@ -10,9 +10,12 @@ by the same kernel as the batch stage (``dp_spark.continual.flip_cells``).
 Summing these rows per level over a micro-batch gives the step's column of
 ``StreamSummaries`` (the driver adds ``cross`` to running totals).
 
-A batch holding an op other than +1/−1 (or null), or a null time, makes the
-item emit a row with ``bad = 1`` and no update; the driver then refuses the
-step (the batch is not committed, so nothing of it is kept).
+Bad values are dropped per event, as in the batch stage: the query filters
+out rows with an op other than +1/−1 (null included) or a null or
+non-finite time before grouping (``good_events``), and ``update`` ignores
+any such event again. A per-row filter keeps, for every item, a subset of
+its own events, so the item-level sensitivity is unchanged; nothing about
+the dropped events is counted, and a bad value never fails a step.
 Rows here are NON-PRIVATE; only O(log T) sums per step reach the driver.
 """
 
@@ -29,7 +32,6 @@ from dp_spark.continual import FlipEvents, count_after, flip_cells
 LEVEL = "level"
 DELTA = "delta"
 CROSS = "cross"
-BAD = "bad"
 ORDER = "order_key"
 OP = "op"
 
@@ -38,7 +40,6 @@ OUTPUT_SCHEMA = T.StructType(
         T.StructField(LEVEL, T.IntegerType()),
         T.StructField(DELTA, T.LongType()),
         T.StructField(CROSS, T.LongType()),
-        T.StructField(BAD, T.IntegerType()),
     ]
 )
 STATE_SCHEMA = T.StructType([T.StructField("count", T.LongType()), T.StructField("flips", T.LongType())])
@@ -47,7 +48,7 @@ _COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 
 def _frame(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=_COLUMNS).astype(
-        {LEVEL: "int32", DELTA: "int64", CROSS: "int64", BAD: "int32"}
+        {LEVEL: "int32", DELTA: "int64", CROSS: "int64"}
     )
 
 
@@ -64,7 +65,7 @@ def item_step(count: int, flips: int, ops, order, max_level: int) -> tuple[int, 
         index=np.array([flips], dtype=np.int64),
     )
     _, level, delta, cross = flip_cells(flip, max_level)
-    return new_count, flips, (int(level[0]), int(delta[0]), int(cross[0]), 0)
+    return new_count, flips, (int(level[0]), int(delta[0]), int(cross[0]))
 
 
 def make_update(max_level: int, has_order: bool):
@@ -76,12 +77,16 @@ def make_update(max_level: int, has_order: bool):
             return
         pdf = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         ops = pdf[OP].to_numpy(dtype=np.float64, na_value=np.nan)
-        order = pdf[ORDER].to_numpy(dtype=np.float64, na_value=np.nan) if has_order else None
-        if not np.all((ops == 1.0) | (ops == -1.0)) or (order is not None and not np.all(np.isfinite(order))):
-            yield _frame([(-1, 0, 0, 1)])
+        good = (ops == 1.0) | (ops == -1.0)  # bad events are dropped (already filtered in Spark)
+        order = None
+        if has_order:
+            order = pdf[ORDER].to_numpy(dtype=np.float64, na_value=np.nan)
+            good &= np.isfinite(order)
+            order = order[good]
+        if not good.any():
             return
         count, flips = state.get if state.exists else (0, 0)
-        count, flips, row = item_step(int(count), int(flips), ops.astype(np.int64), order, max_level)
+        count, flips, row = item_step(int(count), int(flips), ops[good].astype(np.int64), order, max_level)
         state.update((count, flips))
         if row is not None:
             yield _frame([row])

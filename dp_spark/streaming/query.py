@@ -49,25 +49,41 @@ the file schedule is fixed in advance —
   ticks a slow batch overran), and there are no steps while the query is
   stopped. Files must still not be held back or split depending on content.
 
-The trigger kind is fixed per checkpoint (Spark's state layout differs).
+Everything that fixes what a step means is recorded when the checkpoint is
+created and a resumed run with another value is refused (ParameterError
+naming the option): the source folder and format, the files' schema (the
+saved one is used on resume), files_per_step, the trigger, the horizon, the
+mechanism and its parameters. The state file carries a checksum (an edited
+file is refused), and each micro-batch's files are checked for the stream's
+columns before the step is released (``dp_spark.streaming.files``).
 
 Guarantee: item-level ρ-zCDP for the whole series (neighbouring streams differ
 by all events of one item), the same mechanisms and error statements as the
 batch release, PROVIDED the step grid above does not depend on the data (the
-report's statement and neighbouring relation say so). Bad input: an op other
-than ±1 or a null time fails the step (no record is written, nothing is spent
-beyond the checkpoint's ρ); null items are dropped; deletes of absent items
-are ignored.
+report's statement and neighbouring relation say so). Bad input: schema
+problems (a missing column, an unusable or inexact item type) are refused
+before ρ is spent, and a source file lacking a column fails its step; bad
+VALUES are dropped per event, as in the batch release (an op other than ±1,
+a null or non-finite time, a null item) — a per-row filter, so item-level
+sensitivity is unchanged and a bad row never halts the query; deletes of
+absent items are ignored; events in micro-batches after the horizon are not
+counted.
+
+Bounded by design: horizon <= MAX_HORIZON (``dp_spark.stages.continual``),
+files_per_step <= MAX_FILES_PER_STEP, state_partitions <= MAX_STATE_PARTITIONS.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import json
 import logging
 import math
 import os
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -86,17 +102,24 @@ from dp_spark.releases.continual_distinct import (
 )
 from dp_spark.sparkjobs import _spark_exception_types, error_class, spark_job
 from dp_spark.streaming.checkpoint import KIND, SPARK_DIR, VERSION, MechanismCheckpoint, StepSink, local_directory
-from dp_spark.streaming.items import BAD, CROSS, DELTA, LEVEL, OP, ORDER, OUTPUT_SCHEMA, STATE_SCHEMA, make_update
+from dp_spark.streaming.files import batch_files, missing_column
+from dp_spark.streaming.items import CROSS, DELTA, LEVEL, OP, ORDER, OUTPUT_SCHEMA, STATE_SCHEMA, make_update
 
 log = logging.getLogger(__name__)
 
 AVAILABLE_NOW = "available-now"
 INTERVAL = "interval"
 ITEM = "item"
-_CONFIG_KEYS = (
-    "rho", "horizon", "mechanism", "max_flippancy", "beta", "delta", "seed", "item_col", "op_col", "time_col",
-    "step_grid",
-)
+MAX_FILES_PER_STEP = 1_000  # each file of a step is listed, schema-checked and planned on the driver
+MAX_STATE_PARTITIONS = 1_000  # each state partition is a state store writing its own files every step
+# Resuming with another value of any of these is refused: they fix what a step
+# means, what was spent, or how it is released. Values: the option to name.
+_CONFIG_KEYS = {
+    "rho": "--rho", "horizon": "--horizon", "mechanism": "--mechanism", "max_flippancy": "--max-flippancy",
+    "beta": "--beta", "delta": "--delta", "seed": "--seed", "item_col": "--item-col", "op_col": "--op-col",
+    "time_col": "--time-col", "step_grid": "--trigger", "trigger": "--trigger", "source": "--input",
+    "format": "--format", "files_per_step": "--files-per-step", "schema": "the input files' schema",
+}
 
 GRID_CONDITION = (
     "the step grid (which source files form which step) does not depend on the data: removing one "
@@ -106,6 +129,30 @@ GRID_CONDITION = (
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def validate_files_per_step(files_per_step) -> int:
+    if isinstance(files_per_step, bool) or not isinstance(files_per_step, int) or files_per_step < 1:
+        raise ParameterError(f"files_per_step must be a whole number >= 1; got {files_per_step!r}.")
+    if files_per_step > MAX_FILES_PER_STEP:
+        raise ParameterError(
+            f"files_per_step must be at most {MAX_FILES_PER_STEP:,}: every file of a step is listed, "
+            f"schema-checked and planned on the driver; merge the files upstream; got {files_per_step!r}."
+        )
+    return files_per_step
+
+
+def validate_state_partitions(state_partitions) -> int | None:
+    if state_partitions is None:
+        return None
+    if isinstance(state_partitions, bool) or not isinstance(state_partitions, int) or state_partitions < 1:
+        raise ParameterError(f"state_partitions must be a whole number >= 1; got {state_partitions!r}.")
+    if state_partitions > MAX_STATE_PARTITIONS:
+        raise ParameterError(
+            f"state_partitions must be at most {MAX_STATE_PARTITIONS:,}: each partition is a state store "
+            f"that writes its own files at every step; got {state_partitions!r}."
+        )
+    return state_partitions
 
 
 def validate_trigger(trigger: str) -> str:
@@ -173,12 +220,17 @@ class StepWriter:
 
     Holds no mechanism state in memory: every call loads the checkpoint, so a
     re-executed batch and a restarted driver see exactly what was saved.
+    ``files``: (format, required columns) for the per-file column check, or
+    None. ``progress``: print "step t/T released" to stderr after each step.
     """
 
-    def __init__(self, store: MechanismCheckpoint, sink: StepSink, horizon: int) -> None:
+    def __init__(self, store: MechanismCheckpoint, sink: StepSink, horizon: int, *,
+                 files: tuple[str, list[str]] | None = None, progress: bool = False) -> None:
         self.store = store
         self.sink = sink
         self.horizon = int(horizon)
+        self.files = files
+        self.progress = progress
         self._rng: np.random.Generator | None = None  # unseeded runs: one OS-seeded generator per run
 
     def _generator(self, state: dict) -> np.random.Generator:
@@ -191,9 +243,7 @@ class StepWriter:
     def __call__(self, batch_df, batch_id: int) -> None:
         # Always evaluate the whole batch first: Spark commits the per-item
         # state of every partition only when the batch is fully processed.
-        sums = batch_df.groupBy(LEVEL).agg(
-            F.sum(DELTA).alias(DELTA), F.sum(CROSS).alias(CROSS), F.max(BAD).alias(BAD)
-        )
+        sums = batch_df.groupBy(LEVEL).agg(F.sum(DELTA).alias(DELTA), F.sum(CROSS).alias(CROSS))
         with spark_job("summarising a micro-batch"):
             rows = sums.collect()
         state = self.store.load()
@@ -205,14 +255,7 @@ class StepWriter:
             return
         if state["step"] >= self.horizon:
             return  # the horizon is reached: later events are not counted
-        if any(row[BAD] for row in rows):
-            message = (
-                f"a micro-batch holds an op other than +1/-1 (or a null op or time) in column "
-                f"{state['config']['op_col']!r}; step {state['step'] + 1} was not released. Fix or "
-                "remove the bad rows in the source files, then restart."
-            )
-            self.store.record_error(message)
-            raise InputError(message)
+        self._check_files(batch_df.sparkSession, batch_id, state["step"] + 1)
 
         counter = ContinualCounter.from_dict(state["counter"])
         J = counter_max_level(state)
@@ -248,6 +291,26 @@ class StepWriter:
             state["rng"] = _generator_state(rng)
         self.store.save(state)  # from here on the step is released, whatever happens next
         self._write(record)
+        if self.progress:
+            print(f"continual-distinct: step {record['step']}/{self.horizon} released", file=sys.stderr, flush=True)
+
+    def _check_files(self, spark, batch_id: int, step: int) -> None:
+        """Fail the step (not committed, nothing drawn) if one of its files
+        lacks a column of the stream (``dp_spark.streaming.files``)."""
+        if self.files is None:
+            return
+        fmt, required = self.files
+        files = batch_files(self.store.spark_path, batch_id)
+        found = missing_column(spark, files, fmt, required)
+        if found is None:
+            return
+        path, column = found
+        message = (
+            f"source file {Path(path).name!r} has no column {column!r} (its columns differ from the "
+            f"stream's); step {step} was not released. Fix or move that file, then run again."
+        )
+        self.store.record_error(message)
+        raise InputError(message)
 
     def _write(self, record: dict) -> None:
         try:
@@ -294,14 +357,14 @@ def _refuse_new_state_over_old_output(checkpoint_dir, store: MechanismCheckpoint
             "no mechanism state (mechanism.json): the state was lost or the directory belongs to another "
             "run. Restore mechanism.json from a backup to resume; starting over here would spend the "
             "budget again and re-publish released steps with new noise. A new stream needs an empty "
-            "checkpoint directory and an empty sink."
+            "checkpoint directory and an empty sink. Nothing was read or spent."
         )
     if sink.steps():
         raise InputError(
             f"the sink {str(sink.directory)!r} already holds step records, but the checkpoint "
             f"{str(checkpoint_dir)!r} has no mechanism state: it is another stream's sink (or this "
             "checkpoint's state was lost). A new stream needs an empty sink; to resume, use the "
-            "checkpoint that wrote these records."
+            "checkpoint that wrote these records. Nothing was read or spent."
         )
 
 
@@ -314,27 +377,73 @@ def _refuse_resume_without_spark_state(checkpoint_dir, store: MechanismCheckpoin
         )
 
 
+def _saved_state(spark, source: str, config: dict, store: MechanismCheckpoint, sink: StepSink,
+                 checkpoint_dir: Path) -> dict | None:
+    """The checkpoint's state when resuming (checksum and options checked), or
+    None for a new stream (refused over old output). Sets ``config["schema"]``:
+    the saved one, or the files' schema read now for a new stream. Spends nothing."""
+    if store.exists():
+        state = store.load()  # checksum verified
+        _check_same_config(state["config"], config)
+        config["schema"] = state["config"]["schema"]
+        if state["step"] < config["horizon"]:
+            _refuse_resume_without_spark_state(checkpoint_dir, store, state)
+        log.info("continual-distinct: resuming at step %d of %d", state["step"], config["horizon"])
+        return state
+    _refuse_new_state_over_old_output(checkpoint_dir, store, sink)  # before spending
+    if config["schema"] is None:
+        from dp_spark.io import read_input
+
+        config["schema"] = read_input(spark, source, config["format"]).schema.json()  # the files present
+    return None
+
+
 def _check_same_config(saved: dict, config: dict) -> None:
-    for key in _CONFIG_KEYS:
+    """Refuse (one line, naming the option) a resumed run whose options differ
+    from those the checkpoint was created with. ``schema`` None: not given
+    (the saved one is used)."""
+    for key, option in _CONFIG_KEYS.items():
+        if key == "schema" and config.get(key) is None:
+            continue
         if saved.get(key) != config.get(key):
+            if key == "schema":
+                was = "another schema of the input files"
+            else:
+                was = f"{key} = {saved.get(key)!r} ({option}), not {config.get(key)!r}"
             raise ParameterError(
-                f"the checkpoint was created with {key} = {saved.get(key)!r}, not {config.get(key)!r}; "
-                "resume with the same parameters, or use a new checkpoint directory (a new stream, "
-                "which spends its own budget)."
+                f"the checkpoint was created with {was}; it fixes what a step means, so resume with the "
+                "same options, or use a new checkpoint directory and sink (a new stream, which spends "
+                "its own budget)."
             )
 
 
-def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, time_col, item_col, op_col):
-    from dp_spark.io import detect_format, read_input
-    from dp_spark.stages.continual import item_column, op_column, raw_time, time_kind
-    from dp_spark.stages.edges import require_columns
+def _source_text(source: str) -> str:
+    """The source folder as recorded in the checkpoint: an absolute local path, or the URI."""
+    text = str(source)
+    if "://" in text or text.startswith("file:"):
+        return text
+    return str(Path(text).resolve())
+
+
+def _stream_format(source: str, fmt: str) -> str:
+    from dp_spark.io import detect_format
 
     if fmt == "auto":
         fmt = detect_format(source)
     if fmt not in ("parquet", "csv", "json"):
         raise ParameterError(f"the streaming source format must be parquet, csv or json; got {fmt!r}.")
-    if schema is None:
-        schema = read_input(spark, source, fmt).schema  # the files present fix the schema
+    return fmt
+
+
+def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, time_col, item_col, op_col):
+    """The event stream (item, op[, order_key]) with bad VALUES dropped per
+    event (an op other than ±1, a null item, a null or non-finite time: a
+    per-row filter). Schema problems raise here, before anything is spent."""
+    from pyspark.sql import types as T
+
+    from dp_spark.stages.continual import item_column, op_column, raw_time, time_kind
+    from dp_spark.stages.edges import require_columns
+
     reader = spark.readStream.format(fmt).schema(schema).option("maxFilesPerTrigger", int(files_per_step))
     if fmt == "csv":
         reader = reader.option("header", "true")
@@ -342,9 +451,13 @@ def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, ti
     require_columns(stream, item_col, op_col)
     has_order = time_col is not None and time_col in stream.columns
     columns = [item_column(stream, item_col).alias(ITEM), op_column(stream, op_col).alias(OP)]
+    keep = F.col(ITEM).isNotNull() & F.col(OP).isin(1, -1)
     if has_order:
         columns.append(raw_time(stream, time_col, time_kind(stream, time_col)).alias(ORDER))
-    events = stream.select(*columns).where(F.col(ITEM).isNotNull())
+        keep &= F.col(ORDER).isNotNull()
+        if isinstance(stream.schema[time_col].dataType, (T.FloatType, T.DoubleType, T.DecimalType)):
+            keep &= ~F.isnan(F.col(ORDER)) & ~F.col(ORDER).isin(float("inf"), float("-inf"))
+    events = stream.select(*columns).where(keep)
     return events, has_order
 
 
@@ -371,6 +484,7 @@ def continual_distinct_stream(
     seed: int | None = None,
     budget: PrivacyFilter | None = None,
     state_partitions: int | None = None,
+    progress: bool = False,
 ):
     """Run (or resume) the streaming release; return a Release of the steps released so far.
 
@@ -381,7 +495,9 @@ def continual_distinct_stream(
     (preferred: process the files present, ``files_per_step`` per step, then
     return; run again later to continue) or an interval such as "10 seconds"
     (every interval is one step, with or without new files; run until the
-    horizon or ``timeout`` seconds). The guarantee assumes the step grid —
+    horizon or ``timeout`` seconds). ``horizon`` is required (at most
+    MAX_HORIZON), ``files_per_step`` at most MAX_FILES_PER_STEP,
+    ``state_partitions`` at most MAX_STATE_PARTITIONS. The guarantee assumes the step grid —
     which files form which step — does not depend on the data (module
     docstring); the trigger kind is fixed per checkpoint. ``time_col``
     (optional in the files) orders events inside a micro-batch.
@@ -392,21 +508,19 @@ def continual_distinct_stream(
     ``spark.sql.shuffle.partitions``; fixed by the first run of a checkpoint).
     ``seed``: tests and demos only (the generator state is then checkpointed
     too, so a resumed seeded run continues the same noise stream).
+    ``schema``: the files' schema (default: read from the files present
+    when the checkpoint is created, then the saved one). ``progress``: a line
+    "step t/T released" on stderr per step. Resuming with any option that
+    fixes what a step means changed is refused (ParameterError naming it).
+    Ctrl-C stops the query between steps and raises KeyboardInterrupt whose
+    message says how many steps are released and where.
     """
-    from pyspark.sql.streaming.state import GroupStateTimeout
-
     rho, horizon, mechanism, max_flippancy, seed, beta, delta = validate(
         rho, horizon, mechanism, max_flippancy, seed, beta, delta
-    )
-    if horizon is None:
-        raise ParameterError("the streaming mode needs horizon (the number of steps to release).")
-    if isinstance(files_per_step, bool) or not isinstance(files_per_step, int) or files_per_step < 1:
-        raise ParameterError(f"files_per_step must be a whole number >= 1; got {files_per_step!r}.")
+    )  # horizon: required, at most MAX_HORIZON
+    files_per_step = validate_files_per_step(files_per_step)
     trigger = validate_trigger(trigger)
-    if state_partitions is not None and (
-        isinstance(state_partitions, bool) or not isinstance(state_partitions, int) or state_partitions < 1
-    ):
-        raise ParameterError(f"state_partitions must be a whole number >= 1; got {state_partitions!r}.")
+    state_partitions = validate_state_partitions(state_partitions)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
         raise ParameterError(f"timeout must be a number of seconds > 0; got {timeout!r}.")
     checkpoint_dir = local_directory(checkpoint, "checkpoint")
@@ -414,22 +528,25 @@ def continual_distinct_stream(
     tree_horizon = tree_horizon_of(horizon)
     w = effective_flippancy(max_flippancy, tree_horizon)
     grid = step_grid(trigger)
+    fmt = _stream_format(source, fmt)
     config = {
         "rho": rho, "horizon": horizon, "mechanism": mechanism, "max_flippancy": max_flippancy,
         "beta": beta, "delta": delta, "seed": seed, "item_col": item_col, "op_col": op_col,
-        "time_col": time_col, "step_grid": grid,
+        "time_col": time_col, "step_grid": grid, "trigger": trigger, "source": _source_text(source),
+        "format": fmt, "files_per_step": files_per_step,
+        "schema": None if schema is None else schema.json(),
     }
     store = MechanismCheckpoint(checkpoint_dir)
-    step_sink = StepSink(sink_dir)
+    step_sink = StepSink(sink_dir, seeded=seed is not None)
     resumed = store.exists()
-    if resumed:
-        state = store.load()
-        _check_same_config(state["config"], config)
-        if state["step"] < horizon:
-            _refuse_resume_without_spark_state(checkpoint_dir, store, state)
-        log.info("continual-distinct: resuming at step %d of %d", state["step"], horizon)
-    else:
-        _refuse_new_state_over_old_output(checkpoint_dir, store, step_sink)  # before spending
+    state = _saved_state(spark, source, config, store, step_sink, checkpoint_dir)  # None: a new stream
+    from pyspark.sql import types as T
+
+    stream_schema = T.StructType.fromJson(json.loads(config["schema"]))
+    events, has_order = _stream_events(  # schema checks: before anything is spent
+        spark, source, fmt, stream_schema, files_per_step, time_col, item_col, op_col
+    )
+    if not resumed:
         if budget is not None:
             budget.spend(ZCDP(rho), label="continual-distinct (stream)")  # before any data is read
         state = _new_state(config, tree_horizon, w)
@@ -442,30 +559,12 @@ def continual_distinct_stream(
         step_sink.write(state["last_record"])
 
     if state["step"] < horizon:
-        events, has_order = _stream_events(
-            spark, source, fmt, schema, files_per_step, time_col, item_col, op_col
-        )
-        J = counter_max_level(state)
-        # Interval grid: a processing-time timeout makes Spark run a no-data
-        # micro-batch in every interval without files (no timeout is ever set
-        # on an item, so no item times out); released as a step without change.
-        # Available-now must not use it (the query would never end).
-        timeout_conf = GroupStateTimeout.NoTimeout if grid == AVAILABLE_NOW else GroupStateTimeout.ProcessingTimeTimeout
-        stateful = events.groupBy(ITEM).applyInPandasWithState(
-            make_update(J, has_order), OUTPUT_SCHEMA, STATE_SCHEMA, "update", timeout_conf
-        )
-        writer = StepWriter(store, step_sink, horizon)
-        stream_writer = (
-            stateful.writeStream.outputMode("update")
-            .foreachBatch(writer)
-            .option("checkpointLocation", str(checkpoint_dir / SPARK_DIR))
-        )
-        if trigger == AVAILABLE_NOW:
-            stream_writer = stream_writer.trigger(availableNow=True)
-        else:
-            stream_writer = stream_writer.trigger(processingTime=trigger)
+        required = [item_col, op_col] + ([time_col] if has_order else [])
+        writer = StepWriter(store, step_sink, horizon, files=(fmt, required), progress=progress)
+        stream_writer = _stream_writer(events, has_order, counter_max_level(state), grid, writer,
+                                       checkpoint_dir, trigger)
         with _quiet_stream_logs(spark):
-            _run_query(spark, stream_writer, store, horizon, trigger, timeout, state_partitions)
+            _run_query(spark, stream_writer, store, horizon, trigger, timeout, state_partitions, step_sink)
         state = store.load()
 
     records = step_sink.read()
@@ -477,6 +576,29 @@ def continual_distinct_stream(
         )
     return _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, sink_dir,
                     files_per_step, trigger)
+
+
+def _stream_writer(events, has_order: bool, J: int, grid: str, writer: StepWriter, checkpoint_dir: Path,
+                   trigger: str):
+    """The per-item stateful query feeding ``writer`` (not started)."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    # Interval grid: a processing-time timeout makes Spark run a no-data
+    # micro-batch in every interval without files (no timeout is ever set
+    # on an item, so no item times out); released as a step without change.
+    # Available-now must not use it (the query would never end).
+    timeout_conf = GroupStateTimeout.NoTimeout if grid == AVAILABLE_NOW else GroupStateTimeout.ProcessingTimeTimeout
+    stateful = events.groupBy(ITEM).applyInPandasWithState(
+        make_update(J, has_order), OUTPUT_SCHEMA, STATE_SCHEMA, "update", timeout_conf
+    )
+    stream_writer = (
+        stateful.writeStream.outputMode("update")
+        .foreachBatch(writer)
+        .option("checkpointLocation", str(checkpoint_dir / SPARK_DIR))
+    )
+    if trigger == AVAILABLE_NOW:
+        return stream_writer.trigger(availableNow=True)
+    return stream_writer.trigger(processingTime=trigger)
 
 
 def _stop_between_batches(query, patience: float = 60.0) -> None:
@@ -542,15 +664,15 @@ def _quiet_stream_logs(spark):
 
 
 def _run_query(spark, stream_writer, store: MechanismCheckpoint, horizon: int, trigger: str,
-               timeout: float | None, state_partitions: int | None) -> None:
+               timeout: float | None, state_partitions: int | None, sink: StepSink) -> None:
     """Start the query; stop it at the horizon or the timeout; one-line errors.
 
     With "available-now" the query ends by itself after the files present at
     its start (batches past the horizon release nothing); with an interval
     trigger it is stopped between batches once the horizon is reached.
+    Ctrl-C stops the query and re-raises KeyboardInterrupt saying how many
+    steps are released and where (they stay; the next run resumes).
     """
-    failure = None
-    stopped = False
     try:
         with _shuffle_partitions(spark, state_partitions):
             query = stream_writer.start()
@@ -560,24 +682,15 @@ def _run_query(spark, stream_writer, store: MechanismCheckpoint, horizon: int, t
         ) from None
     deadline = None if timeout is None else time.monotonic() + float(timeout)
     try:
-        while query.isActive:
-            if trigger != AVAILABLE_NOW and store.load()["step"] >= horizon:
-                log.info("continual-distinct: horizon reached, stopping the stream")
-                stopped = True
-                _stop_between_batches(query)
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                log.info("continual-distinct: timeout reached, stopping the stream")
-                stopped = True
-                _stop_between_batches(query)
-                break
-            query.awaitTermination(0.5)
-        failure = query.exception()
-    except _spark_exception_types() as exc:
-        failure = exc
+        failure, stopped = _await(query, store, horizon, trigger, deadline)
+    except KeyboardInterrupt:
+        with contextlib.suppress(BaseException):
+            _stop_between_batches(query, patience=10.0)
+        raise KeyboardInterrupt(_interrupted_message(store, sink, horizon)) from None
     finally:
-        if query.isActive:
-            query.stop()
+        with contextlib.suppress(Exception):
+            if query.isActive:
+                query.stop()
     message = store.take_error()
     if message is not None:
         raise InputError(message)
@@ -587,6 +700,39 @@ def _run_query(spark, stream_writer, store: MechanismCheckpoint, horizon: int, t
             "because Spark messages can quote data values; set DP_SPARK_DEBUG=1 to see them on "
             "non-sensitive data. Restarting resumes from the checkpoint."
         ) from (failure if os.environ.get("DP_SPARK_DEBUG") else None)
+
+
+def _await(query, store: MechanismCheckpoint, horizon: int, trigger: str, deadline: float | None):
+    """Wait for the query's end, the horizon (interval trigger) or the
+    deadline. Returns (the query's exception or None, whether we stopped it)."""
+    try:
+        while query.isActive:
+            if trigger != AVAILABLE_NOW and store.load()["step"] >= horizon:
+                log.info("continual-distinct: horizon reached, stopping the stream")
+                _stop_between_batches(query)
+                return None, True
+            if deadline is not None and time.monotonic() > deadline:
+                log.info("continual-distinct: timeout reached, stopping the stream")
+                _stop_between_batches(query)
+                return None, True
+            query.awaitTermination(0.5)
+        return query.exception(), False
+    except _spark_exception_types() as exc:
+        return exc, False
+
+
+def _interrupted_message(store: MechanismCheckpoint, sink: StepSink, horizon: int) -> str:
+    """What an interrupted stream leaves behind, for the one-line message."""
+    try:
+        steps = int(store.load()["step"])
+    except Exception:  # noqa: BLE001 - best effort: the message must not fail
+        steps = len(sink.steps())
+    if steps == 0:
+        return "no step was released; run the same command again to start the stream"
+    return (
+        f"{steps} of {horizon} steps are released in {str(sink.directory)!r} (checkpoint "
+        f"{str(store.directory)!r}); run the same command again to resume"
+    )
 
 
 def _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, sink_dir,

@@ -18,7 +18,8 @@ import pytest
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.cli import main
 from dp_spark.continual import ContinualCounter, stream_summaries
-from dp_spark.errors import InputError, ParameterError, SparkJobError
+from dp_spark.errors import InputError, ParameterError, SchemaError, SparkJobError
+from dp_spark.marking import mark_record  # a seeded run's sink records are marked
 from dp_spark.noise import make_rng
 from dp_spark.streaming import MechanismCheckpoint, StepSink, continual_distinct_stream
 from dp_spark.streaming.query import GRID_CONDITION
@@ -49,9 +50,9 @@ def _steps(seed: int) -> dict[int, list[tuple]]:
     return out
 
 
-def _expected(steps: dict[int, list[tuple]]) -> list[float]:
+def _expected(steps: dict[int, list[tuple]], released: int = HORIZON) -> list[float]:
     """The same mechanism run offline on the exact summaries with the same seed."""
-    rows = [(step, *event) for step in range(1, HORIZON + 1) for event in steps[step]]
+    rows = [(step, *event) for step in range(1, HORIZON + 1) for event in steps.get(step, [])]
     summaries = stream_summaries(
         [r[0] for r in rows], [r[2] for r in rows], [r[3] for r in rows], HORIZON, order=[r[1] for r in rows]
     )
@@ -60,7 +61,7 @@ def _expected(steps: dict[int, list[tuple]]) -> list[float]:
     return [
         counter.step(rng, z=summaries.z[t], z_truncated=summaries.z_truncated[:, t],
                      over_counts=summaries.over_counts[:, t]).estimate
-        for t in range(HORIZON)
+        for t in range(released)
     ]
 
 
@@ -109,7 +110,7 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path,
     # The restart writes the SAVED record (no new noise), Spark re-executes the
     # uncommitted batch (recognised, not counted), then step 4 follows.
     second = continual_distinct_stream(spark, str(source), **run)
-    assert json.loads((sink / "step-000000003.json").read_text()) == saved["last_record"]
+    assert json.loads((sink / "step-000000003.json").read_text()) == mark_record(saved["last_record"], True)
 
     assert second.parameters["resumed"] is True
     assert second.series.step.tolist() == [1, 2, 3, 4] and second.steps_released == HORIZON
@@ -130,6 +131,33 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path,
         continual_distinct_stream(spark, str(source), **{**run, "rho": 0.7})
     with pytest.raises(ParameterError, match="checkpoint was created with step_grid"):
         continual_distinct_stream(spark, str(source), **{**run, "trigger": "1 second"})
+    # Every option that fixes what a step means is fixed per checkpoint (one line naming it).
+    other = tmp_path / "other-in"
+    other.mkdir()
+    shutil.copy(source / "events-0001.json", other)
+    for change, fragment in [
+        ({"files_per_step": 2}, r"files_per_step = 1 \(--files-per-step\), not 2"),
+        ({"horizon": 8}, r"horizon = 4 \(--horizon\), not 8"),
+        ({"mechanism": "baseline"}, r"mechanism = 'adaptive' \(--mechanism\), not 'baseline'"),
+        ({"schema": "time double, thing string, op long"}, "another schema of the input files"),
+    ]:
+        if "schema" in change:
+            from pyspark.sql.types import _parse_datatype_string
+
+            change = {"schema": _parse_datatype_string(change["schema"])}
+        with pytest.raises(ParameterError, match=fragment) as info:
+            continual_distinct_stream(spark, str(source), **{**run, **change})
+        assert "\n" not in str(info.value)
+    with pytest.raises(ParameterError, match=r"source = '.*/in' \(--input\), not '.*/other-in'"):
+        continual_distinct_stream(spark, str(other), **run)
+    # The state file carries a checksum: an edited file (step 4 -> 2) is refused.
+    saved_text = (ckpt / "mechanism.json").read_text()
+    edited = json.loads(saved_text)
+    edited["step"] = 2
+    (ckpt / "mechanism.json").write_text(json.dumps(edited))
+    with pytest.raises(InputError, match="fails its checksum"):
+        continual_distinct_stream(spark, str(source), **run)
+    (ckpt / "mechanism.json").write_text(saved_text)
     third = continual_distinct_stream(spark, str(source), **run)  # finished: nothing runs, nothing changes
     pd.testing.assert_frame_equal(third.series, second.series)
 
@@ -153,22 +181,66 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path,
     assert (sink / "step-000000001.json").read_bytes() == published["step-000000001.json"]
 
 
-def test_cli_stream_bad_op_is_one_line_and_releases_nothing(capsys, spark, tmp_path):
+def test_cli_stream_drops_bad_values_reports_progress_and_interrupts_cleanly(capsys, spark, tmp_path,
+                                                                            monkeypatch):
+    """A bad value in a micro-batch (op other than ±1, null or non-finite
+    time) used to fail the step after ρ was spent and halt the query; now the
+    event is dropped (the series equals the stream without it). Each released
+    step prints a progress line, and Ctrl-C says how many steps are released
+    and where instead of "no output was written"."""
+    import dp_spark.streaming.query as query
+
     source = tmp_path / "in"
     source.mkdir()
-    _write_step(source, 1, [(1.0, "a", 1), (1.0, "b", 3)])
-    report = tmp_path / "report.json"
-    report.write_text('{"earlier": true}')
-    code = main(["continual-distinct", "--stream", "--input", str(source), "--horizon", "4",
-                 "--checkpoint", str(tmp_path / "ckpt"), "--sink", str(tmp_path / "out"),
-                 "--state-partitions", "1", "--output", str(report)])
+    steps = {1: [(1.0, "a", 1), (1.0, "b", 1)], 2: [(2.0, "a", -1), (2.5, "c", 1)], 3: [(3.0, "b", -1)]}
+    bad = {1: [(1.0, "u", 3), (1.0, "b", 0)], 2: [(None, "u", 1), (2.0, "u", None)], 3: []}
+    for step in steps:
+        _write_step(source, step, steps[step] + bad[step])
+    real_await = getattr(query, "_await", None)
+
+    def interrupted(*args, **kwargs):
+        real_await(*args, **kwargs)
+        raise KeyboardInterrupt  # Ctrl-C after the query released the files present
+
+    monkeypatch.setattr(query, "_await", interrupted, raising=False)
+    argv = ["continual-distinct", "--stream", "--input", str(source), "--horizon", str(HORIZON),
+            "--rho", str(RHO), "--seed", str(SEED), "--checkpoint", str(tmp_path / "ckpt"),
+            "--sink", str(tmp_path / "out"), "--state-partitions", "1", "--output", str(tmp_path / "r.json")]
+    code = main(argv)
     out, err = capsys.readouterr()
-    assert code == 2 and "op other than +1/-1" in err, err
-    assert len(err.strip().splitlines()) <= 2 and err.count("error") == 1, err  # a progress line at most
-    assert "at org.apache" not in err and "Traceback" not in err
-    assert json.loads(report.read_text()) == {"earlier": True}
-    assert StepSink(tmp_path / "out").read() == []
-    assert MechanismCheckpoint(tmp_path / "ckpt").load()["step"] == 0
+    assert code == 130, err
+    assert "no output was written" not in err and "3 of 4 steps are released in" in err, err
+    assert str(tmp_path / "out") in err and "run the same command again to resume" in err
+    assert [line for line in err.splitlines() if "released" in line][:3] == [
+        f"continual-distinct: step {t}/{HORIZON} released" for t in (1, 2, 3)]
+    monkeypatch.undo()
+    code = main([*argv, "--quiet"])  # resumes: nothing new to read, the report of the 3 steps
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "step 1/" not in err  # --quiet: no progress lines
+    got = json.loads((tmp_path / "r.json").read_text())
+    assert got["steps_released"] == 3
+    estimates = [r["estimate"] for r in StepSink(tmp_path / "out").read()]
+    np.testing.assert_allclose(estimates, _expected(steps, released=3), rtol=0, atol=1e-9)
+
+
+def test_stream_file_with_other_columns_fails_its_step(spark, tmp_path):
+    """A later file whose columns differ from the stream's read as rows of
+    nulls and used to be released as an empty step; now the step fails with a
+    one-line error naming the file and the missing column, and nothing of it
+    is released."""
+    source = tmp_path / "in"
+    source.mkdir()
+    _write_step(source, 1, [(1.0, "a", 1), (1.2, "b", 1)])
+    run = dict(checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"), rho=RHO, horizon=HORIZON,
+               seed=SEED, state_partitions=1)
+    assert continual_distinct_stream(spark, str(source), **run).steps_released == 1
+    path = source / "events-0002.json"
+    path.write_text('{"time": 2.0, "thing": "c", "op": 1}\n')
+    os.utime(path, (1_700_000_002, 1_700_000_002))
+    with pytest.raises(InputError, match=r"source file 'events-0002.json' has no column 'item'.*step 2 was not"):
+        continual_distinct_stream(spark, str(source), **run)
+    assert not StepSink(tmp_path / "out").has(2) and MechanismCheckpoint(tmp_path / "ckpt").load()["step"] == 1
 
 
 @pytest.mark.parametrize("leftover", ["spark-checkpoint", "sink-steps"])
@@ -227,3 +299,24 @@ def test_cli_stream_demo(capsys, tmp_path, spark):
     assert pd.read_csv(tmp_path / "series.csv").step.tolist() == [1, 2]
     assert len(list((tmp_path / "ckpt" / "demo-input").glob("events-*.json"))) == 2
     shutil.rmtree(tmp_path / "ckpt")
+
+
+def test_stream_refuses_inexact_item_ids_and_large_parameters_before_spending(spark, tmp_path):
+    """Float item ids (0.0 and -0.0 are one value to Spark, two to the
+    per-item state) are refused from the schema, before ρ is spent or a
+    checkpoint is created; so are parameters above their public limits."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events-0001.json").write_text('{"time": 1, "item": 0.0, "op": 1}\n{"time": 1, "item": -0.0, "op": 1}\n')
+    budget = PrivacyFilter(ZCDP(1.0))
+    run = dict(checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"), rho=RHO, horizon=HORIZON,
+               budget=budget)
+    with pytest.raises(SchemaError, match="item column 'item' holds floating-point numbers"):
+        continual_distinct_stream(spark, str(source), **run)
+    assert budget.spent.rho == 0.0 and not MechanismCheckpoint(tmp_path / "ckpt").exists()
+    for change, fragment in [({"horizon": 2**22 + 1}, r"at most 2\^22"), ({"horizon": None}, "horizon is required"),
+                             ({"files_per_step": 1001}, "at most 1,000"),
+                             ({"state_partitions": 1001}, "at most 1,000")]:
+        with pytest.raises(ParameterError, match=fragment):
+            continual_distinct_stream(spark, str(source), **{**run, **change})
+    assert budget.spent.rho == 0.0 and not (tmp_path / "ckpt").exists()

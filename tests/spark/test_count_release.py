@@ -194,6 +194,8 @@ def test_pcr_statement_does_not_overstate_accuracy_when_the_floor_binds(counts_t
         ({"delta": 1.0}, ParameterError, "delta"),
         ({"relative_error": 0.0}, ParameterError, "relative_error"),
         ({"kbar": 0}, ParameterError, "kbar"),
+        ({"kbar": 1_000_001}, ParameterError, "kbar must be at most 1,000,000"),
+        ({"method": "bounded", "max_items": 100_001}, ParameterError, "max_items must be at most 100,000"),
         ({"method": "magic"}, ParameterError, "method must be"),
         ({"method": "bounded"}, ParameterError, "needs max_items"),
         ({"method": "bounded", "max_items": 0}, ParameterError, "max_items"),
@@ -206,6 +208,14 @@ def test_bad_parameters(counts_table, kwargs, error, fragment):
     args = {"rho": 0.5, "delta": 1e-6, **kwargs}
     with pytest.raises(error, match=fragment):
         dp_spark.count_release(counts_table, **args)
+
+
+@pytest.mark.parametrize("kwargs", [{"kbar": 10**7}, {"method": "bounded", "max_items": 10**6}])
+def test_sizing_limits_are_checked_before_reading(unreadable_events, kwargs):
+    budget = PrivacyFilter(ZCDP(1.0, 1e-5))
+    with pytest.raises(ParameterError, match="must be at most"):
+        dp_spark.count_release(unreadable_events, 0.5, 1e-6, budget=budget, **kwargs)
+    assert budget.ledger == []  # nothing spent
 
 
 def test_item_column_of_nulls_is_refused(spark):
@@ -258,6 +268,8 @@ def test_cli_writes_report_and_items(capsys, tmp_path, spark, counts_path):
         (["--delta", "1.5"], "delta must be"),
         (["--relative-error", "0"], "relative_error must be"),
         (["--kbar", "0"], "kbar must be"),
+        (["--kbar", "2000000"], "kbar must be at most"),
+        (["--method", "bounded", "--max-items", "1000000"], "max_items must be at most"),
         (["--method", "bounded"], "needs max_items"),
         (["--budget-rho", "0.1", "--budget-delta", "1e-6"], "budget"),
         (["--item-col", "nothing"], "'nothing' is not in the input"),
@@ -276,3 +288,11 @@ def test_cli_bad_input_one_line_exit_2_and_outputs_kept(capsys, tmp_path, spark,
     assert "Traceback" not in err and "at org.apache" not in err
     assert json.loads(report_path.read_text()) == {"earlier": True}
     assert (items_path / "keep.txt").read_text() == "earlier"
+
+
+def test_session_built_by_dp_spark_has_no_ui_and_no_event_log(spark):
+    """The tests' session comes from dp_spark.session.get_session: Spark's UI
+    (SQL tab: exact row counts) and event log are off (finding 7)."""
+    assert spark.conf.get("spark.ui.enabled") == "false"
+    assert spark.conf.get("spark.eventLog.enabled", "false") == "false"
+    assert spark.sparkContext.uiWebUrl is None

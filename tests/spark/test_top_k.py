@@ -159,6 +159,34 @@ def test_other_domain_mechanisms(gaps, mechanism, delta, guarantee):
     assert release.guarantee == guarantee
 
 
+def test_method_is_the_new_name_of_mechanism(gaps):
+    release = dp_spark.top_k(gaps, 3, 4.0, method="pnf-peel", domain=DOMAIN, seed=2)
+    assert release.mechanism == "pnf-peel" and release.parameters["method"] == "pnf-peel"
+    assert [r["item"] for r in release.items] == ["i0", "i1", "i2"]
+
+
+def test_auto_with_delta_spends_a_stated_share_on_the_choice(gaps):
+    release = dp_spark.top_k(gaps, 3, 4.0, delta=1e-6, domain=DOMAIN, seed=4)
+    report = release.to_dict()
+    assert report["mechanism"] in ("joint", "cdp-peel") and report["parameters"]["method"] == "auto"
+    assert [r["item"] for r in report["items"]] == ["i0", "i1", "i2"]
+    split = report["budget_split"]
+    assert [s["epsilon"] for s in split] == [pytest.approx(0.2), pytest.approx(3.8)]
+    assert [s.get("delta", 0.0) for s in split] == [0.0, 1e-6]
+    assert report["epsilon"] == 4.0 and report["delta"] == 1e-6 and release.guarantee == ApproxDP(4.0, 1e-6)
+    assert set(report["auto_predicted_error"]) == {"joint", "cdp-peel"}
+
+
+def test_error_bound_is_stated_and_warned_about(gaps):
+    release = dp_spark.top_k(gaps, 5, 0.5, domain=DOMAIN, persons=320, seed=5)
+    assert "each released item's true count is within" in release.errors["items"]
+    assert release.error_bound > 0.1 * 320
+    assert "more than 10% of the 320 persons" in release.error_warning
+    assert release.error_warning in release.summary() and "is within" in release.summary()
+    quiet = dp_spark.top_k(gaps, 2, 50.0, domain=DOMAIN, persons=320, seed=5)
+    assert quiet.error_warning is None and quiet.error_bound < 32
+
+
 def test_unknown_domain_release_and_bottom(spark, gaps):
     release = dp_spark.top_k(gaps, 3, 4.0, delta=1e-6, seed=3, kbar=20)
     report = release.to_dict()
@@ -196,6 +224,11 @@ def test_domain_mechanisms_refuse_without_a_domain(gaps):
         ({"k": 5, "kbar": 3, "domain": None, "delta": 1e-6}, ParameterError, "larger than kbar"),
         ({"item_col": "nothing"}, SchemaError, "not in the input"),
         ({"seed": -1}, ParameterError, "seed"),
+        ({"k": 1001}, ParameterError, "above the limit of 1,000"),
+        ({"kbar": 100_001, "domain": None, "delta": 1e-6}, ParameterError, "kbar=100,001 is above the limit"),
+        ({"method": "joint", "mechanism": "pnf-peel"}, ParameterError, "disagree"),
+        ({"method": "magic"}, ParameterError, "mechanism must be"),
+        ({"persons": 0}, ParameterError, "persons"),
     ],
 )
 def test_bad_parameters(gaps, kwargs, error, fragment):
@@ -245,6 +278,18 @@ def test_cli_writes_report_and_items(capsys, tmp_path, spark, gaps_path):
     assert [r["item"] for r in report["items"]] == ["i0", "i1", "i2"] and report["mechanism"] == "joint"
     items = spark.read.parquet(str(items_path)).orderBy("rank")
     assert [tuple(r) for r in items.collect()] == [(1, "i0"), (2, "i1"), (3, "i2")]
+
+
+def test_cli_method_flag_and_error_warning_on_screen(capsys, tmp_path, gaps_path):
+    (tmp_path / "domain.txt").write_text("\n".join(DOMAIN) + "\n")
+    report_path = tmp_path / "r.json"
+    code, out, err = run_cli(capsys, "--input", str(gaps_path), "--domain", str(tmp_path / "domain.txt"),
+                             "--k", "3", "--epsilon", "0.5", "--method", "pnf-peel", "--persons", "320",
+                             "--seed", "1", "--output", str(report_path))
+    assert code == 0, err
+    report = json.loads(report_path.read_text())
+    assert report["mechanism"] == "pnf-peel" and report["parameters"]["method"] == "pnf-peel"
+    assert "is within" in out and "more than 10% of the 320 persons" in out
 
 
 @pytest.mark.parametrize(

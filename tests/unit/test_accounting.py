@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 from hypothesis import given
@@ -20,6 +21,7 @@ from dp_spark.accounting import (
     pure_to_zcdp,
     zcdp_to_approx_epsilon,
 )
+from dp_spark.accounting import float_down, float_up, ratio_up, remainder
 from dp_spark.errors import BudgetExceededError, ParameterError
 
 # --------------------------------------------------------------------------- cost types
@@ -178,11 +180,79 @@ def test_filter_accepts_exact_budget_in_pieces():
     assert [label for label, _ in pf.ledger] == ["first", "second"]
 
 
-def test_filter_tolerates_float_rounding():
+def test_filter_compares_exactly_point_one_three_times():
+    """The rule (filter module docstring): amounts are the exact binary values
+    of the floats given. 3 × 0.1 exceeds 0.3 exactly (0.3000000000000000166…
+    > 0.2999999999999999888…), so the third 0.1 is refused; the remaining
+    budget (exact, rounded down) fits, and so does a budget stated as the
+    float sum 0.1 + 0.1 + 0.1."""
     pf = PrivacyFilter(PureDP(0.3))
+    pf.spend(PureDP(0.1))
+    pf.spend(PureDP(0.1))
+    assert not pf.can_spend(PureDP(0.1))
+    with pytest.raises(BudgetExceededError, match="compared exactly"):
+        pf.spend(PureDP(0.1))
+    last = pf.remaining
+    assert 0.1 - 1e-16 < last.epsilon < 0.1
+    pf.spend(last)
+    assert pf.remaining == PureDP(0.0)
+    assert not pf.can_spend(PureDP(5e-324))  # not even the smallest float fits now
+    assert Fraction(pf.spent.epsilon) >= Fraction(0.1) * 2 + Fraction(last.epsilon)
+
+    summed = PrivacyFilter(PureDP(0.1 + 0.1 + 0.1))
     for _ in range(3):
-        pf.spend(PureDP(0.1))  # 0.1 + 0.1 + 0.1 = 0.30000000000000004
-    assert not pf.can_spend(PureDP(1e-6))
+        summed.spend(PureDP(0.1))
+    assert summed.remaining.epsilon < 1e-16
+
+
+@pytest.mark.parametrize("kind", ["pure", "approx-eps", "approx-delta", "rho", "zcdp-delta"])
+def test_filter_refuses_a_one_ulp_overspend(kind):
+    up = math.nextafter(0.5, math.inf)
+    budget, fits, over = {
+        "pure": (PureDP(1.0), PureDP(0.5), PureDP(up)),
+        "approx-eps": (ApproxDP(1.0, 1e-6), ApproxDP(0.5, 5e-7), ApproxDP(up, 5e-7)),
+        "approx-delta": (ApproxDP(1.0, 1e-6), ApproxDP(0.5, 5e-7),
+                         ApproxDP(0.5, math.nextafter(5e-7, 1.0))),
+        "rho": (ZCDP(1.0, 1e-6), ZCDP(0.5, 5e-7), ZCDP(up, 5e-7)),
+        "zcdp-delta": (ZCDP(1.0, 1e-6), ZCDP(0.5, 5e-7), ZCDP(0.5, math.nextafter(5e-7, 1.0))),
+    }[kind]
+    pf = PrivacyFilter(budget)
+    pf.spend(fits)
+    assert not pf.can_spend(over)
+    with pytest.raises(BudgetExceededError):
+        pf.spend(over)
+    pf.spend(fits)  # exactly the budget fits
+    assert pf.spent == budget
+
+
+def test_pure_into_zcdp_counts_exact_square():
+    """ε = 0.1 counts as ρ = ε²/2 of the exact float, so a zCDP budget of
+    float(0.1²/2) rounded down is refused while the rounded-up one is accepted."""
+    eps = 0.1
+    rho = Fraction(eps) ** 2 / 2
+    up, down = float_up(rho), float_down(rho)
+    assert Fraction(down) < rho < Fraction(up)
+    assert not PrivacyFilter(ZCDP(down)).can_spend(PureDP(eps))
+    assert PrivacyFilter(ZCDP(up)).can_spend(PureDP(eps))
+    assert pure_to_zcdp(eps) == up
+
+
+@given(st.floats(min_value=1e-300, max_value=1e6), st.floats(min_value=0.0, max_value=1.0))
+def test_remainder_split_never_exceeds_total(total, share):
+    first = total * share
+    last = remainder(total, first)
+    assert Fraction(first) + Fraction(last) <= Fraction(total)
+    pf = PrivacyFilter(PureDP(total))
+    pf.spend(PureDP(first))
+    pf.spend(PureDP(last))
+
+
+@given(st.floats(min_value=1e-150, max_value=1e150), st.floats(min_value=1e-150, max_value=1e150))
+def test_directed_rounding(a, b):
+    q = Fraction(a) / Fraction(b)
+    assert Fraction(float_down(q)) <= q <= Fraction(float_up(q))
+    assert float_up(q) <= math.nextafter(float_down(q), math.inf)
+    assert ratio_up(a, b) == float_up(q)
 
 
 def test_filter_refuses_overspend_without_state_change():
@@ -266,6 +336,8 @@ def test_filter_never_exceeds_budget(requests):
         else:
             with pytest.raises(BudgetExceededError):
                 pf.spend(ZCDP(rho, 1e-8))
-    assert pf.spent.rho <= 2.0 * (1 + 1e-9)
-    assert pf.spent.delta <= 1e-6 * (1 + 1e-9)
-    assert compose(cost for _, cost in pf.ledger) == pf.spent
+    exact_rho = sum((Fraction(cost.rho) for _, cost in pf.ledger), Fraction(0))
+    exact_delta = sum((Fraction(cost.delta) for _, cost in pf.ledger), Fraction(0))
+    assert exact_rho <= Fraction(2.0) and exact_delta <= Fraction(1e-6)  # no overspend at all
+    assert Fraction(pf.spent.rho) >= exact_rho and Fraction(pf.spent.delta) >= exact_delta
+    assert pf.can_spend(pf.remaining)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import kstest, norm
 
+from dp_spark.accounting import bounded_range_to_zcdp
 from dp_spark.noise import discrete_gaussian
 from dp_spark.pcr import (
     bounded_plan,
@@ -81,14 +83,18 @@ def test_filter_never_overspends_and_stops_only_when_the_next_round_cannot_fit(h
         rho = eps_min**2 / 4 * 1.5
     res = private_count_release(top, next_count, rho, delta, r, kbar, rng(seed),
                                 epsilon_min=eps_min, delta_min=delta_min)
-    # never over budget (float rounding only)
-    assert res.spent.rho <= rho * (1 + 1e-12)
-    assert res.spent.delta <= delta * (1 + 1e-12)
+    # never over budget, exactly (sums of the exact costs of the floats given)
+    exact_rho = sum((Fraction(cost.rho) for _, cost in res.ledger.ledger), Fraction(0))
+    exact_delta = sum((Fraction(cost.delta) for _, cost in res.ledger.ledger), Fraction(0))
+    assert exact_rho <= Fraction(rho) and exact_delta <= Fraction(delta)
+    # every count's true cost 1/(2σ²) (σ as used by the sampler) is within its round's ε²/8
+    for x in res.released:
+        assert 1 / (2 * Fraction(x.sigma) ** 2) <= Fraction(x.epsilon) ** 2 / 8
     # stopped only because the next round could not fit (or kbar counts are out)
     if res.stopped == "kbar":
         assert len(res.released) == kbar
     elif res.stopped == "rho":
-        assert res.spent.rho + res.final_epsilon**2 / 4 > rho
+        assert exact_rho + 2 * Fraction(bounded_range_to_zcdp(res.final_epsilon)) > Fraction(rho)
     else:
         assert res.spent.delta + delta_min > delta
     # the accounting is exactly the paper's: ε²/8 + δ* per selection, 1/(2σ²) per count
@@ -107,12 +113,12 @@ def test_filter_never_overspends_and_stops_only_when_the_next_round_cannot_fit(h
         assert top[x.index] > 0
     assert len({x.index for x in res.released}) == len(res.released)
     # every round began with room for its largest possible cost ε²/4 and δ*
-    before = 0.0
+    before = Fraction(0)
     for label, cost in res.ledger.ledger:
         if label.startswith("selection"):
             eps = math.sqrt(8 * cost.rho)
-            assert before + eps * eps / 4 <= rho * (1 + 1e-12)
-        before += cost.rho
+            assert before + 2 * Fraction(cost.rho) <= Fraction(rho)
+        before += Fraction(cost.rho)
 
 
 @pytest.mark.parametrize("rho", [0.082, 0.5])  # 0.082: the ε²/4 rule stops one call before an ε²/8 rule
@@ -217,8 +223,27 @@ def test_pcr_rejects_inconsistent_summaries():
 def test_pcr_sigma_floor_keeps_the_count_cost_within_the_round():
     for eps in np.geomspace(1e-4, 10, 57):
         sigma = pcr_sigma(float(eps), 1e-3, 10, 1e-11)  # tiny r: the 2/ε floor binds
-        assert 1 / (2 * sigma**2) <= eps**2 / 8
+        assert 1 / (2 * Fraction(sigma) ** 2) <= Fraction(float(eps)) ** 2 / 8  # exactly, on the floats
         assert sigma == pytest.approx(2 / eps, rel=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(1e-6, 1e3))
+def test_pcr_sigma_is_rounded_up_exactly(eps):
+    sigma = pcr_sigma(eps, 1e-3, 10, 1e-11)
+    assert (Fraction(sigma) * Fraction(eps)) ** 2 >= 4  # 1/(2σ²) <= ε²/8 exactly
+    below = math.nextafter(sigma, 0.0)
+    assert (Fraction(below) * Fraction(eps)) ** 2 < 4 or below < 2 / eps * (1 - 1e-15)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1e-4, 50), st.floats(1e-12, 0.1), st.integers(1, 10**4), st.floats(0.01, 0.99))
+def test_bounded_plan_never_overspends_exactly(rho, delta, m, alpha):
+    plan = bounded_plan(rho, delta, m, alpha)
+    sel, cnt = plan.selection_cost.rho, plan.count_cost.rho
+    assert Fraction(sel) + Fraction(cnt) <= Fraction(rho)
+    assert m / (2 * Fraction(plan.selection_sigma) ** 2) <= Fraction(sel)
+    assert m / (2 * Fraction(plan.count_sigma) ** 2) <= Fraction(cnt)
 
 
 # --------------------------------------------------------- unknown-domain (ε, δ)
@@ -250,6 +275,7 @@ def test_bounded_plan_calibration(rho, delta, m, alpha, r):
     assert (t + s) / (t - s) == pytest.approx(1 + r)
     total = plan.selection_cost + plan.count_cost
     assert total.rho == pytest.approx(rho) and total.delta == delta
+    assert Fraction(plan.selection_cost.rho) + Fraction(plan.count_cost.rho) <= Fraction(rho)
 
 
 @pytest.mark.parametrize(

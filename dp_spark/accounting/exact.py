@@ -1,0 +1,87 @@
+"""Exact arithmetic on privacy parameters, with directed rounding back to floats.
+
+Privacy parameters arrive as floats. Every float is an exact binary
+rational (0.1 is 0.1000000000000000055511151231257827…), and sums or
+products of floats rounded to nearest can land below the true value. The
+accounting therefore works on :class:`fractions.Fraction` copies of the
+floats it is given, and rounds results back to floats in the direction that
+never understates privacy loss:
+
+- a cost (ε, ρ, δ spent, a composed total) is rounded **up**
+  (:func:`float_up`);
+- a share of a budget that a mechanism may still spend (what remains, the
+  last part of a split) is rounded **down** (:func:`float_down`,
+  :func:`remainder`);
+- a noise scale Δ/ε is rounded **up** (:func:`ratio_up`): more noise, never
+  less.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from dp_spark.errors import ParameterError
+
+__all__ = ["exact", "float_up", "float_down", "ratio_up", "remainder", "share_down"]
+
+
+def exact(value: float | int | Fraction) -> Fraction:
+    """The exact rational value of a float (or int / Fraction)."""
+    if isinstance(value, Fraction):
+        return value
+    return Fraction(value)
+
+
+def _nearest(q: Fraction) -> float:
+    try:
+        return float(q)  # correctly rounded to nearest
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+
+
+def float_up(value: Fraction | float | int) -> float:
+    """The smallest float >= ``value`` (exactly); inf beyond the largest float."""
+    q = exact(value)
+    f = _nearest(q)
+    if math.isfinite(f) and Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def float_down(value: Fraction | float | int) -> float:
+    """The largest float <= ``value`` (exactly)."""
+    q = exact(value)
+    f = _nearest(q)
+    if not math.isfinite(f):
+        return math.copysign(1.7976931348623157e308, f)
+    if Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def ratio_up(numerator: float | int, denominator: float | int) -> float:
+    """Δ/ε rounded up: the noise scale (Laplace b, σ) for sensitivity Δ and
+    parameter ε, never smaller than the exact quotient of the given floats."""
+    den = exact(denominator)
+    if den <= 0:
+        raise ParameterError("the denominator of a noise scale must be > 0")
+    return float_up(exact(numerator) / den)
+
+
+def remainder(total: float, *parts: float) -> float:
+    """The largest float r with parts + r <= total exactly: the last share of
+    a budget split, so that the shares never sum to more than the total.
+    Raises ParameterError if the other parts already exceed the total."""
+    left = exact(total) - sum((exact(p) for p in parts), Fraction(0))
+    if left < 0:
+        raise ParameterError("the parts of a budget split exceed its total")
+    return float_down(left)
+
+
+def share_down(total: float, parts: int) -> float:
+    """The largest float s with ``parts``·s <= total exactly: one of ``parts``
+    equal shares of a budget, so that the shares never sum to more than it."""
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise ParameterError("parts must be a whole number >= 1")
+    return float_down(exact(total) / parts)

@@ -1,0 +1,301 @@
+"""One self-contained HTML page per release, for a person to read.
+
+``render(release)`` builds the page from the fields of a
+:class:`~dp_spark.report.Release` only (released values, their error
+statements, the guarantee and its split, public parameters): no true
+(non-private) value can reach it, because a Release never holds one. The
+charts are inline SVG (:mod:`dp_spark.svg_plots`); the page loads nothing
+from anywhere. ``write_html(path, release)`` writes it atomically.
+
+Charts, one per release kind (released quantities only):
+
+* distinct-count: the estimate with its noise interval and the one-sided
+  lower bound;
+* top-k: the released ranking with its error bound;
+* count-release: the released counts with ±1.96σ whiskers;
+* continual-distinct: the released series with its simultaneous error band;
+* set-union: the number of items each run released (this run, plus earlier
+  runs' reports passed as ``history``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from html import escape
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from dp_spark import svg_plots as plots
+from dp_spark.svg_plots import fmt
+
+#: Rows of a released list shown in tables and charts (the rest is in the JSON report).
+MAX_ROWS = 25
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;color:#1f2933;background:#f5f7fa;margin:0}
+main{max-width:820px;margin:0 auto;padding:24px 28px 40px;background:#fff;min-height:100vh}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e4e7eb;padding-bottom:4px}
+.sub{color:#7b8794;font-size:13px}.statement{background:#eff6ff;border-left:4px solid #2563eb;padding:10px 14px;margin:14px 0}
+.warning{background:#fef3c7;border-left:4px solid #d97706;padding:10px 14px;margin:14px 0;font-weight:600}
+table{border-collapse:collapse;width:100%;font-size:13px;margin:6px 0}td,th{text-align:left;padding:4px 8px;border-bottom:1px solid #e4e7eb;vertical-align:top}
+th{color:#52606d;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}.err{color:#52606d;font-size:12px}
+.big{font-size:30px;font-weight:700}.cards{display:flex;gap:14px;flex-wrap:wrap}.card{border:1px solid #e4e7eb;border-radius:8px;padding:10px 14px;min-width:150px}
+.card .k{color:#7b8794;font-size:12px}figure{margin:8px 0}figcaption{color:#52606d;font-size:12px}
+h3{font-size:14px;margin:16px 0 4px}table.list{width:auto;min-width:50%}table.values th{width:22%}table.values td{width:28%}
+table.kv th{width:22%}
+"""
+
+
+def render(release, ledger: Mapping[str, Any] | None = None,
+           history: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The HTML page of ``release``.
+
+    ``ledger``: the budget ledger's balance after this run (a mapping shown as
+    a table), when the run spent from a ledger (default: the report's
+    "ledger" key or the Release's "ledger" artifact); ``history``: earlier JSON
+    reports of the same release (set-union: their item counts are charted
+    beside this run's)."""
+    report = release.to_dict()
+    if ledger is None:  # the hook for a ledger-aware run: its report key or Release artifact
+        ledger = report.get("ledger") or release.artifacts.get("ledger")
+    sections = [
+        _header(release, report),
+        _section("At a glance", _chart(release, history)),
+        _section("Released values", _values_table(release) + _released_lists(release) + _errors(release)),
+        _section("Privacy spent", _privacy(release, report) + _ledger(ledger)),
+        _section("Parameters", _mapping_table(release.parameters)),
+    ]
+    title = f"dp_spark {release.name} release"
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{escape(title)}</title><style>{_CSS}</style></head>"
+            f"<body><main>{''.join(sections)}</main></body></html>\n")
+
+
+def write_html(path: str | os.PathLike, release, ledger=None, history=None) -> None:
+    """Write the page to a local ``path`` atomically (a failed write leaves an
+    earlier page intact)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(render(release, ledger=ledger, history=history))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _section(title: str, body: str) -> str:
+    return f"<section><h2>{escape(title)}</h2>{body}</section>"
+
+
+def _header(release, report) -> str:
+    out = [f"<h1>{escape(release.name)}</h1>",
+           f"<div class=\"sub\">dp_spark {escape(release.version)} · created {escape(release.created)} · "
+           f"privacy unit: one {escape(release.privacy_unit)} · {escape(release.guarantee.describe())}</div>"]
+    if release.seeded:
+        out.append(f"<div class=\"warning\">{escape(report.get('warning', 'Seeded run: not private.'))}</div>")
+    out.append(f"<div class=\"statement\">{escape(release.statement)}</div>")
+    cards = [(k, v) for k, v in release.values.items() if _is_number(v)][:4]
+    if cards:
+        out.append("<div class=\"cards\">" + "".join(
+            f"<div class=\"card\"><div class=\"k\">{escape(k)}</div><div class=\"big\">{escape(fmt(v))}</div></div>"
+            for k, v in cards) + "</div>")
+    return "".join(out)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None
+
+
+def _values_table(release) -> str:
+    rows = []
+    for key, value in release.values.items():
+        if _is_list_of_rows(value):
+            continue  # a released list: shown as its own table below
+        shown = "; ".join(map(str, value)) if isinstance(value, list) else fmt(value)
+        error = release.errors.get(key, "")
+        rows.append(f"<tr><th>{escape(key)}</th><td>{escape(shown)}</td><td class=\"err\">{escape(error)}</td></tr>")
+    return "<table class=\"values\">" + "".join(rows) + "</table>"
+
+
+def _released_lists(release) -> str:
+    out = []
+    for key, value in release.values.items():
+        if not _is_list_of_rows(value):
+            continue
+        columns = list(value[0])
+        head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+        body = "".join("<tr>" + "".join(_cell(r.get(c)) for c in columns) + "</tr>" for r in value[:MAX_ROWS])
+        more = (f"<p class=\"sub\">{len(value) - MAX_ROWS:,} more rows in the JSON report.</p>"
+                if len(value) > MAX_ROWS else "")
+        out.append(f"<h3>{escape(key)} ({len(value):,} released)</h3><table class=\"list\"><tr>{head}</tr>{body}</table>{more}")
+    return "".join(out)
+
+
+def _cell(value) -> str:
+    css = ' class="num"' if _is_number(value) else ""
+    return f"<td{css}>{escape(fmt(value))}</td>"
+
+
+def _errors(release) -> str:
+    """Error statements of released values not shown in the values table."""
+    shown = {k for k, v in release.values.items() if not _is_list_of_rows(v)}
+    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>"
+                   for k, v in release.errors.items() if k not in shown)
+    return f"<h3>How wrong the lists may be</h3><table class=\"kv\">{rows}</table>" if rows else ""
+
+
+def _is_list_of_rows(value) -> bool:
+    return isinstance(value, list) and bool(value) and isinstance(value[0], dict)
+
+
+def _privacy(release, report) -> str:
+    spent = [("guarantee", release.guarantee.describe()), ("privacy unit", release.privacy_unit),
+             ("neighbouring data sets", release.neighbouring)]
+    if release.equivalent is not None:
+        spent.append(("(ε, δ) equivalent", release.equivalent.describe()))
+    spent.append(("publishable", "no: seeded run" if release.seeded else "yes"))
+    table = "<table>" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in spent)
+    split = "".join(
+        f"<tr><td>{escape(str(part.get('step', '')))}</td><td>{escape(_cost_text(part))}</td></tr>"
+        for part in release.budget_split)
+    return table + "</table><h3>How the budget was split</h3><table><tr><th>step</th><th>spent</th></tr>" \
+        + split + "</table>"
+
+
+def _cost_text(part: Mapping[str, Any]) -> str:
+    names = {"epsilon": "ε", "delta": "δ", "rho": "ρ"}
+    return ", ".join(f"{names[k]} = {fmt(part[k])}" for k in ("epsilon", "delta", "rho") if k in part)
+
+
+def _ledger(ledger: Mapping[str, Any] | None) -> str:
+    if not ledger:
+        return "<p class=\"sub\">No budget ledger was used for this run.</p>"
+    return "<h3>Budget ledger after this run</h3>" + _mapping_table(ledger)
+
+
+def _mapping_table(mapping: Mapping[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(_plain(v))}</td></tr>" for k, v in mapping.items())
+    return f"<table class=\"kv\">{rows}</table>"
+
+
+def _plain(value) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {_plain(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return "; ".join(_plain(v) for v in value)
+    return fmt(value)
+
+
+def _chart(release, history) -> str:
+    maker = _CHARTS.get(release.name)
+    if maker is None:
+        return ""
+    made = maker(release, history)
+    if made is None:
+        return ""
+    svg, caption = made
+    return f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>"
+
+
+def _distinct_count_chart(release, history):
+    v = release.values
+    if not _is_number(v.get("estimate")) or not _is_number(v.get("noise_scale")):
+        return None
+    confidence = float(v.get("confidence", 0.95))
+    half = discrete_laplace_half_width(float(v["noise_scale"]), 1.0 - confidence)
+    svg = plots.interval_plot(
+        v["estimate"], v["estimate"] - half, v["estimate"] + half, v.get("lower_bound"),
+        f"{confidence:.0%} noise interval: estimate ± {fmt(half)}",
+        f"lower bound ({confidence:.0%}):")
+    caption = (f"The blue interval holds, with probability {confidence:.0%}, the number of distinct items "
+               f"when each person keeps at most {fmt(v.get('bound'))} items (that number never exceeds the "
+               f"true count). The true count is at least the orange lower bound with probability "
+               f"{confidence:.0%}.")
+    return svg, caption
+
+
+def discrete_laplace_half_width(scale: float, beta: float) -> int:
+    """Smallest integer h with P(|X| > h) <= beta for discrete Laplace noise
+    P(X = x) ∝ exp(-|x|/scale): P(|X| >= m) = 2·e^(−m/s)/(1 + e^(−1/s))."""
+    m = scale * math.log(2.0 / (beta * (1.0 + math.exp(-1.0 / scale))))
+    return max(0, math.ceil(m) - 1)
+
+
+def _top_k_chart(release, history):
+    items = [str(r["item"]) for r in release.values.get("items", [])]
+    bound = top_k_error_bound(release)
+    caption = ("The released items in rank order; no counts are released. "
+               + (f"With probability 95% every released i-th item is held by at most {fmt(round(bound, 1))} "
+                  "fewer persons than the true i-th most common item (the orange bars)."
+                  if bound is not None else release.errors.get("items", "")))
+    return plots.ranking_plot(items, bound), caption
+
+
+def top_k_error_bound(release) -> float | None:
+    """The top-k error bound, recomputed from the release's public parameters."""
+    from dp_spark.releases.top_k import error_bound
+
+    v, p = release.values, release.parameters
+    size = p.get("kbar") if v.get("mechanism") == "unknown-domain" else v.get("domain_size")
+    try:
+        bound = error_bound(v["mechanism"], int(v["k"]), float(p["epsilon"]), float(p.get("delta") or 0.0),
+                            int(size))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    return bound if math.isfinite(bound) else None
+
+
+def _count_release_chart(release, history):
+    rows = release.values.get("items") or []
+    shown = rows[:MAX_ROWS]
+    svg = plots.bar_plot([str(r["item"]) for r in shown], [float(r["count"]) for r in shown],
+                         [1.96 * float(r["sigma"]) for r in shown], "released count ± 1.96σ")
+    caption = (f"The first {len(shown)} of {len(rows):,} released counts, each with a whisker of ±1.96σ "
+               "(about 95% of the Gaussian noise; σ bounds the noise's standard deviation).")
+    return svg, caption
+
+
+def _continual_chart(release, history):
+    series = release.artifacts.get("series")
+    if series is None or not hasattr(series, "columns"):
+        return None
+    keep = plots.thin(len(series))
+    picked = series.iloc[keep]
+    confidence = release.values.get("confidence", 0.95)
+    svg = plots.series_plot([int(s) for s in picked["step"]], [float(e) for e in picked["estimate"]],
+                            [float(b) for b in picked["error_bound"]],
+                            f"estimate ± error bound ({confidence:.0%}, all steps at once)")
+    caption = (f"The released estimate at each of {len(series):,} steps; the band holds the true number of "
+               f"present items at every step simultaneously with probability {confidence:.0%}"
+               + (" (every step drawn)" if len(keep) == len(series) else f" ({len(keep)} steps drawn)") + ".")
+    return svg, caption
+
+
+def _set_union_chart(release, history):
+    runs = [(str(h.get("created", f"run {i + 1}")), h.get("items_released")) for i, h in enumerate(history or [])
+            if h.get("release") == release.name]
+    runs.append(("this run", release.values.get("items_released")))
+    runs = [(label, n) for label, n in runs if _is_number(n)]
+    if not runs:
+        return None
+    svg = plots.bar_plot([label for label, _ in runs], [float(n) for _, n in runs], None, "items released")
+    caption = ("The number of items each set-union run released (the released set's exact size; only the "
+               "items' identities are released, never their weights).")
+    return svg, caption
+
+
+_CHARTS = {
+    "distinct-count": _distinct_count_chart,
+    "top-k": _top_k_chart,
+    "count-release": _count_release_chart,
+    "continual-distinct": _continual_chart,
+    "set-union": _set_union_chart,
+}

@@ -1,0 +1,79 @@
+"""Marks on the outputs of a seeded run: "not for publication".
+
+A ``seed`` makes the noise reproducible, so a seeded run's outputs are NOT
+private (tests and demos only). The JSON report says so; every other
+artifact must say so too, where a reader of that file would see it:
+
+- Spark-written folders (the items Parquet of set-union, top-k and
+  count-release): every column carries the metadata
+  ``{"dp_spark.not_for_publication": NOTICE}`` (Spark shows it in
+  ``df.schema[col].metadata``; in the Parquet footer it is part of the
+  key-value metadata ``org.apache.spark.sql.parquet.row.metadata`` that
+  pyarrow lists in ``schema.metadata``), and the folder holds a file
+  ``_NOT_FOR_PUBLICATION`` with the notice (readers skip ``_`` files when
+  loading, but a listing shows it);
+- pandas tables written as Parquet or CSV (the continual series): a last
+  column ``not_for_publication`` (True on every row), which pandas, pyarrow
+  and Spark all show, and for Parquet also ``DataFrame.attrs`` (pandas
+  keeps it in the file and restores it on ``read_parquet``);
+- JSON records (the streaming sink): a field ``not_for_publication`` with
+  the notice in every record.
+
+Unseeded runs are written unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+__all__ = ["KEY", "COLUMN", "MARKER_FILE", "NOTICE", "mark_spark", "mark_folder", "mark_pandas", "mark_record"]
+
+KEY = "dp_spark.not_for_publication"
+COLUMN = "not_for_publication"
+MARKER_FILE = "_NOT_FOR_PUBLICATION"
+NOTICE = ("NOT FOR PUBLICATION: written by a seeded dp_spark run (tests and demos only); "
+          "its noise is reproducible, so these values are NOT differentially private.")
+
+
+def mark_spark(df, seeded: bool):
+    """``df`` with the notice in every column's metadata when ``seeded``
+    (a projection only: no data is read); ``df`` itself otherwise."""
+    if not seeded:
+        return df
+    from pyspark.sql import functions as F
+
+    return df.select([
+        F.col(f"`{field.name}`").alias(field.name, metadata={**field.metadata, KEY: NOTICE})
+        for field in df.schema.fields
+    ])
+
+
+def mark_folder(path: str | os.PathLike, seeded: bool) -> None:
+    """Write ``_NOT_FOR_PUBLICATION`` (the notice) into the output folder
+    ``path`` when ``seeded`` and the path is a local folder."""
+    if not seeded:
+        return
+    text = str(path)
+    if urlparse(text).scheme not in ("", "file"):
+        return  # remote stores: the column metadata carries the mark
+    folder = Path(urlparse(text).path if text.startswith("file:") else text)
+    if folder.is_dir():
+        (folder / MARKER_FILE).write_text(NOTICE + "\n", encoding="utf-8")
+
+
+def mark_pandas(frame, seeded: bool):
+    """A copy of the pandas ``frame`` with a last column ``not_for_publication``
+    (True) and ``attrs[KEY]`` = the notice when ``seeded``; ``frame`` otherwise."""
+    if not seeded:
+        return frame
+    marked = frame.copy()
+    marked[COLUMN] = True
+    marked.attrs[KEY] = NOTICE
+    return marked
+
+
+def mark_record(record: dict, seeded: bool) -> dict:
+    """``record`` with the field ``not_for_publication`` = the notice when ``seeded``."""
+    return {**record, COLUMN: NOTICE} if seeded else record

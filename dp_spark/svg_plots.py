@@ -1,0 +1,206 @@
+"""Small inline SVG charts for the HTML report (no plotting dependency).
+
+Every function takes released (noisy) values and public parameters only and
+returns one ``<svg>`` element as a string. Nothing here reads data.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from typing import Sequence
+
+WIDTH = 760
+INK = "#1f2933"
+MUTED = "#7b8794"
+ACCENT = "#2563eb"
+BAND = "#bfdbfe"
+WARN = "#d97706"
+GRID = "#e4e7eb"
+
+
+def fmt(value) -> str:
+    """A number as a person reads it: 12,345 or 0.1235 or 1.2e-06."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
+            return f"{value:.3g}"
+        if value == int(value) and abs(value) >= 1:
+            return f"{int(value):,}"
+        return f"{value:,.4g}"
+    return str(value)
+
+
+def ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """About ``count`` round tick values covering [low, high]."""
+    span = high - low
+    if not span > 0:
+        span = abs(high) or 1.0
+    step = 10 ** math.floor(math.log10(span / count))
+    for factor in (1, 2, 5, 10):
+        if span / (step * factor) <= count:
+            step *= factor
+            break
+    start = math.ceil(low / step) * step
+    return [start + i * step for i in range(int((high - start) / step + 1e-9) + 1)]
+
+
+class _Scale:
+    """Linear map from data [low, high] to pixels [a, b]."""
+
+    def __init__(self, low: float, high: float, a: float, b: float):
+        if not high > low:
+            pad = abs(low) * 0.1 or 1.0
+            low, high = low - pad, high + pad
+        self.low, self.high, self.a, self.b = low, high, a, b
+
+    def __call__(self, x: float) -> float:
+        return self.a + (x - self.low) / (self.high - self.low) * (self.b - self.a)
+
+
+def _svg(height: int, body: list[str], title: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(title)}" '
+        f'font-family="system-ui, sans-serif" font-size="12">'
+        f"<title>{escape(title)}</title>{''.join(body)}</svg>"
+    )
+
+
+def _text(x, y, text, anchor="start", color=INK, size=12, weight="normal") -> str:
+    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{color}" '
+            f'font-size="{size}" font-weight="{weight}">{escape(str(text))}</text>')
+
+
+def _line(x1, y1, x2, y2, color=INK, width=1.0, dash=None) -> str:
+    extra = f' stroke-dasharray="{dash}"' if dash else ""
+    return (f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
+            f'stroke="{color}" stroke-width="{width}"{extra}/>')
+
+
+def _rect(x, y, w, h, color, opacity=1.0) -> str:
+    return (f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0.0):.1f}" height="{max(h, 0.0):.1f}" '
+            f'fill="{color}" fill-opacity="{opacity}"/>')
+
+
+def _x_axis(scale: _Scale, y: float, low: float, high: float) -> list[str]:
+    out = [_line(scale.a, y, scale.b, y, MUTED)]
+    for t in ticks(low, high):
+        x = scale(t)
+        out += [_line(x, y, x, y + 4, MUTED), _text(x, y + 16, fmt(t), "middle", MUTED)]
+    return out
+
+
+def interval_plot(estimate: float, low: float, high: float, lower_bound: float | None,
+                  interval_label: str, bound_label: str) -> str:
+    """A number line: the estimate, its interval [low, high], and a one-sided
+    lower bound drawn as an arrow to the right."""
+    points = [estimate, low, high] + ([lower_bound] if lower_bound is not None else [])
+    lo, hi = min(points), max(points)
+    pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
+    lo, hi = lo - pad, hi + pad
+    scale = _Scale(lo, hi, 40, WIDTH - 40)
+    body = _x_axis(scale, 130, lo, hi)
+    y = 50
+    body += [_rect(scale(low), y - 9, scale(high) - scale(low), 18, BAND),
+             _line(scale(low), y - 12, scale(low), y + 12, ACCENT, 2),
+             _line(scale(high), y - 12, scale(high), y + 12, ACCENT, 2),
+             f'<circle cx="{scale(estimate):.1f}" cy="{y}" r="6" fill="{ACCENT}"/>',
+             _text(scale(estimate), y - 18, f"estimate {fmt(estimate)}", "middle", INK, 13, "bold"),
+             _text(WIDTH / 2, y + 30, interval_label, "middle", MUTED)]
+    if lower_bound is not None:
+        x = scale(lower_bound)
+        body += [_line(x, 90, x, 110, WARN, 2), _line(x, 100, WIDTH - 42, 100, WARN, 2, "5,4"),
+                 f'<path d="M{WIDTH - 42},95 L{WIDTH - 34},100 L{WIDTH - 42},105 Z" fill="{WARN}"/>',
+                 _text(x + 6, 94, f"{bound_label} {fmt(lower_bound)}", "start", WARN)]
+    return _svg(150, body, "estimate with its interval")
+
+
+def ranking_plot(items: Sequence[str], error_bound: float | None) -> str:
+    """The released ranking, rank 1 on top, with the error bound drawn as a
+    tolerance bar beside each rank (the same bound holds for every rank)."""
+    rows = len(items)
+    height = 40 + 26 * max(rows, 1)
+    body = [_text(20, 22, "rank", "start", MUTED), _text(70, 22, "released item", "start", MUTED)]
+    if error_bound is not None and math.isfinite(error_bound):
+        body.append(_text(340, 22, f"error bound: ≤ {fmt(round(error_bound, 1))} persons behind the "
+                          "true item of that rank", "start", MUTED))
+    for i, item in enumerate(items):
+        y = 40 + 26 * i
+        shade = 1.0 - 0.5 * i / max(rows, 1)
+        body += [_rect(16, y, 40, 20, ACCENT, shade), _text(36, y + 14, i + 1, "middle", "#ffffff", 12, "bold"),
+                 _text(70, y + 14, _clip(str(item), 38))]
+        if error_bound is not None and math.isfinite(error_bound):
+            body += [_line(340, y + 10, WIDTH - 30, y + 10, WARN, 2),
+                     _line(340, y + 4, 340, y + 16, WARN, 2), _line(WIDTH - 30, y + 4, WIDTH - 30, y + 16, WARN, 2)]
+    if not items:
+        body.append(_text(70, 54, "no item was released", "start", MUTED))
+    return _svg(height, body, "released top-k ranking")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def bar_plot(labels: Sequence[str], values: Sequence[float], errors: Sequence[float] | None,
+             value_label: str) -> str:
+    """Horizontal bars (one per label) with optional ± error whiskers."""
+    rows = len(labels)
+    height = 50 + 22 * max(rows, 1)
+    errs = list(errors) if errors is not None else [0.0] * rows
+    hi = max([v + e for v, e in zip(values, errs)] + [1.0])
+    lo = min([0.0] + [v - e for v, e in zip(values, errs)])
+    scale = _Scale(lo, hi * 1.05, 220, WIDTH - 70)
+    body = [_text(220, 16, value_label, "start", MUTED)]
+    for i, (label, value, err) in enumerate(zip(labels, values, errs)):
+        y = 26 + 22 * i
+        body += [_text(212, y + 13, _clip(str(label), 30), "end"),
+                 _rect(scale(0), y + 2, scale(value) - scale(0), 14, ACCENT, 0.85),
+                 _text(scale(value + err) + 4, y + 13, fmt(value), "start", MUTED, 11)]
+        if err > 0:
+            body += [_line(scale(value - err), y + 9, scale(value + err), y + 9, INK, 1.5),
+                     _line(scale(value - err), y + 4, scale(value - err), y + 14, INK, 1.5),
+                     _line(scale(value + err), y + 4, scale(value + err), y + 14, INK, 1.5)]
+    body += _x_axis(scale, 30 + 22 * max(rows, 1), lo, hi * 1.05)
+    return _svg(height + 10, body, value_label)
+
+
+def series_plot(steps: Sequence[int], estimates: Sequence[float], bands: Sequence[float],
+                band_label: str) -> str:
+    """A released series (line) with a ± band around it; infinite band
+    widths (no bound at that step) are left out of the band."""
+    finite = [(s, e, b) for s, e, b in zip(steps, estimates, bands) if math.isfinite(b)]
+    ys = [e for e in estimates] + [e + b for _, e, b in finite] + [e - b for _, e, b in finite]
+    if not steps:
+        return _svg(60, [_text(40, 34, "no step was released yet", "start", MUTED)], "released series")
+    x = _Scale(min(steps), max(steps), 60, WIDTH - 20)
+    y_lo, y_hi = min(ys), max(ys)
+    y = _Scale(y_lo, y_hi, 250, 20)
+    body = [_line(60, y(t), WIDTH - 20, y(t), GRID) for t in ticks(y.low, y.high)]
+    body += [_text(54, y(t) + 4, fmt(t), "end", MUTED) for t in ticks(y.low, y.high)]
+    if finite:
+        upper = " ".join(f"{x(s):.1f},{y(e + b):.1f}" for s, e, b in finite)
+        lower = " ".join(f"{x(s):.1f},{y(e - b):.1f}" for s, e, b in reversed(finite))
+        body.append(f'<polygon points="{upper} {lower}" fill="{BAND}" fill-opacity="0.8"/>')
+    line = " ".join(f"{x(s):.1f},{y(e):.1f}" for s, e in zip(steps, estimates))
+    body.append(f'<polyline points="{line}" fill="none" stroke="{ACCENT}" stroke-width="1.6"/>')
+    body += _x_axis(x, 260, x.low, x.high)
+    body += [_text(WIDTH / 2, 292, "step", "middle", MUTED),
+             _rect(70, 8, 14, 10, BAND), _text(90, 17, band_label, "start", MUTED)]
+    return _svg(300, body, "released series with its error band")
+
+
+def thin(n: int, limit: int = 800) -> list[int]:
+    """Indices 0..n-1 thinned to at most ``limit`` (first and last kept)."""
+    if n <= limit:
+        return list(range(n))
+    step = n / (limit - 1)
+    picked = sorted({min(n - 1, int(round(i * step))) for i in range(limit)})
+    return picked

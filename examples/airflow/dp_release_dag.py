@@ -1,0 +1,119 @@
+"""A daily Airflow DAG running every dp_spark release, all spending from one
+privacy-budget ledger.
+
+One SparkSubmitOperator task per release: ``jobs/<release>.py --config
+conf/<release>.yaml`` (edit the YAML files to point ``input:`` at your
+tables), each with
+
+* ``--ledger LEDGER --ledger-budget BUDGET --run-key <dag>/<run_id>/<task>``:
+  the release is charged to the named budget of the ledger before any data is
+  read; a retry of the same task instance reuses its run key, so it is not
+  charged twice, and a day whose budget is used up is refused before reading;
+* ``--output``, the release's own data outputs, and ``--report-html`` under
+  ``<out>/<ds>/`` (one directory per logical date).
+
+The tasks run one after another (the ledger is one file; one release at a
+time also keeps the cluster's load flat) with ``trigger_rule="all_done"``: a
+release refused by the ledger or failing does not stop the next.
+
+Create the ledger once, before the first run (the DAG never creates or
+resets a budget)::
+
+    dp-spark ledger create /data/dp/ledger.json daily --epsilon 10 --delta 1e-5 --rho 2
+
+Settings (environment variables of the scheduler and workers):
+
+==========================  ===================================================
+``DP_SPARK_HOME``           the dp_spark checkout holding jobs/ and conf/
+                            (default: two directories above this file)
+``DP_SPARK_OUT``            where outputs go (default ``$DP_SPARK_HOME/out/airflow``)
+``DP_SPARK_LEDGER``         the ledger file (default ``$DP_SPARK_OUT/ledger.json``)
+``DP_SPARK_LEDGER_BUDGET``  the budget the releases spend from (default ``daily``)
+``DP_SPARK_CONN_ID``        Airflow connection of the Spark master (default
+                            ``spark_default``)
+``DP_SPARK_PYTHON``         the Python with dp_spark installed, for the driver
+                            and the executors (sets spark.pyspark.python);
+                            leave unset when the cluster already has it
+==========================  ===================================================
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+try:  # Airflow 3
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2
+    from airflow import DAG
+
+HOME = Path(os.environ.get("DP_SPARK_HOME", Path(__file__).resolve().parents[2]))
+OUT = os.environ.get("DP_SPARK_OUT", str(HOME / "out" / "airflow"))
+LEDGER = os.environ.get("DP_SPARK_LEDGER", f"{OUT}/ledger.json")
+BUDGET = os.environ.get("DP_SPARK_LEDGER_BUDGET", "daily")
+CONN_ID = os.environ.get("DP_SPARK_CONN_ID", "spark_default")
+PYTHON = os.environ.get("DP_SPARK_PYTHON")
+
+DAG_ID = "dp_spark_daily_releases"
+
+#: task id -> (job script, options writing the release's data outputs)
+RELEASES = {
+    "distinct_count": ("distinct_count", {}),
+    "set_union": ("set_union", {"--items-output": "set_union_items.parquet"}),
+    "top_k": ("top_k", {"--items-output": "top_k_items.parquet"}),
+    "count_release": ("count_release", {"--items-output": "count_release_items.parquet"}),
+    "continual_distinct": ("continual_distinct", {"--series": "continual_distinct_series.parquet"}),
+}
+
+
+def release_arguments(task_id: str) -> list[str]:
+    """The job's command line (Jinja-templated by Airflow at run time)."""
+    job, outputs = RELEASES[task_id]
+    run_dir = f"{OUT}/{{{{ ds }}}}"
+    args = [
+        "--config", str(HOME / "conf" / f"{job}.yaml"),
+        "--ledger", LEDGER,
+        "--ledger-budget", BUDGET,
+        "--run-key", f"{{{{ dag.dag_id }}}}/{{{{ run_id }}}}/{task_id}",
+        "--output", f"{run_dir}/{job}_report.json",
+        "--report-html", f"{run_dir}/{job}_report.html",
+    ]
+    for flag, name in outputs.items():
+        args += [flag, f"{run_dir}/{name}"]
+    return args
+
+
+def spark_conf() -> dict[str, str]:
+    conf = {"spark.ui.showConsoleProgress": "false"}
+    if PYTHON:
+        conf.update({"spark.pyspark.python": PYTHON, "spark.pyspark.driver.python": PYTHON})
+    return conf
+
+
+with DAG(
+    dag_id=DAG_ID,
+    description="Differentially private releases with dp_spark, one shared privacy budget",
+    schedule="@daily",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,  # two days never spend from the ledger at once
+    default_args={"retries": 1, "retry_delay": timedelta(minutes=10)},
+    tags=["dp_spark", "privacy"],
+) as dag:
+    previous = None
+    for task_id, (job, _) in RELEASES.items():
+        task = SparkSubmitOperator(
+            task_id=task_id,
+            conn_id=CONN_ID,
+            application=str(HOME / "jobs" / f"{job}.py"),
+            application_args=release_arguments(task_id),
+            name=f"dp_spark-{job}",
+            conf=spark_conf(),
+            trigger_rule="all_done",
+        )
+        if previous is not None:
+            previous >> task
+        previous = task

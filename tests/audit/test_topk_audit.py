@@ -1,0 +1,139 @@
+"""Audit: empirical ε lower bounds of the top-k mechanisms against their claims.
+
+For each mechanism: worst-case neighbouring count vectors — D, and D + one
+person, i.e. every count of that person's items +1 — and an output event S
+much likelier on one than on the other (for the joint mechanisms found by
+brute force over all small count vectors and persons, tests below say which);
+the real mechanism runs n times on each (fixed test seeds); the
+Clopper–Pearson bound (tests/audit/stats.py) must not exceed the claimed ε,
+and the same audit run on a broken variant (ε doubled, i.e. noise scale
+halved) must exceed it, proving the audit can see a factor-2 mistake.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dp_spark.selection.topk import (
+    cdp_peel_top_k,
+    joint_top_k,
+    pnf_joint_top_k,
+    pnf_peel_top_k,
+    unknown_domain_gumbel,
+)
+from dp_spark.selection.topk_auto import auto_anchor_ranks, noisy_rank_counts
+from tests.audit.conftest import assert_detects
+from tests.audit.stats import epsilon_lower_bound
+
+
+def event_rate(run, counts, n: int, seed: int, event) -> int:
+    """How many of n runs of ``run(counts, rng)`` land in ``event``."""
+    rng = np.random.default_rng(seed)
+    return sum(bool(event(run(counts, rng))) for _ in range(n))
+
+
+def audit(run, likely, unlikely, event, n, seed, delta=0.0) -> float:
+    """ε lower bound from P[S] on ``likely`` against P[S] on ``unlikely``."""
+    k1 = event_rate(run, likely, n, seed, event)
+    k2 = event_rate(run, unlikely, n, seed + 1, event)
+    return epsilon_lower_bound(k1, n, k2, n, delta)
+
+
+# --- joint mechanisms --------------------------------------------------------
+# Brute force over all count vectors in {0,1,2}^d (d <= 6, k <= 2) and every
+# person (a non-empty set of items): at ε = 3 the largest ratio with a
+# measurable event is D = (1,0,0,0,0,0) against D + a person holding items
+# 2..5, for S = {output (0, 1)}: on D it is an optimal sequence, on D + person
+# its error is 1 while four other items tie with item 0's runner-up.
+JOINT_D = np.array([1, 0, 0, 0, 0, 0])
+JOINT_D_PLUS = JOINT_D + np.array([0, 0, 1, 1, 1, 1])
+JOINT_EPS = 3.0
+
+
+def _is_01(out) -> bool:
+    return tuple(int(i) for i in out) == (0, 1)
+
+
+@pytest.mark.parametrize("name, sampler, n", [("joint", joint_top_k, 6000),
+                                              ("pnf-joint", pnf_joint_top_k, 6000)])
+def test_joint_mechanisms(audit_record, name, sampler, n):
+    honest = audit(lambda c, r: sampler(c, 2, JOINT_EPS, r), JOINT_D, JOINT_D_PLUS, _is_01, n, 11)
+    audit_record(f"top-k {name} (d=6, k=2)", JOINT_EPS, honest, n)
+    broken = audit(lambda c, r: sampler(c, 2, 2 * JOINT_EPS, r), JOINT_D, JOINT_D_PLUS, _is_01, n, 11)
+    assert_detects(f"top-k {name}", JOINT_EPS, broken)
+
+
+# --- peeling -------------------------------------------------------------------
+# d items with no holder, against one person holding items 0 and 1:
+# S = {output (0, 1)}; each of the two rounds moves the odds by about e^(ε/2),
+# so the ratio approaches e^ε (the composed claim) as d grows. CDP-Peel's
+# exponential-mechanism rounds are less tight than permute-and-flip's, so it
+# gets more items (d = 30: ratio e^2.7 at ε' = 1.5 per round, e^4.7 broken).
+def _peel_pair(d: int):
+    base = np.zeros(d, dtype=np.int64)
+    return base + np.r_[1, 1, np.zeros(d - 2, dtype=np.int64)], base
+
+
+@pytest.mark.parametrize("name, eps, d, n", [("pnf-peel", 3.0, 10, 20000), ("cdp-peel", 3.0, 30, 40000)])
+def test_peeling_mechanisms(audit_record, name, eps, d, n):
+    delta = 1e-6 if name == "cdp-peel" else 0.0
+    plus, base = _peel_pair(d)
+
+    def run(factor):
+        if name == "pnf-peel":
+            return lambda c, r: pnf_peel_top_k(c, 2, factor * eps, r)
+        return lambda c, r: cdp_peel_top_k(c, 2, factor * eps, delta, r)
+
+    honest = audit(run(1), plus, base, _is_01, n, 21, delta)
+    audit_record(f"top-k {name} (d={d}, k=2)", eps, honest, n, delta)
+    broken = audit(run(2), plus, base, _is_01, n, 21, delta)
+    assert_detects(f"top-k {name}", eps, broken)
+
+
+# --- Unknown Domain Gumbel -------------------------------------------------------
+# k = 1: ten items far above the threshold (kbar = 10, so the (kbar+1)-th count
+# is 0); the person adds 1 to item 0. Top-1 of Gumbel-noised counts with all
+# utilities moving up is ε-DP (the δ covers items entering/leaving the top kbar).
+UD_D = np.full(10, 100)
+UD_D_PLUS = UD_D + np.r_[1, np.zeros(9, dtype=np.int64)]
+
+
+def test_unknown_domain_gumbel(audit_record):
+    eps, delta, n = 2.0, 1e-6, 20000
+
+    def run(factor):
+        return lambda c, r: unknown_domain_gumbel(c, 1, factor * eps, delta, 10, r).indices
+
+    def is_0(idx):
+        return idx.size == 1 and int(idx[0]) == 0
+
+    honest = audit(run(1), UD_D_PLUS, UD_D, is_0, n, 31, delta)
+    audit_record("top-k unknown-domain (k=1, kbar=10)", eps, honest, n, delta)
+    broken = audit(run(2), UD_D_PLUS, UD_D, is_0, n, 31, delta)
+    assert_detects("top-k unknown-domain", eps, broken)
+
+
+# --- auto's selection step ----------------------------------------------------------
+# The only data auto's choice sees: Laplace-noised counts at ranks 1, k, 4k. A
+# person holding every item moves all three order statistics by +1 (the ℓ1
+# worst case); S = {every noisy value above its count on D + person}: the
+# Laplace tail ratio is then exactly e^(3/b) = e^ε.
+def test_auto_choice_noisy_rank_counts(audit_record):
+    eps, n = 1.0, 30000
+    counts = np.array([40, 30, 30, 20, 10, 10, 5, 5, 5, 0])
+    plus = counts + 1
+    ranks = auto_anchor_ranks(2, counts.size)  # ranks 1, 2, 8
+    level = np.sort(plus)[::-1][ranks - 1]
+
+    def run(factor):
+        return lambda c, r: noisy_rank_counts(c, ranks, factor * eps, r)
+
+    def above(values):
+        return bool(np.all(values > level))
+
+    honest = audit(run(1), plus, counts, above, n, 41)
+    audit_record("top-k auto choice (noisy ranks 1, k, 4k)", eps, honest, n)
+    broken = audit(run(2), plus, counts, above, n, 41)
+    assert_detects("top-k auto choice", eps, broken)
+

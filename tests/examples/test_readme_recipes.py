@@ -1,0 +1,62 @@
+"""The README's recipes run as written: its spark-submit line (from the
+checkout, venv not activated, with only the variables the line sets) and its
+Spark Connect example."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment of a fresh shell: no venv, no Spark or PySpark variables."""
+    venv_bin = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYSPARK_", "SPARK_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    return env
+
+
+def test_readme_spark_submit_line_runs_at_warn(tmp_path):
+    lines = [l for l in README.splitlines() if ".venv/bin/spark-submit jobs/" in l and not l.startswith(" ")]
+    assert len(lines) == 1, lines
+    if not (REPO / ".venv" / "bin" / "spark-submit").is_file():
+        pytest.skip("no .venv/bin/spark-submit in the checkout (the README's install command makes it)")
+    # The line as written, plus a small table and outputs outside the checkout (later flags win).
+    extra = f" --rows 20000 --max-bound 20 --output {tmp_path}/r.json --report-html {tmp_path}/r.html"
+    proc = subprocess.run(["bash", "-c", lines[0] + extra], cwd=REPO, env=_clean_env(), capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "lower_bound" in proc.stdout and (tmp_path / "r.json").is_file() and (tmp_path / "r.html").is_file()
+    info = [l for l in proc.stderr.splitlines() if " INFO " in l]
+    assert len(info) <= 5 and len(proc.stderr.splitlines()) <= 12, proc.stderr  # ~44 INFO lines before
+
+
+def _connect_example() -> str:
+    section = README[README.index("**Spark Connect.**"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.mark.connect
+def test_readme_spark_connect_example(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [(p, f"w{(p * 7 + k) % 40}") for p in range(80) for k in range(p % 5 + 1)]
+    pq.write_table(pa.table({"person_id": [r[0] for r in rows], "item": [r[1] for r in rows]}),
+                   tmp_path / "events.parquet")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run([sys.executable, "-c", _connect_example()], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.startswith("distinct-count: ε = 1") and "lower_bound" in proc.stdout
+    assert "<svg" in (tmp_path / "distinct_count_report.html").read_text()

@@ -1,0 +1,162 @@
+"""The HTML report: built from Release fields only (no Spark action while it
+renders), self-contained, one chart per release kind, readable in a real
+browser (headless Chromium screenshot is not blank), and written by
+``dp-spark ... --report-html``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dp_spark.html_report import discrete_laplace_half_width, render, write_html
+from dp_spark.report import _listing
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _gallery():
+    spec = importlib.util.spec_from_file_location("report_gallery", REPO / "examples" / "report_gallery.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def releases(spark):
+    return _gallery().demo_releases(spark, rows=8_000, seed=3)
+
+
+@pytest.fixture
+def no_spark_actions(monkeypatch):
+    """Any Spark action (which could read data) fails while this is active."""
+    from pyspark.sql import DataFrame
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the HTML report ran a Spark action")
+
+    for action in ("collect", "count", "toPandas", "take", "head", "first", "toLocalIterator", "show"):
+        monkeypatch.setattr(DataFrame, action, refuse)
+
+
+CHART_MARKS = {
+    "distinct-count": "noise interval",
+    "top-k": "error bound",
+    "count-release": "released count ± 1.96σ",
+    "continual-distinct": "estimate ± error bound",
+    "set-union": "items released",
+}
+
+
+def test_every_release_renders_from_its_fields_only(releases, no_spark_actions):
+    for name, release in releases.items():
+        page = render(release)
+        assert page == render(release)  # a function of the Release alone
+        assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 1, name
+        assert CHART_MARKS[name] in page, name
+        assert release.guarantee.describe() in page and "NOT private" in page, name
+        # Self-contained: no script, no stylesheet or image fetched from anywhere.
+        assert "<script" not in page and not re.search(r"""(src|href)\s*=""", page), name
+        assert "No budget ledger was used" in page
+
+
+def test_released_values_are_on_the_page(releases, no_spark_actions):
+    dc = render(releases["distinct-count"])
+    v = releases["distinct-count"].values
+    assert f"{v['estimate']:,}" in dc and f"{v['lower_bound']:,}" in dc
+    top = render(releases["top-k"])
+    for row in releases["top-k"].values["items"]:
+        assert f">{row['item']}<" in top
+    assert re.search(r"error bound: ≤ [\d,.]+ persons", top)
+    counts = render(releases["count-release"])
+    assert all(f"{r['count']:,}" in counts for r in releases["count-release"].values["items"][:25])
+    su = render(releases["set-union"])
+    assert f"{releases['set-union'].values['items_released']:,}" in su
+
+
+def test_set_union_history_and_ledger_hook(releases, no_spark_actions):
+    release = releases["set-union"]
+    earlier = {**release.to_dict(), "created": "2026-01-01T00:00:00+00:00", "items_released": 4321}
+    page = render(release, history=[earlier], ledger={"budget": "daily", "remaining": {"epsilon": 7.5}})
+    assert "2026-01-01T00:00:00+00:00" in page and "4,321" in page and page.count("<rect") >= 2
+    assert "Budget ledger after this run" in page and "epsilon: 7.5" in page
+
+
+def test_release_to_html_and_atomic_write(releases, tmp_path, no_spark_actions):
+    release = releases["continual-distinct"]
+    assert release.to_html() == render(release)
+    target = tmp_path / "sub" / "report.html"
+    write_html(target, release)
+    assert target.read_text(encoding="utf-8") == render(release)
+    assert [p.name for p in target.parent.iterdir()] == ["report.html"]  # no temporary left
+
+
+@pytest.mark.parametrize("scale", [0.5, 1.0, 3.7, 20.0])
+@pytest.mark.parametrize("beta", [0.05, 0.2])
+def test_discrete_laplace_half_width_is_the_smallest(scale, beta):
+    xs = np.arange(-4000, 4001)
+    pmf = np.exp(-np.abs(xs) / scale)
+    pmf /= pmf.sum()
+
+    def tail(h):
+        return pmf[np.abs(xs) > h].sum()
+
+    h = discrete_laplace_half_width(scale, beta)
+    assert tail(h) <= beta + 1e-12
+    assert h == 0 or tail(h - 1) > beta
+
+
+def test_screen_listing_shows_the_ranking():
+    head, rows = _listing([{"rank": i + 1, "item": f"w{i}"} for i in range(12)])
+    assert head.startswith("12 released") and rows[0].strip() == "1. w0" and len(rows) == 10
+    head, rows = _listing([{"item": "a", "count": 1200, "sigma": 3.5}])
+    assert head == "1 released" and rows == ["  1. a  1,200 (σ 3.5)"]
+
+
+def test_cli_writes_the_html_report_and_prints_the_ranking(spark, tmp_path, capsys):
+    from dp_spark.cli import main
+
+    domain = tmp_path / "domain.txt"
+    domain.write_text("\n".join(f"w{i}" for i in range(50)) + "\n")
+    page, report = tmp_path / "top.html", tmp_path / "top.json"
+    code = main(["top-k", "--rows", "5000", "--k", "5", "--domain", str(domain), "--seed", "2",
+                 "--output", str(report), "--report-html", str(page)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    ranking = [line.strip() for line in out.splitlines() if re.match(r"\s+\d\. w\d+$", line)]
+    items = [row["item"] for row in json.loads(report.read_text())["items"]]
+    assert ranking == [f"{i + 1}. {item}" for i, item in enumerate(items)]
+    assert "entries (see the report)" not in out
+    assert page.is_file() and "HTML report written to" in out and all(f">{i}<" in page.read_text() for i in items)
+
+
+def test_screenshots_are_not_blank(releases, tmp_path):
+    gallery = _gallery()
+    if gallery.chromium() is None:
+        pytest.skip("no chromium on PATH (Debian: apt-get install -y chromium; .ci/run installs it)")
+    from tests.png_pixels import read_png
+
+    pages = gallery.write_pages(releases, tmp_path)
+    for name, page in pages.items():
+        png = tmp_path / f"{name}.png"
+        gallery.screenshot(page, png, width=900, height=900)
+        width, height, pixels = read_png(png)
+        colours = len(set(pixels))
+        ink = sum(1 for p in pixels if p != (255, 255, 255)) / len(pixels)
+        assert (width, height) == (900, 900), name
+        assert colours >= 100 and ink >= 0.05, f"{name}: {colours} colours, {ink:.1%} non-white"
+
+
+def test_help_groups_the_flags_and_shows_no_empty_defaults(capsys):
+    from dp_spark.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["top-k", "--help"])
+    text = capsys.readouterr().out
+    for heading in ("input:", "release:", "output and run:"):
+        assert heading in text
+    assert "(default: None)" not in text and "--report-html PATH" in text and "--epsilon X" in text
