@@ -138,7 +138,7 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path,
     for change, fragment in [
         ({"files_per_step": 2}, r"files_per_step = 1 \(--files-per-step\), not 2"),
         ({"horizon": 8}, r"horizon = 4 \(--horizon\), not 8"),
-        ({"mechanism": "baseline"}, r"mechanism = 'adaptive' \(--mechanism\), not 'baseline'"),
+        ({"mechanism": "baseline"}, r"mechanism = 'auto' \(--mechanism\), not 'baseline'"),
         ({"schema": "time double, thing string, op long"}, "another schema of the input files"),
     ]:
         if "schema" in change:
