@@ -48,7 +48,8 @@ OPTIONS = (
     Option("horizon", int, None, "number of steps T to release: REQUIRED with --input (a public "
            "parameter, never taken from the data; events after step T are dropped); the built-in "
            "data defaults to 1024 steps (32 with --stream)"),
-    Option("mechanism", str, DEFAULT_MECHANISM, f"one of {', '.join(MECHANISMS)}: adaptive (Algorithm 3), "
+    Option("mechanism", str, DEFAULT_MECHANISM, f"one of {', '.join(MECHANISMS)}: auto (default: trees then recompute, no bound "
+           "needed), adaptive (Algorithm 3), "
            "bounded (Algorithm 1, needs --max-flippancy), baseline (periodic recompute)", MECHANISMS),
     Option("max_flippancy", int, None, "bounded: how often an item may flip between present and absent"),
     Option("beta", float, 0.05, "the error bounds hold with probability 1 - beta"),

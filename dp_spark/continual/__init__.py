@@ -2,9 +2,10 @@
 
 Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements in
 the Turnstile Model with Differential Privacy under Continual Observation"
-(NeurIPS 2023). Pure numpy; every noise draw comes from an explicit
-``numpy.random.Generator``. Guarantee: item-level ρ-zCDP (neighbouring streams
-differ by all events of one item).
+(NeurIPS 2023). Pure numpy; every noise draw is exact integer noise from an
+explicit ``numpy.random.Generator``. Guarantee: item-level ρ-zCDP under
+``relation`` — "subset" (default, the paper's Definition 1.2: any subset of one
+item's events replaced by no-ops) or "item-removal" (``relations``).
 
 - ``stream_summaries`` / ``StreamSummaries``: the exact per-step arrays the
   Spark stage produces (reference implementation), its kernels ``flip_events``,
@@ -13,21 +14,27 @@ differ by all events of one item).
   ``truncate_existence``, ``summaries_from_existence``.
 - ``BinaryTreeMechanism``: Gaussian binary tree, online (checkpointable) and batch.
 - ``SparseVector``: AboveThreshold with a cutoff, ρ-zCDP.
-- ``continual_counts``: "bounded" (Algorithm 1), "adaptive" (Algorithm 3),
-  "baseline" (periodic recompute; the Theorem 3.10 comparison).
+- ``continual_counts``: "auto" (``DEFAULT_METHOD``: lazy trees + recompute
+  baseline past the crossover, ``auto``), "bounded" (Algorithm 1), "adaptive"
+  (Algorithm 3), "baseline" (periodic recompute; the Theorem 3.10 comparison);
+  ``budget_split``: the data-independent ledger of each mechanism.
 - ``ContinualCounter``: the same mechanisms one step at a time, for streaming.
 """
 
+from dp_spark.continual.auto import AutoPlan, auto_plan
 from dp_spark.continual.mechanisms import (
+    DEFAULT_METHOD,
     MECHANISMS,
     AdaptivePlan,
     ContinualResult,
     RecomputePlan,
     adaptive_plan,
+    budget_split,
     continual_counts,
     recompute_plan,
     round_up_flippancy,
 )
+from dp_spark.continual.relations import DEFAULT_RELATION, RELATIONS, relation_statement, sensitivity_factor
 from dp_spark.continual.online import ContinualCounter, StepEstimate
 from dp_spark.continual.stream import (
     ExistenceTable,
@@ -51,10 +58,20 @@ from dp_spark.continual.tree import (
     nodes_per_step,
     num_levels,
     rho_for_flippancy,
+    sigma2_for_flippancy,
     sigma_for_flippancy,
 )
 
 __all__ = [
+    "DEFAULT_METHOD",
+    "DEFAULT_RELATION",
+    "RELATIONS",
+    "AutoPlan",
+    "auto_plan",
+    "budget_split",
+    "relation_statement",
+    "sensitivity_factor",
+    "sigma2_for_flippancy",
     "MECHANISMS",
     "AdaptivePlan",
     "BinaryTreeMechanism",

@@ -6,20 +6,26 @@ the Turnstile Model with Differential Privacy under Continual Observation"
 stream (``dp_spark.continual.stream``); output: one private estimate of the
 number of present items D(t) per step t = 1..T.
 
-Privacy unit and guarantee: item-level ρ-zCDP, where neighbouring streams
-differ by *all* events of one item (one stream has them, the other has none),
-as in the project's DESIGN.md. Note the paper's Definition 1.2 calls streams
-item-neighbours when a *subset* of one item's events is replaced by no-ops;
-under that wider relation the bounds below do not hold as stated (a node can
-move by 2 and up to 2w nodes per level can move; ℓ2² per level ≤ 4w), and the
-same mechanisms are 4ρ-zCDP (by the ℓ2 bound 4·w·L, or group privacy of size 2
-through the stream with the item removed).
+Privacy unit and guarantee: item-level ρ-zCDP under ``relation``:
+"subset" (default; the paper's Definition 1.2: any subset of one item's events
+replaced by no-ops) or "item-removal" (all events of one item; narrower).
+Sensitivities and their proofs are in ``dp_spark.continual.relations``: the
+tree's node vector moves by ℓ2² ≤ κ·w·L (κ = 4 for "subset", 1 for
+"item-removal"), sparse-vector queries and counts by ≤ 1 under both; every σ²
+below carries κ. All noise is exact integer noise (discrete Gaussian and
+discrete Laplace, Canonne–Kamath–Steinke 2020) added to integer statistics:
+released estimates are integers; ``std`` and ``error_bound`` are floats.
+
+"auto" (``DEFAULT_METHOD``) — lazy trees under a zCDP filter, then the
+recompute baseline past the crossover; needs no flippancy bound. See
+``dp_spark.continual.auto`` for its proof. When no tree can beat the baseline
+at the given public parameters (T, ρ, β, relation) it *is* the baseline.
 
 Mechanisms (``mechanism=`` in ``continual_counts``):
 
 "bounded" — Algorithm 1 (given flippancy bound w). Binary tree mechanism
     (``BinaryTreeMechanism``) on the w-truncated difference stream
-    z_w[t] = Σ_u ẽ_u(t) − ẽ_u(t−1), per-node noise N(0, σ²), σ² = w·L/(2ρ),
+    z_w[t] = Σ_u ẽ_u(t) − ẽ_u(t−1), per-node noise N_Z(0, σ²), σ² = κ·w·L/(2ρ),
     L = log2(T) + 1 levels.
 
     Lemma (sensitivity; our proof, mirroring the paper's Lemma 3.5). Let x'
@@ -30,8 +36,10 @@ Mechanisms (``mechanism=`` in ``continual_counts``):
     only if ẽ_u flips at some step in a..b. The nodes of one level cover
     disjoint steps and ẽ_u flips at most w times (the "freeze at the w-th
     flip" rule), so at most w nodes per level change, each by at most 1:
-    ℓ2² ≤ w per level and ≤ w·L over the tree. The Gaussian mechanism then
-    gives w·L/(2σ²) = ρ-zCDP; estimates are post-processing.
+    ℓ2² ≤ w per level and ≤ w·L over the tree (whole-item removal; for the
+    paper's subset relation the bound is 4·w·L, ``relations``). The discrete
+    Gaussian mechanism then gives κ·w·L/(2σ²) = ρ-zCDP; estimates are
+    post-processing.
     Error: each estimate's noise is N(0, popcount(t)·σ²) (``std``); with
     probability ≥ 1 − β all |noise_t| ≤ std_t·sqrt(2 ln(2T/β)) (union bound).
     That is the error when the stream's maximum flippancy is ≤ w; otherwise
@@ -84,15 +92,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
 from dp_spark.accounting.exact import remainder, share_down
 from dp_spark.continual import _checks
 from dp_spark.continual.stream import StreamSummaries
+from dp_spark.continual.auto import auto_plan, auto_run
 from dp_spark.continual.svt import SparseVector
-from dp_spark.continual.tree import BinaryTreeMechanism, nodes_per_step, num_levels, sigma_for_flippancy
+from dp_spark.continual.relations import DEFAULT_RELATION, check_relation, relation_statement, sensitivity_factor
+from dp_spark.continual.tree import (
+    BinaryTreeMechanism,
+    integer_vector,
+    nodes_per_step,
+    num_levels,
+    sigma_for_flippancy,
+)
 from dp_spark.errors import ParameterError
+from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
 from dp_spark.noise.rng import check_rng
 
 __all__ = [
@@ -104,14 +122,12 @@ __all__ = [
     "recompute_plan",
     "round_up_flippancy",
     "continual_counts",
+    "budget_split",
+    "DEFAULT_METHOD",
 ]
 
-MECHANISMS = ("adaptive", "bounded", "baseline")
-
-ITEM_LEVEL = (
-    "item-level: neighbouring streams differ by all events of one item "
-    "(one has them, the other none)"
-)
+MECHANISMS = ("auto", "adaptive", "bounded", "baseline")
+DEFAULT_METHOD = "auto"
 
 
 @dataclass(frozen=True)
@@ -144,6 +160,7 @@ class ContinualResult:
     flippancy_bound: np.ndarray | None
     parameters: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    relation: str = DEFAULT_RELATION
 
     def to_dict(self) -> dict:
         """JSON-friendly form (lists of floats; inf bounds become None)."""
@@ -153,11 +170,12 @@ class ContinualResult:
 
         return {
             "mechanism": self.mechanism,
-            "privacy_unit": ITEM_LEVEL,
+            "privacy_unit": relation_statement(self.relation),
+            "relation": self.relation,
             "rho": self.rho,
             "horizon": self.horizon,
             "beta": self.beta,
-            "estimates": floats(self.estimates),
+            "estimates": [int(v) for v in np.asarray(self.estimates, dtype=np.int64)],
             "std": floats(self.std),
             "error_bound": floats(self.error_bound),
             "flippancy_bound": None if self.flippancy_bound is None else [int(v) for v in self.flippancy_bound],
@@ -209,6 +227,7 @@ def adaptive_plan(
     beta: float = 0.05,
     svt_fraction: float = 0.5,
     threshold_scale: float = 1.0,
+    relation: str = DEFAULT_RELATION,
 ) -> AdaptivePlan:
     """Budget split, per-level σ_j and thresholds τ_j of Algorithm 3 (see module doc)."""
     horizon = _checks.horizon(horizon)
@@ -225,7 +244,7 @@ def adaptive_plan(
     else:
         rho_svt = svt_fraction * rho
         rho_tree = share_down(remainder(rho, rho_svt), max_level + 1)  # shares sum to <= rho exactly
-    sigmas = np.array([sigma_for_flippancy(horizon, rho_tree, 1 << j) for j in range(max_level + 1)])
+    sigmas = np.array([sigma_for_flippancy(horizon, rho_tree, 1 << j, relation) for j in range(max_level + 1)])
     tree_quantile = math.sqrt(2.0 * math.log(4.0 * horizon * (max_level + 1) / beta))
     thresholds = threshold_scale * sigmas * math.sqrt(levels) * tree_quantile
     if cutoff:
@@ -254,6 +273,11 @@ class RecomputePlan:
         """Steps r = 1, 1+B, 1+2B, … at which a fresh noisy count is released."""
         return np.arange(1, self.horizon + 1, self.block, dtype=np.int64)
 
+    @property
+    def sigma2(self) -> Fraction:
+        """The exact σ² = m/(2ρ) of the discrete Gaussian (rounded up on the sampler's grid)."""
+        return rational_sigma2(Fraction(self.releases) / (2 * Fraction(self.rho)))
+
     def to_dict(self) -> dict:
         return {"block": self.block, "releases": self.releases, "sigma": self.sigma, "quantile": self.quantile}
 
@@ -271,13 +295,15 @@ def recompute_plan(horizon: int, rho: float, beta: float = 0.05, block: int | No
     else:
         block = _checks.integer(block, "block", 1, horizon)
     releases = -(-horizon // block)
-    sigma = math.sqrt(releases / (2.0 * rho))
+    sigma = math.sqrt(rational_sigma2(Fraction(releases) / (2 * Fraction(rho))))
     quantile = math.sqrt(2.0 * math.log(2.0 * releases / beta))
     return RecomputePlan(horizon, rho, block, releases, sigma, quantile, beta)
 
 
 # ---------------------------------------------------------------- mechanisms
-def _bounded(summaries: StreamSummaries, rho: float, max_flippancy: int | None, beta: float, rng) -> ContinualResult:
+def _bounded(
+    summaries: StreamSummaries, rho: float, max_flippancy: int | None, beta: float, relation: str, rng
+) -> ContinualResult:
     if max_flippancy is None:
         raise ParameterError(
             "mechanism='bounded' needs max_flippancy (a bound on how often an item may flip); "
@@ -290,12 +316,12 @@ def _bounded(summaries: StreamSummaries, rho: float, max_flippancy: int | None, 
             f"(2^max_level = {1 << summaries.max_level}); recompute them with a larger max_level"
         )
     T = summaries.horizon
-    tree = BinaryTreeMechanism.for_flippancy(T, rho, w)
+    tree = BinaryTreeMechanism.for_flippancy(T, rho, w, relation)
     release = tree.batch(summaries.z_truncated[summaries.level_of(w)], rng)
     quantile = math.sqrt(2.0 * math.log(2.0 * T / beta))
     notes = [
-        "Algorithm 1 (Jain et al. NeurIPS 2023): binary tree with sigma^2 = w*L/(2*rho) on the "
-        "w-truncated difference stream.",
+        f"Algorithm 1 (Jain et al. NeurIPS 2023): binary tree with discrete Gaussian noise, "
+        f"sigma^2 = {sensitivity_factor(relation)}*w*L/(2*rho) on the w-truncated difference stream.",
         "error_bound assumes every item flips at most w times; otherwise add the number of items "
         "with flippancy above w (not released).",
     ]
@@ -310,8 +336,10 @@ def _bounded(summaries: StreamSummaries, rho: float, max_flippancy: int | None, 
         error_bound=release.std * quantile,
         beta=beta,
         flippancy_bound=np.full(T, w, dtype=np.int64),
-        parameters={"flippancy_bound": w, "sigma": tree.sigma, "levels": tree.levels, "quantile": quantile},
+        parameters={"flippancy_bound": w, "sigma": tree.sigma, "levels": tree.levels, "quantile": quantile,
+                    "relation": relation},
         notes=tuple(notes),
+        relation=relation,
     )
 
 
@@ -324,7 +352,7 @@ def _level_path(summaries: StreamSummaries, plan: AdaptivePlan, rng) -> np.ndarr
     svt = SparseVector(plan.rho_svt, plan.cutoff)
     level, start = 0, 0
     while level < J and start < T:
-        index = svt.first_above(summaries.over_counts[level, start:] - plan.thresholds[level], 0.0, rng)
+        index = svt.first_above(summaries.over_counts[level, start:], float(plan.thresholds[level]), rng)
         if index is None:
             path[start:] = level
             return path
@@ -336,17 +364,18 @@ def _level_path(summaries: StreamSummaries, plan: AdaptivePlan, rng) -> np.ndarr
 
 
 def _adaptive(
-    summaries: StreamSummaries, rho: float, beta: float, svt_fraction: float, threshold_scale: float, rng
+    summaries: StreamSummaries, rho: float, beta: float, svt_fraction: float, threshold_scale: float,
+    relation: str, rng,
 ) -> ContinualResult:
     T, J = summaries.horizon, summaries.max_level
-    plan = adaptive_plan(T, J, rho, beta, svt_fraction, threshold_scale)
+    plan = adaptive_plan(T, J, rho, beta, svt_fraction, threshold_scale, relation)
     path = _level_path(summaries, plan, rng)
-    estimates = np.zeros(T, dtype=np.float64)
+    estimates = np.zeros(T, dtype=np.int64)
     # Each tree M_j is run over the whole stream; only its estimates at the
     # steps where it is selected are released (post-processing). Trees never
     # selected need not be sampled: the output distribution is the same.
     for level in np.unique(path):
-        tree = BinaryTreeMechanism(T, float(plan.sigmas[level]))
+        tree = BinaryTreeMechanism(T, float(plan.sigmas[level]))  # σ already on the sampler's grid
         release = tree.batch(summaries.z_truncated[level], rng)
         chosen = path == level
         estimates[chosen] = release.estimates[chosen]
@@ -367,7 +396,8 @@ def _adaptive(
     if (1 << J) < T:
         notes.append("max_level < log2(horizon): at the top level the truncation error is not bounded (inf).")
     parameters = plan.to_dict()
-    parameters.update({"svt_fraction": svt_fraction, "threshold_scale": threshold_scale, "levels": num_levels(T)})
+    parameters.update({"svt_fraction": svt_fraction, "threshold_scale": threshold_scale, "levels": num_levels(T),
+                       "relation": relation})
     return ContinualResult(
         mechanism="adaptive",
         horizon=T,
@@ -379,15 +409,18 @@ def _adaptive(
         flippancy_bound=(1 << path).astype(np.int64),
         parameters=parameters,
         notes=tuple(notes),
+        relation=relation,
     )
 
 
-def _baseline(summaries: StreamSummaries, rho: float, beta: float, block: int | None, rng) -> ContinualResult:
+def _baseline(
+    summaries: StreamSummaries, rho: float, beta: float, block: int | None, relation: str, rng
+) -> ContinualResult:
     T = summaries.horizon
     plan = recompute_plan(T, rho, beta, block)
-    counts = np.cumsum(summaries.z)
+    counts = np.cumsum(integer_vector(summaries.z, "summaries.z", T))
     steps = plan.release_steps()
-    noisy = counts[steps - 1] + rng.normal(0.0, plan.sigma, size=plan.releases)
+    noisy = counts[steps - 1] + discrete_gaussian_batch(plan.sigma2, plan.releases, rng)
     which = np.arange(T) // plan.block
     estimates = noisy[which]
     staleness = np.arange(T) - (steps[which] - 1)
@@ -408,51 +441,136 @@ def _baseline(summaries: StreamSummaries, rho: float, beta: float, block: int | 
         error_bound=plan.sigma * plan.quantile + staleness,
         beta=beta,
         flippancy_bound=None,
-        parameters=plan.to_dict(),
+        parameters={**plan.to_dict(), "relation": relation},
         notes=tuple(notes),
+        relation=relation,
     )
+
+
+def _auto(summaries: StreamSummaries, rho: float, beta: float, relation: str, options: dict, rng) -> ContinualResult:
+    plan = auto_plan(summaries.horizon, rho, beta, relation, **options)
+    if plan.top_level > summaries.max_level:
+        raise ParameterError(
+            f"mechanism 'auto' needs summaries up to max_level {plan.top_level}; recompute them with a larger max_level"
+        )
+    out = auto_run(summaries, plan, rng)
+    T = summaries.horizon
+    path = out["path"]
+    baseline = out["baseline"]
+    notes = [
+        "auto: Algorithm 3 of Jain et al. (NeurIPS 2023) with lazily started trees (flippancy bounds "
+        f"1..{1 << max(plan.top_level, 0)}) and the recompute baseline past the crossover; zCDP filter.",
+        "error_bound per step: tree noise bound + truncation (threshold + sparse-vector accuracy) at tree steps; "
+        "noise bound + staleness x max_step_change at baseline steps: the bound assumes the count changes "
+        "by at most max_step_change per step (default 1, one update per step as in the paper); with several "
+        "events per step the staleness term can be larger.",
+    ]
+    if plan.top_level < 0:
+        notes[0] = ("auto: at these public parameters no binary tree's error bound beats the recompute "
+                    "baseline's, so the whole budget goes to the baseline.")
+    parameters = {**plan.to_dict(), "levels": num_levels(T)}
+    if baseline is not None:
+        parameters["baseline"] = {"start": baseline.start, "rho": baseline.rho, "block": baseline.block,
+                                  "releases": baseline.releases, "sigma": baseline.sigma}
+    flippancy = np.where(path >= 0, 1 << np.maximum(path, 0), 0).astype(np.int64)
+    return ContinualResult("auto", T, rho, out["estimates"], out["std"], out["error_bound"], beta,
+                           flippancy, parameters, tuple(notes), relation)
+
+
+def budget_split(
+    mechanism: str,
+    rho: float,
+    horizon: int,
+    beta: float = 0.05,
+    max_flippancy: int | None = None,
+    relation: str = DEFAULT_RELATION,
+) -> list[tuple[str, float]]:
+    """The data-independent ledger of ρ for ``mechanism`` (labels and zCDP ρ's, summing to ρ).
+
+    It depends on public parameters only, so a report may print it whatever
+    the data (the adaptive parts say what they *may* spend, not what the path
+    used).
+    """
+    rho = _checks.positive_finite(rho, "rho")
+    horizon = _checks.horizon(horizon)
+    if mechanism == "auto":
+        return auto_plan(horizon, rho, beta, relation).budget_split()
+    if mechanism == "bounded":
+        return [(f"binary tree mechanism (Algorithm 1), flippancy bound w = {max_flippancy}", rho)]
+    if mechanism == "adaptive":
+        J = _checks.log2_exact(horizon)
+        plan = adaptive_plan(horizon, J, rho, beta, relation=relation)
+        parts = [(f"sparse vector (Algorithm 2), cutoff {plan.cutoff}", plan.rho_svt)] if plan.cutoff else []
+        return parts + [(f"binary tree mechanism, w = {1 << j} (Algorithm 3)", plan.rho_tree) for j in range(J + 1)]
+    if mechanism == "baseline":
+        plan = recompute_plan(horizon, rho, beta)
+        return [(f"periodic recompute baseline: {plan.releases} discrete Gaussian counts, one every "
+                 f"{plan.block} steps", rho)]
+    raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
 
 
 def continual_counts(
     summaries: StreamSummaries,
     rho: float,
-    mechanism: str = "adaptive",
+    mechanism: str = DEFAULT_METHOD,
     max_flippancy: int | None = None,
     *,
     rng: np.random.Generator,
     beta: float = 0.05,
-    svt_fraction: float = 0.5,
-    threshold_scale: float = 1.0,
+    svt_fraction: float | None = None,
+    threshold_scale: float | None = None,
     block: int | None = None,
+    relation: str = DEFAULT_RELATION,
+    tree_fraction: float | None = None,
+    tree_levels: int | None = None,
+    max_step_change: int | None = 1,
 ) -> ContinualResult:
     """Private estimate of the number of present items at every step, item-level ρ-zCDP.
+
+    Releases one integer estimate per step (plus public std / error bounds),
+    under ``relation`` ("subset": the paper's Definition 1.2, default;
+    "item-removal": narrower). Every noise draw is exact integer noise.
 
     Args:
         summaries: exact ``StreamSummaries`` (from the Spark stage or
             ``stream_summaries``).
         rho: zCDP budget, > 0; the whole of it is spent.
-        mechanism: "adaptive" (Algorithm 3), "bounded" (Algorithm 1, needs
+        mechanism: "auto" (default: lazy trees + baseline, no bound needed),
+            "adaptive" (Algorithm 3), "bounded" (Algorithm 1, needs
             ``max_flippancy``) or "baseline" (periodic recompute, the Theorem
             3.10 comparison). See the module docstring for each guarantee.
         max_flippancy: the bound w for "bounded" (rounded up to a power of two).
         rng: the generator every noise draw comes from.
         beta: failure probability of the ``error_bound`` statement.
-        svt_fraction: "adaptive" only, share of ρ for the sparse vector.
-        threshold_scale: "adaptive" only, multiplies the thresholds τ_j.
+        svt_fraction: "adaptive"/"auto", share of ρ for the sparse vector.
+        threshold_scale: "adaptive"/"auto", multiplies the thresholds τ_j.
         block: "baseline" only, release every ``block`` steps (default: the
             block minimising the stated bound).
+        relation: the neighbouring relation the guarantee is stated for.
+        tree_fraction: "auto" only, share g of the remaining budget per tree.
+        tree_levels: "auto" only, force this many trees (None: the crossover rule).
+        max_step_change: "auto" only, a public bound on the count's change per
+            step (default 1, the paper's model; its error_bound rests on it);
+            None: the baseline phase recomputes every step (``auto_plan``).
     """
     if not isinstance(summaries, StreamSummaries):
         raise ParameterError("summaries must be a StreamSummaries (see dp_spark.continual.stream_summaries)")
     rho = _checks.positive_finite(rho, "rho")
     beta = _checks.open_unit(beta, "beta")
+    relation = check_relation(relation)
     check_rng(rng)
     if max_flippancy is not None and mechanism != "bounded":
         raise ParameterError("max_flippancy applies only to mechanism='bounded'; leave it None for the others")
     if mechanism == "bounded":
-        return _bounded(summaries, rho, max_flippancy, beta, rng)
+        return _bounded(summaries, rho, max_flippancy, beta, relation, rng)
     if mechanism == "adaptive":
-        return _adaptive(summaries, rho, beta, svt_fraction, threshold_scale, rng)
+        return _adaptive(summaries, rho, beta, 0.5 if svt_fraction is None else svt_fraction,
+                         1.0 if threshold_scale is None else threshold_scale, relation, rng)
     if mechanism == "baseline":
-        return _baseline(summaries, rho, beta, block, rng)
+        return _baseline(summaries, rho, beta, block, relation, rng)
+    if mechanism == "auto":
+        options = {k: v for k, v in (("svt_fraction", svt_fraction), ("threshold_scale", threshold_scale),
+                                     ("tree_fraction", tree_fraction), ("tree_levels", tree_levels)) if v is not None}
+        options["max_step_change"] = max_step_change
+        return _auto(summaries, rho, beta, relation, options, rng)
     raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")

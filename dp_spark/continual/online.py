@@ -8,10 +8,13 @@ the budget again (ρ is spent once, when the counter is created; the state
 records it).
 
 Same mechanisms, guarantees and constants as ``continual_counts`` (see
-``dp_spark.continual.mechanisms``): item-level ρ-zCDP. For "bounded" and
-"baseline" the noise is drawn in the same order as the batch form, so the same
-generator state gives the same estimates; for "adaptive" the order differs
-(all trees step together, then the sparse vector), the distribution is the same.
+``dp_spark.continual.mechanisms`` and ``dp_spark.continual.auto``): item-level
+ρ-zCDP under ``relation``, exact integer noise, integer estimates. The online
+and batch forms have the same output distribution; draw order differs (tree
+node noise is drawn lazily, when a node is first used). For "auto" the trees
+are started (and charged, under a zCDP filter over the trees' and baseline's
+share) only when the sparse vector reaches them; the checkpoint records which
+were started, so a restored counter never charges or draws them again.
 
 The checkpoint holds exact partial sums and the sparse vector's threshold noise:
 store it like the input data and never publish it.
@@ -21,25 +24,31 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from dp_spark.continual import _checks
+from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.continual.auto import BaselinePhase, auto_plan
 from dp_spark.continual.mechanisms import (
+    DEFAULT_METHOD,
     MECHANISMS,
     adaptive_plan,
     recompute_plan,
     round_up_flippancy,
 )
+from dp_spark.continual.relations import DEFAULT_RELATION, check_relation
 from dp_spark.continual.svt import SparseVector
-from dp_spark.continual.tree import BinaryTreeMechanism, num_levels, sigma_for_flippancy
+from dp_spark.continual.tree import BinaryTreeMechanism, integer_vector, num_levels, sigma2_for_flippancy
 from dp_spark.errors import ParameterError
+from dp_spark.noise.discrete_batch import discrete_gaussian_batch
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["ContinualCounter", "StepEstimate"]
 
 _STATE_KIND = "dp_spark.continual.ContinualCounter"
-_STATE_VERSION = 1
+_STATE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -47,34 +56,38 @@ class StepEstimate:
     """One released step: the estimate, its noise std and (1 − β) error bound."""
 
     step: int
-    estimate: float
+    estimate: int
     std: float
     error_bound: float
     flippancy_bound: int | None
 
 
 class ContinualCounter:
-    """Online continual distinct counter ("adaptive", "bounded" or "baseline").
+    """Online continual distinct counter ("auto", "adaptive", "bounded" or "baseline").
 
     ``step(rng, z=..., z_truncated=..., over_counts=...)`` takes the exact
     values for the next step t: ``z`` (change of the distinct count; needed by
     "baseline"), ``z_truncated`` and ``over_counts`` (length max_level + 1
     columns of ``StreamSummaries`` at step t; "bounded" needs ``z_truncated``,
-    "adaptive" both).
+    "adaptive" both, "auto" all three).
     """
 
     def __init__(
         self,
         horizon: int,
         rho: float,
-        mechanism: str = "adaptive",
+        mechanism: str = DEFAULT_METHOD,
         max_flippancy: int | None = None,
         *,
         max_level: int | None = None,
         beta: float = 0.05,
-        svt_fraction: float = 0.5,
-        threshold_scale: float = 1.0,
+        svt_fraction: float | None = None,
+        threshold_scale: float | None = None,
         block: int | None = None,
+        relation: str = DEFAULT_RELATION,
+        tree_fraction: float | None = None,
+        tree_levels: int | None = None,
+        max_step_change: int | None = 1,
     ) -> None:
         self._horizon = _checks.horizon(horizon)
         self._rho = _checks.positive_finite(rho, "rho")
@@ -86,6 +99,7 @@ class ContinualCounter:
         if max_flippancy is not None and mechanism != "bounded":
             raise ParameterError("max_flippancy applies only to mechanism='bounded'; leave it None for the others")
         self._mechanism = mechanism
+        self._relation = check_relation(relation)
         self._config = {
             "horizon": self._horizon,
             "rho": self._rho,
@@ -96,6 +110,10 @@ class ContinualCounter:
             "svt_fraction": svt_fraction,
             "threshold_scale": threshold_scale,
             "block": block,
+            "relation": self._relation,
+            "tree_fraction": tree_fraction,
+            "tree_levels": tree_levels,
+            "max_step_change": max_step_change,
         }
         self._t = 0
         self._levels = num_levels(self._horizon)
@@ -105,19 +123,40 @@ class ContinualCounter:
             self._w = round_up_flippancy(max_flippancy)
             if self._w > (1 << self._max_level):
                 raise ParameterError("max_flippancy exceeds 2^max_level; raise max_level")
-            self._trees = [BinaryTreeMechanism(self._horizon, sigma_for_flippancy(self._horizon, self._rho, self._w))]
+            sigma2 = sigma2_for_flippancy(self._horizon, self._rho, self._w, self._relation)
+            self._trees = [BinaryTreeMechanism(self._horizon, sigma2=sigma2)]
             self._quantile = math.sqrt(2.0 * math.log(2.0 * self._horizon / self._beta))
         elif mechanism == "adaptive":
             self._plan = adaptive_plan(
-                self._horizon, self._max_level, self._rho, self._beta, svt_fraction, threshold_scale
+                self._horizon, self._max_level, self._rho, self._beta,
+                0.5 if svt_fraction is None else svt_fraction, 1.0 if threshold_scale is None else threshold_scale,
+                self._relation,
             )
             self._trees = [BinaryTreeMechanism(self._horizon, float(s)) for s in self._plan.sigmas]
             self._svt = SparseVector(self._plan.rho_svt, self._plan.cutoff) if self._plan.cutoff else None
             self._level = 0
-        else:
+        elif mechanism == "auto":
+            options = {k: v for k, v in (("svt_fraction", svt_fraction), ("threshold_scale", threshold_scale),
+                                         ("tree_fraction", tree_fraction), ("tree_levels", tree_levels)) if v is not None}
+            options["max_step_change"] = max_step_change
+            self._auto = auto_plan(self._horizon, self._rho, self._beta, self._relation, **options)
+            if self._auto.top_level > self._max_level:
+                raise ParameterError("mechanism 'auto' needs max_level >= its top tree level; raise max_level")
+            self._trees = [BinaryTreeMechanism(self._horizon, sigma2=s2) for s2 in self._auto.sigma2]
+            self._svt = SparseVector(self._auto.rho_svt, self._auto.cutoff) if self._auto.cutoff else None
+            self._level = 0 if self._auto.top_level >= 0 else -1
+            self._started: list[int] = []
+            self._phase: BaselinePhase | None = None
+            if self._level < 0:  # baseline only, from step 1 with the whole budget
+                plan = self._auto
+                self._phase = BaselinePhase.plan(self._horizon, 1, plan.rho_rest, plan.quantile, plan.max_step_change)
+            self._count = 0
+            self._held = 0
+            self._last_release = 0
+        if mechanism == "baseline":
             self._recompute = recompute_plan(self._horizon, self._rho, self._beta, block)
-            self._count = 0.0
-            self._held = 0.0
+            self._count = 0
+            self._held = 0
             self._last_release = 0
 
     @property
@@ -136,7 +175,7 @@ class ContinualCounter:
     def _column(self, values: object, name: str) -> np.ndarray:
         if values is None:
             raise ParameterError(f"mechanism={self._mechanism!r} needs {name} at every step")
-        return _checks.finite_vector(values, name, self._max_level + 1)
+        return integer_vector(values, name, self._max_level + 1)
 
     def step(
         self,
@@ -155,17 +194,18 @@ class ContinualCounter:
         if self._mechanism == "bounded":
             column = self._column(z_truncated, "z_truncated")
             tree = self._trees[0]
-            estimate = tree.step(column[_checks.log2_exact(self._w)], rng)
+            estimate = tree.step(int(column[_checks.log2_exact(self._w)]), rng)
             std = tree.sigma * math.sqrt(popcount)
             result = StepEstimate(t, estimate, std, std * self._quantile, self._w)
         elif self._mechanism == "adaptive":
             column = self._column(z_truncated, "z_truncated")
             over = self._column(over_counts, "over_counts")
-            outputs = [tree.step(column[j], rng) for j, tree in enumerate(self._trees)]
+            for j, tree in enumerate(self._trees):
+                tree.advance(int(column[j]))
             J = self._max_level
             while self._level < J and self._svt is not None and not self._svt.halted:
                 level = self._level
-                if not self._svt.query(over[level] - float(self._plan.thresholds[level]), 0.0, rng):
+                if not self._svt.query(int(over[level]), float(self._plan.thresholds[level]), rng):
                     break
                 self._level += 1
             level = self._level
@@ -174,19 +214,68 @@ class ContinualCounter:
                 truncation = float(self._plan.thresholds[level]) + self._plan.svt_alpha
             else:
                 truncation = 0.0 if (1 << J) >= self._horizon else math.inf
-            result = StepEstimate(t, outputs[level], std, std * self._plan.tree_quantile + truncation, 1 << level)
+            estimate = self._trees[level].estimate(rng)
+            result = StepEstimate(t, estimate, std, std * self._plan.tree_quantile + truncation, 1 << level)
+        elif self._mechanism == "auto":
+            result = self._auto_step(t, popcount, rng, z, z_truncated, over_counts)
         else:
-            if z is None:
-                raise ParameterError("mechanism='baseline' needs z at every step")
-            self._count += _checks.finite_number(z, "z")
-            plan = self._recompute
-            if (t - 1) % plan.block == 0:
-                self._held = self._count + float(rng.normal(0.0, plan.sigma))
-                self._last_release = t
-            bound = plan.sigma * plan.quantile + (t - self._last_release)
-            result = StepEstimate(t, self._held, plan.sigma, bound, None)
+            result = self._baseline_step(t, rng, z, self._recompute)
         self._t = t
         return result
+
+    def _count_step(self, z: object) -> None:
+        if z is None:
+            raise ParameterError(f"mechanism={self._mechanism!r} needs z at every step")
+        self._count += int(integer_vector([z], "z")[0])
+
+    def _baseline_step(self, t: int, rng, z, plan) -> StepEstimate:
+        """Periodic recompute from step 1 (``plan``: a RecomputePlan)."""
+        self._count_step(z)
+        if (t - 1) % plan.block == 0:
+            self._held = self._count + int(discrete_gaussian_batch(plan.sigma2, 1, rng)[0])
+            self._last_release = t
+        bound = plan.sigma * plan.quantile + (t - self._last_release)
+        return StepEstimate(t, self._held, plan.sigma, bound, None)
+
+    def _auto_ledger(self) -> PrivacyFilter:
+        """The filter over the trees' and baseline's share, rebuilt from the started phases."""
+        ledger = PrivacyFilter(ZCDP(self._auto.rho_rest))
+        for level in self._started:
+            ledger.spend(ZCDP(self._auto.tree_rho[level]), label=f"tree w={1 << level}")
+        if self._phase is not None:
+            ledger.spend(ZCDP(self._phase.rho), label="recompute baseline")
+        return ledger
+
+    def _auto_step(self, t: int, popcount: int, rng, z, z_truncated, over_counts) -> StepEstimate:
+        """One step of "auto" (``dp_spark.continual.auto``): trees, sparse vector, then baseline."""
+        plan = self._auto
+        self._count_step(z)
+        if self._level >= 0:
+            column = self._column(z_truncated, "z_truncated")
+            over = self._column(over_counts, "over_counts")
+            for j, tree in enumerate(self._trees):
+                tree.advance(int(column[j]))
+            while self._level >= 0 and self._svt.query(int(over[self._level]), float(plan.thresholds[self._level]), rng):
+                self._level = self._level + 1 if self._level < plan.top_level else -1
+            if self._level < 0:  # switch: the baseline gets what the started trees left
+                self._phase = BaselinePhase.plan(
+                    self._horizon, t, self._auto_ledger().remaining.rho, plan.quantile, plan.max_step_change
+                )
+                self._auto_ledger()  # checks the filter admits it
+        if self._level >= 0:
+            level = self._level
+            if level not in self._started:
+                self._auto_ledger().spend(ZCDP(plan.tree_rho[level]))  # raises if it would not fit
+                self._started.append(level)
+            std = math.sqrt(plan.sigma2[level]) * math.sqrt(popcount)
+            truncation = 0.0 if (1 << level) >= self._horizon else float(plan.thresholds[level]) + plan.svt_alpha
+            return StepEstimate(t, self._trees[level].estimate(rng), std, std * plan.quantile + truncation, 1 << level)
+        phase = self._phase
+        if (t - phase.start) % phase.block == 0:
+            self._held = self._count + int(discrete_gaussian_batch(phase.sigma2, 1, rng)[0])
+            self._last_release = t
+        staleness = (t - self._last_release) * (plan.max_step_change or 0)  # 0: B = 1 without a bound
+        return StepEstimate(t, self._held, phase.sigma, phase.sigma * plan.quantile + staleness, None)
 
     def to_dict(self) -> dict:
         """JSON-serialisable checkpoint (confidential: holds exact partial sums)."""
@@ -196,10 +285,20 @@ class ContinualCounter:
         if self._mechanism == "adaptive":
             state["level"] = self._level
             state["svt"] = None if self._svt is None else self._svt.to_dict()
-        if self._mechanism == "baseline":
+        if self._mechanism in ("baseline", "auto"):
             state["count"] = self._count
             state["held"] = self._held
             state["last_release"] = self._last_release
+        if self._mechanism == "auto":
+            state["trees"] = [tree.to_dict() for tree in self._trees]
+            state["level"] = self._level
+            state["svt"] = None if self._svt is None else self._svt.to_dict()
+            state["started"] = list(self._started)
+            p = self._phase
+            state["phase"] = None if p is None else {
+                "start": p.start, "rho": p.rho, "block": p.block, "releases": p.releases,
+                "sigma2": [p.sigma2.numerator, p.sigma2.denominator],
+            }
         return state
 
     @classmethod
@@ -214,7 +313,7 @@ class ContinualCounter:
             config.pop("horizon"), config.pop("rho"), config.pop("mechanism"), config.pop("max_flippancy"), **config
         )
         counter._t = _checks.integer(state["t"], "state['t']", 0, counter._horizon)
-        if counter._mechanism in ("bounded", "adaptive"):
+        if counter._mechanism in ("bounded", "adaptive", "auto"):
             trees = [BinaryTreeMechanism.from_dict(s) for s in state["trees"]]
             if len(trees) != len(counter._trees) or any(
                 a.sigma != b.sigma or a.steps_done != counter._t for a, b in zip(trees, counter._trees)
@@ -224,8 +323,34 @@ class ContinualCounter:
         if counter._mechanism == "adaptive":
             counter._level = _checks.integer(state["level"], "state['level']", 0, counter._max_level)
             counter._svt = None if state["svt"] is None else SparseVector.from_dict(state["svt"])
-        if counter._mechanism == "baseline":
-            counter._count = _checks.finite_number(state["count"], "state['count']")
-            counter._held = _checks.finite_number(state["held"], "state['held']")
+        if counter._mechanism in ("baseline", "auto"):
+            counter._count = _checks.integer(state["count"], "state['count']", -(2**62))
+            counter._held = _checks.integer(state["held"], "state['held']", -(2**62))
             counter._last_release = _checks.integer(state["last_release"], "state['last_release']", 0, counter._t)
+        if counter._mechanism == "auto":
+            counter._restore_auto(state)
         return counter
+
+    def _restore_auto(self, state: dict) -> None:
+        top = self._auto.top_level
+        self._level = _checks.integer(state["level"], "state['level']", -1, max(top, -1))
+        self._svt = None if state["svt"] is None else SparseVector.from_dict(state["svt"])
+        started = state["started"]
+        if not isinstance(started, list) or len(set(started)) != len(started):
+            raise ParameterError("state['started'] must list distinct tree levels")
+        self._started = [_checks.integer(v, "state['started']", 0, max(top, 0)) for v in started]
+        phase = state["phase"]
+        if phase is None:
+            self._phase = None
+        else:
+            num, den = (int(v) for v in phase["sigma2"])
+            self._phase = BaselinePhase(
+                _checks.integer(phase["start"], "phase start", 1, self._horizon),
+                _checks.positive_finite(phase["rho"], "phase rho"),
+                _checks.integer(phase["block"], "phase block", 1, self._horizon),
+                _checks.integer(phase["releases"], "phase releases", 1, self._horizon),
+                Fraction(num, den),
+            )
+        if (self._phase is None) != (self._level >= 0):
+            raise ParameterError("state phase and level disagree; re-create the checkpoint")
+        self._auto_ledger()  # the recorded spends must fit the budget

@@ -6,14 +6,18 @@ standard construction: c rounds of AboveThreshold (Dwork–Roth, "The
 Algorithmic Foundations of Differential Privacy", Algorithm 1 / Theorem 3.23),
 each with its own fresh noisy threshold, halting after the c-th "above".
 
-Per round (privacy parameter ε₀):
-    noisy threshold offset  η  ~ Lap(2/ε₀)   (drawn at the round's first query)
-    each query              ν  ~ Lap(4/ε₀);  answer "above" iff q + ν ≥ τ + η
-    an "above" ends the round.
+Per round (privacy parameter ε₀), with exact integer noise (discrete Laplace,
+``dp_spark.noise.discrete_laplace_batch``) and integer queries q:
+    noisy threshold offset  η  ~ Lap_Z(b₁), b₁ = 2/ε₀  (drawn at the round's first query)
+    each query              ν  ~ Lap_Z(b₂), b₂ = 4/ε₀;  answer "above" iff q + ν ≥ ⌈τ⌉ + η
+    (b₁, b₂ rounded *up* onto the grid 2^−10, ``rational_scale``: never less noise)
+    an "above" ends the round. (For integer q + ν − η, "≥ τ" and "≥ ⌈τ⌉" agree.)
 
 Guarantee. For queries of sensitivity 1 under the neighbouring relation (chosen
 adaptively, and thresholds τ chosen from earlier answers only), each round is
-ε₀-DP (Dwork–Roth Thm 3.23), hence ε₀²/2-zCDP (Bun–Steinke 2016, Prop. 1.4);
+(1/b₁ + 2/b₂) ≤ ε₀-DP (Dwork–Roth Thm 3.23; its proof shifts η by 1 and each ν
+by 2, integer shifts under which the discrete Laplace's probability ratio is
+at most exp(1/b), exactly as for the continuous one), hence ε₀²/2-zCDP (Bun–Steinke 2016, Prop. 1.4);
 the c rounds compose to c·ε₀²/2-zCDP. We set ε₀ = sqrt(2ρ/c), so the whole
 sparse vector is ρ-zCDP. (A round left unfinished at the end of the stream
 costs no more than a finished one; the full ρ is charged.) [Constants are the
@@ -21,7 +25,8 @@ standard ones, not confirmed against the paper's Algorithm 2 / Theorem 3.7.]
 
 Accuracy (Dwork–Roth Thm 3.24, union over c rounds): with probability ≥ 1 − β,
 over at most k queries every "below" answer has q < τ + α and every "above"
-has q ≥ τ − α, with α = 8·(ln k + ln(2c/β))/ε₀ (``alpha``).
+has q ≥ τ − α, with α = 2·b₂·ln(4ck/β) (``alpha``; the discrete Laplace's tail
+P[|X| ≥ x] ≤ 2·exp(−x/b) costs the extra factor 2 inside the log).
 
 State (``to_dict``) includes the current round's threshold noise η, which must
 stay secret: store checkpoints like the input data, never publish them.
@@ -30,17 +35,20 @@ stay secret: store checkpoints like the input data, never publish them.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from dp_spark.continual import _checks
+from dp_spark.continual.tree import integer_vector
 from dp_spark.errors import ParameterError
+from dp_spark.noise.discrete_batch import discrete_laplace_batch, rational_scale
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["SparseVector"]
 
 _STATE_KIND = "dp_spark.continual.SparseVector"
-_STATE_VERSION = 1
+_STATE_VERSION = 2
 
 
 class SparseVector:
@@ -75,14 +83,14 @@ class SparseVector:
         return self._epsilon
 
     @property
-    def threshold_scale(self) -> float:
-        """Laplace scale of the threshold noise, 2/ε₀."""
-        return 2.0 / self._epsilon
+    def threshold_scale(self) -> Fraction:
+        """Discrete Laplace scale of the threshold noise, b₁ = 2/ε₀ (rounded up to 2^−10)."""
+        return rational_scale(2.0 / self._epsilon)
 
     @property
-    def query_scale(self) -> float:
-        """Laplace scale of the query noise, 4/ε₀."""
-        return 4.0 / self._epsilon
+    def query_scale(self) -> Fraction:
+        """Discrete Laplace scale of the query noise, b₂ = 4/ε₀ (rounded up to 2^−10)."""
+        return rational_scale(4.0 / self._epsilon)
 
     @property
     def aboves(self) -> int:
@@ -97,27 +105,27 @@ class SparseVector:
         return self._aboves >= self._cutoff
 
     def alpha(self, num_queries: int, beta: float) -> float:
-        """α = 8·(ln k + ln(2c/β))/ε₀: the (α, β)-accuracy over k queries."""
+        """α = 2·b₂·ln(4ck/β): the (α, β)-accuracy over k queries (c rounds)."""
         k = _checks.integer(num_queries, "num_queries", 1)
         beta = _checks.open_unit(beta, "beta")
-        return 8.0 * (math.log(k) + math.log(2.0 * self._cutoff / beta)) / self._epsilon
+        return 2.0 * float(self.query_scale) * math.log(4.0 * self._cutoff * k / beta)
 
-    def _start_round(self, rng: np.random.Generator) -> float:
+    def _start_round(self, rng: np.random.Generator) -> int:
         if self.halted:
             raise ParameterError(
                 "the sparse vector has given its cutoff number of 'above' answers; stop querying it"
             )
         if self._threshold_noise is None:
-            self._threshold_noise = float(rng.laplace(0.0, self.threshold_scale))
+            self._threshold_noise = int(discrete_laplace_batch(self.threshold_scale, 1, rng)[0])
         return self._threshold_noise
 
-    def query(self, value: float, threshold: float, rng: np.random.Generator) -> bool:
-        """Answer one sensitivity-1 query: True iff value + Lap(4/ε₀) ≥ threshold + η."""
+    def query(self, value: int, threshold: float, rng: np.random.Generator) -> bool:
+        """Answer one sensitivity-1 integer query: True iff value + ν ≥ ⌈threshold⌉ + η."""
         check_rng(rng)
-        value = _checks.finite_number(value, "value")
-        threshold = _checks.finite_number(threshold, "threshold")
+        value = int(integer_vector([value], "value")[0])
+        threshold = math.ceil(_checks.finite_number(threshold, "threshold"))
         eta = self._start_round(rng)
-        nu = float(rng.laplace(0.0, self.query_scale))
+        nu = int(discrete_laplace_batch(self.query_scale, 1, rng)[0])
         self._queries += 1
         if value + nu >= threshold + eta:
             self._aboves += 1
@@ -137,13 +145,13 @@ class SparseVector:
         ``query`` calls; only the number of noise draws consumed differs.
         """
         check_rng(rng)
-        array = _checks.finite_vector(values, "values")
-        threshold = _checks.finite_number(threshold, "threshold")
+        array = integer_vector(values, "values")
+        threshold = math.ceil(_checks.finite_number(threshold, "threshold"))
         chunk = _checks.integer(chunk, "chunk", 1)
         eta = self._start_round(rng)
         for start in range(0, array.shape[0], chunk):
             part = array[start : start + chunk]
-            nu = rng.laplace(0.0, self.query_scale, size=part.shape[0])
+            nu = discrete_laplace_batch(self.query_scale, part.shape[0], rng)
             hits = np.flatnonzero(part + nu >= threshold + eta)
             if hits.shape[0]:
                 index = int(hits[0])
@@ -177,5 +185,5 @@ class SparseVector:
         svt._aboves = _checks.integer(state["aboves"], "state['aboves']", 0, svt._cutoff)
         svt._queries = _checks.integer(state["queries"], "state['queries']", 0)
         noise = state["threshold_noise"]
-        svt._threshold_noise = None if noise is None else _checks.finite_number(noise, "state['threshold_noise']")
+        svt._threshold_noise = None if noise is None else _checks.integer(noise, "state['threshold_noise']", -(2**62))
         return svt

@@ -1,4 +1,4 @@
-"""Binary tree mechanism with Gaussian noise (continual prefix sums).
+"""Binary tree mechanism with discrete Gaussian noise (continual prefix sums).
 
 The binary tree (a.k.a. hierarchical) mechanism of Dwork, Naor, Pitassi and
 Rothblum (STOC 2010) and Chan, Shi and Song (2010/2011), in the form used by
@@ -8,34 +8,43 @@ Continual Observation" (NeurIPS 2023; Definitions 3.3 and 3.4 there).
 
 Tree. For a horizon T = 2^k the tree has L = k + 1 levels. Level i (0 = leaves)
 partitions [1, T] into the T / 2^i dyadic intervals ((n-1)·2^i, n·2^i]. Every
-node I gets its own independent draw Z_I ~ N(0, σ²) and releases
+node I gets its own independent draw Z_I from the discrete Gaussian N_Z(0, σ²)
+(exact integer sampler, ``dp_spark.noise.discrete_gaussian_batch``; the input
+z is integer, so every node value and every estimate is an exact integer —
+no floating-point noise ever touches a released statistic) and releases
 ``sum(z[t] for t in I) + Z_I``. The estimate at step t is the sum of the noisy
 nodes of the dyadic decomposition of [1, t] (Definition 3.3): one node at every
 level i whose bit is set in t, namely the node ending at ⌊t / 2^i⌋·2^i. So the
 estimate at t carries popcount(t) ≤ L independent draws and its noise has
-standard deviation σ·sqrt(popcount(t)) (``output_std``).
+standard deviation at most σ·sqrt(popcount(t)) (``output_std``; the discrete
+Gaussian's variance is at most σ²).
 
 Privacy (a sensitivity statement, proved where it is used). Releasing all node
 values is the Gaussian mechanism on the vector of all node sums, so if every
 neighbouring input changes that vector by at most Δ₂ in ℓ2, the release is
-Δ₂²/(2σ²)-zCDP (Bun–Steinke 2016, Prop. 1.6) and every estimate is
-post-processing. For Algorithm 1 (``sigma_for_flippancy``): for the
-flippancy-truncated difference stream, removing every event of one item changes
-each node sum by at most 1 and changes at most w nodes per level, so
-Δ₂² ≤ w·L and σ² = w·L/(2ρ) gives ρ-zCDP (proof in
-``dp_spark.continual.mechanisms``; the property is tested on random
+Δ₂²/(2σ²)-zCDP (Canonne–Kamath–Steinke 2020, Theorem 4: the discrete
+Gaussian has the continuous one's zCDP bound) and every estimate is
+post-processing. σ² is the exact rational ``sigma2`` (rounded *up* onto a
+binary grid by ``rational_sigma2``, so the cost never exceeds the plan). For Algorithm 1 (``sigma_for_flippancy``): for the
+flippancy-truncated difference stream Δ₂² ≤ κ·w·L, with κ = 4 for the paper's
+item-level relation (any subset of one item's events replaced by no-ops) and
+κ = 1 for the narrower whole-item removal, so σ² = κ·w·L/(2ρ) gives ρ-zCDP
+(proof in ``dp_spark.continual.relations``; both bounds are tested on random
 neighbouring streams in ``tests/unit/test_continual.py``).
 
 Draw order (so the online and the batch forms agree for the same generator):
 at step t the nodes that end at t are completed, for levels 0, 1, ..., v(t)
-where 2^v(t) is the largest power of two dividing t, and each gets one normal
-draw in that level order. ``batch`` draws the same 2T − 1 normals in one call
-and assigns them in the same order.
+where 2^v(t) is the largest power of two dividing t, and each gets one draw
+in that level order. ``batch`` draws all 2T − 1 in one vectorised call (same
+distribution; the rejection sampler consumes the generator differently, so the
+online and batch forms agree in distribution, not draw for draw).
 
 Online state (``BinaryTreeMechanism``) is O(L): for each level the exact sum of
 the still-open node and the noisy value of the last completed node, which is
 all the dyadic decomposition of any later prefix needs. ``to_dict`` /
-``from_dict`` checkpoint it without re-drawing released noise. The state holds
+``from_dict`` checkpoint it without re-drawing released noise. A tree may be
+started late (``start_at``): its node noise is drawn only when a node is first
+used, which gives the same joint distribution as drawing it up front. The state holds
 exact (non-private) partial sums: store it like the input data, never publish it.
 """
 
@@ -43,11 +52,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from dp_spark.continual import _checks
+from dp_spark.continual.relations import sensitivity_factor
 from dp_spark.errors import ParameterError
+from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
 from dp_spark.noise.rng import check_rng
 
 __all__ = [
@@ -57,11 +69,13 @@ __all__ = [
     "nodes_per_step",
     "node_sums",
     "sigma_for_flippancy",
+    "sigma2_for_flippancy",
     "rho_for_flippancy",
+    "integer_vector",
 ]
 
 _STATE_KIND = "dp_spark.continual.BinaryTreeMechanism"
-_STATE_VERSION = 1
+_STATE_VERSION = 2
 
 
 def num_levels(horizon: int) -> int:
@@ -85,33 +99,58 @@ def node_sums(z: object) -> list[np.ndarray]:
     level i covering steps n·2^i + 1 .. (n+1)·2^i. This is the vector the
     Gaussian noise protects; tests use it to check the ℓ2 sensitivity.
     """
-    array = np.asarray(z, dtype=np.float64)
+    array = np.asarray(z)
+    if array.dtype.kind not in "iub":
+        array = array.astype(np.float64)
     if array.ndim != 1:
         raise ParameterError("z must be a 1-d array (one entry per step)")
     horizon = _checks.horizon(array.shape[0], "len(z)")
     return [array.reshape(-1, 1 << level).sum(axis=1) for level in range(num_levels(horizon))]
 
 
-def sigma_for_flippancy(horizon: int, rho: float, flippancy_bound: int) -> float:
-    """σ = sqrt(w·L / (2ρ)): per-node noise of Algorithm 1 for flippancy bound w.
+def integer_vector(values: object, name: str, length: int | None = None) -> np.ndarray:
+    """Return ``values`` as an int64 array after checking every entry is an integer.
 
-    ℓ2² sensitivity of the node vector is at most w·L for item-level neighbours
-    (whole item removed; see ``dp_spark.continual.mechanisms``), and the
-    Gaussian mechanism with σ² = Δ₂²/(2ρ) is ρ-zCDP. The paper's own constant
-    for σ is not legible in the seed text; this one is proved and tested here.
+    The tree adds integer noise to integer sums; a non-integral input is
+    refused (the message quotes no entry: entries are data-derived)."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "iub":
+        floats = _checks.finite_vector(array, name)
+        if not np.all(floats == np.round(floats)) or np.any(np.abs(floats) > 2**53):
+            raise ParameterError(f"{name} must contain only integers (exact counts)")
+        array = floats
+    array = array.astype(np.int64)
+    if array.ndim != 1:
+        raise ParameterError(f"{name} must be a 1-d array, got {array.ndim} dimensions")
+    if length is not None and array.shape[0] != length:
+        raise ParameterError(f"{name} must have length {length} (one entry per step), got {array.shape[0]}")
+    return array
+
+
+def sigma2_for_flippancy(horizon: int, rho: float, flippancy_bound: int, relation: str = "subset") -> Fraction:
+    """σ² = κ·w·L/(2ρ), computed exactly and rounded up by ``rational_sigma2``.
+
+    κ·w·L bounds the ℓ2² sensitivity of the node vector (κ = 4 for the paper's
+    relation "subset", 1 for "item-removal"; ``dp_spark.continual.relations``)
+    and the discrete Gaussian with σ² ≥ Δ₂²/(2ρ) is ρ-zCDP.
     """
     levels = num_levels(horizon)
     rho = _checks.positive_finite(rho, "rho")
     w = _checks.integer(flippancy_bound, "flippancy_bound", 1)
-    return math.sqrt(w * levels / (2.0 * rho))
+    return rational_sigma2(Fraction(sensitivity_factor(relation) * w * levels) / (2 * Fraction(rho)))
 
 
-def rho_for_flippancy(horizon: int, sigma: float, flippancy_bound: int) -> float:
-    """ρ = w·L / (2σ²): the zCDP cost of the tree with per-node σ for bound w."""
+def sigma_for_flippancy(horizon: int, rho: float, flippancy_bound: int, relation: str = "subset") -> float:
+    """σ = sqrt(σ²) of ``sigma2_for_flippancy`` (a float, for error statements only)."""
+    return math.sqrt(sigma2_for_flippancy(horizon, rho, flippancy_bound, relation))
+
+
+def rho_for_flippancy(horizon: int, sigma: float, flippancy_bound: int, relation: str = "subset") -> float:
+    """ρ = κ·w·L / (2σ²): the zCDP cost of the tree with per-node σ for bound w."""
     levels = num_levels(horizon)
     sigma = _checks.positive_finite(sigma, "sigma")
     w = _checks.integer(flippancy_bound, "flippancy_bound", 1)
-    return w * levels / (2.0 * sigma * sigma)
+    return sensitivity_factor(relation) * w * levels / (2.0 * sigma * sigma)
 
 
 def _draw_positions(horizon: int) -> list[np.ndarray]:
@@ -134,10 +173,11 @@ def _draw_positions(horizon: int) -> list[np.ndarray]:
 class TreeRelease:
     """Result of one batch run of the tree mechanism.
 
-    ``estimates[t-1]`` is the noisy prefix sum at step t; ``std[t-1]`` is the
-    standard deviation of its noise, σ·sqrt(popcount(t)). ``node_noise[i]`` holds
-    the draws Z_I of level i in node order (for tests; never publish it next to
-    the estimates of a real release — it would let anyone remove the noise).
+    ``estimates[t-1]`` is the noisy prefix sum at step t (int64); ``std[t-1]``
+    bounds the standard deviation of its noise, σ·sqrt(popcount(t)).
+    ``node_noise[i]`` holds the draws Z_I of level i in node order (for tests;
+    never publish it next to the estimates of a real release — it would let
+    anyone remove the noise).
     """
 
     estimates: np.ndarray
@@ -146,41 +186,63 @@ class TreeRelease:
     node_noise: tuple[np.ndarray, ...]
 
 
-class BinaryTreeMechanism:
-    """Binary tree mechanism for continual prefix sums, Gaussian noise N(0, σ²) per node.
+def _as_sigma2(sigma: object = None, sigma2: object = None) -> Fraction:
+    if (sigma is None) == (sigma2 is None):
+        raise ParameterError("give exactly one of sigma and sigma2")
+    if sigma2 is None:
+        value = Fraction(_checks.positive_finite(sigma, "sigma")) ** 2
+    elif isinstance(sigma2, Fraction):
+        value = sigma2
+    else:
+        value = Fraction(_checks.positive_finite(sigma2, "sigma2"))
+    if value <= 0:
+        raise ParameterError("sigma2 must be > 0")
+    return rational_sigma2(value)
 
-    Online use: call ``step(z_t, rng)`` once per step t = 1..T; it returns the
-    noisy prefix sum of z_1..z_t. Batch use: ``batch(z, rng)`` on the whole
-    length-T array; with the same generator state it returns exactly the same
-    estimates as T calls of ``step``.
+
+class BinaryTreeMechanism:
+    """Binary tree mechanism for continual prefix sums, discrete Gaussian noise N_Z(0, σ²) per node.
+
+    Online use: call ``step(z_t, rng)`` once per step t = 1..T (z_t an
+    integer); it returns the noisy prefix sum of z_1..z_t (an int). Batch use:
+    ``batch(z, rng)`` on the whole length-T integer array.
 
     Guarantee: the mechanism is Δ₂²/(2σ²)-zCDP for any neighbouring relation
     under which the vector of all node sums (``node_sums``) moves by at most Δ₂
-    in ℓ2. Build it with ``for_flippancy(horizon, rho, w)`` to get Algorithm 1
-    of Jain et al. (NeurIPS 2023): σ² = w·L/(2ρ), item-level ρ-zCDP when fed
-    the w-truncated difference stream.
+    in ℓ2. Build it with ``for_flippancy(horizon, rho, w, relation)`` to get
+    Algorithm 1 of Jain et al. (NeurIPS 2023): σ² = κ·w·L/(2ρ), item-level
+    ρ-zCDP when fed the w-truncated difference stream.
     """
 
-    def __init__(self, horizon: int, sigma: float) -> None:
+    def __init__(self, horizon: int, sigma: float | None = None, *, sigma2: object = None) -> None:
         self._horizon = _checks.horizon(horizon)
-        self._sigma = _checks.positive_finite(sigma, "sigma")
+        self._sigma2 = _as_sigma2(sigma, sigma2)
         self._levels = num_levels(self._horizon)
         self._t = 0
-        self._partial = [0.0] * self._levels
-        self._last_noisy = [0.0] * self._levels
+        self._partial = [0] * self._levels
+        # last completed node per level: exact sum, and its noise once drawn (None: not drawn yet)
+        self._last_sum = [0] * self._levels
+        self._last_noise: list[int | None] = [None] * self._levels
 
     @classmethod
-    def for_flippancy(cls, horizon: int, rho: float, flippancy_bound: int) -> BinaryTreeMechanism:
-        """Algorithm 1's tree: σ² = w·L/(2ρ) (item-level ρ-zCDP on w-truncated input)."""
-        return cls(horizon, sigma_for_flippancy(horizon, rho, flippancy_bound))
+    def for_flippancy(
+        cls, horizon: int, rho: float, flippancy_bound: int, relation: str = "subset"
+    ) -> BinaryTreeMechanism:
+        """Algorithm 1's tree: σ² = κ·w·L/(2ρ) (item-level ρ-zCDP on w-truncated input)."""
+        return cls(horizon, sigma2=sigma2_for_flippancy(horizon, rho, flippancy_bound, relation))
 
     @property
     def horizon(self) -> int:
         return self._horizon
 
     @property
+    def sigma2(self) -> Fraction:
+        """The exact σ² of every node's discrete Gaussian."""
+        return self._sigma2
+
+    @property
     def sigma(self) -> float:
-        return self._sigma
+        return math.sqrt(self._sigma2)
 
     @property
     def levels(self) -> int:
@@ -192,18 +254,13 @@ class BinaryTreeMechanism:
         return self._t
 
     def output_std(self) -> np.ndarray:
-        """σ·sqrt(popcount(t)) for t = 1..T: the noise std of every estimate."""
-        return self._sigma * np.sqrt(nodes_per_step(self._horizon).astype(np.float64))
+        """σ·sqrt(popcount(t)) for t = 1..T: a bound on every estimate's noise std."""
+        return self.sigma * np.sqrt(nodes_per_step(self._horizon).astype(np.float64))
 
     # ------------------------------------------------------------------ online
-    def step(self, z_t: float, rng: np.random.Generator) -> float:
-        """Feed z_t for the next step t and return the noisy prefix sum at t.
-
-        Draws one N(0, σ²) value for each node completed at t (levels
-        0..v(t)), in level order; nothing already drawn is ever re-drawn.
-        """
-        check_rng(rng)
-        value = _checks.finite_number(z_t, "z_t")
+    def advance(self, z_t: int) -> None:
+        """Feed z_t for the next step without releasing anything (no noise drawn)."""
+        value = integer_vector([z_t], "z_t")[0]
         if self._t >= self._horizon:
             raise ParameterError(
                 "the tree has already consumed all steps of its horizon; "
@@ -212,30 +269,53 @@ class BinaryTreeMechanism:
         self._t += 1
         t = self._t
         for level in range(self._levels):
-            self._partial[level] += value
+            self._partial[level] += int(value)
         completed = 1
         while completed < self._levels and t % (1 << completed) == 0:
             completed += 1
-        noise = rng.normal(0.0, self._sigma, size=completed)
         for level in range(completed):
-            self._last_noisy[level] = self._partial[level] + float(noise[level])
-            self._partial[level] = 0.0
-        return float(sum(self._last_noisy[level] for level in range(self._levels) if (t >> level) & 1))
+            self._last_sum[level] = self._partial[level]
+            self._last_noise[level] = None
+            self._partial[level] = 0
+
+    def estimate(self, rng: np.random.Generator) -> int:
+        """The noisy prefix sum at the current step (draws each used node's noise once)."""
+        check_rng(rng)
+        t = self._t
+        used = [level for level in range(self._levels) if (t >> level) & 1]
+        missing = [level for level in used if self._last_noise[level] is None]
+        if missing:
+            draws = discrete_gaussian_batch(self._sigma2, len(missing), rng)
+            for level, draw in zip(missing, draws.tolist()):
+                self._last_noise[level] = int(draw)
+        return int(sum(self._last_sum[level] + self._last_noise[level] for level in used))
+
+    def step(self, z_t: int, rng: np.random.Generator) -> int:
+        """Feed z_t for the next step t and return the noisy prefix sum at t.
+
+        Each node's discrete Gaussian is drawn once, when the node is first
+        used by an estimate; nothing already drawn is ever re-drawn.
+        """
+        check_rng(rng)
+        self.advance(z_t)
+        return self.estimate(rng)
 
     def to_dict(self) -> dict:
         """Checkpointable online state (JSON-serialisable).
 
-        Holds the exact partial sums of open nodes (non-private: protect it like
-        the input) and the noisy values of the last completed node per level.
+        Holds the exact partial sums of open nodes and of the last completed
+        node per level (non-private: protect it like the input) and the noise
+        of those completed nodes already drawn.
         """
         return {
             "kind": _STATE_KIND,
             "version": _STATE_VERSION,
             "horizon": self._horizon,
-            "sigma": self._sigma,
+            "sigma2": [self._sigma2.numerator, self._sigma2.denominator],
             "t": self._t,
-            "partial": [float(v) for v in self._partial],
-            "last_noisy": [float(v) for v in self._last_noisy],
+            "partial": [int(v) for v in self._partial],
+            "last_sum": [int(v) for v in self._last_sum],
+            "last_noise": [None if v is None else int(v) for v in self._last_noise],
         }
 
     @classmethod
@@ -245,28 +325,37 @@ class BinaryTreeMechanism:
             raise ParameterError("state is not a saved BinaryTreeMechanism (wrong or missing 'kind')")
         if state.get("version") != _STATE_VERSION:
             raise ParameterError(f"state version must be {_STATE_VERSION}; re-create the checkpoint")
-        mech = cls(state["horizon"], state["sigma"])
+        try:
+            num, den = (int(v) for v in state["sigma2"])
+            sigma2 = Fraction(num, den)
+        except (TypeError, ValueError, ZeroDivisionError):
+            raise ParameterError("state['sigma2'] must be [numerator, denominator]") from None
+        mech = cls(state["horizon"], sigma2=sigma2)
+        if mech._sigma2 != sigma2:
+            raise ParameterError("state['sigma2'] is not on the sampler's grid; re-create the checkpoint")
         mech._t = _checks.integer(state["t"], "state['t']", 0, mech._horizon)
-        partial = _checks.finite_vector(state["partial"], "state['partial']", mech._levels)
-        last = _checks.finite_vector(state["last_noisy"], "state['last_noisy']", mech._levels)
-        mech._partial = [float(v) for v in partial]
-        mech._last_noisy = [float(v) for v in last]
+        mech._partial = [int(v) for v in integer_vector(state["partial"], "state['partial']", mech._levels)]
+        mech._last_sum = [int(v) for v in integer_vector(state["last_sum"], "state['last_sum']", mech._levels)]
+        noise = state["last_noise"]
+        if not isinstance(noise, list) or len(noise) != mech._levels:
+            raise ParameterError("state['last_noise'] must be a list with one entry per level")
+        mech._last_noise = [None if v is None else _checks.integer(v, "state['last_noise']", -(2**62)) for v in noise]
         return mech
 
     # ------------------------------------------------------------------- batch
     def batch(self, z: object, rng: np.random.Generator) -> TreeRelease:
-        """Run the mechanism on the whole stream z (length T) at once.
+        """Run the mechanism on the whole integer stream z (length T) at once.
 
         Independent of the online state (does not advance it). Draws the
-        2T − 1 node noises in the same order as T calls of ``step``.
+        2T − 1 node noises in one vectorised call (step-major order).
         """
         check_rng(rng)
-        values = _checks.finite_vector(z, "z", self._horizon)
+        values = integer_vector(z, "z", self._horizon)
         sums = node_sums(values)
         positions = _draw_positions(self._horizon)
-        draws = rng.normal(0.0, self._sigma, size=2 * self._horizon - 1)
+        draws = discrete_gaussian_batch(self._sigma2, 2 * self._horizon - 1, rng)
         steps = np.arange(1, self._horizon + 1, dtype=np.int64)
-        estimates = np.zeros(self._horizon, dtype=np.float64)
+        estimates = np.zeros(self._horizon, dtype=np.int64)
         noise_by_level = []
         for level in range(self._levels):
             noise = draws[positions[level]]
@@ -277,6 +366,6 @@ class BinaryTreeMechanism:
         return TreeRelease(
             estimates=estimates,
             std=self.output_std(),
-            sigma=self._sigma,
+            sigma=self.sigma,
             node_noise=tuple(noise_by_level),
         )

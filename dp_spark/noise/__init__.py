@@ -3,7 +3,8 @@
 - ``make_rng``, ``spawn_rngs``: OS-seeded generators and independent children.
 - ``laplace``, ``gaussian``, ``gumbel``, ``exponential``: float samplers.
 - ``bernoulli_exp``, ``discrete_laplace``, ``discrete_gaussian``: exact integer
-  samplers (Canonne–Kamath–Steinke 2020) for noising integer statistics.
+  samplers (Canonne–Kamath–Steinke 2020) for noising integer statistics;
+  ``*_batch``: the same, vectorised in numpy int64 (still exact).
 - tail quantiles and standard deviations for error statements.
 
 Every draw takes an explicit ``rng: numpy.random.Generator``.
@@ -11,6 +12,12 @@ Every draw takes an explicit ``rng: numpy.random.Generator``.
 
 from dp_spark.noise.continuous import exponential, gaussian, gumbel, laplace
 from dp_spark.noise.discrete import bernoulli_exp, discrete_gaussian, discrete_laplace
+from dp_spark.noise.discrete_batch import (
+    bernoulli_exp_batch,
+    discrete_gaussian_batch,
+    discrete_laplace_batch,
+    rational_sigma2,
+)
 from dp_spark.noise.rng import make_rng, spawn_rngs
 from dp_spark.noise.tails import (
     discrete_gaussian_std_upper,
@@ -29,6 +36,10 @@ __all__ = [
     "bernoulli_exp",
     "discrete_laplace",
     "discrete_gaussian",
+    "bernoulli_exp_batch",
+    "discrete_laplace_batch",
+    "discrete_gaussian_batch",
+    "rational_sigma2",
     "laplace_upper_quantile",
     "discrete_laplace_upper_quantile",
     "discrete_laplace_std",

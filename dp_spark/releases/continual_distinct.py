@@ -43,7 +43,8 @@ import numpy as np
 import pandas as pd
 
 from dp_spark.accounting import ZCDP, PrivacyFilter
-from dp_spark.continual import MECHANISMS, adaptive_plan, continual_counts, recompute_plan, round_up_flippancy
+from dp_spark.continual import DEFAULT_METHOD, MECHANISMS, continual_counts, round_up_flippancy
+from dp_spark.continual import budget_split as continual_budget_split
 from dp_spark.errors import ParameterError
 from dp_spark.noise import make_rng
 from dp_spark.releases import checks
@@ -54,8 +55,8 @@ log = logging.getLogger(__name__)
 RELEASE = "continual-distinct"
 
 NEIGHBOURING = (
-    "item-level: add or remove all events of one item (every row with the same item value); "
-    "a person is protected only as far as their events concern a single item"
+    "item-level (Jain et al. 2023, Definition 1.2): remove any subset of the events of one item "
+    "(rows with the same item value); a person is protected only as far as their events concern a single item"
 )
 
 RULES = (
@@ -112,23 +113,10 @@ def effective_flippancy(max_flippancy: int | None, tree_horizon: int) -> int | N
 
 
 def budget_split(mechanism: str, rho: float, tree_horizon: int, beta: float, w: int | None) -> PrivacyFilter:
-    """The ledger of the release's ρ (public quantities only)."""
+    """The ledger of the release's ρ (public quantities only; from the mechanism layer)."""
     local = PrivacyFilter(ZCDP(rho))
-    if mechanism == "bounded":
-        local.spend(ZCDP(rho), label=f"binary tree mechanism (Algorithm 1), flippancy bound w = {w}")
-    elif mechanism == "adaptive":
-        J = tree_horizon.bit_length() - 1
-        plan = adaptive_plan(tree_horizon, J, rho, beta)
-        if plan.cutoff:
-            local.spend(ZCDP(plan.rho_svt), label=f"sparse vector (Algorithm 2), cutoff {plan.cutoff}")
-        for j in range(J + 1):
-            local.spend(ZCDP(plan.rho_tree), label=f"binary tree mechanism, w = {1 << j} (Algorithm 3)")
-    else:
-        plan = recompute_plan(tree_horizon, rho, beta)
-        local.spend(
-            ZCDP(rho),
-            label=f"periodic recompute baseline: {plan.releases} Gaussian counts, one every {plan.block} steps",
-        )
+    for label, part in continual_budget_split(mechanism, rho, tree_horizon, beta, w):
+        local.spend(ZCDP(part), label=label)
     return local
 
 
@@ -179,7 +167,7 @@ def build_release(
     }
     if mechanism == "bounded":
         assumption = f", provided no item flips more than {w} times (otherwise add the number of items that do)"
-    elif mechanism == "baseline":
+    elif mechanism in ("baseline", "auto"):
         assumption = ", provided the count changes by at most 1 per step (staleness between recomputes)"
     else:
         assumption = ""
@@ -204,8 +192,8 @@ def build_release(
     provided = "" if condition is None else f", provided {condition}"
     statement = (
         f"Item-level {guarantee.describe()}, which implies ({equivalent.epsilon:.3g}, {delta:g})-"
-        f"differential privacy: the whole series would be almost as likely if every event of any one "
-        f"item (all rows with the same {item_col}) were removed{provided}. The privacy unit is an "
+        f"differential privacy: the whole series would be almost as likely if any subset of the "
+        f"events of any one item (rows with the same {item_col}) were removed{provided}. The privacy unit is an "
         f"item, not a person. With probability at least {confidence:.0%} every released estimate is "
         f"within its error_bound of the true number of present items{assumption}."
     )
@@ -246,7 +234,7 @@ def continual_distinct(
     events_df,
     rho: float,
     horizon: int | None = None,
-    mechanism: str = "adaptive",
+    mechanism: str = DEFAULT_METHOD,
     time_col: str = "time",
     item_col: str = "item",
     op_col: str = "op",
@@ -362,7 +350,7 @@ def continual_distinct(
         "op_col": op_col,
         **mapping.describe(),
         "mechanism_parameters": result.parameters,
-        "noise": "gaussian",
+        "noise": "discrete gaussian",
         "rules": list(RULES),
     }
     return build_release(

@@ -90,7 +90,7 @@ import numpy as np
 from pyspark.sql import functions as F
 
 from dp_spark.accounting import ZCDP, PrivacyFilter
-from dp_spark.continual import ContinualCounter
+from dp_spark.continual import DEFAULT_METHOD, ContinualCounter
 from dp_spark.errors import InputError, ParameterError, SparkJobError
 from dp_spark.noise import make_rng
 from dp_spark.releases.continual_distinct import (
@@ -469,7 +469,7 @@ def continual_distinct_stream(
     sink: str,
     rho: float,
     horizon: int,
-    mechanism: str = "adaptive",
+    mechanism: str = DEFAULT_METHOD,
     max_flippancy: int | None = None,
     time_col: str | None = "time",
     item_col: str = "item",
@@ -754,7 +754,7 @@ def _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, s
         notes.append(f"The stream reached its horizon ({horizon} steps); later events are not counted.")
     else:
         notes.append(f"The stream is not finished: {state['step']} of {horizon} steps released so far.")
-    if config["mechanism"] == "baseline":
+    if config["mechanism"] in ("baseline", "auto"):
         notes.append(
             "error_bound includes staleness, assuming the count changes by at most 1 per step; with "
             "several events per step the staleness term can be larger."
@@ -782,7 +782,7 @@ def _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, s
         "checkpoint_created": state["created"],
         "resumed": resumed,
         "steps_released": state["step"],
-        "noise": "gaussian",
+        "noise": "discrete gaussian",
         "rules": list(RULES),
     }
     return build_release(

@@ -56,7 +56,7 @@ def _expected(steps: dict[int, list[tuple]], released: int = HORIZON) -> list[fl
     summaries = stream_summaries(
         [r[0] for r in rows], [r[2] for r in rows], [r[3] for r in rows], HORIZON, order=[r[1] for r in rows]
     )
-    counter = ContinualCounter(HORIZON, RHO, "adaptive")
+    counter = ContinualCounter(HORIZON, RHO, "auto")
     rng = make_rng(SEED)
     return [
         counter.step(rng, z=summaries.z[t], z_truncated=summaries.z_truncated[:, t],
@@ -138,7 +138,7 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path,
     for change, fragment in [
         ({"files_per_step": 2}, r"files_per_step = 1 \(--files-per-step\), not 2"),
         ({"horizon": 8}, r"horizon = 4 \(--horizon\), not 8"),
-        ({"mechanism": "baseline"}, r"mechanism = 'adaptive' \(--mechanism\), not 'baseline'"),
+        ({"mechanism": "baseline"}, r"mechanism = 'auto' \(--mechanism\), not 'baseline'"),
         ({"schema": "time double, thing string, op long"}, "another schema of the input files"),
     ]:
         if "schema" in change:
@@ -277,7 +277,7 @@ def test_interval_trigger_makes_a_step_of_every_interval(spark, tmp_path):
                                     trigger="1 second", timeout=90, state_partitions=1)
     assert got.series.step.tolist() == [1, 2, 3] and got.parameters["step_grid"] == "interval"
     assert any("each trigger interval is one step" in note for note in got.notes)
-    counter = ContinualCounter(4, RHO, "adaptive")
+    counter = ContinualCounter(4, RHO, "auto")
     rng = make_rng(SEED)
     summaries = stream_summaries([1, 1, 1, 1], ["a", "b", "b", "c"], [1, 1, -1, 1], 4, order=[1.0, 1.0, 1.5, 1.2])
     want = [counter.step(rng, z=summaries.z[t], z_truncated=summaries.z_truncated[:, t],

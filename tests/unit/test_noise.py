@@ -352,3 +352,74 @@ def test_noise_package_does_not_import_spark_or_pandas():
         "sys.exit(1 if bad else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+# --------------------------------------------------------------------------- vectorised exact samplers
+
+from dp_spark.noise.discrete_batch import (  # noqa: E402
+    bernoulli_exp_batch,
+    discrete_gaussian_batch,
+    discrete_laplace_batch,
+    rational_scale,
+    rational_sigma2,
+)
+
+N_BATCH = 200_000
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(1, 4), Fraction(1), Fraction(7, 3), Fraction(40)])
+def test_discrete_gaussian_batch_matches_exact_pmf(sigma2):
+    draws = discrete_gaussian_batch(sigma2, N_BATCH, make_rng(71))
+    assert draws.dtype == np.int64
+    sigma = math.sqrt(sigma2)
+    support = support_for(sigma)
+    pmf = discrete_gaussian_pmf(sigma, support)
+    assert chisquare_pvalue(draws, support, pmf) > P_MIN
+    # the same draws reject a σ 10% off (the test has power)
+    assert chisquare_pvalue(draws, support, discrete_gaussian_pmf(sigma * 1.1, support)) < P_MIN
+    # variance against the exact formula Σ k² p(k) (≤ σ²), 5 standard errors
+    variance = float((support.astype(float) ** 2 * pmf).sum())
+    assert variance <= float(sigma2) + 1e-12
+    fourth = float((support.astype(float) ** 4 * pmf).sum())
+    se = math.sqrt((fourth - variance**2) / N_BATCH)
+    assert abs(float(np.mean(draws.astype(float) ** 2)) - variance) < 5 * se
+
+
+@pytest.mark.parametrize("scale", [1, 3, 17, Fraction(7, 3), Fraction(1, 4)])
+def test_discrete_laplace_batch_matches_exact_pmf(scale):
+    draws = discrete_laplace_batch(scale, N_BATCH, make_rng(72))
+    scale = float(scale)
+    support = support_for(scale)
+    assert chisquare_pvalue(draws, support, discrete_laplace_pmf(scale, support)) > P_MIN
+    wrong = scale * 1.1 if scale > 0.5 else scale * 1.3  # tiny scales: nearly all mass at 0
+    assert chisquare_pvalue(draws, support, discrete_laplace_pmf(wrong, support)) < P_MIN
+
+
+@pytest.mark.parametrize("a, b", [(0, 1), (1, 3), (1, 1), (5, 2), (7, 1)])
+def test_bernoulli_exp_batch_rate(a, b):
+    hits = bernoulli_exp_batch(np.full(N_BATCH, a), np.full(N_BATCH, b), make_rng(73))
+    p = math.exp(-a / b)
+    assert stats.binomtest(int(hits.sum()), N_BATCH, p).pvalue > P_MIN
+
+
+def test_rational_sigma2_rounds_up_on_a_small_grid():
+    assert rational_sigma2(1e-12) == Fraction(1, 2**20)
+    for value in [1e-6, 0.01, 0.3, 1.0, 21.000000001, 5376.3, 2.2e7]:
+        q = rational_sigma2(value)
+        slack = Fraction(1, 2**19) if value >= 1 else Fraction(1, 2**9)
+        assert Fraction(value) <= q <= Fraction(value) * (1 + slack)
+        discrete_gaussian_batch(q, 10, make_rng(1))  # fits the int64 path
+
+
+def test_discrete_batch_refuses_bad_arguments():
+    rng = make_rng(1)
+    for bad in [0, -1, Fraction(-1, 2)]:
+        with pytest.raises(ParameterError):
+            discrete_gaussian_batch(bad, 3, rng)
+    with pytest.raises(ParameterError):
+        discrete_laplace_batch(0, 3, rng)
+    assert rational_scale(0.3) == Fraction(308, 1024) and rational_scale(2) == 2
+    with pytest.raises(ParameterError):
+        discrete_gaussian_batch(1, -1, rng)
+    with pytest.raises(ParameterError):
+        bernoulli_exp_batch([-1], [1], rng)

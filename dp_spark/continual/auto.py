@@ -1,0 +1,291 @@
+"""The default continual-distinct mechanism "auto": lazy trees, then the recompute baseline.
+
+Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith (NeurIPS 2023), Algorithm 3
+with the "best of both worlds" modification of their Section 3.3 (base
+mechanisms: Algorithm 1 for small flippancy bounds, the recompute mechanism
+for the rest), built so that budget goes only where it is used:
+
+Phases. Phase j = 0, 1, …, j* is Algorithm 1's binary tree for w_j = 2^j
+(``BinaryTreeMechanism``, discrete Gaussian σ_j² = κ·w_j·L/(2ρ_j)); the last
+phase is the periodic-recompute baseline over the remaining steps. A sparse
+vector (``SparseVector``, ρ_svt = f·ρ, cutoff j* + 1) asks at each step
+whether over_counts[j, t] (items with flippancy > w_j so far) reaches τ_j;
+on "above" the phase advances (several times in one step if need be). The
+output at step t is the current phase's estimate at t.
+
+Budget (all public). ρ_rest = ρ − ρ_svt. Tree j, when first used, gets
+ρ_j = g·(1 − g)^j·ρ_rest (g = ``tree_fraction``); the baseline, when started,
+gets everything the started trees left (a zCDP ``PrivacyFilter`` over
+ρ_rest enforces it). j* is the largest level whose tree bound a_j(ρ_j) is at
+most the baseline's bound with the budget it would get instead,
+ρ_rest·(1 − g)^j, counting the tree's truncation term τ_j + α — beyond the
+crossover a tree cannot beat the baseline, so none is run (j* = −1: the baseline alone gets all of ρ; no sparse vector).
+Thresholds τ_j = s·a_j (s = ``threshold_scale``), with
+a_j = σ_j·sqrt(L)·q the tree's simultaneous bound.
+
+Privacy (item-level ρ-zCDP under ``relation``; proof). Sensitivities are in
+``dp_spark.continual.relations``: each sparse-vector query moves by ≤ 1; tree
+j's node vector by ℓ2² ≤ κ·w_j·L; each released count of the baseline by
+≤ 1. (1) The sparse vector only reads over_counts and its own answers, so
+its transcript — the level path, including the baseline's start step s — is
+ρ_svt-zCDP (``dp_spark.continual.svt``). (2) Given the path, the trees and
+the baseline are fixed mechanisms: tree j with σ_j² (ρ_j-zCDP; its noise is
+drawn lazily, the same joint distribution as drawing all 2T − 1 nodes), the
+baseline releasing m counts from s on with σ_b² = m/(2ρ_b) (ρ_b-zCDP). The
+filter admits a phase only if the total stays ≤ ρ_rest, so for *every*
+path the phases compose (Bun–Steinke 2016, Lemma 2.3) to ≤ ρ_rest-zCDP.
+(3) Adaptive composition of (1) with the path-indexed mechanism of (2), whose
+cost is bounded by ρ_rest uniformly over paths (Bun–Steinke Lemma 2.3; the
+fully adaptive filter of Whitehouse et al. 2023 covers it too), gives
+ρ_svt + ρ_rest = ρ. Releasing only the current phase's estimate at each step,
+and the path, is post-processing. Property-tested in
+``tests/unit/test_continual.py`` (ledger ≤ ρ on every path; sensitivities on
+random neighbour pairs).
+
+Error (probability ≥ 1 − β: β/2 to the noise, union over the T steps; β/2 to
+the sparse vector): at a tree step, |err_t| ≤ std_t·q + τ_j + α (α the
+sparse vector's accuracy: at "below", fewer than τ_j + α items exceed w_j, and
+only they are truncated; the term is 0 when 2^j ≥ T); at a baseline step,
+|err_t| ≤ σ_b·q + (t − r(t))·Δ where r(t) is the last recompute step and Δ
+the caller's public bound ``max_step_change`` on the count's change per step
+(default 1, the paper's one-update-per-step model: with several events per
+step the staleness term can be larger and the bound does not hold); with
+Δ = None the baseline recomputes every step (B = 1) and the bound is σ_b·q,
+resting on no assumption about the data. Discrete Gaussian noise is σ-subgaussian (CKS 2020), so the Gaussian
+tail bound applies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.accounting.exact import exact, float_down, remainder
+from dp_spark.continual import _checks
+from dp_spark.continual.relations import check_relation, sensitivity_factor
+from dp_spark.continual.svt import SparseVector
+from dp_spark.continual.tree import BinaryTreeMechanism, num_levels
+from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
+
+__all__ = ["AutoPlan", "auto_plan", "auto_run", "best_block", "BaselinePhase"]
+
+
+def best_block(length: int, rho: float, quantile: float, step_change: int | None = 1) -> int:
+    """Block B minimising (B − 1)·Δ + sqrt(⌈n/B⌉/(2ρ))·q over n = ``length`` steps (public).
+
+    Δ = ``step_change`` bounds how much the count can move in one step; with
+    Δ = None (unknown) no staleness can be bounded, so B = 1 (a fresh count
+    at every step)."""
+    if step_change is None:
+        return 1
+    blocks = np.arange(1, length + 1, dtype=np.float64)
+    releases = np.ceil(length / blocks)
+    bound = (blocks - 1) * step_change + np.sqrt(releases / (2 * rho)) * quantile
+    return int(blocks[int(np.argmin(bound))])
+
+
+@dataclass(frozen=True)
+class BaselinePhase:
+    """The recompute phase started at step ``start`` with budget ``rho``."""
+
+    start: int
+    rho: float
+    block: int
+    releases: int
+    sigma2: Fraction
+
+    @classmethod
+    def plan(
+        cls, horizon: int, start: int, rho: float, quantile: float, step_change: int | None = None
+    ) -> BaselinePhase:
+        length = horizon - start + 1
+        block = best_block(length, rho, quantile, step_change)
+        releases = -(-length // block)
+        return cls(start, rho, block, releases, rational_sigma2(Fraction(releases) / (2 * Fraction(rho))))
+
+    @property
+    def sigma(self) -> float:
+        return math.sqrt(self.sigma2)
+
+    def bound(self, quantile: float, step_change: int | None = None) -> float:
+        return self.sigma * quantile + (self.block - 1) * (step_change or 0)
+
+
+@dataclass(frozen=True)
+class AutoPlan:
+    """Public parameters of "auto" (see module doc)."""
+
+    horizon: int
+    rho: float
+    beta: float
+    relation: str
+    rho_svt: float
+    rho_rest: float
+    tree_fraction: float
+    top_level: int  # j*: −1 means baseline only
+    tree_rho: tuple[float, ...]
+    sigma2: tuple[Fraction, ...]
+    thresholds: np.ndarray
+    quantile: float
+    svt_alpha: float
+    max_step_change: int | None = None
+
+    @property
+    def cutoff(self) -> int:
+        return self.top_level + 1
+
+    def tree_bound(self, level: int) -> float:
+        return math.sqrt(self.sigma2[level]) * math.sqrt(num_levels(self.horizon)) * self.quantile
+
+    def to_dict(self) -> dict:
+        return {
+            "relation": self.relation,
+            "rho_sparse_vector": self.rho_svt,
+            "rho_trees_and_baseline": self.rho_rest,
+            "tree_fraction": self.tree_fraction,
+            "top_tree_level": self.top_level,
+            "tree_flippancy_bounds": [1 << j for j in range(self.top_level + 1)],
+            "rho_per_tree_if_used": list(self.tree_rho),
+            "sigma_per_tree": [math.sqrt(s) for s in self.sigma2],
+            "thresholds": [float(t) for t in self.thresholds],
+            "quantile": self.quantile,
+            "sparse_vector_alpha": self.svt_alpha,
+            "max_step_change": self.max_step_change,
+        }
+
+    def budget_split(self) -> list[tuple[str, float]]:
+        """The data-independent ledger: what each part may spend (sums to ρ)."""
+        if self.top_level < 0:
+            return [("periodic recompute baseline (no tree can beat it at these parameters)", self.rho)]
+        trees = ", ".join(f"w={1 << j}: {r:.4g}" for j, r in enumerate(self.tree_rho))
+        return [
+            (f"sparse vector (Algorithm 2), cutoff {self.cutoff}", self.rho_svt),
+            (
+                "binary trees (Algorithm 1) started lazily when the sparse vector reaches them "
+                f"({trees}), then the recompute baseline with all that is left; zCDP filter",
+                self.rho_rest,
+            ),
+        ]
+
+
+def _quantile(horizon: int, beta_noise: float) -> float:
+    return math.sqrt(2.0 * math.log(2.0 * horizon / beta_noise))
+
+
+def auto_plan(
+    horizon: int,
+    rho: float,
+    beta: float = 0.05,
+    relation: str = "subset",
+    svt_fraction: float = 0.2,
+    tree_fraction: float = 0.5,
+    threshold_scale: float = 0.5,
+    tree_levels: int | None = None,
+    max_step_change: int | None = 1,
+) -> AutoPlan:
+    """Budget split, crossover level j*, σ_j and τ_j of "auto" (public inputs only).
+
+    ``tree_levels``: None (default) picks j* by the crossover rule; an int n
+    forces trees for w = 1, 2, …, 2^(n−1) before the baseline (n = 0: the
+    baseline alone) — a public choice, for callers who know better and tests.
+    ``max_step_change``: a public bound Δ on how much the number of present
+    items can change in one step; default 1, the paper's one-update-per-step
+    model (the same assumption as the "baseline" mechanism). The baseline
+    phase holds counts for B steps and its error bound adds (t − r(t))·Δ,
+    valid only if Δ is (privacy never depends on it). None: no bound known,
+    the baseline recomputes at every step (B = 1) and no error bound rests on
+    an assumption about the data (but the baseline is then much noisier).
+    """
+    T = _checks.horizon(horizon)
+    rho = _checks.positive_finite(rho, "rho")
+    beta = _checks.open_unit(beta, "beta")
+    relation = check_relation(relation)
+    f = _checks.open_unit(svt_fraction, "svt_fraction")
+    g = _checks.open_unit(tree_fraction, "tree_fraction")
+    s = _checks.positive_finite(threshold_scale, "threshold_scale")
+    if tree_levels is not None:
+        tree_levels = _checks.integer(tree_levels, "tree_levels", 0, _checks.log2_exact(T) + 1)
+    if max_step_change is not None:
+        max_step_change = _checks.integer(max_step_change, "max_step_change", 1)
+    L, J = num_levels(T), _checks.log2_exact(T)
+    q = _quantile(T, beta / 2.0)
+    rest = remainder(rho, f * rho)  # ρ_svt + ρ_rest ≤ ρ exactly
+    tree_rho, sigma2 = [], []
+    for j in range(J + 1):
+        rho_j = float_down(exact(g) * (1 - exact(g)) ** j * exact(rest))  # Σ_j ρ_j < ρ_rest exactly
+        s2 = rational_sigma2(Fraction(sensitivity_factor(relation) * (1 << j) * L) / (2 * Fraction(rho_j)))
+        tree = math.sqrt(s2) * math.sqrt(L) * q
+        if (1 << j) < T:  # truncation: threshold + the sparse vector's accuracy with cutoff j + 1
+            tree += s * tree + SparseVector(f * rho, j + 1).alpha(T + j + 1, beta / 2.0)
+        instead = BaselinePhase.plan(T, 1, (1.0 - g) ** j * rest, q, max_step_change).bound(q, max_step_change)
+        if (tree > instead) if tree_levels is None else j >= tree_levels:
+            break
+        tree_rho.append(rho_j)
+        sigma2.append(s2)
+    top = len(tree_rho) - 1
+    if top < 0:
+        return AutoPlan(T, rho, beta, relation, 0.0, rho, g, -1, (), (), np.zeros(0), _quantile(T, beta), 0.0,
+                        max_step_change)
+    bounds = np.array([math.sqrt(v) * math.sqrt(L) * q for v in sigma2])
+    svt = SparseVector(f * rho, top + 1)
+    alpha = svt.alpha(T + top + 1, beta / 2.0)
+    return AutoPlan(T, rho, beta, relation, f * rho, rest, g, top, tuple(tree_rho), tuple(sigma2),
+                    s * bounds, q, alpha, max_step_change)
+
+
+# ------------------------------------------------------------------------ batch run
+def _phase_path(over_counts: np.ndarray, plan: AutoPlan, rng) -> tuple[np.ndarray, int | None]:
+    """Sparse vector over the steps: the tree level per step (−1 = baseline) and the baseline start."""
+    T = plan.horizon
+    path = np.full(T, -1, dtype=np.int64)
+    if plan.top_level < 0:
+        return path, 1
+    svt = SparseVector(plan.rho_svt, plan.cutoff)
+    level, start = 0, 0
+    while start < T:
+        index = svt.first_above(over_counts[level, start:], float(plan.thresholds[level]), rng)
+        if index is None:
+            path[start:] = level
+            return path, None
+        path[start : start + index] = level
+        start += index  # re-ask at the same step with the next phase
+        level += 1
+        if level > plan.top_level:
+            return path, start + 1
+    return path, None
+
+
+def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
+    """Run "auto" on exact ``StreamSummaries``; returns estimates (int64), std, error_bound, path, phases."""
+    T = plan.horizon
+    path, start = _phase_path(summaries.over_counts, plan, rng)
+    ledger = PrivacyFilter(ZCDP(plan.rho_rest))
+    estimates = np.zeros(T, dtype=np.int64)
+    std = np.zeros(T, dtype=np.float64)
+    bound = np.zeros(T, dtype=np.float64)
+    for level in np.unique(path[path >= 0]).tolist():
+        ledger.spend(ZCDP(plan.tree_rho[level]), label=f"tree w={1 << level}")
+        chosen = path == level
+        release = BinaryTreeMechanism(T, sigma2=plan.sigma2[level]).batch(summaries.z_truncated[level], rng)
+        estimates[chosen] = release.estimates[chosen]
+        std[chosen] = release.std[chosen]
+        truncation = 0.0 if (1 << level) >= T else float(plan.thresholds[level]) + plan.svt_alpha
+        bound[chosen] = release.std[chosen] * plan.quantile + truncation
+    baseline = None
+    if start is not None:
+        baseline = BaselinePhase.plan(T, start, ledger.remaining.rho, plan.quantile, plan.max_step_change)
+        ledger.spend(ZCDP(baseline.rho), label="recompute baseline")
+        counts = np.cumsum(np.asarray(summaries.z, dtype=np.int64))
+        steps = np.arange(start, T + 1, baseline.block)
+        noisy = counts[steps - 1] + discrete_gaussian_batch(baseline.sigma2, steps.shape[0], rng)
+        which = (np.arange(start, T + 1) - start) // baseline.block
+        estimates[start - 1 :] = noisy[which]
+        std[start - 1 :] = baseline.sigma
+        staleness = (np.arange(start, T + 1) - steps[which]) * (plan.max_step_change or 0)  # 0 when B = 1
+        bound[start - 1 :] = baseline.sigma * plan.quantile + staleness
+    return {"estimates": estimates, "std": std, "error_bound": bound, "path": path, "baseline": baseline,
+            "ledger": ledger}
