@@ -154,12 +154,7 @@ def test_bounded_count_noise_drawn_in_spark_is_integer(monkeypatch):
     assert_no_float_noise_on_counts(calls)
 
 
-@pytest.mark.parametrize("mechanism", [
-    pytest.param(m, marks=pytest.mark.xfail(
-        strict=True, reason="finding 5: the continual mechanisms add float Gaussian noise to the "
-                            "released counts (until the exact discrete Gaussian replaces it)"))
-    for m in ("adaptive", "bounded", "baseline")
-])
+@pytest.mark.parametrize("mechanism", ["auto", "adaptive", "bounded", "baseline"])
 def test_continual_distinct_adds_integer_noise(events, recorder, mechanism):
     extra = {"max_flippancy": 2} if mechanism == "bounded" else {}
     release = dp_spark.continual_distinct(events, 0.5, horizon=32, mechanism=mechanism, seed=3, **extra)
