@@ -48,6 +48,7 @@ makes the 1 − β statement true.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -95,6 +96,11 @@ def choose_shards(noisy_persons: int, persons_per_shard: int = PERSONS_PER_SHARD
 def noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
     """m_l, l = 1..L: the smallest integer with P[DLap(2l/ε) > m_l] <= β.
     Public constants (they depend on parameters only)."""
+    return _noise_margins(float(epsilon), float(beta), int(max_bound)).copy()
+
+
+@functools.lru_cache(maxsize=32)
+def _noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
     return np.array(
         [discrete_laplace_upper_quantile(2.0 * l / epsilon, beta) for l in range(1, max_bound + 1)],
         dtype=np.int64,
