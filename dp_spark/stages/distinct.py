@@ -129,11 +129,17 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
     give each matched item to one person that matched it by round l; nobody
     receives more than l of its own items.
     """
-    keyed = edge_df.repartition(shards, PERSON).select(
-        F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
-        F.xxhash64(PERSON).alias(_PH),
-        PERSON,
-        F.xxhash64(ITEM).alias(_IH),
+    # The item is hashed before the shuffle, so the shuffle moves a long
+    # instead of the item value (the same key, computed earlier).
+    keyed = (
+        edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
+        .repartition(shards, PERSON)
+        .select(
+            F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
+            F.xxhash64(PERSON).alias(_PH),
+            PERSON,
+            _IH,
+        )
     )
     schema = T.StructType([
         T.StructField(ITEM_KEY, T.LongType()),
