@@ -201,7 +201,6 @@ def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound:
     for publication."""
     import dp_spark
     from dp_spark.datasets import synthetic_events
-    from pyspark.sql import DataFrame
 
     base = Path(tempfile.mkdtemp(prefix="dp_spark_measure_", dir=tmp))
     try:
@@ -213,7 +212,7 @@ def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound:
             return dp_spark.distinct_count(spark.read.parquet(path), PERSON_COL, ITEM_COL,
                                            epsilon=epsilon, max_bound=max_bound, seed=seed + rep)
 
-        with CollectRecorder(DataFrame) as recorder:
+        with CollectRecorder(type(spark.range(1))) as recorder:
             first = release(0)
         spark.sql(sql).collect()
         t_rel, t_cd = [], []
