@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/distinct_count_speed.py [--rows 2000000] [--reps 3]
         [--small-rows 200000] [--epsilon 1] [--max-bound 100] [--shards N]
         [--profile auto|always|never] [--skip-matching] [--tmp DIR] [--json out.json]
+    .venv/bin/python benchmarks/distinct_count_speed.py --targets   # ratios at 2M and 20M rows via measure()
 
 Data: dp_spark.datasets.synthetic_events (persons = rows/10, vocabulary =
 rows/20, seeded), written once to Parquet in a temporary directory so both
@@ -76,6 +77,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0, help="base seed of the (seeded) releases")
     p.add_argument("--profile", choices=("auto", "always", "never"), default="auto",
                    help="profile the greedy stage (auto: when the ratio is above the target)")
+    p.add_argument("--targets", action="store_true",
+                   help="only print the two target ratios (2M and 20M rows) via measure()")
     p.add_argument("--skip-matching", action="store_true", help="do not time method='matching'")
     p.add_argument("--tmp", type=Path, default=None, help="parent directory for the temporary Parquet files")
     p.add_argument("--json", type=Path, default=None, help="also write all results to this JSON file")
@@ -137,7 +140,7 @@ class CollectRecorder:
             finally:
                 recorder._depth -= 1
             if recorder._depth == 0:
-                recorder.calls.append(measure(name, result))
+                recorder.calls.append(collected_size(name, result))
             return result
 
         return wrapper
@@ -161,7 +164,7 @@ def _arrow_ipc_bytes(table) -> int:
     return sink.getvalue().size
 
 
-def measure(method: str, result) -> dict:
+def collected_size(method: str, result) -> dict:
     import pandas as pd
     import pyarrow as pa
 
@@ -182,6 +185,65 @@ def measure(method: str, result) -> dict:
         "pickle_bytes": len(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)),
         "arrow_bytes": _arrow_ipc_bytes(table),
     }
+
+
+# ------------------------------------------------------- targets (one run)
+
+TARGETS = {2_000_000: 2.0, 20_000_000: 2.5}
+
+
+def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound: int = 100,
+            seed: int = 0, tmp: Path | None = None) -> dict:
+    """Ratio (greedy release with automatic shards) / (COUNT(DISTINCT item))
+    on ``rows`` synthetic rows, both timed in this session on the same
+    Parquet file, interleaved, after one warm-up each; plus what the release
+    collects to the driver. For aggregate benchmarks. Seeded releases: not
+    for publication."""
+    import dp_spark
+    from dp_spark.datasets import synthetic_events
+
+    base = Path(tempfile.mkdtemp(prefix="dp_spark_measure_", dir=tmp))
+    try:
+        path = str(base / "events.parquet")
+        synthetic_events(spark, rows=rows).write.mode("overwrite").parquet(path)
+        sql = f"SELECT COUNT(DISTINCT item) AS n FROM parquet.`{path}`"
+
+        def release(rep):
+            return dp_spark.distinct_count(spark.read.parquet(path), PERSON_COL, ITEM_COL,
+                                           epsilon=epsilon, max_bound=max_bound, seed=seed + rep)
+
+        with CollectRecorder(type(spark.range(1))) as recorder:
+            first = release(0)
+        spark.sql(sql).collect()
+        t_rel, t_cd = [], []
+        for rep in range(reps):
+            with Timer() as t:
+                release(rep + 1)
+            t_rel.append(t.seconds)
+            with Timer() as t:
+                spark.sql(sql).collect()
+            t_cd.append(t.seconds)
+        ratio = median(t_rel) / median(t_cd)
+        return {"rows": rows, "release_s": median(t_rel), "count_distinct_s": median(t_cd),
+                "ratio": ratio, "target": TARGETS.get(rows), "shards": first.parameters["shards"],
+                "driver_collect": recorder.totals()}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def main_targets(rows_list, reps: int) -> int:
+    """Print the issue-15 ratios (2M and 20M rows) measured in one session."""
+    spark = start_session("dp_spark benchmark: distinct_count_speed targets")
+    print("dp_spark benchmark: distinct-count greedy (automatic shards) vs COUNT(DISTINCT item), one session")
+    for rows in rows_list:
+        r = measure(spark, rows, reps=reps)
+        c = r["driver_collect"]
+        print(f"{rows:>12,} rows: release {r['release_s']:.2f} s, COUNT(DISTINCT) {r['count_distinct_s']:.2f} s, "
+              f"ratio {r['ratio']:.2f} (target <= {r['target']}), shards {r['shards']}, "
+              f"driver collects {c['calls']} call(s), {c['rows']} rows, {c['pickle_bytes']:,} pickled bytes "
+              f"(load {load()})")
+    spark.stop()
+    return 0
 
 
 # ----------------------------------------------------------------- profiling
@@ -223,6 +285,8 @@ def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.targets:
+        return main_targets(sorted(TARGETS), args.reps)
     spark = start_session("dp_spark benchmark: distinct_count_speed")
     import dp_spark
     from dp_spark.datasets import synthetic_events

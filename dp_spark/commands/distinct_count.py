@@ -10,12 +10,14 @@ HELP = "differentially private count of distinct items, with a lower bound"
 OPTIONS = INPUT_OPTIONS + (
     Option("epsilon", float, 1.0, "privacy parameter ε spent by the release"),
     Option("beta", float, 0.05, "the lower bound holds with probability 1 - beta"),
-    Option("max_bound", int, 100, "largest per-person bound l considered (1..max-bound)"),
+    Option("max_bound", int, 100, "largest per-person bound l considered (1..max-bound; at most 1,000,000)"),
     Option("method", str, "greedy", "how bounded counts are computed",
            ("greedy", "matching", "sampling")),
     Option("shards", int, None, "greedy: number of person shards (default: one per 50,000 "
-           "persons, from a noisy person count that spends ε/100)"),
-    Option("edge_limit", int, 20_000_000, "matching: most (person, item) pairs collected to the driver"),
+           "persons, from a noisy person count that spends ε/100; at most 10,000)"),
+    Option("edge_limit", int, 20_000_000, "matching: most (person, item) pairs collected to the driver "
+           "(at most 200,000,000); a noisy pair count (ε/100) decides whether matching fits, "
+           "else the greedy is used"),
     Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "
            "data if the release would exceed it"),
 ) + RUN_OPTIONS

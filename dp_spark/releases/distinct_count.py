@@ -14,6 +14,18 @@ Pipeline and budget split (basic composition, total ε-DP):
    true size would break the sensitivity argument; a noisy count keeps it
    (each fixed shard count gives sensitivity l, and the choice is DP).
    The rest, ε' = 0.99·ε, is split as below; with explicit shards ε' = ε.
+0'. Only for ``method="matching"``: ε/100 — the private size check (Knop &
+   Steinke's exact Algorithm 1 needs the edge list on the driver). Each
+   person is first truncated to its first P = ``max_bound`` distinct items
+   in the public order (xxhash64(item), item) — a per-person transformation,
+   so DC(truncated D; l) keeps sensitivity l and stays <= DC(D; l) — and the
+   number N of truncated pairs (sensitivity P) gets discrete Laplace noise of
+   scale P/(ε/100). Matching runs iff Ñ + m <= ``edge_limit``, with m the
+   (1 − 10⁻⁶) quantile of that noise; otherwise the counts come from the
+   sharded greedy on the full data (same sensitivity l). The choice is
+   post-processing of Ñ, so no refusal depends on the data; P[N >
+   edge_limit | matching chosen] <= 10⁻⁶, and past that probability the
+   limit is a memory sizing only: the pairs are collected, never refused.
 1. Spark stage (no noise): c_l = DC(D; l) or its greedy / sampling lower
    bound for l = 1..L (L = ``max_bound``); each c_l has sensitivity l.
 2. ε'/2 — Generalized Exponential Mechanism (Algorithm 3) picks l̂ with scores
@@ -36,6 +48,7 @@ makes the 1 − β statement true.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -52,8 +65,13 @@ from dp_spark.report import Release
 from dp_spark.selection import generalized_exponential
 from dp_spark.stages.distinct import (
     DEFAULT_EDGE_LIMIT,
+    MAX_SHARDS,
     METHODS,
     bounded_distinct_counts,
+    count_pairs,
+    greedy_counts,
+    matching_counts,
+    matching_pairs,
     validate_stage_parameters,
 )
 from dp_spark.stages.edges import count_persons, edges
@@ -63,7 +81,11 @@ log = logging.getLogger(__name__)
 RELEASE = "distinct-count"
 SHARD_EPSILON_SHARE = 0.01
 PERSONS_PER_SHARD = 50_000
-MAX_SHARDS = 10_000
+MATCHING_EPSILON_SHARE = 0.01
+#: Probability that the pairs collected for exact matching exceed edge_limit.
+MATCHING_OVERFLOW_PROBABILITY = 1e-6
+SHARD_STEP = "shard count (discrete Laplace on the number of persons)"
+MATCHING_STEP = "matching size check (discrete Laplace on the number of truncated (person, item) pairs)"
 
 
 def choose_shards(noisy_persons: int, persons_per_shard: int = PERSONS_PER_SHARD) -> int:
@@ -74,6 +96,11 @@ def choose_shards(noisy_persons: int, persons_per_shard: int = PERSONS_PER_SHARD
 def noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
     """m_l, l = 1..L: the smallest integer with P[DLap(2l/ε) > m_l] <= β.
     Public constants (they depend on parameters only)."""
+    return _noise_margins(float(epsilon), float(beta), int(max_bound)).copy()
+
+
+@functools.lru_cache(maxsize=32)
+def _noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
     return np.array(
         [discrete_laplace_upper_quantile(ratio_up(2 * l, epsilon), beta) for l in range(1, max_bound + 1)],
         dtype=np.int64,
@@ -106,6 +133,74 @@ def release_from_counts(
     }
 
 
+def matching_fits(noisy_pairs: int, scale: float, edge_limit: int,
+                  failure: float = MATCHING_OVERFLOW_PROBABILITY) -> bool:
+    """Post-processing of the noisy pair count Ñ = N + DLap(scale): run exact
+    matching iff Ñ + m <= edge_limit, m the (1 − failure) noise quantile.
+    Then P[N > edge_limit and matching chosen] <= P[DLap < −m] <= failure."""
+    margin = discrete_laplace_upper_quantile(scale, failure)
+    return noisy_pairs + margin <= edge_limit
+
+
+def _plan(method: str, epsilon: float, shards) -> tuple[list[tuple[str, float]], float]:
+    """The budget split (data-independent): [(step, ε)], and ε' left for
+    GEM + count."""
+    if method == "greedy" and shards is None:
+        pre = [(SHARD_STEP, epsilon * SHARD_EPSILON_SHARE)]
+    elif method == "matching":
+        pre = [(MATCHING_STEP, epsilon * MATCHING_EPSILON_SHARE)]
+    else:
+        pre = []
+    rest = remainder(epsilon, *(e for _, e in pre))  # parts sum to <= epsilon exactly
+    return pre + [
+        ("bound selection (Generalized Exponential Mechanism)", rest / 2.0),
+        ("count (discrete Laplace mechanism)", rest / 2.0),
+    ], rest
+
+
+def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, rng) -> tuple[np.ndarray, dict]:
+    """Matching with its private size check (step 0' of the module doc).
+    Returns NON-PRIVATE counts and the released parameters of the choice."""
+    pairs = matching_pairs(edge_df, max_bound).persist()
+    try:
+        scale = ratio_up(max_bound, epsilon_check)  # rounded up: never less noise
+        noisy_pairs = count_pairs(pairs) + int(discrete_laplace(scale, rng))
+        if matching_fits(noisy_pairs, scale, edge_limit):
+            log.info("distinct-count: exact matching on the driver, bounds 1..%d", max_bound)
+            counts = matching_counts(edge_df, max_bound, None, pairs=pairs)
+            return counts, {"counted_by": "exact matching", "shards": None}
+    finally:
+        pairs.unpersist()
+    chosen = shards or choose_shards(max(noisy_pairs, 0) // max_bound)
+    log.info("distinct-count: the noisy pair count is above the edge limit; greedy in %d shard(s)", chosen)
+    counts = greedy_counts(edge_df, max_bound, chosen)
+    return counts, {"counted_by": "greedy (noisy pair count above edge_limit)", "shards": int(chosen)}
+
+
+def _bounded_counts(df, person_col, item_col, max_bound, method, shards, edge_limit, epsilon_pre, rng):
+    """NON-PRIVATE counts c_1..c_L and the released parameters of how they
+    were computed (every data-dependent choice here is noisy and charged)."""
+    edge_df = edges(df, person_col, item_col)
+    if method == "matching":
+        return _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_pre, rng)
+    extra = {}
+    if method == "greedy":
+        if shards is None:
+            log.info("distinct-count: choosing the number of greedy shards from a noisy person count")
+            noisy_persons = count_persons(edge_df) + int(discrete_laplace(ratio_up(1, epsilon_pre), rng))
+            shards = choose_shards(noisy_persons)
+            extra["shards_chosen"] = "automatically (noisy person count)"
+        else:
+            extra["shards_chosen"] = "by the caller"
+        extra["shards"] = int(shards)
+    log.info("distinct-count: computing bounded counts (method %s)", method)
+    counts = bounded_distinct_counts(
+        df, person_col, item_col, max_bound, method, shards=shards,
+        salt=int(rng.integers(0, 2**62)) if method == "sampling" else 0,
+    )
+    return counts, extra
+
+
 def distinct_count(
     df,
     person_col: str = "person_id",
@@ -126,13 +221,16 @@ def distinct_count(
     tables differ by adding or removing one person with all their rows. The
     release spends exactly ``epsilon`` (ε/2 choosing the per-person bound with
     the Generalized Exponential Mechanism, ε/2 for discrete Laplace noise on
-    the bounded count) and states a (1 − ``beta``) lower bound.
+    the bounded count, less ε/100 for a noisy size step when one is needed:
+    see the module docstring) and states a (1 − ``beta``) lower bound.
 
     ``method``: ``greedy`` (default; Knop–Steinke Algorithm 2, sharded on
-    Spark), ``matching`` (exact Algorithm 1; collects the deduplicated edge
-    list up to ``edge_limit`` pairs) or ``sampling`` (baseline).
-    ``shards``: greedy only; None (default) chooses one shard per 50,000
-    persons from a noisy person count, spending ε/100 of the budget.
+    Spark), ``matching`` (exact Algorithm 1 on each person's first
+    ``max_bound`` items, run when a noisy pair count (ε/100) says the edge
+    list fits under ``edge_limit``, else greedy) or ``sampling`` (baseline).
+    ``shards``: greedy (and matching's greedy fallback); None (default)
+    chooses one shard per 50,000 persons from a noisy count, spending ε/100
+    (matching reuses its noisy pair count).
     ``budget``: an optional shared :class:`PrivacyFilter`; ε is spent from it
     before any data is read, and the release is refused if it would overspend.
     ``seed``: for tests and demos only; a seeded release is marked not for
@@ -151,30 +249,23 @@ def distinct_count(
     if budget is not None:
         budget.spend(cost, label=RELEASE)  # refuses before any data is read
     local = PrivacyFilter(cost)
-    auto_shards = method == "greedy" and shards is None
-    epsilon_shards = epsilon * SHARD_EPSILON_SHARE if auto_shards else 0.0
-    epsilon_main = remainder(epsilon, epsilon_shards)  # parts sum to <= epsilon exactly
-    if auto_shards:
-        local.spend(PureDP(epsilon_shards), label="shard count (discrete Laplace on the number of persons)")
-    local.spend(PureDP(epsilon_main / 2.0), label="bound selection (Generalized Exponential Mechanism)")
-    local.spend(PureDP(epsilon_main / 2.0), label="count (discrete Laplace mechanism)")
+    plan, epsilon_main = _plan(method, epsilon, shards)
+    for label, eps in plan:
+        local.spend(PureDP(eps), label=label)
     rng = make_rng(seed)
-    if auto_shards:
-        log.info("distinct-count: choosing the number of greedy shards from a noisy person count")
-        noisy_persons = count_persons(edges(df, person_col, item_col)) + int(
-            discrete_laplace(ratio_up(1, epsilon_shards), rng)
-        )
-        shards = choose_shards(noisy_persons)
-
-    log.info("distinct-count: computing bounded counts (method %s)", method)
-    counts = bounded_distinct_counts(
-        df, person_col, item_col, max_bound, method, shards=shards, edge_limit=edge_limit,
-        salt=int(rng.integers(0, 2**62)) if method == "sampling" else 0,
-    )
+    epsilon_pre = plan[0][1] if len(plan) == 3 else 0.0
+    counts, how = _bounded_counts(df, person_col, item_col, max_bound, method, shards, edge_limit,
+                                  epsilon_pre, rng)
     log.info("distinct-count: selecting the bound and adding noise")
     released = release_from_counts(counts, epsilon_main, beta, rng)
     del counts  # non-private; nothing below may use it
+    return _report(released, epsilon, beta, max_bound, method, person_col, item_col, edge_limit,
+                   how, cost, local, seed)
 
+
+def _report(released, epsilon, beta, max_bound, method, person_col, item_col, edge_limit,
+            how, cost, local, seed) -> Release:
+    """The Release from released values and public parameters only."""
     confidence = 1.0 - beta
     bound = released["bound"]
     values = {
@@ -211,12 +302,11 @@ def distinct_count(
         "person_col": person_col,
         "item_col": item_col,
         "noise": "discrete laplace",
+        **how,
     }
-    if method == "greedy":
-        parameters["shards"] = int(shards)
-        parameters["shards_chosen"] = "automatically (noisy person count)" if auto_shards else "by the caller"
     if method == "matching":
         parameters["edge_limit"] = int(edge_limit)
+        parameters["items_per_person"] = max_bound
     return Release(
         name=RELEASE,
         privacy_unit="person",

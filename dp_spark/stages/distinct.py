@@ -4,7 +4,8 @@ Each method reduces the (person, item) table to the vector
 DC(D; l), l = 1..max_bound (or a lower bound of it with the same sensitivity),
 so only ``max_bound`` numbers reach the driver, never per-person data (the
 ``matching`` method is the stated exception: it collects the deduplicated
-edge list after checking it against a limit).
+edge list, each person truncated to a public number of items, once the
+release has decided privately that it fits under ``edge_limit``).
 
 Every function here returns NON-PRIVATE values. They are private only after
 the mechanism layer adds noise calibrated to their sensitivity (each entry l
@@ -49,7 +50,7 @@ def default_shards(spark) -> int:
         value = int(spark.conf.get("spark.sql.shuffle.partitions"))
     except Exception:  # noqa: BLE001 - "auto" on some platforms, or unset
         return DEFAULT_SHARDS
-    return max(1, value)
+    return min(MAX_SHARDS, max(1, value))
 
 
 # --------------------------------------------------------------------- greedy
@@ -128,17 +129,29 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
     give each matched item to one person that matched it by round l; nobody
     receives more than l of its own items.
     """
-    keyed = edge_df.repartition(shards, PERSON).select(
-        F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
-        F.xxhash64(PERSON).alias(_PH),
-        PERSON,
-        F.xxhash64(ITEM).alias(_IH),
+    # The item is hashed before the shuffle, so the shuffle moves a long
+    # instead of the item value (the same key, computed earlier).
+    keyed = (
+        edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
+        .repartition(shards, PERSON)
+        .select(
+            F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
+            F.xxhash64(PERSON).alias(_PH),
+            PERSON,
+            _IH,
+        )
     )
     schema = T.StructType([
         T.StructField(ITEM_KEY, T.LongType()),
         T.StructField(ROUND, T.IntegerType()),
     ])
     return keyed.mapInArrow(partial(_greedy_partition, max_bound=max_bound), schema)
+
+
+def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int) -> np.ndarray:
+    """NON-PRIVATE: sharded greedy counts g_1..g_L of an edge table
+    (sensitivity l each; see :func:`greedy_rounds`)."""
+    return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound, ITEM_KEY)
 
 
 # ------------------------------------------------------------------- sampling
@@ -179,17 +192,52 @@ def counts_from_round_table(round_df: DataFrame, max_bound: int, key: str = ITEM
 
 # ------------------------------------------------------------------- matching
 
-def matching_counts(edge_df: DataFrame, max_bound: int, edge_limit: int) -> np.ndarray:
-    """Exact DC(D; l) (Algorithm 1) by maximum flow on the driver.
+def matching_pairs(edge_df: DataFrame, item_cap: int | None = None) -> DataFrame:
+    """The distinct (person, item) pairs exact matching runs on.
 
-    Collects the deduplicated edge list, but at most ``edge_limit + 1`` rows:
-    when more exist the method is refused with a LimitError naming ``greedy``
-    (the error reveals only that the limit was crossed, never the size).
+    With ``item_cap`` = P, each person keeps only its first P distinct items
+    in the public order (xxhash64(item), item). That is a per-person
+    transformation (a person's kept items depend on its own rows only), so
+    neighbouring tables stay neighbours: DC(truncated D; l) still has
+    sensitivity l, never exceeds DC(D; l), and the number of pairs has
+    sensitivity P. NON-PRIVATE intermediate data.
     """
     dedup = edge_df.dropDuplicates([PERSON, ITEM])
+    if item_cap is None:
+        return dedup
+    order = Window.partitionBy(PERSON).orderBy(F.xxhash64(ITEM), ITEM)
+    return (
+        dedup.withColumn("_rank", F.row_number().over(order))
+        .where(F.col("_rank") <= int(item_cap))
+        .select(PERSON, ITEM)
+    )
+
+
+def count_pairs(pairs_df: DataFrame) -> int:
+    """NON-PRIVATE: the number of rows of ``matching_pairs`` (sensitivity P
+    when each person is truncated to P items; only used through noise)."""
+    with spark_job("counting (person, item) pairs for the matching size check"):
+        return int(pairs_df.count())
+
+
+def matching_counts(
+    edge_df: DataFrame, max_bound: int, edge_limit: int | None, *, item_cap: int | None = None,
+    pairs: DataFrame | None = None,
+) -> np.ndarray:
+    """Exact DC(D; l) (Algorithm 1) by maximum flow on the driver, on the
+    pairs of :func:`matching_pairs` (``pairs`` if already built).
+
+    With an ``edge_limit``, collects at most ``edge_limit + 1`` rows and
+    refuses with a LimitError naming ``greedy`` when more exist: a
+    NON-PRIVATE decision, for direct callers of this stage only. The
+    distinct-count release passes ``edge_limit=None`` after deciding
+    privately that the pairs fit (see ``dp_spark.releases.distinct_count``).
+    """
+    if pairs is None:
+        pairs = matching_pairs(edge_df, item_cap)
     with spark_job("collecting the deduplicated edge list for exact matching"):
-        pdf = dedup.limit(edge_limit + 1).toPandas()
-    if len(pdf) > edge_limit:
+        pdf = (pairs if edge_limit is None else pairs.limit(edge_limit + 1)).toPandas()
+    if edge_limit is not None and len(pdf) > edge_limit:
         raise LimitError(
             f"method 'matching' needs the whole deduplicated edge list on the driver "
             f"and this input has more than edge_limit={edge_limit:,} distinct "
@@ -198,6 +246,7 @@ def matching_counts(edge_df: DataFrame, max_bound: int, edge_limit: int) -> np.n
         )
     person_codes, persons = pd.factorize(pdf[PERSON])
     item_codes, items = pd.factorize(pdf[ITEM])
+    del pdf
     return flow_bounded_counts(person_codes, item_codes, len(persons), len(items), max_bound)
 
 
@@ -211,8 +260,9 @@ def bounded_distinct_counts(
     method: str = "greedy",
     *,
     shards: int | None = None,
-    edge_limit: int = DEFAULT_EDGE_LIMIT,
+    edge_limit: int | None = DEFAULT_EDGE_LIMIT,
     salt: int = 0,
+    item_cap: int | None = None,
 ) -> np.ndarray:
     """NON-PRIVATE: the vector (DC(D; l))_{l=1..max_bound} or its greedy /
     sampling lower bound, as int64 numpy array (entry l-1 is for bound l).
@@ -222,26 +272,55 @@ def bounded_distinct_counts(
     Algorithm 1; collects the edge list up to ``edge_limit``), ``sampling``
     (the paper's baseline). Each entry l has sensitivity l under adding or
     removing one person, and never exceeds the exact DC(D; l).
+    ``item_cap`` (matching only): first truncate each person to that many
+    items in a public hash order (:func:`matching_pairs`). ``edge_limit=None``
+    (matching only) collects without the non-private size refusal.
     """
-    validate_stage_parameters(max_bound, method, shards, edge_limit)
+    validate_stage_parameters(max_bound, method, shards, edge_limit if edge_limit is not None else 1)
     edge_df = edges(df, person_col, item_col)
     if method == "greedy":
         shards = shards or default_shards(df.sparkSession)
         log.info("distinct-count: greedy matching in %d shard(s), bounds 1..%d", shards, max_bound)
-        return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound, ITEM_KEY)
+        return greedy_counts(edge_df, max_bound, shards)
     if method == "sampling":
         log.info("distinct-count: sampling baseline, bounds 1..%d", max_bound)
         return counts_from_round_table(sampling_rounds(edge_df, max_bound, salt), max_bound)
     log.info("distinct-count: exact matching on the driver, bounds 1..%d", max_bound)
-    return matching_counts(edge_df, max_bound, edge_limit)
+    return matching_counts(edge_df, max_bound, edge_limit, item_cap=item_cap)
+
+
+#: Public upper limits on the parameters that size memory or work, checked
+#: before Spark starts (API and CLI). Each names the resource it protects.
+MAX_BOUND_LIMIT = 1_000_000
+MAX_SHARDS = 10_000
+MAX_EDGE_LIMIT = 200_000_000
+
+_LIMIT_REASONS = {
+    "max_bound": (MAX_BOUND_LIMIT, "the driver builds the GEM score and noise-margin tables and the "
+                  "greedy runs up to max_bound rounds, all of size max_bound; a person bound above "
+                  "a million items is never useful"),
+    "shards": (MAX_SHARDS, "each shard is a Spark task and a partition of the shuffle; more "
+               "than 10,000 only adds scheduling overhead and shrinks shards (less accurate)"),
+    "edge_limit": (MAX_EDGE_LIMIT, "exact matching holds every collected (person, item) pair "
+                   "and the flow graph in driver memory (roughly 100 bytes per pair); use "
+                   "method='greedy' for larger inputs"),
+}
+
+
+def _whole(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ParameterError(f"{name} must be a whole number >= 1; got {value!r}.")
+    limit, why = _LIMIT_REASONS[name]
+    if value > limit:
+        raise ParameterError(f"{name} must be at most {limit:,} ({why}); got {value:,}.")
 
 
 def validate_stage_parameters(max_bound, method, shards, edge_limit) -> None:
+    """Check method and the public upper limits of max_bound, shards and
+    edge_limit (before any Spark work)."""
     if method not in METHODS:
         raise ParameterError(f"method must be one of {', '.join(METHODS)}; got {method!r}.")
-    if isinstance(max_bound, bool) or not isinstance(max_bound, (int, np.integer)) or max_bound < 1:
-        raise ParameterError(f"max_bound must be a whole number >= 1; got {max_bound!r}.")
-    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or shards < 1):
-        raise ParameterError(f"shards must be a whole number >= 1; got {shards!r}.")
-    if isinstance(edge_limit, bool) or not isinstance(edge_limit, (int, np.integer)) or edge_limit < 1:
-        raise ParameterError(f"edge_limit must be a whole number >= 1; got {edge_limit!r}.")
+    _whole(max_bound, "max_bound")
+    if shards is not None:
+        _whole(shards, "shards")
+    _whole(edge_limit, "edge_limit")

@@ -99,6 +99,9 @@ def test_person_ids_must_compare_byte_for_byte(spark):
         ({"beta": 0.0}, ParameterError),
         ({"beta": 1.0}, ParameterError),
         ({"max_bound": 0}, ParameterError),
+        ({"max_bound": 1_000_000_000}, ParameterError),
+        ({"shards": 10**6}, ParameterError),
+        ({"method": "matching", "edge_limit": 10**10}, ParameterError),
         ({"method": "magic"}, ParameterError),
         ({"seed": -3}, ParameterError),
         ({"person_col": "nobody"}, SchemaError),
@@ -149,3 +152,37 @@ def test_amazon_fashion_words(spark, amazon_path):
     release = dp_spark.distinct_count(words, "reviewerID", "word", epsilon=2.0, max_bound=99,
                                       method="matching", seed=4)
     assert 1000 <= release.lower_bound <= 1464
+
+
+def test_matching_size_check_is_private_across_the_edge_limit(spark):
+    """Issue 9 finding 3: D has 20 (person, item) pairs, D + one person has
+    21, edge_limit=20. The refusal used to be decided on the true pair count
+    (D released, D' raised). Now both release with the same report shape."""
+    rows = [(p, f"x{p}") for p in range(20)]
+    schema = "person_id long, item string"
+    d = spark.createDataFrame(rows, schema)
+    d_plus = spark.createDataFrame(rows + [(20, "x20")], schema)
+    reports = [dp_spark.distinct_count(t, method="matching", edge_limit=20, max_bound=3, seed=5).to_dict()
+               for t in (d, d_plus)]
+    a, b = reports
+    assert set(a) == set(b) and set(a["parameters"]) == set(b["parameters"])
+    assert a["budget_split"] == b["budget_split"]
+    assert any("matching size check" in step["step"] for step in a["budget_split"])
+    assert sum(step["epsilon"] for step in a["budget_split"]) == pytest.approx(1.0)
+
+
+def test_matching_runs_exactly_when_the_noisy_size_fits(small):
+    fits = dp_spark.distinct_count(small, method="matching", max_bound=20, seed=2).to_dict()
+    assert fits["parameters"]["counted_by"] == "exact matching"
+    assert fits["parameters"]["items_per_person"] == 20
+    # 300 persons, ~3,000 pairs: far above a limit of 100 plus any plausible noise.
+    falls_back = dp_spark.distinct_count(small, method="matching", max_bound=20, edge_limit=100,
+                                         epsilon=50.0, seed=2).to_dict()
+    assert falls_back["parameters"]["counted_by"].startswith("greedy")
+    assert falls_back["parameters"]["shards"] >= 1
+    assert falls_back["budget_split"][0]["step"] == fits["budget_split"][0]["step"]
+
+
+def test_parameter_limits_name_the_limit_and_the_reason(small):
+    with pytest.raises(ParameterError, match=r"max_bound must be at most 1,000,000 \(.*driver"):
+        dp_spark.distinct_count(small, max_bound=1_000_000_000)

@@ -123,6 +123,28 @@ def test_neighbouring_tables_move_each_count_by_at_most_l(spark, method):
         assert np.all(after <= exact_counts({**persons, 1000 + trial: extra}, max_bound))
 
 
+def test_truncated_matching_keeps_sensitivity_and_stays_below_exact(spark):
+    """Matching on each person's first P items (public hash order), the
+    release's exact path: per-person truncation keeps sensitivity l and the
+    counts stay <= DC(D; l); the number of pairs moves by at most P."""
+    from dp_spark.stages.distinct import count_pairs, matching_pairs
+
+    rng = np.random.default_rng(5)
+    max_bound = cap = 4
+    for trial in range(3):
+        persons = {int(p): set(rng.integers(0, 40, rng.integers(1, 12)).astype(str)) for p in range(25)}
+        extra = set(rng.integers(0, 60, rng.integers(1, 15)).astype(str))
+        tables = [_frame(spark, persons), _frame(spark, {**persons, 1000 + trial: extra})]
+        before, after = (bounded_distinct_counts(t, "person_id", "item", max_bound, "matching", item_cap=cap)
+                         for t in tables)
+        diff = after - before
+        assert np.all(diff >= 0) and np.all(diff <= np.arange(1, max_bound + 1)), diff
+        assert np.all(after <= exact_counts({**persons, 1000 + trial: extra}, max_bound))
+        pairs = [count_pairs(matching_pairs(edges(t, "person_id", "item"), cap)) for t in tables]
+        assert 1 <= pairs[1] - pairs[0] <= cap
+        assert pairs[0] == sum(min(len(v), cap) for v in persons.values())
+
+
 def test_greedy_single_shard_close_to_exact_on_random_data(spark):
     rng = np.random.default_rng(3)
     persons = {int(p): set(rng.integers(0, 200, rng.integers(1, 15)).astype(str)) for p in range(80)}
@@ -153,7 +175,8 @@ def test_sampling_depends_on_the_salt_only(spark):
 
 def test_stage_parameter_checks(spark):
     df = spark.createDataFrame([(1, "a")], "person_id long, item string")
-    for kwargs in ({"max_bound": 0}, {"method": "nope"}, {"max_bound": 2, "shards": 0}):
+    for kwargs in ({"max_bound": 0}, {"method": "nope"}, {"max_bound": 2, "shards": 0},
+                   {"max_bound": 10**7}, {"shards": 10**5}, {"edge_limit": 10**9}):
         args = {"max_bound": 2, "method": "greedy", **kwargs}
         with pytest.raises(ParameterError):
             bounded_distinct_counts(df, "person_id", "item", args.pop("max_bound"), args.pop("method"), **args)
