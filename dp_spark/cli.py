@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(exc, verbose)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:  # a stream says what it had released (str(exc))
-        print(f"dp-spark: interrupted; {exc or 'no output was written'}", file=sys.stderr)
+        print(f"dp-spark: interrupted; {str(exc) or 'no output was written'}", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - last resort: one line, no stack
         if os.environ.get("DP_SPARK_DEBUG"):

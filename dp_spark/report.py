@@ -135,6 +135,14 @@ class Release:
         return "\n".join(lines)
 
 
+def _scalar(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
 #: Rows of a released list printed on screen (the rest is in the report).
 SCREEN_ROWS = 10
 
@@ -142,8 +150,13 @@ SCREEN_ROWS = 10
 def _listing(value) -> tuple[str, list[str]]:
     """A released list as a head line and up to SCREEN_ROWS rows: a top-k
     ranking as "1. item", counts as "item  count (σ s)", strings as they are."""
-    if isinstance(value, dict) or not value:
-        return (f"{len(value)} entries (see the report)" if value else "none"), []
+    if not value:
+        return "none", []
+    if isinstance(value, dict):
+        if len(value) <= SCREEN_ROWS and all(isinstance(v, (int, float, str, bool)) or v is None
+                                             for v in value.values()):
+            return ", ".join(f"{k}: {_scalar(v)}" for k, v in value.items()), []
+        return f"{len(value)} entries (see the report)", []
     rows = []
     for i, entry in enumerate(value[:SCREEN_ROWS]):
         if isinstance(entry, dict) and "count" in entry:

@@ -219,8 +219,11 @@ def load_table(spark, opts: dict[str, Any]):
 
     if opts["input"]:
         dropping = opts.get("bad_rows", "drop") == "drop" and _text_format(opts)
-        log.info("reading %s%s", opts["input"], " (rows that do not parse are dropped, --bad-rows drop; "
-                 "how many is not reported)" if dropping else "")
+        if dropping:  # said on every run (also off a terminal); the same words whatever the data
+            log.warning("reading %s (rows that do not parse are dropped, --bad-rows drop; "
+                        "how many is not reported)", opts["input"])
+        else:
+            log.info("reading %s", opts["input"])
         df = read_input(spark, opts["input"], opts["format"], **read_options(opts))
     else:
         from dp_spark.datasets import synthetic_events

@@ -204,7 +204,7 @@ CASES = [
     ("cd-derived-series-exists", "continual-distinct", ["--output", "{t}/new.json"], 2,
      "--series '{t}/new_series.parquet' already exists", "zcdp"),
     ("cd-stream-without-horizon", "continual-distinct", ["--stream", "--input", "{d}/stream_in"], 2,
-     "--stream needs --horizon", "zcdp"),
+     "horizon is required", "zcdp"),
     ("cd-stream-sink-is-input", "continual-distinct", ["--stream", "--input", "{d}/stream_in", "--horizon", "4",
                                                        "--sink", "{d}/stream_in", "--checkpoint", "{t}/ckpt"], 2,
      "--sink '{d}/stream_in' overlaps --input", "zcdp"),
@@ -358,17 +358,30 @@ def test_ctrl_c_exits_130_in_one_line_and_writes_nothing(tmp_path):
     exe = Path(sys.executable).parent / "dp-spark"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     report = tmp_path / "r.json"
+    # stderr is a terminal (a pty), as for a person pressing Ctrl-C: progress lines show there
+    import pty
+
+    master, terminal = pty.openpty()
     proc = subprocess.Popen([str(exe), "distinct-count", "--rows", "50000000", "--master", "local[1]",
-                             "--output", str(report)], stderr=subprocess.PIPE, text=True, env=env)
+                             "--output", str(report)], stderr=terminal, text=True, env=env)
+    os.close(terminal)
+    stderr = os.fdopen(master, "r", errors="replace")
+
+    def read_line() -> str:
+        try:
+            return stderr.readline()
+        except OSError:  # EIO: the other side closed
+            return ""
+
     line = ""
     while "no --input" not in line:  # once the session is up and the run starts (skips JVM notices)
-        line = proc.stderr.readline()
+        line = read_line()
         assert line, "the command ended before it started the run"
     time.sleep(3)
     proc.send_signal(signal.SIGINT)
-    rest = proc.stderr.read()
+    rest = "".join(iter(read_line, "")).replace("\r\n", "\n")
     assert proc.wait(timeout=120) == 130, rest
-    progress = ("WARNING: Using incubator", "dp-spark: distinct-count: ")  # JVM notice, progress lines
+    progress = ("WARNING: Using incubator", "dp-spark: distinct-count: ", "dp-spark [")  # JVM notice, progress
     lines = [line for line in rest.strip().splitlines() if not line.startswith(progress)]
     assert lines == ["dp-spark: interrupted; no output was written"], rest
     assert not report.exists()
