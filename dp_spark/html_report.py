@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from html import escape
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dp_spark import svg_plots as plots
@@ -77,18 +75,9 @@ def render(release, ledger: Mapping[str, Any] | None = None,
 def write_html(path: str | os.PathLike, release, ledger=None, history=None) -> None:
     """Write the page to a local ``path`` atomically (a failed write leaves an
     earlier page intact)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(render(release, ledger=ledger, history=history))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from dp_spark.io import write_text_atomic
+
+    write_text_atomic(path, render(release, ledger=ledger, history=history))
 
 
 def _section(title: str, body: str) -> str:

@@ -252,21 +252,26 @@ def spark_frame(df, name: str = "df"):
     )
 
 
-def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
-    """Write ``payload`` as JSON to a local path atomically."""
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to a local path atomically: a temporary file in
+    the same folder, fsynced, then renamed over the target."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=False, ensure_ascii=False)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
+    """Write ``payload`` as JSON to a local path atomically."""
+    write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
 
 
 def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = False) -> None:
