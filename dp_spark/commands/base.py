@@ -29,11 +29,26 @@ class Option:
         return "--" + self.name.replace("_", "-")
 
 
+#: Largest --rows of built-in synthetic data: it sizes the work (a demo
+#: table of 10^9 rows already takes hours on a small machine).
+MAX_SYNTHETIC_ROWS = 1_000_000_000
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise ValueError(text)
     return value
+
+
+def _rows(text: str) -> int:
+    value = _positive_int(text)
+    if value > MAX_SYNTHETIC_ROWS:
+        raise ValueError(text)
+    return value
+
+
+_rows.__name__ = f"whole number from 1 to {MAX_SYNTHETIC_ROWS:,} (the built-in data's size limit)"
 
 
 _positive_int.__name__ = "whole number >= 1"
@@ -53,7 +68,8 @@ INPUT_OPTIONS = (
     Option("item_col", str, "item", "column holding the item"),
     Option("tokenize", str, "none", "'words': split the item column into words (Unicode letters "
            "and digits, NFKC-normalized and case-folded), one item per word", ("none", "words")),
-    Option("rows", _positive_int, 1_000_000, "rows of built-in synthetic data (no --input)"),
+    Option("rows", _rows, 1_000_000, f"rows of built-in synthetic data (no --input; at most "
+           f"{MAX_SYNTHETIC_ROWS:,})"),
 )
 RUN_OPTIONS = (
     Option("output", str, None, "write the JSON report here (atomically)"),

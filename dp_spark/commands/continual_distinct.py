@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dp_spark.commands.base import RUN_OPTIONS, Option, log
+from dp_spark.commands.base import MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, _rows, log
 from dp_spark.commands.base import load_table as base_load_table
 import dp_spark.continual as _continual
 from dp_spark.continual import MECHANISMS
@@ -42,7 +42,8 @@ OPTIONS = (
     Option("time_col", str, "time", "column with the event time: integer steps, numbers, timestamps or dates"),
     Option("item_col", str, "item", "column identifying the item (the privacy unit)"),
     Option("op_col", str, "op", "column with +1 (insert) or -1 (delete)"),
-    Option("rows", int, 200_000, "events of the built-in synthetic stream (no --input)"),
+    Option("rows", _rows, 200_000, "events of the built-in synthetic stream (no --input; at most "
+           f"{MAX_SYNTHETIC_ROWS:,})"),
     Option("demo_flippancy", int, 16, "largest flippancy of the built-in synthetic stream (no --input)"),
     Option("rho", float, 0.5, "privacy parameter ρ (zCDP) spent by the whole series"),
     Option("horizon", int, None, "number of steps T to release: REQUIRED with --input (a public "

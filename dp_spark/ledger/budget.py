@@ -75,3 +75,19 @@ class LedgerBudget:
 
     def __repr__(self) -> str:
         return f"LedgerBudget({self.ledger.description!r}, {self.name!r}, run_key={self.run_key!r})"
+
+
+def budget_or_ledger(budget, ledger):
+    """The spending object of a release called with ``budget=`` (a
+    PrivacyFilter or a LedgerBudget) or ``ledger=`` (a LedgerBudget, from
+    ``open_ledger(path).budget(name, run_key=...)``); not both."""
+    if ledger is None:
+        return budget
+    if budget is not None:
+        raise ParameterError("give budget= or ledger=, not both (a ledger budget is itself the budget).")
+    if not isinstance(ledger, LedgerBudget):
+        raise ParameterError(
+            "ledger= takes a ledger budget: dp_spark.ledger.open_ledger(PATH).budget(NAME, run_key=...); "
+            f"got {type(ledger).__name__}."
+        )
+    return ledger

@@ -247,6 +247,7 @@ def continual_distinct(
     step_size=None,
     shards: int | None = None,
     budget: PrivacyFilter | None = None,
+    ledger=None,
 ) -> Release:
     """Release the number of present items at every step under item-level ρ-zCDP.
 
@@ -291,6 +292,9 @@ def continual_distinct(
     from dp_spark.io import spark_frame
 
     events_df = spark_frame(events_df, "events_df")  # a pandas DataFrame is converted; other types refused
+    from dp_spark.ledger import budget_or_ledger
+
+    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
     from dp_spark.stages.continual import (
         check_columns,
         continual_summaries,

@@ -133,6 +133,7 @@ def count_release(
     accuracy_factor: float = ACCURACY_FACTOR,
     conversion_delta: float | None = None,
     budget: PrivacyFilter | None = None,
+    ledger=None,
 ) -> Release:
     """Release noisy counts of distinct persons per item, with their σ.
 
@@ -156,6 +157,9 @@ def count_release(
     from dp_spark.io import spark_frame
 
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
+    from dp_spark.ledger import budget_or_ledger
+
+    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
     p = validate(rho, delta, relative_error, kbar, method, seed, max_items=max_items, alpha=alpha,
                  epsilon_min=epsilon_min, delta_min=delta_min, accuracy_factor=accuracy_factor,
                  conversion_delta=conversion_delta)

@@ -214,6 +214,7 @@ def distinct_count(
     shards: int | None = None,
     edge_limit: int = DEFAULT_EDGE_LIMIT,
     budget: PrivacyFilter | None = None,
+    ledger=None,
 ) -> Release:
     """Release the number of distinct items in ``df`` under person-level ε-DP.
 
@@ -239,6 +240,9 @@ def distinct_count(
     from dp_spark.io import spark_frame
 
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
+    from dp_spark.ledger import budget_or_ledger
+
+    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
     epsilon = checks.positive(epsilon, "epsilon")
     beta = checks.open_unit(beta, "beta")
     max_bound = checks.whole(max_bound, "max_bound")

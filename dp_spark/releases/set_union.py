@@ -115,6 +115,7 @@ def set_union(
     shard_cutoff: str = "scaled",
     partitions: int | None = None,
     budget: PrivacyFilter | None = None,
+    ledger=None,
 ) -> Release:
     """Release as many items of ``df`` as possible under person-level (ε, δ)-DP.
 
@@ -152,6 +153,9 @@ def set_union(
     from dp_spark.io import spark_frame
 
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
+    from dp_spark.ledger import budget_or_ledger
+
+    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
     plan = plan_set_union(epsilon, delta, max_items, policy, alpha)  # checks ε, δ, Δ0, α, policy
     seed = checks.seed(seed)
     check_shards(shards)

@@ -248,6 +248,7 @@ def top_k(
     kbar: int | None = None,
     persons: int | None = None,
     budget: PrivacyFilter | None = None,
+    ledger=None,
 ) -> Release:
     """Release the k items with the most distinct persons, in rank order.
 
@@ -277,6 +278,9 @@ def top_k(
     from dp_spark.io import spark_frame
 
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
+    from dp_spark.ledger import budget_or_ledger
+
+    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
     given = method_of(method, mechanism)
     k, epsilon, delta, mechanism, kbar, seed = validate(
         k, epsilon, delta, given, domain is not None, kbar, seed

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import dp_spark
-from dp_spark.accounting import ZCDP, PureDP
+from dp_spark.accounting import ZCDP, ApproxDP, PureDP
 from dp_spark.cli import main
 from dp_spark.errors import BudgetExceededError, SparkJobError
 from dp_spark.ledger import open_ledger
@@ -104,3 +104,35 @@ def test_recreated_stream_is_refused_by_the_ledger(capsys, spark, tmp_path, ledg
     assert "published again with new noise" in err and "\n" not in err
     assert len(_charges(ledger_path, "rho")) == 1
     assert not any((tmp_path / "out").glob("step-*"))
+
+
+def test_every_release_takes_ledger_keyword(spark, ledger_path, unreadable_events):
+    """ledger= (Python) is the same persisted budget as --ledger: each of the
+    five releases charges it before reading data (the crashed read keeps the
+    charge), and budget= together with ledger= is refused."""
+    from dp_spark.errors import ParameterError
+
+    events = spark.createDataFrame([], "time long, item string, op int")
+    calls = {
+        "distinct-count": lambda led: dp_spark.distinct_count(unreadable_events, epsilon=0.1, max_bound=3,
+                                                              shards=1, ledger=led),
+        "top-k": lambda led: dp_spark.top_k(unreadable_events, k=1, epsilon=0.1, delta=1e-9, ledger=led),
+        "set-union": lambda led: dp_spark.set_union(unreadable_events, epsilon=0.1, delta=1e-9, ledger=led),
+        "count-release": lambda led: dp_spark.count_release(unreadable_events, rho=0.01, delta=1e-7, ledger=led),
+    }
+    kinds = {"distinct-count": "approx", "top-k": "approx", "set-union": "approx", "count-release": "rho"}
+    with open_ledger(ledger_path) as led:
+        led.create_budget("approx", ApproxDP(1.0, 1e-5))
+        for name, call in calls.items():
+            before = len(led.history(kinds[name]))
+            with pytest.raises(SparkJobError):
+                call(led.budget(kinds[name]))
+            assert len(led.history(kinds[name])) == before + 1, name
+        before = len(led.history("rho"))
+        dp_spark.continual_distinct(events, rho=0.01, horizon=4, ledger=led.budget("rho"))
+        assert len(led.history("rho")) == before + 1
+        with pytest.raises(ParameterError, match="not both"):
+            dp_spark.distinct_count(unreadable_events, epsilon=0.1, ledger=led.budget("approx"),
+                                    budget=led.budget("approx"))
+        with pytest.raises(ParameterError, match="ledger= takes a ledger budget"):
+            dp_spark.distinct_count(unreadable_events, epsilon=0.1, ledger=ledger_path)
