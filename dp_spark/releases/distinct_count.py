@@ -66,7 +66,6 @@ from dp_spark.selection import generalized_exponential
 from dp_spark.stages.distinct import (
     DEFAULT_EDGE_LIMIT,
     MAX_SHARDS,
-    METHODS,
     bounded_distinct_counts,
     count_pairs,
     greedy_counts,
