@@ -6,7 +6,7 @@ conf/<release>.yaml`` (edit the YAML files to point ``input:`` at your
 tables), each with
 
 * ``--ledger LEDGER --ledger-budget BUDGET --run-key <dag>/<run_id>/<task>``:
-  the release is charged to the named budget of the ledger before any data is
+  the release is charged to a named budget of the ledger before any data is
   read; a retry of the same task instance reuses its run key, so it is not
   charged twice, and a day whose budget is used up is refused before reading;
 * ``--output``, the release's own data outputs, and ``--report-html`` under
@@ -16,10 +16,13 @@ The tasks run one after another (the ledger is one file; one release at a
 time also keeps the cluster's load flat) with ``trigger_rule="all_done"``: a
 release refused by the ledger or failing does not stop the next.
 
-Create the ledger once, before the first run (the DAG never creates or
-resets a budget)::
+A budget holds one kind of guarantee, so the ledger has two: an (ε, δ)
+budget for distinct-count, set-union and top-k, and a zCDP budget for
+count-release and continual-distinct. Create them once, before the first run
+(the DAG never creates or resets a budget)::
 
-    dp-spark ledger create /data/dp/ledger.json daily --epsilon 10 --delta 1e-5 --rho 2
+    dp-spark ledger create /data/dp/ledger.db daily --epsilon 10 --delta 1e-5
+    dp-spark ledger create /data/dp/ledger.db daily-zcdp --rho 2 --delta 1e-5
 
 Settings (environment variables of the scheduler and workers):
 
@@ -27,8 +30,10 @@ Settings (environment variables of the scheduler and workers):
 ``DP_SPARK_HOME``           the dp_spark checkout holding jobs/ and conf/
                             (default: two directories above this file)
 ``DP_SPARK_OUT``            where outputs go (default ``$DP_SPARK_HOME/out/airflow``)
-``DP_SPARK_LEDGER``         the ledger file (default ``$DP_SPARK_OUT/ledger.json``)
-``DP_SPARK_LEDGER_BUDGET``  the budget the releases spend from (default ``daily``)
+``DP_SPARK_LEDGER``         the ledger (SQLite file or postgresql:// URL; default
+                            ``$DP_SPARK_OUT/ledger.db``)
+``DP_SPARK_LEDGER_BUDGET``  the (ε, δ) budget (default ``daily``)
+``DP_SPARK_ZCDP_BUDGET``    the zCDP budget (default ``daily-zcdp``)
 ``DP_SPARK_CONN_ID``        Airflow connection of the Spark master (default
                             ``spark_default``)
 ``DP_SPARK_PYTHON``         the Python with dp_spark installed, for the driver
@@ -52,8 +57,11 @@ except ImportError:  # Airflow 2
 
 HOME = Path(os.environ.get("DP_SPARK_HOME", Path(__file__).resolve().parents[2]))
 OUT = os.environ.get("DP_SPARK_OUT", str(HOME / "out" / "airflow"))
-LEDGER = os.environ.get("DP_SPARK_LEDGER", f"{OUT}/ledger.json")
+LEDGER = os.environ.get("DP_SPARK_LEDGER", f"{OUT}/ledger.db")
 BUDGET = os.environ.get("DP_SPARK_LEDGER_BUDGET", "daily")
+ZCDP_BUDGET = os.environ.get("DP_SPARK_ZCDP_BUDGET", "daily-zcdp")
+#: releases whose guarantee is zCDP: they spend from the zCDP budget
+ZCDP_RELEASES = ("count_release", "continual_distinct")
 CONN_ID = os.environ.get("DP_SPARK_CONN_ID", "spark_default")
 PYTHON = os.environ.get("DP_SPARK_PYTHON")
 
@@ -76,7 +84,7 @@ def release_arguments(task_id: str) -> list[str]:
     args = [
         "--config", str(HOME / "conf" / f"{job}.yaml"),
         "--ledger", LEDGER,
-        "--ledger-budget", BUDGET,
+        "--ledger-budget", ZCDP_BUDGET if task_id in ZCDP_RELEASES else BUDGET,
         "--run-key", f"{{{{ dag.dag_id }}}}/{{{{ run_id }}}}/{task_id}",
         "--output", f"{run_dir}/{job}_report.json",
         "--report-html", f"{run_dir}/{job}_report.html",

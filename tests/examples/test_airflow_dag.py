@@ -155,8 +155,9 @@ def test_dagbag_loads_the_dag_with_one_spark_submit_per_release(airflow_env, tmp
         assert Path(task["application"]).is_file()
         args = task["args"]
         assert args[args.index("--config") + 1] == str(REPO / "conf" / f"{task_id}.yaml")
-        assert args[args.index("--ledger") + 1] == str(out_dir / "ledger.json")
-        assert args[args.index("--ledger-budget") + 1] == "daily"
+        assert args[args.index("--ledger") + 1] == str(out_dir / "ledger.db")
+        zcdp = task_id in ("count_release", "continual_distinct")
+        assert args[args.index("--ledger-budget") + 1] == ("daily-zcdp" if zcdp else "daily")
         assert args[args.index("--run-key") + 1] == f"{{{{ dag.dag_id }}}}/{{{{ run_id }}}}/{task_id}"
         assert args[args.index("--output") + 1] == f"{out_dir}/{{{{ ds }}}}/{task_id}_report.json"
         assert task["upstream"] == ([TASKS[i - 1]] if i else []) and "all_done" in task["trigger_rule"].lower()
@@ -180,10 +181,10 @@ def test_one_task_runs_for_real_on_local_spark(airflow_env, tmp_path):
            "DP_SPARK_CONN_ID": "dp_spark_test", "SPARK_LOCAL_IP": "127.0.0.1"}
     if ledger:
         out_dir.mkdir()
-        made = subprocess.run([str(Path(venv_bin) / "dp-spark"), "ledger", "create", str(out_dir / "ledger.json"),
-                               "daily", "--epsilon", "10", "--delta", "1e-5", "--rho", "2"],
-                              capture_output=True, text=True, env=env, timeout=120)
-        assert made.returncode == 0, made.stderr
+        for budget in (["daily", "--epsilon", "10", "--delta", "1e-5"], ["daily-zcdp", "--rho", "2", "--delta", "1e-5"]):
+            made = subprocess.run([str(Path(venv_bin) / "dp-spark"), "ledger", "create", str(out_dir / "ledger.db"),
+                                   *budget], capture_output=True, text=True, env=env, timeout=120)
+            assert made.returncode == 0, made.stderr
     else:
         print("this CLI has no --ledger yet: the task runs without its three ledger flags", file=sys.stderr)
     result, proc = _run(airflow, env, "distinct_count", "0" if ledger else "1", "1")
@@ -192,3 +193,7 @@ def test_one_task_runs_for_real_on_local_spark(airflow_env, tmp_path):
     assert report["release"] == "distinct-count" and report["epsilon"] == 1.0 and report["seeded"] is False
     page = (out_dir / "2026-11-23" / "distinct_count_report.html").read_text()
     assert "<svg" in page and f"{report['lower_bound']:,}" in page
+    if ledger:  # the run was charged to the (ε, δ) budget, under its run key
+        shown = subprocess.run([str(Path(venv_bin) / "dp-spark"), "ledger", "history", str(out_dir / "ledger.db")],
+                               capture_output=True, text=True, env=env, timeout=120)
+        assert shown.returncode == 0 and "distinct-count" in shown.stdout, shown.stdout + shown.stderr
