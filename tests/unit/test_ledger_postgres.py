@@ -18,6 +18,7 @@ from dp_spark.accounting import ZCDP, PureDP
 from dp_spark.cli import main
 from dp_spark.errors import BudgetExceededError
 from dp_spark.ledger import open_ledger
+from tests.unit.test_ledger import _slow_reads  # one helper holds both races' transactions open
 
 pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'dp_spark[postgres]')")
 
@@ -75,23 +76,6 @@ def test_budget_charges_and_run_keys_on_postgres(postgres_url):
         state = ledger.state("pg-team")
         assert state.charges == 2 and state.spent.rho == pytest.approx(0.48)
         assert [e["release"] for e in ledger.history("pg-team")] == ["distinct-count", "count-release"]
-
-
-def _slow_reads():
-    """Hold each transaction open 0.3 s after reading the budget's state, so
-    the two workers' check-then-record steps overlap unless the budget is locked."""
-    import time
-
-    from dp_spark.ledger.ledger import Ledger
-
-    original = Ledger._state
-
-    def slow(self, cur, name):
-        state = original(self, cur, name)
-        time.sleep(0.3)
-        return state
-
-    Ledger._state = slow
 
 
 def _race(url, barrier, results):
