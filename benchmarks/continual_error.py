@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Timer, command_line, fmt, format_table, run_rng  # noqa: E402
 
-from dp_spark.continual import continual_counts, stream_summaries  # noqa: E402
+from dp_spark.mechanisms.continual_distinct import continual_counts, stream_summaries  # noqa: E402
 
 
 def synthetic_stream(rng: np.random.Generator, horizon: int, items: int, w: int):

@@ -15,7 +15,7 @@ numbers of distinct items (their percentiles; the baseline's m is the TRUE
 95th / 99th percentile, as in the paper — a non-private choice, labelled so).
 
 pcr: the Spark stage (top k̄+1 counts) runs once per data set; the driver loop
-(dp_spark.pcr.private_count_release, exactly what dp_spark.count_release
+(dp_spark.mechanisms.count_release.private_count_release, exactly what dp_spark.count_release
 runs) once per trial. bounded: the full release dp_spark.count_release(...,
 method="bounded", max_items=m) runs once per trial (Spark bounding, Spark-side
 noisy selection, driver counts); "bounded+T" is the same run with the
@@ -103,7 +103,7 @@ def score(rows, truth, r):
 
 def main(argv=None) -> int:
     import dp_spark
-    from dp_spark.pcr import bounded_plan, private_count_release
+    from dp_spark.mechanisms.count_release import bounded_plan, private_count_release
     from dp_spark.stages import item_counts as stage
 
     args = parse_args(argv)

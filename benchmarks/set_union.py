@@ -124,7 +124,7 @@ def mean_sd(values) -> str:
 
 def grid(spark, edge_df, max_items_list, runs, seed, table, resample, shards):
     """released[(policy, Δ0)] = list of release sizes; seconds[(policy, Δ0)]."""
-    from dp_spark.partition_selection import derive_randomness, plan_set_union, shard_cutoff
+    from dp_spark.mechanisms.set_union import derive_randomness, plan_set_union, shard_cutoff
     from dp_spark.stages.set_union import released_items, restricted_sets, weight_histogram
 
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))

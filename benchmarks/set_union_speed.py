@@ -170,7 +170,7 @@ def profile(spark, rows: int, reps: int = 3) -> dict:
     """Where set-union's time goes: the scan, the one-shuffle sequential
     histogram (restriction + policy kernel + shard sum, noop sink) and the
     whole release (adds noise, threshold and the materialized result)."""
-    from dp_spark.partition_selection import plan_set_union, shard_cutoff
+    from dp_spark.mechanisms.set_union import plan_set_union, shard_cutoff
     from dp_spark.stages.edges import edges
     from dp_spark.stages.set_union import DEFAULT_SHARDS, sequential_histogram
 

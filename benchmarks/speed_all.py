@@ -38,7 +38,7 @@ LOWER_IS_BETTER = {"distinct-count / COUNT(DISTINCT)", "set-union / groupBy coun
 
 def joint_driver_seconds(d: int = 1_000_000, k: int = 100, repeats: int = 3) -> float:
     """Median wall seconds of the joint sampler alone (no Spark)."""
-    from dp_spark.selection import joint_top_k
+    from dp_spark.mechanisms.top_k import joint_top_k
 
     rng = np.random.default_rng(0)
     counts = np.floor(1e6 / (rng.permutation(d) + 1.0) ** 1.1).astype(np.int64)

@@ -24,7 +24,7 @@ differentially private, not for publication.
 Metric (Gillenwater et al. 2022, ALGORITHMS.md 3.5): ℓ∞ = max_i (c_(i) −
 c_{s_i}), the true counts of the released items against the true top-k;
 the median over the trials. ``auto`` is dp_spark's default
-(dp_spark.selection.topk_auto: with δ > 0, 5% of ε on a private choice
+(dp_spark.mechanisms.top_k.auto: with δ > 0, 5% of ε on a private choice
 between joint and cdp-peel, the rest on the chosen one); the others get the
 whole (ε, δ). The table prints auto beside the four, the best of the four,
 auto/best and whether auto is within 1.25× of the best (best = 0 needs
@@ -96,8 +96,8 @@ def dataset_counts(spark, name: str, data: Path):
 
 
 def run_mechanism(name, counts, k, epsilon, delta, rng):
-    from dp_spark.selection.topk import cdp_peel_top_k, joint_top_k, pnf_joint_top_k, pnf_peel_top_k
-    from dp_spark.selection.topk_auto import auto_top_k
+    from dp_spark.mechanisms.top_k import cdp_peel_top_k, joint_top_k, pnf_joint_top_k, pnf_peel_top_k
+    from dp_spark.mechanisms.top_k.auto import auto_top_k
 
     if name == "joint":
         return joint_top_k(counts, k, epsilon, rng), name

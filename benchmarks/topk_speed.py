@@ -83,7 +83,7 @@ def measure(spark, rows: int, repeats: int = 3, k: int = 10) -> dict:
 
 
 def main(argv=None) -> int:
-    from dp_spark.selection.topk import cdp_peel_top_k, joint_top_k
+    from dp_spark.mechanisms.top_k import cdp_peel_top_k, joint_top_k
 
     args = parse_args(argv)
     print(f"# {command_line()}")

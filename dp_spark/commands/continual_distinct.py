@@ -26,8 +26,8 @@ from pathlib import Path
 
 from dp_spark.commands.base import MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, _rows, log
 from dp_spark.commands.base import load_table as base_load_table
-import dp_spark.continual as _continual
-from dp_spark.continual import MECHANISMS
+import dp_spark.mechanisms.continual_distinct as _continual
+from dp_spark.mechanisms.continual_distinct import MECHANISMS
 
 NAME = "continual-distinct"
 HELP = "differentially private number of present items at every step of an insert/delete stream"
@@ -106,7 +106,7 @@ def _origin(text):
 def validate(opts) -> None:
     """Check parameters before Spark starts, with the release's own checks."""
     from dp_spark.errors import ParameterError
-    from dp_spark.releases import checks
+    from dp_spark import checks
     from dp_spark.releases.continual_distinct import validate as validate_release
     from dp_spark.stages.continual import validate_mapping_parameters, validate_shards
     from dp_spark.streaming.query import validate_files_per_step, validate_state_partitions, validate_trigger

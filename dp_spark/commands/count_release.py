@@ -43,7 +43,7 @@ def _validate(opts):
 def validate(opts) -> None:
     """Check parameters before Spark starts, with the release's own checks."""
     from dp_spark.errors import ParameterError
-    from dp_spark.releases import checks
+    from dp_spark import checks
 
     _validate(opts)
     if opts["budget_rho"] is not None:

@@ -25,7 +25,7 @@ OPTIONS = INPUT_OPTIONS + (
 
 def validate(opts) -> None:
     """Check parameters before Spark starts, with the release's own checks."""
-    from dp_spark.releases import checks
+    from dp_spark import checks
     from dp_spark.stages.distinct import validate_stage_parameters
 
     checks.positive(opts["epsilon"], "epsilon")

@@ -30,8 +30,8 @@ def validate(opts) -> None:
     """Check parameters before Spark starts, with the release's own checks
     (including the public limits on max_items, shards and alpha)."""
     from dp_spark.errors import ParameterError
-    from dp_spark.releases import checks
-    from dp_spark.partition_selection import plan_set_union
+    from dp_spark import checks
+    from dp_spark.mechanisms.set_union import plan_set_union
     from dp_spark.stages.set_union import check_shards
 
     plan_set_union(opts["epsilon"], opts["delta"], opts["max_items"], opts["policy"], opts["alpha"])

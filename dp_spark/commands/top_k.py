@@ -34,7 +34,7 @@ OPTIONS = INPUT_OPTIONS + (
 
 def validate(opts) -> None:
     """Check parameters before Spark starts, with the release's own checks."""
-    from dp_spark.releases import checks
+    from dp_spark import checks
     from dp_spark.releases.top_k import validate as validate_release
 
     from dp_spark.releases.top_k import method_of

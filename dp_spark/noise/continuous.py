@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dp_spark.noise._checks import Size, check_size, positive_finite
+from dp_spark.checks import Size, positive as positive_finite, size as check_size
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["laplace", "gaussian", "gumbel", "exponential"]

@@ -39,7 +39,7 @@ from fractions import Fraction
 import numpy as np
 
 from dp_spark.errors import ParameterError
-from dp_spark.noise._checks import Size, check_size
+from dp_spark.checks import Size, size as check_size
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["bernoulli_exp", "discrete_laplace", "discrete_gaussian"]

@@ -15,6 +15,7 @@ import numbers
 
 import numpy as np
 
+from dp_spark import checks
 from dp_spark.errors import ParameterError
 
 __all__ = ["make_rng", "spawn_rngs", "check_rng"]
@@ -65,11 +66,4 @@ def spawn_rngs(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
     return [np.random.Generator(bit_generator_type(child)) for child in seed_seq.spawn(n)]
 
 
-def check_rng(rng: object) -> np.random.Generator:
-    """Raise ParameterError unless ``rng`` is a ``numpy.random.Generator``."""
-    if not isinstance(rng, np.random.Generator):
-        raise ParameterError(
-            f"rng must be a numpy.random.Generator (e.g. dp_spark.noise.make_rng()), "
-            f"got {type(rng).__name__}"
-        )
-    return rng
+check_rng = checks.rng  # one rule for every sampler (dp_spark.checks)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from dp_spark.noise._checks import positive_finite, probability
+from dp_spark.checks import positive as positive_finite, probability
 
 __all__ = [
     "laplace_upper_quantile",

@@ -13,7 +13,7 @@ item-level ρ-zCDP for the whole series, reported with its (ε, δ) equivalent
 ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun–Steinke 2016, Prop. 1.3).
 
 Pipeline: Spark stage ``dp_spark.stages.continual.continual_summaries`` (no
-noise; O(T log T) numbers reach the driver) → ``dp_spark.continual.continual_counts``
+noise; O(T log T) numbers reach the driver) → ``dp_spark.mechanisms.continual_distinct.continual_counts``
 (numpy; all noise from an OS-seeded generator) → ``Release`` whose ``series``
 (a pandas DataFrame: step, estimate, std, error_bound, flippancy_bound) is an
 artifact and whose report is ``to_dict()``. Mechanisms (``mechanism=``):
@@ -29,7 +29,7 @@ artifact and whose report is ``to_dict()``. Mechanisms (``mechanism=``):
   periodic recompute (the count every B steps, Gaussian noise, held between).
 
 Constants that are this project's (the paper's are not legible in its seed
-text) are stated in ``dp_spark.continual.mechanisms``; every privacy claim
+text) are stated in ``dp_spark.mechanisms.continual_distinct.mechanisms``; every privacy claim
 rests on a sensitivity bound proved there and property-tested on random
 neighbouring streams.
 """
@@ -43,11 +43,11 @@ import numpy as np
 import pandas as pd
 
 from dp_spark.accounting import ZCDP, PrivacyFilter
-from dp_spark.continual import DEFAULT_METHOD, MECHANISMS, continual_counts, round_up_flippancy
-from dp_spark.continual import budget_split as continual_budget_split
+from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, MECHANISMS, continual_counts, round_up_flippancy
+from dp_spark.mechanisms.continual_distinct import budget_split as continual_budget_split
 from dp_spark.errors import ParameterError
 from dp_spark.noise import make_rng
-from dp_spark.releases import checks
+from dp_spark import checks
 from dp_spark.report import Release
 
 log = logging.getLogger(__name__)

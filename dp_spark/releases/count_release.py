@@ -8,7 +8,7 @@ Data Analytics" (arXiv 2403.05073); ALGORITHMS.md 5.2-5.3.
 stage collects the k̄+1 largest per-item counts of distinct persons (each
 person adds at most 1 to any count, but may touch all of them; no
 contribution bound to tune); the driver loop
-(:func:`dp_spark.pcr.private_count_release`) finds the top
+(:func:`dp_spark.mechanisms.count_release.private_count_release`) finds the top
 remaining item with Unknown Domain Gumbel at a growing ε under a zCDP
 privacy filter and releases its count with discrete Gaussian noise of
 σ = max(σ_r(ε), 2/ε), until ρ or δ would be overspent (or k̄ counts are out).
@@ -18,9 +18,9 @@ person keeps at most m = ``max_items`` distinct items (salted hash, in
 Spark), Gaussian-threshold partition selection on the bounded data (share α
 of ρ, all of δ), then discrete Gaussian counts of the selected items (the
 rest of ρ, L2 sensitivity sqrt(m)), optionally dropping noisy counts below
-T = (2 + r)σ/r (:mod:`dp_spark.pcr.bounded`). Both noises are drawn inside
+T = (2 + r)σ/r (:mod:`dp_spark.mechanisms.count_release.bounded`). Both noises are drawn inside
 Spark by the mechanism layer's pure functions, keyed per item
-(:mod:`dp_spark.pcr.keyed`); the selected items stay a DataFrame and only the
+(:mod:`dp_spark.mechanisms.count_release.keyed`); the selected items stay a DataFrame and only the
 released rows reach the driver.
 
 Both: δ-approximate ρ-zCDP (add or remove one person), stated with the
@@ -28,7 +28,7 @@ Both: δ-approximate ρ-zCDP (add or remove one person), stated with the
 (default δ). Every released count carries its σ; a pcr count also carries
 the threshold T of the selection that found it and ``p_within_r``, a lower
 bound on the probability that it is within relative error r of the truth
-when the true count is at least T (:func:`dp_spark.pcr.loop.within_relative_error_probability`).
+when the true count is at least T (:func:`dp_spark.mechanisms.count_release.loop.within_relative_error_probability`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from dp_spark.accounting import PrivacyFilter, ZCDP
-from dp_spark.pcr import (
+from dp_spark.mechanisms.count_release import (
     ACCURACY_FACTOR,
     DELTA_MIN,
     EPSILON_MIN,
@@ -54,7 +54,7 @@ from dp_spark.pcr import (
 )
 from dp_spark.errors import ParameterError
 from dp_spark.noise import make_rng
-from dp_spark.releases import checks
+from dp_spark import checks
 from dp_spark.report import Release
 from dp_spark.stages import item_counts as stage
 

@@ -60,9 +60,9 @@ from dp_spark.noise import (
     discrete_laplace_upper_quantile,
     make_rng,
 )
-from dp_spark.releases import checks
+from dp_spark import checks
 from dp_spark.report import Release
-from dp_spark.selection import generalized_exponential
+from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
 from dp_spark.stages.distinct import (
     DEFAULT_EDGE_LIMIT,
     MAX_SHARDS,

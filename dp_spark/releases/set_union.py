@@ -52,8 +52,8 @@ than 1e-9 per person); with ``shards`` > 1 (default 8) the sequential
 policies run per shard, each with the cutoff Γ/√shards by default, and the
 shard histograms are added in shard order (privacy as for one shard, for any
 cutoff; see
-:mod:`dp_spark.partition_selection.policies` and
-:func:`dp_spark.partition_selection.shard_cutoff`). ``shards=1`` is the paper's
+:mod:`dp_spark.mechanisms.set_union.policies` and
+:func:`dp_spark.mechanisms.set_union.shard_cutoff`). ``shards=1`` is the paper's
 algorithm.
 """
 
@@ -63,10 +63,10 @@ import logging
 
 from dp_spark.accounting import ApproxDP, PrivacyFilter
 from dp_spark.noise import make_rng
-from dp_spark.releases import checks
+from dp_spark import checks
 from dp_spark.report import Release
-from dp_spark.partition_selection import SEQUENTIAL, derive_randomness, plan_set_union
-from dp_spark.partition_selection import shard_cutoff as cutoff_per_shard
+from dp_spark.mechanisms.set_union import SEQUENTIAL, derive_randomness, plan_set_union
+from dp_spark.mechanisms.set_union import shard_cutoff as cutoff_per_shard
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import edges
 from dp_spark.stages.set_union import DEFAULT_SHARDS, check_shards, materialize, set_union_items
@@ -135,7 +135,7 @@ def set_union(
     the same call releases a set of the same expected size everywhere); 1 is
     the paper's single pass. ``shard_cutoff``: each shard's cutoff,
     ``scaled`` (Γ/√shards, default) or ``full`` (Γ); privacy is the same
-    (:func:`dp_spark.partition_selection.shard_cutoff`).
+    (:func:`dp_spark.mechanisms.set_union.shard_cutoff`).
 
     Returns a Release whose ``items`` attribute is a Spark DataFrame with one
     column ``item``, computed once inside this call and stored by the

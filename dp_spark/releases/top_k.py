@@ -6,7 +6,7 @@ reduces the table to per-item counts of distinct persons (each person adds at
 most 1 to any count, all counts move the same way) — over a public domain
 (one count per domain item, items absent from the data count 0) or, without
 one, the k̄+1 largest counts. The driver then runs one mechanism of
-:mod:`dp_spark.selection.topk` (ALGORITHMS.md sections 3 and 5.1):
+:mod:`dp_spark.mechanisms.top_k` (ALGORITHMS.md sections 3 and 5.1):
 
 ==================  =============================================  ==================
 mechanism           paper / algorithm                              guarantee
@@ -23,14 +23,14 @@ mechanism           paper / algorithm                              guarantee
 
 ``pnf-joint`` is numerically safe for every input here: its MaxExpo draws are
 evaluated from ln E − ln m in a form accurate for any group size (see
-``dp_spark.selection.topk._max_exponential``), so the paper's overflow for
+``dp_spark.mechanisms.top_k._max_exponential``), so the paper's overflow for
 large k does not occur; should a draw ever come out non-finite it refuses with
 a ParameterError naming ``joint`` instead of sampling a wrong distribution.
 
 All but ``unknown-domain`` need a public domain fixed before seeing the data:
 using the items observed in the data as the domain is not private (whether
 an item appears at all can depend on one person). ``auto`` (the default;
-:mod:`dp_spark.selection.topk_auto`) is ``unknown-domain`` without a domain;
+:mod:`dp_spark.mechanisms.top_k.auto`) is ``unknown-domain`` without a domain;
 with one it picks, per call, the mechanism with the smallest predicted error:
 with δ = 0 only pure mechanisms are allowed and it is ``joint`` (decided from
 public parameters, nothing spent on the choice); with δ > 0 it spends 5% of ε
@@ -60,9 +60,9 @@ import numbers
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP, ZCDP
 from dp_spark.errors import ParameterError
 from dp_spark.noise import make_rng
-from dp_spark.releases import checks
+from dp_spark import checks
 from dp_spark.report import Release
-from dp_spark.selection.topk import (
+from dp_spark.mechanisms.top_k import (
     cdp_peel_epsilon_per_step,
     cdp_peel_top_k,
     joint_top_k,
@@ -72,7 +72,7 @@ from dp_spark.selection.topk import (
     unknown_domain_gumbel,
     unknown_domain_threshold,
 )
-from dp_spark.selection.topk_auto import AUTO_SHARE, AutoChoice, choose_mechanism
+from dp_spark.mechanisms.top_k.auto import AUTO_SHARE, AutoChoice, choose_mechanism
 from dp_spark.stages import item_counts as stage
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def method_of(method, mechanism) -> str:
 
 def resolve_mechanism(mechanism: str, has_domain: bool) -> str:
     """``auto`` stays ``auto`` with a public domain (the choice is made on the
-    driver, :mod:`dp_spark.selection.topk_auto`) and is ``unknown-domain``
+    driver, :mod:`dp_spark.mechanisms.top_k.auto`) and is ``unknown-domain``
     without one; refuses a domain mechanism without a domain (ParameterError)."""
     if mechanism not in MECHANISMS:
         raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}; got {mechanism!r} "

@@ -3,7 +3,7 @@
 Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements in
 the Turnstile Model with Differential Privacy under Continual Observation"
 (NeurIPS 2023). From an event table ``(time, item, op)`` this stage computes
-exactly the arrays ``dp_spark.continual.StreamSummaries`` holds — per step the
+exactly the arrays ``dp_spark.mechanisms.continual_distinct.StreamSummaries`` holds — per step the
 change of the number of present items, the same change under flippancy
 truncation at every w = 2^j (Algorithm 1's input), and the number of items
 whose flippancy so far exceeds w (Algorithm 3's sparse-vector queries) — and
@@ -24,13 +24,13 @@ How (DataFrame API only, so it runs on Spark Connect too):
    error, nothing counted).
 3. Items go to shards by ``pmod(xxhash64(item), shards)``; one
    ``applyInPandas`` call per shard runs the sequential per-item work with the
-   numpy kernels of ``dp_spark.continual.stream`` (sort by item, step, raw
+   numpy kernels of ``dp_spark.summaries.continual_distinct`` (sort by item, step, raw
    time, inserts first; clamped counts; end-of-step existence; running flip
    number k) and sums the flips per (step, level) cell, level = the smallest
    j with k <= 2^j. Flips depend on one item's events only, so shard cells
    add up; Spark sums them per cell and the driver rebuilds the arrays
    (``summaries_from_cells``). The result equals
-   ``dp_spark.continual.stream_summaries`` on the same events exactly (tested).
+   ``dp_spark.mechanisms.continual_distinct.stream_summaries`` on the same events exactly (tested).
 
 Rules for bad input (the stage's contract; the release states them):
 
@@ -78,7 +78,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dp_spark.continual import StreamSummaries, flip_cells, flip_events, summaries_from_cells
+from dp_spark.summaries.continual_distinct import StreamSummaries, flip_cells, flip_events, summaries_from_cells
 from dp_spark.errors import ParameterError, SchemaError
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.distinct import default_shards
@@ -472,7 +472,7 @@ def continual_summaries(
     """Exact continual-release summaries of an event table (one Spark job).
 
     Returns NON-PRIVATE arrays of the stage (module docstring); the caller
-    must pass them through a mechanism of ``dp_spark.continual`` before
+    must pass them through a mechanism of ``dp_spark.mechanisms.continual_distinct`` before
     releasing anything. ``horizon`` is REQUIRED (ParameterError before any
     read otherwise); events outside steps 1..horizon, and rows with a bad
     value, are dropped per event (``valid_events``). ``max_level`` J defaults

@@ -8,7 +8,7 @@ with at least one row holding x. Adding or removing one person (all of their
 rows) changes every count by at most 1, and all counts move in the same
 direction (up when a person is added, down when removed); a person may touch
 every count. This is the histogram the top-k mechanisms
-(:mod:`dp_spark.selection.topk`) and Private Count Release assume.
+(:mod:`dp_spark.mechanisms.top_k`) and Private Count Release assume.
 
 What reaches the driver is bounded by the job's parameters, never by the
 number of persons or rows:
@@ -22,7 +22,7 @@ number of persons or rows:
   contribution-bounding baseline: each person keeps at most m distinct items
   chosen by a salted hash (uniformly random-looking); the mechanism layer's
   noisy threshold and its count noise run inside ``mapInPandas`` (noise
-  keyed per item, :mod:`dp_spark.pcr.keyed`), the selected items stay a
+  keyed per item, :mod:`dp_spark.mechanisms.count_release.keyed`), the selected items stay a
   DataFrame, and only the released (item, noisy count) rows — the output —
   are collected.
 
@@ -208,7 +208,7 @@ def select_items(counts_df: DataFrame, select: Callable[[np.ndarray, np.ndarray]
     """(item): the items of an (item, count) DataFrame whose noisy count
     clears a threshold, decided inside Spark by ``select(items, counts)`` (a
     picklable pure-numpy function from the mechanism layer, e.g.
-    ``functools.partial(dp_spark.pcr.gaussian_threshold_select, ...)``).
+    ``functools.partial(dp_spark.mechanisms.count_release.gaussian_threshold_select, ...)``).
     Lazy, nothing is collected. ``select`` must key each item's noise by the
     item (as the mechanism layer's keyed functions do): then every
     evaluation of the result, and every retried task, selects the same items
@@ -233,7 +233,7 @@ def noisy_counts_of_items(counts_df: DataFrame, items_df: DataFrame,
     privately) with its count in ``counts_df`` (0 when absent) plus noise
     drawn inside Spark by ``add_noise(items, counts)`` (a pure-numpy
     mechanism-layer function keyed per item, e.g.
-    ``functools.partial(dp_spark.pcr.keyed_noisy_counts, ...)``). Lazy; the
+    ``functools.partial(dp_spark.mechanisms.count_release.keyed_noisy_counts, ...)``). Lazy; the
     counts are private only if ``add_noise`` is a DP mechanism for them."""
     joined = (
         items_df.select(ITEM)

@@ -15,12 +15,12 @@ Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
    restriction and the kernel in one pass over sorted rows; the same
    histogram bit for bit).
 3. :func:`released_items` — noise and threshold inside Spark (``mapInPandas``
-   calling :func:`dp_spark.partition_selection.release_mask` with a generator per
+   calling :func:`dp_spark.mechanisms.set_union.release_mask` with a generator per
    partition); only the column ``item`` of the released items remains.
 
 No privacy noise is drawn in this module: step 3 calls the mechanism layer's
 noise function inside the executors. The privacy argument (facts (S) and (T))
-is in :mod:`dp_spark.partition_selection.policies`; what this module must and does
+is in :mod:`dp_spark.mechanisms.set_union.policies`; what this module must and does
 guarantee for it is stated at each function: a person's restricted set and
 shard depend only on that person's own rows, and a shard's persons are
 visited in an order that depends only on their ids.
@@ -53,7 +53,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError
-from dp_spark.partition_selection import (
+from dp_spark.mechanisms.set_union import (
     PARTITIONS_LIMIT,
     SEQUENTIAL,
     SHARDS_LIMIT,
@@ -107,8 +107,8 @@ __all__ = [
 
 def check_shards(shards, name: str = "shards") -> None:
     """``shards`` / ``partitions``: None or a whole number in [1, the public
-    limit] (:data:`dp_spark.partition_selection.SHARDS_LIMIT`,
-    :data:`~dp_spark.partition_selection.PARTITIONS_LIMIT`)."""
+    limit] (:data:`dp_spark.mechanisms.set_union.SHARDS_LIMIT`,
+    :data:`~dp_spark.mechanisms.set_union.PARTITIONS_LIMIT`)."""
     limit = SHARDS_LIMIT if name == "shards" else PARTITIONS_LIMIT
     check_whole(shards, name, limit, none_ok=True)
 
@@ -171,7 +171,7 @@ def _largest_integer(guess: Column, fits) -> Column:
 def person_units_column(policy: str, size: Column) -> Column:
     """The additive policies' per-item increment of a person keeping ``size``
     items, in units of 2^-30 rounded DOWN — Spark built-ins computing exactly
-    :func:`dp_spark.partition_selection.person_units` (a long): 2^30 (count),
+    :func:`dp_spark.mechanisms.set_union.person_units` (a long): 2^30 (count),
     ⌊2^30/size⌋ (weighted-laplace), ⌊2^30/√size⌋ (weighted-gaussian). The
     floating-point quotient is only a first guess; the result is the largest
     u with u·size ≤ 2^30 resp. u²·size ≤ 2^60, checked in long arithmetic."""
@@ -246,16 +246,16 @@ def weight_histogram(
     the result does not depend on the order Spark adds them in — and the
     weight is units·2^-30. Rounding down keeps the ℓ1 (Laplace) / ℓ2
     (Gaussian) sensitivity ≤ 1 exactly (Count: Δ0) and fact (T)
-    (:mod:`dp_spark.partition_selection.policies`).
+    (:mod:`dp_spark.mechanisms.set_union.policies`).
 
     ``policy-laplace`` / ``policy-gaussian`` are sequential (``gamma`` is the
-    cutoff every shard runs with; see :func:`dp_spark.partition_selection.shard_cutoff`
+    cutoff every shard runs with; see :func:`dp_spark.mechanisms.set_union.shard_cutoff`
     — privacy holds for any cutoff): person p goes to
     shard pmod(murmur3(p), shards) (Spark's hash partitioning of the person
     id, so a shard is a Spark partition); inside a shard persons are visited
     in the order (xxhash64(person), person), a total order fixed by the ids
     alone; each shard builds its own histogram with the kernel of
-    :mod:`dp_spark.partition_selection.policies` and the shard histograms are added,
+    :mod:`dp_spark.mechanisms.set_union.policies` and the shard histograms are added,
     for each item in shard order 0, 1, … (a fixed sequence of float64
     additions over at most ``shards`` values, so the same bits on every
     evaluation). Adding or removing one person changes one shard only, so the
@@ -430,7 +430,7 @@ def _threshold_partition(
     """mapInPandas body: release the items of one partition whose weight plus
     fresh noise clears ρ. The generator is the root's child for this
     partition (its id arrives as a column); noise is drawn by the mechanism
-    layer (:func:`dp_spark.partition_selection.release_mask`), not here."""
+    layer (:func:`dp_spark.mechanisms.set_union.release_mask`), not here."""
     rng = None
     for batch in batches:
         if not len(batch):
@@ -506,7 +506,7 @@ def set_union_items(
     constants in ``plan``: (plan.epsilon, plan.delta)-DP at person level.
     Sequential policies run in ``shards`` shards (default
     :data:`DEFAULT_SHARDS`, fixed), each with the cutoff
-    :func:`dp_spark.partition_selection.shard_cutoff` (Γ, rule); the noise step
+    :func:`dp_spark.mechanisms.set_union.shard_cutoff` (Γ, rule); the noise step
     runs in ``partitions`` partitions (default :func:`default_partitions`).
     Lazy: nothing runs until an action on the result."""
     spark = df.sparkSession

@@ -9,7 +9,7 @@
 
 Guarantee: item-level ρ-zCDP for the whole series, ρ spent once per
 checkpoint (Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, NeurIPS 2023;
-mechanisms in ``dp_spark.continual``), provided the step grid — which source
+mechanisms in ``dp_spark.mechanisms.continual_distinct``), provided the step grid — which source
 files form which step — does not depend on the data (see
 ``dp_spark.streaming.query``: prefer available-now with one file set per
 fixed period, empty files included).

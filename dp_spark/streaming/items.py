@@ -3,10 +3,10 @@
 ``applyInPandasWithState`` grouped by item keeps, for every item, its count
 and its running flippancy (number of flips so far). Each micro-batch is one
 step: the item's events in the batch are applied with the stream rules
-(``dp_spark.continual.count_after``: raw-time order, equal times inserts
+(``dp_spark.mechanisms.continual_distinct.count_after``: raw-time order, equal times inserts
 first, deletes at zero ignored); if its end-of-step existence changed, the
 item emits one row: the (level, delta, cross) cell of that flip, computed
-by the same kernel as the batch stage (``dp_spark.continual.flip_cells``).
+by the same kernel as the batch stage (``dp_spark.mechanisms.continual_distinct.flip_cells``).
 Summing these rows per level over a micro-batch gives the step's column of
 ``StreamSummaries`` (the driver adds ``cross`` to running totals).
 
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import types as T
 
-from dp_spark.continual import FlipEvents, count_after, flip_cells
+from dp_spark.summaries.continual_distinct import FlipEvents, count_after, flip_cells
 
 LEVEL = "level"
 DELTA = "delta"

@@ -2,14 +2,14 @@
 
 The online form of the continual-distinct release (Jain, Kalemaj,
 Raskhodnikova, Sivakumar, Smith, NeurIPS 2023; Algorithms 1–3 as in
-``dp_spark.continual``), on Spark Structured Streaming:
+``dp_spark.mechanisms.continual_distinct``), on Spark Structured Streaming:
 
 - Source: a directory of event files (JSON lines, CSV with header, Parquet)
   read with ``readStream``; ``files_per_step`` files per micro-batch.
 - Each micro-batch is one step t (the step grid, below). Per-item state
   (count, flippancy) lives in Spark (``applyInPandasWithState``,
   ``dp_spark.streaming.items``); only the step's O(log T) sums reach the driver.
-- The driver feeds them to a ``dp_spark.continual.ContinualCounter`` (the
+- The driver feeds them to a ``dp_spark.mechanisms.continual_distinct.ContinualCounter`` (the
   tree mechanisms and the sparse vector, all noise drawn on the driver from
   an OS-seeded generator) inside ``foreachBatch``, saves the counter state
   atomically together with the step index and the micro-batch id
@@ -90,7 +90,7 @@ import numpy as np
 from pyspark.sql import functions as F
 
 from dp_spark.accounting import ZCDP, PrivacyFilter
-from dp_spark.continual import DEFAULT_METHOD, ContinualCounter
+from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, ContinualCounter
 from dp_spark.errors import InputError, ParameterError, SparkJobError
 from dp_spark.noise import make_rng
 from dp_spark.releases.continual_distinct import (

@@ -34,15 +34,15 @@ import pytest
 from pyspark.sql import functions as F
 
 import dp_spark
-from dp_spark.pcr import keyed as pcr_keyed
-from dp_spark.pcr import keyed_noisy_counts, noise_key
+from dp_spark.mechanisms.count_release import keyed as pcr_keyed
+from dp_spark.mechanisms.count_release import keyed_noisy_counts, noise_key
 
 CONTINUOUS = ("normal", "standard_normal", "laplace", "logistic", "gumbel", "exponential",
               "standard_exponential", "uniform", "random", "gamma", "standard_gamma", "lognormal",
               "standard_cauchy", "standard_t", "beta", "chisquare", "wald", "weibull")
 
 #: Modules whose continuous noise only decides comparisons or an argmax.
-COMPARISON_ONLY = ("dp_spark.selection.", "dp_spark.continual.svt", "dp_spark.partition_selection.thresholding")
+COMPARISON_ONLY = ("dp_spark.mechanisms.exponential", "dp_spark.mechanisms.top_k.", "dp_spark.mechanisms.distinct_count.gem", "dp_spark.mechanisms.continual_distinct.svt", "dp_spark.mechanisms.set_union.thresholding")
 
 
 def _caller() -> str:
@@ -147,7 +147,7 @@ def test_bounded_count_noise_drawn_in_spark_is_integer(monkeypatch):
         gen.calls = calls
         return gen
 
-    monkeypatch.setattr("dp_spark.pcr.bounded.item_generator", recording_item_generator)
+    monkeypatch.setattr("dp_spark.mechanisms.count_release.bounded.item_generator", recording_item_generator)
     items = [f"i{j}" for j in range(200)]
     noisy = keyed_noisy_counts(items, np.arange(200), sigma=3.0, key=noise_key(np.random.default_rng(1)))
     assert noisy.dtype == np.int64 and not np.array_equal(noisy, np.arange(200))
@@ -167,7 +167,7 @@ def test_continual_distinct_adds_integer_noise(events, recorder, mechanism):
 def test_the_recorder_catches_float_noise_on_a_count(people, recorder, monkeypatch):
     """A deliberately broken count-release (float Gaussian added to the
     released count, as the paper writes it) is caught."""
-    from dp_spark.pcr import loop
+    from dp_spark.mechanisms.count_release import loop
 
     monkeypatch.setattr(loop, "discrete_gaussian", lambda sigma, rng: rng.normal(0.0, sigma))
     release = dp_spark.count_release(people, 1.0, 1e-6, kbar=20, seed=3)

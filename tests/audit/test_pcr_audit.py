@@ -32,7 +32,7 @@ import pytest
 
 from dp_spark.accounting import ZCDP, bounded_range_to_zcdp, gaussian_zcdp, ratio_up
 from dp_spark.noise import discrete_gaussian
-from dp_spark.pcr import (
+from dp_spark.mechanisms.count_release import (
     bounded_plan,
     gaussian_threshold_select,
     keyed_noisy_counts,
@@ -40,9 +40,9 @@ from dp_spark.pcr import (
     pcr_sigma,
     private_count_release,
 )
-from dp_spark.pcr import loop as pcr_loop
-from dp_spark.selection import topk
-from dp_spark.selection.topk import unknown_domain_threshold
+from dp_spark.mechanisms.count_release import loop as pcr_loop
+from dp_spark.mechanisms.top_k import unknown_domain as topk
+from dp_spark.mechanisms.top_k import unknown_domain_threshold
 from tests.audit.conftest import assert_detects
 from tests.audit.stats import epsilon_lower_bound
 

@@ -1,9 +1,9 @@
 """Audit of DP Set Union (Gopi et al., ICML 2020, Algorithm 1) for every policy.
 
 Two worst cases per policy, both run through the real mechanism: the policy
-kernel (:func:`dp_spark.partition_selection.build_histogram`, one shard with
+kernel (:func:`dp_spark.mechanisms.set_union.build_histogram`, one shard with
 the cutoff Γ of the plan) builds the histograms of D and D' = D + one person
-y, and :func:`dp_spark.partition_selection.release_mask` adds the noise and
+y, and :func:`dp_spark.mechanisms.set_union.release_mask` adds the noise and
 applies ρ, ``TRIALS`` times per input (one vectorized call, fixed test seeds).
 
 1. y adds weight to items others hold (the noise step's (ε, δ_noise) claim;
@@ -33,7 +33,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dp_spark.partition_selection import (
+from dp_spark.mechanisms.set_union import (
     POLICIES,
     SEQUENTIAL,
     build_histogram,

@@ -1,5 +1,5 @@
 """Privacy audit of the sparse vector (AboveThreshold round) used by
-continual-distinct's adaptive and auto methods (dp_spark.continual.svt).
+continual-distinct's adaptive and auto methods (dp_spark.mechanisms.continual_distinct.svt).
 
 Claim: one round with ε₀ = sqrt(2ρ/c) is ε₀-DP for sensitivity-1 queries
 (Dwork–Roth Thm 3.23: threshold noise b₁ = 2/ε₀, query noise b₂ = 4/ε₀).
@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import stats
 
-from dp_spark.continual.svt import SparseVector
+from dp_spark.mechanisms.continual_distinct.svt import SparseVector
 from dp_spark.noise.discrete_batch import discrete_laplace_batch
 from tests.audit.conftest import assert_detects
 from tests.audit.stats import epsilon_lower_bound

@@ -15,14 +15,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dp_spark.selection.topk import (
+from dp_spark.mechanisms.top_k import (
     cdp_peel_top_k,
     joint_top_k,
     pnf_joint_top_k,
     pnf_peel_top_k,
     unknown_domain_gumbel,
 )
-from dp_spark.selection.topk_auto import auto_anchor_ranks, noisy_rank_counts
+from dp_spark.mechanisms.top_k.auto import auto_anchor_ranks, noisy_rank_counts
 from tests.audit.conftest import assert_detects
 from tests.audit.stats import epsilon_lower_bound
 

@@ -13,7 +13,7 @@ import pytest
 import dp_spark
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.cli import main
-from dp_spark.continual import existence_and_flippancy, stream_summaries, summaries_from_existence
+from dp_spark.mechanisms.continual_distinct import existence_and_flippancy, stream_summaries, summaries_from_existence
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
 from dp_spark.stages.continual import MAX_HORIZON, continual_summaries, driver_bytes
 

@@ -17,7 +17,7 @@ import pytest
 
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.cli import main
-from dp_spark.continual import ContinualCounter, stream_summaries
+from dp_spark.mechanisms.continual_distinct import ContinualCounter, stream_summaries
 from dp_spark.errors import InputError, ParameterError, SchemaError, SparkJobError
 from dp_spark.marking import mark_record  # a seeded run's sink records are marked
 from dp_spark.noise import make_rng

@@ -17,7 +17,7 @@ from scipy.stats import chisquare
 import dp_spark
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.cli import main
-from dp_spark.pcr import (
+from dp_spark.mechanisms.count_release import (
     gaussian_threshold_select,
     keyed_noisy_counts,
     noise_key,
@@ -105,7 +105,7 @@ def test_noisy_selection_and_counts_inside_spark(spark, counts_table):
 # ------------------------------------------------------------------ release
 
 def test_public_name_is_the_release_function():
-    """The mechanism package (dp_spark.pcr, imported above) must not shadow
+    """The mechanism package (dp_spark.mechanisms.count_release, imported above) must not shadow
     the lazily exported function dp_spark.count_release."""
     from dp_spark.releases.count_release import count_release
 

@@ -27,7 +27,7 @@ from dp_spark.accounting import ApproxDP, PrivacyFilter
 from dp_spark.cli import main
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
 from dp_spark.noise import make_rng
-from dp_spark.partition_selection import (
+from dp_spark.mechanisms.set_union import (
     POLICIES,
     SEQUENTIAL,
     NoiseRoot,
@@ -103,7 +103,7 @@ def test_restriction_is_a_uniform_choice(spark):
 # ---------------------------------------------------------------- histograms
 
 def emulate(sets_rows, policy, gamma, shards):
-    """The kernel of dp_spark.partition_selection over the shards, persons in hashed order."""
+    """The kernel of dp_spark.mechanisms.set_union over the shards, persons in hashed order."""
     codes = {}
     total = {}
     for s in range(shards):

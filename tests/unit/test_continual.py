@@ -1,4 +1,4 @@
-"""Tests for dp_spark.continual (continual release of distinct counts, numpy only)."""
+"""Tests for dp_spark.mechanisms.continual_distinct (continual release of distinct counts, numpy only)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dp_spark.continual import (
+from dp_spark.mechanisms.continual_distinct import (
     BinaryTreeMechanism,
     ContinualCounter,
     count_after,
@@ -34,7 +34,7 @@ from dp_spark.continual import (
     summaries_from_existence,
     truncate_existence,
 )
-from dp_spark.continual.relations import sensitivity_factor
+from dp_spark.mechanisms.continual_distinct.relations import sensitivity_factor
 from dp_spark.errors import ParameterError
 
 # ---------------------------------------------------------------- hand-worked stream
@@ -373,7 +373,7 @@ def test_subset_neighbours_move_tree_nodes_within_the_kappa_bound(case):
     """The paper's relation (Definition 1.2): ANY subset of one item's events
     replaced by no-ops. Each node moves by ≤ 2, each level by ℓ2² ≤ 4w, the tree
     by ≤ κ·w·L with κ = 4 = sensitivity_factor("subset"); sparse-vector queries
-    and counts move by ≤ 1 (``dp_spark.continual.relations``)."""
+    and counts move by ≤ 1 (``dp_spark.mechanisms.continual_distinct.relations``)."""
     horizon, events, neighbour = case
     x, y = _summaries(events, horizon), _summaries(neighbour, horizon)
     levels = num_levels(horizon)
@@ -641,14 +641,14 @@ def test_online_counter_checkpoint_restart(mechanism):
 
 
 def test_mechanism_layer_does_not_import_spark_or_pandas():
-    code = "import sys, dp_spark.continual; print('pyspark' in sys.modules, 'pandas' in sys.modules)"
+    code = "import sys, dp_spark.mechanisms.continual_distinct; print('pyspark' in sys.modules, 'pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
 
 
 # ---------------------------------------------------------------- "auto", exact noise, error bounds
-from dp_spark.continual import DEFAULT_METHOD, MECHANISMS, budget_split  # noqa: E402
-from dp_spark.continual.auto import auto_plan, auto_run  # noqa: E402
+from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, MECHANISMS, budget_split  # noqa: E402
+from dp_spark.mechanisms.continual_distinct.auto import auto_plan, auto_run  # noqa: E402
 
 
 class _IntegerOnlyGenerator(np.random.Generator):
@@ -697,7 +697,7 @@ def test_default_method_is_auto_and_listed():
     st.integers(0, 10_000),
 )
 def test_auto_never_spends_more_than_rho_on_any_path(horizon, rho, relation, tree_levels, g, seed):
-    """Privacy of "auto" (proof in dp_spark.continual.auto): whatever path the
+    """Privacy of "auto" (proof in dp_spark.mechanisms.continual_distinct.auto): whatever path the
     sparse vector takes, ρ_svt + (trees started + baseline) ≤ ρ, and the
     public ledger sums to ρ; the online counter charges the same phases."""
     rng = np.random.default_rng(seed)

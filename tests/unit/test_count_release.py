@@ -18,7 +18,7 @@ from scipy.stats import kstest, norm
 
 from dp_spark.accounting import bounded_range_to_zcdp
 from dp_spark.noise import discrete_gaussian
-from dp_spark.pcr import (
+from dp_spark.mechanisms.count_release import (
     bounded_plan,
     gaussian_threshold_select,
     item_generator,
@@ -30,9 +30,9 @@ from dp_spark.pcr import (
     selection_probability,
     within_relative_error_probability,
 )
-from dp_spark.pcr.keyed import encode_item
+from dp_spark.mechanisms.count_release.keyed import encode_item
 from dp_spark.errors import ParameterError
-from dp_spark.selection.topk import (
+from dp_spark.mechanisms.top_k import (
     cdp_peel_epsilon_per_step,
     unknown_domain_calibration,
     unknown_domain_threshold,
@@ -390,7 +390,7 @@ def test_within_relative_error_probability_against_the_sampler_when_the_floor_bi
 
 
 def test_mechanism_layer_imports_neither_pyspark_nor_pandas():
-    code = ("import sys, dp_spark.pcr, dp_spark.selection.topk; "
+    code = ("import sys, dp_spark.mechanisms.count_release, dp_spark.mechanisms.top_k; "
             "bad = [m for m in ('pyspark', 'pandas') if m in sys.modules]; "
             "sys.exit(1 if bad else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

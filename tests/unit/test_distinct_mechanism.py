@@ -80,7 +80,7 @@ def test_release_only_depends_on_counts_through_the_mechanism():
 def test_end_to_end_privacy_ratio_on_neighbouring_counts():
     """Exact output distribution of l̂ (GEM) on neighbouring count vectors:
     the probability ratio is within e^{ε/2} (the GEM half of the budget)."""
-    from dp_spark.selection import generalized_exponential_probabilities
+    from dp_spark.mechanisms.distinct_count.gem import generalized_exponential_probabilities
 
     eps, beta = 1.0, 0.05
     counts = np.array([10, 18, 24, 28, 30, 31], dtype=np.float64)

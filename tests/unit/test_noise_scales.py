@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import dp_spark.releases.distinct_count as dc
 from dp_spark.accounting import ratio_up
-from dp_spark.selection import topk
+from dp_spark.mechanisms.top_k import unknown_domain as topk
 
 
 @settings(max_examples=200, deadline=None)

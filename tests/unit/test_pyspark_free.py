@@ -11,7 +11,8 @@ from pathlib import Path
 import dp_spark
 
 REPO = Path(__file__).resolve().parents[2]
-MECHANISM_PACKAGES = ("accounting", "noise", "selection", "partition_selection", "pcr", "continual")
+MECHANISM_PACKAGES = ("accounting", "noise", "mechanisms", "summaries")
+MECHANISM_MODULES = ("dp_spark.checks",)
 
 BLOCKER = """
 import importlib, importlib.abc, sys
@@ -31,7 +32,7 @@ print("ok", len(sys.argv) - 1)
 
 
 def mechanism_modules() -> list[str]:
-    names = []
+    names = list(MECHANISM_MODULES)
     root = Path(dp_spark.__file__).parent
     for package in MECHANISM_PACKAGES:
         names.append(f"dp_spark.{package}")
@@ -53,3 +54,26 @@ def test_the_blocker_catches_a_pyspark_import():
     result = subprocess.run([sys.executable, "-c", BLOCKER, "dp_spark.stages.edges"], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0 and "pyspark is blocked" in result.stderr
+
+
+def test_stages_import_no_mechanism_code():
+    """The Spark stage layer never draws privacy noise: no stage module
+    imports the mechanism layer or a sampler (they may import summaries)."""
+    import ast
+
+    forbidden = ("dp_spark.mechanisms", "dp_spark.noise")
+    root = Path(dp_spark.__file__).parent / "stages"
+    offenders = []
+    for path in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            if any(n == f or n.startswith(f + ".") for n in names for f in forbidden):
+                offenders.append(f"{path.name}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module == "dp_spark" and any(
+                    a.name in ("mechanisms", "noise") for a in node.names):
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == [], f"stage modules importing mechanism code: {offenders}"

@@ -1,4 +1,4 @@
-"""Tests for dp_spark.selection: exponential mechanism, permute-and-flip, GEM.
+"""Tests for dp_spark.mechanisms.exponential and .distinct_count.gem: exponential mechanism, permute-and-flip, GEM.
 
 Statistical tests use fixed seeds and a chi-square goodness-of-fit test at
 p > 1e-4 (a correct sampler fails one of them with probability 1e-4, and the
@@ -20,13 +20,15 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from dp_spark.errors import ParameterError
-from dp_spark.selection import (
-    exponential_mechanism,
-    exponential_mechanism_probabilities,
+from dp_spark.mechanisms.distinct_count.gem import (
     gem_normalized_scores,
     gem_normalized_scores_naive,
     generalized_exponential,
     generalized_exponential_probabilities,
+)
+from dp_spark.mechanisms.exponential import (
+    exponential_mechanism,
+    exponential_mechanism_probabilities,
     permute_and_flip,
     report_noisy_max,
 )
@@ -539,7 +541,7 @@ def test_selection_module_does_not_import_spark_or_pandas():
     import sys
 
     code = (
-        "import sys, dp_spark.selection; "
+        "import sys, dp_spark.mechanisms.exponential, dp_spark.mechanisms.distinct_count.gem; "
         "bad = [m for m in ('pyspark', 'pandas') if m in sys.modules]; "
         "print(','.join(bad))"
     )

@@ -21,7 +21,7 @@ import pytest
 from scipy import integrate, stats
 
 from dp_spark.errors import ParameterError
-from dp_spark.partition_selection import (
+from dp_spark.mechanisms.set_union import (
     ALPHA_LIMIT,
     MAX_ITEMS_LIMIT,
     PARTITIONS_LIMIT,
@@ -563,7 +563,7 @@ def test_keyless_root_holds_nothing_and_draws_fresh_os_entropy():
 
 
 def test_mechanism_layer_imports_neither_pyspark_nor_pandas():
-    code = ("import sys, dp_spark.partition_selection; "
+    code = ("import sys, dp_spark.mechanisms.set_union; "
             "bad = [m for m in ('pyspark', 'pandas') if m in sys.modules]; "
             "sys.exit(1 if bad else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
@@ -573,7 +573,7 @@ def test_dp_spark_set_union_is_the_release_function_after_the_mechanisms_are_imp
     # The mechanism package has its own name, so the lazily exported release
     # function is never shadowed by a subpackage.
     import dp_spark
-    import dp_spark.partition_selection  # noqa: F401
+    import dp_spark.mechanisms.set_union  # noqa: F401
     from dp_spark.releases.set_union import set_union
 
     assert dp_spark.set_union is set_union

@@ -1,4 +1,4 @@
-"""Tests for dp_spark.selection.topk (numpy only).
+"""Tests for dp_spark.mechanisms.top_k (numpy only).
 
 Statistical tests compare the empirical distribution of n draws (fixed seed)
 with the exact distribution of the mechanism's *definition*, computed by brute
@@ -31,10 +31,10 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from dp_spark.errors import ParameterError
-from dp_spark.selection.topk import (
+from dp_spark.mechanisms.top_k.joint import _max_exponential
+from dp_spark.mechanisms.top_k import (
     JointLogWeights,
     UnknownDomainResult,
-    _max_exponential,
     cdp_peel_epsilon_per_step,
     cdp_peel_top_k,
     joint_top_k,
@@ -270,7 +270,7 @@ def direct_log_counts(counts, k, w: JointLogWeights) -> np.ndarray:
 )
 def test_joint_log_counts_multi_block_match_direct_computation(monkeypatch, block, counts_fn, k, int_keys):
     """Blocks of the sweep (shrunk here) vs a direct evaluation of Lemma 3.7."""
-    import dp_spark.selection.topk as topk
+    import dp_spark.mechanisms.top_k.joint as topk
 
     monkeypatch.setattr(topk, "_BLOCK", block)
     counts = counts_fn(np.random.default_rng(11))
@@ -285,7 +285,7 @@ def test_joint_log_counts_multi_block_match_direct_computation(monkeypatch, bloc
 
 def test_joint_sampler_across_blocks(monkeypatch):
     """Gumbel-max across several (shrunk) blocks still samples the EM exactly."""
-    import dp_spark.selection.topk as topk
+    import dp_spark.mechanisms.top_k.joint as topk
 
     monkeypatch.setattr(topk, "_BLOCK", 4)
     counts, k, eps = [4, 4, 2, 1, 1], 2, 1.0
@@ -306,7 +306,7 @@ def test_joint_sampler_early_stop_is_exact(monkeypatch, margin):
     """The sweep's early stop (tail bounded, one Gumbel for the whole tail,
     exact fallback) keeps the EM distribution: force the check at every block
     boundary with small blocks so both the stop and the fallback run."""
-    import dp_spark.selection.topk as topk
+    import dp_spark.mechanisms.top_k.joint as topk
 
     monkeypatch.setattr(topk, "_BLOCK", 3)
     monkeypatch.setattr(topk, "_TAIL_MARGIN", margin)
@@ -318,7 +318,7 @@ def test_joint_sampler_early_stop_is_exact(monkeypatch, margin):
 
 def test_joint_early_stop_visits_only_the_head(monkeypatch):
     """On steep counts the sweep stops after the first block (d·k = 10^7)."""
-    import dp_spark.selection.topk as topk
+    import dp_spark.mechanisms.top_k.joint as topk
 
     seen = []
     real = topk._joint_entry_blocks
@@ -702,7 +702,7 @@ def test_unknown_domain_validation():
 # auto: the private choice of mechanism
 # ---------------------------------------------------------------------------
 
-from dp_spark.selection import topk_auto  # noqa: E402
+from dp_spark.mechanisms.top_k import auto as topk_auto  # noqa: E402
 
 
 def test_auto_with_delta_zero_is_joint_and_spends_nothing_on_the_choice():

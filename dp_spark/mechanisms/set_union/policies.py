@@ -7,8 +7,8 @@ Weighted Gaussian), Section 3 (Policy Laplace, an ℓ1 descent toward the cutoff
 Γ) and Section 4 (Policy Gaussian, an ℓ2 descent toward Γ).
 
 Nothing here is private: a histogram is a NON-PRIVATE summary. It becomes
-private only through :mod:`dp_spark.partition_selection.thresholding` (noise plus the
-threshold ρ of :mod:`dp_spark.partition_selection.thresholds`), and that step is sound
+private only through :mod:`dp_spark.mechanisms.set_union.thresholding` (noise plus the
+threshold ρ of :mod:`dp_spark.mechanisms.set_union.thresholds`), and that step is sound
 because of the two facts every kernel here guarantees for neighbouring inputs
 H₁ (with person y) and H₂ (without y), persons visited in any fixed order that
 does not depend on the data:
@@ -42,7 +42,7 @@ and the shard histograms are added. Adding y changes only y's shard, so the
 sum inherits (S) from that shard; and an item only y holds occurs in no other
 shard, so its summed weight is y's own increment and (T) holds too. Neither
 fact depends on the value of the cutoff, so each shard may run with its own
-cutoff (dp_spark's default is Γ/√shards, :func:`~dp_spark.partition_selection.shard_cutoff`).
+cutoff (dp_spark's default is Γ/√shards, :func:`~dp_spark.mechanisms.set_union.shard_cutoff`).
 One shard with cutoff Γ is the paper's algorithm exactly.
 
 Fixed-point weights of the additive policies (what makes the Spark sum

@@ -23,7 +23,7 @@ smallest σ for which N(0, σ²) noise on a statistic of ℓ2 sensitivity 1 is
 
 Why ρ makes the release (ε, δ)-DP (the papers' proofs): with T the items only
 the extra person holds (|T| = t ≤ Δ0, each of weight ≤ 1/t, 1/√t or 1 —
-:mod:`dp_spark.partition_selection.policies`, fact (T)), ρ is chosen so that no item of
+:mod:`dp_spark.mechanisms.set_union.policies`, fact (T)), ρ is chosen so that no item of
 T clears the threshold with probability ≥ 1 − δ (Laplace) or 1 − δ/2
 (Gaussian); on that event the output is (ε, 0)-, resp. (ε, δ/2)-DP by the
 Laplace / Gaussian mechanism with sensitivity 1 (Δ0 for count, fact (S)).
@@ -39,7 +39,7 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from dp_spark.errors import ParameterError
-from dp_spark.partition_selection.policies import NOISE_OF, SEQUENTIAL, check_policy
+from dp_spark.mechanisms.set_union.policies import NOISE_OF, SEQUENTIAL, check_policy
 
 __all__ = [
     "SetUnionPlan",
@@ -237,7 +237,7 @@ def plan_set_union(
     """Noise, threshold and cutoff for ``policy`` at (ε, δ), Δ0 = ``max_items``,
     α = ``alpha`` — the constants of the paper's theorems (module docstring).
     Releasing {u : H[u] + noise_u > ρ} is then (ε, δ)-DP for a histogram with
-    facts (S) and (T) of :mod:`dp_spark.partition_selection.policies`."""
+    facts (S) and (T) of :mod:`dp_spark.mechanisms.set_union.policies`."""
     policy = check_policy(policy)
     epsilon, delta, max_items, alpha = check_parameters(epsilon, delta, max_items, alpha)
     noise = NOISE_OF[policy]
@@ -282,7 +282,7 @@ def shard_cutoff(gamma: float, shards: int, rule: str = "scaled") -> float:
     Γ/√shards. With one shard both are Γ, the paper's algorithm exactly.
 
     Privacy does not depend on this choice: facts (S) and (T) of
-    :mod:`dp_spark.partition_selection.policies` hold for every cutoff > 0 (the
+    :mod:`dp_spark.mechanisms.set_union.policies` hold for every cutoff > 0 (the
     property tests draw it at random), and the threshold ρ and the noise are
     unchanged. It only moves utility. With Γ in every shard, a popular item
     keeps absorbing its holders' budget until it reaches Γ in each shard (up

@@ -3,13 +3,13 @@
 Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements in
 the Turnstile Model with Differential Privacy under Continual Observation"
 (NeurIPS 2023, arXiv 2306.06723). Input: the exact ``StreamSummaries`` of a
-stream (``dp_spark.continual.stream``); output: one private estimate of the
+stream (``dp_spark.summaries.continual_distinct``); output: one private estimate of the
 number of present items D(t) per step t = 1..T.
 
 Privacy unit and guarantee: item-level ρ-zCDP under ``relation``:
 "subset" (default; the paper's Definition 1.2: any subset of one item's events
 replaced by no-ops) or "item-removal" (all events of one item; narrower).
-Sensitivities and their proofs are in ``dp_spark.continual.relations``: the
+Sensitivities and their proofs are in ``dp_spark.mechanisms.continual_distinct.relations``: the
 tree's node vector moves by ℓ2² ≤ κ·w·L (κ = 4 for "subset", 1 for
 "item-removal"), sparse-vector queries and counts by ≤ 1 under both; every σ²
 below carries κ. All noise is exact integer noise (discrete Gaussian and
@@ -18,7 +18,7 @@ released estimates are integers; ``std`` and ``error_bound`` are floats.
 
 "auto" (``DEFAULT_METHOD``) — lazy trees under a zCDP filter, then the
 recompute baseline past the crossover; needs no flippancy bound. See
-``dp_spark.continual.auto`` for its proof. When no tree can beat the baseline
+``dp_spark.mechanisms.continual_distinct.auto`` for its proof. When no tree can beat the baseline
 at the given public parameters (T, ρ, β, relation) it *is* the baseline.
 
 Mechanisms (``mechanism=`` in ``continual_counts``):
@@ -97,12 +97,12 @@ from fractions import Fraction
 import numpy as np
 
 from dp_spark.accounting.exact import remainder, share_down
-from dp_spark.continual import _checks
-from dp_spark.continual.stream import StreamSummaries
-from dp_spark.continual.auto import auto_plan, auto_run
-from dp_spark.continual.svt import SparseVector
-from dp_spark.continual.relations import DEFAULT_RELATION, check_relation, relation_statement, sensitivity_factor
-from dp_spark.continual.tree import (
+from dp_spark import checks as _checks
+from dp_spark.summaries.continual_distinct import StreamSummaries
+from dp_spark.mechanisms.continual_distinct.auto import auto_plan, auto_run
+from dp_spark.mechanisms.continual_distinct.svt import SparseVector
+from dp_spark.mechanisms.continual_distinct.relations import DEFAULT_RELATION, check_relation, relation_statement, sensitivity_factor
+from dp_spark.mechanisms.continual_distinct.tree import (
     BinaryTreeMechanism,
     integer_vector,
     nodes_per_step,
@@ -233,10 +233,10 @@ def adaptive_plan(
     horizon = _checks.horizon(horizon)
     top = _checks.log2_exact(horizon)
     max_level = _checks.integer(max_level, "max_level", 0, top)
-    rho = _checks.positive_finite(rho, "rho")
+    rho = _checks.positive(rho, "rho")
     beta = _checks.open_unit(beta, "beta")
     svt_fraction = _checks.open_unit(svt_fraction, "svt_fraction")
-    threshold_scale = _checks.positive_finite(threshold_scale, "threshold_scale")
+    threshold_scale = _checks.positive(threshold_scale, "threshold_scale")
     levels = num_levels(horizon)
     cutoff = max_level  # j can only be raised J times
     if cutoff == 0:
@@ -285,7 +285,7 @@ class RecomputePlan:
 def recompute_plan(horizon: int, rho: float, beta: float = 0.05, block: int | None = None) -> RecomputePlan:
     """Block length B, number of releases m = ⌈T/B⌉ and s = sqrt(m/(2ρ))."""
     horizon = _checks.horizon(horizon)
-    rho = _checks.positive_finite(rho, "rho")
+    rho = _checks.positive(rho, "rho")
     beta = _checks.open_unit(beta, "beta")
     if block is None:
         blocks = np.arange(1, horizon + 1, dtype=np.float64)
@@ -491,7 +491,7 @@ def budget_split(
     the data (the adaptive parts say what they *may* spend, not what the path
     used).
     """
-    rho = _checks.positive_finite(rho, "rho")
+    rho = _checks.positive(rho, "rho")
     horizon = _checks.horizon(horizon)
     if mechanism == "auto":
         return auto_plan(horizon, rho, beta, relation).budget_split()
@@ -554,8 +554,8 @@ def continual_counts(
             None: the baseline phase recomputes every step (``auto_plan``).
     """
     if not isinstance(summaries, StreamSummaries):
-        raise ParameterError("summaries must be a StreamSummaries (see dp_spark.continual.stream_summaries)")
-    rho = _checks.positive_finite(rho, "rho")
+        raise ParameterError("summaries must be a StreamSummaries (see dp_spark.mechanisms.continual_distinct.stream_summaries)")
+    rho = _checks.positive(rho, "rho")
     beta = _checks.open_unit(beta, "beta")
     relation = check_relation(relation)
     check_rng(rng)

@@ -2,11 +2,11 @@
 
 Gopi et al., "Differentially Private Set Union" (ICML 2020), Algorithm 1
 step 3: for every item u in the support of the histogram H draw fresh noise
-Z_u (Lap(b) or N(0, σ²), :mod:`dp_spark.partition_selection.thresholds`) and release u
+Z_u (Lap(b) or N(0, σ²), :mod:`dp_spark.mechanisms.set_union.thresholds`) and release u
 iff H[u] + Z_u > ρ. Only the identities of the released items leave this
 function; the noisy weights are discarded (they are not part of the
 mechanism's output). With the histogram facts (S) and (T) of
-:mod:`dp_spark.partition_selection.policies` the released set is (ε, δ)-DP.
+:mod:`dp_spark.mechanisms.set_union.policies` the released set is (ε, δ)-DP.
 
 The histogram may be as large as the data's vocabulary, so this runs inside
 Spark, one call per partition (from ``mapInPandas``). Each partition gets its
@@ -38,7 +38,7 @@ import numpy as np
 
 from dp_spark.noise import make_rng, spawn_rngs
 from dp_spark.noise.rng import check_rng
-from dp_spark.partition_selection.thresholds import SetUnionPlan
+from dp_spark.mechanisms.set_union.thresholds import SetUnionPlan
 
 __all__ = ["NoiseRoot", "derive_randomness", "release_mask"]
 
@@ -109,7 +109,7 @@ def release_mask(weights: np.ndarray, plan: SetUnionPlan, rng: np.random.Generat
 
     Guarantee: over all partitions, the released set is (ε, δ)-DP at
     ``plan.epsilon``, ``plan.delta`` when the weights are the summed shard
-    histograms of :mod:`dp_spark.partition_selection.policies` (facts (S), (T)).
+    histograms of :mod:`dp_spark.mechanisms.set_union.policies` (facts (S), (T)).
     Floating-point noise is fine here: only the comparison is released.
     """
     weights = np.asarray(weights, dtype=np.float64)

@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dp_spark.errors import ParameterError
-from dp_spark.selection.exponential import (
+from dp_spark.mechanisms.exponential import (
     _as_score_vector,
     _check_positive_finite,
     _check_rng,

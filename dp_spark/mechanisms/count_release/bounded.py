@@ -12,7 +12,7 @@ split by α:
    τ = 1 + σ_s·Φ⁻¹(1 − δ/m). The noise is drawn inside Spark (mapInPandas)
    by :func:`gaussian_threshold_select`, a pure function of the items, their
    counts and a secret key: each item's draw is keyed by the item itself
-   (:mod:`dp_spark.pcr.keyed`), so it does not depend on partitioning and a
+   (:mod:`dp_spark.mechanisms.count_release.keyed`), so it does not depend on partitioning and a
    re-evaluated or retried task selects the same items. Guarantee:
    δ-approximate (αρ)-zCDP — the noisy vector over the items of both
    neighbours is a Gaussian mechanism (ρ = m/(2σ_s²)); the added person's at
@@ -49,9 +49,9 @@ import numpy as np
 from dp_spark.accounting import ZCDP, float_down, float_up, remainder
 from dp_spark.errors import ParameterError
 from dp_spark.noise import discrete_gaussian
-from dp_spark.pcr._checks import number as _number
-from dp_spark.pcr._checks import open_unit, positive
-from dp_spark.pcr.keyed import item_generator, keyed_normals, noise_key
+from dp_spark.checks import number as _number
+from dp_spark.checks import open_unit, positive
+from dp_spark.mechanisms.count_release.keyed import item_generator, keyed_normals, noise_key
 
 __all__ = [
     "BoundedPlan",
@@ -64,7 +64,7 @@ __all__ = [
     "COUNT_STREAM",
 ]
 
-#: Stream names of :mod:`dp_spark.pcr.keyed` (selection and count noise never share a draw).
+#: Stream names of :mod:`dp_spark.mechanisms.count_release.keyed` (selection and count noise never share a draw).
 SELECTION_STREAM = "pcr-bounded-sel"
 COUNT_STREAM = "pcr-bounded-cnt"
 
@@ -156,7 +156,7 @@ def gaussian_threshold_select(items, counts, *, sigma: float, threshold: float,
     """Step 1 for one batch of items (run inside Spark, in mapInPandas):
     the boolean mask ``counts + N(0, sigma²) > threshold``, where each
     item's Gaussian draw is keyed by (``key``, the item)
-    (:func:`dp_spark.pcr.keyed.keyed_normals`, stream
+    (:func:`dp_spark.mechanisms.count_release.keyed.keyed_normals`, stream
     :data:`SELECTION_STREAM`): one draw per item whatever the batching.
     ``items``: distinct strings or integers. Pure numpy."""
     items, counts = _items_and_counts(items, counts)
@@ -168,7 +168,7 @@ def keyed_noisy_counts(items, counts, *, sigma: float, key: tuple[int, ...]) -> 
     """Step 2 for one batch of items (run inside Spark, in mapInPandas):
     int64 ``counts`` plus exact discrete Gaussian noise N_Z(0, sigma²)
     (Canonne–Kamath–Steinke 2020), each item's draw from its own generator
-    keyed by (``key``, the item) (:func:`dp_spark.pcr.keyed.item_generator`,
+    keyed by (``key``, the item) (:func:`dp_spark.mechanisms.count_release.keyed.item_generator`,
     stream :data:`COUNT_STREAM`), so one draw per item whatever the batching.
     (m/(2σ²))-zCDP for a count vector of L2 sensitivity sqrt(m)."""
     items, counts = _items_and_counts(items, counts)

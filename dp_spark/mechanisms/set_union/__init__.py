@@ -18,7 +18,7 @@ Never imports pyspark or pandas; the Spark stages in
 :mod:`dp_spark.stages.set_union` call these functions.
 """
 
-from dp_spark.partition_selection.policies import (
+from dp_spark.mechanisms.set_union.policies import (
     NOISE_OF,
     POLICIES,
     SEQUENTIAL,
@@ -36,8 +36,8 @@ from dp_spark.partition_selection.policies import (
     weighted_gaussian_update,
     weighted_laplace_update,
 )
-from dp_spark.partition_selection.thresholding import NoiseRoot, derive_randomness, release_mask
-from dp_spark.partition_selection.thresholds import (
+from dp_spark.mechanisms.set_union.thresholding import NoiseRoot, derive_randomness, release_mask
+from dp_spark.mechanisms.set_union.thresholds import (
     ALPHA_LIMIT,
     MAX_ITEMS_LIMIT,
     PARTITIONS_LIMIT,

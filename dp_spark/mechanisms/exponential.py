@@ -28,6 +28,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dp_spark import checks
 from dp_spark.errors import ParameterError
 
 __all__ = [
@@ -43,29 +44,13 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-def _check_rng(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise ParameterError(
-            "rng must be a numpy.random.Generator (for example one spawned from "
-            "an OS-seeded numpy.random.SeedSequence); seeds, None and legacy "
-            "RandomState objects are not accepted"
-        )
-    return rng
+_check_rng = checks.rng
 
 
-def _check_positive_finite(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ParameterError(f"{name} must be a real number; pass a positive finite float")
-    x = float(value)
-    if not math.isfinite(x) or x <= 0.0:
-        raise ParameterError(f"{name} must be positive and finite; pass a value > 0")
-    return x
+_check_positive_finite = checks.positive
 
 
-def _check_bool(value: object, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ParameterError(f"{name} must be True or False")
-    return bool(value)
+_check_bool = checks.boolean
 
 
 def _as_score_vector(scores: ArrayLike, *, allow_neg_inf: bool) -> np.ndarray:

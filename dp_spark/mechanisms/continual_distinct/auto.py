@@ -24,11 +24,11 @@ Thresholds τ_j = s·a_j (s = ``threshold_scale``), with
 a_j = σ_j·sqrt(L)·q the tree's simultaneous bound.
 
 Privacy (item-level ρ-zCDP under ``relation``; proof). Sensitivities are in
-``dp_spark.continual.relations``: each sparse-vector query moves by ≤ 1; tree
+``dp_spark.mechanisms.continual_distinct.relations``: each sparse-vector query moves by ≤ 1; tree
 j's node vector by ℓ2² ≤ κ·w_j·L; each released count of the baseline by
 ≤ 1. (1) The sparse vector only reads over_counts and its own answers, so
 its transcript — the level path, including the baseline's start step s — is
-ρ_svt-zCDP (``dp_spark.continual.svt``). (2) Given the path, the trees and
+ρ_svt-zCDP (``dp_spark.mechanisms.continual_distinct.svt``). (2) Given the path, the trees and
 the baseline are fixed mechanisms: tree j with σ_j² (ρ_j-zCDP; its noise is
 drawn lazily, the same joint distribution as drawing all 2T − 1 nodes), the
 baseline releasing m counts from s on with σ_b² = m/(2ρ_b) (ρ_b-zCDP). The
@@ -65,10 +65,10 @@ import numpy as np
 
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.accounting.exact import exact, float_down, remainder
-from dp_spark.continual import _checks
-from dp_spark.continual.relations import check_relation, sensitivity_factor
-from dp_spark.continual.svt import SparseVector
-from dp_spark.continual.tree import BinaryTreeMechanism, num_levels
+from dp_spark import checks as _checks
+from dp_spark.mechanisms.continual_distinct.relations import check_relation, sensitivity_factor
+from dp_spark.mechanisms.continual_distinct.svt import SparseVector
+from dp_spark.mechanisms.continual_distinct.tree import BinaryTreeMechanism, num_levels
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
 
 __all__ = ["AutoPlan", "auto_plan", "auto_run", "best_block", "BaselinePhase"]
@@ -201,12 +201,12 @@ def auto_plan(
     an assumption about the data (but the baseline is then much noisier).
     """
     T = _checks.horizon(horizon)
-    rho = _checks.positive_finite(rho, "rho")
+    rho = _checks.positive(rho, "rho")
     beta = _checks.open_unit(beta, "beta")
     relation = check_relation(relation)
     f = _checks.open_unit(svt_fraction, "svt_fraction")
     g = _checks.open_unit(tree_fraction, "tree_fraction")
-    s = _checks.positive_finite(threshold_scale, "threshold_scale")
+    s = _checks.positive(threshold_scale, "threshold_scale")
     if tree_levels is not None:
         tree_levels = _checks.integer(tree_levels, "tree_levels", 0, _checks.log2_exact(T) + 1)
     if max_step_change is not None:

@@ -39,15 +39,15 @@ from fractions import Fraction
 
 import numpy as np
 
-from dp_spark.continual import _checks
-from dp_spark.continual.tree import integer_vector
+from dp_spark import checks as _checks
+from dp_spark.mechanisms.continual_distinct.tree import integer_vector
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete_batch import discrete_laplace_batch, rational_scale
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["SparseVector"]
 
-_STATE_KIND = "dp_spark.continual.SparseVector"
+_STATE_KIND = "dp_spark.mechanisms.continual_distinct.SparseVector"
 _STATE_VERSION = 2
 
 
@@ -62,7 +62,7 @@ class SparseVector:
     """
 
     def __init__(self, rho: float, cutoff: int) -> None:
-        self._rho = _checks.positive_finite(rho, "rho")
+        self._rho = _checks.positive(rho, "rho")
         self._cutoff = _checks.integer(cutoff, "cutoff", 1)
         self._epsilon = math.sqrt(2.0 * self._rho / self._cutoff)
         self._aboves = 0

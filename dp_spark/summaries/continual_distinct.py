@@ -63,7 +63,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dp_spark.continual import _checks
+from dp_spark import checks as _checks
 from dp_spark.errors import ParameterError
 
 __all__ = [

@@ -21,8 +21,8 @@ item's events replaced by no-ops) or "item-removal" (``relations``).
 - ``ContinualCounter``: the same mechanisms one step at a time, for streaming.
 """
 
-from dp_spark.continual.auto import AutoPlan, auto_plan
-from dp_spark.continual.mechanisms import (
+from dp_spark.mechanisms.continual_distinct.auto import AutoPlan, auto_plan
+from dp_spark.mechanisms.continual_distinct.mechanisms import (
     DEFAULT_METHOD,
     MECHANISMS,
     AdaptivePlan,
@@ -34,9 +34,9 @@ from dp_spark.continual.mechanisms import (
     recompute_plan,
     round_up_flippancy,
 )
-from dp_spark.continual.relations import DEFAULT_RELATION, RELATIONS, relation_statement, sensitivity_factor
-from dp_spark.continual.online import ContinualCounter, StepEstimate
-from dp_spark.continual.stream import (
+from dp_spark.mechanisms.continual_distinct.relations import DEFAULT_RELATION, RELATIONS, relation_statement, sensitivity_factor
+from dp_spark.mechanisms.continual_distinct.online import ContinualCounter, StepEstimate
+from dp_spark.summaries.continual_distinct import (
     ExistenceTable,
     FlipEvents,
     StreamSummaries,
@@ -50,8 +50,8 @@ from dp_spark.continual.stream import (
     summaries_from_existence,
     truncate_existence,
 )
-from dp_spark.continual.svt import SparseVector
-from dp_spark.continual.tree import (
+from dp_spark.mechanisms.continual_distinct.svt import SparseVector
+from dp_spark.mechanisms.continual_distinct.tree import (
     BinaryTreeMechanism,
     TreeRelease,
     node_sums,

@@ -8,7 +8,7 @@ the budget again (ρ is spent once, when the counter is created; the state
 records it).
 
 Same mechanisms, guarantees and constants as ``continual_counts`` (see
-``dp_spark.continual.mechanisms`` and ``dp_spark.continual.auto``): item-level
+``dp_spark.mechanisms.continual_distinct.mechanisms`` and ``dp_spark.mechanisms.continual_distinct.auto``): item-level
 ρ-zCDP under ``relation``, exact integer noise, integer estimates. The online
 and batch forms have the same output distribution; draw order differs (tree
 node noise is drawn lazily, when a node is first used). For "auto" the trees
@@ -28,26 +28,26 @@ from fractions import Fraction
 
 import numpy as np
 
-from dp_spark.continual import _checks
+from dp_spark import checks as _checks
 from dp_spark.accounting import ZCDP, PrivacyFilter
-from dp_spark.continual.auto import BaselinePhase, auto_plan
-from dp_spark.continual.mechanisms import (
+from dp_spark.mechanisms.continual_distinct.auto import BaselinePhase, auto_plan
+from dp_spark.mechanisms.continual_distinct.mechanisms import (
     DEFAULT_METHOD,
     MECHANISMS,
     adaptive_plan,
     recompute_plan,
     round_up_flippancy,
 )
-from dp_spark.continual.relations import DEFAULT_RELATION, check_relation
-from dp_spark.continual.svt import SparseVector
-from dp_spark.continual.tree import BinaryTreeMechanism, integer_vector, num_levels, sigma2_for_flippancy
+from dp_spark.mechanisms.continual_distinct.relations import DEFAULT_RELATION, check_relation
+from dp_spark.mechanisms.continual_distinct.svt import SparseVector
+from dp_spark.mechanisms.continual_distinct.tree import BinaryTreeMechanism, integer_vector, num_levels, sigma2_for_flippancy
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["ContinualCounter", "StepEstimate"]
 
-_STATE_KIND = "dp_spark.continual.ContinualCounter"
+_STATE_KIND = "dp_spark.mechanisms.continual_distinct.ContinualCounter"
 _STATE_VERSION = 2
 
 
@@ -90,7 +90,7 @@ class ContinualCounter:
         max_step_change: int | None = 1,
     ) -> None:
         self._horizon = _checks.horizon(horizon)
-        self._rho = _checks.positive_finite(rho, "rho")
+        self._rho = _checks.positive(rho, "rho")
         self._beta = _checks.open_unit(beta, "beta")
         top = _checks.log2_exact(self._horizon)
         self._max_level = top if max_level is None else _checks.integer(max_level, "max_level", 0, top)
@@ -247,7 +247,7 @@ class ContinualCounter:
         return ledger
 
     def _auto_step(self, t: int, popcount: int, rng, z, z_truncated, over_counts) -> StepEstimate:
-        """One step of "auto" (``dp_spark.continual.auto``): trees, sparse vector, then baseline."""
+        """One step of "auto" (``dp_spark.mechanisms.continual_distinct.auto``): trees, sparse vector, then baseline."""
         plan = self._auto
         self._count_step(z)
         if self._level >= 0:
@@ -346,7 +346,7 @@ class ContinualCounter:
             num, den = (int(v) for v in phase["sigma2"])
             self._phase = BaselinePhase(
                 _checks.integer(phase["start"], "phase start", 1, self._horizon),
-                _checks.positive_finite(phase["rho"], "phase rho"),
+                _checks.positive(phase["rho"], "phase rho"),
                 _checks.integer(phase["block"], "phase block", 1, self._horizon),
                 _checks.integer(phase["releases"], "phase releases", 1, self._horizon),
                 Fraction(num, den),

@@ -40,7 +40,7 @@ Differences from the paper, and why:
   count at most (its data set's (k̄_t + 1)-th count) + 1 and so clears the
   noisy threshold with probability at most e^{−ε(T_t − 1)} = δ*/k̄_t, and
   there are at most k̄_t such items (see
-  :func:`dp_spark.selection.topk.unknown_domain_gumbel`). The loop
+  :func:`dp_spark.mechanisms.top_k.unknown_domain_gumbel`). The loop
   therefore also stops after k̄ releases.
 * σ_r(ε) = (r/a)·T with a = ``accuracy_factor`` (1.5 in the paper): formula
   (2) with the k̄_t actually used. An item whose true count is at least T
@@ -68,8 +68,8 @@ from dp_spark.accounting import ZCDP, PrivacyFilter, bounded_range_to_zcdp, gaus
 from dp_spark.errors import ParameterError
 from dp_spark.noise import discrete_gaussian
 from dp_spark.noise.rng import check_rng
-from dp_spark.pcr._checks import open_unit, positive
-from dp_spark.selection.topk import unknown_domain_gumbel, unknown_domain_threshold
+from dp_spark.checks import open_unit, positive
+from dp_spark.mechanisms.top_k import unknown_domain_gumbel, unknown_domain_threshold
 
 __all__ = [
     "EPSILON_MIN",

@@ -29,7 +29,7 @@ binary grid by ``rational_sigma2``, so the cost never exceeds the plan). For Alg
 flippancy-truncated difference stream Δ₂² ≤ κ·w·L, with κ = 4 for the paper's
 item-level relation (any subset of one item's events replaced by no-ops) and
 κ = 1 for the narrower whole-item removal, so σ² = κ·w·L/(2ρ) gives ρ-zCDP
-(proof in ``dp_spark.continual.relations``; both bounds are tested on random
+(proof in ``dp_spark.mechanisms.continual_distinct.relations``; both bounds are tested on random
 neighbouring streams in ``tests/unit/test_continual.py``).
 
 Draw order (so the online and the batch forms agree for the same generator):
@@ -56,8 +56,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from dp_spark.continual import _checks
-from dp_spark.continual.relations import sensitivity_factor
+from dp_spark import checks as _checks
+from dp_spark.mechanisms.continual_distinct.relations import sensitivity_factor
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
 from dp_spark.noise.rng import check_rng
@@ -74,7 +74,7 @@ __all__ = [
     "integer_vector",
 ]
 
-_STATE_KIND = "dp_spark.continual.BinaryTreeMechanism"
+_STATE_KIND = "dp_spark.mechanisms.continual_distinct.BinaryTreeMechanism"
 _STATE_VERSION = 2
 
 
@@ -131,11 +131,11 @@ def sigma2_for_flippancy(horizon: int, rho: float, flippancy_bound: int, relatio
     """σ² = κ·w·L/(2ρ), computed exactly and rounded up by ``rational_sigma2``.
 
     κ·w·L bounds the ℓ2² sensitivity of the node vector (κ = 4 for the paper's
-    relation "subset", 1 for "item-removal"; ``dp_spark.continual.relations``)
+    relation "subset", 1 for "item-removal"; ``dp_spark.mechanisms.continual_distinct.relations``)
     and the discrete Gaussian with σ² ≥ Δ₂²/(2ρ) is ρ-zCDP.
     """
     levels = num_levels(horizon)
-    rho = _checks.positive_finite(rho, "rho")
+    rho = _checks.positive(rho, "rho")
     w = _checks.integer(flippancy_bound, "flippancy_bound", 1)
     return rational_sigma2(Fraction(sensitivity_factor(relation) * w * levels) / (2 * Fraction(rho)))
 
@@ -148,7 +148,7 @@ def sigma_for_flippancy(horizon: int, rho: float, flippancy_bound: int, relation
 def rho_for_flippancy(horizon: int, sigma: float, flippancy_bound: int, relation: str = "subset") -> float:
     """ρ = κ·w·L / (2σ²): the zCDP cost of the tree with per-node σ for bound w."""
     levels = num_levels(horizon)
-    sigma = _checks.positive_finite(sigma, "sigma")
+    sigma = _checks.positive(sigma, "sigma")
     w = _checks.integer(flippancy_bound, "flippancy_bound", 1)
     return sensitivity_factor(relation) * w * levels / (2.0 * sigma * sigma)
 
@@ -190,11 +190,11 @@ def _as_sigma2(sigma: object = None, sigma2: object = None) -> Fraction:
     if (sigma is None) == (sigma2 is None):
         raise ParameterError("give exactly one of sigma and sigma2")
     if sigma2 is None:
-        value = Fraction(_checks.positive_finite(sigma, "sigma")) ** 2
+        value = Fraction(_checks.positive(sigma, "sigma")) ** 2
     elif isinstance(sigma2, Fraction):
         value = sigma2
     else:
-        value = Fraction(_checks.positive_finite(sigma2, "sigma2"))
+        value = Fraction(_checks.positive(sigma2, "sigma2"))
     if value <= 0:
         raise ParameterError("sigma2 must be > 0")
     return rational_sigma2(value)

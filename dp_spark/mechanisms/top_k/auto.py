@@ -33,18 +33,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dp_spark.errors import ParameterError
-from dp_spark.selection.topk import (
-    _TAIL_MARGIN,
-    _as_counts,
-    _check_delta,
-    _check_int,
-    _check_positive,
-    _check_rng,
-    _joint_entry_blocks,
-    _joint_prepare,
-    cdp_peel_top_k,
-    joint_top_k,
-)
+from dp_spark.mechanisms.top_k._common import _as_counts, _check_delta, _check_int, _check_positive, _check_rng
+from dp_spark.mechanisms.top_k.joint import _TAIL_MARGIN, _joint_entry_blocks, _joint_prepare, joint_top_k
+from dp_spark.mechanisms.top_k.peeling import cdp_peel_top_k
 
 __all__ = ["AUTO_SHARE", "AutoChoice", "auto_anchor_ranks", "choose_mechanism",
            "noisy_rank_counts", "predict_errors", "synthetic_profile"]

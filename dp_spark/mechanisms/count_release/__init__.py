@@ -15,15 +15,15 @@ Data Analytics" (arXiv 2403.05073); ALGORITHMS.md 5.2-5.3.
   Spark do not depend on partitioning, batching or task retries.
 """
 
-from dp_spark.pcr.bounded import (
+from dp_spark.mechanisms.count_release.bounded import (
     BoundedPlan,
     bounded_plan,
     gaussian_threshold_select,
     keyed_noisy_counts,
     selection_probability,
 )
-from dp_spark.pcr.keyed import item_generator, keyed_normals, keyed_uniforms, noise_key
-from dp_spark.pcr.loop import (
+from dp_spark.mechanisms.count_release.keyed import item_generator, keyed_normals, keyed_uniforms, noise_key
+from dp_spark.mechanisms.count_release.loop import (
     ACCURACY_FACTOR,
     DELTA_MIN,
     EPSILON_MIN,

@@ -11,7 +11,7 @@ under it is weaker (it protects fewer pairs), so it must be asked for.
 Sensitivities (proved here, property-tested in ``tests/unit/test_continual.py``
 on random neighbour pairs of both kinds). Notation: ẽ_u, ẽ'_u are u's
 w-truncated existence vectors in x and x' ("freeze at the w-th flip",
-``dp_spark.continual.stream``); each flips at most w times. Every other item's
+``dp_spark.summaries.continual_distinct``); each flips at most w times. Every other item's
 events are identical in x and x', and counts, flips and truncation are per
 item, so only u's terms differ anywhere.
 

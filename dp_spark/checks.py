@@ -1,0 +1,170 @@
+"""Every parameter check of dp_spark, in one module (pure Python and numpy).
+
+The release plans, the mechanisms and the samplers all validate through
+these functions, so the same parameter gets the same rule and the same
+message everywhere. Each failure raises :class:`~dp_spark.errors.ParameterError`
+with a message that names the parameter and says what is expected. A message
+may quote a *parameter* the caller chose (ε, ρ, β, a horizon); checks of
+data-derived arrays (:func:`finite_vector`, :func:`finite_number`) never
+quote a value.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from dp_spark.errors import ParameterError
+
+Size = int | tuple[int, ...] | None
+
+
+def _real(value: object, name: str, expected: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.number)):
+        raise ParameterError(f"{name} must be {expected}; got {value!r}.")
+    return float(value)
+
+
+def number(value: object, name: str) -> float:
+    """A finite real number (bools refused)."""
+    x = _real(value, name, "a finite number")
+    if not math.isfinite(x):
+        raise ParameterError(f"{name} must be a finite number; got {value!r}.")
+    return x
+
+
+def positive(value: object, name: str, hint: str = "") -> float:
+    """A finite number > 0 (ε, ρ, a noise scale, …)."""
+    x = _real(value, name, "a positive finite number")
+    if not math.isfinite(x) or x <= 0.0:
+        raise ParameterError(f"{name} must be a positive finite number (> 0){hint}; got {value!r}.")
+    return x
+
+
+def open_unit(value: object, name: str) -> float:
+    """A probability strictly between 0 and 1 (β, δ)."""
+    x = _real(value, name, "a number strictly between 0 and 1")
+    if not 0.0 < x < 1.0:
+        raise ParameterError(f"{name} must be strictly between 0 and 1; got {value!r}.")
+    return x
+
+
+def probability(value: object, name: str, upper: float = 1.0, include_upper: bool = False) -> float:
+    """A number in (0, upper), or (0, upper] with ``include_upper``."""
+    bound = f"(0, {upper:g}]" if include_upper else f"(0, {upper:g})"
+    x = _real(value, name, f"a number in {bound}")
+    inside = 0.0 < x <= upper if include_upper else 0.0 < x < upper
+    if not inside:
+        raise ParameterError(f"{name} must lie in {bound}; got {value!r}.")
+    return x
+
+
+def delta(value: object, name: str = "delta", allow_zero: bool = False) -> float:
+    """δ in (0, 1), or [0, 1) when a pure-DP choice (δ = 0) is allowed."""
+    interval = "[0, 1)" if allow_zero else "(0, 1)"
+    x = _real(value, name, f"a number in {interval}")
+    if not ((0.0 <= x < 1.0) if allow_zero else (0.0 < x < 1.0)):
+        raise ParameterError(f"{name} must lie in {interval}; got {value!r}.")
+    return x
+
+
+def integer(value: object, name: str, low: int = 1, high: int | None = None, what: str = "") -> int:
+    """A whole number with low <= value (<= high); ``what`` adds why."""
+    bound = f"from {low} to {high:,}" if high is not None else f">= {low}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise ParameterError(f"{name} must be a whole number {bound}{what}; got {value!r}.")
+    v = int(value)
+    if v < low or (high is not None and v > high):
+        raise ParameterError(f"{name} must be a whole number {bound}{what}; got {v}.")
+    return v
+
+
+def whole(value: object, name: str, minimum: int = 1) -> int:
+    """A whole number >= ``minimum``."""
+    return integer(value, name, minimum)
+
+
+def boolean(value: object, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
+def choice(value: object, name: str, allowed) -> str:
+    """One of a fixed set of names (a method, a policy, …)."""
+    if value not in tuple(allowed):
+        raise ParameterError(f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}.")
+    return value
+
+
+def seed(value: object) -> int | None:
+    """A seed is only for tests and demos; a whole number >= 0 if given."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)) or value < 0:
+        raise ParameterError(f"seed must be a whole number >= 0 or None; got {value!r}.")
+    return int(value)
+
+
+def rng(value: object) -> np.random.Generator:
+    """A ``numpy.random.Generator`` (from :func:`dp_spark.noise.make_rng`)."""
+    if not isinstance(value, np.random.Generator):
+        raise ParameterError(
+            "rng must be a numpy.random.Generator (from dp_spark.noise.make_rng, seeded by the OS); "
+            "seeds, None and legacy RandomState objects are not accepted"
+        )
+    return value
+
+
+def horizon(value: object, name: str = "horizon") -> int:
+    """The horizon T: a power of two >= 1."""
+    as_int = integer(value, name, 1)
+    if as_int & (as_int - 1):
+        raise ParameterError(
+            f"{name} must be a power of two (1, 2, 4, ...), got {as_int}; "
+            "round the number of steps up to the next power of two"
+        )
+    return as_int
+
+
+def log2_exact(power_of_two: int) -> int:
+    """log2 of a power of two, exactly."""
+    return int(power_of_two).bit_length() - 1
+
+
+def finite_vector(values: object, name: str, length: int | None = None) -> np.ndarray:
+    """A 1-d float64 array of finite numbers (the message never quotes an entry)."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a 1-d array of numbers") from None
+    if array.ndim != 1:
+        raise ParameterError(f"{name} must be a 1-d array, got {array.ndim} dimensions")
+    if length is not None and array.shape[0] != length:
+        raise ParameterError(f"{name} must have length {length} (one entry per step), got {array.shape[0]}")
+    if not np.all(np.isfinite(array)):
+        raise ParameterError(f"{name} must contain only finite numbers")
+    return array
+
+
+def finite_number(value: object, name: str) -> float:
+    """A finite number (the message quotes no value: it may be data-derived)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.number)):
+        raise ParameterError(f"{name} must be a finite number, got {type(value).__name__}")
+    as_float = float(value)
+    if not math.isfinite(as_float):
+        raise ParameterError(f"{name} must be a finite number")
+    return as_float
+
+
+def size(value: object) -> Size:
+    """A numpy-style ``size``: None, a non-negative int or a tuple of them."""
+    if value is None:
+        return None
+    dims = value if isinstance(value, tuple) else (value,)
+    for dim in dims:
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 0:
+            raise ParameterError(f"size must be None, a non-negative int or a tuple of them, got {value!r}")
+    return tuple(int(d) for d in dims) if isinstance(value, tuple) else int(value)

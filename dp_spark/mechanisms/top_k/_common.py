@@ -1,0 +1,88 @@
+"""Argument checks and helpers shared by the top-k mechanisms (numpy only)."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dp_spark.accounting.exact import ratio_up
+from dp_spark import checks
+from dp_spark.errors import ParameterError
+
+
+# Counts above this are not exact in float64; the joint mechanisms need exact
+# integer differences (the floor in the utility).
+_MAX_EXACT_COUNT = 2**53
+# The k×d matrix D~ is streamed in ascending order in blocks of this many
+# entries; the running sum of logs is re-anchored exactly at every block start.
+_BLOCK = 1 << 17
+
+
+# ---------------------------------------------------------------------------
+# argument checks (messages say what to change, never quote a count)
+# ---------------------------------------------------------------------------
+
+
+_check_rng = checks.rng
+
+
+_check_positive = checks.positive
+
+
+_check_int = checks.integer
+
+
+_check_delta = checks.delta
+
+
+def _as_counts(
+    counts: ArrayLike, name: str = "counts", *, integral: bool, allow_empty: bool = False
+) -> np.ndarray:
+    """Validate a 1-D vector of non-negative counts; never quotes a value."""
+    try:
+        arr = np.asarray(counts)
+    except Exception:  # pragma: no cover - exotic inputs
+        raise ParameterError(f"{name} must be a 1-D array of non-negative numbers") from None
+    if arr.dtype == np.bool_ or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise ParameterError(f"{name} must be a 1-D array of non-negative numbers (int or float dtype)")
+    if arr.ndim != 1:
+        raise ParameterError(f"{name} must be one-dimensional (one count per item)")
+    if arr.size == 0 and not allow_empty:
+        raise ParameterError(f"{name} is empty; pass at least one item")
+    if np.issubdtype(arr.dtype, np.floating):
+        if not np.all(np.isfinite(arr)):
+            raise ParameterError(f"{name} must be finite (no NaN or infinity)")
+    if np.any(arr < 0):
+        raise ParameterError(f"{name} must be non-negative (they are numbers of distinct persons)")
+    if integral:
+        if np.issubdtype(arr.dtype, np.floating):
+            if np.any(arr != np.floor(arr)):
+                raise ParameterError(
+                    f"{name} must be whole numbers (distinct-person counts); the joint "
+                    "mechanisms need integer counts"
+                )
+        if np.any(arr > _MAX_EXACT_COUNT):
+            raise ParameterError(f"{name} must not exceed 2**53 (exact in float64)")
+        return arr.astype(np.int64)
+    return arr.astype(np.float64)
+
+
+
+def _top_k_indices(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values, largest first (O(d + k log k))."""
+    d = values.shape[0]
+    if k < d:
+        part = np.argpartition(-values, k - 1)[:k]
+    else:
+        part = np.arange(d)
+    return part[np.argsort(-values[part], kind="stable")].astype(np.int64)
+
+

@@ -1,0 +1,127 @@
+"""Peeling baselines for top-k: PNF-Peel (k rounds of permute-and-flip at
+ε/k, ε-DP; Gillenwater et al. ICML 2022, Algorithm 2) and CDP-Peel (one-shot
+Gumbel top-k, Durfee & Rogers 2019, (ε, δ)-DP by the CDP bound).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dp_spark.accounting.exact import ratio_up
+from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.top_k._common import (  # noqa: F401
+    _MAX_EXACT_COUNT, _BLOCK, _check_rng, _check_positive, _check_int, _check_delta, _as_counts, _top_k_indices,
+)
+
+
+# ---------------------------------------------------------------------------
+# peeling baselines
+# ---------------------------------------------------------------------------
+
+
+def pnf_peel_top_k(counts: ArrayLike, k: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """ε-DP top-k by peeling: k rounds of permute-and-flip at ε/k each (PNF-Peel).
+
+    Gillenwater et al. (ICML 2022), Section 4.1.1 / Algorithm 2 (ALGORITHMS.md
+    3.4). Round t adds fresh ``Exp(scale k/epsilon)`` noise to the count of
+    every item not yet chosen and picks the largest noisy count; that is
+    permute-and-flip in its report-noisy-max-with-exponential-noise form
+    (Ding et al. 2021).
+
+    Guarantee: ε-DP when adding or removing one person changes every count by
+    at most 1 *in the same direction* (distinct-person counts: adding a person
+    never lowers a count, removing one never raises a count). For such
+    monotone utilities permute-and-flip at privacy ε' needs noise scale 1/ε'
+    rather than 2/ε' (McKenna & Sheldon 2020, Remark 1; the factor 2 is only
+    needed when scores can move in opposite directions), and the restriction
+    to the not-yet-chosen items keeps the utility monotone. Each round is
+    therefore (ε/k)-DP with scale k/ε, and k rounds compose (adaptively,
+    basic composition) to ε-DP. The domain must be public.
+
+    Args:
+        counts: 1-D array of non-negative counts (length d), one per item.
+        k: number of items, 1 <= k <= d.
+        epsilon: total privacy parameter ε > 0.
+        rng: the source of all randomness.
+
+    Returns:
+        int64 array of k distinct indices into ``counts``, in selection order.
+    """
+    c = _as_counts(counts, integral=False)
+    d = c.shape[0]
+    k = _check_int(k, "k", 1, d, " (the number of items in counts)")
+    eps = _check_positive(epsilon, "epsilon")
+    rng = _check_rng(rng)
+    scale = k / eps
+    remaining = np.ones(d, dtype=bool)
+    out = np.empty(k, dtype=np.int64)
+    for t in range(k):
+        cand = np.flatnonzero(remaining)
+        noisy = c[cand] + rng.exponential(scale=scale, size=cand.size)
+        pick = int(cand[int(np.argmax(noisy))])
+        out[t] = pick
+        remaining[pick] = False
+    return out
+
+
+def cdp_peel_epsilon_per_step(epsilon: float, delta: float, k: int) -> float:
+    """Per-step ε' such that k ε'-DP exponential mechanisms are (ε, δ)-DP.
+
+    ALGORITHMS.md 3.4 (Gillenwater et al. 2022, Lemma 4.2; code
+    ``em_epsilon_cdp``): an ε'-DP exponential mechanism is ε'-bounded-range,
+    hence (ε'²/8)-zCDP (Cesar & Rogers 2021); k of them are (k ε'²/8)-zCDP;
+    ρ-zCDP implies (ρ + 2 sqrt(ρ ln(1/δ)), δ)-DP (Bun & Steinke 2016). Solving
+    k ε'²/8 + ε' sqrt(k ln(1/δ)/2) = ε gives
+    ε' = sqrt(8(ln(1/δ) + ε)/k) - sqrt(8 ln(1/δ)/k). Basic composition gives
+    ε/k (pure ε-DP); the larger of the two is returned. ``delta = 0`` returns
+    ε/k.
+    """
+    eps = _check_positive(epsilon, "epsilon")
+    dlt = _check_delta(delta, allow_zero=True)
+    k = _check_int(k, "k", 1)
+    if dlt == 0.0:
+        return eps / k
+    log_inv = math.log(1.0 / dlt)
+    cdp = math.sqrt(8.0 * (log_inv + eps) / k) - math.sqrt(8.0 * log_inv / k)
+    return max(eps / k, cdp)
+
+
+def cdp_peel_top_k(
+    counts: ArrayLike, k: int, epsilon: float, delta: float, rng: np.random.Generator
+) -> np.ndarray:
+    """(ε, δ)-DP top-k by one-shot Gumbel noise (CDP-Peel).
+
+    Durfee & Rogers, "Practical Differentially Private Top-k Selection with
+    Pay-what-you-get Composition" (NeurIPS 2019), as used by Gillenwater et
+    al. (2022, Algorithm 3; ALGORITHMS.md 3.4): add one ``Gumbel(scale
+    1/eps')`` draw to every count, with ``eps' =
+    cdp_peel_epsilon_per_step(epsilon, delta, k)``, and return the k items with
+    the largest noisy counts, largest first. This has the same distribution
+    as k rounds of peeling with the exponential mechanism
+    ``Pr[j] ∝ exp(eps' c_j)`` (Durfee & Rogers, Lemma 4.2).
+
+    Guarantee: (ε, δ)-DP when adding or removing one person changes every
+    count by at most 1 in the same direction (distinct-person counts: the
+    count utility is monotone, so exp(ε' c) is ε'-DP and ε'-bounded-range;
+    the accounting is in :func:`cdp_peel_epsilon_per_step`). ``delta = 0``
+    gives ε' = ε/k and pure ε-DP. The domain must be public.
+
+    Returns:
+        int64 array of k distinct indices into ``counts``, in rank order.
+    """
+    c = _as_counts(counts, integral=False)
+    d = c.shape[0]
+    k = _check_int(k, "k", 1, d, " (the number of items in counts)")
+    eps_step = cdp_peel_epsilon_per_step(epsilon, delta, k)
+    rng = _check_rng(rng)
+    noisy = c + rng.gumbel(scale=1.0 / eps_step, size=d)
+    return _top_k_indices(noisy, k)
+
+

@@ -1,0 +1,167 @@
+"""Unknown Domain Gumbel (Durfee & Rogers 2019; Rogers, "Private Count
+Release", Algorithm 1): top-k without a public item list, δ-approximate
+(k·ε²/8)-zCDP.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dp_spark.accounting.exact import ratio_up
+from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.top_k._common import (  # noqa: F401
+    _MAX_EXACT_COUNT, _BLOCK, _check_rng, _check_positive, _check_int, _check_delta, _as_counts, _top_k_indices,
+)
+
+
+# ---------------------------------------------------------------------------
+# Unknown Domain Gumbel
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnknownDomainResult:
+    """Output of :func:`unknown_domain_gumbel`.
+
+    ``indices``: int64 array of at most k indices into ``top_counts``, in
+    decreasing order of noisy count. ``bottom``: True when fewer than k items
+    cleared the noisy threshold, i.e. ⊥ was appended to the output.
+    """
+
+    indices: np.ndarray
+    bottom: bool
+
+
+def unknown_domain_threshold(epsilon: float, delta: float, kbar: int) -> float:
+    """Threshold T = 1 + (1/ε)·ln(k̄/δ) of Unknown Domain Gumbel (seed Theorem 4)."""
+    eps = _check_positive(epsilon, "epsilon")
+    dlt = _check_delta(delta)
+    kbar = _check_int(kbar, "kbar", 1)
+    return 1.0 + math.log(kbar / dlt) / eps
+
+
+def unknown_domain_calibration(epsilon: float, delta: float, k: int) -> tuple[float, float, float]:
+    """Per-item ε' and the δ split that make Unknown Domain Gumbel (ε, δ)-DP.
+
+    Returns ``(epsilon_item, delta_threshold, delta_conversion)`` with
+    ``delta_threshold = delta_conversion = delta/2`` and
+    ε' = sqrt(8/k)·(sqrt(L + ε) − sqrt(L)), L = ln(1/δ'): Unknown Domain
+    Gumbel with (ε', δ/2) is δ/2-approximate (kε'²/8)-zCDP (seed Theorem 4),
+    and ρ-zCDP gives (ρ + 2·sqrt(ρ·L), δ')-DP (Bun & Steinke 2016), so the
+    whole is (kε'²/8 + ε'·sqrt(kL/2), δ/2 + δ/2) = (ε, δ)-DP (the same
+    equation as CDP-Peel's, without the pure-composition fallback, which
+    Theorem 4 does not state).
+    """
+    eps = _check_positive(epsilon, "epsilon")
+    dlt = _check_delta(delta)
+    k = _check_int(k, "k", 1)
+    half = dlt / 2.0
+    log_inv = math.log(1.0 / half)
+    eps_item = math.sqrt(8.0 / k) * (math.sqrt(log_inv + eps) - math.sqrt(log_inv))
+    # guard against float rounding: the implied ε must not exceed the target
+    while k * eps_item**2 / 8.0 + eps_item * math.sqrt(k * log_inv / 2.0) > eps:
+        eps_item = math.nextafter(eps_item, 0.0)
+    return eps_item, half, half
+
+
+def unknown_domain_gumbel(
+    top_counts: ArrayLike,
+    k: int,
+    epsilon: float,
+    delta: float,
+    kbar: int,
+    rng: np.random.Generator,
+    count_kbar_plus_1: float = 0.0,
+) -> UnknownDomainResult:
+    """Top-k without a public domain: Unknown Domain Gumbel.
+
+    Durfee & Rogers (NeurIPS 2019); Rogers, "Private Count Release"
+    (arXiv 2403.05073), Algorithm 1 and Theorem 4 (ALGORITHMS.md 5.1). With
+    β = 1/ε and T = 1 + (1/ε)·ln(k̄/δ) (:func:`unknown_domain_threshold`):
+    T~ = T + c_(k̄+1) + Gumbel(β); every item among the k̄ largest with a
+    positive count gets c~_i = c_i + Gumbel(β) and is kept if c~_i > T~; the
+    output is the (at most k) kept items with the largest c~, in decreasing
+    order, followed by ⊥ when fewer than k were kept.
+
+    Guarantee: δ-approximate (k·ε²/8)-zCDP (seed Theorem 4), when adding or
+    removing one person changes every count by at most 1 (distinct-person
+    counts; a person may touch every count, and items may appear or vanish:
+    no public domain is needed). Only the ordered item list (and whether ⊥
+    was appended) may be released, not the noisy counts.
+
+    Why k <= k̄ (k = k̄ included) is sound. The proof has two parts. (a) On
+    the items in the top k̄ of both neighbours D and D′, the output is the
+    one-shot Gumbel top-k of those counts and of the threshold
+    T + c_(k̄+1) (a count of sensitivity 1 too, acting as ⊥), which is
+    k·ε²/8-zCDP (Durfee & Rogers 2019, as used by seed Theorem 4); this part
+    does not involve k̄. (b) The δ: an item i in the top k̄ of one data set
+    X ∈ {D, D′} but not of the other has c_i(X) <= c_(k̄+1)(X) + 1 (say
+    D′ = D plus one person:
+    if i is in the top k̄ of D only, c_i(D) <= c_i(D′) <= c_(k̄+1)(D′) <=
+    c_(k̄+1)(D) + 1; if of D′ only, c_i(D′) <= c_i(D) + 1 <= c_(k̄+1)(D) + 1
+    <= c_(k̄+1)(D′) + 1). Its chance of clearing the noisy threshold in X is
+    P[c_i + G_i > T + c_(k̄+1) + G_0] <= P[G_i − G_0 > T − 1] <=
+    e^{−ε(T−1)} = δ/k̄ (G_i − G_0 is logistic with scale 1/ε). There are at
+    most k̄ such items, so by a union bound, except with probability δ no
+    such item is kept, and then both outputs are computed from the common
+    items as in (a). Neither part needs k < k̄.
+
+    Args:
+        top_counts: the k̄ largest counts of the whole histogram, one per item
+            (any order; fewer than k̄ entries when the histogram has fewer
+            items). Items with count 0 are never selected.
+        k: the largest number of items to return, 1 <= k <= kbar (the seed
+            states k < k̄; k = k̄ is also covered by its argument).
+        epsilon: ε > 0 (β = 1/ε).
+        delta: δ in (0, 1).
+        kbar: k̄ >= 1, the number of top counts collected.
+        rng: the source of all randomness.
+        count_kbar_plus_1: the (k̄+1)-th largest count of the histogram; 0
+            when the histogram has at most k̄ items. Must not exceed any of
+            ``top_counts``.
+
+    Returns:
+        :class:`UnknownDomainResult` with indices into ``top_counts``.
+    """
+    c = _as_counts(top_counts, "top_counts", integral=False, allow_empty=True)
+    kbar = _check_int(kbar, "kbar", 1)
+    k = _check_int(k, "k", 1, kbar, " (k may not exceed kbar)")
+    thr = unknown_domain_threshold(epsilon, delta, kbar)
+    eps = float(epsilon)
+    rng = _check_rng(rng)
+    if c.shape[0] > kbar:
+        raise ParameterError(
+            "top_counts holds more than kbar counts; pass only the kbar largest "
+            "and give the (kbar+1)-th as count_kbar_plus_1"
+        )
+    if isinstance(count_kbar_plus_1, bool) or not isinstance(count_kbar_plus_1, numbers.Real):
+        raise ParameterError("count_kbar_plus_1 must be a real number")
+    base = float(count_kbar_plus_1)
+    if not math.isfinite(base) or base < 0.0:
+        raise ParameterError("count_kbar_plus_1 must be finite and non-negative")
+    if c.shape[0] < kbar and base != 0.0:
+        raise ParameterError(
+            "count_kbar_plus_1 must be 0 when fewer than kbar counts are passed "
+            "(the histogram then has no (kbar+1)-th item)"
+        )
+    if c.size and base > float(np.min(c)):
+        raise ParameterError(
+            "count_kbar_plus_1 must not exceed any of top_counts; pass the kbar "
+            "largest counts and the (kbar+1)-th largest"
+        )
+    beta = ratio_up(1.0, eps)  # Gumbel scale 1/ε rounded up (more noise, never less)
+    noisy_threshold = thr + base + float(rng.gumbel(scale=beta))
+    cand = np.flatnonzero(c > 0)
+    noisy = c[cand] + rng.gumbel(scale=beta, size=cand.size)
+    keep = noisy > noisy_threshold
+    kept, kept_noisy = cand[keep], noisy[keep]
+    order = np.argsort(-kept_noisy, kind="stable")[:k]
+    indices = kept[order].astype(np.int64)
+    return UnknownDomainResult(indices=indices, bottom=bool(indices.size < k))
