@@ -139,9 +139,9 @@ def main(argv=None) -> int:
         return 2
 
     spark = start_session("dp_spark benchmark: distinct_count_accuracy")
-    from dp_spark.releases.distinct_count import noise_margins, release_from_counts
+    from dp_spark.mechanisms.distinct_count.bound import noise_margins, release_from_counts
     from dp_spark.stages import bounded_distinct_counts
-    from dp_spark.releases.distinct_count import PERSONS_PER_SHARD
+    from dp_spark.mechanisms.distinct_count.bound import PERSONS_PER_SHARD
 
     shards = args.shards or 8
     L = args.max_bound

@@ -290,7 +290,7 @@ def main(argv=None) -> int:
     spark = start_session("dp_spark benchmark: distinct_count_speed")
     import dp_spark
     from dp_spark.datasets import synthetic_events
-    from dp_spark.releases.distinct_count import release_from_counts
+    from dp_spark.mechanisms.distinct_count.bound import release_from_counts
     from dp_spark.stages import bounded_distinct_counts
     from dp_spark.stages.distinct import DEFAULT_EDGE_LIMIT
 

@@ -18,7 +18,7 @@ import sys
 
 from dp_spark import __version__
 from dp_spark.commands import COMMANDS
-from dp_spark.commands.base import add_options, load_table, options_of, resolve
+from dp_spark.commands.base import add_options, budget_of, load_table, options_of, plan_of, resolve, run_release
 from dp_spark.errors import (
     BudgetExceededError,
     DPSparkError,
@@ -82,12 +82,12 @@ def _configure_logging(opts) -> None:
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
 
 
-def _budget(command: str, module, opts):
+def _budget(command: str, opts):
     """The run's budget: a ledger budget (--ledger), a per-run filter
-    (--budget-*), or None. Checked against the release's cost before Spark
+    (--budget-*), or None. Checked against the release's plan before Spark
     starts; a ledger records the charge when the release spends it, after
     its schema checks and before it reads any data."""
-    filter_budget = module.budget(opts)
+    filter_budget = budget_of(opts)
     if not (opts.get("ledger") or opts.get("ledger_budget")):
         if opts.get("run_key"):
             raise ParameterError("--run-key needs --ledger and --ledger-budget.")
@@ -109,19 +109,6 @@ def _budget(command: str, module, opts):
     parameters = {k: v for k, v in opts.items() if k not in ("ledger", "quiet", "verbose") and v is not None}
     return open_ledger(opts["ledger"]).budget(opts["ledger_budget"], run_key=run_key, once=once,
                                               parameters={"release": command, **parameters})
-
-
-def _check_budget(command: str, module, opts, budget) -> None:
-    cost = module.cost(opts)
-    if budget is not None and not budget.can_spend(cost):
-        from dp_spark.ledger import LedgerBudget
-
-        which = f"the ledger budget {budget.name!r}" if isinstance(budget, LedgerBudget) else "the budget"
-        raise BudgetExceededError(
-            f"{command} would spend {cost.describe()} but {which} has only "
-            f"{budget.remaining.describe()} left; lower the release's privacy parameter or raise "
-            "the budget. No data was read and nothing was charged."
-        )
 
 
 def _check_master(master: str | None) -> None:
@@ -158,10 +145,15 @@ def _run(args, command: str) -> int:
     module = COMMANDS[command]
     opts = resolve(args, options_of(module))
     _configure_logging(opts)
-    module.validate(opts)
+    if hasattr(module, "validate"):
+        module.validate(opts)  # options of the command line only (never a release parameter)
+    plan = plan_of(module, opts)  # every release parameter checked, the cost and its split
+    if opts.get("dry_run"):
+        print(plan.to_json() if opts["quiet"] else plan.describe())
+        return 0
     check_run_paths(module, {**opts, "config": getattr(args, "config", None)})
-    budget = _budget(command, module, opts)
-    _check_budget(command, module, opts, budget)
+    budget = _budget(command, opts)
+    plan.check(budget)
     _check_master(opts["master"])
     from dp_spark.session import get_session
 
@@ -172,7 +164,8 @@ def _run(args, command: str) -> int:
         _check_columns(df, opts)  # schema only: before the release charges its budget
     if df is not None and opts.get("bad_rows") == "fail" and opts.get("input"):
         check_rows_parse(df, opts["input"])  # before anything is spent
-    release = module.run(spark, df, opts, budget)
+    release = module.run(spark, df, opts, budget) if hasattr(module, "run") else run_release(
+        module, spark, df, opts, budget)
     print(release.to_json() if opts["quiet"] else release.summary())
     for writer in getattr(module, "ARTIFACT_WRITERS", {}).values():
         writer(release, opts)  # before the report: a report means all outputs exist

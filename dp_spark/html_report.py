@@ -233,9 +233,9 @@ def top_k_error_bound(release) -> float | None:
     from dp_spark.releases.top_k import error_bound
 
     v, p = release.values, release.parameters
-    size = p.get("kbar") if v.get("mechanism") == "unknown-domain" else v.get("domain_size")
+    size = p.get("kbar") if v.get("method") == "unknown-domain" else v.get("domain_size")
     try:
-        bound = error_bound(v["mechanism"], int(v["k"]), float(p["epsilon"]), float(p.get("delta") or 0.0),
+        bound = error_bound(v["method"], int(v["k"]), float(p["epsilon"]), float(p.get("delta") or 0.0),
                             int(size))
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
@@ -254,6 +254,8 @@ def _count_release_chart(release, history):
 
 def _continual_chart(release, history):
     series = release.artifacts.get("series")
+    if series is not None and hasattr(series, "toPandas"):
+        series = series.toPandas()  # one row per step: the horizon, a public size
     if series is None or not hasattr(series, "columns"):
         return None
     keep = plots.thin(len(series))
@@ -269,9 +271,9 @@ def _continual_chart(release, history):
 
 
 def _set_union_chart(release, history):
-    runs = [(str(h.get("created", f"run {i + 1}")), h.get("items_released")) for i, h in enumerate(history or [])
-            if h.get("release") == release.name]
-    runs.append(("this run", release.values.get("items_released")))
+    runs = [(str(h.get("created", f"run {i + 1}")), (h.get("result") or {}).get("released_count"))
+            for i, h in enumerate(history or []) if h.get("release") == release.name]
+    runs.append(("this run", release.values.get("released_count")))
     runs = [(label, n) for label, n in runs if _is_number(n)]
     if not runs:
         return None

@@ -21,6 +21,14 @@ SEEDED_WARNING = (
 )
 
 
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) every ``Release.to_dict()`` document
+    follows, shipped as ``dp_spark/schemas/release.schema.json``."""
+    from importlib.resources import files
+
+    return json.loads(files("dp_spark").joinpath("schemas/release.schema.json").read_text(encoding="utf-8"))
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
@@ -31,15 +39,21 @@ def _version() -> str:
     return __version__
 
 
-@dataclass
+@dataclass(frozen=True)
 class Release:
-    """A differentially private release.
+    """A differentially private release (frozen): what every
+    ``dp_spark.<release>(df, ...)`` returns.
 
-    ``values`` holds the released values (JSON-serialisable); ``errors`` one
-    error statement per released value; ``artifacts`` outputs too large or not
-    JSON-shaped (a Spark DataFrame of released items, a time series), which
-    are reachable as attributes but not part of ``to_dict()``. Every key of
-    ``values`` and ``artifacts`` is also an attribute: ``release.estimate``.
+    ``privacy``: the guarantee spent (and its (ε, δ) equivalent for zCDP),
+    with the privacy unit; ``budget_split``: how it was split between the
+    release's steps; ``statement``: the guarantee and the error in words;
+    ``parameters``: the public parameters; ``seeded``: True for a fixed-seed
+    run (then NOT private, not for publication); ``result`` (also
+    ``values``): the released values, JSON-shaped; ``errors``: one error
+    statement per released value. ``artifacts``: outputs too large for the
+    report, as Spark DataFrames (``items``, ``series``); write one with
+    :meth:`write`. Every key of ``artifacts`` and of ``result`` is also an
+    attribute (an artifact first): ``release.estimate``, ``release.items``.
     """
 
     name: str
@@ -59,48 +73,77 @@ class Release:
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails.
-        for holder in ("values", "artifacts"):
+        for holder in ("artifacts", "values"):
             store = self.__dict__.get(holder)
             if store is not None and name in store:
                 return store[name]
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
+    @property
+    def result(self) -> dict[str, Any]:
+        """The released values (the report's ``result``)."""
+        return self.values
+
+    @property
+    def privacy(self) -> dict[str, Any]:
+        """What was spent: the guarantee's kind and amounts, its description,
+        the (ε, δ) equivalent of a zCDP guarantee, the privacy unit."""
+        from dp_spark.plan import privacy_document
+
+        return privacy_document(self.guarantee, self.equivalent, self.privacy_unit, self.neighbouring)
+
     def to_dict(self) -> dict[str, Any]:
-        spent = self.guarantee.to_dict()
-        out: dict[str, Any] = {"release": self.name, **self.values}
-        if "rho" in spent:
-            # Top-level epsilon and delta are always one (ε, δ) pair: for a
-            # zCDP guarantee, its (ε, δ) equivalent; the zCDP δ is kept apart.
-            out["rho"] = spent["rho"]
-            out["zcdp_delta"] = spent.get("delta", 0.0)
-            approx = self.equivalent.to_dict() if self.equivalent is not None else {}
-            out["epsilon"] = approx.get("epsilon")
-            out["delta"] = approx.get("delta")
-        else:
-            out["epsilon"] = spent.get("epsilon")
-            out["delta"] = spent.get("delta", 0.0)
-        out.update(
-            {
-                "guarantee": {
-                    **spent,
-                    "description": self.guarantee.describe(),
-                    **({"approx_dp_equivalent": self.equivalent.to_dict()} if self.equivalent else {}),
-                },
-                "privacy_unit": self.privacy_unit,
-                "neighbouring": self.neighbouring,
-                "budget_split": self.budget_split,
-                "errors": self.errors,
-                "statement": self.statement,
-                "parameters": self.parameters,
-                "seeded": self.seeded,
-                "publishable": not self.seeded,
-                "version": self.version,
-                "created": self.created,
-            }
-        )
+        """The versioned JSON report (schema: ``dp_spark/schemas/release.schema.json``)."""
+        from dp_spark.plan import FORMAT_VERSION
+
+        out: dict[str, Any] = {
+            "release": self.name,
+            "version": FORMAT_VERSION,
+            "library": {"name": "dp_spark", "version": self.version},
+            "created": self.created,
+            "privacy": self.privacy,
+            "parameters": self.parameters,
+            "result": self.values,
+            "errors": self.errors,
+            "budget_split": self.budget_split,
+            "statement": self.statement,
+            "seeded": self.seeded,
+            "publishable": not self.seeded,
+        }
         if self.seeded:
             out["warning"] = SEEDED_WARNING
         return out
+
+    def write(self, name: str, path: str, format: str = "parquet", overwrite: bool = False) -> None:
+        """Write the artifact ``name`` (a Spark DataFrame: ``items``,
+        ``series``) to ``path`` (``parquet``, ``csv`` or ``json``),
+        atomically; a seeded release's output is marked not for publication.
+        An existing ``path`` is refused unless ``overwrite``."""
+        import os
+
+        from dp_spark.errors import InputError
+        from dp_spark.io import write_dataframe_atomic
+
+        if name not in self.artifacts:
+            raise InputError(f"{self.name} has no artifact {name!r}; it has: {', '.join(self.artifacts) or 'none'}.")
+        if os.path.exists(path) and not overwrite:
+            raise InputError(f"{path} already exists; pass overwrite=True to replace it.")
+        write_dataframe_atomic(self.artifacts[name], path, format, seeded=self.seeded)
+
+    @classmethod
+    def from_plan(cls, plan, *, values: dict[str, Any], errors: dict[str, str], statement: str,
+                  seeded: bool, budget_split: list[dict[str, Any]], parameters: dict[str, Any] | None = None,
+                  artifacts: dict[str, Any] | None = None, guarantee: Any = None) -> "Release":
+        """The release of ``plan`` (a :class:`dp_spark.plan.Plan`): its name,
+        unit, guarantee and parameters, with the released values. ``parameters``
+        adds released choices (e.g. the shards a noisy count chose)."""
+        return cls(
+            name=plan.release, privacy_unit=plan.privacy_unit, neighbouring=plan.neighbouring,
+            guarantee=plan.guarantee if guarantee is None else guarantee,
+            parameters={**plan.parameters, **(parameters or {})}, values=values, errors=errors,
+            statement=statement, seeded=seeded, budget_split=budget_split, equivalent=plan.equivalent,
+            artifacts=dict(artifacts or {}),
+        )
 
     def to_json(self, indent: int = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)

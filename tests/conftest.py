@@ -32,6 +32,14 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def report_schema() -> dict:
+    """The JSON Schema of release reports shipped in the package."""
+    from dp_spark.report import report_schema as load
+
+    return load()
+
+
+@pytest.fixture(scope="session")
 def amazon_path() -> Path:
     if not AMAZON.is_file():
         pytest.fail(f"shared data set missing: {AMAZON} (../shared must sit beside the checkout)")

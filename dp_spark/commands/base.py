@@ -87,6 +87,8 @@ RUN_OPTIONS = (
     Option("ledger_budget", str, None, "name of the ledger budget to charge (dp-spark ledger create)"),
     Option("run_key", str, None, "with --ledger: this run's id (e.g. an Airflow run id); a retry "
            "with the same key reuses its charge instead of spending again"),
+    Option("dry_run", bool, False, "print the plan (parameters checked, privacy spent and its split, "
+           "what will be released) and stop: no Spark, no data read, nothing spent", flag=True),
 )
 #: How text input files are parsed (added to every command that has --input).
 READ_OPTIONS = (
@@ -295,3 +297,46 @@ def _nfkc_casefold(column):
 
 def _normalize_series(texts):
     return texts.str.normalize("NFKC").str.casefold()
+
+
+# -- one path from options to a release: the plan, the budget, the call ------------
+
+
+def _function(path: str):
+    """``"package.module:name"`` -> the object (imported on first use)."""
+    import importlib
+
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _arguments(function, opts: dict[str, Any], skip=()) -> dict[str, Any]:
+    """The options that ``function`` takes as keyword arguments, by name (the
+    CLI flags, YAML keys and Python parameters are the same names)."""
+    import inspect
+
+    names = inspect.signature(function).parameters
+    return {k: opts[k] for k in names if k in opts and k not in skip}
+
+
+def plan_of(module, opts: dict[str, Any]):
+    """The release's frozen :class:`~dp_spark.plan.Plan` from the options:
+    the same function the Python API calls (``dp_spark.plans.<release>``),
+    so every check, cost and budget split has one home. No Spark."""
+    opts = getattr(module, "plan_options", lambda o: o)(opts)
+    function = _function(module.PLAN)
+    return function(**_arguments(function, opts))
+
+
+def budget_of(opts: dict[str, Any]):
+    """The run's own budget from ``--budget-epsilon/--budget-delta/--budget-rho``."""
+    from dp_spark.plan import budget_filter
+
+    return budget_filter(opts.get("budget_epsilon"), opts.get("budget_delta"), opts.get("budget_rho"))
+
+
+def run_release(module, spark, df, opts: dict[str, Any], budget):
+    """Call the release's Python function (``module.RELEASE``) with the
+    options it takes, the input table and the run's budget."""
+    function = _function(module.RELEASE)
+    return function(df, budget=budget, **_arguments(function, opts, skip=("df", "budget", "ledger")))

@@ -1,5 +1,10 @@
 """The distinct-count release: person-level ε-DP count of distinct items.
 
+``dp_spark.distinct_count(df, *, epsilon, ...)``: plan
+(:mod:`dp_spark.plans.distinct_count`), Spark stage
+(:mod:`dp_spark.stages.distinct`), mechanism
+(:mod:`dp_spark.mechanisms.distinct_count`).
+
 Knop & Steinke, "Counting Distinct Elements Under Person-Level Differential
 Privacy" (NeurIPS 2023), Algorithm 1 (exact, ``method="matching"``) and its
 linear-time variant with Algorithm 2's greedy counts (``method="greedy"``,
@@ -48,113 +53,20 @@ makes the 1 − β statement true.
 
 from __future__ import annotations
 
-import functools
 import logging
 
 import numpy as np
 
-from dp_spark.accounting import PrivacyFilter, PureDP, ratio_up, remainder
-from dp_spark.noise import (
-    discrete_laplace,
-    discrete_laplace_std,
-    discrete_laplace_upper_quantile,
-    make_rng,
-)
-from dp_spark import checks
+from dp_spark.accounting import PrivacyFilter, ratio_up
+from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
+from dp_spark.noise import make_rng
+from dp_spark.plan import Plan
+from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, plan as make_plan
 from dp_spark.report import Release
-from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
-from dp_spark.stages.distinct import (
-    DEFAULT_EDGE_LIMIT,
-    MAX_SHARDS,
-    bounded_distinct_counts,
-    count_pairs,
-    greedy_counts,
-    matching_counts,
-    matching_pairs,
-    validate_stage_parameters,
-)
+from dp_spark.stages.distinct import bounded_distinct_counts, count_pairs, greedy_counts, matching_counts, matching_pairs
 from dp_spark.stages.edges import count_persons, edges
 
 log = logging.getLogger(__name__)
-
-RELEASE = "distinct-count"
-SHARD_EPSILON_SHARE = 0.01
-PERSONS_PER_SHARD = 50_000
-MATCHING_EPSILON_SHARE = 0.01
-#: Probability that the pairs collected for exact matching exceed edge_limit.
-MATCHING_OVERFLOW_PROBABILITY = 1e-6
-SHARD_STEP = "shard count (discrete Laplace on the number of persons)"
-MATCHING_STEP = "matching size check (discrete Laplace on the number of truncated (person, item) pairs)"
-
-
-def choose_shards(noisy_persons: int, persons_per_shard: int = PERSONS_PER_SHARD) -> int:
-    """Greedy shard count from a noisy person count (post-processing)."""
-    return int(min(MAX_SHARDS, max(1, noisy_persons // persons_per_shard)))
-
-
-def noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
-    """m_l, l = 1..L: the smallest integer with P[DLap(2l/ε) > m_l] <= β.
-    Public constants (they depend on parameters only)."""
-    return _noise_margins(float(epsilon), float(beta), int(max_bound)).copy()
-
-
-@functools.lru_cache(maxsize=32)
-def _noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
-    return np.array(
-        [discrete_laplace_upper_quantile(ratio_up(2 * l, epsilon), beta) for l in range(1, max_bound + 1)],
-        dtype=np.int64,
-    )
-
-
-def release_from_counts(
-    counts: np.ndarray, epsilon: float, beta: float, rng: np.random.Generator
-) -> dict:
-    """Mechanism half of the release (numpy only), given the NON-PRIVATE
-    counts c_1..c_L: GEM at ε/2 picks l̂, discrete Laplace at ε/2 releases the
-    count. Returns only released values: l̂, estimate, lower_bound, noise
-    scale. Total: ε-DP if each c_l has sensitivity l."""
-    counts = np.asarray(counts, dtype=np.int64)
-    max_bound = len(counts)
-    bounds = np.arange(1, max_bound + 1, dtype=np.float64)
-    margins = noise_margins(epsilon, beta, max_bound)
-    scores = counts.astype(np.float64) - margins
-    chosen = generalized_exponential(scores, bounds, epsilon / 2.0, beta, rng)
-    bound = int(chosen) + 1
-    scale = ratio_up(2 * bound, epsilon)  # 2l/ε rounded up: never less noise
-    noisy = int(counts[chosen]) + int(discrete_laplace(scale, rng))
-    return {
-        "bound": bound,
-        "estimate": max(noisy, 0),
-        "lower_bound": max(noisy - int(margins[chosen]), 0),
-        "noise_scale": scale,
-        "noise_std": discrete_laplace_std(scale),
-        "margin": int(margins[chosen]),
-    }
-
-
-def matching_fits(noisy_pairs: int, scale: float, edge_limit: int,
-                  failure: float = MATCHING_OVERFLOW_PROBABILITY) -> bool:
-    """Post-processing of the noisy pair count Ñ = N + DLap(scale): run exact
-    matching iff Ñ + m <= edge_limit, m the (1 − failure) noise quantile.
-    Then P[N > edge_limit and matching chosen] <= P[DLap < −m] <= failure."""
-    margin = discrete_laplace_upper_quantile(scale, failure)
-    return noisy_pairs + margin <= edge_limit
-
-
-def _plan(method: str, epsilon: float, shards) -> tuple[list[tuple[str, float]], float]:
-    """The budget split (data-independent): [(step, ε)], and ε' left for
-    GEM + count."""
-    if method == "greedy" and shards is None:
-        pre = [(SHARD_STEP, epsilon * SHARD_EPSILON_SHARE)]
-    elif method == "matching":
-        pre = [(MATCHING_STEP, epsilon * MATCHING_EPSILON_SHARE)]
-    else:
-        pre = []
-    rest = remainder(epsilon, *(e for _, e in pre))  # parts sum to <= epsilon exactly
-    return pre + [
-        ("bound selection (Generalized Exponential Mechanism)", rest / 2.0),
-        ("count (discrete Laplace mechanism)", rest / 2.0),
-    ], rest
 
 
 def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, rng) -> tuple[np.ndarray, dict]:
@@ -162,9 +74,8 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
     Returns NON-PRIVATE counts and the released parameters of the choice."""
     pairs = matching_pairs(edge_df, max_bound).persist()
     try:
-        scale = ratio_up(max_bound, epsilon_check)  # rounded up: never less noise
-        noisy_pairs = count_pairs(pairs) + int(discrete_laplace(scale, rng))
-        if matching_fits(noisy_pairs, scale, edge_limit):
+        noisy_pairs = noisy_size(count_pairs(pairs), max_bound, epsilon_check, rng)
+        if matching_fits(noisy_pairs, ratio_up(max_bound, epsilon_check), edge_limit):
             log.info("distinct-count: exact matching on the driver, bounds 1..%d", max_bound)
             counts = matching_counts(edge_df, max_bound, None, pairs=pairs)
             return counts, {"counted_by": "exact matching", "shards": None}
@@ -176,18 +87,19 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
     return counts, {"counted_by": "greedy (noisy pair count above edge_limit)", "shards": int(chosen)}
 
 
-def _bounded_counts(df, person_col, item_col, max_bound, method, shards, edge_limit, epsilon_pre, rng):
+def _bounded_counts(df, plan: Plan, epsilon_pre: float, rng):
     """NON-PRIVATE counts c_1..c_L and the released parameters of how they
     were computed (every data-dependent choice here is noisy and charged)."""
+    person_col, item_col, max_bound, method = plan["person_col"], plan["item_col"], plan["max_bound"], plan["method"]
+    shards = plan.parameters.get("shards")
     edge_df = edges(df, person_col, item_col)
     if method == "matching":
-        return _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_pre, rng)
+        return _matching_or_greedy(edge_df, max_bound, shards, plan["edge_limit"], epsilon_pre, rng)
     extra = {}
     if method == "greedy":
         if shards is None:
             log.info("distinct-count: choosing the number of greedy shards from a noisy person count")
-            noisy_persons = count_persons(edge_df) + int(discrete_laplace(ratio_up(1, epsilon_pre), rng))
-            shards = choose_shards(noisy_persons)
+            shards = choose_shards(noisy_size(count_persons(edge_df), 1, epsilon_pre, rng))
             extra["shards_chosen"] = "automatically (noisy person count)"
         else:
             extra["shards_chosen"] = "by the caller"
@@ -202,16 +114,16 @@ def _bounded_counts(df, person_col, item_col, max_bound, method, shards, edge_li
 
 def distinct_count(
     df,
+    *,
+    epsilon: float,
+    method: str = "greedy",
     person_col: str = "person_id",
     item_col: str = "item",
-    epsilon: float = 1.0,
     beta: float = 0.05,
     max_bound: int = 100,
-    method: str = "greedy",
-    seed: int | None = None,
-    *,
     shards: int | None = None,
     edge_limit: int = DEFAULT_EDGE_LIMIT,
+    seed: int | None = None,
     budget: PrivacyFilter | None = None,
     ledger=None,
 ) -> Release:
@@ -231,51 +143,45 @@ def distinct_count(
     ``shards``: greedy (and matching's greedy fallback); None (default)
     chooses one shard per 50,000 persons from a noisy count, spending ε/100
     (matching reuses its noisy pair count).
-    ``budget``: an optional shared :class:`PrivacyFilter`; ε is spent from it
-    before any data is read, and the release is refused if it would overspend.
+    ``budget``: an optional shared :class:`~dp_spark.PrivacyFilter` (or
+    ``ledger=``, a persisted one); ε is spent from it before any data is
+    read, and the release is refused if it would overspend.
     ``seed``: for tests and demos only; a seeded release is marked not for
     publication. Rows with a null person or item are dropped.
+
+    Returns a :class:`~dp_spark.Release` whose ``result`` holds
+    ``estimate``, ``lower_bound``, ``bound``, ``confidence``, ``method``,
+    ``noise_scale`` and ``noise_std``.
     """
     from dp_spark.io import spark_frame
-
-    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     from dp_spark.ledger import budget_or_ledger
 
+    plan = make_plan(epsilon=epsilon, beta=beta, max_bound=max_bound, method=method, shards=shards,
+                     edge_limit=edge_limit, person_col=person_col, item_col=item_col, seed=seed)
+    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
-    epsilon = checks.positive(epsilon, "epsilon")
-    beta = checks.open_unit(beta, "beta")
-    max_bound = checks.whole(max_bound, "max_bound")
-    seed = checks.seed(seed)
-    validate_stage_parameters(max_bound, method, shards, edge_limit)
     edges(df, person_col, item_col)  # schema checks only (no data read), before any spending
-    cost = PureDP(epsilon)
-    if budget is not None:
-        budget.spend(cost, label=RELEASE)  # refuses before any data is read
-    local = PrivacyFilter(cost)
-    plan, epsilon_main = _plan(method, epsilon, shards)
-    for label, eps in plan:
-        local.spend(PureDP(eps), label=label)
+    local = plan.spend(budget)  # refuses before any data is read
     rng = make_rng(seed)
-    epsilon_pre = plan[0][1] if len(plan) == 3 else 0.0
-    counts, how = _bounded_counts(df, person_col, item_col, max_bound, method, shards, edge_limit,
-                                  epsilon_pre, rng)
+    split = [cost.epsilon for _, cost in plan.steps]
+    epsilon_pre = split[0] if len(split) == 3 else 0.0
+    counts, how = _bounded_counts(df, plan, epsilon_pre, rng)
     log.info("distinct-count: selecting the bound and adding noise")
-    released = release_from_counts(counts, epsilon_main, beta, rng)
+    released = release_from_counts(counts, split[-2] + split[-1], plan["beta"], rng)
     del counts  # non-private; nothing below may use it
-    return _report(released, epsilon, beta, max_bound, method, person_col, item_col, edge_limit,
-                   how, cost, local, seed)
+    return _report(plan, released, how, local, seed)
 
 
-def _report(released, epsilon, beta, max_bound, method, person_col, item_col, edge_limit,
-            how, cost, local, seed) -> Release:
+def _report(plan: Plan, released, how, local, seed) -> Release:
     """The Release from released values and public parameters only."""
+    beta, person_col, item_col = plan["beta"], plan["person_col"], plan["item_col"]
     confidence = 1.0 - beta
     bound = released["bound"]
     values = {
         "estimate": released["estimate"],
         "lower_bound": released["lower_bound"],
         "bound": bound,
-        "method": method,
+        "method": plan["method"],
         "confidence": confidence,
         "noise_scale": released["noise_scale"],
         "noise_std": released["noise_std"],
@@ -292,33 +198,12 @@ def _report(released, epsilon, beta, max_bound, method, person_col, item_col, ed
         ),
     }
     statement = (
-        f"Person-level {epsilon:g}-differential privacy: the output would be almost "
+        f"Person-level {plan['epsilon']:g}-differential privacy: the output would be almost "
         f"as likely if any one person (every row with the same {person_col}) were "
         f"removed or added. With probability at least {confidence:.0%} the table "
         f"holds at least {released['lower_bound']:,} distinct {item_col} values."
     )
-    parameters = {
-        "epsilon": epsilon,
-        "beta": beta,
-        "max_bound": max_bound,
-        "method": method,
-        "person_col": person_col,
-        "item_col": item_col,
-        "noise": "discrete laplace",
-        **how,
-    }
-    if method == "matching":
-        parameters["edge_limit"] = int(edge_limit)
-        parameters["items_per_person"] = max_bound
-    return Release(
-        name=RELEASE,
-        privacy_unit="person",
-        neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
-        guarantee=cost,  # the ledger's float sum may differ from ε in the last bit
-        parameters=parameters,
-        values=values,
-        errors=errors,
-        statement=statement,
-        seeded=seed is not None,
-        budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
+    return Release.from_plan(
+        plan, values=values, errors=errors, statement=statement, seeded=seed is not None,
+        budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger], parameters=how,
     )

@@ -26,15 +26,15 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dp_spark.errors import LimitError, ParameterError
+from dp_spark import checks
+from dp_spark.errors import LimitError
+from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, MAX_SHARDS, METHODS
 from dp_spark.sparkjobs import spark_job
-from dp_spark.stages.edges import ITEM, PERSON, edges, item_type
+from dp_spark.stages.edges import ITEM, PERSON, edges
 from dp_spark.stages.kernels import flow_bounded_counts, greedy_match_rounds
 
 log = logging.getLogger(__name__)
 
-METHODS = ("greedy", "matching", "sampling")
-DEFAULT_EDGE_LIMIT = 20_000_000
 DEFAULT_SHARDS = 16
 ROUND = "round"
 ITEM_KEY = "item_key"
@@ -289,38 +289,13 @@ def bounded_distinct_counts(
     return matching_counts(edge_df, max_bound, edge_limit, item_cap=item_cap)
 
 
-#: Public upper limits on the parameters that size memory or work, checked
-#: before Spark starts (API and CLI). Each names the resource it protects.
-MAX_BOUND_LIMIT = 1_000_000
-MAX_SHARDS = 10_000
-MAX_EDGE_LIMIT = 200_000_000
-
-_LIMIT_REASONS = {
-    "max_bound": (MAX_BOUND_LIMIT, "the driver builds the GEM score and noise-margin tables and the "
-                  "greedy runs up to max_bound rounds, all of size max_bound; a person bound above "
-                  "a million items is never useful"),
-    "shards": (MAX_SHARDS, "each shard is a Spark task and a partition of the shuffle; more "
-               "than 10,000 only adds scheduling overhead and shrinks shards (less accurate)"),
-    "edge_limit": (MAX_EDGE_LIMIT, "exact matching holds every collected (person, item) pair "
-                   "and the flow graph in driver memory (roughly 100 bytes per pair); use "
-                   "method='greedy' for larger inputs"),
-}
-
-
-def _whole(value, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ParameterError(f"{name} must be a whole number >= 1; got {value!r}.")
-    limit, why = _LIMIT_REASONS[name]
-    if value > limit:
-        raise ParameterError(f"{name} must be at most {limit:,} ({why}); got {value:,}.")
-
-
 def validate_stage_parameters(max_bound, method, shards, edge_limit) -> None:
-    """Check method and the public upper limits of max_bound, shards and
-    edge_limit (before any Spark work)."""
-    if method not in METHODS:
-        raise ParameterError(f"method must be one of {', '.join(METHODS)}; got {method!r}.")
-    _whole(max_bound, "max_bound")
+    """The stage's parameters, by the release plan's own checks (method and
+    the public limits of max_bound, shards and edge_limit)."""
+    from dp_spark.plans.distinct_count import limited
+
+    checks.choice(method, "method", METHODS)
+    limited(max_bound, "max_bound")
     if shards is not None:
-        _whole(shards, "shards")
-    _whole(edge_limit, "edge_limit")
+        limited(shards, "shards")
+    limited(edge_limit, "edge_limit")

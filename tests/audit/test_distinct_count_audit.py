@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dp_spark.releases.distinct_count import choose_shards, release_from_counts
+from dp_spark.mechanisms.distinct_count.bound import choose_shards, release_from_counts
 from dp_spark.noise import discrete_laplace
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
 from dp_spark.stages.kernels import counts_from_rounds, greedy_match_rounds

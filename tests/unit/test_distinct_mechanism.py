@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dp_spark.noise import discrete_laplace_upper_quantile
-from dp_spark.releases.distinct_count import noise_margins, release_from_counts
+from dp_spark.mechanisms.distinct_count.bound import noise_margins, release_from_counts
 
 
 def test_margins_are_the_discrete_laplace_quantiles():

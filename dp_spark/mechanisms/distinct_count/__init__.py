@@ -1,0 +1,15 @@
+"""Distinct-count mechanisms (Knop & Steinke 2023): :mod:`.gem` (the
+Generalized Exponential Mechanism) and :mod:`.bound` (bound selection and the
+discrete Laplace count with its lower bound)."""
+
+from dp_spark.mechanisms.distinct_count.bound import (
+    choose_shards,
+    matching_fits,
+    noise_margins,
+    noisy_size,
+    release_from_counts,
+)
+from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
+
+__all__ = ["choose_shards", "generalized_exponential", "matching_fits", "noise_margins", "noisy_size",
+           "release_from_counts"]

@@ -1,0 +1,163 @@
+"""A release's plan: everything decided from its parameters alone.
+
+Every release builds a frozen :class:`Plan` before it touches data: the
+parameters validated (by :mod:`dp_spark.checks`), the guarantee the release
+spends, how that is split between its steps, and what will be released.
+The Python API, the command line and the jobs all build the same plan from
+the same function (``dp_spark.plans.<release>.plan``), so no check, cost or
+budget split is written twice; ``dp-spark <release> --dry-run`` prints it
+without starting Spark. Nothing here imports pyspark.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from dp_spark import checks
+from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP, ZCDP
+from dp_spark.errors import BudgetExceededError, ParameterError
+
+#: Version of the plan and report documents (``to_dict()["version"]``).
+FORMAT_VERSION = "2.0"
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a release will do, before any data is read.
+
+    ``guarantee``: the total it spends (a :class:`~dp_spark.PureDP`,
+    :class:`~dp_spark.ApproxDP` or :class:`~dp_spark.ZCDP` cost), checked
+    against the budget before reading. ``steps``: the split of that total,
+    ``(label, cost)`` in the order spent; the parts never add up to more
+    than the total. ``parameters``: every validated parameter, by the names
+    the API, the CLI and the YAML config share. ``releases``: what will be
+    released, in words. ``equivalent``: the (ε, δ) equivalent of a zCDP
+    guarantee, where one is reported.
+    """
+
+    release: str
+    guarantee: Any
+    steps: tuple[tuple[str, Any], ...]
+    parameters: Mapping[str, Any]
+    privacy_unit: str
+    neighbouring: str
+    releases: str
+    equivalent: Any = None
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self):
+        object.__setattr__(self, "parameters", _frozen(self.parameters))
+        object.__setattr__(self, "steps", tuple((str(label), cost) for label, cost in self.steps))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+    def __getitem__(self, name: str) -> Any:
+        """A parameter: ``plan["epsilon"]``."""
+        return self.parameters[name]
+
+    # -- the budget -----------------------------------------------------------
+
+    def check(self, budget) -> None:
+        """Refuse (BudgetExceededError) if ``budget`` cannot pay for this
+        release. Reads no data and spends nothing."""
+        if budget is None or budget.can_spend(self.guarantee):
+            return
+        name = getattr(budget, "name", None)
+        which = f"the ledger budget {name!r}" if name else "the budget"
+        raise BudgetExceededError(
+            f"{self.release} would spend {self.guarantee.describe()} but {which} has only "
+            f"{budget.remaining.describe()} left; lower the release's privacy parameter or raise "
+            "the budget. No data was read and nothing was charged."
+        )
+
+    def spend(self, budget=None) -> PrivacyFilter:
+        """Charge the guarantee to ``budget`` (a PrivacyFilter or a ledger
+        budget; refused before any data is read if it would overspend), then
+        return this run's own filter with every step charged, in order: the
+        release draws its noise only within what this filter holds."""
+        if budget is not None:
+            budget.spend(self.guarantee, label=self.release)
+        local = PrivacyFilter(self.guarantee)
+        for label, cost in self.steps:
+            local.spend(cost, label=label)
+        return local
+
+    def budget_split(self) -> list[dict[str, Any]]:
+        return [{"step": label, **cost.to_dict()} for label, cost in self.steps]
+
+    # -- documents --------------------------------------------------------------
+
+    def privacy(self) -> dict[str, Any]:
+        return privacy_document(self.guarantee, self.equivalent, self.privacy_unit, self.neighbouring)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as a JSON document (what ``--dry-run --quiet`` prints)."""
+        return {
+            "release": self.release,
+            "version": FORMAT_VERSION,
+            "plan": True,
+            "privacy": self.privacy(),
+            "parameters": _jsonable(self.parameters),
+            "budget_split": self.budget_split(),
+            "releases": self.releases,
+            "notes": list(self.notes),
+        }
+
+    def describe(self) -> str:
+        """The plan for a person (what ``--dry-run`` prints)."""
+        lines = [f"{self.release} (dry run: no data read, nothing spent)",
+                 f"  spends   {self.guarantee.describe()}, unit: one {self.privacy_unit}",
+                 f"  releases {self.releases}", "  budget split:"]
+        lines += [f"    {cost.describe():<24} {label}" for label, cost in self.steps]
+        lines.append("  parameters:")
+        width = max((len(k) for k in self.parameters), default=0)
+        lines += [f"    {k:<{width}}  {v}" for k, v in self.parameters.items() if v is not None]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+def privacy_document(guarantee, equivalent, privacy_unit: str, neighbouring: str) -> dict[str, Any]:
+    """The ``privacy`` section of a plan or report: the guarantee spent, its
+    (ε, δ) equivalent where one applies, and the privacy unit."""
+    doc: dict[str, Any] = {**guarantee.to_dict(), "description": guarantee.describe()}
+    doc.setdefault("delta", 0.0)
+    if equivalent is not None:
+        doc["approx_dp_equivalent"] = equivalent.to_dict()
+    doc["privacy_unit"] = privacy_unit
+    doc["neighbouring"] = neighbouring
+    return doc
+
+
+def _jsonable(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in mapping.items():
+        if isinstance(value, tuple):
+            value = list(value)
+        out[key] = value
+    return out
+
+
+def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
+    """A run's budget from its ``--budget-*`` values (None if none given):
+    ρ (with δ) gives a zCDP filter, ε with δ > 0 an (ε, δ) filter, ε alone a
+    pure ε filter."""
+    if epsilon is None and rho is None:
+        if delta is not None:
+            raise ParameterError("budget_delta needs budget_epsilon or budget_rho.")
+        return None
+    if epsilon is not None and rho is not None:
+        raise ParameterError("give budget_epsilon or budget_rho, not both (a budget holds one kind of guarantee).")
+    d = 0.0 if delta is None else checks.delta(delta, "budget_delta", allow_zero=True)
+    if rho is not None:
+        return PrivacyFilter(ZCDP(checks.positive(rho, "budget_rho"), d))
+    e = checks.positive(epsilon, "budget_epsilon")
+    return PrivacyFilter(ApproxDP(e, d) if d > 0 else PureDP(e))

@@ -1,0 +1,73 @@
+"""One API shape: the same script, changed only in the release's name and its
+own parameters, calls each of the five releases and reads ``.privacy``,
+``.budget_split``, ``.statement`` and ``to_dict()``; every report validates
+against the shipped JSON Schema."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+
+import pytest
+
+import dp_spark
+
+PERSONS = [(p, f"item{(p * 7 + j) % 23}") for p in range(60) for j in range(1 + p % 4)]
+EVENTS = [(t, f"i{t % 9}", 1 if (t // 9) % 2 == 0 else -1) for t in range(1, 40)]
+
+#: release -> (its own parameters, the input it reads)
+CASES = {
+    "distinct_count": (dict(epsilon=1.0, method="greedy", max_bound=4), "persons"),
+    "set_union": (dict(epsilon=1.0, delta=1e-6, method="policy-gaussian", max_items=4), "persons"),
+    "top_k": (dict(epsilon=1.0, k=3, method="auto"), "persons"),
+    "count_release": (dict(rho=0.5, delta=1e-6, method="pcr", kbar=20), "persons"),
+    "continual_distinct": (dict(rho=0.5, horizon=64, method="auto"), "events"),
+}
+
+
+def _input(spark, kind):
+    if kind == "persons":
+        return spark.createDataFrame(PERSONS, "person_id long, item string")
+    return spark.createDataFrame(EVENTS, "time long, item string, op int")
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_same_script_runs_every_release(spark, name, report_schema):
+    import jsonschema
+
+    parameters, kind = CASES[name]
+    release_function = getattr(dp_spark, name)
+    budget = dp_spark.PrivacyFilter(dp_spark.ZCDP(10.0, 1e-3) if "rho" in parameters
+                                    else dp_spark.ApproxDP(10.0, 1e-3))
+    # --- the script: only the name above and `parameters` change ---------------
+    release = release_function(_input(spark, kind), **parameters, seed=7, budget=budget)
+    privacy = release.privacy
+    split = release.budget_split
+    statement = release.statement
+    document = release.to_dict()
+    # -----------------------------------------------------------------------------
+    assert privacy["kind"] in ("pure-dp", "approx-dp", "zcdp") and privacy["privacy_unit"]
+    assert split and all("step" in part for part in split)
+    assert isinstance(statement, str) and statement
+    jsonschema.validate(json.loads(json.dumps(document)), report_schema)
+    assert document["release"] == name.replace("_", "-")
+    assert document["parameters"]["method"] == parameters["method"]
+    assert document["seeded"] is True and document["publishable"] is False
+    assert budget.spent.to_dict() != dp_spark.PrivacyFilter(budget.budget).spent.to_dict()  # it was charged
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        release.statement = "changed"
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_release_has_the_one_signature_shape(name):
+    """``df`` the only positional parameter; privacy parameters required and
+    keyword-only; ``method``, ``seed=None`` and ``budget=None`` everywhere."""
+    parameters = inspect.signature(getattr(dp_spark, name)).parameters
+    positional = [p for p in parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    assert [p.name for p in positional] == ["df"]
+    privacy = [n for n in ("epsilon", "rho") if n in parameters]
+    assert privacy and all(parameters[n].default is inspect.Parameter.empty for n in privacy)
+    assert parameters["seed"].default is None and parameters["budget"].default is None
+    assert "method" in parameters and "mechanism" not in parameters and "policy" not in parameters
