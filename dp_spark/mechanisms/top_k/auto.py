@@ -37,7 +37,7 @@ from dp_spark.mechanisms.top_k._common import _as_counts, _check_delta, _check_i
 from dp_spark.mechanisms.top_k.joint import _TAIL_MARGIN, _joint_entry_blocks, _joint_prepare, joint_top_k
 from dp_spark.mechanisms.top_k.peeling import cdp_peel_top_k
 
-__all__ = ["AUTO_SHARE", "AutoChoice", "auto_anchor_ranks", "choose_mechanism",
+__all__ = ["AUTO_SHARE", "AutoChoice", "auto_anchor_ranks", "auto_share", "choose_mechanism",
            "noisy_rank_counts", "predict_errors", "synthetic_profile"]
 
 AUTO_SHARE = 0.05
@@ -60,6 +60,13 @@ class AutoChoice:
     epsilon_choice: float
     epsilon_selection: float
     predicted: dict
+
+
+def auto_share(k: int, epsilon: float, delta: float, domain_size: int | None = None) -> float:
+    """The share of ε that ``auto`` spends on its private choice, from public
+    parameters only (0 when the choice needs no data). The plan charges it
+    as its own step whatever the choice turns out to be."""
+    return 0.0 if float(delta) == 0.0 else AUTO_SHARE
 
 
 def auto_anchor_ranks(k: int, d: int) -> np.ndarray:
