@@ -43,6 +43,14 @@ def positive(value: object, name: str, hint: str = "") -> float:
     return x
 
 
+def nonnegative(value: object, name: str) -> float:
+    """A finite number >= 0 (a privacy amount, a sensitivity, a noise scale)."""
+    x = _real(value, name, "a finite number >= 0")
+    if not math.isfinite(x) or x < 0.0:
+        raise ParameterError(f"{name} must be a finite number >= 0; got {value!r}.")
+    return x
+
+
 def open_unit(value: object, name: str) -> float:
     """A probability strictly between 0 and 1 (β, δ)."""
     x = _real(value, name, "a number strictly between 0 and 1")

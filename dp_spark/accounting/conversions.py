@@ -12,10 +12,10 @@ Gumbel report-noisy-max).
 from __future__ import annotations
 
 import math
-import numbers
 from fractions import Fraction
 
 from dp_spark.accounting.exact import exact, float_up
+from dp_spark import checks
 from dp_spark.errors import ParameterError
 
 __all__ = [
@@ -26,23 +26,12 @@ __all__ = [
 ]
 
 
-def check_nonnegative(value: object, name: str) -> float:
-    """Return ``value`` as a float after checking it is a finite number >= 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"{name} must be a finite number >= 0, got {type(value).__name__}")
-    as_float = float(value)
-    if not math.isfinite(as_float) or as_float < 0.0:
-        raise ParameterError(f"{name} must be a finite number >= 0, got {as_float!r}")
-    return as_float
+check_nonnegative = checks.nonnegative
 
 
 def check_delta(value: object, name: str = "delta", allow_zero: bool = True) -> float:
-    """Return ``value`` as a float after checking 0 <= value < 1 (or 0 < value < 1)."""
-    as_float = check_nonnegative(value, name)
-    if as_float >= 1.0 or (not allow_zero and as_float == 0.0):
-        interval = "[0, 1)" if allow_zero else "(0, 1)"
-        raise ParameterError(f"{name} must lie in {interval}, got {as_float!r}")
-    return as_float
+    """δ in [0, 1) (or (0, 1)); :func:`dp_spark.checks.delta` with δ = 0 allowed by default."""
+    return checks.delta(value, name, allow_zero)
 
 
 def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
