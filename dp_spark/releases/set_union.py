@@ -86,22 +86,10 @@ _LIKELY = 0.95
 
 
 def set_union(
-    df,
-    *,
-    epsilon: float,
-    delta: float,
-    method: str = "policy-gaussian",
-    person_col: str = "person_id",
-    item_col: str = "item",
-    max_items: int = 100,
-    alpha: float = 2.0,
-    shards: int | None = None,
-    count: bool = True,
-    shard_cutoff: str = "scaled",
-    partitions: int | None = None,
-    seed: int | None = None,
-    budget: PrivacyFilter | None = None,
-    ledger=None,
+    df, *, epsilon: float, delta: float, method: str = "policy-gaussian", person_col: str = "person_id",
+    item_col: str = "item", max_items: int = 100, alpha: float = 2.0, shards: int | None = None,
+    count: bool = True, shard_cutoff: str = "scaled", partitions: int | None = None,
+    seed: int | None = None, budget: PrivacyFilter | None = None, ledger=None,
 ) -> Release:
     """Release as many items of ``df`` as possible under person-level (ε, δ)-DP.
 
