@@ -81,9 +81,9 @@ def plain(spark, path):
 def set_union(spark, path, policy="policy-gaussian"):
     import dp_spark
 
-    release = dp_spark.set_union(spark.read.parquet(path), EPSILON, DELTA, max_items=MAX_ITEMS,
-                                 policy=policy)
-    return release.items_released
+    release = dp_spark.set_union(spark.read.parquet(path), epsilon=EPSILON, delta=DELTA, max_items=MAX_ITEMS,
+                                 method=policy)
+    return release.released_count
 
 
 def count_release(spark, path):
