@@ -13,28 +13,109 @@ from dp_spark.mechanisms.top_k import auto as topk_auto
 ALPHA = 1e-6  # chance that a correct sampler fails one distribution test for a random seed
 
 
-def test_auto_with_delta_zero_is_joint_and_spends_nothing_on_the_choice():
-    choice = topk_auto.choose_mechanism([9, 5, 3, 1], 2, 1.0, 0.0, np.random.default_rng(0))
-    assert choice.mechanism == "joint" and choice.epsilon_choice == 0.0 and choice.epsilon_selection == 1.0
+def _counts(top: int, d: int = 1682) -> np.ndarray:
+    """A sorted power-law-like count vector with largest count ``top``."""
+    return np.maximum(np.floor(top / np.arange(1, d + 1) ** 0.6), 0).astype(np.int64)
 
 
-def test_auto_splits_epsilon_and_picks_by_predicted_error():
+def test_auto_with_delta_zero_is_pnf_joint_and_spends_nothing_on_the_choice():
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    choice = topk_auto.choose_mechanism([9, 5, 3, 1], 2, 1.0, 0.0, rng)
+    assert choice == topk_auto.AutoChoice("pnf-joint", 0.0, 1.0, {})
+    assert rng.bit_generator.state == state  # nothing drawn: the data is not looked at
+    assert topk_auto.auto_share(2, 1.0, 0.0, 4) == 0.0
+
+
+@pytest.mark.parametrize("k, epsilon", [(5, 0.5), (10, 1.0), (20, 2.0), (1, 0.1)])
+def test_auto_small_k_is_a_public_choice(k, epsilon):
+    """k ≤ 10ε with δ > 0: the joint mechanism, decided before reading the data."""
     rng = np.random.default_rng(1)
-    steep = np.floor(10**6 / np.arange(1, 20_001) ** 1.1).astype(np.int64)
-    choice = topk_auto.choose_mechanism(steep, 10, 1.0, 1e-6, rng)
-    assert choice.mechanism == "joint"
-    assert choice.epsilon_choice == pytest.approx(0.05) and choice.epsilon_selection == pytest.approx(0.95)
-    assert choice.predicted["joint"] <= choice.predicted["cdp-peel"]
+    state = rng.bit_generator.state
+    for counts in (_counts(600), _counts(3), np.zeros(1682, dtype=np.int64)):
+        choice = topk_auto.choose_mechanism(counts, k, epsilon, 1e-6, rng)
+        assert choice == topk_auto.AutoChoice("pnf-joint", 0.0, epsilon, {})
+    assert rng.bit_generator.state == state
+    assert topk_auto.auto_share(k, epsilon, 1e-6, 1682) == 0.0
+    assert topk_auto.public_choice(k, epsilon, 1e-6, 1682) == "pnf-joint"
 
 
-@pytest.mark.parametrize("joint_err, cdp_err, pick", [(100.0, 50.0, "cdp-peel"), (100.0, 70.0, "joint"),
-                                                      (0.0, 0.0, "joint"), (5.0, 40.0, "joint")])
-def test_auto_rule_prefers_joint_unless_cdp_peel_is_clearly_better(monkeypatch, joint_err, cdp_err, pick):
-    monkeypatch.setattr(topk_auto, "predict_errors",
-                        lambda *a: {"joint": joint_err, "cdp-peel": cdp_err})
-    counts = np.arange(100)
-    choice = topk_auto.choose_mechanism(counts, 5, 1.0, 1e-6, np.random.default_rng(0))
-    assert choice.mechanism == pick and set(choice.predicted) == {"joint", "cdp-peel", "top_count"}
+def test_auto_past_the_pnf_joint_size_runs_joint():
+    k = 50
+    d = topk_auto.PNF_JOINT_MAX_ENTRIES // k + 1
+    assert topk_auto.public_choice(k, 5.0, 0.0, d) == "joint"
+    assert topk_auto.public_choice(k, 5.0, 0.0, d - 1) == "pnf-joint"
+
+
+@pytest.mark.parametrize("k, epsilon", [(11, 1.0), (20, 0.5), (50, 2.0), (100, 1.0)])
+def test_auto_budget_parts_sum_to_epsilon(k, epsilon):
+    share = topk_auto.auto_share(k, epsilon, 1e-6, 1682)
+    assert share == topk_auto.AUTO_SHARE
+    choice = topk_auto.choose_mechanism(_counts(500), k, epsilon, 1e-6, np.random.default_rng(2), share)
+    assert choice.epsilon_choice == pytest.approx(share * epsilon, rel=1e-15)
+    assert choice.epsilon_choice + choice.epsilon_selection == pytest.approx(epsilon, rel=1e-15)
+    assert choice.epsilon_choice + choice.epsilon_selection <= epsilon * (1 + 1e-15)
+    assert set(choice.predicted) == {"top_count", "joint_bound", "cdp_noise"}
+    # the error scales are public: the selection's (ε, δ), k and d only
+    assert choice.predicted["joint_bound"] == pytest.approx(2 * k * np.log(1682) / choice.epsilon_selection)
+    eps_step = topk_auto.cdp_peel_epsilon_per_step(choice.epsilon_selection, 1e-6, k)
+    assert choice.predicted["cdp_noise"] == pytest.approx(np.log(1682) / eps_step)
+
+
+def test_auto_choice_is_post_processing_of_the_noisy_top_count(monkeypatch):
+    """The choice reads the data only through noisy_rank_counts: given the same
+    noisy value, neighbouring count vectors (one person added, holding any set
+    of items) get the same choice; and the noisy value is taken at rank 1 of
+    the vector actually passed."""
+    seen = []
+
+    def fixed(counts, ranks, epsilon, rng):
+        seen.append((int(np.sort(counts)[::-1][0]), tuple(ranks), epsilon))
+        return np.array([value], dtype=np.float64)
+
+    monkeypatch.setattr(topk_auto, "noisy_rank_counts", fixed)
+    rng = np.random.default_rng(3)
+    for value in (5.0, 150.0, 400.0, 5000.0, -30.0):
+        for _ in range(20):
+            d = int(rng.integers(200, 2000))
+            counts = rng.integers(0, 300, size=d)
+            person = rng.random(d) < rng.random()
+            k = int(rng.integers(11, 101))
+            a = topk_auto.choose_mechanism(counts, k, 1.0, 1e-6, np.random.default_rng(0))
+            b = topk_auto.choose_mechanism(counts + person, k, 1.0, 1e-6, np.random.default_rng(0))
+            assert a == b and a.predicted["top_count"] == value
+    assert all(r == (1,) and e == pytest.approx(0.05) for _, r, e in seen)
+
+
+@pytest.mark.parametrize("top, k, epsilon, pick", [
+    (5000.0, 20, 1.0, "pnf-joint"),   # joint bound 2·20·ln d/0.95 ≈ 313 ≤ 0.6·5000: large gaps
+    (600.0, 50, 1.0, "cdp-peel"),     # joint bound ≈ 782 > 360; CDP noise ≈ 148 < 480
+    (150.0, 100, 1.0, "pnf-joint"),   # CDP noise ≈ 209 ≥ 0.8·150: CDP-Peel near random
+    (-40.0, 25, 2.0, "pnf-joint"),    # a negative noisy count is read as 1: nothing to gain from CDP-Peel
+])
+def test_auto_rule(monkeypatch, top, k, epsilon, pick):
+    monkeypatch.setattr(topk_auto, "noisy_rank_counts", lambda *a: np.array([top]))
+    choice = topk_auto.choose_mechanism(_counts(500), k, epsilon, 1e-6, np.random.default_rng(0))
+    assert choice.mechanism == pick
+    ref = max(top, 1.0)
+    joint_wins = (choice.predicted["joint_bound"] <= topk_auto.JOINT_BOUND_FRACTION * ref
+                  or choice.predicted["cdp_noise"] >= topk_auto.CDP_NOISE_FRACTION * ref)
+    assert joint_wins == (pick == "pnf-joint")
+
+
+def test_auto_noisy_top_count_is_laplace_with_scale_one_over_epsilon_choice():
+    """The private step itself: predicted["top_count"] = c_(1) + Laplace(1/ε₀),
+    ε₀ = share·ε (the ℓ1 sensitivity of c_(1) is 1); a scale off by 2 is rejected."""
+    rng = np.random.default_rng(4)
+    counts = _counts(300)
+    eps, share = 0.8, 0.05
+    draws = np.array([topk_auto.choose_mechanism(counts, 40, eps, 1e-6, rng, share).predicted["top_count"]
+                      for _ in range(4000)])
+    noise = draws - 300
+    eps0 = share * eps
+    assert stats.kstest(noise, stats.laplace(scale=1 / eps0).cdf).pvalue > ALPHA
+    assert stats.kstest(noise, stats.laplace(scale=2 / eps0).cdf).pvalue < ALPHA
+    assert stats.kstest(noise, stats.laplace(scale=0.5 / eps0).cdf).pvalue < ALPHA
 
 
 def test_auto_order_statistics_move_by_at_most_one_on_random_neighbours():
@@ -59,21 +140,30 @@ def test_noisy_rank_counts_are_laplace_with_scale_m_over_epsilon():
     assert stats.kstest(noise.ravel(), stats.laplace(scale=1.5 / 0.5).cdf).pvalue < ALPHA
 
 
-def test_synthetic_profile_is_sorted_and_passes_the_anchors():
-    prof = topk_auto.synthetic_profile(np.array([1, 10, 40]), np.array([500.0, 120.0, 30.0]), 1000)
-    assert prof.shape == (1000,) and np.all(np.diff(prof) <= 0) and prof[-1] <= 1
-    assert (prof[0], prof[9], prof[39]) == (500, 120, 30)
-    # noisy anchors out of order or negative are made monotone and positive
-    prof = topk_auto.synthetic_profile(np.array([1, 10]), np.array([-5.0, 40.0]), 50)
-    assert np.all(prof >= 0) and np.all(np.diff(prof) <= 0)
+def test_auto_anchor_is_rank_one():
+    assert topk_auto.auto_anchor_ranks(5, 1000).tolist() == [1]
+    assert topk_auto.auto_anchor_ranks(100, 3).tolist() == [1]
 
 
-def test_auto_top_k_returns_k_distinct_items_and_validates():
-    rng = np.random.default_rng(4)
+def test_auto_top_k_runs_the_chosen_mechanism_and_validates(monkeypatch):
+    rng = np.random.default_rng(5)
     counts = rng.integers(0, 100, size=300)
-    out, choice = topk_auto.auto_top_k(counts, 20, 1.0, 1e-6, rng)
-    assert out.shape == (20,) and len(set(out.tolist())) == 20 and choice.mechanism in ("joint", "cdp-peel")
+    for k, eps, delta in ((20, 1.0, 1e-6), (5, 1.0, 1e-6), (30, 0.5, 0.0)):
+        out, choice = topk_auto.auto_top_k(counts, k, eps, delta, rng)
+        assert out.shape == (k,) and len(set(out.tolist())) == k
+        assert choice.mechanism in ("pnf-joint", "cdp-peel")
+    ran = []
+    for name in ("joint", "pnf-joint", "cdp-peel"):
+        monkeypatch.setattr(topk_auto, f"{name.replace('-', '_')}_top_k",
+                            lambda *a, _n=name: ran.append((_n, a[2:])) or np.arange(a[1]))
+    for pick in ("joint", "pnf-joint", "cdp-peel"):
+        monkeypatch.setattr(topk_auto, "choose_mechanism",
+                            lambda *a, _p=pick: topk_auto.AutoChoice(_p, 0.05, 0.95, {}))
+        topk_auto.auto_top_k(counts, 3, 1.0, 1e-6, rng)
+    assert [(n, a[0]) for n, a in ran] == [("joint", 0.95), ("pnf-joint", 0.95), ("cdp-peel", 0.95)]
+    assert ran[2][1][1] == 1e-6  # cdp-peel gets delta
+    monkeypatch.undo()
     with pytest.raises(ParameterError, match="share"):
-        topk_auto.choose_mechanism(counts, 5, 1.0, 1e-6, rng, share=0.9)
+        topk_auto.choose_mechanism(counts, 50, 1.0, 1e-6, rng, share=0.9)
     with pytest.raises(ParameterError, match="k must be"):
         topk_auto.choose_mechanism(counts, 301, 1.0, 1e-6, rng)
