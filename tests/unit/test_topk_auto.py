@@ -55,11 +55,11 @@ def test_auto_budget_parts_sum_to_epsilon(k, epsilon):
     assert choice.epsilon_choice == pytest.approx(share * epsilon, rel=1e-15)
     assert choice.epsilon_choice + choice.epsilon_selection == pytest.approx(epsilon, rel=1e-15)
     assert choice.epsilon_choice + choice.epsilon_selection <= epsilon * (1 + 1e-15)
-    assert set(choice.predicted) == {"top_count", "joint_bound", "cdp_noise"}
+    assert set(choice.predicted) == {"top_count", "joint", "cdp-peel"}
     # the error scales are public: the selection's (ε, δ), k and d only
-    assert choice.predicted["joint_bound"] == pytest.approx(2 * k * np.log(1682) / choice.epsilon_selection)
+    assert choice.predicted["joint"] == pytest.approx(2 * k * np.log(1682) / choice.epsilon_selection)
     eps_step = topk_auto.cdp_peel_epsilon_per_step(choice.epsilon_selection, 1e-6, k)
-    assert choice.predicted["cdp_noise"] == pytest.approx(np.log(1682) / eps_step)
+    assert choice.predicted["cdp-peel"] == pytest.approx(np.log(1682) / eps_step)
 
 
 def test_auto_choice_is_post_processing_of_the_noisy_top_count(monkeypatch):
@@ -98,8 +98,8 @@ def test_auto_rule(monkeypatch, top, k, epsilon, pick):
     choice = topk_auto.choose_mechanism(_counts(500), k, epsilon, 1e-6, np.random.default_rng(0))
     assert choice.mechanism == pick
     ref = max(top, 1.0)
-    joint_wins = (choice.predicted["joint_bound"] <= topk_auto.JOINT_BOUND_FRACTION * ref
-                  or choice.predicted["cdp_noise"] >= topk_auto.CDP_NOISE_FRACTION * ref)
+    joint_wins = (choice.predicted["joint"] <= topk_auto.JOINT_BOUND_FRACTION * ref
+                  or choice.predicted["cdp-peel"] >= topk_auto.CDP_NOISE_FRACTION * ref)
     assert joint_wins == (pick == "pnf-joint")
 
 

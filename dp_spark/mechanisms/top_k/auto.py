@@ -85,9 +85,10 @@ PNF_JOINT_MAX_ENTRIES = 2 * 10**7
 class AutoChoice:
     """What ``auto`` decided. ``epsilon_choice`` was spent on the choice (0
     when public parameters sufficed); ``epsilon_selection`` is left for the
-    chosen mechanism. ``predicted`` holds the noisy top count and the two
-    error scales compared with it (DP: post-processing of the noisy count;
-    empty when nothing was spent)."""
+    chosen mechanism. ``predicted`` holds the noisy top count
+    (``top_count``) and the two public error scales compared with it
+    (``joint``, ``cdp-peel``; see :func:`error_scales`); DP as
+    post-processing of the noisy count; empty when nothing was spent."""
 
     mechanism: str
     epsilon_choice: float
@@ -146,13 +147,13 @@ def noisy_rank_counts(counts: ArrayLike, ranks: np.ndarray, epsilon: float,
 def error_scales(k: int, epsilon: float, delta: float, d: int) -> dict:
     """The two public error scales the choice compares with the noisy top
     count, at the selection's (epsilon, delta) on a domain of d items:
-    ``joint_bound`` = 2·k·ln d/ε (the joint mechanism's utility bound, paper
-    Theorem 3.3 without its ln 1/β term) and ``cdp_noise`` = ln d/ε' (the
+    ``joint`` = 2·k·ln d/ε (the joint mechanism's utility bound, paper
+    Theorem 3.3 without its ln 1/β term) and ``cdp-peel`` = ln d/ε' (the
     typical maximum of d Gumbel variables of scale 1/ε', ε' CDP-Peel's
     per-step ε). Public parameters only."""
     log_d = math.log(max(int(d), 1))
-    return {"joint_bound": 2.0 * k * log_d / epsilon,
-            "cdp_noise": log_d / cdp_peel_epsilon_per_step(epsilon, delta, k)}
+    return {"joint": 2.0 * k * log_d / epsilon,
+            "cdp-peel": log_d / cdp_peel_epsilon_per_step(epsilon, delta, k)}
 
 
 def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
@@ -186,8 +187,8 @@ def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
     del c  # non-private: nothing below may use it
     scales = error_scales(k, eps1, dlt, d)
     reference = max(top, 1.0)
-    if (scales["joint_bound"] <= JOINT_BOUND_FRACTION * reference
-            or scales["cdp_noise"] >= CDP_NOISE_FRACTION * reference):
+    if (scales["joint"] <= JOINT_BOUND_FRACTION * reference
+            or scales["cdp-peel"] >= CDP_NOISE_FRACTION * reference):
         pick = _joint_kind(k, d)
     else:
         pick = "cdp-peel"
