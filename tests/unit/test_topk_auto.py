@@ -55,23 +55,23 @@ def test_auto_budget_parts_sum_to_epsilon(k, epsilon):
     assert choice.epsilon_choice == pytest.approx(share * epsilon, rel=1e-15)
     assert choice.epsilon_choice + choice.epsilon_selection == pytest.approx(epsilon, rel=1e-15)
     assert choice.epsilon_choice + choice.epsilon_selection <= epsilon * (1 + 1e-15)
-    assert set(choice.predicted) == {"top_count", "joint", "cdp-peel"}
+    assert set(choice.predicted) == {"top_count", "kth_count", "joint", "cdp-peel"}
     # the error scales are public: the selection's (ε, δ), k and d only
     assert choice.predicted["joint"] == pytest.approx(2 * k * np.log(1682) / choice.epsilon_selection)
     eps_step = topk_auto.cdp_peel_epsilon_per_step(choice.epsilon_selection, 1e-6, k)
     assert choice.predicted["cdp-peel"] == pytest.approx(np.log(1682) / eps_step)
 
 
-def test_auto_choice_is_post_processing_of_the_noisy_top_count(monkeypatch):
+def test_auto_choice_is_post_processing_of_the_noisy_counts(monkeypatch):
     """The choice reads the data only through noisy_rank_counts: given the same
-    noisy value, neighbouring count vectors (one person added, holding any set
-    of items) get the same choice; and the noisy value is taken at rank 1 of
-    the vector actually passed."""
+    noisy values, neighbouring count vectors (one person added, holding any set
+    of items) get the same choice; the noisy values are asked for at ranks 1
+    and k with ε₀ = 5% of ε."""
     seen = []
 
     def fixed(counts, ranks, epsilon, rng):
-        seen.append((int(np.sort(counts)[::-1][0]), tuple(ranks), epsilon))
-        return np.array([value], dtype=np.float64)
+        seen.append((tuple(ranks), epsilon, k))
+        return np.array([value, value / 3], dtype=np.float64)
 
     monkeypatch.setattr(topk_auto, "noisy_rank_counts", fixed)
     rng = np.random.default_rng(3)
@@ -83,39 +83,43 @@ def test_auto_choice_is_post_processing_of_the_noisy_top_count(monkeypatch):
             k = int(rng.integers(11, 101))
             a = topk_auto.choose_mechanism(counts, k, 1.0, 1e-6, np.random.default_rng(0))
             b = topk_auto.choose_mechanism(counts + person, k, 1.0, 1e-6, np.random.default_rng(0))
-            assert a == b and a.predicted["top_count"] == value
-    assert all(r == (1,) and e == pytest.approx(0.05) for _, r, e in seen)
+            assert a == b and a.predicted["top_count"] == value and a.predicted["kth_count"] == value / 3
+    assert len(seen) == 200 and all(r == (1, kk) and e == pytest.approx(0.05) for r, e, kk in seen)
 
 
-@pytest.mark.parametrize("top, k, epsilon, pick", [
-    (5000.0, 20, 1.0, "pnf-joint"),   # joint bound 2·20·ln d/0.95 ≈ 313 ≤ 0.6·5000: large gaps
-    (600.0, 50, 1.0, "cdp-peel"),     # joint bound ≈ 782 > 360; CDP noise ≈ 148 < 480
-    (150.0, 100, 1.0, "pnf-joint"),   # CDP noise ≈ 209 ≥ 0.8·150: CDP-Peel near random
-    (-40.0, 25, 2.0, "pnf-joint"),    # a negative noisy count is read as 1: nothing to gain from CDP-Peel
+@pytest.mark.parametrize("top, kth, k, epsilon, pick", [
+    (5000.0, 320.0, 20, 1.0, "pnf-joint"),  # joint bound 2·20·ln d/0.95 ≈ 313 ≤ 320: joint ranks the top k
+    (5000.0, 300.0, 20, 1.0, "cdp-peel"),   # ≈ 313 > 300, and CDP noise ≈ 93 < 0.8·5000
+    (600.0, 300.0, 50, 1.0, "cdp-peel"),    # joint bound ≈ 782 > 300; CDP noise ≈ 148 < 480
+    (150.0, 20.0, 100, 1.0, "pnf-joint"),   # CDP noise ≈ 209 ≥ 0.8·150: CDP-Peel near random
+    (-40.0, -50.0, 25, 2.0, "pnf-joint"),   # negative noisy counts are read as 1: CDP-Peel near random
 ])
-def test_auto_rule(monkeypatch, top, k, epsilon, pick):
-    monkeypatch.setattr(topk_auto, "noisy_rank_counts", lambda *a: np.array([top]))
+def test_auto_rule(monkeypatch, top, kth, k, epsilon, pick):
+    monkeypatch.setattr(topk_auto, "noisy_rank_counts", lambda *a: np.array([top, kth]))
     choice = topk_auto.choose_mechanism(_counts(500), k, epsilon, 1e-6, np.random.default_rng(0))
     assert choice.mechanism == pick
-    ref = max(top, 1.0)
-    joint_wins = (choice.predicted["joint"] <= topk_auto.JOINT_BOUND_FRACTION * ref
-                  or choice.predicted["cdp-peel"] >= topk_auto.CDP_NOISE_FRACTION * ref)
+    joint_wins = (choice.predicted["joint"] <= topk_auto.JOINT_BOUND_FRACTION * max(kth, 1.0)
+                  or choice.predicted["cdp-peel"] >= topk_auto.CDP_NOISE_FRACTION * max(top, 1.0))
     assert joint_wins == (pick == "pnf-joint")
 
 
-def test_auto_noisy_top_count_is_laplace_with_scale_one_over_epsilon_choice():
-    """The private step itself: predicted["top_count"] = c_(1) + Laplace(1/ε₀),
-    ε₀ = share·ε (the ℓ1 sensitivity of c_(1) is 1); a scale off by 2 is rejected."""
+def test_auto_noisy_counts_are_laplace_with_scale_two_over_epsilon_choice():
+    """The private step itself: predicted["top_count"] = c_(1) + Laplace(2/ε₀)
+    and predicted["kth_count"] = c_(k) + Laplace(2/ε₀), independent, ε₀ =
+    share·ε (the ℓ1 sensitivity of (c_(1), c_(k)) is 2); a scale off by 2
+    either way is rejected."""
     rng = np.random.default_rng(4)
     counts = _counts(300)
-    eps, share = 0.8, 0.05
-    draws = np.array([topk_auto.choose_mechanism(counts, 40, eps, 1e-6, rng, share).predicted["top_count"]
-                      for _ in range(4000)])
-    noise = draws - 300
-    eps0 = share * eps
-    assert stats.kstest(noise, stats.laplace(scale=1 / eps0).cdf).pvalue > ALPHA
-    assert stats.kstest(noise, stats.laplace(scale=2 / eps0).cdf).pvalue < ALPHA
-    assert stats.kstest(noise, stats.laplace(scale=0.5 / eps0).cdf).pvalue < ALPHA
+    k, eps, share = 40, 0.8, 0.05
+    draws = [topk_auto.choose_mechanism(counts, k, eps, 1e-6, rng, share).predicted for _ in range(3000)]
+    top = np.array([p["top_count"] for p in draws]) - counts[0]
+    kth = np.array([p["kth_count"] for p in draws]) - counts[k - 1]
+    b = 2 / (share * eps)
+    for noise in (top, kth):
+        assert stats.kstest(noise, stats.laplace(scale=b).cdf).pvalue > ALPHA
+        assert stats.kstest(noise, stats.laplace(scale=2 * b).cdf).pvalue < ALPHA
+        assert stats.kstest(noise, stats.laplace(scale=b / 2).cdf).pvalue < ALPHA
+    assert abs(stats.pearsonr(top, kth)[0]) < 0.1  # fresh noise for each rank
 
 
 def test_auto_order_statistics_move_by_at_most_one_on_random_neighbours():
@@ -140,9 +144,17 @@ def test_noisy_rank_counts_are_laplace_with_scale_m_over_epsilon():
     assert stats.kstest(noise.ravel(), stats.laplace(scale=1.5 / 0.5).cdf).pvalue < ALPHA
 
 
-def test_auto_anchor_is_rank_one():
-    assert topk_auto.auto_anchor_ranks(5, 1000).tolist() == [1]
-    assert topk_auto.auto_anchor_ranks(100, 3).tolist() == [1]
+def test_auto_anchors_are_ranks_one_and_k():
+    assert topk_auto.auto_anchor_ranks(5, 1000).tolist() == [1, 5]
+    assert topk_auto.auto_anchor_ranks(1, 3).tolist() == [1]
+
+
+def test_auto_with_k_one_uses_one_noisy_count(monkeypatch):
+    calls = []
+    monkeypatch.setattr(topk_auto, "noisy_rank_counts",
+                        lambda c, r, e, g: calls.append(r.tolist()) or np.array([7.0]))
+    choice = topk_auto.choose_mechanism(_counts(500), 1, 0.05, 1e-6, np.random.default_rng(0))
+    assert calls == [[1]] and choice.predicted["top_count"] == choice.predicted["kth_count"] == 7.0
 
 
 def test_auto_top_k_runs_the_chosen_mechanism_and_validates(monkeypatch):

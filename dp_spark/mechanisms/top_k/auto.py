@@ -24,22 +24,23 @@ joint mechanisms match or beat it (paper Section 4; measured).
    k ≤ ``SMALL_K_PER_EPSILON``·ε (every benchmark cell there is won by a
    joint mechanism, at errors of 0 to a few tens of persons, where a private
    share would cost more than the choice can win).
-2. Otherwise a public share ``AUTO_SHARE`` of ε (ε₀) buys one noisy
-   statistic, the largest count c_(1) plus Laplace noise of scale 1/ε₀
-   (:func:`noisy_rank_counts` at rank 1; pure ε₀-DP), T. With the rest
-   ε₁ = ε − ε₀ it compares two public error scales against T
-   (:func:`error_scales`):
+2. Otherwise a public share ``AUTO_SHARE`` of ε (ε₀) buys two noisy
+   statistics, the largest count c_(1) and the k-th largest c_(k), each plus
+   Laplace noise of scale 2/ε₀ (:func:`noisy_rank_counts` at ranks 1 and k;
+   pure ε₀-DP): T₁ and T_k. With the rest ε₁ = ε − ε₀ it compares two
+   public error scales with them (:func:`error_scales`):
 
    * the joint mechanism's utility bound 2·k·ln d / ε₁ (paper Theorem 3.3
-     without the ln 1/β term): if it is at most ``JOINT_BOUND_FRACTION``·T
-     the gaps at the top are large against the joint mechanism's noise and
-     it is chosen;
+     without the ln 1/β term): if it is at most ``JOINT_BOUND_FRACTION``·T_k
+     the joint mechanism's noise is small against the counts it must rank
+     and it is chosen;
    * else CDP-Peel's noise scale ln d / ε' (the typical maximum of d Gumbel
      variables of scale 1/ε', ε' its per-step ε): if it is at least
-     ``CDP_NOISE_FRACTION``·T CDP-Peel is close to random and the joint
-     mechanism is chosen; otherwise CDP-Peel.
+     ``CDP_NOISE_FRACTION``·T₁ CDP-Peel is close to random even at the top
+     and the joint mechanism (which still gets the widest-gapped top items)
+     is chosen; otherwise CDP-Peel.
 
-   Everything after the noisy c_(1) is post-processing.
+   Everything after the noisy counts is post-processing.
 
 Guarantee: the choice is ε₀-DP (0-DP in case 1) and the chosen mechanism
 runs with ε₁ (the pure mechanisms) or (ε₁, δ) (CDP-Peel); by basic
@@ -73,8 +74,8 @@ __all__ = ["AUTO_SHARE", "CDP_NOISE_FRACTION", "JOINT_BOUND_FRACTION", "PNF_JOIN
 AUTO_SHARE = 0.05
 #: k ≤ this·ε: a joint mechanism, chosen from public parameters (case 1)
 SMALL_K_PER_EPSILON = 10.0
-#: joint when its utility bound 2·k·ln d/ε₁ is at most this share of the noisy top count
-JOINT_BOUND_FRACTION = 0.6
+#: joint when its utility bound 2·k·ln d/ε₁ is at most this share of the noisy k-th count
+JOINT_BOUND_FRACTION = 1.0
 #: joint when CDP-Peel's noise scale ln d/ε' is at least this share of the noisy top count
 CDP_NOISE_FRACTION = 0.8
 #: pnf-joint sweeps all d·k entries (no early stop); past this, joint runs instead
@@ -85,8 +86,8 @@ PNF_JOINT_MAX_ENTRIES = 2 * 10**7
 class AutoChoice:
     """What ``auto`` decided. ``epsilon_choice`` was spent on the choice (0
     when public parameters sufficed); ``epsilon_selection`` is left for the
-    chosen mechanism. ``predicted`` holds the noisy top count
-    (``top_count``) and the two public error scales compared with it
+    chosen mechanism. ``predicted`` holds the noisy counts at ranks 1 and k
+    (``top_count``, ``kth_count``) and the two public error scales compared with it
     (``joint``, ``cdp-peel``; see :func:`error_scales`); DP as
     post-processing of the noisy count; empty when nothing was spent."""
 
@@ -122,9 +123,9 @@ def auto_share(k: int, epsilon: float, delta: float, domain_size: int | None = N
 
 
 def auto_anchor_ranks(k: int, d: int) -> np.ndarray:
-    """The public ranks (1-based) whose counts the choice estimates: rank 1
-    (the largest count) only, whatever k and d."""
-    return np.array([1], dtype=np.int64)
+    """The public ranks (1-based) whose counts the choice estimates: 1 and k
+    (just 1 when k = 1; k ≤ d)."""
+    return np.array(sorted({1, int(k)}), dtype=np.int64)
 
 
 def noisy_rank_counts(counts: ArrayLike, ranks: np.ndarray, epsilon: float,
@@ -165,8 +166,8 @@ def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
     Otherwise releases only the choice (with the noisy top count and the
     public error scales in ``predicted``) under ε₀-DP, ε₀ = ``share``·ε
     (default AUTO_SHARE, which is :func:`auto_share` here): the Laplace
-    mechanism on c_(1) (sensitivity 1 for distinct-person counts, see
-    :func:`noisy_rank_counts`) followed by post-processing. The caller must
+    mechanism on (c_(1), c_(k)) (ℓ1 sensitivity 2 for distinct-person
+    counts, see :func:`noisy_rank_counts`) followed by post-processing. The caller must
     run the chosen mechanism with ``epsilon_selection`` (and ``delta`` for
     cdp-peel).
     """
@@ -183,16 +184,16 @@ def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
         raise ParameterError("share must lie in (0, 0.5); it is the part of ε spent on the choice")
     eps0 = eps * float(share)
     eps1 = eps - eps0
-    top = float(noisy_rank_counts(c, auto_anchor_ranks(k, d), eps0, rng)[0])
+    noisy = noisy_rank_counts(c, auto_anchor_ranks(k, d), eps0, rng)
     del c  # non-private: nothing below may use it
+    top, kth = float(noisy[0]), float(noisy[-1])  # ranks 1 and k (the same one when k = 1)
     scales = error_scales(k, eps1, dlt, d)
-    reference = max(top, 1.0)
-    if (scales["joint"] <= JOINT_BOUND_FRACTION * reference
-            or scales["cdp-peel"] >= CDP_NOISE_FRACTION * reference):
+    if (scales["joint"] <= JOINT_BOUND_FRACTION * max(kth, 1.0)
+            or scales["cdp-peel"] >= CDP_NOISE_FRACTION * max(top, 1.0)):
         pick = _joint_kind(k, d)
     else:
         pick = "cdp-peel"
-    return AutoChoice(pick, eps0, eps1, {"top_count": top, **scales})
+    return AutoChoice(pick, eps0, eps1, {"top_count": top, "kth_count": kth, **scales})
 
 
 def auto_top_k(counts: ArrayLike, k: int, epsilon: float, delta: float,
