@@ -195,6 +195,23 @@ def test_auto_with_delta_spends_a_stated_share_on_the_choice(gaps):
     assert split == plan.budget_split()
 
 
+def test_a_public_domain_dataframe_is_read_like_its_list(spark, gaps):
+    """domain= may be a Spark DataFrame of public items (its item column, or
+    its only column); its size is known before anything is spent."""
+    table = spark.createDataFrame([(x, 1) for x in DOMAIN], "item string, other int")
+    from_frame = dp_spark.top_k(gaps, k=3, epsilon=4.0, domain=table, seed=9)
+    from_list = dp_spark.top_k(gaps, k=3, epsilon=4.0, domain=DOMAIN, seed=9)
+    assert from_frame.result["items"] == from_list.result["items"] == [
+        {"rank": i + 1, "item": f"i{i}"} for i in range(3)]
+    assert from_frame.parameters["domain"] == "9 public items" and from_frame.result["domain_size"] == 9
+    budget = PrivacyFilter(PureDP(10.0))
+    with pytest.raises(ParameterError, match="larger than the domain"):
+        dp_spark.top_k(gaps, k=3, epsilon=1.0, domain=table.limit(2).select("item"), budget=budget)
+    with pytest.raises(ParameterError, match="select the item column"):
+        dp_spark.top_k(gaps, k=3, epsilon=1.0, domain=table.withColumnRenamed("item", "x"), budget=budget)
+    assert budget.spent.epsilon == 0.0
+
+
 def test_error_bound_is_stated_and_warned_about(gaps):
     release = dp_spark.top_k(gaps, k=5, epsilon=0.5, domain=DOMAIN, persons=320, seed=5)
     assert "each released item's true count is within" in release.errors["items"]
