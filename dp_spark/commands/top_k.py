@@ -23,8 +23,9 @@ OPTIONS = INPUT_OPTIONS + (
     Option("delta", float, 0.0, "δ for unknown-domain (required there, e.g. 1e-6) and for "
            "cdp-peel's (ε, δ) accounting; the other mechanisms are pure ε-DP"),
     Option("method", str, "auto", "selection mechanism: auto = unknown-domain without "
-           "--domain; with one, joint when delta = 0, else the one (joint or cdp-peel) with the "
-           "smallest predicted error, 5%% of epsilon spent on that choice", METHODS),
+           "--domain; with one, the mechanism auto predicts to be the most accurate (a pure one "
+           "when delta = 0; any share of epsilon spent on that choice is shown in the budget "
+           "split)", METHODS),
     Option("domain", str, None, "public list of possible items: a text file with one item per "
            "line, or a CSV/Parquet file with the item column (needed by joint, pnf-joint, "
            "pnf-peel, cdp-peel)"),

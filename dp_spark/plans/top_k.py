@@ -58,8 +58,8 @@ NAMES = {
 AUTO_CHOICE_STEP = "auto: noisy counts at ranks 1, k and 4k (Laplace) to predict each mechanism's error"
 AUTO_SELECT_STEP = ("selection with the mechanism auto chose (result.method: cdp-peel is (ε, δ)-DP, the "
                     "others ε-DP; δ is charged either way)")
-AUTO_PUBLIC_STEP = ("selection: auto with delta = 0 is the joint exponential mechanism (a choice from "
-                    "public parameters; nothing spent on it)")
+AUTO_PUBLIC_STEP = ("selection with the pure ε-DP mechanism auto chose from public parameters alone "
+                    "(result.method; delta = 0: nothing spent on the choice)")
 AUTO_PUBLIC_DELTA_STEP = ("selection with the mechanism auto chose from public parameters alone (result.method; "
                           "nothing spent on the choice; δ is charged whichever runs)")
 

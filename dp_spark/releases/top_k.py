@@ -35,12 +35,12 @@ All but ``unknown-domain`` need a public domain fixed before seeing the data:
 using the items observed in the data as the domain is not private (whether
 an item appears at all can depend on one person). ``auto`` (the default;
 :mod:`dp_spark.mechanisms.top_k.auto`) is ``unknown-domain`` without a domain;
-with one it spends the public share ``auto_share(k, ε, δ, d)`` of ε (5% when
-δ > 0, nothing when δ = 0) on a private choice of the mechanism and runs the
-chosen one with the rest (and δ): with δ = 0 only pure mechanisms may run and
-it is ``joint``; with δ > 0 noisy counts at ranks 1, k and 4k predict the
-median ℓ∞ error of ``joint`` and ``cdp-peel``. The budget split shows both
-parts, the same whatever auto picks; ``result["method"]`` says which ran.
+with one it spends the public share ``auto_share(k, ε, δ, d)`` of ε (nothing
+when public parameters suffice, e.g. δ = 0) on a private choice of the
+mechanism (``choose_mechanism``, post-processing of a few noisy order
+statistics) and runs the chosen one with the rest (and δ; with δ = 0 only a
+pure mechanism may run). The budget split shows both parts, the same
+whatever auto picks; ``result["method"]`` says which ran.
 
 Parameters have public upper limits checked before any data is read
 (:data:`dp_spark.plans.top_k.MAX_K`, ``MAX_KBAR``, ``MAX_DOMAIN``,
@@ -150,10 +150,11 @@ def top_k(
 
     Person-level privacy (add or remove one person with all rows). Guarantee:
     ε-DP for ``joint``, ``pnf-joint``, ``pnf-peel``, ``cdp-peel`` with δ = 0
-    and ``auto`` with δ = 0 (then ``joint``); (ε, δ)-DP for ``cdp-peel`` and
-    ``auto`` with δ > 0 (a 5% share of ε on the private choice, the rest on
-    the chosen mechanism) and for ``unknown-domain`` (the default without a
-    domain; δ/2 for its threshold, δ/2 for the zCDP conversion). See the
+    and ``auto`` with δ = 0 (then a pure mechanism); (ε, δ)-DP for
+    ``cdp-peel`` and ``auto`` with δ > 0 (a public share of ε, shown in the
+    budget split, on the private choice, the rest on the chosen mechanism)
+    and for ``unknown-domain`` (the default without a domain; δ/2 for its
+    threshold, δ/2 for the zCDP conversion). See the
     module docstring for the algorithms (Gillenwater et al. 2022, Algorithms
     1 and 2; Durfee & Rogers 2019; Rogers 2024, Algorithm 1).
 
