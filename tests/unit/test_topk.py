@@ -605,14 +605,15 @@ from dp_spark.plans import top_k as topk_plan  # noqa: E402
         ("unknown-domain", 1e-6, None, ApproxDP(2.0, 1e-6), 1),
         ("auto", 1e-6, None, ApproxDP(2.0, 1e-6), 1),  # no domain: unknown-domain
         ("auto", 0.0, 50, PureDP(2.0), 1),  # auto_share is 0: no choice step
-        ("auto", 1e-6, 50, ApproxDP(2.0, 1e-6), 2),
+        ("auto", 1e-6, 50, ApproxDP(0.25, 1e-6), 2),  # k > 10·ε: auto_share > 0 (a choice step)
     ],
 )
 def test_plan_guarantee_and_split(method, delta, size, guarantee, steps):
-    plan = topk_plan.plan(epsilon=2.0, k=5, delta=delta, method=method, domain_size=size)
+    epsilon = guarantee.epsilon
+    plan = topk_plan.plan(epsilon=epsilon, k=5, delta=delta, method=method, domain_size=size)
     assert plan.guarantee == guarantee and len(plan.steps) == steps
     spent = sum((Fraction(cost.epsilon) for _, cost in plan.steps), Fraction(0))
-    assert spent <= Fraction(2.0) and float(spent) == pytest.approx(2.0)
+    assert spent <= Fraction(epsilon) and float(spent) == pytest.approx(epsilon)
     assert all(getattr(cost, "delta", 0.0) <= delta for _, cost in plan.steps)
     assert plan["method"] == method and plan.to_dict()["privacy"]["kind"] == guarantee.kind
     assert ("kbar" in plan.parameters) == (method == "unknown-domain" or size is None)
