@@ -346,14 +346,14 @@ def test_cli_method_flag_and_error_warning_on_screen(capsys, tmp_path, gaps_path
 def test_cli_dry_run_prints_the_plan_and_reads_nothing(capsys, tmp_path):
     """--dry-run builds the release's plan (the same function the API calls)
     with no Spark: the domain file is not even opened."""
-    code, out, err = run_cli(capsys, "--domain", str(tmp_path / "never_read.txt"), "--k", "3", "--epsilon", "4",
+    code, out, err = run_cli(capsys, "--domain", str(tmp_path / "never_read.txt"), "--k", "3", "--epsilon", "0.25",
                              "--delta", "1e-6", "--dry-run", "--quiet")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["plan"] is True and doc["release"] == "top-k" and doc["parameters"]["method"] == "auto"
-    assert doc["privacy"]["kind"] == "approx-dp" and doc["privacy"]["epsilon"] == 4.0
-    assert [s["epsilon"] for s in doc["budget_split"]] == [pytest.approx(0.2), pytest.approx(3.8)]
-    assert doc["budget_split"] == top_k_plan(epsilon=4.0, k=3, delta=1e-6, domain="x").budget_split()
+    assert doc["privacy"]["kind"] == "approx-dp" and doc["privacy"]["epsilon"] == 0.25
+    assert [s["epsilon"] for s in doc["budget_split"]] == [pytest.approx(0.0125), pytest.approx(0.2375)]
+    assert doc["budget_split"] == top_k_plan(epsilon=0.25, k=3, delta=1e-6, domain="x").budget_split()
     code, out, err = run_cli(capsys, "--method", "cdp-peel", "--dry-run")
     assert code == 2 and "needs a public domain" in err
 
