@@ -42,17 +42,16 @@ def shape(run):
     except ParameterError as exc:
         return {"raised": type(exc).__name__}
     report = release.to_dict()
+    result = report["result"]
     return {
         "raised": None,
         "report_keys": sorted(report),
-        "value_keys": sorted(release.values),
-        "items_columns": release.items_df.columns,
-        "guarantee": report["guarantee"],
+        "result_keys": sorted(result),
+        "items_columns": release.items.columns,
+        "privacy": report["privacy"],
         "budget_split": report["budget_split"],
-        "epsilon": report["epsilon"],
-        "delta": report["delta"],
         "parameters": report["parameters"],
-        "returned": report["returned"] if report["mechanism"] != "unknown-domain" else None,
+        "released_count": result["released_count"] if result["method"] != "unknown-domain" else None,
         "error_keys": sorted(report["errors"]),
     }
 
@@ -63,7 +62,7 @@ def test_top_k_shape_is_the_same_with_one_more_person(tables, method, delta):
     domain = None if method == "unknown-domain" else DOMAIN
 
     def run(df):
-        return lambda: dp_spark.top_k(df, 4, 1.0, delta=delta, method=method, domain=domain, seed=7,
+        return lambda: dp_spark.top_k(df, k=4, epsilon=1.0, delta=delta, method=method, domain=domain, seed=7,
                                       persons=100)
 
     before, after = shape(run(d)), shape(run(d_plus))
@@ -75,6 +74,6 @@ def test_refusals_do_not_depend_on_the_data(tables):
     d, d_plus = tables
     for df in (d, d_plus):
         with pytest.raises(ParameterError, match="larger than the domain"):
-            dp_spark.top_k(df, 13, 1.0, domain=DOMAIN, seed=7)
+            dp_spark.top_k(df, k=13, epsilon=1.0, domain=DOMAIN, seed=7)
         with pytest.raises(ParameterError, match="limit"):
-            dp_spark.top_k(df, 2000, 1.0, domain=DOMAIN, seed=7)
+            dp_spark.top_k(df, k=2000, epsilon=1.0, domain=DOMAIN, seed=7)

@@ -154,7 +154,7 @@ CASES = [
     ("tk-epsilon-inf", "top-k", ["--epsilon", "inf", "--delta", "1e-6"], 2, "epsilon must be", "approx"),
     ("tk-no-delta", "top-k", [], 2, "needs delta > 0", "approx"),
     ("tk-delta-negative", "top-k", ["--delta", "-1e-6"], 2, "delta", "approx"),
-    ("tk-joint-without-domain", "top-k", ["--mechanism", "joint"], 2, "domain", "approx"),
+    ("tk-joint-without-domain", "top-k", ["--method", "joint"], 2, "domain", "approx"),
     ("tk-domain-missing", "top-k", ["--domain", "{d}/nope.txt"], 2, "does not exist", "approx"),
     ("tk-items-output-exists", "top-k", ["--delta", "1e-6", "--items-output", "{t}/earlier_items"], 2,
      "--items-output '{t}/earlier_items' already exists", "approx"),
@@ -163,7 +163,7 @@ CASES = [
     ("tk-items-output-is-domain", "top-k", ["--domain", "{d}/domain.txt", "--items-output", "{d}/domain.txt",
                                             "--overwrite"], 2, "would destroy that input", "approx"),
     ("tk-budget-delta-alone", "top-k", ["--delta", "1e-6", "--budget-delta", "1e-6"], 2,
-     "--budget-delta needs --budget-epsilon", None),
+     "budget_delta needs budget_epsilon", None),
     ("tk-missing-item-col", "top-k", ["--delta", "1e-6", "--input", "{d}/events.parquet", "--item-col", "url"], 2,
      "'url' is not in the input", "approx"),
     # ---------------------------------------------------------------- set-union

@@ -130,7 +130,7 @@ def test_cli_writes_the_html_report_and_prints_the_ranking(spark, tmp_path, caps
     out, err = capsys.readouterr()
     assert code == 0, err
     ranking = [line.strip() for line in out.splitlines() if re.match(r"\s+\d\. w\d+$", line)]
-    items = [row["item"] for row in json.loads(report.read_text())["items"]]
+    items = [row["item"] for row in json.loads(report.read_text())["result"]["items"]]
     assert ranking == [f"{i + 1}. {item}" for i, item in enumerate(items)]
     assert "entries (see the report)" not in out
     assert page.is_file() and "HTML report written to" in out and all(f">{i}<" in page.read_text() for i in items)
