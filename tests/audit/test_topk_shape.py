@@ -16,14 +16,15 @@ import dp_spark
 from dp_spark.errors import ParameterError
 
 DOMAIN = [f"i{j}" for j in range(12)]
-CASES = [
-    ("auto", 0.0),
-    ("auto", 1e-6),
-    ("joint", 0.0),
-    ("pnf-joint", 0.0),
-    ("pnf-peel", 0.0),
-    ("cdp-peel", 1e-6),
-    ("unknown-domain", 1e-6),
+CASES = [  # (method, delta, epsilon)
+    ("auto", 0.0, 1.0),
+    ("auto", 1e-6, 1.0),  # k = 4 <= 10·ε: a public choice
+    ("auto", 1e-6, 0.3),  # k = 4 > 10·ε: auto's private choice step runs
+    ("joint", 0.0, 1.0),
+    ("pnf-joint", 0.0, 1.0),
+    ("pnf-peel", 0.0, 1.0),
+    ("cdp-peel", 1e-6, 1.0),
+    ("unknown-domain", 1e-6, 1.0),
 ]
 
 
@@ -56,13 +57,13 @@ def shape(run):
     }
 
 
-@pytest.mark.parametrize("method, delta", CASES)
-def test_top_k_shape_is_the_same_with_one_more_person(tables, method, delta):
+@pytest.mark.parametrize("method, delta, epsilon", CASES)
+def test_top_k_shape_is_the_same_with_one_more_person(tables, method, delta, epsilon):
     d, d_plus = tables
     domain = None if method == "unknown-domain" else DOMAIN
 
     def run(df):
-        return lambda: dp_spark.top_k(df, k=4, epsilon=1.0, delta=delta, method=method, domain=domain, seed=7,
+        return lambda: dp_spark.top_k(df, k=4, epsilon=epsilon, delta=delta, method=method, domain=domain, seed=7,
                                       persons=100)
 
     before, after = shape(run(d)), shape(run(d_plus))
