@@ -7,6 +7,7 @@ import json
 import re
 from functools import partial
 
+import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,6 +17,7 @@ from scipy.stats import chisquare
 
 import dp_spark
 from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.plans.count_release import plan as count_release_plan
 from dp_spark.cli import main
 from dp_spark.mechanisms.count_release import (
     gaussian_threshold_select,
@@ -29,8 +31,7 @@ from dp_spark.stages import item_counts as stage
 # Item "c<j>" is held by HOLDERS[j] distinct persons; persons 0..2999 hold
 # items by rank, so a person holds at most 4 of them.
 HOLDERS = [3000, 2000, 1200, 777, 3]
-REPORT_KEYS = {"release", "items", "released", "method", "rho_spent", "delta_spent", "epsilon", "delta",
-               "rho", "guarantee", "budget_split", "errors", "statement", "parameters", "seeded"}
+RESULT_KEYS = {"items", "released_count", "method", "rho_spent", "delta_spent"}
 
 
 @pytest.fixture(scope="module")
@@ -112,77 +113,87 @@ def test_public_name_is_the_release_function():
     assert dp_spark.count_release is count_release and dp_spark.top_k.__name__ == "top_k"
 
 
-def test_pcr_release_report(counts_table):
-    release = dp_spark.count_release(counts_table, 0.5, 1e-6, seed=1)
+def test_pcr_release_report(counts_table, report_schema):
+    release = dp_spark.count_release(counts_table, rho=0.5, delta=1e-6, seed=1)
     report = release.to_dict()
-    assert REPORT_KEYS <= set(report)
-    assert report["method"] == "pcr" and report["rho"] == 0.5 and report["zcdp_delta"] == 1e-6
-    # top-level epsilon and delta are one (ε, δ) pair: the zCDP equivalent
-    assert report["guarantee"]["approx_dp_equivalent"]["delta"] == pytest.approx(2e-6)
-    assert report["delta"] == pytest.approx(2e-6)
-    assert report["epsilon"] == pytest.approx(report["guarantee"]["approx_dp_equivalent"]["epsilon"])
-    assert report["epsilon"] == pytest.approx(0.5 + 2 * np.sqrt(0.5 * np.log(1e6)))
-    assert report["rho_spent"] <= 0.5 and report["delta_spent"] <= 1e-6
-    items = [r["item"] for r in report["items"]]
+    jsonschema.validate(json.loads(json.dumps(report)), report_schema)
+    result, privacy = report["result"], report["privacy"]
+    assert RESULT_KEYS <= set(result)
+    assert result["method"] == "pcr" and report["parameters"]["method"] == "pcr"
+    assert privacy["kind"] == "zcdp" and privacy["rho"] == 0.5 and privacy["delta"] == 1e-6
+    # the (ε, δ) equivalent of the zCDP guarantee, δ' = conversion_delta = δ by default
+    assert privacy["approx_dp_equivalent"]["delta"] == pytest.approx(2e-6)
+    assert privacy["approx_dp_equivalent"]["epsilon"] == pytest.approx(0.5 + 2 * np.sqrt(0.5 * np.log(1e6)))
+    assert release.privacy == privacy
+    assert result["rho_spent"] <= 0.5 and result["delta_spent"] <= 1e-6
+    items = [r["item"] for r in result["items"]]
+    assert result["released_count"] == len(items) == release.released_count
     assert items[:4] == ["c0", "c1", "c2", "c3"] and "c3" in items and "c4" not in items
-    for row in report["items"]:
+    for row in result["items"]:
         true = HOLDERS[int(row["item"][1:])]
         assert abs(row["count"] - true) < 6 * row["sigma"]
     # the split reconciles with what is claimed and charged: the filter's unused part is listed
-    assert sum(s["rho"] for s in report["budget_split"]) == pytest.approx(report["rho"], rel=1e-12)
-    assert sum(s["delta"] for s in report["budget_split"]) == pytest.approx(report["zcdp_delta"], rel=1e-9)
+    assert sum(s["rho"] for s in report["budget_split"]) == pytest.approx(privacy["rho"], rel=1e-12)
+    assert sum(s["delta"] for s in report["budget_split"]) == pytest.approx(privacy["delta"], rel=1e-9)
     unused = report["budget_split"][-1]
     assert unused["step"].startswith("held by the privacy filter, unused")
-    assert unused["rho"] == pytest.approx(0.5 - report["rho_spent"], abs=1e-15)
+    assert unused["rho"] == pytest.approx(0.5 - result["rho_spent"], abs=1e-15)
     # every count carries its own accuracy statement, from public values only
-    for row in report["items"]:
+    for row in result["items"]:
         assert row["p_within_r"] == within_relative_error_probability(row["sigma"], 0.1, row["threshold"])
-    worst = min(row["p_within_r"] for row in report["items"])
+    worst = min(row["p_within_r"] for row in result["items"])
     assert f"worst case {worst:.3g}" in report["errors"]["items"]
+    # the `items` artifact is the same rows as a Spark DataFrame; the list stays in the result
     expected = pd.DataFrame({"rank": np.arange(1, len(items) + 1, dtype="int32"), "item": items,
-                             "count": [r["count"] for r in report["items"]],
-                             "sigma": [r["sigma"] for r in report["items"]]})
-    assert_df_equality(release.items_df, release.items_df.sparkSession.createDataFrame(
-        expected, release.items_df.schema), ignore_nullable=True)
-    json.dumps(report)
+                             "count": [r["count"] for r in result["items"]],
+                             "sigma": [r["sigma"] for r in result["items"]]})
+    assert release.items is release.artifacts["items"] and release.result["items"] == result["items"]
+    assert_df_equality(release.items, release.items.sparkSession.createDataFrame(
+        expected, release.items.schema), ignore_nullable=True)
     # no true count in the report, unless it happens to equal a released noisy count
     text = json.dumps(report)
-    noisy = {str(r["count"]) for r in report["items"]}
+    noisy = {str(r["count"]) for r in result["items"]}
     assert not ({"3000", "2000", "1200", "777"} - noisy) & set(re.findall(r"\d+", text))
 
 
-def test_bounded_release_with_and_without_threshold(counts_table):
-    plain = dp_spark.count_release(counts_table, 0.5, 1e-6, method="bounded", max_items=4, seed=2)
+def test_bounded_release_with_and_without_threshold(counts_table, report_schema):
+    plain = dp_spark.count_release(counts_table, rho=0.5, delta=1e-6, method="bounded", max_items=4, seed=2)
     report = plain.to_dict()
-    assert report["method"] == "bounded" and report["parameters"]["max_items"] == 4
-    assert [r["item"] for r in report["items"]] == ["c0", "c1", "c2", "c3"]  # c4 (3 persons) is not selected
-    sigma = report["items"][0]["sigma"]
+    jsonschema.validate(json.loads(json.dumps(report)), report_schema)
+    result = report["result"]
+    assert result["method"] == "bounded" and report["parameters"]["max_items"] == 4
+    assert [r["item"] for r in result["items"]] == ["c0", "c1", "c2", "c3"]  # c4 (3 persons) is not selected
+    sigma = result["items"][0]["sigma"]
     assert sigma == pytest.approx(np.sqrt(4 / (2 * 0.25)))
-    for row in report["items"]:
+    for row in result["items"]:
         assert abs(row["count"] - HOLDERS[int(row["item"][1:])]) < 6 * sigma
     assert [s["rho"] for s in report["budget_split"]] == pytest.approx([0.25, 0.25])
-    assert report["selected"] == 4
+    # bounded's split is fixed by its parameters: the plan's split, entry for entry
+    plan = count_release_plan(rho=0.5, delta=1e-6, method="bounded", max_items=4)
+    assert report["budget_split"] == plan.budget_split()
+    assert result["selected"] == 4 and result["released_count"] == 4
     # the threshold (2 + r)σ/r ≈ 1134 is post-processing: same seed, same noise, a subset
-    cut = dp_spark.count_release(counts_table, 0.5, 1e-6, method="bounded", max_items=4, seed=2,
+    cut = dp_spark.count_release(counts_table, rho=0.5, delta=1e-6, method="bounded", max_items=4, seed=2,
                                  count_threshold=True, relative_error=0.005)
     assert cut.count_threshold == pytest.approx(401 * sigma)
-    kept = [r for r in report["items"] if r["count"] >= cut.count_threshold]
-    assert cut.items == kept and 0 < len(kept) < len(report["items"])
-    assert cut.selected == 4 and cut.released == len(kept)
+    kept = [r for r in result["items"] if r["count"] >= cut.count_threshold]
+    assert cut.result["items"] == kept and 0 < len(kept) < len(result["items"])
+    assert cut.selected == 4 and cut.released_count == len(kept) == cut.items.count()
 
 
 def test_pcr_statement_does_not_overstate_accuracy_when_the_floor_binds(counts_table):
     """r = 0.02: σ = 2/ε (the floor) for every count, so the probability of
     being within r at the threshold is far below the paper's 87%; the report
     must say so per count and overall."""
-    report = dp_spark.count_release(counts_table, 0.5, 1e-6, relative_error=0.02, seed=4).to_dict()
-    assert report["items"]
-    for row in report["items"]:
+    report = dp_spark.count_release(counts_table, rho=0.5, delta=1e-6, relative_error=0.02, seed=4).to_dict()
+    items = report["result"]["items"]
+    assert items
+    for row in items:
         assert row["sigma"] > 0.02 / 1.5 * row["threshold"]  # the floor binds
         assert row["p_within_r"] < 0.8
     text = report["errors"]["items"]
-    assert f"(a lower probability) for {len(report['items'])} of them" in text
-    assert f"{max(r['p_within_r'] for r in report['items']):.0%}" in text
+    assert f"(a lower probability) for {len(items)} of them" in text
+    assert f"{max(r['p_within_r'] for r in items):.0%}" in text
 
 
 @pytest.mark.parametrize(
@@ -194,8 +205,9 @@ def test_pcr_statement_does_not_overstate_accuracy_when_the_floor_binds(counts_t
         ({"delta": 1.0}, ParameterError, "delta"),
         ({"relative_error": 0.0}, ParameterError, "relative_error"),
         ({"kbar": 0}, ParameterError, "kbar"),
-        ({"kbar": 1_000_001}, ParameterError, "kbar must be at most 1,000,000"),
-        ({"method": "bounded", "max_items": 100_001}, ParameterError, "max_items must be at most 100,000"),
+        ({"kbar": 1_000_001}, ParameterError, "kbar must be a whole number from 1 to 1,000,000"),
+        ({"method": "bounded", "max_items": 100_001}, ParameterError,
+         "max_items must be a whole number from 1 to 100,000"),
         ({"method": "magic"}, ParameterError, "method must be"),
         ({"method": "bounded"}, ParameterError, "needs max_items"),
         ({"method": "bounded", "max_items": 0}, ParameterError, "max_items"),
@@ -213,15 +225,15 @@ def test_bad_parameters(counts_table, kwargs, error, fragment):
 @pytest.mark.parametrize("kwargs", [{"kbar": 10**7}, {"method": "bounded", "max_items": 10**6}])
 def test_sizing_limits_are_checked_before_reading(unreadable_events, kwargs):
     budget = PrivacyFilter(ZCDP(1.0, 1e-5))
-    with pytest.raises(ParameterError, match="must be at most"):
-        dp_spark.count_release(unreadable_events, 0.5, 1e-6, budget=budget, **kwargs)
+    with pytest.raises(ParameterError, match="must be a whole number from 1 to"):
+        dp_spark.count_release(unreadable_events, rho=0.5, delta=1e-6, budget=budget, **kwargs)
     assert budget.ledger == []  # nothing spent
 
 
 def test_item_column_of_nulls_is_refused(spark):
     df = spark.createDataFrame([(1,), (2,)], "person_id long").withColumn("item", F.lit(None))
     with pytest.raises(SchemaError, match="only nulls"):
-        dp_spark.count_release(df, 0.5, 1e-6)
+        dp_spark.count_release(df, rho=0.5, delta=1e-6)
 
 
 def test_budget_is_checked_before_data_is_read(unreadable_events):
@@ -229,7 +241,7 @@ def test_budget_is_checked_before_data_is_read(unreadable_events):
     budget = PrivacyFilter(ZCDP(1.0, 1e-6))
     budget.spend(ZCDP(0.8, 0.0))
     with pytest.raises(BudgetExceededError):
-        dp_spark.count_release(df, 0.5, 1e-7, budget=budget)
+        dp_spark.count_release(df, rho=0.5, delta=1e-7, budget=budget)
     assert budget.spent.rho == pytest.approx(0.8)
 
 
@@ -254,10 +266,10 @@ def test_cli_writes_report_and_items(capsys, tmp_path, spark, counts_path):
                              "--seed", "3", "--output", str(report_path), "--items-output", str(items_path))
     assert code == 0, err
     report = json.loads(report_path.read_text())
-    assert report["method"] == "pcr" and report["parameters"]["kbar"] == 50
+    assert report["result"]["method"] == "pcr" and report["parameters"]["kbar"] == 50
     table = spark.read.parquet(str(items_path)).orderBy("rank").toPandas()
-    assert table["item"].tolist() == [r["item"] for r in report["items"]]
-    assert table["count"].tolist() == [r["count"] for r in report["items"]]
+    assert table["item"].tolist() == [r["item"] for r in report["result"]["items"]]
+    assert table["count"].tolist() == [r["count"] for r in report["result"]["items"]]
     assert "NOT private" in out
 
 
@@ -268,8 +280,8 @@ def test_cli_writes_report_and_items(capsys, tmp_path, spark, counts_path):
         (["--delta", "1.5"], "delta must be"),
         (["--relative-error", "0"], "relative_error must be"),
         (["--kbar", "0"], "kbar must be"),
-        (["--kbar", "2000000"], "kbar must be at most"),
-        (["--method", "bounded", "--max-items", "1000000"], "max_items must be at most"),
+        (["--kbar", "2000000"], "kbar must be a whole number from 1 to 1,000,000"),
+        (["--method", "bounded", "--max-items", "1000000"], "max_items must be a whole number from 1 to 100,000"),
         (["--method", "bounded"], "needs max_items"),
         (["--budget-rho", "0.1", "--budget-delta", "1e-6"], "budget"),
         (["--item-col", "nothing"], "'nothing' is not in the input"),

@@ -394,3 +394,93 @@ def test_mechanism_layer_imports_neither_pyspark_nor_pandas():
             "bad = [m for m in ('pyspark', 'pandas') if m in sys.modules]; "
             "sys.exit(1 if bad else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# ------------------------------------------------------------------ the plan
+
+def test_pcr_plan_spends_the_whole_budget_in_the_adaptive_loop():
+    """pcr's plan: δ-approximate ρ-zCDP, one step (the loop, spent adaptively
+    under its filter), the (ε, δ + δ') equivalent with δ' = δ by default."""
+    from dp_spark.accounting import ZCDP
+    from dp_spark.plans.count_release import plan
+
+    p = plan(rho=0.5, delta=1e-6, kbar=50)
+    assert p.guarantee == ZCDP(0.5, 1e-6)
+    assert [cost for _, cost in p.steps] == [ZCDP(0.5, 1e-6)]
+    assert p.equivalent == ZCDP(0.5, 1e-6).to_approx(1e-6)
+    assert p.equivalent.epsilon == pytest.approx(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)))
+    assert dict(p.parameters) == {
+        "rho": 0.5, "delta": 1e-6, "relative_error": 0.1, "method": "pcr", "person_col": "person_id",
+        "item_col": "item", "conversion_delta": 1e-6, "noise": "discrete gaussian", "kbar": 50,
+        "epsilon_min": 0.0005, "delta_min": 1e-11, "accuracy_factor": 1.5}
+    assert p.privacy()["approx_dp_equivalent"]["delta"] == pytest.approx(2e-6)
+    assert plan(rho=0.5, delta=1e-6, conversion_delta=1e-3).equivalent == ZCDP(0.5, 1e-6).to_approx(1e-3)
+    local = p.spend()
+    assert local.remaining.rho == 0.0 and local.remaining.delta == 0.0
+
+
+def test_bounded_plan_split_is_the_calibrated_selection_and_counts():
+    from dp_spark.plans.count_release import calibration, plan
+
+    p = plan(rho=0.5, delta=1e-6, method="bounded", max_items=4, alpha=0.3, count_threshold=True)
+    calibrated = bounded_plan(0.5, 1e-6, 4, 0.3, 0.1)
+    assert calibration(p) == calibrated
+    assert [cost for _, cost in p.steps] == [calibrated.selection_cost, calibrated.count_cost]
+    assert f"σ = {math.sqrt(4 / (2 * 0.3 * 0.5)):.4g}" in p.steps[0][0]  # σ_s = sqrt(m/(2αρ))
+    assert f"sqrt(4), σ = {math.sqrt(4 / (2 * 0.7 * 0.5)):.4g}" in p.steps[1][0]
+    assert {k: p[k] for k in ("max_items", "alpha", "count_threshold")} == {
+        "max_items": 4, "alpha": 0.3, "count_threshold": True}
+    assert "kbar" not in p.parameters and f"{calibrated.count_threshold:.4g}" in p.notes[0]
+    p.spend()  # the steps fit the guarantee exactly
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"method": "magic"}, "method must be one of pcr, bounded"),
+        ({"rho": 0.0}, "rho must be"),
+        ({"rho": float("inf")}, "rho must be"),
+        ({"delta": 1.0}, "delta must be"),
+        ({"relative_error": -0.1}, "relative_error must be"),
+        ({"kbar": 0}, "kbar must be a whole number from 1 to 1,000,000"),
+        ({"kbar": 1_000_001}, "kbar must be a whole number from 1 to 1,000,000"),
+        ({"kbar": 2.0}, "kbar must be a whole number"),
+        ({"max_items": 100_001}, "max_items must be a whole number from 1 to 100,000"),
+        ({"method": "bounded"}, "needs max_items"),
+        ({"method": "bounded", "max_items": 3, "alpha": 1.0}, "alpha must be"),
+        ({"count_threshold": "yes"}, "count_threshold must be True or False"),
+        ({"rho": 1e-9}, "epsilon_min"),
+        ({"delta": 1e-12}, "delta_min"),
+        ({"epsilon_min": 0.0}, "epsilon_min must be"),
+        ({"accuracy_factor": -1.0}, "accuracy_factor must be"),
+        ({"conversion_delta": 0.0}, "conversion_delta must be"),
+        ({"delta": 0.6, "conversion_delta": 0.5}, "delta + conversion_delta must stay below 1"),
+        ({"seed": -1}, "seed must be"),
+    ],
+)
+def test_plan_refuses_bad_parameters(kwargs, fragment):
+    from dp_spark.plans.count_release import plan
+
+    with pytest.raises(ParameterError, match=fragment.replace("(", r"\(").replace("+", r"\+")):
+        plan(**{"rho": 0.5, "delta": 1e-6, **kwargs})
+
+
+def test_plan_is_keyword_only_and_the_cli_dry_run_prints_it(capsys, tmp_path):
+    """--dry-run prints the same plan as the API's, and reads nothing (the
+    input does not exist)."""
+    import json
+
+    from dp_spark.cli import main
+    from dp_spark.plans.count_release import plan
+
+    with pytest.raises(TypeError):
+        plan(0.5, 1e-6)
+    code = main(["count-release", "--input", str(tmp_path / "missing.parquet"), "--rho", "0.25", "--method",
+                 "bounded", "--max-items", "6", "--dry-run", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    document = json.loads(out)
+    expected = plan(rho=0.25, delta=1e-6, method="bounded", max_items=6).to_dict()
+    assert document == expected and document["plan"] is True
+    assert main(["count-release", "--kbar", "0", "--dry-run"]) == 2
+    assert "kbar must be" in capsys.readouterr().err

@@ -41,17 +41,16 @@ use the exact integer sampler.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+
+from dp_spark import checks
 from dp_spark.accounting import ZCDP, float_down, float_up, remainder
 from dp_spark.errors import ParameterError
-from dp_spark.noise import discrete_gaussian
-from dp_spark.checks import number as _number
-from dp_spark.checks import open_unit, positive
 from dp_spark.mechanisms.count_release.keyed import item_generator, keyed_normals, noise_key
+from dp_spark.noise import discrete_gaussian
 
 __all__ = [
     "BoundedPlan",
@@ -116,15 +115,11 @@ def bounded_plan(rho: float, delta: float, max_items: int, alpha: float = 0.5,
     ρ − αρ exactly on the floats (σ rounded up, shares rounded down; the two
     shares sum to at most ρ exactly).
     """
-    rho = positive(rho, "rho")
-    delta = open_unit(delta, "delta")
-    if isinstance(max_items, bool) or not isinstance(max_items, numbers.Integral) or max_items < 1:
-        raise ParameterError(f"max_items (m, items kept per person) must be a whole number >= 1; got {max_items!r}.")
-    alpha = _number(alpha, "alpha")
-    if not 0 < alpha < 1:
-        raise ParameterError(f"alpha (the selection's share of rho) must be strictly between 0 and 1; got {alpha!r}.")
-    relative_error = positive(relative_error, "relative_error")
-    m = int(max_items)
+    rho = checks.positive(rho, "rho")
+    delta = checks.open_unit(delta, "delta")
+    m = checks.whole(max_items, "max_items")
+    alpha = checks.open_unit(alpha, "alpha")
+    relative_error = checks.positive(relative_error, "relative_error", " (e.g. 0.1 for 10%)")
     sigma_s = gaussian_sigma_for(m, _selection_rho(alpha, rho))
     from scipy.special import ndtri  # here, not at import: Spark workers unpickle this module
 

@@ -64,12 +64,12 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dp_spark import checks
 from dp_spark.accounting import ZCDP, PrivacyFilter, bounded_range_to_zcdp, gaussian_zcdp
 from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.top_k.unknown_domain import unknown_domain_gumbel, unknown_domain_threshold
 from dp_spark.noise import discrete_gaussian
 from dp_spark.noise.rng import check_rng
-from dp_spark.checks import open_unit, positive
-from dp_spark.mechanisms.top_k import unknown_domain_gumbel, unknown_domain_threshold
 
 __all__ = [
     "EPSILON_MIN",
@@ -130,14 +130,13 @@ def check_pcr_parameters(rho, delta, relative_error, kbar, epsilon_min=EPSILON_M
                          delta_min=DELTA_MIN, accuracy_factor=ACCURACY_FACTOR):
     """Validate Algorithm 2's parameters (raises ParameterError naming what to
     change); returns them as floats / int."""
-    rho = positive(rho, "rho")
-    delta = open_unit(delta, "delta")
-    relative_error = positive(relative_error, "relative_error", " (e.g. 0.1 for 10%)")
-    if isinstance(kbar, bool) or not isinstance(kbar, numbers.Integral) or kbar < 1:
-        raise ParameterError(f"kbar must be a whole number >= 1; got {kbar!r}.")
-    epsilon_min = positive(epsilon_min, "epsilon_min")
-    delta_min = open_unit(delta_min, "delta_min")
-    accuracy_factor = positive(accuracy_factor, "accuracy_factor")
+    rho = checks.positive(rho, "rho")
+    delta = checks.open_unit(delta, "delta")
+    relative_error = checks.positive(relative_error, "relative_error", " (e.g. 0.1 for 10%)")
+    kbar = checks.whole(kbar, "kbar")
+    epsilon_min = checks.positive(epsilon_min, "epsilon_min")
+    delta_min = checks.open_unit(delta_min, "delta_min")
+    accuracy_factor = checks.positive(accuracy_factor, "accuracy_factor")
     if rho < epsilon_min**2 / 4:
         raise ParameterError(
             f"rho={rho!r} is below epsilon_min²/4 = {epsilon_min**2 / 4!r}: not even one round "
@@ -148,7 +147,7 @@ def check_pcr_parameters(rho, delta, relative_error, kbar, epsilon_min=EPSILON_M
             f"delta={delta!r} is below delta_min={delta_min!r}: not even one round fits; "
             "raise delta or lower delta_min."
         )
-    return rho, delta, relative_error, int(kbar), epsilon_min, delta_min, accuracy_factor
+    return rho, delta, relative_error, kbar, epsilon_min, delta_min, accuracy_factor
 
 
 def pcr_sigma(epsilon: float, relative_error: float, kbar: int, delta_min: float,
@@ -248,53 +247,93 @@ def private_count_release(
      accuracy_factor) = check_pcr_parameters(rho, delta, relative_error, kbar, epsilon_min,
                                              delta_min, accuracy_factor)
     counts, base = _as_top_counts(top_counts, next_count, kbar)
-    rng = check_rng(rng)
-    ledger = PrivacyFilter(ZCDP(rho, delta))
-    alive = np.arange(counts.size, dtype=np.int64)
-    released: list[ReleasedCount] = []
-    selection_spent = ZCDP(0.0, 0.0)
-    count_spent = ZCDP(0.0, 0.0)
-    eps = epsilon_min
-    calls = bottoms = 0
-    while True:
-        kbar_t = kbar - len(released)
-        if kbar_t < 1:
-            stopped = STOP_KBAR
-            break
-        selection_cost = ZCDP(bounded_range_to_zcdp(eps), delta_min)  # ε²/8, rounded up
-        left = ledger.remaining  # exact, rounded down: x <= left iff x fits, for a float x
-        if 2.0 * selection_cost.rho > left.rho:  # the step's largest cost: selection + count
-            stopped = STOP_RHO
-            break
-        if delta_min > left.delta:
-            stopped = STOP_DELTA
-            break
-        calls += 1
-        found = unknown_domain_gumbel(counts[alive], 1, eps, delta_min, kbar_t, rng, base)
-        ledger.spend(selection_cost, label="selection (Unknown Domain Gumbel, top-1)")
-        selection_spent = selection_spent + selection_cost
-        if found.bottom:
-            bottoms += 1
-            eps = math.sqrt(2.0) * eps
-            continue
-        position = int(found.indices[0])
-        index = int(alive[position])
-        sigma = pcr_sigma(eps, relative_error, kbar_t, delta_min, accuracy_factor)
-        threshold = unknown_domain_threshold(eps, delta_min, kbar_t)
-        noisy = int(counts[index]) + int(discrete_gaussian(sigma, rng))
-        count_cost = ZCDP(gaussian_zcdp(1.0, sigma), 0.0)  # <= ε²/8 exactly (see pcr_sigma), rounded up
-        ledger.spend(count_cost, label="count (discrete Gaussian)")
-        count_spent = count_spent + count_cost
-        alive = np.delete(alive, position)
-        released.append(ReleasedCount(index, noisy, sigma, eps, calls, threshold))
+    loop = _Loop(counts=counts, base=base, kbar=kbar, relative_error=relative_error, delta_min=delta_min,
+                 accuracy_factor=accuracy_factor, rng=check_rng(rng), ledger=PrivacyFilter(ZCDP(rho, delta)),
+                 epsilon=epsilon_min)
+    while (stopped := loop.stop_reason()) is None:
+        loop.round()
     return PCRResult(
-        released=released,
-        spent=ledger.spent,
-        selection_spent=selection_spent,
-        count_spent=count_spent,
-        selection_calls=calls,
-        bottoms=bottoms,
-        final_epsilon=eps,
+        released=loop.released,
+        spent=loop.ledger.spent,
+        selection_spent=loop.selection_spent,
+        count_spent=loop.count_spent,
+        selection_calls=loop.calls,
+        bottoms=loop.bottoms,
+        final_epsilon=loop.epsilon,
         stopped=stopped,
-        ledger=ledger,
+        ledger=loop.ledger,
     )
+
+
+@dataclass
+class _Loop:
+    """The state of Algorithm 2's loop (see the module docstring): the
+    NON-PRIVATE top counts and which are still alive, the privacy filter,
+    the current ε and what has been released."""
+
+    counts: np.ndarray
+    base: int
+    kbar: int
+    relative_error: float
+    delta_min: float
+    accuracy_factor: float
+    rng: np.random.Generator
+    ledger: PrivacyFilter
+    epsilon: float
+    alive: np.ndarray = None
+    released: list[ReleasedCount] = field(default_factory=list)
+    selection_spent: ZCDP = field(default_factory=lambda: ZCDP(0.0, 0.0))
+    count_spent: ZCDP = field(default_factory=lambda: ZCDP(0.0, 0.0))
+    calls: int = 0
+    bottoms: int = 0
+
+    def __post_init__(self):
+        self.alive = np.arange(self.counts.size, dtype=np.int64)
+
+    @property
+    def kbar_t(self) -> int:
+        return self.kbar - len(self.released)
+
+    def selection_cost(self) -> ZCDP:
+        return ZCDP(bounded_range_to_zcdp(self.epsilon), self.delta_min)  # ε²/8, rounded up
+
+    def stop_reason(self) -> str | None:
+        """Why the loop stops now (None: the next round's largest cost,
+        selection + count, still fits the filter exactly)."""
+        if self.kbar_t < 1:
+            return STOP_KBAR
+        left = self.ledger.remaining  # exact, rounded down: x <= left iff x fits, for a float x
+        if 2.0 * self.selection_cost().rho > left.rho:  # the step's largest cost: selection + count
+            return STOP_RHO
+        if self.delta_min > left.delta:
+            return STOP_DELTA
+        return None
+
+    def round(self) -> None:
+        """One selection (Unknown Domain Gumbel top-1 at ε, δ-approximate
+        ε²/8-zCDP); ⊥ grows ε by √2, else the found count is released."""
+        cost, kbar_t = self.selection_cost(), self.kbar_t
+        self.calls += 1
+        found = unknown_domain_gumbel(self.counts[self.alive], 1, self.epsilon, self.delta_min, kbar_t,
+                                      self.rng, self.base)
+        self.ledger.spend(cost, label="selection (Unknown Domain Gumbel, top-1)")
+        self.selection_spent = self.selection_spent + cost
+        if found.bottom:
+            self.bottoms += 1
+            self.epsilon = math.sqrt(2.0) * self.epsilon
+        else:
+            self.release(int(found.indices[0]), kbar_t)
+
+    def release(self, position: int, kbar_t: int) -> None:
+        """The count of the alive item at ``position`` plus N_Z(0, σ²),
+        σ = max(σ_r(ε), 2/ε): (1/(2σ²))-zCDP <= ε²/8."""
+        eps = self.epsilon
+        index = int(self.alive[position])
+        sigma = pcr_sigma(eps, self.relative_error, kbar_t, self.delta_min, self.accuracy_factor)
+        threshold = unknown_domain_threshold(eps, self.delta_min, kbar_t)
+        noisy = int(self.counts[index]) + int(discrete_gaussian(sigma, self.rng))
+        count_cost = ZCDP(gaussian_zcdp(1.0, sigma), 0.0)  # <= ε²/8 exactly (see pcr_sigma), rounded up
+        self.ledger.spend(count_cost, label="count (discrete Gaussian)")
+        self.count_spent = self.count_spent + count_cost
+        self.alive = np.delete(self.alive, position)
+        self.released.append(ReleasedCount(index, noisy, sigma, eps, self.calls, threshold))
