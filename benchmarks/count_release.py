@@ -137,12 +137,14 @@ def main(argv=None) -> int:
                 for m_index, (q, m) in enumerate(ms.items()):
                     seed = int(run_rng(args.seed, d_index, rho_index, 1 + m_index, trial).integers(2**31))
                     with Timer() as t:
-                        release = dp_spark.count_release(df, rho, args.delta, r, method="bounded", max_items=m,
-                                                         person_col=person_col, item_col=item_col, seed=seed)
+                        release = dp_spark.count_release(df, rho=rho, delta=args.delta, relative_error=r,
+                                                         method="bounded", max_items=m, person_col=person_col,
+                                                         item_col=item_col, seed=seed)
                     threshold = bounded_plan(rho, args.delta, m, 0.5, r).count_threshold
-                    variants[f"bounded m={m} (p{q})"].append(score(release.items, truth, r))
+                    released = release.result["items"]
+                    variants[f"bounded m={m} (p{q})"].append(score(released, truth, r))
                     variants[f"bounded+T m={m} (p{q})"].append(
-                        score([x for x in release.items if x["count"] >= threshold], truth, r))
+                        score([x for x in released if x["count"] >= threshold], truth, r))
                     seconds[f"bounded m={m} (p{q})"].append(t.seconds)
             for key, scores in variants.items():
                 recall = [s[0] for s in scores]

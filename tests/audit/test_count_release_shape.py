@@ -49,23 +49,23 @@ def _run(df, method):
     if method == "bounded":
         kwargs["max_items"] = 8
     try:
-        release = dp_spark.count_release(df, 1.0, 1e-6, **kwargs)
+        release = dp_spark.count_release(df, rho=1.0, delta=1e-6, **kwargs)
     except Exception as exc:  # noqa: BLE001 - whether it raised is part of the shape
         return {"raised": type(exc).__name__}
     report = release.to_dict()
-    table = release.items_df
+    table = release.items  # the artifact: a Spark DataFrame
+    rows = report["result"]["items"]
     return {
         "raised": None,
         "report_keys": sorted(report),
-        "value_keys": sorted(release.values),
+        "value_keys": sorted(report["result"]),
         "error_keys": sorted(release.errors),
-        "guarantee": report["guarantee"],
-        "epsilon_delta": (report["epsilon"], report["delta"], report["rho"], report["zcdp_delta"]),
+        "privacy": report["privacy"],  # the guarantee (ρ, δ) and its (ε, δ) equivalent
         "columns": [(f.name, f.dataType.simpleString()) for f in table.schema.fields],
-        "item_keys": sorted({k for row in release.items for k in row}) if release.items else None,
+        "item_keys": sorted({k for row in rows for k in row}) if rows else None,
         "split": [sorted(step) for step in report["budget_split"]],
         "split_entries": report["budget_split"],
-        "released": report["released"],
+        "released": report["result"]["released_count"],
         "parameters": report["parameters"],
     }
 
@@ -82,8 +82,7 @@ def test_same_shape_on_neighbours(spark, base, method, kind):
     on_d1 = _run(base.unionByName(_added(spark, kind)), method)
     assert on_d["raised"] is None and on_d1["raised"] is None
     assert on_d["released"] > 0 and on_d1["released"] > 0  # the comparison covers released rows
-    same = ["report_keys", "value_keys", "error_keys", "guarantee", "epsilon_delta", "columns", "split",
-            "parameters"]
+    same = ["report_keys", "value_keys", "error_keys", "privacy", "columns", "split", "parameters"]
     for key in same:
         assert on_d[key] == on_d1[key], key
     # rows of released items: same keys whenever both released something

@@ -129,10 +129,10 @@ def test_distinct_count_adds_integer_noise(people, recorder, method):
 @pytest.mark.parametrize("method", ["pcr", "bounded"])
 def test_count_release_adds_integer_noise(people, recorder, method):
     extra = {"max_items": 4} if method == "bounded" else {"kbar": 20}
-    release = dp_spark.count_release(people, 1.0, 1e-6, method=method, seed=3, **extra)
-    assert release.items, "nothing released: the check would be empty"
-    assert_whole([row["count"] for row in release.items], f"count-release {method}")
-    assert dict(release.items_df.dtypes)["count"] == "bigint"
+    release = dp_spark.count_release(people, rho=1.0, delta=1e-6, method=method, seed=3, **extra)
+    assert release.result["items"], "nothing released: the check would be empty"
+    assert_whole([row["count"] for row in release.result["items"]], f"count-release {method}")
+    assert dict(release.items.dtypes)["count"] == "bigint"
     assert_no_float_noise_on_counts(recorder)
 
 
@@ -170,7 +170,7 @@ def test_the_recorder_catches_float_noise_on_a_count(people, recorder, monkeypat
     from dp_spark.mechanisms.count_release import loop
 
     monkeypatch.setattr(loop, "discrete_gaussian", lambda sigma, rng: rng.normal(0.0, sigma))
-    release = dp_spark.count_release(people, 1.0, 1e-6, kbar=20, seed=3)
+    release = dp_spark.count_release(people, rho=1.0, delta=1e-6, kbar=20, seed=3)
     with pytest.raises(AssertionError, match="continuous noise drawn outside"):
         assert_no_float_noise_on_counts(recorder)
     assert ("normal", __name__) in recorder  # attributed to the code that asked for it

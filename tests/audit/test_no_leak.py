@@ -177,7 +177,7 @@ def _run_api(name, people, events):
     if name == "top-k":
         return dp_spark.top_k(people, k=3, epsilon=1.0, delta=1e-6, seed=SEED)
     if name == "count-release":
-        return dp_spark.count_release(people, 0.5, 1e-6, kbar=50, seed=SEED)
+        return dp_spark.count_release(people, rho=0.5, delta=1e-6, kbar=50, seed=SEED)
     return dp_spark.continual_distinct(events, 0.5, horizon=64, seed=SEED)
 
 
@@ -244,7 +244,7 @@ def test_the_check_catches_a_planted_leak(people, capfd, dp_logs, monkeypatch):
 
     monkeypatch.setattr(item_counts, "top_item_counts", leaky)
     capfd.readouterr()
-    dp_spark.count_release(people, 0.5, 1e-6, kbar=50, seed=SEED)
+    dp_spark.count_release(people, rho=0.5, delta=1e-6, kbar=50, seed=SEED)
     leaks = captured_leaks(capfd, dp_logs, PERSON_SENTINELS)
     assert leaks["logs"] == [HOT] and leaks["stdout"] == [HOT]
     assert json_leaks({"released": float(HOT)}, PERSON_SENTINELS) == [HOT]

@@ -76,7 +76,7 @@ def test_python_api_with_a_pandas_frame_and_a_ledger_budget(spark, ledger_path):
                           "when": pd.to_datetime(["2024-01-01"] * 4)})
     with open_ledger(ledger_path) as led:
         release = dp_spark.count_release(frame, rho=0.1, delta=1e-6, seed=1, budget=led.budget("rho"))
-        assert release.to_dict()["rho_spent"] <= 0.1
+        assert release.to_dict()["result"]["rho_spent"] <= 0.1
         assert led.state("rho").spent.rho == pytest.approx(0.1)
     with pytest.raises(dp_spark.errors.SchemaError, match="must be a Spark DataFrame"):
         dp_spark.distinct_count([(1, "a")], epsilon=1.0)
