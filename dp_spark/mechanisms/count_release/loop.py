@@ -265,7 +265,7 @@ def private_count_release(
     )
 
 
-@dataclass
+@dataclass(repr=False)  # no repr: it would print the NON-PRIVATE counts
 class _Loop:
     """The state of Algorithm 2's loop (see the module docstring): the
     NON-PRIVATE top counts and which are still alive, the privacy filter,
