@@ -12,24 +12,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dp_spark.cli import main
+from tests.unit.helpers import assert_one_line_error, run_cli as _run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 KEYS = {"estimate", "lower_bound", "bound", "confidence", "method"}  # of the report's "result"
 
 
 def run_cli(capsys, *argv):
-    code = main(["distinct-count", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(err: str):
-    """Exactly one line besides dp-spark's own progress lines, and it is the error."""
-    progress = ("dp-spark: reading ", "dp-spark: no --input", "dp-spark: distinct-count: ")
-    lines = [l for l in err.strip().splitlines() if not l.startswith(progress)]
-    assert len(lines) == 1 and lines[0].startswith("dp-spark") and ": error: " in lines[0], err
-    assert "Traceback" not in err and "at org.apache" not in err and "Py4J" not in err, err
+    return _run_cli(capsys, "distinct-count", *argv)
 
 
 def test_default_data(capsys, tmp_path, spark, report_schema):
@@ -104,13 +94,9 @@ def test_bad_input_one_line_exit_2_and_output_kept(capsys, tmp_path, spark, argv
     out_path = tmp_path / "report.json"
     out_path.write_text('{"earlier": true}')
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    try:
-        code, out, err = run_cli(capsys, *argv, "--rows", "100", "--output", str(out_path), "--overwrite")
-    except SystemExit as exc:  # argparse choices
-        code, err = exc.code, capsys.readouterr().err
+    code, out, err = run_cli(capsys, *argv, "--rows", "100", "--output", str(out_path), "--overwrite")
     assert code == 2
-    assert fragment in err, err
-    assert_one_line_error(err)
+    assert_one_line_error(err, fragment)
     assert json.loads(out_path.read_text()) == {"earlier": True}
 
 

@@ -109,3 +109,32 @@ class FakeSession:
     @property
     def sparkContext(self):  # noqa: N802
         raise RuntimeError("no context")
+
+
+# -- the command line in process ----------------------------------------------------------
+
+#: dp-spark's own progress lines on stderr (not errors).
+PROGRESS = ("dp-spark: reading ", "dp-spark: no --input", "dp-spark: distinct-count: ", "dp-spark: top-k: ",
+            "dp-spark: set-union: ", "dp-spark: count-release: ", "dp-spark: continual-distinct: ")
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    """``dp_spark.cli.main(argv)`` in process: (exit code, stdout, stderr),
+    argparse's own exits (bad flag values, choices) included."""
+    from dp_spark.cli import main
+
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(err: str, fragment: str = "") -> None:
+    """Exactly one line besides dp-spark's own progress lines: the error,
+    naming ``fragment``; no stack trace (Python or Java)."""
+    lines = [line for line in err.strip().splitlines() if not line.startswith(PROGRESS)]
+    assert len(lines) == 1 and lines[0].startswith("dp-spark") and ": error: " in lines[0], err
+    assert fragment in lines[0], err
+    assert "Traceback" not in err and "at org.apache" not in err and "Py4J" not in err, err

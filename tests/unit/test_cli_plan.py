@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from dp_spark import session
-from dp_spark.cli import main
 from dp_spark.plans.distinct_count import plan as distinct_count_plan
-from tests.unit.helpers import pyspark_loaded
+from tests.unit.helpers import assert_one_line_error, pyspark_loaded, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,12 +36,7 @@ def no_spark(monkeypatch):
 
 
 def run(capsys, *argv):
-    try:
-        code = main(["distinct-count", *argv])
-    except SystemExit as exc:  # argparse: bad flag values and choices
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(capsys, "distinct-count", *argv)
 
 
 def test_dry_run_prints_the_plan_the_api_builds(capsys, no_spark):
@@ -105,7 +99,8 @@ def test_bad_parameters_are_one_line_exit_2_before_spark(capsys, tmp_path, no_sp
     out_path.write_text('{"earlier": true}')
     code, out, err = run(capsys, *argv, "--rows", "100", "--output", str(out_path), "--overwrite")
     assert code == 2
-    assert err.count("\n") == 1 and err.startswith("dp-spark") and ": error: " in err and fragment in err, err
+    assert err.count("\n") == 1
+    assert_one_line_error(err, fragment)
     assert json.loads(out_path.read_text()) == {"earlier": True}
 
 
