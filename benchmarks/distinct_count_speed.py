@@ -11,7 +11,7 @@ sides read the same file; the directory is removed at the end.
 
 Prints:
 1. median wall time over --reps repetitions (after one warm-up) of
-   (a) the full greedy release dp_spark.distinct_count(spark.read.parquet(p), ε)
+   (a) the full greedy release dp_spark.distinct_count(spark.read.parquet(p), epsilon=ε)
    (b) spark.sql("SELECT COUNT(DISTINCT item) FROM parquet.`p`")
    and their ratio next to the target (<= 2.0; printed, not asserted);
 2. the split of the release: Spark stage (bounded_distinct_counts) vs the
@@ -209,7 +209,7 @@ def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound:
         sql = f"SELECT COUNT(DISTINCT item) AS n FROM parquet.`{path}`"
 
         def release(rep):
-            return dp_spark.distinct_count(spark.read.parquet(path), PERSON_COL, ITEM_COL,
+            return dp_spark.distinct_count(spark.read.parquet(path), person_col=PERSON_COL, item_col=ITEM_COL,
                                            epsilon=epsilon, max_bound=max_bound, seed=seed + rep)
 
         with CollectRecorder(type(spark.range(1))) as recorder:
@@ -292,7 +292,7 @@ def main(argv=None) -> int:
     from dp_spark.datasets import synthetic_events
     from dp_spark.mechanisms.distinct_count.bound import release_from_counts
     from dp_spark.stages import bounded_distinct_counts
-    from dp_spark.stages.distinct import DEFAULT_EDGE_LIMIT
+    from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT
 
     shards = args.shards  # None: the release chooses (and reports) its shard count
     tmp = Path(tempfile.mkdtemp(prefix="dp_spark_speed_", dir=args.tmp))
@@ -346,7 +346,7 @@ def main(argv=None) -> int:
 
         def release(seed, n_shards=shards):
             return dp_spark.distinct_count(
-                spark.read.parquet(path), PERSON_COL, ITEM_COL, epsilon=args.epsilon,
+                spark.read.parquet(path), person_col=PERSON_COL, item_col=ITEM_COL, epsilon=args.epsilon,
                 beta=args.beta, max_bound=args.max_bound, method="greedy", seed=seed, shards=n_shards,
             )
 
@@ -412,7 +412,8 @@ def main(argv=None) -> int:
         print(f"TRUE distinct items (NON-PRIVATE): {true_count:,}; greedy DC(l) (NON-PRIVATE) "
               f"l=1: {g[0]:,}, l=10: {g[min(9, len(g) - 1)]:,}, l={len(g)}: {g[-1]:,}")
         print("released (SEEDED, not for publication): " + "; ".join(
-            f"l̂={r['bound']} estimate={r['estimate']:,} lower_bound={r['lower_bound']:,}" for r in released))
+            f"l̂={r['result']['bound']} estimate={r['result']['estimate']:,} "
+            f"lower_bound={r['result']['lower_bound']:,}" for r in released))
         print()
         out["timing"] = {
             "release_s": t_rel, "release_fixed_shards_s": t_fixed, "count_distinct_s": t_cd, "stage_s": t_stage, "mechanism_s": t_mech,
@@ -429,8 +430,8 @@ def main(argv=None) -> int:
         for rows in sorted(paths):
             with CollectRecorder(df_class) as rec:
                 with Timer() as t:
-                    dp_spark.distinct_count(spark.read.parquet(paths[rows]), PERSON_COL, ITEM_COL,
-                                            epsilon=args.epsilon, beta=args.beta,
+                    dp_spark.distinct_count(spark.read.parquet(paths[rows]), person_col=PERSON_COL,
+                                            item_col=ITEM_COL, epsilon=args.epsilon, beta=args.beta,
                                             max_bound=args.max_bound, seed=args.seed, shards=shards)
             tot = rec.totals()
             out["collected"][str(rows)] = {"totals": tot, "calls": rec.calls, "seconds": t.seconds}
@@ -445,8 +446,8 @@ def main(argv=None) -> int:
             if pairs <= DEFAULT_EDGE_LIMIT:
                 with CollectRecorder(df_class) as rec:
                     with Timer() as t:
-                        r = dp_spark.distinct_count(spark.read.parquet(path), PERSON_COL, ITEM_COL,
-                                                    epsilon=args.epsilon, beta=args.beta,
+                        r = dp_spark.distinct_count(spark.read.parquet(path), person_col=PERSON_COL,
+                                                    item_col=ITEM_COL, epsilon=args.epsilon, beta=args.beta,
                                                     max_bound=args.max_bound, method="matching",
                                                     seed=args.seed)
                 with Timer() as t_mstage:

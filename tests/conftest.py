@@ -1,16 +1,32 @@
-"""Shared fixtures: one local[2] SparkSession per test run, data locations."""
+"""Shared by every tier: the test tiers, one local[2] SparkSession per test
+run, the data locations and the report schema.
+
+A test's tier is its directory: tests/unit (no pyspark), tests/spark (a
+local session), tests/cluster (a standalone cluster), tests/audit
+(statistical privacy tests), tests/examples (the shipped examples). Each
+test gets its tier's marker here, so ``pytest -m unit`` runs exactly the
+unit tier (and collects nothing else: a tier directory that the ``-m``
+expression cannot select is not even imported). Fixtures used by one tier
+live in that tier's conftest.py.
+"""
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
 SHARED_DATA = Path(os.environ.get("DP_SPARK_SHARED_DATA", REPO.parent / "shared" / "data"))
 AMAZON = SHARED_DATA / "amazon-fashion-5core" / "AMAZON_FASHION_5.json.gz"
 MOVIELENS = SHARED_DATA / "movielens-100k"
+
+#: The tiers: each is a directory of tests/ and a marker (registered in setup.cfg).
+TIERS = ("unit", "spark", "cluster", "audit", "examples")
 
 TEST_CONF = {
     "spark.driver.memory": "2g",
@@ -20,6 +36,75 @@ TEST_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
+
+
+# -- tiers ------------------------------------------------------------------------
+
+
+def tier_of(path) -> str | None:
+    """The tier of a test file or directory under tests/, by its directory."""
+    try:
+        parts = Path(path).resolve().relative_to(TESTS).parts
+    except ValueError:
+        return None
+    return parts[0] if parts and parts[0] in TIERS else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config, items):
+    """Mark every test with its directory's tier; a test outside a tier
+    directory, or marked with another tier than its directory's, is an error
+    (``-m`` would select it wrongly)."""
+    for item in items:
+        tier = tier_of(item.path)
+        if tier is None:
+            raise pytest.UsageError(f"{item.nodeid}: every test lives in a tier directory, tests/<{'|'.join(TIERS)}>/")
+        others = {m.name for m in item.iter_markers() if m.name in TIERS} - {tier}
+        if others:
+            raise pytest.UsageError(f"{item.nodeid} is marked {sorted(others)} but lives in tests/{tier}: "
+                                    "a test's tier is its directory (move the test instead)")
+        item.add_marker(getattr(pytest.mark, tier))
+
+
+_MARK_NAME = re.compile(r"[\w:+\-.\[\]\\/]+")
+
+
+def _selectable(markexpr: str, tier: str) -> bool:
+    """Whether a test of ``tier`` can match the ``-m`` expression, whatever
+    its other markers: the expression is tried with the tier's marker set,
+    the other tiers' unset and every combination of the other names. True
+    when in doubt (an expression this cannot read)."""
+    try:
+        from _pytest.mark.expression import Expression
+
+        expression = Expression.compile(markexpr)
+    except Exception:  # noqa: BLE001 - pytest reports a bad expression itself
+        return True
+    names = (expression.idents() if hasattr(expression, "idents")  # pytest >= 9
+             else {n for n in _MARK_NAME.findall(markexpr) if n not in ("and", "or", "not")})
+    free = sorted(set(names) - set(TIERS))
+    if len(free) > 10:
+        return True
+    for values in itertools.product((False, True), repeat=len(free)):
+        set_names = {tier, *itertools.compress(free, values)}
+        try:
+            if expression.evaluate(lambda name, /, **kwargs: name in set_names):
+                return True
+        except Exception:  # noqa: BLE001
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Do not import a tier directory whose tests ``-m`` cannot select
+    (``pytest -m unit`` never imports pyspark)."""
+    markexpr = config.getoption("markexpr", default="")
+    if not markexpr or collection_path.name not in TIERS or collection_path.parent.resolve() != TESTS:
+        return None
+    return True if not _selectable(markexpr, collection_path.name) else None
+
+
+# -- shared fixtures ----------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -44,16 +129,3 @@ def amazon_path() -> Path:
     if not AMAZON.is_file():
         pytest.fail(f"shared data set missing: {AMAZON} (../shared must sit beside the checkout)")
     return AMAZON
-
-
-@pytest.fixture
-def unreadable_events(spark, tmp_path):
-    """A (person_id, item) DataFrame whose files are gone: any attempt to read
-    its data fails, so a release given it proves it refused before reading."""
-    import shutil
-
-    path = tmp_path / "events.parquet"
-    spark.createDataFrame([(1, "a")], "person_id long, item string").write.parquet(str(path))
-    df = spark.read.parquet(str(path))
-    shutil.rmtree(path)
-    return df

@@ -1,20 +1,15 @@
-"""Audit tier: statistical privacy tests (marker ``audit``).
+"""Audit tier: statistical privacy tests (marker ``audit``, set by directory
+in tests/conftest.py).
 
-Every test module here is marked ``audit`` automatically. ``audit_record``
-records a mechanism's empirical ε lower bound against its claim; the table
-is printed at the end of the run (pytest's terminal summary)."""
+``audit_record`` records a mechanism's empirical ε lower bound against its
+claim; the table is printed at the end of the run (pytest's terminal
+summary)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.audit.stats import RESULTS, AuditResult
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if "tests/audit/" in str(item.fspath).replace("\\", "/"):
-            item.add_marker(pytest.mark.audit)
 
 
 @pytest.fixture

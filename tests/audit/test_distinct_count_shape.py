@@ -1,7 +1,8 @@
 """Shape of the distinct-count release on neighbouring tables (Spark).
 
 D and D + one person, for every method: the same report keys, parameter
-keys, budget spent and budget_split, and neither raises. The added person is
+and result keys, privacy section (the budget spent) and budget_split, and
+neither raises. The added person is
 either one with many items or one that pushes exact matching across its
 edge limit (where the old code refused on the true size)."""
 
@@ -28,7 +29,7 @@ CASES = {
 
 def _shape(spark, rows, kwargs):
     df = spark.createDataFrame(rows, SCHEMA)
-    args = {"max_bound": 3, "seed": 7, **kwargs}
+    args = {"epsilon": 1.0, "max_bound": 3, "seed": 7, **kwargs}
     try:
         report = dp_spark.distinct_count(df, **args).to_dict()
     except Exception as error:  # noqa: BLE001 - whether it raised is part of the shape
@@ -36,8 +37,8 @@ def _shape(spark, rows, kwargs):
     return (
         sorted(report),
         sorted(report["parameters"]),
-        report["epsilon"],
-        report["delta"],
+        sorted(report["result"]),
+        report["privacy"],
         report["budget_split"],
         sorted(report["errors"]),
     )

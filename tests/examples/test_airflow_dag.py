@@ -190,7 +190,7 @@ def test_one_task_runs_for_real_on_local_spark(airflow_env, tmp_path):
     result, proc = _run(airflow, env, "distinct_count", "0" if ledger else "1", "1")
     assert result.get("executed"), proc.stderr[-3000:]
     report = json.loads((out_dir / "2026-11-23" / "distinct_count_report.json").read_text())
-    assert report["release"] == "distinct-count" and report["epsilon"] == 1.0 and report["seeded"] is False
+    assert report["release"] == "distinct-count" and report["privacy"]["epsilon"] == 1.0 and report["seeded"] is False
     page = (out_dir / "2026-11-23" / "distinct_count_report.html").read_text()
     assert "<svg" in page and f"{report['lower_bound']:,}" in page
     if ledger:  # the run was charged to the (ε, δ) budget, under its run key

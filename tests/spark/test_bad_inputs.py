@@ -77,12 +77,14 @@ def _snapshot(*roots: Path, skip: tuple = ()) -> dict[str, tuple]:
 # earlier report, a folder earlier_items/, and the ledger l.db).
 CASES = [
     # ---------------------------------------------------------------- distinct-count
-    ("dc-epsilon-zero", "distinct-count", ["--epsilon", "0"], 2, "epsilon must be a finite number > 0", "approx"),
-    ("dc-epsilon-nan", "distinct-count", ["--epsilon", "nan"], 2, "epsilon must be a finite number > 0", "approx"),
-    ("dc-epsilon-negative", "distinct-count", ["--epsilon", "-1e-3"], 2, "epsilon must be a finite number > 0", "approx"),
+    ("dc-epsilon-zero", "distinct-count", ["--epsilon", "0"], 2, "epsilon must be a positive finite number (> 0)", "approx"),
+    ("dc-epsilon-nan", "distinct-count", ["--epsilon", "nan"], 2, "epsilon must be a positive finite number (> 0)", "approx"),
+    ("dc-epsilon-negative", "distinct-count", ["--epsilon", "-1e-3"], 2, "epsilon must be a positive finite number (> 0)",
+     "approx"),
     ("dc-epsilon-text", "distinct-count", ["--epsilon", "one"], 2, "argument --epsilon: expected a number; got 'one'", None),
     ("dc-beta", "distinct-count", ["--beta", "1.5"], 2, "beta must be strictly between 0 and 1", "approx"),
-    ("dc-max-bound", "distinct-count", ["--max-bound", "0"], 2, "max_bound must be a whole number >= 1", "approx"),
+    ("dc-max-bound", "distinct-count", ["--max-bound", "0"], 2, "max_bound must be a whole number from 1 to 1,000,000",
+     "approx"),
     ("dc-method", "distinct-count", ["--method", "magic"], 2, "invalid choice: 'magic'", None),
     ("dc-rows-zero", "distinct-count", ["--rows", "0"], 2, "argument --rows: expected whole number from 1 to "
      "1,000,000,000 (the built-in data's size limit); got '0'", None),
@@ -308,7 +310,7 @@ def test_overwrite_replaces_an_existing_report(capsys, spark, tmp_path):
     report.write_text('{"earlier": true}\n')
     assert main(["distinct-count", "--rows", "500", "--max-bound", "2", "--seed", "1", "--quiet",
                  "--output", str(report), "--overwrite"]) == 0
-    assert "lower_bound" in json.loads(report.read_text())
+    assert "lower_bound" in json.loads(report.read_text())["result"]
 
 
 def test_bad_rows_drop_is_the_same_decision_on_neighbouring_inputs(capsys, spark, tmp_path):
@@ -321,7 +323,8 @@ def test_bad_rows_drop_is_the_same_decision_on_neighbouring_inputs(capsys, spark
         code = main(["distinct-count", "--input", str(tmp_path / name), "--max-bound", "2", "--seed", "3",
                      "--quiet"])
         out, err = capsys.readouterr()
-        outputs.append((code, err.replace(name, "X"), sorted(json.loads(out))))
+        doc = json.loads(out)
+        outputs.append((code, err.replace(name, "X"), sorted(doc), sorted(doc["result"])))
     assert outputs[0] == outputs[1]
 
 

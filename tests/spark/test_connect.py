@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 
+import jsonschema
 import pytest
 
 SCRIPT = textwrap.dedent(
@@ -30,7 +31,7 @@ SCRIPT = textwrap.dedent(
     df = spark.createDataFrame(rows, "person_id long, item string")
     out = {}
     for method in ("greedy", "sampling", "matching"):
-        out[method] = dp_spark.distinct_count(df, max_bound=8, method=method, seed=1).to_dict()
+        out[method] = dp_spark.distinct_count(df, epsilon=1.0, max_bound=8, method=method, seed=1).to_dict()
     from dp_spark.stages import bounded_distinct_counts
     out["counts"] = bounded_distinct_counts(df, "person_id", "item", 8, "greedy", shards=2).tolist()
     print("RESULT" + json.dumps(out))
@@ -39,7 +40,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_distinct_count_on_spark_connect(tmp_path):
+def test_distinct_count_on_spark_connect(tmp_path, report_schema):
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1"}
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env,
@@ -48,6 +49,7 @@ def test_distinct_count_on_spark_connect(tmp_path):
     line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))
     out = json.loads(line[len("RESULT"):])
     for method in ("greedy", "sampling", "matching"):
-        assert out[method]["method"] == method and out[method]["epsilon"] == 1.0
+        jsonschema.validate(out[method], report_schema)
+        assert out[method]["result"]["method"] == method and out[method]["privacy"]["epsilon"] == 1.0
     counts = out["counts"]
     assert counts == sorted(counts) and counts[-1] == 50

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
+import jsonschema
 import numpy as np
 import pytest
 from pyspark.sql import functions as F
@@ -13,9 +15,9 @@ import dp_spark
 from dp_spark.accounting import PrivacyFilter, PureDP
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
 
-REPORT_KEYS = {"estimate", "lower_bound", "bound", "epsilon", "method", "delta", "guarantee",
-               "privacy_unit", "neighbouring", "budget_split", "errors", "statement",
-               "parameters", "seeded", "publishable", "version", "created", "release"}
+REPORT_KEYS = {"release", "version", "library", "created", "privacy", "parameters", "result", "errors",
+               "budget_split", "statement", "seeded", "publishable"}
+RESULT_KEYS = {"estimate", "lower_bound", "bound", "confidence", "method", "noise_scale", "noise_std"}
 
 
 @pytest.fixture(scope="module")
@@ -25,26 +27,35 @@ def small(spark):
     return spark.createDataFrame(rows, "person_id long, item string").cache()
 
 
-def test_release_report_shape_and_values(small):
+def test_release_report_shape_and_values(small, report_schema):
     release = dp_spark.distinct_count(small, epsilon=1.0, beta=0.05, max_bound=30, seed=1)
     report = release.to_dict()
-    assert REPORT_KEYS <= set(report)
-    assert report["release"] == "distinct-count" and report["method"] == "greedy"
-    assert report["epsilon"] == 1.0 and report["delta"] == 0.0
+    jsonschema.validate(json.loads(json.dumps(report)), report_schema)  # serialisable, and the contract
+    assert set(report) == REPORT_KEYS | {"warning"}
+    assert report["release"] == "distinct-count" and report["version"] == "2.0"
+    result = report["result"]
+    assert set(result) == RESULT_KEYS and result["method"] == "greedy"
+    assert report["privacy"]["kind"] == "pure-dp"
+    assert report["privacy"]["epsilon"] == 1.0 and report["privacy"]["delta"] == 0.0
+    assert report["privacy"]["privacy_unit"] == "person" and "person_id" in report["privacy"]["neighbouring"]
     assert sum(step["epsilon"] for step in report["budget_split"]) == pytest.approx(1.0)
-    assert 1 <= report["bound"] <= 30
-    assert 0 <= report["lower_bound"] <= report["estimate"]
+    assert release.budget_split == report["budget_split"] and release.privacy == report["privacy"]
+    assert 1 <= result["bound"] <= 30 and result["confidence"] == pytest.approx(0.95)
+    assert 0 <= result["lower_bound"] <= result["estimate"]
     assert report["seeded"] is True and report["publishable"] is False and "warning" in report
-    assert release.estimate == report["estimate"]  # values are attributes too
-    json.dumps(report)  # serialisable
+    assert release.estimate == result["estimate"] == release.result["estimate"]  # values are attributes too
+    assert report["parameters"]["shards_chosen"] == "automatically (noisy person count)"
     assert "1-differential privacy" in release.statement
+    assert release.artifacts == {}  # a single count: nothing too large for the report
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        release.values = {}
 
 
 def test_seeded_release_is_reproducible_and_unseeded_is_not_marked(small):
-    a = dp_spark.distinct_count(small, max_bound=10, seed=3).to_dict()
-    b = dp_spark.distinct_count(small, max_bound=10, seed=3).to_dict()
+    a = dp_spark.distinct_count(small, epsilon=1.0, max_bound=10, seed=3).result
+    b = dp_spark.distinct_count(small, epsilon=1.0, max_bound=10, seed=3).result
     assert (a["estimate"], a["bound"]) == (b["estimate"], b["bound"])
-    unseeded = dp_spark.distinct_count(small, max_bound=10).to_dict()
+    unseeded = dp_spark.distinct_count(small, epsilon=1.0, max_bound=10).to_dict()
     assert unseeded["seeded"] is False and unseeded["publishable"] is True and "warning" not in unseeded
 
 
@@ -60,14 +71,14 @@ def test_no_true_value_in_the_report(spark):
 
 def test_methods_all_release(small):
     for method in ("matching", "sampling"):
-        report = dp_spark.distinct_count(small, max_bound=20, method=method, seed=2).to_dict()
-        assert report["method"] == method and report["parameters"]["method"] == method
+        report = dp_spark.distinct_count(small, epsilon=1.0, max_bound=20, method=method, seed=2).to_dict()
+        assert report["result"]["method"] == method and report["parameters"]["method"] == method
 
 
 def test_empty_table_is_a_valid_release(spark):
     empty = spark.createDataFrame([], "person_id long, item string")
-    report = dp_spark.distinct_count(empty, max_bound=5, seed=1).to_dict()
-    assert report["estimate"] >= 0 and report["lower_bound"] >= 0
+    result = dp_spark.distinct_count(empty, epsilon=1.0, max_bound=5, seed=1).result
+    assert result["estimate"] >= 0 and result["lower_bound"] >= 0
 
 
 def test_null_rows_are_dropped(spark):
@@ -76,17 +87,17 @@ def test_null_rows_are_dropped(spark):
     df = spark.createDataFrame([(1, "a"), (None, "b"), (2, None), (3, "a")], "person_id long, item string")
     for method in ("greedy", "matching"):
         assert bounded_distinct_counts(df, "person_id", "item", 3, method).tolist() == [1, 1, 1]
-    assert dp_spark.distinct_count(df, max_bound=3, seed=1).lower_bound >= 0
+    assert dp_spark.distinct_count(df, epsilon=1.0, max_bound=3, seed=1).lower_bound >= 0
 
 
 def test_person_ids_must_compare_byte_for_byte(spark):
     df = spark.createDataFrame([(0.0, "a"), (-0.0, "b")], "person_id double, item string")
     with pytest.raises(SchemaError, match="floating-point"):
-        dp_spark.distinct_count(df, max_bound=3)
+        dp_spark.distinct_count(df, epsilon=1.0, max_bound=3)
     lcase = spark.createDataFrame([("Bob", "a"), ("bob", "b")], "person_id string, item string").select(
         F.expr("collate(person_id, 'UTF8_LCASE')").alias("person_id"), "item")
     with pytest.raises(SchemaError, match="collation"):
-        dp_spark.distinct_count(lcase, max_bound=3)
+        dp_spark.distinct_count(lcase, epsilon=1.0, max_bound=3)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +121,14 @@ def test_person_ids_must_compare_byte_for_byte(spark):
 )
 def test_bad_parameters(small, kwargs, error):
     with pytest.raises(error):
-        dp_spark.distinct_count(small, **kwargs)
+        dp_spark.distinct_count(small, **{"epsilon": 1.0, **kwargs})
+
+
+def test_epsilon_is_required_and_df_the_only_positional_parameter(small):
+    with pytest.raises(TypeError, match="epsilon"):
+        dp_spark.distinct_count(small)
+    with pytest.raises(TypeError):
+        dp_spark.distinct_count(small, "person_id", "item", epsilon=1.0)
 
 
 def test_budget_is_checked_before_data_is_read(unreadable_events):
@@ -131,7 +149,7 @@ def test_bad_column_spends_no_budget(small):
 
 def test_reported_epsilon_is_exactly_the_one_asked_for(small):
     report = dp_spark.distinct_count(small, epsilon=1.3, max_bound=5, seed=1).to_dict()
-    assert report["epsilon"] == 1.3
+    assert report["privacy"]["epsilon"] == 1.3
 
 
 def test_budget_is_spent_by_a_release(small):
@@ -149,8 +167,8 @@ def test_amazon_fashion_words(spark, amazon_path):
     words = reviews.select(
         "reviewerID", F.explode(F.split(F.lower("reviewText"), "[^a-z]+")).alias("word")
     ).where(F.length("word") > 0)
-    release = dp_spark.distinct_count(words, "reviewerID", "word", epsilon=2.0, max_bound=99,
-                                      method="matching", seed=4)
+    release = dp_spark.distinct_count(words, person_col="reviewerID", item_col="word", epsilon=2.0,
+                                      max_bound=99, method="matching", seed=4)
     assert 1000 <= release.lower_bound <= 1464
 
 
@@ -162,17 +180,18 @@ def test_matching_size_check_is_private_across_the_edge_limit(spark):
     schema = "person_id long, item string"
     d = spark.createDataFrame(rows, schema)
     d_plus = spark.createDataFrame(rows + [(20, "x20")], schema)
-    reports = [dp_spark.distinct_count(t, method="matching", edge_limit=20, max_bound=3, seed=5).to_dict()
-               for t in (d, d_plus)]
+    reports = [dp_spark.distinct_count(t, epsilon=1.0, method="matching", edge_limit=20, max_bound=3,
+                                       seed=5).to_dict() for t in (d, d_plus)]
     a, b = reports
     assert set(a) == set(b) and set(a["parameters"]) == set(b["parameters"])
+    assert set(a["result"]) == set(b["result"]) and a["privacy"] == b["privacy"]
     assert a["budget_split"] == b["budget_split"]
     assert any("matching size check" in step["step"] for step in a["budget_split"])
     assert sum(step["epsilon"] for step in a["budget_split"]) == pytest.approx(1.0)
 
 
 def test_matching_runs_exactly_when_the_noisy_size_fits(small):
-    fits = dp_spark.distinct_count(small, method="matching", max_bound=20, seed=2).to_dict()
+    fits = dp_spark.distinct_count(small, epsilon=1.0, method="matching", max_bound=20, seed=2).to_dict()
     assert fits["parameters"]["counted_by"] == "exact matching"
     assert fits["parameters"]["items_per_person"] == 20
     # 300 persons, ~3,000 pairs: far above a limit of 100 plus any plausible noise.
@@ -184,5 +203,5 @@ def test_matching_runs_exactly_when_the_noisy_size_fits(small):
 
 
 def test_parameter_limits_name_the_limit_and_the_reason(small):
-    with pytest.raises(ParameterError, match=r"max_bound must be at most 1,000,000 \(.*driver"):
-        dp_spark.distinct_count(small, max_bound=1_000_000_000)
+    with pytest.raises(ParameterError, match=r"max_bound must be a whole number from 1 to 1,000,000 \(.*driver"):
+        dp_spark.distinct_count(small, epsilon=1.0, max_bound=1_000_000_000)

@@ -13,9 +13,9 @@ from dp_spark.errors import LimitError, ParameterError, SchemaError
 from dp_spark.stages import bounded_distinct_counts
 from dp_spark.stages.distinct import greedy_rounds
 from dp_spark.stages.edges import edges
-from dp_spark.stages.kernels import counts_from_rounds, greedy_match_rounds
+from dp_spark.stages.kernels import greedy_match_rounds
 
-from tests.unit.test_kernels import exact_counts
+from tests.unit.helpers import exact_counts
 
 
 def _frame(spark, persons: dict, person_type="long", item_type="string"):

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from dp_spark.stages.kernels import counts_from_rounds, flow_bounded_counts, greedy_match_rounds
+from dp_spark.stages.kernels import counts_from_rounds, greedy_match_rounds
+from tests.unit.helpers import exact_counts
 
 # ----------------------------------------------------------------- helpers
 
@@ -42,18 +43,6 @@ def sharded_greedy(persons: dict, max_bound: int, shards: int) -> np.ndarray:
         for x, r in _greedy_shard(members, sorted(members), max_bound).items():
             best[x] = min(r, best.get(x, r))
     return counts_from_rounds(np.array(list(best.values()) or [0]), max_bound)
-
-
-def exact_counts(persons: dict, max_bound: int) -> np.ndarray:
-    pairs = sorted({(p, x) for p, u in persons.items() for x in u})
-    if not pairs:
-        return np.zeros(max_bound, dtype=np.int64)
-    pc = {p: i for i, p in enumerate(sorted({p for p, _ in pairs}))}
-    ic = {x: i for i, x in enumerate(sorted({x for _, x in pairs}))}
-    return flow_bounded_counts(
-        np.array([pc[p] for p, _ in pairs]), np.array([ic[x] for _, x in pairs]),
-        len(pc), len(ic), max_bound,
-    )
 
 
 def matching_counts_independent(persons: dict, max_bound: int) -> np.ndarray:

@@ -13,6 +13,7 @@ from dp_spark.accounting import ZCDP, ApproxDP, PureDP
 from dp_spark.cli import main
 from dp_spark.errors import BudgetExceededError, InputError, ParameterError
 from dp_spark.ledger import open_ledger
+from tests.unit.helpers import race_for_budget
 
 
 @pytest.fixture
@@ -128,36 +129,6 @@ def test_missing_ledger_file_is_refused_not_created(tmp_path):
     assert not (tmp_path / "nope.db").exists()
 
 
-def _slow_reads():
-    """Hold each transaction open 0.3 s after reading the budget's state, so
-    the two workers' check-then-record steps overlap unless the budget is locked."""
-    import time
-
-    from dp_spark.ledger.ledger import Ledger
-
-    original = Ledger._state
-
-    def slow(self, cur, name):
-        state = original(self, cur, name)
-        time.sleep(0.3)
-        return state
-
-    Ledger._state = slow
-
-
-def _race(path, barrier, results, i):
-    led = open_ledger(path)
-    _slow_reads()
-    barrier.wait()
-    try:
-        led.budget("last").spend(PureDP(0.6), f"worker-{i}")
-        results.put("won")
-    except BudgetExceededError:
-        results.put("refused")
-    except Exception as exc:  # noqa: BLE001 - e.g. a lock error: reported, fails the test
-        results.put(f"error {type(exc).__name__}")
-
-
 def test_two_processes_racing_for_the_last_budget_exactly_one_wins(tmp_path):
     path = tmp_path / "race.db"
     with open_ledger(path, create=True) as led:
@@ -165,7 +136,8 @@ def test_two_processes_racing_for_the_last_budget_exactly_one_wins(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     for _round in range(3):
         barrier, results = ctx.Barrier(2), ctx.Queue()
-        procs = [ctx.Process(target=_race, args=(path, barrier, results, i)) for i in range(2)]
+        procs = [ctx.Process(target=race_for_budget, args=(path, "last", f"worker-{i}", barrier, results))
+                 for i in range(2)]
         for p in procs:
             p.start()
         for p in procs:

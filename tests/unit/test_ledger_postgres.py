@@ -18,7 +18,7 @@ from dp_spark.accounting import ZCDP, PureDP
 from dp_spark.cli import main
 from dp_spark.errors import BudgetExceededError
 from dp_spark.ledger import open_ledger
-from tests.unit.test_ledger import _slow_reads  # one helper holds both races' transactions open
+from tests.unit.helpers import race_for_budget  # one racing worker for SQLite and PostgreSQL
 
 pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'dp_spark[postgres]')")
 
@@ -78,25 +78,13 @@ def test_budget_charges_and_run_keys_on_postgres(postgres_url):
         assert [e["release"] for e in ledger.history("pg-team")] == ["distinct-count", "count-release"]
 
 
-def _race(url, barrier, results):
-    led = open_ledger(url)
-    _slow_reads()
-    barrier.wait()
-    try:
-        led.budget("pg-last").spend(PureDP(0.6), "race")
-        results.put("won")
-    except BudgetExceededError:
-        results.put("refused")
-    except Exception as exc:  # noqa: BLE001 - e.g. a lock error: reported, fails the test
-        results.put(f"error {type(exc).__name__}")
-
-
 def test_two_workers_racing_for_the_last_budget_on_postgres(postgres_url):
     with open_ledger(postgres_url) as ledger:
         ledger.create_budget("pg-last", PureDP(1.0))
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(postgres_url, barrier, results)) for _ in range(2)]
+    procs = [ctx.Process(target=race_for_budget, args=(postgres_url, "pg-last", "race", barrier, results))
+             for _ in range(2)]
     for p in procs:
         p.start()
     for p in procs:

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dp_spark.releases.distinct_count as dc
+import dp_spark.mechanisms.distinct_count.bound as dc
 from dp_spark.accounting import ratio_up
 from dp_spark.mechanisms.top_k import unknown_domain as topk
 

@@ -1,5 +1,6 @@
-"""The mechanism layer never imports pyspark: every mechanism module imports
-in a fresh interpreter where pyspark cannot be imported at all."""
+"""The mechanism layer (accounting, noise, mechanisms, summaries, checks, the
+plan and every release's plan) never imports pyspark: every one of its
+modules imports in a fresh interpreter where pyspark cannot be imported."""
 
 from __future__ import annotations
 
@@ -11,22 +12,18 @@ from pathlib import Path
 import dp_spark
 
 REPO = Path(__file__).resolve().parents[2]
-MECHANISM_PACKAGES = ("accounting", "noise", "mechanisms", "summaries")
-MECHANISM_MODULES = ("dp_spark.checks",)
+MECHANISM_PACKAGES = ("accounting", "noise", "mechanisms", "summaries", "plans")
+MECHANISM_MODULES = ("dp_spark.checks", "dp_spark.plan")
 
 BLOCKER = """
-import importlib, importlib.abc, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "pyspark" or name.startswith("pyspark."):
-            raise ImportError("pyspark is blocked in this test")
-        return None
-sys.meta_path.insert(0, Block())
+import importlib, sys
+from tests.unit.helpers import block_pyspark, pyspark_loaded
+block_pyspark()
 for name in sys.argv[1:]:
     importlib.import_module(name)
 import dp_spark
 dp_spark.PrivacyFilter, dp_spark.ZCDP
-assert not any(m == "pyspark" or m.startswith("pyspark.") for m in sys.modules), "pyspark was imported"
+assert not pyspark_loaded(), "pyspark was imported"
 print("ok", len(sys.argv) - 1)
 """
 

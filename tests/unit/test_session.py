@@ -1,5 +1,6 @@
 """Sessions dp_spark builds keep Spark's UI and event log off (finding 7):
-both show exact, non-private row counts. No JVM is started here."""
+both show exact, non-private row counts. No JVM is started here, and no
+pyspark imported (the builder test is tests/spark/test_session.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 import pytest
 
 from dp_spark import session as S
+from tests.unit.helpers import FakeSession
 
 
 @pytest.fixture(autouse=True)
@@ -45,47 +47,6 @@ def test_user_can_ask_for_the_ui(tmp_path, monkeypatch, how):
     assert merged["spark.ui.enabled"] == "true" and merged["spark.eventLog.enabled"] == "true"
     monkeypatch.setenv(S.ALLOW_UI_ENV, "1")
     assert S.session_settings(settings, allow_ui=False)["spark.ui.enabled"] == "false"
-
-
-def test_get_session_builds_with_ui_and_event_log_off(monkeypatch):
-    """get_session hands the private settings to the builder (a recording stand-in)."""
-    seen = {}
-
-    class Builder:
-        def master(self, m):
-            seen["master"] = m
-            return self
-
-        def appName(self, name):  # noqa: N802 - pyspark's name
-            return self
-
-        def config(self, key, value):
-            seen[key] = value
-            return self
-
-        def getOrCreate(self):  # noqa: N802
-            return FakeSession({})
-
-    import pyspark.sql
-
-    monkeypatch.setattr(S, "active_session", lambda: None)
-    monkeypatch.setattr(S, "launched_externally", lambda: False)
-    monkeypatch.setattr(pyspark.sql.SparkSession, "builder", Builder())
-    S.get_session(master="local[1]", conf={"spark.ui.enabled": "true"})
-    assert seen["spark.ui.enabled"] == "false" and seen["spark.eventLog.enabled"] == "false"
-
-
-class FakeSession:
-    def __init__(self, conf):
-        self._conf = conf
-        self.conf = self
-
-    def get(self, key, default=None):
-        return self._conf.get(key, default)
-
-    @property
-    def sparkContext(self):  # noqa: N802
-        raise RuntimeError("no context")
 
 
 def test_existing_session_with_ui_on_is_warned_about(monkeypatch, caplog):

@@ -1,0 +1,110 @@
+"""``dp-spark distinct-count`` up to its plan, without Spark: ``--dry-run``
+prints the plan (the same one the Python API builds), and every parameter or
+budget refusal is a one-line error before any Spark session exists.
+
+These run in process under the unit tier's pyspark blocker, so a path that
+imported pyspark would fail here; the dry run is also run in a fresh
+interpreter where pyspark cannot be imported at all."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dp_spark import session
+from dp_spark.plans.distinct_count import plan as distinct_count_plan
+from tests.unit.helpers import assert_one_line_error, pyspark_loaded, run_cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def no_spark(monkeypatch):
+    """Fail the test if the CLI asks for a Spark session."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a Spark session was requested")
+
+    monkeypatch.setattr(session, "get_session", refuse)
+    loaded = pyspark_loaded()
+    yield
+    assert pyspark_loaded() == loaded, "the CLI imported pyspark"
+
+
+def run(capsys, *argv):
+    return run_cli(capsys, "distinct-count", *argv)
+
+
+def test_dry_run_prints_the_plan_the_api_builds(capsys, no_spark):
+    code, out, err = run(capsys, "--dry-run", "--epsilon", "0.5", "--max-bound", "12", "--method", "matching")
+    assert code == 0, err
+    expected = distinct_count_plan(epsilon=0.5, max_bound=12, method="matching")
+    assert out.strip() == expected.describe()
+    code, out, err = run(capsys, "--dry-run", "--quiet", "--epsilon", "0.5", "--max-bound", "12",
+                         "--method", "matching")
+    assert code == 0 and json.loads(out) == expected.to_dict()
+
+
+def test_dry_run_takes_the_config_file_by_the_same_names(capsys, tmp_path, no_spark):
+    config = tmp_path / "job.yaml"
+    config.write_text("epsilon: 0.5\nmax_bound: 7\nmethod: sampling\nperson_col: user\n")
+    code, out, err = run(capsys, "--config", str(config), "--epsilon", "0.25", "--dry-run", "--quiet")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["privacy"]["epsilon"] == 0.25  # the flag wins over the file
+    assert doc["parameters"] == dict(distinct_count_plan(epsilon=0.25, max_bound=7, method="sampling",
+                                                         person_col="user").parameters)
+
+
+def test_dry_run_reads_nothing_and_spends_nothing(capsys, tmp_path, no_spark):
+    missing = tmp_path / "not-there.parquet"
+    report = tmp_path / "report.json"
+    budget = tmp_path / "ledger.db"
+    code, out, err = run(capsys, "--dry-run", "--input", str(missing), "--output", str(report),
+                         "--ledger", str(budget), "--ledger-budget", "team")
+    assert code == 0, err  # the input is not opened, no ledger opened or charged
+    assert not report.exists() and not budget.exists() and "dry run" in out
+
+
+def test_dry_run_in_a_fresh_interpreter_never_imports_pyspark():
+    code = ("import sys\n"
+            "from tests.unit.helpers import block_pyspark, pyspark_loaded\n"
+            "block_pyspark()\n"
+            "from dp_spark.cli import main\n"
+            "code = main(['distinct-count', '--dry-run', '--quiet', '--method', 'greedy', '--shards', '3'])\n"
+            "assert not pyspark_loaded()\n"
+            "sys.exit(code)\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    doc = json.loads(result.stdout)
+    assert doc["plan"] is True and doc["parameters"]["shards"] == 3 and len(doc["budget_split"]) == 2
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--epsilon", "0"], "epsilon must be a positive finite number (> 0)"),
+    (["--epsilon", "nan"], "epsilon must be a positive finite number (> 0)"),
+    (["--beta", "1.5"], "beta must be strictly between 0 and 1"),
+    (["--max-bound", "0"], "max_bound must be a whole number from 1 to 1,000,000"),
+    (["--shards", "100000"], "shards must be a whole number from 1 to 10,000"),
+    (["--method", "magic"], "invalid choice"),
+    (["--budget-epsilon", "0.5", "--epsilon", "1"], "the budget has only ε = 0.5"),
+    (["--budget-epsilon", "-1"], "budget_epsilon must be a positive finite number"),
+])
+def test_bad_parameters_are_one_line_exit_2_before_spark(capsys, tmp_path, no_spark, argv, fragment):
+    out_path = tmp_path / "report.json"
+    out_path.write_text('{"earlier": true}')
+    code, out, err = run(capsys, *argv, "--rows", "100", "--output", str(out_path), "--overwrite")
+    assert code == 2
+    assert err.count("\n") == 1
+    assert_one_line_error(err, fragment)
+    assert json.loads(out_path.read_text()) == {"earlier": True}
+
+
+@pytest.mark.parametrize("argv", [["--epsilon", "0", "--dry-run"], ["--max-bound", "0", "--dry-run"]])
+def test_a_dry_run_refuses_the_same_bad_parameters(capsys, no_spark, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and "must be" in err
