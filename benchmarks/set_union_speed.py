@@ -89,7 +89,7 @@ def set_union(spark, path, policy="policy-gaussian"):
 def count_release(spark, path):
     import dp_spark
 
-    return len(dp_spark.count_release(spark.read.parquet(path), RHO, DELTA).items)
+    return dp_spark.count_release(spark.read.parquet(path), rho=RHO, delta=DELTA).result["released_count"]
 
 
 def _pipeline_dp(spark, path):

@@ -26,16 +26,6 @@ def audit_record():
     return record
 
 
-def assert_detects(mechanism: str, claimed: float, lower_bound_of_broken: float) -> None:
-    """The audit's power check: on a deliberately broken variant (about 2ε),
-    the same event and trial count must prove a leak above the claim."""
-    assert lower_bound_of_broken > claimed, (
-        f"{mechanism}: the audit cannot detect a factor-2 mistake "
-        f"(broken variant's bound {lower_bound_of_broken:.3f} <= claimed {claimed:g}); "
-        "use a sharper event or more trials"
-    )
-
-
 def pytest_terminal_summary(terminalreporter):
     if RESULTS:
         terminalreporter.section("audit: empirical ε lower bounds (must not exceed the claim)")

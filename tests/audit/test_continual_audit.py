@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from dp_spark.mechanisms.continual_distinct import BinaryTreeMechanism, StreamSummaries, continual_counts
-from tests.audit.conftest import assert_detects
+from tests.audit.stats import assert_detects
 from tests.audit.stats import epsilon_lower_bound
 
 DELTA = 1e-3

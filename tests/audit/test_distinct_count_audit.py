@@ -20,7 +20,7 @@ from dp_spark.mechanisms.distinct_count.bound import choose_shards, release_from
 from dp_spark.noise import discrete_laplace
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
 from dp_spark.stages.kernels import counts_from_rounds, greedy_match_rounds
-from tests.audit.conftest import assert_detects
+from tests.audit.stats import assert_detects
 from tests.audit.stats import epsilon_lower_bound
 
 EPSILON = 1.0

@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch, discrete_laplace_batch
-from tests.audit.conftest import assert_detects
+from tests.audit.stats import assert_detects
 from tests.audit.stats import epsilon_lower_bound
 
 N = 1 << 19

@@ -43,7 +43,7 @@ from dp_spark.mechanisms.count_release import (
 from dp_spark.mechanisms.count_release import loop as pcr_loop
 from dp_spark.mechanisms.top_k import unknown_domain as topk
 from dp_spark.mechanisms.top_k import unknown_domain_threshold
-from tests.audit.conftest import assert_detects
+from tests.audit.stats import assert_detects
 from tests.audit.stats import epsilon_lower_bound
 
 #: δ' of the claimed conversion ρ-zCDP -> (ρ + 2·sqrt(ρ·ln(1/δ')), δ + δ')-DP.

@@ -40,7 +40,7 @@ from dp_spark.mechanisms.set_union import (
     plan_set_union,
     release_mask,
 )
-from tests.audit.conftest import assert_detects
+from tests.audit.stats import assert_detects
 from tests.audit.stats import ALPHA, epsilon_lower_bound, two_sided_lower_bound
 
 TRIALS = 200_000

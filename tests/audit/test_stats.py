@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from tests.audit.conftest import assert_detects
+from tests.audit.stats import assert_detects
 from tests.audit.stats import clopper_pearson, epsilon_lower_bound, two_sided_lower_bound
 
 

@@ -24,7 +24,7 @@ from scipy import stats
 
 from dp_spark.mechanisms.continual_distinct.svt import SparseVector
 from dp_spark.noise.discrete_batch import discrete_laplace_batch
-from tests.audit.conftest import assert_detects
+from tests.audit.stats import assert_detects
 from tests.audit.stats import epsilon_lower_bound
 
 RHO = 0.5  # with cutoff 1: ε₀ = sqrt(2ρ) = 1

@@ -23,7 +23,7 @@ from dp_spark.mechanisms.top_k import (
     unknown_domain_gumbel,
 )
 from dp_spark.mechanisms.top_k.auto import auto_anchor_ranks, noisy_rank_counts
-from tests.audit.conftest import assert_detects
+from tests.audit.stats import assert_detects
 from tests.audit.stats import epsilon_lower_bound
 
 

@@ -555,3 +555,13 @@ def test_set_union_on_spark_connect(tmp_path):
     out = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))[6:])
     for policy, (size, items) in out.items():
         assert size == len(items) > 0 and set(items) <= {f"w{i}" for i in range(40)}
+
+
+def test_dp_spark_set_union_is_the_release_function_after_the_mechanisms_are_imported():
+    # The mechanism package has its own name, so the lazily exported release
+    # function is never shadowed by a subpackage.
+    import dp_spark
+    import dp_spark.mechanisms.set_union  # noqa: F401
+    from dp_spark.releases.set_union import set_union
+
+    assert dp_spark.set_union is set_union

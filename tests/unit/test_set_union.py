@@ -611,16 +611,6 @@ def test_mechanism_layer_imports_neither_pyspark_nor_pandas():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
-def test_dp_spark_set_union_is_the_release_function_after_the_mechanisms_are_imported():
-    # The mechanism package has its own name, so the lazily exported release
-    # function is never shadowed by a subpackage.
-    import dp_spark
-    import dp_spark.mechanisms.set_union  # noqa: F401
-    from dp_spark.releases.set_union import set_union
-
-    assert dp_spark.set_union is set_union
-
-
 @pytest.mark.parametrize("policy", SEQUENTIAL)
 def test_scalar_person_loop_equals_the_numpy_updates(policy):
     # update_histogram runs the sequential policies on Python floats (speed);
