@@ -189,9 +189,9 @@ def plan(*, rho, horizon, method=DEFAULT_METHOD, time_col="time", item_col="item
         parameters["mode"] = "stream"
     else:
         parameters.update(origin=origin, step_size=step_size, shards=shards)
-    parameters.update(noise="discrete gaussian", rules=list(RULES))
+    parameters["noise"] = "discrete gaussian"
     guarantee = ZCDP(rho)
-    notes = []
+    notes = ["Bad values are dropped per event (never an error after spending); the report lists the rules."]
     if tree_horizon != horizon:
         notes.append(f"The trees run over {tree_horizon} steps (the next power of two); steps 1..{horizon} are released.")
     if max_flippancy is not None and w != max_flippancy:

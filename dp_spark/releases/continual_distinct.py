@@ -53,7 +53,7 @@ from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, continual_counts
 from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
-from dp_spark.plans.continual_distinct import GRID_CONDITION
+from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES
 from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.report import Release
 
@@ -149,7 +149,8 @@ def build_release(
     statements); it may be shorter than the horizon for a stream still
     running; it becomes the Spark DataFrame artifact ``series`` of
     ``session``. ``method``: the mechanism that ran. ``parameters``: the
-    released choices added to the plan's. A streaming plan's condition (the
+    released choices added to the plan's (the bad-input ``RULES`` are
+    added too). A streaming plan's condition (the
     step grid) is stated in the neighbouring relation and the statement.
     """
     beta, delta, item_col = plan["beta"], plan["delta"], plan["item_col"]
@@ -177,7 +178,8 @@ def build_release(
     )
     return Release.from_plan(
         plan, values=values, errors=_errors(confidence, assumption), statement=statement, seeded=seeded,
-        budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger], parameters=parameters,
+        budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
+        parameters={**parameters, "rules": list(RULES)},
         artifacts={"series": series_dataframe(session, series)},
     )
 
