@@ -116,9 +116,13 @@ def validate_shards(shards) -> int | None:
     whole number in 1..MAX_SHARDS."""
     if shards is None:
         return None
-    return checks.integer(shards, "shards", 1, MAX_SHARDS, (
-        ": each shard is one Python task that emits its own (step, level) cells, so work and "
-        "shuffle grow with the shard count"))
+    shards = checks.integer(shards, "shards", 1)
+    if shards > MAX_SHARDS:
+        raise ParameterError(
+            f"shards must be at most {MAX_SHARDS:,}: each shard is one Python task that emits its own "
+            f"(step, level) cells, so work and shuffle grow with the shard count; got {shards!r}."
+        )
+    return shards
 
 
 def validate_mapping_parameters(origin, step_size) -> None:
