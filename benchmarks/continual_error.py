@@ -141,7 +141,7 @@ def speed(args) -> None:
         rows.append([f"Spark stage: continual_summaries ({shards} item shards)", fmt(stage.seconds, 1)])
         del out
         with Timer() as release:
-            continual_distinct(spark.read.parquet(path), args.rho, horizon=T, seed=1)
+            continual_distinct(spark.read.parquet(path), rho=args.rho, horizon=T, seed=1)
         rows.append(["whole release: stage + default mechanism + series", fmt(release.seconds, 1)])
         print()
         print(format_table(

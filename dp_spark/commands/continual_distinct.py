@@ -22,18 +22,37 @@ With ``--stream`` a line "step t/T released" goes to stderr per step unless
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-from dp_spark.commands.base import MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, _rows, log
+from dp_spark.commands.base import MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, _rows, log, run_release
 from dp_spark.commands.base import load_table as base_load_table
-import dp_spark.mechanisms.continual_distinct as _continual
-from dp_spark.mechanisms.continual_distinct import MECHANISMS
+from dp_spark.plans.continual_distinct import DEFAULT_METHOD, MAX_SHARDS, METHODS
 
 NAME = "continual-distinct"
 HELP = "differentially private number of present items at every step of an insert/delete stream"
+PLAN = "dp_spark.plans.continual_distinct:plan"
+RELEASE = "dp_spark.releases.continual_distinct:continual_distinct"
 
 DEMO_STREAM_HORIZON = 32  # public default of the built-in demo stream (no --input) only
-DEFAULT_MECHANISM = getattr(_continual, "DEFAULT_METHOD", "adaptive")  # the mechanism layer's default
+DEMO_COLUMNS = {"time_col": "time", "item_col": "item", "op_col": "op"}  # the built-in data's columns
+
+
+def _origin(text):
+    """--origin as a number when it reads as one, else the text (an ISO
+    date/time; a YAML date becomes its text too)."""
+    if text is None or (isinstance(text, (int, float)) and not isinstance(text, bool)):
+        return text
+    text = str(text)
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+_origin.__name__ = "a number or an ISO date/time"
 
 OPTIONS = (
     Option("input", str, None, "event table (Parquet/CSV/JSON path or table:db.name); with --stream a "
@@ -49,19 +68,19 @@ OPTIONS = (
     Option("horizon", int, None, "number of steps T to release: REQUIRED with --input (a public "
            "parameter, never taken from the data; events after step T are dropped); the built-in "
            "data defaults to 1024 steps (32 with --stream)"),
-    Option("mechanism", str, DEFAULT_MECHANISM, f"one of {', '.join(MECHANISMS)}: auto (default: trees then recompute, no bound "
-           "needed), adaptive (Algorithm 3), "
-           "bounded (Algorithm 1, needs --max-flippancy), baseline (periodic recompute)", MECHANISMS),
+    Option("method", str, DEFAULT_METHOD, f"one of {', '.join(METHODS)}: auto (default: trees then recompute, "
+           "no bound needed), adaptive (Algorithm 3), "
+           "bounded (Algorithm 1, needs --max-flippancy), baseline (periodic recompute)", METHODS),
     Option("max_flippancy", int, None, "bounded: how often an item may flip between present and absent"),
     Option("beta", float, 0.05, "the error bounds hold with probability 1 - beta"),
     Option("delta", float, 1e-6, "δ of the reported (ε, δ) equivalent (nothing extra is spent)"),
-    Option("origin", str, None, "time of the start of step 1 (a number, or an ISO date/time for "
+    Option("origin", _origin, None, "time of the start of step 1 (a number, or an ISO date/time for "
            "timestamp/date columns); required for timestamp, date and non-integer time columns "
            "(never derived from the data); integer columns default to 1"),
     Option("step_size", float, None, "length of a step, in the time column's units (seconds for "
            "timestamps; default 1, or one day)"),
     Option("shards", int, None, "item-hash shards of the Spark stage (default spark.sql.shuffle.partitions; "
-           "at most 10,000)"),
+           f"at most {MAX_SHARDS:,})"),
     Option("series", str, None, "write the series here (.parquet or .csv); default: beside --output"),
     Option("budget_rho", float, None, "total ρ budget; the run is refused before reading data if the "
            "release would exceed it"),
@@ -81,70 +100,45 @@ OPTIONS = (
 ) + RUN_OPTIONS
 
 
-def _horizon(opts):
-    """--horizon; without --input the built-in data's public default (no data
-    is involved). With --input a missing horizon stays None and is refused."""
-    if opts["horizon"] is not None or opts["input"]:
-        return opts["horizon"]
+def plan_options(opts):
+    """The options the plan (and the release) gets: without --input, the
+    built-in data's public horizon default (1024 steps, 32 with --stream; no
+    data is involved) and its column names. With --input a missing horizon
+    stays None and the plan refuses it."""
+    if opts["input"]:
+        return opts
     from dp_spark.continual_data import DEFAULT_HORIZON
 
-    return DEMO_STREAM_HORIZON if opts["stream"] else DEFAULT_HORIZON
-
-
-def _origin(text):
-    """--origin as a number when it reads as one, else the text (an ISO date/time)."""
-    if text is None or not isinstance(text, str):
-        return text
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
+    horizon = opts["horizon"]
+    if horizon is None:
+        horizon = DEMO_STREAM_HORIZON if opts["stream"] else DEFAULT_HORIZON
+    return {**opts, **DEMO_COLUMNS, "horizon": horizon}
 
 
 def validate(opts) -> None:
-    """Check parameters before Spark starts, with the release's own checks."""
-    from dp_spark.errors import ParameterError
+    """Check the options of the command line only (the built-in data, the
+    series path, --stream's options) before Spark starts; the release's
+    parameters are the plan's (``dp_spark.plans.continual_distinct``)."""
     from dp_spark import checks
-    from dp_spark.releases.continual_distinct import validate as validate_release
-    from dp_spark.stages.continual import validate_mapping_parameters, validate_shards
-    from dp_spark.streaming.query import validate_files_per_step, validate_state_partitions, validate_trigger
+    from dp_spark.errors import ParameterError
+    from dp_spark.streaming.options import (
+        validate_files_per_step,
+        validate_state_partitions,
+        validate_timeout,
+        validate_trigger,
+    )
 
-    validate_release(opts["rho"], _horizon(opts), opts["mechanism"], opts["max_flippancy"], opts["seed"],
-                     opts["beta"], opts["delta"])
-    validate_mapping_parameters(_origin(opts["origin"]), opts["step_size"])
     checks.whole(opts["rows"], "rows")
     checks.whole(opts["demo_flippancy"], "demo_flippancy")
-    validate_shards(opts["shards"])
-    if opts["budget_rho"] is not None:
-        checks.positive(opts["budget_rho"], "budget_rho")
     if opts["series"] and not opts["series"].lower().endswith((".parquet", ".csv")):
         raise ParameterError(f"--series must end in .parquet or .csv; got {opts['series']!r}.")
     if opts["stream"]:
         validate_trigger(opts["trigger"])
         validate_files_per_step(opts["files_per_step"])
-        if opts["timeout"] is not None:
-            checks.positive(opts["timeout"], "timeout")
+        validate_timeout(opts["timeout"])
         validate_state_partitions(opts["state_partitions"])
         if opts["format"] == "table":
             raise ParameterError("--stream reads a directory of files; use --format parquet, csv or json.")
-
-
-def cost(opts):
-    """What the release will spend (checked against the budget before reading)."""
-    from dp_spark.accounting import ZCDP
-
-    return ZCDP(opts["rho"])
-
-
-def budget(opts):
-    """The run's privacy filter, if a budget was given."""
-    from dp_spark.accounting import ZCDP, PrivacyFilter
-
-    if opts["budget_rho"] is None:
-        return None
-    return PrivacyFilter(ZCDP(opts["budget_rho"]))
 
 
 def load_table(spark, opts):
@@ -158,53 +152,34 @@ def load_table(spark, opts):
 
 
 def run(spark, df, opts, budget_filter):
+    """The built-in synthetic stream (no --input) or a --stream query; the
+    plain API call otherwise."""
+    opts = plan_options(opts)
     if opts["stream"]:
-        return _run_stream(spark, df, opts, budget_filter)
-    from dp_spark.releases.continual_distinct import continual_distinct
-
-    columns = {"time_col": opts["time_col"], "item_col": opts["item_col"], "op_col": opts["op_col"]}
-    horizon = _horizon(opts)
-    if not opts["input"]:
+        return _run_stream(spark, opts, budget_filter)
+    if df is None:
         from dp_spark.continual_data import items_for_events, synthetic_stream
 
         items = items_for_events(int(opts["rows"]), int(opts["demo_flippancy"]))
-        log.info("no --input: built-in synthetic stream, about %s events, %d steps", f"{opts['rows']:,}", horizon)
-        df = synthetic_stream(spark, items=items, horizon=horizon, max_flippancy=int(opts["demo_flippancy"]))
-        columns = {"time_col": "time", "item_col": "item", "op_col": "op"}
-    return continual_distinct(
-        df,
-        opts["rho"],
-        horizon=horizon,
-        mechanism=opts["mechanism"],
-        max_flippancy=opts["max_flippancy"],
-        seed=opts["seed"],
-        beta=opts["beta"],
-        delta=opts["delta"],
-        origin=_origin(opts["origin"]),
-        step_size=opts["step_size"],
-        shards=opts["shards"],
-        budget=budget_filter,
-        **columns,
-    )
+        log.info("no --input: built-in synthetic stream, about %s events, %d steps", f"{opts['rows']:,}",
+                 opts["horizon"])
+        df = synthetic_stream(spark, items=items, horizon=opts["horizon"], max_flippancy=int(opts["demo_flippancy"]))
+    return run_release(sys.modules[__name__], spark, df, opts, budget_filter)  # the plain API call
 
 
-def _run_stream(spark, df, opts, budget_filter):
+def _run_stream(spark, opts, budget_filter):
     from dp_spark.streaming import write_demo_files
     from dp_spark.streaming.checkpoint import local_directory
 
-    source = opts["input"]
-    horizon = _horizon(opts)
-    columns = {"time_col": opts["time_col"], "item_col": opts["item_col"], "op_col": opts["op_col"]}
-    fmt = opts["format"]
+    source, fmt = opts["input"], opts["format"]
     if not source:
         demo = local_directory(opts["checkpoint"], "checkpoint") / "demo-input"
         if not (demo.is_dir() and any(demo.glob("events-*.json"))):
-            log.info("no --input: writing a demo source of %d files (one per step) to %s", horizon, demo)
-            write_demo_files(spark, demo, horizon, max_flippancy=int(opts["demo_flippancy"]))
+            log.info("no --input: writing a demo source of %d files (one per step) to %s", opts["horizon"], demo)
+            write_demo_files(spark, demo, opts["horizon"], max_flippancy=int(opts["demo_flippancy"]))
         source, fmt = str(demo), "json"
-        columns = {"time_col": "time", "item_col": "item", "op_col": "op"}
     try:
-        return _stream(spark, source, fmt, horizon, columns, opts, budget_filter)
+        return _stream(spark, source, fmt, opts, budget_filter)
     except KeyboardInterrupt as exc:
         if str(exc):
             raise  # the query's own account of what it released
@@ -219,7 +194,7 @@ def _run_stream(spark, df, opts, budget_filter):
         ) from None
 
 
-def _stream(spark, source, fmt, horizon, columns, opts, budget_filter):
+def _stream(spark, source, fmt, opts, budget_filter):
     from dp_spark.streaming import continual_distinct_stream
 
     return continual_distinct_stream(
@@ -228,9 +203,12 @@ def _stream(spark, source, fmt, horizon, columns, opts, budget_filter):
         checkpoint=opts["checkpoint"],
         sink=opts["sink"],
         rho=opts["rho"],
-        horizon=horizon,
-        mechanism=opts["mechanism"],
+        horizon=opts["horizon"],
+        method=opts["method"],
         max_flippancy=opts["max_flippancy"],
+        time_col=opts["time_col"],
+        item_col=opts["item_col"],
+        op_col=opts["op_col"],
         fmt=fmt,
         files_per_step=opts["files_per_step"],
         trigger=opts["trigger"],
@@ -241,7 +219,6 @@ def _stream(spark, source, fmt, horizon, columns, opts, budget_filter):
         budget=budget_filter,
         state_partitions=opts["state_partitions"],
         progress=not opts["quiet"],
-        **columns,
     )
 
 
@@ -257,20 +234,22 @@ def series_path(opts) -> str | None:
 
 
 def write_series(release, opts) -> None:
-    """Write ``release.series`` atomically as Parquet or CSV (by extension)."""
-    from dp_spark.io import _is_local, write_dataframe_atomic
-    from dp_spark.marking import mark_pandas
-
+    """Write ``release.series`` (a Spark DataFrame, one row per released
+    step) atomically as one Parquet or CSV file (by extension); a seeded
+    run's file gets the column ``not_for_publication`` (:mod:`dp_spark.marking`)."""
     path = series_path(opts)
     if path is None:
         return
-    fmt = "csv" if path.lower().endswith(".csv") else "parquet"
-    series = mark_pandas(release.series, release.seeded)  # a seeded run's file says "not for publication"
-    if not _is_local(path):
-        from dp_spark.session import active_session
+    from dp_spark.io import _is_local
 
-        write_dataframe_atomic(active_session().createDataFrame(series).coalesce(1), path, fmt)
+    fmt = "csv" if path.lower().endswith(".csv") else "parquet"
+    if not _is_local(path):
+        _write_remote(release, path, fmt)
         return
+    from dp_spark.marking import mark_pandas
+    from dp_spark.releases.continual_distinct import series_pandas
+
+    series = mark_pandas(series_pandas(release.series), release.seeded)  # horizon rows: a public size
     target = Path(path[len("file:"):] if path.startswith("file:") else path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -284,6 +263,19 @@ def write_series(release, opts) -> None:
         tmp.unlink(missing_ok=True)
     if not opts.get("quiet"):
         print(f"series written to {target}")
+
+
+def _write_remote(release, path: str, fmt: str) -> None:
+    """An object-store path: Spark writes the series (one part), marked when seeded."""
+    from pyspark.sql import functions as F
+
+    from dp_spark.io import write_dataframe_atomic
+    from dp_spark.marking import COLUMN
+
+    frame = release.series
+    if release.seeded:
+        frame = frame.withColumn(COLUMN, F.lit(True))
+    write_dataframe_atomic(frame.coalesce(1), path, fmt, seeded=release.seeded)
 
 
 ARTIFACT_WRITERS = {"series": write_series}

@@ -12,12 +12,19 @@ events of one item (one table has them, the other none); the guarantee is
 item-level ρ-zCDP for the whole series, reported with its (ε, δ) equivalent
 ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun–Steinke 2016, Prop. 1.3).
 
-Pipeline: Spark stage ``dp_spark.stages.continual.continual_summaries`` (no
+Pipeline: plan (``dp_spark.plans.continual_distinct``: checks, ρ and its
+split, before any data is read) → Spark stage ``dp_spark.stages.continual.continual_summaries`` (no
 noise; O(T log T) numbers reach the driver) → ``dp_spark.mechanisms.continual_distinct.continual_counts``
 (numpy; all noise from an OS-seeded generator) → ``Release`` whose ``series``
-(a pandas DataFrame: step, estimate, std, error_bound, flippancy_bound) is an
-artifact and whose report is ``to_dict()``. Mechanisms (``mechanism=``):
+(a Spark DataFrame, one row per step: step, estimate, std, error_bound,
+flippancy_bound) is an artifact and whose report is ``to_dict()``. Parameters
+are checked and ρ is split by the plan (``dp_spark.plans.continual_distinct``)
+before any data is read. Mechanisms (``method=``):
 
+- ``"auto"`` (default) — Algorithm 3 with lazily started trees and the
+  recompute baseline past the crossover (Section 3.3's "best of both
+  worlds"; ``dp_spark.mechanisms.continual_distinct.auto``); needs no
+  flippancy bound.
 - ``"adaptive"`` — Algorithm 3: binary-tree mechanisms for w = 2^j, j = 0..J,
   switched by the sparse vector technique (Algorithm 2) on the number of items
   whose flippancy exceeds the current w; needs no flippancy bound. Budget: ρ/2
@@ -42,82 +49,18 @@ import math
 import numpy as np
 import pandas as pd
 
-from dp_spark.accounting import ZCDP, PrivacyFilter
-from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, MECHANISMS, continual_counts, round_up_flippancy
-from dp_spark.mechanisms.continual_distinct import budget_split as continual_budget_split
-from dp_spark.errors import ParameterError
+from dp_spark.accounting import PrivacyFilter
+from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, continual_counts
 from dp_spark.noise import make_rng
-from dp_spark import checks
+from dp_spark.plan import Plan
+from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES
+from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.report import Release
 
 log = logging.getLogger(__name__)
 
-RELEASE = "continual-distinct"
-
-NEIGHBOURING = (
-    "item-level (Jain et al. 2023, Definition 1.2): remove any subset of the events of one item "
-    "(rows with the same item value); a person is protected only as far as their events concern a single item"
-)
-
-RULES = (
-    "A delete of an absent item is ignored: counts never go below zero.",
-    "Events are sorted by time (input order is irrelevant); several events may share a step. "
-    "Within a step they apply in raw-time order, equal times inserts first (the net change, "
-    "clamped at zero). An item's presence is read at the end of each step.",
-    "Bad values are dropped per event, never an error after spending, and counted nowhere: an event "
-    "is dropped if its item is null, its op is not +1/-1 (null included), its time is null or not "
-    "finite, or its time maps to a step outside 1..horizon (events after the horizon are dropped). "
-    "The filter looks at one row at a time, so each item keeps a subset of its own events and the "
-    "item-level guarantee is unchanged.",
-    "The horizon is a required public parameter, never derived from the data. Item columns whose "
-    "Spark equality is not byte equality (floating point; strings with a non-binary collation) are "
-    "refused before anything is read or spent.",
-)
-
-
-# ------------------------------------------------------------------ validation
-
-def validate(
-    rho, horizon, mechanism, max_flippancy, seed, beta, delta
-) -> tuple[float, int, str, int | None, int | None, float, float]:
-    """Parameter checks shared by the batch and streaming releases (no data read)."""
-    from dp_spark.stages.continual import validate_horizon  # the stage's cap (imported lazily, as below)
-
-    rho = checks.positive(rho, "rho")
-    beta = checks.open_unit(beta, "beta")
-    delta = checks.open_unit(delta, "delta")
-    seed = checks.seed(seed)
-    horizon = validate_horizon(horizon)  # required and capped, before any data is read
-    if mechanism not in MECHANISMS:
-        raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}; got {mechanism!r}.")
-    if mechanism == "bounded":
-        if max_flippancy is None:
-            raise ParameterError(
-                "mechanism 'bounded' needs max_flippancy (how often an item may flip between present "
-                "and absent); or use mechanism 'adaptive', which needs none."
-            )
-        max_flippancy = checks.whole(max_flippancy, "max_flippancy")
-    elif max_flippancy is not None:
-        raise ParameterError(
-            f"max_flippancy applies only to mechanism 'bounded'; leave it unset for {mechanism!r}."
-        )
-    return rho, horizon, mechanism, max_flippancy, seed, beta, delta
-
-
-def effective_flippancy(max_flippancy: int | None, tree_horizon: int) -> int | None:
-    """The bound w the tree uses: max_flippancy rounded up to a power of two,
-    at most the tree horizon (no item flips more often than there are steps)."""
-    if max_flippancy is None:
-        return None
-    return min(round_up_flippancy(max_flippancy), tree_horizon)
-
-
-def budget_split(mechanism: str, rho: float, tree_horizon: int, beta: float, w: int | None) -> PrivacyFilter:
-    """The ledger of the release's ρ (public quantities only; from the mechanism layer)."""
-    local = PrivacyFilter(ZCDP(rho))
-    for label, part in continual_budget_split(mechanism, rho, tree_horizon, beta, w):
-        local.spend(ZCDP(part), label=label)
-    return local
+#: The series artifact's columns (a Spark DataFrame, one row per released step).
+SERIES_SCHEMA = "step long, estimate double, std double, error_bound double, flippancy_bound long"
 
 
 def _finite_or_none(value: float):
@@ -125,53 +68,52 @@ def _finite_or_none(value: float):
     return value if math.isfinite(value) else None
 
 
-def build_release(
-    *,
-    series: pd.DataFrame,
-    rho: float,
-    beta: float,
-    delta: float,
-    mechanism: str,
-    horizon: int,
-    tree_horizon: int,
-    w: int | None,
-    seeded: bool,
-    parameters: dict,
-    notes: list[str],
-    item_col: str,
-    condition: str | None = None,
-) -> Release:
-    """The Release of a (batch or streamed) series of released estimates.
+def series_frame(steps, estimates, std, error_bound, flippancy_bound) -> pd.DataFrame:
+    """The released series on the driver, as a pandas DataFrame (step,
+    estimate, std, error_bound, flippancy_bound); released values only."""
+    return pd.DataFrame(
+        {
+            "step": np.asarray(steps, dtype=np.int64),
+            "estimate": np.asarray(estimates, dtype=np.float64),
+            "std": np.asarray(std, dtype=np.float64),
+            "error_bound": np.asarray(error_bound, dtype=np.float64),
+            "flippancy_bound": pd.array(
+                [None if b is None else int(b) for b in flippancy_bound], dtype="Int64"
+            ),
+        }
+    )
 
-    ``series`` holds only released values (estimates and their public error
-    statements); it may be shorter than ``horizon`` for a stream still running.
-    ``condition``: an assumption the guarantee rests on (the streaming step
-    grid); it is stated in the neighbouring relation and the statement.
-    """
-    local = budget_split(mechanism, rho, tree_horizon, beta, w)
-    guarantee = ZCDP(rho)  # the ledger's parts sum to rho (up to float rounding)
-    equivalent = guarantee.to_approx(delta)
-    confidence = 1.0 - beta
-    steps = len(series)
-    last = series.iloc[-1] if steps else None
-    values = {
-        "mechanism": mechanism,
-        "horizon": int(horizon),
-        "steps_released": int(steps),
-        "final_estimate": None if last is None else float(last["estimate"]),
-        "final_std": None if last is None else float(last["std"]),
-        "final_error_bound": None if last is None else _finite_or_none(last["error_bound"]),
-        "flippancy_bound": None if last is None or pd.isna(last["flippancy_bound"]) else int(last["flippancy_bound"]),
-        "confidence": confidence,
-        "notes": list(notes),
-    }
-    if mechanism == "bounded":
-        assumption = f", provided no item flips more than {w} times (otherwise add the number of items that do)"
-    elif mechanism in ("baseline", "auto"):
-        assumption = ", provided the count changes by at most 1 per step (staleness between recomputes)"
-    else:
-        assumption = ""
-    errors = {
+
+def series_dataframe(session, series: pd.DataFrame):
+    """The released series as a Spark DataFrame of ``session`` (one row per
+    step, ``SERIES_SCHEMA``), built from the driver-side rows (as an Arrow
+    table: fast for long horizons, and on Spark Connect too): it holds only
+    released values, and its size is the public number of released steps."""
+    import pyarrow as pa
+
+    schema = pa.schema([("step", pa.int64()), ("estimate", pa.float64()), ("std", pa.float64()),
+                        ("error_bound", pa.float64()), ("flippancy_bound", pa.int64())])
+    return session.createDataFrame(pa.Table.from_pandas(series, schema=schema, preserve_index=False))
+
+
+def series_pandas(series) -> pd.DataFrame:
+    """A series artifact (Spark or pandas) as pandas with the exact column
+    types of ``series_frame`` (``flippancy_bound`` a nullable integer)."""
+    frame = series.toPandas() if hasattr(series, "toPandas") else series
+    return series_frame(frame["step"], frame["estimate"], frame["std"], frame["error_bound"],
+                        [None if pd.isna(b) else int(b) for b in frame["flippancy_bound"]])
+
+
+def _assumption(method: str, w: int | None) -> str:
+    if method == "bounded":
+        return f", provided no item flips more than {w} times (otherwise add the number of items that do)"
+    if method in ("baseline", "auto"):
+        return ", provided the count changes by at most 1 per step (staleness between recomputes)"
+    return ""
+
+
+def _errors(confidence: float, assumption: str) -> dict:
+    return {
         "final_estimate": (
             "the estimate at the last released step: the number of present items plus Gaussian noise "
             "with standard deviation final_std"
@@ -189,81 +131,101 @@ def build_release(
             f"all steps, probability >= {confidence:.0%}), flippancy_bound"
         ),
     }
-    provided = "" if condition is None else f", provided {condition}"
+
+
+def build_release(
+    plan: Plan,
+    *,
+    series: pd.DataFrame,
+    session,
+    local: PrivacyFilter,
+    method: str,
+    seeded: bool,
+    parameters: dict,
+    notes: list[str],
+) -> Release:
+    """The Release of a (batch or streamed) series of released estimates.
+
+    ``series`` holds only released values (estimates and their public error
+    statements); it may be shorter than the horizon for a stream still
+    running; it becomes the Spark DataFrame artifact ``series`` of
+    ``session``. ``method``: the mechanism that ran. ``parameters``: the
+    released choices added to the plan's (the bad-input ``RULES`` are
+    added too). A streaming plan's condition (the
+    step grid) is stated in the neighbouring relation and the statement.
+    """
+    beta, delta, item_col = plan["beta"], plan["delta"], plan["item_col"]
+    confidence = 1.0 - beta
+    last = series.iloc[-1] if len(series) else None
+    values = {
+        "method": method,
+        "horizon": int(plan["horizon"]),
+        "released_count": int(len(series)),
+        "final_estimate": None if last is None else float(last["estimate"]),
+        "final_std": None if last is None else float(last["std"]),
+        "final_error_bound": None if last is None else _finite_or_none(last["error_bound"]),
+        "flippancy_bound": None if last is None or pd.isna(last["flippancy_bound"]) else int(last["flippancy_bound"]),
+        "confidence": confidence,
+        "notes": list(notes),
+    }
+    assumption = _assumption(method, plan["flippancy_bound"])
+    provided = f", provided {GRID_CONDITION}" if plan.parameters.get("mode") == "stream" else ""
     statement = (
-        f"Item-level {guarantee.describe()}, which implies ({equivalent.epsilon:.3g}, {delta:g})-"
+        f"Item-level {plan.guarantee.describe()}, which implies ({plan.equivalent.epsilon:.3g}, {delta:g})-"
         f"differential privacy: the whole series would be almost as likely if any subset of the "
         f"events of any one item (rows with the same {item_col}) were removed{provided}. The privacy unit is an "
         f"item, not a person. With probability at least {confidence:.0%} every released estimate is "
         f"within its error_bound of the true number of present items{assumption}."
     )
-    return Release(
-        name=RELEASE,
-        privacy_unit="item",
-        neighbouring=NEIGHBOURING if condition is None else f"{NEIGHBOURING}; assumes {condition}",
-        guarantee=guarantee,
-        parameters=parameters,
-        values=values,
-        errors=errors,
-        statement=statement,
-        seeded=seeded,
+    return Release.from_plan(
+        plan, values=values, errors=_errors(confidence, assumption), statement=statement, seeded=seeded,
         budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
-        equivalent=equivalent,
-        artifacts={"series": series},
-    )
-
-
-def series_frame(steps, estimates, std, error_bound, flippancy_bound) -> pd.DataFrame:
-    """The released series as a pandas DataFrame (step, estimate, std, error_bound, flippancy_bound)."""
-    return pd.DataFrame(
-        {
-            "step": np.asarray(steps, dtype=np.int64),
-            "estimate": np.asarray(estimates, dtype=np.float64),
-            "std": np.asarray(std, dtype=np.float64),
-            "error_bound": np.asarray(error_bound, dtype=np.float64),
-            "flippancy_bound": pd.array(
-                [None if b is None else int(b) for b in flippancy_bound], dtype="Int64"
-            ),
-        }
+        parameters={**parameters, "rules": list(RULES)},
+        artifacts={"series": series_dataframe(session, series)},
     )
 
 
 # ------------------------------------------------------------------ the release
 
 def continual_distinct(
-    events_df,
+    df,
+    *,
     rho: float,
-    horizon: int | None = None,
-    mechanism: str = DEFAULT_METHOD,
+    horizon: int,
+    method: str = DEFAULT_METHOD,
     time_col: str = "time",
     item_col: str = "item",
     op_col: str = "op",
     max_flippancy: int | None = None,
-    seed: int | None = None,
-    *,
     beta: float = 0.05,
     delta: float = 1e-6,
     origin=None,
     step_size=None,
     shards: int | None = None,
+    seed: int | None = None,
     budget: PrivacyFilter | None = None,
     ledger=None,
 ) -> Release:
     """Release the number of present items at every step under item-level ρ-zCDP.
 
+    Jain et al. (NeurIPS 2023): Algorithm 3 with lazy trees and the recompute
+    baseline (``method="auto"``, default), Algorithm 3 (``"adaptive"``),
+    Algorithm 1 (``"bounded"``, needs ``max_flippancy``) or the periodic
+    recompute baseline (``"baseline"``). The guarantee is item-level ρ-zCDP
+    for the whole series (neighbouring tables differ by any subset of one
+    item's events), reported with its (ε, δ) equivalent.
+
     Args:
-        events_df: a Spark DataFrame of events: ``time_col`` (integer steps,
-            numbers, timestamps or dates), ``item_col``, ``op_col`` (+1 insert,
-            −1 delete).
-        rho: the zCDP budget spent by the whole series (> 0).
+        df: a Spark (or pandas) DataFrame of events: ``time_col`` (integer
+            steps, numbers, timestamps or dates), ``item_col``, ``op_col``
+            (+1 insert, −1 delete).
+        rho: the zCDP budget spent by the whole series (> 0; required).
         horizon: number of steps T to release: REQUIRED (ParameterError
             before any data is read otherwise), a public parameter at most
             ``MAX_HORIZON``; never derived from the data. Events after step T
             are dropped.
-        mechanism: "adaptive" (Algorithm 3), "bounded" (Algorithm 1, needs
-            ``max_flippancy``) or "baseline" (periodic recompute).
-        max_flippancy: the flippancy bound w for "bounded".
-        seed: tests and demos only; a seeded release is not for publication.
+        method: "auto", "adaptive", "bounded" or "baseline" (above).
+        max_flippancy: the flippancy bound w for "bounded" only.
         beta: failure probability of the stated error bounds.
         delta: δ of the reported (ε, δ) equivalent (nothing extra is spent).
         origin, step_size: time → step mapping, step = ⌊(time − origin) /
@@ -275,12 +237,16 @@ def continual_distinct(
             one day; origin an ISO date/time (UTC unless it says otherwise).
         shards: item-hash shards of the Spark stage (default
             ``spark.sql.shuffle.partitions``).
-        budget: an optional shared :class:`PrivacyFilter`; ρ is spent from it
-            before any data is read, and the release is refused if it would
-            overspend.
+        seed: tests and demos only; a seeded release is not for publication.
+        budget: an optional shared :class:`PrivacyFilter` (or ``ledger=``, a
+            persisted one); ρ is spent from it before any data is read, and
+            the release is refused if it would overspend.
 
-    Returns a :class:`Release`: ``release.series`` is a pandas DataFrame with
+    Returns a :class:`Release`: ``release.series`` is a Spark DataFrame with
     one row per step (step, estimate, std, error_bound, flippancy_bound);
+    ``release.result`` holds ``method`` (the mechanism that ran),
+    ``horizon``, ``released_count``, ``final_estimate``, ``final_std``,
+    ``final_error_bound``, ``flippancy_bound``, ``confidence`` and ``notes``;
     ``release.to_dict()`` is the JSON report (guarantee, budget split, error
     statements, the bad-input rules applied, parameters).
 
@@ -290,43 +256,34 @@ def continual_distinct(
     release raises never depends on the rows.
     """
     from dp_spark.io import spark_frame
-
-    events_df = spark_frame(events_df, "events_df")  # a pandas DataFrame is converted; other types refused
     from dp_spark.ledger import budget_or_ledger
+    from dp_spark.stages.continual import check_columns, continual_summaries, time_mapping
 
+    plan = make_plan(rho=rho, horizon=horizon, method=method, time_col=time_col, item_col=item_col,
+                     op_col=op_col, max_flippancy=max_flippancy, beta=beta, delta=delta, origin=origin,
+                     step_size=step_size, shards=shards, seed=seed)
+    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
-    from dp_spark.stages.continual import (
-        check_columns,
-        continual_summaries,
-        time_mapping,
-        validate_mapping_parameters,
-        validate_shards,
-    )
-
-    rho, horizon, mechanism, max_flippancy, seed, beta, delta = validate(
-        rho, horizon, mechanism, max_flippancy, seed, beta, delta
-    )
-    validate_mapping_parameters(origin, step_size)
-    shards = validate_shards(shards)
-    kind = check_columns(events_df, time_col, item_col, op_col)  # schema only, before any spending
+    kind = check_columns(df, time_col, item_col, op_col)  # schema only, before any spending
     time_mapping(kind, origin, step_size)  # e.g. a timestamp column without origin: refused here
-    cost = ZCDP(rho)
-    if budget is not None:
-        budget.spend(cost, label=RELEASE)  # refuses before any data is read
+    local = plan.spend(budget)  # refuses before any data is read
     rng = make_rng(seed)
 
     log.info("continual-distinct: computing per-step summaries")
-    stage = continual_summaries(
-        events_df, time_col, item_col, op_col, horizon, origin=origin, step_size=step_size, shards=shards
-    )
-    released_horizon, mapping = stage.horizon, stage.mapping
-    tree_horizon = stage.summaries.horizon
-    w = effective_flippancy(max_flippancy, tree_horizon)
-    log.info("continual-distinct: running the %s mechanism", mechanism)
-    result = continual_counts(stage.summaries, rho, mechanism, w, rng=rng, beta=beta)
+    stage = continual_summaries(df, time_col, item_col, op_col, plan["horizon"], origin=origin,
+                                step_size=step_size, shards=plan["shards"])
+    mapping = stage.mapping
+    log.info("continual-distinct: running the %s mechanism", plan["method"])
+    result = continual_counts(stage.summaries, plan["rho"], plan["method"], plan["flippancy_bound"],
+                              rng=rng, beta=plan["beta"])
     del stage  # non-private arrays; nothing below may use them
+    return _report(plan, result, mapping, local, df.sparkSession, seed is not None)
 
-    T = released_horizon
+
+def _report(plan: Plan, result, mapping, local: PrivacyFilter, session, seeded: bool) -> Release:
+    """The Release from the mechanism's released values and public parameters only."""
+    T, tree_horizon, w = plan["horizon"], plan["tree_horizon"], plan["flippancy_bound"]
+    max_flippancy = plan["max_flippancy"]
     series = series_frame(
         np.arange(1, T + 1),
         result.estimates[:T],
@@ -339,35 +296,9 @@ def continual_distinct(
         notes.append(f"The trees run over {tree_horizon} steps (the next power of two); steps 1..{T} are released.")
     if max_flippancy is not None and w != max_flippancy:
         notes.append(f"max_flippancy {max_flippancy} was used as w = {w} (a power of two, at most the tree horizon).")
-    parameters = {
-        "rho": rho,
-        "delta": delta,
-        "beta": beta,
-        "mechanism": mechanism,
-        "horizon": T,
-        "horizon_given": True,  # always: the horizon is a required parameter
-        "tree_horizon": tree_horizon,
-        "max_flippancy": max_flippancy,
-        "flippancy_bound": w,
-        "time_col": time_col,
-        "item_col": item_col,
-        "op_col": op_col,
-        **mapping.describe(),
-        "mechanism_parameters": result.parameters,
-        "noise": "discrete gaussian",
-        "rules": list(RULES),
-    }
-    return build_release(
-        series=series,
-        rho=rho,
-        beta=beta,
-        delta=delta,
-        mechanism=mechanism,
-        horizon=T,
-        tree_horizon=tree_horizon,
-        w=w,
-        seeded=seed is not None,
-        parameters=parameters,
-        notes=notes,
-        item_col=item_col,
-    )
+    described = mapping.describe()
+    if "step_seconds" in described:
+        described["step_size"] = described["step_seconds"]  # step_size of a timestamp column is in seconds
+    parameters = {**described, "mechanism_parameters": result.parameters}
+    return build_release(plan, series=series, session=session, local=local, method=result.mechanism,
+                         seeded=seeded, parameters=parameters, notes=notes)

@@ -79,7 +79,20 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.summaries.continual_distinct import StreamSummaries, flip_cells, flip_events, summaries_from_cells
+from dp_spark import checks
 from dp_spark.errors import ParameterError, SchemaError
+from dp_spark.plans.continual_distinct import (  # noqa: F401 - the one home of these limits and checks
+    DRIVER_BYTES_PER_CELL,
+    HORIZON_REQUIRED,
+    MAX_HORIZON,
+    MAX_HORIZON_LOG2,
+    MAX_SHARDS,
+    driver_bytes,
+    next_power_of_two,
+    validate_horizon,
+    validate_mapping_parameters,
+    validate_shards,
+)
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.distinct import default_shards
 from dp_spark.stages.edges import require_columns, require_exact_ids
@@ -95,10 +108,6 @@ DELTA = "delta"
 CROSS = "cross"
 _SHARD = "_shard"
 
-MAX_HORIZON_LOG2 = 22
-MAX_HORIZON = 1 << MAX_HORIZON_LOG2  # 4,194,304 steps: ~2.4 GB of driver arrays (driver_bytes)
-DRIVER_BYTES_PER_CELL = 24  # summaries + mechanism arrays per (step, level) cell, measured
-MAX_SHARDS = 10_000  # each shard is one Python task emitting its own (step, level) cells
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 SECONDS_PER_DAY = 86_400
 _MICROS = 1_000_000
@@ -115,27 +124,6 @@ CELL_SCHEMA = T.StructType(
         T.StructField(CROSS, T.LongType()),
     ]
 )
-
-
-def next_power_of_two(n: int) -> int:
-    """Smallest power of two >= n (n >= 1)."""
-    return 1 << (int(n) - 1).bit_length()
-
-
-def driver_bytes(horizon: int) -> int:
-    """Approximate driver memory (bytes) of the summaries and mechanism arrays
-    for ``horizon`` steps: DRIVER_BYTES_PER_CELL · T · (log2 T + 2), T the tree
-    horizon (the next power of two). The collected flip cells come on top."""
-    tree = next_power_of_two(horizon)
-    return DRIVER_BYTES_PER_CELL * tree * (tree.bit_length() + 1)
-
-
-def _horizon_cap_text() -> str:
-    return (
-        f"at most 2^{MAX_HORIZON_LOG2} = {MAX_HORIZON:,} steps (the driver holds about "
-        f"{DRIVER_BYTES_PER_CELL}·T·(log2 T + 2) bytes of per-step arrays, "
-        f"{driver_bytes(MAX_HORIZON) / 1e9:.1f} GB at the cap)"
-    )
 
 
 # ------------------------------------------------------------------ time -> step
@@ -223,15 +211,6 @@ def raw_time(df: DataFrame, time_col: str, kind: str):
     return F.unix_micros(column)
 
 
-def _number(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.number)):
-        raise ParameterError(f"{name} must be a number; got {value!r}.")
-    out = float(value)
-    if not math.isfinite(out):
-        raise ParameterError(f"{name} must be a finite number; got {value!r}.")
-    return out
-
-
 def _origin_micros(origin) -> int:
     """A user-given origin for a timestamp column, as UTC microseconds."""
     if isinstance(origin, str):
@@ -253,14 +232,6 @@ def _origin_micros(origin) -> int:
     )
 
 
-def validate_mapping_parameters(origin, step_size) -> None:
-    """Checks of origin / step_size that need no data (before Spark runs)."""
-    if step_size is not None and _number(step_size, "step_size") <= 0:
-        raise ParameterError(f"step_size must be > 0; got {step_size!r}.")
-    if origin is not None and not isinstance(origin, (str, _dt.date, numbers.Real, np.number)):
-        raise ParameterError(f"origin must be a number, an ISO date/time string or a datetime; got {origin!r}.")
-
-
 def time_mapping(kind: str, origin, step_size) -> TimeMapping:
     """The time → step mapping, from the column kind (schema) and parameters
     alone: no data is read, and nothing of it is derived from the data.
@@ -276,7 +247,7 @@ def time_mapping(kind: str, origin, step_size) -> TimeMapping:
                 "e.g. 2024-01-01 or 2024-01-01T06:00:00Z); it is not derived from the data because "
                 "the earliest event time is not private."
             )
-        seconds = SECONDS_PER_DAY if step_size is None else _number(step_size, "step_size")
+        seconds = SECONDS_PER_DAY if step_size is None else checks.number(step_size, "step_size")
         size = int(round(seconds * _MICROS))
         if size < 1 or abs(size - seconds * _MICROS) > 1e-6 * size:
             raise ParameterError(f"step_size for a timestamp column is in seconds, at least 1e-6; got {step_size!r}.")
@@ -293,11 +264,11 @@ def time_mapping(kind: str, origin, step_size) -> TimeMapping:
     if kind == "integer":
         size = 1 if step_size is None else step_size
         if float(size) != int(size) or float(start) != int(start):
-            return TimeMapping("number", _number(start, "origin"), _number(size, "step_size"))
+            return TimeMapping("number", checks.number(start, "origin"), checks.number(size, "step_size"))
         if not _LONG_MIN <= int(start) <= _LONG_MAX or int(size) > _LONG_MAX:
             raise ParameterError(f"origin and step_size must fit in a 64-bit integer; got {origin!r}, {step_size!r}.")
         return TimeMapping("integer", int(start), int(size))
-    return TimeMapping("number", _number(start, "origin"), 1.0 if step_size is None else _number(step_size, "step_size"))
+    return TimeMapping("number", checks.number(start, "origin"), 1.0 if step_size is None else checks.number(step_size, "step_size"))
 
 
 # ------------------------------------------------------------------ normalised events
@@ -419,42 +390,6 @@ class ContinualStageResult:
     summaries: StreamSummaries
     horizon: int
     mapping: TimeMapping
-
-
-HORIZON_REQUIRED = (
-    "horizon is required: the number of steps T to release (horizon= / --horizon). It sizes the "
-    "series, the trees and the noise, so it must be public and is never taken from the data; "
-    "events after step T are dropped."
-)
-
-
-def validate_horizon(horizon) -> int:
-    """The horizon, checked before any data is read: REQUIRED, a whole number
-    in 1..MAX_HORIZON (the cap bounds the driver's arrays)."""
-    if horizon is None:
-        raise ParameterError(HORIZON_REQUIRED)
-    if isinstance(horizon, bool) or not isinstance(horizon, (numbers.Integral,)) or horizon < 1:
-        raise ParameterError(f"horizon must be a whole number >= 1 (the number of steps); got {horizon!r}.")
-    if horizon > MAX_HORIZON:
-        raise ParameterError(
-            f"horizon must be {_horizon_cap_text()}; got {horizon!r}. Use a coarser step_size."
-        )
-    return int(horizon)
-
-
-def validate_shards(shards) -> int | None:
-    """``shards`` (None: the default), checked before any data is read: a
-    whole number in 1..MAX_SHARDS."""
-    if shards is None:
-        return None
-    if isinstance(shards, bool) or not isinstance(shards, numbers.Integral) or shards < 1:
-        raise ParameterError(f"shards must be a whole number >= 1; got {shards!r}.")
-    if shards > MAX_SHARDS:
-        raise ParameterError(
-            f"shards must be at most {MAX_SHARDS:,}: each shard is one Python task that emits its own "
-            f"(step, level) cells, so work and shuffle grow with the shard count; got {shards!r}."
-        )
-    return int(shards)
 
 
 def continual_summaries(

@@ -53,7 +53,7 @@ Everything that fixes what a step means is recorded when the checkpoint is
 created and a resumed run with another value is refused (ParameterError
 naming the option): the source folder and format, the files' schema (the
 saved one is used on resume), files_per_step, the trigger, the horizon, the
-mechanism and its parameters. The state file carries a checksum (an edited
+method and its parameters. The state file carries a checksum (an edited
 file is refused), and each micro-batch's files are checked for the stream's
 columns before the step is released (``dp_spark.streaming.files``).
 
@@ -69,8 +69,11 @@ sensitivity is unchanged and a bad row never halts the query; deletes of
 absent items are ignored; events in micro-batches after the horizon are not
 counted.
 
-Bounded by design: horizon <= MAX_HORIZON (``dp_spark.stages.continual``),
-files_per_step <= MAX_FILES_PER_STEP, state_partitions <= MAX_STATE_PARTITIONS.
+Parameters: the release's (ρ, horizon, method, ...) are checked and ρ split by
+the batch release's plan (``dp_spark.plans.continual_distinct``, with
+``stream=True``); the stream's own options by ``dp_spark.streaming.options``.
+Bounded by design: horizon <= MAX_HORIZON, files_per_step <=
+MAX_FILES_PER_STEP, state_partitions <= MAX_STATE_PARTITIONS.
 """
 
 from __future__ import annotations
@@ -89,120 +92,53 @@ from typing import Any
 import numpy as np
 from pyspark.sql import functions as F
 
-from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, ContinualCounter
 from dp_spark.errors import InputError, ParameterError, SparkJobError
 from dp_spark.noise import make_rng
-from dp_spark.releases.continual_distinct import (
-    RULES,
-    build_release,
-    effective_flippancy,
-    series_frame,
-    validate,
-)
+from dp_spark.plan import Plan
+from dp_spark.plans.continual_distinct import GRID_CONDITION, next_power_of_two  # noqa: F401 - GRID_CONDITION re-exported
+from dp_spark.plans.continual_distinct import plan as make_plan
+from dp_spark.releases.continual_distinct import build_release, series_frame
 from dp_spark.sparkjobs import _spark_exception_types, error_class, spark_job
 from dp_spark.streaming.checkpoint import KIND, SPARK_DIR, VERSION, MechanismCheckpoint, StepSink, local_directory
 from dp_spark.streaming.files import batch_files, missing_column
 from dp_spark.streaming.items import CROSS, DELTA, LEVEL, OP, ORDER, OUTPUT_SCHEMA, STATE_SCHEMA, make_update
+from dp_spark.streaming.options import (  # noqa: F401 - MAX_*: re-exported
+    AVAILABLE_NOW,
+    MAX_FILES_PER_STEP,
+    MAX_STATE_PARTITIONS,
+    grid_note,
+    step_grid,
+    validate_files_per_step,
+    validate_state_partitions,
+    validate_timeout,
+    validate_trigger,
+)
 
 log = logging.getLogger(__name__)
 
-AVAILABLE_NOW = "available-now"
-INTERVAL = "interval"
 ITEM = "item"
-MAX_FILES_PER_STEP = 1_000  # each file of a step is listed, schema-checked and planned on the driver
-MAX_STATE_PARTITIONS = 1_000  # each state partition is a state store writing its own files every step
 # Resuming with another value of any of these is refused: they fix what a step
 # means, what was spent, or how it is released. Values: the option to name.
 _CONFIG_KEYS = {
-    "rho": "--rho", "horizon": "--horizon", "mechanism": "--mechanism", "max_flippancy": "--max-flippancy",
+    "rho": "--rho", "horizon": "--horizon", "mechanism": "--method", "max_flippancy": "--max-flippancy",
     "beta": "--beta", "delta": "--delta", "seed": "--seed", "item_col": "--item-col", "op_col": "--op-col",
     "time_col": "--time-col", "step_grid": "--trigger", "trigger": "--trigger", "source": "--input",
     "format": "--format", "files_per_step": "--files-per-step", "schema": "the input files' schema",
 }
 
-GRID_CONDITION = (
-    "the step grid (which source files form which step) does not depend on the data: removing one "
-    "item's events leaves every other event in the same step"
-)
+#: Keys of the saved checkpoint config named otherwise in the API (the saved
+#: format keeps its key, so checkpoints made before the rename still resume).
+_API_NAMES = {"mechanism": "method"}
 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def validate_files_per_step(files_per_step) -> int:
-    if isinstance(files_per_step, bool) or not isinstance(files_per_step, int) or files_per_step < 1:
-        raise ParameterError(f"files_per_step must be a whole number >= 1; got {files_per_step!r}.")
-    if files_per_step > MAX_FILES_PER_STEP:
-        raise ParameterError(
-            f"files_per_step must be at most {MAX_FILES_PER_STEP:,}: every file of a step is listed, "
-            f"schema-checked and planned on the driver; merge the files upstream; got {files_per_step!r}."
-        )
-    return files_per_step
-
-
-def validate_state_partitions(state_partitions) -> int | None:
-    if state_partitions is None:
-        return None
-    if isinstance(state_partitions, bool) or not isinstance(state_partitions, int) or state_partitions < 1:
-        raise ParameterError(f"state_partitions must be a whole number >= 1; got {state_partitions!r}.")
-    if state_partitions > MAX_STATE_PARTITIONS:
-        raise ParameterError(
-            f"state_partitions must be at most {MAX_STATE_PARTITIONS:,}: each partition is a state store "
-            f"that writes its own files at every step; got {state_partitions!r}."
-        )
-    return state_partitions
-
-
-def validate_trigger(trigger: str) -> str:
-    """'available-now' or a processing-time interval such as '10 seconds'."""
-    if not isinstance(trigger, str) or not trigger.strip():
-        raise ParameterError("trigger must be 'available-now' or an interval such as '10 seconds'.")
-    text = trigger.strip().lower()
-    if text in (AVAILABLE_NOW, "availablenow", "available_now"):
-        return AVAILABLE_NOW
-    parts = text.split()
-    units = ("second", "seconds", "minute", "minutes", "hour", "hours", "millisecond", "milliseconds")
-    try:
-        ok = len(parts) == 2 and float(parts[0]) > 0 and parts[1] in units
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ParameterError(
-            f"trigger must be 'available-now' or an interval such as '10 seconds'; got {trigger!r}."
-        )
-    return text
-
-
-def step_grid(trigger: str) -> str:
-    """The kind of step grid a (validated) trigger makes: available-now (one
-    group of files_per_step files per step) or interval (one trigger interval
-    per step, empty intervals included)."""
-    return AVAILABLE_NOW if trigger == AVAILABLE_NOW else INTERVAL
-
-
-def grid_note(grid: str, files_per_step: int) -> str:
-    """The report's note on how steps are formed and when the guarantee holds."""
-    if grid == AVAILABLE_NOW:
-        how = (
-            f"each step is the next {files_per_step} source file(s) in Spark's order (modification "
-            "time). The guarantee assumes the files are cut on a schedule fixed in advance (one file "
-            "set per period, an empty file for a period without events), never by content"
-        )
-    else:
-        how = (
-            "each trigger interval is one step, with or without new files (a no-data micro-batch "
-            "makes a step without change). The grid is processing time: in each run it starts with "
-            "the first micro-batch with new files, makes no steps while the query is stopped, and "
-            "drops the ticks a micro-batch overran; the guarantee assumes file arrival and batch "
-            "timing do not depend on the data"
-        )
-    return f"Streaming step grid: {how}. Privacy holds provided {GRID_CONDITION}."
-
-
 def tree_horizon_of(horizon: int) -> int:
-    return 1 << (int(horizon) - 1).bit_length()
+    return next_power_of_two(horizon)
 
 
 def _generator_state(rng: np.random.Generator) -> dict:
@@ -409,7 +345,7 @@ def _check_same_config(saved: dict, config: dict) -> None:
             if key == "schema":
                 was = "another schema of the input files"
             else:
-                was = f"{key} = {saved.get(key)!r} ({option}), not {config.get(key)!r}"
+                was = f"{_API_NAMES.get(key, key)} = {saved.get(key)!r} ({option}), not {config.get(key)!r}"
             raise ParameterError(
                 f"the checkpoint was created with {was}; it fixes what a step means, so resume with the "
                 "same options, or use a new checkpoint directory and sink (a new stream, which spends "
@@ -469,7 +405,7 @@ def continual_distinct_stream(
     sink: str,
     rho: float,
     horizon: int,
-    mechanism: str = DEFAULT_METHOD,
+    method: str = DEFAULT_METHOD,
     max_flippancy: int | None = None,
     time_col: str | None = "time",
     item_col: str = "item",
@@ -488,19 +424,24 @@ def continual_distinct_stream(
 ):
     """Run (or resume) the streaming release; return a Release of the steps released so far.
 
-    Item-level ρ-zCDP for the whole series of ``horizon`` steps (module
-    docstring). ``checkpoint``: a local directory holding Spark's checkpoint
-    and the CONFIDENTIAL mechanism state; ``sink``: a local directory getting
-    one JSON record per released step. ``trigger``: "available-now"
-    (preferred: process the files present, ``files_per_step`` per step, then
-    return; run again later to continue) or an interval such as "10 seconds"
-    (every interval is one step, with or without new files; run until the
-    horizon or ``timeout`` seconds). ``horizon`` is required (at most
-    MAX_HORIZON), ``files_per_step`` at most MAX_FILES_PER_STEP,
-    ``state_partitions`` at most MAX_STATE_PARTITIONS. The guarantee assumes the step grid —
-    which files form which step — does not depend on the data (module
-    docstring); the trigger kind is fixed per checkpoint. ``time_col``
-    (optional in the files) orders events inside a micro-batch.
+    Item-level ρ-zCDP for the whole series of ``horizon`` steps (Jain et al.
+    2023, the mechanisms of the batch release, run one step at a time by
+    ``ContinualCounter``), provided the step grid does not depend on the
+    data (module docstring). The release parameters (``rho``, ``horizon``,
+    ``method``, ``max_flippancy``, ``beta``, ``delta``, ``seed``, the
+    columns) are checked, and ρ split, by the same plan as the batch release
+    (``dp_spark.plans.continual_distinct.plan(..., stream=True)``).
+
+    ``checkpoint``: a local directory holding Spark's checkpoint and the
+    CONFIDENTIAL mechanism state; ``sink``: a local directory getting one
+    JSON record per released step. ``trigger``: "available-now" (preferred:
+    process the files present, ``files_per_step`` per step, then return; run
+    again later to continue) or an interval such as "10 seconds" (every
+    interval is one step, with or without new files; run until the horizon
+    or ``timeout`` seconds). ``horizon`` is required (at most MAX_HORIZON),
+    ``files_per_step`` at most MAX_FILES_PER_STEP, ``state_partitions`` at
+    most MAX_STATE_PARTITIONS; the trigger kind is fixed per checkpoint.
+    ``time_col`` (optional in the files) orders events inside a micro-batch.
     ``budget``: ρ is spent from it only when a new checkpoint is created;
     a new checkpoint is refused (InputError) where ``<checkpoint>/spark`` or
     step files in ``sink`` already exist.
@@ -514,28 +455,22 @@ def continual_distinct_stream(
     fixes what a step means changed is refused (ParameterError naming it).
     Ctrl-C stops the query between steps and raises KeyboardInterrupt whose
     message says how many steps are released and where.
+
+    Returns a :class:`~dp_spark.Release` like the batch release's (``series``
+    a Spark DataFrame of the released steps, ``result["released_count"]``
+    how many), its parameters adding the stream's (trigger, step grid,
+    checkpoint, sink, whether it resumed).
     """
-    rho, horizon, mechanism, max_flippancy, seed, beta, delta = validate(
-        rho, horizon, mechanism, max_flippancy, seed, beta, delta
-    )  # horizon: required, at most MAX_HORIZON
+    plan = make_plan(rho=rho, horizon=horizon, method=method, time_col=time_col, item_col=item_col,
+                     op_col=op_col, max_flippancy=max_flippancy, beta=beta, delta=delta, seed=seed, stream=True)
     files_per_step = validate_files_per_step(files_per_step)
     trigger = validate_trigger(trigger)
     state_partitions = validate_state_partitions(state_partitions)
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
-        raise ParameterError(f"timeout must be a number of seconds > 0; got {timeout!r}.")
+    timeout = validate_timeout(timeout)
     checkpoint_dir = local_directory(checkpoint, "checkpoint")
     sink_dir = local_directory(sink, "sink")
-    tree_horizon = tree_horizon_of(horizon)
-    w = effective_flippancy(max_flippancy, tree_horizon)
-    grid = step_grid(trigger)
-    fmt = _stream_format(source, fmt)
-    config = {
-        "rho": rho, "horizon": horizon, "mechanism": mechanism, "max_flippancy": max_flippancy,
-        "beta": beta, "delta": delta, "seed": seed, "item_col": item_col, "op_col": op_col,
-        "time_col": time_col, "step_grid": grid, "trigger": trigger, "source": _source_text(source),
-        "format": fmt, "files_per_step": files_per_step,
-        "schema": None if schema is None else schema.json(),
-    }
+    config = _stream_config(plan, source, _stream_format(source, fmt), files_per_step, trigger, schema,
+                            None if seed is None else int(seed))
     store = MechanismCheckpoint(checkpoint_dir)
     step_sink = StepSink(sink_dir, seeded=seed is not None)
     resumed = store.exists()
@@ -544,38 +479,63 @@ def continual_distinct_stream(
 
     stream_schema = T.StructType.fromJson(json.loads(config["schema"]))
     events, has_order = _stream_events(  # schema checks: before anything is spent
-        spark, source, fmt, stream_schema, files_per_step, time_col, item_col, op_col
+        spark, source, config["format"], stream_schema, files_per_step, time_col, item_col, op_col
     )
-    if not resumed:
+    state = _begin(plan, budget, store, step_sink, config, state)
+    local = plan.spend(None)  # this run's split of ρ (spent once, when the checkpoint was created)
+    if state["step"] < plan["horizon"]:
+        required = [item_col, op_col] + ([time_col] if has_order else [])
+        writer = StepWriter(store, step_sink, plan["horizon"], files=(config["format"], required), progress=progress)
+        stream_writer = _stream_writer(events, has_order, counter_max_level(state), config["step_grid"], writer,
+                                       checkpoint_dir, trigger)
+        with _quiet_stream_logs(spark):
+            _run_query(spark, stream_writer, store, plan["horizon"], trigger, timeout, state_partitions, step_sink)
+        state = store.load()
+    records = _released_records(step_sink, state, sink_dir)
+    return _release(plan, spark, local, state, records, config, resumed, checkpoint_dir, sink_dir)
+
+
+def _begin(plan: Plan, budget, store: MechanismCheckpoint, step_sink: StepSink, config: dict,
+           state: dict | None) -> dict:
+    """The state to run from. A new stream (``state`` None) spends ρ from
+    ``budget`` (before any data is read) and saves a fresh mechanism state;
+    a resumed one spends nothing and re-writes its last SAVED record (a
+    crash may have come between saving it and writing the sink; no new
+    noise; a different record already there is refused)."""
+    if state is None:
         if budget is not None:
-            budget.spend(ZCDP(rho), label="continual-distinct (stream)")  # before any data is read
-        state = _new_state(config, tree_horizon, w)
+            budget.spend(plan.guarantee, label="continual-distinct (stream)")
+        state = _new_state(config, plan["tree_horizon"], plan["flippancy_bound"])
         store.save(state)
     store.take_error()  # a stale error of an earlier run
     if state["last_record"] is not None:
-        # Saved but perhaps not yet in the sink when the last run ended (a crash
-        # between save and sink write): write the SAVED record, no new noise.
-        # A different record already there is refused.
         step_sink.write(state["last_record"])
+    return state
 
-    if state["step"] < horizon:
-        required = [item_col, op_col] + ([time_col] if has_order else [])
-        writer = StepWriter(store, step_sink, horizon, files=(fmt, required), progress=progress)
-        stream_writer = _stream_writer(events, has_order, counter_max_level(state), grid, writer,
-                                       checkpoint_dir, trigger)
-        with _quiet_stream_logs(spark):
-            _run_query(spark, stream_writer, store, horizon, trigger, timeout, state_partitions, step_sink)
-        state = store.load()
 
-    records = step_sink.read()
-    records = [r for r in records if r["step"] <= state["step"]]
+def _stream_config(plan: Plan, source: str, fmt: str, files_per_step: int, trigger: str, schema, seed) -> dict:
+    """What the checkpoint records when it is created and a resumed run must
+    repeat (``_check_same_config``). The saved key of the method stays
+    ``mechanism`` (the checkpoint format)."""
+    return {
+        "rho": plan["rho"], "horizon": plan["horizon"], "mechanism": plan["method"],
+        "max_flippancy": plan["max_flippancy"], "beta": plan["beta"], "delta": plan["delta"],
+        "seed": seed, "item_col": plan["item_col"], "op_col": plan["op_col"],
+        "time_col": plan["time_col"], "step_grid": step_grid(trigger), "trigger": trigger,
+        "source": _source_text(source), "format": fmt, "files_per_step": files_per_step,
+        "schema": None if schema is None else schema.json(),
+    }
+
+
+def _released_records(step_sink: StepSink, state: dict, sink_dir: Path) -> list[dict]:
+    """The sink's records of the released steps 1..state["step"] (all of them, or refused)."""
+    records = [r for r in step_sink.read() if r["step"] <= state["step"]]
     if [r["step"] for r in records] != list(range(1, state["step"] + 1)):
         raise InputError(
             f"the sink {str(sink_dir)!r} is missing records of released steps; it must be the sink this "
             "checkpoint wrote to (do not edit it)."
         )
-    return _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, sink_dir,
-                    files_per_step, trigger)
+    return records
 
 
 def _stream_writer(events, has_order: bool, J: int, grid: str, writer: StepWriter, checkpoint_dir: Path,
@@ -735,18 +695,10 @@ def _interrupted_message(store: MechanismCheckpoint, sink: StepSink, horizon: in
     )
 
 
-def _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, sink_dir,
-             files_per_step, trigger):
-    horizon = config["horizon"]
-    series = series_frame(
-        [r["step"] for r in records],
-        [r["estimate"] for r in records],
-        [r["std"] for r in records],
-        [math.inf if r["error_bound"] is None else r["error_bound"] for r in records],
-        [r["flippancy_bound"] for r in records],
-    )
+def _stream_notes(plan: Plan, state: dict, config: dict) -> list[str]:
+    horizon, method, w = plan["horizon"], plan["method"], plan["flippancy_bound"]
     notes = [
-        grid_note(config["step_grid"], files_per_step),
+        grid_note(config["step_grid"], config["files_per_step"]),
         f"rho was spent once, when the checkpoint was created ({state['created']}); resumed runs "
         "re-draw no released noise and spend nothing more.",
     ]
@@ -754,49 +706,40 @@ def _release(state, records, config, tree_horizon, w, resumed, checkpoint_dir, s
         notes.append(f"The stream reached its horizon ({horizon} steps); later events are not counted.")
     else:
         notes.append(f"The stream is not finished: {state['step']} of {horizon} steps released so far.")
-    if config["mechanism"] in ("baseline", "auto"):
+    if method in ("baseline", "auto"):
         notes.append(
             "error_bound includes staleness, assuming the count changes by at most 1 per step; with "
             "several events per step the staleness term can be larger."
         )
-    if config["mechanism"] == "bounded":
+    if method == "bounded":
         notes.append(
             f"error_bound assumes every item flips at most w = {w} times; otherwise add the number of "
             "items with flippancy above w (not released)."
         )
-    if tree_horizon != horizon:
-        notes.append(f"The trees run over {tree_horizon} steps (the next power of two); steps 1..{horizon} are released.")
+    if plan["tree_horizon"] != horizon:
+        notes.append(f"The trees run over {plan['tree_horizon']} steps (the next power of two); "
+                     f"steps 1..{horizon} are released.")
+    return notes
+
+
+def _release(plan: Plan, spark, local: PrivacyFilter, state, records, config, resumed, checkpoint_dir, sink_dir):
+    """The Release of the steps released so far (saved records only)."""
+    series = series_frame(
+        [r["step"] for r in records],
+        [r["estimate"] for r in records],
+        [r["std"] for r in records],
+        [math.inf if r["error_bound"] is None else r["error_bound"] for r in records],
+        [r["flippancy_bound"] for r in records],
+    )
     parameters = {
-        **{k: config[k] for k in ("rho", "delta", "beta", "mechanism", "horizon", "max_flippancy")},
-        "tree_horizon": tree_horizon,
-        "flippancy_bound": w,
-        "item_col": config["item_col"],
-        "op_col": config["op_col"],
-        "time_col": config["time_col"],
-        "mode": "stream",
-        "trigger": trigger,
+        "trigger": config["trigger"],
         "step_grid": config["step_grid"],
-        "files_per_step": files_per_step,
+        "files_per_step": config["files_per_step"],
         "checkpoint": str(checkpoint_dir),
         "sink": str(sink_dir),
         "checkpoint_created": state["created"],
         "resumed": resumed,
-        "steps_released": state["step"],
-        "noise": "discrete gaussian",
-        "rules": list(RULES),
     }
-    return build_release(
-        series=series,
-        rho=config["rho"],
-        beta=config["beta"],
-        delta=config["delta"],
-        mechanism=config["mechanism"],
-        horizon=horizon,
-        tree_horizon=tree_horizon,
-        w=w,
-        seeded=config["seed"] is not None,
-        parameters=parameters,
-        notes=notes,
-        item_col=config["item_col"],
-        condition=GRID_CONDITION,
-    )
+    return build_release(plan, series=series, session=spark, local=local, method=config["mechanism"],
+                         seeded=config["seed"] is not None, parameters=parameters,
+                         notes=_stream_notes(plan, state, config))

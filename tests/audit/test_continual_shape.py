@@ -59,20 +59,23 @@ def _shape(run) -> dict:
     except Exception as exc:  # noqa: BLE001 - the shape records whether (and how) it raised
         return {"raised": type(exc).__name__, "spent": budget.spent.rho}
     report = release.to_dict()
+    series = release.series.toPandas()
     return {
         "raised": None,
-        "columns": list(release.series.columns),
-        "rows": len(release.series),
-        "steps": release.series.step.tolist(),
+        "columns": list(series.columns),
+        "rows": len(series),
+        "steps": series.step.tolist(),
         "keys": sorted(report),
         "parameter_keys": sorted(report["parameters"]),
+        "result_keys": sorted(report["result"]),
+        "released_count": report["result"]["released_count"],
         "spent": budget.spent.rho,
         "budget_split": report["budget_split"],
     }
 
 
-@pytest.mark.parametrize("mechanism", ["adaptive", "baseline"])
-def test_batch_shape_does_not_depend_on_one_item(spark, mechanism):
+@pytest.mark.parametrize("method", ["adaptive", "baseline"])
+def test_batch_shape_does_not_depend_on_one_item(spark, method):
     base = _base_rows(HORIZON, 40, seed=5)
     tables = {
         "D": base,
@@ -83,13 +86,14 @@ def test_batch_shape_does_not_depend_on_one_item(spark, mechanism):
     for name, rows in tables.items():
         df = spark.createDataFrame(rows, SCHEMA)
         shapes[name] = _shape(lambda budget, df=df: dp_spark.continual_distinct(
-            df, RHO, horizon=HORIZON, mechanism=mechanism, origin=1, seed=3, budget=budget))
+            df, rho=RHO, horizon=HORIZON, method=method, origin=1, seed=3, budget=budget))
     assert shapes["D"]["raised"] is None and shapes["D"]["rows"] == HORIZON
     assert shapes["D + malformed item"] == shapes["D"]
     assert shapes["D + late item"] == shapes["D"]
     # Without a horizon every table is refused alike, before anything is read or spent.
     refused = {name: _shape(lambda budget, rows=rows: dp_spark.continual_distinct(
-        spark.createDataFrame(rows, SCHEMA), RHO, origin=1, seed=3, budget=budget)) for name, rows in tables.items()}
+        spark.createDataFrame(rows, SCHEMA), rho=RHO, horizon=None, origin=1, seed=3, budget=budget))
+        for name, rows in tables.items()}
     assert all(shape == {"raised": "ParameterError", "spent": 0.0} for shape in refused.values()), refused
 
 

@@ -154,13 +154,13 @@ def test_bounded_count_noise_drawn_in_spark_is_integer(monkeypatch):
     assert_no_float_noise_on_counts(calls)
 
 
-@pytest.mark.parametrize("mechanism", ["auto", "adaptive", "bounded", "baseline"])
-def test_continual_distinct_adds_integer_noise(events, recorder, mechanism):
-    extra = {"max_flippancy": 2} if mechanism == "bounded" else {}
-    release = dp_spark.continual_distinct(events, 0.5, horizon=32, mechanism=mechanism, seed=3, **extra)
-    series = release.series
+@pytest.mark.parametrize("method", ["auto", "adaptive", "bounded", "baseline"])
+def test_continual_distinct_adds_integer_noise(events, recorder, method):
+    extra = {"max_flippancy": 2} if method == "bounded" else {}
+    release = dp_spark.continual_distinct(events, rho=0.5, horizon=32, method=method, seed=3, **extra)
+    series = release.series.toPandas()  # the artifact is a Spark DataFrame, one row per step
     assert isinstance(series, pd.DataFrame) and len(series) == 32
-    assert_whole([float(x) for x in series["estimate"] if math.isfinite(x)], f"continual {mechanism}")
+    assert_whole([float(x) for x in series["estimate"] if math.isfinite(x)], f"continual {method}")
     assert_no_float_noise_on_counts(recorder)
 
 

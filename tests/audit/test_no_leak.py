@@ -178,7 +178,7 @@ def _run_api(name, people, events):
         return dp_spark.top_k(people, k=3, epsilon=1.0, delta=1e-6, seed=SEED)
     if name == "count-release":
         return dp_spark.count_release(people, rho=0.5, delta=1e-6, kbar=50, seed=SEED)
-    return dp_spark.continual_distinct(events, 0.5, horizon=64, seed=SEED)
+    return dp_spark.continual_distinct(events, rho=0.5, horizon=64, seed=SEED)
 
 
 def _artifact_frames(release):

@@ -204,7 +204,7 @@ CASES = [
     # ---------------------------------------------------------------- continual-distinct
     ("cd-rho-zero", "continual-distinct", ["--rho", "0"], 2, "rho", "zcdp"),
     ("cd-horizon-zero", "continual-distinct", ["--horizon", "0"], 2, "horizon", "zcdp"),
-    ("cd-bounded-without-flippancy", "continual-distinct", ["--mechanism", "bounded", "--horizon", "8"], 2,
+    ("cd-bounded-without-flippancy", "continual-distinct", ["--method", "bounded", "--horizon", "8"], 2,
      "max_flippancy", "zcdp"),
     ("cd-series-extension", "continual-distinct", ["--series", "{t}/series.txt"], 2,
      "--series must end in .parquet or .csv", "zcdp"),

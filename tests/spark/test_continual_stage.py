@@ -142,16 +142,22 @@ def events(spark):
     return spark.createDataFrame(pdf).cache(), truth
 
 
-def test_release_report_and_series(events):
+def test_release_report_and_series(events, report_schema):
+    import jsonschema
+
     df, truth = events
-    release = dp_spark.continual_distinct(df, 0.5, horizon=100, seed=1)
-    series = release.series
-    assert list(series.columns[:2]) == ["step", "estimate"] and len(series) == 100
+    release = dp_spark.continual_distinct(df, rho=0.5, horizon=100, seed=1)
+    series = release.series.toPandas()  # a Spark DataFrame artifact, one row per step
+    assert list(series.columns) == ["step", "estimate", "std", "error_bound", "flippancy_bound"] and len(series) == 100
     assert series.step.tolist() == list(range(1, 101))
     report = release.to_dict()
-    json.dumps(report)
-    assert report["release"] == "continual-distinct" and report["privacy_unit"] == "item"
-    assert report["rho"] == 0.5 and report["guarantee"]["approx_dp_equivalent"]["delta"] == 1e-6
+    jsonschema.validate(json.loads(json.dumps(report)), report_schema)
+    assert report["release"] == "continual-distinct" and report["privacy"]["privacy_unit"] == "item"
+    assert report["privacy"]["kind"] == "zcdp" and report["privacy"]["rho"] == 0.5
+    assert report["privacy"]["approx_dp_equivalent"]["delta"] == 1e-6
+    assert report["parameters"]["method"] == "auto" and report["result"]["method"] == "auto"
+    assert report["result"]["released_count"] == 100 and report["result"]["horizon"] == 100
+    assert report["result"]["final_estimate"] == series.estimate.iloc[-1]
     assert sum(part["rho"] for part in report["budget_split"]) == pytest.approx(0.5)
     assert report["seeded"] is True and report["publishable"] is False
     assert report["parameters"]["tree_horizon"] == 128 and report["parameters"]["horizon_given"] is True
@@ -161,11 +167,11 @@ def test_release_report_and_series(events):
     # (several events per step) breaks; the assumption is in the statement. Algorithm 3's
     # bound needs no such assumption: check that one holds.
     assert "at most 1 per step" in report["statement"]
-    adaptive = dp_spark.continual_distinct(df, 0.5, horizon=100, mechanism="adaptive", seed=1).series
+    adaptive = dp_spark.continual_distinct(df, rho=0.5, horizon=100, method="adaptive", seed=1).series.toPandas()
     assert np.all(np.abs(adaptive.estimate - truth) <= adaptive.error_bound)  # the stated bound holds
-    again = dp_spark.continual_distinct(df, 0.5, horizon=100, seed=1)
-    pd.testing.assert_frame_equal(series, again.series)
-    unseeded = dp_spark.continual_distinct(df, 0.5, horizon=100, mechanism="bounded", max_flippancy=3)
+    again = dp_spark.continual_distinct(df, rho=0.5, horizon=100, seed=1)
+    pd.testing.assert_frame_equal(series, again.series.toPandas())
+    unseeded = dp_spark.continual_distinct(df, rho=0.5, horizon=100, method="bounded", max_flippancy=3)
     assert unseeded.to_dict()["publishable"] is True
     assert unseeded.flippancy_bound == 4  # rounded up to a power of two, stated in the notes
     assert any("rounded up" in n or "was used as w" in n for n in unseeded.notes)
@@ -176,9 +182,10 @@ def test_every_mechanism_is_exact_when_the_noise_vanishes(events):
     count at every step (adaptive and baseline included), so the wiring from
     the stage to the series is right."""
     df, truth = events
-    for mechanism, extra in (("auto", {}), ("adaptive", {}), ("bounded", {"max_flippancy": 4}), ("baseline", {})):
-        release = dp_spark.continual_distinct(df, 1e12, horizon=100, mechanism=mechanism, seed=2, **extra)
-        np.testing.assert_allclose(release.series.estimate, truth, atol=0.05)
+    for method, extra in (("auto", {}), ("adaptive", {}), ("bounded", {"max_flippancy": 4}), ("baseline", {})):
+        release = dp_spark.continual_distinct(df, rho=1e12, horizon=100, method=method, seed=2, **extra)
+        assert release.result["method"] == method and release.parameters["method"] == method
+        np.testing.assert_allclose(release.series.toPandas().estimate, truth, atol=0.05)
 
 
 def test_release_refuses_bad_parameters_and_overspending_before_reading(spark, events):
@@ -187,13 +194,13 @@ def test_release_refuses_bad_parameters_and_overspending_before_reading(spark, e
     budget.spend(ZCDP(0.8))
     poisoned = df.selectExpr("time", "item", "CAST(raise_error('read!') AS INT) AS op")  # any read fails
     with pytest.raises(BudgetExceededError):
-        dp_spark.continual_distinct(poisoned, 0.5, horizon=100, budget=budget)
+        dp_spark.continual_distinct(poisoned, rho=0.5, horizon=100, budget=budget)
     assert budget.spent.rho == pytest.approx(0.8)
     for kwargs, fragment in [
         ({"rho": 0.0}, "rho"),
-        ({"rho": 1.0, "mechanism": "bounded"}, "max_flippancy"),
-        ({"rho": 1.0, "max_flippancy": 4}, "only to mechanism 'bounded'"),
-        ({"rho": 1.0, "mechanism": "magic"}, "mechanism"),
+        ({"rho": 1.0, "method": "bounded"}, "max_flippancy"),
+        ({"rho": 1.0, "max_flippancy": 4}, "only to method 'bounded'"),
+        ({"rho": 1.0, "method": "magic"}, "method must be one of auto, adaptive, bounded, baseline"),
         ({"rho": 1.0, "horizon": -3}, "horizon"),
         ({"rho": 1.0, "step_size": 0}, "step_size"),
         ({"rho": 1.0, "horizon": 2**22 + 1}, r"at most 2\^22"),
@@ -206,7 +213,7 @@ def test_release_refuses_bad_parameters_and_overspending_before_reading(spark, e
     stamped = poisoned.selectExpr("timestamp_seconds(time) AS time", "item", "op")
     fresh = PrivacyFilter(ZCDP(1.0))
     with pytest.raises(ParameterError, match="needs origin"):
-        dp_spark.continual_distinct(stamped, 0.5, horizon=100, budget=fresh)
+        dp_spark.continual_distinct(stamped, rho=0.5, horizon=100, budget=fresh)
     assert fresh.spent.rho == 0.0
 
 
@@ -224,22 +231,23 @@ def test_cli_built_in_stream_writes_series_and_report(capsys, tmp_path, spark):
                           "--output", str(report_path))
     assert code == 0, err
     report = json.loads(report_path.read_text())
-    assert report["horizon"] == 64 and report["mechanism"] == "auto" and report["privacy_unit"] == "item"
+    assert report["result"]["horizon"] == 64 and report["result"]["method"] == "auto"
+    assert report["privacy"]["privacy_unit"] == "item" and report["result"]["released_count"] == 64
     series = pd.read_parquet(tmp_path / "report_series.parquet")  # default: beside the report
     assert series.step.tolist() == list(range(1, 65)) and "estimate" in series
     assert "NOT private" in out
     csv_path = tmp_path / "series.csv"
-    code, out, err = _cli(capsys, "--rows", "3000", "--horizon", "64", "--mechanism", "baseline",
+    code, out, err = _cli(capsys, "--rows", "3000", "--horizon", "64", "--method", "baseline",
                           "--series", str(csv_path), "--seed", "3", "--quiet")
     assert code == 0, err
-    assert json.loads(out)["mechanism"] == "baseline" and len(pd.read_csv(csv_path)) == 64
+    assert json.loads(out)["result"]["method"] == "baseline" and len(pd.read_csv(csv_path)) == 64
 
 
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["--rho", "0"], "rho must be a finite number > 0"),
-        (["--mechanism", "bounded"], "needs max_flippancy"),
+        (["--rho", "0"], "rho must be a positive finite number (> 0)"),
+        (["--method", "bounded"], "needs max_flippancy"),
         (["--budget-rho", "0.1", "--rho", "0.5"], "budget"),
         (["--series", "out.txt"], "--series must end in"),
         (["--stream", "--input", "{tmp}", "--format", "json"], "horizon is required"),
@@ -282,17 +290,19 @@ def test_horizon_is_required_before_any_read(spark):
     resize anything."""
     base = spark.createDataFrame([(1, "a", 1), (2, "b", 1), (4, "a", -1)], "time long, item string, op int")
     budget = PrivacyFilter(ZCDP(1.0))
+    with pytest.raises(TypeError, match="horizon"):  # a required keyword-only parameter
+        dp_spark.continual_distinct(_poisoned(base), rho=0.5, budget=budget)
     with pytest.raises(ParameterError, match="horizon is required"):
-        dp_spark.continual_distinct(_poisoned(base), 0.5, budget=budget)
+        dp_spark.continual_distinct(_poisoned(base), rho=0.5, horizon=None, budget=budget)
     assert budget.spent.rho == 0.0
     with pytest.raises(ParameterError, match="horizon is required"):
         continual_summaries(_poisoned(base))
     # One extra item at step 5 changes nothing about the shape of the output.
     more = base.union(spark.createDataFrame([(5, "z", 1)], "time long, item string, op int"))
-    small = dp_spark.continual_distinct(base, 0.5, horizon=4, seed=1)
-    large = dp_spark.continual_distinct(more, 0.5, horizon=4, seed=1)
-    assert len(small.series) == len(large.series) == 4
-    pd.testing.assert_frame_equal(small.series, large.series)  # the late event is dropped
+    small = dp_spark.continual_distinct(base, rho=0.5, horizon=4, seed=1)
+    large = dp_spark.continual_distinct(more, rho=0.5, horizon=4, seed=1)
+    assert small.series.count() == large.series.count() == 4
+    pd.testing.assert_frame_equal(small.series.toPandas(), large.series.toPandas())  # the late event is dropped
     assert small.to_dict()["budget_split"] == large.to_dict()["budget_split"]
 
 
@@ -310,9 +320,9 @@ def test_bad_values_are_dropped_per_event_after_no_error(spark):
     clean = spark.createDataFrame(good, schema)
     dirty = spark.createDataFrame(good + bad, schema)
     budget = PrivacyFilter(ZCDP(2.0))
-    want = dp_spark.continual_distinct(clean, 0.5, horizon=4, origin=1, seed=3)
-    got = dp_spark.continual_distinct(dirty, 0.5, horizon=4, origin=1, seed=3, budget=budget)
-    pd.testing.assert_frame_equal(got.series, want.series)
+    want = dp_spark.continual_distinct(clean, rho=0.5, horizon=4, origin=1, seed=3)
+    got = dp_spark.continual_distinct(dirty, rho=0.5, horizon=4, origin=1, seed=3, budget=budget)
+    pd.testing.assert_frame_equal(got.series.toPandas(), want.series.toPandas())
     assert budget.spent.rho == pytest.approx(0.5)
     assert any("dropped" in rule for rule in got.to_dict()["parameters"]["rules"])
     # Integer times at the long range's ends must not overflow (ANSI mode raises).
@@ -337,7 +347,7 @@ def test_inexact_item_ids_are_refused_before_spending(spark, ddl):
     df = spark.createDataFrame([], f"time long, item {ddl}, op int")
     budget = PrivacyFilter(ZCDP(1.0))
     with pytest.raises(SchemaError, match=r"item column 'item' .*(floating-point|collation)"):
-        dp_spark.continual_distinct(_poisoned(df), 0.5, horizon=4, budget=budget)
+        dp_spark.continual_distinct(_poisoned(df), rho=0.5, horizon=4, budget=budget)
     assert budget.spent.rho == 0.0
     with pytest.raises(SchemaError, match="item column"):
         continual_summaries(df, horizon=4)

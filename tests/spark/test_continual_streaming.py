@@ -65,7 +65,9 @@ def _expected(steps: dict[int, list[tuple]], released: int = HORIZON) -> list[fl
     ]
 
 
-def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path, monkeypatch):
+def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path, monkeypatch, report_schema):
+    import jsonschema
+
     source, ckpt, sink = tmp_path / "in", tmp_path / "ckpt", tmp_path / "out"
     source.mkdir()
     steps = _steps(seed=4)
@@ -76,7 +78,7 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path,
     for step in (1, 2):
         _write_step(source, step, steps[step])
     first = continual_distinct_stream(spark, str(source), **run)
-    assert first.series.step.tolist() == [1, 2] and first.parameters["resumed"] is False
+    assert first.series.toPandas().step.tolist() == [1, 2] and first.parameters["resumed"] is False
     assert budget.spent.rho == pytest.approx(RHO)
     released = {p.name: p.read_bytes() for p in sink.iterdir()}
     assert sorted(released) == ["step-000000001.json", "step-000000002.json"]
@@ -113,19 +115,21 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path,
     assert json.loads((sink / "step-000000003.json").read_text()) == mark_record(saved["last_record"], True)
 
     assert second.parameters["resumed"] is True
-    assert second.series.step.tolist() == [1, 2, 3, 4] and second.steps_released == HORIZON
+    assert second.series.toPandas().step.tolist() == [1, 2, 3, 4] and second.released_count == HORIZON
     for name, content in released.items():  # released steps are never re-drawn or changed
         assert (sink / name).read_bytes() == content
-    np.testing.assert_allclose(second.series.estimate, _expected(steps), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(second.series.toPandas().estimate, _expected(steps), rtol=0, atol=1e-9)
     report = second.to_dict()
-    assert report["rho"] == RHO and sum(p["rho"] for p in report["budget_split"]) == pytest.approx(RHO)
+    jsonschema.validate(json.loads(json.dumps(report)), report_schema)
+    assert report["result"]["method"] == "auto" and report["result"]["released_count"] == HORIZON
+    assert report["privacy"]["rho"] == RHO and sum(p["rho"] for p in report["budget_split"]) == pytest.approx(RHO)
     assert budget.spent.rho == pytest.approx(RHO)  # the resumed run spent nothing
-    assert any("reached its horizon" in note for note in report["notes"])
+    assert any("reached its horizon" in note for note in report["result"]["notes"])
     state = MechanismCheckpoint(ckpt).load()
     assert state["step"] == HORIZON
 
     assert report["parameters"]["step_grid"] == "available-now" and GRID_CONDITION in report["statement"]
-    assert GRID_CONDITION in report["neighbouring"]
+    assert GRID_CONDITION in report["privacy"]["neighbouring"]
 
     with pytest.raises(ParameterError, match="checkpoint was created with rho"):
         continual_distinct_stream(spark, str(source), **{**run, "rho": 0.7})
@@ -138,7 +142,7 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path,
     for change, fragment in [
         ({"files_per_step": 2}, r"files_per_step = 1 \(--files-per-step\), not 2"),
         ({"horizon": 8}, r"horizon = 4 \(--horizon\), not 8"),
-        ({"mechanism": "baseline"}, r"mechanism = 'auto' \(--mechanism\), not 'baseline'"),
+        ({"method": "baseline"}, r"method = 'auto' \(--method\), not 'baseline'"),
         ({"schema": "time double, thing string, op long"}, "another schema of the input files"),
     ]:
         if "schema" in change:
@@ -159,7 +163,7 @@ def test_stream_restart_resumes_without_redrawing_or_respending(spark, tmp_path,
         continual_distinct_stream(spark, str(source), **run)
     (ckpt / "mechanism.json").write_text(saved_text)
     third = continual_distinct_stream(spark, str(source), **run)  # finished: nothing runs, nothing changes
-    pd.testing.assert_frame_equal(third.series, second.series)
+    pd.testing.assert_frame_equal(third.series.toPandas(), second.series.toPandas())
 
     # The mechanism state lost while Spark's checkpoint and the sink remain: a
     # new state would restart at step 0, spend rho again and re-draw released
@@ -219,7 +223,7 @@ def test_cli_stream_drops_bad_values_reports_progress_and_interrupts_cleanly(cap
     assert code == 0, err
     assert "step 1/" not in err  # --quiet: no progress lines
     got = json.loads((tmp_path / "r.json").read_text())
-    assert got["steps_released"] == 3
+    assert got["result"]["released_count"] == 3
     estimates = [r["estimate"] for r in StepSink(tmp_path / "out").read()]
     np.testing.assert_allclose(estimates, _expected(steps, released=3), rtol=0, atol=1e-9)
 
@@ -234,7 +238,7 @@ def test_stream_file_with_other_columns_fails_its_step(spark, tmp_path):
     _write_step(source, 1, [(1.0, "a", 1), (1.2, "b", 1)])
     run = dict(checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"), rho=RHO, horizon=HORIZON,
                seed=SEED, state_partitions=1)
-    assert continual_distinct_stream(spark, str(source), **run).steps_released == 1
+    assert continual_distinct_stream(spark, str(source), **run).released_count == 1
     path = source / "events-0002.json"
     path.write_text('{"time": 2.0, "thing": "c", "op": 1}\n')
     os.utime(path, (1_700_000_002, 1_700_000_002))
@@ -275,14 +279,14 @@ def test_interval_trigger_makes_a_step_of_every_interval(spark, tmp_path):
     got = continual_distinct_stream(spark, str(source), checkpoint=str(tmp_path / "ckpt"),
                                     sink=str(tmp_path / "out"), rho=RHO, horizon=3, seed=SEED,
                                     trigger="1 second", timeout=90, state_partitions=1)
-    assert got.series.step.tolist() == [1, 2, 3] and got.parameters["step_grid"] == "interval"
+    assert got.series.toPandas().step.tolist() == [1, 2, 3] and got.parameters["step_grid"] == "interval"
     assert any("each trigger interval is one step" in note for note in got.notes)
     counter = ContinualCounter(4, RHO, "auto")
     rng = make_rng(SEED)
     summaries = stream_summaries([1, 1, 1, 1], ["a", "b", "b", "c"], [1, 1, -1, 1], 4, order=[1.0, 1.0, 1.5, 1.2])
     want = [counter.step(rng, z=summaries.z[t], z_truncated=summaries.z_truncated[:, t],
                          over_counts=summaries.over_counts[:, t]).estimate for t in range(3)]
-    np.testing.assert_allclose(got.series.estimate, want, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(got.series.toPandas().estimate, want, rtol=0, atol=1e-9)
 
 
 def test_cli_stream_demo(capsys, tmp_path, spark):
@@ -295,7 +299,7 @@ def test_cli_stream_demo(capsys, tmp_path, spark):
     out, err = capsys.readouterr()
     assert code == 0, err
     got = json.loads(report.read_text())
-    assert got["steps_released"] == 2 and got["parameters"]["mode"] == "stream"
+    assert got["result"]["released_count"] == 2 and got["parameters"]["mode"] == "stream"
     assert pd.read_csv(tmp_path / "series.csv").step.tolist() == [1, 2]
     assert len(list((tmp_path / "ckpt" / "demo-input").glob("events-*.json"))) == 2
     shutil.rmtree(tmp_path / "ckpt")

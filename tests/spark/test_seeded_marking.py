@@ -62,7 +62,7 @@ def test_items_parquet_is_not_marked_without_seed(capsys, tmp_path, spark):
 @pytest.mark.parametrize("suffix", ["parquet", "csv"])
 def test_continual_series_is_marked_when_seeded(capsys, tmp_path, spark, suffix):
     series = tmp_path / f"series.{suffix}"
-    run(capsys, "continual-distinct", "--rows", "3000", "--horizon", "16", "--mechanism", "baseline",
+    run(capsys, "continual-distinct", "--rows", "3000", "--horizon", "16", "--method", "baseline",
         "--series", str(series), "--seed", "3", "--output", str(tmp_path / "r.json"))
     frame = pd.read_csv(series) if suffix == "csv" else pd.read_parquet(series)
     assert frame[COLUMN].tolist() == [True] * 16 and frame.step.tolist() == list(range(1, 17))
@@ -70,7 +70,7 @@ def test_continual_series_is_marked_when_seeded(capsys, tmp_path, spark, suffix)
         assert frame.attrs.get(KEY) == NOTICE
         assert spark.read.parquet(str(series)).select(COLUMN).distinct().collect()[0][0] is True
     unseeded = tmp_path / f"plain.{suffix}"
-    run(capsys, "continual-distinct", "--rows", "3000", "--horizon", "16", "--mechanism", "baseline",
+    run(capsys, "continual-distinct", "--rows", "3000", "--horizon", "16", "--method", "baseline",
         "--series", str(unseeded), "--output", str(tmp_path / "r2.json"))
     plain = pd.read_csv(unseeded) if suffix == "csv" else pd.read_parquet(unseeded)
     assert COLUMN not in plain and KEY not in plain.attrs

@@ -756,3 +756,90 @@ def test_error_bound_covers_the_truth_in_1_minus_beta_of_runs(mechanism, kwargs)
         out = continual_counts(s, 0.3, mechanism, rng=np.random.default_rng(run), beta=beta, **kwargs)
         covered += bool(np.all(np.abs(out.estimates - truth) <= out.error_bound))
     assert covered / runs >= 0.74
+
+
+# ---------------------------------------------------------------- the release's plan (no Spark)
+from dp_spark.plans.continual_distinct import GRID_CONDITION, MAX_HORIZON, MAX_SHARDS  # noqa: E402
+from dp_spark.plans.continual_distinct import plan as continual_plan  # noqa: E402
+
+
+@pytest.mark.parametrize("method,extra", [
+    ("auto", {}), ("adaptive", {}), ("bounded", {"max_flippancy": 3}), ("baseline", {}),
+])
+def test_plan_splits_rho_as_the_mechanism_layer_over_the_tree_horizon(method, extra):
+    """The plan's steps are the mechanism layer's data-independent ledger
+    over the tree horizon (the next power of two), with w rounded up; the
+    guarantee is ρ-zCDP with its (ε, δ) equivalent, and the parts never add
+    up to more than ρ."""
+    from dp_spark.accounting import ZCDP
+
+    plan = continual_plan(rho=0.5, horizon=100, method=method, delta=1e-5, **extra)
+    w = 4 if method == "bounded" else None
+    assert [(label, cost.rho) for label, cost in plan.steps] == budget_split(method, 0.5, 128, 0.05, w)
+    assert plan.guarantee == ZCDP(0.5) and plan.equivalent == ZCDP(0.5).to_approx(1e-5)
+    local = plan.spend()  # every step charged within ρ
+    assert local.spent.rho <= 0.5
+    assert plan["method"] == method and plan["tree_horizon"] == 128 and plan["flippancy_bound"] == w
+    assert plan.privacy_unit == "item" and GRID_CONDITION not in plan.neighbouring
+    assert plan.to_dict()["privacy"]["approx_dp_equivalent"]["delta"] == 1e-5
+    assert continual_plan(rho=0.5, horizon=100).parameters["method"] == DEFAULT_METHOD
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    ({"rho": 0.0}, "rho must be a positive finite number"),
+    ({"horizon": None}, "horizon is required"),
+    ({"horizon": 0}, "horizon must be a whole number"),
+    ({"horizon": 2.5}, "horizon must be a whole number"),
+    ({"horizon": MAX_HORIZON + 1}, r"at most 2\^22 = 4,194,304 steps"),
+    ({"method": "magic"}, "method must be one of auto, adaptive, bounded, baseline"),
+    ({"method": "bounded"}, "method 'bounded' needs max_flippancy"),
+    ({"max_flippancy": 4}, "max_flippancy applies only to method 'bounded'"),
+    ({"method": "bounded", "max_flippancy": 0}, "max_flippancy must be a whole number"),
+    ({"beta": 1.0}, "beta must be strictly between 0 and 1"),
+    ({"delta": 0.0}, "delta must be strictly between 0 and 1"),
+    ({"shards": MAX_SHARDS + 1}, "shards must be at most 10,000"),
+    ({"shards": 0}, "shards must be a whole number"),
+    ({"step_size": 0}, "step_size must be a positive finite number"),
+    ({"origin": [1]}, "origin must be a number, an ISO date/time string or a datetime"),
+    ({"seed": -1}, "seed must be a whole number >= 0"),
+])
+def test_plan_refuses_bad_parameters(kwargs, fragment):
+    with pytest.raises(ParameterError, match=fragment):
+        continual_plan(**{"rho": 0.5, "horizon": 64, **kwargs})
+
+
+def test_stream_plan_states_the_step_grid_condition():
+    """The streaming plan is the batch plan plus its assumption: the same
+    split of ρ, the step-grid condition in the neighbouring relation, and
+    no batch time-mapping parameters."""
+    batch = continual_plan(rho=0.5, horizon=64, method="adaptive")
+    stream = continual_plan(rho=0.5, horizon=64, method="adaptive", stream=True)
+    assert stream.steps == batch.steps and stream.guarantee == batch.guarantee
+    assert GRID_CONDITION in stream.neighbouring and stream["mode"] == "stream"
+    assert "origin" not in stream.parameters and "origin" in batch.parameters
+
+
+def test_cli_dry_run_prints_the_plan_without_spark(capsys):
+    """``dp-spark continual-distinct --dry-run`` builds the same plan (no
+    Spark, nothing read); --method is the one name (no --mechanism); the
+    built-in demo data's public horizon fills a missing --horizon only
+    without --input."""
+    from dp_spark.cli import main
+    from dp_spark.session import active_session
+
+    code = main(["continual-distinct", "--dry-run", "--quiet", "--input", "events.parquet", "--horizon", "100",
+                 "--method", "bounded", "--max-flippancy", "3", "--rho", "0.25"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    want = continual_plan(rho=0.25, horizon=100, method="bounded", max_flippancy=3)
+    assert doc["plan"] is True and doc["budget_split"] == want.budget_split()
+    assert doc["parameters"]["method"] == "bounded" and doc["privacy"]["rho"] == 0.25
+    assert main(["continual-distinct", "--dry-run", "--quiet", "--stream"]) == 0
+    assert json.loads(capsys.readouterr().out)["parameters"]["horizon"] == 32  # the demo stream's default
+    assert main(["continual-distinct", "--dry-run", "--input", "events.parquet"]) == 2
+    assert "horizon is required" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:  # argparse: an unknown flag
+        main(["continual-distinct", "--dry-run", "--mechanism", "auto"])
+    assert info.value.code == 2 and "unrecognized arguments: --mechanism" in capsys.readouterr().err
+    assert active_session() is None
