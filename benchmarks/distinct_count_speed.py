@@ -209,7 +209,7 @@ def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound:
         sql = f"SELECT COUNT(DISTINCT item) AS n FROM parquet.`{path}`"
 
         def release(rep):
-            return dp_spark.distinct_count(spark.read.parquet(path), PERSON_COL, ITEM_COL,
+            return dp_spark.distinct_count(spark.read.parquet(path), person_col=PERSON_COL, item_col=ITEM_COL,
                                            epsilon=epsilon, max_bound=max_bound, seed=seed + rep)
 
         with CollectRecorder(type(spark.range(1))) as recorder:
@@ -346,7 +346,7 @@ def main(argv=None) -> int:
 
         def release(seed, n_shards=shards):
             return dp_spark.distinct_count(
-                spark.read.parquet(path), PERSON_COL, ITEM_COL, epsilon=args.epsilon,
+                spark.read.parquet(path), person_col=PERSON_COL, item_col=ITEM_COL, epsilon=args.epsilon,
                 beta=args.beta, max_bound=args.max_bound, method="greedy", seed=seed, shards=n_shards,
             )
 
@@ -429,7 +429,7 @@ def main(argv=None) -> int:
         for rows in sorted(paths):
             with CollectRecorder(df_class) as rec:
                 with Timer() as t:
-                    dp_spark.distinct_count(spark.read.parquet(paths[rows]), PERSON_COL, ITEM_COL,
+                    dp_spark.distinct_count(spark.read.parquet(paths[rows]), person_col=PERSON_COL, item_col=ITEM_COL,
                                             epsilon=args.epsilon, beta=args.beta,
                                             max_bound=args.max_bound, seed=args.seed, shards=shards)
             tot = rec.totals()
@@ -445,7 +445,7 @@ def main(argv=None) -> int:
             if pairs <= DEFAULT_EDGE_LIMIT:
                 with CollectRecorder(df_class) as rec:
                     with Timer() as t:
-                        r = dp_spark.distinct_count(spark.read.parquet(path), PERSON_COL, ITEM_COL,
+                        r = dp_spark.distinct_count(spark.read.parquet(path), person_col=PERSON_COL, item_col=ITEM_COL,
                                                     epsilon=args.epsilon, beta=args.beta,
                                                     max_bound=args.max_bound, method="matching",
                                                     seed=args.seed)

@@ -78,18 +78,35 @@ def plain(spark, path):
     _noop(spark.read.parquet(path).groupBy(ITEM).agg(F.countDistinct(PERSON)))
 
 
+def _method_name(release) -> str:
+    """``method`` (the one API name, issue 10) or, before a release is
+    converted, its older ``policy``."""
+    import inspect
+
+    return "method" if "method" in inspect.signature(release).parameters else "policy"
+
+
+def _released_count(release) -> int:
+    """result["released_count"] (issue 10's shared name) or the older
+    ``items_released``."""
+    result = release.result
+    return int(result["released_count"] if "released_count" in result else result["items_released"])
+
+
 def set_union(spark, path, policy="policy-gaussian"):
     import dp_spark
 
-    release = dp_spark.set_union(spark.read.parquet(path), EPSILON, DELTA, max_items=MAX_ITEMS,
-                                 policy=policy)
-    return release.items_released
+    release = dp_spark.set_union(spark.read.parquet(path), epsilon=EPSILON, delta=DELTA, max_items=MAX_ITEMS,
+                                 **{_method_name(dp_spark.set_union): policy})
+    return _released_count(release)
 
 
 def count_release(spark, path):
     import dp_spark
 
-    return len(dp_spark.count_release(spark.read.parquet(path), RHO, DELTA).items)
+    release = dp_spark.count_release(spark.read.parquet(path), rho=RHO, delta=DELTA)
+    result = release.result
+    return int(result["released_count"]) if "released_count" in result else len(release.items)
 
 
 def _pipeline_dp(spark, path):

@@ -75,7 +75,7 @@ def measure(spark, rows: int, repeats: int = 3, k: int = 10) -> dict:
                  .orderBy(F.desc("n")).limit(10_000).collect())
             floor_s.append(t.seconds)
             with Timer() as t:
-                dp_spark.top_k(df, k, 1.0, method="joint", domain=domain, seed=rep)
+                dp_spark.top_k(df, k=k, epsilon=1.0, method="joint", domain=domain, seed=rep)
             topk_s.append(t.seconds)
     f, j = float(np.median(floor_s)), float(np.median(topk_s))
     return {"rows": rows, "domain_size": items, "k": k, "floor_seconds": floor_s,
