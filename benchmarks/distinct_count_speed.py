@@ -25,8 +25,7 @@ Prints:
 5. with --profile (auto: only when the ratio is above the target), where the
    greedy release spends its time: scan, the person count behind the noisy
    shard choice, the sharded greedy (shuffle, Arrow transfer, kernel), the
-   final combine, and the person count + greedy with the input read twice
-   (two scans) or once (dp_spark.stages.distinct.GreedyInput).
+   final combine.
 
 Values computed from the data without noise (true counts, sizes) are
 NON-PRIVATE; the releases are seeded (not for publication).
@@ -249,14 +248,6 @@ def main_targets(rows_list, reps: int) -> int:
 
 # ----------------------------------------------------------------- profiling
 
-def _once(edge_df, max_bound: int, shards: int):
-    from dp_spark.stages.distinct import GreedyInput
-
-    with GreedyInput(edge_df) as data:
-        data.count_persons()
-        return data.greedy_counts(max_bound, shards)
-
-
 def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> dict:
     """Where the greedy release's time goes: each step is a separate Spark
     job (forced with the no-op sink where it yields a DataFrame), timed
@@ -277,11 +268,6 @@ def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> 
             greedy_rounds(edge_df(), max_bound, shards))),
         ("bounded_distinct_counts: + combine by item + collect", lambda: bounded_distinct_counts(
             spark.read.parquet(path), PERSON_COL, ITEM_COL, max_bound, "greedy", shards=shards)),
-        ("person count + greedy, input read twice (count_persons, then the stage)", lambda: (
-            count_persons(edge_df()), bounded_distinct_counts(
-                spark.read.parquet(path), PERSON_COL, ITEM_COL, max_bound, "greedy", shards=shards))),
-        ("person count + greedy, input read once (GreedyInput, persisted)", lambda: _once(
-            edge_df(), max_bound, shards)),
     ]
     for _, fn in steps:
         fn()  # warm-up

@@ -157,75 +157,29 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
     give each matched item to one person that matched it by round l; nobody
     receives more than l of its own items.
     """
-    return _keyed_greedy_rounds(_keyed_edges(edge_df), max_bound, shards)
-
-
-def _keyed_edges(edge_df: DataFrame) -> DataFrame:
-    """(person, item key xxhash64(item)): the item is hashed before the
-    shuffle, so the shuffle moves a long instead of the item value."""
-    return edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
-
-
-def _keyed_greedy_rounds(keyed: DataFrame, max_bound: int, shards: int) -> DataFrame:
-    """:func:`greedy_rounds` on (person, item key) rows."""
-    by_shard = keyed.repartition(shards, PERSON).select(
-        F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
-        F.xxhash64(PERSON).alias(_PH),
-        PERSON,
-        _IH,
+    # The item is hashed before the shuffle, so the shuffle moves a long
+    # instead of the item value (the same key, computed earlier).
+    keyed = (
+        edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
+        .repartition(shards, PERSON)
+        .select(
+            F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
+            F.xxhash64(PERSON).alias(_PH),
+            PERSON,
+            _IH,
+        )
     )
     schema = T.StructType([
         T.StructField(ITEM_KEY, T.LongType()),
         T.StructField(ROUND, T.IntegerType()),
     ])
-    return by_shard.mapInArrow(partial(_greedy_partition, max_bound=max_bound), schema)
+    return keyed.mapInArrow(partial(_greedy_partition, max_bound=max_bound), schema)
 
 
 def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int) -> np.ndarray:
     """NON-PRIVATE: sharded greedy counts g_1..g_L of an edge table
     (sensitivity l each; see :func:`greedy_rounds`)."""
     return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound, ITEM_KEY)
-
-
-class GreedyInput:
-    """The greedy stage's input read once, for a caller that needs the number
-    of persons before it can choose the number of shards (the distinct-count
-    release's automatic shards: a noisy person count picks them).
-
-    ``with GreedyInput(edge_df) as data: n = data.count_persons(); ... ;
-    counts = data.greedy_counts(max_bound, shards)`` gives exactly
-    ``count_persons(edge_df)`` and ``greedy_counts(edge_df, max_bound,
-    shards)`` (the same rows, the same order keys, the same shards), but the
-    input is scanned and its items hashed once: the (person, item key) rows
-    are persisted (memory, then disk) by the person count and read back by
-    the greedy; leaving the ``with`` block unpersists them. Both results are
-    NON-PRIVATE (the count has sensitivity 1, the counts sensitivity l) and
-    private only through the release's noise.
-    """
-
-    def __init__(self, edge_df: DataFrame):
-        from pyspark import StorageLevel
-
-        self._keyed = _keyed_edges(edge_df).persist(StorageLevel.MEMORY_AND_DISK)
-
-    def count_persons(self) -> int:
-        """NON-PRIVATE: the number of distinct persons (sensitivity 1)."""
-        with spark_job("counting persons"):
-            return int(self._keyed.agg(F.countDistinct(PERSON).alias("n")).collect()[0]["n"])
-
-    def greedy_counts(self, max_bound: int, shards: int) -> np.ndarray:
-        """NON-PRIVATE: :func:`greedy_counts` of the edge table."""
-        return counts_from_round_table(_keyed_greedy_rounds(self._keyed, max_bound, shards), max_bound, ITEM_KEY)
-
-    def close(self) -> None:
-        self._keyed.unpersist()
-
-    def __enter__(self) -> "GreedyInput":
-        return self
-
-    def __exit__(self, *exc) -> bool:
-        self.close()
-        return False
 
 
 # ------------------------------------------------------------------- sampling
