@@ -124,7 +124,7 @@ def mean_sd(values) -> str:
 
 def grid(spark, edge_df, max_items_list, runs, seed, table, resample, shards):
     """released[(policy, Δ0)] = list of release sizes; seconds[(policy, Δ0)]."""
-    from dp_spark.mechanisms.set_union import derive_randomness, plan_set_union, shard_cutoff
+    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness, plan_set_union, shard_cutoff
     from dp_spark.stages.set_union import released_items, restricted_sets, weight_histogram
 
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
@@ -154,7 +154,7 @@ def grid(spark, edge_df, max_items_list, runs, seed, table, resample, shards):
                             hists[policy] = hist
                     else:
                         hist = hists[policy]
-                    n = released_items(hist, plan, root, partitions).count()
+                    n = released_items(hist, ThresholdStep(plan, root), partitions).count()
                 released.setdefault((policy, d0), []).append(int(n))
                 seconds.setdefault((policy, d0), []).append(t.seconds)
             if resample:
@@ -256,11 +256,11 @@ def main(argv=None) -> int:
                         seed = int(run_rng(args.seed, 3, s_index, run).integers(0, 2**31))
                         with Timer() as t:
                             release = dp_spark.set_union(
-                                synthetic, EPSILON, DELTA, max_items=args.sweep_max_items,
-                                policy=policy, alpha=ALPHA, shards=n_shards, seed=seed,
+                                synthetic, epsilon=EPSILON, delta=DELTA, max_items=args.sweep_max_items,
+                                method=policy, alpha=ALPHA, shards=n_shards, seed=seed,
                                 shard_cutoff=rule,
                             )
-                        sizes.append(release.items_released)
+                        sizes.append(release.released_count)
                         times.append(t.seconds)
                         release.items.unpersist()
                     cells[rule] = {"sizes": sizes, "seconds": times}

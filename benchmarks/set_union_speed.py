@@ -78,27 +78,12 @@ def plain(spark, path):
     _noop(spark.read.parquet(path).groupBy(ITEM).agg(F.countDistinct(PERSON)))
 
 
-def _method_name(release) -> str:
-    """``method`` (the one API name, issue 10) or, before a release is
-    converted, its older ``policy``."""
-    import inspect
-
-    return "method" if "method" in inspect.signature(release).parameters else "policy"
-
-
-def _released_count(release) -> int:
-    """result["released_count"] (issue 10's shared name) or the older
-    ``items_released``."""
-    result = release.result
-    return int(result["released_count"] if "released_count" in result else result["items_released"])
-
-
 def set_union(spark, path, policy="policy-gaussian"):
     import dp_spark
 
     release = dp_spark.set_union(spark.read.parquet(path), epsilon=EPSILON, delta=DELTA, max_items=MAX_ITEMS,
-                                 **{_method_name(dp_spark.set_union): policy})
-    return _released_count(release)
+                                 method=policy)
+    return release.released_count
 
 
 def count_release(spark, path):

@@ -24,11 +24,18 @@ differentially private, not for publication.
 Metric (Gillenwater et al. 2022, ALGORITHMS.md 3.5): ℓ∞ = max_i (c_(i) −
 c_{s_i}), the true counts of the released items against the true top-k;
 the median over the trials. ``auto`` is dp_spark's default
-(dp_spark.mechanisms.top_k.auto: with δ > 0, 5% of ε on a private choice
-between joint and cdp-peel, the rest on the chosen one); the others get the
-whole (ε, δ). The table prints auto beside the four, the best of the four,
-auto/best and whether auto is within 1.25× of the best (best = 0 needs
-auto = 0).
+(dp_spark.mechanisms.top_k.auto: PNF-Joint chosen from public parameters
+when δ = 0 or k ≤ 10ε, nothing spent on the choice; otherwise 5% of ε on a
+noisy top count that chooses between PNF-Joint and cdp-peel, the rest on the
+chosen one); the others get the whole (ε, δ). The table prints auto beside
+the four, the best of the four, auto/best and whether auto is within 1.25×
+of the best (best = 0 needs auto = 0).
+
+Reading the table: "best" is the smallest of four medians of 41 noisy runs,
+so it sits below the best mechanism's true median (a winner's curse), and
+auto's runs are seeded apart from the column it mirrors. Where auto picks
+the best mechanism in every trial it can still miss 1.25× by that noise
+alone, most often where the errors are a few persons (2 against 1).
 """
 
 from __future__ import annotations
@@ -149,7 +156,7 @@ def main(argv=None) -> int:
                 ok = med["auto"] <= TOLERANCE * best
                 failures += not ok
                 ratio = "-" if best == 0 else f"{med['auto'] / best:.2f}"
-                share = f"{sum(p == 'joint' for p in picks)}/{len(picks)}"
+                share = f"{sum(p in ('joint', 'pnf-joint') for p in picks)}/{len(picks)}"
                 rows.append([name, f"{eps:g}", str(k), *(fmt(med[m], 0) for m in MECHANISMS),
                              fmt(med["auto"], 0), share, fmt(best, 0), ratio, "yes" if ok else "NO"])
                 results.append({"dataset": name, "epsilon": eps, "k": k, "median_linf": med,
@@ -157,7 +164,7 @@ def main(argv=None) -> int:
                 print(f"  {name} ε={eps:g} k={k}: auto {med['auto']:g}, best {best:g}", file=sys.stderr, flush=True)
     print(format_table(
         ["data", "ε", "k", *MECHANISMS, "auto", "auto→joint", "best", "auto/best", f"≤{TOLERANCE}×"],
-        rows, title="Median ℓ∞ error (lower is better); auto→joint: trials where auto picked joint"))
+        rows, title="Median ℓ∞ error (lower is better); auto→joint: trials where auto picked joint or pnf-joint"))
     print(f"\nauto within {TOLERANCE}× of the best mechanism in {len(rows) - failures} of {len(rows)} cells")
     if args.json:
         write_json(args.json, {"command": command_line(), "delta": args.delta, "trials": args.trials,

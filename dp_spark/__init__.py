@@ -1,7 +1,13 @@
 """dp_spark: differentially private releases about people, on Apache Spark.
 
-Each release is a Spark stage that reduces the data to a bounded summary,
-followed by a driver-side mechanism (pure numpy) that draws all privacy noise.
+Five releases of one shape, ``dp_spark.<release>(df, *, <privacy>, method=...,
+..., seed=None, budget=None) -> Release``: :func:`distinct_count`,
+:func:`set_union`, :func:`top_k`, :func:`count_release`,
+:func:`continual_distinct`. Each builds a frozen :class:`Plan` from its
+parameters (``dp_spark.plans.<release>``), charges the budget before reading
+data, runs a Spark stage that reduces the data to a bounded summary
+(``dp_spark.stages``), then a driver-side mechanism (pure numpy,
+``dp_spark.mechanisms.<release>``) that draws all privacy noise.
 
 The release functions are imported lazily, so that ``import dp_spark.noise``
 (or any other mechanism-layer module) never imports pyspark.
@@ -16,6 +22,7 @@ _LAZY = {
     "set_union": ("dp_spark.releases.set_union", "set_union"),
     "continual_distinct": ("dp_spark.releases.continual_distinct", "continual_distinct"),
     "Release": ("dp_spark.report", "Release"),
+    "Plan": ("dp_spark.plan", "Plan"),
     "get_session": ("dp_spark.session", "get_session"),
     "PrivacyFilter": ("dp_spark.accounting", "PrivacyFilter"),
     "PureDP": ("dp_spark.accounting", "PureDP"),

@@ -235,7 +235,8 @@ def top_k_error_bound(release) -> float | None:
     v, p = release.values, release.parameters
     size = p.get("kbar") if v.get("method") == "unknown-domain" else v.get("domain_size")
     try:
-        bound = error_bound(v["method"], int(v["k"]), float(p["epsilon"]), float(p.get("delta") or 0.0),
+        selection = release.budget_split[-1].get("epsilon", p["epsilon"])  # top-k's last step selects
+        bound = error_bound(v["method"], int(v["k"]), float(selection), float(p.get("delta") or 0.0),
                             int(size))
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None

@@ -33,7 +33,7 @@ def demo_releases(spark, rows: int = 20_000, seed: int = 1) -> dict:
     domain = spark.createDataFrame([(f"w{i}",) for i in range(200)], "item string")
     stream = synthetic_stream(spark, items=rows // 10, horizon=256, max_flippancy=8)
     return {
-        "distinct-count": dp_spark.distinct_count(events, max_bound=30, seed=seed),
+        "distinct-count": dp_spark.distinct_count(events, epsilon=1.0, max_bound=30, seed=seed),
         "top-k": dp_spark.top_k(events, k=10, epsilon=1.0, domain=domain, seed=seed),
         "count-release": dp_spark.count_release(events, rho=0.5, delta=1e-6, kbar=200, seed=seed),
         "set-union": dp_spark.set_union(events, epsilon=1.0, delta=1e-6, max_items=20, seed=seed),

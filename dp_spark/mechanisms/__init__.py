@@ -4,8 +4,9 @@ One package per release, named after it, holds that release's mechanisms:
 
 - :mod:`.distinct_count`: bound selection with the Generalized Exponential
   Mechanism and the discrete Laplace count (Knop & Steinke 2023).
-- :mod:`.set_union`: weighted / policy histograms and their noisy thresholds
-  (Gopi et al. 2020).
+- :mod:`.set_union`: the noisy thresholds of the set-union histograms
+  (Gopi et al. 2020; the update policies, which draw no noise, are in
+  :mod:`dp_spark.summaries.set_union`).
 - :mod:`.top_k`: :mod:`~.top_k.joint`, :mod:`~.top_k.peeling`,
   :mod:`~.top_k.unknown_domain` and the default's choice, :mod:`~.top_k.auto`.
 - :mod:`.count_release`: Private Count Release and the contribution-bounding

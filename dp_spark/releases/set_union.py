@@ -1,5 +1,12 @@
 """The set-union release (partition selection): which items may be published at all?
 
+``dp_spark.set_union(df, *, epsilon, delta, method=...)``: plan
+(:mod:`dp_spark.plans.set_union`), Spark stage
+(:mod:`dp_spark.stages.set_union`, histogram kernels from
+:mod:`dp_spark.summaries.set_union`), mechanism
+(:mod:`dp_spark.mechanisms.set_union`: the noise + threshold step, handed to
+the stage as a function).
+
 Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin, "Differentially Private
 Set Union" (ICML 2020), Algorithm 1 with the update policies Count, Weighted
 Laplace / Gaussian (Appendix D) and Policy Laplace / Gaussian (Theorems 3.1,
@@ -52,7 +59,7 @@ than 1e-9 per person); with ``shards`` > 1 (default 8) the sequential
 policies run per shard, each with the cutoff Γ/√shards by default, and the
 shard histograms are added in shard order (privacy as for one shard, for any
 cutoff; see
-:mod:`dp_spark.mechanisms.set_union.policies` and
+:mod:`dp_spark.summaries.set_union` and
 :func:`dp_spark.mechanisms.set_union.shard_cutoff`). ``shards=1`` is the paper's
 algorithm.
 """
@@ -61,72 +68,41 @@ from __future__ import annotations
 
 import logging
 
-from dp_spark.accounting import ApproxDP, PrivacyFilter
-from dp_spark.noise import make_rng
-from dp_spark import checks
-from dp_spark.report import Release
-from dp_spark.mechanisms.set_union import SEQUENTIAL, derive_randomness, plan_set_union
+from dp_spark.accounting import PrivacyFilter
+from dp_spark.mechanisms.set_union import SEQUENTIAL, SetUnionPlan, ThresholdStep, derive_randomness
 from dp_spark.mechanisms.set_union import shard_cutoff as cutoff_per_shard
+from dp_spark.noise import make_rng
+from dp_spark.plan import Plan
+from dp_spark.plans.set_union import mechanism_plan, plan as make_plan
+from dp_spark.report import Release
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import edges
-from dp_spark.stages.set_union import DEFAULT_SHARDS, check_shards, materialize, set_union_items
+from dp_spark.stages.set_union import materialize, set_union_items
 
 log = logging.getLogger(__name__)
 
-RELEASE = "set-union"
 #: Release probability quoted in the error statement.
 _LIKELY = 0.95
 
 
-def _budget_steps(plan) -> list[tuple[str, ApproxDP]]:
-    if plan.noise == "laplace":
-        noise_step = (
-            f"noisy histogram: Laplace mechanism, scale {plan.scale:.4g}, "
-            f"l1 sensitivity {plan.sensitivity:g}"
-        )
-    else:
-        noise_step = (
-            f"noisy histogram: Gaussian mechanism (analytic calibration), sigma {plan.scale:.4g}, "
-            "l2 sensitivity 1"
-        )
-    threshold_step = (
-        f"threshold rho = {plan.rho:.4g}: items held only by the added person stay "
-        "hidden except with this probability"
-    )
-    return [
-        (noise_step, ApproxDP(plan.epsilon, plan.noise_delta)),
-        (threshold_step, ApproxDP(0.0, plan.threshold_delta)),
-    ]
-
-
 def set_union(
-    df,
-    epsilon: float,
-    delta: float,
-    max_items: int = 100,
-    policy: str = "policy-gaussian",
-    alpha: float = 2.0,
-    shards: int | None = None,
-    person_col: str = "person_id",
-    item_col: str = "item",
-    seed: int | None = None,
-    *,
-    count: bool = True,
-    shard_cutoff: str = "scaled",
-    partitions: int | None = None,
-    budget: PrivacyFilter | None = None,
-    ledger=None,
+    df, *, epsilon: float, delta: float, method: str = "policy-gaussian", person_col: str = "person_id",
+    item_col: str = "item", max_items: int = 100, alpha: float = 2.0, shards: int | None = None,
+    count: bool = True, shard_cutoff: str = "scaled", partitions: int | None = None,
+    seed: int | None = None, budget: PrivacyFilter | None = None, ledger=None,
 ) -> Release:
     """Release as many items of ``df`` as possible under person-level (ε, δ)-DP.
 
     Gopi et al.'s DP Set Union (ICML 2020, Algorithm 1): a person is every
     row sharing one ``person_col`` value; each person keeps at most
     ``max_items`` (Δ0) distinct items; the items' weighted histogram under
-    ``policy`` gets Laplace or Gaussian noise and the items clearing the
-    threshold ρ of the paper's theorems are released. Guarantee: (ε, δ)-DP
-    (``epsilon``, ``delta``) for adding or removing one person.
+    the update policy ``method`` gets Laplace or Gaussian noise and the items
+    clearing the threshold ρ of the paper's theorems are released.
+    Guarantee: (ε, δ)-DP (``epsilon``, ``delta``) for adding or removing one
+    person; the split between the noise and the threshold is in
+    :mod:`dp_spark.plans.set_union`.
 
-    ``policy``: ``count`` (Korolova et al. baseline, Lap(Δ0/ε)),
+    ``method``: ``count`` (Korolova et al. baseline, Lap(Δ0/ε)),
     ``weighted-laplace``, ``weighted-gaussian``, ``policy-laplace``,
     ``policy-gaussian`` (default; the paper's best). ``alpha`` sets the
     policies' cutoff Γ = ρ + α·(noise scale) (paper's default 2).
@@ -137,126 +113,122 @@ def set_union(
     ``scaled`` (Γ/√shards, default) or ``full`` (Γ); privacy is the same
     (:func:`dp_spark.mechanisms.set_union.shard_cutoff`).
 
-    Returns a Release whose ``items`` attribute is a Spark DataFrame with one
-    column ``item``, computed once inside this call and stored by the
-    executors (a local checkpoint; never collected by the library). Its plan
-    reads the stored rows only: it holds no salt and no noise key, and every
-    action on it returns the same set (see the module's trust boundary).
-    ``partitions``: partitions of the noise step (default
-    ``spark.sql.shuffle.partitions``; a performance setting that does not change
-    the distribution of the output). With ``count=True`` (default) the size
-    of the released set is reported as ``items_released``. ``budget``: a shared
-    PrivacyFilter, spent before any data is read. ``seed``: tests and demos
-    only (the report is then marked not for publication). Rows with a null
-    person or item are dropped; an empty table is a valid release (no items).
+    Returns a :class:`~dp_spark.Release` whose ``items`` artifact is a Spark
+    DataFrame with one column ``item``, computed once inside this call and
+    stored by the executors (a local checkpoint; never collected by the
+    library). Its plan reads the stored rows only: it holds no salt and no
+    noise key, and every action on it returns the same set (see the module's
+    trust boundary). ``partitions``: partitions of the noise step (default
+    ``spark.sql.shuffle.partitions``; a performance setting that does not
+    change the distribution of the output). With ``count=True`` (default) the
+    size of the released set is ``result["released_count"]``; ``result``
+    also holds ``method`` (the policy run), ``max_items``, ``noise``,
+    ``noise_scale``, ``threshold`` and, for the sequential policies,
+    ``cutoff``, ``shards`` and ``cutoff_per_shard``. ``budget``: a shared
+    PrivacyFilter (or ``ledger=``, a persisted one), spent before any data is
+    read; refused if it would overspend. ``seed``: tests and demos only (the
+    report is then marked not for publication). Rows with a null person or
+    item are dropped; an empty table is a valid release (no items).
     """
     from dp_spark.io import spark_frame
-
-    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     from dp_spark.ledger import budget_or_ledger
 
+    plan = make_plan(epsilon=epsilon, delta=delta, method=method, person_col=person_col, item_col=item_col,
+                     max_items=max_items, alpha=alpha, shards=shards, count=count, shard_cutoff=shard_cutoff,
+                     partitions=partitions, seed=seed)
+    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
-    plan = plan_set_union(epsilon, delta, max_items, policy, alpha)  # checks ε, δ, Δ0, α, policy
-    seed = checks.seed(seed)
-    check_shards(shards)
-    check_shards(partitions, "partitions")
-    cutoff_per_shard(1.0, 1, shard_cutoff)  # validates the rule name
     edges(df, person_col, item_col)  # schema checks only (no data is read), before any spending
-    cost = ApproxDP(plan.epsilon, plan.delta)
-    if budget is not None:
-        budget.spend(cost, label=RELEASE)  # refuses before any data is read
-    local = PrivacyFilter(cost)
-    for label, step in _budget_steps(plan):
-        local.spend(step, label=label)
+    local = plan.spend(budget)  # refuses before any data is read
+    numeric = mechanism_plan(plan)
+    items = _released_items(df, plan, numeric, seed)
+    log.info("set-union: released items materialized")
+    released_count = int(items.count()) if plan["count"] else None
+    return _report(plan, numeric, items, released_count, local, seed)
 
-    spark = df.sparkSession
-    sequential = plan.policy in SEQUENTIAL
-    if sequential and shards is None:
-        shards = DEFAULT_SHARDS
-    # Unseeded: the noise root holds no key (executors draw OS entropy), and
-    # the salt and the root are dropped once the items are materialized.
+
+def _released_items(df, plan: Plan, numeric: SetUnionPlan, seed):
+    """The released items, evaluated once and stored (a local checkpoint).
+    The stage builds the histogram (no noise) and runs the mechanism
+    layer's :class:`~dp_spark.mechanisms.set_union.ThresholdStep` inside
+    Spark. Unseeded, the noise root holds no key (executors draw OS
+    entropy); the salt, the root and the lazy DataFrame holding them go out
+    of scope once the items are stored."""
+    sequential = numeric.policy in SEQUENTIAL
+    shards = plan.parameters.get("shards")
     salt, root = derive_randomness(make_rng(seed), keyed=seed is not None)
     lazy = set_union_items(
-        df, person_col, item_col, plan, salt, root,
-        shards=shards if sequential else None, partitions=partitions, cutoff_rule=shard_cutoff,
+        df, plan["person_col"], plan["item_col"], policy=numeric.policy, max_items=numeric.max_items,
+        salt=salt, threshold=ThresholdStep(numeric, root),
+        gamma=cutoff_per_shard(numeric.gamma, shards, plan["shard_cutoff"]) if sequential else None,
+        shards=shards, partitions=plan["partitions"],
     )
     with spark_job("computing and thresholding the set-union histogram"):
-        items = materialize(lazy)
-    del lazy, salt, root
+        return materialize(lazy)
 
+
+def _values(plan: Plan, numeric: SetUnionPlan, released_count) -> dict:
+    """The report's ``result``: the released set's size (a DP output) and
+    public constants only."""
     values: dict = {}
-    if count:
-        values["items_released"] = int(items.count())
+    if released_count is not None:
+        values["released_count"] = released_count
     values.update({
-        "policy": plan.policy,
-        "max_items": plan.max_items,
-        "noise": plan.noise,
-        "noise_scale": plan.scale,
-        "threshold": plan.rho,
+        "method": numeric.policy,
+        "max_items": numeric.max_items,
+        "noise": numeric.noise,
+        "noise_scale": numeric.scale,
+        "threshold": numeric.rho,
     })
-    if sequential:
-        values["cutoff"] = plan.gamma
+    if numeric.policy in SEQUENTIAL:
+        shards = plan["shards"]
+        values["cutoff"] = numeric.gamma
         values["shards"] = int(shards)
-        values["cutoff_per_shard"] = cutoff_per_shard(plan.gamma, shards, shard_cutoff)
+        values["cutoff_per_shard"] = cutoff_per_shard(numeric.gamma, shards, plan["shard_cutoff"])
+    return values
 
-    unit = f"one person (every row with the same {person_col})"
-    likely = plan.weight_for(_LIKELY)
+
+def _errors(plan: Plan, numeric: SetUnionPlan, values: dict) -> dict:
+    likely = numeric.weight_for(_LIKELY)
     item_error = (
-        f"the released items are a subset of the {item_col} values in the input (no other "
+        f"the released items are a subset of the {plan['item_col']} values in the input (no other "
         f"value can be released); an item held by a single person is released with "
-        f"probability at most {plan.delta:.3g}; an item is released with probability "
+        f"probability at most {numeric.delta:.3g}; an item is released with probability "
         f"{_LIKELY:.0%} once its histogram weight reaches {likely:.4g}"
     )
-    if sequential:
-        reach = plan.release_probability(plan.gamma)
+    if numeric.policy in SEQUENTIAL:
+        reach = numeric.release_probability(numeric.gamma)
         item_error += (
-            f" (an item whose weight reached the cutoff {plan.gamma:.4g} is released with "
-            f"probability {reach:.1%}; each of the {int(shards)} shards stops an item at "
+            f" (an item whose weight reached the cutoff {numeric.gamma:.4g} is released with "
+            f"probability {reach:.1%}; each of the {values['shards']} shards stops an item at "
             f"{values['cutoff_per_shard']:.4g})"
         )
-    elif plan.policy == "count":
+    elif numeric.policy == "count":
         item_error += " (the weight is the number of persons keeping the item)"
     errors = {
         "items": item_error,
         "threshold": "exact (a constant of the mechanism, from the paper's theorem)",
     }
-    if count:
-        errors["items_released"] = (
+    if "released_count" in values:
+        errors["released_count"] = (
             "exact size of the released set (the set itself is the mechanism's output); "
             "it undercounts the true number of distinct items by design"
         )
+    return errors
+
+
+def _report(plan: Plan, numeric: SetUnionPlan, items, released_count, local, seed) -> Release:
+    """The Release from released values and public parameters only."""
+    values = _values(plan, numeric, released_count)
+    unit = f"one person (every row with the same {plan['person_col']})"
     statement = (
-        f"Person-level ({plan.epsilon:g}, {plan.delta:.3g})-differential privacy: the released "
-        f"set of {item_col} values would be almost as likely if any {unit} were removed or "
-        f"added. Each person contributes at most {plan.max_items} distinct items; only the "
+        f"Person-level ({numeric.epsilon:g}, {numeric.delta:.3g})-differential privacy: the released "
+        f"set of {plan['item_col']} values would be almost as likely if any {unit} were removed or "
+        f"added. Each person contributes at most {numeric.max_items} distinct items; only the "
         "identities of the released items are published, never their weights or counts."
     )
-    parameters = {
-        "epsilon": plan.epsilon,
-        "delta": plan.delta,
-        "max_items": plan.max_items,
-        "policy": plan.policy,
-        "alpha": plan.alpha,
-        "person_col": person_col,
-        "item_col": item_col,
-        "noise": plan.noise,
-        "algorithm": "Gopi et al. 2020, DP Set Union (Algorithm 1)",
-    }
-    if sequential:
-        parameters["shards"] = int(shards)
-        parameters["shard_cutoff"] = shard_cutoff
-    log.info("set-union: released items materialized")
-    release = Release(
-        name=RELEASE,
-        privacy_unit="person",
-        neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
-        guarantee=local.spent,
-        parameters=parameters,
-        values=values,
-        errors=errors,
-        statement=statement,
-        seeded=seed is not None,
-        budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
+    return Release.from_plan(
+        plan, values=values, errors=_errors(plan, numeric, values), statement=statement,
+        seeded=seed is not None, budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
         artifacts={"items": items},
     )
-    return release

@@ -1,20 +1,24 @@
 """The top-k release: which k items have the most distinct persons, in order.
 
+``dp_spark.top_k(df, *, epsilon, k, ...)``: plan (:mod:`dp_spark.plans.top_k`:
+every parameter, the guarantee and its split), Spark stage
+(:mod:`dp_spark.stages.item_counts`), mechanism (:mod:`dp_spark.mechanisms.top_k`).
+
 Person-level DP; neighbouring tables differ by adding or removing one person
-(all of its rows). The Spark stage (:mod:`dp_spark.stages.item_counts`)
-reduces the table to per-item counts of distinct persons (each person adds at
-most 1 to any count, all counts move the same way) — over a public domain
-(one count per domain item, items absent from the data count 0) or, without
-one, the k̄+1 largest counts. The driver then runs one mechanism of
-:mod:`dp_spark.mechanisms.top_k` (ALGORITHMS.md sections 3 and 5.1):
+(all of its rows). The Spark stage reduces the table to per-item counts of
+distinct persons (each person adds at most 1 to any count, all counts move
+the same way) — over a public domain (one count per domain item, items absent
+from the data count 0) or, without one, the k̄+1 largest counts. The driver
+then runs one mechanism (ALGORITHMS.md sections 3 and 5.1):
 
 ==================  =============================================  ==================
-mechanism           paper / algorithm                              guarantee
+method              paper / algorithm                              guarantee
 ==================  =============================================  ==================
 ``joint``           Gillenwater et al. ICML 2022, Algorithm 1      ε-DP
                     (joint exponential mechanism, exact sampler)
 ``pnf-joint``       same paper, joint permute-and-flip             ε-DP
 ``pnf-peel``        k rounds of permute-and-flip at ε/k            ε-DP
+                    (same paper, Algorithm 2)
 ``cdp-peel``        Durfee & Rogers 2019 one-shot Gumbel top-k,    (ε, δ)-DP
                     CDP accounting (Gillenwater et al. Lemma 4.2)   (ε-DP if δ = 0)
 ``unknown-domain``  Unknown Domain Gumbel (Durfee & Rogers 2019;   (ε, δ)-DP
@@ -23,23 +27,24 @@ mechanism           paper / algorithm                              guarantee
 
 ``pnf-joint`` is numerically safe for every input here: its MaxExpo draws are
 evaluated from ln E − ln m in a form accurate for any group size (see
-``dp_spark.mechanisms.top_k._max_exponential``), so the paper's overflow for
-large k does not occur; should a draw ever come out non-finite it refuses with
-a ParameterError naming ``joint`` instead of sampling a wrong distribution.
+``dp_spark.mechanisms.top_k.joint._max_exponential``), so the paper's overflow
+for large k does not occur; should a draw ever come out non-finite it refuses
+with a ParameterError naming ``joint`` instead of sampling a wrong distribution.
 
 All but ``unknown-domain`` need a public domain fixed before seeing the data:
 using the items observed in the data as the domain is not private (whether
 an item appears at all can depend on one person). ``auto`` (the default;
 :mod:`dp_spark.mechanisms.top_k.auto`) is ``unknown-domain`` without a domain;
-with one it picks, per call, the mechanism with the smallest predicted error:
-with δ = 0 only pure mechanisms are allowed and it is ``joint`` (decided from
-public parameters, nothing spent on the choice); with δ > 0 it spends 5% of ε
-on noisy counts at ranks 1, k and 4k, predicts the median ℓ∞ error of
-``joint`` and ``cdp-peel`` on them, and runs the better one with the other
-95% (and δ). The budget split shows both parts.
+with one it spends the public share ``auto_share(k, ε, δ, d)`` of ε (nothing
+when public parameters suffice, e.g. δ = 0) on a private choice of the
+mechanism (``choose_mechanism``, post-processing of a few noisy order
+statistics) and runs the chosen one with the rest (and δ; with δ = 0 only a
+pure mechanism may run). The budget split shows both parts, the same
+whatever auto picks; ``result["method"]`` says which ran.
 
 Parameters have public upper limits checked before any data is read
-(:data:`MAX_K`, :data:`MAX_KBAR`, :data:`MAX_DOMAIN`, :data:`MAX_JOINT_ENTRIES`).
+(:data:`dp_spark.plans.top_k.MAX_K`, ``MAX_KBAR``, ``MAX_DOMAIN``,
+``MAX_JOINT_ENTRIES``).
 
 Only the ordered items are released (no counts). The error statement of each
 mechanism is a bound E, holding with probability at least 95%, on
@@ -55,13 +60,10 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
+from dataclasses import dataclass
 
-from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP, ZCDP
+from dp_spark.accounting import PrivacyFilter
 from dp_spark.errors import ParameterError
-from dp_spark.noise import make_rng
-from dp_spark import checks
-from dp_spark.report import Release
 from dp_spark.mechanisms.top_k import (
     cdp_peel_epsilon_per_step,
     cdp_peel_top_k,
@@ -72,123 +74,18 @@ from dp_spark.mechanisms.top_k import (
     unknown_domain_gumbel,
     unknown_domain_threshold,
 )
-from dp_spark.mechanisms.top_k.auto import AUTO_SHARE, AutoChoice, choose_mechanism
+from dp_spark.mechanisms.top_k.auto import AutoChoice, auto_share, choose_mechanism
+from dp_spark.noise import make_rng
+from dp_spark.plan import Plan
+from dp_spark.plans.top_k import DOMAIN_METHODS, NAMES, resolve_method, unknown_domain_zcdp
+from dp_spark.plans.top_k import plan as make_plan
+from dp_spark.report import Release
 from dp_spark.stages import item_counts as stage
 
 log = logging.getLogger(__name__)
 
-RELEASE = "top-k"
-MECHANISMS = ("auto", "joint", "pnf-joint", "pnf-peel", "cdp-peel", "unknown-domain")
-DOMAIN_MECHANISMS = ("joint", "pnf-joint", "pnf-peel", "cdp-peel")
 CONFIDENCE = 0.95
-DEFAULT_KBAR = 1000
-# Public upper limits, checked before any data is read.
-MAX_K = 1000  # k items are ranked; the joint samplers' work grows as d·k
-MAX_KBAR = 100_000  # unknown-domain collects kbar + 1 (item, count) rows to the driver
-MAX_DOMAIN = 10_000_000  # one count per domain item is collected to the driver
-MAX_JOINT_ENTRIES = 10**9  # joint / pnf-joint may sweep all d·k entries of their matrix
 WARN_FRACTION = 0.1  # warn when the error bound exceeds this share of the largest count
-
-_NAMES = {
-    "joint": "the joint exponential mechanism (Gillenwater et al. 2022, Algorithm 1)",
-    "pnf-joint": "joint permute-and-flip (Gillenwater et al. 2022)",
-    "pnf-peel": "peeling permute-and-flip (k rounds at ε/k)",
-    "cdp-peel": "one-shot Gumbel top-k with CDP accounting (Durfee & Rogers 2019)",
-    "unknown-domain": "Unknown Domain Gumbel (Durfee & Rogers 2019; Rogers 2024, Algorithm 1)",
-}
-
-
-def _delta(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"delta must be a number; got {value!r}.")
-    x = float(value)
-    if not (0.0 <= x < 1.0):
-        raise ParameterError(f"delta must be >= 0 and below 1; got {value!r}.")
-    return x
-
-
-def method_of(method, mechanism) -> str:
-    """``method`` is the new name of ``mechanism`` (kept as an alias); giving
-    both with different values is refused."""
-    if method is None:
-        return mechanism
-    if mechanism not in (None, "auto") and mechanism != method:
-        raise ParameterError(
-            f"method={method!r} and mechanism={mechanism!r} disagree; give only method "
-            "(mechanism is its old name)."
-        )
-    return method
-
-
-def resolve_mechanism(mechanism: str, has_domain: bool) -> str:
-    """``auto`` stays ``auto`` with a public domain (the choice is made on the
-    driver, :mod:`dp_spark.mechanisms.top_k.auto`) and is ``unknown-domain``
-    without one; refuses a domain mechanism without a domain (ParameterError)."""
-    if mechanism not in MECHANISMS:
-        raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}; got {mechanism!r} "
-                             "(method= is its new name).")
-    if mechanism == "auto":
-        return "auto" if has_domain else "unknown-domain"
-    if mechanism in DOMAIN_MECHANISMS and not has_domain:
-        raise ParameterError(
-            f"mechanism {mechanism!r} needs a public domain (domain= / --domain PATH: the list "
-            "of possible items, fixed before seeing the data). Treating the items observed in "
-            "the data as the domain is not differentially private, because whether an item "
-            "appears at all can depend on one person. Give a domain, or use mechanism "
-            "'unknown-domain', which needs none."
-        )
-    return mechanism
-
-
-def _limit(value: int, name: str, limit: int, why: str) -> int:
-    if value > limit:
-        raise ParameterError(f"{name}={value:,} is above the limit of {limit:,}: {why}. Lower {name}.")
-    return value
-
-
-def validate(k, epsilon, delta, mechanism, has_domain: bool, kbar=None, seed=None):
-    """Parameter checks that need no data (also used by the CLI before Spark
-    starts). Returns (k, epsilon, delta, resolved mechanism, kbar, seed)."""
-    k = _limit(checks.whole(k, "k"), "k", MAX_K,
-               "top-k ranks k items and the joint samplers' time grows as d·k")
-    epsilon = checks.positive(epsilon, "epsilon")
-    delta = _delta(delta)
-    resolved = resolve_mechanism(mechanism, has_domain)
-    if resolved == "unknown-domain" and delta == 0.0:
-        reason = "no public domain was given, so mechanism 'auto' uses" if mechanism == "auto" else "mechanism"
-        raise ParameterError(
-            f"{reason} 'unknown-domain', which needs delta > 0 (e.g. delta=1e-6); "
-            "or give a public domain for pure ε-DP with 'joint'."
-        )
-    if kbar is None:
-        kbar = max(DEFAULT_KBAR, 2 * k)
-    kbar = _limit(checks.whole(kbar, "kbar"), "kbar", MAX_KBAR,
-                  "unknown-domain collects kbar + 1 item counts to the driver")
-    if resolved == "unknown-domain" and k > kbar:
-        raise ParameterError(f"k={k} is larger than kbar={kbar}; raise kbar to at least k.")
-    seed = checks.seed(seed)
-    return k, epsilon, delta, resolved, kbar, seed
-
-
-def check_domain_size(size: int, k: int, mechanism: str) -> None:
-    """Public limits on the domain (its size is public), before data is read."""
-    _limit(size, "the domain size", MAX_DOMAIN, "one count per domain item is collected to the driver")
-    if k > size:
-        raise ParameterError(f"k={k} is larger than the domain ({size} items); lower k or extend the domain.")
-    if mechanism in ("joint", "pnf-joint", "auto") and size * k > MAX_JOINT_ENTRIES:
-        raise ParameterError(
-            f"domain size × k = {size * k:,} is above the limit of {MAX_JOINT_ENTRIES:,} for the joint "
-            "mechanisms (they may sweep every entry of a k × d matrix); lower k, shrink the domain, "
-            "or use method 'cdp-peel' or 'pnf-peel'."
-        )
-
-
-def guarantee_of(mechanism: str, epsilon: float, delta: float):
-    """The privacy cost a top-k release spends (known before reading data).
-    ``auto`` with δ > 0 is charged (ε, δ) whichever mechanism it then picks."""
-    if mechanism in ("cdp-peel", "unknown-domain", "auto") and delta > 0:
-        return ApproxDP(epsilon, delta)
-    return PureDP(epsilon)
 
 
 def _gumbel_gap(scale: float, n: int, beta: float) -> float:
@@ -205,7 +102,7 @@ def error_bound(mechanism: str, k: int, epsilon: float, delta: float, size: int,
     utility bound (2/ε)(ln(d!/(d−k)!) + ln(1/β)); pnf-peel: every round's
     exponential noise (scale k/ε) stays below (k/ε)·ln(dk/β); cdp-peel and
     unknown-domain: the spread of ``size`` Gumbel draws. ``size`` is d, or k̄
-    for unknown-domain.
+    for unknown-domain; ``epsilon`` is the ε the selection ran with.
     """
     if mechanism in ("joint", "pnf-joint"):
         log_sequences = math.lgamma(size + 1) - math.lgamma(size - k + 1)
@@ -235,18 +132,17 @@ def _domain_items(domain, item_col: str):
 
 def top_k(
     df,
-    k: int,
+    *,
     epsilon: float,
+    k: int,
     delta: float = 0.0,
-    mechanism: str = "auto",
-    domain=None,
+    method: str = "auto",
     person_col: str = "person_id",
     item_col: str = "item",
-    seed: int | None = None,
-    *,
-    method: str | None = None,
+    domain=None,
     kbar: int | None = None,
     persons: int | None = None,
+    seed: int | None = None,
     budget: PrivacyFilter | None = None,
     ledger=None,
 ) -> Release:
@@ -254,73 +150,99 @@ def top_k(
 
     Person-level privacy (add or remove one person with all rows). Guarantee:
     ε-DP for ``joint``, ``pnf-joint``, ``pnf-peel``, ``cdp-peel`` with δ = 0
-    and ``auto`` with δ = 0 (then ``joint``); (ε, δ)-DP for ``cdp-peel`` and
-    ``auto`` with δ > 0 (a 5% share of ε on the private choice, the rest on
-    the chosen mechanism) and for ``unknown-domain`` (the default without a
-    domain; δ/2 for its threshold, δ/2 for the zCDP conversion). See the
-    module docstring for the algorithms.
+    and ``auto`` with δ = 0 (then a pure mechanism); (ε, δ)-DP for
+    ``cdp-peel`` and ``auto`` with δ > 0 (a public share of ε, shown in the
+    budget split, on the private choice, the rest on the chosen mechanism)
+    and for ``unknown-domain`` (the default without a domain; δ/2 for its
+    threshold, δ/2 for the zCDP conversion). See the
+    module docstring for the algorithms (Gillenwater et al. 2022, Algorithms
+    1 and 2; Durfee & Rogers 2019; Rogers 2024, Algorithm 1).
 
-    ``method`` names the mechanism (``mechanism`` is its older name, kept as an
-    alias). ``domain``: the public list of possible items (a list/array/Series,
-    or a Spark DataFrame of public items with the item column); items of the
-    data outside it are never released, items of it absent from the data
-    count 0. ``kbar``: for ``unknown-domain``, how many of the largest counts
-    are collected (default max(1000, 2k)). ``persons``: optional public number
-    (or upper bound) of persons, only used to judge the error bound.
-    ``budget``: an optional shared PrivacyFilter, spent before any data is
-    read. ``seed``: tests and demos only (the release is then marked not for
-    publication). Rows with a null person or item are dropped.
+    ``method``: ``auto`` (default), ``joint``, ``pnf-joint``, ``pnf-peel``,
+    ``cdp-peel`` or ``unknown-domain``. ``domain``: the public list of
+    possible items (a list/array/Series, or a Spark DataFrame of public items
+    with the item column); items of the data outside it are never released,
+    items of it absent from the data count 0. ``kbar``: for
+    ``unknown-domain``, how many of the largest counts are collected (default
+    max(1000, 2k)). ``persons``: optional public number (or upper bound) of
+    persons, only used to judge the error bound. ``budget``: an optional
+    shared PrivacyFilter (or ``ledger=``, a persisted one), spent before any
+    data is read. ``seed``: tests and demos only (the release is then marked
+    not for publication). Rows with a null person or item are dropped.
 
-    Returns a Release whose ``items`` value lists {"rank", "item"} in order
-    (fewer than k, with ``bottom`` true, when Unknown Domain Gumbel returns
-    ⊥) and whose ``items_df`` artifact is the same as a Spark DataFrame.
+    Returns a Release whose ``result["items"]`` lists {"rank", "item"} in
+    order (fewer than k, with ``bottom`` true, when Unknown Domain Gumbel
+    returns ⊥), ``result["method"]`` the mechanism that ran and
+    ``result["released_count"]`` how many items were released; the artifact
+    ``items`` (``release.items``) is the same ranking as a Spark DataFrame
+    (rank, item).
     """
     from dp_spark.io import spark_frame
-
-    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     from dp_spark.ledger import budget_or_ledger
 
+    asked = dict(epsilon=epsilon, k=k, delta=delta, method=method, person_col=person_col, item_col=item_col,
+                 kbar=kbar, persons=persons, seed=seed)
+    plan = make_plan(**asked, domain=domain)  # every parameter checked before Spark is touched
+    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
-    given = method_of(method, mechanism)
-    k, epsilon, delta, mechanism, kbar, seed = validate(
-        k, epsilon, delta, given, domain is not None, kbar, seed
-    )
-    if persons is not None:
-        persons = checks.whole(persons, "persons")
     edge_df = stage.edge_table(df, person_col, item_col)  # schema only, no data read
     integral = stage.integral_items(edge_df)
     items = None
     if domain is not None:
+        # The domain is public data: reading it reveals nothing about the table.
         items = stage.normalise_domain(_domain_items(domain, item_col), integral)
-        check_domain_size(len(items), k, mechanism)
-    cost = guarantee_of(mechanism, epsilon, delta)
-    if budget is not None:
-        budget.spend(cost, label=RELEASE)  # refuses before any data is read
-    rng = make_rng(seed)
+        plan = make_plan(**asked, domain=items, domain_size=len(items))  # adds the domain's size limits
+    local = plan.spend(budget)  # refuses before any data is read
+    selection = _select(plan, edge_df, items, make_rng(seed))
+    return _report(plan, local, selection, items, df.sparkSession, integral, seed)
 
-    bottom, choice = None, None
+
+@dataclass(frozen=True)
+class _Selection:
+    """What the mechanism released (items in rank order) and the public
+    facts its error statement needs."""
+
+    items: list
+    method: str  # the mechanism that ran
+    epsilon: float  # the ε its selection ran with
+    size: int  # d, or kbar for unknown-domain
+    bottom: bool | None = None  # unknown-domain: ⊥ appended
+    choice: AutoChoice | None = None  # auto's choice
+
+
+def _select(plan: Plan, edge_df, items, rng) -> _Selection:
+    """Run the stage and the mechanism the plan names, within its steps."""
+    k, epsilon, delta = plan["k"], plan["epsilon"], plan["delta"]
+    mechanism = resolve_method(plan["method"], items is not None)
     if mechanism == "unknown-domain":
-        chosen, bottom = _unknown_domain(edge_df, items, k, epsilon, delta, kbar, rng)
-        size = kbar
-    else:
-        log.info("top-k: counting persons per domain item (%d items)", len(items))
-        counts = stage.domain_item_counts(edge_df, items)
-        if mechanism == "auto":
-            choice = choose_mechanism(counts, k, epsilon, delta, rng, AUTO_SHARE)
-            mechanism = choice.mechanism
-        log.info("top-k: selecting with %s", mechanism)
-        eps_sel = choice.epsilon_selection if choice is not None else epsilon
-        indices = _select(mechanism, counts, k, eps_sel, delta, rng)
-        del counts  # non-private; nothing below may use it
-        chosen = [items[int(i)] for i in indices]
-        size = len(items)
-
-    return _release(df, chosen, bottom, k, epsilon, delta, mechanism, given, kbar, size,
-                    None if items is None else len(items), integral, person_col, item_col, seed, cost,
-                    choice, persons)
+        return _unknown_domain(edge_df, items, k, epsilon, delta, plan["kbar"], rng)
+    log.info("top-k: counting persons per domain item (%d items)", len(items))
+    counts = stage.domain_item_counts(edge_df, items)
+    choice, eps_sel = None, epsilon
+    if mechanism == "auto":
+        choice, eps_sel = _auto_choice(plan, counts, len(items), rng)
+        mechanism = choice.mechanism
+    log.info("top-k: selecting with %s", mechanism)
+    indices = _domain_mechanism(mechanism, counts, k, eps_sel, delta, rng)
+    del counts  # non-private; nothing below may use it
+    return _Selection([items[int(i)] for i in indices], mechanism, eps_sel, len(items), choice=choice)
 
 
-def _select(mechanism, counts, k, epsilon, delta, rng):
+def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]:
+    """auto's private choice with the plan's public share of ε, and the ε
+    of the plan's selection step (what the chosen mechanism runs with)."""
+    k, epsilon, delta = plan["k"], plan["epsilon"], plan["delta"]
+    share = auto_share(k, epsilon, delta, size)  # the share the plan charged (same public inputs)
+    paid = plan.steps[0][1].epsilon if len(plan.steps) == 2 else 0.0
+    # share 0: the choice needs no data (choose_mechanism spends nothing; it refuses share=0 itself)
+    choice = choose_mechanism(counts, k, epsilon, delta, rng, **({"share": share} if share > 0 else {}))
+    # never more than the plan charged; depends on public parameters only
+    if choice.epsilon_choice > paid or choice.mechanism not in DOMAIN_METHODS:  # pragma: no cover
+        raise RuntimeError("top-k auto: the choice does not match the plan's budget split (internal error)")
+    return choice, plan.steps[-1][1].epsilon
+
+
+def _domain_mechanism(mechanism, counts, k, epsilon, delta, rng):
     """Indices chosen by a public-domain mechanism (see the module table)."""
     if mechanism == "joint":
         return joint_top_k(counts, k, epsilon, rng)
@@ -331,8 +253,8 @@ def _select(mechanism, counts, k, epsilon, delta, rng):
     return cdp_peel_top_k(counts, k, epsilon, delta, rng)
 
 
-def _unknown_domain(edge_df, items, k, epsilon, delta, kbar, rng):
-    """(chosen items, bottom) by Unknown Domain Gumbel over the k̄ + 1 largest counts."""
+def _unknown_domain(edge_df, items, k, epsilon, delta, kbar, rng) -> _Selection:
+    """Unknown Domain Gumbel over the k̄ + 1 largest counts."""
     if items is not None:
         log.info("top-k: counting persons per domain item (%d items)", len(items))
         top = stage.top_of_domain(items, stage.domain_item_counts(edge_df, items), kbar)
@@ -343,47 +265,19 @@ def _unknown_domain(edge_df, items, k, epsilon, delta, kbar, rng):
     result = unknown_domain_gumbel(top.counts, k, eps_item, delta_threshold, kbar, rng, top.next_count)
     chosen = [top.items[i] for i in result.indices]
     del top  # non-private
-    return chosen, result.bottom
+    return _Selection(chosen, "unknown-domain", epsilon, kbar, bottom=result.bottom)
 
 
-def _budget_split(mechanism, k, epsilon, delta, kbar, cost, choice: AutoChoice | None) -> list:
-    """The parts of the budget; for auto, the same steps whatever it picks."""
-    if choice is not None:
-        if choice.epsilon_choice == 0.0:
-            return [{"step": "selection: auto with delta = 0 is the joint exponential mechanism "
-                             "(a choice from public parameters; nothing spent on it)", **cost.to_dict()}]
-        return [
-            {"step": "auto: noisy counts at ranks 1, k and 4k (Laplace) to predict each mechanism's "
-                     "error", **PureDP(choice.epsilon_choice).to_dict()},
-            {"step": "selection with the mechanism auto chose (values.mechanism: joint is ε-DP, "
-                     "cdp-peel (ε, δ)-DP; δ is charged either way)",
-             **ApproxDP(choice.epsilon_selection, delta).to_dict()},
-        ]
-    if mechanism == "unknown-domain":
-        eps_item, d_thr, d_conv = unknown_domain_calibration(epsilon, delta, k)
-        zcdp = ZCDP(k * eps_item**2 / 8.0, d_thr)
-        return [{
-            "step": (f"selection: Unknown Domain Gumbel, per-item ε' = {eps_item:.6g}, threshold δ "
-                     f"= {d_thr:g}, kbar = {kbar} ({zcdp.describe()}), converted to (ε, δ)-DP "
-                     f"with δ' = {d_conv:g}"),
-            **cost.to_dict(),
-            "zcdp": zcdp.to_dict(),
-        }]
-    if mechanism == "cdp-peel":
-        return [{"step": (f"selection: one-shot Gumbel top-k, per-step ε' = "
-                          f"{cdp_peel_epsilon_per_step(epsilon, delta, k):.6g}"), **cost.to_dict()}]
-    return [{"step": f"selection: {_NAMES[mechanism]}", **cost.to_dict()}]
-
-
-def _error_texts(mechanism, k, eps_sel, delta, kbar, size, persons, choice) -> tuple[dict, float, str | None]:
+def _error_texts(selection: _Selection, k, delta, persons) -> tuple[dict, float, str | None]:
     """(errors, the public ℓ∞ bound E, a warning or None). The warning compares
     E with the largest count a user could expect: ``persons`` (public) or
     auto's noisy count at rank 1 (paid for by auto's share)."""
-    bound = error_bound(mechanism, k, eps_sel, delta, size)
+    mechanism, choice = selection.method, selection.choice
+    bound = error_bound(mechanism, k, selection.epsilon, delta, selection.size)
     errors = {"items": (
         f"with probability >= {CONFIDENCE:.0%}, each released item's true count is within "
         f"{bound:,.1f} of the count at its rank (the i-th released item is held by at most "
-        f"{bound:,.1f} fewer persons than the true i-th most common item; {_NAMES[mechanism]})")}
+        f"{bound:,.1f} fewer persons than the true i-th most common item; {NAMES[mechanism]})")}
     reference, what = None, None
     if persons is not None:
         reference, what = float(persons), f"the {persons:,} persons given as persons="
@@ -397,65 +291,49 @@ def _error_texts(mechanism, k, eps_sel, delta, kbar, size, persons, choice) -> t
     return errors, bound, warning
 
 
-def _release(df, chosen, bottom, k, epsilon, delta, mechanism, given, kbar, size, domain_size,
-             integral, person_col, item_col, seed, cost, choice=None, persons=None) -> Release:
-    rows = [{"rank": i + 1, "item": item} for i, item in enumerate(chosen)]
-    eps_sel = choice.epsilon_selection if choice is not None else epsilon
-    errors, bound, warning = _error_texts(mechanism, k, eps_sel, delta, kbar, size, persons, choice)
-    values = {"items": rows, "k": k, "returned": len(rows), "mechanism": mechanism,
+def _values(selection: _Selection, rows, k, bound, warning, domain_size) -> dict:
+    """The released values (the report's ``result``)."""
+    values = {"items": rows, "k": k, "released_count": len(rows), "method": selection.method,
               "error_bound": round(bound, 1), "error_warning": warning}
-    if choice is not None:
-        values["auto_predicted_error"] = {m: choice.predicted.get(m) for m in ("joint", "cdp-peel")}
-    if mechanism == "unknown-domain":
-        values["bottom"] = bool(bottom)
-    has_domain = domain_size is not None
-    if has_domain:
+    if selection.choice is not None:
+        values["auto_predicted_error"] = {m: selection.choice.predicted.get(m) for m in ("joint", "cdp-peel")}
+    if selection.method == "unknown-domain":
+        values["bottom"] = bool(selection.bottom)
+    if domain_size is not None:
         values["domain_size"] = domain_size
+    return values
+
+
+def _report(plan: Plan, local: PrivacyFilter, selection: _Selection, items, spark, integral, seed) -> Release:
+    """The Release from released values and public parameters only."""
+    k, epsilon, delta = plan["k"], plan["epsilon"], plan["delta"]
+    person_col, item_col = plan["person_col"], plan["item_col"]
+    rows = [{"rank": i + 1, "item": item} for i, item in enumerate(selection.items)]
+    errors, bound, warning = _error_texts(selection, k, delta, plan["persons"])
     if warning is not None:
         log.warning("top-k: %s", warning)
-    if mechanism == "unknown-domain":
+    split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]
+    if selection.method == "unknown-domain":
         eps_item, d_thr, _ = unknown_domain_calibration(epsilon, delta, k)
-        threshold = unknown_domain_threshold(eps_item, d_thr, kbar)
+        threshold = unknown_domain_threshold(eps_item, d_thr, plan["kbar"])
         errors["bottom"] = (
             f"true when fewer than k items cleared the noisy threshold (about {threshold:,.0f} "
             "persons above the (kbar+1)-th largest count): then only the items that cleared it "
             "are released"
         )
-    split = _budget_split(mechanism, k, epsilon, delta, kbar, cost, choice)
+        split[0]["zcdp"] = unknown_domain_zcdp(epsilon, delta, k).to_dict()
     statement = (
-        f"Person-level {cost.describe()}: the output would be almost as likely if any one person "
-        f"(every row with the same {person_col}) were removed or added. Released: the "
+        f"Person-level {plan.guarantee.describe()}: the output would be almost as likely if any one "
+        f"person (every row with the same {person_col}) were removed or added. Released: the "
         f"{len(rows)} {item_col} values held by the most distinct persons, in order"
-        + (", from the public domain" if has_domain else "")
-        + f", chosen by {_NAMES[mechanism]}"
-        + (" (picked by auto)" if choice is not None else "") + "; no counts are released."
+        + (", from the public domain" if items is not None else "")
+        + f", chosen by {NAMES[selection.method]}"
+        + (" (picked by auto)" if selection.choice is not None else "") + "; no counts are released."
     )
-    parameters = {
-        "k": k,
-        "epsilon": epsilon,
-        "delta": delta,
-        "mechanism": given,
-        "method": given,
-        "mechanism_used": mechanism,
-        "person_col": person_col,
-        "item_col": item_col,
-        "domain": f"{domain_size} public items" if has_domain else None,
-        "persons": persons,
-    }
-    if mechanism == "unknown-domain":
-        parameters["kbar"] = kbar
-    return Release(
-        name=RELEASE,
-        privacy_unit="person",
-        neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
-        guarantee=cost,
-        parameters=parameters,
-        values=values,
-        errors=errors,
-        statement=statement,
-        seeded=seed is not None,
-        budget_split=split,
-        artifacts={"items_df": _items_df(df.sparkSession, rows, integral)},
+    return Release.from_plan(
+        plan, values=_values(selection, rows, k, bound, warning, None if items is None else len(items)),
+        errors=errors, statement=statement, seeded=seed is not None, budget_split=split,
+        artifacts={"items": _items_df(spark, rows, integral)},
     )
 
 

@@ -14,13 +14,17 @@ Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
    :func:`sequential_histogram` (one shuffle of the edges by person, the
    restriction and the kernel in one pass over sorted rows; the same
    histogram bit for bit).
-3. :func:`released_items` — noise and threshold inside Spark (``mapInPandas``
-   calling :func:`dp_spark.mechanisms.set_union.release_mask` with a generator per
+3. :func:`released_items` — noise and threshold inside Spark: ``mapInPandas``
+   runs the function the release passes in (the mechanism layer's
+   :class:`dp_spark.mechanisms.set_union.ThresholdStep`, one generator per
    partition); only the column ``item`` of the released items remains.
 
-No privacy noise is drawn in this module: step 3 calls the mechanism layer's
-noise function inside the executors. The privacy argument (facts (S) and (T))
-is in :mod:`dp_spark.mechanisms.set_union.policies`; what this module must and does
+No privacy noise is drawn in this module, and it imports nothing from the
+mechanism layer: the histogram kernels come from
+:mod:`dp_spark.summaries.set_union` (a noise-free transformation), and step 3
+runs the noise + threshold function it is given (dependency injection)
+inside the executors. The privacy argument (facts (S) and (T))
+is in :mod:`dp_spark.summaries.set_union`; what this module must and does
 guarantee for it is stated at each function: a person's restricted set and
 shard depend only on that person's own rows, and a shard's persons are
 visited in an order that depends only on their ids.
@@ -44,7 +48,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -53,24 +57,17 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.set_union import (
-    PARTITIONS_LIMIT,
-    SEQUENTIAL,
-    SHARDS_LIMIT,
-    UNIT,
-    UNIT_BITS,
-    NoiseRoot,
-    SetUnionPlan,
-    check_policy,
-    check_whole,
-    release_mask,
-    sequential_update,
-    shard_cutoff,
-    update_histogram,
-)
 from dp_spark.stages.distinct import default_shards as _session_partitions
 from dp_spark.stages.edges import ITEM, PERSON, edges
-
+from dp_spark.summaries.set_union import (
+    DEFAULT_SHARDS,
+    SEQUENTIAL,
+    UNIT,
+    UNIT_BITS,
+    check_policy,
+    sequential_update,
+    update_histogram,
+)
 log = logging.getLogger(__name__)
 
 ITEMS = "items"
@@ -83,10 +80,10 @@ _RANK = "_rank"
 _UNITS = "_units"
 _PARTS = "_parts"
 
-#: Person shards of the sequential policies when ``shards`` is not given: a
-#: fixed number, independent of the data and of the cluster's configuration
-#: (the per-shard cutoff Γ/√shards, and so the output's utility, depends on it).
-DEFAULT_SHARDS = 8
+#: What the release hands :func:`released_items`: partition id -> that
+#: partition's mask function (weights -> released), e.g.
+#: :class:`dp_spark.mechanisms.set_union.ThresholdStep`.
+Threshold = Callable[[int], Callable[[np.ndarray], np.ndarray]]
 
 __all__ = [
     "ITEMS",
@@ -101,16 +98,7 @@ __all__ = [
     "sequential_histogram",
     "set_union_items",
     "materialize",
-    "check_shards",
 ]
-
-
-def check_shards(shards, name: str = "shards") -> None:
-    """``shards`` / ``partitions``: None or a whole number in [1, the public
-    limit] (:data:`dp_spark.mechanisms.set_union.SHARDS_LIMIT`,
-    :data:`~dp_spark.mechanisms.set_union.PARTITIONS_LIMIT`)."""
-    limit = SHARDS_LIMIT if name == "shards" else PARTITIONS_LIMIT
-    check_whole(shards, name, limit, none_ok=True)
 
 
 def default_partitions(spark) -> int:
@@ -246,7 +234,7 @@ def weight_histogram(
     the result does not depend on the order Spark adds them in — and the
     weight is units·2^-30. Rounding down keeps the ℓ1 (Laplace) / ℓ2
     (Gaussian) sensitivity ≤ 1 exactly (Count: Δ0) and fact (T)
-    (:mod:`dp_spark.mechanisms.set_union.policies`).
+    (:mod:`dp_spark.summaries.set_union`).
 
     ``policy-laplace`` / ``policy-gaussian`` are sequential (``gamma`` is the
     cutoff every shard runs with; see :func:`dp_spark.mechanisms.set_union.shard_cutoff`
@@ -255,7 +243,7 @@ def weight_histogram(
     id, so a shard is a Spark partition); inside a shard persons are visited
     in the order (xxhash64(person), person), a total order fixed by the ids
     alone; each shard builds its own histogram with the kernel of
-    :mod:`dp_spark.mechanisms.set_union.policies` and the shard histograms are added,
+    :mod:`dp_spark.summaries.set_union` and the shard histograms are added,
     for each item in shard order 0, 1, … (a fixed sequence of float64
     additions over at most ``shards`` values, so the same bits on every
     evaluation). Adding or removing one person changes one shard only, so the
@@ -271,7 +259,6 @@ def weight_histogram(
         exploded = per_person.select(_UNITS, F.explode(ITEMS).alias(ITEM))
         summed = exploded.groupBy(ITEM).agg(F.sum(_UNITS).alias(_UNITS))
         return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT))
-    check_shards(shards)
     keyed = (
         sets_df.repartition(int(shards), PERSON)
         .select(
@@ -388,7 +375,6 @@ def sequential_histogram(
     policy = check_policy(policy)
     if policy not in SEQUENTIAL:
         raise ParameterError(f"sequential_histogram is for {', '.join(SEQUENTIAL)}; got {policy!r}.")
-    check_shards(shards)
     salt_col = F.lit(int(salt)).cast("long")
     rows = (
         edge_df.repartition(int(shards), PERSON)
@@ -424,48 +410,46 @@ def _add_shards(per_shard: DataFrame) -> DataFrame:
 
 # ------------------------------------------------------- noise + threshold
 
-def _threshold_partition(
-    batches: Iterator[pd.DataFrame], plan: SetUnionPlan, root: NoiseRoot
-) -> Iterator[pd.DataFrame]:
-    """mapInPandas body: release the items of one partition whose weight plus
-    fresh noise clears ρ. The generator is the root's child for this
-    partition (its id arrives as a column); noise is drawn by the mechanism
-    layer (:func:`dp_spark.mechanisms.set_union.release_mask`), not here."""
-    rng = None
+def _threshold_partition(batches: Iterator[pd.DataFrame], threshold: Threshold) -> Iterator[pd.DataFrame]:
+    """mapInPandas body: keep the items of one partition that ``threshold``
+    releases. ``threshold(p)`` — the mechanism layer's function, made once
+    for this partition (its id arrives as a column) — draws the noise and
+    compares with ρ; this stage draws none."""
+    mask_of = None
     for batch in batches:
         if not len(batch):
             continue
-        if rng is None:
-            rng = root.partition_rng(int(batch[_PID].iloc[0]))
-        mask = release_mask(batch[WEIGHT].to_numpy(dtype=np.float64), plan, rng)
+        if mask_of is None:
+            mask_of = threshold(int(batch[_PID].iloc[0]))
+        mask = mask_of(batch[WEIGHT].to_numpy(dtype=np.float64))
         yield batch.loc[mask, [ITEM]]
 
 
-def released_items(
-    hist_df: DataFrame, plan: SetUnionPlan, root: NoiseRoot, partitions: int
-) -> DataFrame:
-    """(item): the items whose weight + noise > ρ — the private output.
+def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) -> DataFrame:
+    """(item): the items ``threshold`` releases — the private output.
 
-    The histogram is hash-partitioned by item into ``partitions`` partitions
-    (an explicit number, which adaptive execution does not coalesce) and
-    sorted by item inside each, so partition p holds a fixed set of items in
-    a fixed order and uses the generator ``root.partition_rng(p)``: every
-    item gets its own draw. With a keyless root (unseeded) the draws are
-    fresh OS entropy on every evaluation, so the result must be evaluated
-    once, through :func:`materialize`; with a seeded root the weights are
-    bit-identical on every evaluation (:func:`weight_histogram`) and so is
-    the set. The weights never leave this step. Lazy; the returned plan holds
-    the salt and, when seeded, the noise root (pickled): hand users only the
+    ``threshold`` is the release's noise + threshold step
+    (:class:`dp_spark.mechanisms.set_union.ThresholdStep`: weight + noise > ρ,
+    one generator per partition). The histogram is hash-partitioned by item
+    into ``partitions`` partitions (an explicit number, which adaptive
+    execution does not coalesce) and sorted by item inside each, so
+    partition p holds a fixed set of items in a fixed order and uses
+    ``threshold(p)``: every item gets its own draw. With a keyless noise root
+    (unseeded) the draws are fresh OS entropy on every evaluation, so the
+    result must be evaluated once, through :func:`materialize`; with a
+    seeded root the weights are bit-identical on every evaluation
+    (:func:`weight_histogram`) and so is the set. The weights never leave
+    this step. Lazy; the returned plan holds the salt and, when seeded, the
+    noise root (pickled inside ``threshold``): hand users only the
     materialized result.
     """
-    check_shards(partitions, "partitions")
     prepared = (
         hist_df.repartition(int(partitions), ITEM)
         .sortWithinPartitions(ITEM)
         .select(ITEM, WEIGHT, F.spark_partition_id().alias(_PID))
     )
     schema = T.StructType([T.StructField(ITEM, hist_df.schema[ITEM].dataType)])
-    return prepared.mapInPandas(partial(_threshold_partition, plan=plan, root=root), schema)
+    return prepared.mapInPandas(partial(_threshold_partition, threshold=threshold), schema)
 
 
 # ------------------------------------------------------------ entry points
@@ -481,10 +465,9 @@ def set_union_histogram(
     shards: int | None = None,
 ) -> DataFrame:
     """NON-PRIVATE (item, weight) histogram of the input under ``policy``:
-    steps 1–2 of the pipeline. For tests and benchmarks; never collected by
-    the library."""
+    steps 1–2 of the pipeline, each sequential shard with the cutoff
+    ``gamma``. Never collected by the library."""
     policy = check_policy(policy)
-    check_shards(shards)
     edge_df = edges(df, person_col, item_col)
     if policy in SEQUENTIAL:
         return sequential_histogram(edge_df, policy, max_items, salt, gamma, shards or DEFAULT_SHARDS)
@@ -495,31 +478,28 @@ def set_union_items(
     df: DataFrame,
     person_col: str,
     item_col: str,
-    plan: SetUnionPlan,
+    *,
+    policy: str,
+    max_items: int,
     salt: int,
-    root: NoiseRoot,
+    threshold: Threshold,
+    gamma: float | None = None,
     shards: int | None = None,
     partitions: int | None = None,
-    cutoff_rule: str = "scaled",
 ) -> DataFrame:
-    """The released items (one column ``item``) of DP Set Union with the
-    constants in ``plan``: (plan.epsilon, plan.delta)-DP at person level.
-    Sequential policies run in ``shards`` shards (default
-    :data:`DEFAULT_SHARDS`, fixed), each with the cutoff
-    :func:`dp_spark.mechanisms.set_union.shard_cutoff` (Γ, rule); the noise step
-    runs in ``partitions`` partitions (default :func:`default_partitions`).
-    Lazy: nothing runs until an action on the result."""
-    spark = df.sparkSession
-    partitions = partitions or default_partitions(spark)
-    gamma = None
-    if plan.policy in SEQUENTIAL:
-        shards = shards or DEFAULT_SHARDS
-        gamma = shard_cutoff(plan.gamma, shards, cutoff_rule)
-    log.info("set-union: %s histogram (Δ0 = %d)", plan.policy, plan.max_items)
-    hist_df = set_union_histogram(
-        df, person_col, item_col, plan.policy, plan.max_items, salt, gamma, shards
-    )
-    return released_items(hist_df, plan, root, partitions)
+    """The released items (one column ``item``) of DP Set Union: the
+    ``policy`` histogram of the persons' Δ0 = ``max_items`` items
+    (sequential policies in ``shards`` shards, default
+    :data:`DEFAULT_SHARDS`, each with the cutoff ``gamma``), then
+    ``threshold`` — the mechanism layer's noise + threshold step — in
+    ``partitions`` partitions (default :func:`default_partitions`). Its
+    guarantee is the threshold step's ((ε, δ)-DP at person level for the
+    plan it was built from). Lazy: nothing runs until an action on the
+    result."""
+    partitions = partitions or default_partitions(df.sparkSession)
+    log.info("set-union: %s histogram (Δ0 = %d)", policy, max_items)
+    hist_df = set_union_histogram(df, person_col, item_col, policy, max_items, salt, gamma, shards)
+    return released_items(hist_df, threshold, partitions)
 
 
 def materialize(items_df: DataFrame) -> DataFrame:

@@ -1,0 +1,8 @@
+"""Noise-free summaries of the data (pure numpy), used by the Spark stages
+and the mechanisms alike; nothing here draws privacy noise or imports pyspark.
+
+- :mod:`.continual_distinct`: flip events and stream summaries of an
+  insert/delete stream (the counts the continual trees add noise to).
+- :mod:`.set_union`: the set-union update policies (count, weighted and
+  policy histograms, Gopi et al. 2020): bounded-sensitivity weightings, no noise.
+"""

@@ -92,5 +92,5 @@ if os.path.exists(OUTPUT_DIR):
 for name, release in (("distinct_count", count), ("top_k", top)):
     write_json_atomic(f"{OUTPUT_DIR}/{name}_report.json", release.to_dict())
     write_html(f"{OUTPUT_DIR}/{name}_report.html", release)
-top.items_df.coalesce(1).write.mode("error").parquet(f"{OUTPUT_DIR}/top_k_items.parquet")
+top.items.coalesce(1).write.mode("error").parquet(f"{OUTPUT_DIR}/top_k_items.parquet")
 print(sorted(os.listdir(OUTPUT_DIR)))

@@ -173,9 +173,9 @@ def _run_api(name, people, events):
     if name == "distinct-count":
         return dp_spark.distinct_count(people, epsilon=1.0, max_bound=20, seed=SEED)
     if name == "set-union":
-        return dp_spark.set_union(people, 2.0, 1e-5, max_items=20, seed=SEED)
+        return dp_spark.set_union(people, epsilon=2.0, delta=1e-5, max_items=20, seed=SEED)
     if name == "top-k":
-        return dp_spark.top_k(people, 3, 1.0, 1e-6, seed=SEED)
+        return dp_spark.top_k(people, k=3, epsilon=1.0, delta=1e-6, seed=SEED)
     if name == "count-release":
         return dp_spark.count_release(people, 0.5, 1e-6, kbar=50, seed=SEED)
     return dp_spark.continual_distinct(events, 0.5, horizon=64, seed=SEED)

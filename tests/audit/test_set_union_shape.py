@@ -35,7 +35,7 @@ def base_rows():
 def shape(spark, rows, policy):
     df = spark.createDataFrame(rows, SCHEMA)
     try:
-        release = dp_spark.set_union(df, 1.0, 1e-4, max_items=5, policy=policy, seed=SEED)
+        release = dp_spark.set_union(df, epsilon=1.0, delta=1e-4, max_items=5, method=policy, seed=SEED)
     except Exception as exc:  # noqa: BLE001 - the type is part of the shape
         return {"raised": type(exc).__name__}
     report = release.to_dict()
@@ -43,14 +43,16 @@ def shape(spark, rows, policy):
         "raised": None,
         "report_keys": sorted(report),
         "values": sorted(release.values),
+        "result": {k: v for k, v in report["result"].items() if k != "released_count"},
         "parameters": report["parameters"],
-        "guarantee": report["guarantee"],
-        "budget": (report["epsilon"], report["delta"]),
+        "privacy": report["privacy"],
         "budget_split": report["budget_split"],
-        "errors": sorted(report["errors"]),
+        "errors": report["errors"],
+        "statement": report["statement"],
         "publishable": report["publishable"],
+        "artifacts": sorted(release.artifacts),
         "items": release.items.dtypes,
-        "count_is_int": isinstance(report["items_released"], int),
+        "count_is_int": isinstance(report["result"]["released_count"], int),
     }
 
 

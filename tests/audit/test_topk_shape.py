@@ -16,14 +16,15 @@ import dp_spark
 from dp_spark.errors import ParameterError
 
 DOMAIN = [f"i{j}" for j in range(12)]
-CASES = [
-    ("auto", 0.0),
-    ("auto", 1e-6),
-    ("joint", 0.0),
-    ("pnf-joint", 0.0),
-    ("pnf-peel", 0.0),
-    ("cdp-peel", 1e-6),
-    ("unknown-domain", 1e-6),
+CASES = [  # (method, delta, epsilon)
+    ("auto", 0.0, 1.0),
+    ("auto", 1e-6, 1.0),  # k = 4 <= 10·ε: a public choice
+    ("auto", 1e-6, 0.3),  # k = 4 > 10·ε: auto's private choice step runs
+    ("joint", 0.0, 1.0),
+    ("pnf-joint", 0.0, 1.0),
+    ("pnf-peel", 0.0, 1.0),
+    ("cdp-peel", 1e-6, 1.0),
+    ("unknown-domain", 1e-6, 1.0),
 ]
 
 
@@ -42,28 +43,27 @@ def shape(run):
     except ParameterError as exc:
         return {"raised": type(exc).__name__}
     report = release.to_dict()
+    result = report["result"]
     return {
         "raised": None,
         "report_keys": sorted(report),
-        "value_keys": sorted(release.values),
-        "items_columns": release.items_df.columns,
-        "guarantee": report["guarantee"],
+        "result_keys": sorted(result),
+        "items_columns": release.items.columns,
+        "privacy": report["privacy"],
         "budget_split": report["budget_split"],
-        "epsilon": report["epsilon"],
-        "delta": report["delta"],
         "parameters": report["parameters"],
-        "returned": report["returned"] if report["mechanism"] != "unknown-domain" else None,
+        "released_count": result["released_count"] if result["method"] != "unknown-domain" else None,
         "error_keys": sorted(report["errors"]),
     }
 
 
-@pytest.mark.parametrize("method, delta", CASES)
-def test_top_k_shape_is_the_same_with_one_more_person(tables, method, delta):
+@pytest.mark.parametrize("method, delta, epsilon", CASES)
+def test_top_k_shape_is_the_same_with_one_more_person(tables, method, delta, epsilon):
     d, d_plus = tables
     domain = None if method == "unknown-domain" else DOMAIN
 
     def run(df):
-        return lambda: dp_spark.top_k(df, 4, 1.0, delta=delta, method=method, domain=domain, seed=7,
+        return lambda: dp_spark.top_k(df, k=4, epsilon=epsilon, delta=delta, method=method, domain=domain, seed=7,
                                       persons=100)
 
     before, after = shape(run(d)), shape(run(d_plus))
@@ -75,6 +75,6 @@ def test_refusals_do_not_depend_on_the_data(tables):
     d, d_plus = tables
     for df in (d, d_plus):
         with pytest.raises(ParameterError, match="larger than the domain"):
-            dp_spark.top_k(df, 13, 1.0, domain=DOMAIN, seed=7)
+            dp_spark.top_k(df, k=13, epsilon=1.0, domain=DOMAIN, seed=7)
         with pytest.raises(ParameterError, match="limit"):
-            dp_spark.top_k(df, 2000, 1.0, domain=DOMAIN, seed=7)
+            dp_spark.top_k(df, k=2000, epsilon=1.0, domain=DOMAIN, seed=7)

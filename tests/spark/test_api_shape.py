@@ -20,7 +20,7 @@ EVENTS = [(t, f"i{t % 9}", 1 if (t // 9) % 2 == 0 else -1) for t in range(1, 40)
 CASES = {
     "distinct_count": (dict(epsilon=1.0, method="greedy", max_bound=4), "persons"),
     "set_union": (dict(epsilon=1.0, delta=1e-6, method="policy-gaussian", max_items=4), "persons"),
-    "top_k": (dict(epsilon=1.0, k=3, method="auto"), "persons"),
+    "top_k": (dict(epsilon=1.0, delta=1e-6, k=3, method="auto"), "persons"),
     "count_release": (dict(rho=0.5, delta=1e-6, method="pcr", kbar=20), "persons"),
     "continual_distinct": (dict(rho=0.5, horizon=64, method="auto"), "events"),
 }

@@ -75,12 +75,14 @@ def test_released_values_are_on_the_page(releases, no_spark_actions):
     counts = render(releases["count-release"])
     assert all(f"{r['count']:,}" in counts for r in releases["count-release"].values["items"][:25])
     su = render(releases["set-union"])
-    assert f"{releases['set-union'].values['items_released']:,}" in su
+    assert f"{releases['set-union'].values['released_count']:,}" in su
 
 
 def test_set_union_history_and_ledger_hook(releases, no_spark_actions):
     release = releases["set-union"]
-    earlier = {**release.to_dict(), "created": "2026-01-01T00:00:00+00:00", "items_released": 4321}
+    document = release.to_dict()
+    earlier = {**document, "created": "2026-01-01T00:00:00+00:00",
+               "result": {**document["result"], "released_count": 4321}}
     page = render(release, history=[earlier], ledger={"budget": "daily", "remaining": {"epsilon": 7.5}})
     assert "2026-01-01T00:00:00+00:00" in page and "4,321" in page and page.count("<rect") >= 2
     assert "Budget ledger after this run" in page and "epsilon: 7.5" in page
@@ -128,7 +130,7 @@ def test_cli_writes_the_html_report_and_prints_the_ranking(spark, tmp_path, caps
     out, err = capsys.readouterr()
     assert code == 0, err
     ranking = [line.strip() for line in out.splitlines() if re.match(r"\s+\d\. w\d+$", line)]
-    items = [row["item"] for row in json.loads(report.read_text())["items"]]
+    items = [row["item"] for row in json.loads(report.read_text())["result"]["items"]]
     assert ranking == [f"{i + 1}. {item}" for i, item in enumerate(items)]
     assert "entries (see the report)" not in out
     assert page.is_file() and "HTML report written to" in out and all(f">{i}<" in page.read_text() for i in items)

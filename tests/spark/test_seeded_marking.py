@@ -37,7 +37,7 @@ def assert_marked_items(spark, folder, marked=True):
 
 ITEM_RUNS = {
     "set-union": ["set-union", "--rows", "20000", "--max-items", "20", "--epsilon", "2",
-                  "--delta", "1e-5", "--policy", "policy-laplace"],
+                  "--delta", "1e-5", "--method", "policy-laplace"],
     "top-k": ["top-k", "--rows", "20000", "--k", "3", "--epsilon", "2", "--delta", "1e-6"],
     "count-release": ["count-release", "--rows", "20000", "--kbar", "50", "--rho", "1", "--delta", "1e-6"],
 }

@@ -27,6 +27,7 @@ from dp_spark.accounting import ApproxDP, PrivacyFilter
 from dp_spark.cli import main
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
 from dp_spark.noise import make_rng
+from dp_spark.plans.set_union import plan as release_plan
 from dp_spark.mechanisms.set_union import (
     POLICIES,
     SEQUENTIAL,
@@ -249,7 +250,7 @@ def probes(spark):
 @pytest.mark.parametrize("policy", POLICIES)
 def test_items_only_one_person_holds_are_released_with_probability_at_most_delta(probes, policy):
     eps, delta, max_items = 1.0, 0.1, 3
-    release = dp_spark.set_union(probes, eps, delta, max_items=max_items, policy=policy, shards=4,
+    release = dp_spark.set_union(probes, epsilon=eps, delta=delta, max_items=max_items, method=policy, shards=4,
                                  seed=20 + POLICIES.index(policy), count=False)
     released = [r["item"] for r in release.items.collect()]
     hit = {int(m.group(1)) for m in map(re.compile(r"u(\d+)_").match, released) if m}
@@ -268,32 +269,37 @@ def test_items_only_one_person_holds_are_released_with_probability_at_most_delta
 
 # ------------------------------------------------------------------- the API
 
-REPORT_KEYS = {"release", "items_released", "policy", "max_items", "noise", "noise_scale",
-               "threshold", "epsilon", "delta", "guarantee", "privacy_unit", "neighbouring",
-               "budget_split", "errors", "statement", "parameters", "seeded", "publishable"}
+RESULT_KEYS = {"released_count", "method", "max_items", "noise", "noise_scale", "threshold",
+               "cutoff", "shards", "cutoff_per_shard"}
 
 
-def test_release_report_and_items(spark):
+def test_release_report_and_items(spark, report_schema):
+    import jsonschema
+
     # 777 persons hold "popular"; nothing in the report may reveal that count.
     rows = [(p, "popular") for p in range(777)] + [(p, f"r{p % 50}") for p in range(777)]
     df = spark.createDataFrame(rows, SCHEMA)
-    release = dp_spark.set_union(df, 3.0, 1e-5, max_items=10, seed=1)
+    release = dp_spark.set_union(df, epsilon=3.0, delta=1e-5, max_items=10, seed=1)
     report = release.to_dict()
-    assert REPORT_KEYS <= set(report) and "items" not in report
-    assert report["release"] == "set-union" and report["policy"] == "policy-gaussian"
-    assert report["guarantee"]["kind"] == "approx-dp"
-    assert (report["epsilon"], report["delta"]) == (3.0, 1e-5)
+    jsonschema.validate(json.loads(json.dumps(report)), report_schema)
+    result, privacy = report["result"], report["privacy"]
+    assert set(result) == RESULT_KEYS and "items" not in report and "items" not in result
+    assert report["release"] == "set-union" and result["method"] == "policy-gaussian"
+    assert report["parameters"]["method"] == "policy-gaussian" and "policy" not in report["parameters"]
+    assert privacy["kind"] == "approx-dp" and privacy["privacy_unit"] == "person"
+    assert (privacy["epsilon"], privacy["delta"]) == (3.0, 1e-5)
     assert sum(s["delta"] for s in report["budget_split"]) == pytest.approx(1e-5)
+    assert release.budget_split == release_plan(epsilon=3.0, delta=1e-5, max_items=10).budget_split()
     # default shards: fixed (8), not the session's shuffle partitions (4 here)
     assert spark.conf.get("spark.sql.shuffle.partitions") == "4" and DEFAULT_SHARDS == 8
-    assert report["cutoff"] > report["threshold"] > 0 and report["shards"] == 8
-    assert report["cutoff_per_shard"] == pytest.approx(report["cutoff"] / math.sqrt(8))  # Γ/√8
-    assert report["parameters"]["shard_cutoff"] == "scaled"
+    assert result["cutoff"] > result["threshold"] > 0 and result["shards"] == 8
+    assert result["cutoff_per_shard"] == pytest.approx(result["cutoff"] / math.sqrt(8))  # Γ/√8
+    assert report["parameters"]["shard_cutoff"] == "scaled" and report["parameters"]["shards"] == 8
     assert report["seeded"] and not report["publishable"]
-    assert release.items.columns == ["item"]
+    assert release.items.columns == ["item"] and release.items is release.artifacts["items"]
     items = sorted(r["item"] for r in release.items.collect())
     assert "popular" in items and set(items) <= {"popular", *(f"r{i}" for i in range(50))}
-    assert report["items_released"] == len(items)
+    assert result["released_count"] == release.released_count == len(items)
     text = json.dumps(report)
     assert "777" not in text and "items" in release.errors
     assert not re.search(r"\bweight\b\"", text)
@@ -302,7 +308,7 @@ def test_release_report_and_items(spark):
 def test_integer_items_stay_integers_and_nulls_are_dropped(spark):
     rows = [(p, p % 3) for p in range(400)] + [(None, 1), (5, None)]
     df = spark.createDataFrame(rows, "user long, thing int")
-    release = dp_spark.set_union(df, 2.0, 1e-4, max_items=2, policy="weighted-gaussian",
+    release = dp_spark.set_union(df, epsilon=2.0, delta=1e-4, max_items=2, method="weighted-gaussian",
                                  person_col="user", item_col="thing", seed=2)
     assert dict(release.items.dtypes) == {"item": "bigint"}
     assert sorted(r["item"] for r in release.items.collect()) == [0, 1, 2]
@@ -310,11 +316,11 @@ def test_integer_items_stay_integers_and_nulls_are_dropped(spark):
 
 def test_recomputing_the_items_gives_the_same_set(small):
     # Unseeded, not persisted: two actions recompute the pipeline from scratch.
-    release = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="policy-laplace", count=False)
+    release = dp_spark.set_union(small, epsilon=1.0, delta=0.05, max_items=5, method="policy-laplace", count=False)
     first = release.items.collect()
     second = release.items.collect()
     assert sorted(first) == sorted(second) and len(first) > 0
-    assert release.to_dict()["publishable"] is True and "items_released" not in release.values
+    assert release.to_dict()["publishable"] is True and "released_count" not in release.values
 
 
 def _plan_strings(df) -> str:
@@ -340,7 +346,7 @@ def test_released_items_plan_holds_no_key_and_never_recomputes(small, policy):
     # Finding 8 (issue 9): the lazy plan carried the salt (a literal) and the
     # noise root (pickled into the mapInPandas function). A seeded run makes
     # the key known to the test: it must not be anywhere in the plan.
-    release = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy=policy, seed=KEY_SEED)
+    release = dp_spark.set_union(small, epsilon=1.0, delta=0.05, max_items=5, method=policy, seed=KEY_SEED)
     salt, root = derive_randomness(make_rng(KEY_SEED))
     text = _plan_strings(release.items)
     assert len(str(salt)) > 12 and str(salt) not in text and str(KEY_SEED) not in text
@@ -348,28 +354,28 @@ def test_released_items_plan_holds_no_key_and_never_recomputes(small, policy):
         assert node not in text, node  # no noise function, no lineage back to the data
     first = sorted(r["item"] for r in release.items.collect())
     assert first == sorted(r["item"] for r in release.items.collect())
-    assert release.items_released == len(first) > 0
+    assert release.released_count == len(first) > 0
 
 
 def test_unseeded_noise_has_no_key_and_two_evaluations_agree(small):
     # Unseeded: the noise root holds no key at all (executor OS entropy), and
     # the released set is the same on every action (evaluated once).
     assert derive_randomness(make_rng(), keyed=False)[1] == NoiseRoot.from_os()
-    release = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="policy-laplace")
+    release = dp_spark.set_union(small, epsilon=1.0, delta=0.05, max_items=5, method="policy-laplace")
     sets = [sorted(r["item"] for r in release.items.collect()) for _ in range(3)]
-    assert sets[0] == sets[1] == sets[2] and release.items.count() == release.items_released
+    assert sets[0] == sets[1] == sets[2] and release.items.count() == release.released_count
 
 
 def test_seeded_release_is_reproducible(small):
-    a = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="count", seed=4, count=False)
-    b = dp_spark.set_union(small, 1.0, 0.05, max_items=5, policy="count", seed=4, count=False)
+    a = dp_spark.set_union(small, epsilon=1.0, delta=0.05, max_items=5, method="count", seed=4, count=False)
+    b = dp_spark.set_union(small, epsilon=1.0, delta=0.05, max_items=5, method="count", seed=4, count=False)
     assert_df_equality(a.items, b.items, ignore_row_order=True)
 
 
 def test_empty_table_is_a_valid_release(spark):
     empty = spark.createDataFrame([], SCHEMA)
-    release = dp_spark.set_union(empty, 1.0, 1e-6, seed=1)
-    assert release.items_released == 0
+    release = dp_spark.set_union(empty, epsilon=1.0, delta=1e-6, seed=1)
+    assert release.released_count == 0
 
 
 @pytest.mark.parametrize(
@@ -381,7 +387,9 @@ def test_empty_table_is_a_valid_release(spark):
         ({"delta": 1.0}, ParameterError),
         ({"max_items": 0}, ParameterError),
         ({"alpha": -1.0}, ParameterError),
-        ({"policy": "greedy"}, ParameterError),
+        ({"method": "greedy"}, ParameterError),
+        ({"policy": "policy-gaussian"}, TypeError),  # method= is the one name
+        ({"count": "yes"}, ParameterError),
         ({"shards": 0}, ParameterError),
         ({"shards": 10**9}, ParameterError),
         ({"partitions": 10**9}, ParameterError),
@@ -403,12 +411,13 @@ def test_budget_is_checked_before_data_is_read_and_spent(small, unreadable_event
     df = unreadable_events
     budget = PrivacyFilter(ApproxDP(1.0, 1e-5))
     with pytest.raises(BudgetExceededError):
-        dp_spark.set_union(df, 2.0, 1e-6, budget=budget)
+        dp_spark.set_union(df, epsilon=2.0, delta=1e-6, budget=budget)
     assert budget.spent.epsilon == 0.0
-    dp_spark.set_union(small, 0.6, 6e-6, max_items=3, policy="count", budget=budget, seed=1, count=False)
+    dp_spark.set_union(small, epsilon=0.6, delta=6e-6, max_items=3, method="count", budget=budget, seed=1,
+                       count=False)
     assert (budget.spent.epsilon, budget.spent.delta) == pytest.approx((0.6, 6e-6))
     with pytest.raises(BudgetExceededError):
-        dp_spark.set_union(small, 0.6, 1e-6, budget=budget)
+        dp_spark.set_union(small, epsilon=0.6, delta=1e-6, budget=budget)
 
 
 # ------------------------------------------------------------------- the CLI
@@ -431,19 +440,20 @@ def assert_one_line_error(err: str):
 def test_cli_writes_items_and_report(capsys, tmp_path, spark):
     report_path, items_path = tmp_path / "report.json", tmp_path / "items.parquet"
     code, out, err = run_cli(capsys, "--rows", "20000", "--seed", "1", "--max-items", "20",
-                             "--epsilon", "2", "--delta", "1e-5", "--policy", "policy-laplace",
+                             "--epsilon", "2", "--delta", "1e-5", "--method", "policy-laplace",
                              "--items-output", str(items_path), "--output", str(report_path))
     assert code == 0, err
     report = json.loads(report_path.read_text())
-    assert report["policy"] == "policy-laplace" and report["epsilon"] == 2.0
+    assert report["result"]["method"] == report["parameters"]["method"] == "policy-laplace"
+    assert report["privacy"]["epsilon"] == 2.0
     written = spark.read.parquet(str(items_path))
-    assert written.columns == ["item"] and written.count() == report["items_released"] > 0
+    assert written.columns == ["item"] and written.count() == report["result"]["released_count"] > 0
     assert "NOT private" in out
 
     # Bad input: one line, exit 2, earlier outputs untouched.
     before = (report_path.read_text(), sorted(p.name for p in items_path.iterdir()))
     for argv in (["--delta", "1.5"], ["--max-items", "0"], ["--alpha", "-1"], ["--epsilon", "0"],
-                 ["--policy", "greedy"], ["--budget-epsilon", "1"], ["--shards", "0"]):
+                 ["--method", "greedy"], ["--policy", "count"], ["--budget-epsilon", "1"], ["--shards", "0"]):
         code, out, err = run_cli(capsys, "--rows", "2000", "--seed", "1", *argv,
                                  "--items-output", str(items_path), "--output", str(report_path), "--overwrite")
         assert code == 2, (argv, err)
@@ -462,8 +472,8 @@ sys.exit(code)
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--max-items", "1000000000000"], "max_items must be at most 100,000"),
-    (["--shards", "100000"], "shards must be at most 4,096"),
+    (["--max-items", "1000000000000"], "max_items must be a whole number from 1 to 100,000"),
+    (["--shards", "100000"], "shards must be a whole number from 1 to 4,096"),
     (["--alpha", "1e9"], "alpha must be at most 1000"),
 ])
 def test_cli_refuses_unbounded_parameters_before_spark_starts(tmp_path, argv, says):
@@ -477,6 +487,30 @@ def test_cli_refuses_unbounded_parameters_before_spark_starts(tmp_path, argv, sa
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert says in proc.stderr and "MemoryError" not in proc.stderr
     assert_one_line_error(proc.stderr)
+
+
+DRY_RUN_SCRIPT = """
+import json, sys
+from dp_spark.cli import main
+from pyspark import SparkContext
+code = main(["set-union", "--dry-run", "--quiet", "--method", "count", "--epsilon", "2", "--max-items", "7"])
+assert SparkContext._active_spark_context is None, "Spark was started"
+sys.exit(code)
+"""
+
+
+def test_cli_dry_run_prints_the_plan_without_spark(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", DRY_RUN_SCRIPT], capture_output=True, text=True,
+                          env={**os.environ, "DP_SPARK_DEBUG": ""}, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    document = json.loads(proc.stdout)
+    want = release_plan(epsilon=2.0, delta=1e-6, method="count", max_items=7)
+    assert document["plan"] is True and document["parameters"]["method"] == "count"
+    assert document["budget_split"] == want.budget_split() and document["privacy"] == want.privacy()
 
 
 def test_cli_budget_refusal(capsys, tmp_path):
@@ -500,8 +534,8 @@ spark = SparkSession.builder.remote("local[2]").config("spark.sql.shuffle.partit
 assert isinstance(spark, ConnectSession), type(spark)
 rows = [(p, "w%d" % ((p * 7 + k) % 40)) for p in range(200) for k in range(p % 6 + 1)]
 df = spark.createDataFrame(rows, "person_id long, item string")
-release = dp_spark.set_union(df, 3.0, 1e-3, max_items=4, seed=1)  # policy-gaussian, sharded
-out = {"policy-gaussian": [release.items_released, sorted(r["item"] for r in release.items.collect())]}
+release = dp_spark.set_union(df, epsilon=3.0, delta=1e-3, max_items=4, seed=1)  # policy-gaussian, sharded
+out = {"policy-gaussian": [release.released_count, sorted(r["item"] for r in release.items.collect())]}
 print("RESULT" + json.dumps(out))
 spark.stop()
 """

@@ -14,12 +14,14 @@ import dp_spark
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP
 from dp_spark.cli import main
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
+from dp_spark.plans.top_k import plan as top_k_plan
 from dp_spark.stages import item_counts as stage
 
 # Item "i<j>" is held by 40·(8 − j) persons (j = 0..7): gaps of 40 persons,
 # far above the noise at ε = 4, so every mechanism finds the true order.
 GAPS = {f"i{j}": 40 * (8 - j) for j in range(8)}
 DOMAIN = [f"i{j}" for j in range(8)] + ["never_seen"]
+PURE = ("joint", "pnf-joint", "pnf-peel")  # what auto may run when δ = 0
 
 
 @pytest.fixture(scope="module")
@@ -138,75 +140,123 @@ def test_csv_domain_of_a_string_item_column_keeps_leading_zeros(spark, tmp_path)
 
 # -------------------------------------------------------------------- release
 
-def test_joint_release_report(gaps):
-    release = dp_spark.top_k(gaps, 5, 4.0, domain=DOMAIN, seed=1)
+def test_joint_release_report(gaps, report_schema):
+    import jsonschema
+
+    release = dp_spark.top_k(gaps, k=5, epsilon=4.0, domain=DOMAIN, seed=1)
     report = release.to_dict()
-    assert [r["item"] for r in report["items"]] == ["i0", "i1", "i2", "i3", "i4"]
-    assert [r["rank"] for r in report["items"]] == [1, 2, 3, 4, 5]
-    assert report["mechanism"] == "joint" and report["parameters"]["mechanism"] == "auto"
-    assert report["epsilon"] == 4.0 and report["delta"] == 0.0 and report["domain_size"] == 9
+    result = report["result"]
+    assert [r["item"] for r in result["items"]] == ["i0", "i1", "i2", "i3", "i4"]
+    assert [r["rank"] for r in result["items"]] == [1, 2, 3, 4, 5]
+    # auto with δ = 0 may only run a pure mechanism (which one is auto.py's choice)
+    assert result["method"] in PURE and report["parameters"]["method"] == "auto"
+    assert result["released_count"] == 5 and result["k"] == 5
+    assert report["privacy"]["epsilon"] == 4.0 and report["privacy"]["delta"] == 0.0
+    assert report["privacy"]["kind"] == "pure-dp" and result["domain_size"] == 9
+    assert report["parameters"]["domain"] == "9 public items"
     assert report["seeded"] is True and "warning" in report and "items" in report["errors"]
     assert sum(s["epsilon"] for s in report["budget_split"]) == pytest.approx(4.0)
-    json.dumps(report)
-    assert [tuple(r) for r in release.items_df.collect()] == [(i + 1, f"i{i}") for i in range(5)]
+    jsonschema.validate(json.loads(json.dumps(report)), report_schema)
+    assert release.items.columns == ["rank", "item"]  # the artifact: a Spark DataFrame
+    assert [tuple(r) for r in release.items.collect()] == [(i + 1, f"i{i}") for i in range(5)]
+    assert release.result["items"] == result["items"]
 
 
 @pytest.mark.parametrize("mechanism, delta, guarantee", [("pnf-joint", 0.0, PureDP(4.0)), ("pnf-peel", 0.0, PureDP(4.0)),
                                                          ("cdp-peel", 1e-6, ApproxDP(4.0, 1e-6))])
 def test_other_domain_mechanisms(gaps, mechanism, delta, guarantee):
-    release = dp_spark.top_k(gaps, 4, 4.0, delta=delta, mechanism=mechanism, domain=DOMAIN, seed=2)
-    assert [r["item"] for r in release.items] == ["i0", "i1", "i2", "i3"]
-    assert release.guarantee == guarantee
+    release = dp_spark.top_k(gaps, k=4, epsilon=4.0, delta=delta, method=mechanism, domain=DOMAIN, seed=2)
+    assert [r["item"] for r in release.result["items"]] == ["i0", "i1", "i2", "i3"]
+    assert release.guarantee == guarantee and release.result["method"] == mechanism
 
 
-def test_method_is_the_new_name_of_mechanism(gaps):
-    release = dp_spark.top_k(gaps, 3, 4.0, method="pnf-peel", domain=DOMAIN, seed=2)
-    assert release.mechanism == "pnf-peel" and release.parameters["method"] == "pnf-peel"
-    assert [r["item"] for r in release.items] == ["i0", "i1", "i2"]
+def test_method_names_the_mechanism_and_mechanism_is_gone(gaps):
+    release = dp_spark.top_k(gaps, k=3, epsilon=4.0, method="pnf-peel", domain=DOMAIN, seed=2)
+    assert release.result["method"] == "pnf-peel" and release.parameters["method"] == "pnf-peel"
+    assert [r["item"] for r in release.result["items"]] == ["i0", "i1", "i2"]
+    with pytest.raises(TypeError):
+        dp_spark.top_k(gaps, k=3, epsilon=4.0, mechanism="pnf-peel", domain=DOMAIN, seed=2)
+    with pytest.raises(TypeError):
+        dp_spark.top_k(gaps, 3, 4.0, domain=DOMAIN, seed=2)  # df is the only positional parameter
 
 
 def test_auto_with_delta_spends_a_stated_share_on_the_choice(gaps):
-    release = dp_spark.top_k(gaps, 3, 4.0, delta=1e-6, domain=DOMAIN, seed=4)
+    release = dp_spark.top_k(gaps, k=3, epsilon=0.25, delta=1e-6, domain=DOMAIN, seed=4)
     report = release.to_dict()
-    assert report["mechanism"] in ("joint", "cdp-peel") and report["parameters"]["method"] == "auto"
-    assert [r["item"] for r in report["items"]] == ["i0", "i1", "i2"]
+    result = report["result"]
+    assert result["method"] in PURE + ("cdp-peel",) and report["parameters"]["method"] == "auto"
+    assert result["released_count"] == 3
     split = report["budget_split"]
-    assert [s["epsilon"] for s in split] == [pytest.approx(0.2), pytest.approx(3.8)]
+    assert [s["epsilon"] for s in split] == [pytest.approx(0.0125), pytest.approx(0.2375)]
     assert [s.get("delta", 0.0) for s in split] == [0.0, 1e-6]
-    assert report["epsilon"] == 4.0 and report["delta"] == 1e-6 and release.guarantee == ApproxDP(4.0, 1e-6)
-    assert set(report["auto_predicted_error"]) == {"joint", "cdp-peel"}
+    assert report["privacy"]["epsilon"] == 0.25 and report["privacy"]["delta"] == 1e-6
+    assert release.guarantee == ApproxDP(0.25, 1e-6)
+    assert set(result["auto_predicted_error"]) == {"joint", "cdp-peel"}
+    # the split is the plan's, whatever auto picked
+    plan = top_k_plan(epsilon=0.25, k=3, delta=1e-6, domain=DOMAIN, domain_size=len(DOMAIN))
+    assert split == plan.budget_split()
+
+
+def test_auto_with_delta_finds_the_clear_top_k(gaps):
+    release = dp_spark.top_k(gaps, k=3, epsilon=4.0, delta=1e-6, domain=DOMAIN, seed=4)
+    assert [r["item"] for r in release.result["items"]] == ["i0", "i1", "i2"]
+    assert release.guarantee == ApproxDP(4.0, 1e-6) and release.result["method"] in PURE + ("cdp-peel",)
+    plan = top_k_plan(epsilon=4.0, k=3, delta=1e-6, domain=DOMAIN, domain_size=len(DOMAIN))
+    assert release.budget_split == plan.budget_split()
+
+
+def test_a_public_domain_dataframe_is_read_like_its_list(spark, gaps):
+    """domain= may be a Spark DataFrame of public items (its item column, or
+    its only column); its size is known before anything is spent."""
+    table = spark.createDataFrame([(x, 1) for x in DOMAIN], "item string, other int")
+    from_frame = dp_spark.top_k(gaps, k=3, epsilon=4.0, domain=table, seed=9)
+    from_list = dp_spark.top_k(gaps, k=3, epsilon=4.0, domain=DOMAIN, seed=9)
+    assert from_frame.result["items"] == from_list.result["items"] == [
+        {"rank": i + 1, "item": f"i{i}"} for i in range(3)]
+    assert from_frame.parameters["domain"] == "9 public items" and from_frame.result["domain_size"] == 9
+    budget = PrivacyFilter(PureDP(10.0))
+    with pytest.raises(ParameterError, match="larger than the domain"):
+        dp_spark.top_k(gaps, k=3, epsilon=1.0, domain=table.limit(2).select("item"), budget=budget)
+    with pytest.raises(ParameterError, match="select the item column"):
+        dp_spark.top_k(gaps, k=3, epsilon=1.0, domain=table.withColumnRenamed("item", "x"), budget=budget)
+    assert budget.spent.epsilon == 0.0
 
 
 def test_error_bound_is_stated_and_warned_about(gaps):
-    release = dp_spark.top_k(gaps, 5, 0.5, domain=DOMAIN, persons=320, seed=5)
+    release = dp_spark.top_k(gaps, k=5, epsilon=0.5, domain=DOMAIN, persons=320, seed=5)
     assert "each released item's true count is within" in release.errors["items"]
     assert release.error_bound > 0.1 * 320
     assert "more than 10% of the 320 persons" in release.error_warning
     assert release.error_warning in release.summary() and "is within" in release.summary()
-    quiet = dp_spark.top_k(gaps, 2, 50.0, domain=DOMAIN, persons=320, seed=5)
+    quiet = dp_spark.top_k(gaps, k=2, epsilon=50.0, domain=DOMAIN, persons=320, seed=5)
     assert quiet.error_warning is None and quiet.error_bound < 32
 
 
-def test_unknown_domain_release_and_bottom(spark, gaps):
-    release = dp_spark.top_k(gaps, 3, 4.0, delta=1e-6, seed=3, kbar=20)
+def test_unknown_domain_release_and_bottom(spark, gaps, report_schema):
+    import jsonschema
+
+    release = dp_spark.top_k(gaps, k=3, epsilon=4.0, delta=1e-6, seed=3, kbar=20)
     report = release.to_dict()
-    assert report["mechanism"] == "unknown-domain" and report["bottom"] is False
-    assert [r["item"] for r in report["items"]] == ["outside", "i0", "i1"]  # no domain: any item
-    assert report["epsilon"] == 4.0 and report["delta"] == 1e-6
+    result = report["result"]
+    assert result["method"] == "unknown-domain" and result["bottom"] is False
+    assert report["parameters"]["method"] == "auto" and report["parameters"]["kbar"] == 20
+    assert [r["item"] for r in result["items"]] == ["outside", "i0", "i1"]  # no domain: any item
+    assert report["privacy"]["epsilon"] == 4.0 and report["privacy"]["delta"] == 1e-6
     assert report["budget_split"][0]["zcdp"]["delta"] == pytest.approx(5e-7)
+    jsonschema.validate(json.loads(json.dumps(report)), report_schema)
     few = spark.createDataFrame([(p, "rare") for p in range(3)], "person_id long, item string")
-    tiny = dp_spark.top_k(few, 2, 1.0, delta=1e-6, seed=3)
-    assert tiny.bottom is True and tiny.items == [] and tiny.returned == 0
-    assert tiny.items_df.count() == 0
+    tiny = dp_spark.top_k(few, k=2, epsilon=1.0, delta=1e-6, seed=3)
+    assert tiny.bottom is True and tiny.result["items"] == [] and tiny.released_count == 0
+    assert tiny.items.count() == 0
 
 
 def test_domain_mechanisms_refuse_without_a_domain(gaps):
     budget = PrivacyFilter(PureDP(10.0))
     for mechanism in ("joint", "pnf-joint", "pnf-peel", "cdp-peel"):
         with pytest.raises(ParameterError, match="not differentially private.*'unknown-domain'"):
-            dp_spark.top_k(gaps, 3, 1.0, delta=1e-6, mechanism=mechanism, budget=budget)
+            dp_spark.top_k(gaps, k=3, epsilon=1.0, delta=1e-6, method=mechanism, budget=budget)
     with pytest.raises(ParameterError, match="needs delta > 0"):
-        dp_spark.top_k(gaps, 3, 1.0)  # auto without a domain is unknown-domain
+        dp_spark.top_k(gaps, k=3, epsilon=1.0)  # auto without a domain is unknown-domain
     assert budget.spent.epsilon == 0.0
 
 
@@ -217,7 +267,7 @@ def test_domain_mechanisms_refuse_without_a_domain(gaps):
         ({"k": 10}, ParameterError, "larger than the domain"),
         ({"epsilon": 0.0}, ParameterError, "epsilon"),
         ({"delta": 1.0}, ParameterError, "delta"),
-        ({"mechanism": "magic"}, ParameterError, "mechanism must be"),
+        ({"method": "magic"}, ParameterError, "method must be one of auto, joint"),
         ({"domain": []}, ParameterError, "empty"),
         ({"domain": ["a", "a"]}, ParameterError, "more than once"),
         ({"kbar": 0, "domain": None, "delta": 1e-6}, ParameterError, "kbar"),
@@ -226,21 +276,21 @@ def test_domain_mechanisms_refuse_without_a_domain(gaps):
         ({"seed": -1}, ParameterError, "seed"),
         ({"k": 1001}, ParameterError, "above the limit of 1,000"),
         ({"kbar": 100_001, "domain": None, "delta": 1e-6}, ParameterError, "kbar=100,001 is above the limit"),
-        ({"method": "joint", "mechanism": "pnf-peel"}, ParameterError, "disagree"),
-        ({"method": "magic"}, ParameterError, "mechanism must be"),
         ({"persons": 0}, ParameterError, "persons"),
     ],
 )
 def test_bad_parameters(gaps, kwargs, error, fragment):
+    budget = PrivacyFilter(ApproxDP(10.0, 1e-3))
     args = {"k": 3, "epsilon": 1.0, "domain": DOMAIN, **kwargs}
     with pytest.raises(error, match=fragment):
-        dp_spark.top_k(gaps, **args)
+        dp_spark.top_k(gaps, **args, budget=budget)
+    assert budget.spent.epsilon == 0.0  # refused before anything was charged
 
 
 def test_item_column_of_nulls_is_refused(spark):
     df = spark.createDataFrame([(1,), (2,)], "person_id long").withColumn("item", F.lit(None))
     with pytest.raises(SchemaError, match="only nulls"):
-        dp_spark.top_k(df, 1, 1.0, delta=1e-6)
+        dp_spark.top_k(df, k=1, epsilon=1.0, delta=1e-6)
 
 
 def test_budget_is_checked_before_data_is_read(unreadable_events):
@@ -248,7 +298,7 @@ def test_budget_is_checked_before_data_is_read(unreadable_events):
     budget = PrivacyFilter(ApproxDP(1.0, 1e-6))
     budget.spend(ApproxDP(0.8, 0.0))
     with pytest.raises(BudgetExceededError):
-        dp_spark.top_k(df, 1, 0.5, delta=1e-7, budget=budget)
+        dp_spark.top_k(df, k=1, epsilon=0.5, delta=1e-7, budget=budget)
     assert budget.spent.epsilon == pytest.approx(0.8)
 
 
@@ -275,7 +325,8 @@ def test_cli_writes_report_and_items(capsys, tmp_path, spark, gaps_path):
                              "--items-output", str(items_path))
     assert code == 0, err
     report = json.loads(report_path.read_text())
-    assert [r["item"] for r in report["items"]] == ["i0", "i1", "i2"] and report["mechanism"] == "joint"
+    assert [r["item"] for r in report["result"]["items"]] == ["i0", "i1", "i2"]
+    assert report["result"]["method"] in PURE  # auto with δ = 0
     items = spark.read.parquet(str(items_path)).orderBy("rank")
     assert [tuple(r) for r in items.collect()] == [(1, "i0"), (2, "i1"), (3, "i2")]
 
@@ -288,8 +339,23 @@ def test_cli_method_flag_and_error_warning_on_screen(capsys, tmp_path, gaps_path
                              "--seed", "1", "--output", str(report_path))
     assert code == 0, err
     report = json.loads(report_path.read_text())
-    assert report["mechanism"] == "pnf-peel" and report["parameters"]["method"] == "pnf-peel"
+    assert report["result"]["method"] == "pnf-peel" and report["parameters"]["method"] == "pnf-peel"
     assert "is within" in out and "more than 10% of the 320 persons" in out
+
+
+def test_cli_dry_run_prints_the_plan_and_reads_nothing(capsys, tmp_path):
+    """--dry-run builds the release's plan (the same function the API calls)
+    with no Spark: the domain file is not even opened."""
+    code, out, err = run_cli(capsys, "--domain", str(tmp_path / "never_read.txt"), "--k", "3", "--epsilon", "0.25",
+                             "--delta", "1e-6", "--dry-run", "--quiet")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["plan"] is True and doc["release"] == "top-k" and doc["parameters"]["method"] == "auto"
+    assert doc["privacy"]["kind"] == "approx-dp" and doc["privacy"]["epsilon"] == 0.25
+    assert [s["epsilon"] for s in doc["budget_split"]] == [pytest.approx(0.0125), pytest.approx(0.2375)]
+    assert doc["budget_split"] == top_k_plan(epsilon=0.25, k=3, delta=1e-6, domain="x").budget_split()
+    code, out, err = run_cli(capsys, "--method", "cdp-peel", "--dry-run")
+    assert code == 2 and "needs a public domain" in err
 
 
 @pytest.mark.parametrize(
@@ -300,7 +366,7 @@ def test_cli_method_flag_and_error_warning_on_screen(capsys, tmp_path, gaps_path
         (["--domain", "{tmp}/empty.txt"], "domain is empty"),
         (["--domain", "{tmp}/dups.txt"], "more than once"),
         (["--domain", "{tmp}/missing.txt"], "does not exist"),
-        (["--mechanism", "joint"], "'unknown-domain'"),
+        (["--method", "joint"], "'unknown-domain'"),
         (["--delta", "0"], "needs delta > 0"),
         (["--epsilon", "-1"], "epsilon must be"),
         (["--kbar", "0", "--delta", "1e-6"], "kbar must be"),

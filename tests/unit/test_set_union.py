@@ -22,14 +22,10 @@ from scipy import integrate, stats
 
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.set_union import (
-    ALPHA_LIMIT,
-    MAX_ITEMS_LIMIT,
-    PARTITIONS_LIMIT,
     POLICIES,
-    SHARDS_LIMIT,
-    check_whole,
     SEQUENTIAL,
     NoiseRoot,
+    ThresholdStep,
     UNIT_BITS,
     SetUnionPlan,
     analytic_gaussian_sigma,
@@ -50,6 +46,8 @@ from dp_spark.mechanisms.set_union import (
     update_histogram,
 )
 from dp_spark.noise import make_rng
+from dp_spark.plans.set_union import ALPHA_LIMIT, MAX_ITEMS_LIMIT, PARTITIONS_LIMIT, SHARDS_LIMIT
+from dp_spark.plans.set_union import plan as release_plan
 
 TOL = 1e-9
 
@@ -425,9 +423,9 @@ def test_plan_constants():
 def test_shard_cutoff():
     assert shard_cutoff(5.0, 1) == shard_cutoff(5.0, 1, "full") == 5.0  # one shard: the paper
     assert shard_cutoff(5.0, 4) == 2.5 and shard_cutoff(5.0, 4, "full") == 5.0
-    with pytest.raises(ParameterError):
+    with pytest.raises(ParameterError, match="shard_cutoff must be one of"):
         shard_cutoff(5.0, 4, "half")
-    with pytest.raises(ParameterError):
+    with pytest.raises(ParameterError, match="shards must be a whole number"):
         shard_cutoff(5.0, 0)
 
 
@@ -438,46 +436,73 @@ def test_shard_cutoff():
         {"delta": 0.0}, {"delta": 1.0}, {"delta": -0.1},
         {"max_items": 0}, {"max_items": 2.5}, {"max_items": True},
         {"alpha": -0.5}, {"alpha": float("nan")},
-        {"policy": "greedy"},
+        {"method": "greedy"}, {"method": None},
+        {"shards": 0}, {"shards": 2.0}, {"partitions": 0}, {"partitions": True},
+        {"shard_cutoff": "half"}, {"count": "yes"}, {"seed": -1},
     ],
 )
 def test_bad_parameters(kwargs):
-    args = {"epsilon": 1.0, "delta": 1e-6, "max_items": 10, "policy": "policy-gaussian", "alpha": 2.0}
+    # The release's plan is the one home of its parameter checks.
+    args = {"epsilon": 1.0, "delta": 1e-6, "max_items": 10, "method": "policy-gaussian", "alpha": 2.0}
+    release_plan(**args)  # the base case is accepted: each refusal below is the changed parameter's
     args.update(kwargs)
-    with pytest.raises(ParameterError):
-        plan_set_union(**args)
+    with pytest.raises(ParameterError, match=next(iter(kwargs))):
+        release_plan(**args)
 
 
 @pytest.mark.parametrize(
     "kwargs, says",
     [
-        ({"max_items": 10**12}, "at most 100,000"),
-        ({"max_items": MAX_ITEMS_LIMIT + 1}, "at most 100,000"),
+        ({"max_items": 10**12}, "max_items must be a whole number from 1 to 100,000 \\(Δ0 sizes"),
+        ({"max_items": MAX_ITEMS_LIMIT + 1}, "from 1 to 100,000"),
         ({"alpha": 1e6}, "at most 1000"),
-        ({"epsilon": 1e-320, "policy": "policy-laplace"}, "too small"),
-        ({"epsilon": 1e-320, "policy": "count"}, "too small"),
+        ({"epsilon": 1e-320, "method": "policy-laplace"}, "too small"),
+        ({"epsilon": 1e-320, "method": "count"}, "too small"),
     ],
 )
 def test_parameters_beyond_the_public_limits_are_refused_up_front(kwargs, says):
     # Before: max_items = 1e12 allocated a 1e12-element array (MemoryError).
-    args = {"epsilon": 1.0, "delta": 1e-6, "max_items": 10, "policy": "policy-gaussian", "alpha": 2.0}
+    args = {"epsilon": 1.0, "delta": 1e-6, "max_items": 10, "method": "policy-gaussian", "alpha": 2.0}
     args.update(kwargs)
     with pytest.raises(ParameterError, match=says) as info:
-        plan_set_union(**args)
+        release_plan(**args)
     assert "\n" not in str(info.value)
-    plan_set_union(**{**args, **{k: v for k, v in {"max_items": MAX_ITEMS_LIMIT, "alpha": ALPHA_LIMIT,
-                                                 "epsilon": 1.0}.items() if k in kwargs}})
+    release_plan(**{**args, **{k: v for k, v in {"max_items": MAX_ITEMS_LIMIT, "alpha": ALPHA_LIMIT,
+                                               "epsilon": 1.0}.items() if k in kwargs}})
 
 
 def test_shards_and_partitions_limits():
-    assert check_whole(SHARDS_LIMIT, "shards", SHARDS_LIMIT) == SHARDS_LIMIT
-    with pytest.raises(ParameterError, match="at most 4,096 .*one Spark task"):
-        check_whole(SHARDS_LIMIT + 1, "shards", SHARDS_LIMIT)
-    with pytest.raises(ParameterError, match="at most 100,000"):
-        check_whole(10**9, "partitions", PARTITIONS_LIMIT, none_ok=True)
-    assert check_whole(None, "partitions", PARTITIONS_LIMIT, none_ok=True) is None
-    with pytest.raises(ParameterError, match="at most 4,096"):
-        shard_cutoff(5.0, 10**9)
+    base = {"epsilon": 1.0, "delta": 1e-6}
+    assert release_plan(**base, shards=SHARDS_LIMIT)["shards"] == SHARDS_LIMIT
+    with pytest.raises(ParameterError, match="from 1 to 4,096 .*one Spark task"):
+        release_plan(**base, shards=SHARDS_LIMIT + 1)
+    assert release_plan(**base, partitions=PARTITIONS_LIMIT)["partitions"] == PARTITIONS_LIMIT
+    with pytest.raises(ParameterError, match="partitions must be a whole number from 1 to 100,000"):
+        release_plan(**base, partitions=10**9)
+    assert release_plan(**base, partitions=None)["partitions"] is None
+    with pytest.raises(ParameterError, match="shards must be a whole number from 1 to 4,096"):
+        release_plan(**base, method="count", shards=10**9)  # checked for every method
+
+
+def test_release_plan_is_the_mechanism_plan_and_its_split():
+    # The plan's budget split names the mechanism's constants and adds up
+    # to the guarantee; default shards are fixed (8) for sequential methods.
+    from dp_spark.plans.set_union import mechanism_plan
+
+    for method in POLICIES:
+        p = release_plan(epsilon=2.0, delta=1e-4, method=method, max_items=10, alpha=3.0)
+        numeric = mechanism_plan(p)
+        assert numeric == plan_set_union(2.0, 1e-4, 10, method, 3.0)
+        assert (p.guarantee.epsilon, p.guarantee.delta) == (2.0, 1e-4)
+        (noise_label, noise), (threshold_label, threshold) = p.steps
+        assert (noise.epsilon, noise.delta) == (2.0, numeric.noise_delta)
+        assert (threshold.epsilon, threshold.delta) == (0.0, numeric.threshold_delta)
+        assert f"{numeric.scale:.4g}" in noise_label and f"{numeric.rho:.4g}" in threshold_label
+        assert p["method"] == method and ("shards" in p.parameters) == (method in SEQUENTIAL)
+        if method in SEQUENTIAL:
+            assert p["shards"] == 8 and p["shard_cutoff"] == "scaled"
+    split = p.spend().ledger
+    assert [label for label, _ in split] == [label for label, _ in p.steps]
 
 
 # ----------------------------------------------- noise, threshold, generators
@@ -550,6 +575,23 @@ def test_randomness_comes_from_the_os_unless_seeded():
     seq_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([1, 2, 3])))
     _, root = derive_randomness(seq_rng)
     assert root.partition_rng(0).random() == root.partition_rng(0).random()
+
+
+def test_threshold_step_is_release_mask_with_the_partition_generator():
+    # What the Spark stage runs per partition: one generator per partition,
+    # continued across that partition's batches, exactly release_mask's draws.
+    plan = plan_set_union(1.0, 0.05, 3, "policy-laplace")
+    root = NoiseRoot(424242, (0,))
+    weights = np.linspace(0.0, 2 * plan.rho, 600)
+    step = pickle.loads(pickle.dumps(ThresholdStep(plan, root)))  # it travels to the executors
+    for partition in (0, 5):
+        mask_of = step(partition)
+        got = np.concatenate([mask_of(weights[:250]), mask_of(weights[250:])])
+        want = release_mask(weights, plan, root.partition_rng(partition))
+        assert np.array_equal(got, want) and 0 < got.sum() < len(got)
+    assert not np.array_equal(step(0)(weights), step(1)(weights))  # partitions draw independently
+    unkeyed = ThresholdStep(plan, NoiseRoot.from_os())  # unseeded: fresh OS entropy every time
+    assert not np.array_equal(unkeyed(0)(weights), unkeyed(0)(weights))
 
 
 def test_keyless_root_holds_nothing_and_draws_fresh_os_entropy():

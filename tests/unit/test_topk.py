@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -584,6 +585,116 @@ def test_unknown_domain_selection_probability_pins_threshold_and_scale(shift_in_
 
 
 # ---------------------------------------------------------------------------
+# the plan (dp_spark.plans.top_k): checks, guarantee and budget split
+# ---------------------------------------------------------------------------
+
+from fractions import Fraction  # noqa: E402
+
+from dp_spark.accounting import ApproxDP, PureDP  # noqa: E402
+from dp_spark.plans import top_k as topk_plan  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "method, delta, size, guarantee, steps",
+    [
+        ("joint", 0.0, 50, PureDP(2.0), 1),
+        ("pnf-joint", 0.0, 50, PureDP(2.0), 1),
+        ("pnf-peel", 0.0, 50, PureDP(2.0), 1),
+        ("cdp-peel", 0.0, 50, PureDP(2.0), 1),
+        ("cdp-peel", 1e-6, 50, ApproxDP(2.0, 1e-6), 1),
+        ("unknown-domain", 1e-6, None, ApproxDP(2.0, 1e-6), 1),
+        ("auto", 1e-6, None, ApproxDP(2.0, 1e-6), 1),  # no domain: unknown-domain
+        ("auto", 0.0, 50, PureDP(2.0), 1),  # auto_share is 0: no choice step
+        ("auto", 1e-6, 50, ApproxDP(0.25, 1e-6), 2),  # k > 10·ε: auto_share > 0 (a choice step)
+    ],
+)
+def test_plan_guarantee_and_split(method, delta, size, guarantee, steps):
+    epsilon = guarantee.epsilon
+    plan = topk_plan.plan(epsilon=epsilon, k=5, delta=delta, method=method, domain_size=size)
+    assert plan.guarantee == guarantee and len(plan.steps) == steps
+    spent = sum((Fraction(cost.epsilon) for _, cost in plan.steps), Fraction(0))
+    assert spent <= Fraction(epsilon) and float(spent) == pytest.approx(epsilon)
+    assert all(getattr(cost, "delta", 0.0) <= delta for _, cost in plan.steps)
+    assert plan["method"] == method and plan.to_dict()["privacy"]["kind"] == guarantee.kind
+    assert ("kbar" in plan.parameters) == (method == "unknown-domain" or size is None)
+
+
+@pytest.mark.parametrize("share", [0.05, 0.1, 0.3])
+def test_plan_auto_split_follows_auto_share(monkeypatch, share):
+    """The choice step is ε·auto_share(k, ε, δ, d) (public), the selection the
+    exact remainder with δ; the steps do not depend on what auto picks."""
+    seen = []
+    monkeypatch.setattr(topk_plan, "auto_share", lambda *a: seen.append(a) or share)
+    plan = topk_plan.plan(epsilon=3.0, k=4, delta=1e-6, domain="given", domain_size=40)
+    assert seen == [(4, 3.0, 1e-6, 40)]
+    (first, choice), (second, selection) = plan.steps
+    assert first == topk_plan.AUTO_CHOICE_STEP and second == topk_plan.AUTO_SELECT_STEP
+    assert choice == PureDP(3.0 * share) and selection.delta == 1e-6
+    assert Fraction(choice.epsilon) + Fraction(selection.epsilon) <= Fraction(3.0)
+    assert selection.epsilon == pytest.approx(3.0 * (1 - share), rel=1e-15)
+
+
+def test_plan_auto_with_no_share_and_delta_is_one_approx_step(monkeypatch):
+    monkeypatch.setattr(topk_plan, "auto_share", lambda *a: 0.0)
+    plan = topk_plan.plan(epsilon=1.0, k=4, delta=1e-6, domain="given", domain_size=40)
+    assert plan.steps == ((topk_plan.AUTO_PUBLIC_DELTA_STEP, ApproxDP(1.0, 1e-6)),)
+
+
+def test_plan_without_the_domain_size_says_it_is_checked_later():
+    plan = topk_plan.plan(epsilon=1.0, k=3, domain="domain.txt")
+    assert plan["domain"] == "a public domain" and plan.notes and "before anything is spent" in plan.notes[0]
+    sized = topk_plan.plan(epsilon=1.0, k=3, domain="domain.txt", domain_size=9)
+    assert sized["domain"] == "9 public items" and sized.notes == ()
+    assert topk_plan.plan(epsilon=1.0, k=3, delta=1e-6)["domain"] is None
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        (dict(k=0), "k must be a whole number >= 1"),
+        (dict(k=1001), "k=1,001 is above the limit of 1,000"),
+        (dict(k=2.0), "k must be a whole number"),
+        (dict(epsilon=0.0), "epsilon must be a positive"),
+        (dict(epsilon=float("nan")), "epsilon must be a positive"),
+        (dict(delta=1.0), "delta must lie in"),
+        (dict(delta=-1e-9), "delta must lie in"),
+        (dict(method="magic"), "method must be one of auto, joint"),
+        (dict(method="joint", domain_size=None), "needs a public domain"),
+        (dict(method="unknown-domain", delta=0.0, domain_size=None), "'unknown-domain', which needs delta > 0"),
+        (dict(delta=0.0, domain_size=None), "no public domain was given, so method 'auto' uses"),
+        (dict(kbar=0, delta=1e-6, domain_size=None), "kbar must be"),
+        (dict(kbar=100_001, delta=1e-6, domain_size=None), "kbar=100,001 is above the limit"),
+        (dict(k=5, kbar=3, delta=1e-6, domain_size=None), "larger than kbar"),
+        (dict(domain_size=4), "k=5 is larger than the domain (4 items)"),
+        (dict(domain_size=0), "domain_size must be"),
+        (dict(domain_size=10_000_001), "the domain size=10,000,001 is above the limit of 10,000,000"),
+        (dict(k=1000, domain_size=1_000_001), "above the limit of 1,000,000,000 for the joint"),
+        (dict(k=1000, method="pnf-joint", domain_size=1_000_001), "for the joint mechanisms"),
+        (dict(persons=0), "persons must be"),
+        (dict(seed=-1), "seed must be"),
+    ],
+)
+def test_plan_refusals(kwargs, fragment):
+    args = {"epsilon": 1.0, "k": 5, "domain_size": 50, **kwargs}
+    with pytest.raises(ParameterError, match=re.escape(fragment)):
+        topk_plan.plan(**args)
+
+
+def test_plan_peeling_methods_have_no_joint_entry_limit():
+    for method in ("cdp-peel", "pnf-peel"):
+        assert topk_plan.plan(epsilon=1.0, k=1000, method=method, domain_size=1_000_001).guarantee == PureDP(1.0)
+
+
+def test_plan_imports_without_pyspark():
+    import subprocess
+    import sys
+
+    code = ("import sys, dp_spark.plans.top_k; "
+            "assert not any(m.split('.')[0] == 'pyspark' for m in sys.modules), 'pyspark was imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# ---------------------------------------------------------------------------
 # input validation
 # ---------------------------------------------------------------------------
 
@@ -696,76 +807,3 @@ def test_unknown_domain_validation():
         unknown_domain_threshold(1.0, 0.0, 10)
     with pytest.raises(ParameterError):
         unknown_domain_threshold(1.0, 1e-6, 0)
-
-
-# ---------------------------------------------------------------------------
-# auto: the private choice of mechanism
-# ---------------------------------------------------------------------------
-
-from dp_spark.mechanisms.top_k import auto as topk_auto  # noqa: E402
-
-
-def test_auto_with_delta_zero_is_joint_and_spends_nothing_on_the_choice():
-    choice = topk_auto.choose_mechanism([9, 5, 3, 1], 2, 1.0, 0.0, np.random.default_rng(0))
-    assert choice.mechanism == "joint" and choice.epsilon_choice == 0.0 and choice.epsilon_selection == 1.0
-
-
-def test_auto_splits_epsilon_and_picks_by_predicted_error():
-    rng = np.random.default_rng(1)
-    steep = np.floor(10**6 / np.arange(1, 20_001) ** 1.1).astype(np.int64)
-    choice = topk_auto.choose_mechanism(steep, 10, 1.0, 1e-6, rng)
-    assert choice.mechanism == "joint"
-    assert choice.epsilon_choice == pytest.approx(0.05) and choice.epsilon_selection == pytest.approx(0.95)
-    assert choice.predicted["joint"] <= choice.predicted["cdp-peel"]
-
-
-@pytest.mark.parametrize("joint_err, cdp_err, pick", [(100.0, 50.0, "cdp-peel"), (100.0, 70.0, "joint"),
-                                                      (0.0, 0.0, "joint"), (5.0, 40.0, "joint")])
-def test_auto_rule_prefers_joint_unless_cdp_peel_is_clearly_better(monkeypatch, joint_err, cdp_err, pick):
-    monkeypatch.setattr(topk_auto, "predict_errors",
-                        lambda *a: {"joint": joint_err, "cdp-peel": cdp_err})
-    counts = np.arange(100)
-    choice = topk_auto.choose_mechanism(counts, 5, 1.0, 1e-6, np.random.default_rng(0))
-    assert choice.mechanism == pick and set(choice.predicted) == {"joint", "cdp-peel", "top_count"}
-
-
-def test_auto_order_statistics_move_by_at_most_one_on_random_neighbours():
-    """The sensitivity claim behind noisy_rank_counts: adding one person (who
-    may hold any set of items) moves every c_(r) by 0 or 1."""
-    rng = np.random.default_rng(2)
-    for _ in range(300):
-        d = int(rng.integers(1, 40))
-        counts = rng.integers(0, 20, size=d)
-        person = rng.random(d) < rng.random()
-        before, after = np.sort(counts)[::-1], np.sort(counts + person)[::-1]
-        assert np.all((after - before >= 0) & (after - before <= 1))
-
-
-def test_noisy_rank_counts_are_laplace_with_scale_m_over_epsilon():
-    rng = np.random.default_rng(3)
-    counts = np.array([50, 40, 30, 20, 10])
-    ranks = np.array([1, 3, 5])
-    draws = np.array([topk_auto.noisy_rank_counts(counts, ranks, 0.5, rng) for _ in range(4000)])
-    noise = draws - np.array([50, 30, 10])
-    assert stats.kstest(noise.ravel(), stats.laplace(scale=3 / 0.5).cdf).pvalue > ALPHA
-    assert stats.kstest(noise.ravel(), stats.laplace(scale=1.5 / 0.5).cdf).pvalue < ALPHA
-
-
-def test_synthetic_profile_is_sorted_and_passes_the_anchors():
-    prof = topk_auto.synthetic_profile(np.array([1, 10, 40]), np.array([500.0, 120.0, 30.0]), 1000)
-    assert prof.shape == (1000,) and np.all(np.diff(prof) <= 0) and prof[-1] <= 1
-    assert (prof[0], prof[9], prof[39]) == (500, 120, 30)
-    # noisy anchors out of order or negative are made monotone and positive
-    prof = topk_auto.synthetic_profile(np.array([1, 10]), np.array([-5.0, 40.0]), 50)
-    assert np.all(prof >= 0) and np.all(np.diff(prof) <= 0)
-
-
-def test_auto_top_k_returns_k_distinct_items_and_validates():
-    rng = np.random.default_rng(4)
-    counts = rng.integers(0, 100, size=300)
-    out, choice = topk_auto.auto_top_k(counts, 20, 1.0, 1e-6, rng)
-    assert out.shape == (20,) and len(set(out.tolist())) == 20 and choice.mechanism in ("joint", "cdp-peel")
-    with pytest.raises(ParameterError, match="share"):
-        topk_auto.choose_mechanism(counts, 5, 1.0, 1e-6, rng, share=0.9)
-    with pytest.raises(ParameterError, match="k must be"):
-        topk_auto.choose_mechanism(counts, 301, 1.0, 1e-6, rng)

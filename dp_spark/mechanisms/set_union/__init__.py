@@ -5,20 +5,25 @@ Set Union" (ICML 2020). Releases as many items as possible from the union of
 the persons' item sets under (ε, δ)-DP with each person's whole contribution
 protected.
 
-- :mod:`.policies`: the update policies (count, weighted-laplace,
-  weighted-gaussian, policy-laplace, policy-gaussian) as kernels over one
-  shard of persons, with the sensitivity facts the privacy proof needs, and
-  the fixed-point units (2^-30, rounded down) of the additive policies.
+- :mod:`dp_spark.summaries.set_union` (re-exported here): the update
+  policies (count, weighted-laplace, weighted-gaussian, policy-laplace,
+  policy-gaussian) as kernels over one shard of persons, with the
+  sensitivity facts the privacy proof needs, and the fixed-point units
+  (2^-30, rounded down) of the additive policies. They draw no noise.
 - :mod:`.thresholds`: noise scale (Laplace b, analytic Gaussian σ), the
   threshold ρ of the paper's theorems and the cutoff Γ = ρ + α·scale.
 - :mod:`.thresholding`: the noise + threshold step for one partition, with
-  per-partition generators spawned from one OS-seeded root.
+  per-partition generators spawned from one OS-seeded root
+  (:class:`~.thresholding.ThresholdStep`, the function the release hands the
+  Spark stage).
 
-Never imports pyspark or pandas; the Spark stages in
-:mod:`dp_spark.stages.set_union` call these functions.
+The release's parameters and their public limits are checked by
+:func:`dp_spark.plans.set_union.plan`. Never imports pyspark or pandas; the
+Spark stages in :mod:`dp_spark.stages.set_union` import nothing from here.
 """
 
-from dp_spark.mechanisms.set_union.policies import (
+from dp_spark.summaries.set_union import (
+    DEFAULT_SHARDS,
     NOISE_OF,
     POLICIES,
     SEQUENTIAL,
@@ -36,16 +41,11 @@ from dp_spark.mechanisms.set_union.policies import (
     weighted_gaussian_update,
     weighted_laplace_update,
 )
-from dp_spark.mechanisms.set_union.thresholding import NoiseRoot, derive_randomness, release_mask
+from dp_spark.mechanisms.set_union.thresholding import NoiseRoot, ThresholdStep, derive_randomness, release_mask
 from dp_spark.mechanisms.set_union.thresholds import (
-    ALPHA_LIMIT,
-    MAX_ITEMS_LIMIT,
-    PARTITIONS_LIMIT,
-    SHARDS_LIMIT,
     SHARD_CUTOFFS,
     SetUnionPlan,
     analytic_gaussian_sigma,
-    check_whole,
     gaussian_mechanism_delta,
     laplace_isf,
     per_item_tail,
@@ -84,12 +84,9 @@ __all__ = [
     "rho_gaussian",
     "SHARD_CUTOFFS",
     "shard_cutoff",
-    "check_whole",
-    "MAX_ITEMS_LIMIT",
-    "ALPHA_LIMIT",
-    "SHARDS_LIMIT",
-    "PARTITIONS_LIMIT",
+    "DEFAULT_SHARDS",
     "NoiseRoot",
+    "ThresholdStep",
     "derive_randomness",
     "release_mask",
 ]

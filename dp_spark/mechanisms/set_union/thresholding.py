@@ -6,7 +6,7 @@ Z_u (Lap(b) or N(0, σ²), :mod:`dp_spark.mechanisms.set_union.thresholds`) and 
 iff H[u] + Z_u > ρ. Only the identities of the released items leave this
 function; the noisy weights are discarded (they are not part of the
 mechanism's output). With the histogram facts (S) and (T) of
-:mod:`dp_spark.mechanisms.set_union.policies` the released set is (ε, δ)-DP.
+:mod:`dp_spark.summaries.set_union` the released set is (ε, δ)-DP.
 
 The histogram may be as large as the data's vocabulary, so this runs inside
 Spark, one call per partition (from ``mapInPandas``). Each partition gets its
@@ -28,11 +28,18 @@ own generator from a ``NoiseRoot``:
 
 Either way no draw is shared between partitions or items. Pure numpy; no
 pyspark, no pandas.
+
+The Spark stage never imports this module: the release hands the stage a
+:class:`ThresholdStep` (the plan's constants and the noise root), and the
+stage calls it inside ``mapInPandas`` — once per partition for that
+partition's mask function, then once per batch of (item, weight) rows.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from typing import Callable
 
 import numpy as np
 
@@ -40,7 +47,7 @@ from dp_spark.noise import make_rng, spawn_rngs
 from dp_spark.noise.rng import check_rng
 from dp_spark.mechanisms.set_union.thresholds import SetUnionPlan
 
-__all__ = ["NoiseRoot", "derive_randomness", "release_mask"]
+__all__ = ["NoiseRoot", "ThresholdStep", "derive_randomness", "release_mask"]
 
 #: Upper end (exclusive) of the item-sampling salt: fits a Spark long literal.
 SALT_RANGE = 2**62
@@ -109,7 +116,7 @@ def release_mask(weights: np.ndarray, plan: SetUnionPlan, rng: np.random.Generat
 
     Guarantee: over all partitions, the released set is (ε, δ)-DP at
     ``plan.epsilon``, ``plan.delta`` when the weights are the summed shard
-    histograms of :mod:`dp_spark.mechanisms.set_union.policies` (facts (S), (T)).
+    histograms of :mod:`dp_spark.summaries.set_union` (facts (S), (T)).
     Floating-point noise is fine here: only the comparison is released.
     """
     weights = np.asarray(weights, dtype=np.float64)
@@ -119,3 +126,26 @@ def release_mask(weights: np.ndarray, plan: SetUnionPlan, rng: np.random.Generat
     else:
         noise = rng.normal(0.0, plan.scale, weights.shape)
     return (weights > 0.0) & (weights + noise > plan.rho)
+
+
+@dataclass(frozen=True)
+class ThresholdStep:
+    """The noise + threshold step of one release (Algorithm 1, step 3), in
+    the form the Spark stage runs it: ``step(p)`` is the mask function of
+    Spark partition ``p`` — :func:`release_mask` with the plan's constants
+    and the generator ``root.partition_rng(p)``, made once per partition —
+    and ``step(p)(weights)`` the boolean mask of the released items of one
+    batch. Successive batches of a partition continue the same generator,
+    so every item gets its own draw.
+
+    Guarantee: as :func:`release_mask` — over all partitions the released
+    set is (``plan.epsilon``, ``plan.delta``)-DP for the summed shard
+    histograms of :mod:`dp_spark.summaries.set_union`. Picklable (it
+    travels to the executors inside the ``mapInPandas`` function); a keyless
+    root (unseeded) holds nothing that could reproduce the noise."""
+
+    plan: SetUnionPlan
+    root: NoiseRoot
+
+    def __call__(self, partition: int) -> Callable[[np.ndarray], np.ndarray]:
+        return partial(release_mask, plan=self.plan, rng=self.root.partition_rng(int(partition)))

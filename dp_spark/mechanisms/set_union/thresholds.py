@@ -23,7 +23,7 @@ smallest σ for which N(0, σ²) noise on a statistic of ℓ2 sensitivity 1 is
 
 Why ρ makes the release (ε, δ)-DP (the papers' proofs): with T the items only
 the extra person holds (|T| = t ≤ Δ0, each of weight ≤ 1/t, 1/√t or 1 —
-:mod:`dp_spark.mechanisms.set_union.policies`, fact (T)), ρ is chosen so that no item of
+:mod:`dp_spark.summaries.set_union`, fact (T)), ρ is chosen so that no item of
 T clears the threshold with probability ≥ 1 − δ (Laplace) or 1 − δ/2
 (Gaussian); on that event the output is (ε, 0)-, resp. (ε, δ/2)-DP by the
 Laplace / Gaussian mechanism with sensitivity 1 (Δ0 for count, fact (S)).
@@ -38,8 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
 
+from dp_spark import checks
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.set_union.policies import NOISE_OF, SEQUENTIAL, check_policy
+from dp_spark.summaries.set_union import NOISE_OF, SEQUENTIAL, check_policy
 
 __all__ = [
     "SetUnionPlan",
@@ -51,73 +52,12 @@ __all__ = [
     "rho_count",
     "rho_laplace",
     "rho_gaussian",
-    "check_parameters",
-    "check_whole",
-    "MAX_ITEMS_LIMIT",
-    "ALPHA_LIMIT",
-    "SHARDS_LIMIT",
-    "PARTITIONS_LIMIT",
     "SHARD_CUTOFFS",
     "shard_cutoff",
 ]
 
 #: Relative tolerance of the analytic Gaussian bisection (the reference code's 1e-12).
 AGM_TOL = 1e-12
-
-
-#: Public upper limits, checked before any data is read or Spark starts (each
-#: sizes memory or work; the messages below say why the limit is where it is).
-MAX_ITEMS_LIMIT = 100_000
-ALPHA_LIMIT = 1_000.0
-SHARDS_LIMIT = 4_096
-PARTITIONS_LIMIT = 100_000
-
-_WHY = {
-    "max_items": "Δ0 sizes every person's kept item list (one Spark row), the policy "
-                 "kernel's work per person and the threshold search over t = 1..Δ0; beyond "
-                 "a few hundred it only lowers each item's weight (the paper's best results "
-                 "use Δ0 <= 300)",
-    "shards": "each shard is one Spark task building its own histogram of up to the whole "
-              "vocabulary, and the per-shard cutoff Γ/√shards shrinks toward 0",
-    "partitions": "each partition of the noise step is one Spark task",
-}
-
-
-def check_whole(value, name: str, limit: int | None = None, none_ok: bool = False) -> int | None:
-    """A whole number in [1, limit] (or None if ``none_ok``); ParameterError
-    naming the limit and why it exists otherwise."""
-    if value is None and none_ok:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        default = " (or None for the default)" if none_ok else ""
-        raise ParameterError(f"{name} must be a whole number >= 1{default}; got {value!r}.")
-    if limit is not None and value > limit:
-        raise ParameterError(
-            f"{name} must be at most {limit:,} (got {int(value):,}): {_WHY[name]}."
-        )
-    return int(value)
-
-
-def check_parameters(epsilon, delta, max_items, alpha) -> tuple[float, float, int, float]:
-    """Validate (ε, δ, Δ0, α); ParameterError with a message naming what to change."""
-    for name, value in (("epsilon", epsilon), ("delta", delta), ("alpha", alpha)):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise ParameterError(f"{name} must be a number; got {value!r}.")
-    epsilon, delta, alpha = float(epsilon), float(delta), float(alpha)
-    if not math.isfinite(epsilon) or epsilon <= 0:
-        raise ParameterError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
-    if not 0.0 < delta < 1.0:
-        raise ParameterError(f"delta must be strictly between 0 and 1; got {delta!r}.")
-    if not math.isfinite(alpha) or alpha < 0:
-        raise ParameterError(f"alpha must be a finite number >= 0; got {alpha!r}.")
-    if alpha > ALPHA_LIMIT:
-        raise ParameterError(
-            f"alpha must be at most {ALPHA_LIMIT:g} (got {alpha:g}): the cutoff Γ = ρ + α·scale "
-            "only moves utility, which falls once α passes a few units (the paper's Figure 5)."
-        )
-    if isinstance(max_items, bool) or not isinstance(max_items, (int, np.integer)) or max_items < 1:
-        raise ParameterError(f"max_items (Δ0) must be a whole number >= 1; got {max_items!r}.")
-    return epsilon, delta, check_whole(max_items, "max_items", MAX_ITEMS_LIMIT), alpha
 
 
 def per_item_tail(delta: float, t: np.ndarray | int) -> np.ndarray:
@@ -237,9 +177,14 @@ def plan_set_union(
     """Noise, threshold and cutoff for ``policy`` at (ε, δ), Δ0 = ``max_items``,
     α = ``alpha`` — the constants of the paper's theorems (module docstring).
     Releasing {u : H[u] + noise_u > ρ} is then (ε, δ)-DP for a histogram with
-    facts (S) and (T) of :mod:`dp_spark.mechanisms.set_union.policies`."""
+    facts (S) and (T) of :mod:`dp_spark.summaries.set_union`.
+
+    The parameters are checked by the release's plan
+    (:func:`dp_spark.plans.set_union.plan`, the one home of those checks and
+    of their public limits), which calls this; the only refusal here is an ε
+    so small that the constants overflow a float."""
     policy = check_policy(policy)
-    epsilon, delta, max_items, alpha = check_parameters(epsilon, delta, max_items, alpha)
+    epsilon, delta, max_items, alpha = float(epsilon), float(delta), int(max_items), float(alpha)
     noise = NOISE_OF[policy]
     if not math.isfinite(max_items / epsilon * 1e3):
         raise ParameterError(
@@ -282,7 +227,7 @@ def shard_cutoff(gamma: float, shards: int, rule: str = "scaled") -> float:
     Γ/√shards. With one shard both are Γ, the paper's algorithm exactly.
 
     Privacy does not depend on this choice: facts (S) and (T) of
-    :mod:`dp_spark.mechanisms.set_union.policies` hold for every cutoff > 0 (the
+    :mod:`dp_spark.summaries.set_union` hold for every cutoff > 0 (the
     property tests draw it at random), and the threshold ρ and the noise are
     unchanged. It only moves utility. With Γ in every shard, a popular item
     keeps absorbing its holders' budget until it reaches Γ in each shard (up
@@ -294,7 +239,6 @@ def shard_cutoff(gamma: float, shards: int, rule: str = "scaled") -> float:
     1,576 items against 1,286 with ``full`` (1,896 unsharded); policy-gaussian
     1,702 against 1,596 (1,694 unsharded); Γ/shards was worse than both.
     """
-    if rule not in SHARD_CUTOFFS:
-        raise ParameterError(f"shard_cutoff must be one of {', '.join(SHARD_CUTOFFS)}; got {rule!r}.")
-    shards = check_whole(shards, "shards", SHARDS_LIMIT)
-    return float(gamma) if rule == "full" else float(gamma) / math.sqrt(int(shards))
+    rule = checks.choice(rule, "shard_cutoff", SHARD_CUTOFFS)
+    shards = checks.integer(shards, "shards", 1)  # the public limit is the plan's (dp_spark.plans.set_union)
+    return float(gamma) if rule == "full" else float(gamma) / math.sqrt(shards)

@@ -21,6 +21,13 @@ Mechanisms (ALGORITHMS.md sections 3 and 5.1):
 * :func:`unknown_domain_gumbel` -- Unknown Domain Gumbel (Durfee & Rogers
   2019; Rogers, "Private Count Release", Algorithm 1), δ-approximate
   (k·ε²/8)-zCDP, for when there is no public list of items.
+* :mod:`dp_spark.mechanisms.top_k.auto` -- the private choice among them
+  behind the release's ``method="auto"``.
+
+Modules: ``joint`` (the joint mechanisms), ``peeling`` (PNF-Peel, CDP-Peel),
+``unknown_domain``, ``auto``; ``_common`` holds the shared argument checks.
+The release (plan, Spark stage, this layer, report) is
+:mod:`dp_spark.releases.top_k`.
 
 Randomness comes only from the ``rng`` argument (a ``numpy.random.Generator``).
 Sampling is done in log space: exponential-mechanism draws use the Gumbel-max

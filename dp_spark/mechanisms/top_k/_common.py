@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import bisect
-import math
-import numbers
-from dataclasses import dataclass
-from typing import Iterator
-
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dp_spark.accounting.exact import ratio_up
 from dp_spark import checks
 from dp_spark.errors import ParameterError
 
@@ -19,25 +12,11 @@ from dp_spark.errors import ParameterError
 # Counts above this are not exact in float64; the joint mechanisms need exact
 # integer differences (the floor in the utility).
 _MAX_EXACT_COUNT = 2**53
-# The k×d matrix D~ is streamed in ascending order in blocks of this many
-# entries; the running sum of logs is re-anchored exactly at every block start.
-_BLOCK = 1 << 17
 
-
-# ---------------------------------------------------------------------------
-# argument checks (messages say what to change, never quote a count)
-# ---------------------------------------------------------------------------
-
-
+# Argument checks (dp_spark.checks; messages say what to change, never quote a count).
 _check_rng = checks.rng
-
-
 _check_positive = checks.positive
-
-
 _check_int = checks.integer
-
-
 _check_delta = checks.delta
 
 
@@ -75,7 +54,6 @@ def _as_counts(
     return arr.astype(np.float64)
 
 
-
 def _top_k_indices(values: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k largest values, largest first (O(d + k log k))."""
     d = values.shape[0]
@@ -84,5 +62,3 @@ def _top_k_indices(values: np.ndarray, k: int) -> np.ndarray:
     else:
         part = np.arange(d)
     return part[np.argsort(-values[part], kind="stable")].astype(np.int64)
-
-

@@ -1,27 +1,56 @@
 """Top-k mechanism choice: ``method="auto"`` (driver side, numpy only).
 
 No single top-k mechanism is best everywhere. Gillenwater et al. (ICML 2022,
-Section 4) find that the joint exponential mechanism wins where the gaps
-between the top counts are large, while CDP-Peel (an (ε, δ) method) wins for
-large k on flat count profiles; measured on MovieLens 100K and Amazon Fashion
-words (benchmarks/topk_accuracy.py) joint's ℓ∞ error jumps to a plateau of
-"random items" once k is past a data-dependent point, where CDP-Peel's error
-grows smoothly. The choice therefore needs the data, and this module makes it
-privately:
+Section 4) find that the joint mechanism "always obtains the strongest
+performance for small k" and beats CDP-Peel (an (ε, δ) method) wherever the
+gaps between the top counts are large, while CDP-Peel wins for larger k on
+flat count profiles. Measured on MovieLens 100K and Amazon Fashion words
+(benchmarks/topk_accuracy.py, issue 14): the joint mechanism's ℓ∞ error
+jumps to a plateau of "random items" once k is past a data-dependent point,
+where CDP-Peel's error grows smoothly until its own noise reaches the size of
+the counts, after which CDP-Peel is random from the first rank and the joint
+mechanism (which still gets the widest-gapped top items) is better again.
 
-* δ = 0 (pure ε-DP only): ``joint`` with the whole budget, decided from public
-  parameters alone. Among the pure mechanisms joint matches or beats PNF-Peel
-  (paper Section 4; measured), and PNF-Joint's error equals joint's within
-  noise, so no data is needed and nothing is spent on the choice.
-* δ > 0: a share ``share`` of ε (default 5%) buys noisy counts at three ranks
-  of the sorted histogram (1, k, 4k; :func:`noisy_rank_counts`, Laplace, pure
-  ε₀-DP), a log-log interpolation of them is a synthetic count profile, and
-  the median ℓ∞ error of ``joint`` (exact, from its group log-weights) and of
-  ``cdp-peel`` (simulated) at the remaining ε − ε₀ is predicted on that
-  profile (:func:`predict_errors`). Everything after the noisy counts is
-  post-processing. The chosen mechanism then runs with (ε − ε₀, δ); basic
-  composition gives (ε, δ)-DP whichever is chosen (δ is charged even when
-  joint is chosen: the choice is not known before the data is read).
+``auto`` decides as follows, and runs the permute-and-flip form of the joint
+mechanism, PNF-Joint (paper Appendix D), whenever it picks a joint mechanism:
+permute-and-flip is never worse than the exponential mechanism in expected
+utility (McKenna & Sheldon 2020, Theorem 2). PNF-Joint sweeps all d·k
+entries (no early stop), so past ``PNF_JOINT_MAX_ENTRIES`` the exponential
+form (Joint, which stops early) runs instead. PNF-Peel is never chosen: the
+joint mechanisms match or beat it (paper Section 4) in every benchmark cell
+within 1.25×; it can win at small k on tiny counts (a synthetic profile with
+a top count of 80), where every mechanism's error is most of the count.
+
+1. From public parameters alone, spending nothing on the choice: the joint
+   mechanism when δ = 0 (CDP-Peel is not available) or when
+   k ≤ ``SMALL_K_PER_EPSILON``·ε (every benchmark cell there is won or tied
+   by a joint mechanism, at errors of 0 to a few tens of persons, where a private
+   share would cost more than the choice can win).
+2. Otherwise a public share ``AUTO_SHARE`` of ε (ε₀) buys two noisy
+   statistics, the largest count c_(1) and the k-th largest c_(k), each plus
+   Laplace noise of scale 2/ε₀ (:func:`noisy_rank_counts` at ranks 1 and k;
+   pure ε₀-DP): T₁ and T_k. With the rest ε₁ = ε − ε₀ it compares two
+   public error scales with them (:func:`error_scales`):
+
+   * the joint mechanism's utility bound 2·k·ln d / ε₁ (paper Theorem 3.3
+     without the ln 1/β term): if it is at most ``JOINT_BOUND_FRACTION``·T_k
+     the joint mechanism's noise is small against the counts it must rank
+     and it is chosen;
+   * else CDP-Peel's noise scale ln d / ε' (the typical maximum of d Gumbel
+     variables of scale 1/ε', ε' its per-step ε): if it is at least
+     ``CDP_NOISE_FRACTION``·T₁ CDP-Peel is close to random even at the top
+     and the joint mechanism (which still gets the widest-gapped top items)
+     is chosen; otherwise CDP-Peel.
+
+   Everything after the noisy counts is post-processing.
+
+Guarantee: the choice is ε₀-DP (0-DP in case 1) and the chosen mechanism
+runs with ε₁ (the pure mechanisms) or (ε₁, δ) (CDP-Peel); by basic
+composition ``auto`` is (ε, δ)-DP whichever is chosen (δ is charged even
+when a pure mechanism is chosen: the choice is not known before the data is
+read), and ε-DP when δ = 0. The thresholds were fitted on the two benchmark
+data sets and checked on synthetic steep, flat and small-count profiles
+(measured, not proven optimal); see benchmarks/topk_accuracy.py.
 """
 
 from __future__ import annotations
@@ -34,27 +63,36 @@ from numpy.typing import ArrayLike
 
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k._common import _as_counts, _check_delta, _check_int, _check_positive, _check_rng
-from dp_spark.mechanisms.top_k.joint import _TAIL_MARGIN, _joint_entry_blocks, _joint_prepare, joint_top_k
-from dp_spark.mechanisms.top_k.peeling import cdp_peel_top_k
+from dp_spark.mechanisms.top_k.joint import joint_top_k, pnf_joint_top_k
+from dp_spark.mechanisms.top_k.peeling import cdp_peel_epsilon_per_step, cdp_peel_top_k
 
-__all__ = ["AUTO_SHARE", "AutoChoice", "auto_anchor_ranks", "auto_share", "choose_mechanism",
-           "noisy_rank_counts", "predict_errors", "synthetic_profile"]
+__all__ = ["AUTO_SHARE", "CDP_NOISE_FRACTION", "JOINT_BOUND_FRACTION", "PNF_JOINT_MAX_ENTRIES",
+           "SMALL_K_PER_EPSILON", "AutoChoice", "auto_anchor_ranks", "auto_share", "choose_mechanism",
+           "error_scales", "noisy_rank_counts", "public_choice"]
 
+#: share of ε spent on the private choice when one is needed (case 2): Laplace
+#: scale 2/(0.05·ε) = 40/ε persons on each noisy count. Measured on the
+#: benchmark (cells within 1.25×, seeds 0-3): 3% gives the same (24, 28, 26,
+#: 25), 8% fewer (23, 27, 23, 25); 5% keeps the choice less noisy on small data.
 AUTO_SHARE = 0.05
-# joint is kept unless CDP-Peel's predicted error is below this share of
-# joint's: the noisy profile is coarse, and joint's error at small k is the
-# one the choice must not spoil (measured on the two benchmark data sets)
-PREFER_JOINT = 1.0 / 0.6
-_SIMULATIONS = 15
-_MAX_PROFILE = 200_000
+#: k ≤ this·ε: a joint mechanism, chosen from public parameters (case 1)
+SMALL_K_PER_EPSILON = 10.0
+#: joint when its utility bound 2·k·ln d/ε₁ is at most this share of the noisy k-th count
+JOINT_BOUND_FRACTION = 1.0
+#: joint when CDP-Peel's noise scale ln d/ε' is at least this share of the noisy top count
+CDP_NOISE_FRACTION = 0.8
+#: pnf-joint sweeps all d·k entries (no early stop); past this, joint runs instead
+PNF_JOINT_MAX_ENTRIES = 2 * 10**7
 
 
 @dataclass(frozen=True)
 class AutoChoice:
-    """What ``auto`` decided. ``epsilon_choice`` was spent on the noisy rank
-    counts (0 when the choice needed no data); ``epsilon_selection`` is left
-    for the chosen mechanism. ``predicted`` holds the predicted median ℓ∞
-    errors (DP: post-processing of the noisy rank counts)."""
+    """What ``auto`` decided. ``epsilon_choice`` was spent on the choice (0
+    when public parameters sufficed); ``epsilon_selection`` is left for the
+    chosen mechanism. ``predicted`` holds the noisy counts at ranks 1 and k
+    (``top_count``, ``kth_count``) and the two public error scales compared with it
+    (``joint``, ``cdp-peel``; see :func:`error_scales`); DP as
+    post-processing of the noisy count; empty when nothing was spent."""
 
     mechanism: str
     epsilon_choice: float
@@ -62,16 +100,35 @@ class AutoChoice:
     predicted: dict
 
 
+def _joint_kind(k: int, d: int | None) -> str:
+    """The joint mechanism auto runs: pnf-joint unless d·k is past
+    PNF_JOINT_MAX_ENTRIES (public: k and the domain size)."""
+    return "pnf-joint" if d is None or d * k <= PNF_JOINT_MAX_ENTRIES else "joint"
+
+
+def _needs_data(k: int, epsilon: float, delta: float) -> bool:
+    """Whether the choice needs the data (public parameters only)."""
+    return float(delta) > 0.0 and k > SMALL_K_PER_EPSILON * float(epsilon)
+
+
+def public_choice(k: int, epsilon: float, delta: float, domain_size: int | None = None) -> str | None:
+    """The mechanism ``auto`` runs when public parameters suffice (case 1 of
+    the module docstring), else None (the choice needs the data)."""
+    return None if _needs_data(k, epsilon, delta) else _joint_kind(k, domain_size)
+
+
 def auto_share(k: int, epsilon: float, delta: float, domain_size: int | None = None) -> float:
     """The share of ε that ``auto`` spends on its private choice, from public
-    parameters only (0 when the choice needs no data). The plan charges it
-    as its own step whatever the choice turns out to be."""
-    return 0.0 if float(delta) == 0.0 else AUTO_SHARE
+    parameters only: 0 when δ = 0 or k ≤ SMALL_K_PER_EPSILON·ε (the choice
+    needs no data), else AUTO_SHARE. The plan charges it as its own step
+    whatever the choice turns out to be."""
+    return AUTO_SHARE if _needs_data(k, epsilon, delta) else 0.0
 
 
 def auto_anchor_ranks(k: int, d: int) -> np.ndarray:
-    """The public ranks (1-based) whose counts the choice estimates: 1, k, 4k (≤ d)."""
-    return np.array(sorted({r for r in (1, k, 4 * k) if r <= d}), dtype=np.int64)
+    """The public ranks (1-based) whose counts the choice estimates: 1 and k
+    (just 1 when k = 1; k ≤ d)."""
+    return np.array(sorted({1, int(k)}), dtype=np.int64)
 
 
 def noisy_rank_counts(counts: ArrayLike, ranks: np.ndarray, epsilon: float,
@@ -91,89 +148,67 @@ def noisy_rank_counts(counts: ArrayLike, ranks: np.ndarray, epsilon: float,
     return top[np.asarray(ranks) - 1] + rng.laplace(scale=m / eps, size=m)
 
 
-def synthetic_profile(ranks: np.ndarray, values: np.ndarray, d: int) -> np.ndarray:
-    """Sorted integer counts of length min(d, 200 000) through the (rank, value)
-    points, interpolated in log count against log rank (count data are close
-    to power laws), falling to 0 at rank d + 1. Post-processing only."""
-    vals = np.maximum(np.minimum.accumulate(np.asarray(values, dtype=np.float64)), 0.5)
-    xs = np.log(np.r_[np.asarray(ranks, dtype=np.float64), d + 1.0])
-    ys = np.log(np.r_[vals, 0.5])
-    r = np.arange(1, min(d, _MAX_PROFILE) + 1, dtype=np.float64)
-    return np.round(np.exp(np.interp(np.log(r), xs, ys))).astype(np.int64)
-
-
-def _joint_median(profile: np.ndarray, k: int, epsilon: float) -> float:
-    """Median ℓ∞ error of joint on ``profile`` (every sequence of an entry group
-    has ℓ∞ error = the group's floor difference), from its exact group
-    log-weights; the sweep stops where joint's own sampler stops (the rest
-    weighs at most e^-40 of the total), so this costs what joint costs."""
-    prep = _joint_prepare(np.asarray(profile, dtype=np.int64), k)
-    coef = epsilon / 2.0
-    log_sequences = math.lgamma(prep.d + 1) - math.lgamma(prep.d - k + 1)
-    errs, logws, head_max = [], [], -np.inf
-    for _, _, floor_diff, log_count in _joint_entry_blocks(prep):
-        logw = log_count - coef * floor_diff.astype(np.float64)
-        keep = np.isfinite(logw)
-        errs.append(floor_diff[keep])
-        logws.append(logw[keep])
-        head_max = max(head_max, float(np.max(logw)))
-        if log_sequences - coef * float(floor_diff[-1]) < head_max - _TAIL_MARGIN:
-            break
-    err, logw = np.concatenate(errs), np.concatenate(logws)
-    p = np.exp(logw - np.max(logw))
-    order = np.argsort(err, kind="stable")
-    cdf = np.cumsum(p[order]) / np.sum(p)
-    return float(err[order][min(int(np.searchsorted(cdf, 0.5)), len(order) - 1)])
-
-
-def predict_errors(profile: np.ndarray, k: int, epsilon: float, delta: float,
-                   rng: np.random.Generator) -> dict:
-    """Predicted median ℓ∞ errors of joint and cdp-peel on a (public, synthetic)
-    sorted profile at (epsilon, delta)."""
-    k = min(k, len(profile))
-    errs = []
-    for _ in range(_SIMULATIONS):
-        chosen = cdp_peel_top_k(profile, k, epsilon, delta, rng)
-        errs.append(float(np.max(profile[:k] - profile[chosen])))
-    return {"joint": _joint_median(profile, k, epsilon), "cdp-peel": float(np.median(errs))}
+def error_scales(k: int, epsilon: float, delta: float, d: int) -> dict:
+    """The two public error scales the choice compares with the noisy top
+    count, at the selection's (epsilon, delta) on a domain of d items:
+    ``joint`` = 2·k·ln d/ε (the joint mechanism's utility bound, paper
+    Theorem 3.3 without its ln 1/β term) and ``cdp-peel`` = ln d/ε' (the
+    typical maximum of d Gumbel variables of scale 1/ε', ε' CDP-Peel's
+    per-step ε). Public parameters only."""
+    log_d = math.log(max(int(d), 1))
+    return {"joint": 2.0 * k * log_d / epsilon,
+            "cdp-peel": log_d / cdp_peel_epsilon_per_step(epsilon, delta, k)}
 
 
 def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
-                     rng: np.random.Generator, share: float = AUTO_SHARE) -> AutoChoice:
+                     rng: np.random.Generator, share: float | None = None) -> AutoChoice:
     """Choose the top-k mechanism for ``auto`` (see the module docstring).
 
-    Releases only the choice (and the predicted errors), under ε₀-DP with
-    ε₀ = share·ε when δ > 0 (Laplace on three order statistics), and under
-    0-DP (public parameters only) when δ = 0. The caller must run the chosen
-    mechanism with ``epsilon_selection`` and ``delta``.
+    When public parameters suffice (δ = 0 or k ≤ SMALL_K_PER_EPSILON·ε) the
+    counts are not read and nothing is spent: 0-DP, ``epsilon_choice`` = 0.
+    Otherwise releases only the choice (with the noisy top count and the
+    public error scales in ``predicted``) under ε₀-DP, ε₀ = ``share``·ε
+    (default AUTO_SHARE, which is :func:`auto_share` here): the Laplace
+    mechanism on (c_(1), c_(k)) (ℓ1 sensitivity 2 for distinct-person
+    counts, see :func:`noisy_rank_counts`) followed by post-processing. The caller must
+    run the chosen mechanism with ``epsilon_selection`` (and ``delta`` for
+    cdp-peel).
     """
     eps = _check_positive(epsilon, "epsilon")
     dlt = _check_delta(delta, allow_zero=True)
+    c = _as_counts(counts, integral=True)
+    d = c.shape[0]
+    k = _check_int(k, "k", 1, d, " (the number of items in counts)")
+    public = public_choice(k, eps, dlt, d)
+    if public is not None:
+        return AutoChoice(public, 0.0, eps, {})
+    share = AUTO_SHARE if share is None else share
     if not (0.0 < float(share) < 0.5):
         raise ParameterError("share must lie in (0, 0.5); it is the part of ε spent on the choice")
-    c = _as_counts(counts, integral=True)
-    k = _check_int(k, "k", 1, c.shape[0], " (the number of items in counts)")
-    if dlt == 0.0:
-        return AutoChoice("joint", 0.0, eps, {})
     eps0 = eps * float(share)
-    d = c.shape[0]
-    ranks = auto_anchor_ranks(k, d)
-    noisy = noisy_rank_counts(c, ranks, eps0, rng)
+    eps1 = eps - eps0
+    noisy = noisy_rank_counts(c, auto_anchor_ranks(k, d), eps0, rng)
     del c  # non-private: nothing below may use it
-    profile = synthetic_profile(ranks, noisy, d)
-    predicted = predict_errors(profile, k, eps - eps0, dlt, rng)
-    predicted["top_count"] = float(noisy[0])  # rank 1 is always the first anchor
-    pick = "cdp-peel" if predicted["cdp-peel"] * PREFER_JOINT < predicted["joint"] else "joint"
-    return AutoChoice(pick, eps0, eps - eps0, predicted)
+    top, kth = float(noisy[0]), float(noisy[-1])  # ranks 1 and k (the same one when k = 1)
+    scales = error_scales(k, eps1, dlt, d)
+    if (scales["joint"] <= JOINT_BOUND_FRACTION * max(kth, 1.0)
+            or scales["cdp-peel"] >= CDP_NOISE_FRACTION * max(top, 1.0)):
+        pick = _joint_kind(k, d)
+    else:
+        pick = "cdp-peel"
+    return AutoChoice(pick, eps0, eps1, {"top_count": top, "kth_count": kth, **scales})
 
 
 def auto_top_k(counts: ArrayLike, k: int, epsilon: float, delta: float,
-               rng: np.random.Generator, share: float = AUTO_SHARE) -> tuple[np.ndarray, AutoChoice]:
+               rng: np.random.Generator, share: float | None = None) -> tuple[np.ndarray, AutoChoice]:
     """(ε, δ)-DP top-k (ε-DP when δ = 0) with the mechanism chosen by
-    :func:`choose_mechanism`: ε₀ on the choice, ε − ε₀ (and δ) on the
-    selection, basic composition. Returns (indices in rank order, choice)."""
+    :func:`choose_mechanism`: ε₀ on the choice, ε − ε₀ (and δ, for
+    cdp-peel) on the selection, basic composition. Returns (indices in rank
+    order, choice)."""
     choice = choose_mechanism(counts, k, epsilon, delta, rng, share)
+    eps_sel = choice.epsilon_selection
     if choice.mechanism == "joint":
-        return joint_top_k(counts, k, choice.epsilon_selection, rng), choice
-    return cdp_peel_top_k(counts, k, choice.epsilon_selection, delta, rng), choice
-
+        return joint_top_k(counts, k, eps_sel, rng), choice
+    if choice.mechanism == "pnf-joint":
+        return pnf_joint_top_k(counts, k, eps_sel, rng), choice
+    return cdp_peel_top_k(counts, k, eps_sel, delta, rng), choice

@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import bisect
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dp_spark.accounting.exact import ratio_up
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.top_k._common import (  # noqa: F401
-    _MAX_EXACT_COUNT, _BLOCK, _check_rng, _check_positive, _check_int, _check_delta, _as_counts, _top_k_indices,
-)
-
+from dp_spark.mechanisms.top_k._common import _as_counts, _check_int, _check_positive, _check_rng
 
 # ---------------------------------------------------------------------------
 # joint exponential mechanism: D~ in ascending order, streamed in blocks
@@ -42,6 +37,11 @@ from dp_spark.mechanisms.top_k._common import (  # noqa: F401
 # order, block by block, without materialising the k×d matrix: a block is the
 # set of entries with key in [x_lo, x_hi), i.e. columns [n_i(x_lo), n_i(x_hi))
 # of each row i, and is sorted by merging its k sorted row pieces.
+
+
+# The k×d matrix D~ is streamed in ascending order in blocks of this many
+# entries; the running sum of logs is re-anchored exactly at every block start.
+_BLOCK = 1 << 17
 
 
 @dataclass
@@ -478,5 +478,3 @@ def pnf_joint_top_k(
         raise RuntimeError("pnf-joint sampler: no entry with positive count (internal error)")
     seq = _joint_sequence(prep, best_rc[0], best_rc[1], rng)
     return prep.perm[seq].astype(np.int64)
-
-

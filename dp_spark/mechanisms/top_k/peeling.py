@@ -5,19 +5,13 @@ Gumbel top-k, Durfee & Rogers 2019, (ε, δ)-DP by the CDP bound).
 
 from __future__ import annotations
 
-import bisect
 import math
-import numbers
-from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dp_spark.accounting.exact import ratio_up
-from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.top_k._common import (  # noqa: F401
-    _MAX_EXACT_COUNT, _BLOCK, _check_rng, _check_positive, _check_int, _check_delta, _as_counts, _top_k_indices,
+from dp_spark.mechanisms.top_k._common import (
+    _as_counts, _check_delta, _check_int, _check_positive, _check_rng, _top_k_indices,
 )
 
 
@@ -123,5 +117,3 @@ def cdp_peel_top_k(
     rng = _check_rng(rng)
     noisy = c + rng.gumbel(scale=1.0 / eps_step, size=d)
     return _top_k_indices(noisy, k)
-
-

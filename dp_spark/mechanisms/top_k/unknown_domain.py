@@ -5,20 +5,16 @@ Release", Algorithm 1): top-k without a public item list, δ-approximate
 
 from __future__ import annotations
 
-import bisect
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dp_spark.accounting.exact import ratio_up
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.top_k._common import (  # noqa: F401
-    _MAX_EXACT_COUNT, _BLOCK, _check_rng, _check_positive, _check_int, _check_delta, _as_counts, _top_k_indices,
-)
+from dp_spark.mechanisms.top_k._common import _as_counts, _check_delta, _check_int, _check_positive, _check_rng
 
 
 # ---------------------------------------------------------------------------
@@ -136,6 +132,21 @@ def unknown_domain_gumbel(
     thr = unknown_domain_threshold(epsilon, delta, kbar)
     eps = float(epsilon)
     rng = _check_rng(rng)
+    base = _next_count(c, kbar, count_kbar_plus_1)
+    beta = ratio_up(1.0, eps)  # Gumbel scale 1/ε rounded up (more noise, never less)
+    noisy_threshold = thr + base + float(rng.gumbel(scale=beta))
+    cand = np.flatnonzero(c > 0)
+    noisy = c[cand] + rng.gumbel(scale=beta, size=cand.size)
+    keep = noisy > noisy_threshold
+    kept, kept_noisy = cand[keep], noisy[keep]
+    order = np.argsort(-kept_noisy, kind="stable")[:k]
+    indices = kept[order].astype(np.int64)
+    return UnknownDomainResult(indices=indices, bottom=bool(indices.size < k))
+
+
+def _next_count(c: np.ndarray, kbar: int, count_kbar_plus_1) -> float:
+    """Check the (k̄+1)-th largest count against the k̄ largest ``c`` and
+    return it as a float (the messages never quote a count)."""
     if c.shape[0] > kbar:
         raise ParameterError(
             "top_counts holds more than kbar counts; pass only the kbar largest "
@@ -156,12 +167,4 @@ def unknown_domain_gumbel(
             "count_kbar_plus_1 must not exceed any of top_counts; pass the kbar "
             "largest counts and the (kbar+1)-th largest"
         )
-    beta = ratio_up(1.0, eps)  # Gumbel scale 1/ε rounded up (more noise, never less)
-    noisy_threshold = thr + base + float(rng.gumbel(scale=beta))
-    cand = np.flatnonzero(c > 0)
-    noisy = c[cand] + rng.gumbel(scale=beta, size=cand.size)
-    keep = noisy > noisy_threshold
-    kept, kept_noisy = cand[keep], noisy[keep]
-    order = np.argsort(-kept_noisy, kind="stable")[:k]
-    indices = kept[order].astype(np.int64)
-    return UnknownDomainResult(indices=indices, bottom=bool(indices.size < k))
+    return base

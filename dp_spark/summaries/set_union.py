@@ -1,4 +1,10 @@
-"""Update policies of DP Set Union: how one person's items raise the histogram.
+"""DP Set Union's histogram: how one person's items raise it (no noise here).
+
+The update policies are a bounded-sensitivity transformation of the data:
+they draw no noise and release nothing. The Spark stage
+(:mod:`dp_spark.stages.set_union`) runs them over shards of persons; the
+mechanism layer (:mod:`dp_spark.mechanisms.set_union`) adds the noise and
+applies the threshold.
 
 Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin, "Differentially Private
 Set Union" (ICML 2020), Algorithm 1 step 2b with the update policies of
@@ -98,6 +104,7 @@ __all__ = [
     "person_units",
     "UNIT_BITS",
     "UNIT",
+    "DEFAULT_SHARDS",
 ]
 
 #: The update policies, in the paper's order of increasing utility.
@@ -117,6 +124,10 @@ UNIT_BITS = 30
 #: One unit of weight, 2^-30 (a power of two: units·UNIT is exact in float64).
 UNIT = 2.0 ** -UNIT_BITS
 _ONE = 1 << UNIT_BITS
+#: Person shards of the sequential policies when ``shards`` is not given: a
+#: fixed number, independent of the data and of the cluster's configuration
+#: (the per-shard cutoff Γ/√shards, and so the output's utility, depends on it).
+DEFAULT_SHARDS = 8
 
 
 def check_policy(policy: object) -> str:

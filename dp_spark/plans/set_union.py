@@ -1,0 +1,136 @@
+"""The set-union plan: parameters, (ε, δ) and its split (Gopi et al., ICML 2020).
+
+DP Set Union, Algorithm 1 of Gopi, Gulhane, Kulkarni, Shen, Shokouhi,
+Yekhanin, "Differentially Private Set Union" (ICML 2020), with the update
+policy named by ``method``. The release is person-level (ε, δ)-DP; its two
+steps, from the parameters alone (the constants of
+:func:`dp_spark.mechanisms.set_union.plan_set_union`):
+
+- the noisy histogram: Laplace noise (ε, 0) for ``count`` (ℓ1 sensitivity
+  Δ0), ``weighted-laplace`` and ``policy-laplace`` (ℓ1 sensitivity 1), or the
+  analytic Gaussian mechanism (ε, δ/2) for the Gaussian policies (ℓ2
+  sensitivity 1);
+- the threshold ρ: an item only the added person holds is released with
+  probability at most δ (Laplace) or δ/2 (Gaussian) — (0, δ) resp. (0, δ/2).
+
+This module is the one home of the release's parameter checks and of their
+public limits (each names the resource it protects). No pyspark.
+"""
+
+from __future__ import annotations
+
+from dp_spark import checks
+from dp_spark.accounting import ApproxDP
+from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.set_union import SHARD_CUTOFFS, SetUnionPlan, plan_set_union
+from dp_spark.plan import Plan
+from dp_spark.summaries.set_union import DEFAULT_SHARDS, POLICIES, SEQUENTIAL
+
+RELEASE = "set-union"
+METHODS = POLICIES
+ALGORITHM = "Gopi et al. 2020, DP Set Union (Algorithm 1)"
+
+#: Public upper limits on the parameters that size memory or work. Each
+#: names the resource it protects; all are checked before any data is read
+#: or Spark starts.
+MAX_ITEMS_LIMIT = 100_000
+SHARDS_LIMIT = 4_096
+PARTITIONS_LIMIT = 100_000
+ALPHA_LIMIT = 1_000.0
+LIMITS = {
+    "max_items": (MAX_ITEMS_LIMIT, "Δ0 sizes every person's kept item list (one Spark row), the policy "
+                  "kernel's work per person and the threshold search over t = 1..Δ0; beyond a few "
+                  "hundred it only lowers each item's weight (the paper's best results use Δ0 <= 300)"),
+    "shards": (SHARDS_LIMIT, "each shard is one Spark task building its own histogram of up to the "
+               "whole vocabulary, and the per-shard cutoff Γ/√shards shrinks toward 0"),
+    "partitions": (PARTITIONS_LIMIT, "each partition of the noise step is one Spark task"),
+}
+
+
+def limited(value, name: str) -> int:
+    """A whole number from 1 to the public limit of ``name`` (LIMITS)."""
+    limit, why = LIMITS[name]
+    return checks.integer(value, name, 1, limit, f" ({why})")
+
+
+def _alpha(value) -> float:
+    alpha = checks.number(value, "alpha")
+    if alpha < 0:
+        raise ParameterError(f"alpha must be a finite number >= 0; got {value!r}.")
+    if alpha > ALPHA_LIMIT:
+        raise ParameterError(
+            f"alpha must be at most {ALPHA_LIMIT:g} (got {alpha:g}): the cutoff Γ = ρ + α·scale "
+            "only moves utility, which falls once α passes a few units (the paper's Figure 5)."
+        )
+    return alpha
+
+
+def budget_steps(numeric: SetUnionPlan) -> list[tuple[str, ApproxDP]]:
+    """The two steps of the release's (ε, δ) (module docstring), labelled
+    with their public constants."""
+    if numeric.noise == "laplace":
+        noise_step = (
+            f"noisy histogram: Laplace mechanism, scale {numeric.scale:.4g}, "
+            f"l1 sensitivity {numeric.sensitivity:g}"
+        )
+    else:
+        noise_step = (
+            f"noisy histogram: Gaussian mechanism (analytic calibration), sigma {numeric.scale:.4g}, "
+            "l2 sensitivity 1"
+        )
+    threshold_step = (
+        f"threshold rho = {numeric.rho:.4g}: items held only by the added person stay "
+        "hidden except with this probability"
+    )
+    return [
+        (noise_step, ApproxDP(numeric.epsilon, numeric.noise_delta)),
+        (threshold_step, ApproxDP(0.0, numeric.threshold_delta)),
+    ]
+
+
+def plan(*, epsilon, delta, method="policy-gaussian", person_col="person_id", item_col="item",
+         max_items=100, alpha=2.0, shards=None, count=True, shard_cutoff="scaled", partitions=None,
+         seed=None) -> Plan:
+    """The set-union release's plan (person-level (ε, δ)-DP, Gopi et al.'s
+    Algorithm 1 with policy ``method``); every parameter checked before any
+    data is read. ``shards`` of a sequential policy defaults to
+    :data:`~dp_spark.summaries.set_union.DEFAULT_SHARDS` (8, fixed)."""
+    epsilon = checks.positive(epsilon, "epsilon")
+    delta = checks.open_unit(delta, "delta")
+    method = checks.choice(method, "method", METHODS)
+    max_items = limited(max_items, "max_items")
+    alpha = _alpha(alpha)
+    shards = None if shards is None else limited(shards, "shards")
+    partitions = None if partitions is None else limited(partitions, "partitions")
+    count = checks.boolean(count, "count")
+    shard_cutoff = checks.choice(shard_cutoff, "shard_cutoff", SHARD_CUTOFFS)
+    checks.seed(seed)
+    numeric = plan_set_union(epsilon, delta, max_items, method, alpha)  # refuses an ε that overflows
+    parameters = {
+        "epsilon": epsilon, "delta": delta, "method": method, "max_items": max_items, "alpha": alpha,
+        "person_col": person_col, "item_col": item_col, "noise": numeric.noise, "algorithm": ALGORITHM,
+        "count": count, "partitions": partitions,
+    }
+    if method in SEQUENTIAL:
+        parameters["shards"] = DEFAULT_SHARDS if shards is None else shards
+        parameters["shard_cutoff"] = shard_cutoff
+    size = " and its size" if count else ""
+    return Plan(
+        release=RELEASE,
+        guarantee=ApproxDP(epsilon, delta),
+        steps=budget_steps(numeric),
+        parameters=parameters,
+        privacy_unit="person",
+        neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
+        releases=(f"the {item_col} values whose weight plus noise clears the threshold "
+                  f"rho = {numeric.rho:.4g} (a Spark DataFrame, never their weights){size}"),
+    )
+
+
+def mechanism_plan(release_plan: Plan) -> SetUnionPlan:
+    """The mechanism's numeric constants (noise scale, ρ, Γ) of a checked
+    release plan: :func:`dp_spark.mechanisms.set_union.plan_set_union` on its
+    parameters (deterministic, so the same constants the plan's budget split
+    names)."""
+    p = release_plan.parameters
+    return plan_set_union(p["epsilon"], p["delta"], p["max_items"], p["method"], p["alpha"])

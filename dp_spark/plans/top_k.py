@@ -1,0 +1,208 @@
+"""The top-k plan: parameters, the guarantee and its split (ALGORITHMS.md 3, 5.1).
+
+Every top-k parameter is checked here, once, for the Python API, the CLI
+(also ``--dry-run``) and the jobs. The guarantee and the budget split follow
+from the parameters alone:
+
+- ``joint``, ``pnf-joint``, ``pnf-peel`` (Gillenwater et al. ICML 2022,
+  Algorithm 1, its permute-and-flip variant, Algorithm 2): ε-DP, one step;
+- ``cdp-peel`` (Durfee & Rogers 2019; Gillenwater et al. Lemma 4.2):
+  (ε, δ)-DP, or ε-DP when δ = 0, one step;
+- ``unknown-domain`` (Rogers 2024, Algorithm 1, Theorem 4): (ε, δ)-DP, one
+  step (δ/2-approximate kε'²/8-zCDP, converted with δ/2);
+- ``auto`` with a public domain (:mod:`dp_spark.mechanisms.top_k.auto`):
+  ε·s on its private choice, s = ``auto_share(k, ε, δ, d)`` (public; no such
+  step when s = 0), and the rest (with δ) on the selection by the mechanism
+  it picks. The steps are the same whatever it picks, so the split does not
+  depend on the data; with δ > 0 the release is charged (ε, δ) even when it
+  picks a pure mechanism. ``auto`` without a domain is ``unknown-domain``.
+
+A plan reads no data, and not the domain either: ``domain`` only says
+whether a public domain is given (a list, a public DataFrame, or on the
+command line a path), and ``domain_size`` is its number of items when known.
+The release reads the domain (public data) before spending anything and
+rebuilds the plan with its size, so the size limits below are always
+checked before a budget is charged; ``--dry-run`` does not read the domain
+file and cannot check them.
+"""
+
+from __future__ import annotations
+
+from dp_spark import checks
+from dp_spark.accounting import ApproxDP, PureDP, ZCDP, remainder
+from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.top_k import cdp_peel_epsilon_per_step, unknown_domain_calibration
+from dp_spark.mechanisms.top_k.auto import auto_share
+from dp_spark.plan import Plan
+
+RELEASE = "top-k"
+METHODS = ("auto", "joint", "pnf-joint", "pnf-peel", "cdp-peel", "unknown-domain")
+DOMAIN_METHODS = ("joint", "pnf-joint", "pnf-peel", "cdp-peel")
+DEFAULT_KBAR = 1000
+
+#: Public upper limits, checked before any data is read; each names the
+#: resource it protects.
+MAX_K = 1000  # k items are ranked; the joint samplers' work grows as d·k
+MAX_KBAR = 100_000  # unknown-domain collects kbar + 1 (item, count) rows to the driver
+MAX_DOMAIN = 10_000_000  # one count per domain item is collected to the driver
+MAX_JOINT_ENTRIES = 10**9  # joint / pnf-joint may sweep all d·k entries of their matrix
+
+#: The mechanisms in words (budget split, statement, error statement).
+NAMES = {
+    "joint": "the joint exponential mechanism (Gillenwater et al. 2022, Algorithm 1)",
+    "pnf-joint": "joint permute-and-flip (Gillenwater et al. 2022)",
+    "pnf-peel": "peeling permute-and-flip (k rounds at ε/k)",
+    "cdp-peel": "one-shot Gumbel top-k with CDP accounting (Durfee & Rogers 2019)",
+    "unknown-domain": "Unknown Domain Gumbel (Durfee & Rogers 2019; Rogers 2024, Algorithm 1)",
+}
+AUTO_CHOICE_STEP = "auto: noisy counts at ranks 1 and k (Laplace) to choose between the joint mechanism and CDP-Peel"
+AUTO_SELECT_STEP = ("selection with the mechanism auto chose (result.method: cdp-peel is (ε, δ)-DP, the "
+                    "others ε-DP; δ is charged either way)")
+AUTO_PUBLIC_STEP = ("selection with the pure ε-DP mechanism auto chose from public parameters alone "
+                    "(result.method; delta = 0: nothing spent on the choice)")
+AUTO_PUBLIC_DELTA_STEP = ("selection with the mechanism auto chose from public parameters alone (result.method; "
+                          "nothing spent on the choice; δ is charged whichever runs)")
+
+
+def limit(value: int, name: str, maximum: int, why: str) -> int:
+    """``value`` if it is at most the public limit ``maximum``, else a
+    ParameterError saying why the limit exists."""
+    if value > maximum:
+        raise ParameterError(f"{name}={value:,} is above the limit of {maximum:,}: {why}. Lower {name}.")
+    return value
+
+
+def resolve_method(method: str, has_domain: bool) -> str:
+    """The mechanism ``method`` names, before any data is read: ``auto``
+    stays ``auto`` with a public domain (the choice is made on the driver)
+    and is ``unknown-domain`` without one; a domain mechanism without a
+    domain is refused (ParameterError)."""
+    checks.choice(method, "method", METHODS)
+    if method == "auto":
+        return "auto" if has_domain else "unknown-domain"
+    if method in DOMAIN_METHODS and not has_domain:
+        raise ParameterError(
+            f"method {method!r} needs a public domain (domain= / --domain PATH: the list "
+            "of possible items, fixed before seeing the data). Treating the items observed in "
+            "the data as the domain is not differentially private, because whether an item "
+            "appears at all can depend on one person. Give a domain, or use method "
+            "'unknown-domain', which needs none."
+        )
+    return method
+
+
+def check_domain_size(size, k: int, mechanism: str) -> int:
+    """Public limits on the domain (its size is public), before data is read."""
+    size = limit(checks.whole(size, "domain_size"), "the domain size", MAX_DOMAIN,
+                 "one count per domain item is collected to the driver")
+    if k > size:
+        raise ParameterError(f"k={k} is larger than the domain ({size} items); lower k or extend the domain.")
+    if mechanism in ("joint", "pnf-joint", "auto") and size * k > MAX_JOINT_ENTRIES:
+        raise ParameterError(
+            f"domain size × k = {size * k:,} is above the limit of {MAX_JOINT_ENTRIES:,} for the joint "
+            "mechanisms (they may sweep every entry of a k × d matrix); lower k, shrink the domain, "
+            "or use method 'cdp-peel' or 'pnf-peel'."
+        )
+    return size
+
+
+def guarantee_of(mechanism: str, epsilon: float, delta: float):
+    """The privacy cost a top-k release spends (known before reading data):
+    (ε, δ) for ``cdp-peel``, ``unknown-domain`` and ``auto`` when δ > 0
+    (``auto`` whichever mechanism it then picks), else ε."""
+    if mechanism in ("cdp-peel", "unknown-domain", "auto") and delta > 0:
+        return ApproxDP(epsilon, delta)
+    return PureDP(epsilon)
+
+
+def unknown_domain_zcdp(epsilon: float, delta: float, k: int) -> ZCDP:
+    """Unknown Domain Gumbel's own guarantee at the per-item ε' that makes it
+    (ε, δ)-DP: δ/2-approximate (kε'²/8)-zCDP (Rogers 2024, Theorem 4)."""
+    eps_item, d_thr, _ = unknown_domain_calibration(epsilon, delta, k)
+    return ZCDP(k * eps_item**2 / 8.0, d_thr)
+
+
+def _steps(mechanism: str, k: int, epsilon: float, delta: float, kbar: int, domain_size) -> list:
+    """The budget split, in the order spent (see the module docstring)."""
+    cost = guarantee_of(mechanism, epsilon, delta)
+    if mechanism == "auto":
+        share = checks.nonnegative(auto_share(k, epsilon, delta, domain_size), "auto's share of epsilon")
+        if share == 0.0:
+            return [(AUTO_PUBLIC_STEP if delta == 0.0 else AUTO_PUBLIC_DELTA_STEP, cost)]
+        choice = epsilon * share
+        selection = remainder(epsilon, choice)  # the parts sum to <= epsilon exactly
+        return [(AUTO_CHOICE_STEP, PureDP(choice)),
+                (AUTO_SELECT_STEP, ApproxDP(selection, delta) if delta > 0 else PureDP(selection))]
+    if mechanism == "unknown-domain":
+        eps_item, d_thr, d_conv = unknown_domain_calibration(epsilon, delta, k)
+        zcdp = unknown_domain_zcdp(epsilon, delta, k)
+        return [(f"selection: Unknown Domain Gumbel, per-item ε' = {eps_item:.6g}, threshold δ "
+                 f"= {d_thr:g}, kbar = {kbar} ({zcdp.describe()}), converted to (ε, δ)-DP "
+                 f"with δ' = {d_conv:g}", cost)]
+    if mechanism == "cdp-peel":
+        return [(f"selection: one-shot Gumbel top-k, per-step ε' = "
+                 f"{cdp_peel_epsilon_per_step(epsilon, delta, k):.6g}", cost)]
+    return [(f"selection: {NAMES[mechanism]}", cost)]
+
+
+def plan(*, epsilon, k, delta=0.0, method="auto", person_col="person_id", item_col="item",
+         domain=None, domain_size=None, kbar=None, persons=None, seed=None) -> Plan:
+    """The top-k release's plan (person level; ε-DP or (ε, δ)-DP by
+    ``method``, see the module docstring); every parameter checked before
+    any data is read.
+
+    ``domain``: anything but None says a public domain is given (it is not
+    read here); ``domain_size``: its number of items, when known (then its
+    public limits are checked). ``kbar`` defaults to max(1000, 2k);
+    ``persons`` is an optional public number of persons (only used to judge
+    the error bound).
+    """
+    k = limit(checks.whole(k, "k"), "k", MAX_K, "top-k ranks k items and the joint samplers' time grows as d·k")
+    epsilon = checks.positive(epsilon, "epsilon")
+    delta = checks.delta(delta, "delta", allow_zero=True)
+    has_domain = domain is not None or domain_size is not None
+    mechanism = resolve_method(method, has_domain)
+    if mechanism == "unknown-domain" and delta == 0.0:
+        reason = "no public domain was given, so method 'auto' uses" if method == "auto" else "method"
+        raise ParameterError(
+            f"{reason} 'unknown-domain', which needs delta > 0 (e.g. delta=1e-6); "
+            "or give a public domain for pure ε-DP with 'joint'."
+        )
+    kbar = limit(checks.whole(max(DEFAULT_KBAR, 2 * k) if kbar is None else kbar, "kbar"), "kbar", MAX_KBAR,
+                 "unknown-domain collects kbar + 1 item counts to the driver")
+    if mechanism == "unknown-domain" and k > kbar:
+        raise ParameterError(f"k={k} is larger than kbar={kbar}; raise kbar to at least k.")
+    checks.seed(seed)
+    persons = None if persons is None else checks.whole(persons, "persons")
+    if domain_size is not None:
+        domain_size = check_domain_size(domain_size, k, mechanism)
+    parameters = {
+        "k": k, "epsilon": epsilon, "delta": delta, "method": method,
+        "person_col": person_col, "item_col": item_col,
+        "domain": _domain_words(has_domain, domain_size), "persons": persons,
+    }
+    if mechanism == "unknown-domain":
+        parameters["kbar"] = kbar
+    notes = []
+    if has_domain and domain_size is None:
+        notes.append("the domain is read when the release runs; its size limits are checked then, "
+                     "before anything is spent")
+    return Plan(
+        release=RELEASE,
+        guarantee=guarantee_of(mechanism, epsilon, delta),
+        steps=_steps(mechanism, k, epsilon, delta, kbar, domain_size),
+        parameters=parameters,
+        privacy_unit="person",
+        neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
+        releases=(f"the {k} {item_col} values held by the most distinct persons, in order"
+                  + (", from the public domain" if has_domain else "")
+                  + (", chosen by the mechanism auto picks" if mechanism == "auto" else f", chosen by "
+                     f"{NAMES[mechanism]}") + "; no counts"),
+        notes=tuple(notes),
+    )
+
+
+def _domain_words(has_domain: bool, size) -> str | None:
+    if not has_domain:
+        return None
+    return "a public domain" if size is None else f"{size} public items"
