@@ -77,10 +77,17 @@ def measure_all(spark, rows: int, reps: int, pipelinedp: bool, releases=RELEASES
     return out
 
 
-def _met(name: str, value) -> str:
+def _target(name: str, rows: int) -> float:
+    """The issue-15 target; distinct-count's is 2.5 at 20M rows and more."""
+    if name == "distinct-count / COUNT(DISTINCT)" and rows >= 20_000_000:
+        return 2.5
+    return TARGETS[name]
+
+
+def _met(name: str, value, rows: int) -> str:
     if value is None:
         return "n/a"
-    target = TARGETS[name]
+    target = _target(name, rows)
     ok = value <= target if name in LOWER_IS_BETTER else value >= target
     return "yes" if ok else "NO"
 
@@ -106,7 +113,8 @@ def main(argv=None) -> int:
     for run in results["runs"]:
         for name, value in run["ratios"].items():
             shown = "n/a" if value is None else f"{value:.2f}"
-            table.append([f"{run['rows']:,}", name, shown, TARGETS[name], _met(name, value)])
+            table.append([f"{run['rows']:,}", name, shown, _target(name, run["rows"]),
+                          _met(name, value, run["rows"])])
         if "distinct_count" in run:
             c = run["distinct_count"]["driver_collect"]
             table.append([f"{run['rows']:,}", "distinct-count to the driver (actions, rows, pickled bytes)",
