@@ -55,26 +55,38 @@ def default_shards(spark) -> int:
 
 # --------------------------------------------------------------------- greedy
 
-def _person_value_rank(person: pa.ChunkedArray) -> np.ndarray:
-    """For each row, the rank of its person id among the partition's ids
-    (a tie-break for the order key; ids are long or string)."""
-    column = person.combine_chunks()
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, rank of each code's value among the distinct values): a hash
+    factorisation (no sort of the rows), then a sort of the distinct values
+    only. Ids are long or string; the rank orders longs numerically and
+    strings byte-wise, as a sort of the column would."""
+    column = column.combine_chunks()
     if pa.types.is_integer(column.type):
-        return column.to_numpy(zero_copy_only=False)
-    encoded = pc.dictionary_encode(column)
-    order = pc.sort_indices(encoded.dictionary).to_numpy()
+        codes, uniques = pd.factorize(column.to_numpy(zero_copy_only=False))
+        order = np.argsort(uniques, kind="stable")
+    else:
+        encoded = pc.dictionary_encode(column)
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        order = pc.sort_indices(encoded.dictionary).to_numpy()
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
-    return rank[encoded.indices.to_numpy(zero_copy_only=False)]
+    return np.asarray(codes, dtype=np.int64), rank
 
 
 def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: run Algorithm 2's greedy on each shard in the partition.
 
-    Rows are (shard, person order key, person, item key). Inside a shard,
-    persons are visited by (xxhash64(person), person) and each person's items
-    by their key; repeated (person, item) rows are dropped. Emits
-    (item key, round) for every item the shard matched.
+    Rows are (shard, person order key, person, item key); the shard and the
+    order key are functions of the person (as :func:`greedy_rounds` builds
+    them). Inside a shard, persons are visited by (xxhash64(person), person)
+    and each person's items by their key; repeated (person, item) rows are
+    dropped. Emits (item key, round) for every item the shard matched.
+
+    How (the same result as sorting the rows by (shard, person key, person,
+    item key), with less work): persons and items are factorised by hash and
+    only the distinct values are sorted, giving dense codes in visiting
+    order; one sort of the 64-bit (person code, item code) pairs then yields
+    every shard's deduplicated adjacency lists at once.
     """
     collected = [b for b in batches if b.num_rows]
     if not collected:
@@ -82,27 +94,43 @@ def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iter
     table = pa.Table.from_batches(collected)
     shard = table.column(_SHARD).to_numpy()
     person_key = table.column(_PH).to_numpy()
-    item = table.column(_IH).to_numpy()
-    person_rank = _person_value_rank(table.column(PERSON))
-    order = np.lexsort((item, person_rank, person_key, shard))
-    shard, person_key, person_rank, item = shard[order], person_key[order], person_rank[order], item[order]
-    n = len(item)
-    new_shard = np.ones(n, dtype=bool)
-    new_shard[1:] = shard[1:] != shard[:-1]
-    new_person = new_shard.copy()
-    new_person[1:] |= (person_key[1:] != person_key[:-1]) | (person_rank[1:] != person_rank[:-1])
-    keep = new_person.copy()
-    keep[1:] |= item[1:] != item[:-1]
-    bounds = np.append(np.flatnonzero(new_shard), n)
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        rows = np.flatnonzero(keep[lo:hi]) + lo
-        indptr = np.append(np.flatnonzero(new_person[rows]), len(rows))
-        uniques, codes = np.unique(item[rows], return_inverse=True)
-        rounds = greedy_match_rounds(indptr, codes, len(uniques), max_bound)
+    person, person_rank = _codes(table.column(PERSON))
+    n_persons = len(person_rank)
+    # Per distinct person: its shard and order key (functions of the person).
+    shard_of = np.empty(n_persons, dtype=shard.dtype)
+    key_of = np.empty(n_persons, dtype=np.int64)
+    shard_of[person] = shard
+    key_of[person] = person_key
+    if not (np.array_equal(shard_of[person], shard) and np.array_equal(key_of[person], person_key)):
+        raise ValueError("greedy partition: the shard and the person key must be functions of the person")
+    visit = np.lexsort((person_rank, key_of, shard_of))  # distinct persons in visiting order
+    position = np.empty(n_persons, dtype=np.int64)
+    position[visit] = np.arange(n_persons)
+    item_codes, items = pd.factorize(table.column(_IH).to_numpy())
+    item_order = np.argsort(items, kind="stable")
+    item_position = np.empty(len(items), dtype=np.int64)
+    item_position[item_order] = np.arange(len(items))
+    sorted_items = np.asarray(items, dtype=np.int64)[item_order]
+    n_items = len(sorted_items)
+    pairs = np.sort(position[person] * n_items + item_position[item_codes])
+    keep = np.ones(len(pairs), dtype=bool)
+    keep[1:] = pairs[1:] != pairs[:-1]
+    pairs = pairs[keep]
+    pair_person = pairs // n_items
+    pair_item = pairs - pair_person * n_items
+    indptr = np.zeros(n_persons + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pair_person, minlength=n_persons), out=indptr[1:])
+    visit_shard = shard_of[visit]
+    cuts = np.append(np.flatnonzero(np.diff(visit_shard)) + 1, n_persons)
+    lo = 0
+    for hi in cuts:
+        rounds = greedy_match_rounds(indptr[lo:hi + 1] - indptr[lo], pair_item[indptr[lo]:indptr[hi]],
+                                     n_items, max_bound)
         hit = rounds > 0
         yield pa.RecordBatch.from_arrays(
-            [pa.array(uniques[hit], pa.int64()), pa.array(rounds[hit], pa.int32())], names=[ITEM_KEY, ROUND]
+            [pa.array(sorted_items[hit], pa.int64()), pa.array(rounds[hit], pa.int32())], names=[ITEM_KEY, ROUND]
         )
+        lo = hi
 
 
 def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:

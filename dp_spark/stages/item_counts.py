@@ -56,6 +56,10 @@ COUNT = "count"
 RANK = "_rank"
 _INDEX = "_index"
 _LONG_MAX = 2**63 - 1
+#: Public lists of at most this many items are broadcast to the join with the
+#: counts (a size of the public list, never of the data); longer ones are
+#: shuffled like the counts.
+BROADCAST_ITEMS = 1_000_000
 
 
 # --------------------------------------------------------------------- input
@@ -141,7 +145,8 @@ def domain_item_counts(edge_df: DataFrame, domain: Sequence) -> np.ndarray:
 def counts_of_items(counts_df: DataFrame, items: Sequence) -> np.ndarray:
     """int64 counts of an (item, count) DataFrame for the public list
     ``items`` (absent: 0), in the list's order; collects at most
-    ``len(items)`` rows. NON-PRIVATE."""
+    ``len(items)`` rows. NON-PRIVATE. A list of at most
+    :data:`BROADCAST_ITEMS` items is broadcast to the join."""
     if not len(items):
         return np.zeros(0, dtype=np.int64)
     spark = counts_df.sparkSession
@@ -151,6 +156,10 @@ def counts_of_items(counts_df: DataFrame, items: Sequence) -> np.ndarray:
         pd.DataFrame({_INDEX: np.arange(len(items), dtype=np.int64), ITEM: pd.Series(list(items), dtype=object)}),
         schema,
     )
+    if len(items) <= BROADCAST_ITEMS:
+        # The list is already on the driver: broadcasting it keeps the counts
+        # where the aggregation left them (no shuffle and sort of either side).
+        dom = F.broadcast(dom)
     joined = counts_df.join(dom, ITEM, "inner").select(_INDEX, COUNT)
     with spark_job("counting persons per listed item"):
         pdf = joined.toPandas()
