@@ -89,6 +89,17 @@ def integer(value: object, name: str, low: int = 1, high: int | None = None, wha
     return v
 
 
+def at_most(value: object, name: str, limit: int, why: str, none_ok: bool = False) -> int | None:
+    """A whole number from 1 to a public ``limit`` (None passes with
+    ``none_ok``); the refusal says ``why`` the limit exists."""
+    if value is None and none_ok:
+        return None
+    v = integer(value, name, 1)
+    if v > limit:
+        raise ParameterError(f"{name} must be at most {limit:,}: {why}; got {v!r}.")
+    return v
+
+
 def whole(value: object, name: str, minimum: int = 1) -> int:
     """A whole number >= ``minimum``."""
     return integer(value, name, minimum)

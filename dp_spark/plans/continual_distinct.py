@@ -114,15 +114,8 @@ def validate_horizon(horizon) -> int:
 def validate_shards(shards) -> int | None:
     """``shards`` (None: the default), checked before any data is read: a
     whole number in 1..MAX_SHARDS."""
-    if shards is None:
-        return None
-    shards = checks.integer(shards, "shards", 1)
-    if shards > MAX_SHARDS:
-        raise ParameterError(
-            f"shards must be at most {MAX_SHARDS:,}: each shard is one Python task that emits its own "
-            f"(step, level) cells, so work and shuffle grow with the shard count; got {shards!r}."
-        )
-    return shards
+    return checks.at_most(shards, "shards", MAX_SHARDS, "each shard is one Python task that emits its own "
+                          "(step, level) cells, so work and shuffle grow with the shard count", none_ok=True)
 
 
 def validate_mapping_parameters(origin, step_size) -> None:

@@ -21,25 +21,13 @@ MAX_STATE_PARTITIONS = 1_000  # each state partition is a state store writing it
 
 
 def validate_files_per_step(files_per_step) -> int:
-    files_per_step = checks.integer(files_per_step, "files_per_step", 1)
-    if files_per_step > MAX_FILES_PER_STEP:
-        raise ParameterError(
-            f"files_per_step must be at most {MAX_FILES_PER_STEP:,}: every file of a step is listed, "
-            f"schema-checked and planned on the driver; merge the files upstream; got {files_per_step!r}."
-        )
-    return files_per_step
+    return checks.at_most(files_per_step, "files_per_step", MAX_FILES_PER_STEP, "every file of a step is "
+                          "listed, schema-checked and planned on the driver; merge the files upstream")
 
 
 def validate_state_partitions(state_partitions) -> int | None:
-    if state_partitions is None:
-        return None
-    state_partitions = checks.integer(state_partitions, "state_partitions", 1)
-    if state_partitions > MAX_STATE_PARTITIONS:
-        raise ParameterError(
-            f"state_partitions must be at most {MAX_STATE_PARTITIONS:,}: each partition is a state store "
-            f"that writes its own files at every step; got {state_partitions!r}."
-        )
-    return state_partitions
+    return checks.at_most(state_partitions, "state_partitions", MAX_STATE_PARTITIONS, "each partition is a "
+                          "state store that writes its own files at every step", none_ok=True)
 
 
 def validate_timeout(timeout) -> float | None:

@@ -192,7 +192,7 @@ def test_one_task_runs_for_real_on_local_spark(airflow_env, tmp_path):
     report = json.loads((out_dir / "2026-11-23" / "distinct_count_report.json").read_text())
     assert report["release"] == "distinct-count" and report["privacy"]["epsilon"] == 1.0 and report["seeded"] is False
     page = (out_dir / "2026-11-23" / "distinct_count_report.html").read_text()
-    assert "<svg" in page and f"{report['lower_bound']:,}" in page
+    assert "<svg" in page and f"{report['result']['lower_bound']:,}" in page
     if ledger:  # the run was charged to the (ε, δ) budget, under its run key
         shown = subprocess.run([str(Path(venv_bin) / "dp-spark"), "ledger", "history", str(out_dir / "ledger.db")],
                                capture_output=True, text=True, env=env, timeout=120)

@@ -71,7 +71,7 @@ def _check(outputs, tmp_path: Path, session_module: str):
         "top_k_items.parquet", "top_k_report.html", "top_k_report.json"]
     report = json.loads((out / "distinct_count_report.json").read_text())
     assert report["release"] == "distinct-count" and report["seeded"] is True
-    assert f"{report['lower_bound']:,}" in pages[0]
+    assert f"{report['result']['lower_bound']:,}" in pages[0]
 
 
 def test_notebook_on_a_local_session(tmp_path):
