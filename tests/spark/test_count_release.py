@@ -18,15 +18,16 @@ from scipy.stats import chisquare
 import dp_spark
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.plans.count_release import plan as count_release_plan
-from dp_spark.cli import main
 from dp_spark.mechanisms.count_release import (
     gaussian_threshold_select,
     keyed_noisy_counts,
     noise_key,
     within_relative_error_probability,
 )
-from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
+from dp_spark.errors import ParameterError, SchemaError
 from dp_spark.stages import item_counts as stage
+from tests.unit import helpers
+from tests.unit.helpers import assert_refused_keeping_outputs
 
 # Item "c<j>" is held by HOLDERS[j] distinct persons; persons 0..2999 hold
 # items by rank, so a person holds at most 4 of them.
@@ -230,27 +231,10 @@ def test_sizing_limits_are_checked_before_reading(unreadable_events, kwargs):
     assert budget.ledger == []  # nothing spent
 
 
-def test_item_column_of_nulls_is_refused(spark):
-    df = spark.createDataFrame([(1,), (2,)], "person_id long").withColumn("item", F.lit(None))
-    with pytest.raises(SchemaError, match="only nulls"):
-        dp_spark.count_release(df, rho=0.5, delta=1e-6)
-
-
-def test_budget_is_checked_before_data_is_read(unreadable_events):
-    df = unreadable_events
-    budget = PrivacyFilter(ZCDP(1.0, 1e-6))
-    budget.spend(ZCDP(0.8, 0.0))
-    with pytest.raises(BudgetExceededError):
-        dp_spark.count_release(df, rho=0.5, delta=1e-7, budget=budget)
-    assert budget.spent.rho == pytest.approx(0.8)
-
-
 # ---------------------------------------------------------------------- CLI
 
 def run_cli(capsys, *argv):
-    code = main(["count-release", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return helpers.run_cli(capsys, "count-release", *argv)
 
 
 @pytest.fixture(scope="module")
@@ -288,18 +272,7 @@ def test_cli_writes_report_and_items(capsys, tmp_path, spark, counts_path):
     ],
 )
 def test_cli_bad_input_one_line_exit_2_and_outputs_kept(capsys, tmp_path, spark, counts_path, argv, fragment):
-    report_path, items_path = tmp_path / "r.json", tmp_path / "items.parquet"
-    report_path.write_text('{"earlier": true}')
-    items_path.mkdir()
-    (items_path / "keep.txt").write_text("earlier")
-    code, out, err = run_cli(capsys, "--input", str(counts_path), *argv, "--output", str(report_path),
-                             "--items-output", str(items_path), "--overwrite")
-    assert code == 2, err
-    assert fragment in err, err
-    assert len([l for l in err.splitlines() if "error" in l.lower()]) == 1, err
-    assert "Traceback" not in err and "at org.apache" not in err
-    assert json.loads(report_path.read_text()) == {"earlier": True}
-    assert (items_path / "keep.txt").read_text() == "earlier"
+    assert_refused_keeping_outputs(capsys, tmp_path, "count-release", ["--input", str(counts_path), *argv], fragment)
 
 
 def test_session_built_by_dp_spark_has_no_ui_and_no_event_log(spark):

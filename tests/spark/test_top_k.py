@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql import functions as F
 
 import dp_spark
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP
-from dp_spark.cli import main
-from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
+from dp_spark.errors import ParameterError, SchemaError
 from dp_spark.plans.top_k import plan as top_k_plan
 from dp_spark.stages import item_counts as stage
+from tests.unit import helpers
+from tests.unit.helpers import assert_refused_keeping_outputs
 
 # Item "i<j>" is held by 40·(8 − j) persons (j = 0..7): gaps of 40 persons,
 # far above the noise at ε = 4, so every mechanism finds the true order.
@@ -287,27 +287,10 @@ def test_bad_parameters(gaps, kwargs, error, fragment):
     assert budget.spent.epsilon == 0.0  # refused before anything was charged
 
 
-def test_item_column_of_nulls_is_refused(spark):
-    df = spark.createDataFrame([(1,), (2,)], "person_id long").withColumn("item", F.lit(None))
-    with pytest.raises(SchemaError, match="only nulls"):
-        dp_spark.top_k(df, k=1, epsilon=1.0, delta=1e-6)
-
-
-def test_budget_is_checked_before_data_is_read(unreadable_events):
-    df = unreadable_events
-    budget = PrivacyFilter(ApproxDP(1.0, 1e-6))
-    budget.spend(ApproxDP(0.8, 0.0))
-    with pytest.raises(BudgetExceededError):
-        dp_spark.top_k(df, k=1, epsilon=0.5, delta=1e-7, budget=budget)
-    assert budget.spent.epsilon == pytest.approx(0.8)
-
-
 # ------------------------------------------------------------------------ CLI
 
 def run_cli(capsys, *argv):
-    code = main(["top-k", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return helpers.run_cli(capsys, "top-k", *argv)
 
 
 @pytest.fixture(scope="module")
@@ -377,16 +360,5 @@ def test_cli_bad_input_one_line_exit_2_and_outputs_kept(capsys, tmp_path, spark,
     (tmp_path / "domain.txt").write_text("\n".join(DOMAIN))
     (tmp_path / "empty.txt").write_text("\n \n")
     (tmp_path / "dups.txt").write_text("a\nb\na\n")
-    report_path, items_path = tmp_path / "r.json", tmp_path / "items.parquet"
-    report_path.write_text('{"earlier": true}')
-    items_path.mkdir()
-    (items_path / "keep.txt").write_text("earlier")
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    code, out, err = run_cli(capsys, "--input", str(gaps_path), *argv, "--output", str(report_path),
-                             "--items-output", str(items_path), "--overwrite")
-    assert code == 2, err
-    assert fragment in err, err
-    assert len([l for l in err.splitlines() if "error" in l.lower()]) == 1, err
-    assert "Traceback" not in err and "at org.apache" not in err
-    assert json.loads(report_path.read_text()) == {"earlier": True}
-    assert (items_path / "keep.txt").read_text() == "earlier"
+    assert_refused_keeping_outputs(capsys, tmp_path, "top-k", ["--input", str(gaps_path), *argv], fragment)

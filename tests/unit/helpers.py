@@ -138,3 +138,23 @@ def assert_one_line_error(err: str, fragment: str = "") -> None:
     assert len(lines) == 1 and lines[0].startswith("dp-spark") and ": error: " in lines[0], err
     assert fragment in lines[0], err
     assert "Traceback" not in err and "at org.apache" not in err and "Py4J" not in err, err
+
+
+def assert_refused_keeping_outputs(capsys, tmp_path, command: str, argv, fragment: str) -> None:
+    """``dp-spark command *argv`` with an earlier report and items folder in
+    place (and --overwrite) must be refused: exit 2, one error line naming
+    ``fragment``, no stack trace, and both earlier outputs untouched."""
+    import json
+
+    report_path, items_path = tmp_path / "r.json", tmp_path / "items.parquet"
+    report_path.write_text('{"earlier": true}')
+    items_path.mkdir()
+    (items_path / "keep.txt").write_text("earlier")
+    code, out, err = run_cli(capsys, command, *argv, "--output", str(report_path),
+                             "--items-output", str(items_path), "--overwrite")
+    assert code == 2, err
+    assert fragment in err, err
+    assert len([line for line in err.splitlines() if "error" in line.lower()]) == 1, err
+    assert "Traceback" not in err and "at org.apache" not in err
+    assert json.loads(report_path.read_text()) == {"earlier": True}
+    assert (items_path / "keep.txt").read_text() == "earlier"
