@@ -20,7 +20,6 @@ from dp_spark import __version__
 from dp_spark.commands import COMMANDS
 from dp_spark.commands.base import add_options, budget_of, load_table, options_of, plan_of, resolve, run_release
 from dp_spark.errors import (
-    BudgetExceededError,
     DPSparkError,
     InputError,
     InputReadError,
@@ -196,6 +195,9 @@ def _quiet_interrupts() -> None:
         return
 
     def interrupt(signum, frame):
+        from dp_spark import sparkjobs
+
+        sparkjobs.INTERRUPTED.set()  # a Spark error raised from here on is this interrupt
         for name in ("", "py4j", "py4j.java_gateway", "py4j.clientserver"):
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
         raise KeyboardInterrupt
@@ -226,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     sigint = signal.getsignal(signal.SIGINT) if on_main_thread else None
 
     sparkjobs.VERBOSE = verbose
+    sparkjobs.INTERRUPTED.clear()
     try:
         if args.command == "ledger":
             from dp_spark.ledger import command as ledger_command
@@ -245,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dp-spark: interrupted; {str(exc) or 'no output was written'}", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - last resort: one line, no stack
+        if sparkjobs.INTERRUPTED.is_set():  # Ctrl-C broke a gateway call outside a Spark job
+            print("dp-spark: interrupted; no output was written", file=sys.stderr)
+            return 130
         if os.environ.get("DP_SPARK_DEBUG"):
             raise
         from dp_spark.sparkjobs import _spark_exception_types, describe_failure

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 
 from dp_spark.errors import InputReadError, SparkJobError
 
@@ -145,6 +146,11 @@ def describe_failure(exc: BaseException) -> str:
     return f"Spark error {error_class(exc)}"
 
 
+#: Set by the command line's SIGINT handler (``dp_spark.cli``): a Spark
+#: error raised after it is the interrupt's doing, reported as Ctrl-C.
+INTERRUPTED = threading.Event()
+
+
 @contextlib.contextmanager
 def spark_job(what: str):
     """Context for a Spark action computing a non-private summary."""
@@ -154,6 +160,10 @@ def spark_job(what: str):
     try:
         yield
     except _spark_exception_types() as exc:
+        if INTERRUPTED.is_set():
+            # Ctrl-C landed inside a gateway call and broke its connection:
+            # the user's interrupt, not a Spark failure
+            raise KeyboardInterrupt from None
         if is_input_failure(exc):
             # the input files are unusable: a bad input (exit 2), named in one line
             error, message = InputReadError, f"cannot read the input while {what}: {describe_failure(exc)}."

@@ -395,3 +395,27 @@ def test_ctrl_c_exits_130_in_one_line_and_writes_nothing(tmp_path):
     lines = [line for line in rest.strip().splitlines() if not line.startswith(progress)]
     assert lines == ["dp-spark: interrupted; no output was written"], rest
     assert not report.exists()
+
+
+def test_a_spark_error_after_ctrl_c_is_the_interrupt():
+    """Ctrl-C can land inside a py4j call and break its connection; the
+    Py4J error that follows is the user's interrupt (exit 130), not a Spark
+    failure (exit 1). Without the interrupt it stays a Spark failure."""
+    from py4j.protocol import Py4JNetworkError
+
+    from dp_spark import sparkjobs
+    from dp_spark.errors import SparkJobError
+
+    def failing_job():
+        with sparkjobs.spark_job("counting persons"):
+            raise Py4JNetworkError("Answer from Java side is empty")
+
+    sparkjobs.INTERRUPTED.clear()
+    with pytest.raises(SparkJobError, match="Spark failed while counting persons"):
+        failing_job()
+    sparkjobs.INTERRUPTED.set()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            failing_job()
+    finally:
+        sparkjobs.INTERRUPTED.clear()
