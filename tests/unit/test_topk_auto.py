@@ -24,6 +24,7 @@ def test_auto_with_delta_zero_is_pnf_joint_and_spends_nothing_on_the_choice():
     choice = topk_auto.choose_mechanism([9, 5, 3, 1], 2, 1.0, 0.0, rng)
     assert choice == topk_auto.AutoChoice("pnf-joint", 0.0, 1.0, {})
     assert rng.bit_generator.state == state  # nothing drawn: the data is not looked at
+    assert rng.bit_generator.seed_seq.n_children_spawned == 0  # and no child stream for a choice
     assert topk_auto.auto_share(2, 1.0, 0.0, 4) == 0.0
 
 
@@ -179,3 +180,35 @@ def test_auto_top_k_runs_the_chosen_mechanism_and_validates(monkeypatch):
         topk_auto.choose_mechanism(counts, 50, 1.0, 1e-6, rng, share=0.9)
     with pytest.raises(ParameterError, match="k must be"):
         topk_auto.choose_mechanism(counts, 301, 1.0, 1e-6, rng)
+
+
+@pytest.mark.parametrize("top, pick", [(600, "cdp-peel"), (3, "pnf-joint")])
+def test_auto_selection_draws_what_the_chosen_mechanism_draws_alone(top, pick):
+    """The choice's noise comes from a child stream (choice_stream), so with a
+    given generator auto's selection is the chosen mechanism run alone at
+    ε₁ = ε − ε₀ with a generator in the same state: the same items, draw for
+    draw. (Common random numbers in benchmarks/topk_accuracy.py rely on it.)"""
+    from dp_spark.mechanisms.top_k import cdp_peel_top_k, pnf_joint_top_k
+
+    counts = np.random.default_rng(6).permutation(_counts(top, d=400))
+    k, eps, delta = 40, 1.0, 1e-6
+    for seed in range(5):
+        out, choice = topk_auto.auto_top_k(counts, k, eps, delta, np.random.default_rng(seed))
+        assert choice.mechanism == pick and choice.epsilon_choice > 0
+        alone = np.random.default_rng(seed)
+        expected = (cdp_peel_top_k(counts, k, choice.epsilon_selection, delta, alone) if pick == "cdp-peel"
+                    else pnf_joint_top_k(counts, k, choice.epsilon_selection, alone))
+        assert out.tolist() == expected.tolist()
+
+
+def test_choice_stream_is_a_spawned_child_and_leaves_the_stream_alone():
+    rng = np.random.default_rng(7)
+    state = rng.bit_generator.state
+    child = topk_auto.choice_stream(rng)
+    assert rng.bit_generator.state == state and child is not rng
+    assert rng.bit_generator.seed_seq.n_children_spawned == 1
+    # a bit generator with legacy seeding cannot spawn: the generator itself is used
+    bits = np.random.MT19937()
+    bits._legacy_seeding(1)
+    legacy = np.random.Generator(bits)
+    assert topk_auto.choice_stream(legacy) is legacy

@@ -67,7 +67,7 @@ from dp_spark.mechanisms.top_k.joint import joint_top_k, pnf_joint_top_k
 from dp_spark.mechanisms.top_k.peeling import cdp_peel_epsilon_per_step, cdp_peel_top_k
 
 __all__ = ["AUTO_SHARE", "CDP_NOISE_FRACTION", "JOINT_BOUND_FRACTION", "PNF_JOINT_MAX_ENTRIES",
-           "SMALL_K_PER_EPSILON", "AutoChoice", "auto_anchor_ranks", "auto_share", "choose_mechanism",
+           "SMALL_K_PER_EPSILON", "AutoChoice", "auto_anchor_ranks", "auto_share", "choice_stream", "choose_mechanism",
            "error_scales", "noisy_rank_counts", "public_choice"]
 
 #: share of ε spent on the private choice when one is needed (case 2): Laplace
@@ -148,6 +148,22 @@ def noisy_rank_counts(counts: ArrayLike, ranks: np.ndarray, epsilon: float,
     return top[np.asarray(ranks) - 1] + rng.laplace(scale=m / eps, size=m)
 
 
+def choice_stream(rng: np.random.Generator) -> np.random.Generator:
+    """The generator the private choice draws its noise from: a child spawned
+    from ``rng``'s seed sequence (independent of ``rng``'s own stream, which
+    spawning does not advance), so the chosen mechanism then draws from
+    ``rng`` exactly what it would draw run alone with it. Privacy does not
+    depend on this (any independent noise will do); it makes ``auto`` with a
+    given generator the chosen mechanism at ε₁ with the same draws, which the
+    tests and the accuracy benchmark's common random numbers use. A generator
+    whose seed sequence cannot spawn is used as it is."""
+    rng = _check_rng(rng)
+    try:
+        return rng.spawn(1)[0]
+    except (TypeError, AttributeError):  # a bit generator without a spawnable SeedSequence
+        return rng
+
+
 def error_scales(k: int, epsilon: float, delta: float, d: int) -> dict:
     """The two public error scales the choice compares with the noisy top
     count, at the selection's (epsilon, delta) on a domain of d items:
@@ -187,7 +203,7 @@ def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
         raise ParameterError("share must lie in (0, 0.5); it is the part of ε spent on the choice")
     eps0 = eps * float(share)
     eps1 = eps - eps0
-    noisy = noisy_rank_counts(c, auto_anchor_ranks(k, d), eps0, rng)
+    noisy = noisy_rank_counts(c, auto_anchor_ranks(k, d), eps0, choice_stream(rng))
     del c  # non-private: nothing below may use it
     top, kth = float(noisy[0]), float(noisy[-1])  # ranks 1 and k (the same one when k = 1)
     scales = error_scales(k, eps1, dlt, d)
