@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from dp_spark.accounting.composition import check_cost, convert_cost, zero_cost
+from dp_spark.accounting.composition import check_cost, convert_cost
 from dp_spark.accounting.costs import ApproxDP, PrivacyCost, PureDP, ZCDP
 from dp_spark.accounting.exact import exact, float_down, float_up
 from dp_spark.errors import BudgetExceededError, ParameterError

@@ -26,12 +26,16 @@ import datetime as _dt
 import json
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dp_spark.accounting import ApproxDP, PureDP, ZCDP, compose, convert_cost
 from dp_spark.accounting.composition import check_cost
 from dp_spark.accounting.exact import exact
 from dp_spark.errors import BudgetExceededError, InputError, ParameterError
 from dp_spark.ledger.store import open_store
+
+if TYPE_CHECKING:  # the budget module imports this one
+    from dp_spark.ledger.budget import LedgerBudget
 
 RULES = {
     PureDP.kind: "basic composition: ε adds (pure ε-DP filter)",

@@ -46,7 +46,7 @@ def test_binary_tree_node_audit(audit_record):
     """A tree node of sensitivity 1 with σ² = 1 is 1/2-zCDP. Worst case: the
     node's count is 1 on D, 0 on D' (one item's flip inside the node). Event:
     node value ≥ 2, where the discrete Gaussian's likelihood ratio is large."""
-    rho, claimed = 0.5, claimed_epsilon(0.5)
+    claimed = claimed_epsilon(0.5)
     ones, zeros = np.ones(T, dtype=np.int64), np.zeros(T, dtype=np.int64)
     bound = _lower_bound(_leaf_values(Fraction(1), ones, 1), _leaf_values(Fraction(1), zeros, 2), 2)
     audit_record("continual tree node (discrete Gaussian)", claimed, bound, T, DELTA)

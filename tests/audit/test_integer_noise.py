@@ -170,7 +170,7 @@ def test_the_recorder_catches_float_noise_on_a_count(people, recorder, monkeypat
     from dp_spark.mechanisms.count_release import loop
 
     monkeypatch.setattr(loop, "discrete_gaussian", lambda sigma, rng: rng.normal(0.0, sigma))
-    release = dp_spark.count_release(people, rho=1.0, delta=1e-6, kbar=20, seed=3)
+    dp_spark.count_release(people, rho=1.0, delta=1e-6, kbar=20, seed=3)
     with pytest.raises(AssertionError, match="continuous noise drawn outside"):
         assert_no_float_noise_on_counts(recorder)
     assert ("normal", __name__) in recorder  # attributed to the code that asked for it

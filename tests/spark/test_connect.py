@@ -14,7 +14,6 @@ import sys
 import textwrap
 
 import jsonschema
-import pytest
 
 SCRIPT = textwrap.dedent(
     """

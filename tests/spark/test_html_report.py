@@ -48,8 +48,24 @@ def no_spark_actions(monkeypatch, releases):
 
         return refuse
 
-    for action in ("collect", "count", "toPandas", "take", "head", "first", "toLocalIterator", "show"):
-        monkeypatch.setattr(DataFrame, action, refusing(getattr(DataFrame, action)))
+    classes = [DataFrame]
+    try:  # pyspark >= 4: the DataFrames a session builds are this subclass, which overrides the actions
+        from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+        classes.append(ClassicDataFrame)
+    except ImportError:
+        pass
+    for cls in classes:
+        for action in ("collect", "count", "toPandas", "take", "head", "first", "toLocalIterator", "show"):
+            monkeypatch.setattr(cls, action, refusing(getattr(cls, action)))
+
+
+def test_the_no_spark_actions_guard_refuses_an_action(spark, no_spark_actions):
+    """The guard itself: an action on a session's DataFrame fails while it is on."""
+    with pytest.raises(AssertionError, match="ran a Spark action"):
+        spark.range(3).collect()
+    with pytest.raises(AssertionError, match="ran a Spark action"):
+        spark.range(3).count()
 
 
 CHART_MARKS = {

@@ -116,7 +116,6 @@ def test_filter_never_overspends_and_stops_only_when_the_next_round_cannot_fit(h
     before = Fraction(0)
     for label, cost in res.ledger.ledger:
         if label.startswith("selection"):
-            eps = math.sqrt(8 * cost.rho)
             assert before + 2 * Fraction(cost.rho) <= Fraction(rho)
         before += Fraction(cost.rho)
 
