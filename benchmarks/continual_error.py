@@ -21,6 +21,8 @@
    (written once to Parquet in a temporary directory): the stage alone
    (continual_summaries), the whole release (stage + default mechanism), and a
    non-private floor on the same file (events per step, groupBy + collect).
+   One cold run each; the issue-15 ratio (warm-up, medians of interleaved
+   repetitions) is ``benchmarks/continual_speed.py`` / ``speed_all``.
 
 True counts are NON-PRIVATE and printed only as errors; every release here is
 seeded (not for publication). Prints tables, asserts nothing.

@@ -2,12 +2,16 @@
 
     flock /tmp/dp_spark_bench.lock .venv/bin/python -m benchmarks.speed_all \
         [--rows 2000000 20000000] [--reps 3] [--no-pipelinedp] \
-        [--releases distinct-count set-union top-k] [--json speed_all.json]
+        [--releases distinct-count set-union top-k continual-distinct] [--json speed_all.json]
 
-Calls each release's own ``measure(spark, rows)`` (distinct_count_speed,
-set_union_speed, topk_speed) on the same session, for each row count, and
-prints one table of ratios against the targets, plus the bytes the
-distinct-count release collects to the driver. The joint top-k driver time
+Calls each release's own ``measure(spark, ...)`` (distinct_count_speed,
+set_union_speed, topk_speed, continual_speed) on the same session, for each
+row count, and prints one table of ratios against the targets, plus the
+bytes the distinct-count release collects to the driver. Continual-distinct
+has its own size (an event stream, not person rows): T = 2^20 steps and
+about 10M events for row counts below 20M, about 20M events (same T) at 20M
+rows and above, so the larger run shows how the stage grows with the data;
+its ratio is the stage against its floor (events per step, collected). The joint top-k driver time
 (d = 10^6, k = 100) is measured without Spark. Seeded releases: timings only,
 nothing here is for publication. PipelineDP needs the ``bench`` extra
 (``pip install -e '.[bench]'``).
@@ -31,11 +35,12 @@ TARGETS = {
     "distinct-count / COUNT(DISTINCT)": 2.0,
     "set-union / groupBy countDistinct": 2.0,
     "top-k joint / histogram + top 10k": 1.3,
+    "continual-distinct stage / floor": 2.0,
     "PipelineDP select / set-union": 5.0,
     "PipelineDP count / count-release": 5.0,
 }
 LOWER_IS_BETTER = {"distinct-count / COUNT(DISTINCT)", "set-union / groupBy countDistinct",
-                   "top-k joint / histogram + top 10k"}
+                   "top-k joint / histogram + top 10k", "continual-distinct stage / floor"}
 
 
 def joint_driver_seconds(d: int = 1_000_000, k: int = 100, repeats: int = 3) -> float:
@@ -52,12 +57,18 @@ def joint_driver_seconds(d: int = 1_000_000, k: int = 100, repeats: int = 3) -> 
     return float(np.median(times))
 
 
-RELEASES = ("distinct-count", "set-union", "top-k")
+RELEASES = ("distinct-count", "set-union", "top-k", "continual-distinct")
+
+
+def continual_events(rows: int) -> int:
+    """Continual-distinct's own size for a run at ``rows`` person rows."""
+    return 10_000_000 if rows < 20_000_000 else 20_000_000
 
 
 def measure_all(spark, rows: int, reps: int, pipelinedp: bool, releases=RELEASES) -> dict:
     import distinct_count_speed
     import set_union_speed
+    import continual_speed
     import topk_speed
 
     ratios, out = {}, {"rows": rows}
@@ -73,6 +84,9 @@ def measure_all(spark, rows: int, reps: int, pipelinedp: bool, releases=RELEASES
     if "top-k" in releases:
         tk = out["top_k"] = topk_speed.measure(spark, rows, repeats=reps)
         ratios["top-k joint / histogram + top 10k"] = tk["ratio"]
+    if "continual-distinct" in releases:
+        ct = out["continual_distinct"] = continual_speed.measure(spark, continual_events(rows), reps=reps)
+        ratios["continual-distinct stage / floor"] = ct["ratio"]
     out["ratios"] = ratios
     return out
 
@@ -98,7 +112,7 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--no-pipelinedp", action="store_true")
     p.add_argument("--releases", nargs="+", choices=RELEASES, default=list(RELEASES),
-                   help="which releases to time (default: all three)")
+                   help="which releases to time (default: all four)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     import os
@@ -119,6 +133,10 @@ def main(argv=None) -> int:
             c = run["distinct_count"]["driver_collect"]
             table.append([f"{run['rows']:,}", "distinct-count to the driver (actions, rows, pickled bytes)",
                           f"{c['calls']}, {c['rows']}, {c['pickle_bytes']:,}", "flat", ""])
+        if "continual_distinct" in run:
+            c = run["continual_distinct"]
+            table.append([f"{run['rows']:,}", f"continual-distinct: T = 2^20, {c['events']:,} events, stage / floor (s)",
+                          f"{c['stage_s']:.1f} / {c['floor_s']:.1f}", "", ""])
     j = results["joint_driver_s_d1e6_k100"]
     table.append(["-", "joint top-k driver, d=1e6, k=100 (s)", f"{j:.2f}", 3.0, "yes" if j <= 3.0 else "NO"])
     results["load_average_end"] = os.getloadavg()

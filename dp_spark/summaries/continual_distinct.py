@@ -211,6 +211,19 @@ class FlipEvents:
     index: np.ndarray
 
 
+def _item_step_op_sort(item_idx: np.ndarray, t: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """The permutation ``np.lexsort((-o, t, item_idx))`` gives (stable), as
+    one stable argsort of a packed int64 key (item, step, delete bit) when
+    the values fit in 63 bits — about 3x faster than the 3-key lexsort on a
+    Spark shard. Falls back to lexsort for negative or very large values."""
+    if item_idx.min() >= 0 and t.min() >= 0:
+        step_bits = int(t.max()).bit_length()
+        if int(item_idx.max()).bit_length() + step_bits + 1 <= 63:
+            key = (item_idx << (step_bits + 1)) | (t << 1) | (o < 0)
+            return np.argsort(key, kind="stable")
+    return np.lexsort((-o, t, item_idx))
+
+
 def flip_events(times: object, item_codes: object, ops: object, order: object = None) -> FlipEvents:
     """All flips of a validated event list (vectorised numpy, O(n log n)).
 
@@ -233,9 +246,9 @@ def flip_events(times: object, item_codes: object, ops: object, order: object = 
     empty = np.zeros(0, dtype=np.int64)
     if n == 0:
         return FlipEvents(empty, empty, np.zeros(0, dtype=bool), empty)
-    # lexsort's last key is the primary one: item, step, order key, inserts first
+    # by item, step, order key, inserts first (lexsort's last key is the primary one)
     if order is None:
-        sort = np.lexsort((-o, t, item_idx))
+        sort = _item_step_op_sort(item_idx, t, o)
     else:
         sort = np.lexsort((-o, np.asarray(order), t, item_idx))
     item_s, time_s, op_s = item_idx[sort], t[sort], o[sort]
