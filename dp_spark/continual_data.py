@@ -24,11 +24,12 @@ privacy mechanism.
 from __future__ import annotations
 
 import numbers
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from dp_spark.errors import ParameterError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 DEFAULT_HORIZON = 1024
 DEFAULT_MAX_FLIPPANCY = 16
@@ -43,6 +44,8 @@ def _whole(value, name: str, minimum: int = 1) -> int:
 
 def _unit_hash(*columns):
     """A uniform-looking number in [0, 1) from a fixed hash of the columns."""
+    from pyspark.sql import functions as F
+
     return F.pmod(F.xxhash64(*columns), F.lit(1 << 53)).cast("double") / F.lit(float(1 << 53))
 
 
@@ -71,6 +74,8 @@ def synthetic_stream(
     See the module docstring. About ``expected_events(items, max_flippancy)``
     rows; item 0 reaches flippancy ``min(max_flippancy, horizon)`` exactly.
     """
+    from pyspark.sql import functions as F
+
     items = _whole(items, "items")
     horizon = _whole(horizon, "horizon")
     max_flippancy = _whole(max_flippancy, "max_flippancy")

@@ -96,7 +96,11 @@ def _log4j_config(defaults) -> Path | None:
 
 
 def active_session():
-    """The running SparkSession (classic or Connect), or None."""
+    """The running SparkSession (classic or Connect), or None. Without
+    pyspark imported in this process no session can be running: None,
+    without importing it."""
+    if "pyspark.sql" not in sys.modules:
+        return None
     from pyspark.sql import SparkSession
 
     return SparkSession.getActiveSession()

@@ -15,8 +15,27 @@ files form which step — does not depend on the data (see
 fixed period, empty files included).
 """
 
-from dp_spark.streaming.checkpoint import MechanismCheckpoint, StepSink
-from dp_spark.streaming.demo import write_demo_files
-from dp_spark.streaming.query import continual_distinct_stream
+from importlib import import_module
 
 __all__ = ["continual_distinct_stream", "MechanismCheckpoint", "StepSink", "write_demo_files"]
+
+# Loaded on first use, so that importing a light submodule (the options a
+# dry run checks) does not import pyspark through the query module.
+_HOMES = {
+    "continual_distinct_stream": "dp_spark.streaming.query",
+    "MechanismCheckpoint": "dp_spark.streaming.checkpoint",
+    "StepSink": "dp_spark.streaming.checkpoint",
+    "write_demo_files": "dp_spark.streaming.demo",
+}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        value = getattr(import_module(_HOMES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
