@@ -59,6 +59,7 @@ from _common import (  # noqa: E402
 )
 
 TARGET_RATIO = 2.0
+SESSION_CONF = {"spark.driver.memory": "4g"}  # the project's limit for benchmarks on the shared machine
 PERSON_COL, ITEM_COL = "person_id", "item"
 
 
@@ -233,7 +234,7 @@ def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound:
 
 def main_targets(rows_list, reps: int) -> int:
     """Print the issue-15 ratios (2M and 20M rows) measured in one session."""
-    spark = start_session("dp_spark benchmark: distinct_count_speed targets")
+    spark = start_session("dp_spark benchmark: distinct_count_speed targets", SESSION_CONF)
     print("dp_spark benchmark: distinct-count greedy (automatic shards) vs COUNT(DISTINCT item), one session")
     for rows in rows_list:
         r = measure(spark, rows, reps=reps)
@@ -251,9 +252,16 @@ def main_targets(rows_list, reps: int) -> int:
 def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> dict:
     """Where the greedy release's time goes: each step is a separate Spark
     job (forced with the no-op sink where it yields a DataFrame), timed
-    interleaved so a burst of load elsewhere hits every step alike."""
-    from dp_spark.stages.distinct import bounded_distinct_counts, greedy_rounds
-    from dp_spark.stages.edges import count_persons, edges
+    interleaved so a burst of load elsewhere hits every step alike. The
+    greedy steps are timed in both layouts: one Spark partition per shard
+    (the layout before greedy_partitions) and the shards spread over
+    greedy_partitions(spark, shards) partitions (what the release runs)."""
+    from pyspark.sql import functions as F
+
+    from dp_spark.stages.distinct import bounded_distinct_counts, greedy_partitions, greedy_rounds
+    from dp_spark.stages.edges import ITEM, PERSON, count_persons, edges
+
+    parts = greedy_partitions(spark, shards)
 
     def noop(df):
         df.write.format("noop").mode("overwrite").save()
@@ -264,8 +272,12 @@ def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> 
     steps = [
         ("scan Parquet + edges (null filter)", lambda: noop(edge_df())),
         ("person count (input of the noisy shard choice)", lambda: count_persons(edge_df())),
-        ("greedy_rounds: shuffle by person + Arrow to Python + kernel", lambda: noop(
-            greedy_rounds(edge_df(), max_bound, shards))),
+        ("scan + hash + shuffle into the shards (no Python)", lambda: noop(
+            edge_df().select(PERSON, F.xxhash64(ITEM)).repartition(shards, PERSON))),
+        (f"greedy_rounds, {shards} partition(s) (one per shard): + Arrow + kernel", lambda: noop(
+            greedy_rounds(edge_df(), max_bound, shards, shards))),
+        (f"greedy_rounds, {parts} partition(s) (greedy_partitions)", lambda: noop(
+            greedy_rounds(edge_df(), max_bound, shards, parts))),
         ("bounded_distinct_counts: + combine by item + collect", lambda: bounded_distinct_counts(
             spark.read.parquet(path), PERSON_COL, ITEM_COL, max_bound, "greedy", shards=shards)),
     ]
@@ -277,7 +289,8 @@ def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> 
             with Timer() as t:
                 fn()
             times[k].append(t.seconds)
-    return {"steps": [{"step": label, "median_s": median(ts), "min_s": min(ts), "times_s": ts}
+    return {"partitions": parts,
+            "steps": [{"step": label, "median_s": median(ts), "min_s": min(ts), "times_s": ts}
                       for (label, _), ts in zip(steps, times)]}
 
 
@@ -287,7 +300,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.targets:
         return main_targets(sorted(TARGETS), args.reps)
-    spark = start_session("dp_spark benchmark: distinct_count_speed")
+    spark = start_session("dp_spark benchmark: distinct_count_speed", SESSION_CONF)
     import dp_spark
     from dp_spark.datasets import synthetic_events
     from dp_spark.mechanisms.distinct_count.bound import release_from_counts
