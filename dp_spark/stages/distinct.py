@@ -80,10 +80,7 @@ def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iter
     order key are functions of the person (as :func:`greedy_rounds` builds
     them). Inside a shard, persons are visited by (xxhash64(person), person)
     and each person's items by their key; repeated (person, item) rows are
-    dropped. Emits (item key, round) once for every item some shard of the
-    partition matched, with the smallest round over those shards (the
-    combine takes the minimum over shards anyway, so this is the same
-    result with fewer rows to shuffle).
+    dropped. Emits (item key, round) for every item the shard matched.
 
     How (the same result as sorting the rows by (shard, person key, person,
     item key), with less work): persons and items are factorised by hash and
@@ -125,25 +122,19 @@ def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iter
     np.cumsum(np.bincount(pair_person, minlength=n_persons), out=indptr[1:])
     visit_shard = shard_of[visit]
     cuts = np.append(np.flatnonzero(np.diff(visit_shard)) + 1, n_persons)
-    # round(x) = min over the partition's shards (0: unmatched), so each item
-    # leaves the partition once however many of its shards matched it.
-    best = np.zeros(n_items, dtype=np.int32)
     lo = 0
     for hi in cuts:
         rounds = greedy_match_rounds(indptr[lo:hi + 1] - indptr[lo], pair_item[indptr[lo]:indptr[hi]],
                                      n_items, max_bound)
-        earlier = (rounds > 0) & ((best == 0) | (rounds < best))
-        best[earlier] = rounds[earlier]
+        hit = rounds > 0
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(sorted_items[hit], pa.int64()), pa.array(rounds[hit], pa.int32())], names=[ITEM_KEY, ROUND]
+        )
         lo = hi
-    hit = best > 0
-    yield pa.RecordBatch.from_arrays(
-        [pa.array(sorted_items[hit], pa.int64()), pa.array(best[hit], pa.int32())], names=[ITEM_KEY, ROUND]
-    )
 
 
-def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int, partitions: int | None = None) -> DataFrame:
-    """(item key, round) for every item some shard's greedy matched, per
-    Spark partition (the smallest round over the partition's shards).
+def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
+    """(item key, round) for every item some shard's greedy matched, per shard.
 
     Sharded Algorithm 2 (ALGORITHMS.md 1.4a). Person p goes to shard
     pmod(murmur3(p), shards) — Spark's own hash partitioning, a fixed function
@@ -165,27 +156,19 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int, partitions: i
     is monotone in each, so it too grows by at most l. And g_l <= DC(D; l):
     give each matched item to one person that matched it by round l; nobody
     receives more than l of its own items.
-
-    ``partitions`` (default: one per shard): how many Spark tasks run the
-    shards; shard s goes whole to partition s mod ``partitions``, so every
-    shard is still one sequence. A scheduling choice only: the rows of each
-    shard, their visiting order and the minimum over shards are the same,
-    so the result is the same for any value (tests check it).
     """
     # The item is hashed before the shuffle, so the shuffle moves a long
     # instead of the item value (the same key, computed earlier).
-    shard = F.pmod(F.hash(PERSON), F.lit(shards)).cast("int")
-    partitions = shards if partitions is None else min(int(partitions), shards)
-    projected = edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
-    if partitions < shards and hasattr(projected, "repartitionById"):
-        # Whole shards to partition (shard mod partitions): fewer, larger
-        # tasks, each taking the minimum round over its shards before the
-        # combine. Which shards share a partition changes nothing computed.
-        moved = projected.withColumn(_SHARD, shard).repartitionById(partitions, _SHARD)
-    else:
-        # Spark's hash partitioning by person: partition = shard.
-        moved = projected.repartition(shards, PERSON).withColumn(_SHARD, shard)
-    keyed = moved.select(_SHARD, F.xxhash64(PERSON).alias(_PH), PERSON, _IH)
+    keyed = (
+        edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
+        .repartition(shards, PERSON)
+        .select(
+            F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
+            F.xxhash64(PERSON).alias(_PH),
+            PERSON,
+            _IH,
+        )
+    )
     schema = T.StructType([
         T.StructField(ITEM_KEY, T.LongType()),
         T.StructField(ROUND, T.IntegerType()),
@@ -193,22 +176,10 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int, partitions: i
     return keyed.mapInArrow(partial(_greedy_partition, max_bound=max_bound), schema)
 
 
-def greedy_partitions(spark, shards: int) -> int:
-    """Spark partitions the greedy shards are spread over: at most the
-    session's ``spark.sql.shuffle.partitions`` (:func:`default_shards`), never
-    more than the shards. Public: a function of the shard count and a session
-    setting; it changes how the work is scheduled, not what is computed."""
-    return max(1, min(int(shards), default_shards(spark)))
-
-
-def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: int | None = None) -> np.ndarray:
+def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int) -> np.ndarray:
     """NON-PRIVATE: sharded greedy counts g_1..g_L of an edge table
-    (sensitivity l each; see :func:`greedy_rounds`). ``partitions``: Spark
-    partitions holding the shards (default :func:`greedy_partitions`; the
-    counts do not depend on it)."""
-    if partitions is None:
-        partitions = greedy_partitions(edge_df.sparkSession, shards)
-    return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards, partitions), max_bound, ITEM_KEY)
+    (sensitivity l each; see :func:`greedy_rounds`)."""
+    return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound, ITEM_KEY)
 
 
 # ------------------------------------------------------------------- sampling

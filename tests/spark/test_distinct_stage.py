@@ -11,7 +11,7 @@ from pyspark.sql import types as T
 
 from dp_spark.errors import LimitError, ParameterError, SchemaError
 from dp_spark.stages import bounded_distinct_counts
-from dp_spark.stages.distinct import greedy_counts, greedy_rounds
+from dp_spark.stages.distinct import greedy_rounds
 from dp_spark.stages.edges import edges
 from dp_spark.stages.kernels import greedy_match_rounds
 
@@ -47,16 +47,14 @@ def test_edges_refuse_missing_and_nested_columns(spark):
         edges(df, "p", "xs")
 
 
-@pytest.mark.parametrize("partitions", [None, 1, 2])
-def test_greedy_stage_matches_the_kernel_on_the_same_order(spark, partitions):
+def test_greedy_stage_matches_the_kernel_on_the_same_order(spark):
     """The Spark stage equals Algorithm 2 run on the driver in the stage's
-    order (persons by (xxhash64, id), items by xxhash64), shard by shard,
-    however many Spark partitions hold the shards."""
+    order (persons by (xxhash64, id), items by xxhash64), shard by shard."""
     rng = np.random.default_rng(5)
     pdf = pd.DataFrame({"person_id": rng.integers(0, 60, 600), "item": rng.integers(0, 80, 600).astype(str)})
     df = spark.createDataFrame(pdf)
     shards, max_bound = 3, 6
-    got = greedy_rounds(edges(df, "person_id", "item"), max_bound, shards, partitions)
+    got = greedy_rounds(edges(df, "person_id", "item"), max_bound, shards)
     keyed = (
         edges(df, "person_id", "item").dropDuplicates()
         .select(F.pmod(F.hash("person"), F.lit(shards)).alias("s"), F.xxhash64("person").alias("ph"),
@@ -74,20 +72,6 @@ def test_greedy_stage_matches_the_kernel_on_the_same_order(spark, partitions):
     got_best = got.groupBy("item_key").agg(F.min("round").alias("r")).toPandas()
     assert dict(zip(got_best["item_key"].astype(int), got_best["r"])) == best
     assert len(best) > 40
-
-
-def test_greedy_counts_do_not_depend_on_the_partitions(spark):
-    rng = np.random.default_rng(11)
-    pdf = pd.DataFrame({"person_id": rng.integers(0, 300, 3000),
-                        "item": rng.zipf(1.6, 3000).astype(str)})
-    edge_df = edges(spark.createDataFrame(pdf), "person_id", "item")
-    shards, max_bound = 5, 8
-    base = greedy_counts(edge_df, max_bound, shards, shards)
-    for partitions in (1, 2, 3, 4, None):
-        assert greedy_counts(edge_df, max_bound, shards, partitions).tolist() == base.tolist()
-    # The per-partition minimum: each item leaves a partition once.
-    rows = greedy_rounds(edge_df, max_bound, shards, 2).groupBy(F.spark_partition_id(), "item_key").count()
-    assert rows.where("count > 1").count() == 0
 
 
 def test_greedy_stage_with_string_persons(spark):

@@ -77,11 +77,3 @@ def test_adding_a_person_moves_each_count_by_at_most_l_under_collisions(persons,
     after = _counts(_rows({**persons, new_id: extra}, shards, pkey, ikey), max_bound, string_ids=string_ids)
     diff = after - before
     assert np.all(diff >= 0) and np.all(diff <= np.arange(1, max_bound + 1)), diff
-
-
-def test_several_shards_in_one_partition_emit_each_item_once_with_its_smallest_round():
-    # Shard 0: person 1 takes 100 then 200; shard 1: person 2 takes 200 in round 1.
-    rows = [(0, 1, 1, 100), (0, 1, 1, 200), (1, 2, 2, 200)]
-    out = pa.Table.from_batches(list(_greedy_partition(iter(_batches(rows, (), False)), 3)))
-    got = dict(zip(out.column(ITEM_KEY).to_pylist(), out.column(ROUND).to_pylist()))
-    assert got == {100: 1, 200: 1}
