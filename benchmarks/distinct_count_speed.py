@@ -253,15 +253,12 @@ def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> 
     """Where the greedy release's time goes: each step is a separate Spark
     job (forced with the no-op sink where it yields a DataFrame), timed
     interleaved so a burst of load elsewhere hits every step alike. The
-    greedy steps are timed in both layouts: one Spark partition per shard
-    (the layout before greedy_partitions) and the shards spread over
-    greedy_partitions(spark, shards) partitions (what the release runs)."""
+    shuffle-only step (no Python) separates the shuffle into shards from
+    the Arrow transfer and the kernel."""
     from pyspark.sql import functions as F
 
-    from dp_spark.stages.distinct import bounded_distinct_counts, greedy_partitions, greedy_rounds
+    from dp_spark.stages.distinct import bounded_distinct_counts, greedy_rounds
     from dp_spark.stages.edges import ITEM, PERSON, count_persons, edges
-
-    parts = greedy_partitions(spark, shards)
 
     def noop(df):
         df.write.format("noop").mode("overwrite").save()
@@ -274,10 +271,8 @@ def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> 
         ("person count (input of the noisy shard choice)", lambda: count_persons(edge_df())),
         ("scan + hash + shuffle into the shards (no Python)", lambda: noop(
             edge_df().select(PERSON, F.xxhash64(ITEM)).repartition(shards, PERSON))),
-        (f"greedy_rounds, {shards} partition(s) (one per shard): + Arrow + kernel", lambda: noop(
-            greedy_rounds(edge_df(), max_bound, shards, shards))),
-        (f"greedy_rounds, {parts} partition(s) (greedy_partitions)", lambda: noop(
-            greedy_rounds(edge_df(), max_bound, shards, parts))),
+        ("greedy_rounds: shuffle by person + Arrow to Python + kernel", lambda: noop(
+            greedy_rounds(edge_df(), max_bound, shards))),
         ("bounded_distinct_counts: + combine by item + collect", lambda: bounded_distinct_counts(
             spark.read.parquet(path), PERSON_COL, ITEM_COL, max_bound, "greedy", shards=shards)),
     ]
@@ -289,8 +284,7 @@ def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> 
             with Timer() as t:
                 fn()
             times[k].append(t.seconds)
-    return {"partitions": parts,
-            "steps": [{"step": label, "median_s": median(ts), "min_s": min(ts), "times_s": ts}
+    return {"steps": [{"step": label, "median_s": median(ts), "min_s": min(ts), "times_s": ts}
                       for (label, _), ts in zip(steps, times)]}
 
 
