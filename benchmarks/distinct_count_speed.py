@@ -59,6 +59,7 @@ from _common import (  # noqa: E402
 )
 
 TARGET_RATIO = 2.0
+SESSION_CONF = {"spark.driver.memory": "4g"}  # the project's limit for benchmarks on the shared machine
 PERSON_COL, ITEM_COL = "person_id", "item"
 
 
@@ -233,7 +234,7 @@ def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound:
 
 def main_targets(rows_list, reps: int) -> int:
     """Print the issue-15 ratios (2M and 20M rows) measured in one session."""
-    spark = start_session("dp_spark benchmark: distinct_count_speed targets")
+    spark = start_session("dp_spark benchmark: distinct_count_speed targets", SESSION_CONF)
     print("dp_spark benchmark: distinct-count greedy (automatic shards) vs COUNT(DISTINCT item), one session")
     for rows in rows_list:
         r = measure(spark, rows, reps=reps)
@@ -251,9 +252,13 @@ def main_targets(rows_list, reps: int) -> int:
 def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> dict:
     """Where the greedy release's time goes: each step is a separate Spark
     job (forced with the no-op sink where it yields a DataFrame), timed
-    interleaved so a burst of load elsewhere hits every step alike."""
+    interleaved so a burst of load elsewhere hits every step alike. The
+    shuffle-only step (no Python) separates the shuffle into shards from
+    the Arrow transfer and the kernel."""
+    from pyspark.sql import functions as F
+
     from dp_spark.stages.distinct import bounded_distinct_counts, greedy_rounds
-    from dp_spark.stages.edges import count_persons, edges
+    from dp_spark.stages.edges import ITEM, PERSON, count_persons, edges
 
     def noop(df):
         df.write.format("noop").mode("overwrite").save()
@@ -264,6 +269,8 @@ def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> 
     steps = [
         ("scan Parquet + edges (null filter)", lambda: noop(edge_df())),
         ("person count (input of the noisy shard choice)", lambda: count_persons(edge_df())),
+        ("scan + hash + shuffle into the shards (no Python)", lambda: noop(
+            edge_df().select(PERSON, F.xxhash64(ITEM)).repartition(shards, PERSON))),
         ("greedy_rounds: shuffle by person + Arrow to Python + kernel", lambda: noop(
             greedy_rounds(edge_df(), max_bound, shards))),
         ("bounded_distinct_counts: + combine by item + collect", lambda: bounded_distinct_counts(
@@ -287,7 +294,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.targets:
         return main_targets(sorted(TARGETS), args.reps)
-    spark = start_session("dp_spark benchmark: distinct_count_speed")
+    spark = start_session("dp_spark benchmark: distinct_count_speed", SESSION_CONF)
     import dp_spark
     from dp_spark.datasets import synthetic_events
     from dp_spark.mechanisms.distinct_count.bound import release_from_counts
