@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option
-from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, MAX_EDGE_LIMIT, MAX_SHARDS
+from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, MAX_EDGE_LIMIT, MAX_SHARDS, PERSON_SAMPLE
 
 NAME = "distinct-count"
 HELP = "differentially private count of distinct items, with a lower bound"
@@ -17,7 +17,7 @@ OPTIONS = INPUT_OPTIONS + (
     Option("method", str, "greedy", "how bounded counts are computed",
            ("greedy", "matching", "sampling")),
     Option("shards", int, None, "greedy: number of person shards (default: one per 50,000 "
-           f"persons, from a noisy person count that spends ε/100; at most {MAX_SHARDS:,})"),
+           f"persons, from a noisy count of a 1-in-{PERSON_SAMPLE} hash sample of persons that spends ε/100; at most {MAX_SHARDS:,})"),
     Option("edge_limit", int, DEFAULT_EDGE_LIMIT, "matching: most (person, item) pairs collected to the "
            f"driver (at most {MAX_EDGE_LIMIT:,}); a noisy pair count (ε/100) decides whether matching "
            "fits, else the greedy is used"),

@@ -21,7 +21,10 @@ METHODS = ("greedy", "matching", "sampling")
 DEFAULT_EDGE_LIMIT = 20_000_000
 SHARD_EPSILON_SHARE = 0.01
 MATCHING_EPSILON_SHARE = 0.01
-SHARD_STEP = "shard count (discrete Laplace on the number of persons)"
+#: The automatic shard count reads the persons of a fixed 1-in-PERSON_SAMPLE
+#: hash sample of the ids (public), then scales the noisy count up.
+PERSON_SAMPLE = 16
+SHARD_STEP = f"shard count (discrete Laplace on the number of persons in a fixed 1-in-{PERSON_SAMPLE} hash sample)"
 MATCHING_STEP = "matching size check (discrete Laplace on the number of truncated (person, item) pairs)"
 SELECT_STEP = "bound selection (Generalized Exponential Mechanism)"
 COUNT_STEP = "count (discrete Laplace mechanism)"

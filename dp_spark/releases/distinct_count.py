@@ -13,11 +13,16 @@ run sharded on Spark), plus the paper's sampling baseline.
 Pipeline and budget split (basic composition, total ε-DP):
 
 0. Only for ``method="greedy"`` with ``shards=None`` (automatic): ε/100 —
-   discrete Laplace noise on the number of persons (sensitivity 1) picks the
-   number of greedy shards, one per 50,000 persons. Sharding loses accuracy
-   when shards hold few persons, and a shard count that depended on the
-   true size would break the sensitivity argument; a noisy count keeps it
-   (each fixed shard count gives sensitivity l, and the choice is DP).
+   discrete Laplace noise on the number of persons in a fixed 1-in-16 hash
+   sample of the ids (``PERSON_SAMPLE``; whether a person is in it is a
+   public function of its id, so the count has sensitivity 1), times 16,
+   picks the number of greedy shards, one per 50,000 persons. Sharding loses
+   accuracy when shards hold few persons, and a shard count that depended on
+   the true size would break the sensitivity argument; a noisy count keeps it
+   (each fixed shard count gives sensitivity l, and the choice is DP). The
+   sample makes this step a sixteenth of a full distinct-person count's
+   aggregation (the scan remains); its sampling error, about
+   4·sqrt(persons), is small against 50,000 persons per shard.
    The rest, ε' = 0.99·ε, is split as below; with explicit shards ε' = ε.
 0'. Only for ``method="matching"``: ε/100 — the private size check (Knop &
    Steinke's exact Algorithm 1 needs the edge list on the driver). Each
@@ -61,10 +66,10 @@ from dp_spark.accounting import PrivacyFilter, ratio_up
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
 from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
-from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, plan as make_plan
+from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, PERSON_SAMPLE, plan as make_plan
 from dp_spark.report import Release
 from dp_spark.stages.distinct import bounded_distinct_counts, count_pairs, greedy_counts, matching_counts, matching_pairs
-from dp_spark.stages.edges import count_persons, edges
+from dp_spark.stages.edges import count_sampled_persons, edges
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +103,10 @@ def _bounded_counts(df, plan: Plan, epsilon_pre: float, rng):
     extra = {}
     if method == "greedy":
         if shards is None:
-            log.info("distinct-count: choosing the number of greedy shards from a noisy person count")
-            shards = choose_shards(noisy_size(count_persons(edge_df), 1, epsilon_pre, rng))
-            extra["shards_chosen"] = "automatically (noisy person count)"
+            log.info("distinct-count: choosing the number of greedy shards from a noisy sampled person count")
+            sampled = noisy_size(count_sampled_persons(edge_df, PERSON_SAMPLE), 1, epsilon_pre, rng)
+            shards = choose_shards(sampled * PERSON_SAMPLE)
+            extra["shards_chosen"] = f"automatically (noisy person count of a 1-in-{PERSON_SAMPLE} hash sample)"
         else:
             extra["shards_chosen"] = "by the caller"
         extra["shards"] = int(shards)

@@ -99,6 +99,29 @@ def item_type(edge_df: DataFrame) -> T.DataType:
     return edge_df.schema[ITEM].dataType
 
 
+#: Salt of the public person sample (a constant, not a secret: the sample is a
+#: fixed function of the id, which is all the sensitivity argument needs).
+PERSON_SAMPLE_SALT = "dp_spark.person_sample"
+
+
+def count_sampled_persons(edge_df: DataFrame, one_in: int) -> int:
+    """NON-PRIVATE: the number of distinct persons p with
+    pmod(xxhash64(salt, p), one_in) = 0, a fixed public function of the id.
+
+    Whether a person is in the sample depends on its own id only, so adding
+    or removing one person changes this count by at most 1: sensitivity 1,
+    like the full count, and only ever used through a noisy mechanism.
+    ``one_in`` times it estimates the number of persons (relative standard
+    error about sqrt(one_in / persons)) at a fraction of the full count's
+    cost: the rows outside the sample are dropped before the aggregation.
+    """
+    from dp_spark.sparkjobs import spark_job
+
+    sample = F.pmod(F.xxhash64(F.lit(PERSON_SAMPLE_SALT), PERSON), F.lit(int(one_in))) == 0
+    with spark_job(f"counting the persons of a 1-in-{int(one_in)} hash sample"):
+        return int(edge_df.where(sample).agg(F.countDistinct(PERSON).alias("n")).collect()[0]["n"])
+
+
 def count_persons(edge_df: DataFrame) -> int:
     """NON-PRIVATE: the number of distinct persons. Sensitivity 1 under adding
     or removing a person; only ever used through a noisy mechanism."""

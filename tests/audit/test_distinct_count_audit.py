@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from dp_spark.mechanisms.distinct_count.bound import choose_shards, release_from_counts
+from dp_spark.plans.distinct_count import PERSON_SAMPLE
 from dp_spark.noise import discrete_laplace
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
 from dp_spark.stages.kernels import counts_from_rounds, greedy_match_rounds
@@ -122,7 +123,7 @@ def _neighbours(max_bound: int, seed: int):
 
 def test_full_mechanism_with_noisy_shard_choice_on_greedy_neighbours(audit_record):
     """The whole numpy pipeline on random neighbouring person sets: ε/100 of
-    discrete Laplace on the person count picks the shards, the sharded
+    discrete Laplace on the sampled person count picks the shards, the sharded
     greedy kernel gives the counts, and 0.99ε goes to release_from_counts.
     The event is picked on pilot runs and evaluated on fresh ones."""
     max_bound = 3
@@ -130,8 +131,11 @@ def test_full_mechanism_with_noisy_shard_choice_on_greedy_neighbours(audit_recor
     eps_shards = EPSILON / 100
 
     def pipeline(persons, rng):
-        noisy = len(persons) + int(discrete_laplace(1.0 / eps_shards, rng))
-        shards = choose_shards(noisy, PERSONS_PER_SHARD)
+        # the release's step 0: the persons of a fixed 1-in-PERSON_SAMPLE sample
+        # (here by position, standing in for the hash of the id), noised, scaled up
+        sampled = sum(1 for i in range(len(persons)) if i % PERSON_SAMPLE == 0)
+        noisy = sampled + int(discrete_laplace(1.0 / eps_shards, rng))
+        shards = choose_shards(noisy * PERSON_SAMPLE, PERSONS_PER_SHARD)
         counts = _sharded_counts(persons, shards, max_bound)
         return release_from_counts(counts, EPSILON - eps_shards, BETA, rng)
 

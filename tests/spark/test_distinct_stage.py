@@ -12,7 +12,7 @@ from pyspark.sql import types as T
 from dp_spark.errors import LimitError, ParameterError, SchemaError
 from dp_spark.stages import bounded_distinct_counts
 from dp_spark.stages.distinct import greedy_rounds
-from dp_spark.stages.edges import edges
+from dp_spark.stages.edges import count_persons, count_sampled_persons, edges
 from dp_spark.stages.kernels import greedy_match_rounds
 
 from tests.unit.helpers import exact_counts
@@ -121,6 +121,34 @@ def test_neighbouring_tables_move_each_count_by_at_most_l(spark, method):
         diff = after - before
         assert np.all(diff >= 0) and np.all(diff <= np.arange(1, max_bound + 1)), diff
         assert np.all(after <= exact_counts({**persons, 1000 + trial: extra}, max_bound))
+
+
+def test_sampled_person_count_is_a_fixed_per_person_sample(spark):
+    """The input of the automatic shard choice: on random neighbouring tables
+    (one person added, with any items and duplicate rows) the sampled count
+    moves by 0 or 1, and by 1 exactly when that person's id is in the sample,
+    which does not depend on the other rows; one_in=1 is the full count; the
+    scaled count estimates the number of persons."""
+    rng = np.random.default_rng(12)
+    in_sample = {}
+    for trial in range(4):
+        persons = {int(p): set(rng.integers(0, 30, rng.integers(1, 6)).astype(str)) for p in range(300)}
+        df = edges(_frame(spark, persons), "person_id", "item")
+        base = count_sampled_persons(df, 4)
+        for extra_id in (5000 + trial, 7000 + trial):
+            extra = set(rng.integers(0, 50, rng.integers(1, 8)).astype(str))
+            grown = count_sampled_persons(edges(_frame(spark, {**persons, extra_id: extra}), "person_id", "item"), 4)
+            assert grown - base in (0, 1)
+            in_sample[extra_id] = grown - base
+        assert count_sampled_persons(df, 1) == count_persons(df) == 300
+        assert 300 / 4 - 4 * np.sqrt(300 / 4) <= base <= 300 / 4 + 4 * np.sqrt(300 / 4)
+    # membership is a function of the id alone: the same id, other rows, same answer
+    other = {int(p): {"x"} for p in range(10, 20)}
+    for extra_id, moved in in_sample.items():
+        df_without = edges(_frame(spark, other), "person_id", "item")
+        df_with = edges(_frame(spark, {**other, extra_id: {"y", "z"}}), "person_id", "item")
+        assert count_sampled_persons(df_with, 4) - count_sampled_persons(df_without, 4) == moved
+    assert set(in_sample.values()) <= {0, 1}
 
 
 def test_truncated_matching_keeps_sensitivity_and_stays_below_exact(spark):

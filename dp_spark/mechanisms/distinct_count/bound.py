@@ -32,7 +32,8 @@ MATCHING_OVERFLOW_PROBABILITY = 1e-6
 
 
 def choose_shards(noisy_persons: int, persons_per_shard: int = PERSONS_PER_SHARD) -> int:
-    """Greedy shard count from a noisy person count (post-processing)."""
+    """Greedy shard count from a noisy estimate of the number of persons
+    (post-processing; the release scales a noisy sampled count up)."""
     return int(min(MAX_SHARDS, max(1, noisy_persons // persons_per_shard)))
 
 
