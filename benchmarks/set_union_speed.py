@@ -28,14 +28,15 @@ Contenders (ε = 1, δ = 1e-6, at most 10 items per person):
 Printed ratios (targets in parentheses): set-union / plain (<= 2), pdp-select /
 set-union (>= 5), pdp-select / set-union-count, pdp-count / count-release (>= 5).
 ``measure(spark, rows)`` returns the same numbers as a dict for an aggregate
-benchmark. ``--profile`` adds where set-union's time goes (scan, the one-shuffle
-histogram, the whole release). Everything released here is unseeded but thrown
+benchmark. ``--profile`` adds where set-union's time goes (scan, shuffle and
+sort by person, the Arrow round trip, the shard histograms, the whole release). Everything released here is unseeded but thrown
 away; nothing is published.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -167,21 +168,51 @@ def measure(spark, rows: int, reps: int = 3, pipelinedp: bool = True, verbose: b
 
 
 def profile(spark, rows: int, reps: int = 3) -> dict:
-    """Where set-union's time goes: the scan, the one-shuffle sequential
-    histogram (restriction + policy kernel + shard sum, noop sink) and the
-    whole release (adds noise, threshold and the materialized result)."""
+    """Where set-union's time goes, each step its own Spark job (noop sink),
+    each adding to the previous one: the scan; the shuffle of the edges by
+    person into the shards and the sort inside each; the Arrow transfer to
+    Python and back (an identity ``mapInArrow``); the shard histograms
+    (restriction + policy kernel, :func:`dp_spark.stages.set_union._shard_histograms`);
+    the whole release (adds the shuffle of the shard parts by item, their
+    sum, the noise and threshold, and the materialized result)."""
+    from pyspark.sql import functions as F
+
     from dp_spark.mechanisms.set_union import plan_set_union, shard_cutoff
+    from dp_spark.stages import set_union as stage
     from dp_spark.stages.edges import edges
-    from dp_spark.stages.set_union import DEFAULT_SHARDS, sequential_histogram
 
     path = data_path(spark, rows)
     plan = plan_set_union(EPSILON, DELTA, MAX_ITEMS, "policy-gaussian")
-    gamma = shard_cutoff(plan.gamma, DEFAULT_SHARDS)
+    shards = stage.DEFAULT_SHARDS
+    gamma = shard_cutoff(plan.gamma, shards)
+
+    def keyed_rows():
+        return (edges(spark.read.parquet(path), PERSON, ITEM).repartition(shards, "person")
+                .select(F.pmod(F.hash("person"), F.lit(shards)).alias("_shard"), F.xxhash64("person").alias("_order"),
+                        "person", F.xxhash64(F.lit(1).cast("long"), "person", "item").alias("_key"), "item"))
+
+    def sorted_rows():
+        return keyed_rows().sortWithinPartitions("_order", "person", "_key", "item").select("_shard", "person", "item")
+
+    def arrow_identity(rows=sorted_rows):
+        df = rows()
+        return df.mapInArrow(lambda batches: (b.slice(0, 0) for b in batches), df.schema)
+
+    def ranked_rows():  # the restriction's rank filter in the JVM (an alternative, measured only)
+        from pyspark.sql import Window
+
+        by_person = Window.partitionBy("_order", "person").orderBy("_key", "item")
+        return (keyed_rows().withColumn("_r", F.dense_rank().over(by_person)).where(F.col("_r") <= MAX_ITEMS)
+                .select("_shard", "person", "item"))
+
     steps = {
+        "plain query (noop)": lambda: plain(spark, path),
         "scan (noop)": lambda: _noop(spark.read.parquet(path)),
-        "histogram (noop)": lambda: _noop(sequential_histogram(
-            edges(spark.read.parquet(path), PERSON, ITEM), plan.policy, MAX_ITEMS, 1, gamma,
-            DEFAULT_SHARDS)),
+        "+ shuffle by person, sort": lambda: _noop(sorted_rows()),
+        "+ Arrow to Python and back": lambda: _noop(arrow_identity()),
+        "alt: JVM rank filter + Arrow": lambda: _noop(arrow_identity(ranked_rows)),
+        "+ shard histograms": lambda: _noop(stage._shard_histograms(
+            edges(spark.read.parquet(path), PERSON, ITEM), plan.policy, MAX_ITEMS, 1, gamma, shards)),
         "whole release": lambda: set_union(spark, path),
     }
     runs = {name: [] for name in steps}
@@ -222,8 +253,11 @@ def main(argv=None) -> int:
     print(session_summary(spark))
     results = []
     for rows in args.rows:
+        load = os.getloadavg()
         result = measure(spark, rows, args.reps, not args.no_pipelinedp, verbose=True)
+        result["load_average"] = {"start": load, "end": os.getloadavg()}
         print(_report(result), flush=True)
+        print(f"  load average (1, 5, 15 min) at start {load}, at end {result['load_average']['end']}")
         if args.profile:
             result["profile"] = profile(spark, rows, args.reps)
             for name, s in result["profile"].items():

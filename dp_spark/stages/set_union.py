@@ -12,12 +12,16 @@ Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
    histograms are added in shard order.
    The release runs steps 1–2 of the sequential policies fused, as
    :func:`sequential_histogram` (one shuffle of the edges by person, the
-   restriction and the kernel in one pass over sorted rows; the same
-   histogram bit for bit).
+   restriction and the kernel in one ``mapInArrow`` pass over sorted rows;
+   the same histogram bit for bit).
 3. :func:`released_items` — noise and threshold inside Spark: ``mapInPandas``
    runs the function the release passes in (the mechanism layer's
    :class:`dp_spark.mechanisms.set_union.ThresholdStep`, one generator per
    partition); only the column ``item`` of the released items remains.
+   For the sequential policies the release fuses the shard sum of step 2
+   with step 3 (:func:`released_shard_items`: one shuffle of the shard
+   parts by item, the sum in shard order and the threshold in one Python
+   pass).
 
 No privacy noise is drawn in this module, and it imports nothing from the
 mechanism layer: the histogram kernels come from
@@ -52,6 +56,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -279,16 +285,15 @@ def weight_histogram(
     return _add_shards(per_shard)
 
 
-def _kept_rows(frame: pd.DataFrame, max_items: int) -> np.ndarray:
-    """Boolean mask of the rows kept by the restriction: ``frame`` holds
-    (person, item) rows sorted by person visiting order and then by
-    (xxhash64(salt, person, item), item), so a person's rows are contiguous,
-    duplicates of one item are adjacent, and the first ``max_items`` distinct
-    items of each person are the Δ0 smallest hashes — exactly
-    :func:`restricted_sets`' rule, computed on the sorted rows."""
-    person = frame[PERSON].to_numpy()
-    item = frame[ITEM].to_numpy()
-    n = len(frame)
+def _kept_mask(person: np.ndarray, item: np.ndarray, max_items: int) -> np.ndarray:
+    """Boolean mask of the rows kept by the restriction: ``person`` and
+    ``item`` (integer codes, equal for equal items) are rows sorted by person
+    visiting order and then by (xxhash64(salt, person, item), item), so a
+    person's rows are contiguous, duplicates of one item are adjacent, and
+    the first ``max_items`` distinct items of each person are the Δ0
+    smallest hashes — exactly :func:`restricted_sets`' rule, computed on the
+    sorted rows."""
+    n = len(person)
     new_person = np.ones(n, dtype=bool)
     new_person[1:] = person[1:] != person[:-1]
     distinct = new_person.copy()
@@ -299,82 +304,101 @@ def _kept_rows(frame: pd.DataFrame, max_items: int) -> np.ndarray:
     return distinct & (seen - before <= max_items)
 
 
-def _rows_to_shards(
-    batches: Iterator[pd.DataFrame], max_items: int
-) -> Iterator[tuple[int, pd.DataFrame]]:
-    """(shard, kept rows of whole persons): the restriction over a stream of
-    sorted row batches. A person whose rows continue in the next batch is
-    carried over (only their kept rows, at most Δ0), so a person with
-    millions of rows never becomes one large frame."""
-    carry = None
-    for batch in batches:
-        if carry is not None and len(carry):
-            batch = pd.concat([carry, batch], ignore_index=True)
-        if not len(batch):
-            continue
-        kept = batch.loc[_kept_rows(batch, max_items)]
-        person = kept[PERSON].to_numpy()
-        last = len(kept) - 1
-        while last > 0 and person[last - 1] == person[-1]:
-            last -= 1
-        carry, done = kept.iloc[last:], kept.iloc[:last]
-        yield from _split_by_shard(done)
-    if carry is not None and len(carry):
-        yield from _split_by_shard(carry)
+def _local_codes(values: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(codes, uniques) of an Arrow column: int64 codes equal for equal
+    values (Arrow's hash encoding, no Python objects) and the distinct
+    values in code order."""
+    encoded = pc.dictionary_encode(values)
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), encoded.dictionary
 
 
-def _split_by_shard(frame: pd.DataFrame) -> Iterator[tuple[int, pd.DataFrame]]:
-    if not len(frame):
-        return
-    shard_ids = frame[_SHARD].to_numpy()
-    cuts = (np.flatnonzero(shard_ids[1:] != shard_ids[:-1]) + 1).tolist()
-    for lo, hi in zip([0, *cuts], [*cuts, len(frame)]):
-        yield int(shard_ids[lo]), frame.iloc[lo:hi]
+class _ShardHistogram:
+    """One shard's sequential histogram, built person by person over row
+    chunks: the shard's item codes (in order of first appearance) and their
+    float64 weights as a Python list (the kernel's working form)."""
+
+    def __init__(self, shard: int, policy: str, gamma: float):
+        self.shard, self.policy, self.gamma = shard, policy, gamma
+        self.code_of: dict = {}
+        self.weights: list = []
+
+    def update(self, person: np.ndarray, local: np.ndarray, uniques: pa.Array) -> None:
+        """Run the policy over complete persons: ``person`` (sorted rows of
+        whole persons, already restricted) and their items as codes into
+        ``uniques``."""
+        if not len(person):
+            return
+        used = np.flatnonzero(np.bincount(local, minlength=len(uniques)))
+        code_of = self.code_of
+        mapped = np.zeros(len(uniques), dtype=np.int64)
+        mapped[used] = [code_of.setdefault(v, len(code_of)) for v in uniques.take(pa.array(used)).to_pylist()]
+        self.weights.extend([0.0] * (len(code_of) - len(self.weights)))
+        starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
+        indptr = np.append(starts, len(person)).astype(np.int64)
+        sequential_update(self.weights, indptr, mapped[local], self.policy, self.gamma)
+
+    def batch(self, item_type: pa.DataType) -> pa.RecordBatch:
+        n = len(self.code_of)
+        return pa.RecordBatch.from_arrays(
+            [pa.array(np.full(n, self.shard, dtype=np.int32)), pa.array(list(self.code_of), type=item_type),
+             pa.array(np.asarray(self.weights, dtype=np.float64))],
+            names=[_SHARD, ITEM, WEIGHT],
+        )
 
 
 def _sequential_rows_partition(
-    batches: Iterator[pd.DataFrame], policy: str, gamma: float, max_items: int
-) -> Iterator[pd.DataFrame]:
-    """mapInPandas body of :func:`sequential_histogram`: restriction and the
-    sequential policy in one pass over the partition's sorted rows. Emits
-    (shard, item, weight) per shard, like :func:`_policy_partition`."""
-    shard, code_of, weights = None, {}, []
-    for this, rows in _rows_to_shards(batches, max_items):
-        if this != shard:
-            if shard is not None and code_of:
-                yield _shard_frame(list(code_of), np.array(weights, dtype=np.float64), shard)
-            shard, code_of, weights = this, {}, []
-        person = rows[PERSON].to_numpy()
-        inverse, uniques = pd.factorize(rows[ITEM], sort=False, use_na_sentinel=False)
-        mapped = np.fromiter((code_of.setdefault(u, len(code_of)) for u in uniques),
-                             dtype=np.int64, count=len(uniques))
-        weights.extend([0.0] * (len(code_of) - len(weights)))
-        starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
-        indptr = np.append(starts, len(person)).astype(np.int64)
-        sequential_update(weights, indptr, mapped[inverse], policy, gamma)
-    if shard is not None and code_of:
-        yield _shard_frame(list(code_of), np.array(weights, dtype=np.float64), shard)
+    batches: Iterator[pa.RecordBatch], policy: str, gamma: float, max_items: int
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body of :func:`sequential_histogram`: restriction and the
+    sequential policy in one pass over the partition's sorted (shard,
+    person, item) rows — one shard, the partition's. A person whose rows
+    continue in the next batch is carried over (only their kept rows, at
+    most Δ0), so a person with millions of rows never becomes one large
+    chunk. Emits (shard, item, weight) for every item of the shard."""
+    hist = None
+    item_type = None
+    carry_person, carry_item = np.zeros(0, dtype=np.int64), None
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        shard_ids = batch.column(0).to_numpy(zero_copy_only=False)
+        if hist is None:
+            hist = _ShardHistogram(int(shard_ids[0]), policy, gamma)
+            item_type = batch.schema.field(2).type
+        if (shard_ids != hist.shard).any():  # the partitioning guarantees it; never data-dependent
+            raise RuntimeError("set-union: a partition of the sequential histogram holds two shards")
+        person = batch.column(1).to_numpy(zero_copy_only=False)
+        item = batch.column(2)
+        if carry_item is not None and len(carry_person):
+            person = np.concatenate((carry_person, person))
+            item = pa.concat_arrays([carry_item, item])
+        local, uniques = _local_codes(item)
+        kept = np.flatnonzero(_kept_mask(person, local, max_items))
+        person, local = person[kept], local[kept]
+        last = len(person) - 1
+        while last > 0 and person[last - 1] == person[-1]:
+            last -= 1
+        carry_person, carry_item = person[last:], item.take(pa.array(kept[last:]))
+        hist.update(person[:last], local[:last], uniques)
+    if hist is not None and len(carry_person):
+        local, uniques = _local_codes(carry_item)
+        hist.update(carry_person, local, uniques)
+    if hist is not None and hist.code_of:
+        yield hist.batch(item_type)
 
 
-def sequential_histogram(
+def _shard_histograms(
     edge_df: DataFrame, policy: str, max_items: int, salt: int, gamma: float, shards: int
 ) -> DataFrame:
-    """(item, weight): the sequential policies' summed shard histograms,
-    straight from the (person, item) edges — the same histogram, bit for bit,
-    as :func:`weight_histogram` over :func:`restricted_sets` (same shards, same
-    person order, same per-person item order and restriction), with one
-    shuffle instead of three: the edges are hash-partitioned by person into
-    ``shards`` partitions (partition = shard = pmod(murmur3(person), shards)),
-    sorted by (xxhash64(person), person, xxhash64(salt, person, item), item),
-    and one Python pass per partition deduplicates, keeps each person's Δ0
-    smallest-hash items and runs the policy kernel. The shard histograms are
-    added in shard order as in :func:`weight_histogram`. Fact (S) and (T):
-    as there — a person's kept items depend on their own rows and the salt,
-    their shard and position on their id. NON-PRIVATE output.
-    """
-    policy = check_policy(policy)
-    if policy not in SEQUENTIAL:
-        raise ParameterError(f"sequential_histogram is for {', '.join(SEQUENTIAL)}; got {policy!r}.")
+    """(shard, item, weight): every shard's sequential histogram, at most one
+    row per (item, shard). One shuffle: the edges are hash-partitioned by
+    person into ``shards`` partitions — Spark's hash partitioning puts a row
+    in partition pmod(murmur3(person), shards), which is its shard, so a
+    partition is one shard (an explicit number of partitions, which adaptive
+    execution never coalesces) — and sorted inside each by
+    (xxhash64(person), person, xxhash64(salt, person, item), item); the
+    shard, constant in a partition, is not a sort key (the sort's prefix is
+    then the person's hash, not a constant)."""
     salt_col = F.lit(int(salt)).cast("long")
     rows = (
         edge_df.repartition(int(shards), PERSON)
@@ -385,7 +409,7 @@ def sequential_histogram(
             F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)).alias(_KEY),
             ITEM,
         )
-        .sortWithinPartitions(_SHARD, _ORDER, PERSON, _KEY, ITEM)
+        .sortWithinPartitions(_ORDER, PERSON, _KEY, ITEM)
         .select(_SHARD, PERSON, ITEM)
     )
     schema = T.StructType([
@@ -393,9 +417,31 @@ def sequential_histogram(
         T.StructField(ITEM, edge_df.schema[ITEM].dataType),
         T.StructField(WEIGHT, T.DoubleType()),
     ])
-    kernel = partial(_sequential_rows_partition, policy=policy, gamma=float(gamma),
-                     max_items=int(max_items))
-    return _add_shards(rows.mapInPandas(kernel, schema))
+    kernel = partial(_sequential_rows_partition, policy=policy, gamma=float(gamma), max_items=int(max_items))
+    return rows.mapInArrow(kernel, schema)
+
+
+def sequential_histogram(
+    edge_df: DataFrame, policy: str, max_items: int, salt: int, gamma: float, shards: int
+) -> DataFrame:
+    """(item, weight): the sequential policies' summed shard histograms,
+    straight from the (person, item) edges — the same histogram, bit for bit,
+    as :func:`weight_histogram` over :func:`restricted_sets` (same shards, same
+    person order, same per-person item order and restriction), with one
+    shuffle of the edges instead of three: the edges are hash-partitioned by
+    person into ``shards`` partitions (partition = shard =
+    pmod(murmur3(person), shards)), sorted by (xxhash64(person), person,
+    xxhash64(salt, person, item), item), and one Python pass per partition
+    (Arrow batches) deduplicates, keeps each person's Δ0 smallest-hash items
+    and runs the policy kernel (:func:`_shard_histograms`). The shard
+    histograms are added in shard order as in :func:`weight_histogram`. Fact
+    (S) and (T): as there — a person's kept items depend on their own rows
+    and the salt, their shard and position on their id. NON-PRIVATE output.
+    """
+    policy = check_policy(policy)
+    if policy not in SEQUENTIAL:
+        raise ParameterError(f"sequential_histogram is for {', '.join(SEQUENTIAL)}; got {policy!r}.")
+    return _add_shards(_shard_histograms(edge_df, policy, max_items, salt, gamma, shards))
 
 
 def _add_shards(per_shard: DataFrame) -> DataFrame:
@@ -442,6 +488,16 @@ def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) ->
     this step. Lazy; the returned plan holds the salt and, when seeded, the
     noise root (pickled inside ``threshold``): hand users only the
     materialized result.
+
+    Caveat (seeded runs only): when ``hist_df`` comes out of an aggregation
+    already hash-partitioned by item into ``partitions`` partitions (the
+    session's shuffle partitions), Spark drops this repartition as redundant
+    and adaptive execution may coalesce the aggregation's partitions, so
+    the partition ids, and with them which seeded generator draws an item's
+    noise, depend on the shuffle sizes. Every item still gets its own
+    independent draw (the distribution of the released set is the same);
+    :func:`released_shard_items` (the sequential policies' path) is not
+    affected.
     """
     prepared = (
         hist_df.repartition(int(partitions), ITEM)
@@ -450,6 +506,77 @@ def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) ->
     )
     schema = T.StructType([T.StructField(ITEM, hist_df.schema[ITEM].dataType)])
     return prepared.mapInPandas(partial(_threshold_partition, threshold=threshold), schema)
+
+
+def _shard_sums(shard_weights: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each item's parts (rows ``starts[j]`` up to the next start, sorted by
+    shard) added left to right from 0.0 — the same float64 additions in the
+    same order as :func:`_add_shards`, vectorised over the items."""
+    sizes = np.diff(np.append(starts, len(shard_weights)))
+    total = np.zeros(len(starts), dtype=np.float64)
+    for k in range(int(sizes.max()) if len(sizes) else 0):
+        more = sizes > k
+        total[more] += shard_weights[starts[more] + k]
+    return total
+
+
+def _combine_threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body of :func:`released_shard_items`: rows (item, shard,
+    weight, partition id) sorted by (item, shard); each item's shard parts
+    are added in shard order (:func:`_shard_sums`) and ``threshold(p)`` —
+    the mechanism layer's function, made once for this partition — draws
+    the noise and compares with ρ, one draw per item in item order, as
+    :func:`released_items` does on the summed histogram. An item whose
+    parts continue in the next batch is carried over."""
+    mask_of = None
+    carry = None
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        if mask_of is None:
+            mask_of = threshold(int(batch.column(3)[0].as_py()))
+        item = batch.column(0)
+        weight = batch.column(2).to_numpy(zero_copy_only=False)
+        if carry is not None:
+            item = pa.concat_arrays([carry[0], item])
+            weight = np.concatenate((carry[1], weight))
+        n = len(item)
+        new_item = np.ones(n, dtype=bool)
+        if n > 1:
+            new_item[1:] = pc.not_equal(item[1:], item[:-1]).to_numpy(zero_copy_only=False)
+        starts = np.flatnonzero(new_item)
+        last = int(starts[-1])  # the last item may continue in the next batch
+        carry = (item[last:], weight[last:])
+        starts = starts[:-1]
+        if len(starts):
+            released = mask_of(_shard_sums(weight[:last], starts))
+            yield pa.RecordBatch.from_arrays([item.take(pa.array(starts[released]))], names=[ITEM])
+    if carry is not None:
+        released = mask_of(_shard_sums(carry[1], np.zeros(1, dtype=np.int64)))
+        yield pa.RecordBatch.from_arrays([carry[0].take(pa.array(np.zeros(1, dtype=np.int64)[released]))],
+                                         names=[ITEM])
+
+
+def released_shard_items(per_shard: DataFrame, threshold: Threshold, partitions: int) -> DataFrame:
+    """(item): what :func:`released_items` releases from
+    ``_add_shards(per_shard)`` hash-partitioned by item into ``partitions``
+    partitions — the same items, bit for bit, for the same ``threshold``
+    (see the caveat there) — with one shuffle instead of two and no JVM
+    aggregation:
+    the (shard, item, weight) parts are hash-partitioned by item into
+    ``partitions`` partitions (the partitioning :func:`released_items` gives
+    the summed histogram, so partition p holds the same items and uses
+    ``threshold(p)``), sorted by (item, shard), and one Python pass per
+    partition adds each item's parts in shard order and thresholds the sum.
+    Lazy; the same trust boundary as :func:`released_items` (hand users only
+    the materialized result)."""
+    prepared = (
+        per_shard.repartition(int(partitions), ITEM)
+        .sortWithinPartitions(ITEM, _SHARD)
+        .select(ITEM, _SHARD, WEIGHT, F.spark_partition_id().alias(_PID))
+    )
+    schema = T.StructType([T.StructField(ITEM, per_shard.schema[ITEM].dataType)])
+    return prepared.mapInArrow(partial(_combine_threshold_partition, threshold=threshold), schema)
 
 
 # ------------------------------------------------------------ entry points
@@ -497,7 +624,12 @@ def set_union_items(
     plan it was built from). Lazy: nothing runs until an action on the
     result."""
     partitions = partitions or default_partitions(df.sparkSession)
+    policy = check_policy(policy)
     log.info("set-union: %s histogram (Δ0 = %d)", policy, max_items)
+    if policy in SEQUENTIAL:
+        per_shard = _shard_histograms(edges(df, person_col, item_col), policy, max_items, salt, gamma,
+                                      shards or DEFAULT_SHARDS)
+        return released_shard_items(per_shard, threshold, partitions)
     hist_df = set_union_histogram(df, person_col, item_col, policy, max_items, salt, gamma, shards)
     return released_items(hist_df, threshold, partitions)
 

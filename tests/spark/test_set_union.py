@@ -158,6 +158,34 @@ def test_fused_sequential_histogram_equals_sets_then_kernel(spark, small, policy
         spark.conf.set(key, old)
 
 
+@pytest.mark.parametrize("policy", SEQUENTIAL)
+def test_fused_sum_and_threshold_equals_summed_histogram_then_threshold(spark, small, policy):
+    # The release's path for the sequential policies (shard parts shuffled by
+    # item, summed in shard order and thresholded in one Python pass) must
+    # release exactly the items of the summed histogram thresholded in the
+    # same partitions with the same seeded generators — also with tiny Arrow
+    # batches, so that an item's shard parts straddle batch boundaries.
+    from dp_spark.mechanisms.set_union import ThresholdStep
+    from dp_spark.stages.set_union import _shard_histograms, released_items, released_shard_items
+
+    edge_df = edges(small, "person_id", "item")
+    numeric = plan_set_union(1.0, 0.2, 6, policy)
+    step = ThresholdStep(numeric, NoiseRoot(123, ()))
+    partitions = 5  # not the session's shuffle partitions: released_items keeps its repartition
+    want = sorted(r["item"] for r in released_items(
+        sequential_histogram(edge_df, policy, 6, 9, 2.0, 3), step, partitions).collect())
+    assert 0 < len(want) < small.select("item").distinct().count()
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    old = spark.conf.get(key)
+    try:
+        for batch in ("2", "7", old):
+            spark.conf.set(key, batch)
+            got = released_shard_items(_shard_histograms(edge_df, policy, 6, 9, 2.0, 3), step, partitions)
+            assert sorted(r["item"] for r in got.collect()) == want
+    finally:
+        spark.conf.set(key, old)
+
+
 def test_spark_person_units_equal_the_mechanism_layer(spark):
     sizes = list(range(1, 3001)) + [4095, 4096, 4097, 65535, 65536, 10**6 + 3, 2**23 - 1, 2**23 + 1,
                                      2**31 - 1]
