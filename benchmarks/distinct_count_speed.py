@@ -23,9 +23,9 @@ Prints:
 4. method="matching" timed once at --rows (reference), if the deduplicated
    edge list fits the default edge limit;
 5. with --profile (auto: only when the ratio is above the target), where the
-   greedy release spends its time: scan, the person count behind the noisy
-   shard choice, the sharded greedy (shuffle, Arrow transfer, kernel), the
-   final combine.
+   greedy release spends its time: scan, the sampled person count behind
+   the noisy shard choice, the sharded greedy (shuffle; the Arrow hand-off
+   to Python alone; the kernel), the final combine.
 
 Values computed from the data without noise (true counts, sizes) are
 NON-PRIVATE; the releases are seeded (not for publication).
@@ -40,7 +40,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -249,16 +248,27 @@ def main_targets(rows_list, reps: int) -> int:
 
 # ----------------------------------------------------------------- profiling
 
+def _count_batches(batches):
+    """mapInArrow body that only receives the rows (the cost of the JVM to
+    Python hand-off alone) and yields one row per partition."""
+    import pyarrow as pa
+
+    rows = sum(batch.num_rows for batch in batches)
+    yield pa.RecordBatch.from_arrays([pa.array([rows], pa.int64()), pa.array([0], pa.int32())],
+                                     names=["item_key", "round"])
+
+
 def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> dict:
     """Where the greedy release's time goes: each step is a separate Spark
     job (forced with the no-op sink where it yields a DataFrame), timed
     interleaved so a burst of load elsewhere hits every step alike. The
     shuffle-only step (no Python) separates the shuffle into shards from
-    the Arrow transfer and the kernel."""
-    from pyspark.sql import functions as F
+    the Arrow transfer, and the batches-only step the transfer from the
+    kernel."""
 
-    from dp_spark.stages.distinct import bounded_distinct_counts, greedy_rounds
-    from dp_spark.stages.edges import ITEM, PERSON, count_persons, edges
+    from dp_spark.plans.distinct_count import PERSON_SAMPLE
+    from dp_spark.stages.distinct import ROUND_SCHEMA, bounded_distinct_counts, greedy_rounds, sharded_edges
+    from dp_spark.stages.edges import count_sampled_persons, edges
 
     def noop(df):
         df.write.format("noop").mode("overwrite").save()
@@ -268,9 +278,11 @@ def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> 
 
     steps = [
         ("scan Parquet + edges (null filter)", lambda: noop(edge_df())),
-        ("person count (input of the noisy shard choice)", lambda: count_persons(edge_df())),
-        ("scan + hash + shuffle into the shards (no Python)", lambda: noop(
-            edge_df().select(PERSON, F.xxhash64(ITEM)).repartition(shards, PERSON))),
+        (f"sampled person count (1-in-{PERSON_SAMPLE}; input of the noisy shard choice)",
+         lambda: count_sampled_persons(edge_df(), PERSON_SAMPLE)),
+        ("scan + hash + shuffle into the shards (no Python)", lambda: noop(sharded_edges(edge_df(), shards))),
+        ("+ Arrow to Python, batches only counted (no kernel)", lambda: noop(
+            sharded_edges(edge_df(), shards).mapInArrow(_count_batches, ROUND_SCHEMA))),
         ("greedy_rounds: shuffle by person + Arrow to Python + kernel", lambda: noop(
             greedy_rounds(edge_df(), max_bound, shards))),
         ("bounded_distinct_counts: + combine by item + collect", lambda: bounded_distinct_counts(

@@ -16,7 +16,7 @@ OPTIONS = INPUT_OPTIONS + (
     Option("max_bound", int, 100, "largest per-person bound l considered (1..max-bound; at most 1,000,000)"),
     Option("method", str, "greedy", "how bounded counts are computed",
            ("greedy", "matching", "sampling")),
-    Option("shards", int, None, "greedy: number of person shards (default: one per 50,000 "
+    Option("shards", int, None, "greedy: number of person shards (default: one per 200,000 "
            f"persons, from a noisy count of a 1-in-{PERSON_SAMPLE} hash sample of persons that spends ε/100; at most {MAX_SHARDS:,})"),
     Option("edge_limit", int, DEFAULT_EDGE_LIMIT, "matching: most (person, item) pairs collected to the "
            f"driver (at most {MAX_EDGE_LIMIT:,}); a noisy pair count (ε/100) decides whether matching "

@@ -16,13 +16,13 @@ Pipeline and budget split (basic composition, total ε-DP):
    discrete Laplace noise on the number of persons in a fixed 1-in-16 hash
    sample of the ids (``PERSON_SAMPLE``; whether a person is in it is a
    public function of its id, so the count has sensitivity 1), times 16,
-   picks the number of greedy shards, one per 50,000 persons. Sharding loses
+   picks the number of greedy shards, one per 200,000 persons. Sharding loses
    accuracy when shards hold few persons, and a shard count that depended on
    the true size would break the sensitivity argument; a noisy count keeps it
    (each fixed shard count gives sensitivity l, and the choice is DP). The
    sample makes this step a sixteenth of a full distinct-person count's
    aggregation (the scan remains); its sampling error, about
-   4·sqrt(persons), is small against 50,000 persons per shard.
+   4·sqrt(persons), is small against 200,000 persons per shard.
    The rest, ε' = 0.99·ε, is split as below; with explicit shards ε' = ε.
 0'. Only for ``method="matching"``: ε/100 — the private size check (Knop &
    Steinke's exact Algorithm 1 needs the edge list on the driver). Each
@@ -147,7 +147,7 @@ def distinct_count(
     ``max_bound`` items, run when a noisy pair count (ε/100) says the edge
     list fits under ``edge_limit``, else greedy) or ``sampling`` (baseline).
     ``shards``: greedy (and matching's greedy fallback); None (default)
-    chooses one shard per 50,000 persons from a noisy count, spending ε/100
+    chooses one shard per 200,000 persons from a noisy count, spending ε/100
     (matching reuses its noisy pair count).
     ``budget``: an optional shared :class:`~dp_spark.PrivacyFilter` (or
     ``ledger=``, a persisted one); ε is spent from it before any data is

@@ -157,9 +157,23 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
     give each matched item to one person that matched it by round l; nobody
     receives more than l of its own items.
     """
+    return sharded_edges(edge_df, shards).mapInArrow(partial(_greedy_partition, max_bound=max_bound),
+                                                     ROUND_SCHEMA)
+
+
+ROUND_SCHEMA = T.StructType([
+    T.StructField(ITEM_KEY, T.LongType()),
+    T.StructField(ROUND, T.IntegerType()),
+])
+
+
+def sharded_edges(edge_df: DataFrame, shards: int) -> DataFrame:
+    """The rows :func:`_greedy_partition` reads: (shard, person order key,
+    person, item key), hash-partitioned by person into ``shards`` partitions.
+    NON-PRIVATE intermediate data."""
     # The item is hashed before the shuffle, so the shuffle moves a long
     # instead of the item value (the same key, computed earlier).
-    keyed = (
+    return (
         edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
         .repartition(shards, PERSON)
         .select(
@@ -169,11 +183,6 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
             _IH,
         )
     )
-    schema = T.StructType([
-        T.StructField(ITEM_KEY, T.LongType()),
-        T.StructField(ROUND, T.IntegerType()),
-    ])
-    return keyed.mapInArrow(partial(_greedy_partition, max_bound=max_bound), schema)
 
 
 def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int) -> np.ndarray:

@@ -26,7 +26,15 @@ from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
 from dp_spark.noise import discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
 from dp_spark.plans.distinct_count import MAX_SHARDS
 
-PERSONS_PER_SHARD = 50_000
+#: Persons per greedy shard when the release picks the shard count. Fewer,
+#: larger shards are both more accurate (each shard is one greedy sequence;
+#: splitting persons lowers every g_l) and cheaper to combine (an item is
+#: emitted once per shard that matched it). Measured at 20M synthetic rows
+#: (2M persons, 2 cores): 39 shards (50,000 persons) 18.6 s, g_1 = 486,651;
+#: 10 shards 15.6 s, g_1 = 557,939 (benchmarks/README.md, Performance). A
+#: shard of 200,000 persons is about 2M rows at 10 rows per person: one Python
+#: task of a few seconds and a few hundred MB, still one task per shard.
+PERSONS_PER_SHARD = 200_000
 #: Probability that the pairs collected for exact matching exceed edge_limit.
 MATCHING_OVERFLOW_PROBABILITY = 1e-6
 
