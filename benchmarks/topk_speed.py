@@ -17,6 +17,9 @@ events (written once to Parquet), the whole ``dp_spark.top_k`` release (joint,
 k = 10, public domain = the generator's item list) against the non-private
 floor "per-item distinct-person histogram + top 10,000 collected", timed in the
 same run, alternating, median of ``--repeats``; the ratio target is <= 1.3.
+The whole ``dp_spark.count_release`` release (default method, ρ = 0.5,
+δ = 1e-6, as in set_union_speed.py) is timed in the same loop against the same
+floor (issue 15 gives both releases that target).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Timer, command_line, format_table, run_rng, write_json  # noqa: E402
+
+COUNT_RELEASE_RHO, COUNT_RELEASE_DELTA = 0.5, 1e-6  # set_union_speed.py's values
 
 
 def parse_args(argv=None):
@@ -68,7 +73,7 @@ def measure(spark, rows: int, repeats: int = 3, k: int = 10) -> dict:
         path = f"{tmp}/events.parquet"
         synthetic_events(spark, rows).write.parquet(path)
         df = spark.read.parquet(path)
-        floor_s, topk_s = [], []
+        floor_s, topk_s, count_s = [], [], []
         for rep in range(repeats):
             with Timer() as t:
                 (df.groupBy("item").agg(F.countDistinct("person_id").alias("n"))
@@ -77,9 +82,13 @@ def measure(spark, rows: int, repeats: int = 3, k: int = 10) -> dict:
             with Timer() as t:
                 dp_spark.top_k(df, k=k, epsilon=1.0, method="joint", domain=domain, seed=rep)
             topk_s.append(t.seconds)
-    f, j = float(np.median(floor_s)), float(np.median(topk_s))
+            with Timer() as t:  # collects its released rows: the whole release
+                dp_spark.count_release(df, rho=COUNT_RELEASE_RHO, delta=COUNT_RELEASE_DELTA, seed=rep)
+            count_s.append(t.seconds)
+    f, j, c = (float(np.median(x)) for x in (floor_s, topk_s, count_s))
     return {"rows": rows, "domain_size": items, "k": k, "floor_seconds": floor_s,
-            "top_k_seconds": topk_s, "floor_median": f, "top_k_median": j, "ratio": j / f}
+            "top_k_seconds": topk_s, "count_release_seconds": count_s, "floor_median": f,
+            "top_k_median": j, "count_release_median": c, "ratio": j / f, "ratio_count_release": c / f}
 
 
 def main(argv=None) -> int:
@@ -119,8 +128,11 @@ def main(argv=None) -> int:
              " ".join(f"{x:.2f}" for x in m["floor_seconds"])],
             [f"dp_spark.top_k joint, k = {m['k']} (end to end)", f"{m['top_k_median']:.2f}",
              " ".join(f"{x:.2f}" for x in m["top_k_seconds"])],
-        ], title="Top-k end to end vs the floor"))
-        print(f"ratio top-k / floor = {m['ratio']:.2f} (target <= 1.3)")
+            [f"dp_spark.count_release, ρ = {COUNT_RELEASE_RHO} (end to end)", f"{m['count_release_median']:.2f}",
+             " ".join(f"{x:.2f}" for x in m["count_release_seconds"])],
+        ], title="Top-k and count-release end to end vs the floor"))
+        print(f"ratio top-k / floor = {m['ratio']:.2f}, count-release / floor = "
+              f"{m['ratio_count_release']:.2f} (target <= 1.3 each)")
         out["end_to_end"] = m
         spark.stop()
     if args.json:
