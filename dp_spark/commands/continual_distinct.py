@@ -139,6 +139,31 @@ def validate(opts) -> None:
         validate_state_partitions(opts["state_partitions"])
         if opts["format"] == "table":
             raise ParameterError("--stream reads a directory of files; use --format parquet, csv or json.")
+        _refuse_batch_read_options(opts)
+
+
+#: The read options a --stream source does not take, with the flag to name.
+#: The streaming query reads CSV with a header row, ',' and '"' in UTF-8
+#: (bad values are dropped per event in every case); --schema is passed on.
+_BATCH_ONLY_READ_OPTIONS = {"delimiter": "--delimiter", "header": "--no-header", "quote": "--quote",
+                            "encoding": "--encoding", "bad_rows": "--bad-rows"}
+
+
+def _refuse_batch_read_options(opts) -> None:
+    """Refuse, before Spark starts, a --stream run given a read option the
+    streaming source would otherwise ignore (a file misread silently)."""
+    from dp_spark.commands.base import READ_OPTIONS
+    from dp_spark.errors import ParameterError
+
+    defaults = {o.name: o.default for o in READ_OPTIONS}
+    for name, flag in _BATCH_ONLY_READ_OPTIONS.items():
+        value = opts.get(name)
+        if value is not None and value != defaults[name]:
+            raise ParameterError(
+                f"{flag} is not supported with --stream: a streaming source is read as Parquet, JSON "
+                "lines, or CSV with a header row, ',' separator, '\"' quote and UTF-8. Convert the "
+                "files, or run without --stream."
+            )
 
 
 def load_table(spark, opts):
@@ -195,6 +220,7 @@ def _run_stream(spark, opts, budget_filter):
 
 
 def _stream(spark, source, fmt, opts, budget_filter):
+    from dp_spark.io import parse_schema
     from dp_spark.streaming import continual_distinct_stream
 
     return continual_distinct_stream(
@@ -218,6 +244,7 @@ def _stream(spark, source, fmt, opts, budget_filter):
         seed=opts["seed"],
         budget=budget_filter,
         state_partitions=opts["state_partitions"],
+        schema=parse_schema(opts.get("schema")),
         progress=not opts["quiet"],
     )
 

@@ -860,3 +860,19 @@ def test_cli_dry_run_prints_the_plan_without_spark(capsys):
         main(["continual-distinct", "--dry-run", "--mechanism", "auto"])
     assert info.value.code == 2 and "unrecognized arguments: --mechanism" in capsys.readouterr().err
     assert active_session() is before
+
+
+@pytest.mark.parametrize("flag", [["--delimiter", ";"], ["--no-header"], ["--quote", "'"],
+                                  ["--encoding", "ISO-8859-1"], ["--bad-rows", "fail"]])
+def test_cli_stream_refuses_read_options_it_would_ignore(capsys, flag):
+    """--stream reads its source with fixed CSV options: a batch-only read
+    option is refused before Spark starts (not ignored, which would misread
+    the files), naming the flag; the same flags pass without --stream."""
+    from dp_spark.cli import main
+
+    base = ["continual-distinct", "--dry-run", "--quiet", "--input", "events", "--horizon", "8"]
+    assert main(base + ["--stream"] + flag) == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0]} is not supported with --stream" in err and "Traceback" not in err, err
+    assert main(base + flag) == 0, capsys.readouterr().err
+    capsys.readouterr()
