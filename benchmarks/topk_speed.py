@@ -33,8 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Timer, command_line, format_table, run_rng, write_json  # noqa: E402
-
-COUNT_RELEASE_RHO, COUNT_RELEASE_DELTA = 0.5, 1e-6  # set_union_speed.py's values
+from set_union_speed import DELTA as COUNT_RELEASE_DELTA, RHO as COUNT_RELEASE_RHO  # noqa: E402 - one pair of values
 
 
 def parse_args(argv=None):
