@@ -187,3 +187,17 @@ def size(value: object) -> Size:
         if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 0:
             raise ParameterError(f"size must be None, a non-negative int or a tuple of them, got {value!r}")
     return tuple(int(d) for d in dims) if isinstance(value, tuple) else int(value)
+
+
+def distinct_columns(**columns: object) -> None:
+    """Parameter check (before Spark starts): the named column options
+    (``person_col=…, item_col=…``) name different columns."""
+    seen: dict[object, str] = {}
+    for option, column in columns.items():
+        if column in seen:
+            raise ParameterError(
+                f"{seen[column]} and {option} both name the column {column!r}; they must be "
+                "different columns (--" + seen[column].replace("_", "-") + " / --"
+                + option.replace("_", "-") + ")."
+            )
+        seen[column] = option

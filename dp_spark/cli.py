@@ -95,6 +95,11 @@ def _budget(command: str, opts):
         raise ParameterError("give both --ledger and --ledger-budget (the ledger and the budget to charge).")
     if filter_budget is not None:
         raise ParameterError("give either --ledger or a --budget-* flag, not both.")
+    if opts.get("seed") is not None:
+        raise ParameterError(
+            "--seed makes the output reproducible and so not private, but --ledger would charge the "
+            "real budget for it; drop --seed for a release to publish, or --ledger for a test run."
+        )
     from dp_spark.ledger import open_ledger
 
     run_key, once = opts.get("run_key"), False
@@ -143,6 +148,7 @@ def _run(args, command: str) -> int:
 
     module = COMMANDS[command]
     opts = resolve(args, options_of(module))
+    opts = getattr(module, "complete", lambda o: o)(opts)  # defaults that depend on other options
     _configure_logging(opts)
     if hasattr(module, "validate"):
         module.validate(opts)  # options of the command line only (never a release parameter)
@@ -229,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sparkjobs.VERBOSE = verbose
     sparkjobs.INTERRUPTED.clear()
+    logging_state = _logging_state()
     try:
         if args.command == "ledger":
             from dp_spark.ledger import command as ledger_command
@@ -268,9 +275,28 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         return EXIT_FAILED
     finally:
+        _restore_logging(logging_state)
         sparkjobs.VERBOSE = False
         if on_main_thread and sigint is not None:
             signal.signal(signal.SIGINT, sigint)
+
+
+#: Loggers the CLI configures for its run (``_configure_logging``); ``main``
+#: puts them back as it found them, so a caller's process (a test run, a
+#: notebook calling ``main``) keeps its own logging.
+_CONFIGURED_LOGGERS = ("dp_spark", "DataFrameQueryContextLogger")
+
+
+def _logging_state() -> list:
+    return [(log, list(log.handlers), log.level, log.propagate)
+            for log in map(logging.getLogger, _CONFIGURED_LOGGERS)]
+
+
+def _restore_logging(state: list) -> None:
+    for log, handlers, level, propagate in state:
+        log.handlers[:] = handlers
+        log.setLevel(level)
+        log.propagate = propagate
 
 
 def _print_error(exc: BaseException, verbose: bool) -> None:

@@ -6,7 +6,8 @@ parameters), PLAN (``"dp_spark.plans.<release>:plan"``, which checks every
 release parameter and gives the cost and its split: the CLI builds the same
 plan as the API, before Spark starts) and RELEASE (the API function, called
 with the options it takes). Optionally: ``validate(opts)`` for options of the
-command line only, ``plan_options(opts)`` to fill demo defaults before the
+command line only, ``complete(opts)`` for defaults that depend on other
+options (before anything else), ``plan_options(opts)`` to fill demo defaults before the
 plan, ``load_table(spark, opts)``, ``run(spark, df, opts, budget)`` where the
 call is not the plain API call, and ARTIFACT_WRITERS, a mapping name ->
 ``writer(release, opts)`` for outputs beside the JSON report (written before

@@ -17,11 +17,16 @@ HELP = "differentially private top-k items by number of distinct persons"
 PLAN = "dp_spark.plans.top_k:plan"
 RELEASE = "dp_spark.releases.top_k:top_k"
 
+#: δ when none is given and the mechanism needs one (as conf/top_k.yaml has):
+#: without it the command with no flags would refuse on the built-in data.
+DEMO_DELTA = 1e-6
+
 OPTIONS = INPUT_OPTIONS + (
     Option("k", int, 10, "number of items to release, in rank order"),
     Option("epsilon", float, 1.0, "privacy parameter ε spent by the release"),
-    Option("delta", float, 0.0, "δ for unknown-domain (required there, e.g. 1e-6) and for "
-           "cdp-peel's (ε, δ) accounting; the other mechanisms are pure ε-DP"),
+    Option("delta", float, None, "δ for unknown-domain and for cdp-peel's (ε, δ) accounting; "
+           f"the other mechanisms are pure ε-DP (default: {DEMO_DELTA:g} where the mechanism "
+           "needs δ — unknown-domain, and auto without --domain — else 0)"),
     Option("method", str, "auto", "selection mechanism: auto = unknown-domain without "
            "--domain; with one, the mechanism auto predicts to be the most accurate (a pure one "
            "when delta = 0; any share of epsilon spent on that choice is shown in the budget "
@@ -38,6 +43,16 @@ OPTIONS = INPUT_OPTIONS + (
            "data if the release would exceed it"),
     Option("budget_delta", float, None, "total δ budget (with --budget-epsilon; default 0)"),
 ) + RUN_OPTIONS
+
+
+def complete(opts):
+    """``--delta`` not given: DEMO_DELTA when the mechanism needs δ
+    (unknown-domain, or auto without a domain, which runs unknown-domain),
+    else 0 (a pure mechanism stays pure). Public options only."""
+    if opts.get("delta") is not None:
+        return opts
+    needs = opts.get("method") == "unknown-domain" or (opts.get("method") == "auto" and not opts.get("domain"))
+    return {**opts, "delta": DEMO_DELTA if needs else 0.0}
 
 
 def run(spark, df, opts, budget):

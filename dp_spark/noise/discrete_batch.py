@@ -44,9 +44,7 @@ __all__ = [
     "rational_scale",
 ]
 
-_INT64_MAX = np.iinfo(np.int64).max
 _SAFE = 2**62  # products are checked against this before they are formed
-_GRID = 2**20
 
 
 def rational_sigma2(sigma2: object) -> Fraction:

@@ -65,6 +65,7 @@ def plan(*, rho, delta, method="pcr", person_col="person_id", item_col="item", r
          delta_min=DELTA_MIN, accuracy_factor=ACCURACY_FACTOR, conversion_delta=None, seed=None) -> Plan:
     """The count-release's plan (person-level δ-approximate ρ-zCDP); every
     parameter checked before any data is read."""
+    checks.distinct_columns(person_col=person_col, item_col=item_col)
     method = checks.choice(method, "method", METHODS)
     rho = checks.positive(rho, "rho")
     delta = checks.open_unit(delta, "delta")

@@ -58,6 +58,7 @@ def plan(*, epsilon, beta=0.05, max_bound=100, method="greedy", shards=None,
     parameter checked before any data is read."""
     epsilon = checks.positive(epsilon, "epsilon")
     beta = checks.open_unit(beta, "beta")
+    checks.distinct_columns(person_col=person_col, item_col=item_col)
     method = checks.choice(method, "method", METHODS)
     max_bound = limited(max_bound, "max_bound")
     shards = None if shards is None else limited(shards, "shards")

@@ -97,6 +97,7 @@ def plan(*, epsilon, delta, method="policy-gaussian", person_col="person_id", it
     :data:`~dp_spark.summaries.set_union.DEFAULT_SHARDS` (8, fixed)."""
     epsilon = checks.positive(epsilon, "epsilon")
     delta = checks.open_unit(delta, "delta")
+    checks.distinct_columns(person_col=person_col, item_col=item_col)
     method = checks.choice(method, "method", METHODS)
     max_items = limited(max_items, "max_items")
     alpha = _alpha(alpha)

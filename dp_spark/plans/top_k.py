@@ -158,6 +158,7 @@ def plan(*, epsilon, k, delta=0.0, method="auto", person_col="person_id", item_c
     the error bound).
     """
     k = limit(checks.whole(k, "k"), "k", MAX_K, "top-k ranks k items and the joint samplers' time grows as d·k")
+    checks.distinct_columns(person_col=person_col, item_col=item_col)
     epsilon = checks.positive(epsilon, "epsilon")
     delta = checks.delta(delta, "delta", allow_zero=True)
     has_domain = domain is not None or domain_size is not None

@@ -97,7 +97,7 @@ from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, ContinualCoun
 from dp_spark.errors import InputError, ParameterError, SparkJobError
 from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
-from dp_spark.plans.continual_distinct import GRID_CONDITION, next_power_of_two  # noqa: F401 - GRID_CONDITION re-exported
+from dp_spark.plans.continual_distinct import GRID_CONDITION  # noqa: F401 - re-exported
 from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.releases.continual_distinct import build_release, series_frame
 from dp_spark.sparkjobs import _spark_exception_types, error_class, spark_job
@@ -135,10 +135,6 @@ _API_NAMES = {"mechanism": "method"}
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-
-
-def tree_horizon_of(horizon: int) -> int:
-    return next_power_of_two(horizon)
 
 
 def _generator_state(rng: np.random.Generator) -> dict:

@@ -18,7 +18,22 @@ release refused by the ledger or failing does not stop the next.
 
 A budget holds one kind of guarantee, so the ledger has two: an (ε, δ)
 budget for distinct-count, set-union and top-k, and a zCDP budget for
-count-release and continual-distinct. Create them once, before the first run
+count-release and continual-distinct.
+
+What one day's run spends on the same data, with the shipped conf/ files
+(basic composition; tests/unit/test_dag_guarantee.py recomputes it):
+
+* person level, the first four tasks together: distinct-count ε = 1,
+  set-union (1, 1e-6), top-k (1, 1e-6) and count-release's ρ = 0.5 with
+  δ = 1e-6 (as (5.757, 2e-6)-DP at δ' = 1e-6) compose to
+  **(ε = 8.757, δ = 4e-6)-DP per day**;
+* item level: continual-distinct's series is ρ = 0.5 zCDP (δ = 1e-6
+  reported) for adding or removing one item's events; it protects items,
+  not persons, so it is stated apart and not added to the person-level
+  figure.
+
+Days compose too: the ledger's budgets are the cap over all days together,
+not per day. Create them once, before the first run
 (the DAG never creates or resets a budget)::
 
     dp-spark ledger create /data/dp/ledger.db daily --epsilon 10 --delta 1e-5
@@ -95,7 +110,9 @@ def release_arguments(task_id: str) -> list[str]:
 
 
 def spark_conf() -> dict[str, str]:
-    conf = {"spark.ui.showConsoleProgress": "false"}
+    # No web UI: it would show every job's query plans and data samples to
+    # anyone who can reach the driver's port.
+    conf = {"spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false"}
     if PYTHON:
         conf.update({"spark.pyspark.python": PYTHON, "spark.pyspark.driver.python": PYTHON})
     return conf

@@ -147,6 +147,7 @@ CASES = [
      "no budget 'nobody'", None),
     ("dc-ledger-without-budget", "distinct-count", ["--ledger", "{t}/l.db"], 2, "give both --ledger and", None),
     ("dc-run-key-alone", "distinct-count", ["--run-key", "r1"], 2, "--run-key needs --ledger", None),
+    ("dc-seed-with-ledger", "distinct-count", ["--seed", "1"], 2, "drop --seed for a release to publish", "approx"),
     ("dc-ledger-and-budget-flag", "distinct-count", ["--budget-epsilon", "5", "--ledger", "{t}/l.db",
                                                      "--ledger-budget", "approx"], 2, "not both", None),
     ("dc-ledger-and-run-key-wrong-budget", "distinct-count", ["--ledger", "{t}/l.db", "--ledger-budget", "approx",
@@ -154,7 +155,9 @@ CASES = [
     # ---------------------------------------------------------------- top-k
     ("tk-k-zero", "top-k", ["--k", "0"], 2, "k must be", "approx"),
     ("tk-epsilon-inf", "top-k", ["--epsilon", "inf", "--delta", "1e-6"], 2, "epsilon must be", "approx"),
-    ("tk-no-delta", "top-k", [], 2, "needs delta > 0", "approx"),
+    ("tk-no-delta", "top-k", ["--delta", "0"], 2, "needs delta > 0", "approx"),
+    ("tk-person-is-item", "top-k", ["--item-col", "person_id"], 2,
+     "person_col and item_col both name the column 'person_id'", "approx"),
     ("tk-delta-negative", "top-k", ["--delta", "-1e-6"], 2, "delta", "approx"),
     ("tk-joint-without-domain", "top-k", ["--method", "joint"], 2, "domain", "approx"),
     ("tk-domain-missing", "top-k", ["--domain", "{d}/nope.txt"], 2, "does not exist", "approx"),

@@ -93,6 +93,9 @@ def test_dry_run_in_a_fresh_interpreter_never_imports_pyspark():
     (["--method", "magic"], "invalid choice"),
     (["--budget-epsilon", "0.5", "--epsilon", "1"], "the budget has only ε = 0.5"),
     (["--budget-epsilon", "-1"], "budget_epsilon must be a positive finite number"),
+    (["--item-col", "person_id"], "person_col and item_col both name the column 'person_id'"),
+    (["--seed", "1", "--ledger", "never_opened.db", "--ledger-budget", "b"],
+     "drop --seed for a release to publish"),
 ])
 def test_bad_parameters_are_one_line_exit_2_before_spark(capsys, tmp_path, no_spark, argv, fragment):
     out_path = tmp_path / "report.json"
@@ -108,3 +111,21 @@ def test_bad_parameters_are_one_line_exit_2_before_spark(capsys, tmp_path, no_sp
 def test_a_dry_run_refuses_the_same_bad_parameters(capsys, no_spark, argv):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and "must be" in err
+
+
+def test_main_leaves_the_callers_logging_as_it_found_it(capsys, no_spark):
+    """The CLI configures dp_spark's logger for its run only: a process that
+    calls ``main`` (a test run, a notebook) keeps propagation, level and
+    handlers (before, propagate stayed False and caplog saw nothing)."""
+    import logging
+
+    log = logging.getLogger("dp_spark")
+    marker = logging.NullHandler()
+    log.addHandler(marker)
+    try:
+        before = (list(log.handlers), log.level, log.propagate)
+        for argv in (["--dry-run"], ["--epsilon", "0", "--dry-run"]):
+            run(capsys, *argv)
+            assert (list(log.handlers), log.level, log.propagate) == before
+    finally:
+        log.removeHandler(marker)
