@@ -7,10 +7,13 @@ the Turnstile Model with Differential Privacy under Continual Observation"
 time series: for every step t = 1..T a private estimate of D(t), the number
 of items whose count is positive at the end of step t.
 
-Privacy unit: an ITEM, not a person. Neighbouring event tables differ by all
-events of one item (one table has them, the other none); the guarantee is
-item-level ρ-zCDP for the whole series, reported with its (ε, δ) equivalent
-ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun–Steinke 2016, Prop. 1.3).
+Privacy unit: an ITEM, not a person. Neighbouring event tables differ by
+any subset of the events of one item (the paper's Definition 1.2: those
+events replaced by no-ops; removing all of an item's events is one case);
+the guarantee is item-level ρ-zCDP for the whole series under that relation
+(sensitivity ℓ2² ≤ 4·w·L per tree, ``mechanisms.continual_distinct.relations``),
+reported with its (ε, δ) equivalent ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun–Steinke
+2016, Prop. 1.3).
 
 Pipeline: plan (``dp_spark.plans.continual_distinct``: checks, ρ and its
 split, before any data is read) → Spark stage ``dp_spark.stages.continual.continual_summaries`` (no

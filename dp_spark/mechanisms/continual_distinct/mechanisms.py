@@ -28,8 +28,11 @@ Mechanisms (``mechanism=`` in ``continual_counts``):
     z_w[t] = Σ_u ẽ_u(t) − ẽ_u(t−1), per-node noise N_Z(0, σ²), σ² = κ·w·L/(2ρ),
     L = log2(T) + 1 levels.
 
-    Lemma (sensitivity; our proof, mirroring the paper's Lemma 3.5). Let x'
-    be x without item u. Every other item's (truncated) existence vector is
+    Lemma (sensitivity; our proof, mirroring the paper's Lemma 3.5). The
+    guarantee is stated for the paper's subset relation (Definition 1.2: any
+    subset of one item u's events replaced by no-ops), with ℓ2² ≤ 4·w·L
+    (``relations``: ẽ_u and ẽ'_u may each flip up to w times). The count
+    below is the narrower case x' = x without item u. Every other item's (truncated) existence vector is
     unchanged, because counts, flips and truncation are per item. A node
     covering steps a..b holds Σ_{t=a..b} z_w[t] = Σ_v ẽ_v(b) − ẽ_v(a−1), so
     it changes by exactly ẽ_u(b) − ẽ_u(a−1) ∈ {−1, 0, 1}, which is non-zero
@@ -77,8 +80,8 @@ Mechanisms (``mechanism=`` in ``continual_counts``):
     sensitivity 1; the seed text names it "recompute" but its steps are not
     legible there). Implemented as periodic recompute (ALGORITHMS.md §4.5
     [RECALL]): at steps r = 1, 1+B, 1+2B, … release D(r) + N(0, s²) and hold
-    it until the next release. D(r) moves by at most 1 when an item is removed,
-    so the m = ⌈T/B⌉ releases have ℓ2² ≤ m and s² = m/(2ρ) gives ρ-zCDP.
+    it until the next release. D(r) moves by at most 1 when any subset of one
+    item's events becomes no-ops (only that item's presence at r can change), so the m = ⌈T/B⌉ releases have ℓ2² ≤ m and s² = m/(2ρ) gives ρ-zCDP.
     B = 1 is "the count at every step as a sensitivity-1 query" (s² = T/(2ρ)).
     Default B minimises (B − 1) + s_B·sqrt(2 ln(2m/β)) (public quantities only;
     about (T/ρ)^(1/3) up to logs). Error with probability ≥ 1 − β:
