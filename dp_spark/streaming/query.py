@@ -58,7 +58,7 @@ file is refused), and each micro-batch's files are checked for the stream's
 columns before the step is released (``dp_spark.streaming.files``).
 
 Guarantee: item-level ρ-zCDP for the whole series (neighbouring streams differ
-by all events of one item), the same mechanisms and error statements as the
+by any subset of one item's events, Definition 1.2), the same mechanisms and error statements as the
 batch release, PROVIDED the step grid above does not depend on the data (the
 report's statement and neighbouring relation say so). Bad input: schema
 problems (a missing column, an unusable or inexact item type) are refused
