@@ -153,6 +153,9 @@ def _run(args, command: str) -> int:
     if hasattr(module, "validate"):
         module.validate(opts)  # options of the command line only (never a release parameter)
     plan = plan_of(module, opts)  # every release parameter checked, the cost and its split
+    from dp_spark.session import check_master
+
+    check_master(opts.get("master"))  # before a JVM prints its own stack trace about it
     if opts.get("dry_run"):
         print(plan.to_json() if opts["quiet"] else plan.describe())
         return 0

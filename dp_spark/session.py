@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from dp_spark.errors import InputError, ParameterError, SparkJobError
 
 log = logging.getLogger(__name__)
 
@@ -166,9 +169,9 @@ def get_session(
     if existing is not None:
         warn_if_exposed(existing)
         return existing
-    from pyspark.sql import SparkSession
-
     if launched_externally():
+        from pyspark.sql import SparkSession
+
         # spark-submit (or SPARK_REMOTE) decided master and settings: the
         # local defaults must not override them.
         spark = SparkSession.builder.getOrCreate()
@@ -178,6 +181,11 @@ def get_session(
 
     settings = load_defaults(defaults)
     master = master or settings["master"]
+    check_master(master)
+    if not str(master).startswith("sc://"):  # a Connect client starts no JVM of its own
+        check_local_launch()
+    from pyspark.sql import SparkSession
+
     if str(master).startswith("local"):
         # Everything runs on this machine: Python workers must use this
         # interpreter and Spark should bind to loopback. On a cluster master
@@ -192,9 +200,75 @@ def get_session(
     )
     for key, value in extra.items():
         builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - one line, never the JVM's stack trace
+        from dp_spark.sparkjobs import describe_failure
+
+        raise SparkJobError(
+            f"Spark could not start a session on {master!r}: {describe_failure(exc)}; check --master, "
+            "JAVA_HOME and the machine's free memory (run with --verbose for Spark's own message)."
+        ) from exc
     _set_log_level(spark, log_level or settings.get("log_level"))
     return spark
+
+
+#: Spark master URLs dp_spark can start a session on (``--master``); any
+#: other text fails inside the JVM with a Java stack trace, so it is refused
+#: first, naming the forms.
+_MASTER_FORMS = "local, local[N], local[*], local[N,F], spark://HOST:PORT, sc://HOST:PORT, yarn or k8s://URL"
+_MASTER = re.compile(
+    r"^(local(\[(\d+|\*)(,\d+)?\])?"
+    r"|local-cluster\[\d+,\d+,\d+\]"
+    r"|yarn"
+    r"|(spark|sc|k8s|mesos)://\S+)$"
+)
+
+#: Smallest file size limit (``ulimit -f``) a local session is started
+#: under: Spark writes shuffle, spill and temporary files of many MiB even
+#: for a small table, and a process over the limit fails mid-job.
+MIN_FILE_SIZE_LIMIT = 64 * 2**20
+
+
+def check_master(master: str | None) -> None:
+    """Refuse (ParameterError) a master that is not a Spark master URL, before a JVM starts."""
+    if master is None:
+        return
+    if not isinstance(master, str) or not _MASTER.match(master.strip()):
+        raise ParameterError(f"--master {master!r} is not a Spark master URL; use {_MASTER_FORMS}.")
+    if re.match(r"^local\[0+(,|\])", master.strip()):
+        raise ParameterError(f"--master {master!r} asks for 0 cores; use local[N] with N >= 1, or local[*].")
+
+
+def check_local_launch() -> None:
+    """Before dp_spark starts a JVM of its own: a usable ``java`` (JAVA_HOME,
+    else PATH) and a file size limit Spark can work under. Each problem is
+    one line naming the fix (InputError), instead of the launcher's shell
+    errors and a gateway failure."""
+    import shutil
+
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        java = Path(java_home) / "bin" / "java"
+        if not (java.is_file() and os.access(java, os.X_OK)):
+            raise InputError(
+                f"JAVA_HOME is {java_home!r}, which has no bin/java; point JAVA_HOME at a Java 17 (or "
+                "newer) installation, or unset it to use the java on PATH."
+            )
+    elif shutil.which("java") is None:
+        raise InputError("no java on PATH and JAVA_HOME is not set; install Java 17 (or newer), e.g. "
+                         "apt-get install openjdk-17-jre-headless, or set JAVA_HOME.")
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):  # not on this platform
+        return
+    if limit != resource.RLIM_INFINITY and 0 <= limit < MIN_FILE_SIZE_LIMIT:
+        raise InputError(
+            f"the file size limit (ulimit -f) is {limit // 1024:,} KiB; Spark's shuffle and temporary files "
+            f"need more; raise it (ulimit -f unlimited, or at least {MIN_FILE_SIZE_LIMIT // 2**20} MiB)."
+        )
 
 
 def launched_externally() -> bool:

@@ -129,3 +129,11 @@ def test_main_leaves_the_callers_logging_as_it_found_it(capsys, no_spark):
             assert (list(log.handlers), log.level, log.propagate) == before
     finally:
         log.removeHandler(marker)
+
+
+def test_a_bad_master_is_one_line_exit_2_before_spark(capsys, no_spark):
+    """Before: Spark started, printed a 21-line Java stack trace and the run
+    ended with 'Spark error Py4JJavaError' (exit 1)."""
+    code, out, err = run(capsys, "--master", "local[abc]", "--rows", "100")
+    assert code == 2
+    assert_one_line_error(err, "--master 'local[abc]' is not a Spark master URL")

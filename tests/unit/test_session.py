@@ -61,3 +61,56 @@ def test_existing_session_with_ui_on_is_warned_about(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="dp_spark"):
         assert S.get_session() is quiet
     assert caplog.text == ""
+
+
+# -- start-up problems: one line naming the fix, before any JVM starts (issue 22) --
+
+
+@pytest.fixture
+def no_jvm(monkeypatch):
+    """get_session must refuse before it would start Spark (and here, in the
+    unit tier, before it would import pyspark)."""
+    monkeypatch.setattr(S, "active_session", lambda: None)
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+
+
+@pytest.mark.parametrize("master", ["local[abc]", "local[0]", "local[2", "spark:/h:7077", "yarn-cluster", ""])
+def test_a_master_that_is_not_a_spark_url_is_refused_naming_the_forms(no_jvm, master):
+    with pytest.raises(S.ParameterError, match="--master"):
+        S.get_session(master=master or " ")
+
+
+@pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local[4,2]", "local[*,3]",
+                                    "local-cluster[2,1,1024]", "spark://127.0.0.1:7077", "sc://localhost:15002",
+                                    "yarn", "k8s://https://host:443"])
+def test_spark_master_urls_pass(master):
+    S.check_master(master)
+
+
+def test_java_home_pointing_nowhere_is_one_line_naming_the_fix(no_jvm, monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
+    with pytest.raises(S.InputError, match="JAVA_HOME is .*nowhere.*has no bin/java; point JAVA_HOME"):
+        S.get_session(master="local[1]")
+
+
+def test_no_java_at_all_names_the_install(no_jvm, monkeypatch):
+    import shutil
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    with pytest.raises(S.InputError, match="no java on PATH"):
+        S.check_local_launch()
+
+
+def test_a_tiny_file_size_limit_is_refused_naming_ulimit(no_jvm, monkeypatch):
+    resource = pytest.importorskip("resource")
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (4096, resource.RLIM_INFINITY))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: "/usr/bin/java")
+    with pytest.raises(S.InputError, match=r"ulimit -f\) is 4 KiB.*ulimit -f unlimited"):
+        S.get_session(master="local[1]")
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    S.check_local_launch()  # no limit: fine
