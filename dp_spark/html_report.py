@@ -37,11 +37,11 @@ main{max-width:820px;margin:0 auto;padding:24px 28px 40px;background:#fff;min-he
 h1{font-size:24px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e4e7eb;padding-bottom:4px}
 .sub{color:#7b8794;font-size:13px}.statement{background:#eff6ff;border-left:4px solid #2563eb;padding:10px 14px;margin:14px 0}
 .warning{background:#fef3c7;border-left:4px solid #d97706;padding:10px 14px;margin:14px 0;font-weight:600}
-table{border-collapse:collapse;width:100%;font-size:13px;margin:6px 0}td,th{text-align:left;padding:4px 8px;border-bottom:1px solid #e4e7eb;vertical-align:top}
+table{border-collapse:collapse;width:100%;font-size:13px;margin:6px 0}td,th{text-align:left;padding:4px 8px;border-bottom:1px solid #e4e7eb;vertical-align:top;overflow-wrap:anywhere}td.num,table.list th{white-space:nowrap;overflow-wrap:normal}
 th{color:#52606d;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}.err{color:#52606d;font-size:12px}
 .big{font-size:30px;font-weight:700}.cards{display:flex;gap:14px;flex-wrap:wrap}.card{border:1px solid #e4e7eb;border-radius:8px;padding:10px 14px;min-width:150px}
 .card .k{color:#7b8794;font-size:12px}figure{margin:8px 0}figcaption{color:#52606d;font-size:12px}
-h3{font-size:14px;margin:16px 0 4px}table.list{width:auto;min-width:50%}table.values th{width:22%}table.values td{width:28%}
+h3{font-size:14px;margin:16px 0 4px}table.list{width:auto;min-width:50%;max-width:100%}table.values th{width:22%}table.values td{width:28%}
 table.kv th{width:22%}
 """
 
@@ -223,7 +223,8 @@ def _top_k_chart(release, history):
     bound = top_k_error_bound(release)
     caption = ("The released items in rank order; no counts are released. "
                + (f"With probability 95% every released i-th item is held by at most {fmt(round(bound, 1))} "
-                  "fewer persons than the true i-th most common item (the orange bars)."
+                  "fewer persons than the true i-th most common item: one bound for every rank (the orange "
+                  "bracket)."
                   if bound is not None else release.errors.get("items", "")))
     return plots.ranking_plot(items, bound), caption
 
@@ -266,8 +267,11 @@ def _continual_chart(release, history):
                             [float(b) for b in picked["error_bound"]],
                             f"estimate ± error bound ({confidence:.0%}, all steps at once)")
     caption = (f"The released estimate at each of {len(series):,} steps; the band holds the true number of "
-               f"present items at every step simultaneously with probability {confidence:.0%}"
-               + (" (every step drawn)" if len(keep) == len(series) else f" ({len(keep)} steps drawn)") + ".")
+               f"present items at every step simultaneously with probability {confidence:.0%}. The lower "
+               "panel draws the band's half-width by step (on the upper panel's scale it can be thinner than "
+               "the line)"
+               + ("; every step is drawn." if len(keep) == len(series)
+                  else f"; {len(keep):,} of the {len(series):,} steps are drawn, evenly spaced."))
     return svg, caption
 
 

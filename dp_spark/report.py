@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from dp_spark.formatting import fmt
+
 SEEDED_WARNING = (
     "This run used a fixed seed (tests and demos only): its noise is "
     "reproducible, so its output is NOT private and not for publication."
@@ -164,7 +166,7 @@ class Release:
         for key, value in self.values.items():
             shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
             if isinstance(value, float):
-                shown = f"{value:,.4g}"
+                shown = fmt(value)
             listed: list[str] = []
             if isinstance(value, (list, dict)):
                 shown, listed = _listing(value)
@@ -180,7 +182,7 @@ class Release:
 
 def _scalar(value) -> str:
     if isinstance(value, float):
-        return f"{value:,.4g}"
+        return fmt(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)

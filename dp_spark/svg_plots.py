@@ -10,6 +10,8 @@ import math
 from html import escape
 from typing import Sequence
 
+from dp_spark.formatting import fmt
+
 WIDTH = 760
 INK = "#1f2933"
 MUTED = "#7b8794"
@@ -17,25 +19,6 @@ ACCENT = "#2563eb"
 BAND = "#bfdbfe"
 WARN = "#d97706"
 GRID = "#e4e7eb"
-
-
-def fmt(value) -> str:
-    """A number as a person reads it: 12,345 or 0.1235 or 1.2e-06."""
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
-            return f"{value:.3g}"
-        if value == int(value) and abs(value) >= 1:
-            return f"{int(value):,}"
-        return f"{value:,.4g}"
-    return str(value)
 
 
 def ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -124,29 +107,41 @@ def interval_plot(estimate: float, low: float, high: float, lower_bound: float |
 
 
 def ranking_plot(items: Sequence[str], error_bound: float | None) -> str:
-    """The released ranking, rank 1 on top, with the error bound drawn as a
-    tolerance bar beside each rank (the same bound holds for every rank)."""
+    """The released ranking, rank 1 on top. No counts are released, and the
+    error bound is one number for every rank, so it is drawn once: a bracket
+    beside the whole list with the bound written out (not one equal bar per
+    rank, which would look like equal counts)."""
     rows = len(items)
     height = 40 + 26 * max(rows, 1)
     body = [_text(20, 22, "rank", "start", MUTED), _text(70, 22, "released item", "start", MUTED)]
-    if error_bound is not None and math.isfinite(error_bound):
-        body.append(_text(340, 22, f"error bound: ≤ {fmt(round(error_bound, 1))} persons behind the "
-                          "true item of that rank", "start", MUTED))
     for i, item in enumerate(items):
         y = 40 + 26 * i
         shade = 1.0 - 0.5 * i / max(rows, 1)
         body += [_rect(16, y, 40, 20, ACCENT, shade), _text(36, y + 14, i + 1, "middle", "#ffffff", 12, "bold"),
                  _text(70, y + 14, _clip(str(item), 38))]
-        if error_bound is not None and math.isfinite(error_bound):
-            body += [_line(340, y + 10, WIDTH - 30, y + 10, WARN, 2),
-                     _line(340, y + 4, 340, y + 16, WARN, 2), _line(WIDTH - 30, y + 4, WIDTH - 30, y + 16, WARN, 2)]
+    if items and error_bound is not None and math.isfinite(error_bound):
+        top, bottom, x = 40, 40 + 26 * (rows - 1) + 20, 360
+        body += [_line(x, top, x, bottom, WARN, 2), _line(x, top, x - 8, top, WARN, 2),
+                 _line(x, bottom, x - 8, bottom, WARN, 2)]
+        middle = (top + bottom) / 2
+        lines = ["the same error bound holds at every rank:",
+                 f"each released item is held by at most {fmt(round(error_bound, 1))}",
+                 "fewer persons than the true item of its rank"]
+        for n, line in enumerate(lines):
+            body.append(_text(x + 14, middle - 12 + 16 * n, line, "start", WARN if n == 1 else MUTED,
+                              13 if n == 1 else 12, "bold" if n == 1 else "normal"))
     if not items:
         body.append(_text(70, 54, "no item was released", "start", MUTED))
     return _svg(height, body, "released top-k ranking")
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` in at most ``limit`` characters, cut in the middle: long
+    names often share a prefix and differ at the end (a path, a version)."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
 def bar_plot(labels: Sequence[str], values: Sequence[float], errors: Sequence[float] | None,
@@ -174,33 +169,48 @@ def bar_plot(labels: Sequence[str], values: Sequence[float], errors: Sequence[fl
 
 def series_plot(steps: Sequence[int], estimates: Sequence[float], bands: Sequence[float],
                 band_label: str) -> str:
-    """A released series (line) with a ± band around it; infinite band
-    widths (no bound at that step) are left out of the band."""
-    finite = [(s, e, b) for s, e, b in zip(steps, estimates, bands) if math.isfinite(b)]
-    ys = [e for e in estimates] + [e + b for _, e, b in finite] + [e - b for _, e, b in finite]
+    """A released series (line) with a ± band around it, and beneath it the
+    band's half-width at each step on its own axis from 0: on the series'
+    scale a band of a few dozen around a count of thousands is thinner than
+    the line, and would otherwise not be seen at all. Infinite band widths
+    (no bound at that step) are left out of both."""
     if not steps:
         return _svg(60, [_text(40, 34, "no step was released yet", "start", MUTED)], "released series")
+    finite = [(s, e, b) for s, e, b in zip(steps, estimates, bands) if math.isfinite(b)]
+    ys = [e for e in estimates] + [e + b for _, e, b in finite] + [e - b for _, e, b in finite]
     x = _Scale(min(steps), max(steps), 60, WIDTH - 20)
-    y_lo, y_hi = min(ys), max(ys)
-    y = _Scale(y_lo, y_hi, 250, 20)
+    y = _Scale(min(ys), max(ys), 250, 20)
     body = [_line(60, y(t), WIDTH - 20, y(t), GRID) for t in ticks(y.low, y.high)]
     body += [_text(54, y(t) + 4, fmt(t), "end", MUTED) for t in ticks(y.low, y.high)]
     if finite:
         upper = " ".join(f"{x(s):.1f},{y(e + b):.1f}" for s, e, b in finite)
         lower = " ".join(f"{x(s):.1f},{y(e - b):.1f}" for s, e, b in reversed(finite))
-        body.append(f'<polygon points="{upper} {lower}" fill="{BAND}" fill-opacity="0.8"/>')
+        body.append(f'<polygon points="{upper} {lower}" fill="{BAND}" fill-opacity="0.8" stroke="{BAND}"/>')
     line = " ".join(f"{x(s):.1f},{y(e):.1f}" for s, e in zip(steps, estimates))
     body.append(f'<polyline points="{line}" fill="none" stroke="{ACCENT}" stroke-width="1.6"/>')
     body += _x_axis(x, 260, x.low, x.high)
     body += [_text(WIDTH / 2, 292, "step", "middle", MUTED),
              _rect(70, 8, 14, 10, BAND), _text(90, 17, band_label, "start", MUTED)]
-    return _svg(300, body, "released series with its error band")
+    if not finite:
+        return _svg(300, body, "released series with its error band")
+    # The band's half-width by step, on its own axis from 0.
+    top, base = 330, 420
+    width_max = max(b for _, _, b in finite)
+    w = _Scale(0.0, width_max * 1.1 or 1.0, base, top)
+    body += [_text(60, top - 10, "half-width of the band (± around the estimate), by step", "start", MUTED)]
+    body += [_line(60, w(t), WIDTH - 20, w(t), GRID) for t in ticks(0.0, w.high, 3)]
+    body += [_text(54, w(t) + 4, fmt(t), "end", MUTED) for t in ticks(0.0, w.high, 3)]
+    area = " ".join(f"{x(s):.1f},{w(b):.1f}" for s, _, b in finite)
+    body.append(f'<polygon points="{x(finite[0][0]):.1f},{base} {area} {x(finite[-1][0]):.1f},{base}" '
+                f'fill="{BAND}" stroke="{ACCENT}" stroke-width="1"/>')
+    body.append(_line(60, base, WIDTH - 20, base, MUTED))
+    return _svg(430, body, "released series with its error band")
 
 
-def thin(n: int, limit: int = 800) -> list[int]:
-    """Indices 0..n-1 thinned to at most ``limit`` (first and last kept)."""
+def thin(n: int, limit: int = 4096) -> list[int]:
+    """Indices 0..n-1, all of them up to ``limit``; beyond, exactly
+    ``limit`` evenly spaced ones (first and last kept)."""
     if n <= limit:
         return list(range(n))
-    step = n / (limit - 1)
-    picked = sorted({min(n - 1, int(round(i * step))) for i in range(limit)})
-    return picked
+    step = (n - 1) / (limit - 1)  # > 1, so the rounded indices are distinct
+    return [int(round(i * step)) for i in range(limit)]

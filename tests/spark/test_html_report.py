@@ -96,7 +96,7 @@ def test_released_values_are_on_the_page(releases, no_spark_actions):
     top = render(releases["top-k"])
     for row in releases["top-k"].values["items"]:
         assert f">{row['item']}<" in top
-    assert re.search(r"error bound: ≤ [\d,.]+ persons", top)
+    assert re.search(r"held by at most [\d,.]+</text>", top) and "the same error bound holds at every rank" in top
     counts = render(releases["count-release"])
     assert all(f"{r['count']:,}" in counts for r in releases["count-release"].values["items"][:25])
     su = render(releases["set-union"])
