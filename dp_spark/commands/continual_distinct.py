@@ -173,7 +173,18 @@ def load_table(spark, opts):
     (its schema is fixed when the checkpoint is created)."""
     if not opts["input"] or opts["stream"]:
         return None, opts
-    return base_load_table(spark, opts)
+    from dp_spark.io import check_values_parse, parse_event_columns, string_time_kind
+
+    raw, opts = base_load_table(spark, opts)
+    # CSV/JSON columns are strings (never inferred): time and op are parsed
+    # per row, the time's kind chosen from --origin (public), never the rows;
+    # a value that does not parse drops its event (or, --bad-rows fail,
+    # refuses the input before anything is spent).
+    df, bad = parse_event_columns(raw, time_col=opts["time_col"], op_col=opts["op_col"],
+                                  time_kind=string_time_kind(opts.get("origin")))
+    if opts.get("bad_rows") == "fail":
+        check_values_parse(raw, bad, opts["input"])  # evaluated on the strings as read
+    return df, opts
 
 
 def run(spark, df, opts, budget_filter):
