@@ -179,9 +179,98 @@ def read_input(spark, source: str, fmt: str = "auto", *, columns=None, infer_sch
         struct = string_schema(columns)
     if struct is not None:
         reader = reader.schema(struct)
+    if fmt == "parquet":
+        check_parquet_schemas(spark, source)  # footers only: before anything is read or spent
     df = _spark_read(lambda: reader.format(fmt).load(source), f"{fmt} input {source!r}")
     check_header(df, source)
+    if fmt in ("csv", "json") and bad_rows != "fail":
+        df = df.where(~undecodable(df, columns))  # "fail": refused by check_rows_parse instead
     return df
+
+
+#: What a decoder puts for bytes that are not valid in the --encoding.
+REPLACEMENT = "\ufffd"
+
+
+def undecodable(df, columns=None):
+    """A condition true on rows where a string column (``columns`` when
+    given, else every string column) holds U+FFFD, the character a decoder
+    puts for bytes that are not in the --encoding: such a value is a bad
+    value (its row is dropped; ``--bad-rows fail`` refuses the input), never
+    read as a merged "caf\ufffd" standing for café, cafè and cafê."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    names = [f.name for f in df.schema.fields if isinstance(f.dataType, StringType)
+             and (not columns or f.name in columns)]
+    bad = F.lit(False)
+    for name in names:
+        bad = bad | F.coalesce(F.instr(F.col(f"`{name}`"), REPLACEMENT) > 0, F.lit(False))
+    return bad
+
+
+def _parquet_files(folder: Path) -> list[Path]:
+    out = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        out.extend(Path(root) / n for n in sorted(names) if not n.startswith(("_", ".")) and not n.endswith(".crc"))
+    return out
+
+
+def _type_family(arrow_type) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_integer(arrow_type):
+        return "integer"
+    if pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type):
+        return "number"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type):
+        return "timestamp"
+    return str(arrow_type)
+
+
+def check_parquet_schemas(spark, source: str) -> None:
+    """Refuse, before anything is read or spent, a Parquet input whose files
+    disagree on a column's type (int64 in one, string in another): Spark
+    takes one file's schema and fails on the other mid-release. The files'
+    footers are metadata (public), so the message names the column, the two
+    types and the files. Local paths: every footer is read with pyarrow
+    (integer widths, float widths, string kinds are reconciled, as Spark
+    reads them); other filesystems: Spark's schema merge of the footers."""
+    if not _is_local(source):
+        try:
+            spark.read.option("mergeSchema", "true").parquet(source).columns
+        except Exception as exc:  # noqa: BLE001 - any Spark failure of the merge
+            from dp_spark.sparkjobs import error_conditions
+
+            if any(c.startswith("CANNOT_MERGE") for c in error_conditions(exc)):
+                raise InputError(
+                    f"the Parquet files of {source!r} disagree on a column's type; rewrite them with one "
+                    "schema (nothing was read or spent)."
+                ) from None
+        return
+    local = _local(source)
+    if not local.is_dir():
+        return
+    import pyarrow.parquet as pq
+
+    seen: dict[str, tuple[str, str, str]] = {}
+    for path in _parquet_files(local):
+        try:
+            schema = pq.read_schema(path)
+        except Exception:  # noqa: BLE001 - an unreadable footer is Spark's to report
+            continue
+        for field in schema:
+            family = _type_family(field.type)
+            first = seen.setdefault(field.name, (family, str(field.type), path.name))
+            if first[0] != family:
+                raise InputError(
+                    f"the Parquet files of {source!r} disagree on column {field.name!r}: {first[1]} in "
+                    f"{first[2]!r}, {field.type} in {path.name!r}; rewrite them with one type for it "
+                    "(nothing was read or spent)."
+                )
 
 
 def string_schema(columns):
@@ -236,13 +325,31 @@ def check_header(df, source: str) -> None:
 
 def check_rows_parse(df, source: str) -> None:
     """--bad-rows fail: read every row once (nothing is released or spent)
-    and refuse the input if any row does not parse. The refusal reveals that
-    a malformed row exists (never how many or which); it happens before the
-    privacy budget is charged."""
+    and refuse the input if any row does not parse, or (CSV/JSON) holds a
+    value that is not valid text in the --encoding (:func:`undecodable`). The
+    refusal reveals that such a row exists (never how many or which); it
+    happens before the privacy budget is charged."""
     from dp_spark.sparkjobs import spark_job
 
     with spark_job(f"checking that every row of {source!r} parses (--bad-rows fail)"):
         df.write.format("noop").mode("overwrite").save()
+        found = _is_text_source(source) and df.where(undecodable(df)).limit(1).count() > 0
+    if found:
+        raise InputError(
+            f"some values of {source!r} are not valid text in the given --encoding (--bad-rows fail; "
+            "which ones is not shown); pass the file's --encoding (e.g. ISO-8859-1), or --bad-rows drop "
+            "to drop those rows."
+        )
+
+
+def _is_text_source(source: str) -> bool:
+    """Whether ``source`` is decoded from text (CSV/JSON; an unknown name too)."""
+    if str(source).startswith("table:"):
+        return False
+    try:
+        return detect_format(source) != "parquet"
+    except InputError:
+        return True
 
 
 def _spark_read(load, what: str):

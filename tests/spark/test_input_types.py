@@ -111,3 +111,17 @@ def test_read_input_refuses_inference_and_unnamed_json(spark, tmp_path):
     assert df.collect()[0]["item"] == "7"
     with pytest.raises(InputError, match="type inference"):
         read_input(spark, str(path), infer_schema=True)
+
+
+def test_undecodable_values_are_dropped_never_merged(spark, tmp_path):
+    """Issue 22: Latin-1 café/cafè/cafê read as UTF-8 all became "caf\ufffd"
+    (one item for three). A value that does not decode is a bad value: its
+    row is dropped (--bad-rows drop); with the right --encoding all four read."""
+    from dp_spark.io import read_input
+
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("person_id,item\n1,café\n2,cafè\n3,cafê\n4,cafe\n".encode("latin-1"))
+    rows = read_input(spark, str(path), bad_rows="drop").collect()
+    assert [r["item"] for r in rows] == ["cafe"]
+    rows = read_input(spark, str(path), bad_rows="drop", encoding="ISO-8859-1").collect()
+    assert sorted(r["item"] for r in rows) == sorted(["café", "cafè", "cafê", "cafe"])
