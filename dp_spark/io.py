@@ -157,12 +157,7 @@ def read_input(spark, source: str, fmt: str = "auto", *, columns=None, infer_sch
     if source.startswith("table:") or fmt == "table":
         name = source.removeprefix("table:")
         return _spark_read(lambda: spark.table(name), f"table {name!r}")
-    if _is_local(source):
-        local = _local(source)
-        if not local.exists():
-            raise InputError(f"input path {source!r} does not exist.")
-        if not os.access(local, os.R_OK):
-            raise InputError(f"input path {source!r} is not readable.")
+    check_input_path(source)
     if fmt == "auto":
         fmt = detect_format(source)
     if _is_local(source) and _local(source).is_dir():
@@ -271,6 +266,45 @@ def check_parquet_schemas(spark, source: str) -> None:
                     f"{first[2]!r}, {field.type} in {path.name!r}; rewrite them with one type for it "
                     "(nothing was read or spent)."
                 )
+
+
+_GLOB = re.compile(r"[*?\[{]")
+
+
+def check_input_path(source: str) -> None:
+    """A local input path exists and is readable, or a glob pattern
+    (``dir/*.csv``, Hadoop's syntax: * ? [..] {a,b}) matches at least one file
+    (Spark reads every match). No Spark needed: the CLI checks this before
+    the JVM starts. Other filesystems are left to Spark."""
+    if str(source).startswith("table:") or not _is_local(source):
+        return
+    local = _local(source)
+    if _GLOB.search(str(local)) and not local.exists():
+        import glob
+
+        pattern = re.sub(r"\{[^{}]*\}", "*", str(local))  # {a,b}: Hadoop's; a looser * for the check
+        if not glob.glob(pattern):
+            raise InputError(f"input pattern {source!r} matches no files.")
+        return
+    if not local.exists():
+        raise InputError(f"input path {source!r} does not exist.")
+    if not os.access(local, os.R_OK):
+        raise InputError(f"input path {source!r} is not readable.")
+
+
+def check_column_names(names) -> None:
+    """Refuse column names Spark would not read as one top-level column: a
+    dot ('item.name' is field 'name' of a struct column 'item') or a
+    backtick. No Spark needed (checked before the JVM starts)."""
+    from dp_spark.errors import ParameterError
+
+    for name in names:
+        if name and ("." in name or "`" in name):
+            raise ParameterError(
+                f"column name {name!r} holds a {'dot' if '.' in name else 'backtick'}, which Spark reads as a "
+                "field of a struct column; rename the column (for CSV, --schema names the columns in "
+                "order, e.g. --schema 'person_id STRING, item_name STRING')."
+            )
 
 
 def string_schema(columns):

@@ -265,6 +265,17 @@ def input_columns(opts: dict[str, Any]) -> list[str]:
     return [opts[k] for k in COLUMN_OPTIONS if opts.get(k)]
 
 
+def check_input_options(opts: dict[str, Any]) -> None:
+    """What can be checked of the input options without Spark (the CLI calls
+    this before the JVM starts): the --input path exists (a glob pattern
+    matches files), and the column names are plain top-level names."""
+    from dp_spark.io import check_column_names, check_input_path
+
+    if opts.get("input"):
+        check_input_path(str(opts["input"]))
+        check_column_names(input_columns(opts))
+
+
 def _text_format(opts) -> bool:
     from dp_spark.io import detect_format
 

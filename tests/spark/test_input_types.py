@@ -125,3 +125,31 @@ def test_undecodable_values_are_dropped_never_merged(spark, tmp_path):
     assert [r["item"] for r in rows] == ["cafe"]
     rows = read_input(spark, str(path), bad_rows="drop", encoding="ISO-8859-1").collect()
     assert sorted(r["item"] for r in rows) == sorted(["café", "cafè", "cafê", "cafe"])
+
+
+def test_glob_input_reads_every_match(capsys, spark, tmp_path):
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    _csv(folder / "a.csv", "person_id,item", [(p, f"i{p}") for p in range(100)])
+    _csv(folder / "b.csv", "person_id,item", [(p + 100, f"j{p}") for p in range(100)])
+    (folder / "notes.txt").write_text("not data\n")
+    report = _report(capsys, "distinct-count", "--input", str(folder / "*.csv"), "--epsilon", "50")
+    assert report["result"]["estimate"] > 150  # both files: 200 distinct items
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--input", "{t}/missing.csv"], "does not exist"),
+    (["--input", "{t}/none-*.csv"], "matches no files"),
+    (["--input", "{t}/e.csv", "--item-col", "item.name"], "holds a dot"),
+])
+def test_input_options_checked_before_spark_starts(capsys, monkeypatch, tmp_path, argv, fragment):
+    """Issue 22: these were found only after the JVM started (~10 s)."""
+    import dp_spark.session
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(dp_spark.session, "get_session", no_spark)
+    _csv(tmp_path / "e.csv", "person_id,item", [(1, "a")])
+    code, out, err = run_cli(capsys, "distinct-count", *[a.replace("{t}", str(tmp_path)) for a in argv])
+    assert code == 2 and fragment in err, err
