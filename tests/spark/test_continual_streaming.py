@@ -375,3 +375,27 @@ def test_cli_stream_passes_schema_to_the_source(capsys, spark, tmp_path):
     saved = json.loads(MechanismCheckpoint(tmp_path / "ckpt").load()["config"]["schema"])
     assert [(f["name"], f["type"]) for f in saved["fields"]] == [("item", "string"), ("op", "integer")]
     assert json.loads(report.read_text())["result"]["released_count"] == 2
+
+
+@pytest.mark.parametrize("extra", ["2.5,new,+", "soon,new,1"], ids=["op-plus", "time-text"])
+def test_stream_csv_types_never_inferred_from_the_rows(spark, tmp_path, extra):
+    """Issue 21 §2: the stream's schema was inferred from the files present,
+    so one item's op "+" made the op column text and refused the stream
+    (its neighbour ran). Columns are strings and op/time parse per row: both
+    neighbours release every step, with the same series (the bad event is
+    dropped)."""
+    series = []
+    for name, rows in (("base", []), ("neighbour", [extra])):
+        source = tmp_path / name / "in"
+        source.mkdir(parents=True)
+        for step in range(1, HORIZON + 1):
+            lines = [f"{step},x{step},1", f"{step}.5,y,{1 if step % 2 else -1}"] + (rows if step == 2 else [])
+            path = source / f"events-{step:04d}.csv"
+            path.write_text("time,item,op\n" + "".join(line + "\n" for line in lines))
+            os.utime(path, (1_700_000_000 + step, 1_700_000_000 + step))
+        got = continual_distinct_stream(spark, str(source), checkpoint=str(tmp_path / name / "ckpt"),
+                                        sink=str(tmp_path / name / "out"), rho=RHO, horizon=HORIZON, seed=SEED,
+                                        state_partitions=1, fmt="csv")
+        assert got.released_count == HORIZON
+        series.append(got.series.toPandas().estimate.tolist())
+    assert series[0] == series[1]
