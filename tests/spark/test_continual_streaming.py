@@ -399,3 +399,21 @@ def test_stream_csv_types_never_inferred_from_the_rows(spark, tmp_path, extra):
         assert got.released_count == HORIZON
         series.append(got.series.toPandas().estimate.tolist())
     assert series[0] == series[1]
+
+
+def test_stream_json_without_times_needs_time_col_none(spark, tmp_path):
+    """JSON keys are never taken from the rows, so the time column is part of
+    the stream's schema whenever time_col is set: rows without it are bad
+    events (dropped). A stream whose files carry no times says so with
+    time_col=None, and every event counts (in file order within a step)."""
+    source = tmp_path / "in"
+    source.mkdir()
+    for step in range(1, HORIZON + 1):
+        path = source / f"events-{step:04d}.json"
+        path.write_text(json.dumps({"item": f"x{step}", "op": 1}) + "\n")
+        os.utime(path, (1_700_000_000 + step, 1_700_000_000 + step))
+    got = continual_distinct_stream(spark, str(source), checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"),
+                                    rho=RHO, horizon=HORIZON, seed=SEED, state_partitions=1, time_col=None)
+    assert got.released_count == HORIZON
+    expected = _expected({step: [(float(step), f"x{step}", 1)] for step in range(1, HORIZON + 1)})
+    np.testing.assert_allclose(got.series.toPandas().estimate, expected, rtol=0, atol=1e-9)
