@@ -247,12 +247,19 @@ def check_parquet_schemas(spark, source: str) -> None:
                 ) from None
         return
     local = _local(source)
-    if not local.is_dir():
+    if local.is_dir():
+        files = _parquet_files(local)
+    elif _GLOB.search(str(local)) and not local.exists():
+        import glob
+
+        matches = sorted(Path(m) for m in glob.glob(re.sub(r"\{[^{}]*\}", "*", str(local))))
+        files = [f for m in matches for f in (_parquet_files(m) if m.is_dir() else [m])]
+    else:
         return
     import pyarrow.parquet as pq
 
     seen: dict[str, tuple[str, str, str]] = {}
-    for path in _parquet_files(local):
+    for path in files:
         try:
             schema = pq.read_schema(path)
         except Exception:  # noqa: BLE001 - an unreadable footer is Spark's to report

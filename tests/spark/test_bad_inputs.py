@@ -117,6 +117,8 @@ CASES = [
      "are not valid text in the given --encoding", "approx"),
     ("dc-parquet-types-differ", "distinct-count", ["--input", "{d}/mixed_types"], 2,
      "disagree on column 'person_id': int64 in 'part-1.parquet', string in 'part-2.parquet'", "approx"),
+    ("dc-parquet-types-differ-glob", "distinct-count", ["--input", "{d}/mixed_types/part-*.parquet"], 2,
+     "disagree on column 'person_id'", "approx"),
     ("dc-glob-no-match", "distinct-count", ["--input", "{d}/nothing-*.csv"], 2, "matches no files", "approx"),
     ("dc-dotted-column", "distinct-count", ["--input", "{d}/events.csv", "--item-col", "item.name"], 2,
      "column name 'item.name' holds a dot", "approx"),
