@@ -153,3 +153,16 @@ def test_input_options_checked_before_spark_starts(capsys, monkeypatch, tmp_path
     _csv(tmp_path / "e.csv", "person_id,item", [(1, "a")])
     code, out, err = run_cli(capsys, "distinct-count", *[a.replace("{t}", str(tmp_path)) for a in argv])
     assert code == 2 and fragment in err, err
+
+
+def test_continual_distinct_iso_times_parse_with_an_iso_origin(capsys, spark, tmp_path):
+    """An ISO --origin (a public parameter) makes a string time column parse
+    as dates/times, per row; a value that is not one drops its event."""
+    rows = [(f"2024-01-01T0{h}:30:00", f"i{h}", 1) for h in range(4)] + [("2024-01-01", "j", 1)]
+    base = _csv(tmp_path / "e.csv", "time,item,op", rows)
+    neighbour = _csv(tmp_path / "e2.csv", "time,item,op", rows + [("3", "k", 1)])
+    args = ("--horizon", "4", "--rho", "1", "--origin", "2024-01-01T00:00:00", "--step-size", "3600")
+    a = _report(capsys, "continual-distinct", "--input", base, *args)
+    b = _report(capsys, "continual-distinct", "--input", neighbour, *args)
+    assert a["result"]["released_count"] == b["result"]["released_count"] == 4
+    assert a["result"]["final_estimate"] == b["result"]["final_estimate"]
