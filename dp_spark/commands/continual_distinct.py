@@ -58,7 +58,9 @@ OPTIONS = (
     Option("input", str, None, "event table (Parquet/CSV/JSON path or table:db.name); with --stream a "
            "directory of event files; omit for the built-in synthetic stream"),
     Option("format", str, "auto", "input format", ("auto", "parquet", "csv", "json", "table")),
-    Option("time_col", str, "time", "column with the event time: integer steps, numbers, timestamps or dates"),
+    Option("time_col", str, "time", "column with the event time: integer steps, numbers, timestamps or dates "
+           "(CSV/JSON text is parsed per row: whole steps, or ISO dates/times when --origin is one, or "
+           "numbers when --origin is a decimal; --schema declares another type)"),
     Option("item_col", str, "item", "column identifying the item (the privacy unit)"),
     Option("op_col", str, "op", "column with +1 (insert) or -1 (delete)"),
     Option("rows", _rows, 200_000, "events of the built-in synthetic stream (no --input; at most "
