@@ -18,7 +18,8 @@ import sys
 
 from dp_spark import __version__
 from dp_spark.commands import COMMANDS
-from dp_spark.commands.base import add_options, budget_of, load_table, options_of, plan_of, resolve, run_release
+from dp_spark.commands.base import (add_options, budget_of, check_input_options, load_table, options_of, plan_of,
+                                    resolve, run_release)
 from dp_spark.errors import (
     DPSparkError,
     InputError,
@@ -160,6 +161,7 @@ def _run(args, command: str) -> int:
         print(plan.to_json() if opts["quiet"] else plan.describe())
         return 0
     check_run_paths(module, {**opts, "config": getattr(args, "config", None)})
+    check_input_options(opts)  # the input path and column names, before the JVM starts
     budget = _budget(command, opts)
     plan.check(budget)
     _check_master(opts["master"])

@@ -81,10 +81,21 @@ def _csv_char(value: str, name: str) -> str:
     return text
 
 
-def reader_options(fmt: str, *, infer_schema: bool = True, delimiter: str | None = None, header: bool = True,
+_INFERENCE_REFUSED = (
+    "type inference is not supported: it reads the private rows, so one person's value could change a "
+    "column's type (ids \"007\" and \"7\" merged, items released as numbers or as text, a bad value "
+    "dropped or refused). Columns are read as strings; declare types with --schema (schema=)."
+)
+
+
+def reader_options(fmt: str, *, infer_schema: bool = False, delimiter: str | None = None, header: bool = True,
                    quote: str = '"', encoding: str = "UTF-8", bad_rows: str | None = None,
                    schema: str | None = None) -> dict[str, str]:
-    """Spark reader options for a CSV/JSON input (empty for other formats)."""
+    """Spark reader options for a CSV/JSON input (empty for other formats).
+    Never infers types from the rows (``infer_schema=True`` is refused):
+    CSV columns are strings unless ``schema`` declares them."""
+    if infer_schema:
+        raise InputError(_INFERENCE_REFUSED)
     if bad_rows not in BAD_ROWS_MODES:
         raise InputError(f"--bad-rows must be 'drop' or 'fail'; got {bad_rows!r}.")
     import codecs
@@ -96,7 +107,7 @@ def reader_options(fmt: str, *, infer_schema: bool = True, delimiter: str | None
     if fmt == "csv":
         return {
             "header": str(bool(header)).lower(),
-            "inferSchema": str(infer_schema and schema is None).lower(),
+            "inferSchema": "false",
             "sep": _csv_char(delimiter or ",", "delimiter"),
             "quote": _csv_char(quote, "quote"),
             "encoding": encoding,
@@ -122,28 +133,31 @@ def parse_schema(ddl: str | None):
         ) from None
 
 
-def read_input(spark, source: str, fmt: str = "auto", *, infer_schema: bool = True, delimiter: str | None = None,
-               header: bool = True, quote: str = '"', encoding: str = "UTF-8", schema: str | None = None,
-               bad_rows: str | None = None):
+def read_input(spark, source: str, fmt: str = "auto", *, columns=None, infer_schema: bool = False,
+               delimiter: str | None = None, header: bool = True, quote: str = '"', encoding: str = "UTF-8",
+               schema: str | None = None, bad_rows: str | None = None):
     """A DataFrame over ``source``: a path (local or any Hadoop filesystem) or
     ``table:db.name``. Raises InputError with a one-line message on a missing
-    path, an unknown format, an unreadable file or header. ``infer_schema=False``
-    keeps every CSV column a string (ids such as "007" stay as written).
-    CSV/JSON: ``delimiter`` (default ',', a tab for .tsv/.tab names), ``header``, ``quote``, ``encoding``, ``schema``
-    (a DDL string instead of inference) and ``bad_rows`` ("drop": rows that do
-    not parse are dropped, never counted; "fail": read in FAILFAST mode, see
-    :func:`check_rows_parse`; None: Spark's permissive default)."""
+    path, an unknown format, an unreadable file or header.
+
+    No decision about the columns depends on the rows: CSV/JSON are never
+    read with type inference (``infer_schema=True`` is refused). Without
+    ``schema``, every CSV column is a string (names from the header line)
+    and a JSON-lines input is read with exactly ``columns`` (the names the
+    release needs; required for JSON without ``schema``), each a string —
+    JSON numbers keep their text ("7"), a missing key is null (a bad value,
+    dropped by the release). ``schema`` (a DDL string) declares names and
+    types instead. Parquet and tables carry their own schema (metadata).
+    CSV/JSON: ``delimiter`` (default ',', a tab for .tsv/.tab names), ``header``, ``quote``, ``encoding``,
+    and ``bad_rows`` ("drop": rows that do not parse are dropped, never
+    counted; "fail": read in FAILFAST mode, see :func:`check_rows_parse`;
+    None: Spark's permissive default)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
     if source.startswith("table:") or fmt == "table":
         name = source.removeprefix("table:")
         return _spark_read(lambda: spark.table(name), f"table {name!r}")
-    if _is_local(source):
-        local = _local(source)
-        if not local.exists():
-            raise InputError(f"input path {source!r} does not exist.")
-        if not os.access(local, os.R_OK):
-            raise InputError(f"input path {source!r} is not readable.")
+    check_input_path(source)
     if fmt == "auto":
         fmt = detect_format(source)
     if _is_local(source) and _local(source).is_dir():
@@ -154,13 +168,164 @@ def read_input(spark, source: str, fmt: str = "auto", *, infer_schema: bool = Tr
                              encoding=encoding, bad_rows=bad_rows, schema=schema)
     struct = parse_schema(schema)
     reader = spark.read.options(**options)
+    if struct is not None and fmt == "parquet":
+        raise InputError("--schema is for CSV and JSON inputs; a Parquet file carries its own schema.")
+    if struct is None and fmt == "json":
+        struct = string_schema(columns)
     if struct is not None:
-        if fmt == "parquet":
-            raise InputError("--schema is for CSV and JSON inputs; a Parquet file carries its own schema.")
         reader = reader.schema(struct)
+    if fmt == "parquet":
+        check_parquet_schemas(spark, source)  # footers only: before anything is read or spent
     df = _spark_read(lambda: reader.format(fmt).load(source), f"{fmt} input {source!r}")
     check_header(df, source)
+    if fmt in ("csv", "json") and bad_rows != "fail":
+        df = df.where(~undecodable(df, columns))  # "fail": refused by check_rows_parse instead
     return df
+
+
+#: What a decoder puts for bytes that are not valid in the --encoding.
+REPLACEMENT = "\ufffd"
+
+
+def undecodable(df, columns=None):
+    """A condition true on rows where a string column (``columns`` when
+    given, else every string column) holds U+FFFD, the character a decoder
+    puts for bytes that are not in the --encoding: such a value is a bad
+    value (its row is dropped; ``--bad-rows fail`` refuses the input), never
+    read as a merged "caf\ufffd" standing for café, cafè and cafê."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    names = [f.name for f in df.schema.fields if isinstance(f.dataType, StringType)
+             and (not columns or f.name in columns)]
+    bad = F.lit(False)
+    for name in names:
+        bad = bad | F.coalesce(F.instr(F.col(f"`{name}`"), REPLACEMENT) > 0, F.lit(False))
+    return bad
+
+
+def _parquet_files(folder: Path) -> list[Path]:
+    out = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        out.extend(Path(root) / n for n in sorted(names) if not n.startswith(("_", ".")) and not n.endswith(".crc"))
+    return out
+
+
+def _type_family(arrow_type) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_integer(arrow_type):
+        return "integer"
+    if pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type):
+        return "number"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type):
+        return "timestamp"
+    return str(arrow_type)
+
+
+def check_parquet_schemas(spark, source: str) -> None:
+    """Refuse, before anything is read or spent, a Parquet input whose files
+    disagree on a column's type (int64 in one, string in another): Spark
+    takes one file's schema and fails on the other mid-release. The files'
+    footers are metadata (public), so the message names the column, the two
+    types and the files. Local paths: every footer is read with pyarrow
+    (integer widths, float widths, string kinds are reconciled, as Spark
+    reads them); other filesystems: Spark's schema merge of the footers."""
+    if not _is_local(source):
+        try:
+            spark.read.option("mergeSchema", "true").parquet(source).columns
+        except Exception as exc:  # noqa: BLE001 - any Spark failure of the merge
+            from dp_spark.sparkjobs import error_conditions
+
+            if any(c.startswith("CANNOT_MERGE") for c in error_conditions(exc)):
+                raise InputError(
+                    f"the Parquet files of {source!r} disagree on a column's type; rewrite them with one "
+                    "schema (nothing was read or spent)."
+                ) from None
+        return
+    local = _local(source)
+    if local.is_dir():
+        files = _parquet_files(local)
+    elif _GLOB.search(str(local)) and not local.exists():
+        import glob
+
+        matches = sorted(Path(m) for m in glob.glob(re.sub(r"\{[^{}]*\}", "*", str(local))))
+        files = [f for m in matches for f in (_parquet_files(m) if m.is_dir() else [m])]
+    else:
+        return
+    import pyarrow.parquet as pq
+
+    seen: dict[str, tuple[str, str, str]] = {}
+    for path in files:
+        try:
+            schema = pq.read_schema(path)
+        except Exception:  # noqa: BLE001 - an unreadable footer is Spark's to report
+            continue
+        for field in schema:
+            family = _type_family(field.type)
+            first = seen.setdefault(field.name, (family, str(field.type), path.name))
+            if first[0] != family:
+                raise InputError(
+                    f"the Parquet files of {source!r} disagree on column {field.name!r}: {first[1]} in "
+                    f"{first[2]!r}, {field.type} in {path.name!r}; rewrite them with one type for it "
+                    "(nothing was read or spent)."
+                )
+
+
+_GLOB = re.compile(r"[*?\[{]")
+
+
+def check_input_path(source: str) -> None:
+    """A local input path exists and is readable, or a glob pattern
+    (``dir/*.csv``, Hadoop's syntax: * ? [..] {a,b}) matches at least one file
+    (Spark reads every match). No Spark needed: the CLI checks this before
+    the JVM starts. Other filesystems are left to Spark."""
+    if str(source).startswith("table:") or not _is_local(source):
+        return
+    local = _local(source)
+    if _GLOB.search(str(local)) and not local.exists():
+        import glob
+
+        pattern = re.sub(r"\{[^{}]*\}", "*", str(local))  # {a,b}: Hadoop's; a looser * for the check
+        if not glob.glob(pattern):
+            raise InputError(f"input pattern {source!r} matches no files.")
+        return
+    if not local.exists():
+        raise InputError(f"input path {source!r} does not exist.")
+    if not os.access(local, os.R_OK):
+        raise InputError(f"input path {source!r} is not readable.")
+
+
+def check_column_names(names) -> None:
+    """Refuse column names Spark would not read as one top-level column: a
+    dot ('item.name' is field 'name' of a struct column 'item') or a
+    backtick. No Spark needed (checked before the JVM starts)."""
+    from dp_spark.errors import ParameterError
+
+    for name in names:
+        if name and ("." in name or "`" in name):
+            raise ParameterError(
+                f"column name {name!r} holds a {'dot' if '.' in name else 'backtick'}, which Spark reads as a "
+                "field of a struct column; rename the column (for CSV, --schema names the columns in "
+                "order, e.g. --schema 'person_id STRING, item_name STRING')."
+            )
+
+
+def string_schema(columns):
+    """The schema of a JSON input read without --schema: ``columns`` (the
+    names the release needs, never names found in the rows), each a string."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    names = list(dict.fromkeys(c for c in (columns or ()) if c))
+    if not names:
+        raise InputError(
+            "a JSON input needs its column names and types declared: pass --schema (schema=), e.g. "
+            "'user STRING, item STRING', or columns= in Python; they are never inferred from the rows."
+        )
+    return StructType([StructField(name, StringType(), True) for name in names])
 
 
 def check_folder_format(folder: Path, fmt: str) -> None:
@@ -201,13 +366,31 @@ def check_header(df, source: str) -> None:
 
 def check_rows_parse(df, source: str) -> None:
     """--bad-rows fail: read every row once (nothing is released or spent)
-    and refuse the input if any row does not parse. The refusal reveals that
-    a malformed row exists (never how many or which); it happens before the
-    privacy budget is charged."""
+    and refuse the input if any row does not parse, or (CSV/JSON) holds a
+    value that is not valid text in the --encoding (:func:`undecodable`). The
+    refusal reveals that such a row exists (never how many or which); it
+    happens before the privacy budget is charged."""
     from dp_spark.sparkjobs import spark_job
 
     with spark_job(f"checking that every row of {source!r} parses (--bad-rows fail)"):
         df.write.format("noop").mode("overwrite").save()
+        found = _is_text_source(source) and df.where(undecodable(df)).limit(1).count() > 0
+    if found:
+        raise InputError(
+            f"some values of {source!r} are not valid text in the given --encoding (--bad-rows fail; "
+            "which ones is not shown); pass the file's --encoding (e.g. ISO-8859-1), or --bad-rows drop "
+            "to drop those rows."
+        )
+
+
+def _is_text_source(source: str) -> bool:
+    """Whether ``source`` is decoded from text (CSV/JSON; an unknown name too)."""
+    if str(source).startswith("table:"):
+        return False
+    try:
+        return detect_format(source) != "parquet"
+    except InputError:
+        return True
 
 
 def _spark_read(load, what: str):
@@ -304,3 +487,94 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = F
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- per-row parsing of the numeric columns a release needs (strings read from CSV/JSON) --------
+
+#: An integer step as written: optional sign and digits (surrounding spaces allowed).
+_INTEGER_TEXT = r"^\s*[+-]?[0-9]+\s*$"
+
+
+def string_time_kind(origin) -> str:
+    """How a time column read as strings is parsed, from the PUBLIC
+    parameter ``origin`` alone (never from the rows): "timestamp" when it is
+    an ISO date/time (text or a date), "number" when it is a number that is
+    not whole, else "integer" (whole step numbers; the time is the step by
+    default). Declare another type with --schema (e.g. 'time DOUBLE')."""
+    import datetime as _dt
+    import math
+    import numbers
+
+    if isinstance(origin, (str, _dt.date)):
+        return "timestamp"
+    if isinstance(origin, numbers.Real) and not isinstance(origin, bool):
+        value = float(origin)
+        if not math.isfinite(value) or value != int(value):
+            return "number"
+    return "integer"
+
+
+def parsed_time(column, kind: str):
+    """A string time column parsed per row (null where a value does not
+    parse, then dropped by the release): "integer" a whole number (bigint;
+    "2.5" does not parse), "number" a finite or non-finite double,
+    "timestamp" an ISO date or date/time."""
+    from pyspark.sql import functions as F
+
+    text = F.trim(column)
+    if kind == "integer":
+        return F.when(text.rlike(_INTEGER_TEXT), text.try_cast("bigint"))
+    if kind == "number":
+        return text.try_cast("double")
+    return F.try_to_timestamp(text)
+
+
+def parsed_op(column):
+    """A string op column parsed per row: 1 for a value reading as +1
+    ("1", "+1", "1.0"), -1 for −1, 0 for any other number, null for text that
+    is not a number (every value but ±1 drops the event)."""
+    from pyspark.sql import functions as F
+
+    value = F.trim(column).try_cast("double")
+    return F.when(value == 1.0, F.lit(1)).when(value == -1.0, F.lit(-1)).when(value.isNotNull(), F.lit(0)).cast("int")
+
+
+def parse_event_columns(df, *, time_col: str | None, op_col: str, time_kind: str):
+    """``df`` with its STRING ``time_col`` / ``op_col`` replaced by their
+    per-row parsed values (:func:`parsed_time`, :func:`parsed_op`); columns of
+    other types are kept as they are (a Parquet file's, a declared --schema's).
+    Returns (the frame, a condition over ``df``'s own columns, true on rows
+    holding a value that does not parse, for ``--bad-rows fail``; None when
+    no column was parsed)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    bad = None
+    out = df
+    for name, parse in ((time_col, lambda c: parsed_time(c, time_kind)), (op_col, parsed_op)):
+        if not name or name not in df.columns or not isinstance(df.schema[name].dataType, StringType):
+            continue
+        raw = F.col(name)
+        value = parse(raw)
+        # empty text is a missing value, not a malformed one (CSV reads it as null anyway)
+        unparsed = raw.isNotNull() & (F.length(F.trim(raw)) > 0) & value.isNull()
+        bad = unparsed if bad is None else bad | unparsed
+        out = out.withColumn(name, value)
+    return out, bad
+
+
+def check_values_parse(df, bad, source: str) -> None:
+    """--bad-rows fail: refuse the input (before anything is spent) if a
+    time or op value does not parse, like a row that does not parse. The
+    refusal reveals that such a value exists (never how many or which)."""
+    from dp_spark.sparkjobs import spark_job
+
+    if bad is None:
+        return
+    with spark_job(f"checking that every time and op value of {source!r} parses (--bad-rows fail)"):
+        found = df.where(bad).limit(1).count() > 0
+    if found:
+        raise InputError(
+            f"a time or op value of {source!r} does not parse (--bad-rows fail; which one is not shown); "
+            "fix the input, or use --bad-rows drop to drop such events."
+        )

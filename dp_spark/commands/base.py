@@ -98,7 +98,8 @@ READ_OPTIONS = (
     Option("quote", str, '"', "CSV quote character"),
     Option("encoding", str, "UTF-8", "CSV/JSON text encoding (e.g. UTF-8, ISO-8859-1, UTF-16)"),
     Option("schema", str, None, "column names and types as a Spark DDL string, e.g. "
-           "'user STRING, item STRING' (CSV/JSON; instead of inferring them)"),
+           "'user STRING, item STRING' (CSV/JSON; default: every column a string, never inferred "
+           "from the rows)"),
     Option("bad_rows", str, "drop", "rows that do not parse (CSV/JSON): 'drop' them (the default; "
            "how many is never reported) or 'fail' (check every row parses before anything is "
            "spent; the refusal reveals that a bad row exists)", ("drop", "fail")),
@@ -242,7 +243,7 @@ def load_table(spark, opts: dict[str, Any]):
                         "how many is not reported)", opts["input"])
         else:
             log.info("reading %s", opts["input"])
-        df = read_input(spark, opts["input"], opts["format"], **read_options(opts))
+        df = read_input(spark, opts["input"], opts["format"], columns=input_columns(opts), **read_options(opts))
     else:
         from dp_spark.datasets import synthetic_events
 
@@ -252,6 +253,27 @@ def load_table(spark, opts: dict[str, Any]):
     if opts.get("tokenize") == "words":
         df = tokenize_words(df, opts["person_col"], opts["item_col"])
     return df, opts
+
+
+#: The options naming the columns a release reads (a JSON input without
+#: --schema is read with exactly these, as strings: never names from the rows).
+COLUMN_OPTIONS = ("person_col", "item_col", "time_col", "op_col")
+
+
+def input_columns(opts: dict[str, Any]) -> list[str]:
+    """The columns the command reads, from its options (public)."""
+    return [opts[k] for k in COLUMN_OPTIONS if opts.get(k)]
+
+
+def check_input_options(opts: dict[str, Any]) -> None:
+    """What can be checked of the input options without Spark (the CLI calls
+    this before the JVM starts): the --input path exists (a glob pattern
+    matches files), and the column names are plain top-level names."""
+    from dp_spark.io import check_column_names, check_input_path
+
+    if opts.get("input"):
+        check_input_path(str(opts["input"]))
+        check_column_names(input_columns(opts))
 
 
 def _text_format(opts) -> bool:

@@ -58,7 +58,9 @@ OPTIONS = (
     Option("input", str, None, "event table (Parquet/CSV/JSON path or table:db.name); with --stream a "
            "directory of event files; omit for the built-in synthetic stream"),
     Option("format", str, "auto", "input format", ("auto", "parquet", "csv", "json", "table")),
-    Option("time_col", str, "time", "column with the event time: integer steps, numbers, timestamps or dates"),
+    Option("time_col", str, "time", "column with the event time: integer steps, numbers, timestamps or dates "
+           "(CSV/JSON text is parsed per row: whole steps, or ISO dates/times when --origin is one, or "
+           "numbers when --origin is a decimal; --schema declares another type)"),
     Option("item_col", str, "item", "column identifying the item (the privacy unit)"),
     Option("op_col", str, "op", "column with +1 (insert) or -1 (delete)"),
     Option("rows", _rows, 200_000, "events of the built-in synthetic stream (no --input; at most "
@@ -173,7 +175,18 @@ def load_table(spark, opts):
     (its schema is fixed when the checkpoint is created)."""
     if not opts["input"] or opts["stream"]:
         return None, opts
-    return base_load_table(spark, opts)
+    from dp_spark.io import check_values_parse, parse_event_columns, string_time_kind
+
+    raw, opts = base_load_table(spark, opts)
+    # CSV/JSON columns are strings (never inferred): time and op are parsed
+    # per row, the time's kind chosen from --origin (public), never the rows;
+    # a value that does not parse drops its event (or, --bad-rows fail,
+    # refuses the input before anything is spent).
+    df, bad = parse_event_columns(raw, time_col=opts["time_col"], op_col=opts["op_col"],
+                                  time_kind=string_time_kind(opts.get("origin")))
+    if opts.get("bad_rows") == "fail":
+        check_values_parse(raw, bad, opts["input"])  # evaluated on the strings as read
+    return df, opts
 
 
 def run(spark, df, opts, budget_filter):

@@ -6,10 +6,13 @@ renamed field, another export) would then read as rows of nulls — dropped
 as bad events — and its step would be released as a step without events.
 ``missing_column`` catches that: before a step is released, each file of
 the micro-batch is read for its own column names (a schema read: a Parquet
-footer, a CSV header, the keys of a JSON-lines file) and a file that holds
-rows but lacks a required column fails the step with a one-line InputError
-(the batch is not committed: fix or move the file and restart). An empty
-file (no rows, no columns) is a step without events, as the step grid needs.
+footer, a CSV header) and a file that holds rows but lacks a required column
+fails the step with a one-line InputError (the batch is not committed: fix
+or move the file and restart). An empty file (no rows, no columns) is a step
+without events, as the step grid needs. JSON-lines files are not checked:
+their keys belong to the rows, so a missing key is a bad value (null, the
+event dropped), never a failed step — whether a step fails must not depend
+on one item's events.
 
 Which files a micro-batch read is taken from Spark's file-source log in the
 checkpoint (``<checkpoint>/spark/sources/0/<batch id>``, or the compacted
@@ -41,7 +44,12 @@ def batch_files(spark_checkpoint: Path, batch_id: int) -> list[str]:
 def missing_column(spark, files: list[str], fmt: str, required: list[str]) -> tuple[str, str] | None:
     """The first (file, column) where a file with columns lacks a required
     column, or None. Reads each file's schema only (public: no value of the
-    data is used or reported)."""
+    data is used or reported): a Parquet footer, a CSV header. JSON lines are
+    never checked: their keys are part of the rows (a row without a key is a
+    bad value, null and dropped per event), so a file holding only one
+    item's rows must not decide whether the step fails (issue 21 §3)."""
+    if fmt == "json":
+        return None
     for path in files:
         reader = spark.read.format(fmt)
         if fmt == "csv":

@@ -62,8 +62,8 @@ by any subset of one item's events, Definition 1.2), the same mechanisms and err
 batch release, PROVIDED the step grid above does not depend on the data (the
 report's statement and neighbouring relation say so). Bad input: schema
 problems (a missing column, an unusable or inexact item type) are refused
-before ρ is spent, and a source file lacking a column fails its step; bad
-VALUES are dropped per event, as in the batch release (an op other than ±1,
+before ρ is spent, and a CSV or Parquet source file lacking a column fails
+its step (a JSON row lacking a key is a bad value); bad VALUES are dropped per event, as in the batch release (an op other than ±1,
 a null or non-finite time, a null item) — a per-row filter, so item-level
 sensitivity is unchanged and a bad row never halts the query; deletes of
 absent items are ignored; events in micro-batches after the horizon are not
@@ -326,7 +326,11 @@ def _saved_state(spark, source: str, config: dict, store: MechanismCheckpoint, s
     if config["schema"] is None:
         from dp_spark.io import read_input
 
-        config["schema"] = read_input(spark, source, config["format"]).schema.json()  # the files present
+        # Parquet: the files' footers (metadata); CSV: the header's names, every
+        # column a string; JSON: exactly the stream's columns, as strings. Never
+        # a name or type inferred from the rows (issue 21 §2).
+        columns = [config["time_col"], config["item_col"], config["op_col"]]
+        config["schema"] = read_input(spark, source, config["format"], columns=columns).schema.json()
     return None
 
 
@@ -382,6 +386,7 @@ def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, ti
     stream = reader.load(source)
     require_columns(stream, item_col, op_col)
     has_order = time_col is not None and time_col in stream.columns
+    stream = _parsed_strings(stream, time_col if has_order else None, op_col)
     columns = [item_column(stream, item_col).alias(ITEM), op_column(stream, op_col).alias(OP)]
     keep = F.col(ITEM).isNotNull() & F.col(OP).isin(1, -1)
     if has_order:
@@ -391,6 +396,25 @@ def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, ti
             keep &= ~F.isnan(F.col(ORDER)) & ~F.col(ORDER).isin(float("inf"), float("-inf"))
     events = stream.select(*columns).where(keep)
     return events, has_order
+
+
+def _parsed_strings(stream, time_col: str | None, op_col: str):
+    """String op and time columns (CSV/JSON read without inference) parsed
+    per row: the op as in the batch release (``dp_spark.io.parsed_op``); the
+    time, which only orders the events of one step, as a number, or when it
+    is not one as an ISO date/time in seconds since the epoch. A value that
+    does not parse is null, and its event is dropped."""
+    from pyspark.sql import types as T
+
+    from dp_spark.io import parsed_op
+
+    if isinstance(stream.schema[op_col].dataType, T.StringType):
+        stream = stream.withColumn(op_col, parsed_op(F.col(op_col)))
+    if time_col is not None and isinstance(stream.schema[time_col].dataType, T.StringType):
+        text = F.trim(F.col(time_col))
+        seconds = F.unix_micros(F.try_to_timestamp(text)).cast("double") / F.lit(1e6)
+        stream = stream.withColumn(time_col, F.coalesce(text.try_cast("double"), seconds))
+    return stream
 
 
 def continual_distinct_stream(
@@ -445,8 +469,11 @@ def continual_distinct_stream(
     ``spark.sql.shuffle.partitions``; fixed by the first run of a checkpoint).
     ``seed``: tests and demos only (the generator state is then checkpointed
     too, so a resumed seeded run continues the same noise stream).
-    ``schema``: the files' schema (default: read from the files present
-    when the checkpoint is created, then the saved one). ``progress``: a line
+    ``schema``: the files' schema (default, fixed when the checkpoint is
+    created, then the saved one: Parquet the files' footers; CSV the header's
+    column names, every column a string; JSON exactly the stream's columns as
+    strings — never a type or name inferred from the rows; string time and op
+    values are parsed per row, a value that does not parse drops its event). ``progress``: a line
     "step t/T released" on stderr per step. Resuming with any option that
     fixes what a step means changed is refused (ParameterError naming it).
     Ctrl-C stops the query between steps and raises KeyboardInterrupt whose

@@ -31,7 +31,7 @@ from dp_spark.io import read_input
 spark = dp_spark.get_session()  # the notebook's session when there is one
 print(type(spark).__module__, spark.version)
 if INPUT:
-    events = read_input(spark, INPUT)
+    events = read_input(spark, INPUT, columns=[PERSON_COL, ITEM_COL])  # CSV/JSON: strings, never inferred
 else:
     events = synthetic_events(spark, rows=ROWS)
     PERSON_COL, ITEM_COL = "person_id", "item"

@@ -53,6 +53,11 @@ def data(spark, tmp_path_factory) -> Path:
     (root / "mixed").mkdir()
     pq.write_table(table.drop(["ts"]), root / "mixed" / "part-1.parquet")
     (root / "mixed" / "part-2.csv").write_text("person_id,item\n1,x\n")
+    (root / "latin1.csv").write_bytes("person_id,item\n1,café\n2,cafè\n3,cafê\n4,cafe\n".encode("latin-1"))
+    (root / "mixed_types").mkdir()  # person_id int64 in one file, string in the other
+    pq.write_table(pa.table({"person_id": pa.array([1, 2], pa.int64()), "item": ["a", "b"]}),
+                   root / "mixed_types" / "part-1.parquet")
+    pq.write_table(pa.table({"person_id": ["3", "4"], "item": ["c", "d"]}), root / "mixed_types" / "part-2.parquet")
     (root / "stream_in").mkdir()
     (root / "stream_in" / "events-1.json").write_text('{"time": 1, "item": "a", "op": 1}\n')
     (root / "bad.yaml").write_text("max_bound: lots\n")
@@ -108,6 +113,15 @@ CASES = [
      "holds csv files", "approx"),
     ("dc-ragged-fail", "distinct-count", ["--input", "{d}/ragged.csv", "--bad-rows", "fail"], 2,
      "some rows do not parse", "approx"),
+    ("dc-latin1-as-utf8-fail", "distinct-count", ["--input", "{d}/latin1.csv", "--bad-rows", "fail"], 2,
+     "are not valid text in the given --encoding", "approx"),
+    ("dc-parquet-types-differ", "distinct-count", ["--input", "{d}/mixed_types"], 2,
+     "disagree on column 'person_id': int64 in 'part-1.parquet', string in 'part-2.parquet'", "approx"),
+    ("dc-parquet-types-differ-glob", "distinct-count", ["--input", "{d}/mixed_types/part-*.parquet"], 2,
+     "disagree on column 'person_id'", "approx"),
+    ("dc-glob-no-match", "distinct-count", ["--input", "{d}/nothing-*.csv"], 2, "matches no files", "approx"),
+    ("dc-dotted-column", "distinct-count", ["--input", "{d}/events.csv", "--item-col", "item.name"], 2,
+     "column name 'item.name' holds a dot", "approx"),
     ("dc-bad-rows-choice", "distinct-count", ["--input", "{d}/ragged.csv", "--bad-rows", "skip"], 2,
      "invalid choice: 'skip'", None),
     ("dc-delimiter-two-chars", "distinct-count", ["--input", "{d}/events.csv", "--delimiter", ";;"], 2,

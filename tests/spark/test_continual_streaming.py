@@ -229,22 +229,48 @@ def test_cli_stream_drops_bad_values_reports_progress_and_interrupts_cleanly(cap
 
 
 def test_stream_file_with_other_columns_fails_its_step(spark, tmp_path):
-    """A later file whose columns differ from the stream's read as rows of
+    """A later CSV file whose header differs from the stream's read as rows of
     nulls and used to be released as an empty step; now the step fails with a
     one-line error naming the file and the missing column, and nothing of it
-    is released."""
+    is released. (A CSV header is the file's, not one item's rows; JSON keys
+    are checked per row instead, see the next test.)"""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events-0001.csv").write_text("time,item,op\n1.0,a,1\n1.2,b,1\n")
+    os.utime(source / "events-0001.csv", (1_700_000_001, 1_700_000_001))
+    run = dict(checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"), rho=RHO, horizon=HORIZON,
+               seed=SEED, state_partitions=1, fmt="csv")
+    assert continual_distinct_stream(spark, str(source), **run).released_count == 1
+    path = source / "events-0002.csv"
+    path.write_text("time,thing,op\n2.0,c,1\n")
+    os.utime(path, (1_700_000_002, 1_700_000_002))
+    with pytest.raises(InputError, match=r"source file 'events-0002.csv' has no column 'item'.*step 2 was not"):
+        continual_distinct_stream(spark, str(source), **run)
+    assert not StepSink(tmp_path / "out").has(2) and MechanismCheckpoint(tmp_path / "ckpt").load()["step"] == 1
+
+
+def test_stream_json_rows_without_a_key_are_dropped_not_a_failed_step(spark, tmp_path):
+    """Issue 21 §3: a JSON-lines file whose rows lack a key failed its step
+    (after ρ was spent) when that item's events were alone in the file, and
+    was dropped when other items were there. A missing key is a bad value:
+    the item-only file, an empty file and a mixed file all release their
+    step, and the series equals the stream without the keyless rows."""
     source = tmp_path / "in"
     source.mkdir()
     _write_step(source, 1, [(1.0, "a", 1), (1.2, "b", 1)])
-    run = dict(checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"), rho=RHO, horizon=HORIZON,
-               seed=SEED, state_partitions=1)
-    assert continual_distinct_stream(spark, str(source), **run).released_count == 1
-    path = source / "events-0002.json"
-    path.write_text('{"time": 2.0, "thing": "c", "op": 1}\n')
-    os.utime(path, (1_700_000_002, 1_700_000_002))
-    with pytest.raises(InputError, match=r"source file 'events-0002.json' has no column 'item'.*step 2 was not"):
-        continual_distinct_stream(spark, str(source), **run)
-    assert not StepSink(tmp_path / "out").has(2) and MechanismCheckpoint(tmp_path / "ckpt").load()["step"] == 1
+    files = {2: '{"item": "c", "op": 1}\n{"item": "c", "op": -1}\n',  # one item's rows, no "time"
+             3: "",  # an empty file: a step without events
+             4: '{"time": 4, "item": "a", "op": -1}\n{"time": 4, "op": 1}\n{"time": 4, "item": "d"}\n'}
+    for step, text in files.items():
+        path = source / f"events-{step:04d}.json"
+        path.write_text(text)
+        os.utime(path, (1_700_000_000 + step, 1_700_000_000 + step))
+    budget = PrivacyFilter(ZCDP(1.0))
+    got = continual_distinct_stream(spark, str(source), checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"),
+                                    rho=RHO, horizon=HORIZON, seed=SEED, state_partitions=1, budget=budget)
+    assert got.released_count == HORIZON
+    expected = _expected({1: [(1.0, "a", 1), (1.2, "b", 1)], 4: [(4.0, "a", -1)]})
+    np.testing.assert_allclose(got.series.toPandas().estimate, expected, rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("leftover", ["spark-checkpoint", "sink-steps"])
@@ -313,8 +339,11 @@ def test_stream_refuses_inexact_item_ids_and_large_parameters_before_spending(sp
     source.mkdir()
     (source / "events-0001.json").write_text('{"time": 1, "item": 0.0, "op": 1}\n{"time": 1, "item": -0.0, "op": 1}\n')
     budget = PrivacyFilter(ZCDP(1.0))
+    from pyspark.sql.types import StructType
+
+    # declared: without a schema JSON values are read as their text ("0.0", "-0.0": two exact ids)
     run = dict(checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"), rho=RHO, horizon=HORIZON,
-               budget=budget)
+               budget=budget, schema=StructType.fromDDL("time LONG, item DOUBLE, op INT"))
     with pytest.raises(SchemaError, match="item column 'item' holds floating-point numbers"):
         continual_distinct_stream(spark, str(source), **run)
     assert budget.spent.rho == 0.0 and not MechanismCheckpoint(tmp_path / "ckpt").exists()
@@ -346,3 +375,45 @@ def test_cli_stream_passes_schema_to_the_source(capsys, spark, tmp_path):
     saved = json.loads(MechanismCheckpoint(tmp_path / "ckpt").load()["config"]["schema"])
     assert [(f["name"], f["type"]) for f in saved["fields"]] == [("item", "string"), ("op", "integer")]
     assert json.loads(report.read_text())["result"]["released_count"] == 2
+
+
+@pytest.mark.parametrize("extra", ["2.5,new,+", "soon,new,1"], ids=["op-plus", "time-text"])
+def test_stream_csv_types_never_inferred_from_the_rows(spark, tmp_path, extra):
+    """Issue 21 §2: the stream's schema was inferred from the files present,
+    so one item's op "+" made the op column text and refused the stream
+    (its neighbour ran). Columns are strings and op/time parse per row: both
+    neighbours release every step, with the same series (the bad event is
+    dropped)."""
+    series = []
+    for name, rows in (("base", []), ("neighbour", [extra])):
+        source = tmp_path / name / "in"
+        source.mkdir(parents=True)
+        for step in range(1, HORIZON + 1):
+            lines = [f"{step},x{step},1", f"{step}.5,y,{1 if step % 2 else -1}"] + (rows if step == 2 else [])
+            path = source / f"events-{step:04d}.csv"
+            path.write_text("time,item,op\n" + "".join(line + "\n" for line in lines))
+            os.utime(path, (1_700_000_000 + step, 1_700_000_000 + step))
+        got = continual_distinct_stream(spark, str(source), checkpoint=str(tmp_path / name / "ckpt"),
+                                        sink=str(tmp_path / name / "out"), rho=RHO, horizon=HORIZON, seed=SEED,
+                                        state_partitions=1, fmt="csv")
+        assert got.released_count == HORIZON
+        series.append(got.series.toPandas().estimate.tolist())
+    assert series[0] == series[1]
+
+
+def test_stream_json_without_times_needs_time_col_none(spark, tmp_path):
+    """JSON keys are never taken from the rows, so the time column is part of
+    the stream's schema whenever time_col is set: rows without it are bad
+    events (dropped). A stream whose files carry no times says so with
+    time_col=None, and every event counts (in file order within a step)."""
+    source = tmp_path / "in"
+    source.mkdir()
+    for step in range(1, HORIZON + 1):
+        path = source / f"events-{step:04d}.json"
+        path.write_text(json.dumps({"item": f"x{step}", "op": 1}) + "\n")
+        os.utime(path, (1_700_000_000 + step, 1_700_000_000 + step))
+    got = continual_distinct_stream(spark, str(source), checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"),
+                                    rho=RHO, horizon=HORIZON, seed=SEED, state_partitions=1, time_col=None)
+    assert got.released_count == HORIZON
+    expected = _expected({step: [(float(step), f"x{step}", 1)] for step in range(1, HORIZON + 1)})
+    np.testing.assert_allclose(got.series.toPandas().estimate, expected, rtol=0, atol=1e-9)
