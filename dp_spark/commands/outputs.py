@@ -306,7 +306,8 @@ def write_outputs(module, release, opts) -> None:
         try:
             write()
         except KeyboardInterrupt:
-            raise KeyboardInterrupt(_after_failure(release, opts, done, writes[i:])) from None
+            raise KeyboardInterrupt(f"while writing {_flag(option)} {path!r}. "
+                                    + _after_failure(release, opts, done, writes[i:])) from None
         except Exception as exc:  # noqa: BLE001 - every failure says what was written
             raise OutputWriteError(
                 f"cannot write {_flag(option)} {path!r} ({_describe(exc)}). "

@@ -383,6 +383,26 @@ def test_a_full_disk_after_the_charge_says_what_was_written_and_that_the_budget_
         assert len(ledger.history()) == 1
 
 
+def test_ctrl_c_while_writing_says_what_was_written_and_that_the_budget_was_spent(capsys, spark, tmp_path,
+                                                                                 monkeypatch):
+    from dp_spark import io
+
+    def interrupted(path, payload):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(io, "write_json_atomic", interrupted)
+    page, report = tmp_path / "r.html", tmp_path / "r.json"
+    code = main(["distinct-count", "--rows", "500", "--max-bound", "2", "--seed", "1", "--report-html", str(page),
+                 "--output", str(report)])
+    err = capsys.readouterr().err
+    assert code == 130
+    lines = [line for line in err.strip().splitlines() if not line.startswith(PROGRESS)]
+    assert lines == [f"dp-spark: interrupted; while writing --output {str(report)!r}. The release was computed and "
+                     "its privacy spent: ε = 1 (pure differential privacy). Written: --report-html "
+                     f"{str(page)!r}. Not written: --output {str(report)!r}."], err
+    assert page.is_file() and not report.exists()
+
+
 def test_set_union_and_continual_defaults_say_where_their_result_can_go(capsys, spark):
     assert main(["set-union", "--rows", "500", "--max-items", "2", "--seed", "1"]) == 0
     out = capsys.readouterr().out
