@@ -280,6 +280,22 @@ def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
     write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
 
 
+def _refuse_foreign(target: Path, path: str) -> None:
+    """Never replace what dp_spark did not write (a folder without its
+    marker, a file that is not one of its outputs); an empty folder may go.
+    Every caller (the CLI, ``Release.write(overwrite=True)``) gets this."""
+    if not target.exists() and not target.is_symlink():
+        return
+    from dp_spark.commands.outputs import not_ours
+
+    foreign = not_ours(target)
+    if foreign:
+        raise InputError(
+            f"{path!r} already exists and is {foreign}, not an output of an earlier dp_spark run; it is "
+            "replaced only when dp_spark wrote it (or it is an empty folder). Choose another path."
+        )
+
+
 def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = False) -> None:
     """Write a Spark DataFrame to a local directory atomically: Spark writes a
     sibling temporary directory, which then replaces the target. A local
@@ -294,6 +310,7 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = F
         df.write.mode("overwrite").format(fmt).save(path)
         return
     target = _local(path).resolve()
+    _refuse_foreign(target, path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{_short(target.name)}.{uuid.uuid4().hex}.tmp"
     try:
