@@ -95,9 +95,11 @@ def check_run_paths(module, opts, problems: list | None = None) -> None:
         else:
             valid[name] = out
     outputs = valid
+    refused: set[str] = set()  # one refusal per output (a dry run lists them all)
     for out_name, out in outputs.items():
         for in_name, src in {**inputs, **states}.items():
-            if _overlap(out, src):
+            if _overlap(out, src) and out_name not in refused:
+                refused.add(out_name)
                 what = "input" if in_name in inputs else (
                     "budget ledger (every budget and its history)" if in_name == "ledger" else "state")
                 refuse(
@@ -121,6 +123,8 @@ def check_run_paths(module, opts, problems: list | None = None) -> None:
                 "state and records outside its source."
             )
     for name, out in outputs.items():
+        if name in refused:
+            continue
         try:
             check_existing(out, name, bool(opts.get("overwrite")))
             check_writable(out, name)

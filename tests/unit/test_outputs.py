@@ -132,3 +132,15 @@ def test_a_dry_run_without_refusals_exits_0(capsys, tmp_path, no_spark):
     code, out, err = run_cli(capsys, "distinct-count", "--rows", "100", "--dry-run",
                              "--output", str(tmp_path / "new.json"))
     assert code == 0 and err == "" and "dry run" in out
+
+
+def test_a_dry_run_names_each_refused_output_once(capsys, tmp_path, no_spark):
+    config = tmp_path / "c.yaml"
+    config.write_text("epsilon: 1\n")
+    code, out, err = run_cli(capsys, "distinct-count", "--dry-run", "--config", str(config),
+                             "--output", str(config), "--overwrite", "--report-html", "x" * 300 + ".html")
+    assert code == 2
+    errors = _errors(err)
+    assert len(errors) == 2, err
+    assert "is 305 bytes long" in errors[0] and "would destroy that input" in errors[1]
+    assert config.read_text() == "epsilon: 1\n"
