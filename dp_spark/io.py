@@ -254,8 +254,9 @@ def spark_frame(df, name: str = "df"):
 
 def _short(name: str) -> str:
     """The start of a file name, for the temporary names beside it: any name
-    the file system takes as an output leaves room for them."""
-    return name[:64]
+    the file system takes as an output leaves room for them (64 bytes at
+    most, never a split character)."""
+    return os.fsencode(name)[:64].decode("utf-8", "ignore")
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -144,3 +144,11 @@ def test_a_dry_run_names_each_refused_output_once(capsys, tmp_path, no_spark):
     assert len(errors) == 2, err
     assert "is 305 bytes long" in errors[0] and "would destroy that input" in errors[1]
     assert config.read_text() == "epsilon: 1\n"
+
+
+def test_temporary_names_beside_a_long_output_fit_the_file_system(tmp_path):
+    from dp_spark.io import write_json_atomic
+
+    for name in ("r" * 250 + ".json", "é" * 125 + ".json", "東" * 83 + ".json"):  # <= 255 bytes each
+        write_json_atomic(tmp_path / name, {"ok": True})
+        assert (tmp_path / name).is_file()
