@@ -116,6 +116,23 @@ def _budget(command: str, opts):
                                               parameters={"release": command, **parameters})
 
 
+def _dry_run_refusals(module, command: str, plan, opts) -> int:
+    """Every refusal the real run would make before Spark starts (outputs,
+    the budget), each as an error line; exit 2 if there is one. Reads no
+    data, starts no Spark, spends nothing."""
+    from dp_spark.commands.outputs import check_run_paths
+
+    problems: list[str] = []
+    check_run_paths(module, opts, problems)
+    try:
+        plan.check(_budget(command, opts))  # the ledger's balance is read, never charged
+    except DPSparkError as exc:
+        problems.append(str(exc))
+    for problem in problems:
+        print(f"dp-spark: error: {problem}", file=sys.stderr)
+    return EXIT_BAD_INPUT if problems else 0
+
+
 def _check_master(master: str | None) -> None:
     """Fail fast (not after Spark's retries) on an unreachable standalone or
     Connect master, when dp-spark is the one starting the session."""
@@ -144,7 +161,7 @@ def _check_master(master: str | None) -> None:
 
 
 def _run(args, command: str) -> int:
-    from dp_spark.commands.outputs import check_run_paths
+    from dp_spark.commands.outputs import check_run_paths, write_outputs
     from dp_spark.io import check_rows_parse
 
     module = COMMANDS[command]
@@ -159,7 +176,7 @@ def _run(args, command: str) -> int:
     check_master(opts.get("master"))  # before a JVM prints its own stack trace about it
     if opts.get("dry_run"):
         print(plan.to_json() if opts["quiet"] else plan.describe())
-        return 0
+        return _dry_run_refusals(module, command, plan, {**opts, "config": getattr(args, "config", None)})
     check_run_paths(module, {**opts, "config": getattr(args, "config", None)})
     check_input_options(opts)  # the input path and column names, before the JVM starts
     budget = _budget(command, opts)
@@ -177,20 +194,9 @@ def _run(args, command: str) -> int:
     release = module.run(spark, df, opts, budget) if hasattr(module, "run") else run_release(
         module, spark, df, opts, budget)
     print(release.to_json() if opts["quiet"] else release.summary())
-    for writer in getattr(module, "ARTIFACT_WRITERS", {}).values():
-        writer(release, opts)  # before the report: a report means all outputs exist
-    if opts.get("report_html"):
-        from dp_spark.html_report import write_html
-
-        write_html(opts["report_html"], release)  # shows release.artifacts["ledger"] when set
-        if not opts["quiet"]:
-            print(f"HTML report written to {opts['report_html']}")
-    if opts["output"]:
-        from dp_spark.io import write_json_atomic
-
-        write_json_atomic(opts["output"], release.to_dict())
-        if not opts["quiet"]:
-            print(f"report written to {opts['output']}")
+    # Artifacts, then the HTML and JSON reports (a report means all outputs
+    # exist); a failed write says what was written and that the budget is spent.
+    write_outputs(module, release, opts)
     return 0
 
 

@@ -66,7 +66,9 @@ def render(release, ledger: Mapping[str, Any] | None = None,
         _section("Parameters", _mapping_table(release.parameters)),
     ]
     title = f"dp_spark {release.name} release"
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+    from dp_spark.marking import HTML_MARKER
+
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">{HTML_MARKER}"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{escape(title)}</title><style>{_CSS}</style></head>"
             f"<body><main>{''.join(sections)}</main></body></html>\n")

@@ -435,12 +435,19 @@ def spark_frame(df, name: str = "df"):
     )
 
 
+def _short(name: str) -> str:
+    """The start of a file name, for the temporary names beside it: any name
+    the file system takes as an output leaves room for them (64 bytes at
+    most, never a split character)."""
+    return os.fsencode(name)[:64].decode("utf-8", "ignore")
+
+
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` (UTF-8) to a local path atomically: a temporary file in
     the same folder, fsynced, then renamed over the target."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{_short(target.name)}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -457,11 +464,29 @@ def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
     write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
 
 
+def _refuse_foreign(target: Path, path: str) -> None:
+    """Never replace what dp_spark did not write (a folder without its
+    marker, a file that is not one of its outputs); an empty folder may go.
+    Every caller (the CLI, ``Release.write(overwrite=True)``) gets this."""
+    if not target.exists() and not target.is_symlink():
+        return
+    from dp_spark.commands.outputs import not_ours
+
+    foreign = not_ours(target)
+    if foreign:
+        raise InputError(
+            f"{path!r} already exists and is {foreign}, not an output of an earlier dp_spark run; it is "
+            "replaced only when dp_spark wrote it (or it is an empty folder). Choose another path."
+        )
+
+
 def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = False) -> None:
     """Write a Spark DataFrame to a local directory atomically: Spark writes a
-    sibling temporary directory, which then replaces the target. ``seeded``:
-    mark the output "not for publication" (:mod:`dp_spark.marking`)."""
-    from dp_spark.marking import mark_folder, mark_spark
+    sibling temporary directory, which then replaces the target. A local
+    folder gets the file ``_DP_SPARK_OUTPUT`` (so a later ``--overwrite``
+    knows dp_spark wrote it); ``seeded``: mark the output "not for
+    publication" (:mod:`dp_spark.marking`)."""
+    from dp_spark.marking import mark_folder, mark_output_folder, mark_spark
 
     df = mark_spark(df, seeded)
     if not _is_local(path):
@@ -469,17 +494,19 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = F
         df.write.mode("overwrite").format(fmt).save(path)
         return
     target = _local(path).resolve()
+    _refuse_foreign(target, path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
+    tmp = target.parent / f".{_short(target.name)}.{uuid.uuid4().hex}.tmp"
     try:
         writer = df.write.mode("errorifexists").format(fmt)
         if fmt == "csv":
             writer = writer.option("header", "true")
         writer.save(str(tmp))
         mark_folder(tmp, seeded)
+        mark_output_folder(tmp)
         old = None
         if target.exists():
-            old = target.parent / f".{target.name}.{uuid.uuid4().hex}.old"
+            old = target.parent / f".{_short(target.name)}.{uuid.uuid4().hex}.old"
             os.replace(target, old)
         os.replace(tmp, target)
         if old is not None:

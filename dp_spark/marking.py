@@ -20,6 +20,13 @@ artifact must say so too, where a reader of that file would see it:
   the notice in every record.
 
 Unseeded runs are written unchanged.
+
+Every output, seeded or not, also says that dp_spark wrote it, so that
+``--overwrite`` replaces only what an earlier run wrote
+(:mod:`dp_spark.commands.outputs`): an output folder holds the file
+``_DP_SPARK_OUTPUT`` (:func:`mark_output_folder`); an HTML report carries
+:data:`HTML_MARKER` in its head; a JSON report is recognised by its
+``release``/``version`` keys and a series file by its columns.
 """
 
 from __future__ import annotations
@@ -28,11 +35,17 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-__all__ = ["KEY", "COLUMN", "MARKER_FILE", "NOTICE", "mark_spark", "mark_folder", "mark_pandas", "mark_record"]
+__all__ = ["KEY", "COLUMN", "MARKER_FILE", "NOTICE", "OUTPUT_MARKER", "HTML_MARKER", "mark_spark", "mark_folder",
+           "mark_output_folder", "mark_pandas", "mark_record"]
 
 KEY = "dp_spark.not_for_publication"
 COLUMN = "not_for_publication"
 MARKER_FILE = "_NOT_FOR_PUBLICATION"
+#: The file in every local output folder dp_spark writes (``--items-output``):
+#: ``--overwrite`` may replace a folder that holds it.
+OUTPUT_MARKER = "_DP_SPARK_OUTPUT"
+#: In the <head> of every HTML report: ``--overwrite`` may replace a file that holds it.
+HTML_MARKER = '<meta name="generator" content="dp_spark">'
 NOTICE = ("NOT FOR PUBLICATION: written by a seeded dp_spark run (tests and demos only); "
           "its noise is reproducible, so these values are NOT differentially private.")
 
@@ -61,6 +74,17 @@ def mark_folder(path: str | os.PathLike, seeded: bool) -> None:
     folder = Path(urlparse(text).path if text.startswith("file:") else text)
     if folder.is_dir():
         (folder / MARKER_FILE).write_text(NOTICE + "\n", encoding="utf-8")
+
+
+def mark_output_folder(path: str | os.PathLike) -> None:
+    """Write ``_DP_SPARK_OUTPUT`` into the local output folder ``path`` (the
+    mark that an earlier dp_spark run wrote it; readers skip ``_`` files)."""
+    from dp_spark import __version__
+
+    folder = Path(path)
+    if folder.is_dir():
+        (folder / OUTPUT_MARKER).write_text(
+            f"written by dp_spark {__version__}; dp-spark --overwrite may replace this folder\n", encoding="utf-8")
 
 
 def mark_pandas(frame, seeded: bool):

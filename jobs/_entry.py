@@ -51,11 +51,33 @@ def spark_logs_at_warn() -> bool:
         return False
 
 
+def stderr_to_spark_submit_stderr() -> bool:
+    """Under spark-submit, errors go to spark-submit's stderr. Spark starts
+    this driver with its stderr merged into its stdout (PythonRunner), so
+    ``dp-spark: error: ...`` would otherwise reach the caller's stdout, mixed
+    with the result. The driver's fd 2 is pointed at the stderr of the JVM
+    that started it (Linux: /proc/<parent>/fd/2). Returns whether it did."""
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return False
+    parent = os.getppid()
+    try:
+        if Path(f"/proc/{parent}/comm").read_text().strip() != "java":
+            return False
+        fd = os.open(f"/proc/{parent}/fd/2", os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        return False  # not Linux, or no access: stderr stays merged into stdout
+    sys.stderr.flush()
+    os.dup2(fd, 2)
+    os.close(fd)
+    return True
+
+
 def run(command: str) -> int:
     try:
         import dp_spark  # noqa: F401
     except ImportError:  # a checkout without installing
         sys.path.insert(0, str(CHECKOUT))
+    stderr_to_spark_submit_stderr()
     spark_logs_at_warn()
     from dp_spark.cli import main
 

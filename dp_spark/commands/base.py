@@ -81,14 +81,16 @@ RUN_OPTIONS = (
     Option("verbose", bool, False, "show Spark's warnings, full error details, and the progress "
            "lines also off a terminal", flag=True),
     Option("quiet", bool, False, "print only the result (the JSON report) and errors", flag=True),
-    Option("overwrite", bool, False, "replace outputs that already exist (never an input)", flag=True),
+    Option("overwrite", bool, False, "replace outputs an earlier dp_spark run wrote, or an empty folder "
+           "(never anything else: not an input, the ledger or a stream's state)", flag=True),
     Option("ledger", str, None, "persisted budget ledger (a file, or a postgresql:// URL) to charge "
            "this run to; with --ledger-budget"),
     Option("ledger_budget", str, None, "name of the ledger budget to charge (dp-spark ledger create)"),
     Option("run_key", str, None, "with --ledger: this run's id (e.g. an Airflow run id); a retry "
            "with the same key reuses its charge instead of spending again"),
     Option("dry_run", bool, False, "print the plan (parameters checked, privacy spent and its split, "
-           "what will be released) and stop: no Spark, no data read, nothing spent", flag=True),
+           "what will be released) and every refusal the real run would make before Spark starts "
+           "(outputs, ledger budget), then stop: no Spark, no data read, nothing spent", flag=True),
 )
 #: How text input files are parsed (added to every command that has --input).
 READ_OPTIONS = (

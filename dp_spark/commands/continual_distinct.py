@@ -292,7 +292,9 @@ def write_series(release, opts) -> None:
     series = mark_pandas(series_pandas(release.series), release.seeded)  # horizon rows: a public size
     target = Path(path[len("file:"):] if path.startswith("file:") else path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    from dp_spark.io import _short
+
+    tmp = target.with_name(f".{_short(target.name)}.{os.getpid()}.tmp")  # room beside a long name
     try:
         if fmt == "csv":
             series.to_csv(tmp, index=False)

@@ -1,20 +1,33 @@
-"""Checks on the paths a run reads and writes, made before Spark starts.
+"""Checks on the paths a run reads and writes, made before Spark starts, and
+the write phase after a release.
 
 Nothing is ever lost: an output that exists is replaced only with
-``--overwrite``; no output may be, contain, or lie inside an input (whatever
-the flags); two outputs may not share a path; and every output's folder must
-accept a new file (a temporary file is created and removed there), so an
-unwritable output is found before any data is read or any budget spent.
+``--overwrite``, and only when an earlier dp_spark run wrote it (a JSON or
+HTML report, a series file, an output folder holding ``_DP_SPARK_OUTPUT``)
+or it is an empty folder; no output may be, contain, or lie inside an input,
+a stream's checkpoint or sink, or the budget ledger (whatever the flags);
+two outputs may not share a path; and every output name must be one the
+file system takes (each part at most NAME_MAX bytes, no NUL, not a folder
+where a file is written) in a folder that accepts a new file (a temporary
+file is created and removed there), so a bad output is found before any
+data is read or any budget spent.
+
+:func:`write_outputs` writes a release's outputs and, when one cannot be
+written, says which were written, which were not, and that the privacy was
+spent.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 from dp_spark.commands.base import INPUT_PATHS, OUTPUT_PATHS, STATE_PATHS
-from dp_spark.errors import InputError
+from dp_spark.marking import OUTPUT_MARKER
+from dp_spark.errors import DPSparkError, InputError, SparkJobError
 
 
 def _local_path(value) -> Path | None:
@@ -23,7 +36,11 @@ def _local_path(value) -> Path | None:
 
     if not value or not isinstance(value, str) or value.startswith("table:") or not _is_local(value):
         return None
-    return Path(os.path.abspath(os.path.expanduser(str(_local(value))))).resolve()
+    path = Path(os.path.abspath(os.path.expanduser(str(_local(value)))))
+    try:
+        return path.resolve()
+    except (OSError, ValueError):  # a NUL byte, a name too long: refused by invalid_name
+        return path
 
 
 def _flag(name: str) -> str:
@@ -39,59 +56,198 @@ def run_paths(module, opts) -> tuple[dict, dict, dict]:
     inputs = {n: _local_path(opts.get(n)) for n in INPUT_PATHS}
     if opts.get("input") and opts.get("format") == "table":
         inputs["input"] = None
-    states = {n: _local_path(opts.get(n)) for n in STATE_PATHS} if opts.get("stream") else {}
+    # A stream's checkpoint and sink are kept as they are (--stream), and
+    # never replaced by an output in a batch run either, where they exist.
+    states = {n: _local_path(opts.get(n)) for n in STATE_PATHS if opts.get(n)}
+    states = {n: p for n, p in states.items() if p is not None and (opts.get("stream") or _exists(p))}
+    ledger = opts.get("ledger")
+    if isinstance(ledger, str) and ledger.startswith("sqlite:///"):
+        ledger = ledger[len("sqlite://"):]
+    if isinstance(ledger, str) and "://" not in ledger:
+        states["ledger"] = _local_path(ledger)
     drop = lambda d: {k: v for k, v in d.items() if v is not None}  # noqa: E731
     return drop(outputs), drop(inputs), drop(states)
+
+
+#: Outputs written as one file (a folder there cannot take it).
+FILE_OUTPUTS = ("output", "report_html", "series")
 
 
 def _overlap(a: Path, b: Path) -> bool:
     return a == b or a in b.parents or b in a.parents
 
 
-def check_run_paths(module, opts) -> None:
-    """Refuse (InputError, exit 2) any output that would lose data or cannot be written."""
+def check_run_paths(module, opts, problems: list | None = None) -> None:
+    """Refuse (InputError, exit 2) any output that would lose data or cannot
+    be written. ``problems``: collect every refusal there instead of raising
+    the first (a dry run reports them all)."""
+    def refuse(message: str) -> None:
+        if problems is None:
+            raise InputError(message)
+        problems.append(message)
+
     outputs, inputs, states = run_paths(module, opts)
+    valid = {}
+    for name, out in outputs.items():
+        reason = invalid_name(out)
+        if reason:
+            refuse(f"{_flag(name)} {str(out)!r} cannot be written: {reason}. Choose another name.")
+        else:
+            valid[name] = out
+    outputs = valid
+    refused: set[str] = set()  # one refusal per output (a dry run lists them all)
     for out_name, out in outputs.items():
         for in_name, src in {**inputs, **states}.items():
-            if _overlap(out, src):
-                raise InputError(
+            if _overlap(out, src) and out_name not in refused:
+                refused.add(out_name)
+                what = "input" if in_name in inputs else (
+                    "budget ledger (every budget and its history)" if in_name == "ledger" else "state")
+                refuse(
                     f"{_flag(out_name)} {str(out)!r} is, contains or lies inside {_flag(in_name)} "
-                    f"{str(src)!r}; writing it would destroy that {'input' if in_name in inputs else 'state'}. "
+                    f"{str(src)!r}; writing it would destroy that {what}. "
                     "Choose another output path (--overwrite never allows this)."
                 )
     names = list(outputs)
     for i, first in enumerate(names):
         for second in names[i + 1:]:
             if _overlap(outputs[first], outputs[second]):
-                raise InputError(
+                refuse(
                     f"{_flag(first)} and {_flag(second)} point to the same place ({str(outputs[first])!r}); "
                     "give each output its own path."
                 )
     for state_name, state in states.items():
         src = inputs.get("input")
-        if src is not None and _overlap(state, src):
-            raise InputError(
+        if state_name != "ledger" and opts.get("stream") and src is not None and _overlap(state, src):
+            refuse(
                 f"{_flag(state_name)} {str(state)!r} overlaps --input {str(src)!r}; keep the stream's "
                 "state and records outside its source."
             )
     for name, out in outputs.items():
-        if out.exists() and not opts.get("overwrite"):
-            raise InputError(
-                f"{_flag(name)} {str(out)!r} already exists; pass --overwrite to replace it, or choose "
-                "another path."
-            )
-        check_writable(out, name)
+        if name in refused:
+            continue
+        try:
+            check_existing(out, name, bool(opts.get("overwrite")))
+            check_writable(out, name)
+        except InputError as exc:
+            refuse(str(exc))
+
+
+def invalid_name(target: Path) -> str | None:
+    """Why the file system would refuse the path ``target`` (None: it would
+    not): a NUL byte, a part longer than NAME_MAX bytes, a path longer than
+    PATH_MAX."""
+    if "\x00" in str(target):
+        return "the name holds a NUL character"
+    folder = target
+    while not _exists(folder):
+        folder = folder.parent
+    try:
+        name_max = os.pathconf(folder if folder.is_dir() else folder.parent, "PC_NAME_MAX")
+        path_max = os.pathconf(folder if folder.is_dir() else folder.parent, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    for part in target.parts:
+        size = len(os.fsencode(part))
+        if size > name_max:
+            return (f"the name {part[:40]!r}... is {size} bytes long; this file system takes at most "
+                    f"{name_max} bytes per file or folder name")
+    if len(os.fsencode(str(target))) >= path_max:
+        return f"the path is {len(os.fsencode(str(target)))} bytes long; at most {path_max - 1} here"
+    return None
+
+
+def _exists(path: Path) -> bool:
+    try:
+        os.lstat(path)
+        return True
+    except OSError:
+        return False
+
+
+def check_existing(out: Path, name: str, overwrite: bool) -> None:
+    """An existing output: a folder where a file is written is refused; what
+    an earlier dp_spark run wrote (or an empty folder) is replaced only with
+    ``--overwrite``; anything else is refused, saying what is there."""
+    if not _exists(out):
+        return
+    if name in FILE_OUTPUTS and out.is_dir():
+        raise InputError(f"{_flag(name)} {str(out)!r} is a folder; give a file path "
+                         f"for the {_WHAT.get(name, 'output')}.")
+    foreign = not_ours(out)
+    if foreign:
+        raise InputError(
+            f"{_flag(name)} {str(out)!r} already exists and is {foreign}, not an output of an earlier dp_spark "
+            "run; --overwrite replaces only what dp_spark wrote (a report, a series file, a folder holding "
+            f"{OUTPUT_MARKER}) or an empty folder. Choose another path, or move it away yourself."
+        )
+    if not overwrite:
+        raise InputError(
+            f"{_flag(name)} {str(out)!r} already exists; pass --overwrite to replace it, or choose "
+            "another path."
+        )
+
+
+_WHAT = {"output": "JSON report", "report_html": "HTML report", "series": "series"}
+_SERIES_COLUMNS = ("step", "estimate", "std", "error_bound", "flippancy_bound")
+
+
+def not_ours(path: Path) -> str | None:
+    """None when ``path`` is an empty folder or was written by dp_spark (its
+    markers); otherwise what it is, in words (names shown, contents never)."""
+    from dp_spark.marking import OUTPUT_MARKER
+
+    if path.is_symlink():
+        return "a symbolic link"
+    if path.is_dir():
+        try:
+            entries = sorted(os.listdir(path))
+        except OSError as exc:
+            return f"a folder that cannot be listed ({exc.strerror})"
+        if not entries or OUTPUT_MARKER in entries:
+            return None
+        shown = ", ".join(repr(e[:60]) for e in entries[:3]) + (", ..." if len(entries) > 3 else "")
+        return f"a folder holding {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} ({shown})"
+    if not path.is_file():
+        return "a special file (not a regular file or folder)"
+    if _our_file(path):
+        return None
+    return f"a file of {path.stat().st_size:,} bytes"
+
+
+def _our_file(path: Path) -> bool:
+    """A JSON report, an HTML report or a series file written by dp_spark."""
+    from dp_spark.marking import COLUMN, HTML_MARKER
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+        if HTML_MARKER.encode() in head:
+            return True
+        first = head.split(b"\n", 1)[0].strip().decode("utf-8", "replace").split(",")
+        if tuple(c for c in first if c != COLUMN) == _SERIES_COLUMNS:
+            return True
+        if head.startswith(b"PAR1"):
+            import pyarrow.parquet as pq
+
+            return tuple(n for n in pq.read_schema(path).names if n != COLUMN) == _SERIES_COLUMNS
+        if head.lstrip().startswith(b"{") and path.stat().st_size < 512 * 1024 * 1024:
+            with open(path, encoding="utf-8") as fh:
+                report = json.load(fh)
+            return isinstance(report, dict) and isinstance(report.get("release"), str) and "version" in report
+    except (OSError, ValueError, ImportError):
+        return False
+    except Exception:  # noqa: BLE001 - an unreadable Parquet file is not ours
+        return False
+    return False
 
 
 def check_writable(target: Path, name: str) -> None:
     """Create and remove a temporary file where ``target`` will be written."""
     folder = target.parent
-    while not folder.exists():
+    while not _exists(folder):
         folder = folder.parent
     if not folder.is_dir():
         raise InputError(f"{_flag(name)} {str(target)!r} cannot be written: {str(folder)!r} is a file.")
-    if target.exists() and target.is_dir() and name == "output":
-        raise InputError(f"--output {str(target)!r} is a directory; give a file path for the JSON report.")
     try:
         fd, probe = tempfile.mkstemp(prefix=".dp_spark_write_check.", dir=folder)
         os.close(fd)
@@ -101,3 +257,102 @@ def check_writable(target: Path, name: str) -> None:
             f"{_flag(name)} {str(target)!r} cannot be written ({exc.strerror or type(exc).__name__} in "
             f"{str(folder)!r}); choose a writable location."
         ) from None
+
+
+# -- the write phase, after the release ---------------------------------------------
+
+
+class OutputWriteError(SparkJobError):
+    """An output could not be written after the release spent its budget
+    (exit 1). The message says what was and was not written."""
+
+
+#: Artifact name -> the option naming where it goes.
+_ARTIFACT_OPTION = {"items": "items_output", "series": "series"}
+
+
+def planned_writes(module, release, opts) -> list[tuple[str, str, object]]:
+    """(option name, path, write()) for every output this run writes, in
+    order: the artifacts, then the HTML report, then the JSON report (a
+    report means all other outputs exist)."""
+    writes = []
+    for artifact, writer in getattr(module, "ARTIFACT_WRITERS", {}).items():
+        option = _ARTIFACT_OPTION.get(artifact, f"{artifact}_output")
+        path = module.series_path(opts) if artifact == "series" and hasattr(module, "series_path") else opts.get(option)
+        if path:
+            writes.append((option, path, lambda w=writer: w(release, opts)))
+    if opts.get("report_html"):
+        def html():
+            from dp_spark.html_report import write_html
+
+            write_html(opts["report_html"], release)  # shows release.artifacts["ledger"] when set
+            if not opts["quiet"]:
+                print(f"HTML report written to {opts['report_html']}")
+        writes.append(("report_html", opts["report_html"], html))
+    if opts.get("output"):
+        def report():
+            from dp_spark.io import write_json_atomic
+
+            write_json_atomic(opts["output"], release.to_dict())
+            if not opts["quiet"]:
+                print(f"report written to {opts['output']}")
+        writes.append(("output", opts["output"], report))
+    return writes
+
+
+def write_outputs(module, release, opts) -> None:
+    """Write every output of ``release``; on a failure raise
+    :class:`OutputWriteError` (KeyboardInterrupt for Ctrl-C) naming what was
+    written, what was not, and that the privacy was spent."""
+    writes = planned_writes(module, release, opts)
+    done: list[str] = []
+    for i, (option, path, write) in enumerate(writes):
+        try:
+            write()
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"while writing {_flag(option)} {path!r}. "
+                                    + _after_failure(release, opts, done, writes[i:])) from None
+        except Exception as exc:  # noqa: BLE001 - every failure says what was written
+            raise OutputWriteError(
+                f"cannot write {_flag(option)} {path!r} ({_describe(exc)}). "
+                + _after_failure(release, opts, done, writes[i:])
+            ) from exc
+        done.append(f"{_flag(option)} {path!r}")
+    hint = missing_output_hint(module, opts)
+    if hint and not opts.get("quiet"):
+        print(hint)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    if isinstance(exc, DPSparkError):
+        return str(exc).rstrip(".")
+    from dp_spark.sparkjobs import _spark_exception_types, describe_failure
+
+    return describe_failure(exc) if isinstance(exc, _spark_exception_types()) else type(exc).__name__
+
+
+def _after_failure(release, opts, done, left) -> str:
+    """What the run did before a write failed: the privacy is spent (and
+    charged to the ledger), which outputs exist and which do not."""
+    guarantee = getattr(release, "guarantee", None)
+    spent = guarantee.describe() if guarantee is not None else "the release's budget"
+    if opts.get("ledger") and opts.get("ledger_budget"):
+        spent += f", charged to ledger budget {opts['ledger_budget']!r} in {opts['ledger']!r}"
+    not_written = ", ".join(f"{_flag(o)} {p!r}" for o, p, _ in left)
+    return (f"The release was computed and its privacy spent: {spent}. "
+            f"Written: {', '.join(done) or 'nothing'}. Not written: {not_written}.")
+
+
+def missing_output_hint(module, opts) -> str | None:
+    """A release whose main result is a table that this run writes nowhere:
+    where it can go (a set-union's items, a continual series)."""
+    writers = getattr(module, "ARTIFACT_WRITERS", {})
+    if "items" in writers and getattr(module, "NAME", "") == "set-union" and not opts.get("items_output"):
+        return ("note: the released items were not written (only their number is in the report); pass "
+                "--items-output PATH to write them as Parquet.")
+    if "series" in writers and hasattr(module, "series_path") and not module.series_path(opts):
+        return ("note: the released series was not written; pass --series PATH (.parquet or .csv) or "
+                "--output PATH (the series then goes beside the report).")
+    return None

@@ -78,8 +78,9 @@ def _snapshot(*roots: Path, skip: tuple = ()) -> dict[str, tuple]:
 
 
 # (id, release, argv, exit code, fragment of the one error line, ledger budget or None)
-# {d} is the data folder, {t} the case's own folder (holding earlier.json, an
-# earlier report, a folder earlier_items/, and the ledger l.db).
+# {d} is the data folder, {t} the case's own folder (holding earlier.json, a
+# file dp_spark did not write, old_report.json, an earlier dp_spark report, a
+# folder earlier_items/ dp_spark did not write, and the ledger l.db).
 CASES = [
     # ---------------------------------------------------------------- distinct-count
     ("dc-epsilon-zero", "distinct-count", ["--epsilon", "0"], 2, "epsilon must be a positive finite number (> 0)", "approx"),
@@ -134,8 +135,8 @@ CASES = [
      "--schema is for CSV and JSON", "approx"),
     ("dc-tabs-in-a-csv", "distinct-count", ["--input", "{d}/tab_named.csv", "--person-col", "user"], 2,
      "reads as a single column that holds separators; pass the file's --delimiter", "approx"),
-    ("dc-output-exists", "distinct-count", ["--output", "{t}/earlier.json"], 2,
-     "--output '{t}/earlier.json' already exists; pass --overwrite", "approx"),
+    ("dc-output-exists", "distinct-count", ["--output", "{t}/old_report.json"], 2,
+     "--output '{t}/old_report.json' already exists; pass --overwrite", "approx"),
     ("dc-output-is-input", "distinct-count", ["--input", "{d}/events.csv", "--output", "{d}/events.csv",
                                               "--overwrite"], 2, "would destroy that input", "approx"),
     ("dc-output-inside-input", "distinct-count", ["--input", "{d}/events.parquet", "--output",
@@ -147,7 +148,7 @@ CASES = [
     ("dc-output-unwritable", "distinct-count", ["--output", "/proc/dp_spark_report.json"], 2,
      "cannot be written", "approx"),
     ("dc-output-is-directory", "distinct-count", ["--output", "{t}/earlier_items", "--overwrite"], 2,
-     "is a directory", "approx"),
+     "is a folder; give a file path for the JSON report", "approx"),
     ("dc-config-missing", "distinct-count", ["--config", "{d}/missing.yaml"], 2, "does not exist", "approx"),
     ("dc-config-bad-value", "distinct-count", ["--config", "{d}/bad.yaml"], 2, "unusable value", "approx"),
     ("dc-config-unknown-key", "distinct-count", ["--config", "{d}/unknown_key.yaml"], 2,
@@ -246,6 +247,27 @@ CASES = [
      "ledger budget 'tiny_zcdp' has only ρ = 0.01", "tiny_zcdp"),
     ("cd-budget-rho", "continual-distinct", ["--budget-rho", "0.1", "--rho", "0.5"], 2, "the budget has only ρ = 0.1",
      None),
+    # ---------------------------------------------------------------- outputs (issue 22)
+    ("dc-output-is-ledger", "distinct-count", ["--output", "{t}/l.db", "--overwrite"], 2,
+     "--output '{t}/l.db' is, contains or lies inside --ledger '{t}/l.db'; writing it would destroy that budget "
+     "ledger", "approx"),
+    ("dc-html-is-ledger", "distinct-count", ["--report-html", "{t}/l.db", "--overwrite"], 2,
+     "would destroy that budget ledger", "approx"),
+    ("su-items-output-ledger-folder", "set-union", ["--items-output", "{t}", "--overwrite"], 2,
+     "--items-output '{t}' is, contains or lies inside --ledger", "approx"),
+    ("su-items-output-foreign-folder", "set-union", ["--items-output", "{t}/earlier_items", "--overwrite"], 2,
+     "--items-output '{t}/earlier_items' already exists and is a folder holding 1 entry ('part-0.parquet'), not "
+     "an output of an earlier dp_spark run", "approx"),
+    ("dc-output-foreign-file", "distinct-count", ["--output", "{t}/earlier.json", "--overwrite"], 2,
+     "--output '{t}/earlier.json' already exists and is a file of 18 bytes", "approx"),
+    ("cd-series-in-batch-sink", "continual-distinct", ["--input", "{d}/stream_events.parquet", "--horizon", "8",
+                                                       "--sink", "{t}/earlier_items",
+                                                       "--series", "{t}/earlier_items/s.parquet"], 2,
+     "lies inside --sink '{t}/earlier_items'", "zcdp"),
+    ("dc-output-name-too-long", "distinct-count", ["--output", "{t}/" + "r" * 260 + ".json"], 2,
+     "is 265 bytes long; this file system takes at most 255 bytes per file or folder name", "approx"),
+    ("tk-html-is-a-folder", "top-k", ["--delta", "1e-6", "--report-html", "{t}/earlier_items", "--overwrite"], 2,
+     "--report-html '{t}/earlier_items' is a folder; give a file path for the HTML report", "approx"),
 ]
 
 
@@ -258,6 +280,7 @@ def test_the_table_covers_every_release_with_enough_cases():
 def _case_folder(tmp_path: Path) -> Path:
     (tmp_path / "earlier.json").write_text('{"earlier": true}\n')
     (tmp_path / "old.json").write_text('{"earlier": true}\n')
+    (tmp_path / "old_report.json").write_text('{"release": "distinct-count", "version": "2.0"}\n')  # a dp_spark report
     (tmp_path / "old_series.csv").write_text("step,estimate\n1,3.0\n")
     (tmp_path / "new_series.parquet").write_text("not really parquet, but it exists\n")
     (tmp_path / "earlier_items").mkdir()
@@ -322,12 +345,88 @@ def test_headerless_csv_with_schema_and_dropped_bad_rows(capsys, spark, data):
     assert "(rows that do not parse are dropped, --bad-rows drop; how many is not reported)" in err
 
 
-def test_overwrite_replaces_an_existing_report(capsys, spark, tmp_path):
-    report = tmp_path / "r.json"
-    report.write_text('{"earlier": true}\n')
+def test_overwrite_replaces_what_an_earlier_run_wrote(capsys, spark, tmp_path):
+    """--overwrite replaces every output an earlier run wrote (the report, the
+    HTML page, the items folder: recognised by their markers) and an empty folder."""
+    report, page, items = tmp_path / "r.json", tmp_path / "r.html", tmp_path / "items"
+    items.mkdir()  # empty: may be replaced
+    argv = ["set-union", "--rows", "500", "--max-items", "2", "--seed", "1", "--quiet", "--output", str(report),
+            "--report-html", str(page), "--items-output", str(items), "--overwrite"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert (items / "_DP_SPARK_OUTPUT").is_file()
+    first = json.loads(report.read_text())["created"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert json.loads(report.read_text())["created"] >= first and (items / "_DP_SPARK_OUTPUT").is_file()
+    assert '<meta name="generator" content="dp_spark">' in page.read_text()
+
+
+def test_a_long_output_name_the_file_system_takes_is_written(capsys, spark, tmp_path):
+    report = tmp_path / ("r" * 250 + ".json")  # 255 bytes: the atomic write's temporary name is shorter
     assert main(["distinct-count", "--rows", "500", "--max-bound", "2", "--seed", "1", "--quiet",
-                 "--output", str(report), "--overwrite"]) == 0
+                 "--output", str(report), "--report-html", str(tmp_path / ("h" * 250 + ".html"))]) == 0, \
+        capsys.readouterr().err
     assert "lower_bound" in json.loads(report.read_text())["result"]
+
+
+def test_a_full_disk_after_the_charge_says_what_was_written_and_that_the_budget_was_spent(
+        capsys, spark, tmp_path, monkeypatch):
+    import errno
+
+    from dp_spark import io
+
+    folder = _case_folder(tmp_path)
+    real = io.write_text_atomic
+
+    def full(path, text):
+        if str(path).endswith(".html"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real(path, text)
+
+    monkeypatch.setattr(io, "write_text_atomic", full)
+    items, page, report = folder / "items", folder / "r.html", folder / "r.json"
+    code = main(["set-union", "--rows", "500", "--max-items", "2", "--items-output", str(items),
+                 "--report-html", str(page), "--output", str(report), "--ledger", str(folder / "l.db"),
+                 "--ledger-budget", "approx"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    lines = [line for line in err.strip().splitlines() if not line.startswith(PROGRESS)]
+    assert lines == [
+        f"dp-spark: error: cannot write --report-html {str(page)!r} (No space left on device). The release was "
+        "computed and its privacy spent: ε = 1, δ = 1e-06 ((ε, δ)-differential privacy), charged to ledger budget "
+        f"'approx' in {str(folder / 'l.db')!r}. Written: --items-output {str(items)!r}. Not written: --report-html "
+        f"{str(page)!r}, --output {str(report)!r}."], err
+    assert items.is_dir() and not page.exists() and not report.exists()
+    with open_ledger(folder / "l.db") as ledger:
+        assert len(ledger.history()) == 1
+
+
+def test_ctrl_c_while_writing_says_what_was_written_and_that_the_budget_was_spent(capsys, spark, tmp_path,
+                                                                                 monkeypatch):
+    from dp_spark import io
+
+    def interrupted(path, payload):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(io, "write_json_atomic", interrupted)
+    page, report = tmp_path / "r.html", tmp_path / "r.json"
+    code = main(["distinct-count", "--rows", "500", "--max-bound", "2", "--seed", "1", "--report-html", str(page),
+                 "--output", str(report)])
+    err = capsys.readouterr().err
+    assert code == 130
+    lines = [line for line in err.strip().splitlines() if not line.startswith(PROGRESS)]
+    assert lines == [f"dp-spark: interrupted; while writing --output {str(report)!r}. The release was computed and "
+                     "its privacy spent: ε = 1 (pure differential privacy). Written: --report-html "
+                     f"{str(page)!r}. Not written: --output {str(report)!r}."], err
+    assert page.is_file() and not report.exists()
+
+
+def test_set_union_and_continual_defaults_say_where_their_result_can_go(capsys, spark):
+    assert main(["set-union", "--rows", "500", "--max-items", "2", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "the released items were not written" in out and "--items-output PATH" in out
+    assert main(["continual-distinct", "--rows", "200", "--horizon", "8", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "the released series was not written; pass --series PATH" in out
 
 
 def test_bad_rows_drop_is_the_same_decision_on_neighbouring_inputs(capsys, spark, tmp_path):

@@ -92,12 +92,12 @@ def test_bad_input_one_line_exit_2_and_output_kept(capsys, tmp_path, spark, argv
     (tmp_path / "bad.yaml").write_text("max_bound: lots\n")
     spark.createDataFrame([(1, "a")], "person_id long, item string").write.parquet(str(tmp_path / "events.parquet"))
     out_path = tmp_path / "report.json"
-    out_path.write_text('{"earlier": true}')
+    out_path.write_text('{"release": "distinct-count", "version": "2.0", "earlier": true}')  # an earlier dp_spark report
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     code, out, err = run_cli(capsys, *argv, "--rows", "100", "--output", str(out_path), "--overwrite")
     assert code == 2
     assert_one_line_error(err, fragment)
-    assert json.loads(out_path.read_text()) == {"earlier": True}
+    assert json.loads(out_path.read_text()) == {"release": "distinct-count", "version": "2.0", "earlier": True}
 
 
 def test_console_script_subprocess(tmp_path):

@@ -267,14 +267,14 @@ def test_cli_bad_input_one_line_exit_2_and_output_kept(capsys, tmp_path, spark, 
     (tmp_path / "float.json").write_text('{"time": 1.5, "item": "a", "op": 1}\n')
     (tmp_path / "float_item.json").write_text('{"time": 1, "item": 1.5, "op": 1}\n')
     report = tmp_path / "report.json"
-    report.write_text('{"earlier": true}')
+    report.write_text('{"release": "distinct-count", "version": "2.0", "earlier": true}')  # an earlier dp_spark report
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     code, out, err = _cli(capsys, *argv, "--output", str(report), "--overwrite")
     assert code == 2, err
     assert fragment in err, err
     assert len([line for line in err.splitlines() if "error" in line]) == 1, err
     assert "Traceback" not in err and "at org.apache" not in err
-    assert json.loads(report.read_text()) == {"earlier": True}
+    assert json.loads(report.read_text()) == {"release": "distinct-count", "version": "2.0", "earlier": True}
 
 
 # ------------------------------------------------------------------ privacy hardening (issue 9)

@@ -47,3 +47,12 @@ def test_a_seeded_artifact_is_marked_and_overwrite_is_explicit(spark, items, tmp
     _release(items.limit(1), seeded=False).write("items", str(path), overwrite=True)
     replaced = spark.read.parquet(str(path))
     assert replaced.count() == 1 and not (path / MARKER_FILE).exists()
+
+
+def test_overwrite_never_replaces_a_folder_dp_spark_did_not_write(items, tmp_path):
+    mine = tmp_path / "photos"
+    mine.mkdir()
+    (mine / "holiday.jpg").write_bytes(b"jpeg")
+    with pytest.raises(InputError, match="already exists and is a folder holding 1 entry"):
+        _release(items, seeded=False).write("items", str(mine), overwrite=True)
+    assert (mine / "holiday.jpg").read_bytes() == b"jpeg"

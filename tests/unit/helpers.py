@@ -147,14 +147,15 @@ def assert_refused_keeping_outputs(capsys, tmp_path, command: str, argv, fragmen
     import json
 
     report_path, items_path = tmp_path / "r.json", tmp_path / "items.parquet"
-    report_path.write_text('{"earlier": true}')
+    report_path.write_text('{"release": "distinct-count", "version": "2.0", "earlier": true}')  # an earlier dp_spark report
     items_path.mkdir()
     (items_path / "keep.txt").write_text("earlier")
+    (items_path / "_DP_SPARK_OUTPUT").write_text("an earlier dp_spark output\n")
     code, out, err = run_cli(capsys, command, *argv, "--output", str(report_path),
                              "--items-output", str(items_path), "--overwrite")
     assert code == 2, err
     assert fragment in err, err
     assert len([line for line in err.splitlines() if "error" in line.lower()]) == 1, err
     assert "Traceback" not in err and "at org.apache" not in err
-    assert json.loads(report_path.read_text()) == {"earlier": True}
+    assert json.loads(report_path.read_text()) == {"release": "distinct-count", "version": "2.0", "earlier": True}
     assert (items_path / "keep.txt").read_text() == "earlier"

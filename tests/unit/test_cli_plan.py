@@ -66,7 +66,9 @@ def test_dry_run_reads_nothing_and_spends_nothing(capsys, tmp_path, no_spark):
     budget = tmp_path / "ledger.db"
     code, out, err = run(capsys, "--dry-run", "--input", str(missing), "--output", str(report),
                          "--ledger", str(budget), "--ledger-budget", "team")
-    assert code == 0, err  # the input is not opened, no ledger opened or charged
+    # The input is not opened and nothing is charged; the missing ledger is
+    # reported (the real run would refuse it), never created.
+    assert code == 2 and "ledger" in err and "does not exist" in err, err
     assert not report.exists() and not budget.exists() and "dry run" in out
 
 
@@ -99,12 +101,12 @@ def test_dry_run_in_a_fresh_interpreter_never_imports_pyspark():
 ])
 def test_bad_parameters_are_one_line_exit_2_before_spark(capsys, tmp_path, no_spark, argv, fragment):
     out_path = tmp_path / "report.json"
-    out_path.write_text('{"earlier": true}')
+    out_path.write_text('{"release": "distinct-count", "version": "2.0", "earlier": true}')  # an earlier dp_spark report
     code, out, err = run(capsys, *argv, "--rows", "100", "--output", str(out_path), "--overwrite")
     assert code == 2
     assert err.count("\n") == 1
     assert_one_line_error(err, fragment)
-    assert json.loads(out_path.read_text()) == {"earlier": True}
+    assert json.loads(out_path.read_text()) == {"release": "distinct-count", "version": "2.0", "earlier": True}
 
 
 @pytest.mark.parametrize("argv", [["--epsilon", "0", "--dry-run"], ["--max-bound", "0", "--dry-run"]])
