@@ -124,10 +124,12 @@ def _dry_run_refusals(module, command: str, plan, opts) -> int:
 
     problems: list[str] = []
     check_run_paths(module, opts, problems)
-    try:
-        plan.check(_budget(command, opts))  # the ledger's balance is read, never charged
-    except DPSparkError as exc:
-        problems.append(str(exc))
+    for check in (lambda: check_input_options(opts),
+                  lambda: plan.check(_budget(command, opts))):  # the ledger is read, never charged
+        try:
+            check()
+        except DPSparkError as exc:
+            problems.append(str(exc))
     for problem in problems:
         print(f"dp-spark: error: {problem}", file=sys.stderr)
     return EXIT_BAD_INPUT if problems else 0

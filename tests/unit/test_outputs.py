@@ -128,6 +128,15 @@ def test_a_dry_run_reports_every_refusal_of_the_real_run(capsys, tmp_path, no_sp
         assert book.history() == []
 
 
+def test_a_dry_run_reports_the_input_checks_too(capsys, tmp_path, no_spark):
+    """A missing --input is refused by the real run before Spark starts, so
+    the dry run names it (beside the other refusals)."""
+    code, out, err = run_cli(capsys, "distinct-count", "--input", str(tmp_path / "nope.parquet"), "--dry-run")
+    assert code == 2 and "dry run" in out
+    errors = _errors(err)
+    assert len(errors) == 1 and "nope.parquet" in errors[0], err
+
+
 def test_a_dry_run_without_refusals_exits_0(capsys, tmp_path, no_spark):
     code, out, err = run_cli(capsys, "distinct-count", "--rows", "100", "--dry-run",
                              "--output", str(tmp_path / "new.json"))
