@@ -19,7 +19,7 @@ RELEASE = "dp_spark.releases.top_k:top_k"
 
 OPTIONS = INPUT_OPTIONS + (
     Option("k", int, 10, "number of items to release, in rank order"),
-    Option("epsilon", float, 1.0, "privacy parameter ε spent by the release"),
+    Option("epsilon", float, 1.0, "privacy parameter ε spent by the release; from 1e-6 to 50 (below, the noise swamps every count; above, e^ε bounds nothing)"),
     Option("delta", float, 0.0, "δ for unknown-domain (required there, e.g. 1e-6) and for "
            "cdp-peel's (ε, δ) accounting; the other mechanisms are pure ε-DP"),
     Option("method", str, "auto", "selection mechanism: auto = unknown-domain without "

@@ -164,7 +164,7 @@ def plan(*, rho, horizon, method=DEFAULT_METHOD, time_col="time", item_col="item
     ``origin``, ``step_size`` and ``shards`` (batch time mapping and stage
     shards) are checked but do not apply to it.
     """
-    rho = checks.positive(rho, "rho")
+    rho = checks.rho(rho)  # within checks.RHO_RANGE, before any charge
     beta = checks.open_unit(beta, "beta")
     delta = checks.open_unit(delta, "delta")
     checks.seed(seed)

@@ -66,7 +66,7 @@ def plan(*, rho, delta, method="pcr", person_col="person_id", item_col="item", r
     """The count-release's plan (person-level δ-approximate ρ-zCDP); every
     parameter checked before any data is read."""
     method = checks.choice(method, "method", METHODS)
-    rho = checks.positive(rho, "rho")
+    rho = checks.rho(rho)  # within checks.RHO_RANGE, before any charge
     delta = checks.open_unit(delta, "delta")
     relative_error = checks.positive(relative_error, "relative_error", " (e.g. 0.1 for 10%)")
     kbar = checks.integer(kbar, "kbar", 1, KBAR_LIMIT, KBAR_WHY)
