@@ -24,7 +24,7 @@ from fractions import Fraction
 
 from dp_spark.errors import ParameterError
 
-__all__ = ["exact", "float_up", "float_down", "ratio_up", "remainder", "share_down",
+__all__ = ["exact", "float_up", "float_down", "ratio_up", "ratio_down", "remainder", "share_down",
            "ln_bounds", "ln_up", "ln_down", "sqrt_down", "sqrt_up"]
 
 
@@ -69,6 +69,16 @@ def ratio_up(numerator: float | int, denominator: float | int) -> float:
     if den <= 0:
         raise ParameterError("the denominator of a noise scale must be > 0")
     return float_up(exact(numerator) / den)
+
+
+def ratio_down(numerator: float | int, denominator: float | int) -> float:
+    """ε/Δ rounded down: a privacy coefficient (the exponential mechanism's
+    ε/(2Δ), an exponential noise rate), never larger than the exact
+    quotient of the given floats (a coefficient is an inverse scale)."""
+    den = exact(denominator)
+    if den <= 0:
+        raise ParameterError("the denominator of a privacy coefficient must be > 0")
+    return float_down(exact(numerator) / den)
 
 
 def remainder(total: float, *parts: float) -> float:

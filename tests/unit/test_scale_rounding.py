@@ -184,3 +184,22 @@ def test_sparse_vector_round_epsilon_and_scales_within_rho():
         e0 = Fraction(svt.epsilon_per_round)
         assert cutoff * e0 * e0 / 2 <= Fraction(rho), (rho, cutoff)
         assert svt.threshold_scale >= 2 / e0 and svt.query_scale >= 4 / e0
+
+
+def test_exponential_mechanism_coefficient_rounded_down():
+    from dp_spark.mechanisms.exponential import _log_weights
+
+    for eps in _epsilons(200):
+        for monotone, c in ((True, 1), (False, 2)):
+            logw = _log_weights(np.array([0.0, 1.0]), eps, 3.0, monotone)  # [−coef, 0]
+            assert Fraction(-logw[0]) <= Fraction(eps) / (c * 3), (eps, monotone)
+
+
+def test_joint_coefficient_rounded_down():
+    from dp_spark.mechanisms.top_k.joint import joint_top_k_log_weights
+
+    for eps in _epsilons(200):
+        # sensitivity 3: ε/(2·3) is rarely a float (ε/2 always is)
+        w = joint_top_k_log_weights([5, 3, 1], 1, eps, sensitivity=3)
+        assert w.floor_diff[1] == 2 and w.log_count[1] == 0.0  # log weight −2·coef, exact
+        assert Fraction(-w.log_weight[1]) / 2 <= Fraction(eps) / 6, eps
