@@ -43,6 +43,52 @@ def positive(value: object, name: str, hint: str = "") -> float:
     return x
 
 
+#: The privacy parameters a release accepts (issue 21 §6), checked by every
+#: release's plan before anything is charged or read.
+#:
+#: ε from 1e-6 to 50. Below 1e-6 a sensitivity-1 count gets noise of scale
+#: >= 10⁶ (more for larger sensitivities and for the small shares a release
+#: splits ε into), so no answer means anything, and the noise tails and
+#: thresholds run toward the limits of a float (ε = 1e-300 hung the driver).
+#: Above 50, e^ε > 5·10²¹ bounds nothing: the noise is far below one count
+#: (ε = 1e300 released the exact values). Deployed releases stay well
+#: inside (the US Census 2020 redistricting data spent ε ≈ 20 in total).
+EPSILON_RANGE = (1e-6, 50.0)
+#: ρ (zCDP) from 1e-12 to 50. 1e-12 is ρ = ε²/2 at ε ≈ 1.4e-6, the same
+#: noise level as the lowest ε (Gaussian σ ≈ 7·10⁵ per unit of sensitivity);
+#: 50 bounds the mean privacy loss by 50 (ρ-zCDP bounds the KL divergence
+#: by ρ), and converts to ε ≈ 103 at δ = 1e-6: nothing is protected.
+RHO_RANGE = (1e-12, 50.0)
+
+
+def _in_range(value: object, name: str, bounds: tuple[float, float], why: str) -> float:
+    x = positive(value, name)
+    low, high = bounds
+    if not low <= x <= high:
+        raise ParameterError(
+            f"{name} must lie in [{low:g}, {high:g}]; got {value!r}. {why}"
+        )
+    return x
+
+
+def epsilon(value: object, name: str = "epsilon") -> float:
+    """A release's ε, within :data:`EPSILON_RANGE` (refused before any charge)."""
+    return _in_range(
+        value, name, EPSILON_RANGE,
+        "Below that the noise swamps every answer; above it the release protects nothing "
+        "(e^epsilon bounds no privacy loss). See the README, 'Privacy parameters'.",
+    )
+
+
+def rho(value: object, name: str = "rho") -> float:
+    """A release's ρ (zCDP), within :data:`RHO_RANGE` (refused before any charge)."""
+    return _in_range(
+        value, name, RHO_RANGE,
+        "Below that the noise swamps every answer; above it the release protects nothing. "
+        "See the README, 'Privacy parameters'.",
+    )
+
+
 def nonnegative(value: object, name: str) -> float:
     """A finite number >= 0 (a privacy amount, a sensitivity, a noise scale)."""
     x = _real(value, name, "a finite number >= 0")

@@ -19,11 +19,13 @@ never understates privacy loss:
 from __future__ import annotations
 
 import math
+from decimal import Context, Decimal
 from fractions import Fraction
 
 from dp_spark.errors import ParameterError
 
-__all__ = ["exact", "float_up", "float_down", "ratio_up", "remainder", "share_down"]
+__all__ = ["exact", "float_up", "float_down", "ratio_up", "ratio_down", "remainder", "share_down",
+           "ln_bounds", "ln_up", "ln_down", "sqrt_down", "sqrt_up"]
 
 
 def exact(value: float | int | Fraction) -> Fraction:
@@ -69,6 +71,16 @@ def ratio_up(numerator: float | int, denominator: float | int) -> float:
     return float_up(exact(numerator) / den)
 
 
+def ratio_down(numerator: float | int, denominator: float | int) -> float:
+    """ε/Δ rounded down: a privacy coefficient (the exponential mechanism's
+    ε/(2Δ), an exponential noise rate), never larger than the exact
+    quotient of the given floats (a coefficient is an inverse scale)."""
+    den = exact(denominator)
+    if den <= 0:
+        raise ParameterError("the denominator of a privacy coefficient must be > 0")
+    return float_down(exact(numerator) / den)
+
+
 def remainder(total: float, *parts: float) -> float:
     """The largest float r with parts + r <= total exactly: the last share of
     a budget split, so that the shares never sum to more than the total.
@@ -85,3 +97,62 @@ def share_down(total: float, parts: int) -> float:
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise ParameterError("parts must be a whole number >= 1")
     return float_down(exact(total) / parts)
+
+
+#: Decimal precision of :func:`ln_bounds` (digits); the bracket it returns is
+#: wider than the rounding error of both logarithms by a large margin.
+_LN_DIGITS = 60
+
+
+def ln_bounds(value: Fraction | float | int) -> tuple[Fraction, Fraction]:
+    """Rationals ``lo <= ln(value) <= hi`` (exactly), for ``value`` > 0, less
+    than 1e-50·(1 + |ln value|) apart: the logarithm of the exact rational
+    value, never of a rounded one. ln(p/q) = ln p − ln q, each an exact
+    integer's logarithm correctly rounded by :mod:`decimal` at 60 digits
+    (error at most half a unit in the 60th digit), then widened by a margin
+    far larger than that error."""
+    q = exact(value)
+    if q <= 0:
+        raise ParameterError("the logarithm needs a value > 0")
+    ctx = Context(prec=_LN_DIGITS)
+    approx = Fraction(Decimal(q.numerator).ln(ctx)) - Fraction(Decimal(q.denominator).ln(ctx))
+    margin = (1 + abs(approx)) * Fraction(1, 10**50)
+    return approx - margin, approx + margin
+
+
+def ln_up(value: Fraction | float | int) -> float:
+    """A float >= ln(value) (exactly), within a couple of ulps of it."""
+    return float_up(ln_bounds(value)[1])
+
+
+def ln_down(value: Fraction | float | int) -> float:
+    """A float <= ln(value) (exactly), within a couple of ulps of it."""
+    return float_down(ln_bounds(value)[0])
+
+
+def sqrt_down(value: Fraction | float | int) -> float:
+    """The largest float s with s² <= ``value`` (exactly), for value >= 0: a
+    per-round ε from a zCDP budget (c·ε₀²/2 <= ρ), never above the exact root."""
+    q = exact(value)
+    if q < 0:
+        raise ParameterError("the square root needs a value >= 0")
+    s = math.sqrt(float_down(q))
+    while Fraction(s) ** 2 > q:
+        s = math.nextafter(s, 0.0)
+    while math.isfinite(nxt := math.nextafter(s, math.inf)) and Fraction(nxt) ** 2 <= q:
+        s = nxt
+    return s
+
+
+def sqrt_up(value: Fraction | float | int) -> float:
+    """The smallest float s with s² >= ``value`` (exactly), for value >= 0: a
+    noise scale σ = sqrt(Δ²/(2ρ)), never below the exact root."""
+    q = exact(value)
+    if q < 0:
+        raise ParameterError("the square root needs a value >= 0")
+    s = math.sqrt(float_up(q))
+    while math.isfinite(s) and Fraction(s) ** 2 < q:
+        s = math.nextafter(s, math.inf)
+    while s > 0 and Fraction(prv := math.nextafter(s, 0.0)) ** 2 >= q:
+        s = prv
+    return s

@@ -66,7 +66,7 @@ OPTIONS = (
     Option("rows", _rows, 200_000, "events of the built-in synthetic stream (no --input; at most "
            f"{MAX_SYNTHETIC_ROWS:,})"),
     Option("demo_flippancy", int, 16, "largest flippancy of the built-in synthetic stream (no --input)"),
-    Option("rho", float, 0.5, "privacy parameter ρ (zCDP) spent by the whole series"),
+    Option("rho", float, 0.5, "privacy parameter ρ (zCDP) spent by the whole series; from 1e-12 to 50 (below, the noise swamps every count; above, nothing is protected)"),
     Option("horizon", int, None, "number of steps T to release: REQUIRED with --input (a public "
            "parameter, never taken from the data; events after step T are dropped); the built-in "
            "data defaults to 1024 steps (32 with --stream)"),

@@ -12,7 +12,7 @@ PLAN = "dp_spark.plans.count_release:plan"
 RELEASE = "dp_spark.releases.count_release:count_release"
 
 OPTIONS = INPUT_OPTIONS + (
-    Option("rho", float, 0.5, "ρ: the release is δ-approximate ρ-zCDP"),
+    Option("rho", float, 0.5, "ρ: the release is δ-approximate ρ-zCDP; from 1e-12 to 50 (below, the noise swamps every count; above, nothing is protected)"),
     Option("delta", float, 1e-6, "δ of the δ-approximate ρ-zCDP guarantee"),
     Option("relative_error", float, 0.1, "target relative error r of a released count"),
     Option("kbar", int, 10000, "pcr: how many of the largest counts are collected (and the most "

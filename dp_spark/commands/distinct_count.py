@@ -11,7 +11,7 @@ PLAN = "dp_spark.plans.distinct_count:plan"
 RELEASE = "dp_spark.releases.distinct_count:distinct_count"
 
 OPTIONS = INPUT_OPTIONS + (
-    Option("epsilon", float, 1.0, "privacy parameter ε spent by the release"),
+    Option("epsilon", float, 1.0, "privacy parameter ε spent by the release; from 1e-6 to 50 (below, the noise swamps every count; above, e^ε bounds nothing)"),
     Option("beta", float, 0.05, "the lower bound holds with probability 1 - beta"),
     Option("max_bound", int, 100, "largest per-person bound l considered (1..max-bound; at most 1,000,000)"),
     Option("method", str, "greedy", "how bounded counts are computed",

@@ -11,7 +11,7 @@ PLAN = "dp_spark.plans.set_union:plan"
 RELEASE = "dp_spark.releases.set_union:set_union"
 
 OPTIONS = INPUT_OPTIONS + (
-    Option("epsilon", float, 1.0, "privacy parameter ε spent by the release"),
+    Option("epsilon", float, 1.0, "privacy parameter ε spent by the release; from 1e-6 to 50 (below, the noise swamps every count; above, e^ε bounds nothing)"),
     Option("delta", float, 1e-6, "privacy parameter δ spent by the release (0 < δ < 1)"),
     Option("max_items", int, 100, f"Δ0: most distinct items one person contributes (at most {MAX_ITEMS_LIMIT:,})"),
     Option("method", str, "policy-gaussian", "histogram update policy", METHODS),

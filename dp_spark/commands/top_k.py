@@ -23,7 +23,7 @@ DEMO_DELTA = 1e-6
 
 OPTIONS = INPUT_OPTIONS + (
     Option("k", int, 10, "number of items to release, in rank order"),
-    Option("epsilon", float, 1.0, "privacy parameter ε spent by the release"),
+    Option("epsilon", float, 1.0, "privacy parameter ε spent by the release; from 1e-6 to 50 (below, the noise swamps every count; above, e^ε bounds nothing)"),
     Option("delta", float, None, "δ for unknown-domain and for cdp-peel's (ε, δ) accounting; "
            f"the other mechanisms are pure ε-DP (default: {DEMO_DELTA:g} where the mechanism "
            "needs δ — unknown-domain, and auto without --domain — else 0)"),

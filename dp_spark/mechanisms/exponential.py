@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dp_spark import checks
+from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
 
 __all__ = [
@@ -87,9 +88,10 @@ def _log_weights(scores: np.ndarray, epsilon: float, sensitivity: float, monoton
     Shifting by the maximum does not change the distribution and keeps every
     finite log-weight ≤ 0, so nothing overflows.
     """
-    coef = epsilon / sensitivity if monotone else epsilon / (2.0 * sensitivity)
-    if not math.isfinite(coef):
+    divisor = sensitivity if monotone else 2.0 * sensitivity
+    if not math.isfinite(epsilon / divisor):
         raise ParameterError("epsilon / sensitivity overflows; use a smaller epsilon or a larger sensitivity")
+    coef = ratio_down(epsilon, divisor)  # rounded down: never a sharper mechanism than ε allows
     top = scores.max()  # finite: at least one finite score, no +inf
     with np.errstate(over="ignore", invalid="ignore"):
         shifted = scores - top  # −inf stays −inf; a huge range may round to −inf (weight 0 anyway)

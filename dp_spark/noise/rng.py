@@ -7,33 +7,74 @@ from it for each mechanism or Spark partition (``spawn_rngs``), so no noise draw
 is ever reused across items or partitions. A fixed integer seed exists only for
 tests and demos: a seeded release is reproducible by anyone who knows the seed
 and therefore carries no privacy guarantee.
+
+Bit generator (issue 21 §4). An unseeded generator — every publishable
+release — is **ChaCha20** (``randomgen.ChaCha``, 20 rounds: the stream cipher
+of RFC 8439, also behind Linux's ``getrandom`` and OpenSSL's and BoringSSL's
+ChaCha20 DRBGs), keyed from 256 bits of OS entropy (``secrets``) through a
+256-bit ``SeedSequence`` pool, so that spawning works as for numpy's own bit
+generators: a child's key is derived from the same secret entropy and its
+spawn key, and a child of a ChaCha20 generator is a ChaCha20 generator
+(:func:`secure_generator`). numpy's PCG64 is a fast statistical generator,
+not a cryptographic one: its state can be recovered from its outputs, and
+with it every later draw. ChaCha20 was chosen over randomgen's AESCounter
+because it is fast in software on every CPU (SIMD, constant time), while
+AESCounter is fast only with AES-NI and falls back to table-based software
+AES elsewhere; ``randomgen`` is maintained by numpy.random's author, and
+its generators plug into ``numpy.random.Generator`` unchanged.
+
+A seeded generator (tests and demos only, refused unless asked for) stays
+numpy's PCG64 with ``SeedSequence(seed)``: a seeded output is not private
+whatever generator made it, and keeping PCG64 keeps every seeded output of
+dp_spark identical to earlier versions (the tests, the benchmarks' common
+random numbers and saved seeded checkpoints compare them).
 """
 
 from __future__ import annotations
 
 import numbers
+import secrets
 
 import numpy as np
+from randomgen import ChaCha
 
 from dp_spark import checks
 from dp_spark.errors import ParameterError
 
-__all__ = ["make_rng", "spawn_rngs", "check_rng"]
+__all__ = ["make_rng", "spawn_rngs", "check_rng", "secure_generator", "SECURE_ROUNDS"]
+
+#: ChaCha rounds of every unseeded generator (the standard ChaCha20).
+SECURE_ROUNDS = 20
+#: Bits of OS entropy keying an unseeded generator (ChaCha's key size).
+_ENTROPY_BITS = 256
+
+
+def secure_generator(seed_seq: np.random.SeedSequence | None = None) -> np.random.Generator:
+    """A ChaCha20 ``Generator``. With no argument its key comes from 256
+    bits of OS entropy (``secrets.randbits``) through a 256-bit SeedSequence
+    pool (so ``Generator.spawn`` gives ChaCha20 children). Passing a
+    SeedSequence is for tests and benchmarks that compare generators."""
+    if seed_seq is None:
+        seed_seq = np.random.SeedSequence(secrets.randbits(_ENTROPY_BITS), pool_size=_ENTROPY_BITS // 32)
+    return np.random.Generator(ChaCha(seed_seq, rounds=SECURE_ROUNDS))
+
 
 
 def make_rng(seed: int | None = None) -> np.random.Generator:
     """Return a new random generator.
 
     With ``seed=None`` (the default, and the only setting fit for publication)
-    the generator is seeded from operating-system entropy through
-    ``numpy.random.SeedSequence()``, so two calls give unrelated streams.
+    the generator is ChaCha20 keyed from operating-system entropy
+    (:func:`secure_generator`), so two calls give unrelated streams and no
+    one can predict a draw from earlier ones.
 
     A non-negative integer ``seed`` gives a reproducible generator. Use it
     only in tests and demos: anyone who knows the seed can recompute the noise
-    and subtract it, so a seeded output is *not* differentially private.
+    and subtract it, so a seeded output is *not* differentially private. It
+    is numpy's PCG64, as in earlier versions, so seeded outputs are unchanged.
     """
     if seed is None:
-        return np.random.Generator(np.random.PCG64(np.random.SeedSequence()))
+        return secure_generator()
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise ParameterError(
             f"seed must be None (OS entropy) or a non-negative int, got {type(seed).__name__}; "
@@ -59,6 +100,10 @@ def spawn_rngs(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
             f"n must be a non-negative int (number of child generators), got {n!r}"
         )
     n = int(n)
+    if isinstance(rng.bit_generator, ChaCha):  # keep the rounds explicit: never a weaker child
+        rounds = rng.bit_generator.state["state"]["rounds"]
+        children = rng.bit_generator.seed_seq.spawn(n)
+        return [np.random.Generator(ChaCha(child, rounds=rounds)) for child in children]
     if hasattr(rng, "spawn"):
         return list(rng.spawn(n))
     seed_seq = rng.bit_generator.seed_seq  # numpy < 1.25

@@ -165,7 +165,7 @@ def plan(*, rho, horizon, method=DEFAULT_METHOD, time_col="time", item_col="item
     shards) are checked but do not apply to it.
     """
     checks.distinct_columns(time_col=time_col, item_col=item_col, op_col=op_col)
-    rho = checks.positive(rho, "rho")
+    rho = checks.rho(rho)  # within checks.RHO_RANGE, before any charge
     beta = checks.open_unit(beta, "beta")
     delta = checks.open_unit(delta, "delta")
     checks.seed(seed)

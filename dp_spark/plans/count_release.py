@@ -67,7 +67,7 @@ def plan(*, rho, delta, method="pcr", person_col="person_id", item_col="item", r
     parameter checked before any data is read."""
     checks.distinct_columns(person_col=person_col, item_col=item_col)
     method = checks.choice(method, "method", METHODS)
-    rho = checks.positive(rho, "rho")
+    rho = checks.rho(rho)  # within checks.RHO_RANGE, before any charge
     delta = checks.open_unit(delta, "delta")
     relative_error = checks.positive(relative_error, "relative_error", " (e.g. 0.1 for 10%)")
     kbar = checks.integer(kbar, "kbar", 1, KBAR_LIMIT, KBAR_WHY)

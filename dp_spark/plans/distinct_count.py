@@ -56,7 +56,7 @@ def plan(*, epsilon, beta=0.05, max_bound=100, method="greedy", shards=None,
          edge_limit=DEFAULT_EDGE_LIMIT, person_col="person_id", item_col="item", seed=None) -> Plan:
     """The distinct-count release's plan (ε-DP, person level); every
     parameter checked before any data is read."""
-    epsilon = checks.positive(epsilon, "epsilon")
+    epsilon = checks.epsilon(epsilon)  # within checks.EPSILON_RANGE, before any charge
     beta = checks.open_unit(beta, "beta")
     checks.distinct_columns(person_col=person_col, item_col=item_col)
     method = checks.choice(method, "method", METHODS)

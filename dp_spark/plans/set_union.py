@@ -95,7 +95,7 @@ def plan(*, epsilon, delta, method="policy-gaussian", person_col="person_id", it
     Algorithm 1 with policy ``method``); every parameter checked before any
     data is read. ``shards`` of a sequential policy defaults to
     :data:`~dp_spark.summaries.set_union.DEFAULT_SHARDS` (8, fixed)."""
-    epsilon = checks.positive(epsilon, "epsilon")
+    epsilon = checks.epsilon(epsilon)  # within checks.EPSILON_RANGE, before any charge
     delta = checks.open_unit(delta, "delta")
     checks.distinct_columns(person_col=person_col, item_col=item_col)
     method = checks.choice(method, "method", METHODS)

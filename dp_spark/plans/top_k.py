@@ -159,7 +159,7 @@ def plan(*, epsilon, k, delta=0.0, method="auto", person_col="person_id", item_c
     """
     k = limit(checks.whole(k, "k"), "k", MAX_K, "top-k ranks k items and the joint samplers' time grows as d·k")
     checks.distinct_columns(person_col=person_col, item_col=item_col)
-    epsilon = checks.positive(epsilon, "epsilon")
+    epsilon = checks.epsilon(epsilon)  # within checks.EPSILON_RANGE, before any charge
     delta = checks.delta(delta, "delta", allow_zero=True)
     has_domain = domain is not None or domain_size is not None
     mechanism = resolve_method(method, has_domain)

@@ -456,8 +456,9 @@ def test_bad_parameters(kwargs):
         ({"max_items": 10**12}, "max_items must be a whole number from 1 to 100,000 \\(Δ0 sizes"),
         ({"max_items": MAX_ITEMS_LIMIT + 1}, "from 1 to 100,000"),
         ({"alpha": 1e6}, "at most 1000"),
-        ({"epsilon": 1e-320, "method": "policy-laplace"}, "too small"),
-        ({"epsilon": 1e-320, "method": "count"}, "too small"),
+        # refused by the plan's range (checks.EPSILON_RANGE) before the constants are computed
+        ({"epsilon": 1e-320, "method": "policy-laplace"}, "epsilon must lie in \\[1e-06, 50\\]"),
+        ({"epsilon": 1e-320, "method": "count"}, "epsilon must lie in \\[1e-06, 50\\]"),
     ],
 )
 def test_parameters_beyond_the_public_limits_are_refused_up_front(kwargs, says):

@@ -42,6 +42,7 @@ import numpy as np
 from dp_spark import checks as _checks
 from dp_spark.mechanisms.continual_distinct.tree import integer_vector
 from dp_spark.errors import ParameterError
+from dp_spark.accounting.exact import ratio_up, sqrt_down
 from dp_spark.noise.discrete_batch import discrete_laplace_batch, rational_scale
 from dp_spark.noise.rng import check_rng
 
@@ -64,7 +65,8 @@ class SparseVector:
     def __init__(self, rho: float, cutoff: int) -> None:
         self._rho = _checks.positive(rho, "rho")
         self._cutoff = _checks.integer(cutoff, "cutoff", 1)
-        self._epsilon = math.sqrt(2.0 * self._rho / self._cutoff)
+        # ε₀ = sqrt(2ρ/c) rounded down, exactly: c·ε₀²/2 <= ρ on the floats
+        self._epsilon = sqrt_down(2 * Fraction(self._rho) / self._cutoff)
         self._aboves = 0
         self._queries = 0
         self._threshold_noise: float | None = None
@@ -85,12 +87,12 @@ class SparseVector:
     @property
     def threshold_scale(self) -> Fraction:
         """Discrete Laplace scale of the threshold noise, b₁ = 2/ε₀ (rounded up to 2^−10)."""
-        return rational_scale(2.0 / self._epsilon)
+        return rational_scale(ratio_up(2.0, self._epsilon))
 
     @property
     def query_scale(self) -> Fraction:
         """Discrete Laplace scale of the query noise, b₂ = 4/ε₀ (rounded up to 2^−10)."""
-        return rational_scale(4.0 / self._epsilon)
+        return rational_scale(ratio_up(4.0, self._epsilon))
 
     @property
     def aboves(self) -> int:

@@ -39,6 +39,7 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from dp_spark import checks
+from dp_spark.accounting.exact import ratio_up
 from dp_spark.errors import ParameterError
 from dp_spark.summaries.set_union import NOISE_OF, SEQUENTIAL, check_policy
 
@@ -111,7 +112,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 def rho_count(epsilon: float, delta: float, max_items: int) -> float:
     """Count (Korolova et al. 2009, as in Gopi et al.): Lap(Δ0/ε) noise;
     every item of T has weight 1 and |T| ≤ Δ0, so ρ = 1 + Q_{Δ0/ε}(p_{Δ0})."""
-    scale = max_items / epsilon
+    scale = ratio_up(max_items, epsilon)  # Δ0/ε rounded up, as the noise drawn
     return float(1.0 + laplace_isf(scale, per_item_tail(delta, max_items)))
 
 
@@ -119,7 +120,8 @@ def rho_laplace(epsilon: float, delta: float, max_items: int) -> float:
     """Weighted / Policy Laplace (Theorems 3.1, D.1): Lap(1/ε) noise;
     ρ = max_{t=1..Δ0} 1/t + Q_{1/ε}(p_t)."""
     t = np.arange(1, max_items + 1, dtype=np.float64)
-    return float(np.max(1.0 / t + laplace_isf(1.0 / epsilon, per_item_tail(delta, t))))
+    scale = ratio_up(1.0, epsilon)  # 1/ε rounded up, as the noise drawn
+    return float(np.max(1.0 / t + laplace_isf(scale, per_item_tail(delta, t))))
 
 
 def rho_gaussian(sigma: float, delta: float, max_items: int) -> float:
@@ -191,12 +193,14 @@ def plan_set_union(
             f"epsilon = {epsilon:g} is too small: the noise scale or threshold overflows "
             "a float; use a larger epsilon."
         )
+    # Laplace scales rounded up (dp_spark.accounting.exact.ratio_up): more
+    # noise, never less; the thresholds ρ are computed with the same scales.
     if policy == "count":
-        scale = max_items / epsilon
+        scale = ratio_up(max_items, epsilon)
         rho = rho_count(epsilon, delta, max_items)
         sensitivity, norm, noise_delta, threshold_delta = float(max_items), "l1", 0.0, delta
     elif noise == "laplace":
-        scale = 1.0 / epsilon
+        scale = ratio_up(1.0, epsilon)
         rho = rho_laplace(epsilon, delta, max_items)
         sensitivity, norm, noise_delta, threshold_delta = 1.0, "l1", 0.0, delta
     else:

@@ -61,6 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dp_spark.accounting.exact import ratio_up, remainder
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k._common import _as_counts, _check_delta, _check_int, _check_positive, _check_rng
 from dp_spark.mechanisms.top_k.joint import joint_top_k, pnf_joint_top_k
@@ -148,7 +149,8 @@ def noisy_rank_counts(counts: ArrayLike, ranks: np.ndarray, epsilon: float,
     rng = _check_rng(rng)
     m = len(ranks)
     top = np.sort(c)[::-1]
-    return top[np.asarray(ranks) - 1] + rng.laplace(scale=m / eps, size=m)
+    scale = ratio_up(m, eps)  # m/ε rounded up: more noise, never less
+    return top[np.asarray(ranks) - 1] + rng.laplace(scale=scale, size=m)
 
 
 def choice_stream(rng: np.random.Generator) -> np.random.Generator:
@@ -205,7 +207,7 @@ def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
     if not (0.0 < float(share) < 0.5):
         raise ParameterError("share must lie in (0, 0.5); it is the part of ε spent on the choice")
     eps0 = eps * float(share)
-    eps1 = eps - eps0
+    eps1 = remainder(eps, eps0)  # ε − ε₀ rounded down: ε₀ + ε₁ <= ε exactly
     noisy = noisy_rank_counts(c, auto_anchor_ranks(k, d), eps0, choice_stream(rng))
     del c  # non-private: nothing below may use it
     top, kth = float(noisy[0]), float(noisy[-1])  # ranks 1 and k (the same one when k = 1)

@@ -17,6 +17,7 @@ from typing import Iterator
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k._common import _as_counts, _check_int, _check_positive, _check_rng
 
@@ -257,7 +258,7 @@ def joint_top_k_log_weights(
     cols = np.concatenate([p[1] for p in parts])
     floor_diff = np.concatenate([p[2] for p in parts])
     log_count = np.concatenate([p[3] for p in parts])
-    log_weight = log_count - (eps / (2.0 * sens)) * floor_diff.astype(np.float64)
+    log_weight = log_count - ratio_down(eps, 2.0 * sens) * floor_diff.astype(np.float64)
     return JointLogWeights(prep.perm, rows, cols, floor_diff, log_count, log_weight)
 
 
@@ -315,7 +316,7 @@ def joint_top_k(
     c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
     rng = _check_rng(rng)
     prep = _joint_prepare(c, k)
-    coef = eps / (2.0 * sens)
+    coef = ratio_down(eps, 2.0 * sens)  # ε/(2Δ) rounded down: never sharper than ε allows
     # ln(number of length-k sequences) >= ln(sum of m(e) over any set of entries)
     log_sequences = math.lgamma(prep.d + 1) - math.lgamma(prep.d - k + 1)
     blocks = _joint_entry_blocks(prep)
@@ -455,7 +456,7 @@ def pnf_joint_top_k(
     c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
     rng = _check_rng(rng)
     prep = _joint_prepare(c, k)
-    lam = eps / (2.0 * sens)
+    lam = ratio_down(eps, 2.0 * sens)  # the noise rate ε/(2Δ) rounded down: more noise, never less
     best = -np.inf
     best_rc = (-1, -1)
     for rows, cols, floor_diff, log_count in _joint_entry_blocks(prep):

@@ -6,10 +6,12 @@ Gumbel top-k, Durfee & Rogers 2019, (ε, δ)-DP by the CDP bound).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dp_spark.accounting.exact import exact, ln_bounds, ratio_up, share_down
 from dp_spark.mechanisms.top_k._common import (
     _as_counts, _check_delta, _check_int, _check_positive, _check_rng, _top_k_indices,
 )
@@ -53,7 +55,7 @@ def pnf_peel_top_k(counts: ArrayLike, k: int, epsilon: float, rng: np.random.Gen
     k = _check_int(k, "k", 1, d, " (the number of items in counts)")
     eps = _check_positive(epsilon, "epsilon")
     rng = _check_rng(rng)
-    scale = k / eps
+    scale = ratio_up(k, eps)  # k/ε rounded up: more noise, never less
     remaining = np.ones(d, dtype=bool)
     out = np.empty(k, dtype=np.int64)
     for t in range(k):
@@ -80,11 +82,44 @@ def cdp_peel_epsilon_per_step(epsilon: float, delta: float, k: int) -> float:
     eps = _check_positive(epsilon, "epsilon")
     dlt = _check_delta(delta, allow_zero=True)
     k = _check_int(k, "k", 1)
+    pure = share_down(eps, k)  # ε/k rounded down: k shares never exceed ε
     if dlt == 0.0:
-        return eps / k
-    log_inv = math.log(1.0 / dlt)
-    cdp = math.sqrt(8.0 * (log_inv + eps) / k) - math.sqrt(8.0 * log_inv / k)
-    return max(eps / k, cdp)
+        return pure
+    return max(pure, bounded_range_step(eps, dlt, k))
+
+
+def _implied_within(step: float, epsilon: Fraction, log_inv_hi: Fraction, k: int) -> bool:
+    """Exactly: k·s²/8 + s·sqrt(k·L/2) <= ε, for s = ``step`` and L =
+    ``log_inv_hi`` (an upper bound on ln(1/δ); the left side grows with L,
+    so the check is conservative). Squared to stay in the rationals."""
+    s = exact(step)
+    rest = epsilon - k * s * s / 8
+    return rest >= 0 and s * s * k * log_inv_hi / 2 <= rest * rest
+
+
+def bounded_range_step(epsilon: float, delta: float, k: int) -> float:
+    """The per-step ε' (rounded down) with k·ε'²/8 + ε'·sqrt(k ln(1/δ)/2) <= ε
+    exactly: k ε'-bounded-range mechanisms are then (ε, δ)-DP (see
+    :func:`cdp_peel_epsilon_per_step`).
+
+    ε' = sqrt(8/k)·(sqrt(L + ε) − sqrt(L)), L = ln(1/δ), is computed in the
+    cancellation-free form sqrt(8/k)·ε/(sqrt(L + ε) + sqrt(L)) (the
+    difference of two close square roots loses most of its digits when
+    ε ≪ L), and then stepped down one float at a time until the implied ε,
+    evaluated in exact rational arithmetic with an upper bound on ln(1/δ)
+    (:func:`dp_spark.accounting.exact.ln_bounds`), is at most the given ε.
+    The float estimate is within a few ulps, so the loop runs a few times."""
+    eps_q = exact(epsilon)
+    log_inv_hi = -ln_bounds(delta)[0]  # ln(1/δ), rounded up
+    log_inv = float(log_inv_hi)
+    step = math.sqrt(8.0 / k) * epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))
+    for _ in range(64):
+        if _implied_within(step, eps_q, log_inv_hi, k):
+            return step
+        step = math.nextafter(step, 0.0)
+    while not _implied_within(step, eps_q, log_inv_hi, k):  # not reached: the estimate is ulps off
+        step *= 0.5
+    return step
 
 
 def cdp_peel_top_k(
@@ -115,5 +150,5 @@ def cdp_peel_top_k(
     k = _check_int(k, "k", 1, d, " (the number of items in counts)")
     eps_step = cdp_peel_epsilon_per_step(epsilon, delta, k)
     rng = _check_rng(rng)
-    noisy = c + rng.gumbel(scale=1.0 / eps_step, size=d)
+    noisy = c + rng.gumbel(scale=ratio_up(1.0, eps_step), size=d)  # 1/ε' rounded up
     return _top_k_indices(noisy, k)

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dp_spark.accounting.exact import ratio_up
+from dp_spark.accounting.exact import exact, float_up, ln_bounds, ratio_up
 from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.top_k.peeling import bounded_range_step
 from dp_spark.mechanisms.top_k._common import _as_counts, _check_delta, _check_int, _check_positive, _check_rng
 
 
@@ -36,11 +37,24 @@ class UnknownDomainResult:
 
 
 def unknown_domain_threshold(epsilon: float, delta: float, kbar: int) -> float:
-    """Threshold T = 1 + (1/ε)·ln(k̄/δ) of Unknown Domain Gumbel (seed Theorem 4)."""
+    """Threshold T = 1 + (1/ε)·ln(k̄/δ) of Unknown Domain Gumbel (seed Theorem 4),
+    rounded up.
+
+    Up is the safe direction: the threshold's δ is k̄·P[G_i − G_0 > T − 1]
+    <= k̄·e^{−(T−1)/β} for Gumbel scale β, which only falls as T grows, so a
+    T above the exact value spends less δ than charged, never more (a lower
+    T would let more items absent from a neighbour clear it). The proof
+    needs T − 1 >= β·ln(k̄/δ) for the scale β actually drawn, and the
+    Gumbel scale is 1/ε rounded up (:func:`unknown_domain_gumbel`), so T
+    uses that same β, an upper bound on ln(k̄/δ) of the exact k̄/δ, and
+    rounds the product and the sum up (exact rationals,
+    :mod:`dp_spark.accounting.exact`)."""
     eps = _check_positive(epsilon, "epsilon")
     dlt = _check_delta(delta)
     kbar = _check_int(kbar, "kbar", 1)
-    return 1.0 + math.log(kbar / dlt) / eps
+    beta = exact(ratio_up(1.0, eps))
+    log_hi = ln_bounds(exact(kbar) / exact(dlt))[1]
+    return float_up(1 + beta * log_hi)
 
 
 def unknown_domain_calibration(epsilon: float, delta: float, k: int) -> tuple[float, float, float]:
@@ -58,12 +72,9 @@ def unknown_domain_calibration(epsilon: float, delta: float, k: int) -> tuple[fl
     eps = _check_positive(epsilon, "epsilon")
     dlt = _check_delta(delta)
     k = _check_int(k, "k", 1)
-    half = dlt / 2.0
-    log_inv = math.log(1.0 / half)
-    eps_item = math.sqrt(8.0 / k) * (math.sqrt(log_inv + eps) - math.sqrt(log_inv))
-    # guard against float rounding: the implied ε must not exceed the target
-    while k * eps_item**2 / 8.0 + eps_item * math.sqrt(k * log_inv / 2.0) > eps:
-        eps_item = math.nextafter(eps_item, 0.0)
+    half = dlt / 2.0  # exact (a power-of-two division of a normal float)
+    # cancellation-free, rounded down, and checked in exact arithmetic
+    eps_item = bounded_range_step(eps, half, k)
     return eps_item, half, half
 
 
