@@ -466,7 +466,8 @@ def test_plan_refuses_bad_parameters(kwargs, fragment):
 
 def test_plan_is_keyword_only_and_the_cli_dry_run_prints_it(capsys, tmp_path):
     """--dry-run prints the same plan as the API's, and reads nothing (the
-    input does not exist)."""
+    input does not exist: the dry run prints the plan, then reports that
+    refusal of the real run, exit 2)."""
     import json
 
     from dp_spark.cli import main
@@ -477,7 +478,7 @@ def test_plan_is_keyword_only_and_the_cli_dry_run_prints_it(capsys, tmp_path):
     code = main(["count-release", "--input", str(tmp_path / "missing.parquet"), "--rho", "0.25", "--method",
                  "bounded", "--max-items", "6", "--dry-run", "--quiet"])
     out, err = capsys.readouterr()
-    assert code == 0, err
+    assert code == 2 and "missing.parquet' does not exist" in err, err
     document = json.loads(out)
     expected = plan(rho=0.25, delta=1e-6, method="bounded", max_items=6).to_dict()
     assert document == expected and document["plan"] is True
