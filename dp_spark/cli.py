@@ -106,8 +106,45 @@ def _budget(command: str, opts):
         run_key = f"stream:{Path(opts['checkpoint']).resolve()}|{Path(opts.get('sink') or '').resolve()}"
         once = True
     parameters = {k: v for k, v in opts.items() if k not in ("ledger", "quiet", "verbose") and v is not None}
-    return open_ledger(opts["ledger"]).budget(opts["ledger_budget"], run_key=run_key, once=once,
-                                              parameters={"release": command, **parameters})
+    budget = open_ledger(opts["ledger"]).budget(
+        opts["ledger_budget"], run_key=run_key, once=once, parameters={"release": command, **parameters},
+        outputs={k: _absolute(opts[k]) for k in _OUTPUTS if opts.get(k)})
+    if budget.keyed:
+        budget.identity = _run_identity(command, opts)  # checked by plan.check and by the release's charge
+    return budget
+
+
+#: Options naming what a run writes (recorded with a keyed run; not part of its identity).
+_OUTPUTS = ("output", "report_html", "items_output", "series")
+#: Options that change how a run is run, not what it releases or from what.
+_NOT_IDENTITY = _OUTPUTS + ("master", "verbose", "quiet", "overwrite", "ledger", "ledger_budget", "run_key",
+                            "dry_run", "checkpoint", "sink")
+#: Options that say which data is read and how (the identity's input).
+_INPUT = ("input", "format", "tokenize", "rows", "delimiter", "header", "quote", "encoding", "schema", "bad_rows")
+
+
+def _absolute(path) -> str:
+    text = str(path)
+    if text.startswith("table:") or "://" in text:
+        return text
+    from pathlib import Path
+
+    return str(Path(text).resolve())
+
+
+def _run_identity(command: str, opts) -> dict:
+    """What a keyed run is: the release, its parameters as given (not where
+    it writes or how it runs) and its input as the user named it (the
+    --input path made absolute, or table:db.name, or the built-in data and
+    its --rows), with the options that change what is read."""
+    parameters = {k: (_absolute(v) if k == "domain" else v) for k, v in sorted(opts.items())
+                  if k not in _NOT_IDENTITY + _INPUT and v is not None}
+    if opts.get("input"):
+        read = {k: opts[k] for k in _INPUT if k not in ("input", "rows") and opts.get(k) is not None}
+        source = {"input": _absolute(opts["input"]), **read}
+    else:
+        source = {"input": "built-in synthetic data", "rows": opts.get("rows"), "tokenize": opts.get("tokenize")}
+    return {"release": command, "parameters": parameters, "input": source}
 
 
 def _check_master(master: str | None) -> None:
@@ -165,7 +202,8 @@ def _run(args, command: str) -> int:
         check_rows_parse(df, opts["input"])  # before anything is spent
     release = module.run(spark, df, opts, budget) if hasattr(module, "run") else run_release(
         module, spark, df, opts, budget)
-    print(release.to_json() if opts["quiet"] else release.summary())
+    _refuse_lost_outputs(module, opts, release)
+    print(release.to_json() if opts["quiet"] else release.summary())  # recorded in the ledger before this
     for writer in getattr(module, "ARTIFACT_WRITERS", {}).values():
         writer(release, opts)  # before the report: a report means all outputs exist
     if opts.get("report_html"):
@@ -181,6 +219,23 @@ def _run(args, command: str) -> int:
         if not opts["quiet"]:
             print(f"report written to {opts['output']}")
     return 0
+
+
+def _refuse_lost_outputs(module, opts, release) -> None:
+    """A release replayed from the ledger's record has its report but not its
+    DataFrame outputs (--items-output, --series): refuse (one line, naming
+    the earlier run and its outputs) rather than release them again."""
+    replay = getattr(release, "replay", None)
+    if replay is None:
+        return
+    wanted = [f"--{o.replace('_', '-')}" for o in ("items_output", "series")
+              if opts.get(o) and getattr(module, "ARTIFACT_WRITERS", None)]
+    if wanted:
+        shown = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in sorted(replay["outputs"].items())) or "none"
+        raise ParameterError(
+            f"run key {replay['run_key']!r} of budget {replay['budget']!r} was released {replay['released']} "
+            f"(outputs: {shown}); the ledger holds its report, not its {' or '.join(wanted)} table, which "
+            "cannot be written again without new noise. Use the earlier run's outputs, or a new run key.")
 
 
 def _quiet_interrupts() -> None:

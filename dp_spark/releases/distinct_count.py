@@ -161,13 +161,17 @@ def distinct_count(
     """
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
+    from dp_spark.ledger.budget import bind_release, record_release, replayed
 
     plan = make_plan(epsilon=epsilon, beta=beta, max_bound=max_bound, method=method, shards=shards,
                      edge_limit=edge_limit, person_col=person_col, item_col=item_col, seed=seed)
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
     edges(df, person_col, item_col)  # schema checks only (no data read), before any spending
+    bind_release(budget, plan, df)  # a keyed ledger run: its release, parameters and input
     local = plan.spend(budget)  # refuses before any data is read
+    if (replay := replayed(budget)) is not None:
+        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
     rng = make_rng(seed)
     split = [cost.epsilon for _, cost in plan.steps]
     epsilon_pre = split[0] if len(split) == 3 else 0.0
@@ -175,7 +179,8 @@ def distinct_count(
     log.info("distinct-count: selecting the bound and adding noise")
     released = release_from_counts(counts, split[-2] + split[-1], plan["beta"], rng)
     del counts  # non-private; nothing below may use it
-    return _report(plan, released, how, local, seed)
+    # recorded in the ledger (a keyed run) before it leaves this function
+    return record_release(budget, _report(plan, released, how, local, seed))
 
 
 def _report(plan: Plan, released, how, local, seed) -> Release:

@@ -179,6 +179,7 @@ def top_k(
     """
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
+    from dp_spark.ledger.budget import bind_release, record_release, replayed
 
     asked = dict(epsilon=epsilon, k=k, delta=delta, method=method, person_col=person_col, item_col=item_col,
                  kbar=kbar, persons=persons, seed=seed)
@@ -192,9 +193,13 @@ def top_k(
         # The domain is public data: reading it reveals nothing about the table.
         items = stage.normalise_domain(_domain_items(domain, item_col), integral)
         plan = make_plan(**asked, domain=items, domain_size=len(items))  # adds the domain's size limits
+    bind_release(budget, plan, df)  # a keyed ledger run: its release, parameters and input
     local = plan.spend(budget)  # refuses before any data is read
+    if (replay := replayed(budget)) is not None:
+        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
     selection = _select(plan, edge_df, items, make_rng(seed))
-    return _report(plan, local, selection, items, df.sparkSession, integral, seed)
+    # recorded in the ledger (a keyed run) before it leaves this function
+    return record_release(budget, _report(plan, local, selection, items, df.sparkSession, integral, seed))
 
 
 @dataclass(frozen=True)
