@@ -166,6 +166,29 @@ def bind_release(budget, plan, df=None) -> None:
     budget.identity = {"release": plan.release, "parameters": plan.to_dict()["parameters"], "input": name}
 
 
+def recorded_release(budget, plan, df=None):
+    """Bind the release's identity (:func:`bind_release`) and, when the
+    budget's run key already released this identity at this step, return
+    the recorded Release (the step is then used; nothing is read, checked
+    or charged). None otherwise: the release goes on to ``plan.spend``,
+    which decides again in its own transaction (:func:`replayed`)."""
+    bind_release(budget, plan, df)
+    if not isinstance(budget, LedgerBudget) or not budget.keyed:
+        return None
+    from dp_spark.ledger.ledger import RELEASED
+
+    run = budget.ledger.check_run(budget.name, budget.run_key, budget._next_seq, budget.identity, plan.guarantee,
+                                  plan.release)
+    if run is None or run.state != RELEASED:
+        return None
+    budget._last_seq = budget._next_seq
+    budget._next_seq += 1
+    budget.reused, budget.record, budget.run = True, run.record, run
+    from dp_spark.report import Release
+
+    return Release.from_record(run.record, replay=_replay_note(run))
+
+
 def replayed(budget):
     """The recorded Release of an earlier run under the budget's key with
     the same identity (no data is read, no noise drawn), or None."""

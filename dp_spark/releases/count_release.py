@@ -116,7 +116,7 @@ def count_release(
     """
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
-    from dp_spark.ledger.budget import bind_release, record_release, replayed
+    from dp_spark.ledger.budget import record_release, recorded_release, replayed
 
     plan = make_plan(rho=rho, delta=delta, method=method, person_col=person_col, item_col=item_col,
                      relative_error=relative_error, kbar=kbar, max_items=max_items, alpha=alpha,
@@ -124,9 +124,10 @@ def count_release(
                      accuracy_factor=accuracy_factor, conversion_delta=conversion_delta, seed=seed)
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
+    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
+        return replay  # this key released this run before: the recorded release, no data read, no noise
     edge_df = stage.edge_table(df, person_col, item_col)  # schema checks only, no data read
     integral = stage.integral_items(edge_df)
-    bind_release(budget, plan, df)  # a keyed ledger run: its release, parameters and input
     local = plan.spend(budget)  # refuses before any data is read
     if (replay := replayed(budget)) is not None:
         return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn

@@ -179,7 +179,7 @@ def top_k(
     """
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
-    from dp_spark.ledger.budget import bind_release, record_release, replayed
+    from dp_spark.ledger.budget import record_release, recorded_release, replayed
 
     asked = dict(epsilon=epsilon, k=k, delta=delta, method=method, person_col=person_col, item_col=item_col,
                  kbar=kbar, persons=persons, seed=seed)
@@ -193,7 +193,8 @@ def top_k(
         # The domain is public data: reading it reveals nothing about the table.
         items = stage.normalise_domain(_domain_items(domain, item_col), integral)
         plan = make_plan(**asked, domain=items, domain_size=len(items))  # adds the domain's size limits
-    bind_release(budget, plan, df)  # a keyed ledger run: its release, parameters and input
+    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
+        return replay  # this key released this run before: the recorded release, no data read, no noise
     local = plan.spend(budget)  # refuses before any data is read
     if (replay := replayed(budget)) is not None:
         return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
