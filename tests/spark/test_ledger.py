@@ -175,17 +175,17 @@ def test_cli_killed_between_recording_and_writing_retry_writes_the_recorded_rele
     """The first run records its release and dies before printing or
     writing anything; the retry (same key, same command) writes exactly the
     recorded release: no new noise, no new charge."""
-    import dp_spark.cli as cli
+    from dp_spark.report import Release
 
     report = tmp_path / "report.json"
     argv = ["distinct-count", "--rows", "3000", "--max-bound", "5", "--epsilon", "0.5", "--ledger", ledger_path,
             "--ledger-budget", "eps", "--run-key", "dag/2024-01-01", "--output", str(report), "--quiet"]
 
-    def killed(*_args):
-        raise KeyboardInterrupt  # the process dies here: after the release returned (recorded), before output
+    def killed(*_args, **_kwargs):
+        raise KeyboardInterrupt  # the process dies as it prints: after the release returned, before any output
 
     with monkeypatch.context() as patch:
-        patch.setattr(cli, "_refuse_lost_outputs", killed)
+        patch.setattr(Release, "to_json", killed)
         assert main(argv) == 130
     assert capsys.readouterr().out == "" and not report.exists()
     with open_ledger(ledger_path) as led:
