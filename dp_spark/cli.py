@@ -190,6 +190,9 @@ def _run(args, command: str) -> int:
     check_run_paths(module, {**opts, "config": getattr(args, "config", None)})
     budget = _budget(command, opts)
     plan.check(budget)
+    replaying = _recorded_run(budget, plan)  # a retry of a released run under its key: replayed
+    if replaying is not None:
+        _refuse_lost_outputs(module, opts, replaying)  # before Spark starts
     _check_master(opts["master"])
     from dp_spark.session import get_session
 
@@ -198,11 +201,11 @@ def _run(args, command: str) -> int:
     df, opts = getattr(module, "load_table", load_table)(spark, opts)
     if df is not None:
         _check_columns(df, opts)  # schema only: before the release charges its budget
-    if df is not None and opts.get("bad_rows") == "fail" and opts.get("input"):
+    if df is not None and opts.get("bad_rows") == "fail" and opts.get("input") and replaying is None:
         check_rows_parse(df, opts["input"])  # before anything is spent
     release = module.run(spark, df, opts, budget) if hasattr(module, "run") else run_release(
         module, spark, df, opts, budget)
-    _refuse_lost_outputs(module, opts, release)
+    _refuse_lost_outputs(module, opts, getattr(release, "replay", None))
     print(release.to_json() if opts["quiet"] else release.summary())  # recorded in the ledger before this
     for writer in getattr(module, "ARTIFACT_WRITERS", {}).values():
         writer(release, opts)  # before the report: a report means all outputs exist
@@ -221,11 +224,23 @@ def _run(args, command: str) -> int:
     return 0
 
 
-def _refuse_lost_outputs(module, opts, release) -> None:
+def _recorded_run(budget, plan) -> dict | None:
+    """The replay note of the keyed run this run would replay (its release
+    was recorded under the key, with this identity), else None. Refuses an
+    identity mismatch as the charge would."""
+    if not getattr(budget, "keyed", False):
+        return None
+    from dp_spark.ledger.budget import replay_note
+    from dp_spark.ledger.ledger import RELEASED
+
+    run = budget.ledger.check_run(budget.name, budget.run_key, 0, budget.identity, plan.guarantee, plan.release)
+    return replay_note(run) if run is not None and run.state == RELEASED else None
+
+
+def _refuse_lost_outputs(module, opts, replay: dict | None) -> None:
     """A release replayed from the ledger's record has its report but not its
     DataFrame outputs (--items-output, --series): refuse (one line, naming
     the earlier run and its outputs) rather than release them again."""
-    replay = getattr(release, "replay", None)
     if replay is None:
         return
     wanted = [f"--{o.replace('_', '-')}" for o in ("items_output", "series")

@@ -186,7 +186,7 @@ def recorded_release(budget, plan, df=None):
     budget.reused, budget.record, budget.run = True, run.record, run
     from dp_spark.report import Release
 
-    return Release.from_record(run.record, replay=_replay_note(run))
+    return Release.from_record(run.record, replay=replay_note(run))
 
 
 def replayed(budget):
@@ -196,7 +196,7 @@ def replayed(budget):
         return None
     from dp_spark.report import Release
 
-    return Release.from_record(budget.record, replay=_replay_note(budget.run))
+    return Release.from_record(budget.record, replay=replay_note(budget.run))
 
 
 def record_release(budget, release):
@@ -212,9 +212,10 @@ def record_release(budget, release):
         return release
     from dp_spark.report import Release
 
-    return Release.from_record(run.record, replay=_replay_note(run))
+    return Release.from_record(run.record, replay=replay_note(run))
 
 
-def _replay_note(run) -> dict:
+def replay_note(run) -> dict:
+    """The ``replay`` entry of a Release returned from ``run``'s record."""
     return {"run_key": run.run_key, "budget": run.budget, "step": run.key_seq, "released": run.released,
             "outputs": dict(run.outputs)}
