@@ -81,13 +81,13 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
     try:
         noisy_pairs = noisy_size(count_pairs(pairs), max_bound, epsilon_check, rng)
         if matching_fits(noisy_pairs, ratio_up(max_bound, epsilon_check), edge_limit):
-            log.info("distinct-count: exact matching on the driver, bounds 1..%d", max_bound)
+            log.info("distinct-count: bounded counts (the method used is in the release)")  # a noisy choice
             counts = matching_counts(edge_df, max_bound, None, pairs=pairs)
             return counts, {"counted_by": "exact matching", "shards": None}
     finally:
         pairs.unpersist()
     chosen = shards or choose_shards(max(noisy_pairs, 0) // max_bound)
-    log.info("distinct-count: the noisy pair count is above the edge limit; greedy in %d shard(s)", chosen)
+    log.info("distinct-count: bounded counts (the method used is in the release)")  # a noisy choice
     counts = greedy_counts(edge_df, max_bound, chosen)
     return counts, {"counted_by": "greedy (noisy pair count above edge_limit)", "shards": int(chosen)}
 

@@ -228,7 +228,8 @@ def _select(plan: Plan, edge_df, items, rng) -> _Selection:
     if mechanism == "auto":
         choice, eps_sel = _auto_choice(plan, counts, len(items), rng)
         mechanism = choice.mechanism
-    log.info("top-k: selecting with %s", mechanism)
+    # a private choice is not logged: nothing drawn leaves the process before the release is recorded
+    log.info("top-k: selecting with %s", mechanism if choice is None else "the privately chosen mechanism")
     indices = _domain_mechanism(mechanism, counts, k, eps_sel, delta, rng)
     del counts  # non-private; nothing below may use it
     return _Selection([items[int(i)] for i in indices], mechanism, eps_sel, len(items), choice=choice)
