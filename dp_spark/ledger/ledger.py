@@ -192,14 +192,23 @@ class Ledger:
         params: tuple = ()
         if name is not None:
             query, params = query + " WHERE budget = ?", (name,)
+        query = query.replace("run_key, parameters", "run_key, key_seq, parameters")
         with self._store.transaction() as cur:
             rows = cur.execute(query + " ORDER BY created, budget, seq", params)
-        keys = ("budget", "seq", "release", "cost", "counted", "rule", "run_key", "parameters", "time")
+            runs = {(r[0], r[1], int(r[2])): (r[3], json.loads(r[4])) for r in
+                    cur.execute("SELECT budget, run_key, key_seq, state, outputs FROM dp_runs")}
+        keys = ("budget", "seq", "release", "cost", "counted", "rule", "run_key", "key_seq", "parameters", "time")
         out = []
         for row in rows:
             entry = dict(zip(keys, row))
             for key in ("cost", "counted", "parameters"):
                 entry[key] = json.loads(entry[key])
+            key_seq = entry.pop("key_seq")
+            if entry["run_key"] is not None:
+                # 'charged' / 'released' and the outputs named; None: a stream's once key or a charge
+                # recorded before run states existed
+                entry["state"], entry["outputs"] = runs.get((entry["budget"], entry["run_key"], key_seq),
+                                                            (None, None))
             out.append(entry)
         return out
 

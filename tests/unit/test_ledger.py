@@ -166,6 +166,9 @@ def test_ledger_commands(tmp_path, capsys):
     assert main(["ledger", "history", path, "--json"]) == 0
     entries = json.loads(capsys.readouterr().out)
     assert entries[0]["release"] == "distinct-count" and entries[0]["run_key"] == "airflow-1"
+    assert entries[0]["state"] == "charged" and entries[0]["outputs"] == {}
+    assert main(["ledger", "history", path]) == 0
+    assert "run key airflow-1 (charged)" in capsys.readouterr().out
     assert main(["ledger", "show", str(tmp_path / "none.db")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
@@ -347,3 +350,28 @@ def test_once_key_has_no_run_record_and_refuses_a_second_charge(ledger):
     assert ledger.budget("z", run_key=key, once=True).can_spend(ZCDP(0.1))
     with pytest.raises(BudgetExceededError, match="published again"):
         ledger.budget("z", run_key=key, once=True).spend(ZCDP(0.1), "continual-distinct (stream)")
+
+
+def test_cli_run_identity_is_release_parameters_and_input_not_outputs(tmp_path, monkeypatch):
+    """The CLI's identity of a keyed run: output paths, --quiet, --master and
+    --overwrite are not part of it; the input is the path made absolute (or
+    the built-in data with its --rows), with the options that change what
+    is read."""
+    from dp_spark.cli import _run_identity
+
+    monkeypatch.chdir(tmp_path)
+    base = {"input": "events.parquet", "format": "auto", "epsilon": 1.0, "max_bound": 5, "seed": None,
+            "output": "a.json", "quiet": False, "master": None, "overwrite": False, "ledger": "l.db",
+            "ledger_budget": "b", "run_key": "k", "rows": 1000, "tokenize": "none"}
+    same = {**base, "input": str(tmp_path / "events.parquet"), "output": "b.json", "quiet": True,
+            "master": "local[1]", "overwrite": True, "report_html": "r.html"}
+    assert _run_identity("distinct-count", base) == _run_identity("distinct-count", same)
+    assert _run_identity("distinct-count", base)["input"]["input"] == str(tmp_path / "events.parquet")
+    for changed in ({"epsilon": 0.5}, {"seed": 3}, {"input": "other.parquet"}, {"tokenize": "words"},
+                    {"delimiter": ";"}):
+        assert _run_identity("distinct-count", {**base, **changed}) != _run_identity("distinct-count", base), changed
+    assert _run_identity("top-k", base) != _run_identity("distinct-count", base)
+    builtin = {**base, "input": None}
+    assert _run_identity("distinct-count", builtin)["input"] == {"input": "built-in synthetic data", "rows": 1000,
+                                                                 "tokenize": "none"}
+    assert _run_identity("distinct-count", {**builtin, "rows": 2000}) != _run_identity("distinct-count", builtin)
