@@ -110,7 +110,7 @@ def _budget(command: str, opts):
         opts["ledger_budget"], run_key=run_key, once=once, parameters={"release": command, **parameters},
         outputs={k: _absolute(opts[k]) for k in _OUTPUTS if opts.get(k)})
     if budget.keyed:
-        budget.identity = _run_identity(command, opts)  # checked by plan.check and by the release's charge
+        budget.fix_identity(_run_identity(command, opts))  # checked by plan.check and by the release's charge
     return budget
 
 

@@ -39,7 +39,8 @@ class LedgerBudget:
         self.parameters = dict(parameters or {})
         self.input = input
         self.outputs = {k: str(v) for k, v in (outputs or {}).items() if v is not None}
-        self.identity: dict | None = None  # bound by the release (bind_release) before it spends
+        self.identity: dict | None = None  # bound by each release (bind_release) before it spends
+        self._fixed_identity: dict | None = None  # the CLI's, for its one release (fix_identity)
         self._next_seq = 0
         self._last_seq: int | None = None
         self.reused = False
@@ -66,6 +67,13 @@ class LedgerBudget:
     def keyed(self) -> bool:
         """A run key that is not a stream's once key (its charges carry an identity)."""
         return self.run_key is not None and not self.once
+
+    def fix_identity(self, identity: dict) -> None:
+        """Set the run's identity (release, parameters, input) for every
+        release spending from this budget: the command line's, from its
+        options, known before the release starts (so ``Plan.check`` refuses
+        a mismatch before Spark starts)."""
+        self.identity = self._fixed_identity = dict(identity)
 
     # ---------------------------------------------------------------- spending
 
@@ -150,10 +158,13 @@ def input_name(df) -> str | None:
 def bind_release(budget, plan, df=None) -> None:
     """Give a keyed ledger budget the identity of the release about to spend
     from it: the release name, the plan's parameters as given, and the
-    input (the budget's ``input`` name, else the files ``df`` reads). Does
-    nothing for other budgets or a budget whose identity the caller (the
-    CLI) bound already. Reads no data."""
-    if not isinstance(budget, LedgerBudget) or not budget.keyed or budget.identity is not None:
+    input (the budget's ``input`` name, else the files ``df`` reads); each
+    release of a budget object binds its own. Does nothing for other
+    budgets; a budget whose identity the CLI fixed keeps it. Reads no data."""
+    if not isinstance(budget, LedgerBudget) or not budget.keyed:
+        return
+    if budget._fixed_identity is not None:
+        budget.identity = budget._fixed_identity
         return
     name = budget.input
     if name is None and df is not None:

@@ -294,21 +294,20 @@ def test_two_processes_under_one_key_release_one_result(ledger):
 def test_steps_of_one_keyed_run_replay_in_order(ledger):
     from dp_spark.ledger.budget import bind_release, record_release, replayed
 
-    ledger.create_budget("b", PureDP(1.0))
+    ledger.create_budget("b", ApproxDP(2.0, 1e-5))
     run = ledger.budget("b", run_key="r", input="t")
-    for plan, value in ((_plan(epsilon=0.25), 1.0), (_plan(epsilon=0.5), 2.0)):
-        run.identity = None
+    for plan, value in ((_plan(epsilon=0.25), 1.0), (_topk_plan(), 2.0)):  # one budget object, two releases
         bind_release(run, plan)
         plan.spend(run)
         record_release(run, _released(plan, value))
     retry = ledger.budget("b", run_key="r", input="t")
     got = []
-    for plan in (_plan(epsilon=0.25), _plan(epsilon=0.5)):
-        retry.identity = None
+    for plan in (_plan(epsilon=0.25), _topk_plan()):
         bind_release(retry, plan)
         plan.spend(retry)
         got.append(replayed(retry).values["estimate"])
     assert got == [1.0, 2.0] and ledger.state("b").charges == 2
+    assert [r.release for r in ledger.runs("b")] == ["distinct-count", "top-k"]
 
 
 def test_old_format_ledger_keeps_its_history_and_refuses_its_old_keys(tmp_path):
