@@ -241,3 +241,24 @@ def test_python_api_replays_a_released_key_and_refuses_other_data(spark, tmp_pat
             dp_spark.distinct_count(spark.createDataFrame([(1, "a")], "person_id long, item string"),
                                     epsilon=0.5, ledger=led.budget("eps", run_key="api-2"))
         assert led.state("eps").charges == 1
+
+
+def test_stream_api_with_a_run_key_is_charged_once(spark, tmp_path, ledger_path):
+    """A keyed ledger budget given to the streaming API is the stream's once
+    key: a re-created stream (checkpoint and sink deleted) under the key
+    would publish its steps again with new noise, so it is refused; before,
+    the charge was reused."""
+    from dp_spark.streaming.query import continual_distinct_stream
+
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events-1.json").write_text(json.dumps({"time": 1, "item": "x1", "op": 1}) + "\n")
+    run = dict(checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"), rho=0.1, horizon=2,
+               state_partitions=1)
+    with open_ledger(ledger_path) as led:
+        continual_distinct_stream(spark, str(source), budget=led.budget("rho", run_key="stream-1"), **run)
+        shutil.rmtree(tmp_path / "ckpt")
+        shutil.rmtree(tmp_path / "out")
+        with pytest.raises(BudgetExceededError, match="published again with new noise"):
+            continual_distinct_stream(spark, str(source), budget=led.budget("rho", run_key="stream-1"), **run)
+        assert led.state("rho").charges == 1
