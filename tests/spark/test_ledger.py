@@ -171,7 +171,7 @@ def test_new_user_trial_is_refused_after_the_first_release(capsys, spark, approx
 
 
 def test_cli_killed_between_recording_and_writing_retry_writes_the_recorded_release(
-        capsys, spark, tmp_path, ledger_path, monkeypatch):
+        capsys, spark, tmp_path, ledger_path, monkeypatch, report_schema):
     """The first run records its release and dies before printing or
     writing anything; the retry (same key, same command) writes exactly the
     recorded release: no new noise, no new charge."""
@@ -196,6 +196,9 @@ def test_cli_killed_between_recording_and_writing_retry_writes_the_recorded_rele
     printed = json.loads(capsys.readouterr().out)
     written = json.loads(report.read_text())
     assert written == printed
+    import jsonschema
+
+    jsonschema.validate(written, report_schema)  # the "replay" entry is part of the report's schema
     replay = written.pop("replay")
     assert replay["run_key"] == "dag/2024-01-01" and replay["released"] == run.released
     assert written == recorded  # bit for bit: the same values, time and split
