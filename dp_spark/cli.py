@@ -112,8 +112,45 @@ def _budget(command: str, opts):
         run_key = f"stream:{Path(opts['checkpoint']).resolve()}|{Path(opts.get('sink') or '').resolve()}"
         once = True
     parameters = {k: v for k, v in opts.items() if k not in ("ledger", "quiet", "verbose") and v is not None}
-    return open_ledger(opts["ledger"]).budget(opts["ledger_budget"], run_key=run_key, once=once,
-                                              parameters={"release": command, **parameters})
+    budget = open_ledger(opts["ledger"]).budget(
+        opts["ledger_budget"], run_key=run_key, once=once, parameters={"release": command, **parameters},
+        outputs={k: _absolute(opts[k]) for k in _OUTPUTS if opts.get(k)})
+    if budget.keyed:
+        budget.fix_identity(_run_identity(command, opts))  # checked by plan.check and by the release's charge
+    return budget
+
+
+#: Options naming what a run writes (recorded with a keyed run; not part of its identity).
+_OUTPUTS = ("output", "report_html", "items_output", "series")
+#: Options that change how a run is run, not what it releases or from what.
+_NOT_IDENTITY = _OUTPUTS + ("master", "verbose", "quiet", "overwrite", "ledger", "ledger_budget", "run_key",
+                            "dry_run", "checkpoint", "sink")
+#: Options that say which data is read and how (the identity's input).
+_INPUT = ("input", "format", "tokenize", "rows", "delimiter", "header", "quote", "encoding", "schema", "bad_rows")
+
+
+def _absolute(path) -> str:
+    text = str(path)
+    if text.startswith("table:") or "://" in text:
+        return text
+    from pathlib import Path
+
+    return str(Path(text).resolve())
+
+
+def _run_identity(command: str, opts) -> dict:
+    """What a keyed run is: the release, its parameters as given (not where
+    it writes or how it runs) and its input as the user named it (the
+    --input path made absolute, or table:db.name, or the built-in data and
+    its --rows), with the options that change what is read."""
+    parameters = {k: (_absolute(v) if k == "domain" else v) for k, v in sorted(opts.items())
+                  if k not in _NOT_IDENTITY + _INPUT and v is not None}
+    if opts.get("input"):
+        read = {k: opts[k] for k in _INPUT if k not in ("input", "rows") and opts.get(k) is not None}
+        source = {"input": _absolute(opts["input"]), **read}
+    else:
+        source = {"input": "built-in synthetic data", "rows": opts.get("rows"), "tokenize": opts.get("tokenize")}
+    return {"release": command, "parameters": parameters, "input": source}
 
 
 def _dry_run_refusals(module, command: str, plan, opts) -> int:
@@ -183,6 +220,9 @@ def _run(args, command: str) -> int:
     check_input_options(opts)  # the input path and column names, before the JVM starts
     budget = _budget(command, opts)
     plan.check(budget)
+    replaying = _recorded_run(budget, plan)  # a retry of a released run under its key: replayed
+    if replaying is not None:
+        _refuse_lost_outputs(module, opts, replaying)  # before Spark starts
     _check_master(opts["master"])
     from dp_spark.session import get_session
 
@@ -191,15 +231,45 @@ def _run(args, command: str) -> int:
     df, opts = getattr(module, "load_table", load_table)(spark, opts)
     if df is not None:
         _check_columns(df, opts)  # schema only: before the release charges its budget
-    if df is not None and opts.get("bad_rows") == "fail" and opts.get("input"):
+    if df is not None and opts.get("bad_rows") == "fail" and opts.get("input") and replaying is None:
         check_rows_parse(df, opts["input"])  # before anything is spent
     release = module.run(spark, df, opts, budget) if hasattr(module, "run") else run_release(
         module, spark, df, opts, budget)
-    print(release.to_json() if opts["quiet"] else release.summary())
+    _refuse_lost_outputs(module, opts, getattr(release, "replay", None))
+    print(release.to_json() if opts["quiet"] else release.summary())  # recorded in the ledger before this
     # Artifacts, then the HTML and JSON reports (a report means all outputs
     # exist); a failed write says what was written and that the budget is spent.
     write_outputs(module, release, opts)
     return 0
+
+
+def _recorded_run(budget, plan) -> dict | None:
+    """The replay note of the keyed run this run would replay (its release
+    was recorded under the key, with this identity), else None. Refuses an
+    identity mismatch as the charge would."""
+    if not getattr(budget, "keyed", False):
+        return None
+    from dp_spark.ledger.budget import replay_note
+    from dp_spark.ledger.ledger import RELEASED
+
+    run = budget.ledger.check_run(budget.name, budget.run_key, 0, budget.identity, plan.guarantee, plan.release)
+    return replay_note(run) if run is not None and run.state == RELEASED else None
+
+
+def _refuse_lost_outputs(module, opts, replay: dict | None) -> None:
+    """A release replayed from the ledger's record has its report but not its
+    DataFrame outputs (--items-output, --series): refuse (one line, naming
+    the earlier run and its outputs) rather than release them again."""
+    if replay is None:
+        return
+    wanted = [f"--{o.replace('_', '-')}" for o in ("items_output", "series")
+              if opts.get(o) and getattr(module, "ARTIFACT_WRITERS", None)]
+    if wanted:
+        shown = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in sorted(replay["outputs"].items())) or "none"
+        raise ParameterError(
+            f"run key {replay['run_key']!r} of budget {replay['budget']!r} was released {replay['released']} "
+            f"(outputs: {shown}); the ledger holds its report, not its {' or '.join(wanted)} table, which "
+            "cannot be written again without new noise. Use the earlier run's outputs, or a new run key.")
 
 
 def _quiet_interrupts() -> None:

@@ -72,6 +72,11 @@ class Release:
     artifacts: dict[str, Any] = field(default_factory=dict, repr=False)
     version: str = field(default_factory=_version)
     created: str = field(default_factory=_now)
+    #: Set on a release returned from the ledger's record (a retry under a
+    #: run key whose release was recorded): the run key, budget, step, when it
+    #: was released and the outputs it named. Its values are the recorded
+    #: ones, unchanged: no data was read and no noise drawn.
+    replay: dict[str, Any] | None = None
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails.
@@ -79,6 +84,11 @@ class Release:
             store = self.__dict__.get(holder)
             if store is not None and name in store:
                 return store[name]
+        if self.__dict__.get("replay") is not None and name in ("items", "series"):
+            raise AttributeError(
+                f"{self.__dict__.get('name')} was replayed from the ledger's record (run key "
+                f"{self.replay['run_key']!r}), which holds its report, not its {name!r} DataFrame; "
+                "read the released values from .result.")
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     @property
@@ -114,7 +124,34 @@ class Release:
         }
         if self.seeded:
             out["warning"] = SEEDED_WARNING
+        if self.replay is not None:
+            out["replay"] = dict(self.replay)
         return out
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any], replay: dict[str, Any] | None = None) -> "Release":
+        """The Release whose JSON report is ``record`` (as the ledger recorded
+        it), values unchanged; ``replay`` says where it was recorded. Its
+        ``artifacts`` are empty: DataFrame outputs are not recorded."""
+        from dp_spark.accounting import ZCDP, ApproxDP, PureDP
+
+        def cost(data: dict[str, Any]):
+            kind = data["kind"]
+            if kind == PureDP.kind:
+                return PureDP(data["epsilon"])
+            if kind == ApproxDP.kind:
+                return ApproxDP(data["epsilon"], data["delta"])
+            return ZCDP(data["rho"], data.get("delta", 0.0))
+
+        privacy = record["privacy"]
+        equivalent = privacy.get("approx_dp_equivalent")
+        return cls(
+            name=record["release"], privacy_unit=privacy["privacy_unit"], neighbouring=privacy["neighbouring"],
+            guarantee=cost(privacy), parameters=record["parameters"], values=record["result"],
+            errors=record["errors"], statement=record["statement"], seeded=record["seeded"],
+            budget_split=record["budget_split"], equivalent=None if equivalent is None else cost(equivalent),
+            version=record["library"]["version"], created=record["created"], replay=replay,
+        )
 
     def write(self, name: str, path: str, format: str = "parquet", overwrite: bool = False) -> None:
         """Write the artifact ``name`` (a Spark DataFrame: ``items``,
@@ -177,6 +214,9 @@ class Release:
         lines.append(self.statement)
         if self.seeded:
             lines.append("WARNING: " + SEEDED_WARNING)
+        if self.replay is not None:
+            lines.append(f"Replayed unchanged from the ledger (run key {self.replay['run_key']!r}, released "
+                         f"{self.replay['released']}): no data read, no new noise.")
         return "\n".join(lines)
 
 

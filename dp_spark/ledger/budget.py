@@ -3,6 +3,12 @@
 It has the methods the releases call (``spend(cost, label)``, ``can_spend``)
 and the filter's ``budget``, ``spent`` and ``remaining``, read from the
 ledger, so the same budget is shared by every process using the ledger.
+
+With a run key, each release binds its identity (:func:`bind_release`:
+release name, parameters, input) before it spends, returns the recorded
+release of an earlier run with that identity instead of drawing noise
+(:func:`replayed`), and records what it released before returning it
+(:func:`record_release`). See :mod:`dp_spark.ledger.ledger`.
 """
 
 from __future__ import annotations
@@ -14,18 +20,32 @@ class LedgerBudget:
     """Spend from a named budget of a persisted ledger.
 
     ``run_key``: charges of this object are the run's charges, numbered in
-    order; a retry with the same key reuses them (same costs) instead of
-    spending again. ``once``: the key may be charged only once (a continual
-    stream, keyed by its checkpoint and sink)."""
+    order; each belongs to one release with one parameter set and one input.
+    A retry with the same key and identity reuses a charge whose release
+    never left the process, and replays a recorded release; any other use of
+    the key is refused. ``once``: the key may be charged only once (a
+    continual stream, keyed by its checkpoint and sink). ``input``: the
+    input's name, part of a keyed run's identity; ``outputs``: what the run
+    writes (recorded, and named in refusals)."""
 
     def __init__(self, ledger, name: str, run_key: str | None = None, *, once: bool = False,
-                 parameters: dict | None = None) -> None:
+                 parameters: dict | None = None, input: str | dict | None = None,
+                 outputs: dict | None = None) -> None:
         if run_key is not None and (not isinstance(run_key, str) or not run_key.strip()):
             raise ParameterError(f"run_key must be a non-empty string; got {run_key!r}.")
+        if input is not None and not isinstance(input, (str, dict)):
+            raise ParameterError(f"input must be a name (a str); got {type(input).__name__}.")
         self.ledger, self.name, self.run_key, self.once = ledger, name, run_key, once
         self.parameters = dict(parameters or {})
+        self.input = input
+        self.outputs = {k: str(v) for k, v in (outputs or {}).items() if v is not None}
+        self.identity: dict | None = None  # bound by each release (bind_release) before it spends
+        self._fixed_identity: dict | None = None  # the CLI's, for its one release (fix_identity)
         self._next_seq = 0
+        self._last_seq: int | None = None
         self.reused = False
+        self.record: dict | None = None  # the recorded Release of the last charge, if it was released
+        self.run = None
 
     # ---------------------------------------------------------------- state
 
@@ -43,35 +63,63 @@ class LedgerBudget:
     def remaining(self):
         return self.ledger.state(self.name).left
 
+    @property
+    def keyed(self) -> bool:
+        """A run key that is not a stream's once key (its charges carry an identity)."""
+        return self.run_key is not None and not self.once
+
+    def fix_identity(self, identity: dict) -> None:
+        """Set the run's identity (release, parameters, input) for every
+        release spending from this budget: the command line's, from its
+        options, known before the release starts (so ``Plan.check`` refuses
+        a mismatch before Spark starts)."""
+        self.identity = self._fixed_identity = dict(identity)
+
     # ---------------------------------------------------------------- spending
 
     def can_spend(self, cost) -> bool:
-        """Whether ``spend(cost)`` would be accepted now (changes nothing). A
-        cost already charged under this run key counts as accepted."""
+        """Whether ``spend(cost)`` would be accepted now (changes nothing).
+
+        Under a run key it agrees with ``spend``: a retry of an earlier run
+        with another identity is refused here too (ParameterError), and one
+        that reuses or replays an earlier charge counts as accepted."""
         from dp_spark.ledger.ledger import counted_as
 
         state = self.ledger.state(self.name)
         counted = counted_as(cost, state.total.kind, self.name)
-        if self.run_key is not None and self._has_key_charge():
-            return True  # a retry (or, for a stream, a resume that spends nothing)
+        if self.once and self._has_key_charge():
+            return True  # a stream's resume spends nothing (a re-created stream is refused by spend)
+        if self.keyed:
+            run = self.ledger.check_run(self.name, self.run_key, self._next_seq, self.identity, cost,
+                                        self._label())
+            if run is not None:
+                return True  # reused (nothing left the process) or replayed (nothing drawn)
         return state.fits(counted)
 
     def _has_key_charge(self) -> bool:
         return any(c["run_key"] == self.run_key for c in self.ledger.history(self.name))
 
+    def _label(self, label: str = "") -> str:
+        return (self.identity or {}).get("release") or label or "release"
+
     def spend(self, cost, label: str = ""):
         """Charge ``cost`` under ``label`` if the budget holds it; return it as counted.
 
-        Raises BudgetExceededError (nothing recorded) when it would not fit."""
+        Raises BudgetExceededError (nothing recorded) when it would not fit.
+        Under a run key whose earlier run with this identity was released,
+        nothing is charged and ``self.record`` holds that run's Release (the
+        release replays it: :func:`replayed`)."""
         if not isinstance(label, str):
             raise ParameterError(f"label must be a str, got {type(label).__name__}")
-        counted, reused = self.ledger.charge(
+        charge = self.ledger.charge(
             self.name, cost, label or "release", run_key=self.run_key, key_seq=self._next_seq,
-            once=self.once, parameters=self.parameters,
+            once=self.once, parameters=self.parameters, identity=self.identity, outputs=self.outputs,
         )
+        self._last_seq = self._next_seq
         self._next_seq += 1
-        self.reused = self.reused or reused
-        return counted
+        self.reused = self.reused or charge.reused
+        self.record, self.run = charge.record, charge.run
+        return charge.counted
 
     def __repr__(self) -> str:
         return f"LedgerBudget({self.ledger.description!r}, {self.name!r}, run_key={self.run_key!r})"
@@ -91,3 +139,94 @@ def budget_or_ledger(budget, ledger):
             f"got {type(ledger).__name__}."
         )
     return ledger
+
+
+# -------------------------------------------------------------- a keyed release's steps
+
+
+def input_name(df) -> str | None:
+    """A DataFrame's name for a keyed run's identity: the files it reads
+    (``inputFiles()``: paths, public metadata; no data is read), or None
+    when it reads none (an in-memory frame) or the name is unavailable."""
+    try:
+        files = sorted(str(f) for f in df.inputFiles())
+    except Exception:  # noqa: BLE001 - e.g. a source or client without inputFiles
+        return None
+    return "files:" + ",".join(files) if files else None
+
+
+def bind_release(budget, plan, df=None) -> None:
+    """Give a keyed ledger budget the identity of the release about to spend
+    from it: the release name, the plan's parameters as given, and the
+    input (the budget's ``input`` name, else the files ``df`` reads); each
+    release of a budget object binds its own. Does nothing for other
+    budgets; a budget whose identity the CLI fixed keeps it. Reads no data."""
+    if not isinstance(budget, LedgerBudget) or not budget.keyed:
+        return
+    if budget._fixed_identity is not None:
+        budget.identity = budget._fixed_identity
+        return
+    name = budget.input
+    if name is None and df is not None:
+        name = input_name(df)
+    if name is None:
+        raise ParameterError(
+            f"run key {budget.run_key!r}: this DataFrame reads no files, so a retry could not be told from a "
+            "run on other data; name the input: ledger.budget(NAME, run_key=..., input='what the data is')."
+        )
+    budget.identity = {"release": plan.release, "parameters": plan.to_dict()["parameters"], "input": name}
+
+
+def recorded_release(budget, plan, df=None):
+    """Bind the release's identity (:func:`bind_release`) and, when the
+    budget's run key already released this identity at this step, return
+    the recorded Release (the step is then used; nothing is read, checked
+    or charged). None otherwise: the release goes on to ``plan.spend``,
+    which decides again in its own transaction (:func:`replayed`)."""
+    bind_release(budget, plan, df)
+    if not isinstance(budget, LedgerBudget) or not budget.keyed:
+        return None
+    from dp_spark.ledger.ledger import RELEASED
+
+    run = budget.ledger.check_run(budget.name, budget.run_key, budget._next_seq, budget.identity, plan.guarantee,
+                                  plan.release)
+    if run is None or run.state != RELEASED:
+        return None
+    budget._last_seq = budget._next_seq
+    budget._next_seq += 1
+    budget.reused, budget.record, budget.run = True, run.record, run
+    from dp_spark.report import Release
+
+    return Release.from_record(run.record, replay=replay_note(run))
+
+
+def replayed(budget):
+    """The recorded Release of an earlier run under the budget's key with
+    the same identity (no data is read, no noise drawn), or None."""
+    if not isinstance(budget, LedgerBudget) or budget.record is None:
+        return None
+    from dp_spark.report import Release
+
+    return Release.from_record(budget.record, replay=replay_note(budget.run))
+
+
+def record_release(budget, release):
+    """Record ``release`` as the keyed run's release (state 'released', one
+    transaction) before it is returned; returns what the caller must return:
+    ``release``, or the release another process recorded first under the
+    same key (a replay; ``release`` is then dropped, never shown)."""
+    if not isinstance(budget, LedgerBudget) or not budget.keyed or budget._last_seq is None:
+        return release
+    run, recorded = budget.ledger.record_release(budget.name, budget.run_key, budget._last_seq,
+                                                 release.to_dict(), budget.outputs)
+    if recorded:
+        return release
+    from dp_spark.report import Release
+
+    return Release.from_record(run.record, replay=replay_note(run))
+
+
+def replay_note(run) -> dict:
+    """The ``replay`` entry of a Release returned from ``run``'s record."""
+    return {"run_key": run.run_key, "budget": run.budget, "step": run.key_seq, "released": run.released,
+            "outputs": dict(run.outputs)}

@@ -74,6 +74,8 @@ def run(args) -> int:
             return 0
         for e in entries:
             key = f" run key {e['run_key']}" if e["run_key"] else ""
+            if e.get("state"):
+                key += f" ({e['state']})"
             params = ", ".join(f"{k}={v}" for k, v in e["parameters"].items())
             print(f"{e['time']} {e['budget']} #{e['seq']} {e['release']}{key}: {_short_dict(e['cost'])} "
                   f"[{e['rule']}] ({params})")

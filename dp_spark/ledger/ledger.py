@@ -13,19 +13,34 @@ Whitehouse–Ramdas–Rogers–Wu 2023 for zCDP). (ε, δ) charges cannot enter 
 zCDP budget and zCDP charges cannot enter an (ε, δ) budget without a chosen
 δ', so those are refused.
 
-Run keys: a charge made with a run key (e.g. an Airflow run id) is the
-charge of that run; a retry with the same key reuses it instead of spending
-again. A "once" key (a continual stream's checkpoint + sink) may be charged
-only once: a second charge means the stream is being re-created and would
-publish its steps again with new noise, so it is refused.
+Run keys: a charge made with a run key (e.g. an Airflow run id) belongs to
+one release with one parameter set and one input (its *identity*, recorded
+in ``dp_runs`` with the charge). A retry under the key:
+
+- with another identity (another release, other parameters, other input) is
+  refused (ParameterError naming the earlier run);
+- while the run is 'charged' (nothing drawn under the charge has left the
+  process: the release crashed before returning) reuses the charge and draws
+  new noise;
+- once the run is 'released' (its Release was recorded, in one transaction,
+  before it was returned, printed or written) gets the recorded Release back
+  unchanged: no data is read and no noise is drawn. Averaging many runs under
+  one key therefore learns nothing more than one run.
+
+A keyed charge of a ledger made before ``dp_runs`` existed has no record of
+what it released, so a retry under its key is refused. A "once" key (a
+continual stream's checkpoint + sink) may be charged only once: a second
+charge means the stream is being re-created and would publish its steps
+again with new noise, so it is refused.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dp_spark.accounting import ApproxDP, PureDP, ZCDP, compose, convert_cost
@@ -177,38 +192,56 @@ class Ledger:
         params: tuple = ()
         if name is not None:
             query, params = query + " WHERE budget = ?", (name,)
+        query = query.replace("run_key, parameters", "run_key, key_seq, parameters")
         with self._store.transaction() as cur:
             rows = cur.execute(query + " ORDER BY created, budget, seq", params)
-        keys = ("budget", "seq", "release", "cost", "counted", "rule", "run_key", "parameters", "time")
+            runs = {(r[0], r[1], int(r[2])): (r[3], json.loads(r[4])) for r in
+                    cur.execute("SELECT budget, run_key, key_seq, state, outputs FROM dp_runs")}
+        keys = ("budget", "seq", "release", "cost", "counted", "rule", "run_key", "key_seq", "parameters", "time")
         out = []
         for row in rows:
             entry = dict(zip(keys, row))
             for key in ("cost", "counted", "parameters"):
                 entry[key] = json.loads(entry[key])
+            key_seq = entry.pop("key_seq")
+            if entry["run_key"] is not None:
+                # 'charged' / 'released' and the outputs named; None: a stream's once key or a charge
+                # recorded before run states existed
+                entry["state"], entry["outputs"] = runs.get((entry["budget"], entry["run_key"], key_seq),
+                                                            (None, None))
             out.append(entry)
         return out
 
     # ------------------------------------------------------------ charging
 
     def charge(self, name: str, cost, release: str, *, run_key: str | None = None, key_seq: int = 0,
-               once: bool = False, parameters: dict | None = None) -> tuple[object, bool]:
-        """Record ``cost`` against budget ``name`` if it fits; return (counted cost, reused).
+               once: bool = False, parameters: dict | None = None, identity: dict | None = None,
+               outputs: dict | None = None) -> "Charge":
+        """Record ``cost`` against budget ``name`` if it fits; return a :class:`Charge`.
 
-        One transaction with the budget locked: a charge of the same run key
-        and sequence number is reused (or, for a ``once`` key, refused);
-        otherwise the composed total plus the charge must fit the budget, or
-        BudgetExceededError is raised and nothing is recorded."""
+        One transaction with the budget locked. With a run key (not ``once``)
+        the charge belongs to ``identity`` (release, parameters, input; by
+        default the release name and cost): a run of the key and sequence
+        number with another identity is refused, a 'charged' one is reused,
+        a 'released' one is returned with its record (``Charge.record``; the
+        caller replays it and draws nothing). A ``once`` key is refused when
+        charged before. Otherwise the composed total plus the charge must fit
+        the budget, or BudgetExceededError is raised and nothing is recorded."""
+        identity = _identity_doc(identity, release, cost)
         with self._store.transaction(lock_budget=name) as cur:
             state = self._state(cur, name)
             counted = counted_as(cost, state.total.kind, name)
             if run_key is not None:
                 earlier = cur.execute(
-                    "SELECT cost, release FROM dp_charges WHERE budget = ? AND run_key = ? AND key_seq = ?",
+                    "SELECT cost, release, created FROM dp_charges WHERE budget = ? AND run_key = ? AND key_seq = ?",
                     (name, run_key, key_seq),
                 )
                 if earlier:
-                    _check_reuse(earlier[0], cost, release, run_key, once)
-                    return counted, True
+                    if once:
+                        _refuse_once(earlier[0], run_key)
+                    run = self._run(cur, name, run_key, key_seq)
+                    _check_run(run, earlier[0], identity, cost, run_key, key_seq)
+                    return Charge(counted, True, run.record if run.state == RELEASED else None, run)
             if not state.fits(counted):
                 raise BudgetExceededError(
                     f"{release} would spend {cost.describe()} from the ledger budget {name!r}, which has "
@@ -217,38 +250,190 @@ class Ledger:
                 )
             seq = cur.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM dp_charges WHERE budget = ?", (name,))[0][0]
             rule = state.rule if counted == cost else f"{state.rule}; counted as {counted.describe()}"
+            now = _now()
             cur.execute(
                 "INSERT INTO dp_charges (budget, seq, release, cost, counted, rule, run_key, key_seq, "
                 "parameters, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (name, int(seq), release, json.dumps(cost.to_dict()), json.dumps(counted.to_dict()), rule,
                  run_key, key_seq if run_key is not None else None,
-                 json.dumps(parameters or {}, default=str, sort_keys=True), _now()),
+                 json.dumps(parameters or {}, default=str, sort_keys=True), now),
             )
-        return counted, False
+            if run_key is not None and not once:
+                cur.execute(
+                    "INSERT INTO dp_runs (budget, run_key, key_seq, release, identity, described, state, "
+                    "outputs, record, created, released) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL)",
+                    (name, run_key, key_seq, identity["release"], _fingerprint(identity), _canonical(identity),
+                     CHARGED, _canonical(outputs or {}), now),
+                )
+        return Charge(counted, False, None, None)
+
+    def check_run(self, name: str, run_key: str, key_seq: int, identity: dict | None, cost,
+                  release: str) -> "Run | None":
+        """What ``charge`` would do with this key and sequence number, without
+        recording anything: None (a new charge: the budget must hold it), or
+        the earlier run (reused or replayed); refuses as ``charge`` would."""
+        with self._store.transaction() as cur:
+            earlier = cur.execute(
+                "SELECT cost, release, created FROM dp_charges WHERE budget = ? AND run_key = ? AND key_seq = ?",
+                (name, run_key, key_seq),
+            )
+            if not earlier:
+                return None
+            run = self._run(cur, name, run_key, key_seq)
+            if identity is None and run is not None:
+                return run  # the caller does not know its identity yet: charge() compares it
+            _check_run(run, earlier[0], _identity_doc(identity, release, cost), cost, run_key, key_seq)
+            return run
+
+    def record_release(self, name: str, run_key: str, key_seq: int, record: dict,
+                       outputs: dict | None = None) -> tuple["Run", bool]:
+        """Mark the keyed run 'released' with ``record`` (the Release's JSON
+        report), in one transaction, before the release leaves the process.
+        Returns the run as recorded and whether ``record`` is what was
+        recorded: False when another process under the same key recorded its
+        release first (the caller must then return that one and drop its own)."""
+        with self._store.transaction(lock_budget=name) as cur:
+            run = self._run(cur, name, run_key, key_seq)
+            if run is None:
+                raise ParameterError(f"run key {run_key!r} has no charge #{key_seq} in budget {name!r} to record.")
+            if run.state == CHARGED:
+                now = _now()
+                merged = {**run.outputs, **(outputs or {})}
+                cur.execute(
+                    "UPDATE dp_runs SET state = ?, record = ?, outputs = ?, released = ? "
+                    "WHERE budget = ? AND run_key = ? AND key_seq = ? AND state = ?",
+                    (RELEASED, json.dumps(record, ensure_ascii=False, sort_keys=True), _canonical(merged), now,
+                     name, run_key, key_seq, CHARGED),
+                )
+                return self._run(cur, name, run_key, key_seq), True
+            return run, False
+
+    def runs(self, name: str | None = None) -> list["Run"]:
+        """Every keyed run (optionally of one budget), oldest first."""
+        query, params = "SELECT budget, run_key, key_seq FROM dp_runs", ()
+        if name is not None:
+            query, params = query + " WHERE budget = ?", (name,)
+        with self._store.transaction() as cur:
+            keys = cur.execute(query + " ORDER BY created, budget, run_key, key_seq", params)
+            return [self._run(cur, *k) for k in keys]
+
+    def _run(self, cur, name: str, run_key: str, key_seq: int) -> "Run | None":
+        rows = cur.execute(
+            "SELECT release, identity, described, state, outputs, record, created, released FROM dp_runs "
+            "WHERE budget = ? AND run_key = ? AND key_seq = ?", (name, run_key, key_seq))
+        if not rows:
+            return None
+        release, identity, described, state, outputs, record, created, released = rows[0]
+        return Run(name, run_key, int(key_seq), release, identity, json.loads(described), state,
+                   json.loads(outputs), json.loads(record) if record else None, created, released)
 
     def budget(self, name: str, run_key: str | None = None, *, once: bool = False,
-               parameters: dict | None = None) -> "LedgerBudget":
-        """A budget object for the ``budget=`` argument of every release function."""
+               parameters: dict | None = None, input: str | None = None,
+               outputs: dict | None = None) -> "LedgerBudget":
+        """A budget object for the ``budget=`` argument of every release function.
+
+        ``input``: with a run key, the name of the release's input as you
+        know it (a path, a table, a snapshot id): part of the run's identity.
+        Without it a release names its DataFrame by the files it reads
+        (``DataFrame.inputFiles()``); a keyed run on a DataFrame read from no
+        files needs ``input``. ``outputs``: what the run will write (shown in
+        refusals of later retries)."""
         from dp_spark.ledger.budget import LedgerBudget
 
         self.state(check_name(name))  # refuses an unknown budget now
-        return LedgerBudget(self, name, run_key=run_key, once=once, parameters=parameters)
+        return LedgerBudget(self, name, run_key=run_key, once=once, parameters=parameters, input=input,
+                            outputs=outputs)
 
 
-def _check_reuse(row, cost, release: str, run_key: str, once: bool) -> None:
-    earlier_cost, earlier_release = cost_from_dict(json.loads(row[0])), row[1]
-    if once:
-        raise BudgetExceededError(
-            f"the ledger already holds the charge of {run_key!r} ({earlier_release}, "
-            f"{earlier_cost.describe()}): that stream was started before and its released steps would "
-            "be published again with new noise. Restore its checkpoint to resume, or use a new "
-            "checkpoint and sink for a new stream."
-        )
-    if earlier_cost != cost:
+CHARGED, RELEASED = "charged", "released"
+
+
+@dataclass(frozen=True)
+class Run:
+    """A keyed charge: what it belongs to and whether its release was recorded."""
+
+    budget: str
+    run_key: str
+    key_seq: int
+    release: str
+    identity: str
+    described: dict
+    state: str
+    outputs: dict
+    record: dict | None = field(default=None, repr=False)
+    created: str = ""
+    released: str | None = None
+
+    def describe(self) -> str:
+        """The run in one line's worth of words, for refusals."""
+        step = f" (step {self.key_seq + 1})" if self.key_seq else ""
+        when = f"released {self.released}" if self.state == RELEASED else f"charged {self.created}, not released"
+        shown = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in sorted(self.outputs.items())) or "none named"
+        return f"run key {self.run_key!r}{step} of budget {self.budget!r}: {self.release}, {when}; outputs: {shown}"
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What :meth:`Ledger.charge` did: the cost as counted, whether an
+    earlier charge of the run key was reused, and the recorded Release (its
+    JSON report) when that run was already released (then: replay it)."""
+
+    counted: object
+    reused: bool
+    record: dict | None = None
+    run: Run | None = None
+
+
+def _canonical(doc) -> str:
+    return json.dumps(doc, default=str, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _fingerprint(identity: dict) -> str:
+    return hashlib.sha256(_canonical(identity).encode("utf-8")).hexdigest()
+
+
+def _identity_doc(identity: dict | None, release: str, cost) -> dict:
+    """The identity of a keyed charge: the given one (release, parameters,
+    input), or for a bare ``spend`` the label and the cost."""
+    doc = dict(identity) if identity else {"release": release}
+    doc.setdefault("release", release)
+    doc["cost"] = cost.to_dict()
+    return json.loads(_canonical(doc))  # as stored: tuples as lists, keys sorted
+
+
+def _differences(earlier: dict, now: dict) -> str:
+    what = [name for name in ("release", "cost", "parameters", "input") if earlier.get(name) != now.get(name)]
+    other = sorted(k for k in set(earlier) | set(now) if k not in ("release", "cost", "parameters", "input")
+                   and earlier.get(k) != now.get(k))
+    names = {"release": "another release", "cost": "another privacy cost", "parameters": "other parameters",
+             "input": "another input"}
+    return ", ".join([names[w] for w in what] + other) or "another identity"
+
+
+def _check_run(run: Run | None, charge_row, identity: dict, cost, run_key: str, key_seq: int) -> None:
+    """Refuse a retry the earlier keyed run does not allow (see the module doc)."""
+    earlier_cost, earlier_release, when = cost_from_dict(json.loads(charge_row[0])), charge_row[1], charge_row[2]
+    if run is None:
         raise ParameterError(
-            f"run key {run_key!r} was already charged {earlier_cost.describe()} for {earlier_release}; "
-            "a retry must use the same privacy parameters, and a new run needs a new run key."
+            f"run key {run_key!r} was charged {earlier_cost.describe()} for {earlier_release} on {when} by a "
+            "dp_spark version that did not record what it released, so a retry cannot be told from a "
+            "new run; use a new run key."
         )
+    if run.identity != _fingerprint(identity):
+        raise ParameterError(
+            f"{run.describe()}; this run has {_differences(run.described, identity)}. A run key belongs "
+            "to one release with one parameter set and one input: a new run needs a new run key."
+        )
+
+
+def _refuse_once(row, run_key: str) -> None:
+    earlier_cost, earlier_release = cost_from_dict(json.loads(row[0])), row[1]
+    raise BudgetExceededError(
+        f"the ledger already holds the charge of {run_key!r} ({earlier_release}, "
+        f"{earlier_cost.describe()}): that stream was started before and its released steps would "
+        "be published again with new noise. Restore its checkpoint to resume, or use a new "
+        "checkpoint and sink for a new stream."
+    )
 
 
 def open_ledger(location, create: bool = False) -> Ledger:

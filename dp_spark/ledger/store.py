@@ -39,6 +39,27 @@ SCHEMA = (
         created TEXT NOT NULL,
         PRIMARY KEY (budget, seq)
     )""",
+    # One row per keyed charge (run key and step): what the run is (release,
+    # parameters, input: ``identity`` is the SHA-256 of ``described``), its
+    # state ('charged': nothing drawn under it has left the process;
+    # 'released': ``record`` holds the Release's JSON report, recorded before
+    # the release was returned, printed or written) and the outputs it named.
+    # Added after 0.1.0: a ledger made before gets this table when opened; its
+    # charges are kept as they were.
+    """CREATE TABLE IF NOT EXISTS dp_runs (
+        budget TEXT NOT NULL,
+        run_key TEXT NOT NULL,
+        key_seq INTEGER NOT NULL,
+        release TEXT NOT NULL,
+        identity TEXT NOT NULL,
+        described TEXT NOT NULL,
+        state TEXT NOT NULL,
+        outputs TEXT NOT NULL,
+        record TEXT,
+        created TEXT NOT NULL,
+        released TEXT,
+        PRIMARY KEY (budget, run_key, key_seq)
+    )""",
 )
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -64,7 +85,7 @@ def open_store(location, create: bool = False) -> "Store":
 
 
 class Store:
-    """A SQL database holding dp_budgets and dp_charges."""
+    """A SQL database holding dp_budgets, dp_charges and dp_runs."""
 
     placeholder = "?"
 

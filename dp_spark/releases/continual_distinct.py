@@ -260,6 +260,7 @@ def continual_distinct(
     """
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
+    from dp_spark.ledger.budget import record_release, recorded_release, replayed
     from dp_spark.stages.continual import check_columns, continual_summaries, time_mapping
 
     plan = make_plan(rho=rho, horizon=horizon, method=method, time_col=time_col, item_col=item_col,
@@ -267,9 +268,13 @@ def continual_distinct(
                      step_size=step_size, shards=shards, seed=seed)
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
+    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
+        return replay  # this key released this run before: the recorded release, no data read, no noise
     kind = check_columns(df, time_col, item_col, op_col)  # schema only, before any spending
     time_mapping(kind, origin, step_size)  # e.g. a timestamp column without origin: refused here
     local = plan.spend(budget)  # refuses before any data is read
+    if (replay := replayed(budget)) is not None:
+        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
     rng = make_rng(seed)
 
     log.info("continual-distinct: computing per-step summaries")
@@ -280,7 +285,8 @@ def continual_distinct(
     result = continual_counts(stage.summaries, plan["rho"], plan["method"], plan["flippancy_bound"],
                               rng=rng, beta=plan["beta"])
     del stage  # non-private arrays; nothing below may use them
-    return _report(plan, result, mapping, local, df.sparkSession, seed is not None)
+    # recorded in the ledger (a keyed run) before it leaves this function
+    return record_release(budget, _report(plan, result, mapping, local, df.sparkSession, seed is not None))
 
 
 def _report(plan: Plan, result, mapping, local: PrivacyFilter, session, seeded: bool) -> Release:

@@ -116,6 +116,7 @@ def count_release(
     """
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
+    from dp_spark.ledger.budget import record_release, recorded_release, replayed
 
     plan = make_plan(rho=rho, delta=delta, method=method, person_col=person_col, item_col=item_col,
                      relative_error=relative_error, kbar=kbar, max_items=max_items, alpha=alpha,
@@ -123,19 +124,24 @@ def count_release(
                      accuracy_factor=accuracy_factor, conversion_delta=conversion_delta, seed=seed)
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
+    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
+        return replay  # this key released this run before: the recorded release, no data read, no noise
     edge_df = stage.edge_table(df, person_col, item_col)  # schema checks only, no data read
     integral = stage.integral_items(edge_df)
     local = plan.spend(budget)  # refuses before any data is read
+    if (replay := replayed(budget)) is not None:
+        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
     rng = make_rng(seed)
     if plan["method"] == "pcr":
         rows, values, errors, split = _pcr(edge_df, plan, rng)
     else:
         rows, values, errors = _bounded(edge_df, plan, rng)
         split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]  # fixed by the plan
-    return Release.from_plan(
+    release = Release.from_plan(
         plan, values=values, errors=errors, statement=_statement(plan, len(rows)), seeded=seed is not None,
         budget_split=split, artifacts={"items": _items_df(edge_df.sparkSession, rows, integral)},
     )
+    return record_release(budget, release)  # recorded in the ledger (a keyed run) before it leaves
 
 
 def _statement(plan: Plan, released: int) -> str:

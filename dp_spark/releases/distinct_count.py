@@ -81,13 +81,13 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
     try:
         noisy_pairs = noisy_size(count_pairs(pairs), max_bound, epsilon_check, rng)
         if matching_fits(noisy_pairs, ratio_up(max_bound, epsilon_check), edge_limit):
-            log.info("distinct-count: exact matching on the driver, bounds 1..%d", max_bound)
+            log.info("distinct-count: bounded counts (the method used is in the release)")  # a noisy choice
             counts = matching_counts(edge_df, max_bound, None, pairs=pairs)
             return counts, {"counted_by": "exact matching", "shards": None}
     finally:
         pairs.unpersist()
     chosen = shards or choose_shards(max(noisy_pairs, 0) // max_bound)
-    log.info("distinct-count: the noisy pair count is above the edge limit; greedy in %d shard(s)", chosen)
+    log.info("distinct-count: bounded counts (the method used is in the release)")  # a noisy choice
     counts = greedy_counts(edge_df, max_bound, chosen)
     return counts, {"counted_by": "greedy (noisy pair count above edge_limit)", "shards": int(chosen)}
 
@@ -161,13 +161,18 @@ def distinct_count(
     """
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
+    from dp_spark.ledger.budget import record_release, recorded_release, replayed
 
     plan = make_plan(epsilon=epsilon, beta=beta, max_bound=max_bound, method=method, shards=shards,
                      edge_limit=edge_limit, person_col=person_col, item_col=item_col, seed=seed)
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
+    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
+        return replay  # this key released this run before: the recorded release, no data read, no noise
     edges(df, person_col, item_col)  # schema checks only (no data read), before any spending
     local = plan.spend(budget)  # refuses before any data is read
+    if (replay := replayed(budget)) is not None:
+        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
     rng = make_rng(seed)
     split = [cost.epsilon for _, cost in plan.steps]
     epsilon_pre = split[0] if len(split) == 3 else 0.0
@@ -175,7 +180,8 @@ def distinct_count(
     log.info("distinct-count: selecting the bound and adding noise")
     released = release_from_counts(counts, split[-2] + split[-1], plan["beta"], rng)
     del counts  # non-private; nothing below may use it
-    return _report(plan, released, how, local, seed)
+    # recorded in the ledger (a keyed run) before it leaves this function
+    return record_release(budget, _report(plan, released, how, local, seed))
 
 
 def _report(plan: Plan, released, how, local, seed) -> Release:

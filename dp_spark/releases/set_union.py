@@ -132,19 +132,25 @@ def set_union(
     """
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
+    from dp_spark.ledger.budget import record_release, recorded_release, replayed
 
     plan = make_plan(epsilon=epsilon, delta=delta, method=method, person_col=person_col, item_col=item_col,
                      max_items=max_items, alpha=alpha, shards=shards, count=count, shard_cutoff=shard_cutoff,
                      partitions=partitions, seed=seed)
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
+    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
+        return replay  # this key released this run before: the recorded release, no data read, no noise
     edges(df, person_col, item_col)  # schema checks only (no data is read), before any spending
     local = plan.spend(budget)  # refuses before any data is read
+    if (replay := replayed(budget)) is not None:
+        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
     numeric = mechanism_plan(plan)
     items = _released_items(df, plan, numeric, seed)
     log.info("set-union: released items materialized")
     released_count = int(items.count()) if plan["count"] else None
-    return _report(plan, numeric, items, released_count, local, seed)
+    # recorded in the ledger (a keyed run) before it leaves this function
+    return record_release(budget, _report(plan, numeric, items, released_count, local, seed))
 
 
 def _released_items(df, plan: Plan, numeric: SetUnionPlan, seed):

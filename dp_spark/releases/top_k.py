@@ -179,6 +179,7 @@ def top_k(
     """
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
+    from dp_spark.ledger.budget import record_release, recorded_release, replayed
 
     asked = dict(epsilon=epsilon, k=k, delta=delta, method=method, person_col=person_col, item_col=item_col,
                  kbar=kbar, persons=persons, seed=seed)
@@ -192,9 +193,14 @@ def top_k(
         # The domain is public data: reading it reveals nothing about the table.
         items = stage.normalise_domain(_domain_items(domain, item_col), integral)
         plan = make_plan(**asked, domain=items, domain_size=len(items))  # adds the domain's size limits
+    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
+        return replay  # this key released this run before: the recorded release, no data read, no noise
     local = plan.spend(budget)  # refuses before any data is read
+    if (replay := replayed(budget)) is not None:
+        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
     selection = _select(plan, edge_df, items, make_rng(seed))
-    return _report(plan, local, selection, items, df.sparkSession, integral, seed)
+    # recorded in the ledger (a keyed run) before it leaves this function
+    return record_release(budget, _report(plan, local, selection, items, df.sparkSession, integral, seed))
 
 
 @dataclass(frozen=True)
@@ -222,7 +228,8 @@ def _select(plan: Plan, edge_df, items, rng) -> _Selection:
     if mechanism == "auto":
         choice, eps_sel = _auto_choice(plan, counts, len(items), rng)
         mechanism = choice.mechanism
-    log.info("top-k: selecting with %s", mechanism)
+    # a private choice is not logged: nothing drawn leaves the process before the release is recorded
+    log.info("top-k: selecting with %s", mechanism if choice is None else "the privately chosen mechanism")
     indices = _domain_mechanism(mechanism, counts, k, eps_sel, delta, rng)
     del counts  # non-private; nothing below may use it
     return _Selection([items[int(i)] for i in indices], mechanism, eps_sel, len(items), choice=choice)

@@ -317,7 +317,9 @@ def bounded_distinct_counts(
     edge_df = edges(df, person_col, item_col)
     if method == "greedy":
         shards = shards or default_shards(df.sparkSession)
-        log.info("distinct-count: greedy matching in %d shard(s), bounds 1..%d", shards, max_bound)
+        # not the shard count: it may be a noisy choice, and nothing drawn may leave the process
+        # before the release is recorded (a keyed retry would draw it again)
+        log.info("distinct-count: greedy matching, bounds 1..%d", max_bound)
         return greedy_counts(edge_df, max_bound, shards)
     if method == "sampling":
         log.info("distinct-count: sampling baseline, bounds 1..%d", max_bound)

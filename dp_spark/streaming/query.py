@@ -527,6 +527,8 @@ def _begin(plan: Plan, budget, store: MechanismCheckpoint, step_sink: StepSink, 
     noise; a different record already there is refused)."""
     if state is None:
         if budget is not None:
+            if getattr(budget, "run_key", None) is not None:
+                budget.once = True  # a stream's key is charged once: a re-created stream is refused
             budget.spend(plan.guarantee, label="continual-distinct (stream)")
         state = _new_state(config, plan["tree_horizon"], plan["flippancy_bound"])
         store.save(state)

@@ -8,7 +8,13 @@ tables), each with
 * ``--ledger LEDGER --ledger-budget BUDGET --run-key <dag>/<run_id>/<task>``:
   the release is charged to a named budget of the ledger before any data is
   read; a retry of the same task instance reuses its run key, so it is not
-  charged twice, and a day whose budget is used up is refused before reading;
+  charged twice: if the failed attempt had not yet released anything it runs
+  again, and if it had (its release is recorded in the ledger before it is
+  printed or written) the retry writes that recorded release unchanged, no
+  new noise, or, for a DataFrame output the ledger does not hold
+  (set-union's items, continual-distinct's series), is refused naming the
+  first attempt's outputs. A run key never covers another release,
+  parameters or input. A day whose budget is used up is refused before reading;
 * ``--output``, the release's own data outputs, and ``--report-html`` under
   ``<out>/<ds>/`` (one directory per logical date).
 

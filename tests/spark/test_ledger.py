@@ -136,3 +136,132 @@ def test_every_release_takes_ledger_keyword(spark, ledger_path, unreadable_event
                                     budget=led.budget("approx"))
         with pytest.raises(ParameterError, match="ledger= takes a ledger budget"):
             dp_spark.distinct_count(unreadable_events, epsilon=0.1, ledger=ledger_path)
+
+
+# -- a run key is one release, one parameter set, one input (issue 21 §1) --------------------
+
+
+@pytest.fixture
+def approx_ledger(tmp_path):
+    path = tmp_path / "approx.db"
+    with open_ledger(path, create=True) as led:
+        led.create_budget("trial", ApproxDP(1.0, 1e-5))
+    return str(path)
+
+
+def test_new_user_trial_is_refused_after_the_first_release(capsys, spark, approx_ledger):
+    """The issue's trial: one key for a distinct-count, then a top-k, then a
+    distinct-count on other data (an ε = 1 budget). The second and third are
+    refused in one line naming the first run; one charge, one release."""
+    key = ["--ledger", approx_ledger, "--ledger-budget", "trial", "--run-key", "trial-1", "--quiet"]
+    assert main(["distinct-count", "--rows", "3000", "--max-bound", "5", "--epsilon", "1", *key]) == 0
+    capsys.readouterr()
+    for argv, what in ((["top-k", "--rows", "3000", "--k", "3", "--epsilon", "1", "--delta", "1e-6"],
+                        "another release"),
+                       (["distinct-count", "--rows", "4000", "--max-bound", "5", "--epsilon", "1"], "another input")):
+        assert main([*argv, *key]) == 2
+        captured = capsys.readouterr()
+        err = captured.err.strip()
+        assert "run key 'trial-1' of budget 'trial': distinct-count, released" in err and what in err, err
+        assert "\n" not in err and captured.out == ""
+    with open_ledger(approx_ledger) as led:
+        assert led.state("trial").charges == 1
+        [run] = led.runs("trial")
+        assert run.state == "released" and run.record["release"] == "distinct-count"
+
+
+def test_cli_killed_between_recording_and_writing_retry_writes_the_recorded_release(
+        capsys, spark, tmp_path, ledger_path, monkeypatch, report_schema):
+    """The first run records its release and dies before printing or
+    writing anything; the retry (same key, same command) writes exactly the
+    recorded release: no new noise, no new charge."""
+    from dp_spark.report import Release
+
+    report = tmp_path / "report.json"
+    argv = ["distinct-count", "--rows", "3000", "--max-bound", "5", "--epsilon", "0.5", "--ledger", ledger_path,
+            "--ledger-budget", "eps", "--run-key", "dag/2024-01-01", "--output", str(report), "--quiet"]
+
+    def killed(*_args, **_kwargs):
+        raise KeyboardInterrupt  # the process dies as it prints: after the release returned, before any output
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Release, "to_json", killed)
+        assert main(argv) == 130
+    assert capsys.readouterr().out == "" and not report.exists()
+    with open_ledger(ledger_path) as led:
+        [run] = led.runs("eps")
+        assert run.state == "released" and run.outputs == {"output": str(report.resolve())}
+        recorded = run.record
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    written = json.loads(report.read_text())
+    assert written == printed
+    import jsonschema
+
+    jsonschema.validate(written, report_schema)  # the "replay" entry is part of the report's schema
+    replay = written.pop("replay")
+    assert replay["run_key"] == "dag/2024-01-01" and replay["released"] == run.released
+    assert written == recorded  # bit for bit: the same values, time and split
+    assert len(_charges(ledger_path, "eps")) == 1
+    assert main([*argv, "--overwrite"]) == 0  # a later retry too
+    assert json.loads(capsys.readouterr().out)["result"] == recorded["result"]
+
+
+def test_replay_that_would_rewrite_a_dataframe_output_is_refused(capsys, spark, tmp_path, approx_ledger):
+    argv = ["top-k", "--rows", "3000", "--k", "3", "--epsilon", "0.5", "--delta", "1e-6", "--ledger", approx_ledger,
+            "--ledger-budget", "trial", "--run-key", "topk-1", "--quiet"]
+    first = tmp_path / "items.parquet"
+    assert main([*argv, "--items-output", str(first)]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--items-output", str(tmp_path / "again.parquet")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "run key 'topk-1'" in err and f"--items-output {first.resolve()}" in err and "\n" not in err
+    assert not (tmp_path / "again.parquet").exists()
+    assert main(argv) == 0  # the report alone can be replayed
+    assert "replay" in json.loads(capsys.readouterr().out)
+
+
+def test_python_api_replays_a_released_key_and_refuses_other_data(spark, tmp_path, ledger_path):
+    paths = []
+    for n in (40, 41):
+        path = tmp_path / f"t{n}.parquet"
+        spark.createDataFrame([(i, f"x{i}") for i in range(n)], "person_id long, item string").write.parquet(str(path))
+        paths.append(str(path))
+    with open_ledger(ledger_path) as led:
+        first = dp_spark.distinct_count(spark.read.parquet(paths[0]), epsilon=0.5, max_bound=2, shards=1,
+                                        ledger=led.budget("eps", run_key="api-1"))
+        again = dp_spark.distinct_count(spark.read.parquet(paths[0]), epsilon=0.5, max_bound=2, shards=1,
+                                        ledger=led.budget("eps", run_key="api-1"))
+        assert first.replay is None and again.replay["run_key"] == "api-1"
+        assert again.result == first.result and again.created == first.created
+        with pytest.raises(dp_spark.errors.ParameterError, match="another input"):
+            dp_spark.distinct_count(spark.read.parquet(paths[1]), epsilon=0.5, max_bound=2, shards=1,
+                                    ledger=led.budget("eps", run_key="api-1"))
+        with pytest.raises(dp_spark.errors.ParameterError, match="other parameters"):
+            dp_spark.distinct_count(spark.read.parquet(paths[0]), epsilon=0.5, max_bound=3, shards=1,
+                                    ledger=led.budget("eps", run_key="api-1"))
+        with pytest.raises(dp_spark.errors.ParameterError, match="reads no files.*input="):
+            dp_spark.distinct_count(spark.createDataFrame([(1, "a")], "person_id long, item string"),
+                                    epsilon=0.5, ledger=led.budget("eps", run_key="api-2"))
+        assert led.state("eps").charges == 1
+
+
+def test_stream_api_with_a_run_key_is_charged_once(spark, tmp_path, ledger_path):
+    """A keyed ledger budget given to the streaming API is the stream's once
+    key: a re-created stream (checkpoint and sink deleted) under the key
+    would publish its steps again with new noise, so it is refused; before,
+    the charge was reused."""
+    from dp_spark.streaming.query import continual_distinct_stream
+
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events-1.json").write_text(json.dumps({"time": 1, "item": "x1", "op": 1}) + "\n")
+    run = dict(checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"), rho=0.1, horizon=2,
+               state_partitions=1)
+    with open_ledger(ledger_path) as led:
+        continual_distinct_stream(spark, str(source), budget=led.budget("rho", run_key="stream-1"), **run)
+        shutil.rmtree(tmp_path / "ckpt")
+        shutil.rmtree(tmp_path / "out")
+        with pytest.raises(BudgetExceededError, match="published again with new noise"):
+            continual_distinct_stream(spark, str(source), budget=led.budget("rho", run_key="stream-1"), **run)
+        assert led.state("rho").charges == 1

@@ -84,7 +84,7 @@ def test_run_key_retry_reuses_its_charge(ledger):
     assert retry.can_spend(PureDP(0.7))
     retry.spend(PureDP(0.7), "distinct-count")  # the crashed run's charge, not a new one
     assert retry.reused and ledger.state("b").charges == 1
-    with pytest.raises(ParameterError, match="same privacy parameters"):
+    with pytest.raises(ParameterError, match="another privacy cost.*one release with one parameter set"):
         ledger.budget("b", run_key="dag/2024-01-01").spend(PureDP(0.2), "distinct-count")
     with pytest.raises(BudgetExceededError):
         ledger.budget("b", run_key="dag/2024-01-02").spend(PureDP(0.7), "distinct-count")
@@ -166,6 +166,9 @@ def test_ledger_commands(tmp_path, capsys):
     assert main(["ledger", "history", path, "--json"]) == 0
     entries = json.loads(capsys.readouterr().out)
     assert entries[0]["release"] == "distinct-count" and entries[0]["run_key"] == "airflow-1"
+    assert entries[0]["state"] == "charged" and entries[0]["outputs"] == {}
+    assert main(["ledger", "history", path]) == 0
+    assert "run key airflow-1 (charged)" in capsys.readouterr().out
     assert main(["ledger", "show", str(tmp_path / "none.db")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
@@ -177,3 +180,197 @@ def test_ledger_file_is_plain_sqlite(tmp_path):
         led.budget("b").spend(ZCDP(0.25), "count-release")
     rows = sqlite3.connect(path).execute("SELECT release, counted FROM dp_charges").fetchall()
     assert rows[0][0] == "count-release" and json.loads(rows[0][1])["rho"] == 0.25
+
+
+# -- a run key belongs to one release, one parameter set, one input (issue 21 §1) -------------
+
+
+def _plan(**kw):
+    from dp_spark.plans.distinct_count import plan
+
+    return plan(**{"epsilon": 1.0, "max_bound": 5, "shards": 1, **kw})
+
+
+def _topk_plan():
+    from dp_spark.plans.top_k import plan
+
+    return plan(epsilon=1.0, k=3, delta=1e-6)
+
+
+def _released(plan, estimate: float):
+    """A Release of ``plan`` as a release function builds it (no Spark)."""
+    from dp_spark.report import Release
+
+    values = {"estimate": estimate, "lower_bound": 0.1 + 0.2, "bound": 3, "method": "greedy",
+              "confidence": 0.95, "noise_scale": 1 / 3, "noise_std": 2 ** 0.5, "items": ["é", "東京"]}
+    return Release.from_plan(plan, values=values, errors={"estimate": "σ ≈ 1.41"}, statement="words",
+                             seeded=False, budget_split=[{"step": "all", **plan.guarantee.to_dict()}])
+
+
+def _start(ledger, plan, key="dag-1", input="events-2024-01-01", budget="b"):
+    """What a release does before reading data: bind, spend, maybe replay."""
+    from dp_spark.ledger.budget import bind_release, replayed
+
+    run = ledger.budget(budget, run_key=key, input=input)
+    bind_release(run, plan)
+    plan.spend(run)
+    return run, replayed(run)
+
+
+def test_run_key_refuses_another_release_parameters_or_input(ledger):
+    ledger.create_budget("b", ApproxDP(10.0, 1e-5))
+    first, replay = _start(ledger, _plan())
+    assert replay is None
+    for plan, key_input, what in ((_topk_plan(), "events-2024-01-01", "another release"),
+                                  (_plan(max_bound=6), "events-2024-01-01", "other parameters"),
+                                  (_plan(), "events-2024-01-02", "another input")):
+        budget = ledger.budget("b", run_key="dag-1", input=key_input)
+        from dp_spark.ledger.budget import bind_release
+
+        bind_release(budget, plan)
+        with pytest.raises(ParameterError, match=f"run key 'dag-1' of budget 'b': distinct-count, charged .*"
+                                                 f"this run has {what}") as refused:
+            plan.check(budget)  # can_spend agrees with spend: refused before anything is read
+        assert "\n" not in str(refused.value)
+        with pytest.raises(ParameterError, match=what):
+            plan.spend(budget)
+    assert ledger.state("b").charges == 1
+
+
+def test_new_user_trial_three_releases_under_one_key_is_refused_after_the_first(ledger):
+    """The issue's trial: distinct-count, then top-k, then distinct-count on
+    other data, all under one key of an ε = 1 budget: only the first runs."""
+    from dp_spark.ledger.budget import record_release
+
+    ledger.create_budget("b", ApproxDP(1.0, 1e-5))
+    run, _ = _start(ledger, _plan())
+    record_release(run, _released(_plan(), 17.0))
+    with pytest.raises(ParameterError, match="released .*another release"):
+        _start(ledger, _topk_plan())
+    with pytest.raises(ParameterError, match="released .*another input"):
+        _start(ledger, _plan(), input="other-table")
+    assert ledger.state("b").charges == 1
+
+
+def test_released_run_is_replayed_bit_for_bit_and_charged_run_is_reused(ledger):
+    from dp_spark.ledger.budget import record_release
+
+    ledger.create_budget("b", PureDP(1.0))
+    plan = _plan()
+    run, replay = _start(ledger, plan)
+    assert replay is None and not run.reused
+    assert [r.state for r in ledger.runs("b")] == ["charged"]
+    run, replay = _start(ledger, plan)  # crashed before returning: nothing left the process
+    assert replay is None and run.reused and ledger.state("b").charges == 1
+    original = _released(plan, 101.30000000000001)
+    assert record_release(run, original) is original
+    [recorded] = ledger.runs("b")
+    assert recorded.state == "released" and recorded.record == json.loads(original.to_json())
+    for _ in range(3):
+        again, replay = _start(ledger, plan)
+        assert replay is not None and again.reused
+        doc = replay.to_dict()
+        assert doc.pop("replay")["run_key"] == "dag-1"
+        assert doc == original.to_dict()
+        assert replay.values["estimate"].hex() == original.values["estimate"].hex()
+        assert replay.guarantee == original.guarantee and replay.created == original.created
+        assert "Replayed unchanged from the ledger" in replay.summary()
+    assert ledger.state("b").charges == 1
+
+
+def test_two_processes_under_one_key_release_one_result(ledger):
+    """Two concurrent runs of one key both reuse the 'charged' run and draw
+    noise; the second to record gets the first's release, never its own."""
+    from dp_spark.ledger.budget import record_release
+
+    ledger.create_budget("b", PureDP(1.0))
+    one, _ = _start(ledger, _plan())
+    two, _ = _start(ledger, _plan())
+    first = record_release(one, _released(_plan(), 5.0))
+    second = record_release(two, _released(_plan(), 9.0))
+    assert first.values["estimate"] == 5.0 and second.values["estimate"] == 5.0 and second.replay is not None
+
+
+def test_steps_of_one_keyed_run_replay_in_order(ledger):
+    from dp_spark.ledger.budget import bind_release, record_release, replayed
+
+    ledger.create_budget("b", ApproxDP(2.0, 1e-5))
+    run = ledger.budget("b", run_key="r", input="t")
+    for plan, value in ((_plan(epsilon=0.25), 1.0), (_topk_plan(), 2.0)):  # one budget object, two releases
+        bind_release(run, plan)
+        plan.spend(run)
+        record_release(run, _released(plan, value))
+    retry = ledger.budget("b", run_key="r", input="t")
+    got = []
+    for plan in (_plan(epsilon=0.25), _topk_plan()):
+        bind_release(retry, plan)
+        plan.spend(retry)
+        got.append(replayed(retry).values["estimate"])
+    assert got == [1.0, 2.0] and ledger.state("b").charges == 2
+    assert [r.release for r in ledger.runs("b")] == ["distinct-count", "top-k"]
+
+
+def test_old_format_ledger_keeps_its_history_and_refuses_its_old_keys(tmp_path):
+    """A ledger written before dp_runs existed: opened, it gains the table;
+    its charges stay; a retry under one of its keys (nothing recorded of
+    what was released) is refused; new keys work."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE dp_budgets (name TEXT PRIMARY KEY, kind TEXT NOT NULL, epsilon DOUBLE PRECISION, "
+                 "delta DOUBLE PRECISION, rho DOUBLE PRECISION, created TEXT NOT NULL)")
+    conn.execute("CREATE TABLE dp_charges (budget TEXT NOT NULL, seq INTEGER NOT NULL, release TEXT NOT NULL, "
+                 "cost TEXT NOT NULL, counted TEXT NOT NULL, rule TEXT NOT NULL, run_key TEXT, key_seq INTEGER, "
+                 "parameters TEXT NOT NULL, created TEXT NOT NULL, PRIMARY KEY (budget, seq))")
+    conn.execute("INSERT INTO dp_budgets VALUES ('b', 'pure-dp', 1.0, NULL, NULL, '2024-01-01T00:00:00+00:00')")
+    conn.execute("INSERT INTO dp_charges VALUES ('b', 1, 'distinct-count', ?, ?, 'basic', 'old-key', 0, '{}', "
+                 "'2024-01-02T00:00:00+00:00')", (json.dumps(PureDP(0.5).to_dict()),) * 2)
+    conn.commit()
+    conn.close()
+    with open_ledger(path) as led:
+        [entry] = led.history("b")
+        assert entry["run_key"] == "old-key" and entry["cost"] == PureDP(0.5).to_dict()
+        assert led.runs() == []
+        with pytest.raises(ParameterError, match="'old-key' was charged ε = 0.5 .* for distinct-count on "
+                                                 "2024-01-02.*did not record what it released"):
+            _start(led, _plan(epsilon=0.5), key="old-key")
+        with pytest.raises(ParameterError, match="did not record"):
+            _plan(epsilon=0.5).check(led.budget("b", run_key="old-key"))
+        _start(led, _plan(epsilon=0.5), key="new-key")
+        assert led.state("b").charges == 2 and [r.run_key for r in led.runs()] == ["new-key"]
+    tables = {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"dp_budgets", "dp_charges", "dp_runs"} <= tables
+
+
+def test_once_key_has_no_run_record_and_refuses_a_second_charge(ledger):
+    ledger.create_budget("z", ZCDP(1.0))
+    key = "stream:/ckpt|/sink"
+    ledger.budget("z", run_key=key, once=True).spend(ZCDP(0.1), "continual-distinct (stream)")
+    assert ledger.runs() == []
+    assert ledger.budget("z", run_key=key, once=True).can_spend(ZCDP(0.1))
+    with pytest.raises(BudgetExceededError, match="published again"):
+        ledger.budget("z", run_key=key, once=True).spend(ZCDP(0.1), "continual-distinct (stream)")
+
+
+def test_cli_run_identity_is_release_parameters_and_input_not_outputs(tmp_path, monkeypatch):
+    """The CLI's identity of a keyed run: output paths, --quiet, --master and
+    --overwrite are not part of it; the input is the path made absolute (or
+    the built-in data with its --rows), with the options that change what
+    is read."""
+    from dp_spark.cli import _run_identity
+
+    monkeypatch.chdir(tmp_path)
+    base = {"input": "events.parquet", "format": "auto", "epsilon": 1.0, "max_bound": 5, "seed": None,
+            "output": "a.json", "quiet": False, "master": None, "overwrite": False, "ledger": "l.db",
+            "ledger_budget": "b", "run_key": "k", "rows": 1000, "tokenize": "none"}
+    same = {**base, "input": str(tmp_path / "events.parquet"), "output": "b.json", "quiet": True,
+            "master": "local[1]", "overwrite": True, "report_html": "r.html"}
+    assert _run_identity("distinct-count", base) == _run_identity("distinct-count", same)
+    assert _run_identity("distinct-count", base)["input"]["input"] == str(tmp_path / "events.parquet")
+    for changed in ({"epsilon": 0.5}, {"seed": 3}, {"input": "other.parquet"}, {"tokenize": "words"},
+                    {"delimiter": ";"}):
+        assert _run_identity("distinct-count", {**base, **changed}) != _run_identity("distinct-count", base), changed
+    assert _run_identity("top-k", base) != _run_identity("distinct-count", base)
+    builtin = {**base, "input": None}
+    assert _run_identity("distinct-count", builtin)["input"] == {"input": "built-in synthetic data", "rows": 1000,
+                                                                 "tokenize": "none"}
+    assert _run_identity("distinct-count", {**builtin, "rows": 2000}) != _run_identity("distinct-count", builtin)

@@ -16,7 +16,7 @@ import pytest
 
 from dp_spark.accounting import ZCDP, PureDP
 from dp_spark.cli import main
-from dp_spark.errors import BudgetExceededError
+from dp_spark.errors import BudgetExceededError, ParameterError
 from dp_spark.ledger import open_ledger
 from tests.unit.helpers import race_for_budget  # one racing worker for SQLite and PostgreSQL
 
@@ -105,3 +105,49 @@ def test_unreachable_database_is_one_line(capsys):
     assert main(["ledger", "show", url]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("dp-spark: error: cannot open the ledger") and "\n" not in err
+
+
+def test_old_postgres_ledger_is_migrated_and_a_released_key_is_replayed(postgres_url):
+    """A PostgreSQL ledger written before dp_runs: opened, it gains the table
+    and keeps its charges; an old key is refused; a new key's release is
+    recorded and a retry gets it back unchanged (issue 21 §1)."""
+    import json
+
+    import psycopg
+
+    from dp_spark.ledger.budget import bind_release, record_release, replayed
+    from dp_spark.plans.distinct_count import plan as distinct_plan
+    from dp_spark.report import Release
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE old_ledger")
+    url = postgres_url.rsplit("/", 1)[0] + "/old_ledger"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE dp_budgets (name TEXT PRIMARY KEY, kind TEXT NOT NULL, epsilon DOUBLE PRECISION, "
+                     "delta DOUBLE PRECISION, rho DOUBLE PRECISION, created TEXT NOT NULL)")
+        conn.execute("CREATE TABLE dp_charges (budget TEXT NOT NULL, seq INTEGER NOT NULL, release TEXT NOT NULL, "
+                     "cost TEXT NOT NULL, counted TEXT NOT NULL, rule TEXT NOT NULL, run_key TEXT, key_seq INTEGER, "
+                     "parameters TEXT NOT NULL, created TEXT NOT NULL, PRIMARY KEY (budget, seq))")
+        conn.execute("INSERT INTO dp_budgets VALUES ('b', 'pure-dp', 2.0, NULL, NULL, '2024-01-01T00:00:00+00:00')")
+        cost = json.dumps(PureDP(0.5).to_dict())
+        conn.execute("INSERT INTO dp_charges VALUES ('b', 1, 'distinct-count', %s, %s, 'basic', 'old-key', 0, '{}', "
+                     "'2024-01-02T00:00:00+00:00')", (cost, cost))
+    plan = distinct_plan(epsilon=0.5, max_bound=5, shards=1)
+    with open_ledger(url) as ledger:
+        assert [e["run_key"] for e in ledger.history("b")] == ["old-key"] and ledger.runs() == []
+        old = ledger.budget("b", run_key="old-key", input="t")
+        bind_release(old, plan)
+        with pytest.raises(ParameterError, match="did not record what it released"):
+            plan.spend(old)
+        first = ledger.budget("b", run_key="new-key", input="t")
+        bind_release(first, plan)
+        plan.spend(first)
+        release = Release.from_plan(plan, values={"estimate": 12.000000000000002, "method": "greedy"}, errors={},
+                                    statement="s", seeded=False, budget_split=[])
+        assert record_release(first, release) is release
+        retry = ledger.budget("b", run_key="new-key", input="t")
+        bind_release(retry, plan)
+        plan.spend(retry)
+        replay = replayed(retry)
+        assert replay.values == release.values and replay.created == release.created
+        assert ledger.state("b").charges == 2 and [r.state for r in ledger.runs("b")] == ["released"]
