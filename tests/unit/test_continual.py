@@ -835,7 +835,7 @@ def test_stream_plan_states_the_step_grid_condition():
     assert "origin" not in stream.parameters and "origin" in batch.parameters
 
 
-def test_cli_dry_run_prints_the_plan_without_spark(capsys):
+def test_cli_dry_run_prints_the_plan_without_spark(capsys, tmp_path, monkeypatch):
     """``dp-spark continual-distinct --dry-run`` builds the same plan (no
     Spark, nothing read); --method is the one name (no --mechanism); the
     built-in demo data's public horizon fills a missing --horizon only
@@ -844,6 +844,8 @@ def test_cli_dry_run_prints_the_plan_without_spark(capsys):
     from dp_spark.session import active_session
 
     before = active_session()  # another tier's session may exist in this process; a dry run starts none
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "events.parquet").mkdir()  # the dry run reports a missing input as the real run would
     code = main(["continual-distinct", "--dry-run", "--quiet", "--input", "events.parquet", "--horizon", "100",
                  "--method", "bounded", "--max-flippancy", "3", "--rho", "0.25"])
     out, err = capsys.readouterr()
@@ -864,13 +866,14 @@ def test_cli_dry_run_prints_the_plan_without_spark(capsys):
 
 @pytest.mark.parametrize("flag", [["--delimiter", ";"], ["--no-header"], ["--quote", "'"],
                                   ["--encoding", "ISO-8859-1"], ["--bad-rows", "fail"]])
-def test_cli_stream_refuses_read_options_it_would_ignore(capsys, flag):
+def test_cli_stream_refuses_read_options_it_would_ignore(capsys, tmp_path, flag):
     """--stream reads its source with fixed CSV options: a batch-only read
     option is refused before Spark starts (not ignored, which would misread
     the files), naming the flag; the same flags pass without --stream."""
     from dp_spark.cli import main
 
-    base = ["continual-distinct", "--dry-run", "--quiet", "--input", "events", "--horizon", "8"]
+    (tmp_path / "events").mkdir()  # the dry run reports a missing input as the real run would
+    base = ["continual-distinct", "--dry-run", "--quiet", "--input", str(tmp_path / "events"), "--horizon", "8"]
     assert main(base + ["--stream"] + flag) == 2
     err = capsys.readouterr().err
     assert f"{flag[0]} is not supported with --stream" in err and "Traceback" not in err, err
