@@ -1,7 +1,8 @@
 """Audit of the distinct-count mechanism half (Knop & Steinke, NeurIPS 2023).
 
-``release_from_counts``: GEM (Algorithm 3) at ε/2 picks the bound l̂, discrete
-Laplace at ε/2 releases c_l̂. Claimed: ε-DP whenever each c_l moves by at most
+``release_from_counts``: GEM (Algorithm 3) at ε/2 picks the bound l̂ among the
+public candidates 1, 4, 16, … ≤ max_bound (``select_bound``, audited alone
+too), discrete Laplace at ε/2 releases c_l̂. Claimed: ε-DP whenever each c_l moves by at most
 l between neighbours. Each audit runs the real mechanism on neighbouring
 inputs with fixed test seeds, bounds ε from below (Clopper–Pearson) and checks
 the bound against the claim; a broken variant proves the audit's power.
