@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/distinct_count_accuracy.py [--runs 50] [--epsilons 1 2]
         [--beta 0.05] [--max-bound 99] [--shards N] [--seed 0] [--data ../shared/data]
-        [--json out.json]
+        [--large-rows 0] [--json out.json]
 
 Data: ../shared/data/amazon-fashion-5core/AMAZON_FASHION_5.json.gz, read in
 place (JSON lines). Person = reviewerID; items = maximal runs of [a-z]+ in the
@@ -20,6 +20,17 @@ Prints, per ε: the 10th/50th/90th percentiles of l̂, of the released
 lower_bound (the paper's released value is a lower bound) and of the
 estimate, next to the paper's Table 4 (ALGORITHMS.md 1.9) and the true count
 (non-private); and the curve DC(l) at a few l (non-private).
+
+Then the bound-selection table (issue 25): on Amazon Fashion, MovieLens 100K
+(``u.data``: person = user, item = movie) and a synthetic tiny-l table
+(100,000 persons, 2,406 items, 1-5 items each: l = 1 already gives the exact
+count), plus with ``--large-rows N`` dp_spark.datasets.synthetic_events(N)
+as a large-table stand-in, greedy counts (one shard) and, for the release's
+default selection and each alternative measured (candidate set, GEM's β,
+the ε split), over --runs seeded runs: the median and 10th percentile of the
+lower bound and of the estimate (as % of the NON-PRIVATE truth), the chosen
+l's distribution and the lower bound's coverage (share of runs with
+lower_bound <= truth).
 """
 
 from __future__ import annotations
@@ -71,6 +82,8 @@ def parse_args(argv=None):
     p.add_argument("--shards", type=int, default=None,
                    help="shards for the 'greedy sharded' row (default 8), to show what sharding costs")
     p.add_argument("--seed", type=int, default=0, help="base seed (run i uses SeedSequence([seed, i, ...]))")
+    p.add_argument("--large-rows", type=int, default=0,
+                   help="also run the selection table on synthetic_events(rows) (a large-table stand-in; 0: skip)")
     p.add_argument("--json", type=Path, default=None, help="also write all results to this JSON file")
     args = p.parse_args(argv)
     if args.runs < 1:
@@ -128,6 +141,109 @@ def compare_to_paper(summary: dict, eps_key: str, methods_for_paper: dict) -> di
             our_vals = summary[eps_key][ours][field]
             errs += [abs(o - q) / q for o, q in zip(our_vals, paper_vals)]
         out[field] = float(np.mean(errs))
+    return out
+
+
+# ------------------------------------------------ issue 25: the bound selection
+
+TINY_PERSONS, TINY_ITEMS, TINY_SEED = 100_000, 2_406, 25
+
+
+def selection_variants(max_bound: int, beta: float) -> list[tuple[str, dict]]:
+    """The release's default first, then the alternatives measured (keyword
+    arguments of release_from_counts)."""
+    full = np.arange(1, max_bound + 1)
+    doubling = 2 ** np.arange(int(math.log2(max_bound)) + 1)
+    fours = None  # the default grid (bound_candidates)
+    return [
+        ("DEFAULT: 1,4,16,64; GEM β 0.2; ε/2 choice", {}),
+        ("paper (old default): 1..L; GEM β = β; ε/2", {"candidates": full, "gem_beta": beta}),
+        ("1..L; GEM β 0.2; ε/2", {"candidates": full, "gem_beta": 0.2}),
+        ("1..L; GEM β 0.2; 0.3ε choice", {"candidates": full, "gem_beta": 0.2, "select_share": 0.3}),
+        ("1,2,4,..,64; GEM β = β; ε/2", {"candidates": doubling, "gem_beta": beta}),
+        ("1,2,4,..,64; GEM β 0.2; ε/2", {"candidates": doubling, "gem_beta": 0.2}),
+        ("1,2,4,..,64; GEM β = β; 0.3ε choice", {"candidates": doubling, "gem_beta": beta, "select_share": 0.3}),
+        ("1,4,16,64; GEM β = β; ε/2", {"candidates": fours, "gem_beta": beta}),
+        ("1,4,16,64; GEM β 0.2; 0.4ε choice", {"select_share": 0.4}),
+        ("1,4,16,64; GEM β 0.2; 0.3ε choice", {"select_share": 0.3}),
+    ]
+
+
+def tiny_bound_table(spark):
+    """100,000 persons with 1-5 of 2,406 items each (seeded): every item is
+    held by many persons, so l = 1 already gives the exact count."""
+    import pandas as pd
+
+    rng = np.random.default_rng(TINY_SEED)
+    sizes = rng.integers(1, 6, TINY_PERSONS)
+    persons = np.repeat(np.arange(TINY_PERSONS, dtype=np.int64), sizes)
+    items = rng.integers(0, TINY_ITEMS, len(persons))
+    return spark.createDataFrame(pd.DataFrame({"person_id": persons, "item": items.astype(str)}))
+
+
+def movielens(spark, data_dir: Path):
+    from pyspark.sql import functions as F
+
+    raw = spark.read.csv(str(data_dir / "movielens-100k" / "u.data"), sep="\t", inferSchema=True)
+    return raw.select(F.col("_c0").alias("person_id"), F.col("_c1").cast("string").alias("item"))
+
+
+def selection_table(spark, args, amazon_counts, amazon_true) -> dict:
+    """Prints the issue-25 table; returns it for --json."""
+    from pyspark.sql import functions as F
+
+    from dp_spark.mechanisms.distinct_count.bound import release_from_counts
+    from dp_spark.stages import bounded_distinct_counts
+
+    L = args.max_bound
+    sets = [("Amazon Fashion", amazon_counts, amazon_true)]
+    frames = [("MovieLens 100K", movielens(spark, args.data)), ("tiny-l synthetic", tiny_bound_table(spark))]
+    if args.large_rows:
+        from dp_spark.datasets import synthetic_events
+
+        frames.append((f"synthetic_events({args.large_rows:,})", synthetic_events(spark, rows=args.large_rows)))
+    for name, df in frames:
+        df = df.cache()
+        true = int(df.agg(F.countDistinct("item")).collect()[0][0])
+        sets.append((name, bounded_distinct_counts(df, "person_id", "item", L, "greedy", shards=1), true))
+        df.unpersist()
+    out: dict = {}
+    variants = selection_variants(L, args.beta)
+    for e, eps in enumerate(args.epsilons):
+        key = f"eps={eps:g}"
+        out[key] = {}
+        rows = []
+        for d, (name, counts, true) in enumerate(sets):
+            for v, (label, kwargs) in enumerate(variants):
+                bounds, lowers, estimates = [], [], []
+                for i in range(args.runs):
+                    r = release_from_counts(counts, eps, args.beta, run_rng(args.seed, i, e, 100 + v, d), **kwargs)
+                    bounds.append(r["bound"])
+                    lowers.append(r["lower_bound"])
+                    estimates.append(r["estimate"])
+                lo, est = np.asarray(lowers) / true * 100, np.asarray(estimates) / true * 100
+                values, times = np.unique(bounds, return_counts=True)
+                dist = " ".join(f"{b}:{n}" for b, n in sorted(zip(values, times), key=lambda t: -t[1])[:4])
+                cell = {
+                    "lower_bound_pct_median": float(np.median(lo)), "lower_bound_pct_p10": float(np.percentile(lo, 10)),
+                    "estimate_pct_median": float(np.median(est)), "estimate_pct_p10": float(np.percentile(est, 10)),
+                    "bound_distribution": {int(b): int(n) for b, n in zip(values, times)},
+                    "coverage": float(np.mean(np.asarray(lowers) <= true)), "true_count": true,
+                }
+                out[key][f"{name} / {label}"] = cell
+                rows.append([name if v == 0 else "", label,
+                             f"{cell['lower_bound_pct_median']:.2f} / {cell['lower_bound_pct_p10']:.2f}",
+                             f"{cell['estimate_pct_median']:.2f} / {cell['estimate_pct_p10']:.2f}",
+                             dist, f"{cell['coverage']:.0%}"])
+        print(format_table(
+            ["data (TRUE count NON-PRIVATE)", "selection", "lower_bound % median / p10", "estimate % median / p10",
+             "l̂ (value:runs)", "lb <= true"],
+            rows,
+            title=(f"Bound selection (issue 25), {key}, beta={args.beta:g}, greedy counts (1 shard), l=1..{L}, "
+                   f"{args.runs} runs (SEEDED, not for publication); % of the TRUE count: "
+                   + ", ".join(f"{n} {t:,}" for n, _, t in sets)),
+        ))
+        print()
     return out
 
 
@@ -344,8 +460,11 @@ def main(argv=None) -> int:
           f"{best_overall}  [l̂: {verdict['bound']}, lower_bound: {verdict['lower_bound']}, "
           f"paper-conv.: {verdict['paper_convention']}]")
 
+    selection = selection_table(spark, args, fixed_counts["greedy single (1)"], stats["true_count"])
+
     if args.json:
         write_json(args.json, {
+            "bound_selection": selection,
             "benchmark": "distinct_count_accuracy",
             "command": command_line(),
             "seeded": True,

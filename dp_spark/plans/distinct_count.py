@@ -7,7 +7,10 @@ Budget split (basic composition, total ε-DP), from the parameters alone:
 - ``method="matching"``: ε/100 for the private size check of the truncated
   (person, item) pairs (see :mod:`dp_spark.releases.distinct_count`);
 - the rest ε' in two halves: the Generalized Exponential Mechanism picks the
-  per-person bound, the discrete Laplace mechanism releases the count.
+  per-person bound among the public candidates l = 1, 4, 16, 64, … (powers of
+  ``BOUND_GRID_RATIO`` up to ``max_bound``: :func:`bound_candidates`) with its
+  own utility parameter β = ``SELECTION_BETA``, the discrete Laplace mechanism
+  releases the count.
 """
 
 from __future__ import annotations
@@ -26,7 +29,15 @@ MATCHING_EPSILON_SHARE = 0.01
 PERSON_SAMPLE = 16
 SHARD_STEP = f"shard count (discrete Laplace on the number of persons in a fixed 1-in-{PERSON_SAMPLE} hash sample)"
 MATCHING_STEP = "matching size check (discrete Laplace on the number of truncated (person, item) pairs)"
-SELECT_STEP = "bound selection (Generalized Exponential Mechanism)"
+#: GEM's candidates are the powers of BOUND_GRID_RATIO up to max_bound (a
+#: public function of max_bound only); SELECTION_BETA is GEM's utility
+#: parameter t = (2/ε)·ln(k/β) (its privacy holds for any public value; the
+#: lower bound's confidence is the release's own beta). Measured in
+#: benchmarks/README.md (issue 25).
+BOUND_GRID_RATIO = 4
+SELECTION_BETA = 0.2
+SELECT_STEP = ("bound selection (Generalized Exponential Mechanism over l = 1, 4, 16, 64, ... "
+               f"(powers of {BOUND_GRID_RATIO} up to max_bound), GEM beta {SELECTION_BETA:g})")
 COUNT_STEP = "count (discrete Laplace mechanism)"
 
 #: Public upper limits on the parameters that size memory or work. Each
@@ -44,6 +55,15 @@ LIMITS = {
                    "and the flow graph in driver memory (roughly 100 bytes per pair); use "
                    "method='greedy' for larger inputs"),
 }
+
+
+def bound_candidates(max_bound: int) -> list[int]:
+    """The bounds GEM chooses from: 1, 4, 16, … up to ``max_bound`` (public)."""
+    out, bound = [], 1
+    while bound <= max_bound:
+        out.append(bound)
+        bound *= BOUND_GRID_RATIO
+    return out
 
 
 def limited(value, name: str) -> int:

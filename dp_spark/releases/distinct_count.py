@@ -38,9 +38,15 @@ Pipeline and budget split (basic composition, total ε-DP):
    limit is a memory sizing only: the pairs are collected, never refused.
 1. Spark stage (no noise): c_l = DC(D; l) or its greedy / sampling lower
    bound for l = 1..L (L = ``max_bound``); each c_l has sensitivity l.
-2. ε'/2 — Generalized Exponential Mechanism (Algorithm 3) picks l̂ with scores
-   q_l = c_l − m_l and sensitivities Δ_l = l, where m_l is the (1−β) upper
-   quantile of the count noise for bound l (a public constant).
+2. ε'/2 — Generalized Exponential Mechanism (Algorithm 3) picks l̂ among the
+   public candidates l = 1, 4, 16, 64, … ≤ L (powers of 4: a function of
+   ``max_bound`` only) with scores q_l = c_l − m_l, sensitivities Δ_l = l and
+   GEM's own β = 0.2 (its t = (4/ε')·ln(k/0.2); any public value keeps
+   GEM ε'/2-DP), where m_l is the (1−β) upper quantile of the count noise for
+   bound l (a public constant). The report's ``parameters`` state the
+   candidates (``bound_candidates``) and ``selection_beta``. The paper uses
+   every l = 1..L with GEM's β = β; issue 25 measured the grid as better
+   (benchmarks/README.md).
 3. ε'/2 — discrete Laplace mechanism: X ~ DLap(scale 2l̂/ε'), so the count
    c_l̂ (sensitivity l̂) gets ε'/2-DP. Released: ``estimate`` = max(0, c_l̂ + X) and
    ``lower_bound`` = max(0, c_l̂ + X − m_l̂) (post-processing of one draw).
@@ -66,7 +72,8 @@ from dp_spark.accounting import PrivacyFilter, ratio_up
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
 from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
-from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, PERSON_SAMPLE, plan as make_plan
+from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, PERSON_SAMPLE, SELECTION_BETA, bound_candidates
+from dp_spark.plans.distinct_count import plan as make_plan
 from dp_spark.report import Release
 from dp_spark.stages.distinct import bounded_distinct_counts, count_pairs, greedy_counts, matching_counts, matching_pairs
 from dp_spark.stages.edges import count_sampled_persons, edges
@@ -137,8 +144,9 @@ def distinct_count(
 
     A person is everything that shares one ``person_col`` value; neighbouring
     tables differ by adding or removing one person with all their rows. The
-    release spends exactly ``epsilon`` (ε/2 choosing the per-person bound with
-    the Generalized Exponential Mechanism, ε/2 for discrete Laplace noise on
+    release spends exactly ``epsilon`` (ε/2 choosing the per-person bound
+    among 1, 4, 16, … ≤ ``max_bound`` with the Generalized Exponential
+    Mechanism, ε/2 for discrete Laplace noise on
     the bounded count, less ε/100 for a noisy size step when one is needed:
     see the module docstring) and states a (1 − ``beta``) lower bound.
 
@@ -180,6 +188,7 @@ def distinct_count(
     log.info("distinct-count: selecting the bound and adding noise")
     released = release_from_counts(counts, split[-2] + split[-1], plan["beta"], rng)
     del counts  # non-private; nothing below may use it
+    how = {**how, "bound_candidates": bound_candidates(plan["max_bound"]), "selection_beta": SELECTION_BETA}
     # recorded in the ledger (a keyed run) before it leaves this function
     return record_release(budget, _report(plan, released, how, local, seed))
 

@@ -1,7 +1,8 @@
 """Audit of the distinct-count mechanism half (Knop & Steinke, NeurIPS 2023).
 
-``release_from_counts``: GEM (Algorithm 3) at ε/2 picks the bound l̂, discrete
-Laplace at ε/2 releases c_l̂. Claimed: ε-DP whenever each c_l moves by at most
+``release_from_counts``: GEM (Algorithm 3) at ε/2 picks the bound l̂ among the
+public candidates 1, 4, 16, … ≤ max_bound (``select_bound``, audited alone
+too), discrete Laplace at ε/2 releases c_l̂. Claimed: ε-DP whenever each c_l moves by at most
 l between neighbours. Each audit runs the real mechanism on neighbouring
 inputs with fixed test seeds, bounds ε from below (Clopper–Pearson) and checks
 the bound against the claim; a broken variant proves the audit's power.
@@ -41,24 +42,62 @@ def _bound(mechanism, likely, unlikely, event, n: int, seed: int) -> float:
 
 
 def test_release_from_counts_on_worst_case_neighbouring_counts(audit_record):
-    """c and c' = c + (1, 2, 3, 4) (every c_l moves by its full sensitivity l).
-    S = {l̂ = 3 and estimate >= c'_3}: GEM favours l̂ = 3 on c' (ratio about
-    e^0.07 at ε = 1, e^0.34 at 2ε) and the count tail adds exactly e^(ε/2)."""
-    c = np.array([24, 36, 36, 60])
-    c_plus = c + np.arange(1, 5)
-    event = lambda out: out["bound"] == 3 and out["estimate"] >= c_plus[2]  # noqa: E731
+    """The kept selection (issue 25): GEM over the candidates 1, 4, 16 of
+    max_bound = 16 with GEM β = 0.2, then the count. c and c' differ in c_4
+    by its full sensitivity 4 (c'_l − c_l in 0..l for every l). S = {l̂ = 4
+    and estimate >= c'_4}: found by an exact search over count triples
+    (generalized_exponential_probabilities times the discrete Laplace
+    tails, the broken variant's ratio weighed with its probability): exact
+    ratio e^0.66 (claimed e^1); the broken variant (ε doubled) e^1.23."""
+    c = np.array([104, 110, 115, 123] + [124] * 12)
+    c_plus = c.copy()
+    c_plus[3] += 4
+    event = lambda out: out["bound"] == 4 and out["estimate"] >= c_plus[3]  # noqa: E731
     n = 20_000
 
     def real(counts, rng):
         return release_from_counts(counts, EPSILON, BETA, rng)
 
-    def broken(counts, rng):  # ε doubled inside: noise scales halved
+    def broken(counts, rng):  # ε doubled inside: noise scales halved, GEM twice as sharp
         return release_from_counts(counts, 2 * EPSILON, BETA, rng)
 
     lb = _bound(real, c_plus, c, event, n, seed=101)
-    audit_record("distinct-count release_from_counts (GEM+DLap)", EPSILON, lb, n)
-    assert_detects("distinct-count release_from_counts (GEM+DLap)", EPSILON,
+    audit_record("distinct-count release_from_counts (GEM grid+DLap)", EPSILON, lb, n)
+    assert_detects("distinct-count release_from_counts (GEM grid+DLap)", EPSILON,
                    _bound(broken, c_plus, c, event, n, seed=201))
+
+
+def test_grid_selection_alone_on_worst_case_neighbouring_counts(audit_record):
+    """select_bound (the one selection, ε/2) on neighbouring counts with
+    max_bound = 64 (candidates 1, 4, 16, 64): c'_4 = c_4 + 4 and c'_16 =
+    c_16 + 16 (full sensitivities), S = {l̂ = 16}, likelier on c' (exact
+    ratio e^0.28, P = 0.14 against 0.11; found by an exact search over count
+    quadruples). Claimed ε/2 for the selection; the broken variant is GEM
+    told Δ_l = 1 for every candidate (the bug class the sensitivities guard
+    against): exact ratio e^1.28, detectably above ε/2."""
+    from dp_spark.mechanisms.distinct_count.bound import noise_margins, select_bound
+    from dp_spark.plans.distinct_count import SELECTION_BETA
+
+    margins = noise_margins(EPSILON, BETA, 64)
+    c = np.array([101] + [155] * 3 + [247] * 12 + [481] * 48, dtype=np.int64)
+    c_plus = c.copy()
+    c_plus[3] += 4
+    c_plus[15] += 16
+    event = lambda b: b == 16  # noqa: E731
+    n = 20_000
+
+    def real(counts, rng):
+        return select_bound(counts, EPSILON / 2, margins, rng)
+
+    def broken(counts, rng):
+        cands = np.array([1, 4, 16, 64])
+        scores = counts[cands - 1] - margins[cands - 1]
+        return int(cands[generalized_exponential(scores, np.ones(4), EPSILON / 2, SELECTION_BETA, rng)])
+
+    lb = _bound(real, c_plus, c, event, n, seed=601)
+    audit_record("distinct-count bound selection (GEM over 1, 4, 16, 64)", EPSILON / 2, lb, n)
+    assert_detects("distinct-count bound selection (GEM over 1, 4, 16, 64)", EPSILON / 2,
+                   _bound(broken, c_plus, c, event, n, seed=701))
 
 
 def test_gem_alone_on_worst_case_neighbouring_scores(audit_record):
@@ -126,7 +165,7 @@ def test_full_mechanism_with_noisy_shard_choice_on_greedy_neighbours(audit_recor
     discrete Laplace on the sampled person count picks the shards, the sharded
     greedy kernel gives the counts, and 0.99ε goes to release_from_counts.
     The event is picked on pilot runs and evaluated on fresh ones."""
-    max_bound = 3
+    max_bound = 4  # candidates 1 and 4 (powers of 4 up to max_bound)
     small, large = _neighbours(max_bound, seed=7)
     eps_shards = EPSILON / 100
 

@@ -8,8 +8,9 @@ from dp_spark.mechanisms.distinct_count.bound import (
     noise_margins,
     noisy_size,
     release_from_counts,
+    select_bound,
 )
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
 
 __all__ = ["choose_shards", "generalized_exponential", "matching_fits", "noise_margins", "noisy_size",
-           "release_from_counts"]
+           "release_from_counts", "select_bound"]
