@@ -54,7 +54,7 @@ def run(args) -> int:
             ledger.create_budget(args.budget, total)
             print(f"budget {args.budget!r} created in {ledger.description}: {total.describe()}")
         return 0
-    with open_ledger(args.ledger) as ledger:
+    with open_ledger(args.ledger, read_only=True) as ledger:  # show and history never write
         names = [args.budget] if args.budget else ledger.names()
         if args.ledger_action == "show":
             states = [ledger.state(n) for n in names]

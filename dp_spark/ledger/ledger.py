@@ -79,7 +79,7 @@ def _now() -> str:
 
 
 def check_name(name: str) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):  # fullmatch: "team\n" is not "team"
         raise ParameterError(
             f"budget name {name!r} must be 1-100 letters, digits or _.:@/- (starting with a letter or digit)."
         )
@@ -130,9 +130,9 @@ def counted_as(cost, kind: str, budget: str):
 class Ledger:
     """Named privacy budgets and their charges, in an SQLite file or PostgreSQL."""
 
-    def __init__(self, location, create: bool = False) -> None:
+    def __init__(self, location, create: bool = False, read_only: bool = False) -> None:
         self.location = str(location)
-        self._store = open_store(location, create)
+        self._store = open_store(location, create, read_only)
         self.description = self._store.description
 
     def close(self) -> None:
@@ -436,9 +436,11 @@ def _refuse_once(row, run_key: str) -> None:
     )
 
 
-def open_ledger(location, create: bool = False) -> Ledger:
+def open_ledger(location, create: bool = False, read_only: bool = False) -> Ledger:
     """Open the ledger at ``location`` (a file path, ``sqlite:///path`` or a
-    ``postgresql://`` URL). A missing file is created only with ``create``."""
+    ``postgresql://`` URL). A missing file is created only with ``create``; a
+    file or database that is not a dp_spark ledger is refused unchanged.
+    ``read_only``: nothing is written (``dp-spark ledger show`` / ``history``)."""
     if location is None or str(location).strip() == "":
         raise InputError("give the ledger's path or postgresql:// URL.")
-    return Ledger(location, create)
+    return Ledger(location, create, read_only)

@@ -12,6 +12,7 @@ locks the budget's row (``SELECT … FOR UPDATE``).
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 from pathlib import Path
 
@@ -69,19 +70,27 @@ def is_database_url(location: str) -> bool:
     return str(location).startswith(POSTGRES_SCHEMES)
 
 
-def open_store(location, create: bool = False) -> "Store":
+#: The tables every dp_spark ledger has (dp_runs was added later and is
+#: created in an older ledger when it is opened for writing).
+LEDGER_TABLES = ("dp_budgets", "dp_charges")
+
+
+def open_store(location, create: bool = False, read_only: bool = False) -> "Store":
     """The store at ``location``: a PostgreSQL URL, ``sqlite:///path`` or a path.
 
     A missing SQLite file is created only with ``create=True`` (``dp-spark
-    ledger create``); a release naming a ledger that does not exist is refused."""
+    ledger create``); a release naming a ledger that does not exist is refused.
+    An existing database that is not a dp_spark ledger is refused without a
+    byte changed. ``read_only`` (``ledger show``, ``ledger history``): nothing
+    is ever written, not even the tables of a newer version."""
     text = str(location)
     if is_database_url(text):
-        return PostgresStore(text)
+        return PostgresStore(text, read_only)
     if text.startswith("sqlite:///"):
         text = text[len("sqlite://"):]
     elif "://" in text:
-        raise InputError(f"unsupported ledger location {text!r}; give a file path or a postgresql:// URL.")
-    return SQLiteStore(Path(text), create)
+        raise InputError(f"unsupported ledger location {_redacted(text)!r}; give a file path or a postgresql:// URL.")
+    return SQLiteStore(Path(text), create, read_only)
 
 
 class Store:
@@ -106,21 +115,45 @@ class _Cursor:
         self._store, self._raw = store, raw
 
     def execute(self, statement: str, params=()) -> list[tuple]:
-        self._raw.execute(self._store._sql(statement), tuple(params))
+        try:
+            self._raw.execute(self._store._sql(statement), tuple(params))
+        except sqlite3.Error as exc:
+            raise InputError(_sqlite_problem(self._store.description, exc)) from None
         try:
             return list(self._raw.fetchall())
         except Exception:  # noqa: BLE001 - statements without a result set
             return []
 
 
+def _sqlite_problem(where: str, exc: BaseException) -> str:
+    """One line saying what is wrong with an SQLite ledger file (never a bare
+    'unexpected OperationalError'); the transaction is rolled back, so
+    nothing was charged."""
+    text = _first_line(exc).lower()
+    if "readonly" in text or "read-only" in text:
+        what = ("is read-only: dp_spark records every charge in it; give the user running dp_spark write "
+                "access to the file and its folder")
+    elif "malformed" in text or "not a database" in text or "corrupt" in text:
+        what = ("is damaged (SQLite reports a malformed or foreign file); restore it from a backup, or "
+                "use 'sqlite3 LEDGER .recover' on a copy")
+    elif "locked" in text or "busy" in text:
+        what = "is locked by another process for more than 60 s; retry when it has finished"
+    elif "disk" in text or "full" in text or "i/o" in text:
+        what = f"cannot be written ({_first_line(exc)}); free space on its disk"
+    else:
+        what = f"cannot be used ({_first_line(exc)})"
+    return f"the ledger {where!r} {what}. Nothing was charged."
+
+
 class SQLiteStore(Store):
     """A local SQLite file; transactions take the write lock at once
     (``BEGIN IMMEDIATE``) and wait up to 60 s for another process's."""
 
-    def __init__(self, path: Path, create: bool) -> None:
+    def __init__(self, path: Path, create: bool, read_only: bool = False) -> None:
         self.path = path
         self.description = str(path)
-        if not path.exists() and not create:
+        self.read_only = read_only
+        if not path.exists() and (read_only or not create):
             raise InputError(
                 f"ledger {str(path)!r} does not exist; create it and a budget with "
                 "'dp-spark ledger create LEDGER BUDGET --epsilon E'."
@@ -128,25 +161,59 @@ class SQLiteStore(Store):
         if path.is_dir():
             raise InputError(f"ledger {str(path)!r} is a directory; give the path of a ledger file.")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
-            for statement in SCHEMA:
-                self._conn.execute(statement)
-        except (sqlite3.Error, OSError) as exc:
+            if read_only:
+                # mode=ro: SQLite itself refuses every write, so a file that is
+                # not ours is never turned into a database or given our tables.
+                self._conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0,
+                                             isolation_level=None)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+            tables = self._tables()
+            if not set(LEDGER_TABLES) <= tables and (read_only or not create or tables or path.stat().st_size):
+                raise InputError(self._not_a_ledger(tables))
+            if read_only:
+                if "dp_runs" not in tables:  # an older ledger: an empty view of the newer table, in memory
+                    self._conn.execute(SCHEMA[2].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
+            else:
+                for statement in SCHEMA:
+                    self._conn.execute(statement)
+        except sqlite3.Error as exc:
+            raise InputError(_sqlite_problem(str(path), exc).replace(" Nothing was charged.", "")) from None
+        except OSError as exc:
             raise InputError(f"cannot open the ledger {str(path)!r}: {_first_line(exc)}") from None
+
+    def _tables(self) -> set:
+        try:
+            return {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc).lower() or "malformed" in str(exc).lower():
+                raise InputError(self._not_a_ledger(None)) from None
+            raise
+
+    def _not_a_ledger(self, tables) -> str:
+        self._conn.close()
+        what = ("not an SQLite database" if tables is None else
+                "an empty file" if not tables and self.path.stat().st_size == 0 else
+                "an SQLite database without dp_spark's tables (" + ", ".join(LEDGER_TABLES) + ")")
+        return (f"{str(self.path)!r} is not a dp_spark ledger ({what}); nothing in it was changed. "
+                "Give the ledger's path, or create one with 'dp-spark ledger create NEW_PATH BUDGET ...'.")
 
     @contextlib.contextmanager
     def transaction(self, lock_budget: str | None = None):
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise InputError(f"cannot lock the ledger {self.description!r}: {_first_line(exc)}") from None
+            raise InputError(_sqlite_problem(self.description, exc)) from None
         try:
             yield _Cursor(self, self._conn.cursor())
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise InputError(_sqlite_problem(self.description, exc)) from None
 
     def close(self) -> None:
         self._conn.close()
@@ -158,7 +225,7 @@ class PostgresStore(Store):
 
     placeholder = "%s"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, read_only: bool = False) -> None:
         try:
             import psycopg
         except ImportError:
@@ -167,15 +234,25 @@ class PostgresStore(Store):
             ) from None
         self._psycopg = psycopg
         self.description = _redacted(url)
+        self.read_only = read_only
         try:
             self._conn = psycopg.connect(url, connect_timeout=10, autocommit=True)
             with self._conn.transaction():
-                # concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL
-                self._conn.execute("SELECT pg_advisory_xact_lock(727171)")
-                for statement in SCHEMA:
-                    self._conn.execute(statement)
+                if read_only:
+                    found = {t for t in ("dp_budgets", "dp_charges", "dp_runs")
+                             if self._conn.execute("SELECT to_regclass(%s)", (t,)).fetchone()[0] is not None}
+                    if not set(LEDGER_TABLES) <= found:
+                        raise InputError(f"{self.description} is not a dp_spark ledger (no "
+                                         f"{', '.join(LEDGER_TABLES)} tables); nothing in it was changed.")
+                    if "dp_runs" not in found:
+                        self._conn.execute(SCHEMA[2].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
+                else:
+                    # concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL
+                    self._conn.execute("SELECT pg_advisory_xact_lock(727171)")
+                    for statement in SCHEMA:
+                        self._conn.execute(statement)
         except psycopg.Error as exc:
-            raise InputError(f"cannot open the ledger {self.description}: {_first_line(exc)}") from None
+            raise InputError(f"cannot open the ledger {self.description}: {_scrubbed(_first_line(exc), url)}") from None
 
     @contextlib.contextmanager
     def transaction(self, lock_budget: str | None = None):
@@ -189,16 +266,48 @@ class PostgresStore(Store):
         self._conn.close()
 
 
+#: Query parameters of a connection URL whose values are secrets (libpq's
+#: password and sslpassword, and any key naming a secret, token or key).
+_SECRET_KEY = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
+
+
 def _redacted(url: str) -> str:
-    """The URL without its password, for messages."""
+    """The URL with every credential masked, for messages: the password of
+    ``user:password@host`` and the value of any secret query parameter
+    (``?password=…``, ``sslpassword=…``, ``…token=…``)."""
     from urllib.parse import urlsplit, urlunsplit
 
-    parts = urlsplit(url)
-    if parts.password:
-        host = parts.hostname or ""
-        netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-        parts = parts._replace(netloc=netloc)
-    return urlunsplit(parts)
+    try:
+        parts = urlsplit(url)
+        if parts.password is not None:
+            host = parts.netloc.rsplit("@", 1)[1]
+            parts = parts._replace(netloc=f"{parts.username}:***@{host}")
+        if parts.query:
+            fields = [f.split("=", 1) for f in parts.query.split("&")]
+            parts = parts._replace(query="&".join(
+                f"{f[0]}=***" if len(f) == 2 and _SECRET_KEY.search(f[0]) else "=".join(f) for f in fields))
+        return urlunsplit(parts)
+    except ValueError:  # not even a URL: show none of it
+        return "(the ledger URL)"
+
+
+def _secrets(url: str) -> list[str]:
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        found = [parts.password] if parts.password else []
+        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_KEY.search(k) and v]
+    except ValueError:
+        return []
+    return [s for secret in found for s in {secret, unquote(secret)} if s]
+
+
+def _scrubbed(text: str, url: str) -> str:
+    """``text`` (a driver's error) with every credential of ``url`` masked."""
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def _first_line(exc: BaseException) -> str:
