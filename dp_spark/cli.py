@@ -219,6 +219,7 @@ def _run(args, command: str) -> int:
     check_run_paths(module, {**opts, "config": getattr(args, "config", None)})
     check_input_options(opts)  # the input path and column names, before the JVM starts
     budget = _budget(command, opts)
+    _RUN["budget"] = budget  # main's failure messages say whether it was charged
     plan.check(budget)
     replaying = _recorded_run(budget, plan)  # a retry of a released run under its key: replayed
     if replaying is not None:
@@ -301,6 +302,25 @@ def _check_columns(df, opts) -> None:
     require_columns(df, *[opts[n] for n in names if opts.get(n)])
 
 
+#: The run's budget, for main's failure messages (set by ``_run``).
+_RUN: dict = {}
+
+
+def _spent_clause(before: str = "") -> str:
+    """What a failed run spent, for its error line: whether the ledger budget
+    was charged (and so is spent, whatever happened next) or not. Empty when
+    the run had no ledger (nothing persists: a --budget-* filter is the run's
+    own)."""
+    budget = _RUN.get("budget")
+    if budget is None or not hasattr(budget, "ledger"):
+        return ""
+    if getattr(budget, "_next_seq", 0) == 0:
+        return f"{before} Nothing was charged to the ledger budget {budget.name!r}."
+    retry = (f" A retry with --run-key {budget.run_key!r} reuses that charge (nothing was released)."
+             if budget.run_key and not getattr(budget, "once", False) else "")
+    return f"{before} The ledger budget {budget.name!r} was charged for this run: that privacy is spent.{retry}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None else argv)))
@@ -318,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sparkjobs.VERBOSE = verbose
     sparkjobs.INTERRUPTED.clear()
+    _RUN.clear()
     logging_state = _logging_state()
     try:
         if args.command == "ledger":
@@ -329,17 +350,17 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(exc, verbose)
         return EXIT_BAD_INPUT
     except SparkJobError as exc:
-        _print_error(exc, verbose)
+        _print_error(exc, verbose, _spent_clause())
         return EXIT_FAILED
     except DPSparkError as exc:
         _print_error(exc, verbose)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:  # a stream says what it had released (str(exc))
-        print(f"dp-spark: interrupted; {str(exc) or 'no output was written'}", file=sys.stderr)
+        print(f"dp-spark: interrupted; {str(exc) or 'no output was written' + _spent_clause('.')}", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - last resort: one line, no stack
         if sparkjobs.INTERRUPTED.is_set():  # Ctrl-C broke a gateway call outside a Spark job
-            print("dp-spark: interrupted; no output was written", file=sys.stderr)
+            print("dp-spark: interrupted; no output was written" + _spent_clause("."), file=sys.stderr)
             return 130
         if os.environ.get("DP_SPARK_DEBUG"):
             raise
@@ -348,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         what = (describe_failure(exc) if isinstance(exc, _spark_exception_types())
                 else f"unexpected {type(exc).__name__}")
         print(
-            f"dp-spark: error: {what}; no output was written. Run with --verbose "
+            f"dp-spark: error: {what}; no output was written.{_spent_clause()} Run with --verbose "
             "(or DP_SPARK_DEBUG=1) for details (they may quote data values).",
             file=sys.stderr,
         )
@@ -382,8 +403,8 @@ def _restore_logging(state: list) -> None:
         log.propagate = propagate
 
 
-def _print_error(exc: BaseException, verbose: bool) -> None:
-    print(f"dp-spark: error: {exc}", file=sys.stderr)
+def _print_error(exc: BaseException, verbose: bool, spent: str = "") -> None:
+    print(f"dp-spark: error: {exc}{spent}", file=sys.stderr)
     if verbose and (exc.__cause__ is not None):
         import traceback
 

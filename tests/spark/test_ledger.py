@@ -265,3 +265,43 @@ def test_stream_api_with_a_run_key_is_charged_once(spark, tmp_path, ledger_path)
         with pytest.raises(BudgetExceededError, match="published again with new noise"):
             continual_distinct_stream(spark, str(source), budget=led.budget("rho", run_key="stream-1"), **run)
         assert led.state("rho").charges == 1
+
+
+@pytest.mark.parametrize("failure, code, said", [
+    (SparkJobError("Spark failed while computing bounded counts: Spark error X."), 1, "Spark failed while"),
+    (RuntimeError("boom"), 1, "unexpected RuntimeError; no output was written."),
+])
+def test_a_run_failing_after_the_charge_says_the_budget_was_charged(
+        capsys, spark, tmp_path, ledger_path, monkeypatch, failure, code, said):
+    """Issue 22: every failure message says whether budget was spent. A
+    failure in the release after the ledger charge names the charged budget
+    (and that a retry under the key reuses it); before: 'no output was
+    written' only."""
+    from dp_spark.releases import distinct_count as release
+
+    def fail(*args, **kwargs):
+        raise failure
+
+    monkeypatch.setattr(release, "_bounded_counts", fail)
+    argv = ["distinct-count", "--rows", "2000", "--max-bound", "3", "--epsilon", "0.5", "--ledger", ledger_path,
+            "--ledger-budget", "eps", "--run-key", "fail-1", "--output", str(tmp_path / "r.json")]
+    assert main(argv) == code
+    err = capsys.readouterr().err.strip()
+    assert said in err and "\n" not in err, err
+    assert "The ledger budget 'eps' was charged for this run: that privacy is spent." in err, err
+    assert "A retry with --run-key 'fail-1' reuses that charge" in err, err
+    assert len(_charges(ledger_path, "eps")) == 1 and not (tmp_path / "r.json").exists()
+
+
+def test_a_run_refused_before_the_charge_says_nothing_was_charged(capsys, spark, ledger_path, monkeypatch):
+    from dp_spark.releases import distinct_count as release
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("before the charge")
+
+    monkeypatch.setattr(release, "make_plan", fail, raising=True)
+    argv = ["distinct-count", "--rows", "2000", "--ledger", ledger_path, "--ledger-budget", "eps"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Nothing was charged to the ledger budget 'eps'." in err, err
+    assert _charges(ledger_path, "eps") == []
