@@ -52,7 +52,8 @@ DELTA_PRIME = 0.01
 # One PCR round: ε = 2, δ* = 1e-6, k̄ = 1, tiny r so that σ = 2/ε = 1.
 EPS, DELTA_STAR, KBAR, R = 2.0, 1e-6, 1, 1e-3
 ROUND_RHO = 2 * bounded_range_to_zcdp(EPS)  # budget of exactly one round (ε²/4)
-C = int(unknown_domain_threshold(EPS, DELTA_STAR, KBAR))  # T = 7.9: D = [8], D' = [7]
+T = unknown_domain_threshold(EPS, DELTA_STAR, KBAR)  # the threshold: a public constant, not noise
+C = int(T)  # T = 7.9: D = [8], D' = [7]
 
 
 def _round_claim() -> tuple[float, float]:
@@ -75,7 +76,7 @@ def _replica_round(count: int, rng: np.random.Generator, scale: float = 1.0) -> 
     the item's Gumbel (Unknown Domain Gumbel, k = 1, empty base), then the
     discrete Gaussian count. ``scale`` multiplies both noise scales."""
     beta = ratio_up(1.0, EPS) * scale
-    threshold = unknown_domain_threshold(EPS, DELTA_STAR, KBAR) + float(rng.gumbel(scale=beta))
+    threshold = T + float(rng.gumbel(scale=beta))
     noisy = count + rng.gumbel(scale=beta, size=1)
     if not noisy[0] > threshold:
         return None
@@ -83,8 +84,19 @@ def _replica_round(count: int, rng: np.random.Generator, scale: float = 1.0) -> 
 
 
 def _halve_pcr_noise(monkeypatch) -> None:
-    real_ratio, real_dg = topk.ratio_up, pcr_loop.discrete_gaussian
+    """The broken variant: both noise scales halved, the threshold T kept
+    (the threshold is computed from the Gumbel scale, which is rounded with
+    ratio_up since issue 21 §5; halving ratio_up must not move T too)."""
+    real_ratio, real_dg, real_threshold = topk.ratio_up, pcr_loop.discrete_gaussian, pcr_loop.unknown_domain_threshold
+
+    def threshold(epsilon, delta, kbar):
+        with monkeypatch.context() as m:
+            m.setattr(topk, "ratio_up", real_ratio)
+            return real_threshold(epsilon, delta, kbar)
+
     monkeypatch.setattr(topk, "ratio_up", lambda a, b: real_ratio(a, b) / 2)
+    monkeypatch.setattr(pcr_loop, "unknown_domain_threshold", threshold)
+    monkeypatch.setattr(topk, "unknown_domain_threshold", threshold)  # unknown_domain_gumbel's own
     monkeypatch.setattr(pcr_loop, "discrete_gaussian", lambda sigma, rng: real_dg(sigma / 2, rng))
 
 
