@@ -59,13 +59,11 @@ at rank 1 (already paid for) — and a warning is released when E is more than
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import (
-    cdp_peel_epsilon_per_step,
     cdp_peel_top_k,
     joint_top_k,
     pnf_joint_top_k,
@@ -75,6 +73,7 @@ from dp_spark.mechanisms.top_k import (
     unknown_domain_threshold,
 )
 from dp_spark.mechanisms.top_k.auto import AutoChoice, auto_share, choose_mechanism
+from dp_spark.mechanisms.top_k.error import CONFIDENCE, error_bound
 from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
 from dp_spark.plans.top_k import DOMAIN_METHODS, NAMES, resolve_method, unknown_domain_zcdp
@@ -84,35 +83,7 @@ from dp_spark.stages import item_counts as stage
 
 log = logging.getLogger(__name__)
 
-CONFIDENCE = 0.95
 WARN_FRACTION = 0.1  # warn when the error bound exceeds this share of the largest count
-
-
-def _gumbel_gap(scale: float, n: int, beta: float) -> float:
-    """With probability >= 1 − β, max − min of n Gumbel(scale) draws is at most this."""
-    big = math.log(2.0 * n / beta)
-    return scale * (big + math.log(big))
-
-
-def error_bound(mechanism: str, k: int, epsilon: float, delta: float, size: int,
-                beta: float = 1.0 - CONFIDENCE) -> float:
-    """A bound B (public: parameters only) with P[max_i (c_(i) − c_{s_i}) <= B] >= 1 − β.
-
-    joint / pnf-joint: the exponential mechanism's (and permute-and-flip's)
-    utility bound (2/ε)(ln(d!/(d−k)!) + ln(1/β)); pnf-peel: every round's
-    exponential noise (scale k/ε) stays below (k/ε)·ln(dk/β); cdp-peel and
-    unknown-domain: the spread of ``size`` Gumbel draws. ``size`` is d, or k̄
-    for unknown-domain; ``epsilon`` is the ε the selection ran with.
-    """
-    if mechanism in ("joint", "pnf-joint"):
-        log_sequences = math.lgamma(size + 1) - math.lgamma(size - k + 1)
-        return 2.0 / epsilon * (log_sequences + math.log(1.0 / beta))
-    if mechanism == "pnf-peel":
-        return k / epsilon * math.log(size * k / beta)
-    if mechanism == "cdp-peel":
-        return _gumbel_gap(1.0 / cdp_peel_epsilon_per_step(epsilon, delta, k), size, beta)
-    eps_item = unknown_domain_calibration(epsilon, delta, k)[0]
-    return _gumbel_gap(1.0 / eps_item, size, beta)
 
 
 def _domain_items(domain, item_col: str):

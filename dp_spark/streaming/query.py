@@ -100,7 +100,7 @@ from dp_spark.plan import Plan
 from dp_spark.plans.continual_distinct import GRID_CONDITION  # noqa: F401 - re-exported
 from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.releases.continual_distinct import build_release, series_frame
-from dp_spark.sparkjobs import _spark_exception_types, error_class, spark_job
+from dp_spark.sparkjobs import spark_exception_types, error_class, spark_job
 from dp_spark.streaming.checkpoint import KIND, SPARK_DIR, VERSION, MechanismCheckpoint, StepSink, local_directory
 from dp_spark.streaming.files import batch_files, missing_column
 from dp_spark.streaming.items import CROSS, DELTA, LEVEL, OP, ORDER, OUTPUT_SCHEMA, STATE_SCHEMA, make_update
@@ -661,7 +661,7 @@ def _run_query(spark, stream_writer, store: MechanismCheckpoint, horizon: int, t
     try:
         with _shuffle_partitions(spark, state_partitions):
             query = stream_writer.start()
-    except _spark_exception_types() as exc:
+    except spark_exception_types() as exc:
         raise SparkJobError(
             f"Spark could not start the streaming query (error class {error_class(exc)})."
         ) from None
@@ -702,7 +702,7 @@ def _await(query, store: MechanismCheckpoint, horizon: int, trigger: str, deadli
                 return None, True
             query.awaitTermination(0.5)
         return query.exception(), False
-    except _spark_exception_types() as exc:
+    except spark_exception_types() as exc:
         return exc, False
 
 
