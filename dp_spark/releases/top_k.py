@@ -190,20 +190,20 @@ class _Selection:
 def _select(plan: Plan, edge_df, items, rng) -> _Selection:
     """Run the stage and the mechanism the plan names, within its steps."""
     k, epsilon, delta = plan["k"], plan["epsilon"], plan["delta"]
-    mechanism = resolve_method(plan["method"], items is not None)
-    if mechanism == "unknown-domain":
+    method = resolve_method(plan["method"], items is not None)
+    if method == "unknown-domain":
         return _unknown_domain(edge_df, items, k, epsilon, delta, plan["kbar"], rng)
     log.info("top-k: counting persons per domain item (%d items)", len(items))
     counts = stage.domain_item_counts(edge_df, items)
     choice, eps_sel = None, epsilon
-    if mechanism == "auto":
+    if method == "auto":
         choice, eps_sel = _auto_choice(plan, counts, len(items), rng)
-        mechanism = choice.mechanism
+        method = choice.method
     # a private choice is not logged: nothing drawn leaves the process before the release is recorded
-    log.info("top-k: selecting with %s", mechanism if choice is None else "the privately chosen mechanism")
-    indices = _domain_mechanism(mechanism, counts, k, eps_sel, delta, rng)
+    log.info("top-k: selecting with %s", method if choice is None else "the privately chosen mechanism")
+    indices = _domain_mechanism(method, counts, k, eps_sel, delta, rng)
     del counts  # non-private; nothing below may use it
-    return _Selection([items[int(i)] for i in indices], mechanism, eps_sel, len(items), choice=choice)
+    return _Selection([items[int(i)] for i in indices], method, eps_sel, len(items), choice=choice)
 
 
 def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]:
@@ -215,18 +215,18 @@ def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]
     # share 0: the choice needs no data (choose_mechanism spends nothing; it refuses share=0 itself)
     choice = choose_mechanism(counts, k, epsilon, delta, rng, **({"share": share} if share > 0 else {}))
     # never more than the plan charged; depends on public parameters only
-    if choice.epsilon_choice > paid or choice.mechanism not in DOMAIN_METHODS:  # pragma: no cover
+    if choice.epsilon_choice > paid or choice.method not in DOMAIN_METHODS:  # pragma: no cover
         raise RuntimeError("top-k auto: the choice does not match the plan's budget split (internal error)")
     return choice, plan.steps[-1][1].epsilon
 
 
-def _domain_mechanism(mechanism, counts, k, epsilon, delta, rng):
+def _domain_mechanism(method, counts, k, epsilon, delta, rng):
     """Indices chosen by a public-domain mechanism (see the module table)."""
-    if mechanism == "joint":
+    if method == "joint":
         return joint_top_k(counts, k, epsilon, rng)
-    if mechanism == "pnf-joint":
+    if method == "pnf-joint":
         return pnf_joint_top_k(counts, k, epsilon, rng)
-    if mechanism == "pnf-peel":
+    if method == "pnf-peel":
         return pnf_peel_top_k(counts, k, epsilon, rng)
     return cdp_peel_top_k(counts, k, epsilon, delta, rng)
 
@@ -250,12 +250,12 @@ def _error_texts(selection: _Selection, k, delta, persons) -> tuple[dict, float,
     """(errors, the public ℓ∞ bound E, a warning or None). The warning compares
     E with the largest count a user could expect: ``persons`` (public) or
     auto's noisy count at rank 1 (paid for by auto's share)."""
-    mechanism, choice = selection.method, selection.choice
-    bound = error_bound(mechanism, k, selection.epsilon, delta, selection.size)
+    method, choice = selection.method, selection.choice
+    bound = error_bound(method, k, selection.epsilon, delta, selection.size)
     errors = {"items": (
         f"with probability >= {CONFIDENCE:.0%}, each released item's true count is within "
         f"{bound:,.1f} of the count at its rank (the i-th released item is held by at most "
-        f"{bound:,.1f} fewer persons than the true i-th most common item; {NAMES[mechanism]})")}
+        f"{bound:,.1f} fewer persons than the true i-th most common item; {NAMES[method]})")}
     reference, what = None, None
     if persons is not None:
         reference, what = float(persons), f"the {persons:,} persons given as persons="

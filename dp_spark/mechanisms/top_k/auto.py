@@ -98,7 +98,7 @@ class AutoChoice:
     (``joint``, ``cdp-peel``; see :func:`error_scales`); DP as
     post-processing of the noisy count; empty when nothing was spent."""
 
-    mechanism: str
+    method: str
     epsilon_choice: float
     epsilon_selection: float
     predicted: dict
@@ -228,8 +228,8 @@ def auto_top_k(counts: ArrayLike, k: int, epsilon: float, delta: float,
     order, choice)."""
     choice = choose_mechanism(counts, k, epsilon, delta, rng, share)
     eps_sel = choice.epsilon_selection
-    if choice.mechanism == "joint":
+    if choice.method == "joint":
         return joint_top_k(counts, k, eps_sel, rng), choice
-    if choice.mechanism == "pnf-joint":
+    if choice.method == "pnf-joint":
         return pnf_joint_top_k(counts, k, eps_sel, rng), choice
     return cdp_peel_top_k(counts, k, eps_sel, delta, rng), choice

@@ -22,7 +22,7 @@ def gumbel_gap(scale: float, n: int, beta: float) -> float:
     return scale * (big + math.log(big))
 
 
-def error_bound(mechanism: str, k: int, epsilon: float, delta: float, size: int,
+def error_bound(method: str, k: int, epsilon: float, delta: float, size: int,
                 beta: float = 1.0 - CONFIDENCE) -> float:
     """A bound B (public: parameters only) with P[max_i (c_(i) − c_{s_i}) <= B] >= 1 − β.
 
@@ -32,12 +32,12 @@ def error_bound(mechanism: str, k: int, epsilon: float, delta: float, size: int,
     unknown-domain: the spread of ``size`` Gumbel draws. ``size`` is d, or k̄
     for unknown-domain; ``epsilon`` is the ε the selection ran with.
     """
-    if mechanism in ("joint", "pnf-joint"):
+    if method in ("joint", "pnf-joint"):
         log_sequences = math.lgamma(size + 1) - math.lgamma(size - k + 1)
         return 2.0 / epsilon * (log_sequences + math.log(1.0 / beta))
-    if mechanism == "pnf-peel":
+    if method == "pnf-peel":
         return k / epsilon * math.log(size * k / beta)
-    if mechanism == "cdp-peel":
+    if method == "cdp-peel":
         return gumbel_gap(1.0 / cdp_peel_epsilon_per_step(epsilon, delta, k), size, beta)
     eps_item = unknown_domain_calibration(epsilon, delta, k)[0]
     return gumbel_gap(1.0 / eps_item, size, beta)
