@@ -12,10 +12,11 @@ purpose, to reach *down* from the top.
 
 Three rules:
 
-1. ``dp_spark.stages`` and ``dp_spark.mechanisms`` (the layers that compute)
-   import nothing from the layers that decide what to compute and present it:
-   ``plans``, ``plan``, ``releases``, ``report``, ``html_report``,
-   ``commands``, ``cli``.
+1. ``dp_spark.stages`` and ``dp_spark.mechanisms`` (the layers that compute),
+   and what they stand on (``settings``, ``summaries``, ``noise``,
+   ``accounting``), import nothing from the layers that decide what to
+   compute and present it: ``plans``, ``plan``, ``releases``, ``report``,
+   ``html_report``, ``commands``, ``cli`` (nor ``streaming``, ``ledger``).
 2. No import cycle among ``dp_spark`` modules.
 3. No ``_private`` name is imported from another module.  A package may use
    its own private modules (``mechanisms/top_k/_common.py`` is shared by the
@@ -33,9 +34,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "dp_spark"
 
-LOWER = ("dp_spark.stages", "dp_spark.mechanisms")
+LOWER = ("dp_spark.stages", "dp_spark.mechanisms", "dp_spark.settings", "dp_spark.summaries", "dp_spark.noise",
+         "dp_spark.accounting")
 UPPER = ("dp_spark.plans", "dp_spark.plan", "dp_spark.releases", "dp_spark.report", "dp_spark.html_report",
-         "dp_spark.commands", "dp_spark.cli")
+         "dp_spark.commands", "dp_spark.cli", "dp_spark.streaming", "dp_spark.ledger")
 
 
 def module_files(package: Path = PACKAGE) -> dict[str, Path]:
