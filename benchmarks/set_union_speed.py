@@ -79,11 +79,11 @@ def plain(spark, path):
     _noop(spark.read.parquet(path).groupBy(ITEM).agg(F.countDistinct(PERSON)))
 
 
-def set_union(spark, path, policy="policy-gaussian"):
+def set_union(spark, path, method="policy-gaussian"):
     import dp_spark
 
     release = dp_spark.set_union(spark.read.parquet(path), epsilon=EPSILON, delta=DELTA, max_items=MAX_ITEMS,
-                                 method=policy)
+                                 method=method)
     return release.released_count
 
 
@@ -212,7 +212,7 @@ def profile(spark, rows: int, reps: int = 3) -> dict:
         "+ Arrow to Python and back": lambda: _noop(arrow_identity()),
         "alt: JVM rank filter + Arrow": lambda: _noop(arrow_identity(ranked_rows)),
         "+ shard histograms": lambda: _noop(stage._shard_histograms(
-            edges(spark.read.parquet(path), PERSON, ITEM), plan.policy, MAX_ITEMS, 1, gamma, shards)),
+            edges(spark.read.parquet(path), PERSON, ITEM), plan.method, MAX_ITEMS, 1, gamma, shards)),
         "whole release": lambda: set_union(spark, path),
     }
     runs = {name: [] for name in steps}

@@ -126,7 +126,7 @@ def run_mechanism(name, counts, k, epsilon, delta, rng):
     if name == "cdp-peel":
         return cdp_peel_top_k(counts, k, epsilon, delta, rng), name
     indices, choice = auto_top_k(counts, k, epsilon, delta, rng)
-    return indices, choice.mechanism
+    return indices, choice.method
 
 
 def cell(counts, ordered, k, eps, delta, trials, key):

@@ -364,9 +364,9 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         if os.environ.get("DP_SPARK_DEBUG"):
             raise
-        from dp_spark.sparkjobs import _spark_exception_types, describe_failure
+        from dp_spark.sparkjobs import spark_exception_types, describe_failure
 
-        what = (describe_failure(exc) if isinstance(exc, _spark_exception_types())
+        what = (describe_failure(exc) if isinstance(exc, spark_exception_types())
                 else f"unexpected {type(exc).__name__}")
         print(
             f"dp-spark: error: {what}; no output was written.{_spent_clause()} Run with --verbose "

@@ -26,6 +26,7 @@ from html import escape
 from typing import Any, Mapping, Sequence
 
 from dp_spark import svg_plots as plots
+from dp_spark.mechanisms.top_k.error import error_bound
 from dp_spark.svg_plots import fmt
 
 #: Rows of a released list shown in tables and charts (the rest is in the JSON report).
@@ -233,8 +234,6 @@ def _top_k_chart(release, history):
 
 def top_k_error_bound(release) -> float | None:
     """The top-k error bound, recomputed from the release's public parameters."""
-    from dp_spark.releases.top_k import error_bound
-
     v, p = release.values, release.parameters
     size = p.get("kbar") if v.get("method") == "unknown-domain" else v.get("domain_size")
     try:

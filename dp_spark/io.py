@@ -34,12 +34,12 @@ _EXTENSIONS = {
 _COMPRESSION = (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate")
 
 
-def _is_local(path: str) -> bool:
+def is_local(path: str) -> bool:
     scheme = urlparse(path).scheme
     return scheme in ("", "file") or re.match(r"^[A-Za-z]:[\\/]", path) is not None
 
 
-def _local(path: str) -> Path:
+def local_path(path: str) -> Path:
     return Path(urlparse(path).path if path.startswith("file:") else path)
 
 
@@ -53,10 +53,10 @@ def detect_format(path: str) -> str:
     ext = os.path.splitext(name)[1].lower()
     if ext in _EXTENSIONS:
         return _EXTENSIONS[ext]
-    if _is_local(path) and _local(path).is_dir():
+    if is_local(path) and local_path(path).is_dir():
         found = {
             _EXTENSIONS.get(os.path.splitext(n.removesuffix(s))[1].lower())
-            for n in os.listdir(_local(path))
+            for n in os.listdir(local_path(path))
             if not n.startswith(("_", "."))
             for s in ("",) + tuple(x for x in _COMPRESSION if n.endswith(x))
         } - {None}
@@ -160,8 +160,8 @@ def read_input(spark, source: str, fmt: str = "auto", *, columns=None, infer_sch
     check_input_path(source)
     if fmt == "auto":
         fmt = detect_format(source)
-    if _is_local(source) and _local(source).is_dir():
-        check_folder_format(_local(source), fmt)
+    if is_local(source) and local_path(source).is_dir():
+        check_folder_format(local_path(source), fmt)
     if delimiter is None and re.search(r"\.(tsv|tab)(\.\w+)?/?$", source.lower()):
         delimiter = "\t"
     options = reader_options(fmt, infer_schema=infer_schema, delimiter=delimiter, header=header, quote=quote,
@@ -234,7 +234,7 @@ def check_parquet_schemas(spark, source: str) -> None:
     types and the files. Local paths: every footer is read with pyarrow
     (integer widths, float widths, string kinds are reconciled, as Spark
     reads them); other filesystems: Spark's schema merge of the footers."""
-    if not _is_local(source):
+    if not is_local(source):
         try:
             spark.read.option("mergeSchema", "true").parquet(source).columns
         except Exception as exc:  # noqa: BLE001 - any Spark failure of the merge
@@ -246,7 +246,7 @@ def check_parquet_schemas(spark, source: str) -> None:
                     "schema (nothing was read or spent)."
                 ) from None
         return
-    local = _local(source)
+    local = local_path(source)
     if local.is_dir():
         files = _parquet_files(local)
     elif _GLOB.search(str(local)) and not local.exists():
@@ -283,9 +283,9 @@ def check_input_path(source: str) -> None:
     (``dir/*.csv``, Hadoop's syntax: * ? [..] {a,b}) matches at least one file
     (Spark reads every match). No Spark needed: the CLI checks this before
     the JVM starts. Other filesystems are left to Spark."""
-    if str(source).startswith("table:") or not _is_local(source):
+    if str(source).startswith("table:") or not is_local(source):
         return
-    local = _local(source)
+    local = local_path(source)
     if _GLOB.search(str(local)) and not local.exists():
         import glob
 
@@ -394,13 +394,13 @@ def _is_text_source(source: str) -> bool:
 
 
 def _spark_read(load, what: str):
-    from dp_spark.sparkjobs import _spark_exception_types, describe_failure
+    from dp_spark.sparkjobs import spark_exception_types, describe_failure
 
     try:
         df = load()
         df.columns  # forces analysis on Spark Connect too
         return df
-    except _spark_exception_types() as exc:
+    except spark_exception_types() as exc:
         # One sentence chosen from the error's condition; Spark's own text can
         # quote data (a malformed header, a bad value), so it is not shown.
         raise InputError(f"cannot read {what}: {describe_failure(exc)}") from None
@@ -435,7 +435,7 @@ def spark_frame(df, name: str = "df"):
     )
 
 
-def _short(name: str) -> str:
+def short_name(name: str) -> str:
     """The start of a file name, for the temporary names beside it: any name
     the file system takes as an output leaves room for them (64 bytes at
     most, never a split character)."""
@@ -447,7 +447,7 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     the same folder, fsynced, then renamed over the target."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{_short(target.name)}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{short_name(target.name)}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -470,7 +470,7 @@ def _refuse_foreign(target: Path, path: str) -> None:
     Every caller (the CLI, ``Release.write(overwrite=True)``) gets this."""
     if not target.exists() and not target.is_symlink():
         return
-    from dp_spark.commands.outputs import not_ours
+    from dp_spark.marking import not_ours
 
     foreign = not_ours(target)
     if foreign:
@@ -489,14 +489,14 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = F
     from dp_spark.marking import mark_folder, mark_output_folder, mark_spark
 
     df = mark_spark(df, seeded)
-    if not _is_local(path):
+    if not is_local(path):
         # Object stores have no atomic rename; Spark's committer is the best we get.
         df.write.mode("overwrite").format(fmt).save(path)
         return
-    target = _local(path).resolve()
+    target = local_path(path).resolve()
     _refuse_foreign(target, path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{_short(target.name)}.{uuid.uuid4().hex}.tmp"
+    tmp = target.parent / f".{short_name(target.name)}.{uuid.uuid4().hex}.tmp"
     try:
         writer = df.write.mode("errorifexists").format(fmt)
         if fmt == "csv":
@@ -506,7 +506,7 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = F
         mark_output_folder(tmp)
         old = None
         if target.exists():
-            old = target.parent / f".{_short(target.name)}.{uuid.uuid4().hex}.old"
+            old = target.parent / f".{short_name(target.name)}.{uuid.uuid4().hex}.old"
             os.replace(target, old)
         os.replace(tmp, target)
         if old is not None:

@@ -31,6 +31,7 @@ Every output, seeded or not, also says that dp_spark wrote it, so that
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from urllib.parse import urlparse
@@ -101,3 +102,55 @@ def mark_pandas(frame, seeded: bool):
 def mark_record(record: dict, seeded: bool) -> dict:
     """``record`` with the field ``not_for_publication`` = the notice when ``seeded``."""
     return {**record, COLUMN: NOTICE} if seeded else record
+
+
+# What dp_spark wrote: ``--overwrite`` (``dp_spark.commands.outputs``) and
+# ``Release.write(overwrite=True)`` (``dp_spark.io``) replace nothing else.
+
+_SERIES_COLUMNS = ("step", "estimate", "std", "error_bound", "flippancy_bound")
+
+
+def not_ours(path: Path) -> str | None:
+    """None when ``path`` is an empty folder or was written by dp_spark (its
+    markers); otherwise what it is, in words (names shown, contents never)."""
+    if path.is_symlink():
+        return "a symbolic link"
+    if path.is_dir():
+        try:
+            entries = sorted(os.listdir(path))
+        except OSError as exc:
+            return f"a folder that cannot be listed ({exc.strerror})"
+        if not entries or OUTPUT_MARKER in entries:
+            return None
+        shown = ", ".join(repr(e[:60]) for e in entries[:3]) + (", ..." if len(entries) > 3 else "")
+        return f"a folder holding {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} ({shown})"
+    if not path.is_file():
+        return "a special file (not a regular file or folder)"
+    if _our_file(path):
+        return None
+    return f"a file of {path.stat().st_size:,} bytes"
+
+
+def _our_file(path: Path) -> bool:
+    """A JSON report, an HTML report or a series file written by dp_spark."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+        if HTML_MARKER.encode() in head:
+            return True
+        first = head.split(b"\n", 1)[0].strip().decode("utf-8", "replace").split(",")
+        if tuple(c for c in first if c != COLUMN) == _SERIES_COLUMNS:
+            return True
+        if head.startswith(b"PAR1"):
+            import pyarrow.parquet as pq
+
+            return tuple(n for n in pq.read_schema(path).names if n != COLUMN) == _SERIES_COLUMNS
+        if head.lstrip().startswith(b"{") and path.stat().st_size < 512 * 1024 * 1024:
+            with open(path, encoding="utf-8") as fh:
+                report = json.load(fh)
+            return isinstance(report, dict) and isinstance(report.get("release"), str) and "version" in report
+    except (OSError, ValueError, ImportError):
+        return False
+    except Exception:  # noqa: BLE001 - an unreadable Parquet file is not ours
+        return False
+    return False

@@ -20,7 +20,7 @@ from dp_spark.errors import InputReadError, SparkJobError
 VERBOSE = False
 
 
-def _spark_exception_types() -> tuple[type, ...]:
+def spark_exception_types() -> tuple[type, ...]:
     types: list[type] = []
     try:
         from pyspark.errors import PySparkException
@@ -159,7 +159,7 @@ def spark_job(what: str):
     previous = set_job_description(f"dp_spark: {what}")  # names the jobs in the Spark UI
     try:
         yield
-    except _spark_exception_types() as exc:
+    except spark_exception_types() as exc:
         if INTERRUPTED.is_set():
             # Ctrl-C landed inside a gateway call and broke its connection:
             # the user's interrupt, not a Spark failure

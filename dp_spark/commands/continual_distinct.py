@@ -280,7 +280,7 @@ def write_series(release, opts) -> None:
     path = series_path(opts)
     if path is None:
         return
-    from dp_spark.io import _is_local
+    from dp_spark.io import is_local as _is_local
 
     fmt = "csv" if path.lower().endswith(".csv") else "parquet"
     if not _is_local(path):
@@ -292,7 +292,7 @@ def write_series(release, opts) -> None:
     series = mark_pandas(series_pandas(release.series), release.seeded)  # horizon rows: a public size
     target = Path(path[len("file:"):] if path.startswith("file:") else path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    from dp_spark.io import _short
+    from dp_spark.io import short_name as _short
 
     tmp = target.with_name(f".{_short(target.name)}.{os.getpid()}.tmp")  # room beside a long name
     try:

@@ -19,24 +19,23 @@ spent.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 
 from dp_spark.commands.base import INPUT_PATHS, OUTPUT_PATHS, STATE_PATHS
-from dp_spark.marking import OUTPUT_MARKER
+from dp_spark.marking import OUTPUT_MARKER, not_ours  # noqa: F401 - not_ours re-exported
 from dp_spark.errors import DPSparkError, InputError, SparkJobError
 
 
 def _local_path(value) -> Path | None:
     """The resolved local path of an option value, or None (tables, object stores)."""
-    from dp_spark.io import _is_local, _local
+    from dp_spark.io import is_local, local_path
 
-    if not value or not isinstance(value, str) or value.startswith("table:") or not _is_local(value):
+    if not value or not isinstance(value, str) or value.startswith("table:") or not is_local(value):
         return None
-    path = Path(os.path.abspath(os.path.expanduser(str(_local(value)))))
+    path = Path(os.path.abspath(os.path.expanduser(str(local_path(value)))))
     try:
         return path.resolve()
     except (OSError, ValueError):  # a NUL byte, a name too long: refused by invalid_name
@@ -188,57 +187,6 @@ def check_existing(out: Path, name: str, overwrite: bool) -> None:
 
 
 _WHAT = {"output": "JSON report", "report_html": "HTML report", "series": "series"}
-_SERIES_COLUMNS = ("step", "estimate", "std", "error_bound", "flippancy_bound")
-
-
-def not_ours(path: Path) -> str | None:
-    """None when ``path`` is an empty folder or was written by dp_spark (its
-    markers); otherwise what it is, in words (names shown, contents never)."""
-    from dp_spark.marking import OUTPUT_MARKER
-
-    if path.is_symlink():
-        return "a symbolic link"
-    if path.is_dir():
-        try:
-            entries = sorted(os.listdir(path))
-        except OSError as exc:
-            return f"a folder that cannot be listed ({exc.strerror})"
-        if not entries or OUTPUT_MARKER in entries:
-            return None
-        shown = ", ".join(repr(e[:60]) for e in entries[:3]) + (", ..." if len(entries) > 3 else "")
-        return f"a folder holding {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} ({shown})"
-    if not path.is_file():
-        return "a special file (not a regular file or folder)"
-    if _our_file(path):
-        return None
-    return f"a file of {path.stat().st_size:,} bytes"
-
-
-def _our_file(path: Path) -> bool:
-    """A JSON report, an HTML report or a series file written by dp_spark."""
-    from dp_spark.marking import COLUMN, HTML_MARKER
-
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
-        if HTML_MARKER.encode() in head:
-            return True
-        first = head.split(b"\n", 1)[0].strip().decode("utf-8", "replace").split(",")
-        if tuple(c for c in first if c != COLUMN) == _SERIES_COLUMNS:
-            return True
-        if head.startswith(b"PAR1"):
-            import pyarrow.parquet as pq
-
-            return tuple(n for n in pq.read_schema(path).names if n != COLUMN) == _SERIES_COLUMNS
-        if head.lstrip().startswith(b"{") and path.stat().st_size < 512 * 1024 * 1024:
-            with open(path, encoding="utf-8") as fh:
-                report = json.load(fh)
-            return isinstance(report, dict) and isinstance(report.get("release"), str) and "version" in report
-    except (OSError, ValueError, ImportError):
-        return False
-    except Exception:  # noqa: BLE001 - an unreadable Parquet file is not ours
-        return False
-    return False
 
 
 def check_writable(target: Path, name: str) -> None:
@@ -328,9 +276,9 @@ def _describe(exc: BaseException) -> str:
         return exc.strerror or type(exc).__name__
     if isinstance(exc, DPSparkError):
         return str(exc).rstrip(".")
-    from dp_spark.sparkjobs import _spark_exception_types, describe_failure
+    from dp_spark.sparkjobs import spark_exception_types, describe_failure
 
-    return describe_failure(exc) if isinstance(exc, _spark_exception_types()) else type(exc).__name__
+    return describe_failure(exc) if isinstance(exc, spark_exception_types()) else type(exc).__name__
 
 
 def _after_failure(release, opts, done, left) -> str:

@@ -14,6 +14,8 @@ release of an earlier run with that identity instead of drawing noise
 from __future__ import annotations
 
 from dp_spark.errors import ParameterError
+from dp_spark.ledger.rules import RELEASED, counted_as
+from dp_spark.report import Release
 
 
 class LedgerBudget:
@@ -83,8 +85,6 @@ class LedgerBudget:
         Under a run key it agrees with ``spend``: a retry of an earlier run
         with another identity is refused here too (ParameterError), and one
         that reuses or replays an earlier charge counts as accepted."""
-        from dp_spark.ledger.ledger import counted_as
-
         state = self.ledger.state(self.name)
         counted = counted_as(cost, state.total.kind, self.name)
         if self.once and self._has_key_charge():
@@ -186,8 +186,6 @@ def recorded_release(budget, plan, df=None):
     bind_release(budget, plan, df)
     if not isinstance(budget, LedgerBudget) or not budget.keyed:
         return None
-    from dp_spark.ledger.ledger import RELEASED
-
     run = budget.ledger.check_run(budget.name, budget.run_key, budget._next_seq, budget.identity, plan.guarantee,
                                   plan.release)
     if run is None or run.state != RELEASED:
@@ -195,8 +193,6 @@ def recorded_release(budget, plan, df=None):
     budget._last_seq = budget._next_seq
     budget._next_seq += 1
     budget.reused, budget.record, budget.run = True, run.record, run
-    from dp_spark.report import Release
-
     return Release.from_record(run.record, replay=replay_note(run))
 
 
@@ -205,8 +201,6 @@ def replayed(budget):
     the same identity (no data is read, no noise drawn), or None."""
     if not isinstance(budget, LedgerBudget) or budget.record is None:
         return None
-    from dp_spark.report import Release
-
     return Release.from_record(budget.record, replay=replay_note(budget.run))
 
 
@@ -221,8 +215,6 @@ def record_release(budget, release):
                                                  release.to_dict(), budget.outputs)
     if recorded:
         return release
-    from dp_spark.report import Release
-
     return Release.from_record(run.record, replay=replay_note(run))
 
 

@@ -41,23 +41,15 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from dp_spark.accounting import ApproxDP, PureDP, ZCDP, compose, convert_cost
 from dp_spark.accounting.composition import check_cost
 from dp_spark.accounting.exact import exact
 from dp_spark.errors import BudgetExceededError, InputError, ParameterError
+from dp_spark.ledger.budget import LedgerBudget
+from dp_spark.ledger.rules import CHARGED, RELEASED, RULES, counted_as  # noqa: F401 - re-exported
 from dp_spark.ledger.store import open_store
 
-if TYPE_CHECKING:  # the budget module imports this one
-    from dp_spark.ledger.budget import LedgerBudget
-
-RULES = {
-    PureDP.kind: "basic composition: ε adds (pure ε-DP filter)",
-    ApproxDP.kind: "basic composition: ε and δ add; a pure ε charge counts as (ε, 0)",
-    ZCDP.kind: "zCDP composition: ρ and δ add; a pure ε charge counts as ρ = ε²/2 "
-               "(Bun–Steinke 2016, Prop. 1.4)",
-}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,99}$")
 
 
@@ -112,19 +104,6 @@ class BudgetState:
         spent = self.exact_spent if self.exact_spent is not None else {
             k: exact(v) for k, v in _fields(self.spent).items()}
         return all(spent.get(k, 0) + exact(extra[k]) <= exact(total[k]) for k in total)
-
-
-def counted_as(cost, kind: str, budget: str):
-    """``cost`` restated in the budget's kind, or a ParameterError saying why not."""
-    check_cost(cost)
-    try:
-        return convert_cost(cost, kind)
-    except ParameterError:
-        raise ParameterError(
-            f"a {cost.describe()} charge cannot be counted in the {kind} budget {budget!r} "
-            f"({RULES[kind]}); use a budget of a kind that holds it (a zCDP budget holds ε-DP and "
-            "zCDP releases, an (ε, δ) budget holds ε-DP and (ε, δ) releases)."
-        ) from None
 
 
 class Ledger:
@@ -329,7 +308,7 @@ class Ledger:
 
     def budget(self, name: str, run_key: str | None = None, *, once: bool = False,
                parameters: dict | None = None, input: str | None = None,
-               outputs: dict | None = None) -> "LedgerBudget":
+               outputs: dict | None = None) -> LedgerBudget:
         """A budget object for the ``budget=`` argument of every release function.
 
         ``input``: with a run key, the name of the release's input as you
@@ -338,14 +317,9 @@ class Ledger:
         (``DataFrame.inputFiles()``); a keyed run on a DataFrame read from no
         files needs ``input``. ``outputs``: what the run will write (shown in
         refusals of later retries)."""
-        from dp_spark.ledger.budget import LedgerBudget
-
         self.state(check_name(name))  # refuses an unknown budget now
         return LedgerBudget(self, name, run_key=run_key, once=once, parameters=parameters, input=input,
                             outputs=outputs)
-
-
-CHARGED, RELEASED = "charged", "released"
 
 
 @dataclass(frozen=True)

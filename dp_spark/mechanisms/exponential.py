@@ -45,16 +45,16 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-_check_rng = checks.rng
+check_rng = checks.rng
 
 
-_check_positive_finite = checks.positive
+check_positive_finite = checks.positive
 
 
 _check_bool = checks.boolean
 
 
-def _as_score_vector(scores: ArrayLike, *, allow_neg_inf: bool) -> np.ndarray:
+def as_score_vector(scores: ArrayLike, *, allow_neg_inf: bool) -> np.ndarray:
     """Return ``scores`` as a 1-D float64 array, refusing unusable entries.
 
     Messages say which kind of entry is wrong, never which value it has.
@@ -100,7 +100,7 @@ def _log_weights(scores: np.ndarray, epsilon: float, sensitivity: float, monoton
     return logw
 
 
-def _gumbel_argmax(log_weights: np.ndarray, rng: np.random.Generator) -> int:
+def gumbel_argmax(log_weights: np.ndarray, rng: np.random.Generator) -> int:
     """Index drawn with Pr[i] ∝ exp(log_weights[i]) (Gumbel-max trick)."""
     noisy = log_weights + rng.gumbel(loc=0.0, scale=1.0, size=log_weights.shape[0])
     return int(np.argmax(noisy))
@@ -143,12 +143,12 @@ def exponential_mechanism(
 
     Returns the selected index (0-based).
     """
-    rng = _check_rng(rng)
-    arr = _as_score_vector(scores, allow_neg_inf=True)
-    eps = _check_positive_finite(epsilon, "epsilon")
-    sens = _check_positive_finite(sensitivity, "sensitivity")
+    rng = check_rng(rng)
+    arr = as_score_vector(scores, allow_neg_inf=True)
+    eps = check_positive_finite(epsilon, "epsilon")
+    sens = check_positive_finite(sensitivity, "sensitivity")
     mono = _check_bool(monotone, "monotone")
-    return _gumbel_argmax(_log_weights(arr, eps, sens, mono), rng)
+    return gumbel_argmax(_log_weights(arr, eps, sens, mono), rng)
 
 
 def exponential_mechanism_probabilities(
@@ -168,9 +168,9 @@ def exponential_mechanism_probabilities(
     the mechanism's behaviour on public or synthetic inputs, never publish it
     for private scores.
     """
-    arr = _as_score_vector(scores, allow_neg_inf=True)
-    eps = _check_positive_finite(epsilon, "epsilon")
-    sens = _check_positive_finite(sensitivity, "sensitivity")
+    arr = as_score_vector(scores, allow_neg_inf=True)
+    eps = check_positive_finite(epsilon, "epsilon")
+    sens = check_positive_finite(sensitivity, "sensitivity")
     mono = _check_bool(monotone, "monotone")
     logw = _log_weights(arr, eps, sens, mono)
     # max(logw) == 0, so exp() never overflows and the sum is >= 1.
@@ -232,9 +232,9 @@ def permute_and_flip(
     ``-inf`` scores are never selected; NaN/``+inf`` scores and an all-``-inf``
     vector are refused. Returns the selected index (0-based).
     """
-    rng = _check_rng(rng)
-    arr = _as_score_vector(scores, allow_neg_inf=True)
-    eps = _check_positive_finite(epsilon, "epsilon")
-    sens = _check_positive_finite(sensitivity, "sensitivity")
+    rng = check_rng(rng)
+    arr = as_score_vector(scores, allow_neg_inf=True)
+    eps = check_positive_finite(epsilon, "epsilon")
+    sens = check_positive_finite(sensitivity, "sensitivity")
     mono = _check_bool(monotone, "monotone")
     return _exponential_argmax(_log_weights(arr, eps, sens, mono), rng)

@@ -53,7 +53,7 @@ _WORD_BITS = 64
 # --------------------------------------------------------------------------- helpers
 
 
-def _to_fraction(value: object, name: str) -> Fraction:
+def to_fraction(value: object, name: str) -> Fraction:
     """Convert an int, float, Decimal or Fraction to the exactly equal Fraction."""
     if isinstance(value, bool):
         raise ParameterError(f"{name} must be a number, not a bool")
@@ -114,7 +114,7 @@ def _bernoulli_exp_at_most_one(gamma: Fraction, rng: np.random.Generator) -> boo
     return k % 2 == 1
 
 
-def _bernoulli_exp_fraction(gamma: Fraction, rng: np.random.Generator) -> bool:
+def bernoulli_exp_fraction(gamma: Fraction, rng: np.random.Generator) -> bool:
     """Bernoulli(exp(-γ)) for any rational γ >= 0 (CKS 2020, Algorithm 1).
 
     For γ > 1 use exp(-γ) = exp(-1)^⌊γ⌋ · exp(-(γ - ⌊γ⌋)): ⌊γ⌋ independent
@@ -176,7 +176,7 @@ def _discrete_gaussian_one(sigma2: Fraction, lap_scale: int, rng: np.random.Gene
     two_sigma2 = 2 * sigma2
     while True:
         y = _discrete_laplace_one(lap_scale, 1, rng)
-        if _bernoulli_exp_fraction((abs(y) - shift) ** 2 / two_sigma2, rng):
+        if bernoulli_exp_fraction((abs(y) - shift) ** 2 / two_sigma2, rng):
             return y
 
 
@@ -212,12 +212,12 @@ def bernoulli_exp(gamma: int | float | Fraction, rng: np.random.Generator) -> bo
     itself; it is the building block of the discrete samplers.
     """
     check_rng(rng)
-    gamma_q = _to_fraction(gamma, "gamma")
+    gamma_q = to_fraction(gamma, "gamma")
     if gamma_q < 0:
         raise ParameterError(
             f"gamma must be >= 0 (Bernoulli(exp(-gamma))), got {float(gamma_q)!r}"
         )
-    return _bernoulli_exp_fraction(gamma_q, rng)
+    return bernoulli_exp_fraction(gamma_q, rng)
 
 
 def discrete_laplace(
@@ -231,7 +231,7 @@ def discrete_laplace(
     Python int when ``size`` is None, else an int64 array of shape ``size``.
     """
     check_rng(rng)
-    scale_q = _to_fraction(scale, "scale")
+    scale_q = to_fraction(scale, "scale")
     if scale_q <= 0:
         raise ParameterError(
             f"scale must be > 0 (discrete Laplace scale = sensitivity/epsilon), "
@@ -254,7 +254,7 @@ def discrete_gaussian(
     int when ``size`` is None, else an int64 array of shape ``size``.
     """
     check_rng(rng)
-    sigma_q = _to_fraction(sigma, "sigma")
+    sigma_q = to_fraction(sigma, "sigma")
     if sigma_q <= 0:
         raise ParameterError(
             f"sigma must be > 0 (discrete Gaussian standard deviation parameter), "

@@ -33,7 +33,7 @@ from fractions import Fraction
 import numpy as np
 
 from dp_spark.errors import ParameterError
-from dp_spark.noise.discrete import _bernoulli_exp_fraction, _to_fraction
+from dp_spark.noise.discrete import bernoulli_exp_fraction, to_fraction
 from dp_spark.noise.rng import check_rng
 
 __all__ = [
@@ -54,7 +54,7 @@ def rational_sigma2(sigma2: object) -> Fraction:
     privacy than the unrounded σ² would; the grid keeps the integers of
     ``discrete_gaussian_batch`` inside int64 up to σ² ≈ 10^8.
     """
-    value = _to_fraction(sigma2, "sigma2")
+    value = to_fraction(sigma2, "sigma2")
     if value <= 0:
         raise ParameterError("sigma2 must be > 0")
     if value < Fraction(1, 2**20):  # rounding a tiny σ² up to 2^−20 only adds privacy
@@ -158,7 +158,7 @@ def discrete_laplace_batch(scale: object, size: int, rng: np.random.Generator) -
     integer statistic of ℓ1 sensitivity Δ is ε-DP.
     """
     check_rng(rng)
-    b = _to_fraction(scale, "scale")
+    b = to_fraction(scale, "scale")
     if b <= 0:
         raise ParameterError(f"scale must be > 0, got {float(b)!r}")
     t, s = b.numerator, b.denominator
@@ -183,7 +183,7 @@ def discrete_laplace_batch(scale: object, size: int, rng: np.random.Generator) -
 
 def rational_scale(scale: float) -> Fraction:
     """Round a Laplace scale up (exactly) to a multiple of 2^−10: more noise, never less privacy."""
-    value = _to_fraction(scale, "scale")
+    value = to_fraction(scale, "scale")
     if value <= 0:
         raise ParameterError("scale must be > 0")
     return Fraction(math.ceil(value * 1024), 1024)
@@ -200,7 +200,7 @@ def discrete_gaussian_batch(sigma2: object, size: int, rng: np.random.Generator)
     Δ²/(2σ²)-zCDP (Canonne–Kamath–Steinke 2020).
     """
     check_rng(rng)
-    s2 = _to_fraction(sigma2, "sigma2")
+    s2 = to_fraction(sigma2, "sigma2")
     if s2 <= 0:
         raise ParameterError("sigma2 must be > 0 (the discrete Gaussian's variance parameter)")
     n_draws = _check_count(size)
@@ -227,7 +227,7 @@ def discrete_gaussian_batch(sigma2: object, size: int, rng: np.random.Generator)
         accept[idx] = bernoulli_exp_batch(diff * diff, np.full(idx.shape[0], denominator, dtype=np.int64), rng)
         for i in np.flatnonzero(~fits):  # astronomically rare: exact Fraction path
             gamma = Fraction((int(mag[i]) * td - num) ** 2, denominator)
-            accept[i] = _bernoulli_exp_fraction(gamma, rng)
+            accept[i] = bernoulli_exp_fraction(gamma, rng)
         out[todo[accept]] = y[accept]
         todo = todo[~accept]
     return out

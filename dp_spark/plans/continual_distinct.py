@@ -17,24 +17,32 @@ over the tree horizon, the next power of two of ``horizon``):
 - ``"bounded"`` (Algorithm 1, needs ``max_flippancy``): all of ρ to one tree;
 - ``"baseline"``: all of ρ to the periodic-recompute counts.
 
-Also the one home of the parameter limits that size driver memory and Spark
-work (``MAX_HORIZON``, ``MAX_SHARDS``) and of the time-mapping parameter
-checks; the Spark stage (:mod:`dp_spark.stages.continual`) applies the same
-functions. Nothing here imports pyspark.
+The parameter limits that size driver memory and Spark work
+(``MAX_HORIZON``, ``MAX_SHARDS``) and the time-mapping parameter checks live
+in :mod:`dp_spark.settings.continual_distinct` (re-exported here), where the
+Spark stage (:mod:`dp_spark.stages.continual`) applies the same functions.
+Nothing here imports pyspark.
 """
 
 from __future__ import annotations
-
-import datetime as _dt
-import numbers
-
-import numpy as np
 
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.continual_distinct.mechanisms import DEFAULT_METHOD, MECHANISMS, budget_split, round_up_flippancy
 from dp_spark.plan import Plan
+from dp_spark.settings.continual_distinct import (  # noqa: F401 - the limits and checks the stage shares, re-exported
+    DRIVER_BYTES_PER_CELL,
+    HORIZON_REQUIRED,
+    MAX_HORIZON,
+    MAX_HORIZON_LOG2,
+    MAX_SHARDS,
+    driver_bytes,
+    next_power_of_two,
+    validate_horizon,
+    validate_mapping_parameters,
+    validate_shards,
+)
 
 RELEASE = "continual-distinct"
 METHODS = MECHANISMS
@@ -64,72 +72,6 @@ RULES = (
     "Spark equality is not byte equality (floating point; strings with a non-binary collation) are "
     "refused before anything is read or spent.",
 )
-
-# ------------------------------------------------------------ public limits
-
-MAX_HORIZON_LOG2 = 22
-MAX_HORIZON = 1 << MAX_HORIZON_LOG2  # 4,194,304 steps: ~2.4 GB of driver arrays (driver_bytes)
-DRIVER_BYTES_PER_CELL = 24  # summaries + mechanism arrays per (step, level) cell, measured
-MAX_SHARDS = 10_000  # each shard is one Python task emitting its own (step, level) cells
-
-HORIZON_REQUIRED = (
-    "horizon is required: the number of steps T to release (horizon= / --horizon). It sizes the "
-    "series, the trees and the noise, so it must be public and is never taken from the data; "
-    "events after step T are dropped."
-)
-
-
-def next_power_of_two(n: int) -> int:
-    """Smallest power of two >= n (n >= 1)."""
-    return 1 << (int(n) - 1).bit_length()
-
-
-def driver_bytes(horizon: int) -> int:
-    """Approximate driver memory (bytes) of the summaries and mechanism arrays
-    for ``horizon`` steps: DRIVER_BYTES_PER_CELL · T · (log2 T + 2), T the tree
-    horizon (the next power of two). The collected flip cells come on top."""
-    tree = next_power_of_two(horizon)
-    return DRIVER_BYTES_PER_CELL * tree * (tree.bit_length() + 1)
-
-
-def _horizon_cap_text() -> str:
-    return (
-        f"at most 2^{MAX_HORIZON_LOG2} = {MAX_HORIZON:,} steps (the driver holds about "
-        f"{DRIVER_BYTES_PER_CELL}·T·(log2 T + 2) bytes of per-step arrays, "
-        f"{driver_bytes(MAX_HORIZON) / 1e9:.1f} GB at the cap)"
-    )
-
-
-def validate_horizon(horizon) -> int:
-    """The horizon, checked before any data is read: REQUIRED, a whole number
-    in 1..MAX_HORIZON (the cap bounds the driver's arrays)."""
-    if horizon is None:
-        raise ParameterError(HORIZON_REQUIRED)
-    horizon = checks.integer(horizon, "horizon", 1, None, " (the number of steps)")
-    if horizon > MAX_HORIZON:
-        raise ParameterError(f"horizon must be {_horizon_cap_text()}; got {horizon!r}. Use a coarser step_size.")
-    return horizon
-
-
-def validate_shards(shards) -> int | None:
-    """``shards`` (None: the default), checked before any data is read: a
-    whole number in 1..MAX_SHARDS."""
-    return checks.at_most(shards, "shards", MAX_SHARDS, "each shard is one Python task that emits its own "
-                          "(step, level) cells, so work and shuffle grow with the shard count", none_ok=True)
-
-
-def validate_mapping_parameters(origin, step_size) -> None:
-    """Checks of origin / step_size that need no data (before Spark runs);
-    what they mean for a column kind is checked by the stage's
-    ``time_mapping`` once the schema is known."""
-    if step_size is not None:
-        checks.positive(step_size, "step_size")
-    if origin is not None and (isinstance(origin, (bool, np.bool_))
-                               or not isinstance(origin, (str, _dt.date, numbers.Real, np.number))):
-        raise ParameterError(f"origin must be a number, an ISO date/time string or a datetime; got {origin!r}.")
-    if origin is not None and not isinstance(origin, (str, _dt.date)):
-        checks.number(origin, "origin")
-
 
 def effective_flippancy(max_flippancy: int | None, tree_horizon: int) -> int | None:
     """The bound w the tree uses: max_flippancy rounded up to a power of two,

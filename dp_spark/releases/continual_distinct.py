@@ -309,5 +309,5 @@ def _report(plan: Plan, result, mapping, local: PrivacyFilter, session, seeded: 
     if "step_seconds" in described:
         described["step_size"] = described["step_seconds"]  # step_size of a timestamp column is in seconds
     parameters = {**described, "mechanism_parameters": result.parameters}
-    return build_release(plan, series=series, session=session, local=local, method=result.mechanism,
+    return build_release(plan, series=series, session=session, local=local, method=result.method,
                          seeded=seeded, parameters=parameters, notes=notes)

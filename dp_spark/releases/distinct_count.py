@@ -72,7 +72,8 @@ from dp_spark.accounting import PrivacyFilter, ratio_up
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
 from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
-from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, PERSON_SAMPLE, SELECTION_BETA, bound_candidates
+from dp_spark.plans.distinct_count import PERSON_SAMPLE
+from dp_spark.settings.distinct_count import DEFAULT_EDGE_LIMIT, SELECTION_BETA, bound_candidates
 from dp_spark.plans.distinct_count import plan as make_plan
 from dp_spark.report import Release
 from dp_spark.stages.distinct import bounded_distinct_counts, count_pairs, greedy_counts, matching_counts, matching_pairs

@@ -160,11 +160,11 @@ def _released_items(df, plan: Plan, numeric: SetUnionPlan, seed):
     Spark. Unseeded, the noise root holds no key (executors draw OS
     entropy); the salt, the root and the lazy DataFrame holding them go out
     of scope once the items are stored."""
-    sequential = numeric.policy in SEQUENTIAL
+    sequential = numeric.method in SEQUENTIAL
     shards = plan.parameters.get("shards")
     salt, root = derive_randomness(make_rng(seed), keyed=seed is not None)
     lazy = set_union_items(
-        df, plan["person_col"], plan["item_col"], policy=numeric.policy, max_items=numeric.max_items,
+        df, plan["person_col"], plan["item_col"], method=numeric.method, max_items=numeric.max_items,
         salt=salt, threshold=ThresholdStep(numeric, root),
         gamma=cutoff_per_shard(numeric.gamma, shards, plan["shard_cutoff"]) if sequential else None,
         shards=shards, partitions=plan["partitions"],
@@ -180,13 +180,13 @@ def _values(plan: Plan, numeric: SetUnionPlan, released_count) -> dict:
     if released_count is not None:
         values["released_count"] = released_count
     values.update({
-        "method": numeric.policy,
+        "method": numeric.method,
         "max_items": numeric.max_items,
         "noise": numeric.noise,
         "noise_scale": numeric.scale,
         "threshold": numeric.rho,
     })
-    if numeric.policy in SEQUENTIAL:
+    if numeric.method in SEQUENTIAL:
         shards = plan["shards"]
         values["cutoff"] = numeric.gamma
         values["shards"] = int(shards)
@@ -202,14 +202,14 @@ def _errors(plan: Plan, numeric: SetUnionPlan, values: dict) -> dict:
         f"probability at most {numeric.delta:.3g}; an item is released with probability "
         f"{_LIKELY:.0%} once its histogram weight reaches {likely:.4g}"
     )
-    if numeric.policy in SEQUENTIAL:
+    if numeric.method in SEQUENTIAL:
         reach = numeric.release_probability(numeric.gamma)
         item_error += (
             f" (an item whose weight reached the cutoff {numeric.gamma:.4g} is released with "
             f"probability {reach:.1%}; each of the {values['shards']} shards stops an item at "
             f"{values['cutoff_per_shard']:.4g})"
         )
-    elif numeric.policy == "count":
+    elif numeric.method == "count":
         item_error += " (the weight is the number of persons keeping the item)"
     errors = {
         "items": item_error,

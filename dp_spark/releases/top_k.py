@@ -59,13 +59,11 @@ at rank 1 (already paid for) — and a warning is released when E is more than
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import (
-    cdp_peel_epsilon_per_step,
     cdp_peel_top_k,
     joint_top_k,
     pnf_joint_top_k,
@@ -75,6 +73,7 @@ from dp_spark.mechanisms.top_k import (
     unknown_domain_threshold,
 )
 from dp_spark.mechanisms.top_k.auto import AutoChoice, auto_share, choose_mechanism
+from dp_spark.mechanisms.top_k.error import CONFIDENCE, error_bound
 from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
 from dp_spark.plans.top_k import DOMAIN_METHODS, NAMES, resolve_method, unknown_domain_zcdp
@@ -84,35 +83,7 @@ from dp_spark.stages import item_counts as stage
 
 log = logging.getLogger(__name__)
 
-CONFIDENCE = 0.95
 WARN_FRACTION = 0.1  # warn when the error bound exceeds this share of the largest count
-
-
-def _gumbel_gap(scale: float, n: int, beta: float) -> float:
-    """With probability >= 1 − β, max − min of n Gumbel(scale) draws is at most this."""
-    big = math.log(2.0 * n / beta)
-    return scale * (big + math.log(big))
-
-
-def error_bound(mechanism: str, k: int, epsilon: float, delta: float, size: int,
-                beta: float = 1.0 - CONFIDENCE) -> float:
-    """A bound B (public: parameters only) with P[max_i (c_(i) − c_{s_i}) <= B] >= 1 − β.
-
-    joint / pnf-joint: the exponential mechanism's (and permute-and-flip's)
-    utility bound (2/ε)(ln(d!/(d−k)!) + ln(1/β)); pnf-peel: every round's
-    exponential noise (scale k/ε) stays below (k/ε)·ln(dk/β); cdp-peel and
-    unknown-domain: the spread of ``size`` Gumbel draws. ``size`` is d, or k̄
-    for unknown-domain; ``epsilon`` is the ε the selection ran with.
-    """
-    if mechanism in ("joint", "pnf-joint"):
-        log_sequences = math.lgamma(size + 1) - math.lgamma(size - k + 1)
-        return 2.0 / epsilon * (log_sequences + math.log(1.0 / beta))
-    if mechanism == "pnf-peel":
-        return k / epsilon * math.log(size * k / beta)
-    if mechanism == "cdp-peel":
-        return _gumbel_gap(1.0 / cdp_peel_epsilon_per_step(epsilon, delta, k), size, beta)
-    eps_item = unknown_domain_calibration(epsilon, delta, k)[0]
-    return _gumbel_gap(1.0 / eps_item, size, beta)
 
 
 def _domain_items(domain, item_col: str):
@@ -219,20 +190,20 @@ class _Selection:
 def _select(plan: Plan, edge_df, items, rng) -> _Selection:
     """Run the stage and the mechanism the plan names, within its steps."""
     k, epsilon, delta = plan["k"], plan["epsilon"], plan["delta"]
-    mechanism = resolve_method(plan["method"], items is not None)
-    if mechanism == "unknown-domain":
+    method = resolve_method(plan["method"], items is not None)
+    if method == "unknown-domain":
         return _unknown_domain(edge_df, items, k, epsilon, delta, plan["kbar"], rng)
     log.info("top-k: counting persons per domain item (%d items)", len(items))
     counts = stage.domain_item_counts(edge_df, items)
     choice, eps_sel = None, epsilon
-    if mechanism == "auto":
+    if method == "auto":
         choice, eps_sel = _auto_choice(plan, counts, len(items), rng)
-        mechanism = choice.mechanism
+        method = choice.method
     # a private choice is not logged: nothing drawn leaves the process before the release is recorded
-    log.info("top-k: selecting with %s", mechanism if choice is None else "the privately chosen mechanism")
-    indices = _domain_mechanism(mechanism, counts, k, eps_sel, delta, rng)
+    log.info("top-k: selecting with %s", method if choice is None else "the privately chosen mechanism")
+    indices = _domain_mechanism(method, counts, k, eps_sel, delta, rng)
     del counts  # non-private; nothing below may use it
-    return _Selection([items[int(i)] for i in indices], mechanism, eps_sel, len(items), choice=choice)
+    return _Selection([items[int(i)] for i in indices], method, eps_sel, len(items), choice=choice)
 
 
 def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]:
@@ -244,18 +215,18 @@ def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]
     # share 0: the choice needs no data (choose_mechanism spends nothing; it refuses share=0 itself)
     choice = choose_mechanism(counts, k, epsilon, delta, rng, **({"share": share} if share > 0 else {}))
     # never more than the plan charged; depends on public parameters only
-    if choice.epsilon_choice > paid or choice.mechanism not in DOMAIN_METHODS:  # pragma: no cover
+    if choice.epsilon_choice > paid or choice.method not in DOMAIN_METHODS:  # pragma: no cover
         raise RuntimeError("top-k auto: the choice does not match the plan's budget split (internal error)")
     return choice, plan.steps[-1][1].epsilon
 
 
-def _domain_mechanism(mechanism, counts, k, epsilon, delta, rng):
+def _domain_mechanism(method, counts, k, epsilon, delta, rng):
     """Indices chosen by a public-domain mechanism (see the module table)."""
-    if mechanism == "joint":
+    if method == "joint":
         return joint_top_k(counts, k, epsilon, rng)
-    if mechanism == "pnf-joint":
+    if method == "pnf-joint":
         return pnf_joint_top_k(counts, k, epsilon, rng)
-    if mechanism == "pnf-peel":
+    if method == "pnf-peel":
         return pnf_peel_top_k(counts, k, epsilon, rng)
     return cdp_peel_top_k(counts, k, epsilon, delta, rng)
 
@@ -279,12 +250,12 @@ def _error_texts(selection: _Selection, k, delta, persons) -> tuple[dict, float,
     """(errors, the public ℓ∞ bound E, a warning or None). The warning compares
     E with the largest count a user could expect: ``persons`` (public) or
     auto's noisy count at rank 1 (paid for by auto's share)."""
-    mechanism, choice = selection.method, selection.choice
-    bound = error_bound(mechanism, k, selection.epsilon, delta, selection.size)
+    method, choice = selection.method, selection.choice
+    bound = error_bound(method, k, selection.epsilon, delta, selection.size)
     errors = {"items": (
         f"with probability >= {CONFIDENCE:.0%}, each released item's true count is within "
         f"{bound:,.1f} of the count at its rank (the i-th released item is held by at most "
-        f"{bound:,.1f} fewer persons than the true i-th most common item; {NAMES[mechanism]})")}
+        f"{bound:,.1f} fewer persons than the true i-th most common item; {NAMES[method]})")}
     reference, what = None, None
     if persons is not None:
         reference, what = float(persons), f"the {persons:,} persons given as persons="

@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 
 from dp_spark import checks
 from dp_spark.errors import LimitError
-from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, MAX_SHARDS, METHODS
+from dp_spark.settings.distinct_count import DEFAULT_EDGE_LIMIT, MAX_SHARDS, METHODS, limited
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import ITEM, PERSON, edges
 from dp_spark.stages.kernels import flow_bounded_counts, greedy_match_rounds
@@ -331,8 +331,6 @@ def bounded_distinct_counts(
 def validate_stage_parameters(max_bound, method, shards, edge_limit) -> None:
     """The stage's parameters, by the release plan's own checks (method and
     the public limits of max_bound, shards and edge_limit)."""
-    from dp_spark.plans.distinct_count import limited
-
     checks.choice(method, "method", METHODS)
     limited(max_bound, "max_bound")
     if shards is not None:

@@ -1,9 +1,13 @@
 """The (person, item) edge table every person-level release starts from.
 
-Spark stage, no privacy noise. Rule for bad rows: a row whose person or item
-is null is dropped (a null person cannot be protected as a person, and a null
-item is not an item). How many rows were dropped is not reported: it is a
-non-private count.
+Spark stage, no privacy noise. :func:`edges` is the one builder: every
+person-level release (distinct-count, set-union, top-k, count-release) makes
+its edge table here, so each schema check and the null rule are written once.
+Rule for bad rows: a row whose person or item is null is dropped (a null
+person cannot be protected as a person, and a null item is not an item). How
+many rows were dropped is not reported: it is a non-private count. A column
+that holds only nulls (Spark type ``void``) is refused before any data is
+read: there would be nothing to count.
 """
 
 from __future__ import annotations
@@ -81,14 +85,33 @@ def _normalised(df: DataFrame, name: str, alias: str, *, is_person: bool = False
     return column.cast("string").alias(alias)
 
 
-def edges(df: DataFrame, person_col: str, item_col: str) -> DataFrame:
-    """Columns ``person``, ``item`` with null rows dropped (not deduplicated).
-
-    NON-PRIVATE intermediate data; never collected by the library.
-    """
+def check_id_columns(df: DataFrame, person_col: str, item_col: str) -> None:
+    """Schema-only checks (no data is read): both columns exist, they differ,
+    and neither is a column of nulls (Spark type ``void``, e.g. a JSON field
+    that is null in every row). Raises SchemaError."""
     require_columns(df, person_col, item_col)
     if person_col == item_col:
         raise SchemaError("person and item must be different columns.")
+    for name, what in ((person_col, "person"), (item_col, "item")):
+        if isinstance(df.schema[name].dataType, T.NullType):
+            raise SchemaError(
+                f"the {what} column {name!r} holds only nulls (type void), so there is "
+                f"nothing to count; choose another {what} column (--{what}-col)."
+            )
+
+
+def edges(df: DataFrame, person_col: str, item_col: str) -> DataFrame:
+    """Columns ``person``, ``item`` with null rows dropped (not deduplicated),
+    after :func:`check_id_columns` (schema only: calling it before spending
+    checks the input without reading it).
+
+    The one edge-table builder of the package. A grouping column (a release
+    per group) would be carried here, as a third column that is a constant
+    when the release is ungrouped, so every stage downstream sees one shape.
+
+    NON-PRIVATE intermediate data; never collected by the library.
+    """
+    check_id_columns(df, person_col, item_col)
     out = df.select(
         _normalised(df, person_col, PERSON, is_person=True), _normalised(df, item_col, ITEM)
     )

@@ -48,7 +48,7 @@ from pyspark.sql import types as T
 
 from dp_spark.errors import InputError, ParameterError, SchemaError
 from dp_spark.sparkjobs import spark_job
-from dp_spark.stages.edges import ITEM, PERSON, edges, item_type, require_columns
+from dp_spark.stages.edges import ITEM, PERSON, check_id_columns, edges, item_type  # noqa: F401 - check_id_columns re-exported
 
 log = logging.getLogger(__name__)
 
@@ -64,23 +64,9 @@ BROADCAST_ITEMS = 1_000_000
 
 # --------------------------------------------------------------------- input
 
-def check_id_columns(df: DataFrame, person_col: str, item_col: str) -> None:
-    """Schema-only checks (no data is read): both columns exist and neither is
-    a column of nulls (Spark type ``void``, e.g. a JSON field that is null in
-    every row). Raises SchemaError."""
-    require_columns(df, person_col, item_col)
-    for name, what in ((person_col, "person"), (item_col, "item")):
-        if isinstance(df.schema[name].dataType, T.NullType):
-            raise SchemaError(
-                f"the {what} column {name!r} holds only nulls (type void), so there is "
-                f"nothing to count; choose another {what} column (--{what}-col)."
-            )
-
-
-def edge_table(df: DataFrame, person_col: str, item_col: str) -> DataFrame:
-    """(person, item) rows with nulls dropped, after :func:`check_id_columns`."""
-    check_id_columns(df, person_col, item_col)
-    return edges(df, person_col, item_col)
+#: The edge table: :func:`dp_spark.stages.edges.edges`, the package's one
+#: builder (its schema checks include :func:`check_id_columns`).
+edge_table = edges
 
 
 def integral_items(edge_df: DataFrame) -> bool:

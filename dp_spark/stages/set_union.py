@@ -162,7 +162,7 @@ def _largest_integer(guess: Column, fits) -> Column:
     return F.when(fits(down + F.lit(1)), down + F.lit(1)).otherwise(down)
 
 
-def person_units_column(policy: str, size: Column) -> Column:
+def person_units_column(method: str, size: Column) -> Column:
     """The additive policies' per-item increment of a person keeping ``size``
     items, in units of 2^-30 rounded DOWN — Spark built-ins computing exactly
     :func:`dp_spark.mechanisms.set_union.person_units` (a long): 2^30 (count),
@@ -171,15 +171,15 @@ def person_units_column(policy: str, size: Column) -> Column:
     u with u·size ≤ 2^30 resp. u²·size ≤ 2^60, checked in long arithmetic."""
     one = 1 << UNIT_BITS
     size = size.cast("long")
-    if policy == "count":
+    if method == "count":
         return F.lit(one).cast("long")
-    if policy == "weighted-laplace":
+    if method == "weighted-laplace":
         guess = F.floor(F.lit(float(one)) / size.cast("double"))
         return _largest_integer(guess, lambda u: u * size <= F.lit(one))
-    if policy == "weighted-gaussian":
+    if method == "weighted-gaussian":
         guess = F.floor(F.lit(float(one)) / F.sqrt(size.cast("double")))
         return _largest_integer(guess, lambda u: u * u * size <= F.lit(one * one))
-    raise ParameterError(f"person units are for count and weighted policies; got {policy!r}.")
+    raise ParameterError(f"person units are for count and weighted policies; got {method!r}.")
 
 
 def _shard_frame(items: list, weights: np.ndarray, shard: int) -> pd.DataFrame:
@@ -191,7 +191,7 @@ def _shard_frame(items: list, weights: np.ndarray, shard: int) -> pd.DataFrame:
 
 
 def _policy_partition(
-    batches: Iterator[pd.DataFrame], policy: str, gamma: float
+    batches: Iterator[pd.DataFrame], method: str, gamma: float
 ) -> Iterator[pd.DataFrame]:
     """mapInPandas body: run the sequential policy over each shard of the
     partition, streaming. Rows (one per person) arrive sorted by (shard,
@@ -222,15 +222,15 @@ def _policy_partition(
                 grown[: len(weights)] = weights
                 weights = grown
             indptr = np.concatenate(([0], np.cumsum(sizes)))
-            update_histogram(weights, indptr, codes, policy, gamma)
+            update_histogram(weights, indptr, codes, method, gamma)
     if shard is not None and code_of:
         yield _shard_frame(list(code_of), weights, shard)
 
 
 def weight_histogram(
-    sets_df: DataFrame, policy: str, gamma: float | None = None, shards: int = 1
+    sets_df: DataFrame, method: str, gamma: float | None = None, shards: int = 1
 ) -> DataFrame:
-    """(item, weight): the summed histogram of Algorithm 1 under ``policy``.
+    """(item, weight): the summed histogram of Algorithm 1 under the policy ``method``.
 
     ``count`` / ``weighted-laplace`` / ``weighted-gaussian`` are additive
     (each person adds 1, 1/|S| or 1/√|S| to each kept item), so they are
@@ -259,9 +259,9 @@ def weight_histogram(
     paper's single sequential pass.
     NON-PRIVATE output.
     """
-    policy = check_policy(policy)
-    if policy not in SEQUENTIAL:
-        per_person = sets_df.withColumn(_UNITS, person_units_column(policy, F.size(ITEMS)))
+    method = check_policy(method)
+    if method not in SEQUENTIAL:
+        per_person = sets_df.withColumn(_UNITS, person_units_column(method, F.size(ITEMS)))
         exploded = per_person.select(_UNITS, F.explode(ITEMS).alias(ITEM))
         summed = exploded.groupBy(ITEM).agg(F.sum(_UNITS).alias(_UNITS))
         return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT))
@@ -281,7 +281,7 @@ def weight_histogram(
         T.StructField(ITEM, sets_df.schema[ITEMS].dataType.elementType),
         T.StructField(WEIGHT, T.DoubleType()),
     ])
-    per_shard = keyed.mapInPandas(partial(_policy_partition, policy=policy, gamma=float(gamma)), schema)
+    per_shard = keyed.mapInPandas(partial(_policy_partition, method=method, gamma=float(gamma)), schema)
     return _add_shards(per_shard)
 
 
@@ -317,8 +317,8 @@ class _ShardHistogram:
     chunks: the shard's item codes (in order of first appearance) and their
     float64 weights as a Python list (the kernel's working form)."""
 
-    def __init__(self, shard: int, policy: str, gamma: float):
-        self.shard, self.policy, self.gamma = shard, policy, gamma
+    def __init__(self, shard: int, method: str, gamma: float):
+        self.shard, self.method, self.gamma = shard, method, gamma
         self.code_of: dict = {}
         self.weights: list = []
 
@@ -335,7 +335,7 @@ class _ShardHistogram:
         self.weights.extend([0.0] * (len(code_of) - len(self.weights)))
         starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
         indptr = np.append(starts, len(person)).astype(np.int64)
-        sequential_update(self.weights, indptr, mapped[local], self.policy, self.gamma)
+        sequential_update(self.weights, indptr, mapped[local], self.method, self.gamma)
 
     def batch(self, item_type: pa.DataType) -> pa.RecordBatch:
         n = len(self.code_of)
@@ -347,7 +347,7 @@ class _ShardHistogram:
 
 
 def _sequential_rows_partition(
-    batches: Iterator[pa.RecordBatch], policy: str, gamma: float, max_items: int
+    batches: Iterator[pa.RecordBatch], method: str, gamma: float, max_items: int
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`sequential_histogram`: restriction and the
     sequential policy in one pass over the partition's sorted (shard,
@@ -363,7 +363,7 @@ def _sequential_rows_partition(
             continue
         shard_ids = batch.column(0).to_numpy(zero_copy_only=False)
         if hist is None:
-            hist = _ShardHistogram(int(shard_ids[0]), policy, gamma)
+            hist = _ShardHistogram(int(shard_ids[0]), method, gamma)
             item_type = batch.schema.field(2).type
         if (shard_ids != hist.shard).any():  # the partitioning guarantees it; never data-dependent
             raise RuntimeError("set-union: a partition of the sequential histogram holds two shards")
@@ -388,7 +388,7 @@ def _sequential_rows_partition(
 
 
 def _shard_histograms(
-    edge_df: DataFrame, policy: str, max_items: int, salt: int, gamma: float, shards: int
+    edge_df: DataFrame, method: str, max_items: int, salt: int, gamma: float, shards: int
 ) -> DataFrame:
     """(shard, item, weight): every shard's sequential histogram, at most one
     row per (item, shard). One shuffle: the edges are hash-partitioned by
@@ -417,12 +417,12 @@ def _shard_histograms(
         T.StructField(ITEM, edge_df.schema[ITEM].dataType),
         T.StructField(WEIGHT, T.DoubleType()),
     ])
-    kernel = partial(_sequential_rows_partition, policy=policy, gamma=float(gamma), max_items=int(max_items))
+    kernel = partial(_sequential_rows_partition, method=method, gamma=float(gamma), max_items=int(max_items))
     return rows.mapInArrow(kernel, schema)
 
 
 def sequential_histogram(
-    edge_df: DataFrame, policy: str, max_items: int, salt: int, gamma: float, shards: int
+    edge_df: DataFrame, method: str, max_items: int, salt: int, gamma: float, shards: int
 ) -> DataFrame:
     """(item, weight): the sequential policies' summed shard histograms,
     straight from the (person, item) edges — the same histogram, bit for bit,
@@ -438,10 +438,10 @@ def sequential_histogram(
     (S) and (T): as there — a person's kept items depend on their own rows
     and the salt, their shard and position on their id. NON-PRIVATE output.
     """
-    policy = check_policy(policy)
-    if policy not in SEQUENTIAL:
-        raise ParameterError(f"sequential_histogram is for {', '.join(SEQUENTIAL)}; got {policy!r}.")
-    return _add_shards(_shard_histograms(edge_df, policy, max_items, salt, gamma, shards))
+    method = check_policy(method)
+    if method not in SEQUENTIAL:
+        raise ParameterError(f"sequential_histogram is for {', '.join(SEQUENTIAL)}; got {method!r}.")
+    return _add_shards(_shard_histograms(edge_df, method, max_items, salt, gamma, shards))
 
 
 def _add_shards(per_shard: DataFrame) -> DataFrame:
@@ -585,20 +585,20 @@ def set_union_histogram(
     df: DataFrame,
     person_col: str,
     item_col: str,
-    policy: str,
+    method: str,
     max_items: int,
     salt: int,
     gamma: float | None = None,
     shards: int | None = None,
 ) -> DataFrame:
-    """NON-PRIVATE (item, weight) histogram of the input under ``policy``:
+    """NON-PRIVATE (item, weight) histogram of the input under the policy ``method``:
     steps 1–2 of the pipeline, each sequential shard with the cutoff
     ``gamma``. Never collected by the library."""
-    policy = check_policy(policy)
+    method = check_policy(method)
     edge_df = edges(df, person_col, item_col)
-    if policy in SEQUENTIAL:
-        return sequential_histogram(edge_df, policy, max_items, salt, gamma, shards or DEFAULT_SHARDS)
-    return weight_histogram(restricted_sets(edge_df, max_items, salt), policy)
+    if method in SEQUENTIAL:
+        return sequential_histogram(edge_df, method, max_items, salt, gamma, shards or DEFAULT_SHARDS)
+    return weight_histogram(restricted_sets(edge_df, max_items, salt), method)
 
 
 def set_union_items(
@@ -606,7 +606,7 @@ def set_union_items(
     person_col: str,
     item_col: str,
     *,
-    policy: str,
+    method: str,
     max_items: int,
     salt: int,
     threshold: Threshold,
@@ -615,7 +615,7 @@ def set_union_items(
     partitions: int | None = None,
 ) -> DataFrame:
     """The released items (one column ``item``) of DP Set Union: the
-    ``policy`` histogram of the persons' Δ0 = ``max_items`` items
+    ``method`` policy histogram of the persons' Δ0 = ``max_items`` items
     (sequential policies in ``shards`` shards, default
     :data:`DEFAULT_SHARDS`, each with the cutoff ``gamma``), then
     ``threshold`` — the mechanism layer's noise + threshold step — in
@@ -624,13 +624,13 @@ def set_union_items(
     plan it was built from). Lazy: nothing runs until an action on the
     result."""
     partitions = partitions or default_partitions(df.sparkSession)
-    policy = check_policy(policy)
-    log.info("set-union: %s histogram (Δ0 = %d)", policy, max_items)
-    if policy in SEQUENTIAL:
-        per_shard = _shard_histograms(edges(df, person_col, item_col), policy, max_items, salt, gamma,
+    method = check_policy(method)
+    log.info("set-union: %s histogram (Δ0 = %d)", method, max_items)
+    if method in SEQUENTIAL:
+        per_shard = _shard_histograms(edges(df, person_col, item_col), method, max_items, salt, gamma,
                                       shards or DEFAULT_SHARDS)
         return released_shard_items(per_shard, threshold, partitions)
-    hist_df = set_union_histogram(df, person_col, item_col, policy, max_items, salt, gamma, shards)
+    hist_df = set_union_histogram(df, person_col, item_col, method, max_items, salt, gamma, shards)
     return released_items(hist_df, threshold, partitions)
 
 

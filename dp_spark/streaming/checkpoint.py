@@ -48,6 +48,23 @@ ERROR_FILE = "input-error.json"
 SPARK_DIR = "spark"
 
 
+#: Keys of a saved configuration renamed since checkpoints were first written
+#: (old -> new): issue 23 names the method ``method`` in every layer, where
+#: the checkpoint said ``mechanism``. :meth:`MechanismCheckpoint.load` reads
+#: an old key under its new name (the checksum is checked on the file as
+#: written), so a stream checkpointed before the rename resumes.
+RENAMED_KEYS = {"mechanism": "method"}
+
+
+def current_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with every renamed key (``RENAMED_KEYS``) under its new name."""
+    out = dict(config)
+    for old, new in RENAMED_KEYS.items():
+        if old in out and new not in out:
+            out[new] = out.pop(old)
+    return out
+
+
 def state_checksum(state: dict[str, Any]) -> str:
     """SHA-256 of the state's canonical JSON (sorted keys), the checksum field excluded."""
     body = {k: v for k, v in state.items() if k != CHECKSUM}
@@ -111,7 +128,10 @@ class MechanismCheckpoint:
                 "Restore it from a backup; an edited state could re-draw released steps or spend the "
                 "budget again, so it is never used."
             )
-        return {k: v for k, v in state.items() if k != CHECKSUM}
+        state = {k: v for k, v in state.items() if k != CHECKSUM}
+        if isinstance(state.get("config"), dict):
+            state["config"] = current_keys(state["config"])
+        return state
 
     def save(self, state: dict[str, Any]) -> None:
         """Write ``state`` with its checksum atomically (temporary file, fsync, rename)."""

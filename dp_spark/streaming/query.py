@@ -100,7 +100,7 @@ from dp_spark.plan import Plan
 from dp_spark.plans.continual_distinct import GRID_CONDITION  # noqa: F401 - re-exported
 from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.releases.continual_distinct import build_release, series_frame
-from dp_spark.sparkjobs import _spark_exception_types, error_class, spark_job
+from dp_spark.sparkjobs import spark_exception_types, error_class, spark_job
 from dp_spark.streaming.checkpoint import KIND, SPARK_DIR, VERSION, MechanismCheckpoint, StepSink, local_directory
 from dp_spark.streaming.files import batch_files, missing_column
 from dp_spark.streaming.items import CROSS, DELTA, LEVEL, OP, ORDER, OUTPUT_SCHEMA, STATE_SCHEMA, make_update
@@ -122,15 +122,11 @@ ITEM = "item"
 # Resuming with another value of any of these is refused: they fix what a step
 # means, what was spent, or how it is released. Values: the option to name.
 _CONFIG_KEYS = {
-    "rho": "--rho", "horizon": "--horizon", "mechanism": "--method", "max_flippancy": "--max-flippancy",
+    "rho": "--rho", "horizon": "--horizon", "method": "--method", "max_flippancy": "--max-flippancy",
     "beta": "--beta", "delta": "--delta", "seed": "--seed", "item_col": "--item-col", "op_col": "--op-col",
     "time_col": "--time-col", "step_grid": "--trigger", "trigger": "--trigger", "source": "--input",
     "format": "--format", "files_per_step": "--files-per-step", "schema": "the input files' schema",
 }
-
-#: Keys of the saved checkpoint config named otherwise in the API (the saved
-#: format keeps its key, so checkpoints made before the rename still resume).
-_API_NAMES = {"mechanism": "method"}
 
 
 def _now() -> str:
@@ -258,7 +254,7 @@ def counter_max_level(state: dict) -> int:
 
 def _new_state(config: dict, tree_horizon: int, w: int | None) -> dict:
     counter = ContinualCounter(
-        tree_horizon, config["rho"], config["mechanism"], w, beta=config["beta"]
+        tree_horizon, config["rho"], config["method"], w, beta=config["beta"]
     )
     J = tree_horizon.bit_length() - 1
     state: dict[str, Any] = {
@@ -345,7 +341,7 @@ def _check_same_config(saved: dict, config: dict) -> None:
             if key == "schema":
                 was = "another schema of the input files"
             else:
-                was = f"{_API_NAMES.get(key, key)} = {saved.get(key)!r} ({option}), not {config.get(key)!r}"
+                was = f"{key} = {saved.get(key)!r} ({option}), not {config.get(key)!r}"
             raise ParameterError(
                 f"the checkpoint was created with {was}; it fixes what a step means, so resume with the "
                 "same options, or use a new checkpoint directory and sink (a new stream, which spends "
@@ -540,10 +536,11 @@ def _begin(plan: Plan, budget, store: MechanismCheckpoint, step_sink: StepSink, 
 
 def _stream_config(plan: Plan, source: str, fmt: str, files_per_step: int, trigger: str, schema, seed) -> dict:
     """What the checkpoint records when it is created and a resumed run must
-    repeat (``_check_same_config``). The saved key of the method stays
-    ``mechanism`` (the checkpoint format)."""
+    repeat (``_check_same_config``). Checkpoints written before issue 23 saved
+    the method under ``mechanism``; :meth:`MechanismCheckpoint.load` reads
+    them under ``method``."""
     return {
-        "rho": plan["rho"], "horizon": plan["horizon"], "mechanism": plan["method"],
+        "rho": plan["rho"], "horizon": plan["horizon"], "method": plan["method"],
         "max_flippancy": plan["max_flippancy"], "beta": plan["beta"], "delta": plan["delta"],
         "seed": seed, "item_col": plan["item_col"], "op_col": plan["op_col"],
         "time_col": plan["time_col"], "step_grid": step_grid(trigger), "trigger": trigger,
@@ -661,7 +658,7 @@ def _run_query(spark, stream_writer, store: MechanismCheckpoint, horizon: int, t
     try:
         with _shuffle_partitions(spark, state_partitions):
             query = stream_writer.start()
-    except _spark_exception_types() as exc:
+    except spark_exception_types() as exc:
         raise SparkJobError(
             f"Spark could not start the streaming query (error class {error_class(exc)})."
         ) from None
@@ -702,7 +699,7 @@ def _await(query, store: MechanismCheckpoint, horizon: int, trigger: str, deadli
                 return None, True
             query.awaitTermination(0.5)
         return query.exception(), False
-    except _spark_exception_types() as exc:
+    except spark_exception_types() as exc:
         return exc, False
 
 
@@ -765,6 +762,6 @@ def _release(plan: Plan, spark, local: PrivacyFilter, state, records, config, re
         "checkpoint_created": state["created"],
         "resumed": resumed,
     }
-    return build_release(plan, series=series, session=spark, local=local, method=config["mechanism"],
+    return build_release(plan, series=series, session=spark, local=local, method=config["method"],
                          seeded=config["seed"] is not None, parameters=parameters,
                          notes=_stream_notes(plan, state, config))

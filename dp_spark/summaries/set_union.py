@@ -130,13 +130,13 @@ _ONE = 1 << UNIT_BITS
 DEFAULT_SHARDS = 8
 
 
-def check_policy(policy: object) -> str:
-    if policy not in POLICIES:
-        raise ParameterError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}.")
-    return str(policy)
+def check_policy(method: object) -> str:
+    if method not in POLICIES:
+        raise ParameterError(f"method must be one of {', '.join(POLICIES)}; got {method!r}.")
+    return str(method)
 
 
-def person_units(policy: str, size: int) -> int:
+def person_units(method: str, size: int) -> int:
     """The per-item increment, in units of 2^-30, of the additive policies for
     a person keeping ``size`` items, rounded DOWN (exact integer arithmetic):
     2^30 (count), ⌊2^30/size⌋ (weighted-laplace), ⌊2^30/√size⌋ =
@@ -145,21 +145,21 @@ def person_units(policy: str, size: int) -> int:
     size = int(size)
     if size < 1:
         raise ParameterError(f"size must be a whole number >= 1; got {size!r}.")
-    if policy == "count":
+    if method == "count":
         return _ONE
-    if policy == "weighted-laplace":
+    if method == "weighted-laplace":
         return _ONE // size
-    if policy == "weighted-gaussian":
+    if method == "weighted-gaussian":
         return math.isqrt((_ONE * _ONE) // size)
-    raise ParameterError(f"person_units is for count and weighted policies; got {policy!r}.")
+    raise ParameterError(f"person_units is for count and weighted policies; got {method!r}.")
 
 
-def person_weight(policy: str, size: int) -> float:
+def person_weight(method: str, size: int) -> float:
     """The per-item increment of the additive policies for a person keeping
     ``size`` items: 1 (count), 1/size (weighted-laplace), 1/√size
     (weighted-gaussian), rounded down to the grid of 2^-30
     (:func:`person_units` · :data:`UNIT`)."""
-    return person_units(policy, size) * UNIT
+    return person_units(method, size) * UNIT
 
 
 def count_update(weights: np.ndarray, codes: np.ndarray) -> None:
@@ -280,7 +280,7 @@ def _gaussian_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> N
 
 
 def _sequential_loop(weights: np.ndarray, indptr: np.ndarray, codes: np.ndarray,
-                     policy: str, gamma: float) -> None:
+                     method: str, gamma: float) -> None:
     """The persons of one shard, in order, on Python floats: per person a few
     scalar operations per item instead of a dozen numpy calls (the kernel is
     called once per person, and most persons hold few items). Each step is
@@ -289,21 +289,21 @@ def _sequential_loop(weights: np.ndarray, indptr: np.ndarray, codes: np.ndarray,
     (T) hold as proved there; the result is a deterministic function of the
     inputs (fixed operation order)."""
     w = weights.tolist()
-    sequential_update(w, indptr, codes, policy, gamma)
+    sequential_update(w, indptr, codes, method, gamma)
     weights[:] = w
 
 
-def sequential_update(w: list, indptr, codes, policy: str, gamma: float) -> list:
+def sequential_update(w: list, indptr, codes, method: str, gamma: float) -> list:
     """The sequential policy's loop over one shard's persons (CSR ``indptr``,
     ``codes``) on a Python list of float weights, in place — what
     :func:`update_histogram` runs, for callers that keep a shard's histogram
     as a list across many calls (no numpy conversion per call). NON-PRIVATE
     output; facts (S) and (T) as for :func:`update_histogram`."""
-    if policy not in SEQUENTIAL:
-        raise ParameterError(f"sequential_update is for {', '.join(SEQUENTIAL)}; got {policy!r}.")
+    if method not in SEQUENTIAL:
+        raise ParameterError(f"sequential_update is for {', '.join(SEQUENTIAL)}; got {method!r}.")
     if gamma is None or not math.isfinite(gamma) or gamma <= 0:
-        raise ParameterError(f"policy {policy!r} needs a finite cutoff gamma > 0; got {gamma!r}.")
-    step = _laplace_step if policy == "policy-laplace" else _gaussian_step
+        raise ParameterError(f"method {method!r} needs a finite cutoff gamma > 0; got {gamma!r}.")
+    step = _laplace_step if method == "policy-laplace" else _gaussian_step
     flat = np.asarray(codes, dtype=np.int64).tolist()
     bounds = np.asarray(indptr, dtype=np.int64).tolist()
     for lo, hi in zip(bounds[:-1], bounds[1:]):
@@ -316,30 +316,30 @@ def update_histogram(
     weights: np.ndarray,
     indptr: np.ndarray,
     codes: np.ndarray,
-    policy: str,
+    method: str,
     gamma: float | None = None,
 ) -> np.ndarray:
-    """Run ``policy`` over the persons of one shard, in the given order,
+    """Run the policy ``method`` over the persons of one shard, in the given order,
     updating ``weights`` in place (and returning it).
 
     This is Algorithm 1's histogram loop (step 2b for every person) of Gopi et
     al.; ``gamma`` (the cutoff Γ) is required by the policy-* updates.
     NON-PRIVATE output; facts (S) and (T) of the module docstring hold.
     """
-    policy = check_policy(policy)
+    method = check_policy(method)
     indptr = np.asarray(indptr, dtype=np.int64)
     codes = np.asarray(codes, dtype=np.int64)
-    if policy in SEQUENTIAL:
+    if method in SEQUENTIAL:
         if gamma is None or not math.isfinite(gamma) or gamma <= 0:
-            raise ParameterError(f"policy {policy!r} needs a finite cutoff gamma > 0; got {gamma!r}.")
-        _sequential_loop(weights, indptr, codes, policy, float(gamma))
+            raise ParameterError(f"method {method!r} needs a finite cutoff gamma > 0; got {gamma!r}.")
+        _sequential_loop(weights, indptr, codes, method, float(gamma))
         return weights
     # Additive policies: integer units summed exactly (any order gives the same bits).
     sizes = np.diff(indptr)
     kept = sizes > 0
     per_person = np.zeros(len(sizes), dtype=np.int64)
     distinct, index = np.unique(sizes[kept], return_inverse=True)
-    table = np.array([person_units(policy, n) for n in distinct.tolist()], dtype=np.int64)
+    table = np.array([person_units(method, n) for n in distinct.tolist()], dtype=np.int64)
     per_person[kept] = table[index.ravel()]
     units = np.zeros(len(weights), dtype=np.int64)
     np.add.at(units, codes, np.repeat(per_person, sizes))
@@ -351,11 +351,11 @@ def build_histogram(
     indptr: np.ndarray,
     codes: np.ndarray,
     n_items: int,
-    policy: str,
+    method: str,
     gamma: float | None = None,
 ) -> np.ndarray:
     """A fresh shard histogram: :func:`update_histogram` on zeros of length
     ``n_items``. Items no person holds keep weight 0 (they are not in the
     histogram's support and can never be released)."""
     weights = np.zeros(int(n_items), dtype=np.float64)
-    return update_histogram(weights, indptr, codes, policy, gamma)
+    return update_histogram(weights, indptr, codes, method, gamma)

@@ -54,8 +54,8 @@ def _histogram(plan, persons: list[list[int]], n_items: int) -> np.ndarray:
     sizes = [len(p) for p in persons]
     indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     codes = np.array([c for p in persons for c in p], dtype=np.int64)
-    gamma = plan.gamma if plan.policy in SEQUENTIAL else None
-    return build_histogram(indptr, codes, n_items, plan.policy, gamma)
+    gamma = plan.gamma if plan.method in SEQUENTIAL else None
+    return build_histogram(indptr, codes, n_items, plan.method, gamma)
 
 
 def _event_count(weights, plan, event: list[int], rng, any_of: bool = False) -> int:
@@ -74,7 +74,7 @@ def _weight_grid(plan) -> range:
 
 def added_weight_bound(plan, seed: int) -> float:
     """Audit (1): the largest two-sided ε lower bound over the grid of k."""
-    own = [0, 1] if plan.policy == "count" else [0]
+    own = [0, 1] if plan.method == "count" else [0]
     grid = _weight_grid(plan)
     best = 0.0
     for k in grid:
@@ -109,32 +109,32 @@ def new_items_bound(plan, seed: int, t: int) -> tuple[float, int]:
     return epsilon_lower_bound(with_y, TRIALS, without, TRIALS, plan.threshold_delta), with_y
 
 
-@pytest.mark.parametrize("policy", POLICIES)
-def test_one_person_adding_weight_moves_the_output_by_at_most_e_eps(policy, audit_record):
-    plan = plan_set_union(EPSILON, DELTA, MAX_ITEMS if policy != "count" else 2, policy)
-    seed = 100 + POLICIES.index(policy)
+@pytest.mark.parametrize("method", POLICIES)
+def test_one_person_adding_weight_moves_the_output_by_at_most_e_eps(method, audit_record):
+    plan = plan_set_union(EPSILON, DELTA, MAX_ITEMS if method != "count" else 2, method)
+    seed = 100 + POLICIES.index(method)
     bound = added_weight_bound(plan, seed)
-    audit_record(f"set-union {policy}: person adds weight", plan.epsilon, bound, TRIALS,
+    audit_record(f"set-union {method}: person adds weight", plan.epsilon, bound, TRIALS,
                  delta=plan.noise_delta)
     assert bound >= 0.75 * plan.epsilon  # the event is sharp: the audit is nearly tight
     broken = dataclasses.replace(plan, scale=plan.scale / 2)
-    assert_detects(f"set-union {policy} with noise halved", plan.epsilon,
+    assert_detects(f"set-union {method} with noise halved", plan.epsilon,
                    added_weight_bound(broken, seed))
 
 
-@pytest.mark.parametrize("policy", POLICIES)
-def test_one_person_adding_new_items_releases_one_with_probability_at_most_delta(policy, audit_record):
-    plan = plan_set_union(EPSILON, DELTA / 2, MAX_ITEMS, policy)
+@pytest.mark.parametrize("method", POLICIES)
+def test_one_person_adding_new_items_releases_one_with_probability_at_most_delta(method, audit_record):
+    plan = plan_set_union(EPSILON, DELTA / 2, MAX_ITEMS, method)
     t = worst_new_items(plan)
-    if policy == "count":
+    if method == "count":
         assert t == MAX_ITEMS  # every new item weighs 1: the more, the likelier
-    seed = 200 + POLICIES.index(policy)
+    seed = 200 + POLICIES.index(method)
     bound, hits = new_items_bound(plan, seed, t)
-    audit_record(f"set-union {policy}: person adds {t} new items", plan.epsilon, bound, TRIALS,
+    audit_record(f"set-union {method}: person adds {t} new items", plan.epsilon, bound, TRIALS,
                  delta=plan.threshold_delta)
     # The claim is attained or nearly so (ρ is the smallest threshold that
     # keeps the worst t below δ_threshold): the observed rate is close to it.
     assert hits / TRIALS >= 0.5 * plan.threshold_delta
     broken = dataclasses.replace(plan, rho=plan.rho / 2)
-    assert_detects(f"set-union {policy} with threshold halved", plan.epsilon,
+    assert_detects(f"set-union {method} with threshold halved", plan.epsilon,
                    new_items_bound(broken, seed, worst_new_items(broken))[0])

@@ -47,6 +47,20 @@ def test_edges_refuse_missing_and_nested_columns(spark):
         edges(df, "p", "xs")
 
 
+def test_edges_refuse_a_column_of_nulls_for_every_release(spark):
+    """The one edge-table builder (issue 23) refuses a void column (all nulls)
+    before reading data, for distinct-count and set-union as top-k and
+    count-release did; item_counts.edge_table is the same builder."""
+    from dp_spark.stages import item_counts
+
+    df = spark.sql("SELECT CAST(id AS BIGINT) AS p, NULL AS v FROM range(3)")
+    for build in (edges, item_counts.edge_table):
+        with pytest.raises(SchemaError, match="'v' holds only nulls"):
+            build(df, "p", "v")
+        with pytest.raises(SchemaError, match="different columns"):
+            build(df, "p", "p")
+
+
 def test_greedy_stage_matches_the_kernel_on_the_same_order(spark):
     """The Spark stage equals Algorithm 2 run on the driver in the stage's
     order (persons by (xxhash64, id), items by xxhash64), shard by shard."""

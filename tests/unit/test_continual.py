@@ -503,7 +503,7 @@ def test_bounded_mechanism_error_statement_holds():
     truth = np.cumsum(s.z)
     for seed in range(10):
         out = continual_counts(s, 0.5, "bounded", max_flippancy=4, rng=np.random.default_rng(seed))
-        assert out.rho == 0.5 and out.mechanism == "bounded"
+        assert out.rho == 0.5 and out.method == "bounded"
         assert np.all(np.abs(out.estimates - truth) <= out.error_bound)
         np.testing.assert_allclose(out.std, sigma_for_flippancy(horizon, 0.5, 4) * np.sqrt(nodes_per_step(horizon)))
         assert out.estimates.dtype == np.int64
@@ -589,7 +589,7 @@ def test_continual_counts_argument_errors():
         continual_counts(s, 1.0, "bounded", max_flippancy=16, rng=rng)
     with pytest.raises(ParameterError, match="bounded"):
         continual_counts(s, 1.0, "adaptive", max_flippancy=4, rng=rng)
-    with pytest.raises(ParameterError, match="mechanism"):
+    with pytest.raises(ParameterError, match="method must be one of"):
         continual_counts(s, 1.0, "magic", rng=rng)
     with pytest.raises(ParameterError, match="Generator"):
         continual_counts(s, 1.0, rng=1234)
@@ -656,6 +656,50 @@ def test_online_counter_checkpoint_restart(mechanism):
         resumed.step(rng, **_columns(s, 0))
 
 
+@pytest.mark.parametrize("method, kwargs", [("bounded", {"max_flippancy": 2}), ("auto", {})])
+def test_a_counter_saved_before_the_method_rename_resumes(method, kwargs):
+    """Counters saved before issue 23 name the method ``mechanism`` in their
+    config; from_dict reads it when ``method`` is absent, and the resumed
+    counter draws what the uninterrupted one draws."""
+    rng = np.random.default_rng(5)
+    s = stream_summaries(*_synthetic_stream(rng, 32, 200, 4), 32)
+    full = ContinualCounter(32, 0.5, method, **kwargs)
+    rng = np.random.default_rng(9)
+    expected = [full.step(rng, **_columns(s, t)) for t in range(32)]
+
+    rng = np.random.default_rng(9)
+    first = ContinualCounter(32, 0.5, method, **kwargs)
+    got = [first.step(rng, **_columns(s, t)) for t in range(11)]
+    old = json.loads(json.dumps(first.to_dict()))
+    old["config"]["mechanism"] = old["config"].pop("method")  # the format before the rename
+    resumed = ContinualCounter.from_dict(old)
+    got += [resumed.step(rng, **_columns(s, t)) for t in range(11, 32)]
+    assert got == expected
+    assert resumed.to_dict()["config"]["method"] == method and "mechanism" not in resumed.to_dict()["config"]
+
+
+def test_a_stream_checkpoint_saved_before_the_method_rename_loads(tmp_path):
+    """A stream checkpoint (mechanism.json) written before issue 23 keeps its
+    config's method under ``mechanism`` (its checksum covers that key): it
+    loads, checksum intact, with the method under ``method``; a new one is
+    saved with ``method``."""
+    from dp_spark.streaming.checkpoint import CHECKSUM, KIND, VERSION, MechanismCheckpoint, state_checksum
+
+    body = {"kind": KIND, "version": VERSION, "step": 3,
+            "config": {"rho": 0.5, "horizon": 8, "mechanism": "adaptive", "seed": 1},
+            "counter": ContinualCounter(8, 0.5, "adaptive").to_dict()}
+    body["counter"]["config"]["mechanism"] = body["counter"]["config"].pop("method")
+    (tmp_path / "mechanism.json").write_text(json.dumps({**body, CHECKSUM: state_checksum(body)}))
+    store = MechanismCheckpoint(tmp_path)
+    state = store.load()
+    assert state["config"]["method"] == "adaptive" and "mechanism" not in state["config"]
+    assert ContinualCounter.from_dict(state["counter"]).to_dict()["config"]["method"] == "adaptive"
+    store.save(state)
+    saved = json.loads((tmp_path / "mechanism.json").read_text())
+    assert saved["config"]["method"] == "adaptive" and "mechanism" not in saved["config"]
+    assert store.load()["config"] == state["config"]
+
+
 def test_mechanism_layer_does_not_import_spark_or_pandas():
     code = "import sys, dp_spark.mechanisms.continual_distinct; print('pyspark' in sys.modules, 'pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -699,8 +743,8 @@ def test_no_continual_path_draws_continuous_noise():
 def test_default_method_is_auto_and_listed():
     assert DEFAULT_METHOD == "auto" and DEFAULT_METHOD in MECHANISMS
     s = stream_summaries([1], ["a"], [1], 8)
-    assert continual_counts(s, 1.0, rng=np.random.default_rng(0)).mechanism == "auto"
-    assert ContinualCounter(8, 1.0).to_dict()["config"]["mechanism"] == "auto"
+    assert continual_counts(s, 1.0, rng=np.random.default_rng(0)).method == "auto"
+    assert ContinualCounter(8, 1.0).to_dict()["config"]["method"] == "auto"
 
 
 @settings(max_examples=60, deadline=None)

@@ -12,7 +12,7 @@ from pathlib import Path
 import dp_spark
 
 REPO = Path(__file__).resolve().parents[2]
-MECHANISM_PACKAGES = ("accounting", "noise", "mechanisms", "summaries", "plans")
+MECHANISM_PACKAGES = ("accounting", "noise", "mechanisms", "summaries", "plans", "settings")
 MECHANISM_MODULES = ("dp_spark.checks", "dp_spark.plan")
 
 BLOCKER = """

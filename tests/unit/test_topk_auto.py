@@ -98,7 +98,7 @@ def test_auto_choice_is_post_processing_of_the_noisy_counts(monkeypatch):
 def test_auto_rule(monkeypatch, top, kth, k, epsilon, pick):
     monkeypatch.setattr(topk_auto, "noisy_rank_counts", lambda *a: np.array([top, kth]))
     choice = topk_auto.choose_mechanism(_counts(500), k, epsilon, 1e-6, np.random.default_rng(0))
-    assert choice.mechanism == pick
+    assert choice.method == pick
     joint_wins = (choice.predicted["joint"] <= topk_auto.JOINT_BOUND_FRACTION * max(kth, 1.0)
                   or choice.predicted["cdp-peel"] >= topk_auto.CDP_NOISE_FRACTION * max(top, 1.0))
     assert joint_wins == (pick == "pnf-joint")
@@ -164,7 +164,7 @@ def test_auto_top_k_runs_the_chosen_mechanism_and_validates(monkeypatch):
     for k, eps, delta in ((20, 1.0, 1e-6), (5, 1.0, 1e-6), (30, 0.5, 0.0)):
         out, choice = topk_auto.auto_top_k(counts, k, eps, delta, rng)
         assert out.shape == (k,) and len(set(out.tolist())) == k
-        assert choice.mechanism in ("pnf-joint", "cdp-peel")
+        assert choice.method in ("pnf-joint", "cdp-peel")
     ran = []
     for name in ("joint", "pnf-joint", "cdp-peel"):
         monkeypatch.setattr(topk_auto, f"{name.replace('-', '_')}_top_k",
@@ -194,7 +194,7 @@ def test_auto_selection_draws_what_the_chosen_mechanism_draws_alone(top, pick):
     k, eps, delta = 40, 1.0, 1e-6
     for seed in range(5):
         out, choice = topk_auto.auto_top_k(counts, k, eps, delta, np.random.default_rng(seed))
-        assert choice.mechanism == pick and choice.epsilon_choice > 0
+        assert choice.method == pick and choice.epsilon_choice > 0
         alone = np.random.default_rng(seed)
         expected = (cdp_peel_top_k(counts, k, choice.epsilon_selection, delta, alone) if pick == "cdp-peel"
                     else pnf_joint_top_k(counts, k, choice.epsilon_selection, alone))

@@ -21,7 +21,7 @@ recompute baseline past the crossover; needs no flippancy bound. See
 ``dp_spark.mechanisms.continual_distinct.auto`` for its proof. When no tree can beat the baseline
 at the given public parameters (T, ρ, β, relation) it *is* the baseline.
 
-Mechanisms (``mechanism=`` in ``continual_counts``):
+Mechanisms (``method=`` in ``continual_counts``):
 
 "bounded" — Algorithm 1 (given flippancy bound w). Binary tree mechanism
     (``BinaryTreeMechanism``) on the w-truncated difference stream
@@ -138,7 +138,7 @@ class ContinualResult:
     """Private continual distinct counts and their error statements.
 
     Attributes (position t−1 is step t):
-        mechanism: "bounded", "adaptive" or "baseline".
+        method: "bounded", "adaptive" or "baseline".
         horizon: T.
         rho: the zCDP budget spent (item-level ρ-zCDP).
         estimates: the released estimates of D(t).
@@ -153,7 +153,7 @@ class ContinualResult:
         notes: plain-language assumptions behind ``error_bound``.
     """
 
-    mechanism: str
+    method: str
     horizon: int
     rho: float
     estimates: np.ndarray
@@ -172,7 +172,7 @@ class ContinualResult:
             return [float(v) if math.isfinite(v) else None for v in np.asarray(array, dtype=np.float64)]
 
         return {
-            "mechanism": self.mechanism,
+            "method": self.method,
             "privacy_unit": relation_statement(self.relation),
             "relation": self.relation,
             "rho": self.rho,
@@ -309,8 +309,8 @@ def _bounded(
 ) -> ContinualResult:
     if max_flippancy is None:
         raise ParameterError(
-            "mechanism='bounded' needs max_flippancy (a bound on how often an item may flip); "
-            "or use mechanism='adaptive', which needs none"
+            "method='bounded' needs max_flippancy (a bound on how often an item may flip); "
+            "or use method='adaptive', which needs none"
         )
     w = round_up_flippancy(max_flippancy)
     if w > (1 << summaries.max_level):
@@ -331,7 +331,7 @@ def _bounded(
     if w != max_flippancy:
         notes.append("max_flippancy was rounded up to the next power of two.")
     return ContinualResult(
-        mechanism="bounded",
+        method="bounded",
         horizon=T,
         rho=rho,
         estimates=release.estimates,
@@ -402,7 +402,7 @@ def _adaptive(
     parameters.update({"svt_fraction": svt_fraction, "threshold_scale": threshold_scale, "levels": num_levels(T),
                        "relation": relation})
     return ContinualResult(
-        mechanism="adaptive",
+        method="adaptive",
         horizon=T,
         rho=rho,
         estimates=estimates,
@@ -436,7 +436,7 @@ def _baseline(
         "the staleness term can be larger.",
     ]
     return ContinualResult(
-        mechanism="baseline",
+        method="baseline",
         horizon=T,
         rho=rho,
         estimates=estimates,
@@ -454,7 +454,7 @@ def _auto(summaries: StreamSummaries, rho: float, beta: float, relation: str, op
     plan = auto_plan(summaries.horizon, rho, beta, relation, **options)
     if plan.top_level > summaries.max_level:
         raise ParameterError(
-            f"mechanism 'auto' needs summaries up to max_level {plan.top_level}; recompute them with a larger max_level"
+            f"method 'auto' needs summaries up to max_level {plan.top_level}; recompute them with a larger max_level"
         )
     out = auto_run(summaries, plan, rng)
     T = summaries.horizon
@@ -481,14 +481,14 @@ def _auto(summaries: StreamSummaries, rho: float, beta: float, relation: str, op
 
 
 def budget_split(
-    mechanism: str,
+    method: str,
     rho: float,
     horizon: int,
     beta: float = 0.05,
     max_flippancy: int | None = None,
     relation: str = DEFAULT_RELATION,
 ) -> list[tuple[str, float]]:
-    """The data-independent ledger of ρ for ``mechanism`` (labels and zCDP ρ's, summing to ρ).
+    """The data-independent ledger of ρ for ``method`` (labels and zCDP ρ's, summing to ρ).
 
     It depends on public parameters only, so a report may print it whatever
     the data (the adaptive parts say what they *may* spend, not what the path
@@ -496,26 +496,26 @@ def budget_split(
     """
     rho = _checks.positive(rho, "rho")
     horizon = _checks.horizon(horizon)
-    if mechanism == "auto":
+    if method == "auto":
         return auto_plan(horizon, rho, beta, relation).budget_split()
-    if mechanism == "bounded":
+    if method == "bounded":
         return [(f"binary tree mechanism (Algorithm 1), flippancy bound w = {max_flippancy}", rho)]
-    if mechanism == "adaptive":
+    if method == "adaptive":
         J = _checks.log2_exact(horizon)
         plan = adaptive_plan(horizon, J, rho, beta, relation=relation)
         parts = [(f"sparse vector (Algorithm 2), cutoff {plan.cutoff}", plan.rho_svt)] if plan.cutoff else []
         return parts + [(f"binary tree mechanism, w = {1 << j} (Algorithm 3)", plan.rho_tree) for j in range(J + 1)]
-    if mechanism == "baseline":
+    if method == "baseline":
         plan = recompute_plan(horizon, rho, beta)
         return [(f"periodic recompute baseline: {plan.releases} discrete Gaussian counts, one every "
                  f"{plan.block} steps", rho)]
-    raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+    raise ParameterError(f"method must be one of {', '.join(MECHANISMS)}, got {method!r}")
 
 
 def continual_counts(
     summaries: StreamSummaries,
     rho: float,
-    mechanism: str = DEFAULT_METHOD,
+    method: str = DEFAULT_METHOD,
     max_flippancy: int | None = None,
     *,
     rng: np.random.Generator,
@@ -538,7 +538,7 @@ def continual_counts(
         summaries: exact ``StreamSummaries`` (from the Spark stage or
             ``stream_summaries``).
         rho: zCDP budget, > 0; the whole of it is spent.
-        mechanism: "auto" (default: lazy trees + baseline, no bound needed),
+        method: "auto" (default: lazy trees + baseline, no bound needed),
             "adaptive" (Algorithm 3), "bounded" (Algorithm 1, needs
             ``max_flippancy``) or "baseline" (periodic recompute, the Theorem
             3.10 comparison). See the module docstring for each guarantee.
@@ -562,18 +562,18 @@ def continual_counts(
     beta = _checks.open_unit(beta, "beta")
     relation = check_relation(relation)
     check_rng(rng)
-    if max_flippancy is not None and mechanism != "bounded":
-        raise ParameterError("max_flippancy applies only to mechanism='bounded'; leave it None for the others")
-    if mechanism == "bounded":
+    if max_flippancy is not None and method != "bounded":
+        raise ParameterError("max_flippancy applies only to method='bounded'; leave it None for the others")
+    if method == "bounded":
         return _bounded(summaries, rho, max_flippancy, beta, relation, rng)
-    if mechanism == "adaptive":
+    if method == "adaptive":
         return _adaptive(summaries, rho, beta, 0.5 if svt_fraction is None else svt_fraction,
                          1.0 if threshold_scale is None else threshold_scale, relation, rng)
-    if mechanism == "baseline":
+    if method == "baseline":
         return _baseline(summaries, rho, beta, block, relation, rng)
-    if mechanism == "auto":
+    if method == "auto":
         options = {k: v for k, v in (("svt_fraction", svt_fraction), ("threshold_scale", threshold_scale),
                                      ("tree_fraction", tree_fraction), ("tree_levels", tree_levels)) if v is not None}
         options["max_step_change"] = max_step_change
         return _auto(summaries, rho, beta, relation, options, rng)
-    raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+    raise ParameterError(f"method must be one of {', '.join(MECHANISMS)}, got {method!r}")

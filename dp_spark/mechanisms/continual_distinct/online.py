@@ -76,7 +76,7 @@ class ContinualCounter:
         self,
         horizon: int,
         rho: float,
-        mechanism: str = DEFAULT_METHOD,
+        method: str = DEFAULT_METHOD,
         max_flippancy: int | None = None,
         *,
         max_level: int | None = None,
@@ -94,16 +94,16 @@ class ContinualCounter:
         self._beta = _checks.open_unit(beta, "beta")
         top = _checks.log2_exact(self._horizon)
         self._max_level = top if max_level is None else _checks.integer(max_level, "max_level", 0, top)
-        if mechanism not in MECHANISMS:
-            raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
-        if max_flippancy is not None and mechanism != "bounded":
-            raise ParameterError("max_flippancy applies only to mechanism='bounded'; leave it None for the others")
-        self._mechanism = mechanism
+        if method not in MECHANISMS:
+            raise ParameterError(f"method must be one of {', '.join(MECHANISMS)}, got {method!r}")
+        if max_flippancy is not None and method != "bounded":
+            raise ParameterError("max_flippancy applies only to method='bounded'; leave it None for the others")
+        self._method = method
         self._relation = check_relation(relation)
         self._config = {
             "horizon": self._horizon,
             "rho": self._rho,
-            "mechanism": mechanism,
+            "method": method,
             "max_flippancy": max_flippancy,
             "max_level": self._max_level,
             "beta": self._beta,
@@ -117,16 +117,16 @@ class ContinualCounter:
         }
         self._t = 0
         self._levels = num_levels(self._horizon)
-        if mechanism == "bounded":
+        if method == "bounded":
             if max_flippancy is None:
-                raise ParameterError("mechanism='bounded' needs max_flippancy; or use mechanism='adaptive'")
+                raise ParameterError("method='bounded' needs max_flippancy; or use method='adaptive'")
             self._w = round_up_flippancy(max_flippancy)
             if self._w > (1 << self._max_level):
                 raise ParameterError("max_flippancy exceeds 2^max_level; raise max_level")
             sigma2 = sigma2_for_flippancy(self._horizon, self._rho, self._w, self._relation)
             self._trees = [BinaryTreeMechanism(self._horizon, sigma2=sigma2)]
             self._quantile = math.sqrt(2.0 * math.log(2.0 * self._horizon / self._beta))
-        elif mechanism == "adaptive":
+        elif method == "adaptive":
             self._plan = adaptive_plan(
                 self._horizon, self._max_level, self._rho, self._beta,
                 0.5 if svt_fraction is None else svt_fraction, 1.0 if threshold_scale is None else threshold_scale,
@@ -135,13 +135,13 @@ class ContinualCounter:
             self._trees = [BinaryTreeMechanism(self._horizon, float(s)) for s in self._plan.sigmas]
             self._svt = SparseVector(self._plan.rho_svt, self._plan.cutoff) if self._plan.cutoff else None
             self._level = 0
-        elif mechanism == "auto":
+        elif method == "auto":
             options = {k: v for k, v in (("svt_fraction", svt_fraction), ("threshold_scale", threshold_scale),
                                          ("tree_fraction", tree_fraction), ("tree_levels", tree_levels)) if v is not None}
             options["max_step_change"] = max_step_change
             self._auto = auto_plan(self._horizon, self._rho, self._beta, self._relation, **options)
             if self._auto.top_level > self._max_level:
-                raise ParameterError("mechanism 'auto' needs max_level >= its top tree level; raise max_level")
+                raise ParameterError("method 'auto' needs max_level >= its top tree level; raise max_level")
             self._trees = [BinaryTreeMechanism(self._horizon, sigma2=s2) for s2 in self._auto.sigma2]
             self._svt = SparseVector(self._auto.rho_svt, self._auto.cutoff) if self._auto.cutoff else None
             self._level = 0 if self._auto.top_level >= 0 else -1
@@ -153,7 +153,7 @@ class ContinualCounter:
             self._count = 0
             self._held = 0
             self._last_release = 0
-        if mechanism == "baseline":
+        if method == "baseline":
             self._recompute = recompute_plan(self._horizon, self._rho, self._beta, block)
             self._count = 0
             self._held = 0
@@ -174,7 +174,7 @@ class ContinualCounter:
 
     def _column(self, values: object, name: str) -> np.ndarray:
         if values is None:
-            raise ParameterError(f"mechanism={self._mechanism!r} needs {name} at every step")
+            raise ParameterError(f"method={self._method!r} needs {name} at every step")
         return integer_vector(values, name, self._max_level + 1)
 
     def step(
@@ -191,13 +191,13 @@ class ContinualCounter:
             raise ParameterError("the horizon is reached; start a new counter (and budget) for more steps")
         t = self._t + 1
         popcount = bin(t).count("1")
-        if self._mechanism == "bounded":
+        if self._method == "bounded":
             column = self._column(z_truncated, "z_truncated")
             tree = self._trees[0]
             estimate = tree.step(int(column[_checks.log2_exact(self._w)]), rng)
             std = tree.sigma * math.sqrt(popcount)
             result = StepEstimate(t, estimate, std, std * self._quantile, self._w)
-        elif self._mechanism == "adaptive":
+        elif self._method == "adaptive":
             column = self._column(z_truncated, "z_truncated")
             over = self._column(over_counts, "over_counts")
             for j, tree in enumerate(self._trees):
@@ -216,7 +216,7 @@ class ContinualCounter:
                 truncation = 0.0 if (1 << J) >= self._horizon else math.inf
             estimate = self._trees[level].estimate(rng)
             result = StepEstimate(t, estimate, std, std * self._plan.tree_quantile + truncation, 1 << level)
-        elif self._mechanism == "auto":
+        elif self._method == "auto":
             result = self._auto_step(t, popcount, rng, z, z_truncated, over_counts)
         else:
             result = self._baseline_step(t, rng, z, self._recompute)
@@ -225,7 +225,7 @@ class ContinualCounter:
 
     def _count_step(self, z: object) -> None:
         if z is None:
-            raise ParameterError(f"mechanism={self._mechanism!r} needs z at every step")
+            raise ParameterError(f"method={self._method!r} needs z at every step")
         self._count += int(integer_vector([z], "z")[0])
 
     def _baseline_step(self, t: int, rng, z, plan) -> StepEstimate:
@@ -280,16 +280,16 @@ class ContinualCounter:
     def to_dict(self) -> dict:
         """JSON-serialisable checkpoint (confidential: holds exact partial sums)."""
         state: dict = {"kind": _STATE_KIND, "version": _STATE_VERSION, "config": dict(self._config), "t": self._t}
-        if self._mechanism in ("bounded", "adaptive"):
+        if self._method in ("bounded", "adaptive"):
             state["trees"] = [tree.to_dict() for tree in self._trees]
-        if self._mechanism == "adaptive":
+        if self._method == "adaptive":
             state["level"] = self._level
             state["svt"] = None if self._svt is None else self._svt.to_dict()
-        if self._mechanism in ("baseline", "auto"):
+        if self._method in ("baseline", "auto"):
             state["count"] = self._count
             state["held"] = self._held
             state["last_release"] = self._last_release
-        if self._mechanism == "auto":
+        if self._method == "auto":
             state["trees"] = [tree.to_dict() for tree in self._trees]
             state["level"] = self._level
             state["svt"] = None if self._svt is None else self._svt.to_dict()
@@ -309,25 +309,28 @@ class ContinualCounter:
         if state.get("version") != _STATE_VERSION:
             raise ParameterError(f"state version must be {_STATE_VERSION}; re-create the checkpoint")
         config = dict(state["config"])
+        method = config.pop("method", None)
+        legacy = config.pop("mechanism", None)  # a counter saved before issue 23 named the method "mechanism"
         counter = cls(
-            config.pop("horizon"), config.pop("rho"), config.pop("mechanism"), config.pop("max_flippancy"), **config
+            config.pop("horizon"), config.pop("rho"), legacy if method is None else method,
+            config.pop("max_flippancy"), **config
         )
         counter._t = _checks.integer(state["t"], "state['t']", 0, counter._horizon)
-        if counter._mechanism in ("bounded", "adaptive", "auto"):
+        if counter._method in ("bounded", "adaptive", "auto"):
             trees = [BinaryTreeMechanism.from_dict(s) for s in state["trees"]]
             if len(trees) != len(counter._trees) or any(
                 a.sigma != b.sigma or a.steps_done != counter._t for a, b in zip(trees, counter._trees)
             ):
                 raise ParameterError("state trees do not match the saved configuration; re-create the checkpoint")
             counter._trees = trees
-        if counter._mechanism == "adaptive":
+        if counter._method == "adaptive":
             counter._level = _checks.integer(state["level"], "state['level']", 0, counter._max_level)
             counter._svt = None if state["svt"] is None else SparseVector.from_dict(state["svt"])
-        if counter._mechanism in ("baseline", "auto"):
+        if counter._method in ("baseline", "auto"):
             counter._count = _checks.integer(state["count"], "state['count']", -(2**62))
             counter._held = _checks.integer(state["held"], "state['held']", -(2**62))
             counter._last_release = _checks.integer(state["last_release"], "state['last_release']", 0, counter._t)
-        if counter._mechanism == "auto":
+        if counter._method == "auto":
             counter._restore_auto(state)
         return counter
 

@@ -33,7 +33,7 @@ import numpy as np
 from dp_spark.accounting import ratio_up, remainder
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
 from dp_spark.noise import discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
-from dp_spark.plans.distinct_count import MAX_SHARDS, SELECTION_BETA, bound_candidates
+from dp_spark.settings.distinct_count import MAX_SHARDS, SELECTION_BETA, bound_candidates
 
 #: Persons per greedy shard when the release picks the shard count. Fewer,
 #: larger shards are both more accurate (each shard is one greedy sequence;

@@ -36,10 +36,10 @@ from numpy.typing import ArrayLike
 
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.exponential import (
-    _as_score_vector,
-    _check_positive_finite,
-    _check_rng,
-    _gumbel_argmax,
+    as_score_vector,
+    check_positive_finite,
+    check_rng,
+    gumbel_argmax,
 )
 
 __all__ = [
@@ -58,7 +58,7 @@ __all__ = [
 def _validate(
     scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float
 ) -> tuple[np.ndarray, np.ndarray, float, float]:
-    q = _as_score_vector(scores, allow_neg_inf=False)
+    q = as_score_vector(scores, allow_neg_inf=False)
     try:
         d = np.asarray(sensitivities, dtype=np.float64)
     except (TypeError, ValueError):
@@ -72,7 +72,7 @@ def _validate(
         )
     if not np.isfinite(d).all() or (d <= 0.0).any():
         raise ParameterError("every sensitivity must be positive and finite")
-    eps = _check_positive_finite(epsilon, "epsilon")
+    eps = check_positive_finite(epsilon, "epsilon")
     if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)):
         raise ParameterError("beta must be a real number in (0, 1)")
     b = float(beta)
@@ -275,7 +275,7 @@ def generalized_exponential(
     positive finite numbers), ``epsilon > 0`` finite, ``beta ∈ (0, 1)``,
     ``rng`` a ``numpy.random.Generator``. Returns the selected index (0-based).
     """
-    rng = _check_rng(rng)
+    rng = check_rng(rng)
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
     s = _normalized_from_shifted(_shifted_utilities(q, d, eps, b), d)
-    return _gumbel_argmax((eps / 2.0) * (s - s.max()), rng)
+    return gumbel_argmax((eps / 2.0) * (s - s.max()), rng)

@@ -144,7 +144,7 @@ class SetUnionPlan:
     calibrated to; ``noise_delta`` / ``threshold_delta`` the two parts of δ.
     """
 
-    policy: str
+    method: str
     epsilon: float
     delta: float
     max_items: int
@@ -174,9 +174,9 @@ class SetUnionPlan:
 
 
 def plan_set_union(
-    epsilon: float, delta: float, max_items: int, policy: str, alpha: float = 2.0
+    epsilon: float, delta: float, max_items: int, method: str, alpha: float = 2.0
 ) -> SetUnionPlan:
-    """Noise, threshold and cutoff for ``policy`` at (ε, δ), Δ0 = ``max_items``,
+    """Noise, threshold and cutoff for the policy ``method`` at (ε, δ), Δ0 = ``max_items``,
     α = ``alpha`` — the constants of the paper's theorems (module docstring).
     Releasing {u : H[u] + noise_u > ρ} is then (ε, δ)-DP for a histogram with
     facts (S) and (T) of :mod:`dp_spark.summaries.set_union`.
@@ -185,9 +185,9 @@ def plan_set_union(
     (:func:`dp_spark.plans.set_union.plan`, the one home of those checks and
     of their public limits), which calls this; the only refusal here is an ε
     so small that the constants overflow a float."""
-    policy = check_policy(policy)
+    method = check_policy(method)
     epsilon, delta, max_items, alpha = float(epsilon), float(delta), int(max_items), float(alpha)
-    noise = NOISE_OF[policy]
+    noise = NOISE_OF[method]
     if not math.isfinite(max_items / epsilon * 1e3):
         raise ParameterError(
             f"epsilon = {epsilon:g} is too small: the noise scale or threshold overflows "
@@ -195,7 +195,7 @@ def plan_set_union(
         )
     # Laplace scales rounded up (dp_spark.accounting.exact.ratio_up): more
     # noise, never less; the thresholds ρ are computed with the same scales.
-    if policy == "count":
+    if method == "count":
         scale = ratio_up(max_items, epsilon)
         rho = rho_count(epsilon, delta, max_items)
         sensitivity, norm, noise_delta, threshold_delta = float(max_items), "l1", 0.0, delta
@@ -207,14 +207,14 @@ def plan_set_union(
         scale = analytic_gaussian_sigma(epsilon, delta / 2.0, 1.0)
         rho = rho_gaussian(scale, delta, max_items)
         sensitivity, norm, noise_delta, threshold_delta = 1.0, "l2", delta / 2.0, delta / 2.0
-    gamma = rho + alpha * scale if policy in SEQUENTIAL else None
+    gamma = rho + alpha * scale if method in SEQUENTIAL else None
     if not all(math.isfinite(x) for x in (scale, rho, gamma if gamma is not None else 0.0)):
         raise ParameterError(
             f"epsilon = {epsilon:g} is too small: the noise scale or threshold overflows "
             "a float; use a larger epsilon."
         )
     return SetUnionPlan(
-        policy=policy, epsilon=epsilon, delta=delta, max_items=max_items, alpha=alpha,
+        method=method, epsilon=epsilon, delta=delta, max_items=max_items, alpha=alpha,
         noise=noise, scale=float(scale), rho=float(rho), gamma=gamma,
         sensitivity=sensitivity, norm=norm, noise_delta=noise_delta,
         threshold_delta=threshold_delta,

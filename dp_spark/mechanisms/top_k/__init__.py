@@ -25,7 +25,8 @@ Mechanisms (ALGORITHMS.md sections 3 and 5.1):
   behind the release's ``method="auto"``.
 
 Modules: ``joint`` (the joint mechanisms), ``peeling`` (PNF-Peel, CDP-Peel),
-``unknown_domain``, ``auto``; ``_common`` holds the shared argument checks.
+``unknown_domain``, ``auto``, ``error`` (the release's public error bound);
+``_common`` holds the shared argument checks.
 The release (plan, Spark stage, this layer, report) is
 :mod:`dp_spark.releases.top_k`.
 

@@ -14,13 +14,13 @@ from dp_spark.errors import ParameterError
 _MAX_EXACT_COUNT = 2**53
 
 # Argument checks (dp_spark.checks; messages say what to change, never quote a count).
-_check_rng = checks.rng
-_check_positive = checks.positive
-_check_int = checks.integer
-_check_delta = checks.delta
+check_rng = checks.rng
+check_positive = checks.positive
+check_int = checks.integer
+check_delta = checks.delta
 
 
-def _as_counts(
+def as_counts(
     counts: ArrayLike, name: str = "counts", *, integral: bool, allow_empty: bool = False
 ) -> np.ndarray:
     """Validate a 1-D vector of non-negative counts; never quotes a value."""
@@ -54,7 +54,7 @@ def _as_counts(
     return arr.astype(np.float64)
 
 
-def _top_k_indices(values: np.ndarray, k: int) -> np.ndarray:
+def top_k_indices(values: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k largest values, largest first (O(d + k log k))."""
     d = values.shape[0]
     if k < d:

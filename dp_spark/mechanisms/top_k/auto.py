@@ -63,7 +63,7 @@ from numpy.typing import ArrayLike
 
 from dp_spark.accounting.exact import ratio_up, remainder
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.top_k._common import _as_counts, _check_delta, _check_int, _check_positive, _check_rng
+from dp_spark.mechanisms.top_k._common import as_counts, check_delta, check_int, check_positive, check_rng
 from dp_spark.mechanisms.top_k.joint import joint_top_k, pnf_joint_top_k
 from dp_spark.mechanisms.top_k.peeling import cdp_peel_epsilon_per_step, cdp_peel_top_k
 
@@ -98,7 +98,7 @@ class AutoChoice:
     (``joint``, ``cdp-peel``; see :func:`error_scales`); DP as
     post-processing of the noisy count; empty when nothing was spent."""
 
-    mechanism: str
+    method: str
     epsilon_choice: float
     epsilon_selection: float
     predicted: dict
@@ -144,9 +144,9 @@ def noisy_rank_counts(counts: ArrayLike, ranks: np.ndarray, epsilon: float,
     vector of m of them by at most m in ℓ1. Laplace noise of scale m/ε on
     each is the Laplace mechanism: ε-DP.
     """
-    c = _as_counts(counts, integral=False)
-    eps = _check_positive(epsilon, "epsilon")
-    rng = _check_rng(rng)
+    c = as_counts(counts, integral=False)
+    eps = check_positive(epsilon, "epsilon")
+    rng = check_rng(rng)
     m = len(ranks)
     top = np.sort(c)[::-1]
     scale = ratio_up(m, eps)  # m/ε rounded up: more noise, never less
@@ -162,7 +162,7 @@ def choice_stream(rng: np.random.Generator) -> np.random.Generator:
     given generator the chosen mechanism at ε₁ with the same draws, which the
     tests and the accuracy benchmark's common random numbers use. A generator
     whose seed sequence cannot spawn is used as it is."""
-    rng = _check_rng(rng)
+    rng = check_rng(rng)
     try:
         return rng.spawn(1)[0]
     except (TypeError, AttributeError):  # a bit generator without a spawnable SeedSequence
@@ -195,11 +195,11 @@ def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
     run the chosen mechanism with ``epsilon_selection`` (and ``delta`` for
     cdp-peel).
     """
-    eps = _check_positive(epsilon, "epsilon")
-    dlt = _check_delta(delta, allow_zero=True)
-    c = _as_counts(counts, integral=True)
+    eps = check_positive(epsilon, "epsilon")
+    dlt = check_delta(delta, allow_zero=True)
+    c = as_counts(counts, integral=True)
     d = c.shape[0]
-    k = _check_int(k, "k", 1, d, " (the number of items in counts)")
+    k = check_int(k, "k", 1, d, " (the number of items in counts)")
     public = public_choice(k, eps, dlt, d)
     if public is not None:
         return AutoChoice(public, 0.0, eps, {})
@@ -228,8 +228,8 @@ def auto_top_k(counts: ArrayLike, k: int, epsilon: float, delta: float,
     order, choice)."""
     choice = choose_mechanism(counts, k, epsilon, delta, rng, share)
     eps_sel = choice.epsilon_selection
-    if choice.mechanism == "joint":
+    if choice.method == "joint":
         return joint_top_k(counts, k, eps_sel, rng), choice
-    if choice.mechanism == "pnf-joint":
+    if choice.method == "pnf-joint":
         return pnf_joint_top_k(counts, k, eps_sel, rng), choice
     return cdp_peel_top_k(counts, k, eps_sel, delta, rng), choice

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.top_k._common import _as_counts, _check_int, _check_positive, _check_rng
+from dp_spark.mechanisms.top_k._common import as_counts, check_int, check_positive, check_rng
 
 # ---------------------------------------------------------------------------
 # joint exponential mechanism: D~ in ascending order, streamed in blocks
@@ -206,10 +206,10 @@ def _joint_sequence(prep: _JointPrep, r_star: int, j_star: int, rng: np.random.G
 
 
 def _check_joint_args(counts, k, epsilon, sensitivity):
-    c = _as_counts(counts, integral=True)
-    k = _check_int(k, "k", 1, c.shape[0], " (the number of items in counts)")
-    eps = _check_positive(epsilon, "epsilon")
-    sens = _check_positive(sensitivity, "sensitivity")
+    c = as_counts(counts, integral=True)
+    k = check_int(k, "k", 1, c.shape[0], " (the number of items in counts)")
+    eps = check_positive(epsilon, "epsilon")
+    sens = check_positive(sensitivity, "sensitivity")
     return c, k, eps, sens
 
 
@@ -314,7 +314,7 @@ def joint_top_k(
         int64 array of k distinct indices into ``counts``, in rank order.
     """
     c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
-    rng = _check_rng(rng)
+    rng = check_rng(rng)
     prep = _joint_prepare(c, k)
     coef = ratio_down(eps, 2.0 * sens)  # ε/(2Δ) rounded down: never sharper than ε allows
     # ln(number of length-k sequences) >= ln(sum of m(e) over any set of entries)
@@ -454,7 +454,7 @@ def pnf_joint_top_k(
     Args and return value as :func:`joint_top_k`.
     """
     c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
-    rng = _check_rng(rng)
+    rng = check_rng(rng)
     prep = _joint_prepare(c, k)
     lam = ratio_down(eps, 2.0 * sens)  # the noise rate ε/(2Δ) rounded down: more noise, never less
     best = -np.inf

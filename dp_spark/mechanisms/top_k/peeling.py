@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike
 
 from dp_spark.accounting.exact import exact, ln_bounds, ratio_up, share_down
 from dp_spark.mechanisms.top_k._common import (
-    _as_counts, _check_delta, _check_int, _check_positive, _check_rng, _top_k_indices,
+    as_counts, check_delta, check_int, check_positive, check_rng, top_k_indices,
 )
 
 
@@ -50,11 +50,11 @@ def pnf_peel_top_k(counts: ArrayLike, k: int, epsilon: float, rng: np.random.Gen
     Returns:
         int64 array of k distinct indices into ``counts``, in selection order.
     """
-    c = _as_counts(counts, integral=False)
+    c = as_counts(counts, integral=False)
     d = c.shape[0]
-    k = _check_int(k, "k", 1, d, " (the number of items in counts)")
-    eps = _check_positive(epsilon, "epsilon")
-    rng = _check_rng(rng)
+    k = check_int(k, "k", 1, d, " (the number of items in counts)")
+    eps = check_positive(epsilon, "epsilon")
+    rng = check_rng(rng)
     scale = ratio_up(k, eps)  # k/ε rounded up: more noise, never less
     remaining = np.ones(d, dtype=bool)
     out = np.empty(k, dtype=np.int64)
@@ -79,9 +79,9 @@ def cdp_peel_epsilon_per_step(epsilon: float, delta: float, k: int) -> float:
     ε/k (pure ε-DP); the larger of the two is returned. ``delta = 0`` returns
     ε/k.
     """
-    eps = _check_positive(epsilon, "epsilon")
-    dlt = _check_delta(delta, allow_zero=True)
-    k = _check_int(k, "k", 1)
+    eps = check_positive(epsilon, "epsilon")
+    dlt = check_delta(delta, allow_zero=True)
+    k = check_int(k, "k", 1)
     pure = share_down(eps, k)  # ε/k rounded down: k shares never exceed ε
     if dlt == 0.0:
         return pure
@@ -145,10 +145,10 @@ def cdp_peel_top_k(
     Returns:
         int64 array of k distinct indices into ``counts``, in rank order.
     """
-    c = _as_counts(counts, integral=False)
+    c = as_counts(counts, integral=False)
     d = c.shape[0]
-    k = _check_int(k, "k", 1, d, " (the number of items in counts)")
+    k = check_int(k, "k", 1, d, " (the number of items in counts)")
     eps_step = cdp_peel_epsilon_per_step(epsilon, delta, k)
-    rng = _check_rng(rng)
+    rng = check_rng(rng)
     noisy = c + rng.gumbel(scale=ratio_up(1.0, eps_step), size=d)  # 1/ε' rounded up
-    return _top_k_indices(noisy, k)
+    return top_k_indices(noisy, k)

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 from dp_spark.accounting.exact import exact, float_up, ln_bounds, ratio_up
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k.peeling import bounded_range_step
-from dp_spark.mechanisms.top_k._common import _as_counts, _check_delta, _check_int, _check_positive, _check_rng
+from dp_spark.mechanisms.top_k._common import as_counts, check_delta, check_int, check_positive, check_rng
 
 
 # ---------------------------------------------------------------------------
@@ -49,9 +49,9 @@ def unknown_domain_threshold(epsilon: float, delta: float, kbar: int) -> float:
     uses that same β, an upper bound on ln(k̄/δ) of the exact k̄/δ, and
     rounds the product and the sum up (exact rationals,
     :mod:`dp_spark.accounting.exact`)."""
-    eps = _check_positive(epsilon, "epsilon")
-    dlt = _check_delta(delta)
-    kbar = _check_int(kbar, "kbar", 1)
+    eps = check_positive(epsilon, "epsilon")
+    dlt = check_delta(delta)
+    kbar = check_int(kbar, "kbar", 1)
     beta = exact(ratio_up(1.0, eps))
     log_hi = ln_bounds(exact(kbar) / exact(dlt))[1]
     return float_up(1 + beta * log_hi)
@@ -69,9 +69,9 @@ def unknown_domain_calibration(epsilon: float, delta: float, k: int) -> tuple[fl
     equation as CDP-Peel's, without the pure-composition fallback, which
     Theorem 4 does not state).
     """
-    eps = _check_positive(epsilon, "epsilon")
-    dlt = _check_delta(delta)
-    k = _check_int(k, "k", 1)
+    eps = check_positive(epsilon, "epsilon")
+    dlt = check_delta(delta)
+    k = check_int(k, "k", 1)
     half = dlt / 2.0  # exact (a power-of-two division of a normal float)
     # cancellation-free, rounded down, and checked in exact arithmetic
     eps_item = bounded_range_step(eps, half, k)
@@ -137,12 +137,12 @@ def unknown_domain_gumbel(
     Returns:
         :class:`UnknownDomainResult` with indices into ``top_counts``.
     """
-    c = _as_counts(top_counts, "top_counts", integral=False, allow_empty=True)
-    kbar = _check_int(kbar, "kbar", 1)
-    k = _check_int(k, "k", 1, kbar, " (k may not exceed kbar)")
+    c = as_counts(top_counts, "top_counts", integral=False, allow_empty=True)
+    kbar = check_int(kbar, "kbar", 1)
+    k = check_int(k, "k", 1, kbar, " (k may not exceed kbar)")
     thr = unknown_domain_threshold(epsilon, delta, kbar)
     eps = float(epsilon)
-    rng = _check_rng(rng)
+    rng = check_rng(rng)
     base = _next_count(c, kbar, count_kbar_plus_1)
     beta = ratio_up(1.0, eps)  # Gumbel scale 1/ε rounded up (more noise, never less)
     noisy_threshold = thr + base + float(rng.gumbel(scale=beta))

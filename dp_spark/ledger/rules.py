@@ -1,0 +1,36 @@
+"""The ledger's rules: how a charge is counted in a budget's kind, and the
+states of a keyed run.
+
+Both the ledger (:mod:`dp_spark.ledger.ledger`) and the budget object the
+releases spend from (:mod:`dp_spark.ledger.budget`) apply them; they live
+here so that neither of those modules imports the other both ways (issue 23).
+"""
+
+from __future__ import annotations
+
+from dp_spark.accounting import ApproxDP, PureDP, ZCDP, convert_cost
+from dp_spark.accounting.composition import check_cost
+from dp_spark.errors import ParameterError
+
+RULES = {
+    PureDP.kind: "basic composition: ε adds (pure ε-DP filter)",
+    ApproxDP.kind: "basic composition: ε and δ add; a pure ε charge counts as (ε, 0)",
+    ZCDP.kind: "zCDP composition: ρ and δ add; a pure ε charge counts as ρ = ε²/2 "
+               "(Bun–Steinke 2016, Prop. 1.4)",
+}
+
+#: The states of a keyed run: charged (before the data is read), then released.
+CHARGED, RELEASED = "charged", "released"
+
+
+def counted_as(cost, kind: str, budget: str):
+    """``cost`` restated in the budget's kind, or a ParameterError saying why not."""
+    check_cost(cost)
+    try:
+        return convert_cost(cost, kind)
+    except ParameterError:
+        raise ParameterError(
+            f"a {cost.describe()} charge cannot be counted in the {kind} budget {budget!r} "
+            f"({RULES[kind]}); use a budget of a kind that holds it (a zCDP budget holds ε-DP and "
+            "zCDP releases, an (ε, δ) budget holds ε-DP and (ε, δ) releases)."
+        ) from None
