@@ -72,10 +72,12 @@ def field_default(f) -> Any:
 
 
 def keyword_signature(params_cls, *, api: bool | None = None) -> inspect.Signature:
-    """The keyword-only signature the fields of ``params_cls`` make."""
+    """The keyword-only signature the fields of ``params_cls`` make (the
+    required ones first, then the others in field order)."""
+    fields = params_fields(params_cls, api=api)
+    ordered = [f for f in fields if f.default is MISSING] + [f for f in fields if f.default is not MISSING]
     return inspect.Signature([
-        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=field_default(f))
-        for f in params_fields(params_cls, api=api)
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=field_default(f)) for f in ordered
     ])
 
 

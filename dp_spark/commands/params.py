@@ -21,13 +21,19 @@ def _cli_type(f):
     raise TypeError(f"Params field {f.name!r} needs cli_type (its default says nothing)")
 
 
-def release_options(params_cls, *, declared=()) -> tuple[Option, ...]:
+def release_options(params_cls, *, declared=(), only=None) -> tuple[Option, ...]:
     """The options of ``params_cls``'s command-line fields, in field order,
     except those named in ``declared`` (options the command declares
-    itself, e.g. the shared ``INPUT_OPTIONS``)."""
+    itself, e.g. the shared ``INPUT_OPTIONS``); ``only``: just these fields,
+    in this order (a command that places them between its own options)."""
     names = {o.name if isinstance(o, Option) else o for o in declared}
+    fields = {f.name: f for f in params_fields(params_cls, cli=True)}
+    if only is not None:
+        unknown = [name for name in only if name not in fields]
+        if unknown:
+            raise KeyError(f"{params_cls.__qualname__} has no command-line field {unknown[0]!r}")
     out = []
-    for f in params_fields(params_cls, cli=True):
+    for f in (fields.values() if only is None else [fields[name] for name in only]):
         if f.name in names:
             continue
         meta = f.metadata
