@@ -7,6 +7,14 @@ The Python API, the command line and the jobs all build the same plan from
 the same function (``dp_spark.plans.<release>.plan``), so no check, cost or
 budget split is written twice; ``dp-spark <release> --dry-run`` prints it
 without starting Spark. Nothing here imports pyspark.
+
+Each release declares its parameters once, in a frozen ``Params``
+dataclass (:func:`param` fields: default, help, public limit, CLI type and
+default where they differ); constructing it runs the checks, and
+:func:`builds` turns ``derive(params) -> Plan`` into the release's ``plan``
+with the keyword signature of its fields. A plan's budget split is typed
+(:class:`Split` of named :class:`Step`: ``plan.split.epsilon("count")``),
+never decoded by position.
 """
 
 from __future__ import annotations
