@@ -7,14 +7,25 @@ The Python API, the command line and the jobs all build the same plan from
 the same function (``dp_spark.plans.<release>.plan``), so no check, cost or
 budget split is written twice; ``dp-spark <release> --dry-run`` prints it
 without starting Spark. Nothing here imports pyspark.
+
+Each release declares its parameters once, in a frozen ``Params``
+dataclass (:func:`param` fields: default, help, public limit, CLI type and
+default where they differ); constructing it runs the checks, and
+:func:`builds` turns ``derive(params) -> Plan`` into the release's ``plan``
+with the keyword signature of its fields. A plan's budget split is typed
+(:class:`Split` of named :class:`Step`: ``plan.split.epsilon("count")``),
+never decoded by position.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import json
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from dp_spark import checks
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP, ZCDP
@@ -28,6 +39,129 @@ def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping))
 
 
+# -- typed parameters ---------------------------------------------------------------
+
+
+def param(default: Any = MISSING, help: str = "", *, limit: Any = None, choices: tuple | None = None,
+          cli: bool = True, api: bool = True, cli_type: Callable | None = None, cli_default: Any = MISSING,
+          flag: bool = False) -> Any:
+    """A field of a release's ``Params`` with what the API, the CLI and the
+    YAML configs derive from it: ``default`` (none: required), ``help``
+    (the CLI's help text), ``limit`` (the public limit, where there is one),
+    ``choices``; ``cli=False``: a Python-only parameter (no flag, no YAML
+    key); ``api=False``: the release function does not take it (the plan
+    does: e.g. a size the release computes); ``cli_type`` (default: the
+    default's type) and ``cli_default`` (where the command line's differs,
+    e.g. a demo ε where the API requires one); ``flag``: a switch."""
+    metadata = {"help": help, "limit": limit, "choices": choices, "cli": cli, "api": api,
+                "cli_type": cli_type, "cli_default": default if cli_default is MISSING else cli_default,
+                "flag": flag}
+    if default is MISSING:
+        return field(metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def params_fields(params_cls, *, api: bool | None = None, cli: bool | None = None) -> tuple:
+    """The fields of a ``Params`` class, in order, optionally only those the
+    release function (``api=True``) or the command line (``cli=True``) takes."""
+    out = []
+    for f in dataclasses.fields(params_cls):
+        if api is not None and f.metadata.get("api", True) != api:
+            continue
+        if cli is not None and f.metadata.get("cli", True) != cli:
+            continue
+        out.append(f)
+    return tuple(out)
+
+
+def field_default(f) -> Any:
+    """A field's Python default (``inspect.Parameter.empty`` if required)."""
+    return inspect.Parameter.empty if f.default is MISSING else f.default
+
+
+def keyword_signature(params_cls, *, api: bool | None = None) -> inspect.Signature:
+    """The keyword-only signature the fields of ``params_cls`` make (the
+    required ones first, then the others in field order)."""
+    fields = params_fields(params_cls, api=api)
+    ordered = [f for f in fields if f.default is MISSING] + [f for f in fields if f.default is not MISSING]
+    return inspect.Signature([
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=field_default(f)) for f in ordered
+    ])
+
+
+def set_checked(params, **values) -> None:
+    """In a frozen ``Params.__post_init__``: store checked (normalized) values."""
+    for name, value in values.items():
+        object.__setattr__(params, name, value)
+
+
+def builds(params_cls):
+    """Decorate ``derive(params) -> Plan`` into the release's ``plan``:
+    ``plan(params)`` or ``plan(**keywords)`` (then ``params_cls(**keywords)``
+    checks them first), with the keyword signature of ``params_cls`` (what
+    the CLI and the docs read); the Plan carries the typed ``params``."""
+
+    def wrap(derive):
+        @functools.wraps(derive)
+        def plan(params=None, /, **keywords) -> "Plan":
+            if params is None:
+                params = params_cls(**keywords)
+            elif keywords or not isinstance(params, params_cls):
+                raise TypeError(f"plan() takes a {params_cls.__qualname__} or keyword arguments, not both")
+            built = derive(params)
+            object.__setattr__(built, "params", params)
+            return built
+
+        plan.__signature__ = keyword_signature(params_cls).replace(return_annotation="Plan")
+        plan.Params = params_cls
+        return plan
+
+    return wrap
+
+
+# -- the typed budget split ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a plan's budget split: ``name`` (what the release code
+    asks for: ``plan.split.epsilon("count")``), ``label`` (the words in the
+    report's budget split) and ``cost``."""
+
+    name: str | None
+    label: str
+    cost: Any
+
+
+@dataclass(frozen=True)
+class Split:
+    """A plan's budget split, in the order spent, by step name. The
+    release asks for a share by name (``split.epsilon("count")``; 0.0 for a
+    step the plan does not have), never by position."""
+
+    steps: tuple[Step, ...] = ()
+
+    def __contains__(self, name: str) -> bool:
+        return any(s.name == name for s in self.steps)
+
+    def __iter__(self):
+        return iter(self.steps)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def cost(self, name: str) -> Any:
+        """The cost of step ``name`` (KeyError if the plan has no such step)."""
+        for s in self.steps:
+            if s.name == name:
+                return s.cost
+        raise KeyError(f"no budget step named {name!r} (steps: {[s.name for s in self.steps]})")
+
+    def epsilon(self, name: str) -> float:
+        """The ε of step ``name``; 0.0 when the plan has no such step."""
+        return self.cost(name).epsilon if name in self else 0.0
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a release will do, before any data is read.
@@ -35,8 +169,10 @@ class Plan:
     ``guarantee``: the total it spends (a :class:`~dp_spark.PureDP`,
     :class:`~dp_spark.ApproxDP` or :class:`~dp_spark.ZCDP` cost), checked
     against the budget before reading. ``steps``: the split of that total,
-    ``(label, cost)`` in the order spent; the parts never add up to more
-    than the total. ``parameters``: every validated parameter, by the names
+    ``(label, cost)`` in the order spent (given as :class:`Step` objects to
+    name them; ``split`` is the typed, named form); the parts never add up
+    to more than the total. ``params``: the release's typed, checked
+    ``Params`` (set by the plan builder). ``parameters``: every validated parameter, by the names
     the API, the CLI and the YAML config share. ``releases``: what will be
     released, in words. ``equivalent``: the (ε, δ) equivalent of a zCDP
     guarantee, where one is reported.
@@ -51,10 +187,14 @@ class Plan:
     releases: str
     equivalent: Any = None
     notes: tuple[str, ...] = field(default=())
+    params: Any = field(default=None, compare=False)
+    split: Split = field(default=Split(), compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "parameters", _frozen(self.parameters))
-        object.__setattr__(self, "steps", tuple((str(label), cost) for label, cost in self.steps))
+        named = tuple(s if isinstance(s, Step) else Step(None, str(s[0]), s[1]) for s in self.steps)
+        object.__setattr__(self, "split", Split(tuple(Step(s.name, str(s.label), s.cost) for s in named)))
+        object.__setattr__(self, "steps", tuple((s.label, s.cost) for s in self.split))
         object.__setattr__(self, "notes", tuple(self.notes))
 
     def __getitem__(self, name: str) -> Any:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from dp_spark.commands.base import MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, _rows, log, run_release
 from dp_spark.commands.base import load_table as base_load_table
-from dp_spark.plans.continual_distinct import DEFAULT_METHOD, MAX_SHARDS, METHODS
+from dp_spark.commands.params import release_options
+from dp_spark.plans.continual_distinct import Params, origin_value
 
 NAME = "continual-distinct"
 HELP = "differentially private number of present items at every step of an insert/delete stream"
@@ -38,55 +39,22 @@ DEMO_STREAM_HORIZON = 32  # public default of the built-in demo stream (no --inp
 DEMO_COLUMNS = {"time_col": "time", "item_col": "item", "op_col": "op"}  # the built-in data's columns
 
 
-def _origin(text):
-    """--origin as a number when it reads as one, else the text (an ISO
-    date/time; a YAML date becomes its text too)."""
-    if text is None or (isinstance(text, (int, float)) and not isinstance(text, bool)):
-        return text
-    text = str(text)
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
-
-
-_origin.__name__ = "a number or an ISO date/time"
+_origin = origin_value  # --origin's converter (the plan's, with its error wording)
 
 OPTIONS = (
     Option("input", str, None, "event table (Parquet/CSV/JSON path or table:db.name); with --stream a "
            "directory of event files; omit for the built-in synthetic stream"),
     Option("format", str, "auto", "input format", ("auto", "parquet", "csv", "json", "table")),
-    Option("time_col", str, "time", "column with the event time: integer steps, numbers, timestamps or dates "
-           "(CSV/JSON text is parsed per row: whole steps, or ISO dates/times when --origin is one, or "
-           "numbers when --origin is a decimal; --schema declares another type)"),
-    Option("item_col", str, "item", "column identifying the item (the privacy unit)"),
-    Option("op_col", str, "op", "column with +1 (insert) or -1 (delete)"),
+) + release_options(Params, only=("time_col", "item_col", "op_col")) + (
     Option("rows", _rows, 200_000, "events of the built-in synthetic stream (no --input; at most "
            f"{MAX_SYNTHETIC_ROWS:,})"),
     Option("demo_flippancy", int, 16, "largest flippancy of the built-in synthetic stream (no --input)"),
-    Option("rho", float, 0.5, "privacy parameter ρ (zCDP) spent by the whole series; from 1e-12 to 50 (below, the noise swamps every count; above, nothing is protected)"),
-    Option("horizon", int, None, "number of steps T to release: REQUIRED with --input (a public "
-           "parameter, never taken from the data; events after step T are dropped); the built-in "
-           "data defaults to 1024 steps (32 with --stream)"),
-    Option("method", str, DEFAULT_METHOD, f"one of {', '.join(METHODS)}: auto (default: trees then recompute, "
-           "no bound needed), adaptive (Algorithm 3), "
-           "bounded (Algorithm 1, needs --max-flippancy), baseline (periodic recompute)", METHODS),
-    Option("max_flippancy", int, None, "bounded: how often an item may flip between present and absent"),
-    Option("beta", float, 0.05, "the error bounds hold with probability 1 - beta"),
-    Option("delta", float, 1e-6, "δ of the reported (ε, δ) equivalent (nothing extra is spent)"),
-    Option("origin", _origin, None, "time of the start of step 1 (a number, or an ISO date/time for "
-           "timestamp/date columns); required for timestamp, date and non-integer time columns "
-           "(never derived from the data); integer columns default to 1"),
-    Option("step_size", float, None, "length of a step, in the time column's units (seconds for "
-           "timestamps; default 1, or one day)"),
-    Option("shards", int, None, "item-hash shards of the Spark stage (default spark.sql.shuffle.partitions; "
-           f"at most {MAX_SHARDS:,})"),
+) + release_options(Params, only=("rho", "horizon", "method", "max_flippancy", "beta", "delta", "origin",
+                                  "step_size", "shards")) + (
     Option("series", str, None, "write the series here (.parquet or .csv); default: beside --output"),
     Option("budget_rho", float, None, "total ρ budget; the run is refused before reading data if the "
            "release would exceed it"),
-    Option("stream", bool, False, "run as a Structured Streaming query (one step per micro-batch)", flag=True),
+    *release_options(Params, only=("stream",)),
     Option("checkpoint", str, "continual_checkpoint", "--stream: directory for Spark's checkpoint and the "
            "mechanism state (CONFIDENTIAL: holds exact partial sums); reuse it to resume"),
     Option("sink", str, "continual_stream_steps", "--stream: directory getting one JSON record per released step"),

@@ -10,34 +10,15 @@ from __future__ import annotations
 import sys
 
 from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, items_writer, run_release
-from dp_spark.plans.top_k import METHODS
+from dp_spark.commands.params import release_options
+from dp_spark.plans.top_k import DEMO_DELTA, Params
 
 NAME = "top-k"
 HELP = "differentially private top-k items by number of distinct persons"
 PLAN = "dp_spark.plans.top_k:plan"
 RELEASE = "dp_spark.releases.top_k:top_k"
 
-#: δ when none is given and the mechanism needs one (as conf/top_k.yaml has):
-#: without it the command with no flags would refuse on the built-in data.
-DEMO_DELTA = 1e-6
-
-OPTIONS = INPUT_OPTIONS + (
-    Option("k", int, 10, "number of items to release, in rank order"),
-    Option("epsilon", float, 1.0, "privacy parameter ε spent by the release; from 1e-6 to 50 (below, the noise swamps every count; above, e^ε bounds nothing)"),
-    Option("delta", float, None, "δ for unknown-domain and for cdp-peel's (ε, δ) accounting; "
-           f"the other mechanisms are pure ε-DP (default: {DEMO_DELTA:g} where the mechanism "
-           "needs δ — unknown-domain, and auto without --domain — else 0)"),
-    Option("method", str, "auto", "selection mechanism: auto = unknown-domain without "
-           "--domain; with one, the mechanism auto predicts to be the most accurate (a pure one "
-           "when delta = 0; any share of epsilon spent on that choice is shown in the budget "
-           "split)", METHODS),
-    Option("domain", str, None, "public list of possible items: a text file with one item per "
-           "line, or a CSV/Parquet file with the item column (needed by joint, pnf-joint, "
-           "pnf-peel, cdp-peel)"),
-    Option("kbar", int, None, "unknown-domain: how many of the largest counts are collected "
-           "(default max(1000, 2k))"),
-    Option("persons", int, None, "public number (or upper bound) of persons, only used to warn "
-           "when the error bound is large next to it"),
+OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_OPTIONS) + (
     Option("items_output", str, None, "also write the released items here as Parquet (atomically)"),
     Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "
            "data if the release would exceed it"),

@@ -26,11 +26,18 @@ Nothing here imports pyspark.
 
 from __future__ import annotations
 
+import datetime as _dt
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.continual_distinct.mechanisms import DEFAULT_METHOD, MECHANISMS, budget_split, round_up_flippancy
-from dp_spark.plan import Plan
+from dp_spark.plan import Plan, builds, param, set_checked
+from dp_spark.plans import RHO_HELP_TAIL, SEED_HELP
 from dp_spark.settings.continual_distinct import (  # noqa: F401 - the limits and checks the stage shares, re-exported
     DRIVER_BYTES_PER_CELL,
     HORIZON_REQUIRED,
@@ -95,27 +102,86 @@ def _method_flippancy(method, max_flippancy) -> tuple[str, int | None]:
     return method, None
 
 
-def plan(*, rho, horizon, method=DEFAULT_METHOD, time_col="time", item_col="item", op_col="op",
-         max_flippancy=None, beta=0.05, delta=1e-6, origin=None, step_size=None, shards=None,
-         seed=None, stream=False) -> Plan:
-    """The continual-distinct release's plan (item-level ρ-zCDP for the whole
-    series); every parameter checked before any data is read.
+def origin_value(text):
+    """--origin as a number when it reads as one, else the text (an ISO
+    date/time; a YAML date becomes its text too)."""
+    if text is None or (isinstance(text, (int, float)) and not isinstance(text, bool)):
+        return text
+    text = str(text)
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
 
-    ``stream``: the Structured Streaming form (``dp_spark.streaming``), whose
-    guarantee also assumes a data-independent step grid (``GRID_CONDITION``);
-    ``origin``, ``step_size`` and ``shards`` (batch time mapping and stage
-    shards) are checked but do not apply to it.
-    """
-    checks.distinct_columns(time_col=time_col, item_col=item_col, op_col=op_col)
-    rho = checks.rho(rho)  # within checks.RHO_RANGE, before any charge
-    beta = checks.open_unit(beta, "beta")
-    delta = checks.open_unit(delta, "delta")
-    checks.seed(seed)
-    horizon = validate_horizon(horizon)
-    method, max_flippancy = _method_flippancy(method, max_flippancy)
-    validate_mapping_parameters(origin, step_size)
-    shards = validate_shards(shards)
-    stream = checks.boolean(stream, "stream")
+
+origin_value.__name__ = "a number or an ISO date/time"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Params:
+    """Every continual-distinct parameter: its default, help (the CLI's),
+    public limit; constructing one checks them all (before any data is
+    read). The release function's keywords, the CLI flags and the YAML keys
+    are these fields (``stream`` is the plan's and the CLI's: the Structured
+    Streaming form, ``dp_spark.streaming``, whose guarantee also assumes a
+    data-independent step grid, ``GRID_CONDITION``; ``origin``,
+    ``step_size`` and ``shards`` are checked but do not apply to it)."""
+
+    time_col: str = param("time", "column with the event time: integer steps, numbers, timestamps or dates "
+                          "(CSV/JSON text is parsed per row: whole steps, or ISO dates/times when --origin is "
+                          "one, or numbers when --origin is a decimal; --schema declares another type)")
+    item_col: str = param("item", "column identifying the item (the privacy unit)")
+    op_col: str = param("op", "column with +1 (insert) or -1 (delete)")
+    rho: float = param(help=f"privacy parameter ρ (zCDP) spent by the whole series; {RHO_HELP_TAIL}",
+                       cli_default=0.5)
+    horizon: int = param(help="number of steps T to release: REQUIRED with --input (a public parameter, never "
+                         "taken from the data; events after step T are dropped); the built-in data defaults to "
+                         "1024 steps (32 with --stream)", limit=MAX_HORIZON,
+                         cli_default=None, cli_type=int)  # the CLI fills the demo's (commands.plan_options)
+    method: str = param(DEFAULT_METHOD, f"one of {', '.join(METHODS)}: auto (default: trees then recompute, no "
+                        "bound needed), adaptive (Algorithm 3), bounded (Algorithm 1, needs --max-flippancy), "
+                        "baseline (periodic recompute)", choices=METHODS)
+    max_flippancy: int | None = param(None, "bounded: how often an item may flip between present and absent",
+                                      cli_type=int)
+    beta: float = param(0.05, "the error bounds hold with probability 1 - beta")
+    delta: float = param(1e-6, "δ of the reported (ε, δ) equivalent (nothing extra is spent)")
+    origin: object = param(None, "time of the start of step 1 (a number, or an ISO date/time for timestamp/date "
+                           "columns); required for timestamp, date and non-integer time columns (never derived "
+                           "from the data); integer columns default to 1", cli_type=origin_value)
+    step_size: float | None = param(None, "length of a step, in the time column's units (seconds for "
+                                    "timestamps; default 1, or one day)", cli_type=float)
+    shards: int | None = param(None, "item-hash shards of the Spark stage (default spark.sql.shuffle.partitions; "
+                               f"at most {MAX_SHARDS:,})", limit=MAX_SHARDS, cli_type=int)
+    stream: bool = param(False, "run as a Structured Streaming query (one step per micro-batch)", flag=True,
+                         api=False)
+    seed: int | None = param(None, SEED_HELP, cli_type=int)
+
+    def __post_init__(self):
+        checks.distinct_columns(time_col=self.time_col, item_col=self.item_col, op_col=self.op_col)
+        set_checked(self, rho=checks.rho(self.rho))  # within checks.RHO_RANGE, before any charge
+        set_checked(self, beta=checks.open_unit(self.beta, "beta"))
+        set_checked(self, delta=checks.open_unit(self.delta, "delta"))
+        checks.seed(self.seed)
+        set_checked(self, horizon=validate_horizon(self.horizon))
+        method, max_flippancy = _method_flippancy(self.method, self.max_flippancy)
+        set_checked(self, method=method, max_flippancy=max_flippancy)
+        validate_mapping_parameters(self.origin, self.step_size)
+        set_checked(self, shards=validate_shards(self.shards))
+        set_checked(self, stream=checks.boolean(self.stream, "stream"))
+
+
+@builds(Params)
+def plan(params: Params) -> Plan:
+    """The continual-distinct release's plan (item-level ρ-zCDP for the
+    whole series) from its checked parameters (``plan(rho=..., horizon=...,
+    ...)`` checks them first)."""
+    p = params
+    rho, horizon, method, max_flippancy, beta, delta, stream = (
+        p.rho, p.horizon, p.method, p.max_flippancy, p.beta, p.delta, p.stream)
+    time_col, item_col, op_col, origin, step_size, shards = (
+        p.time_col, p.item_col, p.op_col, p.origin, p.step_size, p.shards)
     tree_horizon = next_power_of_two(horizon)
     w = effective_flippancy(max_flippancy, tree_horizon)
     steps = [(label, ZCDP(part)) for label, part in budget_split(method, rho, tree_horizon, beta, w)]

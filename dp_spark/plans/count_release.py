@@ -21,12 +21,15 @@ Budget split, from the parameters alone:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.count_release.bounded import BoundedPlan, bounded_plan
 from dp_spark.mechanisms.count_release.loop import ACCURACY_FACTOR, DELTA_MIN, EPSILON_MIN, check_pcr_parameters
-from dp_spark.plan import Plan
+from dp_spark.plan import Plan, Step, builds, param, set_checked
+from dp_spark.plans import ITEM_COL_HELP, PERSON_COL_HELP, RHO_HELP_TAIL, SEED_HELP
 
 RELEASE = "count-release"
 METHODS = ("pcr", "bounded")
@@ -49,64 +52,102 @@ def calibration(plan: Plan) -> BoundedPlan:
     return bounded_plan(plan["rho"], plan["delta"], plan["max_items"], plan["alpha"], plan["relative_error"])
 
 
-def _bounded_steps(calibrated: BoundedPlan) -> list[tuple[str, ZCDP]]:
+def _bounded_steps(calibrated: BoundedPlan) -> list[Step]:
     m = calibrated.max_items
     return [
-        (f"selection: Gaussian thresholding on counts bounded to {m} items per person "
+        Step("selection", f"selection: Gaussian thresholding on counts bounded to {m} items per person "
          f"(σ = {calibrated.selection_sigma:.4g}, threshold {calibrated.selection_threshold:.4g})",
          calibrated.selection_cost),
-        (f"counts: discrete Gaussian, L2 sensitivity sqrt({m}), σ = {calibrated.count_sigma:.4g}",
+        Step("counts", f"counts: discrete Gaussian, L2 sensitivity sqrt({m}), σ = {calibrated.count_sigma:.4g}",
          calibrated.count_cost),
     ]
 
 
-def plan(*, rho, delta, method="pcr", person_col="person_id", item_col="item", relative_error=0.1,
-         kbar=10000, max_items=None, alpha=0.5, count_threshold=False, epsilon_min=EPSILON_MIN,
-         delta_min=DELTA_MIN, accuracy_factor=ACCURACY_FACTOR, conversion_delta=None, seed=None) -> Plan:
-    """The count-release's plan (person-level δ-approximate ρ-zCDP); every
-    parameter checked before any data is read."""
-    checks.distinct_columns(person_col=person_col, item_col=item_col)
-    method = checks.choice(method, "method", METHODS)
-    rho = checks.rho(rho)  # within checks.RHO_RANGE, before any charge
-    delta = checks.open_unit(delta, "delta")
-    relative_error = checks.positive(relative_error, "relative_error", " (e.g. 0.1 for 10%)")
-    kbar = checks.integer(kbar, "kbar", 1, KBAR_LIMIT, KBAR_WHY)
-    if max_items is not None:
-        max_items = checks.integer(max_items, "max_items", 1, MAX_ITEMS_LIMIT, MAX_ITEMS_WHY)
-    alpha = checks.open_unit(alpha, "alpha")
-    count_threshold = checks.boolean(count_threshold, "count_threshold")
-    checks.seed(seed)
-    conversion_delta = delta if conversion_delta is None else checks.open_unit(conversion_delta, "conversion_delta")
-    if delta + conversion_delta >= 1:
-        raise ParameterError("delta + conversion_delta must stay below 1; lower conversion_delta.")
-    parameters = {
-        "rho": rho, "delta": delta, "relative_error": relative_error, "method": method,
-        "person_col": person_col, "item_col": item_col, "conversion_delta": conversion_delta,
-        "noise": "discrete gaussian",
-    }
-    if method == "pcr":
-        # ε*, δ*, a, and the rule that at least one round fits (the loop's own check)
-        *_, epsilon_min, delta_min, accuracy_factor = check_pcr_parameters(
-            rho, delta, relative_error, kbar, epsilon_min, delta_min, accuracy_factor)
-        parameters.update(kbar=kbar, epsilon_min=epsilon_min, delta_min=delta_min, accuracy_factor=accuracy_factor)
-        steps = [(PCR_STEP, ZCDP(rho, delta))]
-        releases = (f"up to {kbar:,} noisy counts of distinct persons per {item_col} value, each with its σ "
-                    "(as many as ρ and δ allow)")
-        notes = ["the loop spends adaptively: the release's budget split shows what its selections and "
-                 "counts took, and the part its privacy filter held unused (still counted)"]
-    else:
-        if max_items is None:
+@dataclass(frozen=True, kw_only=True)
+class Params:
+    """Every count-release parameter: its default, help (the CLI's), public
+    limit; constructing one checks them all (before any data is read),
+    including the loop's own rule that one round fits (``method="pcr"``).
+    The release function's keywords, the CLI flags and the YAML keys are
+    these fields."""
+
+    rho: float = param(help=f"ρ: the release is δ-approximate ρ-zCDP; {RHO_HELP_TAIL}", cli_default=0.5)
+    delta: float = param(help="δ of the δ-approximate ρ-zCDP guarantee", cli_default=1e-6)
+    relative_error: float = param(0.1, "target relative error r of a released count")
+    kbar: int = param(10000, "pcr: how many of the largest counts are collected (and the most counts "
+                      f"released; at most {KBAR_LIMIT:,})", limit=KBAR_LIMIT)
+    method: str = param("pcr", "pcr (Private Count Release, no contribution bound) or bounded "
+                        "(contribution-bounding baseline, needs --max-items)", choices=METHODS)
+    max_items: int | None = param(None, f"bounded: m, the most distinct items kept per person (at most "
+                                  f"{MAX_ITEMS_LIMIT:,})", limit=MAX_ITEMS_LIMIT, cli_type=int)
+    alpha: float = param(0.5, "bounded: share of ρ spent on selecting items")
+    count_threshold: bool = param(False, "bounded: drop noisy counts below (2+r)σ/r", flag=True)
+    epsilon_min: float = param(EPSILON_MIN, "pcr: ε* of the first selection (grown by √2 after ⊥)")
+    delta_min: float = param(DELTA_MIN, "pcr: δ* spent by each selection")
+    accuracy_factor: float = param(ACCURACY_FACTOR, "pcr: a in σ = (r/a)·T")
+    conversion_delta: float | None = param(None, "δ' of the stated (ε, δ + δ') equivalent (default δ)",
+                                           cli_type=float)
+    person_col: str = param("person_id", PERSON_COL_HELP)
+    item_col: str = param("item", ITEM_COL_HELP)
+    seed: int | None = param(None, SEED_HELP, cli_type=int)
+
+    def __post_init__(self):
+        checks.distinct_columns(person_col=self.person_col, item_col=self.item_col)
+        set_checked(self, method=checks.choice(self.method, "method", METHODS))
+        set_checked(self, rho=checks.rho(self.rho))  # within checks.RHO_RANGE, before any charge
+        set_checked(self, delta=checks.open_unit(self.delta, "delta"))
+        set_checked(self, relative_error=checks.positive(self.relative_error, "relative_error", " (e.g. 0.1 for 10%)"))
+        set_checked(self, kbar=checks.integer(self.kbar, "kbar", 1, KBAR_LIMIT, KBAR_WHY))
+        if self.max_items is not None:
+            set_checked(self, max_items=checks.integer(self.max_items, "max_items", 1, MAX_ITEMS_LIMIT, MAX_ITEMS_WHY))
+        set_checked(self, alpha=checks.open_unit(self.alpha, "alpha"))
+        set_checked(self, count_threshold=checks.boolean(self.count_threshold, "count_threshold"))
+        checks.seed(self.seed)
+        set_checked(self, conversion_delta=self.delta if self.conversion_delta is None
+                    else checks.open_unit(self.conversion_delta, "conversion_delta"))
+        if self.delta + self.conversion_delta >= 1:
+            raise ParameterError("delta + conversion_delta must stay below 1; lower conversion_delta.")
+        if self.method == "pcr":
+            # ε*, δ*, a, and the rule that at least one round fits (the loop's own check)
+            *_, epsilon_min, delta_min, accuracy_factor = check_pcr_parameters(
+                self.rho, self.delta, self.relative_error, self.kbar, self.epsilon_min, self.delta_min,
+                self.accuracy_factor)
+            set_checked(self, epsilon_min=epsilon_min, delta_min=delta_min, accuracy_factor=accuracy_factor)
+        elif self.max_items is None:
             raise ParameterError(
                 "method 'bounded' needs max_items (m, the most distinct items kept per person; "
                 "--max-items). Choose it from public knowledge: a percentile of the data is "
                 "not private."
             )
-        calibrated = bounded_plan(rho, delta, max_items, alpha, relative_error)
-        parameters.update(max_items=max_items, alpha=alpha, count_threshold=count_threshold)
+
+
+@builds(Params)
+def plan(params: Params) -> Plan:
+    """The count-release's plan (person-level δ-approximate ρ-zCDP) from its
+    checked parameters (``plan(rho=..., delta=..., ...)`` checks them first)."""
+    p = params
+    rho, delta, kbar, max_items = p.rho, p.delta, p.kbar, p.max_items
+    parameters = {
+        "rho": rho, "delta": delta, "relative_error": p.relative_error, "method": p.method,
+        "person_col": p.person_col, "item_col": p.item_col, "conversion_delta": p.conversion_delta,
+        "noise": "discrete gaussian",
+    }
+    if p.method == "pcr":
+        parameters.update(kbar=kbar, epsilon_min=p.epsilon_min, delta_min=p.delta_min,
+                          accuracy_factor=p.accuracy_factor)
+        steps = [Step("pcr", PCR_STEP, ZCDP(rho, delta))]
+        releases = (f"up to {kbar:,} noisy counts of distinct persons per {p.item_col} value, each with its σ "
+                    "(as many as ρ and δ allow)")
+        notes = ["the loop spends adaptively: the release's budget split shows what its selections and "
+                 "counts took, and the part its privacy filter held unused (still counted)"]
+    else:
+        calibrated = bounded_plan(rho, delta, max_items, p.alpha, p.relative_error)
+        parameters.update(max_items=max_items, alpha=p.alpha, count_threshold=p.count_threshold)
         steps = _bounded_steps(calibrated)
-        releases = (f"noisy counts of distinct persons of the {item_col} values that clear a noisy threshold "
+        releases = (f"noisy counts of distinct persons of the {p.item_col} values that clear a noisy threshold "
                     f"(each person keeping at most {max_items} items), each with its σ")
-        notes = [f"counts below (2 + r)σ/r = {calibrated.count_threshold:.4g} are dropped"] if count_threshold else []
+        notes = ([f"counts below (2 + r)σ/r = {calibrated.count_threshold:.4g} are dropped"]
+                 if p.count_threshold else [])
     guarantee = ZCDP(rho, delta)
     return Plan(
         release=RELEASE,
@@ -114,8 +155,8 @@ def plan(*, rho, delta, method="pcr", person_col="person_id", item_col="item", r
         steps=steps,
         parameters=parameters,
         privacy_unit="person",
-        neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
+        neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
         releases=releases,
-        equivalent=guarantee.to_approx(conversion_delta),
+        equivalent=guarantee.to_approx(p.conversion_delta),
         notes=notes,
     )

@@ -15,9 +15,12 @@ Budget split (basic composition, total ε-DP), from the parameters alone:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dp_spark import checks
 from dp_spark.accounting import PureDP, remainder
-from dp_spark.plan import Plan
+from dp_spark.plan import Plan, Step, builds, param, set_checked
+from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the stage and mechanism share, re-exported
     BOUND_GRID_RATIO,
     DEFAULT_EDGE_LIMIT,
@@ -44,42 +47,69 @@ SELECT_STEP = ("bound selection (Generalized Exponential Mechanism over l = 1, 4
 COUNT_STEP = "count (discrete Laplace mechanism)"
 
 
-def plan(*, epsilon, beta=0.05, max_bound=100, method="greedy", shards=None,
-         edge_limit=DEFAULT_EDGE_LIMIT, person_col="person_id", item_col="item", seed=None) -> Plan:
-    """The distinct-count release's plan (ε-DP, person level); every
-    parameter checked before any data is read."""
-    epsilon = checks.epsilon(epsilon)  # within checks.EPSILON_RANGE, before any charge
-    beta = checks.open_unit(beta, "beta")
-    checks.distinct_columns(person_col=person_col, item_col=item_col)
-    method = checks.choice(method, "method", METHODS)
-    max_bound = limited(max_bound, "max_bound")
-    shards = None if shards is None else limited(shards, "shards")
-    edge_limit = limited(edge_limit, "edge_limit")
-    checks.seed(seed)
+@dataclass(frozen=True, kw_only=True)
+class Params:
+    """Every distinct-count parameter: its default, help (the CLI's), public
+    limit; constructing one checks them all (before any data is read). The
+    release function's keywords, the CLI flags and the YAML keys are these
+    fields (tests/unit/test_params.py)."""
+
+    epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
+    beta: float = param(0.05, "the lower bound holds with probability 1 - beta")
+    max_bound: int = param(100, "largest per-person bound l considered (1..max-bound; at most 1,000,000)",
+                           limit=MAX_BOUND_LIMIT)
+    method: str = param("greedy", "how bounded counts are computed", choices=METHODS)
+    shards: int | None = param(None, "greedy: number of person shards (default: one per 200,000 persons, "
+                               f"from a noisy count of a 1-in-{PERSON_SAMPLE} hash sample of persons that "
+                               f"spends ε/100; at most {MAX_SHARDS:,})", limit=MAX_SHARDS, cli_type=int)
+    edge_limit: int = param(DEFAULT_EDGE_LIMIT, "matching: most (person, item) pairs collected to the "
+                            f"driver (at most {MAX_EDGE_LIMIT:,}); a noisy pair count (ε/100) decides whether "
+                            "matching fits, else the greedy is used", limit=MAX_EDGE_LIMIT)
+    person_col: str = param("person_id", PERSON_COL_HELP)
+    item_col: str = param("item", ITEM_COL_HELP)
+    seed: int | None = param(None, SEED_HELP, cli_type=int)
+
+    def __post_init__(self):
+        set_checked(self, epsilon=checks.epsilon(self.epsilon))  # within checks.EPSILON_RANGE, before any charge
+        set_checked(self, beta=checks.open_unit(self.beta, "beta"))
+        checks.distinct_columns(person_col=self.person_col, item_col=self.item_col)
+        set_checked(self, method=checks.choice(self.method, "method", METHODS))
+        set_checked(self, max_bound=limited(self.max_bound, "max_bound"))
+        set_checked(self, shards=None if self.shards is None else limited(self.shards, "shards"))
+        set_checked(self, edge_limit=limited(self.edge_limit, "edge_limit"))
+        checks.seed(self.seed)
+
+
+@builds(Params)
+def plan(params: Params) -> Plan:
+    """The distinct-count release's plan (ε-DP, person level) from its
+    checked parameters (``plan(epsilon=..., ...)`` checks them first)."""
+    p = params
+    epsilon, method, shards = p.epsilon, p.method, p.shards
     if method == "greedy" and shards is None:
-        pre = [(SHARD_STEP, epsilon * SHARD_EPSILON_SHARE)]
+        pre = [Step("shards", SHARD_STEP, epsilon * SHARD_EPSILON_SHARE)]
     elif method == "matching":
-        pre = [(MATCHING_STEP, epsilon * MATCHING_EPSILON_SHARE)]
+        pre = [Step("matching", MATCHING_STEP, epsilon * MATCHING_EPSILON_SHARE)]
     else:
         pre = []
-    rest = remainder(epsilon, *(e for _, e in pre))  # the parts sum to <= epsilon exactly
-    steps = [(label, PureDP(e)) for label, e in pre]
-    steps += [(SELECT_STEP, PureDP(rest / 2.0)), (COUNT_STEP, PureDP(rest / 2.0))]
+    rest = remainder(epsilon, *(s.cost for s in pre))  # the parts sum to <= epsilon exactly
+    steps = [Step(s.name, s.label, PureDP(s.cost)) for s in pre]
+    steps += [Step("select", SELECT_STEP, PureDP(rest / 2.0)), Step("count", COUNT_STEP, PureDP(rest / 2.0))]
     parameters = {
-        "epsilon": epsilon, "beta": beta, "max_bound": max_bound, "method": method,
-        "person_col": person_col, "item_col": item_col, "noise": "discrete laplace",
+        "epsilon": epsilon, "beta": p.beta, "max_bound": p.max_bound, "method": method,
+        "person_col": p.person_col, "item_col": p.item_col, "noise": "discrete laplace",
     }
     if method != "sampling":
         parameters["shards"] = shards
     if method == "matching":
-        parameters["edge_limit"] = edge_limit
-        parameters["items_per_person"] = max_bound
+        parameters["edge_limit"] = p.edge_limit
+        parameters["items_per_person"] = p.max_bound
     return Plan(
         release=RELEASE,
         guarantee=PureDP(epsilon),
         steps=steps,
         parameters=parameters,
         privacy_unit="person",
-        neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
-        releases=f"the number of distinct {item_col} values (noisy) and a {1 - beta:.0%} lower bound",
+        neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
+        releases=f"the number of distinct {p.item_col} values (noisy) and a {1 - p.beta:.0%} lower bound",
     )

@@ -19,11 +19,14 @@ public limits (each names the resource it protects). No pyspark.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dp_spark import checks
 from dp_spark.accounting import ApproxDP
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.set_union import SHARD_CUTOFFS, SetUnionPlan, plan_set_union
-from dp_spark.plan import Plan
+from dp_spark.plan import Plan, Step, builds, param, set_checked
+from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.summaries.set_union import DEFAULT_SHARDS, POLICIES, SEQUENTIAL
 
 RELEASE = "set-union"
@@ -65,7 +68,7 @@ def _alpha(value) -> float:
     return alpha
 
 
-def budget_steps(numeric: SetUnionPlan) -> list[tuple[str, ApproxDP]]:
+def budget_steps(numeric: SetUnionPlan) -> list[Step]:
     """The two steps of the release's (ε, δ) (module docstring), labelled
     with their public constants."""
     if numeric.noise == "laplace":
@@ -83,47 +86,76 @@ def budget_steps(numeric: SetUnionPlan) -> list[tuple[str, ApproxDP]]:
         "hidden except with this probability"
     )
     return [
-        (noise_step, ApproxDP(numeric.epsilon, numeric.noise_delta)),
-        (threshold_step, ApproxDP(0.0, numeric.threshold_delta)),
+        Step("noise", noise_step, ApproxDP(numeric.epsilon, numeric.noise_delta)),
+        Step("threshold", threshold_step, ApproxDP(0.0, numeric.threshold_delta)),
     ]
 
 
-def plan(*, epsilon, delta, method="policy-gaussian", person_col="person_id", item_col="item",
-         max_items=100, alpha=2.0, shards=None, count=True, shard_cutoff="scaled", partitions=None,
-         seed=None) -> Plan:
+@dataclass(frozen=True, kw_only=True)
+class Params:
+    """Every set-union parameter: its default, help (the CLI's), public
+    limit; constructing one checks them all (before any data is read). The
+    release function's keywords, the CLI flags and the YAML keys are these
+    fields (``count`` and ``partitions`` are Python-only)."""
+
+    epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
+    delta: float = param(help="privacy parameter δ spent by the release (0 < δ < 1)", cli_default=1e-6)
+    max_items: int = param(100, f"Δ0: most distinct items one person contributes (at most {MAX_ITEMS_LIMIT:,})",
+                           limit=MAX_ITEMS_LIMIT)
+    method: str = param("policy-gaussian", "histogram update policy", choices=METHODS)
+    alpha: float = param(2.0, f"policy cutoff Γ = ρ + alpha·(noise scale) (0 to {ALPHA_LIMIT:g})", limit=ALPHA_LIMIT)
+    shards: int | None = param(None, "policy-*: number of person shards (default 8, independent of the "
+                               f"cluster; 1 = the paper's single pass; at most {SHARDS_LIMIT:,})",
+                               limit=SHARDS_LIMIT, cli_type=int)
+    shard_cutoff: str = param("scaled", "policy-*: cutoff in each shard, Γ/√shards ('scaled') or Γ ('full'); "
+                              "privacy is the same", choices=SHARD_CUTOFFS)
+    person_col: str = param("person_id", PERSON_COL_HELP)
+    item_col: str = param("item", ITEM_COL_HELP)
+    count: bool = param(True, "also release the number of released items", cli=False)
+    partitions: int | None = param(None, "partitions of the noise step (default: Spark's)", limit=PARTITIONS_LIMIT,
+                                   cli=False)
+    seed: int | None = param(None, SEED_HELP, cli_type=int)
+
+    def __post_init__(self):
+        set_checked(self, epsilon=checks.epsilon(self.epsilon))  # within checks.EPSILON_RANGE, before any charge
+        set_checked(self, delta=checks.open_unit(self.delta, "delta"))
+        checks.distinct_columns(person_col=self.person_col, item_col=self.item_col)
+        set_checked(self, method=checks.choice(self.method, "method", METHODS))
+        set_checked(self, max_items=limited(self.max_items, "max_items"))
+        set_checked(self, alpha=_alpha(self.alpha))
+        set_checked(self, shards=None if self.shards is None else limited(self.shards, "shards"))
+        set_checked(self, partitions=None if self.partitions is None else limited(self.partitions, "partitions"))
+        set_checked(self, count=checks.boolean(self.count, "count"))
+        set_checked(self, shard_cutoff=checks.choice(self.shard_cutoff, "shard_cutoff", SHARD_CUTOFFS))
+        checks.seed(self.seed)
+
+
+@builds(Params)
+def plan(params: Params) -> Plan:
     """The set-union release's plan (person-level (ε, δ)-DP, Gopi et al.'s
-    Algorithm 1 with policy ``method``); every parameter checked before any
-    data is read. ``shards`` of a sequential policy defaults to
-    :data:`~dp_spark.summaries.set_union.DEFAULT_SHARDS` (8, fixed)."""
-    epsilon = checks.epsilon(epsilon)  # within checks.EPSILON_RANGE, before any charge
-    delta = checks.open_unit(delta, "delta")
-    checks.distinct_columns(person_col=person_col, item_col=item_col)
-    method = checks.choice(method, "method", METHODS)
-    max_items = limited(max_items, "max_items")
-    alpha = _alpha(alpha)
-    shards = None if shards is None else limited(shards, "shards")
-    partitions = None if partitions is None else limited(partitions, "partitions")
-    count = checks.boolean(count, "count")
-    shard_cutoff = checks.choice(shard_cutoff, "shard_cutoff", SHARD_CUTOFFS)
-    checks.seed(seed)
-    numeric = plan_set_union(epsilon, delta, max_items, method, alpha)  # refuses an ε that overflows
+    Algorithm 1 with policy ``method``) from its checked parameters
+    (``plan(epsilon=..., ...)`` checks them first; an ε whose calibration
+    overflows is refused here). ``shards`` of a sequential policy defaults
+    to :data:`~dp_spark.summaries.set_union.DEFAULT_SHARDS` (8, fixed)."""
+    p = params
+    numeric = plan_set_union(p.epsilon, p.delta, p.max_items, p.method, p.alpha)  # refuses an ε that overflows
     parameters = {
-        "epsilon": epsilon, "delta": delta, "method": method, "max_items": max_items, "alpha": alpha,
-        "person_col": person_col, "item_col": item_col, "noise": numeric.noise, "algorithm": ALGORITHM,
-        "count": count, "partitions": partitions,
+        "epsilon": p.epsilon, "delta": p.delta, "method": p.method, "max_items": p.max_items, "alpha": p.alpha,
+        "person_col": p.person_col, "item_col": p.item_col, "noise": numeric.noise, "algorithm": ALGORITHM,
+        "count": p.count, "partitions": p.partitions,
     }
-    if method in SEQUENTIAL:
-        parameters["shards"] = DEFAULT_SHARDS if shards is None else shards
-        parameters["shard_cutoff"] = shard_cutoff
-    size = " and its size" if count else ""
+    if p.method in SEQUENTIAL:
+        parameters["shards"] = DEFAULT_SHARDS if p.shards is None else p.shards
+        parameters["shard_cutoff"] = p.shard_cutoff
+    size = " and its size" if p.count else ""
     return Plan(
         release=RELEASE,
-        guarantee=ApproxDP(epsilon, delta),
+        guarantee=ApproxDP(p.epsilon, p.delta),
         steps=budget_steps(numeric),
         parameters=parameters,
         privacy_unit="person",
-        neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
-        releases=(f"the {item_col} values whose weight plus noise clears the threshold "
+        neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
+        releases=(f"the {p.item_col} values whose weight plus noise clears the threshold "
                   f"rho = {numeric.rho:.4g} (a Spark DataFrame, never their weights){size}"),
     )
 

@@ -28,17 +28,24 @@ file and cannot check them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dp_spark import checks
 from dp_spark.accounting import ApproxDP, PureDP, ZCDP, remainder
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import cdp_peel_epsilon_per_step, unknown_domain_calibration
 from dp_spark.mechanisms.top_k.auto import auto_share
-from dp_spark.plan import Plan
+from dp_spark.plan import Plan, Step, builds, param, set_checked
+from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 
 RELEASE = "top-k"
 METHODS = ("auto", "joint", "pnf-joint", "pnf-peel", "cdp-peel", "unknown-domain")
 DOMAIN_METHODS = ("joint", "pnf-joint", "pnf-peel", "cdp-peel")
 DEFAULT_KBAR = 1000
+#: δ the command line uses when none is given and the mechanism needs one
+#: (as conf/top_k.yaml has): without it the command with no flags would
+#: refuse on the built-in data (:func:`dp_spark.commands.top_k.complete`).
+DEMO_DELTA = 1e-6
 
 #: Public upper limits, checked before any data is read; each names the
 #: resource it protects.
@@ -128,59 +135,105 @@ def _steps(mechanism: str, k: int, epsilon: float, delta: float, kbar: int, doma
     if mechanism == "auto":
         share = checks.nonnegative(auto_share(k, epsilon, delta, domain_size), "auto's share of epsilon")
         if share == 0.0:
-            return [(AUTO_PUBLIC_STEP if delta == 0.0 else AUTO_PUBLIC_DELTA_STEP, cost)]
+            return [Step("selection", AUTO_PUBLIC_STEP if delta == 0.0 else AUTO_PUBLIC_DELTA_STEP, cost)]
         choice = epsilon * share
         selection = remainder(epsilon, choice)  # the parts sum to <= epsilon exactly
-        return [(AUTO_CHOICE_STEP, PureDP(choice)),
-                (AUTO_SELECT_STEP, ApproxDP(selection, delta) if delta > 0 else PureDP(selection))]
+        return [Step("choice", AUTO_CHOICE_STEP, PureDP(choice)),
+                Step("selection", AUTO_SELECT_STEP, ApproxDP(selection, delta) if delta > 0 else PureDP(selection))]
     if mechanism == "unknown-domain":
         eps_item, d_thr, d_conv = unknown_domain_calibration(epsilon, delta, k)
         zcdp = unknown_domain_zcdp(epsilon, delta, k)
-        return [(f"selection: Unknown Domain Gumbel, per-item ε' = {eps_item:.6g}, threshold δ "
+        return [Step("selection", f"selection: Unknown Domain Gumbel, per-item ε' = {eps_item:.6g}, threshold δ "
                  f"= {d_thr:g}, kbar = {kbar} ({zcdp.describe()}), converted to (ε, δ)-DP "
                  f"with δ' = {d_conv:g}", cost)]
     if mechanism == "cdp-peel":
-        return [(f"selection: one-shot Gumbel top-k, per-step ε' = "
+        return [Step("selection", f"selection: one-shot Gumbel top-k, per-step ε' = "
                  f"{cdp_peel_epsilon_per_step(epsilon, delta, k):.6g}", cost)]
-    return [(f"selection: {NAMES[mechanism]}", cost)]
+    return [Step("selection", f"selection: {NAMES[mechanism]}", cost)]
 
 
-def plan(*, epsilon, k, delta=0.0, method="auto", person_col="person_id", item_col="item",
-         domain=None, domain_size=None, kbar=None, persons=None, seed=None) -> Plan:
-    """The top-k release's plan (person level; ε-DP or (ε, δ)-DP by
-    ``method``, see the module docstring); every parameter checked before
-    any data is read.
+@dataclass(frozen=True, kw_only=True)
+class Params:
+    """Every top-k parameter: its default, help (the CLI's), public limit;
+    constructing one checks them all (before any data is read). The release
+    function's keywords, the CLI flags and the YAML keys are these fields
+    (``domain_size`` is the plan's alone: the release sets it once it has
+    read the domain).
 
     ``domain``: anything but None says a public domain is given (it is not
-    read here); ``domain_size``: its number of items, when known (then its
-    public limits are checked). ``kbar`` defaults to max(1000, 2k);
-    ``persons`` is an optional public number of persons (only used to judge
-    the error bound).
+    read here; on the command line a path); ``domain_size``: its number of
+    items, when known (then its public limits are checked). ``kbar``
+    defaults to max(1000, 2k); ``persons`` is an optional public number of
+    persons (only used to judge the error bound).
     """
-    k = limit(checks.whole(k, "k"), "k", MAX_K, "top-k ranks k items and the joint samplers' time grows as d·k")
-    checks.distinct_columns(person_col=person_col, item_col=item_col)
-    epsilon = checks.epsilon(epsilon)  # within checks.EPSILON_RANGE, before any charge
-    delta = checks.delta(delta, "delta", allow_zero=True)
-    has_domain = domain is not None or domain_size is not None
-    mechanism = resolve_method(method, has_domain)
-    if mechanism == "unknown-domain" and delta == 0.0:
-        reason = "no public domain was given, so method 'auto' uses" if method == "auto" else "method"
-        raise ParameterError(
-            f"{reason} 'unknown-domain', which needs delta > 0 (e.g. delta=1e-6); "
-            "or give a public domain for pure ε-DP with 'joint'."
-        )
-    kbar = limit(checks.whole(max(DEFAULT_KBAR, 2 * k) if kbar is None else kbar, "kbar"), "kbar", MAX_KBAR,
-                 "unknown-domain collects kbar + 1 item counts to the driver")
-    if mechanism == "unknown-domain" and k > kbar:
-        raise ParameterError(f"k={k} is larger than kbar={kbar}; raise kbar to at least k.")
-    checks.seed(seed)
-    persons = None if persons is None else checks.whole(persons, "persons")
-    if domain_size is not None:
-        domain_size = check_domain_size(domain_size, k, mechanism)
+
+    k: int = param(help="number of items to release, in rank order", limit=MAX_K, cli_default=10, cli_type=int)
+    epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
+    delta: float = param(0.0, "δ for unknown-domain and for cdp-peel's (ε, δ) accounting; the other "
+                         f"mechanisms are pure ε-DP (default: {DEMO_DELTA:g} where the mechanism needs δ — "
+                         "unknown-domain, and auto without --domain — else 0)",
+                         cli_default=None)  # the CLI fills it (commands.top_k.complete)
+    method: str = param("auto", "selection mechanism: auto = unknown-domain without --domain; with one, the "
+                        "mechanism auto predicts to be the most accurate (a pure one when delta = 0; any share "
+                        "of epsilon spent on that choice is shown in the budget split)", choices=METHODS)
+    domain: object = param(None, "public list of possible items: a text file with one item per line, or a "
+                           "CSV/Parquet file with the item column (needed by joint, pnf-joint, pnf-peel, "
+                           "cdp-peel)", limit=MAX_DOMAIN, cli_type=str)
+    kbar: int | None = param(None, "unknown-domain: how many of the largest counts are collected (default "
+                             "max(1000, 2k))", limit=MAX_KBAR, cli_type=int)
+    persons: int | None = param(None, "public number (or upper bound) of persons, only used to warn when the "
+                                "error bound is large next to it", cli_type=int)
+    person_col: str = param("person_id", PERSON_COL_HELP)
+    item_col: str = param("item", ITEM_COL_HELP)
+    domain_size: int | None = param(None, "the public domain's number of items", limit=MAX_DOMAIN,
+                                    api=False, cli=False)
+    seed: int | None = param(None, SEED_HELP, cli_type=int)
+
+    def __post_init__(self):
+        k = limit(checks.whole(self.k, "k"), "k", MAX_K, "top-k ranks k items and the joint samplers' time grows as d·k")
+        set_checked(self, k=k)
+        checks.distinct_columns(person_col=self.person_col, item_col=self.item_col)
+        set_checked(self, epsilon=checks.epsilon(self.epsilon))  # within checks.EPSILON_RANGE, before any charge
+        set_checked(self, delta=checks.delta(self.delta, "delta", allow_zero=True))
+        mechanism = self.mechanism
+        if mechanism == "unknown-domain" and self.delta == 0.0:
+            reason = "no public domain was given, so method 'auto' uses" if self.method == "auto" else "method"
+            raise ParameterError(
+                f"{reason} 'unknown-domain', which needs delta > 0 (e.g. delta=1e-6); "
+                "or give a public domain for pure ε-DP with 'joint'."
+            )
+        kbar = limit(checks.whole(max(DEFAULT_KBAR, 2 * k) if self.kbar is None else self.kbar, "kbar"), "kbar",
+                     MAX_KBAR, "unknown-domain collects kbar + 1 item counts to the driver")
+        set_checked(self, kbar=kbar)
+        if mechanism == "unknown-domain" and k > kbar:
+            raise ParameterError(f"k={k} is larger than kbar={kbar}; raise kbar to at least k.")
+        checks.seed(self.seed)
+        set_checked(self, persons=None if self.persons is None else checks.whole(self.persons, "persons"))
+        if self.domain_size is not None:
+            set_checked(self, domain_size=check_domain_size(self.domain_size, k, mechanism))
+
+    @property
+    def has_domain(self) -> bool:
+        return self.domain is not None or self.domain_size is not None
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism ``method`` names (:func:`resolve_method`)."""
+        return resolve_method(self.method, self.has_domain)
+
+
+@builds(Params)
+def plan(params: Params) -> Plan:
+    """The top-k release's plan (person level; ε-DP or (ε, δ)-DP by
+    ``method``, see the module docstring) from its checked parameters
+    (``plan(epsilon=..., k=..., ...)`` checks them first)."""
+    p = params
+    k, epsilon, delta, kbar, domain_size, has_domain = p.k, p.epsilon, p.delta, p.kbar, p.domain_size, p.has_domain
+    mechanism = p.mechanism
     parameters = {
-        "k": k, "epsilon": epsilon, "delta": delta, "method": method,
-        "person_col": person_col, "item_col": item_col,
-        "domain": _domain_words(has_domain, domain_size), "persons": persons,
+        "k": k, "epsilon": epsilon, "delta": delta, "method": p.method,
+        "person_col": p.person_col, "item_col": p.item_col,
+        "domain": _domain_words(has_domain, domain_size), "persons": p.persons,
     }
     if mechanism == "unknown-domain":
         parameters["kbar"] = kbar
@@ -194,8 +247,8 @@ def plan(*, epsilon, k, delta=0.0, method="auto", person_col="person_id", item_c
         steps=_steps(mechanism, k, epsilon, delta, kbar, domain_size),
         parameters=parameters,
         privacy_unit="person",
-        neighbouring=f"add or remove one person (all rows sharing a {person_col} value)",
-        releases=(f"the {k} {item_col} values held by the most distinct persons, in order"
+        neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
+        releases=(f"the {k} {p.item_col} values held by the most distinct persons, in order"
                   + (", from the public domain" if has_domain else "")
                   + (", chosen by the mechanism auto picks" if mechanism == "auto" else f", chosen by "
                      f"{NAMES[mechanism]}") + "; no counts"),

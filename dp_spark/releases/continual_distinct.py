@@ -157,12 +157,12 @@ def build_release(
     added too). A streaming plan's condition (the
     step grid) is stated in the neighbouring relation and the statement.
     """
-    beta, delta, item_col = plan["beta"], plan["delta"], plan["item_col"]
+    beta, delta, item_col = plan.params.beta, plan.params.delta, plan.params.item_col
     confidence = 1.0 - beta
     last = series.iloc[-1] if len(series) else None
     values = {
         "method": method,
-        "horizon": int(plan["horizon"]),
+        "horizon": int(plan.params.horizon),
         "released_count": int(len(series)),
         "final_estimate": None if last is None else float(last["estimate"]),
         "final_std": None if last is None else float(last["std"]),
@@ -278,12 +278,12 @@ def continual_distinct(
     rng = make_rng(seed)
 
     log.info("continual-distinct: computing per-step summaries")
-    stage = continual_summaries(df, time_col, item_col, op_col, plan["horizon"], origin=origin,
-                                step_size=step_size, shards=plan["shards"])
+    stage = continual_summaries(df, time_col, item_col, op_col, plan.params.horizon, origin=origin,
+                                step_size=step_size, shards=plan.params.shards)
     mapping = stage.mapping
-    log.info("continual-distinct: running the %s mechanism", plan["method"])
-    result = continual_counts(stage.summaries, plan["rho"], plan["method"], plan["flippancy_bound"],
-                              rng=rng, beta=plan["beta"])
+    log.info("continual-distinct: running the %s mechanism", plan.params.method)
+    result = continual_counts(stage.summaries, plan.params.rho, plan.params.method, plan["flippancy_bound"],
+                              rng=rng, beta=plan.params.beta)
     del stage  # non-private arrays; nothing below may use them
     # recorded in the ledger (a keyed run) before it leaves this function
     return record_release(budget, _report(plan, result, mapping, local, df.sparkSession, seed is not None))
@@ -291,8 +291,8 @@ def continual_distinct(
 
 def _report(plan: Plan, result, mapping, local: PrivacyFilter, session, seeded: bool) -> Release:
     """The Release from the mechanism's released values and public parameters only."""
-    T, tree_horizon, w = plan["horizon"], plan["tree_horizon"], plan["flippancy_bound"]
-    max_flippancy = plan["max_flippancy"]
+    T, tree_horizon, w = plan.params.horizon, plan["tree_horizon"], plan["flippancy_bound"]
+    max_flippancy = plan.params.max_flippancy
     series = series_frame(
         np.arange(1, T + 1),
         result.estimates[:T],

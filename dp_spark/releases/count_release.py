@@ -132,7 +132,7 @@ def count_release(
     if (replay := replayed(budget)) is not None:
         return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
     rng = make_rng(seed)
-    if plan["method"] == "pcr":
+    if plan.params.method == "pcr":
         rows, values, errors, split = _pcr(edge_df, plan, rng)
     else:
         rows, values, errors = _bounded(edge_df, plan, rng)
@@ -151,7 +151,7 @@ def _statement(plan: Plan, released: int) -> str:
         f"Person-level {guarantee.describe()}, which implies "
         f"(ε = {equivalent.epsilon:.4g}, δ = {equivalent.delta:.3g})-differential privacy: the "
         f"output would be almost as likely if any one person (every row with the same "
-        f"{plan['person_col']}) were removed or added. Released: {released} {plan['item_col']} values with "
+        f"{plan.params.person_col}) were removed or added. Released: {released} {plan.params.item_col} values with "
         "their number of distinct persons plus Gaussian noise of the stated sigma."
     )
 
@@ -164,13 +164,14 @@ def _pcr(edge_df, plan: Plan, rng):
     counts (NON-PRIVATE, never leave this function) through the loop.
     Returns the released rows, values, errors and the budget split the
     loop actually spent (selections, counts, the unused rest)."""
-    kbar, r = plan["kbar"], plan["relative_error"]
+    kbar, r = plan.params.kbar, plan.params.relative_error
     log.info("count-release: collecting the %d largest item counts", kbar + 1)
     top = stage.top_item_counts(edge_df, kbar)
     log.info("count-release: Private Count Release loop")
     result = private_count_release(
-        top.counts, top.next_count, plan["rho"], plan["delta"], r, kbar, rng,
-        epsilon_min=plan["epsilon_min"], delta_min=plan["delta_min"], accuracy_factor=plan["accuracy_factor"],
+        top.counts, top.next_count, plan.params.rho, plan.params.delta, r, kbar, rng,
+        epsilon_min=plan.params.epsilon_min, delta_min=plan.params.delta_min,
+        accuracy_factor=plan.params.accuracy_factor,
     )
     rows = [{"item": top.items[x.index], "count": int(x.count), "sigma": float(x.sigma),
              "threshold": float(x.threshold),
@@ -189,10 +190,10 @@ def _pcr(edge_df, plan: Plan, rng):
         "stopped": result.stopped,
     }
     errors = {
-        "items": _pcr_accuracy(rows, r, plan["accuracy_factor"]),
+        "items": _pcr_accuracy(rows, r, plan.params.accuracy_factor),
         "stopped": f"why the loop ended: {', '.join(f'{k}: {v}' for k, v in _STOPPED.items())}",
     }
-    return rows, values, errors, _pcr_split(result, plan["epsilon_min"], plan["delta_min"], len(rows))
+    return rows, values, errors, _pcr_split(result, plan.params.epsilon_min, plan.params.delta_min, len(rows))
 
 
 def _pcr_split(result, epsilon_min: float, delta_min: float, released: int) -> list[dict]:
@@ -242,7 +243,7 @@ def _bounded(edge_df, plan: Plan, rng):
     Spark with keyed noise; only the released rows reach the driver.
     Returns the released rows, values and errors."""
     calibrated = calibration(plan)
-    use_threshold = plan["count_threshold"]
+    use_threshold = plan.params.count_threshold
     salt_select, salt_count = (int(x) for x in rng.integers(0, 2**62, size=2))
     select_key, count_key = noise_key(rng), noise_key(rng)
     log.info("count-release: bounding to %d items per person, Gaussian-threshold selection", calibrated.max_items)

@@ -103,11 +103,12 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
 def _bounded_counts(df, plan: Plan, epsilon_pre: float, rng):
     """NON-PRIVATE counts c_1..c_L and the released parameters of how they
     were computed (every data-dependent choice here is noisy and charged)."""
-    person_col, item_col, max_bound, method = plan["person_col"], plan["item_col"], plan["max_bound"], plan["method"]
-    shards = plan.parameters.get("shards")
+    p = plan.params
+    person_col, item_col, max_bound, method = p.person_col, p.item_col, p.max_bound, p.method
+    shards = plan.parameters.get("shards")  # None for sampling, whatever was given
     edge_df = edges(df, person_col, item_col)
     if method == "matching":
-        return _matching_or_greedy(edge_df, max_bound, shards, plan["edge_limit"], epsilon_pre, rng)
+        return _matching_or_greedy(edge_df, max_bound, shards, p.edge_limit, epsilon_pre, rng)
     extra = {}
     if method == "greedy":
         if shards is None:
@@ -183,27 +184,27 @@ def distinct_count(
     if (replay := replayed(budget)) is not None:
         return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
     rng = make_rng(seed)
-    split = [cost.epsilon for _, cost in plan.steps]
-    epsilon_pre = split[0] if len(split) == 3 else 0.0
+    split = plan.split  # by step name (plans.distinct_count): at most one of shards / matching is there
+    epsilon_pre = split.epsilon("shards") or split.epsilon("matching")
     counts, how = _bounded_counts(df, plan, epsilon_pre, rng)
     log.info("distinct-count: selecting the bound and adding noise")
-    released = release_from_counts(counts, split[-2] + split[-1], plan["beta"], rng)
+    released = release_from_counts(counts, split.epsilon("select") + split.epsilon("count"), plan.params.beta, rng)
     del counts  # non-private; nothing below may use it
-    how = {**how, "bound_candidates": bound_candidates(plan["max_bound"]), "selection_beta": SELECTION_BETA}
+    how = {**how, "bound_candidates": bound_candidates(plan.params.max_bound), "selection_beta": SELECTION_BETA}
     # recorded in the ledger (a keyed run) before it leaves this function
     return record_release(budget, _report(plan, released, how, local, seed))
 
 
 def _report(plan: Plan, released, how, local, seed) -> Release:
     """The Release from released values and public parameters only."""
-    beta, person_col, item_col = plan["beta"], plan["person_col"], plan["item_col"]
+    beta, person_col, item_col = plan.params.beta, plan.params.person_col, plan.params.item_col
     confidence = 1.0 - beta
     bound = released["bound"]
     values = {
         "estimate": released["estimate"],
         "lower_bound": released["lower_bound"],
         "bound": bound,
-        "method": plan["method"],
+        "method": plan.params.method,
         "confidence": confidence,
         "noise_scale": released["noise_scale"],
         "noise_std": released["noise_std"],
@@ -220,7 +221,7 @@ def _report(plan: Plan, released, how, local, seed) -> Release:
         ),
     }
     statement = (
-        f"Person-level {plan['epsilon']:g}-differential privacy: the output would be almost "
+        f"Person-level {plan.params.epsilon:g}-differential privacy: the output would be almost "
         f"as likely if any one person (every row with the same {person_col}) were "
         f"removed or added. With probability at least {confidence:.0%} the table "
         f"holds at least {released['lower_bound']:,} distinct {item_col} values."

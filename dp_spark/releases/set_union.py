@@ -148,7 +148,7 @@ def set_union(
     numeric = mechanism_plan(plan)
     items = _released_items(df, plan, numeric, seed)
     log.info("set-union: released items materialized")
-    released_count = int(items.count()) if plan["count"] else None
+    released_count = int(items.count()) if plan.params.count else None
     # recorded in the ledger (a keyed run) before it leaves this function
     return record_release(budget, _report(plan, numeric, items, released_count, local, seed))
 
@@ -164,10 +164,10 @@ def _released_items(df, plan: Plan, numeric: SetUnionPlan, seed):
     shards = plan.parameters.get("shards")
     salt, root = derive_randomness(make_rng(seed), keyed=seed is not None)
     lazy = set_union_items(
-        df, plan["person_col"], plan["item_col"], method=numeric.method, max_items=numeric.max_items,
+        df, plan.params.person_col, plan.params.item_col, method=numeric.method, max_items=numeric.max_items,
         salt=salt, threshold=ThresholdStep(numeric, root),
         gamma=cutoff_per_shard(numeric.gamma, shards, plan["shard_cutoff"]) if sequential else None,
-        shards=shards, partitions=plan["partitions"],
+        shards=shards, partitions=plan.params.partitions,
     )
     with spark_job("computing and thresholding the set-union histogram"):
         return materialize(lazy)

@@ -189,10 +189,10 @@ class _Selection:
 
 def _select(plan: Plan, edge_df, items, rng) -> _Selection:
     """Run the stage and the mechanism the plan names, within its steps."""
-    k, epsilon, delta = plan["k"], plan["epsilon"], plan["delta"]
+    k, epsilon, delta = plan.params.k, plan.params.epsilon, plan.params.delta
     method = resolve_method(plan["method"], items is not None)
     if method == "unknown-domain":
-        return _unknown_domain(edge_df, items, k, epsilon, delta, plan["kbar"], rng)
+        return _unknown_domain(edge_df, items, k, epsilon, delta, plan.params.kbar, rng)
     log.info("top-k: counting persons per domain item (%d items)", len(items))
     counts = stage.domain_item_counts(edge_df, items)
     choice, eps_sel = None, epsilon
@@ -209,15 +209,15 @@ def _select(plan: Plan, edge_df, items, rng) -> _Selection:
 def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]:
     """auto's private choice with the plan's public share of ε, and the ε
     of the plan's selection step (what the chosen mechanism runs with)."""
-    k, epsilon, delta = plan["k"], plan["epsilon"], plan["delta"]
+    k, epsilon, delta = plan.params.k, plan.params.epsilon, plan.params.delta
     share = auto_share(k, epsilon, delta, size)  # the share the plan charged (same public inputs)
-    paid = plan.steps[0][1].epsilon if len(plan.steps) == 2 else 0.0
+    paid = plan.split.epsilon("choice")  # 0.0: the plan has no choice step (share 0)
     # share 0: the choice needs no data (choose_mechanism spends nothing; it refuses share=0 itself)
     choice = choose_mechanism(counts, k, epsilon, delta, rng, **({"share": share} if share > 0 else {}))
     # never more than the plan charged; depends on public parameters only
     if choice.epsilon_choice > paid or choice.method not in DOMAIN_METHODS:  # pragma: no cover
         raise RuntimeError("top-k auto: the choice does not match the plan's budget split (internal error)")
-    return choice, plan.steps[-1][1].epsilon
+    return choice, plan.split.epsilon("selection")
 
 
 def _domain_mechanism(method, counts, k, epsilon, delta, rng):
@@ -284,16 +284,16 @@ def _values(selection: _Selection, rows, k, bound, warning, domain_size) -> dict
 
 def _report(plan: Plan, local: PrivacyFilter, selection: _Selection, items, spark, integral, seed) -> Release:
     """The Release from released values and public parameters only."""
-    k, epsilon, delta = plan["k"], plan["epsilon"], plan["delta"]
-    person_col, item_col = plan["person_col"], plan["item_col"]
+    k, epsilon, delta = plan.params.k, plan.params.epsilon, plan.params.delta
+    person_col, item_col = plan.params.person_col, plan.params.item_col
     rows = [{"rank": i + 1, "item": item} for i, item in enumerate(selection.items)]
-    errors, bound, warning = _error_texts(selection, k, delta, plan["persons"])
+    errors, bound, warning = _error_texts(selection, k, delta, plan.params.persons)
     if warning is not None:
         log.warning("top-k: %s", warning)
     split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]
     if selection.method == "unknown-domain":
         eps_item, d_thr, _ = unknown_domain_calibration(epsilon, delta, k)
-        threshold = unknown_domain_threshold(eps_item, d_thr, plan["kbar"])
+        threshold = unknown_domain_threshold(eps_item, d_thr, plan.params.kbar)
         errors["bottom"] = (
             f"true when fewer than k items cleared the noisy threshold (about {threshold:,.0f} "
             "persons above the (kbar+1)-th largest count): then only the items that cleared it "

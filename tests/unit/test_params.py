@@ -1,0 +1,166 @@
+"""One declaration per parameter (issue 23): each release's typed ``Params``
+(``dp_spark.plans.<release>.Params``) agrees with the release function's
+keyword signature, the plan's signature, the CLI options and the YAML keys
+the CLI accepts. A parameter added to one and not the others fails here."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dp_spark.commands.base import INPUT_OPTIONS, READ_OPTIONS, RUN_OPTIONS, options_of
+from dp_spark.config import load_config
+from dp_spark.errors import ParameterError
+from dp_spark.plan import Plan, Split, Step, field_default, params_fields
+
+RELEASES = ["distinct_count", "set_union", "top_k", "count_release", "continual_distinct"]
+
+#: Options a command has that are no release parameter (input, outputs,
+#: budget, demo data, --domain read by the command, --stream's own).
+SHARED = {o.name for o in INPUT_OPTIONS + READ_OPTIONS + RUN_OPTIONS}
+CLI_ONLY = {
+    "distinct_count": {"budget_epsilon"},
+    "set_union": {"items_output", "budget_epsilon", "budget_delta"},
+    "top_k": {"items_output", "budget_epsilon", "budget_delta"},
+    "count_release": {"items_output", "budget_rho", "budget_delta"},
+    "continual_distinct": {"demo_flippancy", "series", "budget_rho", "checkpoint", "sink", "files_per_step",
+                           "trigger", "timeout", "state_partitions"},
+}
+#: The release function's arguments that are no parameter of the plan.
+CALL_ONLY = {"df", "budget", "ledger"}
+
+
+def _modules(name):
+    return importlib.import_module(f"dp_spark.plans.{name}"), importlib.import_module(f"dp_spark.commands.{name}")
+
+
+def _release_keywords(name) -> dict:
+    """The keyword parameters (name: default) of ``dp_spark.releases.<name>.<name>``,
+    read from its source: the releases import pyspark, which tests/unit never
+    does. A default that is a name is resolved in the plan module (which
+    imports every constant the releases use)."""
+    plans = importlib.import_module(f"dp_spark.plans.{name}")
+    tree = ast.parse((_root() / "dp_spark" / "releases" / f"{name}.py").read_text(encoding="utf-8"))
+    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    assert [a.arg for a in function.args.args] == ["df"] and not function.args.vararg
+    out = {}
+    for arg, default in zip(function.args.kwonlyargs, function.args.kw_defaults):
+        value = inspect.Parameter.empty
+        if default is not None:
+            value = eval(compile(ast.Expression(default), name, "eval"), vars(plans))  # noqa: S307 - our source
+        out[arg.arg] = value
+    return {k: v for k, v in out.items() if k not in CALL_ONLY}
+
+
+def _keywords(function, skip=()) -> dict:
+    return {n: p.default for n, p in inspect.signature(function).parameters.items() if n not in skip}
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_params_is_a_frozen_keyword_dataclass(name):
+    plans, _ = _modules(name)
+    assert dataclasses.is_dataclass(plans.Params)
+    assert plans.Params.__dataclass_params__.frozen
+    for f in dataclasses.fields(plans.Params):
+        assert f.kw_only and f.metadata.get("help"), f"{name}.{f.name} needs help text"
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_the_release_function_takes_exactly_the_api_fields_with_their_defaults(name):
+    plans, _ = _modules(name)
+    expected = {f.name: field_default(f) for f in params_fields(plans.Params, api=True)}
+    assert _release_keywords(name) == expected
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_the_plan_signature_is_the_params_fields(name):
+    plans, _ = _modules(name)
+    assert _keywords(plans.plan) == {f.name: field_default(f) for f in dataclasses.fields(plans.Params)}
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_the_cli_options_are_the_cli_fields_and_the_declared_cli_only_ones(name):
+    plans, command = _modules(name)
+    options = {o.name: o for o in options_of(command)}
+    fields = params_fields(plans.Params, cli=True)
+    for f in fields:
+        assert f.name in options, f"--{f.name.replace('_', '-')} is missing from dp-spark {command.NAME}"
+        opt = options[f.name]
+        assert opt.default == f.metadata["cli_default"], f.name
+        assert opt.help == f.metadata["help"], f.name
+        assert tuple(opt.choices or ()) == tuple(f.metadata.get("choices") or ()), f.name
+        assert opt.flag == bool(f.metadata.get("flag")), f.name
+    extra = set(options) - {f.name for f in fields} - SHARED
+    assert extra == CLI_ONLY[name], "a CLI option that is a release parameter belongs in Params"
+    for f in params_fields(plans.Params, cli=False):
+        assert f.name not in options, f"{f.name} is marked Python-only but is a CLI option"
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_the_yaml_config_takes_every_cli_field_and_nothing_else(name, tmp_path):
+    plans, command = _modules(name)
+    allowed = {o.name for o in options_of(command)}
+    fields = params_fields(plans.Params, cli=True)
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({f.name.replace("_", "-"): 1 for f in fields}), encoding="utf-8")
+    assert set(load_config(str(config), allowed)) == {f.name for f in fields}
+    for f in params_fields(plans.Params, cli=False):
+        config.write_text(f"{f.name}: 1\n", encoding="utf-8")
+        with pytest.raises(ParameterError, match="unknown option"):
+            load_config(str(config), allowed)
+    shipped = yaml.safe_load((_root() / "conf" / f"{name}.yaml").read_text(encoding="utf-8")) or {}
+    assert {str(k).replace("-", "_") for k in shipped} <= allowed
+
+
+def _root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+# -- Params checks, plan(params), the typed split ------------------------------------------
+
+
+def test_params_checks_with_the_plans_messages_and_plan_takes_either_form():
+    from dp_spark.plans import distinct_count as dc
+
+    with pytest.raises(ParameterError) as by_params:
+        dc.Params(epsilon=1.0, method="nope")
+    with pytest.raises(ParameterError) as by_plan:
+        dc.plan(epsilon=1.0, method="nope")
+    assert str(by_params.value) == str(by_plan.value)
+    params = dc.Params(epsilon=1.0, max_bound=16)
+    assert dc.plan(params) == dc.plan(epsilon=1.0, max_bound=16)
+    assert dc.plan(params).params is params and dc.plan(epsilon=1.0).params.max_bound == 100
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        params.epsilon = 2.0
+    with pytest.raises(TypeError):
+        dc.plan(params, epsilon=2.0)
+
+
+def test_the_budget_split_is_read_by_step_name():
+    from dp_spark.plans import distinct_count as dc, top_k
+
+    auto = dc.plan(epsilon=1.0)
+    assert [s.name for s in auto.split] == ["shards", "select", "count"]
+    assert auto.split.epsilon("matching") == 0.0 and auto.split.epsilon("shards") == pytest.approx(0.01)
+    assert sum(s.cost.epsilon for s in auto.split) <= 1.0
+    assert auto.steps == tuple((s.label, s.cost) for s in auto.split)  # the report's budget split as before
+    fixed = dc.plan(epsilon=1.0, shards=4)
+    assert "shards" not in fixed.split and fixed.split.epsilon("select") == 0.5
+    with pytest.raises(KeyError):
+        fixed.split.cost("shards")
+    pure = top_k.plan(epsilon=1.0, k=3, method="joint", domain=["a", "b", "c"])
+    assert pure.split.epsilon("choice") == 0.0 and pure.split.epsilon("selection") == 1.0
+
+
+def test_an_unnamed_step_still_makes_a_plan():
+    from dp_spark.accounting import PureDP
+
+    plan = Plan(release="r", guarantee=PureDP(1.0), steps=[("all", PureDP(1.0))], parameters={},
+                privacy_unit="person", neighbouring="n", releases="r")
+    assert plan.split == Split((Step(None, "all", PureDP(1.0)),)) and plan.params is None
