@@ -8,8 +8,6 @@ from dp_spark.plans.count_release import KBAR_LIMIT, MAX_ITEMS_LIMIT, METHODS
 
 NAME = "count-release"
 HELP = "differentially private item counts near a target relative error (Private Count Release)"
-PLAN = "dp_spark.plans.count_release:plan"
-RELEASE = "dp_spark.releases.count_release:count_release"
 
 OPTIONS = INPUT_OPTIONS + (
     Option("rho", float, 0.5, "ρ: the release is δ-approximate ρ-zCDP; from 1e-12 to 50 (below, the noise swamps every count; above, nothing is protected)"),

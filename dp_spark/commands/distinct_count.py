@@ -7,8 +7,6 @@ from dp_spark.plans.distinct_count import DEFAULT_EDGE_LIMIT, MAX_EDGE_LIMIT, MA
 
 NAME = "distinct-count"
 HELP = "differentially private count of distinct items, with a lower bound"
-PLAN = "dp_spark.plans.distinct_count:plan"
-RELEASE = "dp_spark.releases.distinct_count:distinct_count"
 
 OPTIONS = INPUT_OPTIONS + (
     Option("epsilon", float, 1.0, "privacy parameter ε spent by the release; from 1e-6 to 50 (below, the noise swamps every count; above, e^ε bounds nothing)"),

@@ -7,8 +7,6 @@ from dp_spark.plans.set_union import ALPHA_LIMIT, MAX_ITEMS_LIMIT, METHODS, SHAR
 
 NAME = "set-union"
 HELP = "differentially private set union: release as many items as possible (partition selection)"
-PLAN = "dp_spark.plans.set_union:plan"
-RELEASE = "dp_spark.releases.set_union:set_union"
 
 OPTIONS = INPUT_OPTIONS + (
     Option("epsilon", float, 1.0, "privacy parameter ε spent by the release; from 1e-6 to 50 (below, the noise swamps every count; above, e^ε bounds nothing)"),

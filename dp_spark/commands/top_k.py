@@ -14,8 +14,6 @@ from dp_spark.plans.top_k import METHODS
 
 NAME = "top-k"
 HELP = "differentially private top-k items by number of distinct persons"
-PLAN = "dp_spark.plans.top_k:plan"
-RELEASE = "dp_spark.releases.top_k:top_k"
 
 #: δ when none is given and the mechanism needs one (as conf/top_k.yaml has):
 #: without it the command with no flags would refuse on the built-in data.
