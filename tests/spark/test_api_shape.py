@@ -76,3 +76,14 @@ def test_every_release_has_the_one_signature_shape(name):
     assert privacy and all(parameters[n].default is inspect.Parameter.empty for n in privacy)
     assert parameters["seed"].default is None and parameters["budget"].default is None
     assert "method" in parameters and "mechanism" not in parameters and "policy" not in parameters
+
+
+@pytest.mark.parametrize("name", list(RELEASES))
+def test_the_public_function_is_the_one_the_registry_calls(name):
+    """``dp_spark.<release>`` (the lazy export) is the function the CLI and
+    jobs call through the release's spec, and its plan is the plan's."""
+    spec = RELEASES[name]
+    assert getattr(dp_spark, spec.python_name) is spec.function
+    assert spec.function.__module__ == spec.module
+    assert set(spec.release_parameters()) >= {"method", "seed", "budget"}
+    assert set(spec.plan_parameters()) <= set(spec.release_parameters()) | {"domain_size", "stream"}
