@@ -135,3 +135,16 @@ def test_the_registry_imports_no_release_and_no_pyspark():
             "print('ok')\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def test_each_plan_names_its_release_and_privacy_unit():
+    """The plan the CLI builds from a command's defaults is the release's:
+    its name and privacy unit are the spec's (they reach the report and the ledger)."""
+    from dp_spark.commands import COMMANDS
+    from dp_spark.commands.base import options_of, plan_of
+
+    for name, spec in RELEASES.items():
+        module = COMMANDS[name]
+        opts = {o.name: o.default for o in options_of(module)}
+        plan = plan_of(module, getattr(module, "complete", lambda o: o)(opts))
+        assert (plan.release, plan.privacy_unit) == (name, spec.privacy_unit)
