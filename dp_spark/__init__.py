@@ -9,18 +9,17 @@ data, runs a Spark stage that reduces the data to a bounded summary
 (``dp_spark.stages``), then a driver-side mechanism (pure numpy,
 ``dp_spark.mechanisms.<release>``) that draws all privacy noise.
 
-The release functions are imported lazily, so that ``import dp_spark.noise``
+The release functions (one per entry of :data:`dp_spark.releases.RELEASES`)
+are imported lazily, so that ``import dp_spark.noise``
 (or any other mechanism-layer module) never imports pyspark.
 """
+
+from dp_spark.releases import RELEASES as _RELEASES  # the one list of releases; imports no release
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "distinct_count": ("dp_spark.releases.distinct_count", "distinct_count"),
-    "top_k": ("dp_spark.releases.top_k", "top_k"),
-    "count_release": ("dp_spark.releases.count_release", "count_release"),
-    "set_union": ("dp_spark.releases.set_union", "set_union"),
-    "continual_distinct": ("dp_spark.releases.continual_distinct", "continual_distinct"),
+    **{spec.python_name: (spec.module, spec.python_name) for spec in _RELEASES.values()},
     "Release": ("dp_spark.report", "Release"),
     "Plan": ("dp_spark.plan", "Plan"),
     "get_session": ("dp_spark.session", "get_session"),

@@ -73,10 +73,17 @@ def stderr_to_spark_submit_stderr() -> bool:
 
 
 def run(command: str) -> int:
+    """Run ``dp-spark <command>`` with this script's arguments; ``command`` is
+    a key of :data:`dp_spark.releases.RELEASES` (tests/unit/test_registry.py
+    checks every script in jobs/)."""
     try:
         import dp_spark  # noqa: F401
     except ImportError:  # a checkout without installing
         sys.path.insert(0, str(CHECKOUT))
+    from dp_spark.releases import RELEASES
+
+    if command not in RELEASES:  # a job names the release it runs, as dp_spark.releases.RELEASES does
+        raise SystemExit(f"{sys.argv[0]}: {command!r} is not a release ({', '.join(RELEASES)})")
     stderr_to_spark_submit_stderr()
     spark_logs_at_warn()
     from dp_spark.cli import main

@@ -2,10 +2,11 @@
 
 A command module defines NAME, HELP, OPTIONS (a tuple of
 :class:`dp_spark.commands.base.Option`, named as the Python API's
-parameters), PLAN (``"dp_spark.plans.<release>:plan"``, which checks every
-release parameter and gives the cost and its split: the CLI builds the same
-plan as the API, before Spark starts) and RELEASE (the API function, called
-with the options it takes). Optionally: ``validate(opts)`` for options of the
+parameters). Its release is the entry of :data:`dp_spark.releases.RELEASES`
+named NAME: the CLI builds the release's plan (``spec.plan``, which checks
+every release parameter and gives the cost and its split, as the API does,
+before Spark starts) and calls the release (``spec.release``) through it,
+each with the options it takes. Optionally: ``validate(opts)`` for options of the
 command line only, ``complete(opts)`` for defaults that depend on other
 options (before anything else), ``plan_options(opts)`` to fill demo defaults before the
 plan, ``load_table(spark, opts)``, ``run(spark, df, opts, budget)`` where the
@@ -15,17 +16,11 @@ the report, atomically). Budgets (``--budget-*``, ``--ledger``) are built in
 :mod:`dp_spark.cli` for every command alike.
 """
 
-import importlib
+from dp_spark.releases import RELEASES
 
-_MODULES = (
-    "distinct_count",
-    "top_k",
-    "count_release",
-    "set_union",
-    "continual_distinct",
-)
-
-COMMANDS = {}
-for _name in _MODULES:
-    _module = importlib.import_module(f"dp_spark.commands.{_name}")
-    COMMANDS[_module.NAME] = _module
+#: ``dp-spark <release>`` -> its command module (``dp_spark.commands.<python name>``),
+#: one per entry of RELEASES, in its order.
+COMMANDS = {name: spec.command for name, spec in RELEASES.items()}
+for _name, _module in COMMANDS.items():
+    if _module.NAME != _name:
+        raise ImportError(f"{_module.__name__}.NAME is {_module.NAME!r}, not its release's name {_name!r}")

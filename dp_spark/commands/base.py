@@ -327,30 +327,28 @@ def _normalize_series(texts):
 # -- one path from options to a release: the plan, the budget, the call ------------
 
 
-def _function(path: str):
-    """``"package.module:name"`` -> the object (imported on first use)."""
-    import importlib
+def spec_of(module):
+    """The release a command module runs: its entry in
+    :data:`dp_spark.releases.RELEASES` (by ``module.NAME``)."""
+    from dp_spark.releases import RELEASES
 
-    module, name = path.split(":")
-    return getattr(importlib.import_module(module), name)
+    return RELEASES[module.NAME]
 
 
-def _arguments(function, opts: dict[str, Any], skip=()) -> dict[str, Any]:
-    """The options that ``function`` takes as keyword arguments, by name (the
-    CLI flags, YAML keys and Python parameters are the same names)."""
-    import inspect
-
-    names = inspect.signature(function).parameters
+def _given(names, opts: dict[str, Any], skip=()) -> dict[str, Any]:
+    """The options named in ``names`` (the CLI flags, YAML keys and Python
+    parameters are the same names)."""
     return {k: opts[k] for k in names if k in opts and k not in skip}
 
 
 def plan_of(module, opts: dict[str, Any]):
     """The release's frozen :class:`~dp_spark.plan.Plan` from the options:
-    the same function the Python API calls (``dp_spark.plans.<release>``),
-    so every check, cost and budget split has one home. No Spark."""
+    the same plan builder the Python API calls (``spec.plan``, i.e.
+    ``dp_spark.plans.<release>.plan``), so every check, cost and budget
+    split has one home. No Spark."""
     opts = getattr(module, "plan_options", lambda o: o)(opts)
-    function = _function(module.PLAN)
-    return function(**_arguments(function, opts))
+    spec = spec_of(module)
+    return spec.plan(**_given(spec.plan_parameters(), opts))
 
 
 def budget_of(opts: dict[str, Any]):
@@ -361,7 +359,8 @@ def budget_of(opts: dict[str, Any]):
 
 
 def run_release(module, spark, df, opts: dict[str, Any], budget):
-    """Call the release's Python function (``module.RELEASE``) with the
-    options it takes, the input table and the run's budget."""
-    function = _function(module.RELEASE)
-    return function(df, budget=budget, **_arguments(function, opts, skip=("df", "budget", "ledger")))
+    """Call the release's Python function (``spec.release``, i.e.
+    ``dp_spark.<release>``) with the options it takes, the input table and
+    the run's budget."""
+    spec = spec_of(module)
+    return spec.release(df, budget=budget, **_given(spec.release_parameters(), opts, skip=("budget", "ledger")))

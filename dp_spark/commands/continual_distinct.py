@@ -32,8 +32,6 @@ from dp_spark.plans.continual_distinct import Params, origin_value
 
 NAME = "continual-distinct"
 HELP = "differentially private number of present items at every step of an insert/delete stream"
-PLAN = "dp_spark.plans.continual_distinct:plan"
-RELEASE = "dp_spark.releases.continual_distinct:continual_distinct"
 
 DEMO_STREAM_HORIZON = 32  # public default of the built-in demo stream (no --input) only
 DEMO_COLUMNS = {"time_col": "time", "item_col": "item", "op_col": "op"}  # the built-in data's columns

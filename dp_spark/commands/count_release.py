@@ -8,8 +8,6 @@ from dp_spark.plans.count_release import Params
 
 NAME = "count-release"
 HELP = "differentially private item counts near a target relative error (Private Count Release)"
-PLAN = "dp_spark.plans.count_release:plan"
-RELEASE = "dp_spark.releases.count_release:count_release"
 
 OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_OPTIONS) + (
     Option("items_output", str, None, "also write the released items here as Parquet (atomically)"),

@@ -8,8 +8,6 @@ from dp_spark.plans.distinct_count import Params
 
 NAME = "distinct-count"
 HELP = "differentially private count of distinct items, with a lower bound"
-PLAN = "dp_spark.plans.distinct_count:plan"
-RELEASE = "dp_spark.releases.distinct_count:distinct_count"
 
 OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_OPTIONS) + (
     Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "

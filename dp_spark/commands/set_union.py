@@ -8,8 +8,6 @@ from dp_spark.plans.set_union import Params
 
 NAME = "set-union"
 HELP = "differentially private set union: release as many items as possible (partition selection)"
-PLAN = "dp_spark.plans.set_union:plan"
-RELEASE = "dp_spark.releases.set_union:set_union"
 
 OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_OPTIONS) + (
     Option("items_output", str, None, "write the released items here as Parquet (atomically)"),

@@ -15,8 +15,6 @@ from dp_spark.plans.top_k import DEMO_DELTA, Params
 
 NAME = "top-k"
 HELP = "differentially private top-k items by number of distinct persons"
-PLAN = "dp_spark.plans.top_k:plan"
-RELEASE = "dp_spark.releases.top_k:top_k"
 
 OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_OPTIONS) + (
     Option("items_output", str, None, "also write the released items here as Parquet (atomically)"),

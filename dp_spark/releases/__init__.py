@@ -1,2 +1,116 @@
 """One module per release: glue a Spark stage's summary to a mechanism and
-return a :class:`dp_spark.report.Release`. The only layer that knows both."""
+return a :class:`dp_spark.report.Release`. The only layer that knows both.
+
+:data:`RELEASES` is the one list of the releases: release name (as the
+command line says it) -> its :class:`ReleaseSpec`. Everything that lists the
+releases reads it: the lazy exports of :mod:`dp_spark`
+(``dp_spark.distinct_count``, ...), the ``dp-spark`` subcommands
+(:data:`dp_spark.commands.COMMANDS`), the scripts in ``jobs/``, the HTML
+report's charts, the report schema's ``release`` enum and the tests' case
+tables (``tests/unit/test_registry.py`` checks that each agrees).
+
+A release named ``x-y`` lives in files named by its Python name ``x_y``:
+``dp_spark/releases/x_y.py`` (the function ``x_y(df, *, ...)``),
+``dp_spark/plans/x_y.py`` (``plan(...)``), ``dp_spark/commands/x_y.py``
+(the subcommand's options) and ``jobs/x_y.py``. The spec resolves them on
+first use, so importing this module (and so ``import dp_spark``) imports
+neither pyspark nor any release.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """What the rest of dp_spark knows about one release."""
+
+    #: The release's name as the command line, the JSON report and the
+    #: ledger say it, e.g. ``"distinct-count"``.
+    name: str
+    #: Whose data one unit of privacy protects (``Release.privacy_unit``).
+    privacy_unit: str
+    #: The HTML report's chart: the name of a function
+    #: ``(release, history) -> (svg, caption) | None`` in
+    #: :mod:`dp_spark.html_report`, or None for a release drawn without a
+    #: chart (a decision written here, never an omission elsewhere).
+    chart: str | None
+
+    @property
+    def python_name(self) -> str:
+        """The Python name: the function ``dp_spark.<python_name>`` and its
+        module, plan, command and job file names (``distinct_count``)."""
+        return self.name.replace("-", "_")
+
+    @property
+    def module(self) -> str:
+        """The module holding the release function."""
+        return f"dp_spark.releases.{self.python_name}"
+
+    @property
+    def function(self):
+        """The release function ``dp_spark.releases.<python_name>.<python_name>``
+        (imports it, and so pyspark, on first use)."""
+        return getattr(importlib.import_module(self.module), self.python_name)
+
+    @property
+    def plan_function(self):
+        """The plan builder ``dp_spark.plans.<python_name>.plan`` (no pyspark)."""
+        return importlib.import_module(f"dp_spark.plans.{self.python_name}").plan
+
+    @property
+    def command(self):
+        """The ``dp-spark <name>`` command module ``dp_spark.commands.<python_name>``."""
+        return importlib.import_module(f"dp_spark.commands.{self.python_name}")
+
+    @property
+    def job(self) -> str:
+        """The spark-submit script, relative to the checkout."""
+        return f"jobs/{self.python_name}.py"
+
+    def release(self, df, **parameters: Any):
+        """Run the release: ``<python_name>(df, **parameters)`` -> :class:`~dp_spark.report.Release`."""
+        return self.function(df, **parameters)
+
+    def plan(self, **parameters: Any):
+        """The release's frozen :class:`~dp_spark.plan.Plan` from its parameters (no Spark)."""
+        return self.plan_function(**parameters)
+
+    # The parameters each call takes, by name (the CLI flags, YAML keys and
+    # Python parameters are the same names). Read from the functions'
+    # signatures today; typed parameters can back these two alone.
+
+    def release_parameters(self) -> tuple[str, ...]:
+        """The keyword parameters of the release function (not ``df``)."""
+        return _keywords(self.function, skip=("df",))
+
+    def plan_parameters(self) -> tuple[str, ...]:
+        """The keyword parameters of the plan builder."""
+        return _keywords(self.plan_function)
+
+
+def _keywords(function, skip=()) -> tuple[str, ...]:
+    import inspect
+
+    return tuple(n for n in inspect.signature(function).parameters if n not in skip)
+
+
+def _registry(*specs: ReleaseSpec) -> Mapping[str, ReleaseSpec]:
+    registry = {spec.name: spec for spec in specs}
+    if len(registry) != len(specs):
+        raise ValueError("two releases share a name")
+    return MappingProxyType(registry)
+
+
+#: Every release, in the order the command line, README and report list them.
+RELEASES: Mapping[str, ReleaseSpec] = _registry(
+    ReleaseSpec("distinct-count", privacy_unit="person", chart="_distinct_count_chart"),
+    ReleaseSpec("top-k", privacy_unit="person", chart="_top_k_chart"),
+    ReleaseSpec("count-release", privacy_unit="person", chart="_count_release_chart"),
+    ReleaseSpec("set-union", privacy_unit="person", chart="_set_union_chart"),
+    ReleaseSpec("continual-distinct", privacy_unit="item", chart="_continual_chart"),
+)

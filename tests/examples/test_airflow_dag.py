@@ -34,6 +34,13 @@ TASKS = ["distinct_count", "set_union", "top_k", "count_release", "continual_dis
 AIRFLOW_IMPORT = "import airflow.providers.apache.spark.operators.spark_submit"
 
 
+def test_the_dag_runs_every_release():
+    """One task per entry of dp_spark.releases.RELEASES (the DAG's order is its own)."""
+    from dp_spark.releases import RELEASES
+
+    assert sorted(TASKS) == sorted(spec.python_name for spec in RELEASES.values())
+
+
 def _airflow_venv() -> Path:
     default = Path(sys.executable).parent.parent / "airflow"
     return Path(os.environ.get("DP_SPARK_AIRFLOW_VENV", default))

@@ -12,11 +12,12 @@ import json
 import pytest
 
 import dp_spark
+from dp_spark.releases import RELEASES
 
 PERSONS = [(p, f"item{(p * 7 + j) % 23}") for p in range(60) for j in range(1 + p % 4)]
 EVENTS = [(t, f"i{t % 9}", 1 if (t // 9) % 2 == 0 else -1) for t in range(1, 40)]
 
-#: release -> (its own parameters, the input it reads)
+#: release (Python name) -> (its own parameters, the input it reads); one per release
 CASES = {
     "distinct_count": (dict(epsilon=1.0, method="greedy", max_bound=4), "persons"),
     "set_union": (dict(epsilon=1.0, delta=1e-6, method="policy-gaussian", max_items=4), "persons"),
@@ -26,13 +27,17 @@ CASES = {
 }
 
 
+#: Every release's Python name (the tests run over these: a release without a case fails).
+NAMES = [spec.python_name for spec in RELEASES.values()]
+
+
 def _input(spark, kind):
     if kind == "persons":
         return spark.createDataFrame(PERSONS, "person_id long, item string")
     return spark.createDataFrame(EVENTS, "time long, item string, op int")
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", NAMES)
 def test_the_same_script_runs_every_release(spark, name, report_schema):
     import jsonschema
 
@@ -59,7 +64,7 @@ def test_the_same_script_runs_every_release(spark, name, report_schema):
         release.statement = "changed"
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", NAMES)
 def test_every_release_has_the_one_signature_shape(name):
     """``df`` the only positional parameter; privacy parameters required and
     keyword-only; ``method``, ``seed=None`` and ``budget=None`` everywhere."""
@@ -71,3 +76,14 @@ def test_every_release_has_the_one_signature_shape(name):
     assert privacy and all(parameters[n].default is inspect.Parameter.empty for n in privacy)
     assert parameters["seed"].default is None and parameters["budget"].default is None
     assert "method" in parameters and "mechanism" not in parameters and "policy" not in parameters
+
+
+@pytest.mark.parametrize("name", list(RELEASES))
+def test_the_public_function_is_the_one_the_registry_calls(name):
+    """``dp_spark.<release>`` (the lazy export) is the function the CLI and
+    jobs call through the release's spec, and its plan is the plan's."""
+    spec = RELEASES[name]
+    assert getattr(dp_spark, spec.python_name) is spec.function
+    assert spec.function.__module__ == spec.module
+    assert set(spec.release_parameters()) >= {"method", "seed", "budget"}
+    assert set(spec.plan_parameters()) <= set(spec.release_parameters()) | {"domain_size", "stream"}

@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 
+from dp_spark.releases import RELEASES
+
 #: Modules the unit tier never imports (pyspark and its Java gateway).
 BLOCKED = ("pyspark", "py4j")
 
@@ -114,8 +116,7 @@ class FakeSession:
 # -- the command line in process ----------------------------------------------------------
 
 #: dp-spark's own progress lines on stderr (not errors).
-PROGRESS = ("dp-spark: reading ", "dp-spark: no --input", "dp-spark: distinct-count: ", "dp-spark: top-k: ",
-            "dp-spark: set-union: ", "dp-spark: count-release: ", "dp-spark: continual-distinct: ")
+PROGRESS = ("dp-spark: reading ", "dp-spark: no --input", *(f"dp-spark: {name}: " for name in RELEASES))
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:

@@ -1,0 +1,150 @@
+"""One registry of the releases, ``dp_spark.releases.RELEASES``: every place
+that lists the releases agrees with it (the lazy exports, the ``dp-spark``
+subcommands, the scripts in jobs/, the HTML report's charts, the report
+schema's ``release`` enum, the example configs), and a release added to it
+without one of its files fails here, naming what is missing."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dp_spark
+from dp_spark.releases import RELEASES, ReleaseSpec
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _job_command(path: Path) -> str | None:
+    """The release a jobs/ script runs: the argument of its ``run("...")`` call."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "run"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)):
+            return node.args[0].value
+    return None
+
+
+def _schema_names() -> list[str]:
+    schema = json.loads((REPO / "dp_spark" / "schemas" / "release.schema.json").read_text())
+    return schema["properties"]["release"]["enum"]
+
+
+def missing_files(spec: ReleaseSpec) -> list[str]:
+    """What a release needs beside its entry in RELEASES and does not have
+    (each a file of its own, found by the release's Python name)."""
+    from dp_spark import html_report
+
+    py = spec.python_name
+    problems = [f"no module {module}" for module in (spec.module, f"dp_spark.plans.{py}", f"dp_spark.commands.{py}")
+                if importlib.util.find_spec(module) is None]
+    job = REPO / spec.job
+    if not job.is_file():
+        problems.append(f"no job script {spec.job}")
+    elif _job_command(job) != spec.name:
+        problems.append(f"{spec.job} runs {_job_command(job)!r}, not {spec.name!r}")
+    if not (REPO / "conf" / f"{py}.yaml").is_file():
+        problems.append(f"no example config conf/{py}.yaml")
+    if spec.chart is not None and not callable(getattr(html_report, spec.chart, None)):
+        problems.append(f"no chart function dp_spark.html_report.{spec.chart}")
+    if spec.name not in _schema_names():
+        problems.append(f"{spec.name!r} is not in the report schema's release enum")
+    return problems
+
+
+def test_every_release_has_its_files():
+    assert {name: missing_files(spec) for name, spec in RELEASES.items()} == {name: [] for name in RELEASES}
+
+
+def test_a_release_added_without_its_files_fails_loudly():
+    """A new name in RELEASES with nothing else: every missing piece is named."""
+    problems = missing_files(ReleaseSpec("new-release", privacy_unit="person", chart="_new_release_chart"))
+    assert problems == [
+        "no module dp_spark.releases.new_release", "no module dp_spark.plans.new_release",
+        "no module dp_spark.commands.new_release", "no job script jobs/new_release.py",
+        "no example config conf/new_release.yaml", "no chart function dp_spark.html_report._new_release_chart",
+        "'new-release' is not in the report schema's release enum"]
+
+
+def test_a_spec_states_its_chart():
+    """A release drawn without a chart says so (``chart=None``): no default."""
+    with pytest.raises(TypeError):
+        ReleaseSpec("new-release", privacy_unit="person")  # type: ignore[call-arg]
+    assert {f.name for f in dataclasses.fields(ReleaseSpec) if f.default is dataclasses.MISSING} >= {"chart"}
+
+
+def test_the_registry_is_read_only_and_named_as_the_command_line():
+    with pytest.raises(TypeError):
+        RELEASES["new-release"] = RELEASES["top-k"]  # type: ignore[index]
+    for name, spec in RELEASES.items():
+        assert spec.name == name and name == name.lower() and " " not in name and "_" not in name
+        assert spec.privacy_unit in ("person", "item")
+
+
+def test_the_lazy_exports_are_the_releases():
+    names = [spec.python_name for spec in RELEASES.values()]
+    lazy = [name for name, (module, _) in dp_spark._LAZY.items() if module.startswith("dp_spark.releases.")]
+    assert lazy == names
+    assert all(dp_spark._LAZY[n] == (RELEASES[n.replace("_", "-")].module, n) for n in names)
+    assert set(names) <= set(dp_spark.__all__)
+
+
+def test_the_subcommands_are_the_releases():
+    from dp_spark.cli import build_parser
+    from dp_spark.commands import COMMANDS
+
+    assert list(COMMANDS) == list(RELEASES)
+    assert all(module.NAME == name for name, module in COMMANDS.items())
+    subcommands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert [name for name in subcommands if name != "ledger"] == list(RELEASES)
+
+
+def test_the_jobs_are_the_releases():
+    jobs = {path.name: _job_command(path) for path in (REPO / "jobs").glob("*.py") if path.name != "_entry.py"}
+    assert jobs == {Path(spec.job).name: name for name, spec in RELEASES.items()}
+
+
+def test_the_charts_are_the_releases():
+    from dp_spark.html_report import _CHARTS
+
+    assert list(_CHARTS) == [name for name, spec in RELEASES.items() if spec.chart is not None]
+    assert all(_CHARTS[name].__name__ == RELEASES[name].chart for name in _CHARTS)
+
+
+def test_the_report_schema_names_exactly_the_releases():
+    assert sorted(_schema_names()) == sorted(RELEASES)
+    from dp_spark.report import report_schema
+
+    assert sorted(report_schema()["properties"]["release"]["enum"]) == sorted(RELEASES)
+
+
+def test_the_registry_imports_no_release_and_no_pyspark():
+    code = ("from tests.unit.helpers import block_pyspark, pyspark_loaded\n"
+            "block_pyspark()\n"
+            "import sys, dp_spark, dp_spark.releases, dp_spark.commands, dp_spark.html_report\n"
+            "from dp_spark.releases import RELEASES\n"
+            "assert [s.plan_parameters() for s in RELEASES.values()]\n"
+            "assert not pyspark_loaded()\n"
+            "assert not [s.module for s in RELEASES.values() if s.module in sys.modules]\n"
+            "print('ok')\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def test_each_plan_names_its_release_and_privacy_unit():
+    """The plan the CLI builds from a command's defaults is the release's:
+    its name and privacy unit are the spec's (they reach the report and the ledger)."""
+    from dp_spark.commands import COMMANDS
+    from dp_spark.commands.base import options_of, plan_of
+
+    for name, spec in RELEASES.items():
+        module = COMMANDS[name]
+        opts = {o.name: o.default for o in options_of(module)}
+        plan = plan_of(module, getattr(module, "complete", lambda o: o)(opts))
+        assert (plan.release, plan.privacy_unit) == (name, spec.privacy_unit)
