@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(exc, verbose)
         return EXIT_BAD_INPUT
     except SparkJobError as exc:
-        _print_error(exc, verbose, _spent_clause())
+        _print_error(exc, verbose, "" if getattr(exc, "states_spending", False) else _spent_clause())
         return EXIT_FAILED
     except DPSparkError as exc:
         _print_error(exc, verbose)

@@ -214,6 +214,9 @@ class OutputWriteError(SparkJobError):
     """An output could not be written after the release spent its budget
     (exit 1). The message says what was and was not written."""
 
+    #: the message already says what was spent and where (the CLI adds nothing)
+    states_spending = True
+
 
 #: Artifact name -> the option naming where it goes.
 _ARTIFACT_OPTION = {"items": "items_output", "series": "series"}
