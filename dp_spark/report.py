@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from dp_spark.accounting.costs import cost_from_dict
 from dp_spark.formatting import fmt
 
 SEEDED_WARNING = (
@@ -133,23 +134,13 @@ class Release:
         """The Release whose JSON report is ``record`` (as the ledger recorded
         it), values unchanged; ``replay`` says where it was recorded. Its
         ``artifacts`` are empty: DataFrame outputs are not recorded."""
-        from dp_spark.accounting import ZCDP, ApproxDP, PureDP
-
-        def cost(data: dict[str, Any]):
-            kind = data["kind"]
-            if kind == PureDP.kind:
-                return PureDP(data["epsilon"])
-            if kind == ApproxDP.kind:
-                return ApproxDP(data["epsilon"], data["delta"])
-            return ZCDP(data["rho"], data.get("delta", 0.0))
-
         privacy = record["privacy"]
         equivalent = privacy.get("approx_dp_equivalent")
         return cls(
             name=record["release"], privacy_unit=privacy["privacy_unit"], neighbouring=privacy["neighbouring"],
-            guarantee=cost(privacy), parameters=record["parameters"], values=record["result"],
+            guarantee=cost_from_dict(privacy), parameters=record["parameters"], values=record["result"],
             errors=record["errors"], statement=record["statement"], seeded=record["seeded"],
-            budget_split=record["budget_split"], equivalent=None if equivalent is None else cost(equivalent),
+            budget_split=record["budget_split"], equivalent=None if equivalent is None else cost_from_dict(equivalent),
             version=record["library"]["version"], created=record["created"], replay=replay,
         )
 

@@ -19,7 +19,7 @@ from dp_spark.accounting.conversions import check_delta, check_nonnegative, zcdp
 from dp_spark.accounting.exact import exact, float_up
 from dp_spark.errors import ParameterError
 
-__all__ = ["PureDP", "ApproxDP", "ZCDP", "PrivacyCost"]
+__all__ = ["PureDP", "ApproxDP", "ZCDP", "PrivacyCost", "cost_from_dict"]
 
 
 def _fmt(value: float) -> str:
@@ -162,3 +162,14 @@ def _add_delta(first: float, second: float) -> float:
             f"composed delta {total!r} is not below 1; use smaller delta values"
         )
     return total
+
+
+def cost_from_dict(data: dict) -> "PureDP | ApproxDP | ZCDP":
+    """The cost whose ``to_dict()`` is ``data`` (a ledger row, a report's
+    ``privacy`` block: extra keys are ignored)."""
+    kind = data["kind"]
+    if kind == PureDP.kind:
+        return PureDP(data["epsilon"])
+    if kind == ApproxDP.kind:
+        return ApproxDP(data["epsilon"], data["delta"])
+    return ZCDP(data["rho"], data.get("delta", 0.0))

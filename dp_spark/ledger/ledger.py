@@ -42,7 +42,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from dp_spark.accounting import ApproxDP, PureDP, ZCDP, compose, convert_cost
+from dp_spark.accounting import PureDP, compose, convert_cost
+from dp_spark.accounting.costs import cost_from_dict
 from dp_spark.accounting.composition import check_cost
 from dp_spark.accounting.exact import exact
 from dp_spark.errors import BudgetExceededError, InputError, ParameterError
@@ -53,13 +54,6 @@ from dp_spark.ledger.store import open_store
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,99}$")
 
 
-def cost_from_dict(data: dict) -> "PureDP | ApproxDP | ZCDP":
-    kind = data["kind"]
-    if kind == PureDP.kind:
-        return PureDP(data["epsilon"])
-    if kind == ApproxDP.kind:
-        return ApproxDP(data["epsilon"], data["delta"])
-    return ZCDP(data["rho"], data.get("delta", 0.0))
 
 
 def _fields(cost) -> dict[str, float]:
