@@ -41,14 +41,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _rows(text: str) -> int:
+def synthetic_rows(text: str) -> int:
     value = _positive_int(text)
     if value > MAX_SYNTHETIC_ROWS:
         raise ValueError(text)
     return value
 
 
-_rows.__name__ = f"whole number from 1 to {MAX_SYNTHETIC_ROWS:,} (the built-in data's size limit)"
+synthetic_rows.__name__ = f"whole number from 1 to {MAX_SYNTHETIC_ROWS:,} (the built-in data's size limit)"
 
 
 _positive_int.__name__ = "whole number >= 1"
@@ -68,7 +68,7 @@ INPUT_OPTIONS = (
     Option("item_col", str, "item", "column holding the item"),
     Option("tokenize", str, "none", "'words': split the item column into words (Unicode letters "
            "and digits, NFKC-normalized and case-folded), one item per word", ("none", "words")),
-    Option("rows", _rows, 1_000_000, f"rows of built-in synthetic data (no --input; at most "
+    Option("rows", synthetic_rows, 1_000_000, f"rows of built-in synthetic data (no --input; at most "
            f"{MAX_SYNTHETIC_ROWS:,})"),
 )
 RUN_OPTIONS = (

@@ -25,7 +25,7 @@ import os
 import sys
 from pathlib import Path
 
-from dp_spark.commands.base import MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, _rows, log, run_release
+from dp_spark.commands.base import MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, log, run_release, synthetic_rows
 from dp_spark.commands.base import load_table as base_load_table
 from dp_spark.commands.params import release_options
 from dp_spark.plans.continual_distinct import Params, origin_value
@@ -44,7 +44,7 @@ OPTIONS = (
            "directory of event files; omit for the built-in synthetic stream"),
     Option("format", str, "auto", "input format", ("auto", "parquet", "csv", "json", "table")),
 ) + release_options(Params, only=("time_col", "item_col", "op_col")) + (
-    Option("rows", _rows, 200_000, "events of the built-in synthetic stream (no --input; at most "
+    Option("rows", synthetic_rows, 200_000, "events of the built-in synthetic stream (no --input; at most "
            f"{MAX_SYNTHETIC_ROWS:,})"),
     Option("demo_flippancy", int, 16, "largest flippancy of the built-in synthetic stream (no --input)"),
 ) + release_options(Params, only=("rho", "horizon", "method", "max_flippancy", "beta", "delta", "origin",
