@@ -48,6 +48,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dp_spark import checks
+from dp_spark.settings.groups import MAX_GROUPS_LIMIT
 from dp_spark.accounting.exact import exact, float_up, ratio_up, share_down, sqrt_down, sqrt_up
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
@@ -65,8 +66,6 @@ __all__ = [
 ]
 
 MAX_GROUPS_METHODS = ("gem", "quantile")
-#: The largest public maximum M (the histogram's length): M candidates are scored.
-MAX_GROUPS_LIMIT = 100_000
 
 
 def _histogram(histogram: ArrayLike) -> np.ndarray:

@@ -32,14 +32,12 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from dp_spark import checks
+from dp_spark.settings.groups import MAX_GROUPS_LIMIT
 from dp_spark.stages.edges import ITEM, PERSON, require_columns
 
 __all__ = ["GROUP", "MAX_GROUPS_LIMIT", "cap_groups", "groups_per_person_histogram"]
 
 GROUP = "group"
-#: The largest public maximum M of the histogram (and of a cap m): the driver
-#: receives M numbers and the mechanism scores M candidates.
-MAX_GROUPS_LIMIT = 100_000
 _RANK = "_group_rank"
 
 
