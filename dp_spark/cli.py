@@ -200,7 +200,7 @@ def _check_master(master: str | None) -> None:
 
 
 def _run(args, command: str) -> int:
-    from dp_spark.commands.outputs import check_run_paths, write_outputs
+    from dp_spark.commands.outputs import check_run_paths, check_table_outputs, write_outputs
     from dp_spark.io import check_rows_parse
 
     module = COMMANDS[command]
@@ -229,6 +229,7 @@ def _run(args, command: str) -> int:
 
     spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "OFF")
     _quiet_interrupts()
+    check_table_outputs(spark, module, opts)  # table:db.name outputs, in the catalog: before anything is charged
     df, opts = getattr(module, "load_table", load_table)(spark, opts)
     if df is not None:
         _check_columns(df, opts)  # schema only: before the release charges its budget

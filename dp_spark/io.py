@@ -3,7 +3,10 @@
 Inputs: Parquet, CSV with a header row, JSON lines (optionally gzipped), or a
 catalog table written ``table:db.name``. Outputs are written atomically: to a
 temporary name beside the target, then renamed, so a failed run leaves an
-earlier output intact.
+earlier output intact. A DataFrame output may also be a catalog table,
+``table:db.name`` or ``table:name`` (:func:`write_table`): saved with
+``saveAsTable`` to the session's catalog (Hive, Databricks; locally the
+spark-warehouse), marked as dp_spark's with a table property.
 """
 
 from __future__ import annotations
@@ -480,14 +483,22 @@ def _refuse_foreign(target: Path, path: str) -> None:
         )
 
 
-def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = False) -> None:
+def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = False,
+                           overwrite: bool = True) -> None:
     """Write a Spark DataFrame to a local directory atomically: Spark writes a
     sibling temporary directory, which then replaces the target. A local
     folder gets the file ``_DP_SPARK_OUTPUT`` (so a later ``--overwrite``
     knows dp_spark wrote it); ``seeded``: mark the output "not for
-    publication" (:mod:`dp_spark.marking`)."""
+    publication" (:mod:`dp_spark.marking`). ``table:db.name``: a catalog
+    table (:func:`write_table`; an existing one is refused unless
+    ``overwrite``, and replaced only when dp_spark wrote it). For paths,
+    ``overwrite`` is the caller's check (the CLI's ``--overwrite``,
+    ``Release.write``); a folder dp_spark did not write is always refused."""
     from dp_spark.marking import mark_folder, mark_output_folder, mark_spark
 
+    if is_table(path):
+        write_table(df, path, seeded=seeded, overwrite=overwrite, fmt="parquet" if fmt == "csv" else fmt)
+        return
     df = mark_spark(df, seeded)
     if not is_local(path):
         # Object stores have no atomic rename; Spark's committer is the best we get.
@@ -514,6 +525,118 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = F
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- catalog tables as outputs (table:db.name) ---------------------------------------
+
+TABLE_PREFIX = "table:"
+#: One identifier of a table name: letters, digits and underscores, not
+#: starting with a digit, at most 128 characters (Hive's limit).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def is_table(path) -> bool:
+    """Whether an output value names a catalog table (``table:...``)."""
+    return isinstance(path, str) and path.startswith(TABLE_PREFIX)
+
+
+def table_name(path: str, flag: str = "output") -> str:
+    """The table name of ``table:db.name`` or ``table:name``, validated
+    without Spark: one or two identifiers (letters, digits, underscores, not
+    starting with a digit, each at most 128 characters) joined by a dot.
+    Raises InputError saying what to write."""
+    name = path[len(TABLE_PREFIX):] if is_table(path) else path
+    parts = name.split(".")
+    if len(parts) > 2 or not all(_IDENTIFIER.fullmatch(p) for p in parts):
+        raise InputError(
+            f"--{flag} {path[:140]!r} is not a table name: write table:db.name or table:name, each part "
+            "letters, digits and underscores (not starting with a digit, at most 128 characters)."
+        )
+    return name
+
+
+def qualified_table(spark, name: str) -> tuple[str, str]:
+    """(database, table) of a validated name; a bare name is in the current database."""
+    if "." in name:
+        db, table = name.split(".")
+        return db, table
+    return spark.catalog.currentDatabase(), name
+
+
+def check_table_output(spark, path: str, flag: str, overwrite: bool) -> None:
+    """Refuse, before anything is charged, a table output that would lose
+    data or cannot be written: a bad name; a database that does not exist
+    (none is created); an existing view, or a table dp_spark did not write
+    (without the property :data:`dp_spark.marking.TABLE_PROPERTY`), whatever
+    the flags; a table dp_spark wrote, unless ``overwrite``; a database
+    where no table can be created (an empty table is created and dropped
+    there). Reads the catalog's metadata only, never a table's rows."""
+    from dp_spark.marking import table_not_ours
+
+    name = table_name(path, flag)
+    db, table = qualified_table(spark, name)
+    if not spark.catalog.databaseExists(db):
+        raise InputError(f"--{flag} {path!r}: database {db!r} does not exist in the session's catalog; create it "
+                         "first (dp_spark creates no database) or name another.")
+    foreign = table_not_ours(spark, name)
+    if foreign:
+        raise InputError(
+            f"--{flag} {path!r} already exists and is {foreign}, not an output of an earlier dp_spark run; "
+            "--overwrite replaces only tables dp_spark wrote. Choose another name, or drop it yourself."
+        )
+    if spark.catalog.tableExists(name) and not overwrite:
+        raise InputError(f"--{flag} {path!r} already exists; pass --overwrite to replace it, or choose another name.")
+    probe = f"`{db}`.`dp_spark_write_check_{uuid.uuid4().hex}`"
+    try:
+        spark.sql(f"CREATE TABLE {probe} (x INT) USING parquet")
+    except Exception as exc:  # noqa: BLE001 - any refusal of the catalog
+        from dp_spark.sparkjobs import describe_failure
+
+        raise InputError(f"--{flag} {path!r} cannot be written: the catalog refused a new table in database "
+                         f"{db!r} ({describe_failure(exc)}); choose a database you may write.") from None
+    spark.sql(f"DROP TABLE IF EXISTS {probe}")
+
+
+def _sql_text(text: str) -> str:
+    """``text`` inside a single-quoted SQL string literal."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def write_table(df, path: str, *, seeded: bool = False, overwrite: bool = False, fmt: str = "parquet") -> None:
+    """Save ``df`` as the catalog table ``table:db.name`` (``saveAsTable``):
+    first as a temporary table in the same database, marked (the property
+    :data:`dp_spark.marking.TABLE_PROPERTY`; ``seeded``: the notice, see
+    :func:`dp_spark.marking.mark_table_frame`), then renamed to the target,
+    so a failed write leaves an earlier table intact and the target is never
+    seen unmarked. An existing target is replaced only when dp_spark wrote it
+    and ``overwrite``; otherwise InputError (nothing written)."""
+    from dp_spark.marking import mark_table_frame, table_not_ours, table_properties
+
+    name = table_name(path)
+    spark = df.sparkSession
+    db, table = qualified_table(spark, name)
+    target = f"`{db}`.`{table}`"
+
+    def refuse_existing() -> None:
+        foreign = table_not_ours(spark, name)
+        if foreign:
+            raise InputError(f"{path!r} already exists and is {foreign}, not an output of an earlier dp_spark run; "
+                             "it is replaced only when dp_spark wrote it. Choose another name.")
+        if spark.catalog.tableExists(name) and not overwrite:
+            raise InputError(f"{path!r} already exists; pass overwrite=True (--overwrite) to replace it.")
+
+    refuse_existing()
+    tmp = f"`{db}`.`dp_spark_tmp_{uuid.uuid4().hex}`"
+    try:
+        mark_table_frame(df, seeded).write.format(fmt).mode("errorifexists").saveAsTable(tmp)
+        props = ", ".join(f"'{k}' = '{_sql_text(v)}'" for k, v in table_properties(seeded).items())
+        spark.sql(f"ALTER TABLE {tmp} SET TBLPROPERTIES ({props})")
+        refuse_existing()  # again: it may have appeared while the table was written
+        if spark.catalog.tableExists(name):
+            spark.sql(f"DROP TABLE {target}")
+        spark.sql(f"ALTER TABLE {tmp} RENAME TO {target}")
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {tmp}")
 
 
 # -- per-row parsing of the numeric columns a release needs (strings read from CSV/JSON) --------

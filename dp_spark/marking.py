@@ -17,14 +17,19 @@ artifact must say so too, where a reader of that file would see it:
   and Spark all show, and for Parquet also ``DataFrame.attrs`` (pandas
   keeps it in the file and restores it on ``read_parquet``);
 - JSON records (the streaming sink): a field ``not_for_publication`` with
-  the notice in every record.
+  the notice in every record;
+- catalog tables (``table:db.name``, :func:`dp_spark.io.write_table`): a
+  last column ``not_for_publication`` (True on every row: a catalog keeps no
+  column metadata), the table property ``dp_spark.not_for_publication`` and
+  the table comment, both the notice (``DESCRIBE TABLE EXTENDED`` shows them).
 
 Unseeded runs are written unchanged.
 
 Every output, seeded or not, also says that dp_spark wrote it, so that
 ``--overwrite`` replaces only what an earlier run wrote
 (:mod:`dp_spark.commands.outputs`): an output folder holds the file
-``_DP_SPARK_OUTPUT`` (:func:`mark_output_folder`); an HTML report carries
+``_DP_SPARK_OUTPUT`` (:func:`mark_output_folder`); a catalog table carries
+the table property :data:`TABLE_PROPERTY` (:func:`table_properties`); an HTML report carries
 :data:`HTML_MARKER` in its head; a JSON report is recognised by its
 ``release``/``version`` keys and a series file by its columns.
 """
@@ -36,8 +41,9 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-__all__ = ["KEY", "COLUMN", "MARKER_FILE", "NOTICE", "OUTPUT_MARKER", "HTML_MARKER", "mark_spark", "mark_folder",
-           "mark_output_folder", "mark_pandas", "mark_record"]
+__all__ = ["KEY", "COLUMN", "MARKER_FILE", "NOTICE", "OUTPUT_MARKER", "HTML_MARKER", "TABLE_PROPERTY", "mark_spark",
+           "mark_folder", "mark_output_folder", "mark_pandas", "mark_record", "mark_table_frame", "table_properties",
+           "table_not_ours"]
 
 KEY = "dp_spark.not_for_publication"
 COLUMN = "not_for_publication"
@@ -47,6 +53,9 @@ MARKER_FILE = "_NOT_FOR_PUBLICATION"
 OUTPUT_MARKER = "_DP_SPARK_OUTPUT"
 #: In the <head> of every HTML report: ``--overwrite`` may replace a file that holds it.
 HTML_MARKER = '<meta name="generator" content="dp_spark">'
+#: The table property of every catalog table dp_spark writes (``table:db.name``):
+#: ``--overwrite`` may replace a table that holds it, and no other.
+TABLE_PROPERTY = "dp_spark.output"
 NOTICE = ("NOT FOR PUBLICATION: written by a seeded dp_spark run (tests and demos only); "
           "its noise is reproducible, so these values are NOT differentially private.")
 
@@ -102,6 +111,50 @@ def mark_pandas(frame, seeded: bool):
 def mark_record(record: dict, seeded: bool) -> dict:
     """``record`` with the field ``not_for_publication`` = the notice when ``seeded``."""
     return {**record, COLUMN: NOTICE} if seeded else record
+
+
+def mark_table_frame(df, seeded: bool):
+    """The Spark ``df`` to save as a catalog table: when ``seeded``, with the
+    notice in every column's metadata (:func:`mark_spark`, kept in the data
+    files' footers) and a last column ``not_for_publication`` (True on every
+    row; a catalog's schema drops column metadata), unless ``df`` has it
+    already; ``df`` itself otherwise. A projection only: no data is read."""
+    if not seeded:
+        return df
+    from pyspark.sql import functions as F
+
+    if COLUMN not in df.columns:
+        df = df.withColumn(COLUMN, F.lit(True))
+    return mark_spark(df, True)
+
+
+def table_properties(seeded: bool) -> dict[str, str]:
+    """The table properties of a catalog table dp_spark writes: the mark that
+    dp_spark wrote it (:data:`TABLE_PROPERTY`), and when ``seeded`` the notice
+    under :data:`KEY` and as the table comment."""
+    from dp_spark import __version__
+
+    props = {TABLE_PROPERTY: f"written by dp_spark {__version__}; dp-spark --overwrite may replace this table"}
+    if seeded:
+        props[KEY] = NOTICE
+        props["comment"] = NOTICE
+    return props
+
+
+def table_not_ours(spark, name: str) -> str | None:
+    """None when the catalog table ``name`` (qualified, validated) does not
+    exist or was written by dp_spark (its :data:`TABLE_PROPERTY`); otherwise
+    what it is, in words (its kind, never its contents). Reads the catalog's
+    metadata only."""
+    if not spark.catalog.tableExists(name):
+        return None
+    kind = str(getattr(spark.catalog.getTable(name), "tableType", "") or "").upper()
+    if kind in ("VIEW", "TEMPORARY"):
+        return "a view" if kind == "VIEW" else "a temporary view"
+    rows = spark.sql(f"SHOW TBLPROPERTIES {name}").collect()  # metadata: the table's properties
+    if any(row[0] == TABLE_PROPERTY for row in rows):
+        return None
+    return f"a table ({kind.lower() or 'of unknown type'}) without the property {TABLE_PROPERTY!r}"
 
 
 # What dp_spark wrote: ``--overwrite`` (``dp_spark.commands.outputs``) and

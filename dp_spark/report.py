@@ -158,7 +158,7 @@ class Release:
             raise InputError(f"{self.name} has no artifact {name!r}; it has: {', '.join(self.artifacts) or 'none'}.")
         if os.path.exists(path) and not overwrite:
             raise InputError(f"{path} already exists; pass overwrite=True to replace it.")
-        write_dataframe_atomic(self.artifacts[name], path, format, seeded=self.seeded)
+        write_dataframe_atomic(self.artifacts[name], path, format, seeded=self.seeded, overwrite=overwrite)
 
     @classmethod
     def from_plan(cls, plan, *, values: dict[str, Any], errors: dict[str, str], statement: str,

@@ -98,8 +98,9 @@ def validate(opts) -> None:
 
     checks.whole(opts["rows"], "rows")
     checks.whole(opts["demo_flippancy"], "demo_flippancy")
-    if opts["series"] and not opts["series"].lower().endswith((".parquet", ".csv")):
-        raise ParameterError(f"--series must end in .parquet or .csv; got {opts['series']!r}.")
+    if opts["series"] and not opts["series"].lower().endswith((".parquet", ".csv")) \
+            and not opts["series"].startswith("table:"):  # a catalog table: dp_spark.io.write_table
+        raise ParameterError(f"--series must end in .parquet or .csv (or be table:db.name); got {opts['series']!r}.")
     if opts["stream"]:
         validate_trigger(opts["trigger"])
         validate_files_per_step(opts["files_per_step"])

@@ -12,6 +12,14 @@ where a file is written) in a folder that accepts a new file (a temporary
 file is created and removed there), so a bad output is found before any
 data is read or any budget spent.
 
+A DataFrame output (:data:`TABLE_OUTPUTS`) may be a catalog table,
+``table:db.name``: its name is checked with the paths (no Spark needed, so a
+dry run sees it), and :func:`check_table_outputs`, run once the session
+exists and before the release charges its budget, refuses a missing
+database, a view or a table dp_spark did not write (whatever the flags), a
+table dp_spark wrote unless ``--overwrite``, the input table itself, and a
+database where no table can be created.
+
 :func:`write_outputs` writes a release's outputs and, when one cannot be
 written, says which were written, which were not, and that the privacy was
 spent.
@@ -70,6 +78,81 @@ def run_paths(module, opts) -> tuple[dict, dict, dict]:
 
 #: Outputs written as one file (a folder there cannot take it).
 FILE_OUTPUTS = ("output", "report_html", "series")
+#: DataFrame outputs: each may also be a catalog table, ``table:db.name``.
+TABLE_OUTPUTS = ("items_output", "series", "groups_output")
+
+
+def table_outputs(module, opts) -> dict[str, str]:
+    """Option name -> ``table:...`` value, for every output of this run naming a table."""
+    values = {n: opts.get(n) for n in dict.fromkeys(OUTPUT_PATHS + TABLE_OUTPUTS)}
+    series_path = getattr(module, "series_path", None)
+    if series_path is not None and not opts.get("series"):
+        values["series"] = series_path(opts)
+    from dp_spark.io import is_table
+
+    return {n: v for n, v in values.items() if is_table(v)}
+
+
+def _input_table(opts) -> str | None:
+    """The input's table name when the run reads a catalog table, else None."""
+    source = opts.get("input")
+    if not isinstance(source, str) or not (source.startswith("table:") or opts.get("format") == "table"):
+        return None
+    return source.removeprefix("table:")
+
+
+def _check_table_names(module, opts, refuse) -> None:
+    """The table outputs' names (no Spark): only DataFrame outputs, valid
+    names, no two outputs and no output and the input naming one table."""
+    from dp_spark.io import table_name
+
+    seen: dict[str, str] = {}
+    source = _input_table(opts)
+    for name, value in table_outputs(module, opts).items():
+        if name not in TABLE_OUTPUTS:
+            refuse(f"{_flag(name)} {value!r}: the {_WHAT.get(name, 'output')} is a file; table:db.name is for "
+                   f"DataFrame outputs ({', '.join(_flag(n) for n in TABLE_OUTPUTS)}). Give a file path.")
+            continue
+        try:
+            table = table_name(value, _flag(name)[2:]).lower()  # Spark's identifiers ignore case
+        except InputError as exc:
+            refuse(str(exc))
+            continue
+        if table in seen:
+            refuse(f"{_flag(seen[table])} and {_flag(name)} name the same table ({value!r}); give each output "
+                   "its own table.")
+        elif source is not None and source.lower() == table:
+            refuse(f"{_flag(name)} {value!r} is the --input table; writing it would destroy that input. Choose "
+                   "another table (--overwrite never allows this).")
+        seen[table] = name
+
+
+def check_table_outputs(spark, module, opts, problems: list | None = None) -> None:
+    """The table outputs against the session's catalog (metadata only),
+    before the release charges its budget (:func:`dp_spark.io.check_table_output`):
+    a run that could not write its tables spends nothing. ``problems``:
+    collect the refusals instead of raising the first."""
+    from dp_spark.io import qualified_table, check_table_output, table_name
+
+    source = _input_table(opts)
+    if source is not None:
+        try:
+            source = ".".join(qualified_table(spark, table_name(source, "input"))).lower()
+        except InputError:
+            source = None  # an input the catalog resolves otherwise (a path-like name): Spark's to read
+    for name, value in table_outputs(module, opts).items():
+        try:
+            if name not in TABLE_OUTPUTS:
+                continue  # refused by check_run_paths
+            qualified = ".".join(qualified_table(spark, table_name(value, _flag(name)[2:]))).lower()
+            if qualified == source:
+                raise InputError(f"{_flag(name)} {value!r} is the --input table; writing it would destroy that "
+                                 "input. Choose another table (--overwrite never allows this).")
+            check_table_output(spark, value, _flag(name)[2:], bool(opts.get("overwrite")))
+        except InputError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
 
 
 def _overlap(a: Path, b: Path) -> bool:
@@ -85,6 +168,7 @@ def check_run_paths(module, opts, problems: list | None = None) -> None:
             raise InputError(message)
         problems.append(message)
 
+    _check_table_names(module, opts, refuse)
     outputs, inputs, states = run_paths(module, opts)
     valid = {}
     for name, out in outputs.items():

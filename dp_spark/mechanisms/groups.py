@@ -1,0 +1,192 @@
+"""Per-group releases (issue 24): the private choice of the group cap m and
+the per-group noise scales for a cap m. Pure numpy; never imports pyspark.
+
+Input of :func:`choose_max_groups`: the NON-PRIVATE histogram of groups per
+person from :func:`dp_spark.stages.groups.groups_per_person_histogram`,
+``h[j-1] = #{p : c_p = j}`` with ``c_p = min(|G_p|, M)`` for j = 1..M and M
+(``len(h)``) a public maximum. Neighbouring relation: add/remove one person,
+i.e. one entry of ``h`` moves by ±1 (a person with no valid row moves none).
+
+Two methods, each ε-DP (pure) when ``epsilon``, M and its parameters are
+chosen independently of the data; both release one m in 1..M and nothing
+else:
+
+- ``"gem"`` (default): the Generalized Exponential Mechanism
+  (:func:`dp_spark.mechanisms.distinct_count.gem.generalized_exponential`)
+  over the utilities ``q_m = Σ_p min(c_p, m)`` (the rows a cap m keeps, in
+  groups) with sensitivities ``Δ_m = m``. Proof of the sensitivity: adding
+  person y adds ``min(c_y, m)`` ∈ [0, m] to ``q_m`` and changes nothing else.
+  GEM is ε-DP for utilities of per-candidate sensitivity Δ_m. It picks,
+  with probability ≥ 1 − β, an m with ``q_m ≥ max_j (q_j − (4j/ε)·ln(M/β))``:
+  it stops raising m once fewer than about ``(2/ε)·ln(M/β)`` persons hold more
+  groups, the point where a larger m costs more noise (ℓ1 = mℓ) than it keeps
+  data.
+- ``"quantile"``: the exponential mechanism for the ``q``-quantile of c_p,
+  scores ``u(m) = −|(1 − q)·L(m) − q·R(m)|`` with ``L(m) = #{p : c_p ≤ m}``
+  and ``R(m) = #{p : c_p > m}``. Proof of the sensitivity: adding y raises
+  either L(m) by 1 (the inner term moves by 1 − q) or R(m) by 1 (it moves by
+  −q), so ``|Δu(m)| ≤ max(q, 1 − q) =: Δ`` for every m; the exponential
+  mechanism with ``Pr[m] ∝ exp(ε·u(m)/(2Δ))`` is ε-DP.
+
+Both are tested against brute force (tests/unit/test_groups_mechanism.py) and
+audited on neighbouring histograms (tests/audit/test_groups_audit.py).
+
+:func:`group_noise_scale` and :func:`group_selection_epsilon` are the
+budget arithmetic for a release capped at m groups per person, each group's
+statistic having per-group sensitivity ℓ (ALGORITHMS.md §8): the vector over
+groups has ℓ1 ≤ m·ℓ and ℓ2 ≤ √m·ℓ, so under pure ε every group gets Laplace
+scale m·ℓ/ε (ε-DP for the whole vector), and under ρ-zCDP every group gets a
+Gaussian σ = √m·ℓ/√(2ρ) (ρ-zCDP for the whole vector). m = 1 is parallel
+composition: every group gets the full budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dp_spark import checks
+from dp_spark.settings.groups import MAX_GROUPS_LIMIT
+from dp_spark.accounting.exact import exact, float_up, ratio_up, share_down, sqrt_down, sqrt_up
+from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
+from dp_spark.mechanisms.exponential import exponential_mechanism
+
+__all__ = [
+    "GroupScale",
+    "MAX_GROUPS_METHODS",
+    "choose_max_groups",
+    "gem_utilities",
+    "group_noise_scale",
+    "group_selection_epsilon",
+    "quantile_scores",
+    "quantile_sensitivity",
+]
+
+MAX_GROUPS_METHODS = ("gem", "quantile")
+
+
+def _histogram(histogram: ArrayLike) -> np.ndarray:
+    """``histogram`` as int64 counts, refused (never quoted) unless a 1-D
+    sequence of M ≥ 1 non-negative whole numbers, M ≤ :data:`MAX_GROUPS_LIMIT`."""
+    try:
+        arr = np.asarray(histogram)
+    except (TypeError, ValueError):
+        raise ParameterError("histogram must be a 1-D sequence of whole numbers") from None
+    if arr.ndim != 1 or not 1 <= arr.size <= MAX_GROUPS_LIMIT:
+        raise ParameterError(f"histogram must be one-dimensional with 1 to {MAX_GROUPS_LIMIT:,} entries "
+                             "(one per count of groups 1..M)")
+    if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(np.isfinite(arr))
+                                           and np.all(arr == np.round(arr))):
+        raise ParameterError("histogram entries must be whole numbers")
+    out = arr.astype(np.int64)
+    if (out < 0).any():
+        raise ParameterError("histogram entries must be >= 0")
+    return out
+
+
+def gem_utilities(histogram: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """NON-PRIVATE: (q, Δ) for m = 1..M, ``q_m = Σ_j h_j·min(j, m)`` and
+    ``Δ_m = m`` (module docstring: adding a person moves q_m by min(c_y, m))."""
+    h = _histogram(histogram)
+    levels = np.arange(1, h.size + 1, dtype=np.float64)
+    # Σ_j h_j min(j, m) = Σ_{j ≤ m} j·h_j + m·Σ_{j > m} h_j
+    below = np.cumsum(levels * h)
+    above = h.sum() - np.cumsum(h)
+    return below + levels * above, levels.copy()
+
+
+def quantile_sensitivity(quantile: float) -> float:
+    """Δ = max(q, 1 − q): the sensitivity of :func:`quantile_scores`."""
+    q = checks.open_unit(quantile, "quantile")
+    return max(q, 1.0 - q)
+
+
+def quantile_scores(histogram: ArrayLike, quantile: float) -> np.ndarray:
+    """NON-PRIVATE: ``u(m) = −|(1 − q)·L(m) − q·R(m)|`` for m = 1..M, with L(m)
+    the persons with c_p ≤ m and R(m) those with c_p > m; each moves by at
+    most :func:`quantile_sensitivity` on add/remove of one person."""
+    h = _histogram(histogram)
+    q = checks.open_unit(quantile, "quantile")
+    at_most = np.cumsum(h).astype(np.float64)
+    above = float(h.sum()) - at_most
+    return -np.abs((1.0 - q) * at_most - q * above)
+
+
+def choose_max_groups(histogram: ArrayLike, epsilon: float, rng: np.random.Generator, *, method: str = "gem",
+                      beta: float = 0.05, quantile: float = 0.9) -> int:
+    """Release a group cap m in 1..M (M = ``len(histogram)``) under pure
+    ε-DP, person-level, add/remove one person (module docstring: the
+    methods, their sensitivities and proofs). ``method="gem"``: GEM over
+    ``Σ_p min(c_p, m)`` with Δ_m = m and failure probability ``beta``;
+    ``method="quantile"``: the exponential mechanism for the ``quantile`` of
+    c_p with Δ = max(q, 1 − q). The histogram must come from the data
+    through :func:`dp_spark.stages.groups.groups_per_person_histogram` with a
+    public M. Messages never quote the histogram."""
+    eps = checks.epsilon(epsilon)
+    rng = checks.rng(rng)
+    checks.choice(method, "method", MAX_GROUPS_METHODS)
+    if method == "gem":
+        beta = checks.open_unit(beta, "beta")
+        scores, sensitivities = gem_utilities(histogram)
+        return 1 + generalized_exponential(scores, sensitivities, eps, beta, rng)
+    scores = quantile_scores(histogram, quantile)
+    return 1 + exponential_mechanism(scores, eps, quantile_sensitivity(quantile), rng)
+
+
+@dataclass(frozen=True)
+class GroupScale:
+    """The noise of each group's statistic under a cap of ``max_groups``
+    groups per person and per-group sensitivity ``bound`` (ℓ).
+
+    ``model`` "pure": Laplace (discrete Laplace for counts) of scale
+    ``scale`` = m·ℓ/ε for every group; the vector over groups has ℓ1
+    sensitivity ``sensitivity`` = m·ℓ, so the release of every group is ε-DP.
+    ``model`` "zcdp": Gaussian (discrete Gaussian) of standard deviation
+    ``scale`` = √m·ℓ/√(2ρ); ℓ2 sensitivity √m·ℓ, so the whole release is
+    ρ-zCDP. Both are rounded up (never less noise than the exact value)."""
+
+    max_groups: int
+    bound: float
+    model: str
+    sensitivity: float
+    scale: float
+
+
+def _budget(epsilon, rho) -> tuple[str, float]:
+    if (epsilon is None) == (rho is None):
+        raise ParameterError("give exactly one of epsilon (pure ε-DP) or rho (ρ-zCDP)")
+    return ("pure", checks.epsilon(epsilon)) if epsilon is not None else ("zcdp", checks.rho(rho))
+
+
+def group_noise_scale(max_groups: int, bound: float, *, epsilon: float | None = None,
+                      rho: float | None = None) -> GroupScale:
+    """The per-group noise for a cap of m = ``max_groups`` groups per person,
+    a per-group sensitivity ℓ = ``bound`` and the budget of the noisy step
+    (``epsilon``: pure, Laplace scale m·ℓ/ε; ``rho``: zCDP, Gaussian
+    σ = √m·ℓ/√(2ρ)); see :class:`GroupScale`."""
+    m = checks.integer(max_groups, "max_groups", 1, MAX_GROUPS_LIMIT)
+    ell = checks.positive(bound, "bound")
+    model, value = _budget(epsilon, rho)
+    if model == "pure":  # b = m·ℓ/ε in exact arithmetic, rounded up
+        sensitivity = exact(m) * exact(ell)
+        return GroupScale(m, ell, model, float_up(sensitivity), ratio_up(sensitivity, value))
+    # σ = sqrt(m·ℓ² / (2ρ)), rounded up; the ℓ2 sensitivity √m·ℓ is shown rounded up too
+    variance = exact(m) * exact(ell) ** 2 / (2 * exact(value))
+    return GroupScale(m, ell, model, sqrt_up(exact(m) * exact(ell) ** 2), sqrt_up(variance))
+
+
+def group_selection_epsilon(max_groups: int, *, epsilon: float | None = None, rho: float | None = None) -> float:
+    """The ε of each per-group selection (an exponential mechanism or GEM
+    run once per group, e.g. choosing ℓ per group) when a person touches at
+    most m = ``max_groups`` groups: ε/m under pure ε (basic composition over
+    the ≤ m groups a person changes), and √(8ρ/m) under ρ-zCDP (an ε_g-DP
+    exponential mechanism is ε_g²/8-zCDP; m of them compose to ρ). Rounded
+    down (never a sharper selection than the budget allows)."""
+    m = checks.integer(max_groups, "max_groups", 1, MAX_GROUPS_LIMIT)
+    model, value = _budget(epsilon, rho)
+    if model == "pure":
+        return share_down(value, m)
+    return sqrt_down(8 * exact(value) / m)

@@ -1,0 +1,73 @@
+"""Per-person group cap and the groups-per-person histogram (issue 24).
+
+Spark stage, no privacy noise; every value here is NON-PRIVATE.
+
+Input: an edge table with columns ``person``, ``item`` and ``group``
+(:data:`dp_spark.stages.edges.PERSON`, ``ITEM``, :data:`GROUP`). A row
+whose group is null is dropped (a null is not a group key), as
+:mod:`dp_spark.stages.edges` drops null persons and items.
+
+:func:`cap_groups` keeps, for every person p, the rows of at most ``m`` of
+p's distinct groups G_p: those first in the fixed public order
+``(xxhash64(person, group), group)`` (as :mod:`dp_spark.stages.distinct`
+orders a person's items by ``xxhash64``). The kept groups of p depend on p's
+own rows only, so the cap is a per-person transformation: on add/remove-one-
+person neighbours D, D + y the capped tables differ exactly in y's rows, and
+every sensitivity proved for a person holding at most m groups holds for the
+capped table (ALGORITHMS.md §8). No group is cut: a kept group keeps all of
+p's rows in it.
+
+:func:`groups_per_person_histogram` is the summary from which m is chosen
+privately (:func:`dp_spark.mechanisms.groups.choose_max_groups`):
+``h[j-1] = #{p : min(|G_p|, M) = j}`` for j = 1..M, M a public maximum, so
+the driver receives M numbers, never a number of persons' worth. Adding one
+person y changes one entry by +1 (entry min(|G_y|, M)); that is the
+neighbouring relation the mechanism's sensitivity is proved for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from dp_spark import checks
+from dp_spark.settings.groups import MAX_GROUPS_LIMIT
+from dp_spark.stages.edges import ITEM, PERSON, require_columns
+
+__all__ = ["GROUP", "MAX_GROUPS_LIMIT", "cap_groups", "groups_per_person_histogram"]
+
+GROUP = "group"
+_RANK = "_group_rank"
+
+
+def _valid_groups(edge_df: DataFrame) -> DataFrame:
+    require_columns(edge_df, PERSON, ITEM, GROUP)
+    return edge_df.where(F.col(GROUP).isNotNull())
+
+
+def cap_groups(edge_df: DataFrame, max_groups: int) -> DataFrame:
+    """The rows of ``edge_df`` (person, item, group, and any other columns)
+    in the at most ``max_groups`` groups of each person that come first in
+    the public order ``(xxhash64(person, group), group)``; rows with a null
+    group are dropped. A per-person transformation (module docstring): one
+    shuffle by person, a dense rank over the person's rows, no join, nothing
+    collected."""
+    m = checks.integer(max_groups, "max_groups", 1, MAX_GROUPS_LIMIT)
+    order = Window.partitionBy(PERSON).orderBy(F.xxhash64(PERSON, GROUP), GROUP)
+    ranked = _valid_groups(edge_df).withColumn(_RANK, F.dense_rank().over(order))
+    return ranked.where(F.col(_RANK) <= m).drop(_RANK)
+
+
+def groups_per_person_histogram(edge_df: DataFrame, max_groups_max: int) -> np.ndarray:
+    """NON-PRIVATE: ``h`` of length M = ``max_groups_max`` with ``h[j-1]`` the
+    number of persons whose number of distinct (non-null) groups, capped at
+    M, is j. Persons without a valid row are not counted. One aggregation by
+    person then by the capped count; at most M rows reach the driver."""
+    top = checks.integer(max_groups_max, "max_groups_max", 1, MAX_GROUPS_LIMIT)
+    per_person = _valid_groups(edge_df).groupBy(PERSON).agg(F.countDistinct(GROUP).alias("n"))
+    capped = per_person.select(F.least(F.col("n"), F.lit(top)).alias("n")).groupBy("n").count()
+    hist = np.zeros(top, dtype=np.int64)
+    for row in capped.collect():  # at most M rows: one per capped count
+        hist[int(row["n"]) - 1] = int(row["count"])
+    return hist
