@@ -104,10 +104,9 @@ def select_bound(counts: np.ndarray, epsilon_select: float, margins: np.ndarray,
     if sampler == "permute-and-flip":
         chosen = generalized_permute_and_flip(scores, cands.astype(np.float64), epsilon_select, gem_beta, rng,
                                               monotone=monotone)
-    elif monotone:
-        raise ValueError("the exponential sampler is the paper's GEM: monotone=False")
     else:
-        chosen = generalized_exponential(scores, cands.astype(np.float64), epsilon_select, gem_beta, rng)
+        chosen = generalized_exponential(scores, cands.astype(np.float64), epsilon_select, gem_beta, rng,
+                                         monotone=monotone)
     return int(cands[chosen])
 
 

@@ -281,16 +281,17 @@ def gem_normalized_scores_naive(
 
 
 def generalized_exponential_probabilities(
-    scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float
+    scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float, *, monotone: bool = False
 ) -> np.ndarray:
     """Exact output distribution of :func:`generalized_exponential`.
 
     ``p_i = exp(ε·s_i/2) / Σ_j exp(ε·s_j/2)`` over the normalised scores,
-    computed by log-sum-exp. Deterministic in the private scores and not
-    private itself: for tests, audits and synthetic inputs only.
+    computed by log-sum-exp (``monotone`` as in :func:`gem_normalized_scores`).
+    Deterministic in the private scores and not private itself: for tests,
+    audits and synthetic inputs only.
     """
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
-    s = _normalized_from_shifted(_shifted_utilities(q, d, eps, b), d)
+    s = _normalized(q, d, eps, b, _flag(monotone))
     logw = (eps / 2.0) * (s - s.max())
     w = np.exp(logw)
     return np.exp(logw - math.log(float(w.sum())))
@@ -302,6 +303,8 @@ def generalized_exponential(
     epsilon: float,
     beta: float,
     rng: np.random.Generator,
+    *,
+    monotone: bool = False,
 ) -> int:
     """Select a candidate with the Generalized Exponential Mechanism.
 
@@ -323,11 +326,13 @@ def generalized_exponential(
 
     Arguments: ``scores`` (k finite utilities, k ≥ 1), ``sensitivities`` (k
     positive finite numbers), ``epsilon > 0`` finite, ``beta ∈ (0, 1)``,
-    ``rng`` a ``numpy.random.Generator``. Returns the selected index (0-based).
+    ``rng`` a ``numpy.random.Generator``; ``monotone`` as in
+    :func:`gem_normalized_scores` (only for scores that all move in the same
+    direction between neighbours). Returns the selected index (0-based).
     """
     rng = check_rng(rng)
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
-    s = _normalized_from_shifted(_shifted_utilities(q, d, eps, b), d)
+    s = _normalized(q, d, eps, b, _flag(monotone))
     return gumbel_argmax((eps / 2.0) * (s - s.max()), rng)
 
 
