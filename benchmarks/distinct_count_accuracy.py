@@ -26,11 +26,16 @@ Then the bound-selection table (issue 25): on Amazon Fashion, MovieLens 100K
 (100,000 persons, 2,406 items, 1-5 items each: l = 1 already gives the exact
 count), plus with ``--large-rows N`` dp_spark.datasets.synthetic_events(N)
 as a large-table stand-in, greedy counts (one shard) and, for the release's
-default selection and each alternative measured (candidate set, GEM's β,
-the ε split), over --runs seeded runs: the median and 10th percentile of the
-lower bound and of the estimate (as % of the NON-PRIVATE truth), the chosen
-l's distribution and the lower bound's coverage (share of runs with
-lower_bound <= truth).
+default selection and each alternative measured (sampler and denominators,
+candidate set, GEM's β, the ε split), over --runs seeded runs: the median
+and 10th percentile of the lower bound and of the estimate (as % of the
+NON-PRIVATE truth), the chosen l's distribution, the chosen l of the runs
+below the 10th percentile (what dominates the low tail), the lower bound's
+coverage (share of runs with lower_bound <= truth); and, without sampling,
+the EXACT median and 10th percentile of the lower bound and the probability
+of the likeliest l̂ (exact output distribution of the choice times the
+discrete Laplace pmf: 50 runs put the 10th percentile between the 5th and
+6th smallest run, which moves by points between seeds).
 """
 
 from __future__ import annotations
@@ -151,22 +156,65 @@ TINY_PERSONS, TINY_ITEMS, TINY_SEED = 100_000, 2_406, 25
 
 def selection_variants(max_bound: int, beta: float) -> list[tuple[str, dict]]:
     """The release's default first, then the alternatives measured (keyword
-    arguments of release_from_counts)."""
+    arguments of release_from_counts): the previous default and each of its
+    two changes alone, the paper's selection, GEM's β, the ε split and the
+    grid with the kept sampler."""
     full = np.arange(1, max_bound + 1)
     doubling = 2 ** np.arange(int(math.log2(max_bound)) + 1)
-    fours = None  # the default grid (bound_candidates)
+    paper_gem = {"sampler": "exponential", "monotone": False}
     return [
-        ("DEFAULT: 1,4,16,64; GEM β 0.2; ε/2 choice", {}),
-        ("paper (old default): 1..L; GEM β = β; ε/2", {"candidates": full, "gem_beta": beta}),
-        ("1..L; GEM β 0.2; ε/2", {"candidates": full, "gem_beta": 0.2}),
-        ("1..L; GEM β 0.2; 0.3ε choice", {"candidates": full, "gem_beta": 0.2, "select_share": 0.3}),
-        ("1,2,4,..,64; GEM β = β; ε/2", {"candidates": doubling, "gem_beta": beta}),
-        ("1,2,4,..,64; GEM β 0.2; ε/2", {"candidates": doubling, "gem_beta": 0.2}),
-        ("1,2,4,..,64; GEM β = β; 0.3ε choice", {"candidates": doubling, "gem_beta": beta, "select_share": 0.3}),
-        ("1,4,16,64; GEM β = β; ε/2", {"candidates": fours, "gem_beta": beta}),
-        ("1,4,16,64; GEM β 0.2; 0.4ε choice", {"select_share": 0.4}),
-        ("1,4,16,64; GEM β 0.2; 0.3ε choice", {"select_share": 0.3}),
+        ("DEFAULT: 1,4,16,64; max-denominator GEM, P&F; β 0.2; ε/2", {}),
+        ("previous default: sum-denominator GEM, exp. mech.", dict(paper_gem)),
+        ("max-denominator GEM, exp. mech. (one change)", {"sampler": "exponential"}),
+        ("sum-denominator GEM, P&F (other change)", {"monotone": False}),
+        ("paper: 1..L; GEM β = β; sum, exp. mech.", {"candidates": full, "gem_beta": beta, **paper_gem}),
+        ("DEFAULT with GEM β = β", {"gem_beta": beta}),
+        ("DEFAULT with GEM β 0.5", {"gem_beta": 0.5}),
+        ("DEFAULT with 0.45ε choice", {"select_share": 0.45}),
+        ("DEFAULT with 0.4ε choice", {"select_share": 0.4}),
+        ("DEFAULT with 0.55ε choice", {"select_share": 0.55}),
+        ("DEFAULT on 1,2,4,..,64", {"candidates": doubling}),
+        ("DEFAULT on 1..L", {"candidates": full}),
     ]
+
+
+def exact_lower_bound(counts: np.ndarray, eps: float, beta: float, kwargs: dict) -> dict:
+    """The EXACT distribution of release_from_counts(counts, eps, beta, **kwargs)'s
+    l̂ and lower_bound (no sampling: GEM's exact output distribution times the
+    discrete Laplace pmf), for the same split, candidates and margins as the
+    release. Returns the 10th percentile and median of lower_bound and P[l̂]."""
+    from dp_spark.accounting import ratio_up, remainder
+    from dp_spark.mechanisms.distinct_count.bound import noise_margins
+    from dp_spark.mechanisms.distinct_count.gem import (
+        generalized_exponential_probabilities,
+        generalized_permute_and_flip_probabilities,
+    )
+    from dp_spark.settings.distinct_count import SELECTION_BETA, bound_candidates
+
+    L = len(counts)
+    cands = np.asarray(kwargs.get("candidates", bound_candidates(L)), dtype=np.int64)
+    eps_select = eps * kwargs.get("select_share", 0.5)
+    eps_count = remainder(eps, eps_select)
+    margins = noise_margins(2.0 * eps_count, beta, L)
+    scores = counts[cands - 1].astype(np.float64) - margins[cands - 1]
+    probs_of = (generalized_permute_and_flip_probabilities if kwargs.get("sampler", "permute-and-flip")
+                == "permute-and-flip" else generalized_exponential_probabilities)
+    probs = probs_of(scores, cands.astype(np.float64), eps_select, kwargs.get("gem_beta", SELECTION_BETA),
+                     monotone=kwargs.get("monotone", True))
+    values, weights = [], []
+    for bound, p in zip(cands, probs):
+        if p < 1e-12:
+            continue
+        scale = ratio_up(2 * int(bound), 2.0 * eps_count)
+        x = np.arange(-int(40 * scale) - 10, int(40 * scale) + 11)
+        pmf = np.exp(-np.abs(x) / scale)
+        values.append(np.maximum(counts[bound - 1] + x - margins[bound - 1], 0))
+        weights.append(p * pmf / pmf.sum())
+    values, weights = np.concatenate(values), np.concatenate(weights)
+    order = np.argsort(values, kind="stable")
+    values, cdf = values[order], np.cumsum(weights[order])
+    return {"p10": int(values[np.searchsorted(cdf, 0.1)]), "median": int(values[np.searchsorted(cdf, 0.5)]),
+            "bound_probabilities": {int(b): float(p) for b, p in zip(cands, probs)}}
 
 
 def tiny_bound_table(spark):
@@ -224,20 +272,31 @@ def selection_table(spark, args, amazon_counts, amazon_true) -> dict:
                 lo, est = np.asarray(lowers) / true * 100, np.asarray(estimates) / true * 100
                 values, times = np.unique(bounds, return_counts=True)
                 dist = " ".join(f"{b}:{n}" for b, n in sorted(zip(values, times), key=lambda t: -t[1])[:4])
+                low_tail = np.asarray(bounds)[lo < np.percentile(lo, 10)]  # the runs below the 10th percentile
+                tail_values, tail_times = np.unique(low_tail, return_counts=True)
+                exact = exact_lower_bound(np.asarray(counts), eps, args.beta, kwargs)
                 cell = {
                     "lower_bound_pct_median": float(np.median(lo)), "lower_bound_pct_p10": float(np.percentile(lo, 10)),
                     "estimate_pct_median": float(np.median(est)), "estimate_pct_p10": float(np.percentile(est, 10)),
                     "bound_distribution": {int(b): int(n) for b, n in zip(values, times)},
+                    "bound_below_p10": {int(b): int(n) for b, n in zip(tail_values, tail_times)},
+                    "exact_lower_bound_pct_median": 100 * exact["median"] / true,
+                    "exact_lower_bound_pct_p10": 100 * exact["p10"] / true,
+                    "exact_bound_probabilities": exact["bound_probabilities"],
                     "coverage": float(np.mean(np.asarray(lowers) <= true)), "true_count": true,
                 }
                 out[key][f"{name} / {label}"] = cell
+                best = max(exact["bound_probabilities"].items(), key=lambda t: t[1])
                 rows.append([name if v == 0 else "", label,
                              f"{cell['lower_bound_pct_median']:.2f} / {cell['lower_bound_pct_p10']:.2f}",
+                             f"{cell['exact_lower_bound_pct_median']:.2f} / {cell['exact_lower_bound_pct_p10']:.2f}",
                              f"{cell['estimate_pct_median']:.2f} / {cell['estimate_pct_p10']:.2f}",
-                             dist, f"{cell['coverage']:.0%}"])
+                             dist, " ".join(f"{b}:{n}" for b, n in zip(tail_values, tail_times)),
+                             f"{best[0]}: {best[1]:.3f}", f"{cell['coverage']:.0%}"])
         print(format_table(
-            ["data (TRUE count NON-PRIVATE)", "selection", "lower_bound % median / p10", "estimate % median / p10",
-             "l̂ (value:runs)", "lb <= true"],
+            ["data (TRUE count NON-PRIVATE)", "selection", "lower_bound % median / p10",
+             "EXACT lb % median / p10", "estimate % median / p10", "l̂ (value:runs)", "l̂ of runs < p10",
+             "EXACT P[likeliest l̂]", "lb <= true"],
             rows,
             title=(f"Bound selection (issue 25), {key}, beta={args.beta:g}, greedy counts (1 shard), l=1..{L}, "
                    f"{args.runs} runs (SEEDED, not for publication); % of the TRUE count: "

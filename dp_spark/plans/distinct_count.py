@@ -6,7 +6,9 @@ Budget split (basic composition, total ε-DP), from the parameters alone:
   count of persons that picks the number of greedy shards;
 - ``method="matching"``: ε/100 for the private size check of the truncated
   (person, item) pairs (see :mod:`dp_spark.releases.distinct_count`);
-- the rest ε' in two halves: the Generalized Exponential Mechanism picks the
+- the rest ε' in two halves: the Generalized Exponential Mechanism's
+  normalised scores (denominators max(l, l'), sampled by permute-and-flip:
+  :func:`dp_spark.mechanisms.distinct_count.select_bound`) pick the
   per-person bound among the public candidates l = 1, 4, 16, 64, … (powers of
   ``BOUND_GRID_RATIO`` up to ``max_bound``: :func:`bound_candidates`) with its
   own utility parameter β = ``SELECTION_BETA``, the discrete Laplace mechanism
@@ -42,7 +44,8 @@ MATCHING_EPSILON_SHARE = 0.01
 PERSON_SAMPLE = 16
 SHARD_STEP = f"shard count (discrete Laplace on the number of persons in a fixed 1-in-{PERSON_SAMPLE} hash sample)"
 MATCHING_STEP = "matching size check (discrete Laplace on the number of truncated (person, item) pairs)"
-SELECT_STEP = ("bound selection (Generalized Exponential Mechanism over l = 1, 4, 16, 64, ... "
+SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with max(l, l') denominators, "
+               "permute-and-flip, over l = 1, 4, 16, 64, ... "
                f"(powers of {BOUND_GRID_RATIO} up to max_bound), GEM beta {SELECTION_BETA:g})")
 COUNT_STEP = "count (discrete Laplace mechanism)"
 

@@ -38,15 +38,22 @@ Pipeline and budget split (basic composition, total ε-DP):
    limit is a memory sizing only: the pairs are collected, never refused.
 1. Spark stage (no noise): c_l = DC(D; l) or its greedy / sampling lower
    bound for l = 1..L (L = ``max_bound``); each c_l has sensitivity l.
-2. ε'/2 — Generalized Exponential Mechanism (Algorithm 3) picks l̂ among the
-   public candidates l = 1, 4, 16, 64, … ≤ L (powers of 4: a function of
-   ``max_bound`` only) with scores q_l = c_l − m_l, sensitivities Δ_l = l and
-   GEM's own β = 0.2 (its t = (4/ε')·ln(k/0.2); any public value keeps
-   GEM ε'/2-DP), where m_l is the (1−β) upper quantile of the count noise for
-   bound l (a public constant). The report's ``parameters`` state the
-   candidates (``bound_candidates``) and ``selection_beta``. The paper uses
-   every l = 1..L with GEM's β = β; issue 25 measured the grid as better
-   (benchmarks/README.md).
+2. ε'/2 — the bound choice picks l̂ among the public candidates l = 1, 4,
+   16, 64, … ≤ L (powers of 4: a function of ``max_bound`` only) from the
+   Generalized Exponential Mechanism's normalised scores (Algorithm 3) of
+   q_l = c_l − m_l with sensitivities Δ_l = l and GEM's own β = 0.2 (its t =
+   (4/ε')·ln(k/0.2); any public value keeps the choice DP), where m_l is the
+   (1−β) upper quantile of the count noise for bound l (a public constant).
+   Two changes from the paper, each keeping ε'/2-DP: the pairwise
+   denominator is max(l, l') instead of l + l' (every c_l moves by 0..l in
+   the same direction when a person is added, so q_l − q_l' moves by at most
+   max(l, l') and each normalised score by at most 1), and the scores are
+   sampled by permute-and-flip instead of the exponential mechanism (ε'/2-DP
+   on sensitivity-1 scores, never less likely to pick the best). The
+   report's ``parameters`` state the candidates (``bound_candidates``) and
+   ``selection_beta``. The paper uses every l = 1..L with GEM's β = β and
+   the exponential mechanism; issue 25 measured the grid and these changes
+   as better (benchmarks/README.md).
 3. ε'/2 — discrete Laplace mechanism: X ~ DLap(scale 2l̂/ε'), so the count
    c_l̂ (sensitivity l̂) gets ε'/2-DP. Released: ``estimate`` = max(0, c_l̂ + X) and
    ``lower_bound`` = max(0, c_l̂ + X − m_l̂) (post-processing of one draw).

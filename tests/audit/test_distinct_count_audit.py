@@ -1,14 +1,16 @@
 """Audit of the distinct-count mechanism half (Knop & Steinke, NeurIPS 2023).
 
-``release_from_counts``: GEM (Algorithm 3) at ε/2 picks the bound l̂ among the
+``release_from_counts``: at ε/2 the choice picks the bound l̂ among the
 public candidates 1, 4, 16, … ≤ max_bound (``select_bound``, audited alone
-too), discrete Laplace at ε/2 releases c_l̂. Claimed: ε-DP whenever each c_l moves by at most
-l between neighbours. Each audit runs the real mechanism on neighbouring
+too: GEM's normalised scores with denominators max(l, l'), sampled by
+permute-and-flip), discrete Laplace at ε/2 releases c_l̂. Claimed: ε-DP
+whenever each c_l moves by 0..l, all in the same direction, between
+neighbours. Each audit runs the real mechanism on neighbouring
 inputs with fixed test seeds, bounds ε from below (Clopper–Pearson) and checks
 the bound against the claim; a broken variant proves the audit's power.
 
 Events were chosen by computing the exact output distributions
-(``generalized_exponential_probabilities`` times the discrete Laplace tails)
+(``generalized_permute_and_flip_probabilities`` times the discrete Laplace tails)
 over small grids of count vectors: the pairs below are the ones where the
 likelihood ratio of one output set is largest.
 """
@@ -20,7 +22,7 @@ import numpy as np
 from dp_spark.mechanisms.distinct_count.bound import choose_shards, release_from_counts
 from dp_spark.plans.distinct_count import PERSON_SAMPLE
 from dp_spark.noise import discrete_laplace
-from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
+from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
 from dp_spark.stages.kernels import counts_from_rounds, greedy_match_rounds
 from tests.audit.stats import assert_detects
 from tests.audit.stats import epsilon_lower_bound
@@ -42,13 +44,15 @@ def _bound(mechanism, likely, unlikely, event, n: int, seed: int) -> float:
 
 
 def test_release_from_counts_on_worst_case_neighbouring_counts(audit_record):
-    """The kept selection (issue 25): GEM over the candidates 1, 4, 16 of
-    max_bound = 16 with GEM β = 0.2, then the count. c and c' differ in c_4
-    by its full sensitivity 4 (c'_l − c_l in 0..l for every l). S = {l̂ = 4
-    and estimate >= c'_4}: found by an exact search over count triples
-    (generalized_exponential_probabilities times the discrete Laplace
-    tails, the broken variant's ratio weighed with its probability): exact
-    ratio e^0.66 (claimed e^1); the broken variant (ε doubled) e^1.23."""
+    """The kept selection (issue 25): max-denominator GEM scores over the
+    candidates 1, 4, 16 of max_bound = 16 with GEM β = 0.2, sampled by
+    permute-and-flip, then the count. c and c' differ in c_4 by its full
+    sensitivity 4 (c'_l − c_l in 0..l for every l). S = {l̂ = 4 and
+    estimate >= c'_4}: found by an exact search over count triples for the
+    paper's GEM; for the kept choice the exact probabilities
+    (generalized_permute_and_flip_probabilities times the discrete Laplace
+    tail) are 0.064 against 0.030, ratio e^0.75 (claimed e^1); the broken
+    variant (ε doubled) 0.268 against 0.060, e^1.50."""
     c = np.array([104, 110, 115, 123] + [124] * 12)
     c_plus = c.copy()
     c_plus[3] += 4
@@ -62,8 +66,8 @@ def test_release_from_counts_on_worst_case_neighbouring_counts(audit_record):
         return release_from_counts(counts, 2 * EPSILON, BETA, rng)
 
     lb = _bound(real, c_plus, c, event, n, seed=101)
-    audit_record("distinct-count release_from_counts (GEM grid+DLap)", EPSILON, lb, n)
-    assert_detects("distinct-count release_from_counts (GEM grid+DLap)", EPSILON,
+    audit_record("distinct-count release_from_counts (grid choice + DLap)", EPSILON, lb, n)
+    assert_detects("distinct-count release_from_counts (grid choice + DLap)", EPSILON,
                    _bound(broken, c_plus, c, event, n, seed=201))
 
 
@@ -71,10 +75,11 @@ def test_grid_selection_alone_on_worst_case_neighbouring_counts(audit_record):
     """select_bound (the one selection, ε/2) on neighbouring counts with
     max_bound = 64 (candidates 1, 4, 16, 64): c'_4 = c_4 + 4 and c'_16 =
     c_16 + 16 (full sensitivities), S = {l̂ = 16}, likelier on c' (exact
-    ratio e^0.28, P = 0.14 against 0.11; found by an exact search over count
-    quadruples). Claimed ε/2 for the selection; the broken variant is GEM
-    told Δ_l = 1 for every candidate (the bug class the sensitivities guard
-    against): exact ratio e^1.28, detectably above ε/2."""
+    ratio e^0.26, P = 0.089 against 0.069 for the kept choice; found by an
+    exact search over count quadruples for the paper's GEM). Claimed ε/2 for
+    the selection; the broken variant is the same choice told Δ_l = 1 for
+    every candidate (the bug class the sensitivities guard against): exact
+    ratio e^3.67 (0.764 against 0.019), far above ε/2."""
     from dp_spark.mechanisms.distinct_count.bound import noise_margins, select_bound
     from dp_spark.plans.distinct_count import SELECTION_BETA
 
@@ -92,12 +97,50 @@ def test_grid_selection_alone_on_worst_case_neighbouring_counts(audit_record):
     def broken(counts, rng):
         cands = np.array([1, 4, 16, 64])
         scores = counts[cands - 1] - margins[cands - 1]
-        return int(cands[generalized_exponential(scores, np.ones(4), EPSILON / 2, SELECTION_BETA, rng)])
+        return int(cands[generalized_permute_and_flip(scores, np.ones(4), EPSILON / 2, SELECTION_BETA, rng,
+                                                      monotone=True)])
 
     lb = _bound(real, c_plus, c, event, n, seed=601)
-    audit_record("distinct-count bound selection (GEM over 1, 4, 16, 64)", EPSILON / 2, lb, n)
-    assert_detects("distinct-count bound selection (GEM over 1, 4, 16, 64)", EPSILON / 2,
+    audit_record("distinct-count bound selection (over 1, 4, 16, 64)", EPSILON / 2, lb, n)
+    assert_detects("distinct-count bound selection (over 1, 4, 16, 64)", EPSILON / 2,
                    _bound(broken, c_plus, c, event, n, seed=701))
+
+
+def test_max_denominator_selection_on_worst_case_neighbouring_counts(audit_record):
+    """The choice's new denominators max(l, l') (valid because every c_l
+    moves by 0..l in the same direction). c and c' = c with c_16 raised by
+    its full sensitivity 16 (c_1 = 85, c_4 = 96, c_16 = 327, c_64 = 448:
+    found by an exact search over count quadruples and raise patterns for
+    the broken variant's detectability), S = {l̂ = 16}: for the kept choice
+    P = 0.534 on c' against 0.426 (exact ratio e^0.23, claimed ε/2). The
+    broken variant divides by min(l, l') instead (the slip this change
+    invites: too small a denominator, scores of sensitivity up to 64):
+    0.951 against 0.093, e^2.33."""
+    from dp_spark.mechanisms.distinct_count.bound import noise_margins, select_bound
+    from dp_spark.mechanisms.exponential import permute_and_flip
+    from dp_spark.plans.distinct_count import SELECTION_BETA
+
+    margins = noise_margins(EPSILON, BETA, 64)
+    c = np.array([85] + [96] * 3 + [327] * 12 + [448] * 48, dtype=np.int64)
+    c_plus = c.copy()
+    c_plus[15] += 16
+    event = lambda b: b == 16  # noqa: E731
+    n = 20_000
+    cands = np.array([1, 4, 16, 64])
+
+    def real(counts, rng):
+        return select_bound(counts, EPSILON / 2, margins, rng)
+
+    def broken(counts, rng):
+        eps = EPSILON / 2
+        a = (counts[cands - 1] - margins[cands - 1]) - (2 / eps) * np.log(len(cands) / SELECTION_BETA) * cands
+        s = ((a[:, None] - a[None, :]) / np.minimum(cands[:, None], cands[None, :])).min(axis=1)
+        return int(cands[permute_and_flip(s, eps, 1.0, rng)])
+
+    lb = _bound(real, c_plus, c, event, n, seed=801)
+    audit_record("distinct-count bound selection (max(l, l') denominators)", EPSILON / 2, lb, n)
+    assert_detects("distinct-count bound selection (max(l, l') denominators)", EPSILON / 2,
+                   _bound(broken, c_plus, c, event, n, seed=901))
 
 
 def test_gem_alone_on_worst_case_neighbouring_scores(audit_record):

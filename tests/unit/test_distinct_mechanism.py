@@ -78,18 +78,25 @@ def test_release_only_depends_on_counts_through_the_mechanism():
 
 
 def test_end_to_end_privacy_ratio_on_neighbouring_counts():
-    """Exact output distribution of l̂ (GEM) on neighbouring count vectors:
-    the probability ratio is within e^{ε/2} (the GEM half of the budget)."""
-    from dp_spark.mechanisms.distinct_count.gem import generalized_exponential_probabilities
+    """Exact output distribution of l̂ on neighbouring count vectors, for the
+    paper's GEM and the release's choice (max-denominator scores,
+    permute-and-flip): the probability ratio is within e^{ε/2} (the choice's
+    half of the budget)."""
+    from dp_spark.mechanisms.distinct_count.gem import (
+        generalized_exponential_probabilities,
+        generalized_permute_and_flip_probabilities,
+    )
 
     eps, beta = 1.0, 0.05
     counts = np.array([10, 18, 24, 28, 30, 31], dtype=np.float64)
     l = np.arange(1, 7, dtype=np.float64)
     margins = noise_margins(eps, beta, 6)
     neighbour = counts + l  # a new person adding l items at every bound
-    p = generalized_exponential_probabilities(counts - margins, l, eps / 2, beta)
-    q = generalized_exponential_probabilities(neighbour - margins, l, eps / 2, beta)
-    assert np.max(np.abs(np.log(p) - np.log(q))) <= eps / 2 + 1e-9
+    for probs, kw in ((generalized_exponential_probabilities, {}),
+                      (generalized_permute_and_flip_probabilities, {"monotone": True})):
+        p = probs(counts - margins, l, eps / 2, beta, **kw)
+        q = probs(neighbour - margins, l, eps / 2, beta, **kw)
+        assert np.max(np.abs(np.log(p) - np.log(q))) <= eps / 2 + 1e-9
 
 
 # ------------------------------------------------------------- issue 25: the bound's candidates
@@ -103,6 +110,8 @@ from dp_spark.mechanisms.distinct_count.bound import select_bound  # noqa: E402
 from dp_spark.mechanisms.distinct_count.gem import (  # noqa: E402
     gem_normalized_scores,
     generalized_exponential_probabilities,
+    generalized_permute_and_flip,
+    generalized_permute_and_flip_probabilities,
 )
 from dp_spark.plans.distinct_count import SELECTION_BETA, bound_candidates  # noqa: E402
 from dp_spark.stages.kernels import counts_from_rounds, flow_bounded_counts, greedy_match_rounds  # noqa: E402
@@ -142,34 +151,160 @@ def _greedy_counts(persons, n_items, max_bound):
     return counts_from_rounds(rounds, max_bound)
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 2**32), st.sampled_from([1, 4, 5, 16, 20]), st.sampled_from(["exact", "greedy"]),
+def _sharded_greedy_counts(persons, n_items, max_bound, ids, shards=3):
+    """The Spark stage's combine rule in numpy: a person's shard is a public
+    function of its id (id mod shards), the greedy runs per shard in list
+    order, round(x) = min over shards."""
+    best = np.zeros(n_items, dtype=np.int64)
+    for s in range(shards):
+        mine = [u for p, u in zip(ids, persons) if p % shards == s]
+        if not mine:
+            continue
+        indptr = np.concatenate([[0], np.cumsum([len(u) for u in mine])]).astype(np.int64)
+        rounds = greedy_match_rounds(indptr, np.concatenate(mine).astype(np.int64), n_items, max_bound)
+        rounds = rounds.astype(np.int64)
+        hit = rounds > 0
+        best[hit] = np.where(best[hit] > 0, np.minimum(best[hit], rounds[hit]), rounds[hit])
+    return counts_from_rounds(best, max_bound)
+
+
+def _sampled_counts(persons, n_items, max_bound, ids, salt=7):
+    """The sampling baseline: each person keeps its first l items in a
+    salted order that depends on its own (person, item) ids only."""
+    ranked = [u[np.argsort([hash((salt, p, int(x))) for x in u], kind="stable")] for p, u in zip(ids, persons)]
+    return np.array([len(set().union(*(set(u[:l].tolist()) for u in ranked))) for l in range(1, max_bound + 1)])
+
+
+COUNTERS = {"exact": lambda persons, n_items, max_bound, ids: _exact_counts(persons, n_items, max_bound),
+            "greedy": lambda persons, n_items, max_bound, ids: _greedy_counts(persons, n_items, max_bound),
+            "sharded": _sharded_greedy_counts, "sampling": _sampled_counts}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from([1, 4, 5, 16, 20, 64]), st.sampled_from(sorted(COUNTERS)),
        st.floats(0.1, 4.0))
 def test_selection_sensitivity_on_random_add_remove_one_person_neighbours(seed, max_bound, how, epsilon):
     """The privacy claim of the kept selection, on real neighbours: D and D
-    plus one person (anywhere in the greedy order). For every candidate l
-    (1, 4, 16, …), q_l = c_l − m_l moves by 0..l (m_l is public); GEM's
-    normalised scores over the candidates move by at most 1; so the exact
-    distribution of l̂ changes by at most e^{ε/2}, the selection's share."""
+    plus one person (anywhere in the order), for every counting method. For
+    every candidate l (1, 4, 16, …), q_l = c_l − m_l moves by 0..l, all in
+    the same direction (m_l is public; removing the person is the same pair
+    read backwards); hence q_l − q_l' moves by at most max(l, l'), and the
+    max-denominator normalised scores by at most 1; so the exact
+    distribution of l̂ (permute-and-flip, and the exponential mechanism on
+    the same scores) changes by at most e^{ε/2}, the selection's share."""
     rng = np.random.default_rng(seed)
     n_items = int(rng.integers(3, 30))
     persons = _person_sets(rng, int(rng.integers(1, 12)), n_items, 8)
     extra = np.unique(rng.integers(0, n_items, rng.integers(1, 2 * max_bound + 3)))
-    neighbour = list(persons)
-    neighbour.insert(int(rng.integers(0, len(persons) + 1)), extra)
-    count = _exact_counts if how == "exact" else _greedy_counts
-    c, c2 = count(persons, n_items, max_bound), count(neighbour, n_items, max_bound)
+    at = int(rng.integers(0, len(persons) + 1))  # the new person's place in the (hash) order
+    neighbour, ids = list(persons), list(range(len(persons)))
+    neighbour.insert(at, extra)
+    ids2 = ids[:at] + [len(persons)] + ids[at:]  # a new id; the others keep theirs
+    count = COUNTERS[how]
+    c, c2 = count(persons, n_items, max_bound, ids), count(neighbour, n_items, max_bound, ids2)
     cands = np.asarray(bound_candidates(max_bound))
     margins = noise_margins(epsilon, 0.05, max_bound)
     q, q2 = c[cands - 1] - margins[cands - 1], c2[cands - 1] - margins[cands - 1]
-    assert np.all(q2 - q >= 0) and np.all(q2 - q <= cands)
+    assert np.all(q2 - q >= 0) and np.all(q2 - q <= cands)  # same direction, at most l
+    moved = (q2 - q)[:, None] - (q2 - q)[None, :]
+    assert np.all(np.abs(moved) <= np.maximum(cands[:, None], cands[None, :]))
     eps_select = epsilon / 2
-    s = gem_normalized_scores(q, cands, eps_select, SELECTION_BETA)
-    s2 = gem_normalized_scores(q2, cands, eps_select, SELECTION_BETA)
+    s = gem_normalized_scores(q, cands, eps_select, SELECTION_BETA, monotone=True)
+    s2 = gem_normalized_scores(q2, cands, eps_select, SELECTION_BETA, monotone=True)
     assert np.max(np.abs(s2 - s)) <= 1 + 1e-9
-    p = generalized_exponential_probabilities(q, cands, eps_select, SELECTION_BETA)
-    p2 = generalized_exponential_probabilities(q2, cands, eps_select, SELECTION_BETA)
-    assert np.max(np.abs(np.log(p) - np.log(p2))) <= eps_select + 1e-9
+    for probs in (generalized_permute_and_flip_probabilities, generalized_exponential_probabilities):
+        p = probs(q, cands, eps_select, SELECTION_BETA, monotone=True)
+        p2 = probs(q2, cands, eps_select, SELECTION_BETA, monotone=True)
+        assert np.max(np.abs(np.log(p) - np.log(p2))) <= eps_select + 1e-9
+
+
+def test_max_denominators_need_same_direction_moves():
+    """Why the release may divide by max(l, l') and not l + l': only because
+    the counts move in the same direction. Moves of opposite signs (q_1 up
+    by 1, q_4 down by 4: no neighbouring counts do this) shift a
+    max-denominator score by 5/4 > 1, while GEM's own l + l' keeps it at 1."""
+    cands = np.array([1, 4])
+    q = np.array([100.0, 100.0])
+    q2 = q + np.array([1.0, -4.0])
+    same = gem_normalized_scores(q, cands, 0.5, SELECTION_BETA, monotone=True)
+    same2 = gem_normalized_scores(q2, cands, 0.5, SELECTION_BETA, monotone=True)
+    assert np.max(np.abs(same2 - same)) == pytest.approx(1.25)
+    paper = gem_normalized_scores(q, cands, 0.5, SELECTION_BETA)
+    paper2 = gem_normalized_scores(q2, cands, 0.5, SELECTION_BETA)
+    assert np.max(np.abs(paper2 - paper)) <= 1 + 1e-12
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.floats(-1e4, 1e4), min_size=1, max_size=12), st.integers(0, 2**32))
+def test_max_denominator_scores_are_the_definition(raw, seed):
+    """s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j) with a = q − tΔ, t = (2/ε)ln(k/β):
+    computed independently here; s <= 0 and the best a scores 0."""
+    rng = np.random.default_rng(seed)
+    q = np.asarray(raw)
+    d = rng.integers(1, 100, len(q)).astype(np.float64)
+    eps, beta = float(rng.uniform(0.1, 3)), 0.2
+    t = (2 / eps) * math.log(len(q) / beta)
+    a = q - t * d
+    expected = [min((a[i] - a[j]) / max(d[i], d[j]) for j in range(len(q))) for i in range(len(q))]
+    got = gem_normalized_scores(q, d, eps, beta, monotone=True)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-9)
+    assert got.max() == 0.0 and np.all(got <= 0.0)
+
+
+def test_permute_and_flip_probabilities_match_every_visiting_order():
+    """The exact distribution (Gauss–Legendre integral) against the
+    definition: average over all k! visiting orders of 'first accepted'."""
+    import itertools
+
+    q = np.array([300.0, 520.0, 610.0, 640.0, 700.0])
+    d = np.array([1.0, 4.0, 16.0, 64.0, 128.0])
+    eps, beta = 0.5, 0.2
+    from dp_spark.accounting.exact import ratio_down
+
+    s = gem_normalized_scores(q, d, eps, beta, monotone=True)
+    accept = np.exp(ratio_down(eps, 2.0) * (s - s.max()))
+    want = np.zeros(len(q))
+    orders = list(itertools.permutations(range(len(q))))
+    for order in orders:
+        left = 1.0
+        for i in order:
+            want[i] += left * accept[i]
+            left *= 1.0 - accept[i]
+    want /= len(orders)
+    np.testing.assert_allclose(generalized_permute_and_flip_probabilities(q, d, eps, beta, monotone=True), want,
+                               rtol=1e-10)
+
+
+def test_permute_and_flip_sampler_matches_its_distribution():
+    """Chi-square goodness of fit (p > 1e-4, fixed seed) of the sampler the
+    release uses against the exact distribution, and rejection of the
+    distribution at 1.2·ε (the test can fail)."""
+    from scipy import stats
+
+    q = np.array([1340.0, 1380.0, 1560.0, 2100.0])  # candidates near each other in GEM units
+    d = np.array([1.0, 4.0, 16.0, 64.0])
+    eps, beta, n = 0.5, 0.2, 20_000
+    probs = generalized_permute_and_flip_probabilities(q, d, eps, beta, monotone=True)
+    assert probs.min() > 0.01
+    rng = np.random.default_rng(11)
+    draws = np.bincount([generalized_permute_and_flip(q, d, eps, beta, rng, monotone=True) for _ in range(n)],
+                        minlength=4)
+    assert stats.chisquare(draws, probs * n).pvalue > 1e-4
+    wrong = generalized_permute_and_flip_probabilities(q, d, 1.2 * eps, beta, monotone=True)
+    assert stats.chisquare(draws, wrong * n).pvalue < 1e-4
+
+
+def test_release_selection_picks_the_best_candidate_at_least_as_often_as_the_papers_gem():
+    """On neighbour-free shapes (Amazon-like knee, flat, saturated large
+    table), the kept choice gives the likeliest-best candidate at least the
+    probability of the paper's GEM over the same grid (both exact)."""
+    for counts in (_knee(), np.full(100, 2406), _knee(178_000, 40)):
+        cands = np.asarray(bound_candidates(len(counts)))
+        q = counts[cands - 1] - noise_margins(1.0, 0.05, len(counts))[cands - 1]
+        ours = generalized_permute_and_flip_probabilities(q, cands, 0.5, SELECTION_BETA, monotone=True)
+        paper = generalized_exponential_probabilities(q, cands, 0.5, SELECTION_BETA)
+        best = int(np.argmax(q - 0.0))
+        assert ours[best] >= paper[best]
 
 
 @settings(max_examples=200, deadline=None)
@@ -216,17 +351,20 @@ def test_knee_near_twenty_is_chosen_better_than_by_the_papers_selection():
     """Issue 25: a knee near l = 20 (Amazon Fashion's shape; the best
     non-private q_l is 91.7% of the truth at l = 22). The paper's selection
     over 1..100 with GEM β = β settles at small l: median lower bound 86.3%,
-    10th percentile 76.2% over these 400 seeds; the grid gives 90.5% / 85.0%."""
+    10th percentile 76.2% over these 400 seeds; the grid with the paper's
+    GEM gives 90.5% / 85.0%, the kept choice (max denominators,
+    permute-and-flip) 90.5% / 86.5%."""
     counts = _knee()
     lows = [release_from_counts(counts, 1.0, 0.05, np.random.default_rng(s))["lower_bound"] for s in range(400)]
     assert np.median(lows) >= 0.89 * counts[-1], np.median(lows) / counts[-1]
-    assert np.percentile(lows, 10) >= 0.82 * counts[-1], np.percentile(lows, 10) / counts[-1]
+    assert np.percentile(lows, 10) >= 0.86 * counts[-1], np.percentile(lows, 10) / counts[-1]
 
 
 def test_flat_counts_choose_bound_one_at_least_four_times_in_five():
     """Issue 25: 100,000 persons, 2,406 items, l = 1 already exact (flat
-    counts). l̂ = 1 must be chosen in >= 80% of runs (it was ~90% before the
-    change, and is ~88% after: a guard, not new behaviour)."""
+    counts). l̂ = 1 must be chosen in >= 80% of runs (the issue's goal). Over
+    these 500 seeds the paper's GEM on the grid chose it 88.8% of the time,
+    the kept choice 96.6%; >= 90% holds the gain."""
     counts = np.full(100, 2406, dtype=np.int64)
     bounds = [release_from_counts(counts, 1.0, 0.05, np.random.default_rng(s))["bound"] for s in range(500)]
-    assert np.mean(np.asarray(bounds) == 1) >= 0.8
+    assert np.mean(np.asarray(bounds) == 1) >= 0.9

@@ -1,23 +1,33 @@
 """The distinct-count mechanism (numpy only): Knop & Steinke, "Counting
 Distinct Elements Under Person-Level Differential Privacy" (NeurIPS 2023).
 
-Given the NON-PRIVATE bounded counts c_l = DC(D; l), l = 1..L, each of
-sensitivity l, :func:`release_from_counts` spends ε: ε/2 on the Generalized
-Exponential Mechanism (Algorithm 3, :func:`select_bound`) choosing l̂ among
-the public candidates l = 1, 4, 16, 64, … ≤ L (:func:`bound_candidates`)
-with scores c_l − m_l, sensitivities l and GEM's β = ``SELECTION_BETA``
-(0.2), ε/2 on exact discrete Laplace noise of scale 2l̂/ε on c_l̂. ``lower_bound`` subtracts
-m_l̂, the (1 − β) quantile of that noise (a public constant), so with
-probability >= 1 − β, lower_bound <= c_l̂ <= DC(D). The paper adds continuous
-Laplace noise; the count is an integer, so we add exact discrete Laplace
-noise and use its exact quantile as the margin. The paper chooses among every
-l = 1..L with GEM's β equal to the lower bound's; issue 25 measured that the
-coarser public grid and β = 0.2 choose better (benchmarks/README.md).
+Given the NON-PRIVATE bounded counts c_l = DC(D; l), l = 1..L, each moving
+by 0..l in the same direction between neighbours (adding a person never
+lowers one), :func:`release_from_counts` spends ε: ε/2 choosing l̂ among the
+public candidates l = 1, 4, 16, 64, … ≤ L (:func:`bound_candidates`) with
+:func:`select_bound`, ε/2 on exact discrete Laplace noise of scale 2l̂/ε on
+c_l̂. ``lower_bound`` subtracts m_l̂, the (1 − β) quantile of that noise (a
+public constant), so with probability >= 1 − β, lower_bound <= c_l̂ <= DC(D).
+The paper adds continuous Laplace noise; the count is an integer, so we add
+exact discrete Laplace noise and use its exact quantile as the margin.
 
-Privacy of the choice: each q_l = c_l − m_l moves by at most l between
-neighbours (m_l is a public constant), the candidate set depends on L only,
-and GEM is ε-DP for any public candidate set, sensitivities and β; so the
-choice is ε/2-DP, the count ε/2-DP, ε in all (basic composition).
+The choice (:func:`select_bound`, ε/2-DP): GEM's normalised scores (the
+paper's Algorithm 3) of q_l = c_l − m_l with sensitivities l, GEM's β =
+``SELECTION_BETA`` (0.2), over the candidates, with two changes measured in
+issue 25 (benchmarks/README.md): the pairwise denominator is max(l, l')
+instead of l + l' (valid because every c_l moves in the same direction:
+q_l − q_l' moves by at most max(l, l')), and the scores are sampled by
+permute-and-flip instead of the exponential mechanism (both ε-DP on
+sensitivity-1 scores; permute-and-flip picks the best candidate at least as
+often). The paper chooses among every l = 1..L with GEM's β equal to the
+lower bound's and the exponential mechanism.
+
+Privacy of the choice: each q_l = c_l − m_l moves by 0..l, all in the same
+direction (m_l is a public constant), so each normalised score moves by at
+most 1; the candidate set depends on L only; permute-and-flip on
+sensitivity-1 scores is ε/2-DP at ε/2; the count is ε/2-DP; ε in all (basic
+composition). Tests: tests/unit/test_distinct_mechanism.py (random
+add/remove-one-person neighbours), tests/audit/test_distinct_count_audit.py.
 
 The size decisions before the counts (:func:`choose_shards`,
 :func:`matching_fits`) are post-processing of noisy counts the release
@@ -31,9 +41,9 @@ import functools
 import numpy as np
 
 from dp_spark.accounting import ratio_up, remainder
-from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
+from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
 from dp_spark.noise import discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
-from dp_spark.settings.distinct_count import MAX_SHARDS, SELECTION_BETA, bound_candidates
+from dp_spark.settings.distinct_count import MAX_SHARDS, SELECTION_BETA, SELECTION_SAMPLERS, bound_candidates
 
 #: Persons per greedy shard when the release picks the shard count. Fewer,
 #: larger shards are both more accurate (each shard is one greedy sequence;
@@ -69,35 +79,52 @@ def _noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
 
 
 def select_bound(counts: np.ndarray, epsilon_select: float, margins: np.ndarray, rng: np.random.Generator,
-                 candidates=None, gem_beta: float = SELECTION_BETA) -> int:
-    """GEM's choice of the bound (ε_select-DP): the released l̂ among
+                 candidates=None, gem_beta: float = SELECTION_BETA, *, sampler: str = "permute-and-flip",
+                 monotone: bool = True) -> int:
+    """The choice of the bound (ε_select-DP): the released l̂ among
     ``candidates`` (default :func:`bound_candidates` of L = len(counts), a
-    public function of L) with scores c_l − margins[l−1] and sensitivities l.
-    ``margins`` must be public constants (noise_margins). The one selection
-    every distinct-count release uses; a per-group release calls it per
-    group with its own ε share."""
+    public function of L), from GEM's normalised scores of q_l = c_l −
+    margins[l−1] with sensitivities l and denominators max(l, l')
+    (``monotone``), sampled by permute-and-flip. ``margins`` must be public
+    constants (noise_margins). Requires every c_l to move by 0..l in the same
+    direction between neighbours (true of every counting method here, and of
+    the per-group counts: ALGORITHMS.md 8). The one selection every
+    distinct-count release uses; a per-group release calls it per group with
+    its own ε share.
+
+    ``sampler="exponential"`` with ``monotone=False`` is the paper's GEM
+    (the previous default), kept for the benchmark's comparison."""
     counts = np.asarray(counts, dtype=np.int64)
     cands = np.asarray(bound_candidates(len(counts)) if candidates is None else candidates, dtype=np.int64)
     if cands.ndim != 1 or len(cands) == 0 or cands.min() < 1 or cands.max() > len(counts):
         raise ValueError("candidates must be bounds in 1..len(counts)")
+    if sampler not in SELECTION_SAMPLERS:
+        raise ValueError(f"sampler must be one of {', '.join(SELECTION_SAMPLERS)}")
     scores = counts[cands - 1].astype(np.float64) - np.asarray(margins)[cands - 1]
-    chosen = generalized_exponential(scores, cands.astype(np.float64), epsilon_select, gem_beta, rng)
+    if sampler == "permute-and-flip":
+        chosen = generalized_permute_and_flip(scores, cands.astype(np.float64), epsilon_select, gem_beta, rng,
+                                              monotone=monotone)
+    else:
+        chosen = generalized_exponential(scores, cands.astype(np.float64), epsilon_select, gem_beta, rng,
+                                         monotone=monotone)
     return int(cands[chosen])
 
 
 def release_from_counts(
     counts: np.ndarray, epsilon: float, beta: float, rng: np.random.Generator,
     *, candidates=None, gem_beta: float = SELECTION_BETA, select_share: float = 0.5,
+    sampler: str = "permute-and-flip", monotone: bool = True,
 ) -> dict:
     """Mechanism half of the release (numpy only), given the NON-PRIVATE
-    counts c_1..c_L: GEM at ε/2 picks l̂ among 1, 4, 16, … ≤ L
-    (:func:`select_bound`), discrete Laplace at ε/2 releases the count.
-    Returns only released values: l̂, estimate, lower_bound, noise scale.
-    Total: ε-DP if each c_l has sensitivity l.
+    counts c_1..c_L: :func:`select_bound` at ε/2 picks l̂ among 1, 4, 16, …
+    ≤ L, discrete Laplace at ε/2 releases the count. Returns only released
+    values: l̂, estimate, lower_bound, noise scale. Total: ε-DP if each c_l
+    moves by 0..l, all in the same direction, between neighbours.
 
-    ``candidates``, ``gem_beta`` and ``select_share`` (the share of ε the
-    choice spends) exist to measure alternatives (benchmarks); the release
-    uses the defaults, which its plan states."""
+    ``candidates``, ``gem_beta``, ``select_share`` (the share of ε the
+    choice spends), ``sampler`` and ``monotone`` exist to measure
+    alternatives (benchmarks); the release uses the defaults, which its plan
+    states."""
     counts = np.asarray(counts, dtype=np.int64)
     max_bound = len(counts)
     if not 0.0 < select_share < 1.0:
@@ -106,7 +133,8 @@ def release_from_counts(
     eps_count = remainder(epsilon, eps_select)  # the two parts sum to <= ε exactly
     # 2·ε_count is exact (ε at the default share 1/2): margins and scale are those of DLap(l/ε_count)
     margins = noise_margins(2.0 * eps_count, beta, max_bound)
-    bound = select_bound(counts, eps_select, margins, rng, candidates, gem_beta)
+    bound = select_bound(counts, eps_select, margins, rng, candidates, gem_beta, sampler=sampler,
+                         monotone=monotone)
     scale = ratio_up(2 * bound, 2.0 * eps_count)  # l/ε_count rounded up: never less noise
     noisy = int(counts[bound - 1]) + int(discrete_laplace(scale, rng))
     return {

@@ -18,6 +18,22 @@ sets, with ``Δ_j > 0`` fixed independently of the data, each term
 ``(a_i − a_j)/(Δ_i + Δ_j)`` changes by at most 1, hence so does their minimum
 ``s_i``; the exponential mechanism on sensitivity-1 scores is ε-DP.
 
+Variant for same-direction neighbours (``monotone=True``, issue 25): if,
+between neighbours, every ``q_j`` moves in the SAME direction by at most
+``Δ_j`` (adding a person never lowers any of them, as with the bounded
+distinct counts c_l: 0 <= c'_l − c_l <= l), then ``a_i − a_j`` moves by
+``δ_i − δ_j ∈ [−Δ_j, Δ_i]``, at most ``max(Δ_i, Δ_j)`` in absolute value, so
+``s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j)`` still has sensitivity 1 with a
+smaller denominator: a sharper choice for the same ε. GEM's utility argument
+is unchanged (``s_î ≥ −t`` gives ``q_î ≥ q_j − t(Δ_j − Δ_î + max(Δ_î, Δ_j))
+≥ q_j − 2tΔ_j``).
+
+Sampling: :func:`generalized_exponential` draws ``Pr[i] ∝ exp(ε·s_i/2)``;
+:func:`generalized_permute_and_flip` runs permute-and-flip (McKenna &
+Sheldon 2020) on the same sensitivity-1 scores, also ε-DP, and never less
+likely to pick the best candidate (issue 25 measured it sharper:
+benchmarks/README.md).
+
 Normalised scores are computed in O(k log k) (ALGORITHMS.md 1.6):
 ``s_i = max{x : a_i − x·Δ_i ≥ g(x)}`` with ``g(x) = max_j (a_j + x·Δ_j)`` the
 upper envelope of the lines of slope ``Δ_j`` and intercept ``a_j``. The line
@@ -34,12 +50,14 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.exponential import (
     as_score_vector,
     check_positive_finite,
     check_rng,
     gumbel_argmax,
+    permute_and_flip,
 )
 
 __all__ = [
@@ -47,6 +65,8 @@ __all__ = [
     "gem_normalized_scores_naive",
     "generalized_exponential",
     "generalized_exponential_probabilities",
+    "generalized_permute_and_flip",
+    "generalized_permute_and_flip_probabilities",
 ]
 
 
@@ -193,10 +213,34 @@ def _normalized_from_shifted(a: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.minimum(s, 0.0)
 
 
+def _normalized_same_direction(a: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j)`` (the ``monotone`` variant),
+    by the direct formula: O(k²) time in blocks of bounded memory (the
+    distinct-count release passes at most ten candidates, the powers of 4 up
+    to max_bound <= 10⁶)."""
+    k = a.shape[0]
+    out = np.empty(k)
+    rows = max(1, 4_000_000 // k)  # bound the k×k temporary to ~32 MB
+    for start in range(0, k, rows):
+        stop = min(k, start + rows)
+        block = (a[start:stop, None] - a[None, :]) / np.maximum(d[start:stop, None], d[None, :])
+        out[start:stop] = block.min(axis=1)
+    return np.minimum(out, 0.0)
+
+
+def _normalized(q: np.ndarray, d: np.ndarray, eps: float, b: float, monotone: bool) -> np.ndarray:
+    a = _shifted_utilities(q, d, eps, b)
+    return _normalized_same_direction(a, d) if monotone else _normalized_from_shifted(a, d)
+
+
 def gem_normalized_scores(
-    scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float
+    scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float, *, monotone: bool = False
 ) -> np.ndarray:
     """GEM normalised scores ``s_i = min_j (a_i − a_j)/(Δ_i + Δ_j)``, O(k log k).
+
+    With ``monotone=True``: ``s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j)`` (O(k²)),
+    sensitivity 1 ONLY if between neighbours all scores move in the same
+    direction (module docstring); the distinct-count counts do.
 
     ``a_i = q_i − t·Δ_i`` with ``t = (2/ε)·ln(k/β)``, ``q = scores``,
     ``Δ = sensitivities`` (Raskhodnikova & Smith 2016; Knop & Steinke 2023,
@@ -211,7 +255,13 @@ def gem_normalized_scores(
     itself; only :func:`generalized_exponential`'s output may be published.
     """
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
-    return _normalized_from_shifted(_shifted_utilities(q, d, eps, b), d)
+    return _normalized(q, d, eps, b, _flag(monotone))
+
+
+def _flag(monotone) -> bool:
+    if not isinstance(monotone, (bool, np.bool_)):
+        raise ParameterError("monotone must be True or False")
+    return bool(monotone)
 
 
 def gem_normalized_scores_naive(
@@ -231,16 +281,17 @@ def gem_normalized_scores_naive(
 
 
 def generalized_exponential_probabilities(
-    scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float
+    scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float, *, monotone: bool = False
 ) -> np.ndarray:
     """Exact output distribution of :func:`generalized_exponential`.
 
     ``p_i = exp(ε·s_i/2) / Σ_j exp(ε·s_j/2)`` over the normalised scores,
-    computed by log-sum-exp. Deterministic in the private scores and not
-    private itself: for tests, audits and synthetic inputs only.
+    computed by log-sum-exp (``monotone`` as in :func:`gem_normalized_scores`).
+    Deterministic in the private scores and not private itself: for tests,
+    audits and synthetic inputs only.
     """
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
-    s = _normalized_from_shifted(_shifted_utilities(q, d, eps, b), d)
+    s = _normalized(q, d, eps, b, _flag(monotone))
     logw = (eps / 2.0) * (s - s.max())
     w = np.exp(logw)
     return np.exp(logw - math.log(float(w.sum())))
@@ -252,6 +303,8 @@ def generalized_exponential(
     epsilon: float,
     beta: float,
     rng: np.random.Generator,
+    *,
+    monotone: bool = False,
 ) -> int:
     """Select a candidate with the Generalized Exponential Mechanism.
 
@@ -273,9 +326,66 @@ def generalized_exponential(
 
     Arguments: ``scores`` (k finite utilities, k ≥ 1), ``sensitivities`` (k
     positive finite numbers), ``epsilon > 0`` finite, ``beta ∈ (0, 1)``,
-    ``rng`` a ``numpy.random.Generator``. Returns the selected index (0-based).
+    ``rng`` a ``numpy.random.Generator``; ``monotone`` as in
+    :func:`gem_normalized_scores` (only for scores that all move in the same
+    direction between neighbours). Returns the selected index (0-based).
     """
     rng = check_rng(rng)
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
-    s = _normalized_from_shifted(_shifted_utilities(q, d, eps, b), d)
+    s = _normalized(q, d, eps, b, _flag(monotone))
     return gumbel_argmax((eps / 2.0) * (s - s.max()), rng)
+
+
+def generalized_permute_and_flip(
+    scores: ArrayLike,
+    sensitivities: ArrayLike,
+    epsilon: float,
+    beta: float,
+    rng: np.random.Generator,
+    *,
+    monotone: bool = False,
+) -> int:
+    """GEM's normalised scores, sampled by permute-and-flip (ε-DP).
+
+    The scores ``s`` of :func:`gem_normalized_scores` (``monotone`` as there)
+    have sensitivity 1; permute-and-flip (McKenna & Sheldon 2020) visits the
+    candidates in a random order and accepts ``i`` with probability
+    ``exp(ε·(s_i − max s)/2)``, drawn as report-noisy-max with Exp(1) noise
+    (:func:`dp_spark.mechanisms.exponential.permute_and_flip`). ε-DP under the
+    same conditions as :func:`generalized_exponential` (plus, if
+    ``monotone``, every score moving in the same direction between
+    neighbours). Its chance of the best candidate is never below the
+    exponential mechanism's, so GEM's utility statement holds as well: with
+    probability >= 1 − β, ``q_î ≥ max_j (q_j − 2tΔ_j)``. Returns the index.
+    """
+    rng = check_rng(rng)
+    q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
+    return permute_and_flip(_normalized(q, d, eps, b, _flag(monotone)), eps, 1.0, rng)
+
+
+def generalized_permute_and_flip_probabilities(
+    scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float, *, monotone: bool = False
+) -> np.ndarray:
+    """Exact output distribution of :func:`generalized_permute_and_flip`.
+
+    With acceptance probabilities ``p_j = exp(c·(s_j − max s))``, c the
+    sampler's ε/2 rounded down, candidate i is released with probability
+    ``p_i·∫₀¹ Π_{j≠i} (1 − p_j x) dx`` (i is accepted, and every candidate
+    visited before it — each one independently with probability x when i
+    comes at uniform time x — is rejected). The integrand is a polynomial
+    of degree k − 1, integrated exactly by Gauss–Legendre quadrature with
+    ⌈k/2⌉ nodes. O(k²). Deterministic in the private scores and not private:
+    for tests, audits and synthetic inputs only.
+    """
+    q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
+    s = _normalized(q, d, eps, b, _flag(monotone))
+    p = np.exp(ratio_down(eps, 2.0) * (s - s.max()))
+    k = p.shape[0]
+    nodes, weights = np.polynomial.legendre.leggauss(k // 2 + 1)
+    x = (nodes + 1.0) / 2.0  # on [0, 1]; weights halve with the interval
+    factors = 1.0 - p[:, None] * x[None, :]  # (k, nodes): each in [0, 1]
+    out = np.empty(k)
+    for i in range(k):
+        rest = np.prod(np.delete(factors, i, axis=0), axis=0)
+        out[i] = p[i] * float(np.dot(weights, rest)) / 2.0
+    return out / out.sum()
