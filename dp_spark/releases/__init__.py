@@ -10,7 +10,9 @@ report's charts, the report schema's ``release`` enum and the tests' case
 tables (``tests/unit/test_registry.py`` checks that each agrees).
 
 A release named ``x-y`` lives in files named by its Python name ``x_y``:
-``dp_spark/releases/x_y.py`` (the function ``x_y(df, *, ...)``),
+``dp_spark/releases/x_y.py`` (the function ``x_y(df, *, ...)``, which builds
+the plan and calls ``run(plan, df, ...)``: the release's body run through
+the one flow of :mod:`dp_spark.releases.template`),
 ``dp_spark/plans/x_y.py`` (``plan(...)``), ``dp_spark/commands/x_y.py``
 (the subcommand's options) and ``jobs/x_y.py``. The spec resolves them on
 first use, so importing this module (and so ``import dp_spark``) imports
@@ -75,6 +77,15 @@ class ReleaseSpec:
     def release(self, df, **parameters: Any):
         """Run the release: ``<python_name>(df, **parameters)`` -> :class:`~dp_spark.report.Release`."""
         return self.function(df, **parameters)
+
+    def run(self, plan, df, **keywords: Any):
+        """Run the release on a plan already built (``spec.plan(...)``; the
+        CLI builds it once, for its dry run and budget check):
+        ``dp_spark.releases.<python_name>.run(plan, df, budget=..., ...)``,
+        the one release flow of :mod:`dp_spark.releases.template`."""
+        if plan.release != self.name:
+            raise ValueError(f"a plan of {plan.release!r} cannot run the release {self.name!r}")
+        return importlib.import_module(self.module).run(plan, df, **keywords)
 
     def plan(self, **parameters: Any):
         """The release's frozen :class:`~dp_spark.plan.Plan` from its parameters (no Spark)."""
