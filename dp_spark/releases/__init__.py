@@ -113,10 +113,6 @@ class ReleaseSpec:
         """The spark-submit script, relative to the checkout."""
         return f"jobs/{self.python_name}.py"
 
-    def release(self, df, **parameters: Any):
-        """Run the release: ``<python_name>(df, **parameters)`` -> :class:`~dp_spark.report.Release`."""
-        return self.function(df, **parameters)
-
     def run(self, plan, df, **keywords: Any):
         """Run the release on a plan already built (``spec.plan(...)``; the
         CLI builds it once, for its dry run and budget check):

@@ -83,6 +83,11 @@ def test_the_public_function_is_the_one_the_registry_calls(name):
     assert spec.function.__module__ == spec.module
     assert set(spec.release_parameters()) >= {"method", "seed", "budget"}
     assert set(spec.plan_parameters()) <= set(spec.release_parameters()) | {"domain_size", "stream"}
+    # the CLI's call, spec.run(plan, df, ...): the module's run, on a plan built once
+    import importlib
+
+    run = inspect.signature(importlib.import_module(spec.module).run).parameters
+    assert list(run)[:2] == ["plan", "df"] and {"budget", "ledger", "before_spend"} <= set(run)
 
 
 def _unreadable(spark, tmp_path, kind):
