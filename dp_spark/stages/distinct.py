@@ -241,7 +241,7 @@ def matching_pairs(edge_df: DataFrame, item_cap: int | None = None) -> DataFrame
     """
     dedup = edge_df.dropDuplicates([PERSON, ITEM])
     if item_cap is None:
-        return dedup
+        return dedup.select(PERSON, ITEM)  # not the edge table's group column: the pairs are collected
     order = Window.partitionBy(PERSON).orderBy(F.xxhash64(ITEM), ITEM)
     return (
         dedup.withColumn("_rank", F.row_number().over(order))

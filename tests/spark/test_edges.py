@@ -28,6 +28,7 @@ def _stages():
         "greedy": partial(greedy_rounds, max_bound=4, shards=2),
         "sampling": partial(sampling_rounds, max_bound=4, salt=3),
         "matching pairs": partial(matching_pairs, item_cap=4),
+        "matching pairs, uncapped": partial(matching_pairs, item_cap=None),
         "item counts": item_counts.item_counts,
         "top counts": lambda e: item_counts.item_counts(e).orderBy(F.col("count").desc()).limit(5),
         "bounded counts": partial(item_counts.bounded_item_counts, max_items=2, salt=5),
