@@ -201,7 +201,6 @@ def _check_master(master: str | None) -> None:
 
 def _run(args, command: str) -> int:
     from dp_spark.commands.outputs import check_run_paths, check_table_outputs, write_outputs
-    from dp_spark.io import check_rows_parse
 
     module = COMMANDS[command]
     opts = resolve(args, options_of(module))
@@ -231,12 +230,13 @@ def _run(args, command: str) -> int:
     _quiet_interrupts()
     check_table_outputs(spark, module, opts)  # table:db.name outputs, in the catalog: before anything is charged
     df, opts = getattr(module, "load_table", load_table)(spark, opts)
-    if df is not None:
-        _check_columns(df, opts)  # schema only: before the release charges its budget
-    if df is not None and opts.get("bad_rows") == "fail" and opts.get("input") and replaying is None:
-        check_rows_parse(df, opts["input"])  # before anything is spent
-    release = module.run(spark, df, opts, budget) if hasattr(module, "run") else run_release(
-        module, spark, df, opts, budget)
+    # The release on the plan built above (not a second one): its schema and
+    # null checks (a missing column refused before any data is read), then
+    # --bad-rows fail's parse check, then the charge, then the data.
+    if hasattr(module, "run"):
+        release = module.run(spark, plan, df, opts, budget)  # e.g. top-k's --domain file, the demo stream
+    else:
+        release = run_release(module, plan, df, opts, budget)  # spec.run(plan, df, budget=...)
     _refuse_lost_outputs(module, opts, getattr(release, "replay", None))
     print(release.to_json() if opts["quiet"] else release.summary())  # recorded in the ledger before this
     # Artifacts, then the HTML and JSON reports (a report means all outputs
@@ -294,13 +294,6 @@ def _quiet_interrupts() -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)
-
-
-def _check_columns(df, opts) -> None:
-    from dp_spark.stages.edges import require_columns
-
-    names = ["person_col", "item_col", "op_col"] + ([] if opts.get("stream") else ["time_col"])
-    require_columns(df, *[opts[n] for n in names if opts.get(n)])
 
 
 #: The run's budget, for main's failure messages (set by ``_run``).

@@ -24,21 +24,24 @@ CHROMIUM_FLAGS = (
 
 
 def demo_releases(spark, rows: int = 20_000, seed: int = 1) -> dict:
-    """One seeded release of each kind on the built-in synthetic tables."""
+    """One seeded release of each kind in ``dp_spark.releases.RELEASES``, its
+    registry example (``ReleaseSpec.example``) on the built-in synthetic
+    tables: a new release is in the gallery without an entry here."""
     import dp_spark
     from dp_spark.continual_data import synthetic_stream
     from dp_spark.datasets import synthetic_events
+    from dp_spark.releases import RELEASES
 
+    tables = {"persons": lambda parameters: events,
+              "events": lambda parameters: synthetic_stream(spark, items=rows // 10, horizon=parameters["horizon"],
+                                                            max_flippancy=8)}
     events = synthetic_events(spark, rows=rows).cache()
-    domain = spark.createDataFrame([(f"w{i}",) for i in range(200)], "item string")
-    stream = synthetic_stream(spark, items=rows // 10, horizon=256, max_flippancy=8)
-    return {
-        "distinct-count": dp_spark.distinct_count(events, epsilon=1.0, max_bound=30, seed=seed),
-        "top-k": dp_spark.top_k(events, k=10, epsilon=1.0, domain=domain, seed=seed),
-        "count-release": dp_spark.count_release(events, rho=0.5, delta=1e-6, kbar=200, seed=seed),
-        "set-union": dp_spark.set_union(events, epsilon=1.0, delta=1e-6, max_items=20, seed=seed),
-        "continual-distinct": dp_spark.continual_distinct(stream, rho=0.5, horizon=256, seed=seed),
-    }
+    out = {}
+    for name, spec in RELEASES.items():
+        parameters = dict(spec.example.parameters)
+        release = getattr(dp_spark, spec.python_name)
+        out[name] = release(tables[spec.example.input](parameters), **parameters, seed=seed)
+    return out
 
 
 def write_pages(releases: dict, out_dir: str | os.PathLike) -> dict:

@@ -358,9 +358,21 @@ def budget_of(opts: dict[str, Any]):
     return budget_filter(opts.get("budget_epsilon"), opts.get("budget_delta"), opts.get("budget_rho"))
 
 
-def run_release(module, spark, df, opts: dict[str, Any], budget):
-    """Call the release's Python function (``spec.release``, i.e.
-    ``dp_spark.<release>``) with the options it takes, the input table and
-    the run's budget."""
-    spec = spec_of(module)
-    return spec.release(df, budget=budget, **_given(spec.release_parameters(), opts, skip=("budget", "ledger")))
+def rows_check(df, opts: dict[str, Any]):
+    """``--bad-rows fail`` on a file input: the check that every row parses
+    (it reads the data), run by the release after its schema checks and
+    before its charge (``before_spend``); None otherwise."""
+    if df is None or opts.get("bad_rows") != "fail" or not opts.get("input"):
+        return None
+    from dp_spark.io import check_rows_parse
+
+    return lambda: check_rows_parse(df, opts["input"])
+
+
+def run_release(module, plan, df, opts: dict[str, Any], budget, **public):
+    """Run the release on the plan the CLI built once (its parameter checks,
+    dry run and budget check): ``spec.run(plan, df, budget=...)``, i.e.
+    ``dp_spark.releases.<release>.run``, the flow every
+    ``dp_spark.<release>(df, ...)`` call runs too. ``public``: public
+    inputs the plan only names (top-k's domain items)."""
+    return spec_of(module).run(plan, df, budget=budget, before_spend=rows_check(df, opts), **public)

@@ -156,7 +156,7 @@ def load_table(spark, opts):
     return df, opts
 
 
-def run(spark, df, opts, budget_filter):
+def run(spark, plan, df, opts, budget_filter):
     """The built-in synthetic stream (no --input) or a --stream query; the
     plain API call otherwise."""
     opts = plan_options(opts)
@@ -169,7 +169,7 @@ def run(spark, df, opts, budget_filter):
         log.info("no --input: built-in synthetic stream, about %s events, %d steps", f"{opts['rows']:,}",
                  opts["horizon"])
         df = synthetic_stream(spark, items=items, horizon=opts["horizon"], max_flippancy=int(opts["demo_flippancy"]))
-    return run_release(sys.modules[__name__], spark, df, opts, budget_filter)  # the plain API call
+    return run_release(sys.modules[__name__], plan, df, opts, budget_filter)  # the release on the CLI's plan
 
 
 def _run_stream(spark, opts, budget_filter):

@@ -34,13 +34,13 @@ def complete(opts):
     return {**opts, "delta": DEMO_DELTA if needs else 0.0}
 
 
-def run(spark, df, opts, budget):
-    """The API call, with ``--domain PATH`` read into the public list of
-    items (public data; read before the release spends anything)."""
+def run(spark, plan, df, opts, budget):
+    """The release on the CLI's plan, with ``--domain PATH`` read into the
+    public list of items (public data; read before the release spends anything)."""
     from dp_spark.stages.item_counts import read_domain
 
     domain = read_domain(spark, opts["domain"], opts["item_col"]) if opts["domain"] else None
-    return run_release(sys.modules[__name__], spark, df, {**opts, "domain": domain}, budget)
+    return run_release(sys.modules[__name__], plan, df, opts, budget, domain=domain)
 
 
 ARTIFACT_WRITERS = {"items": items_writer("items", "items", single_file=True)}

@@ -10,7 +10,9 @@ report's charts, the report schema's ``release`` enum and the tests' case
 tables (``tests/unit/test_registry.py`` checks that each agrees).
 
 A release named ``x-y`` lives in files named by its Python name ``x_y``:
-``dp_spark/releases/x_y.py`` (the function ``x_y(df, *, ...)``),
+``dp_spark/releases/x_y.py`` (the function ``x_y(df, *, ...)``, which builds
+the plan and calls ``run(plan, df, ...)``: the release's body run through
+the one flow of :mod:`dp_spark.releases.template`),
 ``dp_spark/plans/x_y.py`` (``plan(...)``), ``dp_spark/commands/x_y.py``
 (the subcommand's options) and ``jobs/x_y.py``. The spec resolves them on
 first use, so importing this module (and so ``import dp_spark``) imports
@@ -23,6 +25,38 @@ import importlib
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small seeded demo of a release: what every table that runs each
+    release (the API-shape, no-leak and bad-input tests, the report
+    gallery, the Airflow DAG's budget choice) reads, so a new release adds
+    one line here instead of an entry in each. ``input``: the demo table it
+    reads, ``"persons"`` (person_id, item) or ``"events"`` (time, item, op);
+    ``parameters``: its Python keywords (privacy parameter and ``method``
+    included; no ``seed``, no budget), which are also its CLI flags."""
+
+    input: str
+    parameters: Mapping[str, Any]
+
+    def __init__(self, input: str, **parameters: Any):
+        if input not in ("persons", "events"):
+            raise ValueError(f"an example reads 'persons' or 'events', not {input!r}")
+        object.__setattr__(self, "input", input)
+        object.__setattr__(self, "parameters", MappingProxyType(dict(parameters)))
+
+    @property
+    def zcdp(self) -> bool:
+        """Whether the release is charged in ρ-zCDP (its privacy parameter is ``rho``)."""
+        return "rho" in self.parameters
+
+    def argv(self) -> list[str]:
+        """The parameters as ``dp-spark`` flags (``--max-bound 4``)."""
+        out: list[str] = []
+        for name, value in self.parameters.items():
+            out += [f"--{name.replace('_', '-')}", str(value)]
+        return out
 
 
 @dataclass(frozen=True)
@@ -39,6 +73,13 @@ class ReleaseSpec:
     #: :mod:`dp_spark.html_report`, or None for a release drawn without a
     #: chart (a decision written here, never an omission elsewhere).
     chart: str | None
+    #: Its small seeded demo (:class:`Example`), run by every table of the
+    #: tests and examples that runs each release.
+    example: Example
+    #: The Spark DataFrames it returns beside its report
+    #: (``Release.artifacts``; the CLI writes ``items`` with
+    #: ``--items-output``, ``series`` with ``--series``).
+    artifacts: tuple[str, ...] = ()
 
     @property
     def python_name(self) -> str:
@@ -72,9 +113,14 @@ class ReleaseSpec:
         """The spark-submit script, relative to the checkout."""
         return f"jobs/{self.python_name}.py"
 
-    def release(self, df, **parameters: Any):
-        """Run the release: ``<python_name>(df, **parameters)`` -> :class:`~dp_spark.report.Release`."""
-        return self.function(df, **parameters)
+    def run(self, plan, df, **keywords: Any):
+        """Run the release on a plan already built (``spec.plan(...)``; the
+        CLI builds it once, for its dry run and budget check):
+        ``dp_spark.releases.<python_name>.run(plan, df, budget=..., ...)``,
+        the one release flow of :mod:`dp_spark.releases.template`."""
+        if plan.release != self.name:
+            raise ValueError(f"a plan of {plan.release!r} cannot run the release {self.name!r}")
+        return importlib.import_module(self.module).run(plan, df, **keywords)
 
     def plan(self, **parameters: Any):
         """The release's frozen :class:`~dp_spark.plan.Plan` from its parameters (no Spark)."""
@@ -108,9 +154,14 @@ def _registry(*specs: ReleaseSpec) -> Mapping[str, ReleaseSpec]:
 
 #: Every release, in the order the command line, README and report list them.
 RELEASES: Mapping[str, ReleaseSpec] = _registry(
-    ReleaseSpec("distinct-count", privacy_unit="person", chart="_distinct_count_chart"),
-    ReleaseSpec("top-k", privacy_unit="person", chart="_top_k_chart"),
-    ReleaseSpec("count-release", privacy_unit="person", chart="_count_release_chart"),
-    ReleaseSpec("set-union", privacy_unit="person", chart="_set_union_chart"),
-    ReleaseSpec("continual-distinct", privacy_unit="item", chart="_continual_chart"),
+    ReleaseSpec("distinct-count", privacy_unit="person", chart="_distinct_count_chart",
+                example=Example("persons", epsilon=1.0, method="greedy", max_bound=4)),
+    ReleaseSpec("top-k", privacy_unit="person", chart="_top_k_chart", artifacts=("items",),
+                example=Example("persons", epsilon=1.0, delta=1e-6, k=3, method="auto")),
+    ReleaseSpec("count-release", privacy_unit="person", chart="_count_release_chart", artifacts=("items",),
+                example=Example("persons", rho=0.5, delta=1e-6, method="pcr", kbar=20)),
+    ReleaseSpec("set-union", privacy_unit="person", chart="_set_union_chart", artifacts=("items",),
+                example=Example("persons", epsilon=1.0, delta=1e-6, method="policy-gaussian", max_items=4)),
+    ReleaseSpec("continual-distinct", privacy_unit="item", chart="_continual_chart", artifacts=("series",),
+                example=Example("events", rho=0.5, horizon=64, method="auto")),
 )

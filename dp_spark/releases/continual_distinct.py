@@ -54,10 +54,10 @@ import pandas as pd
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, continual_counts
-from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
 from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES
 from dp_spark.plans.continual_distinct import plan as make_plan
+from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 
 log = logging.getLogger(__name__)
@@ -258,35 +258,48 @@ def continual_distinct(
     value problems inside rows drop the event (``RULES``), so whether the
     release raises never depends on the rows.
     """
-    from dp_spark.io import spark_frame
-    from dp_spark.ledger import budget_or_ledger
-    from dp_spark.ledger.budget import record_release, recorded_release, replayed
-    from dp_spark.stages.continual import check_columns, continual_summaries, time_mapping
-
     plan = make_plan(rho=rho, horizon=horizon, method=method, time_col=time_col, item_col=item_col,
                      op_col=op_col, max_flippancy=max_flippancy, beta=beta, delta=delta, origin=origin,
                      step_size=step_size, shards=shards, seed=seed)
-    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
-    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
-    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
-        return replay  # this key released this run before: the recorded release, no data read, no noise
-    kind = check_columns(df, time_col, item_col, op_col)  # schema only, before any spending
-    time_mapping(kind, origin, step_size)  # e.g. a timestamp column without origin: refused here
-    local = plan.spend(budget)  # refuses before any data is read
-    if (replay := replayed(budget)) is not None:
-        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
-    rng = make_rng(seed)
+    return run(plan, df, budget=budget, ledger=ledger)
 
+
+def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Release:
+    """The release on its plan (built once: by :func:`continual_distinct` or
+    the CLI), through the one release flow
+    (:func:`dp_spark.releases.template.run_release`); its input is the
+    event table (:func:`event_table`), not a person-level edge table."""
+    return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend,
+                       edge_table=event_table)
+
+
+def event_table(plan: Plan, df):
+    """The event table's schema checks (no data read, before any spending):
+    the three columns, their types, and the time → step mapping (e.g. a
+    timestamp column without ``origin`` is refused here). Returns ``df``:
+    the stage reads the events itself."""
+    from dp_spark.stages.continual import check_columns, time_mapping
+
+    p = plan.params
+    kind = check_columns(df, p.time_col, p.item_col, p.op_col)
+    time_mapping(kind, p.origin, p.step_size)
+    return df
+
+
+def _body(plan: Plan, df, rng, local) -> Release:
+    """Stage (per-step summaries), mechanism (``continual_counts``), then the report."""
+    from dp_spark.stages.continual import continual_summaries
+
+    p = plan.params
     log.info("continual-distinct: computing per-step summaries")
-    stage = continual_summaries(df, time_col, item_col, op_col, plan.params.horizon, origin=origin,
-                                step_size=step_size, shards=plan.params.shards)
+    stage = continual_summaries(df, p.time_col, p.item_col, p.op_col, plan.params.horizon, origin=p.origin,
+                                step_size=p.step_size, shards=plan.params.shards)
     mapping = stage.mapping
     log.info("continual-distinct: running the %s mechanism", plan.params.method)
     result = continual_counts(stage.summaries, plan.params.rho, plan.params.method, plan["flippancy_bound"],
                               rng=rng, beta=plan.params.beta)
     del stage  # non-private arrays; nothing below may use them
-    # recorded in the ledger (a keyed run) before it leaves this function
-    return record_release(budget, _report(plan, result, mapping, local, df.sparkSession, seed is not None))
+    return _report(plan, result, mapping, local, df.sparkSession, plan.params.seed is not None)
 
 
 def _report(plan: Plan, result, mapping, local: PrivacyFilter, session, seeded: bool) -> Release:

@@ -55,9 +55,9 @@ from dp_spark.mechanisms.count_release import (
     private_count_release,
     within_relative_error_probability,
 )
-from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
 from dp_spark.plans.count_release import calibration, plan as make_plan
+from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.stages import item_counts as stage
 
@@ -114,34 +114,32 @@ def count_release(
     (``release.items``) is the (rank, item, count, sigma) table as a Spark
     DataFrame.
     """
-    from dp_spark.io import spark_frame
-    from dp_spark.ledger import budget_or_ledger
-    from dp_spark.ledger.budget import record_release, recorded_release, replayed
-
     plan = make_plan(rho=rho, delta=delta, method=method, person_col=person_col, item_col=item_col,
                      relative_error=relative_error, kbar=kbar, max_items=max_items, alpha=alpha,
                      count_threshold=count_threshold, epsilon_min=epsilon_min, delta_min=delta_min,
                      accuracy_factor=accuracy_factor, conversion_delta=conversion_delta, seed=seed)
-    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
-    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
-    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
-        return replay  # this key released this run before: the recorded release, no data read, no noise
-    edge_df = stage.edge_table(df, person_col, item_col)  # schema checks only, no data read
+    return run(plan, df, budget=budget, ledger=ledger)
+
+
+def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Release:
+    """The release on its plan (built once: by :func:`count_release` or the
+    CLI), through the one release flow (:func:`dp_spark.releases.template.run_release`)."""
+    return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend)
+
+
+def _body(plan: Plan, edge_df, rng, local) -> Release:
+    """Stage and mechanism (pcr's loop or the bounded baseline), then the report."""
     integral = stage.integral_items(edge_df)
-    local = plan.spend(budget)  # refuses before any data is read
-    if (replay := replayed(budget)) is not None:
-        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
-    rng = make_rng(seed)
     if plan.params.method == "pcr":
         rows, values, errors, split = _pcr(edge_df, plan, rng)
     else:
         rows, values, errors = _bounded(edge_df, plan, rng)
         split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]  # fixed by the plan
-    release = Release.from_plan(
-        plan, values=values, errors=errors, statement=_statement(plan, len(rows)), seeded=seed is not None,
-        budget_split=split, artifacts={"items": _items_df(edge_df.sparkSession, rows, integral)},
+    return Release.from_plan(
+        plan, values=values, errors=errors, statement=_statement(plan, len(rows)),
+        seeded=plan.params.seed is not None, budget_split=split,
+        artifacts={"items": _items_df(edge_df.sparkSession, rows, integral)},
     )
-    return record_release(budget, release)  # recorded in the ledger (a keyed run) before it leaves
 
 
 def _statement(plan: Plan, released: int) -> str:

@@ -77,14 +77,14 @@ import numpy as np
 
 from dp_spark.accounting import PrivacyFilter, ratio_up
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
-from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
 from dp_spark.plans.distinct_count import PERSON_SAMPLE
 from dp_spark.settings.distinct_count import DEFAULT_EDGE_LIMIT, SELECTION_BETA, bound_candidates
 from dp_spark.plans.distinct_count import plan as make_plan
+from dp_spark.releases.template import run_release
 from dp_spark.report import Release
-from dp_spark.stages.distinct import bounded_distinct_counts, count_pairs, greedy_counts, matching_counts, matching_pairs
-from dp_spark.stages.edges import count_sampled_persons, edges
+from dp_spark.stages.distinct import bounded_counts_of_edges, count_pairs, greedy_counts, matching_counts, matching_pairs
+from dp_spark.stages.edges import count_sampled_persons
 
 log = logging.getLogger(__name__)
 
@@ -107,13 +107,12 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
     return counts, {"counted_by": "greedy (noisy pair count above edge_limit)", "shards": int(chosen)}
 
 
-def _bounded_counts(df, plan: Plan, epsilon_pre: float, rng):
+def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng):
     """NON-PRIVATE counts c_1..c_L and the released parameters of how they
     were computed (every data-dependent choice here is noisy and charged)."""
     p = plan.params
-    person_col, item_col, max_bound, method = p.person_col, p.item_col, p.max_bound, p.method
+    max_bound, method = p.max_bound, p.method
     shards = plan.parameters.get("shards")  # None for sampling, whatever was given
-    edge_df = edges(df, person_col, item_col)
     if method == "matching":
         return _matching_or_greedy(edge_df, max_bound, shards, p.edge_limit, epsilon_pre, rng)
     extra = {}
@@ -127,8 +126,8 @@ def _bounded_counts(df, plan: Plan, epsilon_pre: float, rng):
             extra["shards_chosen"] = "by the caller"
         extra["shards"] = int(shards)
     log.info("distinct-count: computing bounded counts (method %s)", method)
-    counts = bounded_distinct_counts(
-        df, person_col, item_col, max_bound, method, shards=shards,
+    counts = bounded_counts_of_edges(
+        edge_df, max_bound, method, shards=shards,
         salt=int(rng.integers(0, 2**62)) if method == "sampling" else 0,
     )
     return counts, extra
@@ -176,30 +175,27 @@ def distinct_count(
     ``estimate``, ``lower_bound``, ``bound``, ``confidence``, ``method``,
     ``noise_scale`` and ``noise_std``.
     """
-    from dp_spark.io import spark_frame
-    from dp_spark.ledger import budget_or_ledger
-    from dp_spark.ledger.budget import record_release, recorded_release, replayed
-
     plan = make_plan(epsilon=epsilon, beta=beta, max_bound=max_bound, method=method, shards=shards,
                      edge_limit=edge_limit, person_col=person_col, item_col=item_col, seed=seed)
-    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
-    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
-    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
-        return replay  # this key released this run before: the recorded release, no data read, no noise
-    edges(df, person_col, item_col)  # schema checks only (no data read), before any spending
-    local = plan.spend(budget)  # refuses before any data is read
-    if (replay := replayed(budget)) is not None:
-        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
-    rng = make_rng(seed)
+    return run(plan, df, budget=budget, ledger=ledger)
+
+
+def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Release:
+    """The release on its plan (built once: by :func:`distinct_count` or the
+    CLI), through the one release flow (:func:`dp_spark.releases.template.run_release`)."""
+    return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend)
+
+
+def _body(plan: Plan, edge_df, rng, local) -> Release:
+    """Stage, mechanism and report, after the plan was spent (steps 0-3 of the module doc)."""
     split = plan.split  # by step name (plans.distinct_count): at most one of shards / matching is there
     epsilon_pre = split.epsilon("shards") or split.epsilon("matching")
-    counts, how = _bounded_counts(df, plan, epsilon_pre, rng)
+    counts, how = _bounded_counts(edge_df, plan, epsilon_pre, rng)
     log.info("distinct-count: selecting the bound and adding noise")
     released = release_from_counts(counts, split.epsilon("select") + split.epsilon("count"), plan.params.beta, rng)
     del counts  # non-private; nothing below may use it
     how = {**how, "bound_candidates": bound_candidates(plan.params.max_bound), "selection_beta": SELECTION_BETA}
-    # recorded in the ledger (a keyed run) before it leaves this function
-    return record_release(budget, _report(plan, released, how, local, seed))
+    return _report(plan, released, how, local, plan.params.seed)
 
 
 def _report(plan: Plan, released, how, local, seed) -> Release:

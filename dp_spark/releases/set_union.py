@@ -71,13 +71,12 @@ import logging
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.set_union import SEQUENTIAL, SetUnionPlan, ThresholdStep, derive_randomness
 from dp_spark.mechanisms.set_union import shard_cutoff as cutoff_per_shard
-from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
 from dp_spark.plans.set_union import mechanism_plan, plan as make_plan
+from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.sparkjobs import spark_job
-from dp_spark.stages.edges import edges
-from dp_spark.stages.set_union import materialize, set_union_items
+from dp_spark.stages.set_union import materialize, set_union_items_of_edges
 
 log = logging.getLogger(__name__)
 
@@ -130,30 +129,29 @@ def set_union(
     report is then marked not for publication). Rows with a null person or
     item are dropped; an empty table is a valid release (no items).
     """
-    from dp_spark.io import spark_frame
-    from dp_spark.ledger import budget_or_ledger
-    from dp_spark.ledger.budget import record_release, recorded_release, replayed
-
     plan = make_plan(epsilon=epsilon, delta=delta, method=method, person_col=person_col, item_col=item_col,
                      max_items=max_items, alpha=alpha, shards=shards, count=count, shard_cutoff=shard_cutoff,
                      partitions=partitions, seed=seed)
-    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
-    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
-    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
-        return replay  # this key released this run before: the recorded release, no data read, no noise
-    edges(df, person_col, item_col)  # schema checks only (no data is read), before any spending
-    local = plan.spend(budget)  # refuses before any data is read
-    if (replay := replayed(budget)) is not None:
-        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
+    return run(plan, df, budget=budget, ledger=ledger)
+
+
+def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Release:
+    """The release on its plan (built once: by :func:`set_union` or the
+    CLI), through the one release flow (:func:`dp_spark.releases.template.run_release`)."""
+    return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend)
+
+
+def _body(plan: Plan, edge_df, rng, local) -> Release:
+    """Stage (histogram) and mechanism (noise + threshold, inside Spark), then the report."""
+    seed = plan.params.seed
     numeric = mechanism_plan(plan)
-    items = _released_items(df, plan, numeric, seed)
+    items = _released_items(edge_df, plan, numeric, rng, seed)
     log.info("set-union: released items materialized")
     released_count = int(items.count()) if plan.params.count else None
-    # recorded in the ledger (a keyed run) before it leaves this function
-    return record_release(budget, _report(plan, numeric, items, released_count, local, seed))
+    return _report(plan, numeric, items, released_count, local, seed)
 
 
-def _released_items(df, plan: Plan, numeric: SetUnionPlan, seed):
+def _released_items(edge_df, plan: Plan, numeric: SetUnionPlan, rng, seed):
     """The released items, evaluated once and stored (a local checkpoint).
     The stage builds the histogram (no noise) and runs the mechanism
     layer's :class:`~dp_spark.mechanisms.set_union.ThresholdStep` inside
@@ -162,9 +160,9 @@ def _released_items(df, plan: Plan, numeric: SetUnionPlan, seed):
     of scope once the items are stored."""
     sequential = numeric.method in SEQUENTIAL
     shards = plan.parameters.get("shards")
-    salt, root = derive_randomness(make_rng(seed), keyed=seed is not None)
-    lazy = set_union_items(
-        df, plan.params.person_col, plan.params.item_col, method=numeric.method, max_items=numeric.max_items,
+    salt, root = derive_randomness(rng, keyed=seed is not None)
+    lazy = set_union_items_of_edges(
+        edge_df, method=numeric.method, max_items=numeric.max_items,
         salt=salt, threshold=ThresholdStep(numeric, root),
         gamma=cutoff_per_shard(numeric.gamma, shards, plan["shard_cutoff"]) if sequential else None,
         shards=shards, partitions=plan.params.partitions,

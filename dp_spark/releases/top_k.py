@@ -59,7 +59,8 @@ at rank 1 (already paid for) — and a warning is released when E is more than
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.errors import ParameterError
@@ -74,10 +75,10 @@ from dp_spark.mechanisms.top_k import (
 )
 from dp_spark.mechanisms.top_k.auto import AutoChoice, auto_share, choose_mechanism
 from dp_spark.mechanisms.top_k.error import CONFIDENCE, error_bound
-from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
 from dp_spark.plans.top_k import DOMAIN_METHODS, NAMES, resolve_method, unknown_domain_zcdp
 from dp_spark.plans.top_k import plan as make_plan
+from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.stages import item_counts as stage
 
@@ -148,30 +149,37 @@ def top_k(
     ``items`` (``release.items``) is the same ranking as a Spark DataFrame
     (rank, item).
     """
-    from dp_spark.io import spark_frame
-    from dp_spark.ledger import budget_or_ledger
-    from dp_spark.ledger.budget import record_release, recorded_release, replayed
+    plan = make_plan(epsilon=epsilon, k=k, delta=delta, method=method, person_col=person_col, item_col=item_col,
+                     kbar=kbar, persons=persons, seed=seed, domain=domain)  # every parameter checked first
+    return run(plan, df, budget=budget, ledger=ledger)
 
-    asked = dict(epsilon=epsilon, k=k, delta=delta, method=method, person_col=person_col, item_col=item_col,
-                 kbar=kbar, persons=persons, seed=seed)
-    plan = make_plan(**asked, domain=domain)  # every parameter checked before Spark is touched
-    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
-    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
-    edge_df = stage.edge_table(df, person_col, item_col)  # schema only, no data read
+
+def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None, domain=None) -> Release:
+    """The release on its plan (built once: by :func:`top_k` or the CLI),
+    through the one release flow (:func:`dp_spark.releases.template.run_release`).
+    ``domain``: the public items when the plan only names them (the CLI's
+    ``--domain PATH``, read by the command); else the plan's own ``domain``."""
+    domain = plan.params.domain if domain is None else domain
+    return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend,
+                       prepare=partial(_with_domain, domain=domain))
+
+
+def _with_domain(plan: Plan, edge_df, domain) -> Plan:
+    """The plan to spend: with a public domain, its normalised items and its
+    size (whose public limits are checked here, before anything is spent)."""
+    if domain is None:
+        return plan
+    # The domain is public data: reading it reveals nothing about the table.
+    items = stage.normalise_domain(_domain_items(domain, plan.params.item_col), stage.integral_items(edge_df))
+    return make_plan(replace(plan.params, domain=items, domain_size=len(items)))  # adds the domain's size limits
+
+
+def _body(plan: Plan, edge_df, rng, local) -> Release:
+    """Stage and mechanism (:func:`_select`), then the report."""
+    items = plan.params.domain if plan.params.domain_size is not None else None
     integral = stage.integral_items(edge_df)
-    items = None
-    if domain is not None:
-        # The domain is public data: reading it reveals nothing about the table.
-        items = stage.normalise_domain(_domain_items(domain, item_col), integral)
-        plan = make_plan(**asked, domain=items, domain_size=len(items))  # adds the domain's size limits
-    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
-        return replay  # this key released this run before: the recorded release, no data read, no noise
-    local = plan.spend(budget)  # refuses before any data is read
-    if (replay := replayed(budget)) is not None:
-        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
-    selection = _select(plan, edge_df, items, make_rng(seed))
-    # recorded in the ledger (a keyed run) before it leaves this function
-    return record_release(budget, _report(plan, local, selection, items, df.sparkSession, integral, seed))
+    selection = _select(plan, edge_df, items, rng)
+    return _report(plan, local, selection, items, edge_df.sparkSession, integral, plan.params.seed)
 
 
 @dataclass(frozen=True)

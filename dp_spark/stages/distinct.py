@@ -241,7 +241,7 @@ def matching_pairs(edge_df: DataFrame, item_cap: int | None = None) -> DataFrame
     """
     dedup = edge_df.dropDuplicates([PERSON, ITEM])
     if item_cap is None:
-        return dedup
+        return dedup.select(PERSON, ITEM)  # not the edge table's group column: the pairs are collected
     order = Window.partitionBy(PERSON).orderBy(F.xxhash64(ITEM), ITEM)
     return (
         dedup.withColumn("_rank", F.row_number().over(order))
@@ -314,9 +314,25 @@ def bounded_distinct_counts(
     (matching only) collects without the non-private size refusal.
     """
     validate_stage_parameters(max_bound, method, shards, edge_limit if edge_limit is not None else 1)
-    edge_df = edges(df, person_col, item_col)
+    return bounded_counts_of_edges(edges(df, person_col, item_col), max_bound, method, shards=shards,
+                                   edge_limit=edge_limit, salt=salt, item_cap=item_cap)
+
+
+def bounded_counts_of_edges(
+    edge_df: DataFrame,
+    max_bound: int,
+    method: str = "greedy",
+    *,
+    shards: int | None = None,
+    edge_limit: int | None = DEFAULT_EDGE_LIMIT,
+    salt: int = 0,
+    item_cap: int | None = None,
+) -> np.ndarray:
+    """NON-PRIVATE: :func:`bounded_distinct_counts` of an edge table already
+    built (and checked) by :func:`dp_spark.stages.edges.edges`; the
+    parameters are the caller's, already checked (the release's plan)."""
     if method == "greedy":
-        shards = shards or default_shards(df.sparkSession)
+        shards = shards or default_shards(edge_df.sparkSession)
         # not the shard count: it may be a noisy choice, and nothing drawn may leave the process
         # before the release is recorded (a keyed retry would draw it again)
         log.info("distinct-count: greedy matching, bounds 1..%d", max_bound)

@@ -20,6 +20,13 @@ from dp_spark.errors import SchemaError
 
 PERSON = "person"
 ITEM = "item"
+#: The edge table's group column: the release's group key (``group_col``), or
+#: the constant :data:`UNGROUPED` when the release is not grouped, so every
+#: stage downstream sees one shape. A stage that does not group never reads
+#: it and Catalyst prunes the constant from its plan (``tests/spark/test_edges.py``).
+GROUP = "group"
+#: The group of every row of an ungrouped release.
+UNGROUPED = 0
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _REFUSED = (T.ArrayType, T.MapType, T.StructType, T.BinaryType)
@@ -100,22 +107,40 @@ def check_id_columns(df: DataFrame, person_col: str, item_col: str) -> None:
             )
 
 
-def edges(df: DataFrame, person_col: str, item_col: str) -> DataFrame:
-    """Columns ``person``, ``item`` with null rows dropped (not deduplicated),
-    after :func:`check_id_columns` (schema only: calling it before spending
-    checks the input without reading it).
+def edges(df: DataFrame, person_col: str, item_col: str, group_col: str | None = None) -> DataFrame:
+    """Columns ``person``, ``item``, ``group`` with null rows dropped (not
+    deduplicated), after :func:`check_id_columns` (schema only: calling it
+    before spending checks the input without reading it).
 
-    The one edge-table builder of the package. A grouping column (a release
-    per group) would be carried here, as a third column that is a constant
-    when the release is ungrouped, so every stage downstream sees one shape.
+    The one edge-table builder of the package: every schema check and the
+    null rule happen here, once. ``group_col``: the column whose values
+    split the release into groups (refused like an id column, normalised
+    like the item; a row with a null group is dropped too); None (an
+    ungrouped release): ``group`` is the constant :data:`UNGROUPED`, a
+    literal Catalyst removes from every plan that does not read it.
 
     NON-PRIVATE intermediate data; never collected by the library.
     """
     check_id_columns(df, person_col, item_col)
-    out = df.select(
-        _normalised(df, person_col, PERSON, is_person=True), _normalised(df, item_col, ITEM)
-    )
-    return out.where(F.col(PERSON).isNotNull() & F.col(ITEM).isNotNull())
+    columns = [_normalised(df, person_col, PERSON, is_person=True), _normalised(df, item_col, ITEM)]
+    keep = F.col(PERSON).isNotNull() & F.col(ITEM).isNotNull()
+    if group_col is None:
+        columns.append(F.lit(UNGROUPED).cast("long").alias(GROUP))
+    else:
+        _check_group_column(df, group_col, person_col, item_col)
+        columns.append(_normalised(df, group_col, GROUP))
+        keep = keep & F.col(GROUP).isNotNull()
+    return df.select(*columns).where(keep)
+
+
+def _check_group_column(df: DataFrame, group_col: str, person_col: str, item_col: str) -> None:
+    """Schema-only checks of a group column: it exists, is neither the person
+    nor the item column, and is not a column of nulls."""
+    require_columns(df, group_col)
+    if group_col in (person_col, item_col):
+        raise SchemaError("the group column must differ from the person and item columns.")
+    if isinstance(df.schema[group_col].dataType, T.NullType):
+        raise SchemaError(f"the group column {group_col!r} holds only nulls (type void); choose another column.")
 
 
 def item_type(edge_df: DataFrame) -> T.DataType:

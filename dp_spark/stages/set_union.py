@@ -623,14 +623,31 @@ def set_union_items(
     guarantee is the threshold step's ((ε, δ)-DP at person level for the
     plan it was built from). Lazy: nothing runs until an action on the
     result."""
-    partitions = partitions or default_partitions(df.sparkSession)
+    return set_union_items_of_edges(edges(df, person_col, item_col), method=method, max_items=max_items,
+                                    salt=salt, threshold=threshold, gamma=gamma, shards=shards,
+                                    partitions=partitions)
+
+
+def set_union_items_of_edges(
+    edge_df: DataFrame,
+    *,
+    method: str,
+    max_items: int,
+    salt: int,
+    threshold: Threshold,
+    gamma: float | None = None,
+    shards: int | None = None,
+    partitions: int | None = None,
+) -> DataFrame:
+    """:func:`set_union_items` of an edge table already built (and checked)
+    by :func:`dp_spark.stages.edges.edges`. Lazy, the same guarantee."""
+    partitions = partitions or default_partitions(edge_df.sparkSession)
     method = check_policy(method)
     log.info("set-union: %s histogram (Δ0 = %d)", method, max_items)
     if method in SEQUENTIAL:
-        per_shard = _shard_histograms(edges(df, person_col, item_col), method, max_items, salt, gamma,
-                                      shards or DEFAULT_SHARDS)
+        per_shard = _shard_histograms(edge_df, method, max_items, salt, gamma, shards or DEFAULT_SHARDS)
         return released_shard_items(per_shard, threshold, partitions)
-    hist_df = set_union_histogram(df, person_col, item_col, method, max_items, salt, gamma, shards)
+    hist_df = weight_histogram(restricted_sets(edge_df, max_items, salt), method)
     return released_items(hist_df, threshold, partitions)
 
 

@@ -1,8 +1,9 @@
 """A daily Airflow DAG running every dp_spark release, all spending from one
 privacy-budget ledger.
 
-One SparkSubmitOperator task per release: ``jobs/<release>.py --config
-conf/<release>.yaml`` (edit the YAML files to point ``input:`` at your
+One SparkSubmitOperator task per release of dp_spark's registry
+(``dp_spark.releases.RELEASES``, read from the checkout): ``jobs/<release>.py
+--config conf/<release>.yaml`` (edit the YAML files to point ``input:`` at your
 tables), each with
 
 * ``--ledger LEDGER --ledger-budget BUDGET --run-key <dag>/<run_id>/<task>``:
@@ -81,26 +82,43 @@ OUT = os.environ.get("DP_SPARK_OUT", str(HOME / "out" / "airflow"))
 LEDGER = os.environ.get("DP_SPARK_LEDGER", f"{OUT}/ledger.db")
 BUDGET = os.environ.get("DP_SPARK_LEDGER_BUDGET", "daily")
 ZCDP_BUDGET = os.environ.get("DP_SPARK_ZCDP_BUDGET", "daily-zcdp")
-#: releases whose guarantee is zCDP: they spend from the zCDP budget
-ZCDP_RELEASES = ("count_release", "continual_distinct")
 CONN_ID = os.environ.get("DP_SPARK_CONN_ID", "spark_default")
 PYTHON = os.environ.get("DP_SPARK_PYTHON")
 
 DAG_ID = "dp_spark_daily_releases"
 
-#: task id -> (job script, options writing the release's data outputs)
+#: The flag writing each kind of DataFrame a release returns (ReleaseSpec.artifacts).
+ARTIFACT_FLAGS = {"items": "--items-output", "series": "--series"}
+
+
+def _registry():
+    """dp_spark's one list of the releases (``dp_spark.releases.RELEASES``;
+    importing it imports no release, no pyspark, nothing beyond the standard
+    library), from the checkout at DP_SPARK_HOME."""
+    import sys
+
+    if str(HOME) not in sys.path:
+        sys.path.insert(0, str(HOME))
+    from dp_spark.releases import RELEASES as registry
+
+    return registry
+
+
+#: task id -> (job script, options writing the release's data outputs, whether
+#: it spends from the zCDP budget): one task per release of the registry, in its order.
 RELEASES = {
-    "distinct_count": ("distinct_count", {}),
-    "set_union": ("set_union", {"--items-output": "set_union_items.parquet"}),
-    "top_k": ("top_k", {"--items-output": "top_k_items.parquet"}),
-    "count_release": ("count_release", {"--items-output": "count_release_items.parquet"}),
-    "continual_distinct": ("continual_distinct", {"--series": "continual_distinct_series.parquet"}),
+    spec.python_name: (spec.python_name,
+                       {ARTIFACT_FLAGS[a]: f"{spec.python_name}_{a}.parquet" for a in spec.artifacts},
+                       spec.example.zcdp)
+    for spec in _registry().values()
 }
+#: releases whose guarantee is zCDP: they spend from the zCDP budget
+ZCDP_RELEASES = tuple(task_id for task_id, (_, _, zcdp) in RELEASES.items() if zcdp)
 
 
 def release_arguments(task_id: str) -> list[str]:
     """The job's command line (Jinja-templated by Airflow at run time)."""
-    job, outputs = RELEASES[task_id]
+    job, outputs, _ = RELEASES[task_id]
     run_dir = f"{OUT}/{{{{ ds }}}}"
     args = [
         "--config", str(HOME / "conf" / f"{job}.yaml"),
@@ -135,7 +153,7 @@ with DAG(
     tags=["dp_spark", "privacy"],
 ) as dag:
     previous = None
-    for task_id, (job, _) in RELEASES.items():
+    for task_id, (job, _, _) in RELEASES.items():
         task = SparkSubmitOperator(
             task_id=task_id,
             conn_id=CONN_ID,

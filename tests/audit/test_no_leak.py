@@ -171,17 +171,11 @@ def test_the_data_plant_the_sentinels(people, events):
 # ------------------------------------------------------------------ the releases
 
 def _run_api(name, people, events):
-    if name == "distinct-count":
-        return dp_spark.distinct_count(people, epsilon=1.0, max_bound=20, seed=SEED)
-    if name == "set-union":
-        return dp_spark.set_union(people, epsilon=2.0, delta=1e-5, max_items=20, seed=SEED)
-    if name == "top-k":
-        return dp_spark.top_k(people, k=3, epsilon=1.0, delta=1e-6, seed=SEED)
-    if name == "count-release":
-        return dp_spark.count_release(people, rho=0.5, delta=1e-6, kbar=50, seed=SEED)
-    if name == "continual-distinct":
-        return dp_spark.continual_distinct(events, rho=0.5, horizon=64, seed=SEED)
-    raise KeyError(f"no API call for the release {name!r}: add one here")
+    """The release's registry example (``ReleaseSpec.example``) on the
+    sentinel tables: every release runs, none needs an entry here."""
+    spec = RELEASES[name]
+    table = {"persons": people, "events": events}[spec.example.input]
+    return getattr(dp_spark, spec.python_name)(table, **spec.example.parameters, seed=SEED)
 
 
 def _artifact_frames(release):

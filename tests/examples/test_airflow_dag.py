@@ -30,15 +30,37 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 DAG_ID = "dp_spark_daily_releases"
-TASKS = ["distinct_count", "set_union", "top_k", "count_release", "continual_distinct"]
+def _tasks() -> list[str]:
+    """The DAG's tasks: one per release of the registry, in its order."""
+    from dp_spark.releases import RELEASES
+
+    return [spec.python_name for spec in RELEASES.values()]
+
+
+TASKS = _tasks()
 AIRFLOW_IMPORT = "import airflow.providers.apache.spark.operators.spark_submit"
 
 
 def test_the_dag_runs_every_release():
-    """One task per entry of dp_spark.releases.RELEASES (the DAG's order is its own)."""
+    """One task per entry of dp_spark.releases.RELEASES, each job script and
+    config present, the zCDP releases on the zCDP budget (read from the DAG
+    without Airflow: its task table imports only the registry)."""
+    import ast
+
     from dp_spark.releases import RELEASES
 
-    assert sorted(TASKS) == sorted(spec.python_name for spec in RELEASES.values())
+    source = (REPO / "examples" / "airflow" / "dp_release_dag.py").read_text()
+    tree = ast.parse(source)
+    keep = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.Assign, ast.AnnAssign))
+            and (not isinstance(n, ast.FunctionDef) or n.name == "_registry")
+            and "SparkSubmitOperator" not in ast.unparse(n)]
+    namespace = {"__file__": str(REPO / "examples" / "airflow" / "dp_release_dag.py"), "os": os, "Path": Path}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "dag", "exec"), namespace)
+    assert list(namespace["RELEASES"]) == TASKS == [spec.python_name for spec in RELEASES.values()]
+    assert set(namespace["ZCDP_RELEASES"]) == {"count_release", "continual_distinct"}
+    for task_id, (job, outputs, _) in namespace["RELEASES"].items():
+        assert (REPO / "jobs" / f"{job}.py").is_file() and (REPO / "conf" / f"{job}.yaml").is_file()
+        assert set(outputs) == {namespace["ARTIFACT_FLAGS"][a] for a in RELEASES[task_id.replace("_", "-")].artifacts}
 
 
 def _airflow_venv() -> Path:

@@ -17,14 +17,9 @@ from dp_spark.releases import RELEASES
 PERSONS = [(p, f"item{(p * 7 + j) % 23}") for p in range(60) for j in range(1 + p % 4)]
 EVENTS = [(t, f"i{t % 9}", 1 if (t // 9) % 2 == 0 else -1) for t in range(1, 40)]
 
-#: release (Python name) -> (its own parameters, the input it reads); one per release
-CASES = {
-    "distinct_count": (dict(epsilon=1.0, method="greedy", max_bound=4), "persons"),
-    "set_union": (dict(epsilon=1.0, delta=1e-6, method="policy-gaussian", max_items=4), "persons"),
-    "top_k": (dict(epsilon=1.0, delta=1e-6, k=3, method="auto"), "persons"),
-    "count_release": (dict(rho=0.5, delta=1e-6, method="pcr", kbar=20), "persons"),
-    "continual_distinct": (dict(rho=0.5, horizon=64, method="auto"), "events"),
-}
+#: release (Python name) -> (its own parameters, the input it reads): each
+#: release's registry example (``ReleaseSpec.example``), so none is missing.
+CASES = {spec.python_name: (dict(spec.example.parameters), spec.example.input) for spec in RELEASES.values()}
 
 
 #: Every release's Python name (the tests run over these: a release without a case fails).
@@ -60,6 +55,7 @@ def test_the_same_script_runs_every_release(spark, name, report_schema):
     assert document["parameters"]["method"] == parameters["method"]
     assert document["seeded"] is True and document["publishable"] is False
     assert budget.spent.to_dict() != dp_spark.PrivacyFilter(budget.budget).spent.to_dict()  # it was charged
+    assert sorted(release.artifacts) == sorted(RELEASES[name.replace("_", "-")].artifacts)
     with pytest.raises(dataclasses.FrozenInstanceError):
         release.statement = "changed"
 
@@ -87,3 +83,39 @@ def test_the_public_function_is_the_one_the_registry_calls(name):
     assert spec.function.__module__ == spec.module
     assert set(spec.release_parameters()) >= {"method", "seed", "budget"}
     assert set(spec.plan_parameters()) <= set(spec.release_parameters()) | {"domain_size", "stream"}
+    # the CLI's call, spec.run(plan, df, ...): the module's run, on a plan built once
+    import importlib
+
+    run = inspect.signature(importlib.import_module(spec.module).run).parameters
+    assert list(run)[:2] == ["plan", "df"] and {"budget", "ledger", "before_spend"} <= set(run)
+
+
+def _unreadable(spark, tmp_path, kind):
+    """The release's demo input, its files deleted: reading any row fails."""
+    import shutil
+
+    path = tmp_path / f"{kind}.parquet"
+    _input(spark, kind).write.parquet(str(path))
+    df = spark.read.parquet(str(path))
+    shutil.rmtree(path)
+    return df
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("via", ["ledger", "budget"])
+def test_a_seeded_run_never_charges_a_ledger(spark, tmp_path, name, via):
+    """seed= with a persisted budget (ledger=, or a ledger budget as budget=)
+    is refused in one line, before any data is read or anything charged: a
+    seeded run is not private (the CLI's --seed with --ledger, in the API)."""
+    from dp_spark.errors import ParameterError
+    from dp_spark.ledger import open_ledger
+
+    parameters, kind = CASES[name]
+    df = _unreadable(spark, tmp_path, kind)
+    with open_ledger(tmp_path / "l.db", create=True) as ledger:
+        ledger.create_budget("b", dp_spark.ZCDP(10.0, 1e-3) if "rho" in parameters else dp_spark.ApproxDP(10.0, 1e-3))
+        with pytest.raises(ParameterError) as refused:
+            getattr(dp_spark, name)(df, **parameters, seed=3, **{via: ledger.budget("b")})
+        assert str(refused.value).startswith("seed= makes the output reproducible and so not private")
+        assert "\n" not in str(refused.value)
+        assert ledger.history() == [] and ledger.state("b").charges == 0

@@ -272,6 +272,29 @@ CASES = [
 ]
 
 
+#: The demo input file of each kind of registry example (``ReleaseSpec.example.input``).
+_EXAMPLE_INPUTS = {"persons": "{d}/events.parquet", "events": "{d}/stream_events.parquet"}
+
+
+def _registry_cases() -> list:
+    """Cases every release gets from its registry entry (so a new release
+    needs no entry above): its example's flags with a missing item column
+    (refused by the release's one edge-table check, before any data is read
+    or the ledger charged), and with --seed and --ledger."""
+    cases = []
+    for name, spec in RELEASES.items():
+        flags = ["--input", _EXAMPLE_INPUTS[spec.example.input], *spec.example.argv()]
+        budget = "zcdp" if spec.example.zcdp else "approx"
+        cases.append((f"{spec.python_name}-registry-missing-item-column", name, [*flags, "--item-col", "nope"], 2,
+                      "column 'nope' is not in the input", budget))
+        cases.append((f"{spec.python_name}-registry-seed-with-ledger", name, [*flags, "--seed", "1"], 2,
+                      "--seed makes the output reproducible and so not private", budget))
+    return cases
+
+
+CASES += _registry_cases()
+
+
 def test_the_table_covers_every_release_with_enough_cases():
     releases = {case[1] for case in CASES}
     assert releases == set(RELEASES)

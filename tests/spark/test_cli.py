@@ -116,3 +116,30 @@ def test_console_script_subprocess(tmp_path):
     assert good.returncode == 0, good.stderr[-2000:]
     assert "at org.apache" not in good.stderr
     assert KEYS <= set(json.loads(out_path.read_text())["result"])
+
+
+@pytest.mark.parametrize("name", ["distinct-count", "top-k", "count-release", "set-union", "continual-distinct"])
+def test_the_cli_builds_the_plan_once_and_runs_the_release_on_it(capsys, spark, monkeypatch, name):
+    """The plan the CLI checks (dry run, budget) is the plan the release
+    spends: ``spec.run(plan, df, ...)``, never the keyword function, which
+    would build a second one (issue 23)."""
+    import functools
+    import importlib
+
+    from dp_spark.cli import main
+    from dp_spark.releases import RELEASES
+
+    spec = RELEASES[name]
+    plans = importlib.import_module(f"dp_spark.plans.{spec.python_name}")
+    release_module = importlib.import_module(spec.module)
+    built, real = [], plans.plan
+    monkeypatch.setattr(plans, "plan", functools.wraps(real)(lambda *a, **k: built.append(1) or real(*a, **k)))
+    monkeypatch.setattr(release_module, spec.python_name, lambda *a, **k: pytest.fail("the keyword function ran"))
+    rebuilt = [] if name == "top-k" else None  # top-k rebuilds only with its domain's size, and has none here
+    monkeypatch.setattr(release_module, "make_plan",
+                        lambda *a, **k: rebuilt.append(1) if rebuilt is not None else pytest.fail("plan rebuilt"))
+    code = main([name, *spec.example.argv(), "--rows", "3000", "--seed", "1", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert built == [1] and not rebuilt
+    assert json.loads(out)["release"] == name

@@ -28,7 +28,7 @@ def test_edges_drop_nulls_and_normalise_types(spark):
     df = spark.createDataFrame(
         [(1, "a"), (None, "b"), (2, None), (2, "c"), (2, "c")], "who int, what string"
     )
-    expected = spark.createDataFrame([(1, "a"), (2, "c"), (2, "c")], "person long, item string")
+    expected = spark.createDataFrame([(1, "a", 0), (2, "c", 0), (2, "c", 0)], "person long, item string, group long")
     assert_df_equality(edges(df, "who", "what"), expected, ignore_row_order=True, ignore_nullable=True)
 
 

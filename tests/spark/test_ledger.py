@@ -75,7 +75,7 @@ def test_python_api_with_a_pandas_frame_and_a_ledger_budget(spark, ledger_path):
     frame = pd.DataFrame({"person_id": [1, 1, 2, 3], "item": ["a", "b", "a", "c"],
                           "when": pd.to_datetime(["2024-01-01"] * 4)})
     with open_ledger(ledger_path) as led:
-        release = dp_spark.count_release(frame, rho=0.1, delta=1e-6, seed=1, budget=led.budget("rho"))
+        release = dp_spark.count_release(frame, rho=0.1, delta=1e-6, budget=led.budget("rho"))  # no seed: a ledger
         assert release.to_dict()["result"]["rho_spent"] <= 0.1
         assert led.state("rho").spent.rho == pytest.approx(0.1)
     with pytest.raises(dp_spark.errors.SchemaError, match="must be a Spark DataFrame"):
@@ -294,12 +294,12 @@ def test_a_run_failing_after_the_charge_says_the_budget_was_charged(
 
 
 def test_a_run_refused_before_the_charge_says_nothing_was_charged(capsys, spark, ledger_path, monkeypatch):
-    from dp_spark.releases import distinct_count as release
+    from dp_spark.stages import edges as stage
 
     def fail(*args, **kwargs):
         raise RuntimeError("before the charge")
 
-    monkeypatch.setattr(release, "make_plan", fail, raising=True)
+    monkeypatch.setattr(stage, "edges", fail, raising=True)  # the release's edge table, built before its charge
     argv = ["distinct-count", "--rows", "2000", "--ledger", ledger_path, "--ledger-budget", "eps"]
     assert main(argv) == 1
     err = capsys.readouterr().err

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import dp_spark
-from dp_spark.releases import RELEASES, ReleaseSpec
+from dp_spark.releases import RELEASES, Example, ReleaseSpec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,8 @@ def test_every_release_has_its_files():
 
 def test_a_release_added_without_its_files_fails_loudly():
     """A new name in RELEASES with nothing else: every missing piece is named."""
-    problems = missing_files(ReleaseSpec("new-release", privacy_unit="person", chart="_new_release_chart"))
+    problems = missing_files(ReleaseSpec("new-release", privacy_unit="person", chart="_new_release_chart",
+                                         example=Example("persons", epsilon=1.0, method="x")))
     assert problems == [
         "no module dp_spark.releases.new_release", "no module dp_spark.plans.new_release",
         "no module dp_spark.commands.new_release", "no job script jobs/new_release.py",
@@ -72,11 +73,29 @@ def test_a_release_added_without_its_files_fails_loudly():
         "'new-release' is not in the report schema's release enum"]
 
 
-def test_a_spec_states_its_chart():
-    """A release drawn without a chart says so (``chart=None``): no default."""
+def test_a_spec_states_its_chart_and_its_example():
+    """A release drawn without a chart says so (``chart=None``): no default;
+    every release has its example (the tables that run each release read it)."""
     with pytest.raises(TypeError):
-        ReleaseSpec("new-release", privacy_unit="person")  # type: ignore[call-arg]
-    assert {f.name for f in dataclasses.fields(ReleaseSpec) if f.default is dataclasses.MISSING} >= {"chart"}
+        ReleaseSpec("new-release", privacy_unit="person", example=Example("persons"))  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        ReleaseSpec("new-release", privacy_unit="person", chart=None)  # type: ignore[call-arg]
+    assert {f.name for f in dataclasses.fields(ReleaseSpec) if f.default is dataclasses.MISSING} >= {"chart", "example"}
+
+
+def test_every_example_is_a_valid_call_of_its_release():
+    """Each example's parameters are the release's keywords and pass its
+    plan's checks (no Spark), with its privacy parameter and method; its
+    input is one of the demo tables."""
+    for name, spec in RELEASES.items():
+        parameters = dict(spec.example.parameters)
+        assert spec.example.input in ("persons", "events") and "method" in parameters
+        assert ("rho" in parameters) != ("epsilon" in parameters), name
+        assert "seed" not in parameters and "budget" not in parameters and "ledger" not in parameters
+        plan = spec.plan(**parameters)
+        assert plan.release == name and (plan.guarantee.kind == "zcdp") == spec.example.zcdp, name
+    with pytest.raises(ValueError, match="'persons' or 'events'"):
+        Example("people", epsilon=1.0)
 
 
 def test_the_registry_is_read_only_and_named_as_the_command_line():

@@ -1,0 +1,100 @@
+"""The one release flow every ``dp_spark.<release>`` runs (issue 23).
+
+plan (built once, by the keyword function or the CLI) → the input as a
+Spark DataFrame → the budget (``budget=`` or ``ledger=``; a seeded run
+never charges a ledger) → one edge table (every schema and null check,
+once; no data read) → public inputs the release reads before spending
+(top-k's domain) → a keyed run's recorded release, if any → ``plan.spend``
+(refused before any data is read) → the release's body: its Spark stage,
+its mechanism and its report, with the run's own noise generator → the
+release recorded in the ledger (a keyed run) before it is returned.
+
+The guarantee of every release is its plan's: ``plan.spend`` charges
+``plan.guarantee`` before the body runs, and the body draws its noise only
+within the steps of the filter it is handed. Nothing here reads the data:
+the edge table is lazy, and the checks on it look at the schema only, so
+whether a release is refused never depends on the rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from dp_spark.errors import ParameterError
+
+#: The error of ``seed=`` with a persisted budget (``ledger=``, or a ledger
+#: budget as ``budget=``), in the CLI's words for ``--seed --ledger``.
+SEEDED_LEDGER = (
+    "seed= makes the output reproducible and so not private, but a ledger budget would charge the "
+    "real budget for it; drop seed= for a release to publish, or the ledger for a test run."
+)
+
+
+def person_edges(plan, df):
+    """The person-level releases' edge table (``person``, ``item``,
+    ``group``): :func:`dp_spark.stages.edges.edges` with the plan's columns.
+    Schema checks only; no data is read."""
+    from dp_spark.stages.edges import edges
+
+    return edges(df, plan.params.person_col, plan.params.item_col)
+
+
+def refuse_seeded_ledger(seed, budget) -> None:
+    """A seeded run is not private: refuse it with a persisted (ledger)
+    budget, before anything is read or charged. Public values only."""
+    from dp_spark.ledger.budget import LedgerBudget
+
+    if seed is not None and isinstance(budget, LedgerBudget):
+        raise ParameterError(SEEDED_LEDGER)
+
+
+def run_release(
+    plan,
+    df,
+    body: Callable[..., Any],
+    *,
+    budget=None,
+    ledger=None,
+    edge_table: Callable[[Any, Any], Any] = person_edges,
+    prepare: Callable[[Any, Any], Any] | None = None,
+    before_spend: Callable[[], None] | None = None,
+):
+    """Run one release on its ``plan`` (a :class:`~dp_spark.plan.Plan` with
+    typed ``params``, built once by the caller) and return its
+    :class:`~dp_spark.report.Release`.
+
+    ``body(plan, edge_df, rng, local)``: the release's own part — its Spark
+    stage, its mechanism and its report — given the edge table, the run's
+    noise generator (seeded only with ``plan.params.seed``) and ``local``,
+    the run's own privacy filter holding every step of the plan's split
+    (the budget split of the report). ``edge_table(plan, df)``: the edge
+    table, every schema and null check (default :func:`person_edges`).
+    ``prepare(plan, edge_df)``: public inputs read before spending (e.g.
+    top-k's domain), returning the plan to spend, refined by them.
+    ``before_spend()``: the caller's last check before the charge (the
+    CLI's ``--bad-rows fail``), after the schema checks, not run for a
+    replayed keyed run. ``budget`` / ``ledger``: a shared PrivacyFilter or
+    a persisted ledger budget (not both), charged by ``plan.spend`` before
+    any data is read.
+    """
+    from dp_spark.io import spark_frame
+    from dp_spark.ledger import budget_or_ledger
+    from dp_spark.ledger.budget import record_release, recorded_release, replayed
+    from dp_spark.noise import make_rng
+
+    seed = plan.params.seed
+    df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
+    budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
+    refuse_seeded_ledger(seed, budget)
+    edge_df = edge_table(plan, df)  # every schema and null check, once; no data read
+    if prepare is not None:
+        plan = prepare(plan, edge_df)  # public inputs only (e.g. top-k's domain), before spending
+    if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
+        return replay  # this key released this run before: the recorded release, no data read, no noise
+    if before_spend is not None:
+        before_spend()
+    local = plan.spend(budget)  # refuses before any data is read
+    if (replay := replayed(budget)) is not None:
+        return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
+    release = body(plan, edge_df, make_rng(seed), local)
+    return record_release(budget, release)  # recorded in the ledger (a keyed run) before it leaves
