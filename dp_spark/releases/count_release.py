@@ -293,8 +293,9 @@ def _bounded_errors(calibrated, use_threshold: bool, noise) -> dict[str, str]:
         "items": (
             f"each count is the number of distinct persons when every person keeps at most "
             f"{calibrated.max_items} of its items (never more than the true count), plus "
-            f"{counted.describe()}; within ±{counted.half_width(0.05):,.0f} of that count with "
-            "probability >= 95%"
+            f"{counted.describe()}; the noise drawn for each count is within ±{counted.half_width(0.05):,.0f} "
+            "with probability >= 95%"
+            + (" (before the count threshold, which keeps only counts that came out high)" if use_threshold else "")
         ),
         "selected": f"items that cleared the noisy partition-selection threshold ({selection.describe()})",
     }

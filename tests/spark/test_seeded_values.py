@@ -90,6 +90,13 @@ def released(spark, case: str) -> dict:
     return _plain(out)
 
 
+def test_every_release_has_pinned_cases():
+    from dp_spark.releases import RELEASES
+
+    assert {case.split("/")[0] for case in CASES} == {spec.python_name for spec in RELEASES.values()}
+    assert sorted(json.loads(PINNED.read_text(encoding="utf-8"))) == sorted(CASES)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_seeded_values_are_the_pinned_ones(spark, case):
     pinned = json.loads(PINNED.read_text(encoding="utf-8"))
