@@ -2,8 +2,11 @@
 
 ``render(release)`` builds the page from the fields of a
 :class:`~dp_spark.report.Release` only (released values, their error
-statements, the guarantee and its split, public parameters): no true
-(non-private) value can reach it, because a Release never holds one. The
+statements, the guarantee and its split, the records of its noise draws,
+public parameters): no true (non-private) value can reach it, because a
+Release never holds one. Every interval drawn is a noise record's tail
+(:meth:`dp_spark.noise.records.NoiseDraw.half_width`): this module renders,
+it computes no noise tail itself. The
 charts are inline SVG (:mod:`dp_spark.svg_plots`); the page loads nothing
 from anywhere. ``write_html(path, release)`` writes it atomically.
 
@@ -12,7 +15,7 @@ Charts, one per release kind (released quantities only):
 * distinct-count: the estimate with its noise interval and the one-sided
   lower bound;
 * top-k: the released ranking with its error bound;
-* count-release: the released counts with ±1.96σ whiskers;
+* count-release: the released counts with 95% whiskers (their noise records');
 * continual-distinct: the released series with its simultaneous error band;
 * set-union: the number of items each run released (this run, plus earlier
   runs' reports passed as ``history``).
@@ -26,7 +29,6 @@ from html import escape
 from typing import Any, Mapping, Sequence
 
 from dp_spark import svg_plots as plots
-from dp_spark.mechanisms.top_k.error import error_bound
 from dp_spark.releases import RELEASES
 from dp_spark.svg_plots import fmt
 
@@ -198,12 +200,19 @@ def _chart(release, history) -> str:
     return f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>"
 
 
+def _noise_of(release, kind: str) -> list:
+    """The release's noise records of ``kind``, in the order drawn (none for a
+    report recorded before releases held them)."""
+    return [r for r in release.noise if r.kind == kind]
+
+
 def _distinct_count_chart(release, history):
     v = release.values
-    if not _is_number(v.get("estimate")) or not _is_number(v.get("noise_scale")):
+    counted = _noise_of(release, "discrete-laplace")
+    if not _is_number(v.get("estimate")) or not counted:
         return None
     confidence = float(v.get("confidence", 0.95))
-    half = discrete_laplace_half_width(float(v["noise_scale"]), 1.0 - confidence)
+    half = counted[-1].half_width(1.0 - confidence)  # the count's draw: the last discrete Laplace one
     svg = plots.interval_plot(
         v["estimate"], v["estimate"] - half, v["estimate"] + half, v.get("lower_bound"),
         f"{confidence:.0%} noise interval: estimate ± {fmt(half)}",
@@ -213,13 +222,6 @@ def _distinct_count_chart(release, history):
                f"true count). The true count is at least the orange lower bound with probability "
                f"{confidence:.0%}.")
     return svg, caption
-
-
-def discrete_laplace_half_width(scale: float, beta: float) -> int:
-    """Smallest integer h with P(|X| > h) <= beta for discrete Laplace noise
-    P(X = x) ∝ exp(-|x|/scale): P(|X| >= m) = 2·e^(−m/s)/(1 + e^(−1/s))."""
-    m = scale * math.log(2.0 / (beta * (1.0 + math.exp(-1.0 / scale))))
-    return max(0, math.ceil(m) - 1)
 
 
 def _top_k_chart(release, history):
@@ -233,26 +235,27 @@ def _top_k_chart(release, history):
     return plots.ranking_plot(items, bound), caption
 
 
-def top_k_error_bound(release) -> float | None:
-    """The top-k error bound, recomputed from the release's public parameters."""
-    v, p = release.values, release.parameters
-    size = p.get("kbar") if v.get("method") == "unknown-domain" else v.get("domain_size")
-    try:
-        selection = release.budget_split[-1].get("epsilon", p["epsilon"])  # top-k's last step selects
-        bound = error_bound(v["method"], int(v["k"]), float(selection), float(p.get("delta") or 0.0),
-                            int(size))
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+def top_k_error_bound(release, confidence: float = 0.95) -> float | None:
+    """The top-k error bound: the selection's noise record's bound (the last
+    record; None for a report recorded before releases held them)."""
+    if not release.noise:
         return None
+    bound = release.noise[-1].half_width(1.0 - confidence)
     return bound if math.isfinite(bound) else None
 
 
 def _count_release_chart(release, history):
     rows = release.values.get("items") or []
     shown = rows[:MAX_ROWS]
+    counted = _noise_of(release, "discrete-gaussian")  # one per released count (pcr), or one for all (bounded)
+    if len(counted) == 1:
+        counted = counted * len(rows)
+    whiskers = [r.half_width(0.05) for r in counted[:len(shown)]] if len(counted) == len(rows) else None
     svg = plots.bar_plot([str(r["item"]) for r in shown], [float(r["count"]) for r in shown],
-                         [1.96 * float(r["sigma"]) for r in shown], "released count ± 1.96σ")
-    caption = (f"The first {len(shown)} of {len(rows):,} released counts, each with a whisker of ±1.96σ "
-               "(about 95% of the Gaussian noise; σ bounds the noise's standard deviation).")
+                         whiskers, "released count ± 95% noise interval" if whiskers else "released count")
+    caption = (f"The first {len(shown)} of {len(rows):,} released counts"
+               + (", each with a whisker holding its discrete Gaussian noise with probability at least 95% "
+                  "(the smallest integer at least Φ⁻¹(0.975)·σ ≈ 1.96σ)." if whiskers else "."))
     return svg, caption
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from dp_spark.accounting.costs import cost_from_dict
 from dp_spark.formatting import fmt
+from dp_spark.noise.records import NoiseDraw, noise_from_dicts, noise_to_dicts
 
 SEEDED_WARNING = (
     "This run used a fixed seed (tests and demos only): its noise is "
@@ -53,7 +54,11 @@ class Release:
     ``parameters``: the public parameters; ``seeded``: True for a fixed-seed
     run (then NOT private, not for publication); ``result`` (also
     ``values``): the released values, JSON-shaped; ``errors``: one error
-    statement per released value. ``artifacts``: outputs too large for the
+    statement per released value, made from ``noise``: the record of every
+    privacy draw the mechanism made (:class:`~dp_spark.noise.records.NoiseDraw`:
+    budget step, kind, scale, standard deviation, sensitivity; public values
+    only). A key of ``result`` named ``noise`` (set-union's noise kind) is
+    read as ``result["noise"]``: the attribute is the records. ``artifacts``: outputs too large for the
     report, as Spark DataFrames (``items``, ``series``); write one with
     :meth:`write`. Every key of ``artifacts`` and of ``result`` is also an
     attribute (an artifact first): ``release.estimate``, ``release.items``.
@@ -69,6 +74,9 @@ class Release:
     statement: str
     seeded: bool
     budget_split: list[dict[str, Any]] = field(default_factory=list)
+    #: One record per privacy draw (or batch of identical draws), in the
+    #: order drawn; each ``step`` is a ``budget_split`` step's label.
+    noise: tuple[NoiseDraw, ...] = ()
     equivalent: Any = None  # (ε, δ) equivalent of a zCDP guarantee
     artifacts: dict[str, Any] = field(default_factory=dict, repr=False)
     version: str = field(default_factory=_version)
@@ -119,6 +127,7 @@ class Release:
             "result": self.values,
             "errors": self.errors,
             "budget_split": self.budget_split,
+            "noise": noise_to_dicts(self.noise),
             "statement": self.statement,
             "seeded": self.seeded,
             "publishable": not self.seeded,
@@ -133,14 +142,16 @@ class Release:
     def from_record(cls, record: dict[str, Any], replay: dict[str, Any] | None = None) -> "Release":
         """The Release whose JSON report is ``record`` (as the ledger recorded
         it), values unchanged; ``replay`` says where it was recorded. Its
-        ``artifacts`` are empty: DataFrame outputs are not recorded."""
+        ``artifacts`` are empty: DataFrame outputs are not recorded. A record
+        written before reports held ``noise`` loads with no noise records."""
         privacy = record["privacy"]
         equivalent = privacy.get("approx_dp_equivalent")
         return cls(
             name=record["release"], privacy_unit=privacy["privacy_unit"], neighbouring=privacy["neighbouring"],
             guarantee=cost_from_dict(privacy), parameters=record["parameters"], values=record["result"],
             errors=record["errors"], statement=record["statement"], seeded=record["seeded"],
-            budget_split=record["budget_split"], equivalent=None if equivalent is None else cost_from_dict(equivalent),
+            budget_split=record["budget_split"], noise=noise_from_dicts(record.get("noise")),
+            equivalent=None if equivalent is None else cost_from_dict(equivalent),
             version=record["library"]["version"], created=record["created"], replay=replay,
         )
 
@@ -163,15 +174,20 @@ class Release:
     @classmethod
     def from_plan(cls, plan, *, values: dict[str, Any], errors: dict[str, str], statement: str,
                   seeded: bool, budget_split: list[dict[str, Any]], parameters: dict[str, Any] | None = None,
-                  artifacts: dict[str, Any] | None = None, guarantee: Any = None) -> "Release":
+                  artifacts: dict[str, Any] | None = None, guarantee: Any = None,
+                  noise=()) -> "Release":
         """The release of ``plan`` (a :class:`dp_spark.plan.Plan`): its name,
         unit, guarantee and parameters, with the released values. ``parameters``
-        adds released choices (e.g. the shards a noisy count chose)."""
+        adds released choices (e.g. the shards a noisy count chose). ``noise``:
+        the mechanism's records; a record whose step is the name of one of the
+        plan's steps gets that step's budget-split label."""
+        labels = {s.name: s.label for s in plan.split if s.name is not None}
         return cls(
             name=plan.release, privacy_unit=plan.privacy_unit, neighbouring=plan.neighbouring,
             guarantee=plan.guarantee if guarantee is None else guarantee,
             parameters={**plan.parameters, **(parameters or {})}, values=values, errors=errors,
             statement=statement, seeded=seeded, budget_split=budget_split, equivalent=plan.equivalent,
+            noise=tuple(r.at(labels[r.step]) if r.step in labels else r for r in noise),
             artifacts=dict(artifacts or {}),
         )
 

@@ -54,6 +54,7 @@ import pandas as pd
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, continual_counts
+from dp_spark.noise.records import KINDS
 from dp_spark.plan import Plan
 from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES
 from dp_spark.plans.continual_distinct import plan as make_plan
@@ -115,11 +116,25 @@ def _assumption(method: str, w: int | None) -> str:
     return ""
 
 
-def _errors(confidence: float, assumption: str) -> dict:
+def _noise_words(noise) -> str:
+    """What the estimates' noise is, from the mechanism's records (the
+    sparse vector only chooses; the trees and the baseline add the noise)."""
+    added = [r for r in noise if r.kind in ("binary-tree", "discrete-gaussian")]
+    if not added:
+        return "discrete Gaussian noise"
+    kinds = []
+    for r in added:
+        if KINDS[r.kind] not in kinds:
+            kinds.append(KINDS[r.kind])
+    sigmas = ", ".join(f"{r.scale:.4g}" for r in added)
+    return f"{' or '.join(kinds)} (sigma {sigmas})"
+
+
+def _errors(confidence: float, assumption: str, noise=()) -> dict:
     return {
         "final_estimate": (
-            "the estimate at the last released step: the number of present items plus Gaussian noise "
-            "with standard deviation final_std"
+            f"the estimate at the last released step: the number of present items plus {_noise_words(noise)}, "
+            "whose standard deviation at that step is at most final_std"
         ),
         "final_error_bound": (
             f"with probability >= {confidence:.0%} every step's |estimate - true count| is at most its "
@@ -146,6 +161,7 @@ def build_release(
     seeded: bool,
     parameters: dict,
     notes: list[str],
+    noise=(),
 ) -> Release:
     """The Release of a (batch or streamed) series of released estimates.
 
@@ -156,6 +172,8 @@ def build_release(
     released choices added to the plan's (the bad-input ``RULES`` are
     added too). A streaming plan's condition (the
     step grid) is stated in the neighbouring relation and the statement.
+    ``noise``: the mechanism's records of its privacy draws (the error
+    statements name the noise from them).
     """
     beta, delta, item_col = plan.params.beta, plan.params.delta, plan.params.item_col
     confidence = 1.0 - beta
@@ -181,10 +199,10 @@ def build_release(
         f"within its error_bound of the true number of present items{assumption}."
     )
     return Release.from_plan(
-        plan, values=values, errors=_errors(confidence, assumption), statement=statement, seeded=seeded,
+        plan, values=values, errors=_errors(confidence, assumption, noise), statement=statement, seeded=seeded,
         budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
         parameters={**parameters, "rules": list(RULES)},
-        artifacts={"series": series_dataframe(session, series)},
+        artifacts={"series": series_dataframe(session, series)}, noise=noise,
     )
 
 
@@ -323,4 +341,4 @@ def _report(plan: Plan, result, mapping, local: PrivacyFilter, session, seeded: 
         described["step_size"] = described["step_seconds"]  # step_size of a timestamp column is in seconds
     parameters = {**described, "mechanism_parameters": result.parameters}
     return build_release(plan, series=series, session=session, local=local, method=result.method,
-                         seeded=seeded, parameters=parameters, notes=notes)
+                         seeded=seeded, parameters=parameters, notes=notes, noise=result.noise)

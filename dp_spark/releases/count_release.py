@@ -55,6 +55,8 @@ from dp_spark.mechanisms.count_release import (
     private_count_release,
     within_relative_error_probability,
 )
+from dp_spark.mechanisms.count_release.loop import COUNT_STEP, SELECTION_STEP
+from dp_spark.noise.records import KINDS
 from dp_spark.plan import Plan
 from dp_spark.plans.count_release import calibration, plan as make_plan
 from dp_spark.releases.template import run_release
@@ -131,14 +133,14 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage and mechanism (pcr's loop or the bounded baseline), then the report."""
     integral = stage.integral_items(edge_df)
     if plan.params.method == "pcr":
-        rows, values, errors, split = _pcr(edge_df, plan, rng)
+        rows, values, errors, split, noise = _pcr(edge_df, plan, rng)
     else:
-        rows, values, errors = _bounded(edge_df, plan, rng)
+        rows, values, errors, noise = _bounded(edge_df, plan, rng)
         split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]  # fixed by the plan
     return Release.from_plan(
         plan, values=values, errors=errors, statement=_statement(plan, len(rows)),
         seeded=plan.params.seed is not None, budget_split=split,
-        artifacts={"items": _items_df(edge_df.sparkSession, rows, integral)},
+        artifacts={"items": _items_df(edge_df.sparkSession, rows, integral)}, noise=noise,
     )
 
 
@@ -160,8 +162,9 @@ def _statement(plan: Plan, released: int) -> str:
 def _pcr(edge_df, plan: Plan, rng):
     """Private Count Release (Rogers 2024, Algorithm 2): the k̄+1 largest
     counts (NON-PRIVATE, never leave this function) through the loop.
-    Returns the released rows, values, errors and the budget split the
-    loop actually spent (selections, counts, the unused rest)."""
+    Returns the released rows, values, errors, the budget split the
+    loop actually spent (selections, counts, the unused rest) and the loop's
+    noise records, each charged to its split step."""
     kbar, r = plan.params.kbar, plan.params.relative_error
     log.info("count-release: collecting the %d largest item counts", kbar + 1)
     top = stage.top_item_counts(edge_df, kbar)
@@ -188,10 +191,12 @@ def _pcr(edge_df, plan: Plan, rng):
         "stopped": result.stopped,
     }
     errors = {
-        "items": _pcr_accuracy(rows, r, plan.params.accuracy_factor),
+        "items": _pcr_accuracy(rows, r, plan.params.accuracy_factor, result.noise),
         "stopped": f"why the loop ended: {', '.join(f'{k}: {v}' for k, v in _STOPPED.items())}",
     }
-    return rows, values, errors, _pcr_split(result, plan.params.epsilon_min, plan.params.delta_min, len(rows))
+    split = _pcr_split(result, plan.params.epsilon_min, plan.params.delta_min, len(rows))
+    labels = {SELECTION_STEP: split[0]["step"], COUNT_STEP: split[1]["step"]}
+    return rows, values, errors, split, tuple(x.at(labels[x.step]) for x in result.noise)
 
 
 def _pcr_split(result, epsilon_min: float, delta_min: float, released: int) -> list[dict]:
@@ -210,10 +215,15 @@ def _pcr_split(result, epsilon_min: float, delta_min: float, released: int) -> l
     ]
 
 
-def _pcr_accuracy(rows, r, a):
-    """The error statement of the pcr counts (from public values only)."""
+def _pcr_accuracy(rows, r, a, noise):
+    """The error statement of the pcr counts (from public values and the
+    loop's noise records only)."""
+    counted = [x for x in noise if x.step == COUNT_STEP]
+    kinds = sorted({KINDS[x.kind] for x in counted}) or [KINDS["discrete-gaussian"]]
+    sensitivity = max((x.sensitivity for x in counted), default=1.0)
     text = (
-        "each count is the item's number of distinct persons plus discrete Gaussian noise whose "
+        f"each count is the item's number of distinct persons (sensitivity {sensitivity:g}) plus "
+        f"{' or '.join(kinds)} whose "
         "standard deviation is at most its sigma = max(sigma_r, 2/epsilon), with "
         f"sigma_r = (r/{a:g})·threshold. If the item's true count is at least its threshold "
         "(the T of the selection that found it), the count is within a relative error of "
@@ -239,7 +249,8 @@ def _pcr_accuracy(rows, r, a):
 def _bounded(edge_df, plan: Plan, rng):
     """The contribution-bounding baseline: selection and counts drawn inside
     Spark with keyed noise; only the released rows reach the driver.
-    Returns the released rows, values and errors."""
+    Returns the released rows, values, errors and the noise records of the
+    two keyed draws (made inside Spark)."""
     calibrated = calibration(plan)
     use_threshold = plan.params.count_threshold
     salt_select, salt_count = (int(x) for x in rng.integers(0, 2**62, size=2))
@@ -268,18 +279,23 @@ def _bounded(edge_df, plan: Plan, rng):
         "selection_threshold": calibrated.selection_threshold,
         "count_threshold": calibrated.count_threshold if use_threshold else None,
     }
-    return rows, values, _bounded_errors(calibrated, use_threshold)
+    noise = calibrated.noise
+    return rows, values, _bounded_errors(calibrated, use_threshold, noise), noise
 
 
-def _bounded_errors(calibrated, use_threshold: bool) -> dict[str, str]:
-    """The error statements of the bounded baseline (public calibration only)."""
+def _bounded_errors(calibrated, use_threshold: bool, noise) -> dict[str, str]:
+    """The error statements of the bounded baseline (public calibration and
+    its noise records only)."""
+    selection, counted = noise
     errors = {
         "items": (
             f"each count is the number of distinct persons when every person keeps at most "
-            f"{calibrated.max_items} of its items (never more than the true count), plus discrete "
-            f"Gaussian noise with standard deviation at most {calibrated.count_sigma:.4g}"
+            f"{calibrated.max_items} of its items (never more than the true count), plus "
+            f"{counted.describe()}; the noise drawn for each count is within ±{counted.half_width(0.05):,.0f} "
+            "with probability >= 95%"
+            + (" (before the count threshold, which keeps only counts that came out high)" if use_threshold else "")
         ),
-        "selected": "items that cleared the noisy partition-selection threshold",
+        "selected": f"items that cleared the noisy partition-selection threshold ({selection.describe()})",
     }
     if use_threshold:
         errors["count_threshold"] = (

@@ -89,37 +89,43 @@ from dp_spark.stages.edges import count_sampled_persons
 log = logging.getLogger(__name__)
 
 
-def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, rng) -> tuple[np.ndarray, dict]:
+def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, rng) -> tuple[np.ndarray, dict, list]:
     """Matching with its private size check (step 0' of the module doc).
-    Returns NON-PRIVATE counts and the released parameters of the choice."""
+    Returns NON-PRIVATE counts, the released parameters of the choice and
+    the record of the size check's draw."""
     pairs = matching_pairs(edge_df, max_bound).persist()
     try:
-        noisy_pairs = noisy_size(count_pairs(pairs), max_bound, epsilon_check, rng)
+        noisy_pairs, drawn = noisy_size(count_pairs(pairs), max_bound, epsilon_check, rng,
+                                        target="the number of (person, item) pairs after truncation")
+        noise = [drawn.at("matching")]
         if matching_fits(noisy_pairs, ratio_up(max_bound, epsilon_check), edge_limit):
             log.info("distinct-count: bounded counts (the method used is in the release)")  # a noisy choice
             counts = matching_counts(edge_df, max_bound, None, pairs=pairs)
-            return counts, {"counted_by": "exact matching", "shards": None}
+            return counts, {"counted_by": "exact matching", "shards": None}, noise
     finally:
         pairs.unpersist()
     chosen = shards or choose_shards(max(noisy_pairs, 0) // max_bound)
     log.info("distinct-count: bounded counts (the method used is in the release)")  # a noisy choice
     counts = greedy_counts(edge_df, max_bound, chosen)
-    return counts, {"counted_by": "greedy (noisy pair count above edge_limit)", "shards": int(chosen)}
+    return counts, {"counted_by": "greedy (noisy pair count above edge_limit)", "shards": int(chosen)}, noise
 
 
 def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng):
-    """NON-PRIVATE counts c_1..c_L and the released parameters of how they
-    were computed (every data-dependent choice here is noisy and charged)."""
+    """NON-PRIVATE counts c_1..c_L, the released parameters of how they
+    were computed (every data-dependent choice here is noisy and charged)
+    and the records of those choices' draws."""
     p = plan.params
     max_bound, method = p.max_bound, p.method
     shards = plan.parameters.get("shards")  # None for sampling, whatever was given
     if method == "matching":
         return _matching_or_greedy(edge_df, max_bound, shards, p.edge_limit, epsilon_pre, rng)
-    extra = {}
+    extra, noise = {}, []
     if method == "greedy":
         if shards is None:
             log.info("distinct-count: choosing the number of greedy shards from a noisy sampled person count")
-            sampled = noisy_size(count_sampled_persons(edge_df, PERSON_SAMPLE), 1, epsilon_pre, rng)
+            sampled, drawn = noisy_size(count_sampled_persons(edge_df, PERSON_SAMPLE), 1, epsilon_pre, rng,
+                                        target=f"the number of persons in a 1-in-{PERSON_SAMPLE} hash sample")
+            noise.append(drawn.at("shards"))
             shards = choose_shards(sampled * PERSON_SAMPLE)
             extra["shards_chosen"] = f"automatically (noisy person count of a 1-in-{PERSON_SAMPLE} hash sample)"
         else:
@@ -130,7 +136,7 @@ def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng):
         edge_df, max_bound, method, shards=shards,
         salt=int(rng.integers(0, 2**62)) if method == "sampling" else 0,
     )
-    return counts, extra
+    return counts, extra, noise
 
 
 def distinct_count(
@@ -154,7 +160,7 @@ def distinct_count(
     tables differ by adding or removing one person with all their rows. The
     release spends exactly ``epsilon`` (ε/2 choosing the per-person bound
     among 1, 4, 16, … ≤ ``max_bound`` with the Generalized Exponential
-    Mechanism, ε/2 for discrete Laplace noise on
+    Mechanism's scores sampled by permute-and-flip, ε/2 for discrete Laplace noise on
     the bounded count, less ε/100 for a noisy size step when one is needed:
     see the module docstring) and states a (1 − ``beta``) lower bound.
 
@@ -190,19 +196,21 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage, mechanism and report, after the plan was spent (steps 0-3 of the module doc)."""
     split = plan.split  # by step name (plans.distinct_count): at most one of shards / matching is there
     epsilon_pre = split.epsilon("shards") or split.epsilon("matching")
-    counts, how = _bounded_counts(edge_df, plan, epsilon_pre, rng)
+    counts, how, noise = _bounded_counts(edge_df, plan, epsilon_pre, rng)
     log.info("distinct-count: selecting the bound and adding noise")
     released = release_from_counts(counts, split.epsilon("select") + split.epsilon("count"), plan.params.beta, rng)
     del counts  # non-private; nothing below may use it
     how = {**how, "bound_candidates": bound_candidates(plan.params.max_bound), "selection_beta": SELECTION_BETA}
-    return _report(plan, released, how, local, plan.params.seed)
+    return _report(plan, released, how, local, plan.params.seed, [*noise, *released["noise"]])
 
 
-def _report(plan: Plan, released, how, local, seed) -> Release:
-    """The Release from released values and public parameters only."""
+def _report(plan: Plan, released, how, local, seed, noise) -> Release:
+    """The Release from released values, public parameters and the records
+    of the privacy draws (``noise``: its error statements are made from them)."""
     beta, person_col, item_col = plan.params.beta, plan.params.person_col, plan.params.item_col
     confidence = 1.0 - beta
     bound = released["bound"]
+    count_noise = next(r for r in noise if r.step == "count")
     values = {
         "estimate": released["estimate"],
         "lower_bound": released["lower_bound"],
@@ -215,8 +223,8 @@ def _report(plan: Plan, released, how, local, seed) -> Release:
     errors = {
         "estimate": (
             f"distinct items after keeping at most {bound} items per person "
-            f"(never more than the true count), plus discrete Laplace noise with "
-            f"standard deviation {released['noise_std']:.3g}"
+            f"(never more than the true count), plus {count_noise.describe()}; within "
+            f"±{count_noise.half_width(beta):,.0f} of that count with probability >= {confidence:.0%}"
         ),
         "lower_bound": (
             f"the true number of distinct items is at least this with probability "
@@ -232,4 +240,5 @@ def _report(plan: Plan, released, how, local, seed) -> Release:
     return Release.from_plan(
         plan, values=values, errors=errors, statement=statement, seeded=seed is not None,
         budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger], parameters=how,
+        noise=noise,
     )

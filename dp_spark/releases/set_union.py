@@ -195,6 +195,7 @@ def _values(plan: Plan, numeric: SetUnionPlan, released_count) -> dict:
 def _errors(plan: Plan, numeric: SetUnionPlan, values: dict) -> dict:
     likely = numeric.weight_for(_LIKELY)
     item_error = (
+        f"{numeric.noise_record.describe()}, then the threshold {numeric.rho:.4g}: "
         f"the released items are a subset of the {plan['item_col']} values in the input (no other "
         f"value can be released); an item held by a single person is released with "
         f"probability at most {numeric.delta:.3g}; an item is released with probability "
@@ -234,5 +235,5 @@ def _report(plan: Plan, numeric: SetUnionPlan, items, released_count, local, see
     return Release.from_plan(
         plan, values=values, errors=_errors(plan, numeric, values), statement=statement,
         seeded=seed is not None, budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
-        artifacts={"items": items},
+        artifacts={"items": items}, noise=(numeric.noise_record,),
     )

@@ -64,17 +64,9 @@ from functools import partial
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.top_k import (
-    cdp_peel_top_k,
-    joint_top_k,
-    pnf_joint_top_k,
-    pnf_peel_top_k,
-    unknown_domain_calibration,
-    unknown_domain_gumbel,
-    unknown_domain_threshold,
-)
+from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_gumbel, unknown_domain_threshold
 from dp_spark.mechanisms.top_k.auto import AutoChoice, auto_share, choose_mechanism
-from dp_spark.mechanisms.top_k.error import CONFIDENCE, error_bound
+from dp_spark.mechanisms.top_k.error import CONFIDENCE, domain_top_k
 from dp_spark.plan import Plan
 from dp_spark.plans.top_k import DOMAIN_METHODS, NAMES, resolve_method, unknown_domain_zcdp
 from dp_spark.plans.top_k import plan as make_plan
@@ -193,6 +185,7 @@ class _Selection:
     size: int  # d, or kbar for unknown-domain
     bottom: bool | None = None  # unknown-domain: ⊥ appended
     choice: AutoChoice | None = None  # auto's choice
+    noise: tuple = ()  # the records of every privacy draw (auto's choice first, then the selection)
 
 
 def _select(plan: Plan, edge_df, items, rng) -> _Selection:
@@ -209,9 +202,10 @@ def _select(plan: Plan, edge_df, items, rng) -> _Selection:
         method = choice.method
     # a private choice is not logged: nothing drawn leaves the process before the release is recorded
     log.info("top-k: selecting with %s", method if choice is None else "the privately chosen mechanism")
-    indices = _domain_mechanism(method, counts, k, eps_sel, delta, rng)
+    indices, drawn = domain_top_k(method, counts, k, eps_sel, delta, rng)
     del counts  # non-private; nothing below may use it
-    return _Selection([items[int(i)] for i in indices], method, eps_sel, len(items), choice=choice)
+    noise = (*(() if choice is None else choice.noise), drawn)
+    return _Selection([items[int(i)] for i in indices], method, eps_sel, len(items), choice=choice, noise=noise)
 
 
 def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]:
@@ -228,17 +222,6 @@ def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]
     return choice, plan.split.epsilon("selection")
 
 
-def _domain_mechanism(method, counts, k, epsilon, delta, rng):
-    """Indices chosen by a public-domain mechanism (see the module table)."""
-    if method == "joint":
-        return joint_top_k(counts, k, epsilon, rng)
-    if method == "pnf-joint":
-        return pnf_joint_top_k(counts, k, epsilon, rng)
-    if method == "pnf-peel":
-        return pnf_peel_top_k(counts, k, epsilon, rng)
-    return cdp_peel_top_k(counts, k, epsilon, delta, rng)
-
-
 def _unknown_domain(edge_df, items, k, epsilon, delta, kbar, rng) -> _Selection:
     """Unknown Domain Gumbel over the k̄ + 1 largest counts."""
     if items is not None:
@@ -251,19 +234,22 @@ def _unknown_domain(edge_df, items, k, epsilon, delta, kbar, rng) -> _Selection:
     result = unknown_domain_gumbel(top.counts, k, eps_item, delta_threshold, kbar, rng, top.next_count)
     chosen = [top.items[i] for i in result.indices]
     del top  # non-private
-    return _Selection(chosen, "unknown-domain", epsilon, kbar, bottom=result.bottom)
+    return _Selection(chosen, "unknown-domain", epsilon, kbar, bottom=result.bottom, noise=result.noise)
 
 
 def _error_texts(selection: _Selection, k, delta, persons) -> tuple[dict, float, str | None]:
-    """(errors, the public ℓ∞ bound E, a warning or None). The warning compares
-    E with the largest count a user could expect: ``persons`` (public) or
-    auto's noisy count at rank 1 (paid for by auto's share)."""
+    """(errors, the public ℓ∞ bound E, a warning or None), E from the
+    selection's noise record. The warning compares E with the largest count
+    a user could expect: ``persons`` (public) or auto's noisy count at rank 1
+    (paid for by auto's share)."""
     method, choice = selection.method, selection.choice
-    bound = error_bound(method, k, selection.epsilon, delta, selection.size)
+    drawn = selection.noise[-1]  # the selection's record (auto's choice, if any, comes first)
+    bound = drawn.half_width(1.0 - CONFIDENCE)
     errors = {"items": (
         f"with probability >= {CONFIDENCE:.0%}, each released item's true count is within "
         f"{bound:,.1f} of the count at its rank (the i-th released item is held by at most "
-        f"{bound:,.1f} fewer persons than the true i-th most common item; {NAMES[method]})")}
+        f"{bound:,.1f} fewer persons than the true i-th most common item; {NAMES[method]}: "
+        f"{drawn.describe()})")}
     reference, what = None, None
     if persons is not None:
         reference, what = float(persons), f"the {persons:,} persons given as persons="
@@ -319,7 +305,7 @@ def _report(plan: Plan, local: PrivacyFilter, selection: _Selection, items, spar
     return Release.from_plan(
         plan, values=_values(selection, rows, k, bound, warning, None if items is None else len(items)),
         errors=errors, statement=statement, seeded=seed is not None, budget_split=split,
-        artifacts={"items": _items_df(spark, rows, integral)},
+        artifacts={"items": _items_df(spark, rows, integral)}, noise=selection.noise,
     )
 
 

@@ -194,6 +194,9 @@ def test_api_releases_leak_nothing(name, people, events, capfd, dp_logs):
     print(release.summary())  # what a user would print
     leaks = captured_leaks(capfd, dp_logs, sentinels)
     leaks["report"] = json_leaks(json.loads(release.to_json()), sentinels)
+    assert release.noise, "the release recorded no noise draws"
+    leaks["noise records"] = json_leaks([r.to_dict() for r in release.noise], sentinels)
+    leaks["error statements"] = text_leaks(" ".join(release.errors.values()), sentinels)
     for artifact, frame in _artifact_frames(release):
         leaks[f"artifact {artifact}"] = frame_leaks(frame, sentinels)
     assert_clean(leaks)

@@ -16,7 +16,7 @@ from dp_spark.accounting import PrivacyFilter, PureDP
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
 
 REPORT_KEYS = {"release", "version", "library", "created", "privacy", "parameters", "result", "errors",
-               "budget_split", "statement", "seeded", "publishable"}
+               "budget_split", "noise", "statement", "seeded", "publishable"}
 RESULT_KEYS = {"estimate", "lower_bound", "bound", "confidence", "method", "noise_scale", "noise_std"}
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dp_spark.html_report import discrete_laplace_half_width, render, write_html
+from dp_spark.html_report import render, top_k_error_bound, write_html
 from dp_spark.releases import RELEASES
 from dp_spark.report import _listing
 
@@ -131,19 +131,50 @@ def test_release_to_html_and_atomic_write(releases, tmp_path, no_spark_actions):
     assert [p.name for p in target.parent.iterdir()] == ["report.html"]  # no temporary left
 
 
-@pytest.mark.parametrize("scale", [0.5, 1.0, 3.7, 20.0])
-@pytest.mark.parametrize("beta", [0.05, 0.2])
-def test_discrete_laplace_half_width_is_the_smallest(scale, beta):
-    xs = np.arange(-4000, 4001)
-    pmf = np.exp(-np.abs(xs) / scale)
-    pmf /= pmf.sum()
+def _old_discrete_laplace_half_width(scale: float, beta: float) -> int:
+    """The computation html_report made itself before the noise records
+    (issue 23), kept here to show the records give the same intervals."""
+    import math
 
-    def tail(h):
-        return pmf[np.abs(xs) > h].sum()
+    m = scale * math.log(2.0 / (beta * (1.0 + math.exp(-1.0 / scale))))
+    return max(0, math.ceil(m) - 1)
 
-    h = discrete_laplace_half_width(scale, beta)
-    assert tail(h) <= beta + 1e-12
-    assert h == 0 or tail(h - 1) > beta
+
+def _old_top_k_error_bound(release):
+    """html_report's top-k bound before the noise records: recomputed from
+    the release's parameters and its last budget step's ε."""
+    from dp_spark.mechanisms.top_k.peeling import cdp_peel_epsilon_per_step
+    from dp_spark.mechanisms.top_k.unknown_domain import unknown_domain_calibration
+    from dp_spark.noise.records import gumbel_gap
+    import math
+
+    v, p = release.values, release.parameters
+    size = int(p.get("kbar") if v.get("method") == "unknown-domain" else v.get("domain_size"))
+    k, eps, delta = int(v["k"]), float(release.budget_split[-1].get("epsilon", p["epsilon"])), float(p.get("delta") or 0)
+    if v["method"] in ("joint", "pnf-joint"):
+        return 2.0 / eps * (math.lgamma(size + 1) - math.lgamma(size - k + 1) + math.log(1.0 / 0.05))
+    if v["method"] == "pnf-peel":
+        return k / eps * math.log(size * k / 0.05)
+    if v["method"] == "cdp-peel":
+        return gumbel_gap(1.0 / cdp_peel_epsilon_per_step(eps, delta, k), size, 0.05)
+    return gumbel_gap(1.0 / unknown_domain_calibration(eps, delta, k)[0], size, 0.05)
+
+
+def test_the_charts_intervals_come_from_the_noise_records_and_equal_the_old_computation(releases):
+    import math
+
+    counted = releases["distinct-count"]
+    v = counted.values
+    record = counted.noise[-1]
+    assert record.kind == "discrete-laplace" and record.scale == v["noise_scale"]
+    half = record.half_width(1.0 - v["confidence"])
+    assert half == _old_discrete_laplace_half_width(v["noise_scale"], 1.0 - v["confidence"])
+    assert f"estimate ± {half:,}" in render(counted) or f"estimate ± {half}" in render(counted)
+    top = releases["top-k"]
+    # the records hold the scales the samplers draw (1/ε rounded up), so the bound
+    # may exceed the old one (from 1/ε rounded to nearest) in its last bits only
+    assert math.isclose(top_k_error_bound(top), _old_top_k_error_bound(top), rel_tol=1e-15)
+    assert top_k_error_bound(top) >= _old_top_k_error_bound(top)
 
 
 def test_screen_listing_shows_the_ranking():

@@ -70,6 +70,7 @@ from dp_spark.mechanisms.continual_distinct.relations import check_relation, sen
 from dp_spark.mechanisms.continual_distinct.svt import SparseVector
 from dp_spark.mechanisms.continual_distinct.tree import BinaryTreeMechanism, num_levels
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
+from dp_spark.noise.records import NoiseDraw
 
 __all__ = ["AutoPlan", "auto_plan", "auto_run", "best_block", "BaselinePhase"]
 
@@ -238,31 +239,37 @@ def auto_plan(
 
 
 # ------------------------------------------------------------------------ batch run
-def _phase_path(over_counts: np.ndarray, plan: AutoPlan, rng) -> tuple[np.ndarray, int | None]:
-    """Sparse vector over the steps: the tree level per step (−1 = baseline) and the baseline start."""
+def _phase_path(over_counts: np.ndarray, plan: AutoPlan, rng) -> tuple[np.ndarray, int | None, tuple]:
+    """Sparse vector over the steps: the tree level per step (−1 = baseline),
+    the baseline start and the record of the sparse vector's draws (none when
+    it does not run)."""
     T = plan.horizon
     path = np.full(T, -1, dtype=np.int64)
     if plan.top_level < 0:
-        return path, 1
+        return path, 1, ()
     svt = SparseVector(plan.rho_svt, plan.cutoff)
+    noise = (svt.noise_record(plan.budget_split()[0][0]),)
     level, start = 0, 0
     while start < T:
         index = svt.first_above(over_counts[level, start:], float(plan.thresholds[level]), rng)
         if index is None:
             path[start:] = level
-            return path, None
+            return path, None, noise
         path[start : start + index] = level
         start += index  # re-ask at the same step with the next phase
         level += 1
         if level > plan.top_level:
-            return path, start + 1
-    return path, None
+            return path, start + 1, noise
+    return path, None, noise
 
 
 def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
-    """Run "auto" on exact ``StreamSummaries``; returns estimates (int64), std, error_bound, path, phases."""
+    """Run "auto" on exact ``StreamSummaries``; returns estimates (int64), std, error_bound, path, phases
+    and ``noise``: the records of its draws (sparse vector, each tree that ran, the baseline), each
+    charged to its ``budget_split`` label."""
     T = plan.horizon
-    path, start = _phase_path(summaries.over_counts, plan, rng)
+    path, start, noise = _phase_path(summaries.over_counts, plan, rng)
+    rest_step = plan.budget_split()[-1][0]  # trees and baseline share the filter's step
     ledger = PrivacyFilter(ZCDP(plan.rho_rest))
     estimates = np.zeros(T, dtype=np.int64)
     std = np.zeros(T, dtype=np.float64)
@@ -270,7 +277,9 @@ def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
     for level in np.unique(path[path >= 0]).tolist():
         ledger.spend(ZCDP(plan.tree_rho[level]), label=f"tree w={1 << level}")
         chosen = path == level
-        release = BinaryTreeMechanism(T, sigma2=plan.sigma2[level]).batch(summaries.z_truncated[level], rng)
+        tree = BinaryTreeMechanism(T, sigma2=plan.sigma2[level])
+        release = tree.batch(summaries.z_truncated[level], rng)
+        noise += (tree.noise_record(rest_step, 1 << level, plan.relation),)
         estimates[chosen] = release.estimates[chosen]
         std[chosen] = release.std[chosen]
         truncation = 0.0 if (1 << level) >= T else float(plan.thresholds[level]) + plan.svt_alpha
@@ -282,10 +291,13 @@ def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
         counts = np.cumsum(np.asarray(summaries.z, dtype=np.int64))
         steps = np.arange(start, T + 1, baseline.block)
         noisy = counts[steps - 1] + discrete_gaussian_batch(baseline.sigma2, steps.shape[0], rng)
+        noise += (NoiseDraw(rest_step, "discrete-gaussian", scale=baseline.sigma, std=baseline.sigma,
+                            sensitivity=1.0, draws=int(steps.shape[0]),
+                            target=f"the distinct count every {baseline.block} steps from step {start}"),)
         which = (np.arange(start, T + 1) - start) // baseline.block
         estimates[start - 1 :] = noisy[which]
         std[start - 1 :] = baseline.sigma
         staleness = (np.arange(start, T + 1) - steps[which]) * (plan.max_step_change or 0)  # 0 when B = 1
         bound[start - 1 :] = baseline.sigma * plan.quantile + staleness
     return {"estimates": estimates, "std": std, "error_bound": bound, "path": path, "baseline": baseline,
-            "ledger": ledger}
+            "ledger": ledger, "noise": noise}

@@ -114,6 +114,7 @@ from dp_spark.mechanisms.continual_distinct.tree import (
 )
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.rng import check_rng
 
 __all__ = [
@@ -151,6 +152,9 @@ class ContinualResult:
             "adaptive": the sparse vector's public level path; "baseline": None).
         parameters: the mechanism's parameters (budget split, σ's, thresholds).
         notes: plain-language assumptions behind ``error_bound``.
+        noise: one record per privacy draw batch, in the order drawn (the
+            sparse vector, each tree that ran, the recompute baseline), each
+            charged to its ``budget_split`` label; public values only.
     """
 
     method: str
@@ -164,6 +168,7 @@ class ContinualResult:
     parameters: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     relation: str = DEFAULT_RELATION
+    noise: tuple = ()
 
     def to_dict(self) -> dict:
         """JSON-friendly form (lists of floats; inf bounds become None)."""
@@ -343,27 +348,48 @@ def _bounded(
                     "relation": relation},
         notes=tuple(notes),
         relation=relation,
+        noise=(tree.noise_record(_bounded_label(w), w, relation),),
     )
 
 
-def _level_path(summaries: StreamSummaries, plan: AdaptivePlan, rng) -> np.ndarray:
-    """Run the sparse vector over the steps (vectorised within each round)."""
+def _bounded_label(w: int) -> str:
+    return f"binary tree mechanism (Algorithm 1), flippancy bound w = {w}"
+
+
+def _svt_label(cutoff: int) -> str:
+    return f"sparse vector (Algorithm 2), cutoff {cutoff}"
+
+
+def _tree_label(level: int) -> str:
+    return f"binary tree mechanism, w = {1 << level} (Algorithm 3)"
+
+
+def _baseline_label(plan: "RecomputePlan") -> str:
+    return (f"periodic recompute baseline: {plan.releases} discrete Gaussian counts, one every "
+            f"{plan.block} steps")
+
+
+def _level_path(summaries: StreamSummaries, plan: AdaptivePlan, rng) -> tuple[np.ndarray, tuple]:
+    """Run the sparse vector over the steps (vectorised within each round);
+    returns the level path and the record of the sparse vector's draws
+    (none when no sparse vector runs)."""
     T, J = summaries.horizon, summaries.max_level
     path = np.full(T, J, dtype=np.int64)
     if J == 0:
-        return path
+        return path, ()
     svt = SparseVector(plan.rho_svt, plan.cutoff)
+    noise = (svt.noise_record(_svt_label(plan.cutoff)),)
     level, start = 0, 0
     while level < J and start < T:
         index = svt.first_above(summaries.over_counts[level, start:], float(plan.thresholds[level]), rng)
         if index is None:
             path[start:] = level
-            return path
+            return path, noise
         path[start : start + index] = level
         start += index  # re-ask at the same step with the doubled bound
         level += 1
     path[start:] = level
-    return path
+    return path, noise
 
 
 def _adaptive(
@@ -372,7 +398,7 @@ def _adaptive(
 ) -> ContinualResult:
     T, J = summaries.horizon, summaries.max_level
     plan = adaptive_plan(T, J, rho, beta, svt_fraction, threshold_scale, relation)
-    path = _level_path(summaries, plan, rng)
+    path, noise = _level_path(summaries, plan, rng)
     estimates = np.zeros(T, dtype=np.int64)
     # Each tree M_j is run over the whole stream; only its estimates at the
     # steps where it is selected are released (post-processing). Trees never
@@ -380,6 +406,7 @@ def _adaptive(
     for level in np.unique(path):
         tree = BinaryTreeMechanism(T, float(plan.sigmas[level]))  # σ already on the sampler's grid
         release = tree.batch(summaries.z_truncated[level], rng)
+        noise += (tree.noise_record(_tree_label(int(level)), 1 << int(level), relation),)
         chosen = path == level
         estimates[chosen] = release.estimates[chosen]
     std = plan.sigmas[path] * np.sqrt(nodes_per_step(T).astype(np.float64))
@@ -413,6 +440,7 @@ def _adaptive(
         parameters=parameters,
         notes=tuple(notes),
         relation=relation,
+        noise=noise,
     )
 
 
@@ -447,6 +475,9 @@ def _baseline(
         parameters={**plan.to_dict(), "relation": relation},
         notes=tuple(notes),
         relation=relation,
+        noise=(NoiseDraw(_baseline_label(plan), "discrete-gaussian", scale=plan.sigma, std=plan.sigma,
+                         sensitivity=1.0, draws=plan.releases,
+                         target=f"the distinct count every {plan.block} steps"),),
     )
 
 
@@ -477,7 +508,7 @@ def _auto(summaries: StreamSummaries, rho: float, beta: float, relation: str, op
                                   "releases": baseline.releases, "sigma": baseline.sigma}
     flippancy = np.where(path >= 0, 1 << np.maximum(path, 0), 0).astype(np.int64)
     return ContinualResult("auto", T, rho, out["estimates"], out["std"], out["error_bound"], beta,
-                           flippancy, parameters, tuple(notes), relation)
+                           flippancy, parameters, tuple(notes), relation, out["noise"])
 
 
 def budget_split(
@@ -499,16 +530,14 @@ def budget_split(
     if method == "auto":
         return auto_plan(horizon, rho, beta, relation).budget_split()
     if method == "bounded":
-        return [(f"binary tree mechanism (Algorithm 1), flippancy bound w = {max_flippancy}", rho)]
+        return [(_bounded_label(max_flippancy), rho)]
     if method == "adaptive":
         J = _checks.log2_exact(horizon)
         plan = adaptive_plan(horizon, J, rho, beta, relation=relation)
-        parts = [(f"sparse vector (Algorithm 2), cutoff {plan.cutoff}", plan.rho_svt)] if plan.cutoff else []
-        return parts + [(f"binary tree mechanism, w = {1 << j} (Algorithm 3)", plan.rho_tree) for j in range(J + 1)]
+        parts = [(_svt_label(plan.cutoff), plan.rho_svt)] if plan.cutoff else []
+        return parts + [(_tree_label(j), plan.rho_tree) for j in range(J + 1)]
     if method == "baseline":
-        plan = recompute_plan(horizon, rho, beta)
-        return [(f"periodic recompute baseline: {plan.releases} discrete Gaussian counts, one every "
-                 f"{plan.block} steps", rho)]
+        return [(_baseline_label(recompute_plan(horizon, rho, beta)), rho)]
     raise ParameterError(f"method must be one of {', '.join(MECHANISMS)}, got {method!r}")
 
 

@@ -44,7 +44,9 @@ from dp_spark.mechanisms.continual_distinct.tree import integer_vector
 from dp_spark.errors import ParameterError
 from dp_spark.accounting.exact import ratio_up, sqrt_down
 from dp_spark.noise.discrete_batch import discrete_laplace_batch, rational_scale
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.rng import check_rng
+from dp_spark.noise.tails import discrete_laplace_std
 
 __all__ = ["SparseVector"]
 
@@ -88,6 +90,17 @@ class SparseVector:
     def threshold_scale(self) -> Fraction:
         """Discrete Laplace scale of the threshold noise, b₁ = 2/ε₀ (rounded up to 2^−10)."""
         return rational_scale(ratio_up(2.0, self._epsilon))
+
+    def noise_record(self, step: str) -> NoiseDraw:
+        """The record of this sparse vector's draws (discrete Laplace b₂ per
+        query, b₁ per round's threshold; how many queries it answered follows
+        from the released path only in part, so ``draws`` is None), on
+        queries of sensitivity 1."""
+        b2 = float(self.query_scale)
+        return NoiseDraw(step, "sparse-vector", scale=b2, std=discrete_laplace_std(b2), sensitivity=1.0,
+                         draws=None, target="the number of items above each flippancy bound, per step",
+                         parameters={"cutoff": int(self._cutoff), "threshold_scale": float(self.threshold_scale),
+                                     "query_scale": b2})
 
     @property
     def query_scale(self) -> Fraction:

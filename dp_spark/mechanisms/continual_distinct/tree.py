@@ -60,6 +60,7 @@ from dp_spark import checks as _checks
 from dp_spark.mechanisms.continual_distinct.relations import sensitivity_factor
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.rng import check_rng
 
 __all__ = [
@@ -247,6 +248,16 @@ class BinaryTreeMechanism:
     @property
     def levels(self) -> int:
         return self._levels
+
+    def noise_record(self, step: str, flippancy_bound: int, relation: str = "subset") -> NoiseDraw:
+        """The record of one batch run (:meth:`batch`: 2T − 1 node draws of
+        N_Z(0, σ²)) on a w-truncated stream, whose node vector has ℓ2
+        sensitivity sqrt(κ·w·L) (``relations``)."""
+        return NoiseDraw(step, "binary-tree", scale=self.sigma, std=self.sigma,
+                         sensitivity=math.sqrt(sensitivity_factor(relation) * flippancy_bound * self._levels),
+                         draws=2 * self._horizon - 1,
+                         target=f"the nodes of the tree over the stream truncated at flippancy {flippancy_bound}",
+                         parameters={"levels": self._levels, "flippancy_bound": int(flippancy_bound), "norm": 2})
 
     @property
     def steps_done(self) -> int:

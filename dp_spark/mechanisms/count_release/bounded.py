@@ -51,6 +51,7 @@ from dp_spark.accounting import ZCDP, float_down, float_up, remainder
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.count_release.keyed import item_generator, keyed_normals, noise_key
 from dp_spark.noise import discrete_gaussian
+from dp_spark.noise.records import NoiseDraw
 
 __all__ = [
     "BoundedPlan",
@@ -91,6 +92,24 @@ class BoundedPlan:
     def count_cost(self) -> ZCDP:
         """(ρ − selection ρ, rounded down; 0): the two parts sum to at most ρ exactly."""
         return ZCDP(remainder(self.rho, _selection_rho(self.alpha, self.rho)), 0.0)
+
+    @property
+    def noise(self) -> tuple[NoiseDraw, NoiseDraw]:
+        """The records of the two keyed draws made inside Spark (steps
+        "selection" and "counts"): N(0, σ_s²) per item of the bounded data and
+        N_Z(0, σ_c²) per selected item (how many is not a public number:
+        ``draws`` None), on counts of ℓ2 sensitivity sqrt(m)."""
+        sensitivity = math.sqrt(self.max_items)
+        return (
+            NoiseDraw("selection", "gaussian", scale=self.selection_sigma, std=self.selection_sigma,
+                      sensitivity=sensitivity, draws=None,
+                      target=f"each item's count bounded to {self.max_items} items per person (partition selection)",
+                      parameters={"norm": 2}),
+            NoiseDraw("counts", "discrete-gaussian", scale=self.count_sigma, std=self.count_sigma,
+                      sensitivity=sensitivity, draws=None,
+                      target=f"each selected item's count bounded to {self.max_items} items per person",
+                      parameters={"norm": 2}),
+        )
 
 
 def _selection_rho(alpha: float, rho: float) -> float:

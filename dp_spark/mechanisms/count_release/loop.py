@@ -69,6 +69,7 @@ from dp_spark.accounting import ZCDP, PrivacyFilter, bounded_range_to_zcdp, gaus
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k.unknown_domain import unknown_domain_gumbel, unknown_domain_threshold
 from dp_spark.noise import discrete_gaussian
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.rng import check_rng
 
 __all__ = [
@@ -82,6 +83,10 @@ __all__ = [
     "private_count_release",
     "check_pcr_parameters",
 ]
+
+#: The budget-split steps the loop's noise records are charged to (the release's split labels).
+SELECTION_STEP = "selection"
+COUNT_STEP = "counts"
 
 #: The paper's ε*, δ* and the constant of formula (2).
 EPSILON_MIN = 0.0005
@@ -113,7 +118,10 @@ class ReleasedCount:
 @dataclass
 class PCRResult:
     """What Private Count Release outputs (everything here is releasable: it
-    is a function of the noisy outputs and public parameters only)."""
+    is a function of the noisy outputs and public parameters only).
+    ``noise``: one record per privacy draw, in the order drawn: each
+    selection's Gumbel draws (step :data:`SELECTION_STEP`) and each released
+    count's discrete Gaussian draw (step :data:`COUNT_STEP`)."""
 
     released: list[ReleasedCount]
     spent: ZCDP
@@ -124,6 +132,7 @@ class PCRResult:
     final_epsilon: float
     stopped: str
     ledger: PrivacyFilter = field(repr=False)
+    noise: tuple = ()
 
 
 def check_pcr_parameters(rho, delta, relative_error, kbar, epsilon_min=EPSILON_MIN,
@@ -262,6 +271,7 @@ def private_count_release(
         final_epsilon=loop.epsilon,
         stopped=stopped,
         ledger=loop.ledger,
+        noise=tuple(loop.noise),
     )
 
 
@@ -282,6 +292,7 @@ class _Loop:
     epsilon: float
     alive: np.ndarray = None
     released: list[ReleasedCount] = field(default_factory=list)
+    noise: list[NoiseDraw] = field(default_factory=list)
     selection_spent: ZCDP = field(default_factory=lambda: ZCDP(0.0, 0.0))
     count_spent: ZCDP = field(default_factory=lambda: ZCDP(0.0, 0.0))
     calls: int = 0
@@ -316,6 +327,7 @@ class _Loop:
         self.calls += 1
         found = unknown_domain_gumbel(self.counts[self.alive], 1, self.epsilon, self.delta_min, kbar_t,
                                       self.rng, self.base)
+        self.noise.extend(r.at(SELECTION_STEP) for r in found.noise)
         self.ledger.spend(cost, label="selection (Unknown Domain Gumbel, top-1)")
         self.selection_spent = self.selection_spent + cost
         if found.bottom:
@@ -333,6 +345,8 @@ class _Loop:
         threshold = unknown_domain_threshold(eps, self.delta_min, kbar_t)
         noisy = int(self.counts[index]) + int(discrete_gaussian(sigma, self.rng))
         count_cost = ZCDP(gaussian_zcdp(1.0, sigma), 0.0)  # <= ε²/8 exactly (see pcr_sigma), rounded up
+        self.noise.append(NoiseDraw(COUNT_STEP, "discrete-gaussian", scale=sigma, std=sigma, sensitivity=1.0,
+                                    target=f"the count found by selection {self.calls}"))
         self.ledger.spend(count_cost, label="count (discrete Gaussian)")
         self.count_spent = self.count_spent + count_cost
         self.alive = np.delete(self.alive, position)

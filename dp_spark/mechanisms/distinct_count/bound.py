@@ -43,6 +43,7 @@ import numpy as np
 from dp_spark.accounting import ratio_up, remainder
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
 from dp_spark.noise import discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.settings.distinct_count import MAX_SHARDS, SELECTION_BETA, SELECTION_SAMPLERS, bound_candidates
 
 #: Persons per greedy shard when the release picks the shard count. Fewer,
@@ -118,7 +119,9 @@ def release_from_counts(
     """Mechanism half of the release (numpy only), given the NON-PRIVATE
     counts c_1..c_L: :func:`select_bound` at ε/2 picks l̂ among 1, 4, 16, …
     ≤ L, discrete Laplace at ε/2 releases the count. Returns only released
-    values: l̂, estimate, lower_bound, noise scale. Total: ε-DP if each c_l
+    values: l̂, estimate, lower_bound, noise scale, and ``noise``: the
+    records of its two privacy draws (the choice, step "select"; the
+    count's discrete Laplace noise, step "count"). Total: ε-DP if each c_l
     moves by 0..l, all in the same direction, between neighbours.
 
     ``candidates``, ``gem_beta``, ``select_share`` (the share of ε the
@@ -137,6 +140,14 @@ def release_from_counts(
                          monotone=monotone)
     scale = ratio_up(2 * bound, 2.0 * eps_count)  # l/ε_count rounded up: never less noise
     noisy = int(counts[bound - 1]) + int(discrete_laplace(scale, rng))
+    cands = bound_candidates(max_bound) if candidates is None else [int(c) for c in candidates]
+    noise = (
+        NoiseDraw("select", "gem", scale=2.0 / eps_select, std=None, sensitivity=1.0,
+                  target="the per-person bound (scores c_l − m_l of sensitivity l)",
+                  parameters={"candidates": [int(c) for c in cands], "beta": gem_beta}),
+        NoiseDraw("count", "discrete-laplace", scale=scale, std=discrete_laplace_std(scale),
+                  sensitivity=float(bound), target=f"the count with at most {bound} items per person"),
+    )
     return {
         "bound": bound,
         "estimate": max(noisy, 0),
@@ -144,13 +155,19 @@ def release_from_counts(
         "noise_scale": scale,
         "noise_std": discrete_laplace_std(scale),
         "margin": int(margins[bound - 1]),
+        "noise": noise,
     }
 
 
-def noisy_size(true_size: int, sensitivity: int, epsilon: float, rng: np.random.Generator) -> int:
+def noisy_size(true_size: int, sensitivity: int, epsilon: float, rng: np.random.Generator,
+               target: str = "a size") -> tuple[int, NoiseDraw]:
     """ε-DP count of a size of sensitivity ``sensitivity``: the true size plus
-    discrete Laplace noise of scale sensitivity/ε (rounded up)."""
-    return int(true_size) + int(discrete_laplace(ratio_up(sensitivity, epsilon), rng))
+    discrete Laplace noise of scale sensitivity/ε (rounded up). Returns the
+    noisy size and the record of its draw (step "size"; the caller names it)."""
+    scale = ratio_up(sensitivity, epsilon)
+    noisy = int(true_size) + int(discrete_laplace(scale, rng))
+    return noisy, NoiseDraw("size", "discrete-laplace", scale=scale, std=discrete_laplace_std(scale),
+                            sensitivity=float(sensitivity), target=target)
 
 
 def matching_fits(noisy_pairs: int, scale: float, edge_limit: int,

@@ -41,6 +41,7 @@ from scipy.special import log_ndtr, ndtr, ndtri
 from dp_spark import checks
 from dp_spark.accounting.exact import ratio_up
 from dp_spark.errors import ParameterError
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.summaries.set_union import NOISE_OF, SEQUENTIAL, check_policy
 
 __all__ = [
@@ -157,6 +158,18 @@ class SetUnionPlan:
     norm: str
     noise_delta: float
     threshold_delta: float
+
+    @property
+    def noise_record(self) -> NoiseDraw:
+        """The record of the noise :class:`~dp_spark.mechanisms.set_union.ThresholdStep`
+        draws inside Spark (step "noise"): one Laplace or Gaussian draw per
+        item of the histogram (not a public number: ``draws`` None) on
+        weights of this ℓ1 / ℓ2 sensitivity."""
+        laplace = self.noise == "laplace"
+        return NoiseDraw("noise", "laplace" if laplace else "gaussian", scale=self.scale,
+                         std=math.sqrt(2.0) * self.scale if laplace else self.scale, sensitivity=self.sensitivity,
+                         draws=None, target="each item's histogram weight (released if above the threshold)",
+                         parameters={"norm": 1 if self.norm == "l1" else 2})
 
     def release_probability(self, weight: float) -> float:
         """P[weight + noise > ρ]: the chance an item of this histogram weight

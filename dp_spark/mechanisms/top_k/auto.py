@@ -66,6 +66,7 @@ from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k._common import as_counts, check_delta, check_int, check_positive, check_rng
 from dp_spark.mechanisms.top_k.joint import joint_top_k, pnf_joint_top_k
 from dp_spark.mechanisms.top_k.peeling import cdp_peel_epsilon_per_step, cdp_peel_top_k
+from dp_spark.noise.records import NoiseDraw
 
 __all__ = ["AUTO_SHARE", "CDP_NOISE_FRACTION", "JOINT_BOUND_FRACTION", "PNF_JOINT_MAX_ENTRIES",
            "SMALL_K_PER_EPSILON", "AutoChoice", "auto_anchor_ranks", "auto_share", "choice_stream", "choose_mechanism",
@@ -96,12 +97,15 @@ class AutoChoice:
     chosen mechanism. ``predicted`` holds the noisy counts at ranks 1 and k
     (``top_count``, ``kth_count``) and the two public error scales compared with it
     (``joint``, ``cdp-peel``; see :func:`error_scales`); DP as
-    post-processing of the noisy count; empty when nothing was spent."""
+    post-processing of the noisy count; empty when nothing was spent.
+    ``noise``: the record of the choice's Laplace draws (none when nothing
+    was spent)."""
 
     method: str
     epsilon_choice: float
     epsilon_selection: float
     predicted: dict
+    noise: tuple = ()
 
 
 def _joint_kind(k: int, d: int | None) -> str:
@@ -217,7 +221,11 @@ def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
         pick = _joint_kind(k, d)
     else:
         pick = "cdp-peel"
-    return AutoChoice(pick, eps0, eps1, {"top_count": top, "kth_count": kth, **scales})
+    m = len(auto_anchor_ranks(k, d))
+    scale = ratio_up(m, eps0)  # as noisy_rank_counts draws it
+    record = NoiseDraw("choice", "laplace", scale=scale, std=math.sqrt(2.0) * scale, sensitivity=float(m), draws=m,
+                       target="the counts at ranks 1 and k (auto's choice)")
+    return AutoChoice(pick, eps0, eps1, {"top_count": top, "kth_count": kth, **scales}, (record,))
 
 
 def auto_top_k(counts: ArrayLike, k: int, epsilon: float, delta: float,

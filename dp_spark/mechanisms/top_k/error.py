@@ -1,30 +1,67 @@
-"""The top-k release's error bound: a public function of the parameters.
+"""The top-k selections' noise records and error bound: public functions of the parameters.
 
-The release (:mod:`dp_spark.releases.top_k`) states it with the released
-items and the HTML report (:mod:`dp_spark.html_report`) recomputes it from
-a release's public parameters; both read it here, below them, so the report
-does not import the release (issue 23).
+:func:`selection_noise` is the record (:class:`dp_spark.noise.records.NoiseDraw`)
+of the draws each public-domain or unknown-domain mechanism makes;
+:func:`error_bound` is that record's bound at confidence 1 − β. The release
+(:mod:`dp_spark.releases.top_k`) states it with the released items and the
+HTML report (:mod:`dp_spark.html_report`) draws it from the release's
+records; both read it here, below them (issue 23).
 """
 
 from __future__ import annotations
 
 import math
 
-from dp_spark.mechanisms.top_k.peeling import cdp_peel_epsilon_per_step
+import numpy as np
+
+from dp_spark.accounting.exact import ratio_up
+from dp_spark.mechanisms.top_k.joint import joint_top_k, pnf_joint_top_k
+from dp_spark.mechanisms.top_k.peeling import cdp_peel_epsilon_per_step, cdp_peel_top_k, pnf_peel_top_k
 from dp_spark.mechanisms.top_k.unknown_domain import unknown_domain_calibration
+from dp_spark.noise.records import NoiseDraw
 
 CONFIDENCE = 0.95
 
+#: Gumbel's standard deviation per unit of scale (π/√6)
+_GUMBEL_STD = math.pi / math.sqrt(6.0)
 
-def gumbel_gap(scale: float, n: int, beta: float) -> float:
-    """With probability >= 1 − β, max − min of n Gumbel(scale) draws is at most this."""
-    big = math.log(2.0 * n / beta)
-    return scale * (big + math.log(big))
+
+def selection_noise(method: str, k: int, epsilon: float, delta: float, size: int,
+                    step: str = "selection") -> NoiseDraw:
+    """The record of the selection ``method`` makes with ``epsilon`` (and
+    ``delta``) on ``size`` items (d, or k̄ for unknown-domain), counts of
+    sensitivity 1:
+
+    joint / pnf-joint: the (joint) exponential mechanism over d!/(d−k)!
+    sequences, scale 2/ε; pnf-peel: k rounds of exponential noise of scale
+    k/ε on at most d scores; cdp-peel: one Gumbel draw of scale 1/ε' per
+    item (ε' its per-step ε); unknown-domain: Gumbel of scale 1/ε' on the k̄
+    largest counts and the threshold. Scales are those the samplers draw
+    (rounded up: never less noise)."""
+    if method in ("joint", "pnf-joint"):
+        log_sequences = math.lgamma(size + 1) - math.lgamma(size - k + 1)
+        return NoiseDraw(step, "exponential-mechanism", scale=2.0 / epsilon, std=None, sensitivity=1.0,
+                         target=f"the sequence of {k} items out of {size}",
+                         parameters={"log_outcomes": log_sequences})
+    if method == "pnf-peel":
+        scale = ratio_up(k, epsilon)
+        return NoiseDraw(step, "exponential", scale=scale, std=scale, sensitivity=1.0, draws=None,
+                         target=f"the remaining counts in each of {k} rounds",
+                         parameters={"spread": size * k, "rounds": k})
+    if method == "cdp-peel":
+        scale = ratio_up(1.0, cdp_peel_epsilon_per_step(epsilon, delta, k))
+        return NoiseDraw(step, "gumbel", scale=scale, std=scale * _GUMBEL_STD, sensitivity=1.0, draws=size,
+                         target=f"each of the {size} domain counts (one-shot top-{k})", parameters={"spread": size})
+    scale = ratio_up(1.0, unknown_domain_calibration(epsilon, delta, k)[0])
+    return NoiseDraw(step, "gumbel", scale=scale, std=scale * _GUMBEL_STD, sensitivity=1.0, draws=None,
+                     target=f"the {size} largest counts and the threshold (Unknown Domain Gumbel)",
+                     parameters={"spread": size})
 
 
 def error_bound(method: str, k: int, epsilon: float, delta: float, size: int,
                 beta: float = 1.0 - CONFIDENCE) -> float:
-    """A bound B (public: parameters only) with P[max_i (c_(i) − c_{s_i}) <= B] >= 1 − β.
+    """A bound B (public: parameters only) with P[max_i (c_(i) − c_{s_i}) <= B] >= 1 − β:
+    ``selection_noise(...).half_width(β)``.
 
     joint / pnf-joint: the exponential mechanism's (and permute-and-flip's)
     utility bound (2/ε)(ln(d!/(d−k)!) + ln(1/β)); pnf-peel: every round's
@@ -32,12 +69,20 @@ def error_bound(method: str, k: int, epsilon: float, delta: float, size: int,
     unknown-domain: the spread of ``size`` Gumbel draws. ``size`` is d, or k̄
     for unknown-domain; ``epsilon`` is the ε the selection ran with.
     """
-    if method in ("joint", "pnf-joint"):
-        log_sequences = math.lgamma(size + 1) - math.lgamma(size - k + 1)
-        return 2.0 / epsilon * (log_sequences + math.log(1.0 / beta))
-    if method == "pnf-peel":
-        return k / epsilon * math.log(size * k / beta)
-    if method == "cdp-peel":
-        return gumbel_gap(1.0 / cdp_peel_epsilon_per_step(epsilon, delta, k), size, beta)
-    eps_item = unknown_domain_calibration(epsilon, delta, k)[0]
-    return gumbel_gap(1.0 / eps_item, size, beta)
+    return selection_noise(method, k, epsilon, delta, size).half_width(beta)
+
+
+def domain_top_k(method: str, counts, k: int, epsilon: float, delta: float,
+                 rng: np.random.Generator) -> tuple[np.ndarray, NoiseDraw]:
+    """Indices chosen by a public-domain mechanism (``joint``, ``pnf-joint``,
+    ``pnf-peel``, ``cdp-peel``; guarantees in :mod:`dp_spark.mechanisms.top_k`)
+    and the record of its draws."""
+    if method == "joint":
+        indices = joint_top_k(counts, k, epsilon, rng)
+    elif method == "pnf-joint":
+        indices = pnf_joint_top_k(counts, k, epsilon, rng)
+    elif method == "pnf-peel":
+        indices = pnf_peel_top_k(counts, k, epsilon, rng)
+    else:
+        indices = cdp_peel_top_k(counts, k, epsilon, delta, rng)
+    return indices, selection_noise(method, k, epsilon, delta, len(counts))

@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike
 
 from dp_spark.accounting.exact import exact, float_up, ln_bounds, ratio_up
 from dp_spark.errors import ParameterError
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.mechanisms.top_k.peeling import bounded_range_step
 from dp_spark.mechanisms.top_k._common import as_counts, check_delta, check_int, check_positive, check_rng
 
@@ -30,10 +31,14 @@ class UnknownDomainResult:
     ``indices``: int64 array of at most k indices into ``top_counts``, in
     decreasing order of noisy count. ``bottom``: True when fewer than k items
     cleared the noisy threshold, i.e. ⊥ was appended to the output.
+    ``noise``: the record of its Gumbel draws (one per collected item with a
+    positive count and one on the threshold: not a public number, so
+    ``draws`` is None; the spread bound covers k̄ scores).
     """
 
     indices: np.ndarray
     bottom: bool
+    noise: tuple = ()
 
 
 def unknown_domain_threshold(epsilon: float, delta: float, kbar: int) -> float:
@@ -152,7 +157,10 @@ def unknown_domain_gumbel(
     kept, kept_noisy = cand[keep], noisy[keep]
     order = np.argsort(-kept_noisy, kind="stable")[:k]
     indices = kept[order].astype(np.int64)
-    return UnknownDomainResult(indices=indices, bottom=bool(indices.size < k))
+    record = NoiseDraw("selection", "gumbel", scale=beta, std=beta * math.pi / math.sqrt(6.0), sensitivity=1.0,
+                       draws=None, target=f"the {kbar} largest counts and the threshold (Unknown Domain Gumbel)",
+                       parameters={"spread": kbar})
+    return UnknownDomainResult(indices=indices, bottom=bool(indices.size < k), noise=(record,))
 
 
 def _next_count(c: np.ndarray, kbar: int, count_kbar_plus_1) -> float:
