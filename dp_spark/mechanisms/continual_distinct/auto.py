@@ -263,7 +263,7 @@ def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
     """Run "auto" on exact ``StreamSummaries``; returns estimates (int64), std, error_bound, path, phases."""
     T = plan.horizon
     path, start = _phase_path(summaries.over_counts, plan, rng)
-    ledger = PrivacyFilter(ZCDP(plan.rho_rest))
+    ledger = PrivacyFilter(ZCDP(plan.rho_rest), as_written=False)  # binary values, as used
     estimates = np.zeros(T, dtype=np.int64)
     std = np.zeros(T, dtype=np.float64)
     bound = np.zeros(T, dtype=np.float64)
