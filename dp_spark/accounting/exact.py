@@ -116,7 +116,7 @@ def written_up(value: Fraction | float | int) -> float:
     spent, as a budget counting decimals states it (0.1 + 0.2 -> 0.3)."""
     q = exact(value)
     f = float_down(q)
-    while written(f) < q:
+    while math.isfinite(f) and written(f) < q:
         f = math.nextafter(f, math.inf)
     return f
 
@@ -126,7 +126,7 @@ def written_down(value: Fraction | float | int) -> float:
     is left of a budget counting decimals, so that spending it always fits
     (1 - 0.9 -> 0.1)."""
     q = exact(value)
-    f = float_up(q)
+    f = float_down(q) if q > Fraction(1.7976931348623157e308) else float_up(q)
     while f > 0 and written(f) > q:
         f = math.nextafter(f, 0.0)
     return f
@@ -138,7 +138,7 @@ def cost_up(value: Fraction | float | int) -> float:
     never understated, whichever way it is read."""
     q = exact(value)
     f = float_up(q)
-    while written(f) < q:
+    while math.isfinite(f) and written(f) < q:
         f = math.nextafter(f, math.inf)
     return f
 
