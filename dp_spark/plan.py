@@ -15,10 +15,21 @@ default where they differ); constructing it runs the checks, and
 with the keyword signature of its fields. A plan's budget split is typed
 (:class:`Split` of named :class:`Step`: ``plan.split.epsilon("count")``),
 never decoded by position.
+
+Calibration (issue 22): budgets count a privacy parameter as the decimal it
+was written as (:func:`dp_spark.accounting.exact.written`), so no mechanism
+may run above that decimal. :func:`builds` is the one place that ensures
+it: the plan's guarantee, parameters and texts come from the parameters as
+given (what is charged and reported), while its budget split and
+``plan.params`` (what the release hands its mechanisms) come from the
+parameters calibrated (:data:`PRIVACY_FIELDS`, each the largest float at or
+below its decimal: :func:`dp_spark.accounting.exact.calibrate`).
+``plan.given`` keeps the ``Params`` as given.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import inspect
@@ -29,6 +40,7 @@ from typing import Any, Callable, Mapping
 
 from dp_spark import checks
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP, ZCDP
+from dp_spark.accounting.exact import calibrate, exact, written
 from dp_spark.errors import BudgetExceededError, ParameterError
 
 #: Version of the plan and report documents (``to_dict()["version"]``).
@@ -95,11 +107,47 @@ def set_checked(params, **values) -> None:
         object.__setattr__(params, name, value)
 
 
+#: The privacy parameters a plan charges (its guarantee's ε, ρ, δ), by the
+#: names every release's ``Params`` uses; :func:`builds` calibrates them.
+PRIVACY_FIELDS = ("epsilon", "rho", "delta")
+
+
+def calibrated(params):
+    """``params`` with each privacy parameter (:data:`PRIVACY_FIELDS`)
+    replaced by the float a mechanism is calibrated to: the largest float at
+    or below the decimal written (``exact.calibrate``: 0.1 -> the float
+    below it, 0.5 -> 0.5). ``params`` itself when nothing changes; the
+    checks are not run again (the given values passed them)."""
+    changes = {}
+    for name in PRIVACY_FIELDS:
+        value = getattr(params, name, None)
+        if isinstance(value, float) and calibrate(value) != value:
+            changes[name] = calibrate(value)
+    if not changes:
+        return params
+    out = copy.copy(params)
+    set_checked(out, **changes)
+    return out
+
+
+def _check_calibration(charged, runs_at) -> None:
+    """Every component the mechanisms run at (exact binary value) is at most
+    the decimal charged: the soundness of counting decimals (a plan whose
+    guarantee is not stated from its privacy parameters would fail here)."""
+    given, used = charged.to_dict(), runs_at.to_dict()
+    if given["kind"] != used["kind"] or any(
+            exact(used[k]) > written(v) for k, v in given.items() if k != "kind"):
+        raise AssertionError(f"a plan's calibrated guarantee {runs_at!r} exceeds the charged {charged!r}")
+
+
 def builds(params_cls):
     """Decorate ``derive(params) -> Plan`` into the release's ``plan``:
     ``plan(params)`` or ``plan(**keywords)`` (then ``params_cls(**keywords)``
     checks them first), with the keyword signature of ``params_cls`` (what
-    the CLI and the docs read); the Plan carries the typed ``params``."""
+    the CLI and the docs read). The one calibration hook (module
+    docstring): the guarantee, parameters and texts are derived from the
+    parameters as given (``plan.given``), the budget split from the
+    calibrated ones, which the Plan carries as ``params``."""
 
     def wrap(derive):
         @functools.wraps(derive)
@@ -109,7 +157,17 @@ def builds(params_cls):
             elif keywords or not isinstance(params, params_cls):
                 raise TypeError(f"plan() takes a {params_cls.__qualname__} or keyword arguments, not both")
             built = derive(params)
-            object.__setattr__(built, "params", params)
+            tuned = calibrated(params)
+            runs_at = built.guarantee
+            if tuned is not params:
+                inner = derive(tuned)
+                object.__setattr__(built, "split", inner.split)
+                object.__setattr__(built, "steps", inner.steps)
+                runs_at = inner.guarantee
+            _check_calibration(built.guarantee, runs_at)
+            object.__setattr__(built, "params", tuned)
+            object.__setattr__(built, "given", params)
+            object.__setattr__(built, "runs_at", runs_at)
             return built
 
         plan.__signature__ = keyword_signature(params_cls).replace(return_annotation="Plan")
@@ -172,7 +230,11 @@ class Plan:
     ``(label, cost)`` in the order spent (given as :class:`Step` objects to
     name them; ``split`` is the typed, named form); the parts never add up
     to more than the total. ``params``: the release's typed, checked
-    ``Params`` (set by the plan builder). ``parameters``: every validated parameter, by the names
+    ``Params`` with the privacy parameters calibrated (set by the plan
+    builder, :func:`builds`: what the release hands its mechanisms);
+    ``given``: the ``Params`` as given; ``runs_at``: the guarantee at the
+    calibrated values (each component at most the decimal charged).
+    ``parameters``: every validated parameter as given, by the names
     the API, the CLI and the YAML config share. ``releases``: what will be
     released, in words. ``equivalent``: the (ε, δ) equivalent of a zCDP
     guarantee, where one is reported.
@@ -189,6 +251,8 @@ class Plan:
     notes: tuple[str, ...] = field(default=())
     params: Any = field(default=None, compare=False)
     split: Split = field(default=Split(), compare=False, repr=False)
+    given: Any = field(default=None, compare=False, repr=False)
+    runs_at: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "parameters", _frozen(self.parameters))
@@ -220,10 +284,12 @@ class Plan:
         """Charge the guarantee to ``budget`` (a PrivacyFilter or a ledger
         budget; refused before any data is read if it would overspend), then
         return this run's own filter with every step charged, in order: the
-        release draws its noise only within what this filter holds."""
+        release draws its noise only within what this filter holds: the
+        guarantee at the calibrated values (``runs_at``), counted as the
+        binary values the mechanisms use (each at most the decimal charged)."""
         if budget is not None:
             budget.spend(self.guarantee, label=self.release)
-        local = PrivacyFilter(self.guarantee)
+        local = PrivacyFilter(self.guarantee if self.runs_at is None else self.runs_at, as_written=False)
         for label, cost in self.steps:
             local.spend(cost, label=label)
         return local

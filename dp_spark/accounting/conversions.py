@@ -1,5 +1,10 @@
 """Conversions between privacy notions (plain floats in, floats out; every
-resulting cost is rounded up, never down: see ``exact``).
+resulting cost is rounded up, never down: see ``exact``). A conversion that
+states a budget's cost (pure -> zCDP, zCDP -> (ε, δ)) holds for the decimal
+the input was written as and for its binary value alike, and its result is
+never understated under either reading (``exact.cost_up``); the two a
+mechanism's own accounting uses (bounded range, Gaussian) work on the
+binary values it computed with.
 
 Sources: Bun–Steinke, "Concentrated Differential Privacy: Simplifications,
 Extensions, and Lower Bounds" (TCC 2016) for zCDP, its composition and the
@@ -14,7 +19,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dp_spark.accounting.exact import exact, float_up
+from dp_spark.accounting.exact import cost_up, exact, float_down, float_up, lower, upper, written
 from dp_spark import checks
 from dp_spark.errors import ParameterError
 
@@ -43,17 +48,22 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
     """
     rho = check_nonnegative(rho, "rho")
     delta = check_delta(delta, "delta", allow_zero=False)
+    # ε grows with ρ and falls with δ: the larger reading of ρ, the smaller of δ
+    rho, delta = float_up(upper(rho)), float_down(lower(delta))
     value = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
     # log, sqrt and three float operations err by a few ulps: state ε with a
     # relative margin of 2⁻⁴⁰ (far above that error), rounded up
-    return float_up(exact(value) * (1 + Fraction(1, 2**40)))
+    return cost_up(exact(value) * (1 + Fraction(1, 2**40)))
 
 
 def pure_to_zcdp(epsilon: float) -> float:
     """Return ρ = ε²/2 (rounded up): an ε-DP mechanism is (ε²/2)-zCDP
-    (Bun–Steinke 2016, Prop. 1.4)."""
+    (Bun–Steinke 2016, Prop. 1.4). ε is the decimal written (a mechanism
+    charged ε runs at most at that decimal, ``exact.calibrate``); the result
+    is not below ε²/2 read as binary or as decimal: it is what a budget
+    counts (exactly, ``filter.amounts``)."""
     epsilon = check_nonnegative(epsilon, "epsilon")
-    return float_up(exact(epsilon) ** 2 / 2)
+    return cost_up(written(epsilon) ** 2 / 2)
 
 
 def bounded_range_to_zcdp(epsilon: float) -> float:

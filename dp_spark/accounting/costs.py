@@ -5,7 +5,9 @@ a whole job. Values are validated on construction: zero is allowed (so sums
 can start at zero), negative, NaN and infinite values are refused, and δ must
 lie in [0, 1). ``a + b`` composes two costs of the same kind by basic
 composition (ε and δ add for (approximate) DP; ρ and δ add for
-zCDP, Bun–Steinke 2016), exactly on the given floats, rounded up.
+zCDP, Bun–Steinke 2016), exactly, on the decimals written (what budgets
+count: ``accounting.filter``), stated as the smallest float whose decimal is
+not below the sum (``exact.written_up``: 0.1 + 0.2 is 0.3).
 ``compose`` mixes kinds.
 """
 
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dp_spark.accounting.conversions import check_delta, check_nonnegative, zcdp_to_approx_epsilon
-from dp_spark.accounting.exact import exact, float_up
+from dp_spark.accounting.exact import written, written_up
 from dp_spark.errors import ParameterError
 
 __all__ = ["PureDP", "ApproxDP", "ZCDP", "PrivacyCost", "cost_from_dict"]
@@ -151,8 +153,9 @@ PrivacyCost = PureDP | ApproxDP | ZCDP
 
 
 def _add(first: float, second: float) -> float:
-    """first + second, exactly, rounded up (a composed cost is never understated)."""
-    return float_up(exact(first) + exact(second))
+    """first + second, exactly, as the decimals written, rounded up (a
+    composed cost is never understated)."""
+    return written_up(written(first) + written(second))
 
 
 def _add_delta(first: float, second: float) -> float:

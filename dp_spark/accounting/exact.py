@@ -14,6 +14,18 @@ never understates privacy loss:
   :func:`remainder`);
 - a noise scale Δ/ε is rounded **up** (:func:`ratio_up`): more noise, never
   less.
+
+Budgets count a privacy parameter as the decimal it was written as
+(:func:`written`: ``Fraction(repr(x))``, the shortest decimal that
+round-trips: 0.1 counts as 1/10, not 0.1000000000000000055…), so that 0.9
+then 0.1 fit a budget of 1. That is sound because a mechanism is never
+calibrated to more than that decimal: :func:`calibrate` (used once, where a
+plan turns its parameters into its budget split, :func:`dp_spark.plan.builds`)
+gives the largest float at or below it: the float itself when its binary
+value is at or below its decimal, else the next float toward 0. Amounts a
+budget states back (what was spent, what is left) are floats whose decimal
+is on the safe side: :func:`written_up`, :func:`written_down`,
+:func:`cost_up` (safe under both readings: binary and decimal).
 """
 
 from __future__ import annotations
@@ -24,7 +36,8 @@ from fractions import Fraction
 
 from dp_spark.errors import ParameterError
 
-__all__ = ["exact", "float_up", "float_down", "ratio_up", "ratio_down", "remainder", "share_down",
+__all__ = ["exact", "written", "calibrate", "upper", "lower", "written_up", "written_down", "cost_up",
+           "decimal_text", "float_up", "float_down", "ratio_up", "ratio_down", "remainder", "share_down",
            "ln_bounds", "ln_up", "ln_down", "sqrt_down", "sqrt_up"]
 
 
@@ -33,6 +46,42 @@ def exact(value: float | int | Fraction) -> Fraction:
     if isinstance(value, Fraction):
         return value
     return Fraction(value)
+
+
+def written(value: float | int | Fraction) -> Fraction:
+    """The decimal a privacy parameter was written as: ``Fraction(repr(x))``
+    of a float (the shortest decimal that reads back as the same float:
+    0.1 -> 1/10, 1e-06 -> 1/1000000); an int or Fraction as it is. What
+    budgets count (:class:`dp_spark.accounting.PrivacyFilter`, the ledger)."""
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, int):
+        return Fraction(value)
+    x = float(value)
+    if not math.isfinite(x):
+        raise ParameterError(f"a privacy amount must be finite; got {x!r}")
+    return Fraction(repr(x))
+
+
+def calibrate(value: float) -> float:
+    """The float a mechanism is calibrated to for a privacy parameter given
+    as ``value``: the largest float at or below the decimal it was written
+    as (:func:`written`). That is ``value`` itself when its binary value is
+    at or below that decimal (0.3, 0.5, 1.0), else the next float toward 0
+    (``math.nextafter(value, 0)``: 0.1, 0.9). So a release charged the
+    written decimal never runs a mechanism above it."""
+    return float_down(written(value))
+
+
+def upper(value: float | int | Fraction) -> Fraction:
+    """The larger of a float's two readings (exact binary value, written
+    decimal): a cost that must hold under both."""
+    return max(exact(value), written(value))
+
+
+def lower(value: float | int | Fraction) -> Fraction:
+    """The smaller of a float's two readings (exact binary value, written decimal)."""
+    return min(exact(value), written(value))
 
 
 def _nearest(q: Fraction) -> float:
@@ -60,6 +109,55 @@ def float_down(value: Fraction | float | int) -> float:
     if Fraction(f) > q:
         f = math.nextafter(f, -math.inf)
     return f
+
+
+def written_up(value: Fraction | float | int) -> float:
+    """The smallest float whose written decimal is >= ``value``: a total
+    spent, as a budget counting decimals states it (0.1 + 0.2 -> 0.3)."""
+    q = exact(value)
+    f = float_down(q)
+    while math.isfinite(f) and written(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def written_down(value: Fraction | float | int) -> float:
+    """The largest float whose written decimal is <= ``value`` (>= 0): what
+    is left of a budget counting decimals, so that spending it always fits
+    (1 - 0.9 -> 0.1)."""
+    q = exact(value)
+    f = float_down(q) if q > Fraction(1.7976931348623157e308) else float_up(q)
+    while f > 0 and written(f) > q:
+        f = math.nextafter(f, 0.0)
+    return f
+
+
+def cost_up(value: Fraction | float | int) -> float:
+    """A float whose exact binary value and written decimal are both >=
+    ``value``: a computed cost (a conversion, a composed total) that is
+    never understated, whichever way it is read."""
+    q = exact(value)
+    f = float_up(q)
+    while math.isfinite(f) and written(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def decimal_text(value: Fraction) -> str:
+    """A lossless text of an exact amount: a terminating decimal
+    (``"0.1"``; every sum of written decimals, and ε²/2 of one, is one),
+    else ``"p/q"``; ``Fraction(text)`` reads either back exactly."""
+    q = exact(value)
+    d, twos, fives = q.denominator, 0, 0
+    while d % 2 == 0:
+        d, twos = d // 2, twos + 1
+    while d % 5 == 0:
+        d, fives = d // 5, fives + 1
+    if d != 1:
+        return f"{q.numerator}/{q.denominator}"
+    places = max(twos, fives)
+    digits = q.numerator * 10**places // q.denominator
+    return format(Decimal(f"{digits}e-{places}"), "f")
 
 
 def ratio_up(numerator: float | int, denominator: float | int) -> float:

@@ -15,17 +15,25 @@ seeing earlier outputs) while the total guarantee stays the budget:
 Costs are checked before any data is read. A refusal changes nothing and its
 message quotes only parameters (the requested cost and the remaining budget).
 
-Exact comparison, no slack (the rule): every amount is the exact binary
-value of the float it was given as (0.1 is 0.1000000000000000055…, 0.3 is
-0.2999999999999999888…). Spent amounts are summed as exact fractions and a
-spend is accepted only if the exact sum stays at most the exact budget, so
-the filter never lets a job spend more than its budget, not even by one
-ulp. Consequence: three spends of 0.1 do not fit a budget of 0.3 (their
-exact sum is 0.3000000000000000166…); they do fit a budget written as
-``0.1 + 0.1 + 0.1`` (the float 0.30000000000000004), and :attr:`remaining`
-(exact, rounded down) always fits, so the last part of a split should be
-``remaining`` or :func:`dp_spark.accounting.remainder` (total minus the
-other parts, rounded down). Reported totals (:attr:`spent`) are rounded up.
+Exact comparison of the decimals written, no slack (the rule): every amount
+counts as the decimal it was written as (``Fraction(repr(x))``: 0.1 is 1/10,
+0.9 is 9/10; :func:`dp_spark.accounting.exact.written`); spent amounts are
+summed as exact fractions and a spend is accepted only if the exact sum stays
+at most the exact budget. So 0.9 then 0.1 fit a budget of 1 (and nothing
+more does), three spends of 0.1 fit a budget of 0.3, and δ and ρ sums are
+exact too. This is sound because no mechanism runs above the decimal it is
+charged: a release's plan calibrates each privacy parameter to the largest
+float at or below its decimal (:func:`dp_spark.accounting.exact.calibrate`,
+applied by :func:`dp_spark.plan.builds`), and a budget's own statements are
+rounded to the safe side as decimals: :attr:`remaining` down (spending it
+always fits), :attr:`spent` up. The PrivacyFilter and the persisted ledger
+(:mod:`dp_spark.ledger`) count through the same functions here
+(:func:`amounts`, :func:`fits`), so they accept and refuse alike.
+
+``as_written=False``: a mechanism's own filter over values it computed and
+uses as they are (binary floats: a Private Count Release loop, the
+continual trees) counts every amount, its budget included, as the exact
+binary value of the float instead.
 """
 
 from __future__ import annotations
@@ -34,10 +42,10 @@ from fractions import Fraction
 
 from dp_spark.accounting.composition import check_cost, convert_cost
 from dp_spark.accounting.costs import ApproxDP, PrivacyCost, PureDP, ZCDP
-from dp_spark.accounting.exact import exact, float_down, float_up
+from dp_spark.accounting.exact import exact, float_down, float_up, written, written_down, written_up
 from dp_spark.errors import BudgetExceededError, ParameterError
 
-__all__ = ["PrivacyFilter"]
+__all__ = ["PrivacyFilter", "amounts", "fits", "stated"]
 
 
 def _components(cost: PrivacyCost) -> dict[str, float]:
@@ -45,14 +53,37 @@ def _components(cost: PrivacyCost) -> dict[str, float]:
     return {key: value for key, value in cost.to_dict().items() if key != "kind"}
 
 
-def _exact_components(cost: PrivacyCost, kind: str) -> dict[str, Fraction]:
-    """The exact amounts ``cost`` spends from a budget of ``kind`` (pure ε
-    counts as ρ = ε²/2 exactly in a zCDP budget, as (ε, 0) in an (ε, δ) one)."""
+def amounts(cost: PrivacyCost, kind: str, as_written: bool = True) -> dict[str, Fraction]:
+    """The exact amounts ``cost`` spends from a budget of ``kind``: each
+    float as the decimal written (``as_written``) or as its binary value;
+    pure ε counts as ρ = ε²/2 exactly in a zCDP budget (Bun–Steinke 2016,
+    Prop. 1.4), as (ε, 0) in an (ε, δ) one. The caller checks that the
+    cost can be counted in ``kind`` (``convert_cost``)."""
+    value = written if as_written else exact
     if isinstance(cost, PureDP) and kind == ZCDP.kind:
-        return {"rho": exact(cost.epsilon) ** 2 / 2, "delta": Fraction(0)}
+        return {"rho": value(cost.epsilon) ** 2 / 2, "delta": Fraction(0)}
     if isinstance(cost, PureDP) and kind == ApproxDP.kind:
-        return {"epsilon": exact(cost.epsilon), "delta": Fraction(0)}
-    return {key: exact(value) for key, value in _components(cost).items()}
+        return {"epsilon": value(cost.epsilon), "delta": Fraction(0)}
+    return {key: value(v) for key, v in _components(cost).items()}
+
+
+def fits(limit: dict[str, Fraction], spent: dict[str, Fraction], extra: dict[str, Fraction]) -> bool:
+    """Whether spent + extra stays within limit, component by component, exactly."""
+    return all(spent.get(key, 0) + extra[key] <= limit[key] for key in limit)
+
+
+def stated(kind: str, values: dict[str, Fraction], up: bool, as_written: bool = True) -> PrivacyCost:
+    """A cost of ``kind`` stating exact ``values`` as floats rounded to the
+    safe side: ``up`` (a total spent, never understated) or down (what is
+    left, floored at 0: spending it always fits), as decimals written
+    (``as_written``) or as binary values."""
+    if up:
+        rounding = written_up if as_written else float_up
+        floats = {k: rounding(v) for k, v in values.items()}
+    else:
+        rounding = written_down if as_written else float_down
+        floats = {k: rounding(max(Fraction(0), v)) for k, v in values.items()}
+    return _from_components(kind, floats)
 
 
 def _from_components(kind: str, values: dict[str, float]) -> PrivacyCost:
@@ -68,12 +99,15 @@ class PrivacyFilter:
 
     ``spend`` converts a cost to the budget's kind when valid (PureDP ε counts
     as ApproxDP(ε, 0) or as ZCDP(ε²/2)); other mixes raise ParameterError.
-    Amounts are compared exactly (module docstring: no slack, no overspend).
+    Amounts are compared exactly, as the decimals written (module docstring:
+    no slack, no overspend); ``as_written=False``: as binary values (a
+    mechanism's own filter).
     """
 
-    def __init__(self, budget: PrivacyCost) -> None:
+    def __init__(self, budget: PrivacyCost, *, as_written: bool = True) -> None:
         self._budget = check_cost(budget, "budget")
-        self._limit = _exact_components(self._budget, self._budget.kind)
+        self._as_written = bool(as_written)
+        self._limit = amounts(self._budget, self._budget.kind, self._as_written)
         self._spent = {key: Fraction(0) for key in self._limit}
         self._ledger: list[tuple[str, PrivacyCost]] = []
 
@@ -88,14 +122,14 @@ class PrivacyFilter:
     def spent(self) -> PrivacyCost:
         """The composed total spent so far, in the budget's kind (exact sum,
         rounded up: never understated)."""
-        return _from_components(self._budget.kind, {k: float_up(v) for k, v in self._spent.items()})
+        return stated(self._budget.kind, self._spent, up=True, as_written=self._as_written)
 
     @property
     def remaining(self) -> PrivacyCost:
         """Budget minus spent, per component, exact and rounded down (so
         spending ``remaining`` always fits), floored at zero."""
-        left = {k: float_down(max(Fraction(0), self._limit[k] - self._spent[k])) for k in self._limit}
-        return _from_components(self._budget.kind, left)
+        left = {k: self._limit[k] - self._spent[k] for k in self._limit}
+        return stated(self._budget.kind, left, up=False, as_written=self._as_written)
 
     @property
     def ledger(self) -> list[tuple[str, PrivacyCost]]:
@@ -113,9 +147,8 @@ class PrivacyFilter:
                 f"cannot spend a {cost.kind} cost from a {self._budget.kind} budget: {exc}"
             ) from None
 
-    def _fits(self, amounts: dict[str, Fraction]) -> bool:
-        """Whether spent + amounts stays within the budget, component by component, exactly."""
-        return all(self._spent[key] + amounts[key] <= self._limit[key] for key in self._limit)
+    def _amounts(self, cost: PrivacyCost) -> dict[str, Fraction]:
+        return amounts(cost, self._budget.kind, self._as_written)
 
     def can_spend(self, cost: PrivacyCost) -> bool:
         """Return whether ``spend(cost)`` would be accepted (changes nothing).
@@ -124,7 +157,7 @@ class PrivacyFilter:
         budget's kind, as ``spend`` would.
         """
         self._converted(cost)
-        return self._fits(_exact_components(cost, self._budget.kind))
+        return fits(self._limit, self._spent, self._amounts(cost))
 
     def spend(self, cost: PrivacyCost, label: str = "") -> PrivacyCost:
         """Record ``cost`` under ``label`` if it fits, and return it in the budget's kind.
@@ -132,22 +165,23 @@ class PrivacyFilter:
         Raises BudgetExceededError, leaving the filter unchanged, if the running
         total (ρ and δ separately for zCDP; ε and δ for approximate DP; ε for
         pure DP) would exceed the budget at all (exact comparison of the
-        given floats, see the module docstring).
+        decimals written, see the module docstring).
         """
         if not isinstance(label, str):
             raise ParameterError(f"label must be a str, got {type(label).__name__}")
         converted = self._converted(cost)
-        amounts = _exact_components(cost, self._budget.kind)
-        if not self._fits(amounts):
+        extra = self._amounts(cost)
+        if not fits(self._limit, self._spent, extra):
             counted = "" if converted is cost else f" (counted as {converted.describe()})"
             name = f" {label!r}" if label else ""
             raise BudgetExceededError(
                 f"release{name} requests {cost.describe()}{counted}, but the remaining "
                 f"budget is {self.remaining.describe()} (amounts are compared exactly, as the "
-                "binary values of the floats given: spend the filter's remaining budget for a "
-                "last part); lower this release's privacy parameters or raise the job's budget"
+                f"{'decimals written' if self._as_written else 'binary values of the floats'}: the "
+                "filter's remaining budget always fits); lower this release's privacy parameters or "
+                "raise the job's budget"
             )
-        self._spent = {key: self._spent[key] + amounts[key] for key in self._spent}
+        self._spent = {key: self._spent[key] + extra[key] for key in self._spent}
         self._ledger.append((label, cost))
         return converted
 

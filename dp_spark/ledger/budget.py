@@ -86,7 +86,7 @@ class LedgerBudget:
         with another identity is refused here too (ParameterError), and one
         that reuses or replays an earlier charge counts as accepted."""
         state = self.ledger.state(self.name)
-        counted = counted_as(cost, state.total.kind, self.name)
+        counted_as(cost, state.total.kind, self.name)  # refuses a cost the budget cannot count
         if self.once and self._has_key_charge():
             return True  # a stream's resume spends nothing (a re-created stream is refused by spend)
         if self.keyed:
@@ -94,7 +94,7 @@ class LedgerBudget:
                                         self._label())
             if run is not None:
                 return True  # reused (nothing left the process) or replayed (nothing drawn)
-        return state.fits(counted)
+        return state.fits(cost)  # exactly as charge() and the PrivacyFilter decide
 
     def _has_key_charge(self) -> bool:
         return any(c["run_key"] == self.run_key for c in self.ledger.history(self.name))

@@ -7,7 +7,15 @@ run keeps its charge). Composition is the project's basic composition, stated
 in the budget's kind (``dp_spark.accounting.convert_cost``): ε adds for a
 pure budget; ε and δ add for an (ε, δ) budget (pure ε counted as (ε, 0));
 ρ and δ add for a zCDP budget (pure ε counted as ρ = ε²/2, Bun–Steinke 2016,
-Proposition 1.4). Summing per component is valid for adaptively chosen
+Proposition 1.4). Amounts count as the decimals written, summed exactly
+(0.9 then 0.1 fit a budget of 1), through the same functions as the
+in-memory :class:`~dp_spark.accounting.PrivacyFilter`
+(:func:`dp_spark.accounting.filter.amounts`, ``fits``), so the two accept
+and refuse alike. Each charge row stores the exact amounts it counts, as
+decimal text, under ``"exact"`` in its ``counted`` JSON (the floats beside
+them are unchanged; older dp_spark versions ignore the key). A charge
+recorded before that key existed is counted, as then, at the exact binary
+values of its stored floats (its release ran at those values). Summing per component is valid for adaptively chosen
 charges (a privacy filter: Rogers–Roth–Ullman–Vadhan 2016 for (ε, δ);
 Whitehouse–Ramdas–Rogers–Wu 2023 for zCDP). (ε, δ) charges cannot enter a
 zCDP budget and zCDP charges cannot enter an (ε, δ) budget without a chosen
@@ -42,10 +50,12 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from dp_spark.accounting import PureDP, compose, convert_cost
+from fractions import Fraction
+
 from dp_spark.accounting.costs import cost_from_dict
 from dp_spark.accounting.composition import check_cost
-from dp_spark.accounting.exact import exact
+from dp_spark.accounting.exact import decimal_text, exact
+from dp_spark.accounting.filter import amounts, fits, stated
 from dp_spark.errors import BudgetExceededError, InputError, ParameterError
 from dp_spark.ledger.budget import LedgerBudget
 from dp_spark.ledger.rules import CHARGED, RELEASED, RULES, counted_as  # noqa: F401 - re-exported
@@ -80,24 +90,37 @@ class BudgetState:
     total: object
     spent: object
     charges: int
-    #: The exact sum (fractions of the stored floats) of every counted charge:
-    #: budgets are compared exactly, with no slack, as the privacy filter does.
+    #: The exact sum of every counted charge (the decimals written; a charge
+    #: recorded before exact amounts were stored: its floats' binary values):
+    #: compared exactly, with no slack, as the privacy filter does.
     exact_spent: dict | None = None
 
     @property
+    def limit(self) -> dict:
+        """The total as exact amounts (the decimals written)."""
+        return amounts(self.total, self.total.kind)
+
+    def _spent(self) -> dict:
+        if self.exact_spent is not None:
+            return self.exact_spent
+        return {k: exact(v) for k, v in _fields(self.spent).items()}
+
+    @property
     def left(self):
-        total, spent = _fields(self.total), _fields(self.spent)
-        return cost_from_dict({"kind": self.total.kind, **{k: max(0.0, total[k] - spent[k]) for k in total}})
+        """Total minus spent, exact, stated as floats whose decimals are not
+        above it (spending ``left`` always fits), floored at zero."""
+        limit, spent = self.limit, self._spent()
+        return stated(self.total.kind, {k: limit[k] - spent.get(k, 0) for k in limit}, up=False)
 
     @property
     def rule(self) -> str:
         return RULES[self.total.kind]
 
-    def fits(self, counted) -> bool:
-        total, extra = _fields(self.total), _fields(counted)
-        spent = self.exact_spent if self.exact_spent is not None else {
-            k: exact(v) for k, v in _fields(self.spent).items()}
-        return all(spent.get(k, 0) + exact(extra[k]) <= exact(total[k]) for k in total)
+    def fits(self, cost) -> bool:
+        """Whether ``cost`` (countable in the budget's kind) fits what is
+        left, exactly: :func:`dp_spark.accounting.filter.fits` on the
+        decimals written, as the privacy filter decides."""
+        return fits(self.limit, self._spent(), amounts(cost, self.total.kind))
 
 
 class Ledger:
@@ -152,11 +175,10 @@ class Ledger:
             )
         kind, eps, delta, rho = rows[0]
         total = cost_from_dict({"kind": kind, "epsilon": eps, "delta": delta, "rho": rho})
-        counted = [cost_from_dict(json.loads(r[0])) for r in
+        counted = [_counted_amounts(json.loads(r[0])) for r in
                    cur.execute("SELECT counted FROM dp_charges WHERE budget = ?", (name,))]
-        spent = convert_cost(compose(counted), kind) if counted else convert_cost(PureDP(0.0), kind)
-        exact_spent = {k: sum((exact(_fields(c)[k]) for c in counted), exact(0.0)) for k in _fields(total)}
-        return BudgetState(name, total, spent, len(counted), exact_spent)
+        exact_spent = {k: sum((c[k] for c in counted), Fraction(0)) for k in _fields(total)}
+        return BudgetState(name, total, stated(kind, exact_spent, up=True), len(counted), exact_spent)
 
     def history(self, name: str | None = None) -> list[dict]:
         """Every charge (optionally of one budget), oldest first."""
@@ -215,7 +237,7 @@ class Ledger:
                     run = self._run(cur, name, run_key, key_seq)
                     _check_run(run, earlier[0], identity, cost, run_key, key_seq)
                     return Charge(counted, True, run.record if run.state == RELEASED else None, run)
-            if not state.fits(counted):
+            if not state.fits(cost):
                 raise BudgetExceededError(
                     f"{release} would spend {cost.describe()} from the ledger budget {name!r}, which has "
                     f"only {state.left.describe()} left ({state.rule}); lower the release's privacy "
@@ -227,7 +249,7 @@ class Ledger:
             cur.execute(
                 "INSERT INTO dp_charges (budget, seq, release, cost, counted, rule, run_key, key_seq, "
                 "parameters, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (name, int(seq), release, json.dumps(cost.to_dict()), json.dumps(counted.to_dict()), rule,
+                (name, int(seq), release, json.dumps(cost.to_dict()), json.dumps(_counted_doc(cost, counted)), rule,
                  run_key, key_seq if run_key is not None else None,
                  json.dumps(parameters or {}, default=str, sort_keys=True), now),
             )
@@ -350,6 +372,24 @@ class Charge:
     reused: bool
     record: dict | None = None
     run: Run | None = None
+
+
+def _counted_doc(cost, counted) -> dict:
+    """A charge's ``counted`` column: the cost as counted in the budget's
+    kind (floats, as before) and, under ``"exact"``, the exact amounts it
+    counts (the decimals written, as decimal text: lossless)."""
+    exact_amounts = amounts(cost, counted.kind)
+    return {**counted.to_dict(), "exact": {k: decimal_text(v) for k, v in exact_amounts.items()}}
+
+
+def _counted_amounts(doc: dict) -> dict:
+    """The exact amounts a stored charge counts: its ``"exact"`` decimals,
+    or for a charge recorded before they were stored, the exact binary
+    values of its floats (what the release then ran at, and what was then
+    compared)."""
+    if "exact" in doc:
+        return {k: Fraction(v) for k, v in doc["exact"].items()}
+    return {k: exact(v) for k, v in _fields(cost_from_dict(doc)).items()}
 
 
 def _canonical(doc) -> str:

@@ -48,8 +48,9 @@ PCR_STEP = ("Private Count Release loop: Unknown Domain Gumbel selections and di
 
 def calibration(plan: Plan) -> BoundedPlan:
     """The bounded baseline's public calibration (σ_s, τ, σ_c, T) of a
-    ``method="bounded"`` plan: a function of its parameters only."""
-    return bounded_plan(plan["rho"], plan["delta"], plan["max_items"], plan["alpha"], plan["relative_error"])
+    ``method="bounded"`` plan: a function of its parameters only, at the
+    calibrated ρ and δ (``plan.params``: at most the decimals charged)."""
+    return bounded_plan(plan.params.rho, plan.params.delta, plan["max_items"], plan["alpha"], plan["relative_error"])
 
 
 def _bounded_steps(calibrated: BoundedPlan) -> list[Step]:

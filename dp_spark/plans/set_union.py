@@ -164,6 +164,8 @@ def mechanism_plan(release_plan: Plan) -> SetUnionPlan:
     """The mechanism's numeric constants (noise scale, ρ, Γ) of a checked
     release plan: :func:`dp_spark.mechanisms.set_union.plan_set_union` on its
     parameters (deterministic, so the same constants the plan's budget split
-    names)."""
+    names), at the calibrated ε and δ (``plan.params``: at most the decimals
+    charged, :func:`dp_spark.plan.builds`)."""
     p = release_plan.parameters
-    return plan_set_union(p["epsilon"], p["delta"], p["max_items"], p["method"], p["alpha"])
+    return plan_set_union(release_plan.params.epsilon, release_plan.params.delta, p["max_items"], p["method"],
+                          p["alpha"])

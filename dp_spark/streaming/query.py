@@ -252,9 +252,11 @@ def counter_max_level(state: dict) -> int:
     return int(state["counter"]["config"]["max_level"])
 
 
-def _new_state(config: dict, tree_horizon: int, w: int | None) -> dict:
+def _new_state(config: dict, tree_horizon: int, w: int | None, rho: float) -> dict:
+    """A fresh mechanism state; ``rho`` is the plan's calibrated ρ (at most
+    the decimal charged; ``config`` keeps ρ as given)."""
     counter = ContinualCounter(
-        tree_horizon, config["rho"], config["method"], w, beta=config["beta"]
+        tree_horizon, rho, config["method"], w, beta=config["beta"]
     )
     J = tree_horizon.bit_length() - 1
     state: dict[str, Any] = {
@@ -526,7 +528,7 @@ def _begin(plan: Plan, budget, store: MechanismCheckpoint, step_sink: StepSink, 
             if getattr(budget, "run_key", None) is not None:
                 budget.once = True  # a stream's key is charged once: a re-created stream is refused
             budget.spend(plan.guarantee, label="continual-distinct (stream)")
-        state = _new_state(config, plan["tree_horizon"], plan["flippancy_bound"])
+        state = _new_state(config, plan["tree_horizon"], plan["flippancy_bound"], plan.params.rho)
         store.save(state)
     store.take_error()  # a stale error of an earlier run
     if state["last_record"] is not None:

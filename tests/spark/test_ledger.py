@@ -45,6 +45,23 @@ def test_second_cli_run_over_the_ledger_budget_is_refused(capsys, spark, tmp_pat
     assert history[0]["parameters"]["epsilon"] == 1.0 and history[0]["parameters"]["max_bound"] == 5
 
 
+def test_cli_runs_of_point_nine_then_point_one_fill_a_ledger_budget_of_one(capsys, spark, tmp_path, ledger_path):
+    """Issue 22 through the CLI (in-process entry): two real runs spending
+    ε = 0.9 then ε = 0.1 from the ledger budget ε = 1 are both accepted (the
+    ledger counts the decimals written; each mechanism runs at most at its
+    decimal), their reports state ε as given, and a third run is refused."""
+    common = ["distinct-count", "--rows", "3000", "--max-bound", "5", "--ledger", ledger_path,
+              "--ledger-budget", "eps", "--quiet"]
+    for eps, name in (("0.9", "a.json"), ("0.1", "b.json")):
+        assert main([*common, "--epsilon", eps, "--output", str(tmp_path / name)]) == 0
+        report = json.loads((tmp_path / name).read_text())
+        assert report["privacy"]["epsilon"] == float(eps) and report["parameters"]["epsilon"] == float(eps)
+    capsys.readouterr()
+    assert main([*common, "--epsilon", "1e-6", "--output", str(tmp_path / "c.json")]) == 2
+    assert "has only ε = 0 (pure differential privacy) left" in capsys.readouterr().err
+    assert [c["counted"]["exact"] for c in _charges(ledger_path, "eps")] == [{"epsilon": "0.9"}, {"epsilon": "0.1"}]
+
+
 def test_run_key_retry_reuses_the_charge(capsys, spark, ledger_path):
     argv = ["top-k", "--rows", "3000", "--k", "3", "--epsilon", "0.8", "--delta", "1e-6",
             "--ledger", ledger_path, "--ledger-budget", "rho", "--run-key", "dag-1", "--quiet"]

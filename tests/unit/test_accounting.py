@@ -22,6 +22,7 @@ from dp_spark.accounting import (
     zcdp_to_approx_epsilon,
 )
 from dp_spark.accounting import float_down, float_up, ratio_up, remainder
+from dp_spark.accounting.exact import calibrate, cost_up, decimal_text, written, written_down, written_up
 from dp_spark.errors import BudgetExceededError, ParameterError
 
 # --------------------------------------------------------------------------- cost types
@@ -80,7 +81,8 @@ def test_same_kind_addition():
     assert PureDP(0.5) + PureDP(0.25) == PureDP(0.75)
     total = ApproxDP(1, 1e-6) + ApproxDP(0.5, 2e-6)
     assert total.epsilon == 1.5 and total.delta == pytest.approx(3e-6)
-    assert ZCDP(0.1, 1e-7) + ZCDP(0.2) == ZCDP(0.1 + 0.2, 1e-7)
+    # costs add as the decimals written (the filter's rule): 0.1 + 0.2 is 0.3
+    assert ZCDP(0.1, 1e-7) + ZCDP(0.2) == ZCDP(0.3, 1e-7)
     assert sum([PureDP(1), PureDP(2)]) == PureDP(3)
 
 
@@ -181,28 +183,58 @@ def test_filter_accepts_exact_budget_in_pieces():
 
 
 def test_filter_compares_exactly_point_one_three_times():
-    """The rule (filter module docstring): amounts are the exact binary values
-    of the floats given. 3 × 0.1 exceeds 0.3 exactly (0.3000000000000000166…
-    > 0.2999999999999999888…), so the third 0.1 is refused; the remaining
-    budget (exact, rounded down) fits, and so does a budget stated as the
-    float sum 0.1 + 0.1 + 0.1."""
+    """The rule (filter module docstring): amounts are the decimals written,
+    compared exactly. 3 × 0.1 is exactly 0.3, so it fits a budget of 0.3 (its
+    binary value 0.2999999999999999888… is not what counts), and then not
+    even the smallest float fits; the remaining budget always fits."""
     pf = PrivacyFilter(PureDP(0.3))
     pf.spend(PureDP(0.1))
     pf.spend(PureDP(0.1))
-    assert not pf.can_spend(PureDP(0.1))
+    last = pf.remaining
+    assert last == PureDP(0.1)  # 0.3 - 0.2, stated as the float whose decimal is 0.1
+    assert pf.can_spend(PureDP(0.1))
+    pf.spend(last)
+    assert pf.remaining == PureDP(0.0)
+    assert pf.spent == PureDP(0.3)
+    assert not pf.can_spend(PureDP(5e-324))  # not even the smallest float fits now
     with pytest.raises(BudgetExceededError, match="compared exactly"):
-        pf.spend(PureDP(0.1))
+        pf.spend(PureDP(5e-324))
+
+
+def test_filter_issue_22_point_nine_then_point_one():
+    """Issue 22: 0.9 then 0.1 from a budget of 1 is accepted, then any further
+    spend (one ulp of anything) is refused; in every kind and component."""
+    for budget, first, second, more in [
+        (PureDP(1.0), PureDP(0.9), PureDP(0.1), PureDP(5e-324)),
+        (ApproxDP(1.0, 1e-6), ApproxDP(0.9, 9e-7), ApproxDP(0.1, 1e-7), ApproxDP(0.0, 5e-324)),
+        (ApproxDP(1.0, 1e-6), ApproxDP(0.9, 9e-7), ApproxDP(0.1, 1e-7), ApproxDP(5e-324, 0.0)),
+        (ZCDP(1.0, 1e-6), ZCDP(0.9, 9e-7), ZCDP(0.1, 1e-7), ZCDP(5e-324)),
+        (ZCDP(1.0, 1e-6), ZCDP(0.9, 9e-7), ZCDP(0.1, 1e-7), ZCDP(0.0, 5e-324)),
+    ]:
+        pf = PrivacyFilter(budget)
+        pf.spend(first)
+        assert pf.can_spend(second), (budget, pf.remaining)
+        pf.spend(second)
+        assert pf.spent == budget
+        assert not pf.can_spend(more)
+        with pytest.raises(BudgetExceededError):
+            pf.spend(more)
+
+
+def test_filter_binary_mode_counts_exact_floats():
+    """``as_written=False`` (a mechanism's own filter over the floats it
+    computed): amounts are the binary values, so 3 × 0.1 exceeds 0.3
+    (0.3000000000000000166… > 0.2999999999999999888…) and the remaining
+    budget, rounded down in binary, fits."""
+    pf = PrivacyFilter(PureDP(0.3), as_written=False)
+    pf.spend(PureDP(0.1))
+    pf.spend(PureDP(0.1))
+    assert not pf.can_spend(PureDP(0.1))
     last = pf.remaining
     assert 0.1 - 1e-16 < last.epsilon < 0.1
     pf.spend(last)
-    assert pf.remaining == PureDP(0.0)
-    assert not pf.can_spend(PureDP(5e-324))  # not even the smallest float fits now
+    assert not pf.can_spend(PureDP(5e-324))
     assert Fraction(pf.spent.epsilon) >= Fraction(0.1) * 2 + Fraction(last.epsilon)
-
-    summed = PrivacyFilter(PureDP(0.1 + 0.1 + 0.1))
-    for _ in range(3):
-        summed.spend(PureDP(0.1))
-    assert summed.remaining.epsilon < 1e-16
 
 
 @pytest.mark.parametrize("kind", ["pure", "approx-eps", "approx-delta", "rho", "zcdp-delta"])
@@ -226,15 +258,19 @@ def test_filter_refuses_a_one_ulp_overspend(kind):
 
 
 def test_pure_into_zcdp_counts_exact_square():
-    """ε = 0.1 counts as ρ = ε²/2 of the exact float, so a zCDP budget of
-    float(0.1²/2) rounded down is refused while the rounded-up one is accepted."""
+    """ε = 0.1 counts as ρ = ε²/2 of the decimal written, 0.005 exactly: a
+    zCDP budget of 0.005 holds it, the float just below does not (its
+    decimal is below 0.005). In binary mode the square of the exact float
+    counts (0.005000000000000000555…), so 0.005 does not hold it there."""
     eps = 0.1
+    below = math.nextafter(0.005, 0.0)
+    assert PrivacyFilter(ZCDP(0.005)).can_spend(PureDP(eps))
+    assert not PrivacyFilter(ZCDP(below)).can_spend(PureDP(eps))
+    assert pure_to_zcdp(eps) == 0.005
     rho = Fraction(eps) ** 2 / 2
-    up, down = float_up(rho), float_down(rho)
-    assert Fraction(down) < rho < Fraction(up)
-    assert not PrivacyFilter(ZCDP(down)).can_spend(PureDP(eps))
-    assert PrivacyFilter(ZCDP(up)).can_spend(PureDP(eps))
-    assert pure_to_zcdp(eps) == up
+    assert not PrivacyFilter(ZCDP(0.005), as_written=False).can_spend(PureDP(eps))
+    assert PrivacyFilter(ZCDP(float_up(rho)), as_written=False).can_spend(PureDP(eps))
+    assert Fraction(float_down(rho)) < rho
 
 
 @given(st.floats(min_value=1e-300, max_value=1e6), st.floats(min_value=0.0, max_value=1.0))
@@ -242,7 +278,7 @@ def test_remainder_split_never_exceeds_total(total, share):
     first = total * share
     last = remainder(total, first)
     assert Fraction(first) + Fraction(last) <= Fraction(total)
-    pf = PrivacyFilter(PureDP(total))
+    pf = PrivacyFilter(PureDP(total), as_written=False)  # remainder is exact on binary values
     pf.spend(PureDP(first))
     pf.spend(PureDP(last))
 
@@ -336,8 +372,8 @@ def test_filter_never_exceeds_budget(requests):
         else:
             with pytest.raises(BudgetExceededError):
                 pf.spend(ZCDP(rho, 1e-8))
-    exact_rho = sum((Fraction(cost.rho) for _, cost in pf.ledger), Fraction(0))
-    exact_delta = sum((Fraction(cost.delta) for _, cost in pf.ledger), Fraction(0))
-    assert exact_rho <= Fraction(2.0) and exact_delta <= Fraction(1e-6)  # no overspend at all
-    assert Fraction(pf.spent.rho) >= exact_rho and Fraction(pf.spent.delta) >= exact_delta
+    exact_rho = sum((written(cost.rho) for _, cost in pf.ledger), Fraction(0))
+    exact_delta = sum((written(cost.delta) for _, cost in pf.ledger), Fraction(0))
+    assert exact_rho <= 2 and exact_delta <= Fraction("1e-6")  # no overspend at all (decimals written)
+    assert written(pf.spent.rho) >= exact_rho and written(pf.spent.delta) >= exact_delta
     assert pf.can_spend(pf.remaining)

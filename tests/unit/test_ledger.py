@@ -36,22 +36,25 @@ def test_pure_budget_refuses_overspend_and_records_nothing(ledger):
 
 
 def test_ledger_compares_exactly_as_the_filter_does(ledger):
-    """The project's rule (dp_spark.accounting.filter): amounts are the exact
-    binary values of the floats, with no slack. 3 × 0.1 exceeds 0.3 exactly,
-    so the third charge is refused; a budget stated as the float sum
-    0.1 + 0.1 + 0.1 takes all three."""
+    """The project's rule (dp_spark.accounting.filter): amounts are the
+    decimals written, summed exactly, with no slack. 3 × 0.1 is exactly 0.3,
+    so three charges fill a budget of 0.3 and nothing more fits; a budget
+    written as the float sum 0.1 + 0.1 + 0.1 (0.30000000000000004) takes
+    three and then 4e-17, not 5e-17."""
     ledger.create_budget("b", PureDP(0.3))
-    for _ in range(2):
+    for _ in range(3):
         ledger.budget("b").spend(PureDP(0.1), "x")
     with pytest.raises(BudgetExceededError):
-        ledger.budget("b").spend(PureDP(0.1), "x")
-    assert ledger.state("b").charges == 2
+        ledger.budget("b").spend(PureDP(5e-324), "x")
+    assert ledger.state("b").charges == 3 and ledger.state("b").left == PureDP(0.0)
     ledger.create_budget("c", PureDP(0.1 + 0.1 + 0.1))
     for _ in range(3):
         ledger.budget("c").spend(PureDP(0.1), "x")
     assert ledger.state("c").charges == 3
     with pytest.raises(BudgetExceededError):
-        ledger.budget("c").spend(PureDP(5e-17), "one ulp more")
+        ledger.budget("c").spend(PureDP(5e-17), "one more")
+    ledger.budget("c").spend(PureDP(4e-17), "the rest")
+    assert ledger.state("c").left == PureDP(0.0)
 
 
 def test_zcdp_budget_counts_pure_epsilon_as_half_epsilon_squared(ledger):

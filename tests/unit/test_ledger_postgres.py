@@ -151,3 +151,40 @@ def test_old_postgres_ledger_is_migrated_and_a_released_key_is_replayed(postgres
         replay = replayed(retry)
         assert replay.values == release.values and replay.created == release.created
         assert ledger.state("b").charges == 2 and [r.state for r in ledger.runs("b")] == ["released"]
+
+
+def test_issue_22_decimals_on_postgres(postgres_url):
+    """Issue 22 on PostgreSQL, as in SQLite and the in-memory filter
+    (tests/unit/test_exact_ledger.py): 0.9 then 0.1 fill a budget of 1 and
+    nothing more fits; random decimal parts summing to the budget all fit,
+    one ulp more of the last does not; the exact decimals survive the
+    DOUBLE PRECISION and TEXT columns."""
+    import math
+    import random
+
+    from dp_spark.accounting import PrivacyFilter
+
+    with open_ledger(postgres_url) as ledger:
+        ledger.create_budget("pg-exact", PureDP(1.0))
+        ledger.budget("pg-exact").spend(PureDP(0.9), "first")
+        ledger.budget("pg-exact").spend(PureDP(0.1), "second")
+        assert ledger.state("pg-exact").left == PureDP(0.0) and ledger.state("pg-exact").spent == PureDP(1.0)
+        with pytest.raises(BudgetExceededError):
+            ledger.budget("pg-exact").spend(PureDP(5e-324), "third")
+        assert ledger.history("pg-exact")[1]["counted"]["exact"] == {"epsilon": "0.1"}
+
+        rng = random.Random(22)
+        for trial in range(5):
+            units = [rng.randint(1, 999) for _ in range(rng.randint(2, 6))]
+            parts = [float(f"{u / 1000:.3f}") for u in units]
+            total = float(f"{sum(units) / 1000:.3f}")
+            name = f"pg-split-{trial}"
+            ledger.create_budget(name, ZCDP(total, 1e-6))
+            pf = PrivacyFilter(ZCDP(total, 1e-6))
+            for p in parts[:-1]:
+                ledger.budget(name).spend(ZCDP(p), "part")
+                pf.spend(ZCDP(p))
+            over = ZCDP(math.nextafter(parts[-1], math.inf))
+            assert not ledger.budget(name).can_spend(over) and not pf.can_spend(over)
+            ledger.budget(name).spend(ZCDP(parts[-1], 1e-6), "last")
+            assert ledger.state(name).left == ZCDP(0.0, 0.0)

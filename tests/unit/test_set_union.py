@@ -493,7 +493,9 @@ def test_release_plan_is_the_mechanism_plan_and_its_split():
     for method in POLICIES:
         p = release_plan(epsilon=2.0, delta=1e-4, method=method, max_items=10, alpha=3.0)
         numeric = mechanism_plan(p)
-        assert numeric == plan_set_union(2.0, 1e-4, 10, method, 3.0)
+        # the mechanism runs at the calibrated δ: the float 1e-4 is above the
+        # decimal 0.0001 charged, so the float below it (issue 22)
+        assert numeric == plan_set_union(2.0, math.nextafter(1e-4, 0.0), 10, method, 3.0)
         assert (p.guarantee.epsilon, p.guarantee.delta) == (2.0, 1e-4)
         (noise_label, noise), (threshold_label, threshold) = p.steps
         assert (noise.epsilon, noise.delta) == (2.0, numeric.noise_delta)

@@ -270,7 +270,7 @@ def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
     T = plan.horizon
     path, start, noise = _phase_path(summaries.over_counts, plan, rng)
     rest_step = plan.budget_split()[-1][0]  # trees and baseline share the filter's step
-    ledger = PrivacyFilter(ZCDP(plan.rho_rest))
+    ledger = PrivacyFilter(ZCDP(plan.rho_rest), as_written=False)  # binary values, as used
     estimates = np.zeros(T, dtype=np.int64)
     std = np.zeros(T, dtype=np.float64)
     bound = np.zeros(T, dtype=np.float64)

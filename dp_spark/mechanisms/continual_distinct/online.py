@@ -239,7 +239,7 @@ class ContinualCounter:
 
     def _auto_ledger(self) -> PrivacyFilter:
         """The filter over the trees' and baseline's share, rebuilt from the started phases."""
-        ledger = PrivacyFilter(ZCDP(self._auto.rho_rest))
+        ledger = PrivacyFilter(ZCDP(self._auto.rho_rest), as_written=False)  # binary values, as used
         for level in self._started:
             ledger.spend(ZCDP(self._auto.tree_rho[level]), label=f"tree w={1 << level}")
         if self._phase is not None:

@@ -257,7 +257,8 @@ def private_count_release(
                                              delta_min, accuracy_factor)
     counts, base = _as_top_counts(top_counts, next_count, kbar)
     loop = _Loop(counts=counts, base=base, kbar=kbar, relative_error=relative_error, delta_min=delta_min,
-                 accuracy_factor=accuracy_factor, rng=check_rng(rng), ledger=PrivacyFilter(ZCDP(rho, delta)),
+                 accuracy_factor=accuracy_factor, rng=check_rng(rng),
+                 ledger=PrivacyFilter(ZCDP(rho, delta), as_written=False),  # binary values, as used
                  epsilon=epsilon_min)
     while (stopped := loop.stop_reason()) is None:
         loop.round()
