@@ -18,16 +18,26 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dp_spark.accounting.conversions import check_delta, check_nonnegative, zcdp_to_approx_epsilon
-from dp_spark.accounting.exact import written, written_up
+from dp_spark.accounting.exact import calibrate, written, written_up
 from dp_spark.errors import ParameterError
 
 __all__ = ["PureDP", "ApproxDP", "ZCDP", "PrivacyCost", "cost_from_dict"]
 
 
 def _fmt(value: float) -> str:
-    """Shortest faithful text for a parameter: 1 -> "1", 0.5 -> "0.5", 1e-06 -> "1e-06"."""
+    """Shortest faithful text for a parameter: 1 -> "1", 0.5 -> "0.5", 1e-06 -> "1e-06".
+
+    A step's amount calibrated one float below a short decimal
+    (:func:`~dp_spark.accounting.exact.calibrate`: 0.1 runs at
+    0.09999999999999999) reads as that decimal, the amount charged for it:
+    a person reads "ε = 0.1", never less than the step may spend. The
+    exact value stays in ``to_dict()``."""
     if value.is_integer() and abs(value) < 1e16:
         return str(int(value))
+    if math.isfinite(value) and value > 0:
+        above = math.nextafter(value, math.inf)
+        if len(repr(above)) < len(repr(value)) and calibrate(above) == value:
+            return _fmt(above)
     return repr(value)
 
 

@@ -336,3 +336,22 @@ def test_point_one_plan_runs_below_its_decimal_and_reports_it_as_given():
     assert plan.params.epsilon == math.nextafter(0.1, 0.0) == plan.split.epsilon("selection")
     one = distinct_count.plan(epsilon=1.0)
     assert one.params is one.given  # 1.0 is its own decimal: nothing to calibrate
+
+
+def test_a_calibrated_step_reads_as_the_decimal_charged_for_it():
+    """0.1 runs at nextafter(0.1, 0); the budget split a person reads says
+    0.1 (what is charged), never a value below it, and other floats keep
+    their shortest text."""
+    import math
+
+    from dp_spark.accounting import ApproxDP, PureDP, ZCDP
+    from dp_spark.accounting.exact import calibrate
+
+    for text in ("0.1", "0.9", "0.7", "1e-05", "0.2"):
+        ran = calibrate(float(text))
+        assert PureDP(ran).describe() == f"ε = {text} (pure differential privacy)"
+        assert ZCDP(ran).describe().startswith(f"ρ = {text} ")
+    assert ApproxDP(0.30000000000000004, 1e-6).describe().startswith("ε = 0.30000000000000004,")
+    below = math.nextafter(calibrate(0.1), 0)  # two floats below: not a calibration of 0.1
+    assert PureDP(below).describe() == f"ε = {below!r} (pure differential privacy)"
+    assert PureDP(0.1).to_dict() != PureDP(calibrate(0.1)).to_dict()  # the exact value stays in the record
