@@ -84,7 +84,8 @@ def continual_events(rows: int) -> int:
     return 10_000_000 if rows < 20_000_000 else 20_000_000
 
 
-def measure_all(spark, rows: int, reps: int, pipelinedp: bool, releases=RELEASES) -> dict:
+def measure_all(spark, rows: int, reps: int, pipelinedp: bool, releases=RELEASES,
+                continual_size: int | None = None) -> dict:
     import distinct_count_speed
     import set_union_speed
     import continual_speed
@@ -108,7 +109,8 @@ def measure_all(spark, rows: int, reps: int, pipelinedp: bool, releases=RELEASES
         ratios["top-k joint / histogram + top 10k"] = tk["ratio"]
         ratios["count-release / histogram + top 10k"] = tk["ratio_count_release"]
     if "continual-distinct" in releases:
-        ct = out["continual_distinct"] = continual_speed.measure(spark, continual_events(rows), reps=reps)
+        ct = out["continual_distinct"] = continual_speed.measure(spark, continual_size or continual_events(rows),
+                                                                 reps=reps)
         ratios["continual-distinct stage / floor"] = ct["ratio"]
     out["ratios"] = ratios
     return out
@@ -159,7 +161,8 @@ def run_shape(args) -> dict:
                "load_average_start": os.getloadavg(),
                "joint_driver_s_d1e6_k100": joint_driver_seconds(), "runs": []}
     for rows in args.rows:
-        results["runs"].append(measure_all(spark, rows, args.reps, not args.no_pipelinedp, args.releases))
+        results["runs"].append(measure_all(spark, rows, args.reps, not args.no_pipelinedp, args.releases,
+                                           args.continual_events))
     table = []
     for run in results["runs"]:
         for name, value in run["ratios"].items():
@@ -174,7 +177,8 @@ def run_shape(args) -> dict:
                           f"{c['calls']}, {c['rows']}, {c['pickle_bytes']:,}", "flat", ""])
         if "continual_distinct" in run:
             c = run["continual_distinct"]
-            table.append([f"{run['rows']:,}", f"continual-distinct: T = 2^20, {c['events']:,} events, "
+            table.append([f"{run['rows']:,}", f"continual-distinct: T = 2^{c['horizon'].bit_length() - 1}, "
+                          f"{c['events']:,} events, "
                           f"{c['shards']} shards, stage / floor (s)",
                           f"{c['stage_s']:.1f} / {c['floor_s']:.1f}", "", ""])
     j = results["joint_driver_s_d1e6_k100"]
@@ -193,6 +197,8 @@ def run_shape(args) -> dict:
 def _child_argv(args, shape: str, json_path: Path) -> list[str]:
     argv = [sys.executable, "-m", "benchmarks.speed_all", "--shape", shape, "--json", str(json_path),
             "--reps", str(args.reps), "--rows", *map(str, args.rows), "--releases", *args.releases]
+    if args.continual_events:
+        argv += ["--continual-events", str(args.continual_events)]
     return argv + (["--no-pipelinedp"] if args.no_pipelinedp else [])
 
 
@@ -231,6 +237,11 @@ def main(argv=None) -> int:
                    help="session shapes, one child process each (default: all three)")
     p.add_argument("--shape", choices=list(SESSION_SHAPES), default=None,
                    help="run one shape in this process (what each child does)")
+    p.add_argument("--parallel", action="store_true",
+                   help="run the shapes' processes at the same time (each ratio still compares contenders "
+                        "timed in turn in one session; absolute seconds then share the machine)")
+    p.add_argument("--continual-events", type=int, default=None,
+                   help="continual-distinct's size in events (default: continual_events(rows))")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     if args.shape is not None:
@@ -240,11 +251,16 @@ def main(argv=None) -> int:
         return 0
     shapes = {}
     with tempfile.TemporaryDirectory(prefix="dp_spark_speed_all_") as tmp:
-        for shape in args.shapes:
-            out = Path(tmp) / f"{shape}.json"
-            done = subprocess.run(_child_argv(args, shape, out), check=False)
-            if done.returncode != 0 or not out.is_file():
-                print(f"session shape {shape}: the child process failed (exit {done.returncode})", flush=True)
+        outs = {shape: Path(tmp) / f"{shape}.json" for shape in args.shapes}
+        if args.parallel:
+            children = {shape: subprocess.Popen(_child_argv(args, shape, out)) for shape, out in outs.items()}
+            codes = {shape: child.wait() for shape, child in children.items()}
+        else:
+            codes = {shape: subprocess.run(_child_argv(args, shape, out), check=False).returncode
+                     for shape, out in outs.items()}
+        for shape, out in outs.items():
+            if codes[shape] != 0 or not out.is_file():
+                print(f"session shape {shape}: the child process failed (exit {codes[shape]})", flush=True)
                 continue
             shapes[shape] = json.loads(out.read_text())
     if not shapes:
