@@ -163,3 +163,48 @@ def command_line() -> str:
     except ValueError:
         pass
     return " ".join([exe, *sys.argv])
+
+
+#: The session shapes of ``speed_all`` (issue 26): dp_spark's own session
+#: (``dp_spark.session.get_session``: conf/spark-defaults.yaml, 8 shuffle
+#: partitions, adaptive on), Spark's defaults (a plain builder: 200 shuffle
+#: partitions, adaptive on), and Spark's defaults with 8 shuffle partitions.
+#: Every shape gets the same master, driver memory and UI setting, so only
+#: the SQL tuning differs.
+SESSION_SHAPES = {
+    "project": None,
+    "spark-defaults": {},
+    "shuffle8": {"spark.sql.shuffle.partitions": "8"},
+}
+
+
+def start_shaped_session(app_name: str, shape: str):
+    """A session of one of :data:`SESSION_SHAPES` (a JVM per process: the
+    shapes run in separate processes)."""
+    if SESSION_SHAPES[shape] is None:
+        return start_session(app_name)
+    from pyspark.sql import SparkSession
+
+    from dp_spark.session import prepare_environment
+
+    prepare_environment()
+    builder = (SparkSession.builder.master(MASTER).appName(app_name)
+               .config("spark.driver.memory", DRIVER_MEMORY).config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in SESSION_SHAPES[shape].items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def person_shuffle_floor(spark, path: str, person: str = "person_id", item: str = "item") -> None:
+    """The bare person-shuffle floor (issue 26): every (person, item) row of
+    the Parquet file shuffled by person into the partitions dp_spark's
+    Python passes use (an explicit count, two per task slot) and consumed in
+    the JVM (the ``noop`` sink): the physical work any per-person release
+    must do before it computes anything."""
+    from dp_spark.stages.partitioning import python_partitions
+
+    (spark.read.parquet(path).select(person, item).repartition(python_partitions(spark), person)
+     .write.format("noop").mode("overwrite").save())

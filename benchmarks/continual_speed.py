@@ -53,7 +53,7 @@ def measure(spark, events: int = DEFAULT_EVENTS, *, log2_horizon: int = DEFAULT_
     from pyspark.sql import functions as F
 
     from dp_spark.continual_data import items_for_events, synthetic_stream
-    from dp_spark.stages.continual import continual_summaries
+    from dp_spark.stages.continual import continual_summaries, default_shards
 
     horizon = 1 << log2_horizon
     base = Path(tempfile.mkdtemp(prefix="dp_spark_continual_", dir=tmp))
@@ -83,7 +83,7 @@ def measure(spark, events: int = DEFAULT_EVENTS, *, log2_horizon: int = DEFAULT_
                 times[name].append(t.seconds)
         med = {name: statistics.median(values) for name, values in times.items()}
         return {"events": n, "items": items, "horizon": horizon, "max_flippancy": flippancy,
-                "shards": int(spark.conf.get("spark.sql.shuffle.partitions")),
+                "shards": default_shards(spark),
                 "stage_s": med["stage"], "floor_s": med["floor"], "floor_items_s": med["floor_items"],
                 "times": times, "ratio": med["stage"] / med["floor"],
                 "ratio_items": med["stage"] / med["floor_items"], "target": TARGET_RATIO}

@@ -194,11 +194,16 @@ TARGETS = {2_000_000: 2.0, 20_000_000: 2.5}
 
 def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound: int = 100,
             seed: int = 0, tmp: Path | None = None) -> dict:
-    """Ratio (greedy release with automatic shards) / (COUNT(DISTINCT item))
-    on ``rows`` synthetic rows, both timed in this session on the same
+    """Ratios of the greedy release with automatic shards to
+    ``COUNT(DISTINCT item)``, to the per-person aggregate
+    ``groupBy(person).agg(countDistinct(item))`` (written to the noop sink)
+    and to the bare person-shuffle floor (:func:`_common.person_shuffle_floor`)
+    on ``rows`` synthetic rows, all timed in this session on the same
     Parquet file, interleaved, after one warm-up each; plus what the release
     collects to the driver. For aggregate benchmarks. Seeded releases: not
     for publication."""
+    from pyspark.sql import functions as F
+
     import dp_spark
     from dp_spark.datasets import synthetic_events
 
@@ -212,21 +217,34 @@ def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound:
             return dp_spark.distinct_count(spark.read.parquet(path), person_col=PERSON_COL, item_col=ITEM_COL,
                                            epsilon=epsilon, max_bound=max_bound, seed=seed + rep)
 
+        from _common import person_shuffle_floor
+
+        def per_person():  # the per-person aggregate every row of a person feeds
+            (spark.read.parquet(path).groupBy(PERSON_COL).agg(F.countDistinct(ITEM_COL))
+             .write.format("noop").mode("overwrite").save())
+
+        others = {"count_distinct": lambda: spark.sql(sql).collect(), "per_person": per_person,
+                  "floor": lambda: person_shuffle_floor(spark, path, PERSON_COL, ITEM_COL)}
         with CollectRecorder(type(spark.range(1))) as recorder:
             first = release(0)
-        spark.sql(sql).collect()
-        t_rel, t_cd = [], []
+        for run in others.values():  # warm-up
+            run()
+        t_rel, times = [], {name: [] for name in others}
         for rep in range(reps):
             with Timer() as t:
                 release(rep + 1)
             t_rel.append(t.seconds)
-            with Timer() as t:
-                spark.sql(sql).collect()
-            t_cd.append(t.seconds)
-        ratio = median(t_rel) / median(t_cd)
-        return {"rows": rows, "release_s": median(t_rel), "count_distinct_s": median(t_cd),
-                "ratio": ratio, "target": TARGETS.get(rows), "shards": first.parameters["shards"],
-                "driver_collect": recorder.totals()}
+            for name, run in others.items():
+                with Timer() as t:
+                    run()
+                times[name].append(t.seconds)
+        med = {name: median(ts) for name, ts in times.items()}
+        return {"rows": rows, "release_s": median(t_rel), "count_distinct_s": med["count_distinct"],
+                "per_person_s": med["per_person"], "floor_s": med["floor"],
+                "ratio": median(t_rel) / med["count_distinct"],
+                "ratio_per_person": median(t_rel) / med["per_person"], "ratio_floor": median(t_rel) / med["floor"],
+                "target": TARGETS.get(rows), "shards": first.parameters["shards"],
+                "release_times_s": t_rel, "times_s": times, "driver_collect": recorder.totals()}
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

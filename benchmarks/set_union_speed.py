@@ -124,8 +124,11 @@ def pdp_count(spark, path):
 
 
 def _contenders(pipelinedp: bool) -> dict:
+    from _common import person_shuffle_floor
+
     out = {
         "plain": plain,
+        "floor": lambda spark, path: person_shuffle_floor(spark, path, PERSON, ITEM),
         "set-union": set_union,
         "set-union-count": lambda spark, path: set_union(spark, path, "count"),
         "count-release": count_release,
@@ -160,6 +163,7 @@ def measure(spark, rows: int, reps: int = 3, pipelinedp: bool = True, verbose: b
     seconds = {name: statistics.median(ts) for name, ts in runs.items()}
     ratios = {
         "set-union / plain": _ratio(seconds, "set-union", "plain"),
+        "set-union / floor": _ratio(seconds, "set-union", "floor"),
         "pdp-select / set-union": _ratio(seconds, "pdp-select", "set-union"),
         "pdp-select / set-union-count": _ratio(seconds, "pdp-select", "set-union-count"),
         "pdp-count / count-release": _ratio(seconds, "pdp-count", "count-release"),

@@ -152,7 +152,7 @@ class Params:
                            "from the data); integer columns default to 1", cli_type=origin_value)
     step_size: float | None = param(None, "length of a step, in the time column's units (seconds for "
                                     "timestamps; default 1, or one day)", cli_type=float)
-    shards: int | None = param(None, "item-hash shards of the Spark stage (default spark.sql.shuffle.partitions; "
+    shards: int | None = param(None, "item-hash shards of the Spark stage (default two per task slot of the cluster; "
                                f"at most {MAX_SHARDS:,})", limit=MAX_SHARDS, cli_type=int)
     stream: bool = param(False, "run as a Structured Streaming query (one step per micro-batch)", flag=True,
                          api=False)

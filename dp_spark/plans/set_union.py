@@ -112,7 +112,8 @@ class Params:
     person_col: str = param("person_id", PERSON_COL_HELP)
     item_col: str = param("item", ITEM_COL_HELP)
     count: bool = param(True, "also release the number of released items", cli=False)
-    partitions: int | None = param(None, "partitions of the noise step (default: Spark's)", limit=PARTITIONS_LIMIT,
+    partitions: int | None = param(None, "partitions of the noise step (default: two per task slot of the "
+                                   "cluster)", limit=PARTITIONS_LIMIT,
                                    cli=False)
     seed: int | None = param(None, SEED_HELP, cli_type=int)
 

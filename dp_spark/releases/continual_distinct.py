@@ -256,8 +256,8 @@ def continual_distinct(
             1; ParameterError before any data is read otherwise) — it is never
             derived from the data. Timestamps: step_size in seconds, default
             one day; origin an ISO date/time (UTC unless it says otherwise).
-        shards: item-hash shards of the Spark stage (default
-            ``spark.sql.shuffle.partitions``).
+        shards: item-hash shards of the Spark stage (default two per task
+            slot of the cluster, never the session's shuffle partitions).
         seed: tests and demos only; a seeded release is not for publication.
         budget: an optional shared :class:`PrivacyFilter` (or ``ledger=``, a
             persisted one); ρ is spent from it before any data is read, and

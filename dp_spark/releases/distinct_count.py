@@ -37,7 +37,10 @@ Pipeline and budget split (basic composition, total ε-DP):
    edge_limit | matching chosen] <= 10⁻⁶, and past that probability the
    limit is a memory sizing only: the pairs are collected, never refused.
 1. Spark stage (no noise): c_l = DC(D; l) or its greedy / sampling lower
-   bound for l = 1..L (L = ``max_bound``); each c_l has sensitivity l.
+   bound for l = 1..L (L = ``max_bound``); each c_l has sensitivity l. The
+   greedy's Spark partitions come from the shard count and the cluster's
+   parallelism, never from the session's shuffle partitions, and each shard
+   lies whole in one partition: the layout changes no count (issue 26).
 2. ε'/2 — the bound choice picks l̂ among the public candidates l = 1, 4,
    16, 64, … ≤ L (powers of 4: a function of ``max_bound`` only) from the
    Generalized Exponential Mechanism's normalised scores (Algorithm 3) of

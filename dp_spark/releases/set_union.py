@@ -118,7 +118,7 @@ def set_union(
     library). Its plan reads the stored rows only: it holds no salt and no
     noise key, and every action on it returns the same set (see the module's
     trust boundary). ``partitions``: partitions of the noise step (default
-    ``spark.sql.shuffle.partitions``; a performance setting that does not
+    two per task slot of the cluster, never the session's shuffle partitions; a performance setting that does not
     change the distribution of the output). With ``count=True`` (default) the
     size of the released set is ``result["released_count"]``; ``result``
     also holds ``method`` (the policy run), ``max_items``, ``noise``,

@@ -22,8 +22,10 @@ How (DataFrame API only, so it runs on Spark Connect too):
    event time is not public.
 2. A per-row filter drops the events the rules below reject (no job, no
    error, nothing counted).
-3. Items go to shards by ``pmod(xxhash64(item), shards)``; one
-   ``applyInPandas`` call per shard runs the sequential per-item work with the
+3. Items go to shards by ``pmod(murmur3(item), shards)`` — Spark's hash
+   partitioning into ``shards`` partitions (default two per task slot of
+   the cluster, never the session's shuffle partitions); one
+   ``mapInArrow`` pass per partition (= shard) runs the sequential per-item work with the
    numpy kernels of ``dp_spark.summaries.continual_distinct`` (sort by item, step, raw
    time, inserts first; clamped counts; end-of-step existence; running flip
    number k) and sums the flips per (step, level) cell, level = the smallest
@@ -72,8 +74,11 @@ import math
 import numbers
 from dataclasses import dataclass
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -94,7 +99,7 @@ from dp_spark.settings.continual_distinct import (  # noqa: F401 - the one home 
     validate_shards,
 )
 from dp_spark.sparkjobs import spark_job
-from dp_spark.stages.distinct import default_shards
+from dp_spark.stages.partitioning import python_partitions
 from dp_spark.stages.edges import require_columns, require_exact_ids
 
 log = logging.getLogger(__name__)
@@ -124,6 +129,7 @@ CELL_SCHEMA = T.StructType(
         T.StructField(CROSS, T.LongType()),
     ]
 )
+_CELL_ARROW = pa.schema([(STEP, pa.int64()), (LEVEL, pa.int32()), (DELTA, pa.int64()), (CROSS, pa.int64())])
 
 
 # ------------------------------------------------------------------ time -> step
@@ -346,7 +352,7 @@ def needs_order(mapping: TimeMapping) -> bool:
 # ------------------------------------------------------------------ per-shard kernel
 
 def _shard_cells(pdf: pd.DataFrame, max_level: int) -> pd.DataFrame:
-    """applyInPandas body: the (step, level) flip cells of one item shard."""
+    """The (step, level) flip cells of one item shard's events (all of them)."""
     if len(pdf) == 0:
         return pd.DataFrame({STEP: np.zeros(0, np.int64), LEVEL: np.zeros(0, np.int32),
                              DELTA: np.zeros(0, np.int64), CROSS: np.zeros(0, np.int64)})
@@ -361,19 +367,42 @@ def _shard_cells(pdf: pd.DataFrame, max_level: int) -> pd.DataFrame:
     return pd.DataFrame({STEP: step, LEVEL: level.astype(np.int32), DELTA: delta, CROSS: cross})
 
 
+def _partition_cells(batches, max_level: int):
+    """mapInArrow body: the flip cells of the partition's events — one item
+    shard, whole (:func:`flip_cell_table`)."""
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    pdf = pa.Table.from_batches(collected).to_pandas()
+    cells = _shard_cells(pdf, max_level)
+    if len(cells):
+        yield pa.RecordBatch.from_pandas(cells, schema=_CELL_ARROW, preserve_index=False)
+
+
 def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int) -> DataFrame:
     """(step, level, delta, cross) summed over item shards; NON-PRIVATE.
 
     ``steps_df`` has columns step, [order_key,] item, op (``valid_events``).
-    Item x goes to shard pmod(xxhash64(x), shards), a fixed function of its id.
+    Item x goes to shard pmod(murmur3(x), shards), a fixed function of its
+    id: the events are hash-partitioned by item into ``shards`` partitions
+    (an explicit count, which adaptive execution neither coalesces nor
+    splits), so a partition is one shard, and one Python pass per partition
+    runs the per-item kernel on all of its events. An item's flips depend on
+    its own events only, so the summed cells are the same for every shard
+    count (tested); the shard count is a speed setting.
     """
-    keyed = steps_df.withColumn(_SHARD, F.pmod(F.xxhash64(ITEM), F.lit(int(shards))))
-
-    def shard_cells(pdf: pd.DataFrame) -> pd.DataFrame:
-        return _shard_cells(pdf, max_level)
-
-    cells = keyed.groupBy(_SHARD).applyInPandas(shard_cells, CELL_SCHEMA)
+    partitioned = steps_df.repartition(int(shards), ITEM)
+    cells = partitioned.mapInArrow(partial(_partition_cells, max_level=int(max_level)), CELL_SCHEMA)
     return cells.groupBy(STEP, LEVEL).agg(F.sum(DELTA).alias(DELTA), F.sum(CROSS).alias(CROSS))
+
+
+def default_shards(spark) -> int:
+    """The stage's item shards when not given: two per task slot of the
+    cluster (:func:`dp_spark.stages.partitioning.python_partitions`), at
+    most MAX_SHARDS — never ``spark.sql.shuffle.partitions`` (issue 26). On
+    2 cores that is 4, the fastest of 2, 4, 6 and 8 measured
+    (benchmarks/README.md)."""
+    return python_partitions(spark, MAX_SHARDS)
 
 
 # ------------------------------------------------------------------ the stage
@@ -412,8 +441,9 @@ def continual_summaries(
     read otherwise); events outside steps 1..horizon, and rows with a bad
     value, are dropped per event (``valid_events``). ``max_level`` J defaults
     to log2 of the tree horizon (then the top level is untruncated).
-    ``shards`` defaults to ``spark.sql.shuffle.partitions`` (at most
-    MAX_SHARDS).
+    ``shards`` (a speed setting: the summaries are the same for every
+    value) defaults to :func:`default_shards`, two per task slot of the
+    cluster, never the session's shuffle partitions.
     """
     horizon = validate_horizon(horizon)
     shards = validate_shards(shards)
@@ -425,7 +455,7 @@ def continual_summaries(
         max_level = top
     elif isinstance(max_level, bool) or not isinstance(max_level, numbers.Integral) or not 0 <= max_level <= top:
         raise ParameterError(f"max_level must be a whole number in 0..log2(horizon); got {max_level!r}.")
-    shards = min(default_shards(df.sparkSession), MAX_SHARDS) if shards is None else shards
+    shards = default_shards(df.sparkSession) if shards is None else shards
 
     steps_df = valid_events(df, time_col, item_col, op_col, kind, mapping, horizon)
     cells = flip_cell_table(steps_df, int(max_level), shards)

@@ -32,6 +32,7 @@ from dp_spark.settings.distinct_count import DEFAULT_EDGE_LIMIT, MAX_SHARDS, MET
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import ITEM, PERSON, edges
 from dp_spark.stages.kernels import flow_bounded_counts, greedy_match_rounds
+from dp_spark.stages.partitioning import cluster_parallelism, python_partitions
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +45,32 @@ _IH = "_item_key"
 
 
 def default_shards(spark) -> int:
-    """Data-independent default number of greedy shards: the session's
-    ``spark.sql.shuffle.partitions`` when it is a number, else 16."""
-    try:
-        value = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    except Exception:  # noqa: BLE001 - "auto" on some platforms, or unset
-        return DEFAULT_SHARDS
-    return min(MAX_SHARDS, max(1, value))
+    """Data-independent default number of greedy shards for direct callers
+    of the stage (the release passes its own: a noisy choice or the
+    caller's): the cluster's parallelism
+    (:func:`dp_spark.stages.partitioning.cluster_parallelism`), at most
+    MAX_SHARDS. Never ``spark.sql.shuffle.partitions`` (issue 26): the
+    number of shards changes the counts, and a session setting must not."""
+    return min(MAX_SHARDS, cluster_parallelism(spark))
+
+
+def greedy_partitions(spark, shards: int) -> int:
+    """Partitions of the greedy pass for ``shards`` shards, from the shard
+    count and :func:`dp_spark.stages.partitioning.python_partitions` (two
+    per task slot) only: one per shard while that is no more tasks; else
+    the largest divisor of ``shards`` that is at most that many and at least
+    half of it (partition = shard mod partitions, so every partition holds
+    as many shards); else one per shard up to 8 times that many tasks;
+    else that many, several whole shards each. Only the layout changes:
+    every shard is still one sequence in one task, so the counts are the
+    same for any number of partitions (tested)."""
+    shards, cap = int(shards), python_partitions(spark)
+    if shards <= cap:
+        return shards
+    divisor = max(d for d in range(1, cap + 1) if shards % d == 0)
+    if 2 * divisor >= cap:
+        return divisor
+    return shards if shards <= 8 * cap else cap
 
 
 # --------------------------------------------------------------------- greedy
@@ -133,7 +153,7 @@ def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iter
         lo = hi
 
 
-def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
+def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int, partitions: int | None = None) -> DataFrame:
     """(item key, round) for every item some shard's greedy matched, per shard.
 
     Sharded Algorithm 2 (ALGORITHMS.md 1.4a). Person p goes to shard
@@ -143,6 +163,11 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
     item key xxhash64(item): orders that depend on nothing but the ids, so
     they are the same in neighbouring data sets. ``shards=1`` is the paper's
     single-sequence Algorithm 2.
+
+    ``partitions`` (default :func:`greedy_partitions`: the shard count and
+    the cluster's parallelism, never the session's shuffle partitions) only
+    lays the shards out over Spark tasks: each shard lies whole in one
+    partition, so the rows do not depend on it.
 
     Items are identified by their 64-bit key. Two distinct items with the
     same key would count once: that can only lower the count (the lower bound
@@ -157,8 +182,10 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int) -> DataFrame:
     give each matched item to one person that matched it by round l; nobody
     receives more than l of its own items.
     """
-    return sharded_edges(edge_df, shards).mapInArrow(partial(_greedy_partition, max_bound=max_bound),
-                                                     ROUND_SCHEMA)
+    if partitions is None:
+        partitions = greedy_partitions(edge_df.sparkSession, shards)
+    return sharded_edges(edge_df, shards, partitions).mapInArrow(
+        partial(_greedy_partition, max_bound=max_bound), ROUND_SCHEMA)
 
 
 ROUND_SCHEMA = T.StructType([
@@ -167,28 +194,32 @@ ROUND_SCHEMA = T.StructType([
 ])
 
 
-def sharded_edges(edge_df: DataFrame, shards: int) -> DataFrame:
+def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None) -> DataFrame:
     """The rows :func:`_greedy_partition` reads: (shard, person order key,
-    person, item key), hash-partitioned by person into ``shards`` partitions.
-    NON-PRIVATE intermediate data."""
+    person, item key), every shard whole in one of ``partitions`` partitions
+    (default: one per shard). When ``partitions`` divides ``shards`` the rows
+    are hash-partitioned by person (partition = pmod(murmur3(person),
+    partitions) = shard mod partitions, with shard = pmod(murmur3(person),
+    shards)); otherwise by the shard number. Both are explicit counts,
+    which adaptive execution keeps. NON-PRIVATE intermediate data."""
+    shards = int(shards)
+    partitions = shards if partitions is None else int(partitions)
+    if not 1 <= partitions <= shards:
+        raise ValueError("sharded_edges: partitions must be between 1 and the number of shards")
     # The item is hashed before the shuffle, so the shuffle moves a long
     # instead of the item value (the same key, computed earlier).
-    return (
-        edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
-        .repartition(shards, PERSON)
-        .select(
-            F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
-            F.xxhash64(PERSON).alias(_PH),
-            PERSON,
-            _IH,
-        )
-    )
+    keyed = edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
+    shard = F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD)
+    if shards % partitions == 0:
+        return keyed.repartition(partitions, PERSON).select(shard, F.xxhash64(PERSON).alias(_PH), PERSON, _IH)
+    return keyed.select(shard, F.xxhash64(PERSON).alias(_PH), PERSON, _IH).repartition(partitions, _SHARD)
 
 
-def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int) -> np.ndarray:
+def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: int | None = None) -> np.ndarray:
     """NON-PRIVATE: sharded greedy counts g_1..g_L of an edge table
-    (sensitivity l each; see :func:`greedy_rounds`)."""
-    return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound, ITEM_KEY)
+    (sensitivity l each; see :func:`greedy_rounds`; the same for any
+    ``partitions``)."""
+    return counts_from_round_table(greedy_rounds(edge_df, max_bound, shards, partitions), max_bound, ITEM_KEY)
 
 
 # ------------------------------------------------------------------- sampling

@@ -49,6 +49,7 @@ from pyspark.sql import types as T
 from dp_spark.errors import InputError, ParameterError, SchemaError
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import ITEM, PERSON, check_id_columns, edges, item_type  # noqa: F401 - check_id_columns re-exported
+from dp_spark.stages.partitioning import python_partitions
 
 log = logging.getLogger(__name__)
 
@@ -207,9 +208,21 @@ def select_items(counts_df: DataFrame, select: Callable[[np.ndarray, np.ndarray]
     Lazy, nothing is collected. ``select`` must key each item's noise by the
     item (as the mechanism layer's keyed functions do): then every
     evaluation of the result, and every retried task, selects the same items
-    whatever the partitioning, so the result may be used twice in a plan."""
+    whatever the partitioning, so the result may be used twice in a plan.
+    The Python pass runs in at most :func:`_python_tasks` partitions."""
     schema = T.StructType([T.StructField(ITEM, counts_df.schema[ITEM].dataType, False)])
-    return counts_df.select(ITEM, COUNT).mapInPandas(partial(_select_batches, select=select), schema)
+    return _python_tasks(counts_df.select(ITEM, COUNT)).mapInPandas(partial(_select_batches, select=select), schema)
+
+
+def _python_tasks(df: DataFrame) -> DataFrame:
+    """``df`` in at most two partitions per task slot of the cluster
+    (:func:`dp_spark.stages.partitioning.python_partitions`; ``coalesce``,
+    no shuffle), whatever the session's shuffle partitions and adaptive
+    execution made of the aggregation before it (issue 26: Spark's default
+    200 partitions with adaptive execution off made 200 Python tasks). The
+    noise of these steps is keyed per item, so the output does not depend
+    on the partitioning."""
+    return df.coalesce(python_partitions(df.sparkSession))
 
 
 def _noise_batches(batches: Iterator[pd.DataFrame], add_noise: Callable) -> Iterator[pd.DataFrame]:
@@ -239,7 +252,7 @@ def noisy_counts_of_items(counts_df: DataFrame, items_df: DataFrame,
         T.StructField(ITEM, items_df.schema[ITEM].dataType, False),
         T.StructField(COUNT, T.LongType(), False),
     ])
-    return joined.mapInPandas(partial(_noise_batches, add_noise=add_noise), schema)
+    return _python_tasks(joined).mapInPandas(partial(_noise_batches, add_noise=add_noise), schema)
 
 
 def collect_item_counts(df: DataFrame, minimum: float | None = None) -> tuple[int, list[tuple]]:

@@ -63,7 +63,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError
-from dp_spark.stages.distinct import default_shards as _session_partitions
+from dp_spark.stages.partitioning import python_partitions
 from dp_spark.stages.edges import ITEM, PERSON, edges
 from dp_spark.summaries.set_union import (
     DEFAULT_SHARDS,
@@ -108,12 +108,14 @@ __all__ = [
 
 
 def default_partitions(spark) -> int:
-    """Partitions of the noise + threshold step when not given: the session's
-    ``spark.sql.shuffle.partitions`` (16 if it is not a number). A performance
-    setting only: every item gets its own independent draw whatever the
-    partitioning, so the distribution of the released set does not depend on
-    it (a seeded run's exact set does)."""
-    return _session_partitions(spark)
+    """Partitions of the noise + threshold step when not given: two per task
+    slot of the cluster (:func:`dp_spark.stages.partitioning.python_partitions`),
+    never ``spark.sql.shuffle.partitions`` (issue 26: Spark's default 200
+    made 200 Python tasks). A performance setting only: every item gets its
+    own independent draw whatever the partitioning, so the distribution of
+    the released set does not depend on it (a seeded run's exact set does,
+    and is the same in every session of the same cluster shape)."""
+    return python_partitions(spark)
 
 
 # ------------------------------------------------------------ restriction
@@ -228,7 +230,8 @@ def _policy_partition(
 
 
 def weight_histogram(
-    sets_df: DataFrame, method: str, gamma: float | None = None, shards: int = 1
+    sets_df: DataFrame, method: str, gamma: float | None = None, shards: int = 1,
+    partitions: int | None = None,
 ) -> DataFrame:
     """(item, weight): the summed histogram of Algorithm 1 under the policy ``method``.
 
@@ -240,7 +243,11 @@ def weight_histogram(
     the result does not depend on the order Spark adds them in — and the
     weight is units·2^-30. Rounding down keeps the ℓ1 (Laplace) / ℓ2
     (Gaussian) sensitivity ≤ 1 exactly (Count: Δ0) and fact (T)
-    (:mod:`dp_spark.summaries.set_union`).
+    (:mod:`dp_spark.summaries.set_union`). With ``partitions`` the
+    increments are hash-partitioned by item into that many partitions (an
+    explicit count, which adaptive execution keeps) before they are summed,
+    so the histogram comes out laid out as :func:`released_items` needs it,
+    whatever the session's shuffle partitions (the same sums).
 
     ``policy-laplace`` / ``policy-gaussian`` are sequential (``gamma`` is the
     cutoff every shard runs with; see :func:`dp_spark.mechanisms.set_union.shard_cutoff`
@@ -263,6 +270,8 @@ def weight_histogram(
     if method not in SEQUENTIAL:
         per_person = sets_df.withColumn(_UNITS, person_units_column(method, F.size(ITEMS)))
         exploded = per_person.select(_UNITS, F.explode(ITEMS).alias(ITEM))
+        if partitions is not None:
+            exploded = exploded.repartition(int(partitions), ITEM)
         summed = exploded.groupBy(ITEM).agg(F.sum(_UNITS).alias(_UNITS))
         return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT))
     keyed = (
@@ -489,15 +498,19 @@ def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) ->
     noise root (pickled inside ``threshold``): hand users only the
     materialized result.
 
-    Caveat (seeded runs only): when ``hist_df`` comes out of an aggregation
-    already hash-partitioned by item into ``partitions`` partitions (the
-    session's shuffle partitions), Spark drops this repartition as redundant
-    and adaptive execution may coalesce the aggregation's partitions, so
-    the partition ids, and with them which seeded generator draws an item's
-    noise, depend on the shuffle sizes. Every item still gets its own
-    independent draw (the distribution of the released set is the same);
-    :func:`released_shard_items` (the sequential policies' path) is not
-    affected.
+    Layout (seeded runs): partition p holds the items with
+    pmod(murmur3(item), partitions) = p only if this repartition is kept.
+    When ``hist_df`` comes out of an aggregation already hash-partitioned
+    by item into ``partitions`` partitions under the session's shuffle
+    setting, Spark drops this repartition as redundant and adaptive
+    execution may coalesce the aggregation's partitions, so which seeded
+    generator draws an item's noise would depend on the session. The
+    release's path avoids that: :func:`set_union_items` has
+    :func:`weight_histogram` sum over an explicit partitioning by item into
+    ``partitions`` partitions, which adaptive execution keeps, and
+    :func:`released_shard_items` (the sequential policies) repartitions the
+    output of a Python pass. Every item gets its own independent draw in
+    any case (the distribution of the released set is the same).
     """
     prepared = (
         hist_df.repartition(int(partitions), ITEM)
@@ -619,7 +632,8 @@ def set_union_items(
     (sequential policies in ``shards`` shards, default
     :data:`DEFAULT_SHARDS`, each with the cutoff ``gamma``), then
     ``threshold`` — the mechanism layer's noise + threshold step — in
-    ``partitions`` partitions (default :func:`default_partitions`). Its
+    ``partitions`` partitions (default :func:`default_partitions`: two per
+    task slot of the cluster, never the session's shuffle partitions). Its
     guarantee is the threshold step's ((ε, δ)-DP at person level for the
     plan it was built from). Lazy: nothing runs until an action on the
     result."""
@@ -647,7 +661,7 @@ def set_union_items_of_edges(
     if method in SEQUENTIAL:
         per_shard = _shard_histograms(edge_df, method, max_items, salt, gamma, shards or DEFAULT_SHARDS)
         return released_shard_items(per_shard, threshold, partitions)
-    hist_df = weight_histogram(restricted_sets(edge_df, max_items, salt), method)
+    hist_df = weight_histogram(restricted_sets(edge_df, max_items, salt), method, partitions=partitions)
     return released_items(hist_df, threshold, partitions)
 
 
