@@ -282,3 +282,164 @@ def test_session_built_by_dp_spark_has_no_ui_and_no_event_log(spark):
     assert spark.conf.get("spark.ui.enabled") == "false"
     assert spark.conf.get("spark.eventLog.enabled", "false") == "false"
     assert spark.sparkContext.uiWebUrl is None
+
+
+# -- seeded cases (tests/spark/seeded.py: test_seeded_values, test_noise_records) --
+
+#: case -> (parameters, input kind, the kinds of Release.noise in the order drawn, or None:
+#: checked by check_noise_records); every method
+SEEDED_CASES = {
+    # one Gumbel record per selection, one discrete Gaussian per count
+    "count_release/pcr": (dict(rho=2.0, delta=1e-6, method="pcr", kbar=10), "persons", None),
+    "count_release/bounded": (dict(rho=2.0, delta=1e-6, method="bounded", max_items=3), "persons",
+                              ["gaussian", "discrete-gaussian"]),
+    "count_release/bounded-threshold": (dict(rho=2.0, delta=1e-6, method="bounded", max_items=3,
+                                             count_threshold=True), "persons", ["gaussian", "discrete-gaussian"]),
+}
+
+
+def check_noise_records(case, release):
+    """pcr: one Gumbel record per selection call, one discrete Gaussian per released count, at its sigma."""
+    if case == "count_release/pcr":
+        kinds, v = [r.kind for r in release.noise], release.values
+        assert kinds.count("gumbel") == v["selection_calls"] and kinds.count("discrete-gaussian") == v["released_count"]
+        assert [r.scale for r in release.noise if r.kind == "discrete-gaussian"] == [x["sigma"] for x in v["items"]]
+
+
+SEEDED_VALUES = {
+    'count_release/bounded': {
+        'values': {
+            'count_threshold': None,
+            'delta_spent': 1e-06,
+            'items': [
+                {'count': 205, 'item': 'item0', 'sigma': 1.2247448713915892},
+                {'count': 115, 'item': 'item1', 'sigma': 1.2247448713915892},
+                {'count': 79, 'item': 'item2', 'sigma': 1.2247448713915892},
+                {'count': 77, 'item': 'item4', 'sigma': 1.2247448713915892},
+                {'count': 74, 'item': 'item3', 'sigma': 1.2247448713915892},
+                {'count': 58, 'item': 'item5', 'sigma': 1.2247448713915892},
+                {'count': 58, 'item': 'item7', 'sigma': 1.2247448713915892},
+                {'count': 46, 'item': 'item16', 'sigma': 1.2247448713915892},
+                {'count': 43, 'item': 'item12', 'sigma': 1.2247448713915892},
+                {'count': 42, 'item': 'item6', 'sigma': 1.2247448713915892},
+                {'count': 41, 'item': 'item9', 'sigma': 1.2247448713915892},
+                {'count': 38, 'item': 'item10', 'sigma': 1.2247448713915892},
+                {'count': 36, 'item': 'item14', 'sigma': 1.2247448713915892},
+                {'count': 34, 'item': 'item8', 'sigma': 1.2247448713915892},
+                {'count': 33, 'item': 'item17', 'sigma': 1.2247448713915892},
+                {'count': 33, 'item': 'item19', 'sigma': 1.2247448713915892},
+                {'count': 33, 'item': 'item25', 'sigma': 1.2247448713915892},
+                {'count': 32, 'item': 'item18', 'sigma': 1.2247448713915892},
+                {'count': 32, 'item': 'item20', 'sigma': 1.2247448713915892},
+                {'count': 31, 'item': 'item15', 'sigma': 1.2247448713915892},
+                {'count': 30, 'item': 'item23', 'sigma': 1.2247448713915892},
+                {'count': 30, 'item': 'item27', 'sigma': 1.2247448713915892},
+                {'count': 29, 'item': 'item11', 'sigma': 1.2247448713915892},
+                {'count': 29, 'item': 'item21', 'sigma': 1.2247448713915892},
+                {'count': 29, 'item': 'item24', 'sigma': 1.2247448713915892},
+                {'count': 28, 'item': 'item22', 'sigma': 1.2247448713915892},
+                {'count': 27, 'item': 'item13', 'sigma': 1.2247448713915892},
+                {'count': 27, 'item': 'item28', 'sigma': 1.2247448713915892},
+                {'count': 16, 'item': 'item29', 'sigma': 1.2247448713915892},
+                {'count': 13, 'item': 'item26', 'sigma': 1.2247448713915892},
+            ],
+            'max_items': 3,
+            'method': 'bounded',
+            'released_count': 30,
+            'rho_spent': 2.0,
+            'selected': 30,
+            'selection_threshold': 7.087999328880498,
+        },
+    },
+    'count_release/bounded-threshold': {
+        'values': {
+            'count_threshold': 25.719642299223374,
+            'delta_spent': 1e-06,
+            'items': [
+                {'count': 205, 'item': 'item0', 'sigma': 1.2247448713915892},
+                {'count': 115, 'item': 'item1', 'sigma': 1.2247448713915892},
+                {'count': 79, 'item': 'item2', 'sigma': 1.2247448713915892},
+                {'count': 77, 'item': 'item4', 'sigma': 1.2247448713915892},
+                {'count': 74, 'item': 'item3', 'sigma': 1.2247448713915892},
+                {'count': 58, 'item': 'item5', 'sigma': 1.2247448713915892},
+                {'count': 58, 'item': 'item7', 'sigma': 1.2247448713915892},
+                {'count': 46, 'item': 'item16', 'sigma': 1.2247448713915892},
+                {'count': 43, 'item': 'item12', 'sigma': 1.2247448713915892},
+                {'count': 42, 'item': 'item6', 'sigma': 1.2247448713915892},
+                {'count': 41, 'item': 'item9', 'sigma': 1.2247448713915892},
+                {'count': 38, 'item': 'item10', 'sigma': 1.2247448713915892},
+                {'count': 36, 'item': 'item14', 'sigma': 1.2247448713915892},
+                {'count': 34, 'item': 'item8', 'sigma': 1.2247448713915892},
+                {'count': 33, 'item': 'item17', 'sigma': 1.2247448713915892},
+                {'count': 33, 'item': 'item19', 'sigma': 1.2247448713915892},
+                {'count': 33, 'item': 'item25', 'sigma': 1.2247448713915892},
+                {'count': 32, 'item': 'item18', 'sigma': 1.2247448713915892},
+                {'count': 32, 'item': 'item20', 'sigma': 1.2247448713915892},
+                {'count': 31, 'item': 'item15', 'sigma': 1.2247448713915892},
+                {'count': 30, 'item': 'item23', 'sigma': 1.2247448713915892},
+                {'count': 30, 'item': 'item27', 'sigma': 1.2247448713915892},
+                {'count': 29, 'item': 'item11', 'sigma': 1.2247448713915892},
+                {'count': 29, 'item': 'item21', 'sigma': 1.2247448713915892},
+                {'count': 29, 'item': 'item24', 'sigma': 1.2247448713915892},
+                {'count': 28, 'item': 'item22', 'sigma': 1.2247448713915892},
+                {'count': 27, 'item': 'item13', 'sigma': 1.2247448713915892},
+                {'count': 27, 'item': 'item28', 'sigma': 1.2247448713915892},
+            ],
+            'max_items': 3,
+            'method': 'bounded',
+            'released_count': 28,
+            'rho_spent': 2.0,
+            'selected': 30,
+            'selection_threshold': 7.087999328880498,
+        },
+    },
+    'count_release/pcr': {
+        'values': {
+            'bottoms': 24,
+            'delta_spent': 2.9000000000000003e-10,
+            'final_epsilon': 2.048000000000002,
+            'items': [
+                {
+                    'count': 226,
+                    'item': 'item0',
+                    'p_within_r': 0.8254236496438185,
+                    'sigma': 11.048543456039797,
+                    'threshold': 153.64126876704492,
+                },
+                {
+                    'count': 140,
+                    'item': 'item1',
+                    'p_within_r': 0.7948931031657014,
+                    'sigma': 5.524271728019898,
+                    'threshold': 77.02961432457339,
+                },
+                {
+                    'count': 91,
+                    'item': 'item2',
+                    'p_within_r': 0.7225723325984714,
+                    'sigma': 2.762135864009949,
+                    'threshold': 38.85214078880747,
+                },
+                {
+                    'count': 91,
+                    'item': 'item4',
+                    'p_within_r': 0.6941647250917076,
+                    'sigma': 1.9531249999999984,
+                    'threshold': 27.635103683583786,
+                },
+                {
+                    'count': 90,
+                    'item': 'item3',
+                    'p_within_r': 0.6941647250917076,
+                    'sigma': 1.9531249999999984,
+                    'threshold': 27.484565910314977,
+                },
+            ],
+            'method': 'pcr',
+            'released_count': 5,
+            'rho_spent': 1.2206079687500022,
+            'selection_calls': 29,
+            'stopped': 'rho',
+        },
+    },
+}

@@ -205,3 +205,73 @@ def test_matching_runs_exactly_when_the_noisy_size_fits(small):
 def test_parameter_limits_name_the_limit_and_the_reason(small):
     with pytest.raises(ParameterError, match=r"max_bound must be a whole number from 1 to 1,000,000 \(.*driver"):
         dp_spark.distinct_count(small, epsilon=1.0, max_bound=1_000_000_000)
+
+
+# -- seeded cases (tests/spark/seeded.py: test_seeded_values, test_noise_records) --
+
+#: case -> (parameters, input kind, the kinds of Release.noise in the order drawn); every method
+SEEDED_CASES = {
+    "distinct_count/greedy-auto-shards": (dict(epsilon=1.0, method="greedy", max_bound=8), "persons",
+                                          ["discrete-laplace", "gem", "discrete-laplace"]),
+    "distinct_count/greedy-2-shards": (dict(epsilon=1.0, method="greedy", max_bound=8, shards=2), "persons",
+                                       ["gem", "discrete-laplace"]),
+    "distinct_count/matching": (dict(epsilon=1.0, method="matching", max_bound=8), "persons",
+                                ["discrete-laplace", "gem", "discrete-laplace"]),
+    "distinct_count/sampling": (dict(epsilon=1.0, method="sampling", max_bound=8), "persons",
+                                ["gem", "discrete-laplace"]),
+}
+
+
+def check_noise_records(case, release):
+    """The last record is the estimate's noise, at the chosen bound."""
+    v = release.values
+    assert release.noise[-1].scale == v["noise_scale"] and release.noise[-1].std == v["noise_std"]
+    assert release.noise[-1].sensitivity == v["bound"]
+
+
+SEEDED_VALUES = {
+    'distinct_count/greedy-2-shards': {
+        'values': {
+            'bound': 1,
+            'confidence': 0.95,
+            'estimate': 31,
+            'lower_bound': 26,
+            'method': 'greedy',
+            'noise_scale': 2.0,
+            'noise_std': 2.799177768214361,
+        },
+    },
+    'distinct_count/greedy-auto-shards': {
+        'values': {
+            'bound': 4,
+            'confidence': 0.95,
+            'estimate': 22,
+            'lower_bound': 3,
+            'method': 'greedy',
+            'noise_scale': 8.080808080808081,
+            'noise_std': 11.42069959988072,
+        },
+    },
+    'distinct_count/matching': {
+        'values': {
+            'bound': 4,
+            'confidence': 0.95,
+            'estimate': 22,
+            'lower_bound': 3,
+            'method': 'matching',
+            'noise_scale': 8.080808080808081,
+            'noise_std': 11.42069959988072,
+        },
+    },
+    'distinct_count/sampling': {
+        'values': {
+            'bound': 1,
+            'confidence': 0.95,
+            'estimate': 32,
+            'lower_bound': 27,
+            'method': 'sampling',
+            'noise_scale': 2.0,
+            'noise_std': 2.799177768214361,
+        },
+    },
+}

@@ -1,112 +1,59 @@
 """Seeded released values are pinned: for every release and method, a fixed
-seed gives the values recorded in ``seeded_values.json``, which were computed
-on ``main`` before the noise records (issue 23, "noise as data") were added.
-A refactor of how noise is recorded or reported must not change what is drawn
-or released. (Seeded runs are for tests only: not private.)
+seed gives the values its own test module pins (``SEEDED_VALUES`` in
+``tests/spark/test_<release>.py``, beside its ``SEEDED_CASES``), first
+computed on ``main`` before the noise records (issue 23, "noise as data")
+were added. A refactor of how noise is recorded or reported must not change
+what is drawn or released. (Seeded runs are for tests only: not private.)
 
-Regenerate only for a deliberate change of a mechanism, and say why in the
-commit: ``PYTHONPATH=<checkout> python tests/spark/test_seeded_values.py``
-(with ``PYTHONPATH`` a checkout of the code to pin: ``main`` for these).
+The cases are collected through ``dp_spark.releases.RELEASES``
+(tests/spark/seeded.py), so a new release adds its cases to its own module,
+not here. Regenerate only for a deliberate change of a mechanism, and say why
+in the commit: ``PYTHONPATH=<checkout> python -m tests.spark.seeded [x-y ...]``
+rewrites the named releases' ``SEEDED_VALUES`` in place.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import math
-from pathlib import Path
+import importlib
 
 import pytest
 
-PINNED = Path(__file__).with_name("seeded_values.json")
-
-#: 600 persons, 1 to 5 items each from 30, skewed towards item0 (so every release releases something)
-PERSONS = [(p, f"item{int(30 * ((p * 37 + j * 11) % 101 / 101) ** 2)}") for p in range(600) for j in range(1 + p % 5)]
-EVENTS = [(t, f"i{(t * 5) % 11}", 1 if (t // 11) % 2 == 0 else -1) for t in range(1, 60)]
-DOMAIN = [f"item{i}" for i in range(32)]
-
-#: case name -> (release's Python name, its parameters, input kind); every method of every release
-CASES = {
-    "distinct_count/greedy-auto-shards": ("distinct_count", dict(epsilon=1.0, method="greedy", max_bound=8), "persons"),
-    "distinct_count/greedy-2-shards": ("distinct_count", dict(epsilon=1.0, method="greedy", max_bound=8, shards=2),
-                                       "persons"),
-    "distinct_count/matching": ("distinct_count", dict(epsilon=1.0, method="matching", max_bound=8), "persons"),
-    "distinct_count/sampling": ("distinct_count", dict(epsilon=1.0, method="sampling", max_bound=8), "persons"),
-    "top_k/auto-no-domain": ("top_k", dict(epsilon=2.0, delta=1e-6, k=3, method="auto", kbar=10), "persons"),
-    "top_k/auto-domain": ("top_k", dict(epsilon=2.0, delta=1e-6, k=3, method="auto", domain=DOMAIN), "persons"),
-    "top_k/auto-domain-pure": ("top_k", dict(epsilon=2.0, k=3, method="auto", domain=DOMAIN), "persons"),
-    "top_k/auto-domain-choice": ("top_k", dict(epsilon=0.2, delta=1e-6, k=3, method="auto", domain=DOMAIN), "persons"),
-    "top_k/joint": ("top_k", dict(epsilon=2.0, k=3, method="joint", domain=DOMAIN), "persons"),
-    "top_k/pnf-joint": ("top_k", dict(epsilon=2.0, k=3, method="pnf-joint", domain=DOMAIN), "persons"),
-    "top_k/pnf-peel": ("top_k", dict(epsilon=2.0, k=3, method="pnf-peel", domain=DOMAIN), "persons"),
-    "top_k/cdp-peel": ("top_k", dict(epsilon=2.0, delta=1e-6, k=3, method="cdp-peel", domain=DOMAIN), "persons"),
-    "top_k/unknown-domain": ("top_k", dict(epsilon=2.0, delta=1e-6, k=3, method="unknown-domain", kbar=10),
-                             "persons"),
-    "count_release/pcr": ("count_release", dict(rho=2.0, delta=1e-6, method="pcr", kbar=10), "persons"),
-    "count_release/bounded": ("count_release", dict(rho=2.0, delta=1e-6, method="bounded", max_items=3), "persons"),
-    "count_release/bounded-threshold": ("count_release", dict(rho=2.0, delta=1e-6, method="bounded", max_items=3,
-                                                              count_threshold=True), "persons"),
-    **{f"set_union/{m}": ("set_union", dict(epsilon=2.0, delta=1e-5, method=m, max_items=3), "persons")
-       for m in ("count", "weighted-laplace", "weighted-gaussian", "policy-laplace", "policy-gaussian")},
-    **{f"continual_distinct/{m}": ("continual_distinct", dict(rho=1.0, horizon=64, method=m,
-                                                             **({"max_flippancy": 4} if m == "bounded" else {})),
-                                   "events")
-       for m in ("auto", "adaptive", "bounded", "baseline")},
-}
+from tests.spark.seeded import collect, problems, released, seeded_cases
 
 
-def _input(spark, kind):
-    if kind == "persons":
-        return spark.createDataFrame(PERSONS, "person_id long, item string")
-    return spark.createDataFrame(EVENTS, "time long, item string, op int")
-
-
-def _plain(value):
-    """JSON-shaped, floats kept exactly (repr round-trips)."""
-    return json.loads(json.dumps(value, default=str))
-
-
-@functools.lru_cache(maxsize=None)
-def seeded_release(spark, case: str):
-    """The seeded release of ``case`` (run once per test session)."""
-    import dp_spark
-
-    name, parameters, kind = CASES[case]
-    return getattr(dp_spark, name)(_input(spark, kind), **parameters, seed=11)
-
-
-def released(spark, case: str) -> dict:
-    """The seeded release's values, plus its DataFrame artifact's rows."""
-    name = CASES[case][0]
-    release = seeded_release(spark, case)
-    out = {"values": _plain(release.values)}
-    if name == "set_union":
-        out["items"] = sorted(r["item"] for r in release.items.collect())
-    if name == "continual_distinct":
-        series = release.series.toPandas()
-        out["series"] = {c: [None if (isinstance(v, float) and math.isnan(v)) else v
-                             for v in series[c].astype(object).tolist()]
-                         for c in ("estimate", "std", "error_bound")}
-    return _plain(out)
-
-
-def test_every_release_has_pinned_cases():
+def test_every_release_has_seeded_cases():
+    """Every release in RELEASES has seeded cases in its own test module, each pinned."""
     from dp_spark.releases import RELEASES
 
-    assert {case.split("/")[0] for case in CASES} == {spec.python_name for spec in RELEASES.values()}
-    assert sorted(json.loads(PINNED.read_text(encoding="utf-8"))) == sorted(CASES)
+    assert problems() == ()
+    assert {case.release for case in seeded_cases().values()} == {spec.python_name for spec in RELEASES.values()}
+    assert all(case.pinned is not None for case in seeded_cases().values())
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_release_without_seeded_cases_fails_naming_its_module():
+    from dp_spark.releases import RELEASES, Example, ReleaseSpec
+
+    new = ReleaseSpec("new-release", privacy_unit="person", chart=None, example=Example("persons", epsilon=1.0))
+    assert collect([new]) == ({}, ("no module tests.spark.test_new_release",))
+    seeded_api = ReleaseSpec("api-shape", privacy_unit="person", chart=None, example=Example("persons", epsilon=1.0))
+    assert collect([seeded_api]) == ({}, ("tests.spark.test_api_shape has no SEEDED_CASES",))
+    cases, none = collect([RELEASES["top-k"]])
+    assert none == () and sorted(cases) == sorted(c for c in seeded_cases() if c.startswith("top_k/"))
+
+
+def test_the_seeded_cases_run_every_method():
+    """Each release's cases run every ``method`` its Params allows."""
+    import dataclasses
+
+    from dp_spark.releases import RELEASES
+
+    for spec in RELEASES.values():
+        params = importlib.import_module(f"dp_spark.plans.{spec.python_name}").Params
+        choices = next(f for f in dataclasses.fields(params) if f.name == "method").metadata["choices"]
+        run = {c.parameters["method"] for c in seeded_cases().values() if c.release == spec.python_name}
+        assert run == set(choices), spec.name
+
+
+@pytest.mark.parametrize("case", sorted(seeded_cases()))
 def test_seeded_values_are_the_pinned_ones(spark, case):
-    pinned = json.loads(PINNED.read_text(encoding="utf-8"))
-    assert released(spark, case) == pinned[case]
-
-
-if __name__ == "__main__":  # regenerate (see the module docstring)
-    from dp_spark.session import get_session
-    from tests.conftest import TEST_CONF
-
-    session = get_session(master="local[2]", conf=TEST_CONF, log_level="ERROR")
-    PINNED.write_text(json.dumps({c: released(session, c) for c in sorted(CASES)}, indent=1, sort_keys=True) + "\n",
-                      encoding="utf-8")
+    assert released(spark, case) == seeded_cases()[case].pinned

@@ -593,3 +593,103 @@ def test_dp_spark_set_union_is_the_release_function_after_the_mechanisms_are_imp
     from dp_spark.releases.set_union import set_union
 
     assert dp_spark.set_union is set_union
+
+
+# -- seeded cases (tests/spark/seeded.py: test_seeded_values, test_noise_records) --
+
+#: case -> (parameters, input kind, the kinds of Release.noise in the order drawn); every method
+SEEDED_CASES = {
+    f"set_union/{m}": (dict(epsilon=2.0, delta=1e-5, method=m, max_items=3), "persons", [kind])
+    for m, kind in (("count", "laplace"), ("weighted-laplace", "laplace"), ("weighted-gaussian", "gaussian"),
+                    ("policy-laplace", "laplace"), ("policy-gaussian", "gaussian"))
+}
+
+
+def seeded_artifacts(release):
+    """The released items are pinned beside the values."""
+    return {"items": sorted(r["item"] for r in release.items.collect())}
+
+
+SEEDED_VALUES = {
+    'set_union/count': {
+        'items': [
+            'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
+            'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+        ],
+        'values': {
+            'max_items': 3,
+            'method': 'count',
+            'noise': 'laplace',
+            'noise_scale': 1.5,
+            'released_count': 28,
+            'threshold': 18.877580859598144,
+        },
+    },
+    'set_union/policy-gaussian': {
+        'items': [
+            'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
+            'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+        ],
+        'values': {
+            'cutoff': 14.322474790797981,
+            'cutoff_per_shard': 5.0637595239733155,
+            'max_items': 3,
+            'method': 'policy-gaussian',
+            'noise': 'gaussian',
+            'noise_scale': 2.06720565955402,
+            'released_count': 30,
+            'shards': 8,
+            'threshold': 10.188063471689942,
+        },
+    },
+    'set_union/policy-laplace': {
+        'items': [
+            'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
+            'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+        ],
+        'values': {
+            'cutoff': 7.409889142205142,
+            'cutoff_per_shard': 2.6197914301469125,
+            'max_items': 3,
+            'method': 'policy-laplace',
+            'noise': 'laplace',
+            'noise_scale': 0.5,
+            'released_count': 30,
+            'shards': 8,
+            'threshold': 6.409889142205142,
+        },
+    },
+    'set_union/weighted-gaussian': {
+        'items': [
+            'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
+            'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+        ],
+        'values': {
+            'max_items': 3,
+            'method': 'weighted-gaussian',
+            'noise': 'gaussian',
+            'noise_scale': 2.06720565955402,
+            'released_count': 28,
+            'threshold': 10.188063471689942,
+        },
+    },
+    'set_union/weighted-laplace': {
+        'items': [
+            'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
+            'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+        ],
+        'values': {
+            'max_items': 3,
+            'method': 'weighted-laplace',
+            'noise': 'laplace',
+            'noise_scale': 0.5,
+            'released_count': 29,
+            'threshold': 6.409889142205142,
+        },
+    },
+}

@@ -362,3 +362,181 @@ def test_cli_bad_input_one_line_exit_2_and_outputs_kept(capsys, tmp_path, spark,
     (tmp_path / "dups.txt").write_text("a\nb\na\n")
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     assert_refused_keeping_outputs(capsys, tmp_path, "top-k", ["--input", str(gaps_path), *argv], fragment)
+
+
+# -- seeded cases (tests/spark/seeded.py: test_seeded_values, test_noise_records) --
+
+SEEDED_DOMAIN = [f"item{i}" for i in range(32)]
+
+#: case -> (parameters, input kind, the kinds of Release.noise in the order drawn, or None:
+#: checked by check_noise_records); every method
+SEEDED_CASES = {
+    "top_k/auto-no-domain": (dict(epsilon=2.0, delta=1e-6, k=3, method="auto", kbar=10), "persons", ["gumbel"]),
+    # k <= 10ε: chosen from public parameters, nothing drawn
+    "top_k/auto-domain": (dict(epsilon=2.0, delta=1e-6, k=3, method="auto", domain=SEEDED_DOMAIN), "persons",
+                          ["exponential-mechanism"]),
+    "top_k/auto-domain-pure": (dict(epsilon=2.0, k=3, method="auto", domain=SEEDED_DOMAIN), "persons",
+                               ["exponential-mechanism"]),
+    # a Laplace choice, then the chosen mechanism's record
+    "top_k/auto-domain-choice": (dict(epsilon=0.2, delta=1e-6, k=3, method="auto", domain=SEEDED_DOMAIN), "persons",
+                                 None),
+    "top_k/joint": (dict(epsilon=2.0, k=3, method="joint", domain=SEEDED_DOMAIN), "persons",
+                    ["exponential-mechanism"]),
+    "top_k/pnf-joint": (dict(epsilon=2.0, k=3, method="pnf-joint", domain=SEEDED_DOMAIN), "persons",
+                        ["exponential-mechanism"]),
+    "top_k/pnf-peel": (dict(epsilon=2.0, k=3, method="pnf-peel", domain=SEEDED_DOMAIN), "persons", ["exponential"]),
+    "top_k/cdp-peel": (dict(epsilon=2.0, delta=1e-6, k=3, method="cdp-peel", domain=SEEDED_DOMAIN), "persons",
+                       ["gumbel"]),
+    "top_k/unknown-domain": (dict(epsilon=2.0, delta=1e-6, k=3, method="unknown-domain", kbar=10), "persons",
+                             ["gumbel"]),
+}
+
+
+def check_noise_records(case, release):
+    """auto's private choice: a Laplace record charged to the first step, then the chosen mechanism's."""
+    if case == "top_k/auto-domain-choice":
+        kinds = [r.kind for r in release.noise]
+        labels = [part["step"] for part in release.budget_split]
+        assert kinds[0] == "laplace" and len(kinds) == 2 and release.noise[0].step == labels[0]
+
+
+SEEDED_VALUES = {
+    'top_k/auto-domain': {
+        'values': {
+            'auto_predicted_error': {'cdp-peel': None, 'joint': None},
+            'domain_size': 32,
+            'error_bound': 13.3,
+            'error_warning': None,
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item2', 'rank': 3},
+            ],
+            'k': 3,
+            'method': 'pnf-joint',
+            'released_count': 3,
+        },
+    },
+    'top_k/auto-domain-choice': {
+        'values': {
+            'auto_predicted_error': {'cdp-peel': 54.7221458336799, 'joint': 109.44429166735978},
+            'domain_size': 32,
+            'error_bound': 140.0,
+            'error_warning': "the error bound 140.0 is more than 10% of a noisy estimate (545) of the largest count, from auto's share of ε: the released ranking may hold items far from the true top k; raise epsilon or lower k",
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item2', 'rank': 3},
+            ],
+            'k': 3,
+            'method': 'pnf-joint',
+            'released_count': 3,
+        },
+    },
+    'top_k/auto-domain-pure': {
+        'values': {
+            'auto_predicted_error': {'cdp-peel': None, 'joint': None},
+            'domain_size': 32,
+            'error_bound': 13.3,
+            'error_warning': None,
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item2', 'rank': 3},
+            ],
+            'k': 3,
+            'method': 'pnf-joint',
+            'released_count': 3,
+        },
+    },
+    'top_k/auto-no-domain': {
+        'values': {
+            'bottom': False,
+            'error_bound': 18.8,
+            'error_warning': None,
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item2', 'rank': 3},
+            ],
+            'k': 3,
+            'method': 'unknown-domain',
+            'released_count': 3,
+        },
+    },
+    'top_k/cdp-peel': {
+        'values': {
+            'domain_size': 32,
+            'error_bound': 13.7,
+            'error_warning': None,
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item3', 'rank': 3},
+            ],
+            'k': 3,
+            'method': 'cdp-peel',
+            'released_count': 3,
+        },
+    },
+    'top_k/joint': {
+        'values': {
+            'domain_size': 32,
+            'error_bound': 13.3,
+            'error_warning': None,
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item2', 'rank': 3},
+            ],
+            'k': 3,
+            'method': 'joint',
+            'released_count': 3,
+        },
+    },
+    'top_k/pnf-joint': {
+        'values': {
+            'domain_size': 32,
+            'error_bound': 13.3,
+            'error_warning': None,
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item2', 'rank': 3},
+            ],
+            'k': 3,
+            'method': 'pnf-joint',
+            'released_count': 3,
+        },
+    },
+    'top_k/pnf-peel': {
+        'values': {
+            'domain_size': 32,
+            'error_bound': 11.3,
+            'error_warning': None,
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item4', 'rank': 3},
+            ],
+            'k': 3,
+            'method': 'pnf-peel',
+            'released_count': 3,
+        },
+    },
+    'top_k/unknown-domain': {
+        'values': {
+            'bottom': False,
+            'error_bound': 18.8,
+            'error_warning': None,
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item2', 'rank': 3},
+            ],
+            'k': 3,
+            'method': 'unknown-domain',
+            'released_count': 3,
+        },
+    },
+}

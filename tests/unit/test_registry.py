@@ -55,7 +55,21 @@ def missing_files(spec: ReleaseSpec) -> list[str]:
         problems.append(f"no chart function dp_spark.html_report.{spec.chart}")
     if spec.name not in _schema_names():
         problems.append(f"{spec.name!r} is not in the report schema's release enum")
+    own = f"tests/spark/test_{py}.py"
+    if not (REPO / own).is_file():
+        problems.append(f"no test module {own}")
+    elif "SEEDED_CASES" not in _top_level_names(REPO / own):
+        problems.append(f"{own} has no SEEDED_CASES (its seeded cases, pinned values and noise kinds)")
     return problems
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """The names a module assigns at its top level."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
 
 
 def test_every_release_has_its_files():
@@ -70,7 +84,7 @@ def test_a_release_added_without_its_files_fails_loudly():
         "no module dp_spark.releases.new_release", "no module dp_spark.plans.new_release",
         "no module dp_spark.commands.new_release", "no job script jobs/new_release.py",
         "no example config conf/new_release.yaml", "no chart function dp_spark.html_report._new_release_chart",
-        "'new-release' is not in the report schema's release enum"]
+        "'new-release' is not in the report schema's release enum", "no test module tests/spark/test_new_release.py"]
 
 
 def test_a_spec_states_its_chart_and_its_example():
@@ -167,3 +181,50 @@ def test_each_plan_names_its_release_and_privacy_unit():
         opts = {o.name: o.default for o in options_of(module)}
         plan = plan_of(module, getattr(module, "complete", lambda o: o)(opts))
         assert (plan.release, plan.privacy_unit) == (name, spec.privacy_unit)
+
+
+#: Literals today that name every release, each a table a new release must be
+#: added to by hand (to be read from RELEASES; not this file's to change):
+#: path -> how many. Nothing else may list them all.
+_KNOWN_RELEASE_TABLES = {
+    "tests/unit/test_params.py": 2,  # RELEASES (a list of the Python names) and CLI_ONLY
+    "tests/spark/test_cli.py": 1,  # the parametrize list of the plan-once test
+}
+
+
+def release_tables(path: Path) -> int:
+    """How many dict/list/tuple/set literals of ``path`` name every release
+    (by its name, its Python name or as ``<python_name>/<case>``): a shared
+    per-release table, which a new release would have to be added to."""
+    by_text = {}
+    for name, spec in RELEASES.items():
+        by_text[name] = by_text[spec.python_name] = name
+    count = 0
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        elements = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if not isinstance(node, (ast.Dict, ast.List, ast.Tuple, ast.Set)) or elements is None:
+            continue
+        named = {by_text.get(e.value.split("/")[0]) for e in elements
+                 if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+        count += named >= set(RELEASES)
+    return count
+
+
+def test_no_shared_table_of_the_releases():
+    """Tests, examples, jobs and benchmarks read RELEASES (and each release's
+    own test module its cases): a literal listing every release is a table
+    a new release would have to be added to (issue 23: <= 12 files)."""
+    found = {}
+    for folder in ("dp_spark", "tests", "examples", "jobs", "benchmarks"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if (n := release_tables(path)):
+                found[path.relative_to(REPO).as_posix()] = n
+    assert found == _KNOWN_RELEASE_TABLES
+
+
+def test_the_shared_table_check_finds_a_table(tmp_path):
+    table = tmp_path / "t.py"
+    table.write_text("CASES = {" + ", ".join(f"'{s.python_name}/a': 1" for s in RELEASES.values()) + "}\n"
+                     "NAMES = [" + ", ".join(repr(name) for name in RELEASES) + "]\n"
+                     "SOME = [" + repr(next(iter(RELEASES))) + "]\n")
+    assert release_tables(table) == 2
