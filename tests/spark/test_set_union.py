@@ -633,7 +633,7 @@ SEEDED_VALUES = {
             'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
-            'cutoff': 14.322474790797981,
+            'cutoff': 14.322474790797983,
             'cutoff_per_shard': 5.0637595239733155,
             'max_items': 3,
             'method': 'policy-gaussian',
@@ -641,7 +641,7 @@ SEEDED_VALUES = {
             'noise_scale': 2.06720565955402,
             'released_count': 30,
             'shards': 8,
-            'threshold': 10.188063471689942,
+            'threshold': 10.188063471689944,
         },
     },
     'set_union/policy-laplace': {
@@ -665,16 +665,16 @@ SEEDED_VALUES = {
     'set_union/weighted-gaussian': {
         'items': [
             'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
-            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
-            'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
+            'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
             'max_items': 3,
             'method': 'weighted-gaussian',
             'noise': 'gaussian',
             'noise_scale': 2.06720565955402,
-            'released_count': 28,
-            'threshold': 10.188063471689942,
+            'released_count': 30,
+            'threshold': 10.188063471689944,
         },
     },
     'set_union/weighted-laplace': {
