@@ -140,11 +140,12 @@ def _report(plan: Plan, keys, released, how, local, group_type, spark, noise) ->
     if more:
         errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} groups (public "
                                       "key order); every group is in release.groups and --groups-output")
+    share = "the full ε (parallel composition)" if p.max_groups == 1 else f"ε/{p.max_groups}"
     statement = (
         f"Person-level {p.epsilon:g}-differential privacy over all groups: the output would be almost as likely "
         f"if any one person (every row with the same {p.person_col}) were removed or added. Each person's rows "
         f"count in at most {p.max_groups} of their {p.group_by} groups; each group's release spends "
-        f"ε/{p.max_groups} of the selection and count budget. Each group's lower bound holds with probability "
+        f"{share} of the selection and count budget. Each group's lower bound holds with probability "
         f"at least {confidence:.0%}; all {len(rows):,} together with probability at least {simultaneous:.0%}."
     )
     frame = groups_frame(spark, plan, group_type, rows,
