@@ -324,7 +324,7 @@ GROUPS_HELP = (f"file of the public group keys (one column; CSV/Parquet/JSON, at
                "DataFrame")
 MAX_GROUPS_HELP = ("most groups one person contributes to (m): each person keeps the rows of at most m of "
                    "their groups (a public hash order), and each group's release spends ε/m (m = 1: every "
-                   "group gets the full ε by parallel composition)")
+                   "group gets the full ε by parallel composition); default: chosen privately (a share of ε)")
 
 
 def _is_spark_frame(value) -> bool:
@@ -370,8 +370,10 @@ class GroupParams:
     the release; ``groups``: the public keys (a list, a one-column Spark
     DataFrame or a file path; every key is released, also one without rows);
     ``max_groups``: m, the most groups a person contributes to. This version
-    requires both ``groups`` and ``max_groups`` with ``group_by``: keys and
-    m chosen privately (``None``) are refused before anything is read."""
+    requires ``groups`` with ``group_by`` (keys chosen privately,
+    ``groups=None``, are refused before anything is read);
+    ``max_groups=None`` lets the release choose m privately (a charged step
+    of its split)."""
 
     group_by: str | None = param(None, GROUP_BY_HELP, cli_type=str)
     groups: Any = param(None, GROUPS_HELP, cli_type=str)
@@ -391,15 +393,13 @@ class GroupParams:
         if self.groups is None:
             raise ParameterError("group_by needs the public keys groups= (--groups FILE): keys chosen privately "
                                  "(groups=None) are not available yet.")
-        if self.max_groups is None:
-            raise ParameterError("group_by needs max_groups= (--max-groups), the most groups one person "
-                                 "contributes to: choosing it privately (max_groups=None) is not available yet.")
         keys = public_keys(self.groups)
         if keys is not None:
             set_checked(self, groups=keys)
         elif isinstance(self.groups, str) and not self.groups.strip():
             raise ParameterError("groups: the file path is empty.")
-        set_checked(self, max_groups=checks.integer(self.max_groups, "max_groups", 1, MAX_GROUPS_LIMIT))
+        if self.max_groups is not None:  # None: m chosen privately by the release (charged in its split)
+            set_checked(self, max_groups=checks.integer(self.max_groups, "max_groups", 1, MAX_GROUPS_LIMIT))
 
     def group_parameters(self) -> dict[str, Any]:
         """The group parameters as the plan and the report state them ({}
@@ -412,4 +412,5 @@ class GroupParams:
             source = f"public: the file {self.groups}"
         else:
             source = "public: a Spark DataFrame"
-        return {"group_by": self.group_by, "groups": source, "max_groups": self.max_groups}
+        return {"group_by": self.group_by, "groups": source,
+                "max_groups": self.max_groups if self.max_groups is not None else "chosen privately"}

@@ -49,6 +49,10 @@ SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with m
                "permute-and-flip, over l = 1, 4, 16, 64, ... "
                f"(powers of {BOUND_GRID_RATIO} up to max_bound), GEM beta {SELECTION_BETA:g})")
 COUNT_STEP = "count (discrete Laplace mechanism)"
+#: The share of ε that chooses the group cap m when ``max_groups=None``.
+MAX_GROUPS_EPSILON_SHARE = 0.05
+MAX_GROUPS_STEP = ("group cap m (Generalized Exponential Mechanism over the rows kept, sum over persons of "
+                   "min(groups, m), sensitivity m, for m = 1..M, M the number of public keys)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +107,8 @@ def plan(params: Params) -> Plan:
         pre = [Step("matching", MATCHING_STEP, epsilon * MATCHING_EPSILON_SHARE)]
     else:
         pre = []
+    if p.group_by is not None and p.max_groups is None:
+        pre.append(Step("max_groups", MAX_GROUPS_STEP, epsilon * MAX_GROUPS_EPSILON_SHARE))
     rest = remainder(epsilon, *(s.cost for s in pre))  # the parts sum to <= epsilon exactly
     steps = [Step(s.name, s.label, PureDP(s.cost)) for s in pre]
     if p.group_by is None:
@@ -139,6 +145,9 @@ def grouped_label(label: str, max_groups: int) -> str:
     costs that person at most m·(ε/m) = ε (basic composition over their
     groups; the groups are disjoint sub-tables otherwise: parallel
     composition). m = 1: every group gets the step's full ε."""
+    if max_groups is None:
+        return (f"{label}, per group at ε/m for the privately chosen cap m (each person in at most m groups: "
+                "basic composition over them, parallel composition across the others)")
     if max_groups == 1:
         return f"{label}, per group at this full ε (one group per person: parallel composition)"
     return (f"{label}, per group at ε/{max_groups} (each person in at most {max_groups} groups: basic "

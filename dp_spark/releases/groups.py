@@ -10,7 +10,8 @@ when a release's ``Params`` has ``group_by`` (:class:`dp_spark.plan.GroupParams`
 2. :func:`grouped_edges` — the edge table restricted to those keys (a
    broadcast join that adds each row's group index, the key's position in the
    public tuple), then :func:`dp_spark.stages.groups.cap_groups` to at most m
-   groups per person. Both are per-person transformations: on add/remove-one-
+   groups per person (with ``max_groups=None`` the release caps after
+   choosing m privately). Both are per-person transformations: on add/remove-one-
    person neighbours the results differ in that person's rows only, and that
    person's rows lie in at most m groups. Rows with a null group were dropped
    by the edge builder.
@@ -118,7 +119,8 @@ def grouped_edges(plan, edge_df):
     schema = T.StructType([T.StructField(GROUP, group_type, False), T.StructField(GROUP_INDEX, T.IntegerType(), False)])
     key_df = spark.createDataFrame([(k, i) for i, k in enumerate(typed)], schema)
     restricted = edge_df.join(F.broadcast(key_df), on=GROUP, how="inner")
-    capped = cap_groups(restricted, p.max_groups)
+    # max_groups=None: the release chooses m privately after spending, then caps (its body)
+    capped = restricted if p.max_groups is None else cap_groups(restricted, p.max_groups)
     params = dataclasses.replace(p, groups=tuple(typed))
     parameters = {**plan.parameters, "group_keys": len(typed)}
     plan = dataclasses.replace(plan, steps=tuple(plan.split), parameters=parameters, params=params)

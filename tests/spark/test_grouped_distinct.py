@@ -133,8 +133,6 @@ def test_refusals_come_before_anything_is_spent(spark, table):
         dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=many, max_groups=1, budget=budget)
     with pytest.raises(ParameterError, match="not available yet"):
         dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=None, max_groups=1, budget=budget)
-    with pytest.raises(ParameterError, match="not available yet"):
-        dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=["g0"], budget=budget)
     assert budget.spent.epsilon == 0.0
 
 
@@ -162,3 +160,16 @@ def test_cli_writes_the_groups_output(spark, table, tmp_path):
     assert doc["result"]["groups_released"] == 4 and doc["parameters"]["max_groups"] == 2
     assert cli.main(["distinct-count", "--input", str(data), "--groups-output", str(tmp_path / "x.parquet"),
                      "--seed", "1", "--quiet"]) == 2  # --groups-output without --group-by: refused
+
+
+def test_a_private_cap_is_chosen_charged_and_stated(spark, table):
+    release = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=["g0", "g1", "g2"], seed=6)
+    m = release.parameters["max_groups"]
+    assert isinstance(m, int) and 1 <= m <= 3  # M = the number of public keys
+    assert release.parameters["max_groups_chosen"].startswith("privately")
+    steps = [s["step"] for s in release.budget_split]
+    assert steps[1].startswith("group cap m") and sum(s["epsilon"] for s in release.budget_split) == pytest.approx(1)
+    cap = [r for r in release.noise if r.step == steps[1]]
+    assert len(cap) == 1 and cap[0].kind == "gem"
+    assert f"at most {m} of their country groups" in release.statement
+    assert release.parameters["epsilon_per_group"] == pytest.approx(0.94 / m)

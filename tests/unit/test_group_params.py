@@ -38,7 +38,6 @@ def test_an_ungrouped_plan_has_no_group_parameters():
 @pytest.mark.parametrize("kw, match", [
     (dict(group_by=None), "give group_by"),
     (dict(groups=None), "keys chosen privately"),
-    (dict(max_groups=None), "choosing it privately"),
     (dict(max_groups=0), "max_groups"),
     (dict(max_groups=2.5), "max_groups"),
     (dict(groups=[]), "at least one"),
@@ -87,3 +86,14 @@ def test_groups_output_without_group_by_is_refused_before_spark():
     with pytest.raises(ParameterError, match="--group-by"):
         command.plan_options({"groups_output": "g.parquet", "group_by": None})
     assert command.plan_options({"groups_output": "g.parquet", "group_by": "c"})["group_by"] == "c"
+
+
+def test_a_private_cap_is_a_charged_step_of_the_split():
+    plan = grouped(max_groups=None, shards=4)
+    assert "max_groups" in plan.split
+    assert plan.split.epsilon("max_groups") == pytest.approx(plans.MAX_GROUPS_EPSILON_SHARE)
+    assert sum(cost.epsilon for _, cost in plan.steps) == pytest.approx(1.0)
+    assert plan.parameters["max_groups"] == "chosen privately"
+    labels = [s.label for s in plan.split if s.name in ("select", "count")]
+    assert all("privately chosen cap m" in label for label in labels)
+    assert "max_groups" not in grouped(max_groups=3).split
