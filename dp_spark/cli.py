@@ -121,7 +121,7 @@ def _budget(command: str, opts):
 
 
 #: Options naming what a run writes (recorded with a keyed run; not part of its identity).
-_OUTPUTS = ("output", "report_html", "items_output", "series")
+_OUTPUTS = ("output", "report_html", "items_output", "series", "groups_output")
 #: Options that change how a run is run, not what it releases or from what.
 _NOT_IDENTITY = _OUTPUTS + ("master", "verbose", "quiet", "overwrite", "ledger", "ledger_budget", "run_key",
                             "dry_run", "checkpoint", "sink")
@@ -264,7 +264,7 @@ def _refuse_lost_outputs(module, opts, replay: dict | None) -> None:
     the earlier run and its outputs) rather than release them again."""
     if replay is None:
         return
-    wanted = [f"--{o.replace('_', '-')}" for o in ("items_output", "series")
+    wanted = [f"--{o.replace('_', '-')}" for o in ("items_output", "series", "groups_output")
               if opts.get(o) and getattr(module, "ARTIFACT_WRITERS", None)]
     if wanted:
         shown = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in sorted(replay["outputs"].items())) or "none"

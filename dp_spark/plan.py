@@ -367,3 +367,116 @@ def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
         return PrivacyFilter(ZCDP(checks.positive(rho, "budget_rho"), d))
     e = checks.positive(epsilon, "budget_epsilon")
     return PrivacyFilter(ApproxDP(e, d) if d > 0 else PureDP(e))
+
+
+# -- the group parameters (issue 24), declared once ---------------------------------
+
+#: Most public group keys one release takes (``groups=``). Three things grow
+#: with it: the driver receives the per-group summary, O(groups × summary)
+#: numbers (distinct-count: one count per bound candidate, at most 11); the
+#: mechanism runs once per group on the driver; and the grouped greedy packs
+#: the group's index into the top bits of a 64-bit item key (10 bits), so
+#: the item hash keeps 53. Counted on the public keys only, never the data.
+MAX_PUBLIC_GROUPS = 1024
+#: Groups whose released values the JSON report carries (first in the order
+#: of the public keys); every group is in ``release.groups`` and
+#: ``--groups-output``.
+REPORT_GROUPS = 100
+
+GROUP_BY_HELP = ("release one value per key of this column (public keys: --groups); every person's rows "
+                 "count in at most --max-groups of their groups")
+GROUPS_HELP = (f"file of the public group keys (one column; CSV/Parquet/JSON, at most {MAX_PUBLIC_GROUPS:,} "
+               "keys), all released, also those without rows; in Python also a list or a one-column Spark "
+               "DataFrame")
+MAX_GROUPS_HELP = ("most groups one person contributes to (m): each person keeps the rows of at most m of "
+                   "their groups (a public hash order), and each group's release spends ε/m (m = 1: every "
+                   "group gets the full ε by parallel composition); default: chosen privately (a share of ε)")
+
+
+def _is_spark_frame(value) -> bool:
+    """A Spark DataFrame (classic or Connect), without importing pyspark."""
+    return type(value).__name__ == "DataFrame" and type(value).__module__.startswith("pyspark")
+
+
+def public_keys(value) -> tuple | None:
+    """A list-like of public group keys as a tuple of distinct keys in the
+    given order (ints or strings, one kind, no None); None for a path or a
+    DataFrame (read before spending, by the release template). ParameterError
+    for anything else, and for more than :data:`MAX_PUBLIC_GROUPS` keys (a
+    public count)."""
+    if value is None or isinstance(value, str) or _is_spark_frame(value):
+        return None
+    if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
+        raise ParameterError("groups must be a list of public keys, a one-column Spark DataFrame or a file path; "
+                             f"got {type(value).__name__}.")
+    keys = []
+    for key in value:
+        if hasattr(key, "item") and not isinstance(key, (str, bytes)):
+            key = key.item()  # numpy scalars
+        if isinstance(key, bool) or not isinstance(key, (int, str)):
+            raise ParameterError(f"groups: every key must be a whole number or a string; got {type(key).__name__}.")
+        keys.append(key)
+    if len({type(k) for k in keys}) > 1:
+        raise ParameterError("groups: the keys must all be whole numbers or all strings, not a mix.")
+    keys = tuple(dict.fromkeys(keys))
+    if not keys:
+        raise ParameterError("groups: give at least one public key.")
+    if len(keys) > MAX_PUBLIC_GROUPS:
+        raise ParameterError(f"groups: {len(keys):,} public keys; at most {MAX_PUBLIC_GROUPS:,} (the driver "
+                             "receives every group's summary and runs each group's mechanism).")
+    return keys
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupParams:
+    """The group parameters every grouped release takes (issue 24), declared
+    once: a release's ``Params`` that groups subclasses this and calls
+    :meth:`check_groups` in its ``__post_init__``; a release without them
+    simply does not take them. ``group_by``: the column whose values split
+    the release; ``groups``: the public keys (a list, a one-column Spark
+    DataFrame or a file path; every key is released, also one without rows);
+    ``max_groups``: m, the most groups a person contributes to. This version
+    requires ``groups`` with ``group_by`` (keys chosen privately,
+    ``groups=None``, are refused before anything is read);
+    ``max_groups=None`` lets the release choose m privately (a charged step
+    of its split)."""
+
+    group_by: str | None = param(None, GROUP_BY_HELP, cli_type=str)
+    groups: Any = param(None, GROUPS_HELP, cli_type=str)
+    max_groups: int | None = param(None, MAX_GROUPS_HELP, cli_type=int)
+
+    def check_groups(self) -> None:
+        """The group parameters' checks (public values only; nothing read)."""
+        from dp_spark.settings.groups import MAX_GROUPS_LIMIT
+
+        if self.group_by is None:
+            if self.groups is not None or self.max_groups is not None:
+                raise ParameterError("groups= and max_groups= split a release by group_by=; give group_by= "
+                                     "(--group-by) too, or neither.")
+            return
+        if not isinstance(self.group_by, str) or not self.group_by.strip():
+            raise ParameterError("group_by must be a column name.")
+        if self.groups is None:
+            raise ParameterError("group_by needs the public keys groups= (--groups FILE): keys chosen privately "
+                                 "(groups=None) are not available yet.")
+        keys = public_keys(self.groups)
+        if keys is not None:
+            set_checked(self, groups=keys)
+        elif isinstance(self.groups, str) and not self.groups.strip():
+            raise ParameterError("groups: the file path is empty.")
+        if self.max_groups is not None:  # None: m chosen privately by the release (charged in its split)
+            set_checked(self, max_groups=checks.integer(self.max_groups, "max_groups", 1, MAX_GROUPS_LIMIT))
+
+    def group_parameters(self) -> dict[str, Any]:
+        """The group parameters as the plan and the report state them ({}
+        when not grouped, so an ungrouped report is unchanged)."""
+        if self.group_by is None:
+            return {}
+        if isinstance(self.groups, tuple):
+            source = f"public: a list of {len(self.groups):,} keys"
+        elif isinstance(self.groups, str):
+            source = f"public: the file {self.groups}"
+        else:
+            source = "public: a Spark DataFrame"
+        return {"group_by": self.group_by, "groups": source,
+                "max_groups": self.max_groups if self.max_groups is not None else "chosen privately"}

@@ -93,7 +93,7 @@ class Release:
             store = self.__dict__.get(holder)
             if store is not None and name in store:
                 return store[name]
-        if self.__dict__.get("replay") is not None and name in ("items", "series"):
+        if self.__dict__.get("replay") is not None and name in ("items", "series", "groups"):
             raise AttributeError(
                 f"{self.__dict__.get('name')} was replayed from the ledger's record (run key "
                 f"{self.replay['run_key']!r}), which holds its report, not its {name!r} DataFrame; "

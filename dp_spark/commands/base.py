@@ -55,8 +55,8 @@ _positive_int.__name__ = "whole number >= 1"
 
 #: Options naming files or directories the run writes (refused over existing
 #: paths without --overwrite, and over any input), read, or keeps state in.
-OUTPUT_PATHS = ("output", "report_html", "items_output", "series")
-INPUT_PATHS = ("input", "domain", "config")
+OUTPUT_PATHS = ("output", "report_html", "items_output", "series", "groups_output")
+INPUT_PATHS = ("input", "domain", "config", "groups")
 STATE_PATHS = ("checkpoint", "sink")  # --stream: resumable, may exist
 
 
@@ -166,7 +166,7 @@ def _metavar(opt: Option) -> str:
     return "N" if opt.type in (int, _positive_int) else "X"
 
 
-_PATH_OPTIONS = {"input", "domain", "config", "series", "checkpoint", "sink", "ledger", "schema"}
+_PATH_OPTIONS = {"input", "domain", "config", "series", "checkpoint", "sink", "ledger", "schema", "groups"}
 
 
 def resolve(args: argparse.Namespace, options) -> dict[str, Any]:
@@ -202,6 +202,28 @@ def items_writer(attribute: str, what: str, single_file: bool = False):
                                    seeded=release.seeded)
         if not opts.get("quiet"):
             print(f"released {what} written to {opts['items_output']}")
+
+    return write
+
+
+def groups_writer(what: str = "per-group values"):
+    """An ARTIFACT_WRITERS entry: write ``release.groups`` (a Spark DataFrame,
+    at most MAX_PUBLIC_GROUPS rows) to ``--groups-output``: one CSV file's
+    folder when the path ends in ``.csv``, else Parquet, or ``table:db.name``;
+    atomically, with the output marking of every DataFrame output."""
+
+    def write(release, opts) -> None:
+        path = opts.get("groups_output")
+        if not path:
+            return
+        from dp_spark.io import write_dataframe_atomic
+        from dp_spark.sparkjobs import spark_job
+
+        fmt = "csv" if str(path).lower().endswith(".csv") else "parquet"
+        with spark_job(f"writing the released {what}"):
+            write_dataframe_atomic(release.groups.coalesce(1), path, fmt, seeded=release.seeded)
+        if not opts.get("quiet"):
+            print(f"released {what} written to {path}")
 
     return write
 
@@ -260,7 +282,7 @@ def load_table(spark, opts: dict[str, Any]):
 
 #: The options naming the columns a release reads (a JSON input without
 #: --schema is read with exactly these, as strings: never names from the rows).
-COLUMN_OPTIONS = ("person_col", "item_col", "time_col", "op_col")
+COLUMN_OPTIONS = ("person_col", "item_col", "time_col", "op_col", "group_by")
 
 
 def input_columns(opts: dict[str, Any]) -> list[str]:

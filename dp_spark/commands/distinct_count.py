@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option
+from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, groups_writer
 from dp_spark.commands.params import release_options
 from dp_spark.plans.distinct_count import Params
 
@@ -12,4 +12,21 @@ HELP = "differentially private count of distinct items, with a lower bound"
 OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_OPTIONS) + (
     Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "
            "data if the release would exceed it"),
+) + (
+    Option("groups_output", str, None, "with --group-by: write every group's released values (the group column, "
+           "estimate, lower_bound, bound, error) here: Parquet, CSV (a path ending in .csv) or table:db.name "
+           "(atomically)"),
 ) + RUN_OPTIONS
+
+ARTIFACT_WRITERS = {"groups": groups_writer()}
+
+
+def plan_options(opts):
+    """``--groups-output`` needs ``--group-by`` (an ungrouped run has no
+    per-group values): refused before Spark starts."""
+    if opts.get("groups_output") and not opts.get("group_by"):
+        from dp_spark.errors import ParameterError
+
+        raise ParameterError("--groups-output writes the per-group values of a grouped run; give --group-by "
+                             "(with --groups and --max-groups), or drop --groups-output.")
+    return opts

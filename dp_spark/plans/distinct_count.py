@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from dp_spark import checks
 from dp_spark.accounting import PureDP, remainder
-from dp_spark.plan import Plan, Step, builds, param, set_checked
+from dp_spark.errors import ParameterError
+from dp_spark.plan import GroupParams, Plan, Step, builds, param, set_checked
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the stage and mechanism share, re-exported
     BOUND_GRID_RATIO,
@@ -48,14 +49,19 @@ SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with m
                "permute-and-flip, over l = 1, 4, 16, 64, ... "
                f"(powers of {BOUND_GRID_RATIO} up to max_bound), GEM beta {SELECTION_BETA:g})")
 COUNT_STEP = "count (discrete Laplace mechanism)"
+#: The share of ε that chooses the group cap m when ``max_groups=None``.
+MAX_GROUPS_EPSILON_SHARE = 0.05
+MAX_GROUPS_STEP = ("group cap m (Generalized Exponential Mechanism over the rows kept, sum over persons of "
+                   "min(groups, m), sensitivity m, for m = 1..M, M the number of public keys)")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params:
+class Params(GroupParams):
     """Every distinct-count parameter: its default, help (the CLI's), public
     limit; constructing one checks them all (before any data is read). The
     release function's keywords, the CLI flags and the YAML keys are these
-    fields (tests/unit/test_params.py)."""
+    fields (tests/unit/test_params.py). The group parameters (``group_by``,
+    ``groups``, ``max_groups``) are :class:`~dp_spark.plan.GroupParams`'."""
 
     epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
     beta: float = param(0.05, "the lower bound holds with probability 1 - beta")
@@ -81,6 +87,12 @@ class Params:
         set_checked(self, shards=None if self.shards is None else limited(self.shards, "shards"))
         set_checked(self, edge_limit=limited(self.edge_limit, "edge_limit"))
         checks.seed(self.seed)
+        self.check_groups()
+        if self.group_by is not None:
+            checks.distinct_columns(person_col=self.person_col, item_col=self.item_col, group_by=self.group_by)
+            if self.method != "greedy":
+                raise ParameterError(f"group_by runs the per-group greedy (method='greedy'); method={self.method!r} "
+                                     "is not available per group.")
 
 
 @builds(Params)
@@ -95,15 +107,23 @@ def plan(params: Params) -> Plan:
         pre = [Step("matching", MATCHING_STEP, epsilon * MATCHING_EPSILON_SHARE)]
     else:
         pre = []
+    if p.group_by is not None and p.max_groups is None:
+        pre.append(Step("max_groups", MAX_GROUPS_STEP, epsilon * MAX_GROUPS_EPSILON_SHARE))
     rest = remainder(epsilon, *(s.cost for s in pre))  # the parts sum to <= epsilon exactly
     steps = [Step(s.name, s.label, PureDP(s.cost)) for s in pre]
-    steps += [Step("select", SELECT_STEP, PureDP(rest / 2.0)), Step("count", COUNT_STEP, PureDP(rest / 2.0))]
+    if p.group_by is None:
+        steps += [Step("select", SELECT_STEP, PureDP(rest / 2.0)), Step("count", COUNT_STEP, PureDP(rest / 2.0))]
+    else:
+        m = p.max_groups
+        steps += [Step("select", grouped_label(SELECT_STEP, m), PureDP(rest / 2.0)),
+                  Step("count", grouped_label(COUNT_STEP, m), PureDP(rest / 2.0))]
     parameters = {
         "epsilon": epsilon, "beta": p.beta, "max_bound": p.max_bound, "method": method,
         "person_col": p.person_col, "item_col": p.item_col, "noise": "discrete laplace",
     }
     if method != "sampling":
         parameters["shards"] = shards
+    parameters.update(p.group_parameters())  # {} when not grouped: an ungrouped plan is unchanged
     if method == "matching":
         parameters["edge_limit"] = p.edge_limit
         parameters["items_per_person"] = p.max_bound
@@ -114,5 +134,21 @@ def plan(params: Params) -> Plan:
         parameters=parameters,
         privacy_unit="person",
         neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
-        releases=f"the number of distinct {p.item_col} values (noisy) and a {1 - p.beta:.0%} lower bound",
+        releases=(f"the number of distinct {p.item_col} values (noisy) and a {1 - p.beta:.0%} lower bound"
+                  + ("" if p.group_by is None else f", per public key of {p.group_by} (each at {1 - p.beta:.0%})")),
     )
+
+
+def grouped_label(label: str, max_groups: int) -> str:
+    """A step's label in a grouped run: the step runs once per group at its
+    ε/m; a person's rows are in at most m groups (the cap), so the step
+    costs that person at most m·(ε/m) = ε (basic composition over their
+    groups; the groups are disjoint sub-tables otherwise: parallel
+    composition). m = 1: every group gets the step's full ε."""
+    if max_groups is None:
+        return (f"{label}, per group at ε/m for the privately chosen cap m (each person in at most m groups: "
+                "basic composition over them, parallel composition across the others)")
+    if max_groups == 1:
+        return f"{label}, per group at this full ε (one group per person: parallel composition)"
+    return (f"{label}, per group at ε/{max_groups} (each person in at most {max_groups} groups: basic "
+            "composition over them, parallel composition across the others)")

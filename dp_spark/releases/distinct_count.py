@@ -156,6 +156,9 @@ def distinct_count(
     seed: int | None = None,
     budget: PrivacyFilter | None = None,
     ledger=None,
+    group_by: str | None = None,
+    groups=None,
+    max_groups: int | None = None,
 ) -> Release:
     """Release the number of distinct items in ``df`` under person-level ε-DP.
 
@@ -183,9 +186,21 @@ def distinct_count(
     Returns a :class:`~dp_spark.Release` whose ``result`` holds
     ``estimate``, ``lower_bound``, ``bound``, ``confidence``, ``method``,
     ``noise_scale`` and ``noise_std``.
+
+    Per group (issue 24; :mod:`dp_spark.releases.grouped_distinct_count`):
+    ``group_by`` (a column), ``groups`` (the public keys: a list, a
+    one-column Spark DataFrame or a file path; at most 1,024; every key is
+    released, also one without rows) and ``max_groups`` m (each person keeps
+    the rows of at most m of their groups; each group spends ε/m, m = 1 the
+    full ε). ``release.groups`` is a Spark DataFrame: the group column,
+    ``estimate``, ``lower_bound``, ``bound`` and ``error``; the report's
+    ``result["groups"]`` holds the first 100 groups. ``method="greedy"``
+    only; ``groups=None`` / ``max_groups=None`` (chosen privately) are
+    refused before anything is read.
     """
     plan = make_plan(epsilon=epsilon, beta=beta, max_bound=max_bound, method=method, shards=shards,
-                     edge_limit=edge_limit, person_col=person_col, item_col=item_col, seed=seed)
+                     edge_limit=edge_limit, person_col=person_col, item_col=item_col, seed=seed,
+                     group_by=group_by, groups=groups, max_groups=max_groups)
     return run(plan, df, budget=budget, ledger=ledger)
 
 
@@ -197,6 +212,10 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Relea
 
 def _body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage, mechanism and report, after the plan was spent (steps 0-3 of the module doc)."""
+    if plan.params.group_by is not None:
+        from dp_spark.releases.grouped_distinct_count import body as grouped_body
+
+        return grouped_body(plan, edge_df, rng, local)
     split = plan.split  # by step name (plans.distinct_count): at most one of shards / matching is there
     epsilon_pre = split.epsilon("shards") or split.epsilon("matching")
     counts, how, noise = _bounded_counts(edge_df, plan, epsilon_pre, rng)

@@ -4,7 +4,9 @@ plan (built once, by the keyword function or the CLI) → the input as a
 Spark DataFrame → the budget (``budget=`` or ``ledger=``; a seeded run
 never charges a ledger) → one edge table (every schema and null check,
 once; no data read) → public inputs the release reads before spending
-(top-k's domain) → a keyed run's recorded release, if any → ``plan.spend``
+(top-k's domain) → for a grouped release (``params.group_by``), the
+public keys read, the edge table restricted to them and each person capped
+to ``max_groups`` groups (:mod:`dp_spark.releases.groups`) → a keyed run's recorded release, if any → ``plan.spend``
 (refused before any data is read) → the release's body: its Spark stage,
 its mechanism and its report, with the run's own noise generator → the
 release recorded in the ledger (a keyed run) before it is returned.
@@ -32,11 +34,12 @@ SEEDED_LEDGER = (
 
 def person_edges(plan, df):
     """The person-level releases' edge table (``person``, ``item``,
-    ``group``): :func:`dp_spark.stages.edges.edges` with the plan's columns.
-    Schema checks only; no data is read."""
+    ``group``): :func:`dp_spark.stages.edges.edges` with the plan's columns
+    (``group`` from ``params.group_by`` when the release is grouped, else
+    the constant). Schema checks only; no data is read."""
     from dp_spark.stages.edges import edges
 
-    return edges(df, plan.params.person_col, plan.params.item_col)
+    return edges(df, plan.params.person_col, plan.params.item_col, getattr(plan.params, "group_by", None))
 
 
 def refuse_seeded_ledger(seed, budget) -> None:
@@ -87,6 +90,12 @@ def run_release(
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
     refuse_seeded_ledger(seed, budget)
     edge_df = edge_table(plan, df)  # every schema and null check, once; no data read
+    if getattr(plan.params, "group_by", None) is not None:
+        from dp_spark.releases.groups import grouped_edges
+
+        # public keys read (refused past MAX_PUBLIC_GROUPS), rows restricted to them, each person capped
+        # to max_groups groups: per-person transformations, lazy; nothing spent yet
+        plan, edge_df = grouped_edges(plan, edge_df)
     if prepare is not None:
         plan = prepare(plan, edge_df)  # public inputs only (e.g. top-k's domain), before spending
     if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here

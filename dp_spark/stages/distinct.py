@@ -383,3 +383,95 @@ def validate_stage_parameters(max_bound, method, shards, edge_limit) -> None:
     if shards is not None:
         limited(shards, "shards")
     limited(edge_limit, "edge_limit")
+
+
+# ---------------------------------------------------------------- per group (issue 24)
+
+#: The grouped kernel's input column: each row's group index (0..groups-1,
+#: the key's position among the public keys; dp_spark.releases.groups).
+GROUP_INDEX = "group_index"
+#: Bits of the virtual item key that hold the group index; the item's hash
+#: keeps the other 53 (a positive long: index·2^53 + xxhash64(item) mod 2^53).
+GROUP_INDEX_BITS = 10
+_ITEM_HASH_BITS = 63 - GROUP_INDEX_BITS
+_GROUP_ROUND = "_group"
+_BUCKET = "_bucket"
+
+
+def grouped_sharded_edges(edge_df: DataFrame, shards: int) -> DataFrame:
+    """The rows the existing greedy kernel reads, for virtual persons
+    (person, group) and virtual items (group, item): ``person`` becomes the
+    string ``"<group index>:<person>"`` (injective: the index is digits, the
+    person's text is injective for its type) and the item key
+    ``index·2^53 + (xxhash64(item) mod 2^53)``. A virtual person holds only
+    items of its own group, so the greedy of every shard runs an independent
+    greedy per group. NON-PRIVATE intermediate data."""
+    virtual_person = F.concat(F.col(GROUP_INDEX).cast("string"), F.lit(":"), F.col(PERSON).cast("string"))
+    virtual_item = (F.col(GROUP_INDEX).cast("long") * F.lit(1 << _ITEM_HASH_BITS)
+                    + F.pmod(F.xxhash64(ITEM), F.lit(1 << _ITEM_HASH_BITS)))
+    return (
+        edge_df.select(virtual_person.alias(PERSON), virtual_item.alias(_IH))
+        .repartition(shards, PERSON)
+        .select(
+            F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
+            F.xxhash64(PERSON).alias(_PH),
+            PERSON,
+            _IH,
+        )
+    )
+
+
+def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, groups: int,
+                          candidates) -> np.ndarray:
+    """NON-PRIVATE: ``out[g, j]`` = the greedy count g_l of group index g at
+    bound l = ``candidates[j]``, for every group and candidate, in one pass.
+
+    The edge table needs ``group_index`` (0..``groups``-1, at most
+    2^GROUP_INDEX_BITS). Each group's counts are those of the sharded
+    greedy (:func:`greedy_rounds`) run on that group's rows alone, with
+    persons sharded by (group, person): groups never interact. So, when one
+    person y is added, group g's counts change only if y has rows in g, and
+    then each by 0..l, never down (the ungrouped argument, per group); with
+    y's rows in at most m groups (the release's cap), at most m groups move.
+    The driver receives at most groups × len(candidates) rows (a histogram
+    of matched virtual items by (group, smallest candidate >= its round)).
+
+    Items are identified per group by a 53-bit hash: two of a group's items
+    with the same hash count once (probability about n²/2^54 for n items of
+    one group, 6e-5 at a million), which only lowers a count; privacy is
+    untouched (the key is a function of each row). Items of different groups
+    never share a key (the index is in the high bits)."""
+    if not 1 <= groups <= 1 << GROUP_INDEX_BITS:
+        raise ValueError(f"groups must be 1..{1 << GROUP_INDEX_BITS}")
+    cands = [int(c) for c in candidates]
+    if cands != sorted(set(cands)) or cands[0] < 1 or cands[-1] > max_bound:
+        raise ValueError("candidates must increase within 1..max_bound")
+    rounds = grouped_sharded_edges(edge_df, shards).mapInArrow(
+        partial(_greedy_partition, max_bound=cands[-1]), ROUND_SCHEMA)  # rounds after the largest candidate: unused
+    per_item = rounds.groupBy(ITEM_KEY).agg(F.min(ROUND).alias(ROUND))
+    bucket = F.lit(len(cands) - 1)
+    for j in range(len(cands) - 2, -1, -1):
+        bucket = F.when(F.col(ROUND) <= cands[j], F.lit(j)).otherwise(bucket)
+    hist_df = (per_item.select(F.shiftright(F.col(ITEM_KEY), _ITEM_HASH_BITS).cast("int").alias(_GROUP_ROUND),
+                               bucket.alias(_BUCKET))
+               .groupBy(_GROUP_ROUND, _BUCKET).count())
+    with spark_job("counting matched items per group and bound"):
+        rows = hist_df.collect()  # at most groups × len(candidates) rows
+    hist = np.zeros((groups, len(cands)), dtype=np.int64)
+    for row in rows:
+        hist[int(row[_GROUP_ROUND]), int(row[_BUCKET])] += int(row["count"])
+    return np.cumsum(hist, axis=1)
+
+
+def candidate_counts_vector(counts_at_candidates, candidates, max_bound: int) -> np.ndarray:
+    """A length-``max_bound`` vector for :func:`release_from_counts` from the
+    counts at the candidates only: entry l-1 is the count at the largest
+    candidate <= l. The selection and the count read the candidate entries
+    only (they choose among the candidates), so those are exact; the others
+    are lower bounds and never read."""
+    out = np.zeros(int(max_bound), dtype=np.int64)
+    cands = [int(c) for c in candidates]
+    for j, c in enumerate(cands):
+        end = cands[j + 1] - 1 if j + 1 < len(cands) else int(max_bound)
+        out[c - 1:end] = counts_at_candidates[j]
+    return out

@@ -250,3 +250,51 @@ def test_the_check_catches_a_planted_leak(people, capfd, dp_logs, monkeypatch):
     assert json_leaks({"released": float(HOT)}, PERSON_SENTINELS) == [HOT]
     assert text_leaks("estimate 5,003.0", PERSON_SENTINELS) == [HOT]
     assert text_leaks("estimate 5003.4, persons 17919, 0.7919", PERSON_SENTINELS) == []
+
+
+# ------------------------------------------------------------------ grouped (issue 24)
+
+def _grouped_people(people):
+    """The person table with a group column: "even" / "odd" person ids."""
+    parity = F.when(F.col("person_id") % 2 == 0, "even").otherwise("odd")
+    return people.withColumn("parity", parity)
+
+
+def _group_sentinels(table) -> tuple[int, ...]:
+    """The exact per-group values (persons, rows, distinct items of each
+    group): non-private, so none may appear anywhere, besides the table's."""
+    rows = table.groupBy("parity").agg(F.countDistinct("person_id").alias("p"), F.count("*").alias("r"),
+                                       F.countDistinct("item").alias("d")).collect()
+    values = tuple(int(r[c]) for r in rows for c in ("p", "r", "d"))
+    assert all(v >= 1000 for v in values)  # whole numbers unlikely to occur by chance
+    return PERSON_SENTINELS + values
+
+
+def test_grouped_distinct_count_leaks_nothing(tmp_path, people, capfd, dp_logs):
+    table = _grouped_people(people)
+    sentinels = _group_sentinels(table)
+    capfd.readouterr()
+    release = dp_spark.distinct_count(table, epsilon=1.0, max_bound=4, group_by="parity",
+                                      groups=["even", "odd", "none"], max_groups=1, seed=SEED)
+    print(release.summary())
+    leaks = captured_leaks(capfd, dp_logs, sentinels)
+    leaks["report"] = json_leaks(json.loads(release.to_json()), sentinels)
+    leaks["noise records"] = json_leaks([r.to_dict() for r in release.noise], sentinels)
+    leaks["error statements"] = text_leaks(" ".join(release.errors.values()), sentinels)
+    leaks["groups"] = frame_leaks(release.groups.toPandas(), sentinels)
+    assert_clean(leaks)
+    assert release.result["groups_released"] == 3
+
+    data, keys, report, out = (tmp_path / "people.parquet", tmp_path / "keys.csv", tmp_path / "r.json",
+                               tmp_path / "groups.parquet")
+    table.write.parquet(str(data))
+    keys.write_text("parity\neven\nodd\nnone\n")
+    capfd.readouterr()
+    code = cli.main(["distinct-count", "--input", str(data), "--epsilon", "1", "--max-bound", "4",
+                     "--group-by", "parity", "--groups", str(keys), "--max-groups", "1", "--seed", str(SEED),
+                     "--verbose", "--output", str(report), "--groups-output", str(out)])
+    leaks = captured_leaks(capfd, dp_logs, sentinels)
+    assert code == 0
+    leaks["report"] = json_leaks(json.loads(report.read_text()), sentinels)
+    leaks["groups file"] = file_leaks(out, sentinels)
+    assert_clean(leaks)

@@ -1,0 +1,149 @@
+"""The grouped edge table and the groups output of a per-group release (issue 24).
+
+Used by the release template (:func:`dp_spark.releases.template.run_release`)
+when a release's ``Params`` has ``group_by`` (:class:`dp_spark.plan.GroupParams`):
+
+1. :func:`resolve_keys` — the PUBLIC group keys (``groups=``: a list, a
+   one-column Spark DataFrame or a file) as a tuple, read before anything is
+   spent; more than :data:`~dp_spark.plan.MAX_PUBLIC_GROUPS` keys are refused
+   from the public keys alone (the data is not read).
+2. :func:`grouped_edges` — the edge table restricted to those keys (a
+   broadcast join that adds each row's group index, the key's position in the
+   public tuple), then :func:`dp_spark.stages.groups.cap_groups` to at most m
+   groups per person (with ``max_groups=None`` the release caps after
+   choosing m privately). Both are per-person transformations: on add/remove-one-
+   person neighbours the results differ in that person's rows only, and that
+   person's rows lie in at most m groups. Rows with a null group were dropped
+   by the edge builder.
+3. :func:`groups_frame` — ``release.groups``: a Spark DataFrame of the
+   released per-group values (the group column under its own name, the
+   release's per-value columns and each row's error statement), made from
+   released values only; :func:`report_groups` — the first
+   :data:`~dp_spark.plan.REPORT_GROUPS` of them for the JSON report.
+
+Every key is released, also one with no rows: the keys are public, so
+whether a group appears never depends on the data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dp_spark.errors import ParameterError
+from dp_spark.plan import MAX_PUBLIC_GROUPS, REPORT_GROUPS
+
+GROUP_INDEX = "group_index"
+
+
+def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
+    """The distinct non-null keys of a PUBLIC one-column frame (or its
+    ``group_by`` column), sorted (a frame has no order); at most
+    MAX_PUBLIC_GROUPS + 1 rows reach the driver before a refusal."""
+    from pyspark.sql import functions as F
+
+    columns = list(frame.columns)
+    if group_by in columns:
+        column = group_by
+    elif len(columns) == 1:
+        column = columns[0]
+    else:
+        raise ParameterError(f"groups: {what} must have one column, or a column named {group_by!r}; it has "
+                             f"{', '.join(columns) or 'none'}.")
+    from pyspark.sql import types as T
+
+    if isinstance(frame.schema[column].dataType, (T.ArrayType, T.MapType, T.StructType, T.BinaryType)):
+        raise ParameterError(f"groups: the key column {column!r} of {what} must hold strings or whole numbers.")
+    rows = (frame.select(F.col(column).alias("k")).where(F.col("k").isNotNull()).distinct()
+            .limit(MAX_PUBLIC_GROUPS + 1).collect())  # public keys
+    if len(rows) > MAX_PUBLIC_GROUPS:
+        raise ParameterError(f"groups: {what} holds more than {MAX_PUBLIC_GROUPS:,} public keys (the limit: the "
+                             "driver receives every group's summary and runs each group's mechanism).")
+    if not rows:
+        raise ParameterError(f"groups: {what} holds no key.")
+    keys = [r["k"] for r in rows]
+    return tuple(sorted(keys, key=lambda k: (str(type(k)), k)))
+
+
+def resolve_keys(spark, groups, group_by: str) -> tuple:
+    """The public keys of ``groups=`` as a tuple (a list keeps its order;
+    a DataFrame's or a file's keys are sorted). Reads only the public input."""
+    if isinstance(groups, tuple):
+        return groups
+    if isinstance(groups, str):
+        from dp_spark.io import read_input
+
+        frame = read_input(spark, groups, "auto", columns=[group_by])
+        return _keys_of_frame(frame, group_by, f"the file {groups}")
+    return _keys_of_frame(groups, group_by, "the groups DataFrame")
+
+
+def _typed_keys(keys: tuple, group_type) -> list:
+    """The keys in the edge table's group type (long, or string: the edge
+    builder's normalisation); a key that is not a whole number for a
+    whole-number column is refused (public values)."""
+    from pyspark.sql import types as T
+
+    if isinstance(group_type, T.LongType):
+        out = []
+        for k in keys:
+            try:
+                out.append(int(k) if not isinstance(k, float) or k.is_integer() else None)
+            except (TypeError, ValueError):
+                out.append(None)
+            if out[-1] is None:
+                raise ParameterError(f"groups: the group column holds whole numbers; the key {k!r} is not one.")
+        return out
+    return [str(k) for k in keys]
+
+
+def grouped_edges(plan, edge_df):
+    """(plan, edge table) of a grouped run, before anything is spent: the
+    plan with ``params.groups`` resolved to the public key tuple and the
+    number of keys in its parameters; the edge table restricted to the keys
+    (column ``group_index`` added) and capped to ``max_groups`` groups per
+    person. Lazy: only the public keys are read."""
+    from pyspark.sql import functions as F
+
+    from dp_spark.stages.edges import GROUP
+    from dp_spark.stages.groups import cap_groups
+
+    p = plan.params
+    spark = edge_df.sparkSession
+    keys = resolve_keys(spark, p.groups, p.group_by)
+    group_type = edge_df.schema[GROUP].dataType
+    typed = _typed_keys(keys, group_type)
+    if len(set(typed)) != len(typed):
+        raise ParameterError("groups: two keys are the same value in the group column's type.")
+    from pyspark.sql import types as T
+
+    schema = T.StructType([T.StructField(GROUP, group_type, False), T.StructField(GROUP_INDEX, T.IntegerType(), False)])
+    key_df = spark.createDataFrame([(k, i) for i, k in enumerate(typed)], schema)
+    restricted = edge_df.join(F.broadcast(key_df), on=GROUP, how="inner")
+    # max_groups=None: the release chooses m privately after spending, then caps (its body)
+    capped = restricted if p.max_groups is None else cap_groups(restricted, p.max_groups)
+    params = dataclasses.replace(p, groups=tuple(typed))
+    parameters = {**plan.parameters, "group_keys": len(typed)}
+    plan = dataclasses.replace(plan, steps=tuple(plan.split), parameters=parameters, params=params)
+    return plan, capped
+
+
+def groups_frame(spark, plan, group_type, rows: list[dict], columns: list[tuple[str, object]]):
+    """``release.groups``: one row per public key, the group column under its
+    own name (``plan.params.group_by``), then ``columns`` ((name, Spark
+    type) of the release's per-value columns) and ``error``. Released values
+    only (≤ MAX_PUBLIC_GROUPS rows, made on the driver)."""
+    from pyspark.sql import types as T
+
+    name = plan.params.group_by
+    fields = [T.StructField(name, group_type, False)]
+    fields += [T.StructField(c, t, True) for c, t in columns]
+    fields.append(T.StructField("error", T.StringType(), False))
+    data = [tuple([r["group"], *[r[c] for c, _ in columns], r["error"]]) for r in rows]
+    return spark.createDataFrame(data, T.StructType(fields))
+
+
+def report_groups(rows: list[dict]) -> tuple[list[dict], bool]:
+    """The per-group values the JSON report carries: the first
+    REPORT_GROUPS rows (public key order), and whether more exist (they
+    are in ``release.groups`` / ``--groups-output`` only)."""
+    return [dict(r) for r in rows[:REPORT_GROUPS]], len(rows) > REPORT_GROUPS

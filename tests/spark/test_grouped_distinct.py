@@ -1,0 +1,175 @@
+"""Grouped distinct-count (issue 24): the per-group greedy's sensitivity on
+random add/remove-one-person neighbours, seeded API and CLI runs, a public
+key without rows, an ungrouped call unchanged, and the refusals (missing
+group column, too many public keys) made before anything is spent."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+
+import dp_spark
+from dp_spark import cli
+from dp_spark.accounting import PrivacyFilter, PureDP
+from dp_spark.errors import ParameterError, SchemaError
+from dp_spark.plan import MAX_PUBLIC_GROUPS
+from dp_spark.releases.groups import GROUP_INDEX
+from dp_spark.settings.distinct_count import bound_candidates
+from dp_spark.stages.distinct import grouped_greedy_counts
+from dp_spark.stages.edges import GROUP, ITEM, PERSON
+from dp_spark.stages.groups import cap_groups
+
+SCHEMA = "person long, item string, group string"
+KEYS = [f"g{j}" for j in range(6)]
+
+
+def random_rows(rng, persons, groups=5, items=12):
+    rows = []
+    for p in persons:
+        for _ in range(int(rng.integers(1, 16))):
+            rows.append((int(p), f"i{rng.integers(items)}", f"g{rng.integers(groups)}"))
+    return rows
+
+
+def grouped_counts(spark, rows, m, max_bound, shards):
+    """The stage as the release runs it: public keys (index added), cap m, one pass."""
+    edges = spark.createDataFrame(rows, SCHEMA)
+    keys = spark.createDataFrame([(k, i) for i, k in enumerate(KEYS)], f"{GROUP} string, {GROUP_INDEX} int")
+    capped = cap_groups(edges.join(keys, on=GROUP), m)
+    return grouped_greedy_counts(capped, max_bound, shards, len(KEYS), bound_candidates(max_bound))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_each_group_moves_by_0_to_l_in_one_direction_and_at_most_m_groups_move(spark, seed):
+    rng = np.random.default_rng(100 + seed)
+    m, max_bound, shards = int(rng.integers(1, 4)), 16, int(rng.integers(1, 4))
+    persons = rng.choice(10_000, size=int(rng.integers(8, 30)), replace=False)
+    y, others = persons[0], persons[1:]
+    base = random_rows(rng, others)
+    added = random_rows(rng, [y])
+    without = grouped_counts(spark, base, m, max_bound, shards)
+    with_y = grouped_counts(spark, base + added, m, max_bound, shards)  # D and D + y: neighbours
+    cands = np.array(bound_candidates(max_bound))
+    diff = with_y - without
+    assert (diff >= 0).all(), "adding a person lowered a group's count"
+    assert (diff <= cands[None, :]).all(), "a group's count moved by more than l"
+    moved = np.flatnonzero(diff.any(axis=1))
+    assert len(moved) <= m
+    assert set(np.asarray(KEYS)[moved]) <= {g for _, _, g in added}
+    # removing y (the other direction) gives back the counts without y
+    assert np.array_equal(grouped_counts(spark, base, m, max_bound, shards), without)
+
+
+def test_counts_at_a_bound_above_every_degree_are_the_groups_distinct_items(spark):
+    rng = np.random.default_rng(5)
+    rows = random_rows(rng, range(40), items=30)
+    counts = grouped_counts(spark, rows, 5, 16, 3)  # m = 5 = every group: nothing capped
+    exact = {g: len({i for _, i, gg in rows if gg == g}) for g in KEYS}
+    assert counts[:, -1].tolist() == [exact[g] for g in KEYS]  # bound 16 >= any person's items (15)
+    assert counts[-1].tolist() == [0] * counts.shape[1]  # g5: no rows
+    assert (np.diff(counts, axis=1) >= 0).all()
+
+
+@pytest.fixture(scope="module")
+def table(spark):
+    rng = np.random.default_rng(11)
+    rows = [(p, i, g) for p, i, g in random_rows(rng, range(300), groups=3, items=40)]
+    rows += [(7, "only-null-group", None)]  # a null group: dropped from every group
+    return spark.createDataFrame(rows, "person_id long, item string, country string")
+
+
+def test_seeded_api_run_releases_every_public_key(spark, table):
+    keys = ["g0", "g1", "g2", "empty"]
+    first = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=1, seed=4)
+    again = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=1, seed=4)
+    assert first.result == again.result
+    frame = first.groups.orderBy("country").toPandas()
+    assert list(frame.columns) == ["country", "estimate", "lower_bound", "bound", "error"]
+    assert sorted(frame["country"]) == sorted(keys)  # the key without rows is released too
+    assert [g["group"] for g in first.result["groups"]] == keys
+    assert first.result["groups_released"] == 4 and first.result["groups_in_report"] == 4
+    assert first.result["simultaneous_confidence"] == pytest.approx(1 - 4 * 0.05)
+    assert (frame["lower_bound"] <= frame["estimate"]).all()
+    assert first.budget_split and sum(s["epsilon"] for s in first.budget_split) == pytest.approx(1.0)
+    assert "parallel composition" in first.budget_split[-1]["step"]  # m = 1: the full ε per group
+    assert first.parameters["group_by"] == "country" and first.parameters["max_groups"] == 1
+    from dp_spark.report import report_schema
+    import jsonschema
+
+    jsonschema.validate(json.loads(first.to_json()), report_schema())
+
+
+def test_public_keys_as_a_dataframe_or_a_file_give_the_list_run(spark, table, tmp_path):
+    keys = ["g2", "g0", "g1"]
+    as_list = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=sorted(keys), max_groups=2,
+                                      seed=9)
+    frame = spark.createDataFrame([(k,) for k in keys], "country string")
+    as_frame = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=frame, max_groups=2, seed=9)
+    path = tmp_path / "keys.csv"
+    path.write_text("country\n" + "\n".join(keys) + "\n")
+    as_file = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=str(path), max_groups=2,
+                                      seed=9)
+    assert as_list.result["groups"] == as_frame.result["groups"] == as_file.result["groups"]
+
+
+def test_an_ungrouped_call_is_unchanged(spark, table):
+    plain = dp_spark.distinct_count(table, epsilon=1.0, max_bound=8, seed=3)
+    explicit = dp_spark.distinct_count(table, epsilon=1.0, max_bound=8, seed=3, group_by=None, groups=None,
+                                       max_groups=None)
+    assert plain.result == explicit.result
+    assert "groups" not in plain.result and "group_by" not in plain.parameters
+    assert "groups" not in plain.artifacts
+
+
+def test_refusals_come_before_anything_is_spent(spark, table):
+    budget = PrivacyFilter(PureDP(5.0))
+    with pytest.raises(SchemaError):
+        dp_spark.distinct_count(table, epsilon=1.0, group_by="nope", groups=["a"], max_groups=1, budget=budget)
+    many = spark.range(MAX_PUBLIC_GROUPS + 1).select(F.col("id").cast("string").alias("country"))
+    with pytest.raises(ParameterError, match="more than 1,024 public keys"):
+        dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=many, max_groups=1, budget=budget)
+    with pytest.raises(ParameterError, match="not available yet"):
+        dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=None, max_groups=1, budget=budget)
+    assert budget.spent.epsilon == 0.0
+
+
+def test_integer_group_keys(spark):
+    df = spark.createDataFrame([(p, f"i{p % 9}", p % 3) for p in range(60)], "person_id long, item string, g int")
+    release = dp_spark.distinct_count(df, epsilon=1.0, group_by="g", groups=[0, 1, 2, 7], max_groups=1, seed=2)
+    assert sorted(release.groups.toPandas()["g"]) == [0, 1, 2, 7]
+    with pytest.raises(ParameterError, match="not one"):
+        dp_spark.distinct_count(df, epsilon=1.0, group_by="g", groups=spark.createDataFrame([("x",)], "g string"),
+                                max_groups=1, seed=2)
+
+
+def test_cli_writes_the_groups_output(spark, table, tmp_path):
+    data, keys, report = tmp_path / "t.parquet", tmp_path / "keys.csv", tmp_path / "r.json"
+    table.write.parquet(str(data))
+    keys.write_text("country\ng0\ng1\ng2\nnone\n")
+    out = tmp_path / "groups.parquet"
+    code = cli.main(["distinct-count", "--input", str(data), "--group-by", "country", "--groups", str(keys),
+                     "--max-groups", "2", "--groups-output", str(out), "--output", str(report), "--seed", "1",
+                     "--quiet"])
+    assert code == 0
+    written = spark.read.parquet(str(out)).toPandas()
+    assert sorted(written["country"]) == ["g0", "g1", "g2", "none"]
+    doc = json.loads(report.read_text())
+    assert doc["result"]["groups_released"] == 4 and doc["parameters"]["max_groups"] == 2
+    assert cli.main(["distinct-count", "--input", str(data), "--groups-output", str(tmp_path / "x.parquet"),
+                     "--seed", "1", "--quiet"]) == 2  # --groups-output without --group-by: refused
+
+
+def test_a_private_cap_is_chosen_charged_and_stated(spark, table):
+    release = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=["g0", "g1", "g2"], seed=6)
+    m = release.parameters["max_groups"]
+    assert isinstance(m, int) and 1 <= m <= 3  # M = the number of public keys
+    assert release.parameters["max_groups_chosen"].startswith("privately")
+    steps = [s["step"] for s in release.budget_split]
+    assert steps[1].startswith("group cap m") and sum(s["epsilon"] for s in release.budget_split) == pytest.approx(1)
+    cap = [r for r in release.noise if r.step == steps[1]]
+    assert len(cap) == 1 and cap[0].kind == "gem"
+    assert f"at most {m} of their country groups" in release.statement
+    assert release.parameters["epsilon_per_group"] == pytest.approx(0.94 / m)

@@ -1,0 +1,99 @@
+"""The group parameters (issue 24), declared once in dp_spark.plan.GroupParams:
+their checks (public values only, before anything is read), the CLI flags
+they give distinct-count, and the grouped plan's budget split (each step per
+group at ε/m; m = 1 the full ε by parallel composition). No Spark."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from dp_spark.commands import distinct_count as command
+from dp_spark.commands.base import options_of
+from dp_spark.errors import ParameterError
+from dp_spark.plan import MAX_PUBLIC_GROUPS, GroupParams, params_fields, public_keys
+from dp_spark.plans import distinct_count as plans
+
+
+def grouped(**kw):
+    return plans.plan(**{"epsilon": 1.0, "group_by": "country", "groups": ["a", "b"], "max_groups": 2, **kw})
+
+
+def test_the_group_fields_are_declared_once_and_distinct_count_takes_them():
+    names = [f.name for f in dataclasses.fields(GroupParams)]
+    assert names == ["group_by", "groups", "max_groups"]
+    assert issubclass(plans.Params, GroupParams)
+    assert {"group_by", "groups", "max_groups"} <= {f.name for f in params_fields(plans.Params, cli=True)}
+    flags = {o.flag_name for o in options_of(command)}
+    assert {"--group-by", "--groups", "--max-groups", "--groups-output"} <= flags
+
+
+def test_an_ungrouped_plan_has_no_group_parameters():
+    plan = plans.plan(epsilon=1.0)
+    assert not {"group_by", "groups", "max_groups", "group_keys"} & set(plan.parameters)
+    assert "per group" not in " ".join(label for label, _ in plan.steps)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(group_by=None), "give group_by"),
+    (dict(groups=None), "keys chosen privately"),
+    (dict(max_groups=0), "max_groups"),
+    (dict(max_groups=2.5), "max_groups"),
+    (dict(groups=[]), "at least one"),
+    (dict(groups=["a", 1]), "not a mix"),
+    (dict(groups=[1.5]), "whole number or a string"),
+    (dict(groups=[None]), "whole number or a string"),
+    (dict(groups=7), "list of public keys"),
+    (dict(groups=[str(i) for i in range(MAX_PUBLIC_GROUPS + 1)]), "at most 1,024"),
+    (dict(method="matching"), "greedy"),
+    (dict(group_by="person_id"), "both name the column"),
+    (dict(group_by=" "), "column name"),
+])
+def test_bad_group_parameters_are_refused(kw, match):
+    with pytest.raises(ParameterError, match=match):
+        grouped(**kw)
+
+
+def test_groups_without_group_by_are_refused():
+    with pytest.raises(ParameterError, match="give group_by"):
+        plans.plan(epsilon=1.0, max_groups=1)
+
+
+def test_public_keys_are_deduplicated_in_order():
+    assert public_keys(["b", "a", "b"]) == ("b", "a")
+    assert public_keys(range(3)) == (0, 1, 2)
+    assert public_keys("keys.csv") is None
+    assert grouped(groups=("x", "x", "y")).params.groups == ("x", "y")
+    assert len(public_keys(list(range(MAX_PUBLIC_GROUPS)))) == MAX_PUBLIC_GROUPS
+
+
+@pytest.mark.parametrize("m", [1, 2, 5])
+def test_the_grouped_split_states_eps_over_m_and_sums_to_eps(m):
+    plan = grouped(max_groups=m, shards=4)
+    labels = [label for label, _ in plan.steps]
+    assert sum(cost.epsilon for _, cost in plan.steps) == pytest.approx(1.0)
+    assert plan.guarantee.epsilon == 1.0
+    if m == 1:
+        assert all("full ε" in label and "parallel composition" in label for label in labels)
+    else:
+        assert all(f"ε/{m}" in label and "basic composition" in label for label in labels)
+    assert plan.parameters["max_groups"] == m and plan.parameters["group_by"] == "country"
+    assert plan.parameters["groups"] == "public: a list of 2 keys"
+
+
+def test_groups_output_without_group_by_is_refused_before_spark():
+    with pytest.raises(ParameterError, match="--group-by"):
+        command.plan_options({"groups_output": "g.parquet", "group_by": None})
+    assert command.plan_options({"groups_output": "g.parquet", "group_by": "c"})["group_by"] == "c"
+
+
+def test_a_private_cap_is_a_charged_step_of_the_split():
+    plan = grouped(max_groups=None, shards=4)
+    assert "max_groups" in plan.split
+    assert plan.split.epsilon("max_groups") == pytest.approx(plans.MAX_GROUPS_EPSILON_SHARE)
+    assert sum(cost.epsilon for _, cost in plan.steps) == pytest.approx(1.0)
+    assert plan.parameters["max_groups"] == "chosen privately"
+    labels = [s.label for s in plan.split if s.name in ("select", "count")]
+    assert all("privately chosen cap m" in label for label in labels)
+    assert "max_groups" not in grouped(max_groups=3).split
