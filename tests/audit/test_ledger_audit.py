@@ -61,12 +61,12 @@ def memoized_stage(monkeypatch):
 
     real, cache = release._bounded_counts, {}
 
-    def once(df, plan, epsilon_pre, rng):
-        key = tuple(sorted(df.inputFiles()))
+    def once(edge_df, plan, epsilon_pre, rng):
+        key = tuple(sorted(edge_df.inputFiles()))
         if key not in cache:
-            cache[key] = real(df, plan, epsilon_pre, rng)
-        counts, how = cache[key]
-        return counts.copy(), dict(how)
+            cache[key] = real(edge_df, plan, epsilon_pre, rng)
+        counts, how, noise = cache[key]
+        return counts.copy(), dict(how), list(noise)
 
     monkeypatch.setattr(release, "_bounded_counts", once)
 
