@@ -484,14 +484,15 @@ def _refuse_foreign(target: Path, path: str) -> None:
 
 
 def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = False,
-                           overwrite: bool = True) -> None:
+                           overwrite: bool = False) -> None:
     """Write a Spark DataFrame to a local directory atomically: Spark writes a
     sibling temporary directory, which then replaces the target. A local
     folder gets the file ``_DP_SPARK_OUTPUT`` (so a later ``--overwrite``
     knows dp_spark wrote it); ``seeded``: mark the output "not for
     publication" (:mod:`dp_spark.marking`). ``table:db.name``: a catalog
     table (:func:`write_table`; an existing one is refused unless
-    ``overwrite``, and replaced only when dp_spark wrote it). For paths,
+    ``overwrite`` (default False: callers pass the user's choice), and
+    replaced only when dp_spark wrote it). For paths,
     ``overwrite`` is the caller's check (the CLI's ``--overwrite``,
     ``Release.write``); a folder dp_spark did not write is always refused."""
     from dp_spark.marking import mark_folder, mark_output_folder, mark_spark

@@ -209,3 +209,38 @@ def test_a_successful_replacement_leaves_no_backup_or_temporary_table(spark, db)
     write_table(df, f"table:{db}.clean")
     write_table(df.limit(0), f"table:{db}.clean", overwrite=True)
     assert _tables(spark, db) == {"clean"} and spark.table(f"{db}.clean").count() == 0
+
+
+@pytest.mark.parametrize("argv, flag, table", [(TOPK, "--items-output", "top"),
+                                               (["continual-distinct", "--rows", "3000", "--rho", "1", "--horizon",
+                                                 "16", "--seed", "2", "--quiet"], "--series", "series")])
+def test_the_writers_replace_a_table_only_with_overwrite(capsys, spark, db, monkeypatch, argv, flag, table):
+    """The CLI's table writers pass --overwrite on: a table that appears after
+    the early check (simulated by skipping it) is not replaced without
+    --overwrite, and is with it."""
+    import dp_spark.commands.outputs as outputs
+
+    target = f"table:{db}.{table}"
+    assert run(capsys, *argv, flag, target)[0] == 0, "first write"
+    first = spark.table(f"{db}.{table}").count()
+    spark.sql(f"INSERT INTO {db}.{table} SELECT * FROM {db}.{table} LIMIT 1")  # tell the old table apart
+    monkeypatch.setattr(outputs, "check_table_outputs", lambda *a, **k: None, raising=False)
+    monkeypatch.setattr("dp_spark.io.check_table_output", lambda *a, **k: None)
+    code, err = run(capsys, *argv, flag, target)
+    assert code != 0 and "already exists" in err, err
+    assert spark.table(f"{db}.{table}").count() == first + 1  # untouched
+    code, err = run(capsys, *argv, flag, target, "--overwrite")
+    assert code == 0, err
+    assert spark.table(f"{db}.{table}").count() == first  # replaced
+
+
+def test_write_dataframe_atomic_does_not_replace_a_table_by_default(spark, db):
+    from dp_spark.io import write_dataframe_atomic
+
+    df = spark.createDataFrame([(1, "a")], "rank int, item string")
+    write_dataframe_atomic(df, f"table:{db}.atomic")
+    with pytest.raises(InputError, match="already exists"):
+        write_dataframe_atomic(df.limit(0), f"table:{db}.atomic")
+    assert spark.table(f"{db}.atomic").count() == 1
+    write_dataframe_atomic(df.limit(0), f"table:{db}.atomic", overwrite=True)
+    assert spark.table(f"{db}.atomic").count() == 0
