@@ -354,9 +354,15 @@ def generalized_permute_and_flip(
     (:func:`dp_spark.mechanisms.exponential.permute_and_flip`). ε-DP under the
     same conditions as :func:`generalized_exponential` (plus, if
     ``monotone``, every score moving in the same direction between
-    neighbours). Its chance of the best candidate is never below the
-    exponential mechanism's, so GEM's utility statement holds as well: with
-    probability >= 1 − β, ``q_î ≥ max_j (q_j − 2tΔ_j)``. Returns the index.
+    neighbours). Utility: permute-and-flip outputs ``i`` only if it visits
+    and accepts it, so with probability at most ``exp(ε·(s_i − max s)/2)``;
+    and ``max s = 0`` (every ``s_i <= 0``, and the candidate with the largest
+    ``a_i`` has ``s = 0``). So, with ``t = (2/ε)·ln(k/β)``,
+    ``P[s_î < −t] ≤ k·e^{−εt/2} = β`` (the sampler's coefficient is ε/2
+    rounded down, c, which weakens this to ``k·e^{−ct}``, a factor
+    ``e^{(ε/2 − c)t}`` of at most one ulp of c times t), and GEM's argument
+    from ``s_î ≥ −t`` gives, with probability >= 1 − β,
+    ``q_î ≥ max_j (q_j − 2tΔ_j)``. Returns the index.
     """
     rng = check_rng(rng)
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
