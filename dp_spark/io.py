@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from dp_spark.errors import InputError
+from dp_spark.errors import InputError, SparkJobError
 
 FORMATS = ("auto", "parquet", "csv", "json", "table")
 _EXTENSIONS = {
@@ -484,14 +484,15 @@ def _refuse_foreign(target: Path, path: str) -> None:
 
 
 def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = False,
-                           overwrite: bool = True) -> None:
+                           overwrite: bool = False) -> None:
     """Write a Spark DataFrame to a local directory atomically: Spark writes a
     sibling temporary directory, which then replaces the target. A local
     folder gets the file ``_DP_SPARK_OUTPUT`` (so a later ``--overwrite``
     knows dp_spark wrote it); ``seeded``: mark the output "not for
     publication" (:mod:`dp_spark.marking`). ``table:db.name``: a catalog
     table (:func:`write_table`; an existing one is refused unless
-    ``overwrite``, and replaced only when dp_spark wrote it). For paths,
+    ``overwrite`` (default False: callers pass the user's choice), and
+    replaced only when dp_spark wrote it). For paths,
     ``overwrite`` is the caller's check (the CLI's ``--overwrite``,
     ``Release.write``); a folder dp_spark did not write is always refused."""
     from dp_spark.marking import mark_folder, mark_output_folder, mark_spark
@@ -632,11 +633,43 @@ def write_table(df, path: str, *, seeded: bool = False, overwrite: bool = False,
         props = ", ".join(f"'{k}' = '{_sql_text(v)}'" for k, v in table_properties(seeded).items())
         spark.sql(f"ALTER TABLE {tmp} SET TBLPROPERTIES ({props})")
         refuse_existing()  # again: it may have appeared while the table was written
-        if spark.catalog.tableExists(name):
-            spark.sql(f"DROP TABLE {target}")
+    except BaseException:
+        spark.sql(f"DROP TABLE IF EXISTS {tmp}")  # the target is untouched: nothing is lost
+        raise
+    _replace_table(spark, tmp, target, db, name, path)
+
+
+def _replace_table(spark, tmp: str, target: str, db: str, name: str, path: str) -> None:
+    """Rename the written ``tmp`` to ``target`` so nothing is lost on a
+    failure: an existing target is first renamed to a backup name, dropped
+    only after ``tmp`` became the target; if that rename fails, the backup is
+    renamed back; if that fails too, neither table is dropped and the error
+    says where the new release and the earlier table are."""
+    backup = None
+    if spark.catalog.tableExists(name):
+        backup = f"`{db}`.`dp_spark_old_{uuid.uuid4().hex}`"
+        try:
+            spark.sql(f"ALTER TABLE {target} RENAME TO {backup}")
+        except BaseException:
+            spark.sql(f"DROP TABLE IF EXISTS {tmp}")  # the target is still in place
+            raise
+    try:
         spark.sql(f"ALTER TABLE {tmp} RENAME TO {target}")
-    finally:
-        spark.sql(f"DROP TABLE IF EXISTS {tmp}")
+    except BaseException as exc:
+        if backup is None:
+            raise SparkJobError(f"{path!r}: the release was written to the table {tmp} but could not be renamed "
+                          f"to {target}; it is kept there ({exc.__class__.__name__}).") from exc
+        try:
+            spark.sql(f"ALTER TABLE {backup} RENAME TO {target}")
+        except BaseException:
+            raise SparkJobError(f"{path!r}: the release was written to the table {tmp} but could not be renamed "
+                          f"to {target}, and the earlier table could not be put back: it is kept as {backup}. "
+                          "Neither was dropped.") from exc
+        raise SparkJobError(f"{path!r}: the release was written to the table {tmp} but could not be renamed to "
+                      f"{target}; the earlier table is back in place and the release is kept as {tmp} "
+                      f"({exc.__class__.__name__}).") from exc
+    if backup is not None:
+        spark.sql(f"DROP TABLE IF EXISTS {backup}")
 
 
 # -- per-row parsing of the numeric columns a release needs (strings read from CSV/JSON) --------

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dp_spark.accounting.exact import cost_up, exact, float_down, float_up, lower, upper, written
+from dp_spark.accounting.exact import cost_up, exact, float_down, float_up, lower, upper
 from dp_spark import checks
 from dp_spark.errors import ParameterError
 
@@ -58,12 +58,16 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
 
 def pure_to_zcdp(epsilon: float) -> float:
     """Return ρ = ε²/2 (rounded up): an ε-DP mechanism is (ε²/2)-zCDP
-    (Bun–Steinke 2016, Prop. 1.4). ε is the decimal written (a mechanism
-    charged ε runs at most at that decimal, ``exact.calibrate``); the result
-    is not below ε²/2 read as binary or as decimal: it is what a budget
-    counts (exactly, ``filter.amounts``)."""
+    (Bun–Steinke 2016, Prop. 1.4). ε is read both as the decimal written
+    and as its binary value, and the larger is squared (``exact.upper``):
+    the result is not below ε²/2 under either reading of ε, and is itself
+    not below that under either reading of the result (``exact.cost_up``).
+    pure_to_zcdp(0.1) is 0.005000000000000001 (the binary 0.1's ε²/2 is
+    above 0.005). A budget counts ε²/2 of the decimal exactly
+    (``filter.amounts``), sound because a mechanism charged ε runs at most
+    at that decimal (``exact.calibrate``)."""
     epsilon = check_nonnegative(epsilon, "epsilon")
-    return cost_up(written(epsilon) ** 2 / 2)
+    return cost_up(upper(epsilon) ** 2 / 2)
 
 
 def bounded_range_to_zcdp(epsilon: float) -> float:

@@ -23,9 +23,11 @@ calibrated to more than that decimal: :func:`calibrate` (used once, where a
 plan turns its parameters into its budget split, :func:`dp_spark.plan.builds`)
 gives the largest float at or below it: the float itself when its binary
 value is at or below its decimal, else the next float toward 0. Amounts a
-budget states back (what was spent, what is left) are floats whose decimal
-is on the safe side: :func:`written_up`, :func:`written_down`,
-:func:`cost_up` (safe under both readings: binary and decimal).
+budget states back (what was spent, what is left) are on the safe side:
+what is spent as a decimal (:func:`written_up`); what is left under both
+readings, binary and decimal (:func:`left_down`), so a mechanism run at it
+never spends more than is left; computed costs (:func:`cost_up`, safe under
+both readings).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from fractions import Fraction
 from dp_spark.errors import ParameterError
 
 __all__ = ["exact", "written", "calibrate", "upper", "lower", "written_up", "written_down", "cost_up",
-           "decimal_text", "float_up", "float_down", "ratio_up", "ratio_down", "remainder", "share_down",
+           "left_down", "decimal_text", "float_up", "float_down", "ratio_up", "ratio_down", "remainder", "share_down",
            "ln_bounds", "ln_up", "ln_down", "sqrt_down", "sqrt_up"]
 
 
@@ -128,6 +130,21 @@ def written_down(value: Fraction | float | int) -> float:
     q = exact(value)
     f = float_down(q) if q > Fraction(1.7976931348623157e308) else float_up(q)
     while f > 0 and written(f) > q:
+        f = math.nextafter(f, 0.0)
+    return f
+
+
+def left_down(value: Fraction | float | int) -> float:
+    """The largest float whose exact binary value AND written decimal are
+    both <= ``value`` (>= 0): what is left of a budget counting decimals.
+    Spending it fits under either reading: a mechanism run at it spends no
+    more than is left (1 - 0.9 -> 0.09999999999999999, whose decimal and
+    binary value are both below 1/10; ``written_down`` alone would give
+    0.1, whose binary value is above 1/10). Both readings grow with the
+    float, so stepping down from ``written_down`` finds it."""
+    f = written_down(value)
+    q = exact(value)
+    while f > 0 and Fraction(f) > q:
         f = math.nextafter(f, 0.0)
     return f
 

@@ -42,7 +42,7 @@ from fractions import Fraction
 
 from dp_spark.accounting.composition import check_cost, convert_cost
 from dp_spark.accounting.costs import ApproxDP, PrivacyCost, PureDP, ZCDP
-from dp_spark.accounting.exact import exact, float_down, float_up, written, written_down, written_up
+from dp_spark.accounting.exact import exact, float_down, float_up, left_down, written, written_up
 from dp_spark.errors import BudgetExceededError, ParameterError
 
 __all__ = ["PrivacyFilter", "amounts", "fits", "stated"]
@@ -76,12 +76,14 @@ def stated(kind: str, values: dict[str, Fraction], up: bool, as_written: bool = 
     """A cost of ``kind`` stating exact ``values`` as floats rounded to the
     safe side: ``up`` (a total spent, never understated) or down (what is
     left, floored at 0: spending it always fits), as decimals written
-    (``as_written``) or as binary values."""
+    (``as_written``: a total spent as its decimal; what is left as the
+    largest float whose decimal and binary value are both within it, so a
+    mechanism run at it never spends more than is left) or as binary values."""
     if up:
         rounding = written_up if as_written else float_up
         floats = {k: rounding(v) for k, v in values.items()}
     else:
-        rounding = written_down if as_written else float_down
+        rounding = left_down if as_written else float_down
         floats = {k: rounding(max(Fraction(0), v)) for k, v in values.items()}
     return _from_components(kind, floats)
 
@@ -127,7 +129,9 @@ class PrivacyFilter:
     @property
     def remaining(self) -> PrivacyCost:
         """Budget minus spent, per component, exact and rounded down (so
-        spending ``remaining`` always fits), floored at zero."""
+        spending ``remaining`` always fits, and its binary value, which a
+        mechanism run at it uses, is within it too: 0.1 left states
+        0.09999999999999999), floored at zero."""
         left = {k: self._limit[k] - self._spent[k] for k in self._limit}
         return stated(self._budget.kind, left, up=False, as_written=self._as_written)
 

@@ -199,7 +199,7 @@ def items_writer(attribute: str, what: str, single_file: bool = False):
         frame = getattr(release, attribute)
         with spark_job(f"writing the released {what}"):
             write_dataframe_atomic(frame.coalesce(1) if single_file else frame, opts["items_output"], "parquet",
-                                   seeded=release.seeded)
+                                   seeded=release.seeded, overwrite=bool(opts.get("overwrite")))
         if not opts.get("quiet"):
             print(f"released {what} written to {opts['items_output']}")
 

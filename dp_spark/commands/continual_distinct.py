@@ -251,7 +251,7 @@ def write_series(release, opts) -> None:
 
     fmt = "csv" if path.lower().endswith(".csv") else "parquet"
     if not _is_local(path):
-        _write_remote(release, path, fmt)
+        _write_remote(release, path, fmt, overwrite=bool(opts.get("overwrite")))
         return
     from dp_spark.marking import mark_pandas
     from dp_spark.releases.continual_distinct import series_pandas
@@ -274,7 +274,7 @@ def write_series(release, opts) -> None:
         print(f"series written to {target}")
 
 
-def _write_remote(release, path: str, fmt: str) -> None:
+def _write_remote(release, path: str, fmt: str, overwrite: bool = False) -> None:
     """An object-store path: Spark writes the series (one part), marked when seeded."""
     from pyspark.sql import functions as F
 
@@ -284,7 +284,7 @@ def _write_remote(release, path: str, fmt: str) -> None:
     frame = release.series
     if release.seeded:
         frame = frame.withColumn(COLUMN, F.lit(True))
-    write_dataframe_atomic(frame.coalesce(1), path, fmt, seeded=release.seeded)
+    write_dataframe_atomic(frame.coalesce(1), path, fmt, seeded=release.seeded, overwrite=overwrite)
 
 
 ARTIFACT_WRITERS = {"series": write_series}

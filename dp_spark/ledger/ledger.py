@@ -107,8 +107,9 @@ class BudgetState:
 
     @property
     def left(self):
-        """Total minus spent, exact, stated as floats whose decimals are not
-        above it (spending ``left`` always fits), floored at zero."""
+        """Total minus spent, exact, stated as floats whose decimals and
+        binary values are both not above it (spending ``left`` always fits,
+        and a mechanism run at it spends no more), floored at zero."""
         limit, spent = self.limit, self._spent()
         return stated(self.total.kind, {k: limit[k] - spent.get(k, 0) for k in limit}, up=False)
 

@@ -100,6 +100,7 @@ from dp_spark.plan import Plan
 from dp_spark.plans.continual_distinct import GRID_CONDITION  # noqa: F401 - re-exported
 from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.releases.continual_distinct import build_release, series_frame
+from dp_spark.releases.template import refuse_seeded_ledger
 from dp_spark.sparkjobs import spark_exception_types, error_class, spark_job
 from dp_spark.streaming.checkpoint import KIND, SPARK_DIR, VERSION, MechanismCheckpoint, StepSink, local_directory
 from dp_spark.streaming.files import batch_files, missing_column
@@ -484,6 +485,7 @@ def continual_distinct_stream(
     """
     plan = make_plan(rho=rho, horizon=horizon, method=method, time_col=time_col, item_col=item_col,
                      op_col=op_col, max_flippancy=max_flippancy, beta=beta, delta=delta, seed=seed, stream=True)
+    refuse_seeded_ledger(seed, budget)  # a seeded run is not private: never charges a ledger (nothing read yet)
     files_per_step = validate_files_per_step(files_per_step)
     trigger = validate_trigger(trigger)
     state_partitions = validate_state_partitions(state_partitions)

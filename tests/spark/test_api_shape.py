@@ -119,3 +119,26 @@ def test_a_seeded_run_never_charges_a_ledger(spark, tmp_path, name, via):
         assert str(refused.value).startswith("seed= makes the output reproducible and so not private")
         assert "\n" not in str(refused.value)
         assert ledger.history() == [] and ledger.state("b").charges == 0
+
+
+def test_a_seeded_stream_never_charges_a_ledger(spark, tmp_path):
+    """continual_distinct_stream with seed= and a ledger budget: refused like
+    the batch releases, before the source is read, a checkpoint created or
+    anything charged."""
+    import json as _json
+
+    from dp_spark.errors import ParameterError
+    from dp_spark.ledger import open_ledger
+    from dp_spark.streaming import continual_distinct_stream
+
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events-0001.json").write_text(_json.dumps({"time": 1.0, "item": "a", "op": 1}) + "\n")
+    with open_ledger(tmp_path / "l.db", create=True) as ledger:
+        ledger.create_budget("b", dp_spark.ZCDP(10.0))
+        with pytest.raises(ParameterError) as refused:
+            continual_distinct_stream(spark, str(source), checkpoint=str(tmp_path / "ckpt"), sink=str(tmp_path / "out"),
+                                      rho=0.5, horizon=4, seed=3, budget=ledger.budget("b"), state_partitions=1)
+        assert str(refused.value).startswith("seed= makes the output reproducible and so not private")
+        assert ledger.history() == [] and ledger.state("b").charges == 0
+    assert not (tmp_path / "ckpt").exists() and not (tmp_path / "out").exists()

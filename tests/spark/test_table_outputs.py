@@ -152,3 +152,95 @@ def test_python_api_write_table_and_release_write(spark, db):
         release.write("items", f"table:{db}.api")
     release.write("items", f"table:{db}.api", overwrite=True)
     assert COLUMN in spark.table(f"{db}.api").columns
+
+
+def _failing_renames(spark, monkeypatch, fail):
+    """Make ``spark.sql`` raise on the renames ``fail`` picks (by their SQL text)."""
+    real = type(spark).sql
+
+    def sql(self, text, *args, **kwargs):
+        if "RENAME TO" in text and fail(text):
+            raise RuntimeError("rename failed")
+        return real(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(type(spark), "sql", sql)
+
+
+def _tables(spark, db) -> set:
+    return {row.tableName for row in spark.sql(f"SHOW TABLES IN {db}").collect() if not row.isTemporary}
+
+
+def test_a_failed_rename_loses_neither_the_earlier_table_nor_the_release(spark, db, monkeypatch):
+    """Replacing a table: the earlier one is renamed to a backup first; if the
+    new release cannot be renamed to the target, the backup is put back and
+    the release is kept (its name in the error), nothing dropped."""
+    old = spark.createDataFrame([(1, "a"), (2, "b")], "rank int, item string")
+    write_table(old, f"table:{db}.kept")
+    new = spark.createDataFrame([(7, "z")], "rank int, item string")
+    _failing_renames(spark, monkeypatch, lambda text: "dp_spark_tmp_" in text.split("RENAME TO")[0])
+    with pytest.raises(Exception, match=r"kept as `[^`]+`\.`(dp_spark_tmp_\w+)`") as info:
+        write_table(new, f"table:{db}.kept", overwrite=True)
+    monkeypatch.undo()
+    assert sorted(spark.table(f"{db}.kept").collect()) == sorted(old.collect())  # the earlier table is back
+    kept = [t for t in _tables(spark, db) if t.startswith("dp_spark_tmp_")]
+    assert len(kept) == 1 and kept[0] in str(info.value)
+    assert spark.table(f"{db}.{kept[0]}").select("rank").collect()[0][0] == 7  # the release is kept
+    assert not [t for t in _tables(spark, db) if t.startswith("dp_spark_old_")]
+
+
+def test_when_the_earlier_table_cannot_be_put_back_both_are_kept(spark, db, monkeypatch):
+    old = spark.createDataFrame([(1, "a")], "rank int, item string")
+    write_table(old, f"table:{db}.both")
+    new = spark.createDataFrame([(7, "z")], "rank int, item string")
+    _failing_renames(spark, monkeypatch, lambda text: "dp_spark_old_" not in text.split("RENAME TO")[1])
+    with pytest.raises(Exception, match="Neither was dropped"):
+        write_table(new, f"table:{db}.both", overwrite=True)
+    monkeypatch.undo()
+    tables = _tables(spark, db)
+    backup = [t for t in tables if t.startswith("dp_spark_old_")]
+    tmp = [t for t in tables if t.startswith("dp_spark_tmp_")]
+    assert "both" not in tables and len(backup) == 1 and len(tmp) == 1
+    assert spark.table(f"{db}.{backup[0]}").collect()[0][0] == 1
+    assert spark.table(f"{db}.{tmp[0]}").collect()[0][0] == 7
+
+
+def test_a_successful_replacement_leaves_no_backup_or_temporary_table(spark, db):
+    df = spark.createDataFrame([(1, "a")], "rank int, item string")
+    write_table(df, f"table:{db}.clean")
+    write_table(df.limit(0), f"table:{db}.clean", overwrite=True)
+    assert _tables(spark, db) == {"clean"} and spark.table(f"{db}.clean").count() == 0
+
+
+@pytest.mark.parametrize("argv, flag, table", [(TOPK, "--items-output", "top"),
+                                               (["continual-distinct", "--rows", "3000", "--rho", "1", "--horizon",
+                                                 "16", "--seed", "2", "--quiet"], "--series", "series")])
+def test_the_writers_replace_a_table_only_with_overwrite(capsys, spark, db, monkeypatch, argv, flag, table):
+    """The CLI's table writers pass --overwrite on: a table that appears after
+    the early check (simulated by skipping it) is not replaced without
+    --overwrite, and is with it."""
+    import dp_spark.commands.outputs as outputs
+
+    target = f"table:{db}.{table}"
+    assert run(capsys, *argv, flag, target)[0] == 0, "first write"
+    first = spark.table(f"{db}.{table}").count()
+    spark.sql(f"INSERT INTO {db}.{table} SELECT * FROM {db}.{table} LIMIT 1")  # tell the old table apart
+    monkeypatch.setattr(outputs, "check_table_outputs", lambda *a, **k: None, raising=False)
+    monkeypatch.setattr("dp_spark.io.check_table_output", lambda *a, **k: None)
+    code, err = run(capsys, *argv, flag, target)
+    assert code != 0 and "already exists" in err, err
+    assert spark.table(f"{db}.{table}").count() == first + 1  # untouched
+    code, err = run(capsys, *argv, flag, target, "--overwrite")
+    assert code == 0, err
+    assert spark.table(f"{db}.{table}").count() == first  # replaced
+
+
+def test_write_dataframe_atomic_does_not_replace_a_table_by_default(spark, db):
+    from dp_spark.io import write_dataframe_atomic
+
+    df = spark.createDataFrame([(1, "a")], "rank int, item string")
+    write_dataframe_atomic(df, f"table:{db}.atomic")
+    with pytest.raises(InputError, match="already exists"):
+        write_dataframe_atomic(df.limit(0), f"table:{db}.atomic")
+    assert spark.table(f"{db}.atomic").count() == 1
+    write_dataframe_atomic(df.limit(0), f"table:{db}.atomic", overwrite=True)
+    assert spark.table(f"{db}.atomic").count() == 0

@@ -191,9 +191,14 @@ def test_filter_compares_exactly_point_one_three_times():
     pf.spend(PureDP(0.1))
     pf.spend(PureDP(0.1))
     last = pf.remaining
-    assert last == PureDP(0.1)  # 0.3 - 0.2, stated as the float whose decimal is 0.1
+    # 0.3 - 0.2 = 1/10, stated as the largest float whose binary value and decimal are both <= 1/10
+    assert last == PureDP(math.nextafter(0.1, 0.0)) and Fraction(last.epsilon) < Fraction(1, 10)
     assert pf.can_spend(PureDP(0.1))
     pf.spend(last)
+    assert not pf.can_spend(PureDP(0.1))  # after spending remaining, the literal 0.1 no longer fits
+    pf = PrivacyFilter(PureDP(0.3))
+    for _ in range(3):
+        pf.spend(PureDP(0.1))
     assert pf.remaining == PureDP(0.0)
     assert pf.spent == PureDP(0.3)
     assert not pf.can_spend(PureDP(5e-324))  # not even the smallest float fits now
@@ -266,7 +271,10 @@ def test_pure_into_zcdp_counts_exact_square():
     below = math.nextafter(0.005, 0.0)
     assert PrivacyFilter(ZCDP(0.005)).can_spend(PureDP(eps))
     assert not PrivacyFilter(ZCDP(below)).can_spend(PureDP(eps))
-    assert pure_to_zcdp(eps) == 0.005
+    # ε²/2 never understated under either reading of ε or of the result:
+    # the binary 0.1 squared over 2 is ~4.5e-19 above 0.005
+    assert pure_to_zcdp(eps) == math.nextafter(0.005, 1.0)
+    assert Fraction(pure_to_zcdp(eps)) >= Fraction(eps) ** 2 / 2
     rho = Fraction(eps) ** 2 / 2
     assert not PrivacyFilter(ZCDP(0.005), as_written=False).can_spend(PureDP(eps))
     assert PrivacyFilter(ZCDP(float_up(rho)), as_written=False).can_spend(PureDP(eps))

@@ -211,7 +211,7 @@ def test_selection_sensitivity_on_random_add_remove_one_person_neighbours(seed, 
     eps_select = epsilon / 2
     s = gem_normalized_scores(q, cands, eps_select, SELECTION_BETA, monotone=True)
     s2 = gem_normalized_scores(q2, cands, eps_select, SELECTION_BETA, monotone=True)
-    assert np.max(np.abs(s2 - s)) <= 1 + 1e-9
+    assert np.max(np.abs(s2 - s)) <= 1  # exactly (the scores are computed exactly, then rounded to a grid)
     for probs in (generalized_permute_and_flip_probabilities, generalized_exponential_probabilities):
         p = probs(q, cands, eps_select, SELECTION_BETA, monotone=True)
         p2 = probs(q2, cands, eps_select, SELECTION_BETA, monotone=True)
@@ -238,17 +238,48 @@ def test_max_denominators_need_same_direction_moves():
 @given(st.lists(st.floats(-1e4, 1e4), min_size=1, max_size=12), st.integers(0, 2**32))
 def test_max_denominator_scores_are_the_definition(raw, seed):
     """s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j) with a = q − tΔ, t = (2/ε)ln(k/β):
-    computed independently here; s <= 0 and the best a scores 0."""
+    computed independently here, exactly; the release's score is it rounded
+    down to a multiple of 2^-20 (below it by less than 2^-20); s <= 0 and
+    the best a scores 0."""
+    from fractions import Fraction
+
     rng = np.random.default_rng(seed)
     q = np.asarray(raw)
     d = rng.integers(1, 100, len(q)).astype(np.float64)
     eps, beta = float(rng.uniform(0.1, 3)), 0.2
-    t = (2 / eps) * math.log(len(q) / beta)
-    a = q - t * d
-    expected = [min((a[i] - a[j]) / max(d[i], d[j]) for j in range(len(q))) for i in range(len(q))]
+    t = Fraction((2 / eps) * math.log(len(q) / beta))
+    a = [Fraction(x) - t * Fraction(y) for x, y in zip(q, d)]
+    expected = [min((a[i] - a[j]) / Fraction(max(d[i], d[j])) for j in range(len(q))) for i in range(len(q))]
     got = gem_normalized_scores(q, d, eps, beta, monotone=True)
-    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-9)
+    for g, e in zip(got, expected):
+        assert Fraction(g) <= e < Fraction(g) + Fraction(1, 2**20)
+        assert (Fraction(g) * 2**20).denominator == 1  # on the public grid
     assert got.max() == 0.0 and np.all(got <= 0.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=10), st.integers(0, 2**32), st.booleans())
+def test_max_denominator_scores_have_sensitivity_exactly_one(raw, seed, up):
+    """Same-direction neighbours (every q_j moves by at most Δ_j, all one
+    way, by random non-integer amounts): the released monotone scores differ
+    by at most 1 exactly, with no floating-point slack (exact computation,
+    rounding down to a whole-inverse grid)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(seed)
+    q = np.asarray(raw)
+    d = rng.uniform(0.01, 100, len(q))
+    # moves of 0 or the full Δ_j (the extreme neighbours) or in between
+    share = np.where(rng.random(len(q)) < 0.8, rng.integers(0, 2, len(q)), rng.uniform(0, 1, len(q)))
+    moved = q + (1 if up else -1) * d * share
+    # keep only moves that are exactly within Δ_j and of one sign (float rounding of q + δ)
+    ok = [(Fraction(m) - Fraction(x)) * (1 if up else -1) for m, x in zip(moved, q)]
+    if any(v < 0 or v > Fraction(y) for v, y in zip(ok, d)):
+        return
+    eps = float(rng.uniform(0.05, 3))
+    s = gem_normalized_scores(q, d, eps, 0.1, monotone=True)
+    s2 = gem_normalized_scores(moved, d, eps, 0.1, monotone=True)
+    assert max(abs(Fraction(x) - Fraction(y)) for x, y in zip(s, s2)) <= 1
 
 
 def test_permute_and_flip_probabilities_match_every_visiting_order():

@@ -20,6 +20,7 @@ from dp_spark.accounting.exact import (
     cost_up,
     decimal_text,
     exact,
+    left_down,
     written,
     written_down,
     written_up,
@@ -107,9 +108,17 @@ def test_issue_22_point_nine_then_point_one_filter_and_ledger(ledger, budget, fi
 def test_issue_22_message_no_longer_says_point_09999(ledger):
     ledger.create_budget("b", PureDP(1.0))
     ledger.budget("b").spend(PureDP(0.9), "x")
-    assert ledger.state("b").left == PureDP(0.1)
+    left = ledger.state("b").left
+    # the largest float whose binary value and decimal are both <= 1/10; described as 0.1
+    assert left == PureDP(math.nextafter(0.1, 0.0)) and left.describe().startswith("ε = 0.1 ")
+    assert Fraction(left.epsilon) <= Fraction(1, 10) and written(left.epsilon) <= Fraction(1, 10)
+    ledger.budget("b").spend(left, "at what is left")  # fits; then nothing more does
+    assert not ledger.budget("b").can_spend(PureDP(0.1))
+    ledger.create_budget("c", PureDP(1.0))
+    ledger.budget("c").spend(PureDP(0.9), "x")
     with pytest.raises(BudgetExceededError, match=r"only ε = 0\.1 \(pure"):
-        ledger.budget("b").spend(PureDP(0.2), "x")
+        ledger.budget("c").spend(PureDP(0.2), "x")
+    ledger.budget("c").spend(PureDP(0.1), "the literal 0.1")  # issue 22: the decimal 0.1 fits exactly
 
 
 # ------------------------------------------------------------------ random decimal splits
@@ -194,7 +203,8 @@ def test_charge_rows_store_the_exact_decimals(ledger):
     ledger.budget("z").spend(ZCDP(0.25, 1e-7), "zcdp")
     first, second = ledger.history("z")
     assert first["counted"]["exact"] == {"rho": "0.005", "delta": "0"}  # ε²/2 of the decimal 0.1
-    assert first["counted"]["rho"] == 0.005 and first["cost"] == {"kind": "pure-dp", "epsilon": 0.1}
+    # the float beside it is the conversion's, never understated: 0.1²/2 in binary is above 0.005
+    assert first["counted"]["rho"] == math.nextafter(0.005, 1.0) and first["cost"] == {"kind": "pure-dp", "epsilon": 0.1}
     assert second["counted"]["exact"] == {"rho": "0.25", "delta": "0.0000001"}
     assert ledger.state("z").exact_spent == {"rho": Fraction("0.255"), "delta": Fraction("1e-7")}
 
@@ -355,3 +365,37 @@ def test_a_calibrated_step_reads_as_the_decimal_charged_for_it():
     below = math.nextafter(calibrate(0.1), 0)  # two floats below: not a calibration of 0.1
     assert PureDP(below).describe() == f"ε = {below!r} (pure differential privacy)"
     assert PureDP(0.1).to_dict() != PureDP(calibrate(0.1)).to_dict()  # the exact value stays in the record
+
+
+# ------------------------------------------------------------------ what is left, under both readings
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 10**6), st.integers(0, 6), st.integers(0, 10**6), st.integers(0, 6))
+def test_remaining_is_within_what_is_left_as_binary_and_as_decimal(total_digits, total_places, part_digits,
+                                                                    part_places):
+    """remaining (filter and ledger alike) is the largest float whose binary
+    value and written decimal are both <= the exact amount left: a mechanism
+    run at remaining never spends more than is left, and it fits."""
+    total = float(Fraction(total_digits, 10**total_places))
+    part = float(Fraction(part_digits, 10**part_places))
+    pf = PrivacyFilter(PureDP(total))
+    if not pf.can_spend(PureDP(part)):
+        return
+    pf.spend(PureDP(part))
+    left = written(total) - written(part)
+    r = pf.remaining.epsilon
+    assert Fraction(r) <= left and written(r) <= left
+    up = math.nextafter(r, math.inf)
+    assert Fraction(up) > left or written(up) > left  # the largest such float
+    assert pf.can_spend(PureDP(r))
+    assert left_down(left) == r
+
+
+def test_pure_to_zcdp_is_never_understated_under_either_reading():
+    from dp_spark.accounting import pure_to_zcdp
+
+    for eps in (0.1, 0.3, 0.7, 1e-6, 2.2, 1.0, 0.5):
+        rho = pure_to_zcdp(eps)
+        for reading in (Fraction(eps), written(eps)):
+            assert Fraction(rho) >= reading**2 / 2 and written(rho) >= reading**2 / 2

@@ -24,7 +24,10 @@ between neighbours, every ``q_j`` moves in the SAME direction by at most
 distinct counts c_l: 0 <= c'_l − c_l <= l), then ``a_i − a_j`` moves by
 ``δ_i − δ_j ∈ [−Δ_j, Δ_i]``, at most ``max(Δ_i, Δ_j)`` in absolute value, so
 ``s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j)`` still has sensitivity 1 with a
-smaller denominator: a sharper choice for the same ε. GEM's utility argument
+smaller denominator: a sharper choice for the same ε. These scores are
+computed exactly from the given floats and rounded down to multiples of
+2^-20 (floored at −2^32), so their sensitivity is 1 exactly, with no
+floating-point slack (:func:`_normalized_same_direction`). GEM's utility argument
 is unchanged (``s_î ≥ −t`` gives ``q_î ≥ q_j − t(Δ_j − Δ_î + max(Δ_î, Δ_j))
 ≥ q_j − 2tΔ_j``).
 
@@ -101,10 +104,15 @@ def _validate(
     return q, d, eps, b
 
 
+def _threshold(k: int, epsilon: float, beta: float) -> float:
+    """t = (2/ε)·ln(k/β), a float computed from public parameters only."""
+    return (2.0 / epsilon) * math.log(k / beta)
+
+
 def _shifted_utilities(q: np.ndarray, d: np.ndarray, epsilon: float, beta: float) -> np.ndarray:
     """a_i = q_i − t·Δ_i with t = (2/ε)·ln(k/β)."""
     k = q.shape[0]
-    t = (2.0 / epsilon) * math.log(k / beta)
+    t = _threshold(k, epsilon, beta)
     with np.errstate(over="ignore", invalid="ignore"):
         a = q - t * d
     if not np.isfinite(a).all():
@@ -213,24 +221,52 @@ def _normalized_from_shifted(a: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.minimum(s, 0.0)
 
 
-def _normalized_same_direction(a: np.ndarray, d: np.ndarray) -> np.ndarray:
+#: The public grid the ``monotone`` scores are rounded down to: multiples of
+#: 2^-20 (its inverse is whole, so rounding down keeps a difference of at
+#: most 1 at most 1, below).
+SCORE_GRID_BITS = 20
+#: ``monotone`` scores below −2^32 are raised to it (a 1-Lipschitz map: the
+#: sensitivity is kept), so every rounded score is a float exactly
+#: (2^32·2^20 = 2^52 grid steps). GEM's utility statement is unaffected while
+#: t = (2/ε)·ln(k/β) <= 2^32 (the event s_î < −t is the same).
+SCORE_FLOOR = 2**32
+
+
+def _normalized_same_direction(q: np.ndarray, d: np.ndarray, epsilon: float, beta: float) -> np.ndarray:
     """``s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j)`` (the ``monotone`` variant),
-    by the direct formula: O(k²) time in blocks of bounded memory (the
-    distinct-count release passes at most ten candidates, the powers of 4 up
-    to max_bound <= 10⁶)."""
-    k = a.shape[0]
+    ``a_i = q_i − t·Δ_i``, computed EXACTLY (:class:`fractions.Fraction`)
+    from the given floats q, Δ and the public float t, by the direct formula
+    (O(k²) exact operations: meant for few candidates; the distinct-count
+    release passes at most ten, the powers of 4 up to max_bound <= 10⁶).
+    Then each score is raised to −:data:`SCORE_FLOOR` if below it and
+    rounded DOWN to a multiple of 2^-:data:`SCORE_GRID_BITS`, exactly a float.
+
+    Guarantee: for same-direction neighbours (every q_j moving by δ_j, all δ
+    of one sign, |δ_j| <= Δ_j) the exact scores differ by at most 1 (module
+    docstring); raising to the floor keeps that; and rounding down to the
+    grid g = 2^-20 keeps it EXACTLY, since with X = s/g, Y = s'/g, |X − Y| <= N
+    = 1/g whole, ⌊X⌋ − ⌊Y⌋ < N + 1 and is whole, so <= N. So the returned
+    floats have sensitivity 1 with no rounding slack, max s = 0 exactly (the
+    candidate with the largest a), and they are below the exact scores by
+    less than 2^-20 (above −2^32)."""
+    from fractions import Fraction
+
+    k = q.shape[0]
+    t = Fraction(_threshold(k, epsilon, beta))
+    dd = [Fraction(float(x)) for x in d]
+    a = [Fraction(float(x)) - t * di for x, di in zip(q, dd)]
+    scale = 2**SCORE_GRID_BITS
     out = np.empty(k)
-    rows = max(1, 4_000_000 // k)  # bound the k×k temporary to ~32 MB
-    for start in range(0, k, rows):
-        stop = min(k, start + rows)
-        block = (a[start:stop, None] - a[None, :]) / np.maximum(d[start:stop, None], d[None, :])
-        out[start:stop] = block.min(axis=1)
-    return np.minimum(out, 0.0)
+    for i in range(k):
+        s = min(min((a[i] - a[j]) / max(dd[i], dd[j]) for j in range(k)), Fraction(0))
+        s = max(s, Fraction(-SCORE_FLOOR))
+        out[i] = math.floor(s * scale) / scale  # an integer below 2^53 over a power of 2: exact
+    return out
 
 
 def _normalized(q: np.ndarray, d: np.ndarray, eps: float, b: float, monotone: bool) -> np.ndarray:
-    a = _shifted_utilities(q, d, eps, b)
-    return _normalized_same_direction(a, d) if monotone else _normalized_from_shifted(a, d)
+    a = _shifted_utilities(q, d, eps, b)  # also refuses inputs too large to combine in floating point
+    return _normalized_same_direction(q, d, eps, b) if monotone else _normalized_from_shifted(a, d)
 
 
 def gem_normalized_scores(
@@ -238,9 +274,11 @@ def gem_normalized_scores(
 ) -> np.ndarray:
     """GEM normalised scores ``s_i = min_j (a_i − a_j)/(Δ_i + Δ_j)``, O(k log k).
 
-    With ``monotone=True``: ``s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j)`` (O(k²)),
-    sensitivity 1 ONLY if between neighbours all scores move in the same
-    direction (module docstring); the distinct-count counts do.
+    With ``monotone=True``: ``s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j)`` (O(k²)
+    exact operations), sensitivity 1 ONLY if between neighbours all scores
+    move in the same direction (module docstring); the distinct-count counts
+    do. These are computed exactly and rounded down to multiples of 2^-20
+    (raised to −2^32 if below), so the sensitivity is 1 exactly.
 
     ``a_i = q_i − t·Δ_i`` with ``t = (2/ε)·ln(k/β)``, ``q = scores``,
     ``Δ = sensitivities`` (Raskhodnikova & Smith 2016; Knop & Steinke 2023,
@@ -354,9 +392,15 @@ def generalized_permute_and_flip(
     (:func:`dp_spark.mechanisms.exponential.permute_and_flip`). ε-DP under the
     same conditions as :func:`generalized_exponential` (plus, if
     ``monotone``, every score moving in the same direction between
-    neighbours). Its chance of the best candidate is never below the
-    exponential mechanism's, so GEM's utility statement holds as well: with
-    probability >= 1 − β, ``q_î ≥ max_j (q_j − 2tΔ_j)``. Returns the index.
+    neighbours). Utility: permute-and-flip outputs ``i`` only if it visits
+    and accepts it, so with probability at most ``exp(ε·(s_i − max s)/2)``;
+    and ``max s = 0`` (every ``s_i <= 0``, and the candidate with the largest
+    ``a_i`` has ``s = 0``). So, with ``t = (2/ε)·ln(k/β)``,
+    ``P[s_î < −t] ≤ k·e^{−εt/2} = β`` (the sampler's coefficient is ε/2
+    rounded down, c, which weakens this to ``k·e^{−ct}``, a factor
+    ``e^{(ε/2 − c)t}`` of at most one ulp of c times t), and GEM's argument
+    from ``s_î ≥ −t`` gives, with probability >= 1 − β,
+    ``q_î ≥ max_j (q_j − 2tΔ_j)``. Returns the index.
     """
     rng = check_rng(rng)
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
