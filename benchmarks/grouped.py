@@ -88,15 +88,21 @@ def parse_args(argv=None):
     p.add_argument("--reps", type=int, default=2, help="timed repetitions (after one warm-up)")
     p.add_argument("--hand-rolled-sample", type=int, default=5,
                    help="per-group runs timed, extrapolated linearly to all groups")
+    p.add_argument("--extra-caps", type=int, nargs="*", default=[],
+                   help="also run the grouped release with these smaller public caps max_groups (e.g. 1 2 4 8)")
+    p.add_argument("--profile", action="store_true",
+                   help="after the speed table, time the grouped release's Spark steps one by one (--reps each)")
     p.add_argument("--skip-accuracy", action="store_true")
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--quick", action="store_true",
-                   help="a smoke run: 2 accuracy runs, 50,000 synthetic rows, 1 rep, 1 hand-rolled group")
+                   help="a smoke run: 1 accuracy run, 20,000 synthetic rows, 1 rep, 1 hand-rolled group, no warm-up")
     p.add_argument("--tmp", type=Path, default=None)
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     if args.quick:
-        args.runs, args.rows, args.reps, args.hand_rolled_sample = 2, 50_000, 1, 1
+        args.runs, args.rows, args.reps, args.hand_rolled_sample = 1, 20_000, 1, 1
+    if any(not 1 <= m <= len(GENRES) for m in args.extra_caps):
+        p.error(f"--extra-caps must be in 1..{len(GENRES)}")
     if args.runs < 1 or args.reps < 1 or args.groups < 1 or not 1 <= args.hand_rolled_sample <= args.groups:
         p.error("--runs, --reps, --groups >= 1 and 1 <= --hand-rolled-sample <= --groups")
     return args
@@ -144,7 +150,9 @@ def accuracy(spark, args) -> dict:
 
     arms: dict[str, dict[str, list]] = {}
     chosen_m = []
-    for label, m in ((f"grouped, max_groups={G} (public)", G), ("grouped, max_groups=None (private m)", None)):
+    caps = [(f"grouped, max_groups={G} (public)", G), ("grouped, max_groups=None (private m)", None)]
+    caps += [(f"extra: grouped, max_groups={m} (public, smaller cap)", m) for m in args.extra_caps]
+    for label, m in caps:
         rel, low = [], []
         with Timer() as t:
             for i in range(args.runs):
@@ -187,7 +195,7 @@ def accuracy(spark, args) -> dict:
           f"{'met' if max(ours, ours_none) <= ACCURACY_TARGET else 'MISSED'}")
     print()
     return {"truth_non_private": truth, "chosen_max_groups": chosen_m,
-            "arms": {k: {"median_rel_error": median(v["rel"]), "median_lower_ratio": median(v["low"]),
+            "arms": {k: {"seconds": v.get("seconds"), "median_rel_error": median(v["rel"]), "median_lower_ratio": median(v["low"]),
                          "p90_rel_error": float(np.percentile(v["rel"], 90))} for k, v in arms.items()},
             "ratio_public_m": ours, "ratio_private_m": ours_none}
 
@@ -226,7 +234,8 @@ def speed(spark, args) -> dict:
 
         print(f"speed: synthetic_events({args.rows:,}) → Parquet, group = pmod(xxhash64("
               f"{'person_id, item' if args.group_hash == 'pair' else 'person_id'}), {G}); load at start: {load()}")
-        grouped(args.seed), plain(), hand_rolled(args.seed)  # warm-up
+        if not args.quick:
+            grouped(args.seed), plain(), hand_rolled(args.seed)  # warm-up
         t_g, t_p, t_h = [], [], []
         for rep in range(args.reps):
             with Timer() as t:
@@ -253,10 +262,57 @@ def speed(spark, args) -> dict:
         print(f"grouped/plain {r_plain:.2f} ({'met' if r_plain <= SPEED_TARGET else 'MISSED'}); hand-rolled/grouped "
               f"{r_hand:.2f} ({'met' if r_hand >= HAND_TARGET else 'MISSED'}); load after: {load()} (provisional)")
         print()
-        return {"grouped_s": t_g, "plain_s": t_p, "hand_rolled_extrapolated_s": t_h, "ratio_plain": r_plain,
+        prof = profile(spark, path, G, args.reps) if args.profile else None
+        return {"profile": prof, "grouped_s": t_g, "plain_s": t_p, "hand_rolled_extrapolated_s": t_h, "ratio_plain": r_plain,
                 "ratio_hand_rolled": r_hand, "group_hash": args.group_hash, "groups": G, "rows": args.rows}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def profile(spark, path: str, G: int, reps: int) -> list:
+    """Each Spark step of the grouped release as its own job (the release's
+    own stage functions, NON-PRIVATE intermediates, nothing released): the
+    edge table restricted to the keys, + the per-person cap (m = G), and the
+    one-pass greedy counts with and without the cap."""
+    from pyspark.sql import functions as F
+
+    from dp_spark.settings.distinct_count import bound_candidates
+    from dp_spark.stages.distinct import grouped_greedy_counts
+    from dp_spark.stages.edges import GROUP, edges
+    from dp_spark.stages.groups import cap_groups
+
+    def restricted():
+        e = edges(spark.read.parquet(path), "person_id", "item", "grp")
+        keys = spark.createDataFrame([(g, g) for g in range(G)], f"{GROUP} int, group_index int")
+        return e.join(F.broadcast(keys), on=GROUP)
+
+    def noop(df):
+        df.write.format("noop").mode("overwrite").save()
+
+    cands = bound_candidates(MAX_BOUND)
+    steps = [
+        ("plain groupBy(grp).agg(countDistinct(item))",
+         lambda: spark.read.parquet(path).groupBy("grp").agg(F.countDistinct("item")).collect()),
+        ("edge table restricted to the keys (noop sink)", lambda: noop(restricted())),
+        (f"+ cap_groups(m={G}) (window by person; noop sink)", lambda: noop(cap_groups(restricted(), G))),
+        ("grouped_greedy_counts without the cap", lambda: grouped_greedy_counts(restricted(), MAX_BOUND, 1, G, cands)),
+        (f"grouped_greedy_counts after cap_groups(m={G})",
+         lambda: grouped_greedy_counts(cap_groups(restricted(), G), MAX_BOUND, 1, G, cands)),
+    ]
+    out = []
+    for label, fn in steps:
+        ts = []
+        for _ in range(reps):
+            with Timer() as t:
+                fn()
+            ts.append(t.seconds)
+        out.append({"step": label, "median_s": median(ts), "times_s": ts})
+    print(format_table([f"grouped release profile (each step its own job, {reps} reps)", "median", "all reps (s)"],
+                       [[o["step"], f"{o['median_s']:.2f} s", " ".join(f"{x:.2f}" for x in o["times_s"])]
+                        for o in out]))
+    print(f"load after profiling: {load()}")
+    print()
+    return out
 
 
 def main(argv=None) -> int:
