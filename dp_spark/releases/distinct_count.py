@@ -195,8 +195,9 @@ def distinct_count(
     full ε). ``release.groups`` is a Spark DataFrame: the group column,
     ``estimate``, ``lower_bound``, ``bound`` and ``error``; the report's
     ``result["groups"]`` holds the first 100 groups. ``method="greedy"``
-    only; ``groups=None`` / ``max_groups=None`` (chosen privately) are
-    refused before anything is read.
+    only. ``max_groups=None`` chooses m privately (ε/20, GEM over the rows
+    each cap keeps: a step of ``budget_split``); ``groups=None`` (keys
+    chosen privately) is refused before anything is read, for now.
     """
     plan = make_plan(epsilon=epsilon, beta=beta, max_bound=max_bound, method=method, shards=shards,
                      edge_limit=edge_limit, person_col=person_col, item_col=item_col, seed=seed,
