@@ -26,11 +26,7 @@ Nothing here imports pyspark.
 
 from __future__ import annotations
 
-import datetime as _dt
-import numbers
 from dataclasses import dataclass
-
-import numpy as np
 
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
@@ -38,13 +34,9 @@ from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.continual_distinct.mechanisms import DEFAULT_METHOD, MECHANISMS, budget_split, round_up_flippancy
 from dp_spark.plan import Plan, builds, param, set_checked
 from dp_spark.plans import RHO_HELP_TAIL, SEED_HELP
-from dp_spark.settings.continual_distinct import (  # noqa: F401 - the limits and checks the stage shares, re-exported
-    DRIVER_BYTES_PER_CELL,
-    HORIZON_REQUIRED,
+from dp_spark.settings.continual_distinct import (
     MAX_HORIZON,
-    MAX_HORIZON_LOG2,
     MAX_SHARDS,
-    driver_bytes,
     next_power_of_two,
     validate_horizon,
     validate_mapping_parameters,

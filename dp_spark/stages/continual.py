@@ -86,13 +86,8 @@ from pyspark.sql import types as T
 from dp_spark.summaries.continual_distinct import StreamSummaries, flip_cells, flip_events, summaries_from_cells
 from dp_spark import checks
 from dp_spark.errors import ParameterError, SchemaError
-from dp_spark.settings.continual_distinct import (  # noqa: F401 - the one home of these limits and checks
-    DRIVER_BYTES_PER_CELL,
-    HORIZON_REQUIRED,
-    MAX_HORIZON,
-    MAX_HORIZON_LOG2,
+from dp_spark.settings.continual_distinct import (
     MAX_SHARDS,
-    driver_bytes,
     next_power_of_two,
     validate_horizon,
     validate_mapping_parameters,

@@ -16,7 +16,8 @@ from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.cli import main
 from dp_spark.mechanisms.continual_distinct import existence_and_flippancy, stream_summaries, summaries_from_existence
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
-from dp_spark.stages.continual import MAX_HORIZON, continual_summaries, driver_bytes
+from dp_spark.settings.continual_distinct import MAX_HORIZON, driver_bytes
+from dp_spark.stages.continual import continual_summaries
 
 from tests.unit.test_continual import HAND_EVENTS, HAND_OVER, HAND_Z, HAND_Z_TRUNCATED
 
