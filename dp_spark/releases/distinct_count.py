@@ -81,13 +81,12 @@ import numpy as np
 from dp_spark.accounting import PrivacyFilter, ratio_up
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
 from dp_spark.plan import Plan
-from dp_spark.plans.distinct_count import PERSON_SAMPLE
 from dp_spark.settings.distinct_count import DEFAULT_EDGE_LIMIT, SELECTION_BETA, bound_candidates
 from dp_spark.plans.distinct_count import plan as make_plan
+from dp_spark.releases.shards import greedy_shards
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.stages.distinct import bounded_counts_of_edges, count_pairs, greedy_counts, matching_counts, matching_pairs
-from dp_spark.stages.edges import count_sampled_persons
 
 log = logging.getLogger(__name__)
 
@@ -124,16 +123,7 @@ def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng):
         return _matching_or_greedy(edge_df, max_bound, shards, p.edge_limit, epsilon_pre, rng)
     extra, noise = {}, []
     if method == "greedy":
-        if shards is None:
-            log.info("distinct-count: choosing the number of greedy shards from a noisy sampled person count")
-            sampled, drawn = noisy_size(count_sampled_persons(edge_df, PERSON_SAMPLE), 1, epsilon_pre, rng,
-                                        target=f"the number of persons in a 1-in-{PERSON_SAMPLE} hash sample")
-            noise.append(drawn.at("shards"))
-            shards = choose_shards(sampled * PERSON_SAMPLE)
-            extra["shards_chosen"] = f"automatically (noisy person count of a 1-in-{PERSON_SAMPLE} hash sample)"
-        else:
-            extra["shards_chosen"] = "by the caller"
-        extra["shards"] = int(shards)
+        shards, extra, noise = greedy_shards(edge_df, shards, epsilon_pre, rng)
     log.info("distinct-count: computing bounded counts (method %s)", method)
     counts = bounded_counts_of_edges(
         edge_df, max_bound, method, shards=shards,

@@ -39,11 +39,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-import numpy as np
-
-from dp_spark.mechanisms.distinct_count import choose_shards, noisy_size, release_from_counts
+from dp_spark.mechanisms.distinct_count import release_from_counts
 from dp_spark.plan import Plan
-from dp_spark.plans.distinct_count import PERSON_SAMPLE
+from dp_spark.releases.shards import greedy_shards
 from dp_spark.report import Release
 from dp_spark.settings.distinct_count import SELECTION_BETA, bound_candidates
 
@@ -55,21 +53,6 @@ CAP_GEM_BETA = 0.05
 GROUP_COLUMNS = ("estimate", "lower_bound", "bound")
 
 
-def _shards(edge_df, plan: Plan, rng) -> tuple[int, dict, list]:
-    from dp_spark.stages.edges import count_sampled_persons
-
-    shards = plan.params.shards
-    if shards is not None:
-        return int(shards), {"shards": int(shards), "shards_chosen": "by the caller"}, []
-    log.info("distinct-count: choosing the number of greedy shards from a noisy sampled person count")
-    sampled, drawn = noisy_size(count_sampled_persons(edge_df, PERSON_SAMPLE), 1, plan.split.epsilon("shards"), rng,
-                                target=f"the number of persons in a 1-in-{PERSON_SAMPLE} hash sample")
-    chosen = choose_shards(sampled * PERSON_SAMPLE)
-    how = {"shards": int(chosen),
-           "shards_chosen": f"automatically (noisy person count of a 1-in-{PERSON_SAMPLE} hash sample)"}
-    return int(chosen), how, [drawn.at("shards")]
-
-
 def body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage, mechanism and report of the grouped release (module doc)."""
     from dp_spark.stages.distinct import candidate_counts_vector, grouped_greedy_counts
@@ -79,7 +62,7 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     p = plan.params
     keys, m, max_bound = p.groups, p.max_groups, p.max_bound
     cands = bound_candidates(max_bound)
-    shards, how, noise = _shards(edge_df, plan, rng)
+    shards, how, noise = greedy_shards(edge_df, p.shards, plan.split.epsilon("shards"), rng)
     if m is None:
         m, drawn = _choose_cap(edge_df, len(keys), plan.split.epsilon("max_groups"), rng)
         edge_df = cap_groups(edge_df, m)
