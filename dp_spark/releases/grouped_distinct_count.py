@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+from dp_spark.accounting.exact import ratio_down
 from dp_spark.mechanisms.distinct_count import release_from_counts
 from dp_spark.plan import Plan
 from dp_spark.releases.shards import greedy_shards
@@ -70,7 +71,8 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
         how = {**how, "max_groups": m, "max_groups_chosen": "privately (GEM over the rows each cap keeps)"}
     log.info("distinct-count: per-group bounded counts (%d public groups)", len(keys))
     at_candidates = grouped_greedy_counts(edge_df, max_bound, shards, len(keys), cands)  # NON-PRIVATE
-    epsilon_group = (plan.split.epsilon("select") + plan.split.epsilon("count")) / m
+    # ε'/m rounded down: m groups' shares never sum above ε' (basic composition)
+    epsilon_group = ratio_down(plan.split.epsilon("select") + plan.split.epsilon("count"), m)
     released = []
     for g in range(len(keys)):  # the mechanism per group, on the driver (no Spark work)
         released.append(release_from_counts(candidate_counts_vector(at_candidates[g], cands, max_bound),
