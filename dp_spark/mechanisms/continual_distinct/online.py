@@ -43,12 +43,21 @@ from dp_spark.mechanisms.continual_distinct.svt import SparseVector
 from dp_spark.mechanisms.continual_distinct.tree import BinaryTreeMechanism, integer_vector, num_levels, sigma2_for_flippancy
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["ContinualCounter", "StepEstimate"]
 
 _STATE_KIND = "dp_spark.mechanisms.continual_distinct.ContinualCounter"
 _STATE_VERSION = 2
+
+# The budget steps the batch form (``continual_counts``) charges its records
+# to, for the methods whose plan has no public label of its own ("auto"'s
+# plan has: ``AutoPlan.budget_split``); the unit tests check they agree.
+_BOUNDED_STEP = "binary tree mechanism (Algorithm 1), flippancy bound w = {w}"
+_SVT_STEP = "sparse vector (Algorithm 2), cutoff {cutoff}"
+_TREE_STEP = "binary tree mechanism, w = {w} (Algorithm 3)"
+_BASELINE_STEP = "periodic recompute baseline: {releases} discrete Gaussian counts, one every {block} steps"
 
 
 @dataclass(frozen=True)
@@ -276,6 +285,78 @@ class ContinualCounter:
             self._last_release = t
         staleness = (t - self._last_release) * (plan.max_step_change or 0)  # 0: B = 1 without a bound
         return StepEstimate(t, self._held, phase.sigma, phase.sigma * plan.quantile + staleness, None)
+
+    # ------------------------------------------------------------ noise records
+    def noise_records(self) -> tuple[NoiseDraw, ...]:
+        """The records (:class:`~dp_spark.noise.records.NoiseDraw`) of every
+        privacy draw made so far, at the batch form's granularity and in its
+        order: the sparse vector (once it has answered a query; ``draws``
+        None, as in the batch form), one record per tree that has drawn node
+        noise (``draws``: the nodes drawn, :meth:`BinaryTreeMechanism.online_noise_record`),
+        then the recompute baseline (``draws``: its releases so far). Each is
+        charged to the budget step the batch form charges it to.
+
+        Built from the counter's state alone (restored by :meth:`from_dict`),
+        so a restored counter reports what an uninterrupted one does. Public
+        values only: scales and sensitivities follow from the configuration,
+        the counts from the released steps (which tree produced each step,
+        which step was a recompute). A tree restored from a state saved before
+        its draws were counted reports ``draws`` None (unknown)."""
+        records: list[NoiseDraw] = []
+        if self._method == "bounded":
+            records += self._tree_records({self._w.bit_length() - 1: _BOUNDED_STEP.format(w=self._w)})
+        elif self._method == "adaptive":
+            if self._svt is not None and self._svt.queries_answered:
+                records.append(self._svt.noise_record(_SVT_STEP.format(cutoff=self._plan.cutoff)))
+            records += self._tree_records({j: _TREE_STEP.format(w=1 << j) for j in range(len(self._trees))})
+        elif self._method == "baseline":
+            plan = self._recompute
+            draws = -(-self._t // plan.block)  # one draw at each of the steps 1, 1 + B, ... so far
+            if draws:
+                records.append(NoiseDraw(
+                    _BASELINE_STEP.format(releases=plan.releases, block=plan.block), "discrete-gaussian",
+                    scale=plan.sigma, std=plan.sigma, sensitivity=1.0, draws=draws,
+                    target=f"the distinct count every {plan.block} steps"))
+        else:
+            records += self._auto_records()
+        return tuple(records)
+
+    def _tree_records(self, steps: dict[int, str]) -> list[NoiseDraw]:
+        """The record of each tree (level j, charged to ``steps[j]``) that drew
+        node noise; w = 2^j for "adaptive"/"auto", the bound for "bounded"."""
+        out = []
+        for j, step in sorted(steps.items()):
+            tree = self._trees[0] if self._method == "bounded" else self._trees[j]
+            if tree.drawn == 0 or (tree.drawn is None and not self._tree_may_have_drawn(j)):
+                continue
+            out.append(tree.online_noise_record(step, 1 << j, self._relation))
+        return out
+
+    def _tree_may_have_drawn(self, level: int) -> bool:
+        """For a tree whose draw count is unknown (an old state): whether it can
+        have drawn: "bounded" after step 1; "auto" if started; "adaptive" if
+        the sparse vector's level has reached it (levels only rise)."""
+        if self._method == "bounded":
+            return self._t > 0
+        if self._method == "auto":
+            return level in self._started
+        return self._t > 0 and level <= self._level
+
+    def _auto_records(self) -> list[NoiseDraw]:
+        plan = self._auto
+        split = plan.budget_split()
+        rest_step = split[-1][0]  # the trees and the baseline share the filter's step
+        records = []
+        if self._svt is not None and self._svt.queries_answered:
+            records.append(self._svt.noise_record(split[0][0]))
+        records += self._tree_records({j: rest_step for j in range(len(self._trees))})
+        phase = self._phase
+        if phase is not None and self._t >= phase.start:
+            draws = (self._t - phase.start) // phase.block + 1  # steps start, start + B, ... so far
+            records.append(NoiseDraw(rest_step, "discrete-gaussian", scale=phase.sigma, std=phase.sigma,
+                                     sensitivity=1.0, draws=draws,
+                                     target=f"the distinct count every {phase.block} steps from step {phase.start}"))
+        return records
 
     def to_dict(self) -> dict:
         """JSON-serialisable checkpoint (confidential: holds exact partial sums)."""
