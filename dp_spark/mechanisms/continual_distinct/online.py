@@ -399,8 +399,12 @@ class ContinualCounter:
         counter._t = _checks.integer(state["t"], "state['t']", 0, counter._horizon)
         if counter._method in ("bounded", "adaptive", "auto"):
             trees = [BinaryTreeMechanism.from_dict(s) for s in state["trees"]]
+            fed = counter._t
+            if counter._method == "auto" and state.get("phase") is not None:
+                # "auto" stops feeding its trees once the baseline starts (at the phase's first step)
+                fed = min(fed, _checks.integer(state["phase"].get("start"), "phase start", 1, counter._horizon))
             if len(trees) != len(counter._trees) or any(
-                a.sigma != b.sigma or a.steps_done != counter._t for a, b in zip(trees, counter._trees)
+                a.sigma != b.sigma or a.steps_done != fed for a, b in zip(trees, counter._trees)
             ):
                 raise ParameterError("state trees do not match the saved configuration; re-create the checkpoint")
             counter._trees = trees
