@@ -27,6 +27,11 @@ Raskhodnikova, Sivakumar, Smith, NeurIPS 2023; Algorithms 1–3 as in
   state would spend ρ again and re-publish steps with fresh noise. The sink
   never replaces a released record by a different one.
 - It stops cleanly after step ``horizon``: later micro-batches release nothing.
+- The Release's ``noise`` is the counter's records of its draws so far
+  (``ContinualCounter.noise_records``, from the saved state), as the batch
+  release's; its per-item state has ``state_partitions_for`` partitions
+  (the cluster's parallelism, or what the checkpoint fixed; never the
+  session's shuffle partitions, issue 26).
 
 The step grid. The neighbouring argument compares two streams step by step,
 so WHICH EVENTS FORM WHICH STEP must not depend on the data: removing one

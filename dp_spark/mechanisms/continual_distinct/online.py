@@ -16,6 +16,12 @@ are started (and charged, under a zCDP filter over the trees' and baseline's
 share) only when the sparse vector reaches them; the checkpoint records which
 were started, so a restored counter never charges or draws them again.
 
+Noise as data: ``noise_records()`` returns a ``NoiseDraw`` per part that
+has drawn (the sparse vector, each tree, the baseline), as the batch form
+does, with ``draws`` counting the draws actually made (lazy trees draw only
+the nodes their estimates use). The counts are in the state (each tree's
+``drawn``), so a restored counter reports what an unbroken one does.
+
 The checkpoint holds exact partial sums and the sparse vector's threshold noise:
 store it like the input data and never publish it.
 """
