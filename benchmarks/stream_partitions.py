@@ -52,19 +52,20 @@ def main(argv=None) -> int:
     from dp_spark.streaming.demo import write_demo_files
 
     spark = start_session("stream-partitions", {"spark.sql.shuffle.partitions": "200"})
-    print(session_summary(spark))
+    print(session_summary(spark), flush=True)
     work = Path(tempfile.mkdtemp(prefix="dp-stream-bench-"))
     try:
         source = work / "in"
         write_demo_files(spark, source, args.steps, items=args.items)
-        ways = [("200 (session, before)", 200), (f"default ({python_partitions(spark)})", None), ("1", 1)]
+        ways = [(f"default ({python_partitions(spark)})", None), ("1", 1), ("200 (session, before)", 200)]
         _run(spark, source, work, "warm", args.steps, None)  # JIT, Python workers, file listing
         best = {}
         for rep in range(args.reps):
             for name, partitions in ways:
                 value = _run(spark, source, work, f"{rep}", args.steps, partitions)
                 best[name] = min(best.get(name, value), value)
-        default = best[ways[1][0]]
+                print(f"rep {rep + 1}: {name}: {value:.3f} s / step", flush=True)
+        default = best[ways[0][0]]
         rows = [(name, f"{best[name]:.3f}", f"{best[name] / default:.2f}") for name, _ in ways]
         print(format_table(["state partitions", "s / step (best)", "ratio to default"], rows,
                            title=f"streamed continual-distinct, {args.steps} steps, {args.items:,} demo items"))
