@@ -63,8 +63,9 @@ OPTIONS = (
            "step, with or without new files; run until the horizon or --timeout). Privacy assumes which "
            "files form which step does not depend on the data; fixed per checkpoint"),
     Option("timeout", float, None, "--stream: stop after this many seconds"),
-    Option("state_partitions", int, None, "--stream: partitions of the per-item state (default "
-           "spark.sql.shuffle.partitions; at most 1,000; fixed when the checkpoint is created)"),
+    Option("state_partitions", int, None, "--stream: partitions of the per-item state (default two per "
+           "task slot of the cluster, never spark.sql.shuffle.partitions; at most 1,000; fixed when the "
+           "checkpoint is created)"),
 ) + RUN_OPTIONS
 
 

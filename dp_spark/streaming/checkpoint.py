@@ -46,6 +46,9 @@ CHECKSUM = "checksum"
 STATE_FILE = "mechanism.json"
 ERROR_FILE = "input-error.json"
 SPARK_DIR = "spark"
+#: The session setting a stateful query's partition count is taken from at its
+#: first start and kept under in the checkpoint's offset log.
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
 #: Keys of a saved configuration renamed since checkpoints were first written
@@ -102,6 +105,27 @@ class MechanismCheckpoint:
     def spark_started(self) -> bool:
         """Spark's own checkpoint (``<checkpoint>/spark``) exists: a query ran here."""
         return self.spark_path.exists()
+
+    def spark_state_partitions(self) -> int | None:
+        """The number of state partitions Spark fixed in its checkpoint at the
+        query's first start (``spark.sql.shuffle.partitions`` in the offset
+        log's metadata, which Spark restores on every restart whatever the
+        session says), or None when no query has started here or the log does
+        not say. A public value: the configuration of the first run."""
+        offsets = self.spark_path / "offsets"
+        try:
+            batches = sorted((int(p.name) for p in offsets.iterdir() if p.name.isdigit()), reverse=True)
+        except OSError:
+            return None
+        for batch in batches:
+            try:
+                with open(offsets / str(batch), encoding="utf-8") as fh:
+                    lines = fh.read().splitlines()
+                value = json.loads(lines[1])["conf"][SHUFFLE_PARTITIONS]
+                return int(value)
+            except (OSError, ValueError, IndexError, KeyError, TypeError):
+                continue  # a log entry being written, or an older layout: try the one before
+        return None
 
     def load(self) -> dict[str, Any]:
         try:

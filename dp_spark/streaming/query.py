@@ -27,6 +27,11 @@ Raskhodnikova, Sivakumar, Smith, NeurIPS 2023; Algorithms 1–3 as in
   state would spend ρ again and re-publish steps with fresh noise. The sink
   never replaces a released record by a different one.
 - It stops cleanly after step ``horizon``: later micro-batches release nothing.
+- The Release's ``noise`` is the counter's records of its draws so far
+  (``ContinualCounter.noise_records``, from the saved state), as the batch
+  release's; its per-item state has ``state_partitions_for`` partitions
+  (the cluster's parallelism, or what the checkpoint fixed; never the
+  session's shuffle partitions, issue 26).
 
 The step grid. The neighbouring argument compares two streams step by step,
 so WHICH EVENTS FORM WHICH STEP must not depend on the data: removing one
@@ -102,7 +107,16 @@ from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.releases.continual_distinct import build_release, series_frame
 from dp_spark.releases.template import refuse_seeded_ledger
 from dp_spark.sparkjobs import spark_exception_types, error_class, spark_job
-from dp_spark.streaming.checkpoint import KIND, SPARK_DIR, VERSION, MechanismCheckpoint, StepSink, local_directory
+from dp_spark.stages.partitioning import python_partitions
+from dp_spark.streaming.checkpoint import (
+    KIND,
+    SHUFFLE_PARTITIONS,
+    SPARK_DIR,
+    VERSION,
+    MechanismCheckpoint,
+    StepSink,
+    local_directory,
+)
 from dp_spark.streaming.files import batch_files, missing_column
 from dp_spark.streaming.items import CROSS, DELTA, LEVEL, OP, ORDER, OUTPUT_SCHEMA, STATE_SCHEMA, make_update
 from dp_spark.streaming.options import (  # noqa: F401 - MAX_*: re-exported
@@ -464,8 +478,13 @@ def continual_distinct_stream(
     ``budget``: ρ is spent from it only when a new checkpoint is created;
     a new checkpoint is refused (InputError) where ``<checkpoint>/spark`` or
     step files in ``sink`` already exist.
-    ``state_partitions``: partitions of the per-item state (default
-    ``spark.sql.shuffle.partitions``; fixed by the first run of a checkpoint).
+    ``state_partitions``: partitions of the per-item state (default: two per
+    task slot of the cluster, ``dp_spark.stages.partitioning.python_partitions``,
+    never the session's ``spark.sql.shuffle.partitions``); fixed in Spark's
+    checkpoint by its first run: a resumed query keeps that number (a
+    checkpoint created before this default keeps the session's value of its
+    first run), and a different ``state_partitions`` is then ignored with a
+    warning. The report's ``parameters["state_partitions"]`` says which.
     ``seed``: tests and demos only (the generator state is then checkpointed
     too, so a resumed seeded run continues the same noise stream).
     ``schema``: the files' schema (default, fixed when the checkpoint is
@@ -506,16 +525,39 @@ def continual_distinct_stream(
     )
     state = _begin(plan, budget, store, step_sink, config, state)
     local = plan.spend(None)  # this run's split of ρ (spent once, when the checkpoint was created)
+    partitions = state_partitions_for(spark, store, state_partitions)
     if state["step"] < plan["horizon"]:
         required = [item_col, op_col] + ([time_col] if has_order else [])
         writer = StepWriter(store, step_sink, plan["horizon"], files=(config["format"], required), progress=progress)
         stream_writer = _stream_writer(events, has_order, counter_max_level(state), config["step_grid"], writer,
                                        checkpoint_dir, trigger)
         with _quiet_stream_logs(spark):
-            _run_query(spark, stream_writer, store, plan["horizon"], trigger, timeout, state_partitions, step_sink)
+            _run_query(spark, stream_writer, store, plan["horizon"], trigger, timeout, partitions, step_sink)
         state = store.load()
     records = _released_records(step_sink, state, sink_dir)
-    return _release(plan, spark, local, state, records, config, resumed, checkpoint_dir, sink_dir)
+    partitions = store.spark_state_partitions() or partitions  # what Spark holds once it has started
+    return _release(plan, spark, local, state, records, config, resumed, checkpoint_dir, sink_dir, partitions)
+
+
+def state_partitions_for(spark, store: MechanismCheckpoint, requested: int | None) -> int:
+    """The per-item state's partitions (issue 26): the number Spark fixed in
+    the checkpoint at the query's first start, if it has started (a restart
+    cannot change it: Spark restores it from its offset log); else
+    ``requested``; else two per task slot of the cluster
+    (:func:`dp_spark.stages.partitioning.python_partitions`, at most
+    MAX_STATE_PARTITIONS) — public values only, never the session's
+    ``spark.sql.shuffle.partitions``. Every partition runs its items' state
+    update in a Python worker at every step; which partition an item is in
+    changes nothing that is computed or released."""
+    fixed = store.spark_state_partitions()
+    if fixed is not None:
+        if requested is not None and requested != fixed:
+            log.warning("continual-distinct: the checkpoint fixes %d state partitions (at its first start); "
+                        "state_partitions=%d is ignored", fixed, requested)
+        return fixed
+    if requested is not None:
+        return requested
+    return python_partitions(spark, MAX_STATE_PARTITIONS)
 
 
 def _begin(plan: Plan, budget, store: MechanismCheckpoint, step_sink: StepSink, config: dict,
@@ -598,15 +640,13 @@ def _stop_between_batches(query, patience: float = 60.0) -> None:
 
 
 @contextlib.contextmanager
-def _shuffle_partitions(spark, partitions: int | None):
+def _shuffle_partitions(spark, partitions: int):
     """Set the number of state partitions for a query start (restored after).
 
     Spark fixes a stateful query's partition count at its first start and
-    keeps it in the checkpoint; later starts ignore this setting."""
-    if partitions is None:
-        yield
-        return
-    key = "spark.sql.shuffle.partitions"
+    keeps it in the checkpoint; later starts ignore this setting (we set the
+    checkpoint's number then, ``state_partitions_for``)."""
+    key = SHUFFLE_PARTITIONS
     previous = spark.conf.get(key)
     spark.conf.set(key, str(int(partitions)))
     try:
@@ -650,7 +690,7 @@ def _quiet_stream_logs(spark):
 
 
 def _run_query(spark, stream_writer, store: MechanismCheckpoint, horizon: int, trigger: str,
-               timeout: float | None, state_partitions: int | None, sink: StepSink) -> None:
+               timeout: float | None, state_partitions: int, sink: StepSink) -> None:
     """Start the query; stop it at the horizon or the timeout; one-line errors.
 
     With "available-now" the query ends by itself after the files present at
@@ -748,8 +788,14 @@ def _stream_notes(plan: Plan, state: dict, config: dict) -> list[str]:
     return notes
 
 
-def _release(plan: Plan, spark, local: PrivacyFilter, state, records, config, resumed, checkpoint_dir, sink_dir):
-    """The Release of the steps released so far (saved records only)."""
+def _release(plan: Plan, spark, local: PrivacyFilter, state, records, config, resumed, checkpoint_dir, sink_dir,
+             partitions: int):
+    """The Release of the steps released so far (saved records only). Its
+    ``noise`` is the counter's records of the draws made so far
+    (``ContinualCounter.noise_records``, rebuilt from the saved state: a
+    resumed query reports what an unbroken one does); the JSON report writes
+    them and the error statements name the noise from them, as in the batch
+    release."""
     series = series_frame(
         [r["step"] for r in records],
         [r["estimate"] for r in records],
@@ -765,7 +811,9 @@ def _release(plan: Plan, spark, local: PrivacyFilter, state, records, config, re
         "sink": str(sink_dir),
         "checkpoint_created": state["created"],
         "resumed": resumed,
+        "state_partitions": int(partitions),
     }
+    noise = ContinualCounter.from_dict(state["counter"]).noise_records()
     return build_release(plan, series=series, session=spark, local=local, method=config["method"],
                          seeded=config["seed"] is not None, parameters=parameters,
-                         notes=_stream_notes(plan, state, config))
+                         notes=_stream_notes(plan, state, config), noise=noise)

@@ -16,6 +16,12 @@ are started (and charged, under a zCDP filter over the trees' and baseline's
 share) only when the sparse vector reaches them; the checkpoint records which
 were started, so a restored counter never charges or draws them again.
 
+Noise as data: ``noise_records()`` returns a ``NoiseDraw`` per part that
+has drawn (the sparse vector, each tree, the baseline), as the batch form
+does, with ``draws`` counting the draws actually made (lazy trees draw only
+the nodes their estimates use). The counts are in the state (each tree's
+``drawn``), so a restored counter reports what an unbroken one does.
+
 The checkpoint holds exact partial sums and the sparse vector's threshold noise:
 store it like the input data and never publish it.
 """
@@ -43,12 +49,21 @@ from dp_spark.mechanisms.continual_distinct.svt import SparseVector
 from dp_spark.mechanisms.continual_distinct.tree import BinaryTreeMechanism, integer_vector, num_levels, sigma2_for_flippancy
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["ContinualCounter", "StepEstimate"]
 
 _STATE_KIND = "dp_spark.mechanisms.continual_distinct.ContinualCounter"
 _STATE_VERSION = 2
+
+# The budget steps the batch form (``continual_counts``) charges its records
+# to, for the methods whose plan has no public label of its own ("auto"'s
+# plan has: ``AutoPlan.budget_split``); the unit tests check they agree.
+_BOUNDED_STEP = "binary tree mechanism (Algorithm 1), flippancy bound w = {w}"
+_SVT_STEP = "sparse vector (Algorithm 2), cutoff {cutoff}"
+_TREE_STEP = "binary tree mechanism, w = {w} (Algorithm 3)"
+_BASELINE_STEP = "periodic recompute baseline: {releases} discrete Gaussian counts, one every {block} steps"
 
 
 @dataclass(frozen=True)
@@ -277,6 +292,78 @@ class ContinualCounter:
         staleness = (t - self._last_release) * (plan.max_step_change or 0)  # 0: B = 1 without a bound
         return StepEstimate(t, self._held, phase.sigma, phase.sigma * plan.quantile + staleness, None)
 
+    # ------------------------------------------------------------ noise records
+    def noise_records(self) -> tuple[NoiseDraw, ...]:
+        """The records (:class:`~dp_spark.noise.records.NoiseDraw`) of every
+        privacy draw made so far, at the batch form's granularity and in its
+        order: the sparse vector (once it has answered a query; ``draws``
+        None, as in the batch form), one record per tree that has drawn node
+        noise (``draws``: the nodes drawn, :meth:`BinaryTreeMechanism.online_noise_record`),
+        then the recompute baseline (``draws``: its releases so far). Each is
+        charged to the budget step the batch form charges it to.
+
+        Built from the counter's state alone (restored by :meth:`from_dict`),
+        so a restored counter reports what an uninterrupted one does. Public
+        values only: scales and sensitivities follow from the configuration,
+        the counts from the released steps (which tree produced each step,
+        which step was a recompute). A tree restored from a state saved before
+        its draws were counted reports ``draws`` None (unknown)."""
+        records: list[NoiseDraw] = []
+        if self._method == "bounded":
+            records += self._tree_records({self._w.bit_length() - 1: _BOUNDED_STEP.format(w=self._w)})
+        elif self._method == "adaptive":
+            if self._svt is not None and self._svt.queries_answered:
+                records.append(self._svt.noise_record(_SVT_STEP.format(cutoff=self._plan.cutoff)))
+            records += self._tree_records({j: _TREE_STEP.format(w=1 << j) for j in range(len(self._trees))})
+        elif self._method == "baseline":
+            plan = self._recompute
+            draws = -(-self._t // plan.block)  # one draw at each of the steps 1, 1 + B, ... so far
+            if draws:
+                records.append(NoiseDraw(
+                    _BASELINE_STEP.format(releases=plan.releases, block=plan.block), "discrete-gaussian",
+                    scale=plan.sigma, std=plan.sigma, sensitivity=1.0, draws=draws,
+                    target=f"the distinct count every {plan.block} steps"))
+        else:
+            records += self._auto_records()
+        return tuple(records)
+
+    def _tree_records(self, steps: dict[int, str]) -> list[NoiseDraw]:
+        """The record of each tree (level j, charged to ``steps[j]``) that drew
+        node noise; w = 2^j for "adaptive"/"auto", the bound for "bounded"."""
+        out = []
+        for j, step in sorted(steps.items()):
+            tree = self._trees[0] if self._method == "bounded" else self._trees[j]
+            if tree.drawn == 0 or (tree.drawn is None and not self._tree_may_have_drawn(j)):
+                continue
+            out.append(tree.online_noise_record(step, 1 << j, self._relation))
+        return out
+
+    def _tree_may_have_drawn(self, level: int) -> bool:
+        """For a tree whose draw count is unknown (an old state): whether it can
+        have drawn: "bounded" after step 1; "auto" if started; "adaptive" if
+        the sparse vector's level has reached it (levels only rise)."""
+        if self._method == "bounded":
+            return self._t > 0
+        if self._method == "auto":
+            return level in self._started
+        return self._t > 0 and level <= self._level
+
+    def _auto_records(self) -> list[NoiseDraw]:
+        plan = self._auto
+        split = plan.budget_split()
+        rest_step = split[-1][0]  # the trees and the baseline share the filter's step
+        records = []
+        if self._svt is not None and self._svt.queries_answered:
+            records.append(self._svt.noise_record(split[0][0]))
+        records += self._tree_records({j: rest_step for j in range(len(self._trees))})
+        phase = self._phase
+        if phase is not None and self._t >= phase.start:
+            draws = (self._t - phase.start) // phase.block + 1  # steps start, start + B, ... so far
+            records.append(NoiseDraw(rest_step, "discrete-gaussian", scale=phase.sigma, std=phase.sigma,
+                                     sensitivity=1.0, draws=draws,
+                                     target=f"the distinct count every {phase.block} steps from step {phase.start}"))
+        return records
+
     def to_dict(self) -> dict:
         """JSON-serialisable checkpoint (confidential: holds exact partial sums)."""
         state: dict = {"kind": _STATE_KIND, "version": _STATE_VERSION, "config": dict(self._config), "t": self._t}
@@ -318,8 +405,12 @@ class ContinualCounter:
         counter._t = _checks.integer(state["t"], "state['t']", 0, counter._horizon)
         if counter._method in ("bounded", "adaptive", "auto"):
             trees = [BinaryTreeMechanism.from_dict(s) for s in state["trees"]]
+            fed = counter._t
+            if counter._method == "auto" and state.get("phase") is not None:
+                # "auto" stops feeding its trees once the baseline starts (at the phase's first step)
+                fed = min(fed, _checks.integer(state["phase"].get("start"), "phase start", 1, counter._horizon))
             if len(trees) != len(counter._trees) or any(
-                a.sigma != b.sigma or a.steps_done != counter._t for a, b in zip(trees, counter._trees)
+                a.sigma != b.sigma or a.steps_done != fed for a, b in zip(trees, counter._trees)
             ):
                 raise ParameterError("state trees do not match the saved configuration; re-create the checkpoint")
             counter._trees = trees

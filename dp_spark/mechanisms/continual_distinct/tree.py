@@ -51,7 +51,7 @@ exact (non-private) partial sums: store it like the input data, never publish it
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
@@ -224,6 +224,8 @@ class BinaryTreeMechanism:
         # last completed node per level: exact sum, and its noise once drawn (None: not drawn yet)
         self._last_sum = [0] * self._levels
         self._last_noise: list[int | None] = [None] * self._levels
+        # node noises the online form has drawn (None: unknown, a state saved before it was recorded)
+        self._drawn: int | None = 0
 
     @classmethod
     def for_flippancy(
@@ -258,6 +260,23 @@ class BinaryTreeMechanism:
                          draws=2 * self._horizon - 1,
                          target=f"the nodes of the tree over the stream truncated at flippancy {flippancy_bound}",
                          parameters={"levels": self._levels, "flippancy_bound": int(flippancy_bound), "norm": 2})
+
+    def online_noise_record(self, step: str, flippancy_bound: int, relation: str = "subset") -> NoiseDraw:
+        """The record of the online form's draws so far: the same record as
+        :meth:`noise_record` (same step, scale, sensitivity, target), with
+        ``draws`` the number of node noises :meth:`estimate` has drawn (each
+        node is drawn once, when an estimate first uses it: T nodes after all
+        T steps of a tree used at every step, against the batch form's
+        2T − 1). The count follows from the public steps at which the tree
+        was used. ``draws`` is None when unknown (a state saved before the
+        count was kept)."""
+        return replace(self.noise_record(step, flippancy_bound, relation), draws=self._drawn)
+
+    @property
+    def drawn(self) -> int | None:
+        """Node noises drawn by the online form so far (None: unknown, restored
+        from a state saved before the count was kept)."""
+        return self._drawn
 
     @property
     def steps_done(self) -> int:
@@ -299,6 +318,8 @@ class BinaryTreeMechanism:
             draws = discrete_gaussian_batch(self._sigma2, len(missing), rng)
             for level, draw in zip(missing, draws.tolist()):
                 self._last_noise[level] = int(draw)
+            if self._drawn is not None:
+                self._drawn += len(missing)
         return int(sum(self._last_sum[level] + self._last_noise[level] for level in used))
 
     def step(self, z_t: int, rng: np.random.Generator) -> int:
@@ -316,7 +337,9 @@ class BinaryTreeMechanism:
 
         Holds the exact partial sums of open nodes and of the last completed
         node per level (non-private: protect it like the input) and the noise
-        of those completed nodes already drawn.
+        of those completed nodes already drawn, and how many node noises the
+        online form has drawn (``drawn``, public: it follows from the steps
+        at which the tree was used; read as unknown when absent).
         """
         return {
             "kind": _STATE_KIND,
@@ -327,6 +350,7 @@ class BinaryTreeMechanism:
             "partial": [int(v) for v in self._partial],
             "last_sum": [int(v) for v in self._last_sum],
             "last_noise": [None if v is None else int(v) for v in self._last_noise],
+            "drawn": self._drawn,
         }
 
     @classmethod
@@ -351,6 +375,8 @@ class BinaryTreeMechanism:
         if not isinstance(noise, list) or len(noise) != mech._levels:
             raise ParameterError("state['last_noise'] must be a list with one entry per level")
         mech._last_noise = [None if v is None else _checks.integer(v, "state['last_noise']", -(2**62)) for v in noise]
+        drawn = state.get("drawn")  # absent from states saved before the count was kept: unknown
+        mech._drawn = None if drawn is None else _checks.integer(drawn, "state['drawn']", 0, 2 * mech._horizon - 1)
         return mech
 
     # ------------------------------------------------------------------- batch
