@@ -49,6 +49,15 @@ def keys_per_person(max_groups: int | None) -> int:
     return int(max_groups) if max_groups is not None else KEYS_MAX_PER_PERSON  # as the plan's step label
 
 
+def key_mechanism(epsilon: float, delta: float, per_person: int):
+    """The constants of the keys' set-union (noise, threshold ρ, cutoff Γ):
+    :func:`dp_spark.mechanisms.set_union.plan_set_union` with the Gaussian
+    policy, α = KEYS_ALPHA and Δ0 = ``per_person`` (what the audit tier runs)."""
+    from dp_spark.mechanisms.set_union import plan_set_union
+
+    return plan_set_union(epsilon, delta, per_person, KEYS_POLICY, KEYS_ALPHA)
+
+
 def key_edges(edge_df):
     """(person, item): the edge table's group column as the set-union's item
     (a per-person transformation; set-union's stage deduplicates the
@@ -68,7 +77,7 @@ def choose_keys(plan, edge_df, rng):
     keys reach the driver (at most MAX_PUBLIC_GROUPS + 1 of them)."""
     from pyspark.sql import functions as F
 
-    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness, plan_set_union, shard_cutoff
+    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness, shard_cutoff
     from dp_spark.sparkjobs import spark_job
     from dp_spark.stages.edges import ITEM
     from dp_spark.stages.set_union import DEFAULT_SHARDS, materialize, set_union_items_of_edges
@@ -76,7 +85,7 @@ def choose_keys(plan, edge_df, rng):
     p = plan.params
     cost = plan.split.cost("group_keys")
     per_person = keys_per_person(p.max_groups)
-    numeric = plan_set_union(cost.epsilon, cost.delta, per_person, KEYS_POLICY, KEYS_ALPHA)
+    numeric = key_mechanism(cost.epsilon, cost.delta, per_person)
     salt, root = derive_randomness(rng, keyed=p.seed is not None)
     lazy = set_union_items_of_edges(
         key_edges(edge_df), method=numeric.method, max_items=per_person, salt=salt,
