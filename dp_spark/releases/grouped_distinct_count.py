@@ -118,7 +118,8 @@ def _batched(released: list[dict]) -> list:
     for bound, records in sorted(by_bound.items()):
         out.append(dataclasses.replace(records[0], draws=len(records),
                                        target=f"the count with at most {bound} items per person of each group "
-                                              f"whose bound is {bound}"))
+                                              f"whose bound is {bound}",
+                                       parameters={**records[0].parameters, "bound": bound}))  # the HTML's per-group match
     return out
 
 
