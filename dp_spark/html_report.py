@@ -78,10 +78,11 @@ def render(release, ledger: Mapping[str, Any] | None = None,
     report = release.to_dict()
     if ledger is None:  # the hook for a ledger-aware run: its report key or Release artifact
         ledger = report.get("ledger") or release.artifacts.get("ledger")
+    grouped, chart = _group_section(release), _chart(release, history)
     sections = [
         _header(release, report),
-        _section("At a glance", _chart(release, history)),
-        _group_section(release),
+        _section("At a glance", chart) if chart or not grouped else "",  # a grouped page: its small multiples
+        grouped,
         _section("Released values", _values_table(release) + _released_lists(release) + _errors(release)),
         _section("Privacy spent", _privacy(release, report) + _ledger(ledger)),
         _section("Parameters", _mapping_table(release.parameters)),
@@ -270,8 +271,10 @@ def _panels(release, ordered) -> list[str]:
                 text = release.errors.get("groups", "")
             else:
                 text = (f"estimate {fmt(row['estimate'])} ± {fmt(half)} with probability {confidence:.0%} "
-                        f"({record.describe()}, bound {fmt(row.get('bound'))} items per person); lower bound "
-                        f"{fmt(row.get('lower_bound'))} holds with probability >= {confidence:.0%}")
+                        f"({record.kind} noise of scale {fmt(record.scale)}"
+                        + (f", at most {fmt(row['bound'])} items per person" if "bound" in row else "")
+                        + f"); the true value is at least {fmt(row.get('lower_bound'))} with probability >= "
+                        f"{confidence:.0%}")
             out.append(_panel_html(svg, text))
     elif "count" in first:
         high = max([float(r["count"]) for _, rows in ordered for r in rows[:PANEL_ROWS]] + [1.0])
