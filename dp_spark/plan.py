@@ -402,9 +402,9 @@ KEYS_DELTA = 1e-6
 KEYS_MAX_PER_PERSON = 100
 KEYS_STEP = ("group keys (DP set-union, Gaussian policy, on the group column: each person contributes at most "
              "{per_person} keys; the released keys then act as public)")
-KEYS_REFUSED = ("group_by without groups= chooses the keys privately with a set-union, an (ε, δ) step; this release's "
-                "guarantee is ρ-zCDP, into which an (ε, δ) step does not convert soundly, so give the public keys "
-                "groups= (--groups FILE).")
+KEYS_REFUSED = ("group_by without groups= chooses the keys privately with a set-union, an (ε, δ) step; this "
+                "release's guarantee is ρ-zCDP, into which an (ε, δ) step does not convert soundly, so give "
+                "the public keys groups= (--groups FILE).")
 
 
 def with_private_keys(derive, params) -> tuple["Plan", Any]:
@@ -440,7 +440,8 @@ def with_private_keys(derive, params) -> tuple["Plan", Any]:
             f"in all ({epsilon:g}, {delta:g})-DP by basic composition")
     plan = dataclasses.replace(
         built, guarantee=ApproxDP(epsilon, delta), parameters=parameters,
-        steps=(Step("group_keys", KEYS_STEP.format(per_person=per_person), keys_cost), *built.split), notes=(*built.notes, note),
+        steps=(Step("group_keys", KEYS_STEP.format(per_person=per_person), keys_cost), *built.split),
+        notes=(*built.notes, note),
         releases=f"{built.releases}; the keys of {params.group_by} chosen privately (a set-union)",
     )
     return plan, rest
@@ -451,7 +452,7 @@ GROUP_BY_HELP = ("release one value per key of this column (public keys: --group
 GROUPS_HELP = (f"file of the public group keys (one column; CSV/Parquet/JSON, at most {MAX_PUBLIC_GROUPS:,} "
                "keys), all released, also those without rows; in Python also a list or a one-column Spark "
                "DataFrame; omitted: the keys are chosen privately (a set-union on the group column, "
-               f"{KEYS_EPSILON_SHARE:.0%} of ε and δ = {KEYS_DELTA:g}, making the release (ε, δ)-DP)")
+               f"ε·{KEYS_EPSILON_SHARE:g} and δ = {KEYS_DELTA:g}, making the release (ε, δ)-DP)")
 MAX_GROUPS_HELP = ("most groups one person contributes to (m): each person keeps the rows of at most m of "
                    "their groups (a public hash order), and each group's release spends ε/m (m = 1: every "
                    "group gets the full ε by parallel composition); default: chosen privately (a share of ε)")

@@ -119,7 +119,7 @@ def _batched(released: list[dict]) -> list:
         out.append(dataclasses.replace(records[0], draws=len(records),
                                        target=f"the count with at most {bound} items per person of each group "
                                               f"whose bound is {bound}",
-                                       parameters={**records[0].parameters, "bound": bound}))  # the HTML's per-group match
+                                       parameters={**records[0].parameters, "bound": bound}))  # HTML: per group
     return out
 
 
