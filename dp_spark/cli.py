@@ -145,6 +145,10 @@ def _run_identity(command: str, opts) -> dict:
     its --rows), with the options that change what is read."""
     parameters = {k: (_absolute(v) if k == "domain" else v) for k, v in sorted(opts.items())
                   if k not in _NOT_IDENTITY + _INPUT and v is not None}
+    if opts.get("groups"):  # the public key file's contents, not only its path: a changed file is another run
+        from dp_spark.ledger.budget import file_digest
+
+        parameters["groups"] = {"path": _absolute(opts["groups"]), "contents": file_digest(opts["groups"])}
     if opts.get("input"):
         read = {k: opts[k] for k in _INPUT if k not in ("input", "rows") and opts.get(k) is not None}
         source = {"input": _absolute(opts["input"]), **read}

@@ -19,6 +19,15 @@ Charts, one per release kind (released quantities only):
 * continual-distinct: the released series with its simultaneous error band;
 * set-union: the number of items each run released (this run, plus earlier
   runs' reports passed as ``history``).
+
+A grouped release (issue 24: ``result["groups"]``, rows with a ``group``
+field) also gets small multiples: one small chart per group, generic over
+releases — an estimate with its interval and lower bound (``estimate``),
+bars with whiskers (``count``), or the released items in order (``item``)
+— each with its error statement made from the release's noise records. The
+groups are the report's rows only (the first REPORT_GROUPS; no Spark action
+from the page); at most SMALL_MULTIPLES panels, the largest groups by
+released values first when there are more.
 """
 
 from __future__ import annotations
@@ -34,6 +43,11 @@ from dp_spark.svg_plots import fmt
 
 #: Rows of a released list shown in tables and charts (the rest is in the JSON report).
 MAX_ROWS = 25
+#: Small multiples of a grouped release: at most this many groups get a
+#: panel (the largest by released values first when there are more).
+SMALL_MULTIPLES = 12
+#: Rows drawn in one group's panel (a ranking or a list of counts).
+PANEL_ROWS = 8
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;color:#1f2933;background:#f5f7fa;margin:0}
@@ -47,6 +61,8 @@ th{color:#52606d;font-weight:600}td.num{text-align:right;font-variant-numeric:ta
 .card .k{color:#7b8794;font-size:12px}figure{margin:8px 0}figcaption{color:#52606d;font-size:12px}
 h3{font-size:14px;margin:16px 0 4px}table.list{width:auto;min-width:50%;max-width:100%}table.values th{width:22%}table.values td{width:28%}
 table.kv th{width:22%}
+.multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:12px}
+.panel{border:1px solid #e4e7eb;border-radius:8px;padding:4px}.panel p{margin:2px 8px 6px;color:#52606d;font-size:11px}
 """
 
 
@@ -62,9 +78,11 @@ def render(release, ledger: Mapping[str, Any] | None = None,
     report = release.to_dict()
     if ledger is None:  # the hook for a ledger-aware run: its report key or Release artifact
         ledger = report.get("ledger") or release.artifacts.get("ledger")
+    grouped, chart = _group_section(release), _chart(release, history)
     sections = [
         _header(release, report),
-        _section("At a glance", _chart(release, history)),
+        _section("At a glance", chart) if chart or not grouped else "",  # a grouped page: its small multiples
+        grouped,
         _section("Released values", _values_table(release) + _released_lists(release) + _errors(release)),
         _section("Privacy spent", _privacy(release, report) + _ledger(ledger)),
         _section("Parameters", _mapping_table(release.parameters)),
@@ -187,6 +205,115 @@ def _plain(value) -> str:
     if isinstance(value, (list, tuple)):
         return "; ".join(_plain(v) for v in value)
     return fmt(value)
+
+
+def _group_rows(release) -> dict:
+    """The report's per-group rows by group key, in report order (released values only)."""
+    rows = release.values.get("groups")
+    if not _is_list_of_rows(rows) or "group" not in rows[0]:
+        return {}
+    out: dict = {}
+    for row in rows:
+        out.setdefault(row["group"], []).append(row)
+    return out
+
+
+def _group_size(rows: list[dict]) -> float:
+    """A group's size by its RELEASED values: the sum of its released
+    estimates or counts, else its number of released rows."""
+    for column in ("estimate", "count"):
+        values = [r[column] for r in rows if _is_number(r.get(column))]
+        if values:
+            return float(sum(values))
+    return float(len(rows))
+
+
+def _group_section(release) -> str:
+    """Small multiples of a grouped release (module doc); '' when not grouped."""
+    groups = _group_rows(release)
+    if not groups:
+        return ""
+    ordered = list(groups.items())
+    many = len(ordered) > SMALL_MULTIPLES
+    if many:  # the largest first, by released values only (stable: ties keep the report's order)
+        ordered = sorted(ordered, key=lambda kv: -_group_size(kv[1]))[:SMALL_MULTIPLES]
+    released = release.values.get("groups_released", len(groups))
+    by = release.parameters.get("group_by", "group")
+    panels = _panels(release, ordered)
+    intro = (f"<p class=\"sub\">One chart per {escape(str(by))} group: "
+             + (f"the {len(ordered)} largest (by released values) of the {len(groups):,} in the report"
+                if many else f"all {len(ordered):,} in the report")
+             + (f"; {released:,} groups were released in all (every one in release.groups / --groups-output)"
+                if _is_number(released) and released > len(groups) else "")
+             + ". Each panel states its own error.</p>")
+    return _section("Per group", intro + "<div class=\"multiples\">" + "".join(panels) + "</div>")
+
+
+def _panels(release, ordered) -> list[str]:
+    confidence = float(release.values.get("confidence", 0.95))
+    first = ordered[0][1][0] if ordered else {}
+    out = []
+    if "estimate" in first:
+        points = []
+        drawn = []
+        for key, rows in ordered:
+            row = rows[0]
+            record = _group_record(release, row, "discrete-laplace")
+            half = record.half_width(1.0 - confidence) if record is not None else None
+            drawn.append((key, row, record, half))
+            points += [row["estimate"] - (half or 0), row["estimate"] + (half or 0)]
+            if _is_number(row.get("lower_bound")):
+                points.append(row["lower_bound"])
+        low, high = min(points + [0.0]), max(points + [1.0])
+        for key, row, record, half in drawn:
+            svg = plots.mini_interval(str(key), row["estimate"], half, row.get("lower_bound"), low, high)
+            if record is None:
+                text = release.errors.get("groups", "")
+            else:
+                text = (f"estimate {fmt(row['estimate'])} ± {fmt(half)} with probability {confidence:.0%} "
+                        f"({record.kind} noise of scale {fmt(record.scale)}"
+                        + (f", at most {fmt(row['bound'])} items per person" if "bound" in row else "")
+                        + f"); the true value is at least {fmt(row.get('lower_bound'))} with probability >= "
+                        f"{confidence:.0%}")
+            out.append(_panel_html(svg, text))
+    elif "count" in first:
+        high = max([float(r["count"]) for _, rows in ordered for r in rows[:PANEL_ROWS]] + [1.0])
+        for key, rows in ordered:
+            shown = rows[:PANEL_ROWS]
+            records = [_group_record(release, r, "discrete-gaussian") for r in shown]
+            whiskers = [r.half_width(0.05) if r is not None else 0.0 for r in records]
+            svg = plots.mini_bars(str(key), [str(r.get("item", r.get("step", ""))) for r in shown],
+                                  [float(r["count"]) for r in shown], whiskers, high * 1.1)
+            known = [r for r in records if r is not None]
+            text = (f"whiskers: 95% noise intervals ({known[0].describe()})" if known
+                    else release.errors.get("groups", ""))
+            out.append(_panel_html(svg, text + _more(rows)))
+    else:
+        for key, rows in ordered:
+            items = [str(r.get("item", "")) for r in sorted(rows, key=lambda r: r.get("rank", 0))[:PANEL_ROWS]]
+            out.append(_panel_html(plots.mini_list(str(key), items),
+                                   release.errors.get("groups") or release.errors.get("items", "") + _more(rows)))
+    return out
+
+
+def _more(rows) -> str:
+    return f" ({len(rows) - PANEL_ROWS:,} more rows in the report)" if len(rows) > PANEL_ROWS else ""
+
+
+def _panel_html(svg: str, text: str) -> str:
+    return f"<div class=\"panel\">{svg}<p>{escape(text)}</p></div>"
+
+
+def _group_record(release, row: Mapping[str, Any], kind: str):
+    """The noise record of one group's released value: among the records
+    of ``kind``, the one whose parameters match the row's fields (e.g. its
+    per-person ``bound``); the only one if there is one; else None."""
+    records = [r for r in release.noise if r.kind == kind]
+    matching = [r for r in records if any(k in row for k in r.parameters)
+                and all(row.get(k) == v for k, v in r.parameters.items() if k in row)]
+    if matching:
+        return matching[0]
+    return records[0] if len(records) == 1 else None
 
 
 def _chart(release, history) -> str:

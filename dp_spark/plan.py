@@ -150,22 +150,30 @@ def builds(params_cls):
     calibrated ones, which the Plan carries as ``params``."""
 
     def wrap(derive):
+        def derived(params) -> tuple["Plan", Any]:
+            """(plan, the Params its release runs with): with keys chosen
+            privately (``groups=None``), the plan with its "group keys"
+            step first and the release's own steps on the rest of ε."""
+            if getattr(params, "keys_chosen_privately", lambda: False)():
+                return with_private_keys(derive, params)
+            return derive(params), params
+
         @functools.wraps(derive)
         def plan(params=None, /, **keywords) -> "Plan":
             if params is None:
                 params = params_cls(**keywords)
             elif keywords or not isinstance(params, params_cls):
                 raise TypeError(f"plan() takes a {params_cls.__qualname__} or keyword arguments, not both")
-            built = derive(params)
+            built, runs_with = derived(params)
             tuned = calibrated(params)
             runs_at = built.guarantee
-            if tuned is not params:
-                inner = derive(tuned)
+            if tuned is not params or runs_with is not params:
+                inner, runs_with = derived(tuned)
                 object.__setattr__(built, "split", inner.split)
                 object.__setattr__(built, "steps", inner.steps)
                 runs_at = inner.guarantee
             _check_calibration(built.guarantee, runs_at)
-            object.__setattr__(built, "params", tuned)
+            object.__setattr__(built, "params", runs_with)
             object.__setattr__(built, "given", params)
             object.__setattr__(built, "runs_at", runs_at)
             return built
@@ -383,11 +391,68 @@ MAX_PUBLIC_GROUPS = 1024
 #: ``--groups-output``.
 REPORT_GROUPS = 100
 
+#: groups=None: the share of ε the private choice of the keys spends (a
+#: set-union on the group column), and its δ (a public constant: the
+#: release's guarantee becomes (ε, δ + KEYS_DELTA); stated in the plan, the
+#: report's privacy section and its budget split).
+KEYS_EPSILON_SHARE = 0.1
+KEYS_DELTA = 1e-6
+#: The per-person bound Δ0 of the keys' set-union when max_groups is not
+#: given (set-union's own default); with max_groups=m it is m.
+KEYS_MAX_PER_PERSON = 100
+KEYS_STEP = ("group keys (DP set-union, Gaussian policy, on the group column: each person contributes at most "
+             "{per_person} keys; the released keys then act as public)")
+KEYS_REFUSED = ("group_by without groups= chooses the keys privately with a set-union, an (ε, δ) step; this "
+                "release's guarantee is ρ-zCDP, into which an (ε, δ) step does not convert soundly, so give "
+                "the public keys groups= (--groups FILE).")
+
+
+def with_private_keys(derive, params) -> tuple["Plan", Any]:
+    """The plan of a grouped release whose keys are chosen privately
+    (``groups=None``), generic over releases, and the Params its release
+    runs with. Budget (basic composition): the step "group_keys" spends
+    (KEYS_EPSILON_SHARE·ε, KEYS_DELTA) on a set-union of the group column
+    (:mod:`dp_spark.releases.group_keys`); the release's own plan is
+    ``derive`` on the rest of ε (its Params' ``epsilon`` replaced by the
+    rest, so its body cannot spend more), its steps after the keys'. The
+    guarantee is (ε, δ_release + KEYS_DELTA): a pure-ε release becomes
+    (ε, KEYS_DELTA)-DP. A ρ-zCDP release is refused (ParameterError): an
+    (ε, δ) step has no sound ρ-zCDP conversion. Public values only."""
+    from dp_spark.accounting import compose
+    from dp_spark.accounting.exact import remainder
+
+    epsilon = getattr(params, "epsilon", None)
+    if not isinstance(epsilon, float):
+        raise ParameterError(KEYS_REFUSED)
+    keys_epsilon = epsilon * KEYS_EPSILON_SHARE
+    rest = copy.copy(params)
+    set_checked(rest, epsilon=remainder(epsilon, keys_epsilon))  # keys + rest <= epsilon exactly
+    built = derive(rest)
+    if isinstance(built.guarantee, ZCDP):
+        raise ParameterError(KEYS_REFUSED)
+    keys_cost = ApproxDP(keys_epsilon, KEYS_DELTA)
+    per_person = params.max_groups if params.max_groups is not None else KEYS_MAX_PER_PERSON  # set-union's Δ0
+    delta = compose([keys_cost, built.guarantee]).delta
+    parameters = {**built.parameters, "epsilon": epsilon, "group_keys_epsilon": keys_epsilon,
+                  "group_keys_delta": KEYS_DELTA}
+    note = (f"the group keys are chosen privately: a set-union on {params.group_by} spends "
+            f"(ε = {keys_epsilon:g}, δ = {KEYS_DELTA:g}), the release the rest of ε on the released keys; "
+            f"in all ({epsilon:g}, {delta:g})-DP by basic composition")
+    plan = dataclasses.replace(
+        built, guarantee=ApproxDP(epsilon, delta), parameters=parameters,
+        steps=(Step("group_keys", KEYS_STEP.format(per_person=per_person), keys_cost), *built.split),
+        notes=(*built.notes, note),
+        releases=f"{built.releases}; the keys of {params.group_by} chosen privately (a set-union)",
+    )
+    return plan, rest
+
+
 GROUP_BY_HELP = ("release one value per key of this column (public keys: --groups); every person's rows "
                  "count in at most --max-groups of their groups")
 GROUPS_HELP = (f"file of the public group keys (one column; CSV/Parquet/JSON, at most {MAX_PUBLIC_GROUPS:,} "
                "keys), all released, also those without rows; in Python also a list or a one-column Spark "
-               "DataFrame")
+               "DataFrame; omitted: the keys are chosen privately (a set-union on the group column, "
+               f"ε·{KEYS_EPSILON_SHARE:g} and δ = {KEYS_DELTA:g}, making the release (ε, δ)-DP)")
 MAX_GROUPS_HELP = ("most groups one person contributes to (m): each person keeps the rows of at most m of "
                    "their groups (a public hash order), and each group's release spends ε/m (m = 1: every "
                    "group gets the full ε by parallel composition); default: chosen privately (a share of ε)")
@@ -435,11 +500,13 @@ class GroupParams:
     simply does not take them. ``group_by``: the column whose values split
     the release; ``groups``: the public keys (a list, a one-column Spark
     DataFrame or a file path; every key is released, also one without rows);
-    ``max_groups``: m, the most groups a person contributes to. This version
-    requires ``groups`` with ``group_by`` (keys chosen privately,
-    ``groups=None``, are refused before anything is read);
+    ``max_groups``: m, the most groups a person contributes to;
     ``max_groups=None`` lets the release choose m privately (a charged step
-    of its split)."""
+    of its split). ``groups=None`` with ``group_by``: the keys are chosen
+    privately by a set-union on the group column, a step of every such
+    release's plan (:func:`with_private_keys`: generic, no per-release
+    code); the released keys then act as public. Refused (ParameterError,
+    before anything is read) for a release whose guarantee is ρ-zCDP."""
 
     group_by: str | None = param(None, GROUP_BY_HELP, cli_type=str)
     groups: Any = param(None, GROUPS_HELP, cli_type=str)
@@ -456,9 +523,9 @@ class GroupParams:
             return
         if not isinstance(self.group_by, str) or not self.group_by.strip():
             raise ParameterError("group_by must be a column name.")
-        if self.groups is None:
-            raise ParameterError("group_by needs the public keys groups= (--groups FILE): keys chosen privately "
-                                 "(groups=None) are not available yet.")
+        if self.groups is None:  # keys chosen privately: a charged step (with_private_keys)
+            if not isinstance(getattr(self, "epsilon", None), float):
+                raise ParameterError(KEYS_REFUSED)
         keys = public_keys(self.groups)
         if keys is not None:
             set_checked(self, groups=keys)
@@ -467,12 +534,19 @@ class GroupParams:
         if self.max_groups is not None:  # None: m chosen privately by the release (charged in its split)
             set_checked(self, max_groups=checks.integer(self.max_groups, "max_groups", 1, MAX_GROUPS_LIMIT))
 
+    def keys_chosen_privately(self) -> bool:
+        """``group_by`` without ``groups``: the keys are released by the
+        plan's "group keys" step (:func:`with_private_keys`)."""
+        return self.group_by is not None and self.groups is None
+
     def group_parameters(self) -> dict[str, Any]:
         """The group parameters as the plan and the report state them ({}
         when not grouped, so an ungrouped report is unchanged)."""
         if self.group_by is None:
             return {}
-        if isinstance(self.groups, tuple):
+        if self.groups is None:
+            source = "chosen privately (set-union on the group column: the plan's group keys step)"
+        elif isinstance(self.groups, tuple):
             source = f"public: a list of {len(self.groups):,} keys"
         elif isinstance(self.groups, str):
             source = f"public: the file {self.groups}"

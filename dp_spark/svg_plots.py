@@ -214,3 +214,71 @@ def thin(n: int, limit: int = 4096) -> list[int]:
         return list(range(n))
     step = (n - 1) / (limit - 1)  # > 1, so the rounded indices are distinct
     return [int(round(i * step)) for i in range(limit)]
+
+
+#: Size of one small multiple (a panel per group of a grouped release).
+PANEL_WIDTH = 250
+
+
+def _panel(height: int, body: list[str], title: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{PANEL_WIDTH}" height="{height}" '
+        f'viewBox="0 0 {PANEL_WIDTH} {height}" role="img" aria-label="{escape(title)}" '
+        f'font-family="system-ui, sans-serif" font-size="11">'
+        f"<title>{escape(title)}</title>{''.join(body)}</svg>"
+    )
+
+
+def mini_interval(title: str, estimate: float, half: float | None, lower_bound: float | None, low: float,
+                  high: float) -> str:
+    """One group's released estimate on a shared axis [low, high] (the same
+    for every panel, so panels compare), its ± ``half`` noise interval and
+    its one-sided lower bound (a tick)."""
+    scale = _Scale(low, high, 12, PANEL_WIDTH - 12)
+    body = [_text(12, 16, _clip(title, 34), "start", INK, 12, "bold"),
+            _text(PANEL_WIDTH - 12, 16, fmt(estimate), "end", ACCENT, 12, "bold"),
+            _line(scale.a, 58, scale.b, 58, MUTED)]
+    body += [_text(scale.a, 72, fmt(low), "start", MUTED, 10), _text(scale.b, 72, fmt(high), "end", MUTED, 10)]
+    y = 38
+    if half is not None and math.isfinite(half):
+        body += [_rect(scale(estimate - half), y - 7, scale(estimate + half) - scale(estimate - half), 14, BAND),
+                 _line(scale(estimate - half), y - 9, scale(estimate - half), y + 9, ACCENT, 1.5),
+                 _line(scale(estimate + half), y - 9, scale(estimate + half), y + 9, ACCENT, 1.5)]
+    body.append(f'<circle cx="{scale(estimate):.1f}" cy="{y}" r="4.5" fill="{ACCENT}"/>')
+    if lower_bound is not None:
+        x = scale(lower_bound)
+        body += [_line(x, 50, x, 58, WARN, 2), _line(x, 54, scale.b, 54, WARN, 1.5, "4,3")]
+    return _panel(80, body, f"{title}: estimate with its interval")
+
+
+def mini_bars(title: str, labels: Sequence[str], values: Sequence[float], errors: Sequence[float] | None,
+              high: float) -> str:
+    """One group's released values as small horizontal bars on a shared
+    scale [0, high], with optional ± whiskers."""
+    rows = len(labels)
+    errs = list(errors) if errors is not None else [0.0] * rows
+    scale = _Scale(0.0, high or 1.0, 96, PANEL_WIDTH - 36)
+    body = [_text(12, 16, _clip(title, 34), "start", INK, 12, "bold")]
+    for i, (label, value, err) in enumerate(zip(labels, values, errs)):
+        y = 24 + 16 * i
+        body += [_text(90, y + 10, _clip(str(label), 14), "end", INK, 10),
+                 _rect(scale(0), y + 2, scale(max(value, 0.0)) - scale(0), 10, ACCENT, 0.85),
+                 _text(scale(max(value, 0.0) + err) + 3, y + 10, fmt(value), "start", MUTED, 9)]
+        if err > 0:
+            body.append(_line(scale(max(value - err, 0.0)), y + 7, scale(value + err), y + 7, INK, 1.2))
+    if not labels:
+        body.append(_text(12, 36, "nothing released in this group", "start", MUTED, 10))
+    return _panel(30 + 16 * max(rows, 1), body, f"{title}: released values")
+
+
+def mini_list(title: str, items: Sequence[str]) -> str:
+    """One group's released items (a ranking or a set), in released order."""
+    body = [_text(12, 16, _clip(title, 34), "start", INK, 12, "bold")]
+    for i, item in enumerate(items):
+        y = 24 + 16 * i
+        body += [_rect(12, y + 1, 18, 12, ACCENT, 1.0 - 0.5 * i / max(len(items), 1)),
+                 _text(21, y + 11, i + 1, "middle", "#ffffff", 9, "bold"), _text(36, y + 11, _clip(str(item), 30),
+                                                                                 "start", INK, 10)]
+    if not items:
+        body.append(_text(12, 36, "nothing released in this group", "start", MUTED, 10))
+    return _panel(30 + 16 * max(len(items), 1), body, f"{title}: released items")

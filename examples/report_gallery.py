@@ -1,5 +1,6 @@
-"""Render the HTML report of every release on built-in demo data, and
-(optionally) screenshot each page with headless Chromium.
+"""Render the HTML report of every release on built-in demo data (and of a
+grouped distinct-count, whose page has small multiples), and (optionally)
+screenshot each page with headless Chromium.
 
     .venv/bin/python examples/report_gallery.py --out out/gallery --screenshots docs/img
 
@@ -42,6 +43,29 @@ def demo_releases(spark, rows: int = 20_000, seed: int = 1) -> dict:
         release = getattr(dp_spark, spec.python_name)
         out[name] = release(tables[spec.example.input](parameters), **parameters, seed=seed)
     return out
+
+
+#: The grouped page's public keys: 16 regions of unequal size, more than the
+#: page's small multiples (dp_spark.html_report.SMALL_MULTIPLES), so it shows
+#: the largest first.
+GROUPED_KEYS = tuple(f"region-{i:02d}" for i in range(16))
+
+
+def grouped_demo(spark, rows: int = 20_000, seed: int = 1) -> dict:
+    """A seeded grouped distinct-count (issue 24) on the built-in persons
+    table: each person in one region (a fixed hash of the id; unequal
+    sizes), public keys, ``max_groups=1`` (every region the full ε)."""
+    from pyspark.sql import functions as F
+
+    import dp_spark
+    from dp_spark.datasets import synthetic_events
+
+    bucket = F.pmod(F.xxhash64(F.col("person_id")), F.lit(100))
+    region = F.format_string("region-%02d", F.floor(F.sqrt(bucket) * 1.6).cast("int"))
+    events = synthetic_events(spark, rows=rows).withColumn("region", region)
+    release = dp_spark.distinct_count(events, epsilon=1.0, group_by="region", groups=list(GROUPED_KEYS),
+                                      max_groups=1, seed=seed)
+    return {"distinct-count-grouped": release}
 
 
 def write_pages(releases: dict, out_dir: str | os.PathLike) -> dict:
@@ -90,7 +114,7 @@ def main(argv=None) -> int:
     from dp_spark.session import get_session
 
     spark = get_session(master="local[2]", log_level="ERROR")
-    pages = write_pages(demo_releases(spark, rows=args.rows), args.out)
+    pages = write_pages({**demo_releases(spark, rows=args.rows), **grouped_demo(spark, rows=args.rows)}, args.out)
     for name, page in pages.items():
         print(f"{name}: {page}")
         if args.screenshots:

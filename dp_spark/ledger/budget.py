@@ -13,6 +13,9 @@ release of an earlier run with that identity instead of drawing noise
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from dp_spark.errors import ParameterError
 from dp_spark.ledger.rules import RELEASED, counted_as
 from dp_spark.report import Release
@@ -155,6 +158,55 @@ def input_name(df) -> str | None:
     return "files:" + ",".join(files) if files else None
 
 
+def keys_digest(keys) -> str:
+    """sha256 of a tuple of public group keys (their JSON, in order): a
+    keyed run's identity holds what the keys are, not only where they came
+    from, so a changed key file or list is a different run."""
+    text = json.dumps([[type(k).__name__, k] for k in keys], ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def file_digest(path: str) -> str:
+    """sha256 of a local public file's bytes, or of a directory's files
+    (each relative path and its bytes, in sorted order: a Spark-written
+    Parquet/CSV directory); a URI (``scheme://``) or ``table:`` name is not
+    read here ("unread: ..."; the API's identity then holds the keys read
+    by the release). For the CLI's identity of a keyed run (``--groups``)."""
+    import os
+
+    text = str(path)
+    if "://" in text or text.startswith("table:") or not os.path.exists(text):
+        return f"unread: {text}"
+    digest = hashlib.sha256()
+    if os.path.isdir(text):
+        for root, dirs, files in os.walk(text):
+            dirs.sort()
+            for name in sorted(files):
+                full = os.path.join(root, name)
+                digest.update(os.path.relpath(full, text).encode("utf-8") + b"\0")
+                with open(full, "rb") as fh:
+                    digest.update(hashlib.sha256(fh.read()).digest())
+    else:
+        with open(text, "rb") as fh:
+            digest.update(fh.read())
+    return "sha256:" + digest.hexdigest()
+
+
+def groups_identity(plan) -> dict | None:
+    """The group part of a keyed run's identity (None for an ungrouped
+    plan): the group column, the cap m (``max_groups``, None: chosen
+    privately) and the public keys' digest (:func:`keys_digest`; "chosen
+    privately" when ``groups=None``). Called after the template resolved
+    the keys (a file's or a DataFrame's keys are read by then)."""
+    p = getattr(plan, "params", None)
+    group_by = getattr(p, "group_by", None)
+    if group_by is None:
+        return None
+    keys = p.groups
+    return {"group_by": group_by, "max_groups": p.max_groups,
+            "keys": keys_digest(keys) if isinstance(keys, tuple) else "chosen privately"}
+
+
 def bind_release(budget, plan, df=None) -> None:
     """Give a keyed ledger budget the identity of the release about to spend
     from it: the release name, the plan's parameters as given, and the
@@ -175,6 +227,8 @@ def bind_release(budget, plan, df=None) -> None:
             "run on other data; name the input: ledger.budget(NAME, run_key=..., input='what the data is')."
         )
     budget.identity = {"release": plan.release, "parameters": plan.to_dict()["parameters"], "input": name}
+    if (groups := groups_identity(plan)) is not None:
+        budget.identity["groups"] = groups  # the keys' contents, not only the file's name
 
 
 def recorded_release(budget, plan, df=None):

@@ -64,15 +64,15 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     keys, m, max_bound = p.groups, p.max_groups, p.max_bound
     cands = bound_candidates(max_bound)
     shards, how, noise = greedy_shards(edge_df, p.shards, plan.split.epsilon("shards"), rng)
-    if m is None:
+    if m is None and keys:  # no key (a private key step released none): nothing to cap, nothing drawn
         m, drawn = _choose_cap(edge_df, len(keys), plan.split.epsilon("max_groups"), rng)
         edge_df = cap_groups(edge_df, m)
         noise.append(drawn)
         how = {**how, "max_groups": m, "max_groups_chosen": "privately (GEM over the rows each cap keeps)"}
     log.info("distinct-count: per-group bounded counts (%d public groups)", len(keys))
-    at_candidates = grouped_greedy_counts(edge_df, max_bound, shards, len(keys), cands)  # NON-PRIVATE
+    at_candidates = grouped_greedy_counts(edge_df, max_bound, shards, len(keys), cands) if keys else {}  # NON-PRIVATE
     # ε'/m rounded down: m groups' shares never sum above ε' (basic composition)
-    epsilon_group = ratio_down(plan.split.epsilon("select") + plan.split.epsilon("count"), m)
+    epsilon_group = ratio_down(plan.split.epsilon("select") + plan.split.epsilon("count"), m or 1)
     released = []
     for g in range(len(keys)):  # the mechanism per group, on the driver (no Spark work)
         released.append(release_from_counts(candidate_counts_vector(at_candidates[g], cands, max_bound),
@@ -108,6 +108,8 @@ def _batched(released: list[dict]) -> list:
     """The groups' draws as records of identical draws: one for the
     selections (same scale in every group), one per bound for the counts."""
     selects = [r["noise"][0] for r in released]
+    if not selects:
+        return []
     out = [dataclasses.replace(selects[0], draws=len(selects),
                                target="each group's per-person bound (scores c_l − m_l of sensitivity l)")]
     by_bound: dict[int, list] = {}
@@ -116,7 +118,8 @@ def _batched(released: list[dict]) -> list:
     for bound, records in sorted(by_bound.items()):
         out.append(dataclasses.replace(records[0], draws=len(records),
                                        target=f"the count with at most {bound} items per person of each group "
-                                              f"whose bound is {bound}"))
+                                              f"whose bound is {bound}",
+                                       parameters={**records[0].parameters, "bound": bound}))  # HTML: per group
     return out
 
 
@@ -159,12 +162,19 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise)
         errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} groups (public "
                                       "key order); every group is in release.groups and --groups-output")
     share = "the full ε (parallel composition)" if m == 1 else f"ε/{m}"
+    if "group_keys" in plan.split:  # keys chosen privately: the plan's (ε, δ) in all (template's sentence)
+        guarantee = f"({plan.given.epsilon:g}, {plan.guarantee.delta:g})-differential privacy"
+    else:
+        guarantee = f"{p.epsilon:g}-differential privacy"
     statement = (
-        f"Person-level {p.epsilon:g}-differential privacy over all groups: the output would be almost as likely "
+        f"Person-level {guarantee} over all groups: the output would be almost as likely "
         f"if any one person (every row with the same {p.person_col}) were removed or added. Each person's rows "
         f"count in at most {m} of their {p.group_by} groups; each group's release spends "
         f"{share} of the selection and count budget. Each group's lower bound holds with probability "
         f"at least {confidence:.0%}; all {len(rows):,} together with probability at least {simultaneous:.0%}."
+    ) if rows else (
+        f"Person-level {guarantee}: the output would be almost as likely if any one person (every row with the "
+        f"same {p.person_col}) were removed or added. No {p.group_by} key was released, so no group's value is."
     )
     frame = groups_frame(spark, plan, group_type, rows,
                          [("estimate", T.LongType()), ("lower_bound", T.LongType()), ("bound", T.IntegerType())])

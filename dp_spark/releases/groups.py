@@ -27,10 +27,11 @@ whether a group appears never depends on the data.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 from dp_spark.errors import ParameterError
-from dp_spark.plan import MAX_PUBLIC_GROUPS, REPORT_GROUPS
+from dp_spark.plan import MAX_PUBLIC_GROUPS, REPORT_GROUPS, set_checked
 
 GROUP_INDEX = "group_index"
 
@@ -96,12 +97,14 @@ def _typed_keys(keys: tuple, group_type) -> list:
     return [str(k) for k in keys]
 
 
-def grouped_edges(plan, edge_df):
+def grouped_edges(plan, edge_df, keys: tuple | None = None):
     """(plan, edge table) of a grouped run, before anything is spent: the
     plan with ``params.groups`` resolved to the public key tuple and the
     number of keys in its parameters; the edge table restricted to the keys
     (column ``group_index`` added) and capped to ``max_groups`` groups per
-    person. Lazy: only the public keys are read."""
+    person. Lazy: only the public keys are read. ``keys``: the keys a
+    private key step released (``groups=None``; then after spending, and
+    possibly none: the edge table is then empty)."""
     from pyspark.sql import functions as F
 
     from dp_spark.stages.edges import GROUP
@@ -109,10 +112,10 @@ def grouped_edges(plan, edge_df):
 
     p = plan.params
     spark = edge_df.sparkSession
-    keys = resolve_keys(spark, p.groups, p.group_by)
+    keys = resolve_keys(spark, p.groups, p.group_by) if keys is None else tuple(keys)
     group_type = edge_df.schema[GROUP].dataType
     typed = _typed_keys(keys, group_type)
-    if len(set(typed)) != len(typed):
+    if len(set(typed)) != len(typed):  # public keys only (released keys are distinct values of the column)
         raise ParameterError("groups: two keys are the same value in the group column's type.")
     from pyspark.sql import types as T
 
@@ -121,7 +124,8 @@ def grouped_edges(plan, edge_df):
     restricted = edge_df.join(F.broadcast(key_df), on=GROUP, how="inner")
     # max_groups=None: the release chooses m privately after spending, then caps (its body)
     capped = restricted if p.max_groups is None else cap_groups(restricted, p.max_groups)
-    params = dataclasses.replace(p, groups=tuple(typed))
+    params = copy.copy(p)  # the keys were checked (public) or released (private): no re-check, () allowed
+    set_checked(params, groups=tuple(typed))
     parameters = {**plan.parameters, "group_keys": len(typed)}
     plan = dataclasses.replace(plan, steps=tuple(plan.split), parameters=parameters, params=params)
     return plan, capped

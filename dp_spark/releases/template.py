@@ -7,7 +7,10 @@ once; no data read) → public inputs the release reads before spending
 (top-k's domain) → for a grouped release (``params.group_by``), the
 public keys read, the edge table restricted to them and each person capped
 to ``max_groups`` groups (:mod:`dp_spark.releases.groups`) → a keyed run's recorded release, if any → ``plan.spend``
-(refused before any data is read) → the release's body: its Spark stage,
+(refused before any data is read) → for keys chosen privately (``group_by``
+without ``groups``), the plan's "group_keys" step releases them
+(:mod:`dp_spark.releases.group_keys`) and the edge table is restricted and
+capped to them as to public keys → the release's body: its Spark stage,
 its mechanism and its report, with the run's own noise generator → the
 release recorded in the ledger (a keyed run) before it is returned.
 
@@ -90,7 +93,8 @@ def run_release(
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
     refuse_seeded_ledger(seed, budget)
     edge_df = edge_table(plan, df)  # every schema and null check, once; no data read
-    if getattr(plan.params, "group_by", None) is not None:
+    private_keys = getattr(plan.params, "keys_chosen_privately", lambda: False)()
+    if getattr(plan.params, "group_by", None) is not None and not private_keys:
         from dp_spark.releases.groups import grouped_edges
 
         # public keys read (refused past MAX_PUBLIC_GROUPS), rows restricted to them, each person capped
@@ -105,5 +109,16 @@ def run_release(
     local = plan.spend(budget)  # refuses before any data is read
     if (replay := replayed(budget)) is not None:
         return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
-    release = body(plan, edge_df, make_rng(seed), local)
+    rng = make_rng(seed)
+    if private_keys:
+        from dp_spark.releases.group_keys import choose_keys, keys_reported
+        from dp_spark.releases.groups import grouped_edges
+
+        # the plan's "group_keys" step (spent above) releases the keys; then they act as public: the
+        # release runs exactly as with groups= those keys (restricted, capped edge table; same body)
+        keys, record, facts = choose_keys(plan, edge_df, rng)
+        plan, edge_df = grouped_edges(plan, edge_df, keys=keys)
+        release = keys_reported(body(plan, edge_df, rng, local), record, facts)
+    else:
+        release = body(plan, edge_df, rng, local)
     return record_release(budget, release)  # recorded in the ledger (a keyed run) before it leaves

@@ -63,3 +63,25 @@ def test_gem_choice_of_the_group_cap(audit_record):
 
     audit_record("groups: GEM choice of m", eps, audit(real, d, d_plus, 1, n, 73), n)
     assert_detects("groups: GEM choice of m", eps, audit(broken, d, d_plus, 1, n, 73))
+
+
+def test_private_group_keys_release_a_new_key_with_probability_at_most_delta(audit_record):
+    """The key step of groups=None (dp_spark.releases.group_keys): D has one
+    person on a common key; y adds the t <= Δ0 = m keys nobody else holds
+    whose chance of any release is largest, through the real kernel and
+    release mask at the step's constants (key_mechanism; δ large enough to
+    measure). Broken: the threshold ρ halved must be detected."""
+    import dataclasses
+
+    from dp_spark.releases.group_keys import key_mechanism
+    from tests.audit.test_set_union_audit import DELTA, TRIALS, new_items_bound, worst_new_items
+
+    plan = key_mechanism(1.0, DELTA / 2, 3)
+    t = worst_new_items(plan)
+    bound, hits = new_items_bound(plan, 311, t)
+    audit_record(f"group keys (set-union on the group column): person adds {t} new keys", plan.epsilon, bound,
+                 TRIALS, delta=plan.threshold_delta)
+    assert hits / TRIALS >= 0.5 * plan.threshold_delta
+    broken = dataclasses.replace(plan, rho=plan.rho / 2)
+    assert_detects("group keys with threshold halved", plan.epsilon,
+                   new_items_bound(broken, 311, worst_new_items(broken))[0])

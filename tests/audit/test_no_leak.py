@@ -298,3 +298,21 @@ def test_grouped_distinct_count_leaks_nothing(tmp_path, people, capfd, dp_logs):
     leaks["report"] = json_leaks(json.loads(report.read_text()), sentinels)
     leaks["groups file"] = file_leaks(out, sentinels)
     assert_clean(leaks)
+
+
+def test_grouped_distinct_count_with_private_keys_leaks_nothing(people, capfd, dp_logs):
+    """groups omitted: the keys chosen by a set-union on the group column;
+    nothing non-private (per-group persons, rows, distinct items) in the
+    output, the logs, the noise records or the error statements."""
+    table = _grouped_people(people)
+    sentinels = _group_sentinels(table)
+    capfd.readouterr()
+    release = dp_spark.distinct_count(table, epsilon=1.0, max_bound=4, group_by="parity", max_groups=1, seed=SEED)
+    print(release.summary())
+    leaks = captured_leaks(capfd, dp_logs, sentinels)
+    leaks["report"] = json_leaks(json.loads(release.to_json()), sentinels)
+    leaks["noise records"] = json_leaks([r.to_dict() for r in release.noise], sentinels)
+    leaks["error statements"] = text_leaks(" ".join(release.errors.values()), sentinels)
+    leaks["groups"] = frame_leaks(release.groups.toPandas(), sentinels)
+    assert_clean(leaks)
+    assert release.result["group_keys_released"] == release.result["groups_released"]

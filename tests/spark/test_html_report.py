@@ -201,13 +201,37 @@ def test_cli_writes_the_html_report_and_prints_the_ranking(spark, tmp_path, caps
     assert page.is_file() and "HTML report written to" in out and all(f">{i}<" in page.read_text() for i in items)
 
 
-def test_screenshots_are_not_blank(releases, tmp_path):
+@pytest.fixture(scope="module")
+def grouped(spark):
+    return _gallery().grouped_demo(spark, rows=8_000, seed=3)
+
+
+def test_the_grouped_page_draws_small_multiples_from_the_report_rows_only(grouped, no_spark_actions):
+    """Issue 24: one panel per group (the largest by released values first,
+    at most SMALL_MULTIPLES), each with its error statement; no Spark action
+    (the groups come from the report's rows, not release.groups)."""
+    from dp_spark.html_report import SMALL_MULTIPLES
+
+    release = grouped["distinct-count-grouped"]
+    page = render(release)
+    rows = release.values["groups"]
+    assert len(rows) == len(_gallery().GROUPED_KEYS) > SMALL_MULTIPLES
+    assert page.count('<div class="panel">') == SMALL_MULTIPLES
+    shown = re.findall(r'aria-label="([^"]+): estimate with its interval"', page)
+    largest = [r["group"] for r in sorted(rows, key=lambda r: -r["estimate"])[:SMALL_MULTIPLES]]
+    assert sorted(shown) == sorted(largest)
+    assert [next(r["estimate"] for r in rows if r["group"] == g) for g in shown] == \
+        sorted((r["estimate"] for r in rows if r["group"] in shown), reverse=True)
+    assert page.count("with probability 95%") >= SMALL_MULTIPLES and "NOT private" in page
+
+
+def test_screenshots_are_not_blank(releases, grouped, tmp_path):
     gallery = _gallery()
     if gallery.chromium() is None:
         pytest.skip("no chromium on PATH (Debian: apt-get install -y chromium; .ci/run installs it)")
     from tests.png_pixels import read_png
 
-    pages = gallery.write_pages(releases, tmp_path)
+    pages = gallery.write_pages({**releases, **grouped}, tmp_path)
     for name, page in pages.items():
         png = tmp_path / f"{name}.png"
         gallery.screenshot(page, png, width=900, height=900)

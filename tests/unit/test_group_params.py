@@ -37,7 +37,6 @@ def test_an_ungrouped_plan_has_no_group_parameters():
 
 @pytest.mark.parametrize("kw, match", [
     (dict(group_by=None), "give group_by"),
-    (dict(groups=None), "keys chosen privately"),
     (dict(max_groups=0), "max_groups"),
     (dict(max_groups=2.5), "max_groups"),
     (dict(groups=[]), "at least one"),
@@ -97,3 +96,69 @@ def test_a_private_cap_is_a_charged_step_of_the_split():
     labels = [s.label for s in plan.split if s.name in ("select", "count")]
     assert all("privately chosen cap m" in label for label in labels)
     assert "max_groups" not in grouped(max_groups=3).split
+
+
+# -- keys chosen privately (groups=None): generic, in GroupParams and builds ---------
+
+
+def test_keys_chosen_privately_are_a_charged_step_first_and_the_whole_is_eps_delta():
+    from fractions import Fraction
+
+    from dp_spark.accounting import ApproxDP
+    from dp_spark.accounting.exact import exact
+    from dp_spark.plan import KEYS_DELTA, KEYS_EPSILON_SHARE
+
+    plan = grouped(groups=None, max_groups=3, shards=4, epsilon=0.3)
+    assert plan.guarantee == ApproxDP(0.3, KEYS_DELTA)
+    first = plan.split.steps[0]
+    assert first.name == "group_keys" and "at most 3 keys" in first.label
+    assert first.cost == ApproxDP(0.3 * KEYS_EPSILON_SHARE, KEYS_DELTA)
+    assert sum((exact(s.cost.epsilon) for s in plan.split), Fraction(0)) <= exact(0.3)
+    # the release runs with the rest of ε; what was given is kept (and reported)
+    assert plan.params.epsilon == pytest.approx(0.3 * (1 - KEYS_EPSILON_SHARE)) and plan.given.epsilon == 0.3
+    assert plan.parameters["epsilon"] == 0.3 and plan.parameters["group_keys_delta"] == KEYS_DELTA
+    assert plan.parameters["groups"].startswith("chosen privately")
+    assert any("basic composition" in n for n in plan.notes)
+    assert plan.params.groups is None and plan.params.keys_chosen_privately()
+    assert "at most 100 keys" in grouped(groups=None, max_groups=None).split.steps[0].label
+
+
+def test_public_keys_have_no_keys_step():
+    assert "group_keys" not in grouped().split and not grouped().params.keys_chosen_privately()
+
+
+def test_a_zcdp_release_refuses_private_keys_before_reading():
+    """An (ε, δ) step has no sound ρ-zCDP conversion: a release whose
+    guarantee is ρ-zCDP, or whose Params have no ε, refuses groups=None
+    when its plan is built (no data read)."""
+    from dataclasses import dataclass
+
+    from dp_spark.accounting import ZCDP
+    from dp_spark.plan import GroupParams, Plan, builds, param
+
+    @dataclass(frozen=True, kw_only=True)
+    class RhoParams(GroupParams):
+        rho: float = param(0.5, "ρ")
+
+        def __post_init__(self):
+            self.check_groups()
+
+    with pytest.raises(ParameterError, match="ρ-zCDP"):
+        RhoParams(group_by="c")
+
+    @dataclass(frozen=True, kw_only=True)
+    class EpsParams(GroupParams):
+        epsilon: float = param(1.0, "ε")
+        seed: int | None = param(None, "seed")
+
+        def __post_init__(self):
+            self.check_groups()
+
+    @builds(EpsParams)
+    def zcdp_plan(p):
+        return Plan(release="x", guarantee=ZCDP(p.epsilon ** 2 / 2), steps=[], parameters={}, privacy_unit="person",
+                    neighbouring="add or remove one person", releases="x")
+
+    assert zcdp_plan(group_by="c", groups=["a"]).guarantee.kind == "zcdp"
+    with pytest.raises(ParameterError, match="ρ-zCDP"):
+        zcdp_plan(group_by="c")

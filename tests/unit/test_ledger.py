@@ -377,3 +377,56 @@ def test_cli_run_identity_is_release_parameters_and_input_not_outputs(tmp_path, 
     assert _run_identity("distinct-count", builtin)["input"] == {"input": "built-in synthetic data", "rows": 1000,
                                                                  "tokenize": "none"}
     assert _run_identity("distinct-count", {**builtin, "rows": 2000}) != _run_identity("distinct-count", builtin)
+
+
+def test_a_changed_group_key_file_is_another_cli_run(tmp_path):
+    """Issue 24: a keyed CLI run's identity holds the --groups file's
+    contents (sha256 of its bytes, or of a Spark-written directory's
+    files), not only its path: the same path with other keys is a
+    different run; the same keys at the same path are the same run."""
+    from dp_spark.cli import _run_identity
+
+    keys = tmp_path / "keys.csv"
+    keys.write_text("country\nde\nfr\n")
+    base = {"input": "events.parquet", "epsilon": 1.0, "group_by": "country", "groups": str(keys), "max_groups": 1}
+    first = _run_identity("distinct-count", base)
+    assert first == _run_identity("distinct-count", dict(base))
+    assert first["parameters"]["groups"]["contents"].startswith("sha256:")
+    keys.write_text("country\nde\nit\n")
+    assert _run_identity("distinct-count", base) != first
+    folder = tmp_path / "keys.parquet"
+    folder.mkdir()
+    (folder / "part-0.csv").write_text("de\n")
+    in_dir = _run_identity("distinct-count", {**base, "groups": str(folder)})
+    (folder / "part-0.csv").write_text("fr\n")
+    assert _run_identity("distinct-count", {**base, "groups": str(folder)}) != in_dir
+    assert _run_identity("distinct-count", {**base, "max_groups": 2}) != _run_identity("distinct-count", base)
+
+
+def test_a_keyed_api_run_with_other_public_keys_is_refused(ledger):
+    """The API's identity of a grouped keyed run holds the resolved keys'
+    digest (the template binds it after reading a file's or a frame's keys)
+    and the group parameters: other keys under the same run key are
+    refused before anything is charged."""
+    import dataclasses
+
+    from dp_spark.ledger.budget import bind_release, groups_identity
+    from dp_spark.plans.distinct_count import plan
+
+    def grouped(keys, m=1):
+        built = plan(epsilon=1.0, group_by="country", groups="keys.csv", max_groups=m)
+        return dataclasses.replace(built, params=dataclasses.replace(built.params, groups=tuple(keys)))
+
+    ledger.create_budget("b", PureDP(10.0))
+    first = grouped(["de", "fr"])
+    assert groups_identity(first)["keys"] == groups_identity(grouped(["de", "fr"]))["keys"]
+    run, _ = _start(ledger, first)
+    for other in (grouped(["de", "it"]), grouped(["fr", "de"]), grouped(["de", "fr"], m=2)):
+        budget = ledger.budget("b", run_key="dag-1", input="events-2024-01-01")
+        bind_release(budget, other)
+        with pytest.raises(ParameterError, match="run key 'dag-1'"):
+            other.check(budget)
+    again = ledger.budget("b", run_key="dag-1", input="events-2024-01-01")
+    bind_release(again, grouped(["de", "fr"]))
+    grouped(["de", "fr"]).check(again)  # the same keys: the same run (its charge is reused)
+    assert ledger.state("b").charges == 1

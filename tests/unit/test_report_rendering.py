@@ -80,3 +80,75 @@ def test_report_tables_wrap_long_values_instead_of_overflowing():
                                 statement="s", seeded=False, budget_split=plan.budget_split())
     page = render(release)
     assert "overflow-wrap:anywhere" in page and long in page
+
+
+# -- small multiples of a grouped release (issue 24) -------------------------------
+
+
+def _grouped_release(n_groups: int, **values):
+    """A grouped distinct-count Release as the release builds it: per-group
+    rows, batched noise records per bound (no Spark)."""
+    from dp_spark.noise.records import NoiseDraw
+
+    plan = distinct_count_plan(epsilon=1.0, group_by="country", groups=[f"g{i}" for i in range(n_groups)],
+                               max_groups=1)
+    rows = [{"group": f"g{i}", "estimate": 10 * i + 3, "lower_bound": 10 * i, "bound": 1 if i % 2 else 4}
+            for i in range(n_groups)]
+    noise = (NoiseDraw("count", "discrete-laplace", scale=2.0, std=2.8, sensitivity=1.0, draws=5,
+                       parameters={"bound": 1}),
+             NoiseDraw("count", "discrete-laplace", scale=8.0, std=11.3, sensitivity=4.0, draws=5,
+                       parameters={"bound": 4}))
+    return Release.from_plan(plan, values={"confidence": 0.95, "groups_released": n_groups, "groups": rows,
+                                           **values},
+                             errors={"groups": "each group's own interval"}, statement="s", seeded=False,
+                             budget_split=plan.budget_split(), noise=noise)
+
+
+def test_a_grouped_release_draws_one_panel_per_group_with_its_own_error():
+    from dp_spark.html_report import render
+
+    page = render(_grouped_release(3))
+    assert "Per group" in page and page.count('<div class="panel">') == 3
+    # each panel's interval is its own bound's record: scale 2 (bound 1) or 8 (bound 4)
+    records = _grouped_release(3).noise
+    assert f"± {fmt(records[1].half_width(0.05))}" in page  # g0, g2: bound 4
+    assert f"± {fmt(records[0].half_width(0.05))}" in page  # g1: bound 1
+    assert "g0" in page and "all 3 in the report" in page
+
+
+def test_many_groups_show_the_largest_by_released_values_first_up_to_the_limit():
+    from dp_spark.html_report import SMALL_MULTIPLES, render
+
+    n = SMALL_MULTIPLES + 8
+    page = render(_grouped_release(n))
+    assert page.count('<div class="panel">') == SMALL_MULTIPLES
+    titles = re.findall(r'aria-label="(g\d+): estimate', page)
+    assert titles == [f"g{i}" for i in range(n - 1, n - 1 - SMALL_MULTIPLES, -1)]  # largest estimates first
+    assert f"the {SMALL_MULTIPLES} largest (by released values) of the {n}" in page
+
+
+def test_an_ungrouped_page_has_no_small_multiples():
+    from dp_spark.html_report import render
+
+    plan = distinct_count_plan(epsilon=1.0)
+    release = Release.from_plan(plan, values={"estimate": 5, "lower_bound": 1, "bound": 1, "confidence": 0.95},
+                                errors={}, statement="s", seeded=False, budget_split=plan.budget_split())
+    assert "Per group" not in render(release)
+
+
+def test_count_and_item_groups_get_bars_and_lists():
+    from dp_spark.html_report import _panels
+    from dp_spark.noise.records import NoiseDraw
+
+    plan = distinct_count_plan(epsilon=1.0)
+    counts = Release.from_plan(plan, values={"groups": [{"group": "a", "item": "x", "count": 5},
+                                                        {"group": "a", "item": "y", "count": 2}]},
+                               errors={}, statement="s", seeded=False, budget_split=[],
+                               noise=(NoiseDraw("count", "discrete-gaussian", scale=1.0, std=1.0, sensitivity=1.0),))
+    (panel,) = _panels(counts, [("a", counts.values["groups"])])
+    assert "released values" in panel and "95% noise intervals" in panel
+    ranks = Release.from_plan(plan, values={"groups": [{"group": "a", "rank": 2, "item": "y"},
+                                                       {"group": "a", "rank": 1, "item": "x"}]},
+                              errors={"groups": "ranking error"}, statement="s", seeded=False, budget_split=[])
+    (panel,) = _panels(ranks, [("a", ranks.values["groups"])])
+    assert panel.index(">x<") < panel.index(">y<") and "ranking error" in panel

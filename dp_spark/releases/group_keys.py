@@ -1,0 +1,134 @@
+"""Group keys chosen privately (issue 24): ``group_by=`` without ``groups=``.
+
+Generic over releases: every release whose ``Params`` subclasses
+:class:`dp_spark.plan.GroupParams` gets it from the plan
+(:func:`dp_spark.plan.with_private_keys`: the step "group_keys") and the
+release template (:func:`dp_spark.releases.template.run_release`), with no
+per-release code. After the plan is spent, :func:`choose_keys` releases the
+keys; the rest of the release runs exactly as with ``groups=`` those keys.
+
+Mechanism and guarantee: Gopi et al.'s DP Set Union (our set-union release's
+stage and mechanism, :mod:`dp_spark.stages.set_union`,
+:mod:`dp_spark.mechanisms.set_union`), Gaussian policy, on the group column
+as the item: the edges (person, group) — a per-person transformation of the
+edge table, so neighbouring tables differ in one person's pairs only — each
+person keeping at most Δ0 distinct keys (set-union's own per-person bound,
+a salted-hash choice of the person's own keys): Δ0 = ``max_groups`` m when
+given, else :data:`~dp_spark.plan.KEYS_MAX_PER_PERSON`. The policy
+histogram has ℓ2 sensitivity 1 and a key only the added person holds
+weighs at most 1/√(its new keys) (tests/spark/test_group_keys.py checks
+both on random neighbours); Gaussian noise and the threshold of the paper's
+Theorem 4.1 at (ε_k, δ_k) = the plan's step make the released key set
+(ε_k, δ_k)-DP. With the release's own steps on the rest of ε, basic
+composition gives (ε, δ_release + δ_k) in all.
+
+Whether a key appears is the DP decision itself: no key count is refused
+after spending. A run that releases no key returns an empty
+``release.groups``. More than :data:`~dp_spark.plan.MAX_PUBLIC_GROUPS`
+released keys: the first MAX_PUBLIC_GROUPS in sorted order are kept
+(post-processing of the released set; stated in the report).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from dp_spark.plan import KEYS_MAX_PER_PERSON, MAX_PUBLIC_GROUPS
+
+log = logging.getLogger(__name__)
+
+#: The set-union policy the keys are chosen with (the paper's best).
+KEYS_POLICY = "policy-gaussian"
+#: Set-union's cutoff parameter α (the paper's default).
+KEYS_ALPHA = 2.0
+
+
+def keys_per_person(max_groups: int | None) -> int:
+    """Δ0 of the keys' set-union: m when given, else KEYS_MAX_PER_PERSON."""
+    return int(max_groups) if max_groups is not None else KEYS_MAX_PER_PERSON  # as the plan's step label
+
+
+def key_mechanism(epsilon: float, delta: float, per_person: int):
+    """The constants of the keys' set-union (noise, threshold ρ, cutoff Γ):
+    :func:`dp_spark.mechanisms.set_union.plan_set_union` with the Gaussian
+    policy, α = KEYS_ALPHA and Δ0 = ``per_person`` (what the audit tier runs)."""
+    from dp_spark.mechanisms.set_union import plan_set_union
+
+    return plan_set_union(epsilon, delta, per_person, KEYS_POLICY, KEYS_ALPHA)
+
+
+def key_edges(edge_df):
+    """(person, item): the edge table's group column as the set-union's item
+    (a per-person transformation; set-union's stage deduplicates the
+    pairs). NON-PRIVATE, lazy."""
+    from pyspark.sql import functions as F
+
+    from dp_spark.stages.edges import GROUP, ITEM, PERSON
+
+    return edge_df.select(F.col(PERSON), F.col(GROUP).alias(ITEM))
+
+
+def choose_keys(plan, edge_df, rng):
+    """The keys of ``plan.params.group_by`` released by the plan's
+    "group_keys" step, after the plan was spent: (keys tuple in sorted
+    order, the record of the noise, the released facts for the report).
+    One Spark job computes and thresholds the histogram; only the released
+    keys reach the driver (at most MAX_PUBLIC_GROUPS + 1 of them)."""
+    from pyspark.sql import functions as F
+
+    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness, shard_cutoff
+    from dp_spark.sparkjobs import spark_job
+    from dp_spark.stages.edges import ITEM
+    from dp_spark.stages.set_union import DEFAULT_SHARDS, materialize, set_union_items_of_edges
+
+    p = plan.params
+    cost = plan.split.cost("group_keys")
+    per_person = keys_per_person(p.max_groups)
+    numeric = key_mechanism(cost.epsilon, cost.delta, per_person)
+    salt, root = derive_randomness(rng, keyed=p.seed is not None)
+    lazy = set_union_items_of_edges(
+        key_edges(edge_df), method=numeric.method, max_items=per_person, salt=salt,
+        threshold=ThresholdStep(numeric, root), gamma=shard_cutoff(numeric.gamma, DEFAULT_SHARDS, "scaled"),
+        shards=DEFAULT_SHARDS,
+    )
+    log.info("group keys: choosing the keys of %s privately (set-union)", p.group_by)
+    with spark_job("choosing the group keys privately (set-union on the group column)"):
+        items = materialize(lazy)
+    released = [r[ITEM] for r in items.orderBy(F.col(ITEM)).limit(MAX_PUBLIC_GROUPS + 1).collect()]  # DP output
+    items.unpersist()
+    del lazy, root, salt
+    truncated = len(released) > MAX_PUBLIC_GROUPS
+    keys = tuple(released[:MAX_PUBLIC_GROUPS])
+    label = next(s.label for s in plan.split if s.name == "group_keys")
+    record = dataclasses.replace(numeric.noise_record, step=label,
+                                 target=f"each {p.group_by} key's policy weight (released if above the threshold)")
+    facts = {"group_keys_released": len(keys), "group_keys_truncated": truncated,
+             "group_keys_threshold": numeric.rho, "group_keys_per_person": per_person,
+             "group_keys_likely_weight": numeric.weight_for(0.95)}
+    return keys, record, facts
+
+
+def keys_reported(release, record, facts):
+    """``release`` with the key step stated: its noise record first, the
+    released facts in ``result`` and ``parameters``, an error statement and
+    a sentence of the statement. Released values and public constants only."""
+    p_by = release.parameters.get("group_by")
+    errors = {**release.errors, "group_keys_released": (
+        f"the {p_by} keys released by a set-union (each person contributes at most "
+        f"{facts['group_keys_per_person']} keys): a key is released with probability 95% once its policy weight "
+        f"reaches {facts['group_keys_likely_weight']:.4g} (about that many persons holding only it), and a key "
+        f"held by a single person with probability at most {release.parameters.get('group_keys_delta'):g}; "
+        "keys with few persons are missing by design")}
+    if facts["group_keys_truncated"]:
+        errors["group_keys_truncated"] = (f"more than {MAX_PUBLIC_GROUPS:,} keys were released; the first "
+                                          f"{MAX_PUBLIC_GROUPS:,} in sorted order are kept (post-processing)")
+    values = {**release.values, "group_keys_released": facts["group_keys_released"],
+              "group_keys_truncated": facts["group_keys_truncated"]}
+    parameters = {**release.parameters, "group_keys_threshold": facts["group_keys_threshold"],
+                  "group_keys_per_person": facts["group_keys_per_person"]}
+    statement = (f"{release.statement} The {p_by} keys were chosen privately ({facts['group_keys_released']:,} "
+                 f"released) by a set-union on {p_by}; with it the whole release is "
+                 f"{release.guarantee.describe()} by basic composition.")
+    return dataclasses.replace(release, values=values, errors=errors, parameters=parameters, statement=statement,
+                               noise=(record, *release.noise))
