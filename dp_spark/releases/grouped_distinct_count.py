@@ -39,8 +39,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from dp_spark.accounting.exact import ratio_down
+from dp_spark.accounting.exact import exact, ratio_down, sqrt_down
 from dp_spark.mechanisms.distinct_count import release_from_counts
+from dp_spark.mechanisms.distinct_count.grouped import gaussian_margins, release_group_zcdp
+from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
+from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.plan import Plan
 from dp_spark.releases.shards import greedy_shards
 from dp_spark.report import Release
@@ -56,32 +59,58 @@ GROUP_COLUMNS = ("estimate", "lower_bound", "bound")
 
 def body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage, mechanism and report of the grouped release (module doc)."""
+    from dp_spark.plans.distinct_count import noise_of
     from dp_spark.stages.distinct import candidate_counts_vector, grouped_greedy_counts
     from dp_spark.stages.edges import GROUP
     from dp_spark.stages.groups import cap_groups
 
     p = plan.params
     keys, m, max_bound = p.groups, p.max_groups, p.max_bound
+    gaussian = noise_of(p) == "gaussian"
     cands = bound_candidates(max_bound)
-    shards, how, noise = greedy_shards(edge_df, p.shards, plan.split.epsilon("shards"), rng)
+    shards, how, noise = greedy_shards(edge_df, p.shards, _pure_epsilon(plan, "shards", gaussian), rng)
     if m is None:
-        m, drawn = _choose_cap(edge_df, len(keys), plan.split.epsilon("max_groups"), rng)
+        m, drawn = _choose_cap(edge_df, len(keys), _gem_epsilon(plan, "max_groups", gaussian), rng)
         edge_df = cap_groups(edge_df, m)
         noise.append(drawn)
         how = {**how, "max_groups": m, "max_groups_chosen": "privately (GEM over the rows each cap keeps)"}
     log.info("distinct-count: per-group bounded counts (%d public groups)", len(keys))
     at_candidates = grouped_greedy_counts(edge_df, max_bound, shards, len(keys), cands)  # NON-PRIVATE
-    # ε'/m rounded down: m groups' shares never sum above ε' (basic composition)
-    epsilon_group = ratio_down(plan.split.epsilon("select") + plan.split.epsilon("count"), m)
     released = []
-    for g in range(len(keys)):  # the mechanism per group, on the driver (no Spark work)
-        released.append(release_from_counts(candidate_counts_vector(at_candidates[g], cands, max_bound),
-                                            epsilon_group, p.beta, rng))
+    if gaussian:
+        rho_select, rho_count = plan.split.cost("select").rho, plan.split.cost("count").rho
+        epsilon_select = group_selection_epsilon(m, rho=rho_select)  # √(8ρ/m), rounded down
+        sigmas = {c: group_noise_scale(m, c, rho=rho_count).scale for c in cands}  # √m·l/√(2ρ), rounded up
+        margins = gaussian_margins(sigmas, p.beta, max_bound)
+        for g in range(len(keys)):  # the mechanism per group, on the driver (no Spark work)
+            released.append(release_group_zcdp(candidate_counts_vector(at_candidates[g], cands, max_bound),
+                                               epsilon_select, sigmas, margins, p.beta, rng))
+        per_group = {"epsilon_select_per_group": epsilon_select, "rho_per_group": ratio_down(rho_select + rho_count, m)}
+    else:
+        # ε'/m rounded down: m groups' shares never sum above ε' (basic composition)
+        epsilon_group = ratio_down(plan.split.epsilon("select") + plan.split.epsilon("count"), m)
+        for g in range(len(keys)):  # the mechanism per group, on the driver (no Spark work)
+            released.append(release_from_counts(candidate_counts_vector(at_candidates[g], cands, max_bound),
+                                                epsilon_group, p.beta, rng))
+        per_group = {"epsilon_per_group": epsilon_group}
     del at_candidates  # non-private; nothing below may use it
-    how = {**how, "bound_candidates": cands, "selection_beta": SELECTION_BETA,
-           "epsilon_per_group": epsilon_group}
+    how = {**how, "bound_candidates": cands, "selection_beta": SELECTION_BETA, **per_group}
     return _report(plan, keys, m, released, how, local, edge_df.schema[GROUP].dataType, edge_df.sparkSession,
-                   [*noise, *_batched(released)])
+                   [*noise, *_batched(released, gaussian, m)])
+
+
+def _pure_epsilon(plan: Plan, step: str, gaussian: bool) -> float:
+    """The ε a pure ε-DP step runs at: its ε, or under zCDP √(2ρ_step)
+    (ε-DP ⇒ ε²/2-zCDP, Bun–Steinke 2016), rounded down; 0.0 without the step."""
+    if step not in plan.split:
+        return 0.0
+    return sqrt_down(2 * exact(plan.split.cost(step).rho)) if gaussian else plan.split.epsilon(step)
+
+
+def _gem_epsilon(plan: Plan, step: str, gaussian: bool) -> float:
+    """The ε of the group cap's GEM (an exponential mechanism: ε-bounded
+    range, so ε²/8-zCDP, Cesar–Rogers 2021): its ε, or √(8ρ_step) under zCDP."""
+    return sqrt_down(8 * exact(plan.split.cost(step).rho)) if gaussian else plan.split.epsilon(step)
 
 
 def _choose_cap(edge_df, n_keys: int, epsilon: float, rng):
@@ -104,9 +133,10 @@ def _choose_cap(edge_df, n_keys: int, epsilon: float, rng):
     return m, drawn
 
 
-def _batched(released: list[dict]) -> list:
+def _batched(released: list[dict], gaussian: bool, m: int) -> list:
     """The groups' draws as records of identical draws: one for the
-    selections (same scale in every group), one per bound for the counts."""
+    selections (same scale in every group), one per bound for the counts
+    (under zCDP with the ℓ2 sensitivity √m·l of the vector over groups)."""
     selects = [r["noise"][0] for r in released]
     out = [dataclasses.replace(selects[0], draws=len(selects),
                                target="each group's per-person bound (scores c_l − m_l of sensitivity l)")]
@@ -114,7 +144,11 @@ def _batched(released: list[dict]) -> list:
     for r in released:
         by_bound.setdefault(r["bound"], []).append(r["noise"][1])
     for bound, records in sorted(by_bound.items()):
-        out.append(dataclasses.replace(records[0], draws=len(records),
+        extra = {}
+        if gaussian:  # the vector over groups: ℓ2 sensitivity √m·l (GroupScale.sensitivity)
+            extra = {"sensitivity": group_noise_scale(m, bound, rho=1.0).sensitivity,
+                     "parameters": {**records[0].parameters, "norm": 2}}
+        out.append(dataclasses.replace(records[0], draws=len(records), **extra,
                                        target=f"the count with at most {bound} items per person of each group "
                                               f"whose bound is {bound}"))
     return out
@@ -129,11 +163,14 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise)
     beta = p.beta
     confidence = 1.0 - beta
     simultaneous = max(0.0, 1.0 - len(keys) * beta)
+    gaussian = "rho" in plan.parameters
     rows = []
     for key, r in zip(keys, released):
         count = r["noise"][1]
+        # the discrete Gaussian's two-sided width from its upper tail bound at β/2 (noise.tails), else the record's
+        width = discrete_gaussian_upper_quantile(count.scale, beta / 2) if gaussian else count.half_width(beta)
         error = (f"distinct items of this group after keeping at most {r['bound']} items per person (never more "
-                 f"than the true count), plus {count.describe()}; within ±{count.half_width(beta):,.0f} of that "
+                 f"than the true count), plus {count.describe()}; within ±{width:,.0f} of that "
                  f"count with probability >= {confidence:.0%}; the lower bound holds with probability >= "
                  f"{confidence:.0%}")
         rows.append({"group": key, "estimate": r["estimate"], "lower_bound": r["lower_bound"], "bound": r["bound"],
@@ -149,7 +186,7 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise)
     }
     errors = {
         "groups": (f"each group's estimate: distinct {p.item_col} values of the group after a per-group bound on "
-                   "items per person, plus that group's discrete Laplace noise (each row of release.groups / "
+                   "items per person, plus that group's {'discrete Gaussian' if gaussian else 'discrete Laplace'} noise (each row of release.groups / "
                    "--groups-output states its own interval)"),
         "lower_bound": (f"each group's true number of distinct items is at least its lower_bound with probability "
                         f">= {confidence:.0%}; all {len(rows):,} groups' at once with probability >= "
@@ -158,12 +195,21 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise)
     if more:
         errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} groups (public "
                                       "key order); every group is in release.groups and --groups-output")
-    share = "the full ε (parallel composition)" if m == 1 else f"ε/{m}"
+    if gaussian:
+        share = "the full ρ (parallel composition)" if m == 1 else f"ρ/{m}"
+        guarantee = (f"Person-level {plan.guarantee.rho:g}-zero-concentrated differential privacy (ρ-zCDP, ρ = ε²/2 "
+                     f"for ε = {plan.given.epsilon:g}: the zCDP level that {plan.given.epsilon:g}-differential "
+                     "privacy implies; not itself pure ε-DP) over all groups")
+        how_noise = "discrete Gaussian noise, √m scaling"
+    else:
+        share = "the full ε (parallel composition)" if m == 1 else f"ε/{m}"
+        guarantee = f"Person-level {p.epsilon:g}-differential privacy over all groups"
+        how_noise = "discrete Laplace noise"
     statement = (
-        f"Person-level {p.epsilon:g}-differential privacy over all groups: the output would be almost as likely "
+        f"{guarantee}: the output would be almost as likely "
         f"if any one person (every row with the same {p.person_col}) were removed or added. Each person's rows "
         f"count in at most {m} of their {p.group_by} groups; each group's release spends "
-        f"{share} of the selection and count budget. Each group's lower bound holds with probability "
+        f"{share} of the selection and count budget ({how_noise}). Each group's lower bound holds with probability "
         f"at least {confidence:.0%}; all {len(rows):,} together with probability at least {simultaneous:.0%}."
     )
     frame = groups_frame(spark, plan, group_type, rows,
