@@ -39,10 +39,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from dp_spark.accounting.exact import exact, ratio_down, sqrt_down
-from dp_spark.mechanisms.distinct_count import release_from_counts
-from dp_spark.mechanisms.distinct_count.grouped import gaussian_margins, release_group_zcdp
-from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
+from dp_spark.accounting.exact import exact, sqrt_down
+from dp_spark.mechanisms.distinct_count.grouped import release_groups
+from dp_spark.mechanisms.groups import group_noise_scale
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.plan import Plan
 from dp_spark.releases.shards import greedy_shards
@@ -60,7 +59,7 @@ GROUP_COLUMNS = ("estimate", "lower_bound", "bound")
 def body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage, mechanism and report of the grouped release (module doc)."""
     from dp_spark.plans.distinct_count import noise_of
-    from dp_spark.stages.distinct import candidate_counts_vector, grouped_greedy_counts
+    from dp_spark.stages.distinct import grouped_greedy_counts
     from dp_spark.stages.edges import GROUP
     from dp_spark.stages.groups import cap_groups
 
@@ -68,38 +67,27 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     keys, m, max_bound = p.groups, p.max_groups, p.max_bound
     gaussian = noise_of(p) == "gaussian"
     cands = bound_candidates(max_bound)
-    shards, how, noise = greedy_shards(edge_df, p.shards, _pure_epsilon(plan, "shards", gaussian), rng)
+    shards, how, noise = greedy_shards(edge_df, p.shards, pure_step_epsilon(plan, "shards", gaussian), rng)
     if m is None:
-        m, drawn = _choose_cap(edge_df, len(keys), _gem_epsilon(plan, "max_groups", gaussian), rng)
+        m, drawn = _choose_cap(edge_df, len(keys), cap_epsilon(plan, "max_groups", gaussian), rng)
         edge_df = cap_groups(edge_df, m)
         noise.append(drawn)
         how = {**how, "max_groups": m, "max_groups_chosen": "privately (GEM over the rows each cap keeps)"}
     log.info("distinct-count: per-group bounded counts (%d public groups)", len(keys))
     at_candidates = grouped_greedy_counts(edge_df, max_bound, shards, len(keys), cands)  # NON-PRIVATE
-    released = []
     if gaussian:
-        rho_select, rho_count = plan.split.cost("select").rho, plan.split.cost("count").rho
-        epsilon_select = group_selection_epsilon(m, rho=rho_select)  # √(8ρ/m), rounded down
-        sigmas = {c: group_noise_scale(m, c, rho=rho_count).scale for c in cands}  # √m·l/√(2ρ), rounded up
-        margins = gaussian_margins(sigmas, p.beta, max_bound)
-        for g in range(len(keys)):  # the mechanism per group, on the driver (no Spark work)
-            released.append(release_group_zcdp(candidate_counts_vector(at_candidates[g], cands, max_bound),
-                                               epsilon_select, sigmas, margins, p.beta, rng))
-        per_group = {"epsilon_select_per_group": epsilon_select, "rho_per_group": ratio_down(rho_select + rho_count, m)}
+        select, count = plan.split.cost("select").rho, plan.split.cost("count").rho
     else:
-        # ε'/m rounded down: m groups' shares never sum above ε' (basic composition)
-        epsilon_group = ratio_down(plan.split.epsilon("select") + plan.split.epsilon("count"), m)
-        for g in range(len(keys)):  # the mechanism per group, on the driver (no Spark work)
-            released.append(release_from_counts(candidate_counts_vector(at_candidates[g], cands, max_bound),
-                                                epsilon_group, p.beta, rng))
-        per_group = {"epsilon_per_group": epsilon_group}
+        select, count = plan.split.epsilon("select"), plan.split.epsilon("count")
+    released, per_group = release_groups(at_candidates, cands, max_bound, m, p.beta, rng,
+                                         noise="gaussian" if gaussian else "laplace", select=select, count=count)
     del at_candidates  # non-private; nothing below may use it
     how = {**how, "bound_candidates": cands, "selection_beta": SELECTION_BETA, **per_group}
     return _report(plan, keys, m, released, how, local, edge_df.schema[GROUP].dataType, edge_df.sparkSession,
                    [*noise, *_batched(released, gaussian, m)])
 
 
-def _pure_epsilon(plan: Plan, step: str, gaussian: bool) -> float:
+def pure_step_epsilon(plan: Plan, step: str, gaussian: bool) -> float:
     """The ε a pure ε-DP step runs at: its ε, or under zCDP √(2ρ_step)
     (ε-DP ⇒ ε²/2-zCDP, Bun–Steinke 2016), rounded down; 0.0 without the step."""
     if step not in plan.split:
@@ -107,7 +95,7 @@ def _pure_epsilon(plan: Plan, step: str, gaussian: bool) -> float:
     return sqrt_down(2 * exact(plan.split.cost(step).rho)) if gaussian else plan.split.epsilon(step)
 
 
-def _gem_epsilon(plan: Plan, step: str, gaussian: bool) -> float:
+def cap_epsilon(plan: Plan, step: str, gaussian: bool) -> float:
     """The ε of the group cap's GEM (an exponential mechanism: ε-bounded
     range, so ε²/8-zCDP, Cesar–Rogers 2021): its ε, or √(8ρ_step) under zCDP."""
     return sqrt_down(8 * exact(plan.split.cost(step).rho)) if gaussian else plan.split.epsilon(step)

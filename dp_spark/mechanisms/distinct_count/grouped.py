@@ -92,3 +92,52 @@ def release_group_zcdp(counts: np.ndarray, epsilon_select: float, sigmas: dict[i
     )
     return {"bound": bound, "estimate": max(noisy, 0), "lower_bound": max(noisy - margin, 0), "noise_scale": sigma,
             "noise_std": sigma, "margin": margin, "noise": noise}
+
+
+def release_groups(at_candidates: np.ndarray, candidates, max_bound: int, max_groups: int, beta: float,
+                   rng: np.random.Generator, *, noise: str, select: float, count: float) -> tuple[list[dict], dict]:
+    """Every group's release from the NON-PRIVATE per-group counts at the
+    candidates (``at_candidates[g, j]``, groups × candidates), for a cap of
+    m = ``max_groups`` groups per person; the driver half of the grouped
+    release, shared with its benchmark. Returns the released dicts (one per
+    group, as :func:`release_from_counts`) and the public per-group budget
+    parameters.
+
+    ``noise="laplace"``: ``select`` and ``count`` are the pure ε of the two
+    steps; per group :func:`release_from_counts` at (select + count)/m
+    (rounded down): ε-DP in all (basic composition over a person's ≤ m
+    groups). ``noise="gaussian"``: they are the ρ of the two steps; per
+    group :func:`release_group_zcdp` at ε_g = √(8·select/m) and
+    σ_l = √m·l/√(2·count): (select + count)-zCDP (module docstring).
+
+    One bound for all groups (a joint ℓ chosen from the summed counts) was
+    measured and left out: no better on MovieLens by genre
+    (benchmarks/README.md, "Grouped distinct-count (issue 24)")."""
+    from dp_spark.accounting.exact import ratio_down
+    from dp_spark.mechanisms.distinct_count.bound import release_from_counts
+    from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
+
+    if noise not in ("laplace", "gaussian"):
+        raise ValueError("noise must be 'laplace' or 'gaussian'")
+    cands = [int(c) for c in candidates]
+    m = int(max_groups)
+    vectors = [_counts_vector(row, cands, max_bound) for row in np.asarray(at_candidates, dtype=np.int64)]
+    if noise == "gaussian":
+        sigmas = {c: group_noise_scale(m, c, rho=count).scale for c in cands}  # √m·l/√(2ρ), rounded up
+        margins = gaussian_margins(sigmas, beta, max_bound)
+        epsilon_select = group_selection_epsilon(m, rho=select)  # √(8ρ/m), rounded down
+        released = [release_group_zcdp(v, epsilon_select, sigmas, margins, beta, rng) for v in vectors]
+        return released, {"epsilon_select_per_group": epsilon_select, "rho_per_group": ratio_down(select + count, m)}
+    epsilon_group = ratio_down(select + count, m)  # m groups' shares never sum above ε' (basic composition)
+    return [release_from_counts(v, epsilon_group, beta, rng) for v in vectors], {"epsilon_per_group": epsilon_group}
+
+
+def _counts_vector(row, cands, max_bound: int) -> np.ndarray:
+    """As :func:`dp_spark.stages.distinct.candidate_counts_vector` (numpy
+    only here: the mechanisms never import the Spark stages)."""
+    out = np.zeros(int(max_bound), dtype=np.int64)
+    for j, c in enumerate(cands):
+        end = cands[j + 1] - 1 if j + 1 < len(cands) else int(max_bound)
+        out[c - 1:end] = row[j]
+    return out
+
