@@ -13,6 +13,11 @@ Budget split (basic composition, total ε-DP), from the parameters alone:
   ``BOUND_GRID_RATIO`` up to ``max_bound``: :func:`bound_candidates`) with its
   own utility parameter β = ``SELECTION_BETA``, the discrete Laplace mechanism
   releases the count.
+
+Per group (``group_by``): the same steps per group at ε/m, or, with
+``noise="gaussian"`` (the grouped default), ρ-zCDP with ρ = ε²/2: the same
+shares of ρ, the bound choice and the discrete Gaussian count per group
+(:mod:`dp_spark.mechanisms.distinct_count.grouped`).
 """
 
 from __future__ import annotations

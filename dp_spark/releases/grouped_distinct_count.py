@@ -1,19 +1,24 @@
 """Grouped distinct-count (issue 24): the distinct items of every public key
-of ``group_by``, person-level pure ε-DP in all, in one Spark pass.
+of ``group_by``, person-level, in one Spark pass: ρ-zCDP with ρ = ε²/2
+(``noise="gaussian"``, the default) or pure ε-DP (``noise="laplace"``).
 
 Run by :func:`dp_spark.distinct_count` with ``group_by=``, ``groups=`` (the
 public keys) and ``max_groups=`` m, after the release template restricted
 the edge table to the public keys and capped every person to at most m of
 their groups (:mod:`dp_spark.releases.groups`; a per-person transformation).
 
-Guarantee (the plan's split, :mod:`dp_spark.plans.distinct_count`):
+Guarantee (the plan's split, :mod:`dp_spark.plans.distinct_count`; under
+zCDP every step's share of ε is the same share of ρ):
 
 0. ``shards=None``: ε/100, the noisy sampled person count of the ungrouped
-   release (sensitivity 1: persons, not groups) picks the greedy shards.
+   release (sensitivity 1: persons, not groups) picks the greedy shards
+   (under zCDP its discrete Laplace runs at √(2ρ_s): ε-DP ⇒ ε²/2-zCDP).
 0''. ``max_groups=None``: ε/20 chooses m in 1..M (M = the number of public
    keys) by GEM over Σ_p min(|G_p|, m) (sensitivity m:
    :func:`dp_spark.mechanisms.groups.choose_max_groups`) from the groups-
-   per-person histogram (M numbers reach the driver); the cap uses it.
+   per-person histogram (M numbers reach the driver); the cap uses it
+   (under zCDP GEM runs at √(8ρ_m): an exponential mechanism, ε-bounded
+   range, so ε²/8-zCDP).
 1. Spark stage (no noise): :func:`dp_spark.stages.distinct.grouped_greedy_counts`
    runs an independent greedy per group — virtual persons (person, group),
    virtual items (group, item) in the existing sharded kernel — and returns
@@ -21,13 +26,14 @@ Guarantee (the plan's split, :mod:`dp_spark.plans.distinct_count`):
    numbers reach the driver). Adding or removing one person y moves each
    c_{g,l} by 0..l, all in the same direction, and only in the ≤ m groups y
    keeps after the cap (tests/spark/test_grouped_distinct.py checks it on
-   random neighbours).
-2. Per group, the ungrouped mechanism (:func:`release_from_counts`: the same
-   :func:`select_bound` and discrete Laplace count) at ε'/m, ε' the rest of ε
-   after steps 0 and 0''. Each group's release is ε'/m-DP in that group's counts; one
-   person changes at most m groups, so by basic composition over them (and
-   parallel composition: the others do not change) the grouped release is
-   ε'-DP, ε-DP with steps 0 and 0''. m = 1 gives every group the full ε'.
+   random neighbours), so for each l the vector over groups moves by at most
+   m·l in ℓ1 and √m·l in ℓ2.
+2. Per group (:func:`dp_spark.mechanisms.distinct_count.grouped.release_groups`):
+   pure, the ungrouped mechanism (:func:`release_from_counts`) at ε'/m:
+   ε'-DP by basic composition over a person's ≤ m groups; zCDP, the bound
+   choice at √(8ρ_select/m) and discrete Gaussian σ = √m·l/√(2ρ_count):
+   ρ'-zCDP (that module's docstring). Parallel composition: the other groups
+   do not change. m = 1 gives every group the full budget.
 
 Each group's ``lower_bound`` holds with probability >= 1 − β; all G groups'
 hold together with probability >= 1 − G·β (union bound), stated in the
