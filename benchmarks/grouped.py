@@ -10,21 +10,27 @@ top-k exists; this file measures the distinct-count only.
 1. Accuracy, MovieLens 100K by genre (u.data ratings joined with u.item's 19
    genre flags; person = user, item = movie, group = genre; a movie has
    several genres, so a person is in many groups), ε = --epsilon:
-   - ours: ONE call ``dp_spark.distinct_count(group_by="genre", groups=<the
-     19 genre names>, max_groups=19)`` (19 = the number of genres, a public
-     cap that removes nothing) and the same with ``max_groups=None`` (m
-     chosen privately, ε/20), per seed;
+   - ours: ``dp_spark.distinct_count(group_by="genre", groups=<the 19 genre
+     names>, shards=1, seed=s)`` with max_groups=19 (a public cap that
+     removes nothing) and None (m chosen privately), for noise="gaussian"
+     (the default: ρ = ε²/2-zCDP, the zCDP level ε-DP implies) and
+     noise="laplace" (pure ε-DP), plus --extra-caps. Each seed runs through
+     ``GroupedReplica``: the release's driver half (the private cap, then
+     ``release_groups``) on the per-group greedy counts computed once per
+     cap by the release's own stage functions, with the plan's own split;
+     it is checked equal to the release for the first seed of the four main
+     arms. The joint-ℓ option (``joint_release``: one bound for all groups)
+     is measured here only;
    - hand-rolled: one ungrouped distinct-count per genre at ε/19 (a person
      is in every genre they rated: basic composition over the 19 runs). Its
      NON-PRIVATE greedy counts DC(l) are computed once per genre with
      ``bounded_distinct_counts(..., "greedy", shards=1)`` and the driver
      mechanism ``release_from_counts(counts, ε/19, β, rng)`` — exactly what
      ``dp_spark.distinct_count(shards=1)`` does after its stage — runs per
-     seed (one Spark job per genre instead of 19 × runs).
-   Both use shards=1 (given: no ε/100 spent on the shard choice).
+     seed; and the zCDP split: per genre the zCDP mechanism at ρ/19.
    Metric: the median over genres and runs of |estimate − truth| / truth and
    of lower_bound / truth. Truth = countDistinct(item) per genre in Spark,
-   NON-PRIVATE, used only here. Target: ours ≤ 0.75× hand-rolled.
+   NON-PRIVATE, used only here. Target: ours ≤ 0.75× hand-rolled (pure).
 2. Speed on dp_spark.datasets.synthetic_events(--rows) written to Parquet,
    with a public group column pmod(xxhash64(...), --groups): ``pair`` (the
    default) hashes (person_id, item), so a person spreads over many groups
