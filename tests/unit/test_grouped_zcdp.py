@@ -152,3 +152,15 @@ def test_plan_default_per_group_is_zcdp_at_rho_epsilon_squared_over_two():
         plan(epsilon=1.0, noise="gaussian")
     with pytest.raises(ParameterError):
         plan(epsilon=1.0, group_by="g", groups=keys, noise="uniform")
+
+
+@pytest.mark.parametrize("m", [1, 2, 5])
+def test_the_grouped_zcdp_split_states_rho_over_m_and_sums_to_rho(m):
+    grouped = plan(epsilon=1.0, group_by="country", groups=["a", "b"], max_groups=m, shards=4)
+    labels = [s.label for s in grouped.split]
+    assert [s.name for s in grouped.split] == ["select", "count"]
+    assert sum(s.cost.rho for s in grouped.split) == pytest.approx(0.5)
+    if m == 1:
+        assert all("full ρ" in label and "parallel composition" in label for label in labels)
+    else:
+        assert all(f"ρ/{m}" in label and "zCDP composition" in label for label in labels)
