@@ -174,7 +174,7 @@ def _gaussian_plan(p: Params, pre: list) -> Plan:
     the group-cap GEM at √(8ρ_step), an exponential mechanism, ε-bounded
     range, so ε²/8-zCDP), the rest ρ' in halves for the selections and the
     counts (:mod:`dp_spark.mechanisms.distinct_count.grouped`)."""
-    rho = pure_to_zcdp(p.epsilon)
+    rho = grouped_rho(p.epsilon)
     shares = [s.cost / p.epsilon * rho for s in pre]
     rest = remainder(rho, *shares)
     steps = [Step(s.name, s.label, ZCDP(share)) for s, share in zip(pre, shares)]
@@ -191,6 +191,22 @@ def _gaussian_plan(p: Params, pre: list) -> Plan:
         neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
         releases=_releases(p),
     )
+
+
+def grouped_rho(epsilon: float) -> float:
+    """ρ = ε²/2 of the zCDP plan, rounded up (``pure_to_zcdp``) and then to
+    a float whose exact binary value is at most its written decimal, so the
+    charged decimal covers what the mechanisms run at under either reading
+    (``plan._check_calibration``)."""
+    import math
+    from fractions import Fraction
+
+    from dp_spark.accounting.exact import written
+
+    rho = pure_to_zcdp(epsilon)
+    while math.isfinite(rho) and Fraction(rho) > written(rho):
+        rho = math.nextafter(rho, math.inf)
+    return rho
 
 
 def gaussian_label(label: str, max_groups: int | None, how: str) -> str:

@@ -164,3 +164,18 @@ def test_the_grouped_zcdp_split_states_rho_over_m_and_sums_to_rho(m):
         assert all("full ρ" in label and "parallel composition" in label for label in labels)
     else:
         assert all(f"ρ/{m}" in label and "zCDP composition" in label for label in labels)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.3, 0.7, 1.1, 2.7, 3.3, 1e-6, 49.99])
+def test_the_zcdp_plan_builds_at_any_epsilon_and_charges_at_least_epsilon_squared_over_two(epsilon):
+    """ρ = ε²/2 is stated so that its decimal covers its binary value (the
+    plan's calibration check refused ε = 0.3 before); every split fits it."""
+    from fractions import Fraction
+
+    from dp_spark.accounting.exact import written
+
+    for m in (None, 3):
+        grouped = plan(epsilon=epsilon, group_by="g", groups=["a", "b"], max_groups=m)
+        rho = grouped.guarantee.rho
+        assert Fraction(rho) <= written(rho) and written(rho) >= written(epsilon) ** 2 / 2
+        assert sum(Fraction(s.cost.rho) for s in grouped.split) <= Fraction(rho)
