@@ -10,21 +10,27 @@ top-k exists; this file measures the distinct-count only.
 1. Accuracy, MovieLens 100K by genre (u.data ratings joined with u.item's 19
    genre flags; person = user, item = movie, group = genre; a movie has
    several genres, so a person is in many groups), ε = --epsilon:
-   - ours: ONE call ``dp_spark.distinct_count(group_by="genre", groups=<the
-     19 genre names>, max_groups=19)`` (19 = the number of genres, a public
-     cap that removes nothing) and the same with ``max_groups=None`` (m
-     chosen privately, ε/20), per seed;
+   - ours: ``dp_spark.distinct_count(group_by="genre", groups=<the 19 genre
+     names>, shards=1, seed=s)`` with max_groups=19 (a public cap that
+     removes nothing) and None (m chosen privately), for noise="gaussian"
+     (the default: ρ = ε²/2-zCDP, the zCDP level ε-DP implies) and
+     noise="laplace" (pure ε-DP), plus --extra-caps. Each seed runs through
+     ``GroupedReplica``: the release's driver half (the private cap, then
+     ``release_groups``) on the per-group greedy counts computed once per
+     cap by the release's own stage functions, with the plan's own split;
+     it is checked equal to the release for the first seed of the four main
+     arms. The joint-ℓ option (``joint_release``: one bound for all groups)
+     is measured here only;
    - hand-rolled: one ungrouped distinct-count per genre at ε/19 (a person
      is in every genre they rated: basic composition over the 19 runs). Its
      NON-PRIVATE greedy counts DC(l) are computed once per genre with
      ``bounded_distinct_counts(..., "greedy", shards=1)`` and the driver
      mechanism ``release_from_counts(counts, ε/19, β, rng)`` — exactly what
      ``dp_spark.distinct_count(shards=1)`` does after its stage — runs per
-     seed (one Spark job per genre instead of 19 × runs).
-   Both use shards=1 (given: no ε/100 spent on the shard choice).
+     seed; and the zCDP split: per genre the zCDP mechanism at ρ/19.
    Metric: the median over genres and runs of |estimate − truth| / truth and
    of lower_bound / truth. Truth = countDistinct(item) per genre in Spark,
-   NON-PRIVATE, used only here. Target: ours ≤ 0.75× hand-rolled.
+   NON-PRIVATE, used only here. Target: ours ≤ 0.75× hand-rolled (pure).
 2. Speed on dp_spark.datasets.synthetic_events(--rows) written to Parquet,
    with a public group column pmod(xxhash64(...), --groups): ``pair`` (the
    default) hashes (person_id, item), so a person spreads over many groups
@@ -78,7 +84,7 @@ MAX_BOUND = 100
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
-    p.add_argument("--runs", type=int, default=20, help="seeded runs per accuracy arm (default 20)")
+    p.add_argument("--runs", type=int, default=50, help="seeded runs per accuracy arm (default 50)")
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--beta", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
@@ -132,11 +138,125 @@ def movielens_by_genre(spark, data: Path):
             .select("person_id", F.col("movie").cast("string").alias("item"), "genre"))
 
 
+def _restricted(spark, edges_df):
+    """The release's edge table restricted to the 19 public keys (column
+    ``group_index`` = the key's position in GENRES), as the template builds it."""
+    from pyspark.sql import functions as F
+
+    from dp_spark.stages.edges import GROUP, edges as edge_table
+
+    keys = spark.createDataFrame([(g, i) for i, g in enumerate(GENRES)], f"{GROUP} string, group_index int")
+    return edge_table(edges_df, "person_id", "item", "genre").join(F.broadcast(keys), on=GROUP)
+
+
+class GroupedReplica:
+    """The grouped release's driver half on counts computed once: per seed,
+    ``make_rng(seed)``, the private cap (when m=None) from the groups-per-
+    person histogram, then :func:`release_groups` on the per-group greedy
+    counts of the capped table, with the plan's own split: the same draws in
+    the same order as ``dp_spark.distinct_count(shards=1, seed=seed)``
+    (checked against the release for the first seed). NON-PRIVATE counts
+    and histogram, computed once per cap by the release's own stage
+    functions."""
+
+    def __init__(self, spark, edges_df, args):
+        from dp_spark.settings.distinct_count import bound_candidates
+
+        self.restricted = _restricted(spark, edges_df).cache()
+        self.args = args
+        self.cands = bound_candidates(MAX_BOUND)
+        self._counts: dict[int, np.ndarray] = {}
+        self._hist = None
+
+    def counts(self, m: int) -> np.ndarray:  # NON-PRIVATE
+        from dp_spark.stages.distinct import grouped_greedy_counts
+        from dp_spark.stages.groups import cap_groups
+
+        if m not in self._counts:
+            self._counts[m] = grouped_greedy_counts(cap_groups(self.restricted, m), MAX_BOUND, 1, len(GENRES),
+                                                    self.cands)
+        return self._counts[m]
+
+    def histogram(self) -> np.ndarray:  # NON-PRIVATE
+        from dp_spark.stages.groups import groups_per_person_histogram
+
+        if self._hist is None:
+            self._hist = groups_per_person_histogram(self.restricted, len(GENRES))
+        return self._hist
+
+    def plan(self, m, noise):
+        from dp_spark.plans.distinct_count import plan
+
+        return plan(epsilon=self.args.epsilon, beta=self.args.beta, max_bound=MAX_BOUND, shards=1,
+                    group_by="genre", groups=list(GENRES), max_groups=m, noise=noise)
+
+    def run(self, m, noise: str, seed: int, bound: str = "per-group", cap_method: str = "gem"):
+        """(estimates, lower bounds, m) in GENRES order for one seed."""
+        from dp_spark.mechanisms.distinct_count.grouped import release_groups
+        from dp_spark.mechanisms.groups import choose_max_groups
+        from dp_spark.noise import make_rng
+        from dp_spark.releases.grouped_distinct_count import CAP_GEM_BETA, cap_epsilon
+
+        plan = self.plan(m, noise)
+        gaussian = noise == "gaussian"
+        rng = make_rng(seed)
+        if m is None:
+            m = int(choose_max_groups(self.histogram(), cap_epsilon(plan, "max_groups", gaussian), rng,
+                                      method=cap_method, beta=CAP_GEM_BETA))
+        cost = plan.split.cost
+        select, count = ((cost("select").rho, cost("count").rho) if gaussian
+                         else (cost("select").epsilon, cost("count").epsilon))
+        if bound == "joint":
+            return (*joint_release(self.counts(m), self.cands, m, self.args.beta, rng, noise, select, count), m)
+        released, _ = release_groups(self.counts(m), self.cands, MAX_BOUND, m, self.args.beta, rng, noise=noise,
+                                     select=select, count=count)
+        return [r["estimate"] for r in released], [r["lower_bound"] for r in released], m
+
+
+def joint_release(at, cands, m, beta, rng, noise, select, count):
+    """MEASURED, NOT IN THE RELEASE: one bound l̂ for every group (the
+    joint-ℓ option of issue 24), then each group's count at l̂ with the
+    release's per-group noise. The choice: GEM (monotone) over the
+    candidates with utilities S_l − G·m_l, S_l = Σ_g c_{g,l}, sensitivities
+    m·l (one person moves c_{g,l} by 0..l in ≤ m groups, all in one
+    direction, so S_l by 0..m·l), at the step's full budget (ε = select
+    by permute-and-flip; under zCDP the exponential mechanism at √(8ρ)).
+    Returns (estimates, lower bounds) in group order."""
+    from dp_spark.accounting.exact import exact, ratio_down, ratio_up, sqrt_down
+    from dp_spark.mechanisms.distinct_count.bound import noise_margins
+    from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
+    from dp_spark.mechanisms.distinct_count.grouped import gaussian_margins
+    from dp_spark.mechanisms.groups import group_noise_scale
+    from dp_spark.noise import discrete_gaussian, discrete_laplace
+
+    at = np.asarray(at, dtype=np.int64)
+    idx = np.asarray(cands) - 1
+    if noise == "gaussian":
+        sigmas = {c: group_noise_scale(m, c, rho=count).scale for c in cands}
+        margins = gaussian_margins(sigmas, beta, MAX_BOUND)[idx]
+        draw, eps = generalized_exponential, sqrt_down(8 * exact(select))
+    else:
+        eps_count = ratio_down(count, m)
+        margins = noise_margins(2.0 * eps_count, beta, MAX_BOUND)[idx]
+        draw, eps = generalized_permute_and_flip, select
+    scores = at.sum(axis=0).astype(np.float64) - at.shape[0] * margins.astype(np.float64)
+    j = draw(scores, m * np.asarray(cands, dtype=np.float64), eps, 0.2, rng, monotone=True)
+    bound = cands[j]
+    if noise == "gaussian":
+        noisy = at[:, j] + np.array([discrete_gaussian(sigmas[bound], rng) for _ in range(len(at))])
+    else:
+        noisy = at[:, j] + np.array([discrete_laplace(ratio_up(bound, eps_count), rng) for _ in range(len(at))])
+    return [max(int(x), 0) for x in noisy], [max(int(x) - int(margins[j]), 0) for x in noisy]
+
+
 def accuracy(spark, args) -> dict:
     from pyspark.sql import functions as F
 
     import dp_spark
+    from dp_spark.accounting import pure_to_zcdp
     from dp_spark.mechanisms.distinct_count.bound import release_from_counts
+    from dp_spark.mechanisms.distinct_count.grouped import release_groups
+    from dp_spark.settings.distinct_count import bound_candidates
     from dp_spark.stages import bounded_distinct_counts
 
     edges = movielens_by_genre(spark, args.data).cache()
@@ -148,60 +268,82 @@ def accuracy(spark, args) -> dict:
     print(f"MovieLens 100K by genre: {edges.count():,} (rating, genre) rows; genres per person (NON-PRIVATE) "
           f"median {gpp['med']}, max {gpp['max']}")
     print("TRUE distinct movies per genre (NON-PRIVATE): " + ", ".join(f"{g} {truth.get(g, 0)}" for g in GENRES))
+    true = [truth[g] for g in GENRES]
+    rho = pure_to_zcdp(args.epsilon)
+    print(f"equal privacy: the pure arms are {args.epsilon:g}-DP, the zCDP arms rho = epsilon^2/2 = {rho:g}-zCDP "
+          f"(what {args.epsilon:g}-DP implies; Bun-Steinke 2016 Prop. 1.4)")
 
-    arms: dict[str, dict[str, list]] = {}
-    chosen_m = []
-    caps = [(f"grouped, max_groups={G} (public)", G)]
-    if not args.quick:  # --quick: a smoke run, under a minute
-        caps.append(("grouped, max_groups=None (private m)", None))
-    caps += [(f"extra: grouped, max_groups={m} (public, smaller cap)", m) for m in args.extra_caps]
-    for label, m in caps:
-        rel, low = [], []
-        with Timer() as t:
-            for i in range(args.runs):
-                r = dp_spark.distinct_count(edges, person_col="person_id", item_col="item", epsilon=args.epsilon,
-                                            beta=args.beta, max_bound=MAX_BOUND, shards=1, seed=args.seed + i,
-                                            group_by="genre", groups=list(GENRES), max_groups=m)
-                if m is None:
-                    chosen_m.append(int(r.parameters["max_groups"]))
-                for row in r.groups.collect():
-                    true = truth[row["genre"]]
-                    rel.append(abs(row["estimate"] - true) / true)
-                    low.append(row["lower_bound"] / true)
-        arms[label] = {"rel": rel, "low": low, "seconds": t.seconds}
+    replica = GroupedReplica(spark, edges, args)
+    # the replica is the release: the first seed of each main arm is checked against dp_spark.distinct_count
+    for m, noise in ((G, "laplace"), (None, "laplace"), (G, "gaussian"), (None, "gaussian")):
+        r = dp_spark.distinct_count(edges, person_col="person_id", item_col="item", epsilon=args.epsilon,
+                                    beta=args.beta, max_bound=MAX_BOUND, shards=1, seed=args.seed,
+                                    group_by="genre", groups=list(GENRES), max_groups=m, noise=noise)
+        got = [g["estimate"] for g in r.result["groups"]], [g["lower_bound"] for g in r.result["groups"]]
+        if got != replica.run(m, noise, args.seed)[:2]:
+            raise AssertionError(f"the benchmark's replica differs from the release (m={m}, noise={noise})")
+    print("replica check: the driver replica equals dp_spark.distinct_count for the first seed of the 4 main arms")
+
+    arms: dict[str, dict] = {}
+    variants = [(f"pure (laplace), max_groups={G}", G, "laplace", "per-group", "gem"),
+                ("pure (laplace), max_groups=None (private m)", None, "laplace", "per-group", "gem"),
+                (f"zCDP (gaussian, default), max_groups={G}", G, "gaussian", "per-group", "gem"),
+                ("zCDP (gaussian, default), max_groups=None (private m)", None, "gaussian", "per-group", "gem"),
+                (f"joint l: pure, max_groups={G}", G, "laplace", "joint", "gem"),
+                (f"joint l: zCDP, max_groups={G}", G, "gaussian", "joint", "gem")]
+    variants += [(f"extra: {n}, max_groups={m}", m, n, "per-group", "gem")
+                 for m in args.extra_caps for n in ("laplace", "gaussian")]
+    for label, m, noise, bound, cap in variants:
+        rel, low, chosen = [], [], []
+        for i in range(args.runs):
+            est, lb, used = replica.run(m, noise, args.seed + i, bound=bound, cap_method=cap)
+            rel += [abs(e - t) / t for e, t in zip(est, true)]
+            low += [b / t for b, t in zip(lb, true)]
+            chosen.append(used)
+        arms[label] = {"rel": rel, "low": low, "m": chosen}
 
     counts = {g: bounded_distinct_counts(edges.where(F.col("genre") == g), "person_id", "item", MAX_BOUND,
                                          "greedy", shards=1) for g in GENRES}  # NON-PRIVATE
-    rel, low = [], []
+    cands = bound_candidates(MAX_BOUND)
+    rel, low, zrel, zlow = [], [], [], []
     for i in range(args.runs):
         for k, g in enumerate(GENRES):
             r = release_from_counts(counts[g], args.epsilon / G, args.beta, run_rng(args.seed, i, k))
             rel.append(abs(r["estimate"] - truth[g]) / truth[g])
             low.append(r["lower_bound"] / truth[g])
-    hand = f"hand-rolled: {G} ungrouped releases at ε/{G}"
+            # the zCDP split: one ungrouped zCDP release per genre at rho/19 (halves for choice and count)
+            z, _ = release_groups(np.array([counts[g][np.array(cands) - 1]]), cands, MAX_BOUND, 1, args.beta,
+                                  run_rng(args.seed, i, k, 1), noise="gaussian", select=rho / G / 2,
+                                  count=rho / G / 2)
+            zrel.append(abs(z[0]["estimate"] - truth[g]) / truth[g])
+            zlow.append(z[0]["lower_bound"] / truth[g])
+    hand = f"hand-rolled: {G} ungrouped pure releases at ε/{G}"
     arms[hand] = {"rel": rel, "low": low}
+    arms[f"hand-rolled zCDP: {G} ungrouped zCDP releases at ρ/{G}"] = {"rel": zrel, "low": zlow}
     edges.unpersist()
+    replica.restricted.unpersist()
 
     base = median(arms[hand]["rel"])
     rows = []
     for label, a in arms.items():
         ratio = median(a["rel"]) / base
+        ms = sorted(set(a.get("m") or [])) if label.endswith("(private m)") else ""
         rows.append([label, f"{median(a['rel']):.4f}", f"{np.percentile(a['rel'], 90):.4f}",
-                     f"{median(a['low']):.4f}", f"{ratio:.3f}"])
+                     f"{median(a['low']):.4f}", f"{ratio:.3f}", " ".join(map(str, ms))])
     print(format_table([f"ε={args.epsilon:g}, {args.runs} seeded runs × {G} genres (SEEDED)",
-                        "median |est−truth|/truth", "p90", "median lower_bound/truth", "ratio to hand-rolled"],
-                       rows))
-    ours = median(arms[f"grouped, max_groups={G} (public)"]["rel"]) / base
-    private = arms.get("grouped, max_groups=None (private m)")
-    ours_none = median(private["rel"]) / base if private else float("nan")
-    print(f"ratio ours/hand-rolled: {ours:.3f} (max_groups={G}), {ours_none:.3f} (max_groups=None; chosen m: "
-          f"{sorted(set(chosen_m))}); target <= {ACCURACY_TARGET}: "
-          f"{'met' if max(ours, ours_none if private else ours) <= ACCURACY_TARGET else 'MISSED'}")
+                        "median |est−truth|/truth", "p90", "median lower_bound/truth", "ratio to hand-rolled",
+                        "private m chosen"], rows))
+    default = median(arms[f"zCDP (gaussian, default), max_groups={G}"]["rel"]) / base
+    default_none = median(arms["zCDP (gaussian, default), max_groups=None (private m)"]["rel"]) / base
+    print(f"ratio ours (default noise)/hand-rolled: {default:.3f} (max_groups={G}), {default_none:.3f} "
+          f"(max_groups=None); target <= {ACCURACY_TARGET}: "
+          f"{'met' if max(default, default_none) <= ACCURACY_TARGET else 'MISSED'}")
     print()
-    return {"truth_non_private": truth, "chosen_max_groups": chosen_m,
-            "arms": {k: {"seconds": v.get("seconds"), "median_rel_error": median(v["rel"]), "median_lower_ratio": median(v["low"]),
-                         "p90_rel_error": float(np.percentile(v["rel"], 90))} for k, v in arms.items()},
-            "ratio_public_m": ours, "ratio_private_m": ours_none}
+    return {"truth_non_private": truth,
+            "arms": {k: {"median_rel_error": median(v["rel"]), "median_lower_ratio": median(v["low"]),
+                         "p90_rel_error": float(np.percentile(v["rel"], 90)),
+                         "chosen_max_groups": v.get("m")} for k, v in arms.items()},
+            "ratio_public_m": default, "ratio_private_m": default_none}
 
 
 # --------------------------------------------------------------------- speed

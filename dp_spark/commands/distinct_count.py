@@ -12,6 +12,8 @@ HELP = "differentially private count of distinct items, with a lower bound"
 OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_OPTIONS) + (
     Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "
            "data if the release would exceed it"),
+    Option("budget_rho", float, None, "total ρ budget (for a grouped run with --noise gaussian: ρ-zCDP with "
+           "ρ = ε²/2); refused before reading data if the release would exceed it"),
 ) + (
     Option("groups_output", str, None, "with --group-by: write every group's released values (the group column, "
            "estimate, lower_bound, bound, error) here: Parquet, CSV (a path ending in .csv) or table:db.name "

@@ -21,6 +21,7 @@ __all__ = [
     "discrete_laplace_upper_quantile",
     "discrete_laplace_std",
     "discrete_gaussian_std_upper",
+    "discrete_gaussian_upper_quantile",
 ]
 
 
@@ -121,3 +122,55 @@ def discrete_gaussian_std_upper(sigma: float) -> float:
     honest (slightly conservative) standard deviation to report.
     """
     return positive_finite(sigma, "sigma")
+
+
+#: Up to this σ the discrete Gaussian's tail is summed term by term; above,
+#: bounded by integrals (both upper bounds on P[X > m], see below).
+_DG_SUM_SIGMA = 1000.0
+#: Relative slack on the float evaluation of the tail (far above its rounding error).
+_DG_SLACK = 1.0 + 1e-9
+
+
+def _discrete_gaussian_tail_upper(m: int, sigma: float) -> float:
+    """An upper bound on P[X > m], X ~ N_Z(0, σ²) (P[k] ∝ f(k) = e^(−k²/(2σ²))), m >= 0.
+
+    σ <= 1000: the exact ratio Σ_{k>m} f(k) / Σ_k f(k), summed over |k| up
+    to 40σ + 40 (the rest is below e^(−800) of the sum, added as a bound).
+    Larger σ: f decreases on [0, ∞), so Σ_{k>m} f(k) <= f(m+1) + ∫_{m+1}^∞ f
+    and Σ_k f(k) >= ∫ f − f(0) = σ√(2π) − 1 (unimodal sums against
+    integrals). Both times _DG_SLACK covers the floats' rounding."""
+    two_s2 = 2.0 * sigma * sigma
+    if sigma <= _DG_SUM_SIGMA:
+        top = int(40 * sigma) + 40
+        total = 1.0 + 2.0 * math.fsum(math.exp(-k * k / two_s2) for k in range(1, top + 1))
+        above = math.fsum(math.exp(-k * k / two_s2) for k in range(m + 1, top + 1)) + math.exp(-800.0)
+        return min(1.0, _DG_SLACK * above / total)
+    a = m + 1
+    above = math.exp(-a * a / two_s2) + sigma * math.sqrt(math.pi / 2.0) * math.erfc(a / (sigma * math.sqrt(2.0)))
+    return min(1.0, _DG_SLACK * above / (sigma * math.sqrt(2.0 * math.pi) - 1.0))
+
+
+def discrete_gaussian_upper_quantile(sigma: float, beta: float) -> int:
+    """Return the smallest integer m >= 0 whose upper bound on P[X > m] is <= β,
+    X ~ N_Z(0, σ²) the discrete Gaussian (Canonne–Kamath–Steinke 2020): a
+    value released with this noise exceeds the truth by more than m with
+    probability at most β. The bound is the exact tail for σ <= 1000 and an
+    integral bound above (:func:`_discrete_gaussian_tail_upper`); near
+    σ·z_(1−β), and never above the sub-Gaussian ⌈σ·√(2 ln(1/β))⌉ (CKS 2020:
+    P[X >= t] <= e^(−t²/(2σ²))), which caps the search. β in (0, 1)."""
+    sigma = positive_finite(sigma, "sigma")
+    beta = probability(beta, "beta")
+    cap = math.ceil(sigma * math.sqrt(2.0 * math.log(1.0 / beta)))
+    if not cap < _MAX_QUANTILE:
+        raise ParameterError(f"the noise scale {sigma:g} is too large: its tail quantile does not fit a float; "
+                             "use a larger privacy parameter")
+    if _discrete_gaussian_tail_upper(0, sigma) <= beta:
+        return 0
+    lo, hi = 0, cap  # invariant: the bound fails at lo; at hi it holds or hi is the sub-Gaussian cap
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _discrete_gaussian_tail_upper(mid, sigma) <= beta:
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -149,6 +149,7 @@ def distinct_count(
     group_by: str | None = None,
     groups=None,
     max_groups: int | None = None,
+    noise: str | None = None,
 ) -> Release:
     """Release the number of distinct items in ``df`` under person-level ε-DP.
 
@@ -188,10 +189,14 @@ def distinct_count(
     only. ``max_groups=None`` chooses m privately (ε/20, GEM over the rows
     each cap keeps: a step of ``budget_split``); ``groups=None`` (keys
     chosen privately) is refused before anything is read, for now.
+    ``noise``: per group, ``"gaussian"`` (the default with ``group_by``:
+    ρ-zCDP with ρ = ε²/2, the zCDP level pure ε-DP implies, discrete
+    Gaussian noise with √m scaling) or ``"laplace"`` (pure ε-DP, ε/m per
+    group); an ungrouped release is pure ε-DP (``"laplace"``).
     """
     plan = make_plan(epsilon=epsilon, beta=beta, max_bound=max_bound, method=method, shards=shards,
                      edge_limit=edge_limit, person_col=person_col, item_col=item_col, seed=seed,
-                     group_by=group_by, groups=groups, max_groups=max_groups)
+                     group_by=group_by, groups=groups, max_groups=max_groups, noise=noise)
     return run(plan, df, budget=budget, ledger=ledger)
 
 

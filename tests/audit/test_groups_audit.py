@@ -14,6 +14,9 @@ trial count on a broken variant must exceed it:
   Broken: the exponential mechanism on Σ_p min(c_p, m) with sensitivity 1
   for every m (the mistake GEM's Δ_m = m avoids: a person moves q_m by up
   to m, not 1).
+- zCDP per-group counts (the grouped distinct-count's noise="gaussian",
+  ρ = 0.51, m = 4, δ = 0.01): D = 4 groups at count 1000, D + y = at 1001;
+  S = {sum of the 4 estimates ≥ 4006}. Broken: σ without the √m factor.
 """
 
 from __future__ import annotations
@@ -85,3 +88,43 @@ def test_private_group_keys_release_a_new_key_with_probability_at_most_delta(aud
     broken = dataclasses.replace(plan, rho=plan.rho / 2)
     assert_detects("group keys with threshold halved", plan.epsilon,
                    new_items_bound(broken, 311, worst_new_items(broken))[0])
+
+
+def _block_sums(max_groups_claimed: int, count: int, blocks: int, m: int, seed: int) -> np.ndarray:
+    """The real zCDP per-group mechanism (release_groups, noise="gaussian")
+    on ``blocks`` independent copies of m groups whose counts are ``count``
+    at the one candidate l = 1 (max_bound 1: the choice is trivial); each
+    group's draw is independent, so one call yields every block. Returns
+    each block's summed estimate."""
+    from dp_spark.mechanisms.distinct_count.grouped import release_groups
+
+    at = np.full((blocks * m, 1), count, dtype=np.int64)
+    released, _ = release_groups(at, [1], 1, max_groups_claimed, 0.05, np.random.default_rng(seed),
+                                 noise="gaussian", select=ZCDP_SELECT, count=ZCDP_COUNT)
+    return np.array([r["estimate"] for r in released]).reshape(blocks, m).sum(axis=1)
+
+
+ZCDP_SELECT, ZCDP_COUNT, ZCDP_DELTA = 0.01, 0.5, 1e-2
+
+
+def test_grouped_zcdp_counts(audit_record):
+    """The grouped distinct-count's ρ-zCDP counts (discrete Gaussian with √m
+    scaling), m = 4: D has every count of 4 groups at 1000, D + y at 1001
+    (the worst case: one person moves each of their m groups' c_{g,1} by
+    l = 1). Event: the 4 estimates' sum ≥ 4006. Claim: ρ = select + count
+    = 0.51-zCDP, so (ρ + 2·√(ρ·ln(1/δ)), δ)-DP at δ = 0.01 (Bun–Steinke
+    2016, Prop. 1.3). Broken: the noise without the √m factor (each group
+    calibrated as if a person touched one group: 4ρ across the 4 groups)."""
+    import math
+
+    m, blocks, threshold = 4, 8000, 4 * 1000 + 6
+    rho = ZCDP_SELECT + ZCDP_COUNT
+    claimed = rho + 2.0 * math.sqrt(rho * math.log(1.0 / ZCDP_DELTA))
+
+    def bound(claimed_m, seed):
+        plus = _block_sums(claimed_m, 1001, blocks, m, seed) >= threshold
+        base = _block_sums(claimed_m, 1000, blocks, m, seed + 1) >= threshold
+        return epsilon_lower_bound(int(plus.sum()), blocks, int(base.sum()), blocks, ZCDP_DELTA)
+
+    audit_record("groups: zCDP per-group counts (m = 4)", claimed, bound(m, 81), blocks, ZCDP_DELTA)
+    assert_detects("groups: zCDP per-group counts (m = 4)", claimed, bound(1, 83))

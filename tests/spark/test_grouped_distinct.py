@@ -61,6 +61,8 @@ def test_each_group_moves_by_0_to_l_in_one_direction_and_at_most_m_groups_move(s
     assert set(np.asarray(KEYS)[moved]) <= {g for _, _, g in added}
     # removing y (the other direction) gives back the counts without y
     assert np.array_equal(grouped_counts(spark, base, m, max_bound, shards), without)
+    # the zCDP path's claim: for every l the vector over groups moves by at most √m·l in ℓ2
+    assert (np.sqrt((diff.astype(float) ** 2).sum(axis=0)) <= np.sqrt(m) * cands + 1e-9).all()
 
 
 def test_counts_at_a_bound_above_every_degree_are_the_groups_distinct_items(spark):
@@ -83,8 +85,10 @@ def table(spark):
 
 def test_seeded_api_run_releases_every_public_key(spark, table):
     keys = ["g0", "g1", "g2", "empty"]
-    first = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=1, seed=4)
-    again = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=1, seed=4)
+    first = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=1, seed=4,
+                                    noise="laplace")
+    again = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=1, seed=4,
+                                    noise="laplace")
     assert first.result == again.result
     frame = first.groups.orderBy("country").toPandas()
     assert list(frame.columns) == ["country", "estimate", "lower_bound", "bound", "error"]
@@ -163,7 +167,8 @@ def test_cli_writes_the_groups_output(spark, table, tmp_path):
 
 
 def test_a_private_cap_is_chosen_charged_and_stated(spark, table):
-    release = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=["g0", "g1", "g2"], seed=6)
+    release = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=["g0", "g1", "g2"], seed=6,
+                                      noise="laplace")
     m = release.parameters["max_groups"]
     assert isinstance(m, int) and 1 <= m <= 3  # M = the number of public keys
     assert release.parameters["max_groups_chosen"].startswith("privately")
@@ -173,3 +178,36 @@ def test_a_private_cap_is_chosen_charged_and_stated(spark, table):
     assert len(cap) == 1 and cap[0].kind == "gem"
     assert f"at most {m} of their country groups" in release.statement
     assert release.parameters["epsilon_per_group"] == pytest.approx(0.94 / m)
+
+
+def test_zcdp_is_the_default_per_group_and_charged_as_rho(spark, table):
+    """noise=None per group: discrete Gaussian, ρ = ε²/2-zCDP, charged as ρ
+    to a zCDP budget; the records carry the ℓ2 sensitivity √m·l."""
+    from dp_spark.accounting import ZCDP
+    from dp_spark.report import report_schema
+    import jsonschema
+
+    keys = ["g0", "g1", "g2", "empty"]
+    budget = PrivacyFilter(ZCDP(2.0))
+    release = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=2, seed=4,
+                                      budget=budget)
+    assert budget.spent.rho == pytest.approx(0.5)
+    assert release.parameters["noise"] == "discrete gaussian" and release.parameters["rho"] == 0.5
+    assert all(s["kind"] == "zcdp" for s in release.budget_split)
+    assert sum(s["rho"] for s in release.budget_split) == pytest.approx(0.5)
+    assert "0.5-zero-concentrated" in release.statement and "not itself pure ε-DP" in release.statement
+    counts = [r for r in release.noise if r.kind == "discrete-gaussian"]
+    assert counts and sum(r.draws for r in counts) == 4
+    for r in counts:
+        bound = int(r.target.split("at most ")[1].split()[0])
+        assert r.parameters["norm"] == 2 and r.sensitivity == pytest.approx(np.sqrt(2) * bound)
+    frame = release.groups.toPandas()
+    assert (frame["lower_bound"] <= frame["estimate"]).all() and "discrete Gaussian" in frame["error"][0]
+    jsonschema.validate(json.loads(release.to_json()), report_schema())
+    again = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=2, seed=4,
+                                    noise="gaussian")
+    assert again.result == release.result
+    one = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=1, seed=4)
+    assert "parallel composition" in one.budget_split[-1]["step"]
+    with pytest.raises(ParameterError, match="per group only"):
+        dp_spark.distinct_count(table, epsilon=1.0, noise="gaussian")

@@ -17,7 +17,9 @@ from dp_spark.plans import distinct_count as plans
 
 
 def grouped(**kw):
-    return plans.plan(**{"epsilon": 1.0, "group_by": "country", "groups": ["a", "b"], "max_groups": 2, **kw})
+    # the pure ε split (noise="laplace"); the default zCDP split: tests/unit/test_grouped_zcdp.py
+    return plans.plan(**{"epsilon": 1.0, "group_by": "country", "groups": ["a", "b"], "max_groups": 2,
+                         "noise": "laplace", **kw})
 
 
 def test_the_group_fields_are_declared_once_and_distinct_count_takes_them():

@@ -25,7 +25,7 @@ RELEASES = ["distinct_count", "set_union", "top_k", "count_release", "continual_
 #: budget, demo data, --domain read by the command, --stream's own).
 SHARED = {o.name for o in INPUT_OPTIONS + READ_OPTIONS + RUN_OPTIONS}
 CLI_ONLY = {
-    "distinct_count": {"budget_epsilon", "groups_output"},
+    "distinct_count": {"budget_epsilon", "budget_rho", "groups_output"},
     "set_union": {"items_output", "budget_epsilon", "budget_delta"},
     "top_k": {"items_output", "budget_epsilon", "budget_delta"},
     "count_release": {"items_output", "budget_rho", "budget_delta"},
