@@ -187,12 +187,13 @@ def distinct_count(
     ``estimate``, ``lower_bound``, ``bound`` and ``error``; the report's
     ``result["groups"]`` holds the first 100 groups. ``method="greedy"``
     only. ``max_groups=None`` chooses m privately (ε/20, GEM over the rows
-    each cap keeps: a step of ``budget_split``); ``groups=None`` (keys
-    chosen privately) is refused before anything is read, for now.
-    ``noise``: per group, ``"gaussian"`` (the default with ``group_by``:
-    ρ-zCDP with ρ = ε²/2, the zCDP level pure ε-DP implies, discrete
-    Gaussian noise with √m scaling) or ``"laplace"`` (pure ε-DP, ε/m per
-    group); an ungrouped release is pure ε-DP (``"laplace"``).
+    each cap keeps: a step of ``budget_split``); ``groups=None``: the keys
+    chosen privately (a set-union on the group column; the release is then
+    (ε, δ)-DP). ``noise``: per group, ``"laplace"`` (the default: pure
+    ε-DP, ε/m per group) or ``"gaussian"`` (asked for by name: ρ-zCDP with
+    ρ = ε²/2, the zCDP level pure ε-DP implies, a weaker guarantee;
+    discrete Gaussian noise with √m scaling); an ungrouped release is pure
+    ε-DP (``"laplace"``).
     """
     plan = make_plan(epsilon=epsilon, beta=beta, max_bound=max_bound, method=method, shards=shards,
                      edge_limit=edge_limit, person_col=person_col, item_col=item_col, seed=seed,

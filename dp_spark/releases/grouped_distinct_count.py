@@ -1,6 +1,6 @@
 """Grouped distinct-count (issue 24): the distinct items of every public key
 of ``group_by``, person-level, in one Spark pass: ρ-zCDP with ρ = ε²/2
-(``noise="gaussian"``, the default) or pure ε-DP (``noise="laplace"``).
+(``noise="gaussian"``, asked for by name) or pure ε-DP (``noise="laplace"``, the default).
 
 Run by :func:`dp_spark.distinct_count` with ``group_by=``, ``groups=`` (the
 public keys) and ``max_groups=`` m, after the release template restricted
