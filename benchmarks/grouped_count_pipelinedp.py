@@ -2,7 +2,7 @@
 dp_spark's grouped count-release, on the same rows, in one run.
 
     .venv/bin/python -m benchmarks.grouped_count_pipelinedp [--rows 200000] [--groups 20]
-        [--items 200] [--rho 0.5] [--delta 1e-6] [--max-partitions 8] [--reps 1] [--seed 0]
+        [--items 200] [--rho 0.5] [--delta 1e-6] [--max-partitions 8] [--pipelinedp-l0 L0] [--reps 1] [--seed 0]
         [--pipelinedp-python PATH] [--json out.json]
 
 PipelineDP 0.3 pins numpy < 2 (dp_spark's environment has numpy 2), so it
@@ -28,8 +28,9 @@ Arms, at the same privacy level:
   privacy filter; no contribution bound, no item domain), person-level
   δ-approximate ρ-zCDP, i.e. (ε, 2δ)-DP with ε = ρ + 2·sqrt(ρ·ln(1/δ)).
 - PipelineDP: ``DPEngine.aggregate`` (LocalBackend), ``Metrics.COUNT``,
-  Gaussian noise, ``max_partitions_contributed`` = L0 (rows beyond L0
-  partitions per person are dropped by PipelineDP),
+  Gaussian noise, ``max_partitions_contributed`` = --pipelinedp-l0
+  (default L0; rows beyond it per person are dropped by PipelineDP, which
+  biases common pairs' counts down; 2·L0 − 1 drops nothing),
   ``max_contributions_per_partition`` = 1, ``public_partitions`` = every
   (group, item) of the public domain, at (ε, 2δ) — the same (ε, δ) ours
   implies. Every public partition is released (no selection).
@@ -75,13 +76,18 @@ def parse_args(argv=None):
     p.add_argument("--items", type=int, default=200, help="items per group (the public item domain)")
     p.add_argument("--rho", type=float, default=0.5)
     p.add_argument("--delta", type=float, default=1e-6)
-    p.add_argument("--max-partitions", type=int, default=8, help="PipelineDP's L0, and the data's mean pairs")
+    p.add_argument("--max-partitions", type=int, default=8, help="the data's mean pairs per person, and PipelineDP's "
+                   "L0 unless --pipelinedp-l0")
+    p.add_argument("--pipelinedp-l0", type=int, default=None,
+                   help="PipelineDP's max_partitions_contributed (default --max-partitions; 2·max-partitions − 1 "
+                        "keeps every row: no bounding bias, more noise)")
     p.add_argument("--kbar", type=int, default=10_000, help="ours: the k̄ largest pair counts collected")
     p.add_argument("--reps", type=int, default=1, help="timed repetitions of ours after one warm-up")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pipelinedp-python", default=DEFAULT_PDP_PYTHON)
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
+    args.pipelinedp_l0 = args.pipelinedp_l0 or args.max_partitions
     if min(args.rows, args.groups, args.items, args.max_partitions, args.reps) < 1:
         p.error("--rows, --groups, --items, --max-partitions and --reps must be >= 1")
     return args
@@ -137,7 +143,7 @@ def run_pipelinedp(args, npz: Path, out: Path, epsilon: float, delta: float):
         raise SystemExit(f"PipelineDP's interpreter {python} does not exist; install it with: {INSTALL} "
                          "(or pass --pipelinedp-python / set PIPELINEDP_PYTHON)")
     cmd = [python, str(HERE / "_pipelinedp_count.py"), str(npz), str(out), "--epsilon", repr(epsilon),
-           "--delta", repr(delta), "--max-partitions", str(args.max_partitions)]
+           "--delta", repr(delta), "--max-partitions", str(args.pipelinedp_l0)]
     with Timer() as t:
         subprocess.run(cmd, check=True)
     doc = json.loads(out.read_text())
@@ -184,7 +190,7 @@ def main(argv=None) -> dict:
         "session": session_summary(spark),
         "rows": int(len(person)), "persons": int(person.max() + 1), "groups": args.groups, "items": args.items,
         "rho": args.rho, "delta": args.delta, "epsilon_equivalent": epsilon, "delta_equivalent": delta_total,
-        "max_partitions": args.max_partitions,
+        "max_partitions": args.max_partitions, "pipelinedp_l0": args.pipelinedp_l0,
         "ours_seconds": ours_seconds, "pipelinedp_seconds": pdp_seconds, "pipelinedp_wall_seconds": pdp_wall,
         "ours_released": int(len(frame)), "pipelinedp_released": len(pdp_rows),
         "ours_on_ours_pairs": errors(ours_counts, truth[og, oi].astype(np.float64)),
