@@ -28,7 +28,7 @@ from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.count_release.bounded import BoundedPlan, bounded_plan
 from dp_spark.mechanisms.count_release.loop import ACCURACY_FACTOR, DELTA_MIN, EPSILON_MIN, check_pcr_parameters
-from dp_spark.plan import Plan, Step, builds, param, set_checked
+from dp_spark.plan import GroupParams, Plan, Step, builds, param, set_checked
 from dp_spark.plans import ITEM_COL_HELP, PERSON_COL_HELP, RHO_HELP_TAIL, SEED_HELP
 
 RELEASE = "count-release"
@@ -64,13 +64,24 @@ def _bounded_steps(calibrated: BoundedPlan) -> list[Step]:
     ]
 
 
+#: The columns of ``release.groups`` besides the group column (``item``, ``count``: kept names).
+GROUP_COLUMNS = ("item", "count", "sigma", "error")
+#: What ``max_groups`` means here (one mechanism on (group, item): no per-group split).
+MAX_GROUPS_MEANING = ("optional: each person keeps the rows of at most m of their groups first (a per-person "
+                      "transformation; ρ and δ are not divided); none: each (group, item) count moves by at "
+                      "most 1 per person already, as every item count does ungrouped")
+
+
 @dataclass(frozen=True, kw_only=True)
-class Params:
+class Params(GroupParams):
     """Every count-release parameter: its default, help (the CLI's), public
     limit; constructing one checks them all (before any data is read),
     including the loop's own rule that one round fits (``method="pcr"``).
     The release function's keywords, the CLI flags and the YAML keys are
-    these fields."""
+    these fields. The group parameters (``group_by``, ``groups``,
+    ``max_groups``) are :class:`~dp_spark.plan.GroupParams`'; grouped, the
+    one mechanism runs on the composite key (group, item) and
+    ``max_groups`` is an optional cap (:data:`MAX_GROUPS_MEANING`)."""
 
     rho: float = param(help=f"ρ: the release is δ-approximate ρ-zCDP; {RHO_HELP_TAIL}", cli_default=0.5)
     delta: float = param(help="δ of the δ-approximate ρ-zCDP guarantee", cli_default=1e-6)
@@ -108,6 +119,11 @@ class Params:
                     else checks.open_unit(self.conversion_delta, "conversion_delta"))
         if self.delta + self.conversion_delta >= 1:
             raise ParameterError("delta + conversion_delta must stay below 1; lower conversion_delta.")
+        self.check_groups()
+        if self.group_by is not None:
+            from dp_spark.plans.set_union import check_group_column
+
+            check_group_column(self.group_by, GROUP_COLUMNS, person_col=self.person_col, item_col=self.item_col)
         if self.method == "pcr":
             # ε*, δ*, a, and the rule that at least one round fits (the loop's own check)
             *_, epsilon_min, delta_min, accuracy_factor = check_pcr_parameters(
@@ -149,6 +165,12 @@ def plan(params: Params) -> Plan:
                     f"(each person keeping at most {max_items} items), each with its σ")
         notes = ([f"counts below (2 + r)σ/r = {calibrated.count_threshold:.4g} are dropped"]
                  if p.count_threshold else [])
+    if p.group_by is not None:
+        parameters.update(p.group_parameters())
+        parameters["max_groups"] = p.max_groups if p.max_groups is not None else "none"
+        parameters["max_groups_meaning"] = MAX_GROUPS_MEANING
+        releases = (f"{releases}, for the ({p.group_by}, {p.item_col}) pairs of the public keys: one release on the "
+                    "composite key, the budget not split between groups")
     guarantee = ZCDP(rho, delta)
     return Plan(
         release=RELEASE,

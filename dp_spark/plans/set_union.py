@@ -25,7 +25,7 @@ from dp_spark import checks
 from dp_spark.accounting import ApproxDP
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.set_union import SHARD_CUTOFFS, SetUnionPlan, plan_set_union
-from dp_spark.plan import Plan, Step, builds, param, set_checked
+from dp_spark.plan import GroupParams, Plan, Step, builds, param, set_checked
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.summaries.set_union import DEFAULT_SHARDS, POLICIES, SEQUENTIAL
 
@@ -91,12 +91,24 @@ def budget_steps(numeric: SetUnionPlan) -> list[Step]:
     ]
 
 
+#: The columns of ``release.groups`` besides the group column (kept names).
+GROUP_COLUMNS = ("item", "error")
+#: What ``max_groups`` means here (one mechanism on (group, item): no per-group split).
+MAX_GROUPS_MEANING = ("optional: each person keeps the rows of at most m of their groups before the "
+                      "Δ0 restriction (a per-person transformation; ε and δ are not divided); none: "
+                      "Δ0 already bounds a person's (group, item) pairs over all groups")
+
+
 @dataclass(frozen=True, kw_only=True)
-class Params:
+class Params(GroupParams):
     """Every set-union parameter: its default, help (the CLI's), public
     limit; constructing one checks them all (before any data is read). The
     release function's keywords, the CLI flags and the YAML keys are these
-    fields (``count`` and ``partitions`` are Python-only)."""
+    fields (``count`` and ``partitions`` are Python-only). The group
+    parameters (``group_by``, ``groups``, ``max_groups``) are
+    :class:`~dp_spark.plan.GroupParams`'; grouped, the one mechanism runs on
+    the composite key (group, item) and ``max_groups`` is an optional cap
+    (:data:`MAX_GROUPS_MEANING`)."""
 
     epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
     delta: float = param(help="privacy parameter δ spent by the release (0 < δ < 1)", cli_default=1e-6)
@@ -129,6 +141,18 @@ class Params:
         set_checked(self, count=checks.boolean(self.count, "count"))
         set_checked(self, shard_cutoff=checks.choice(self.shard_cutoff, "shard_cutoff", SHARD_CUTOFFS))
         checks.seed(self.seed)
+        self.check_groups()
+        if self.group_by is not None:
+            check_group_column(self.group_by, GROUP_COLUMNS, person_col=self.person_col, item_col=self.item_col)
+
+
+def check_group_column(group_by: str, reserved, **columns) -> None:
+    """The group column differs from the person and item columns and from
+    the per-value columns of ``release.groups`` (public names only)."""
+    checks.distinct_columns(**columns, group_by=group_by)
+    if group_by in reserved:
+        raise ParameterError(f"group_by {group_by!r} is a column name of release.groups ({', '.join(reserved)}); "
+                             "rename the group column first.")
 
 
 @builds(Params)
@@ -149,6 +173,15 @@ def plan(params: Params) -> Plan:
         parameters["shards"] = DEFAULT_SHARDS if p.shards is None else p.shards
         parameters["shard_cutoff"] = p.shard_cutoff
     size = " and its size" if p.count else ""
+    releases = (f"the {p.item_col} values whose weight plus noise clears the threshold "
+                f"rho = {numeric.rho:.4g} (a Spark DataFrame, never their weights){size}")
+    if p.group_by is not None:
+        parameters.update(p.group_parameters())
+        parameters["max_groups"] = p.max_groups if p.max_groups is not None else "none"
+        parameters["max_groups_meaning"] = MAX_GROUPS_MEANING
+        releases = (f"the ({p.group_by}, {p.item_col}) pairs of the public keys whose weight plus noise clears the "
+                    f"threshold rho = {numeric.rho:.4g}: one set union on the composite key, Δ0 = {p.max_items} "
+                    f"pairs per person over all groups (a Spark DataFrame, never their weights){size}")
     return Plan(
         release=RELEASE,
         guarantee=ApproxDP(p.epsilon, p.delta),
@@ -156,8 +189,7 @@ def plan(params: Params) -> Plan:
         parameters=parameters,
         privacy_unit="person",
         neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
-        releases=(f"the {p.item_col} values whose weight plus noise clears the threshold "
-                  f"rho = {numeric.rho:.4g} (a Spark DataFrame, never their weights){size}"),
+        releases=releases,
     )
 
 

@@ -92,6 +92,9 @@ def count_release(
     seed: int | None = None,
     budget: PrivacyFilter | None = None,
     ledger=None,
+    group_by: str | None = None,
+    groups=None,
+    max_groups: int | None = None,
 ) -> Release:
     """Release noisy counts of distinct persons per item, with their σ.
 
@@ -115,11 +118,28 @@ def count_release(
     ``method``, ``rho_spent`` and ``delta_spent``; its ``items`` artifact
     (``release.items``) is the (rank, item, count, sigma) table as a Spark
     DataFrame.
+
+    Per group (issue 24; :mod:`dp_spark.releases.grouped_count_release`):
+    ``group_by`` (a column) and ``groups`` (the public keys: a list, a
+    one-column Spark DataFrame or a file path; at most 1,024) run the SAME
+    one mechanism on the composite key (group, item): each person adds at
+    most 1 to each (group, item) count, so the guarantee is the same
+    δ-approximate ρ-zCDP, not divided between groups (``bounded``:
+    ``max_items`` bounds a person's (group, item) pairs over all groups).
+    ``max_groups`` m is optional: given, each person keeps the rows of at
+    most m of their groups first (a per-person transformation); None
+    (default) caps nothing. ``release.groups`` is a Spark DataFrame (the
+    group column, ``item``, ``count``, ``sigma``, ``error``) of the released
+    pairs; the report's ``result["groups"]`` holds the first 100 keys with
+    their number of released counts and ``result["items"]`` those keys'
+    rows (with ``group``). Rows with a null group or a group outside the
+    keys are dropped.
     """
     plan = make_plan(rho=rho, delta=delta, method=method, person_col=person_col, item_col=item_col,
                      relative_error=relative_error, kbar=kbar, max_items=max_items, alpha=alpha,
                      count_threshold=count_threshold, epsilon_min=epsilon_min, delta_min=delta_min,
-                     accuracy_factor=accuracy_factor, conversion_delta=conversion_delta, seed=seed)
+                     accuracy_factor=accuracy_factor, conversion_delta=conversion_delta, seed=seed,
+                     group_by=group_by, groups=groups, max_groups=max_groups)
     return run(plan, df, budget=budget, ledger=ledger)
 
 
@@ -132,11 +152,23 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Relea
 def _body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage and mechanism (pcr's loop or the bounded baseline), then the report."""
     integral = stage.integral_items(edge_df)
+    grouped = plan.params.group_by is not None
+    if grouped:  # one mechanism on the composite key (group, item): dp_spark.releases.grouped_count_release
+        from dp_spark.stages.edges import GROUP
+        from dp_spark.stages.group_items import composite_edges
+
+        group_type = edge_df.schema[GROUP].dataType
+        edge_df = composite_edges(edge_df)
     if plan.params.method == "pcr":
         rows, values, errors, split, noise = _pcr(edge_df, plan, rng)
     else:
         rows, values, errors, noise = _bounded(edge_df, plan, rng)
         split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]  # fixed by the plan
+    if grouped:
+        from dp_spark.releases.grouped_count_release import grouped_release
+
+        return grouped_release(plan, rows, values, errors, split, noise, integral, group_type,
+                               edge_df.sparkSession)
     return Release.from_plan(
         plan, values=values, errors=errors, statement=_statement(plan, len(rows)),
         seeded=plan.params.seed is not None, budget_split=split,

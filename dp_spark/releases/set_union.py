@@ -88,7 +88,8 @@ def set_union(
     df, *, epsilon: float, delta: float, method: str = "policy-gaussian", person_col: str = "person_id",
     item_col: str = "item", max_items: int = 100, alpha: float = 2.0, shards: int | None = None,
     count: bool = True, shard_cutoff: str = "scaled", partitions: int | None = None,
-    seed: int | None = None, budget: PrivacyFilter | None = None, ledger=None,
+    seed: int | None = None, budget: PrivacyFilter | None = None, ledger=None, group_by: str | None = None,
+    groups=None, max_groups: int | None = None,
 ) -> Release:
     """Release as many items of ``df`` as possible under person-level (ε, δ)-DP.
 
@@ -128,10 +129,25 @@ def set_union(
     read; refused if it would overspend. ``seed``: tests and demos only (the
     report is then marked not for publication). Rows with a null person or
     item are dropped; an empty table is a valid release (no items).
+
+    Per group (issue 24; :mod:`dp_spark.releases.grouped_set_union`):
+    ``group_by`` (a column) and ``groups`` (the public keys: a list, a
+    one-column Spark DataFrame or a file path; at most 1,024) run the SAME
+    one mechanism on the composite key (group, item): Δ0 = ``max_items``
+    bounds a person's (group, item) pairs over all groups, so a person's
+    budget flows across groups and the guarantee is the same (ε, δ), not
+    divided. ``max_groups`` m is optional: given, each person keeps the rows
+    of at most m of their groups first (a per-person transformation); None
+    (default) caps nothing and spends nothing on choosing it.
+    ``release.groups`` is a Spark DataFrame (the group column, ``item``,
+    ``error``) of the released pairs of the public keys; the report's
+    ``result["groups"]`` holds the first 100 keys with their number of
+    released items. Rows with a null group or a group outside the keys are
+    dropped.
     """
     plan = make_plan(epsilon=epsilon, delta=delta, method=method, person_col=person_col, item_col=item_col,
                      max_items=max_items, alpha=alpha, shards=shards, count=count, shard_cutoff=shard_cutoff,
-                     partitions=partitions, seed=seed)
+                     partitions=partitions, seed=seed, group_by=group_by, groups=groups, max_groups=max_groups)
     return run(plan, df, budget=budget, ledger=ledger)
 
 
@@ -145,6 +161,15 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage (histogram) and mechanism (noise + threshold, inside Spark), then the report."""
     seed = plan.params.seed
     numeric = mechanism_plan(plan)
+    if plan.params.group_by is not None:  # the one mechanism on (group, item): releases.grouped_set_union
+        from dp_spark.releases.grouped_set_union import composite_input, grouped_report
+
+        composite, shape = composite_input(edge_df, len(plan.params.groups))
+        items = _released_items(composite, plan, numeric, rng, seed)  # released (group, item) keys, stored
+        log.info("set-union: released pairs materialized")
+        per_group = shape.released_per_group(items) if plan.params.count else None
+        values = _values(plan, numeric, sum(per_group) if per_group is not None else None)
+        return grouped_report(plan, numeric, items, per_group, values, _errors(plan, numeric, values), shape, local)
     items = _released_items(edge_df, plan, numeric, rng, seed)
     log.info("set-union: released items materialized")
     released_count = int(items.count()) if plan.params.count else None

@@ -316,3 +316,42 @@ def test_grouped_distinct_count_with_private_keys_leaks_nothing(people, capfd, d
     leaks["groups"] = frame_leaks(release.groups.toPandas(), sentinels)
     assert_clean(leaks)
     assert release.result["group_keys_released"] == release.result["groups_released"]
+
+
+GROUPED_ONE_MECHANISM = {  # issue 24: one mechanism on the composite key (group, item)
+    "set-union": (dp_spark.set_union, dict(epsilon=1.0, delta=1e-6, max_items=4),
+                  ["--epsilon", "1", "--delta", "1e-6", "--max-items", "4"]),
+    "count-release": (dp_spark.count_release, dict(rho=0.5, delta=1e-6, kbar=20),
+                      ["--rho", "0.5", "--delta", "1e-6", "--kbar", "20"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED_ONE_MECHANISM))
+def test_grouped_set_union_and_count_release_leak_nothing(name, tmp_path, people, capfd, dp_logs):
+    function, kwargs, flags = GROUPED_ONE_MECHANISM[name]
+    table = _grouped_people(people)
+    sentinels = _group_sentinels(table)
+    capfd.readouterr()
+    release = function(table, **kwargs, group_by="parity", groups=["even", "odd", "none"], seed=SEED)
+    print(release.summary())
+    leaks = captured_leaks(capfd, dp_logs, sentinels)
+    leaks["report"] = json_leaks(json.loads(release.to_json()), sentinels)
+    leaks["noise records"] = json_leaks([r.to_dict() for r in release.noise], sentinels)
+    leaks["error statements"] = text_leaks(" ".join(release.errors.values()), sentinels)
+    leaks["groups"] = frame_leaks(release.groups.toPandas(), sentinels)
+    assert_clean(leaks)
+    assert release.result["groups_released"] == 3
+
+    data, keys, report, out = (tmp_path / "people.parquet", tmp_path / "keys.csv", tmp_path / "r.json",
+                               tmp_path / "groups.parquet")
+    table.write.parquet(str(data))
+    keys.write_text("parity\neven\nodd\nnone\n")
+    capfd.readouterr()
+    code = cli.main([name, "--input", str(data), *flags, "--group-by", "parity", "--groups", str(keys),
+                     "--max-groups", "1", "--seed", str(SEED), "--verbose", "--output", str(report),
+                     "--groups-output", str(out)])
+    leaks = captured_leaks(capfd, dp_logs, sentinels)
+    assert code == 0
+    leaks["report"] = json_leaks(json.loads(report.read_text()), sentinels)
+    leaks["groups file"] = file_leaks(out, sentinels)
+    assert_clean(leaks)

@@ -26,9 +26,9 @@ RELEASES = ["distinct_count", "set_union", "top_k", "count_release", "continual_
 SHARED = {o.name for o in INPUT_OPTIONS + READ_OPTIONS + RUN_OPTIONS}
 CLI_ONLY = {
     "distinct_count": {"budget_epsilon", "budget_rho", "groups_output"},
-    "set_union": {"items_output", "budget_epsilon", "budget_delta"},
+    "set_union": {"items_output", "budget_epsilon", "budget_delta", "groups_output"},
     "top_k": {"items_output", "budget_epsilon", "budget_delta"},
-    "count_release": {"items_output", "budget_rho", "budget_delta"},
+    "count_release": {"items_output", "budget_rho", "budget_delta", "groups_output"},
     "continual_distinct": {"demo_flippancy", "series", "budget_rho", "checkpoint", "sink", "files_per_step",
                            "trigger", "timeout", "state_partitions"},
 }

@@ -1,0 +1,241 @@
+"""Grouped set-union and grouped count-release (issue 24): one mechanism on
+the composite key (group, item).
+
+The composite-key transformation keeps each release's per-person bound on
+random add/remove-one-person neighbours (set-union: the added person's
+restricted set has at most Δ0 pairs over all groups and no other person's set
+changes, so the additive histograms move by at most 1 in ℓ1 / ℓ2;
+count-release: every (group, item) count of distinct persons moves by 0 or 1
+upwards, only on the added person's pairs); the split back to (group, item)
+is exact; seeded API and CLI runs; a public key without rows; the refusals
+(before anything is spent); an ungrouped call unchanged."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+import dp_spark
+from dp_spark import cli
+from dp_spark.accounting import ApproxDP, PrivacyFilter, ZCDP
+from dp_spark.errors import ParameterError, SchemaError
+from dp_spark.plan import MAX_PUBLIC_GROUPS
+from dp_spark.stages.edges import GROUP, ITEM, PERSON
+from dp_spark.stages.group_items import (
+    GROUP_INDEX,
+    composite_edges,
+    parse_composite,
+    released_per_group,
+    split_composite,
+)
+from dp_spark.stages.groups import cap_groups
+from dp_spark.stages.item_counts import item_counts
+from dp_spark.stages.set_union import restricted_sets, weight_histogram
+
+KEYS = ("g0", "g1", "g2", "g3")
+
+
+def random_rows(rng, persons, groups=4, items=9):
+    rows = []
+    for p in persons:
+        for _ in range(int(rng.integers(1, 12))):
+            rows.append((int(p), f"i{rng.integers(items)}", f"g{rng.integers(groups)}"))
+    return rows
+
+
+def composite(spark, rows, m=None):
+    """The grouped edge table as the release builds it: public keys (index
+    added), an optional cap m, the composite key."""
+    edges = spark.createDataFrame(rows, f"{PERSON} long, {ITEM} string, {GROUP} string")
+    keys = spark.createDataFrame([(k, i) for i, k in enumerate(KEYS)], f"{GROUP} string, {GROUP_INDEX} int")
+    restricted = edges.join(keys, on=GROUP)
+    return composite_edges(restricted if m is None else cap_groups(restricted, m))
+
+
+def person_sets(spark, rows, max_items, salt, m=None):
+    return {r[PERSON]: sorted(r["items"]) for r in restricted_sets(composite(spark, rows, m), max_items, salt).collect()}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_set_union_composite_keys_keep_the_per_person_bound(spark, seed):
+    rng = np.random.default_rng(300 + seed)
+    max_items, salt, m = int(rng.integers(1, 6)), int(rng.integers(1, 2**40)), [None, 1, 2][seed % 3]
+    persons = rng.choice(5_000, size=int(rng.integers(6, 20)), replace=False)
+    y, others = int(persons[0]), persons[1:]
+    base, added = random_rows(rng, others), random_rows(rng, [y])
+    without = person_sets(spark, base, max_items, salt, m)
+    with_y = person_sets(spark, base + added, max_items, salt, m)
+    assert {p: s for p, s in with_y.items() if p != y} == without  # no other person's set moves
+    mine = with_y.get(y, [])
+    assert len(mine) <= max_items  # Δ0 pairs over ALL groups
+    pairs = {(KEYS.index(g), i) for _, i, g in added}
+    assert {parse_composite(c, False) for c in mine} <= pairs
+    if m is not None:
+        assert len({parse_composite(c, False)[0] for c in mine}) <= m
+    for method, norm in (("weighted-laplace", 1), ("weighted-gaussian", 2)):
+        h0 = {r[ITEM]: r["weight"] for r in weight_histogram(restricted_sets(composite(spark, base, m), max_items,
+                                                                            salt), method).collect()}
+        h1 = {r[ITEM]: r["weight"] for r in weight_histogram(restricted_sets(composite(spark, base + added, m),
+                                                                            max_items, salt), method).collect()}
+        diff = np.array([h1.get(k, 0.0) - h0.get(k, 0.0) for k in set(h0) | set(h1)])
+        assert (diff >= 0).all() and np.linalg.norm(diff, ord=norm) <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_count_release_composite_counts_move_by_at_most_one_on_the_added_pairs(spark, seed):
+    rng = np.random.default_rng(400 + seed)
+    persons = rng.choice(5_000, size=int(rng.integers(6, 25)), replace=False)
+    y, others = int(persons[0]), persons[1:]
+    base, added = random_rows(rng, others), random_rows(rng, [y])
+    m = [None, 1, 3][seed % 3]
+
+    def counts(rows):
+        return {r[ITEM]: r["count"] for r in item_counts(composite(spark, rows, m)).collect()}
+
+    without, with_y = counts(base), counts(base + added)
+    moved = {k for k in set(without) | set(with_y) if with_y.get(k, 0) != without.get(k, 0)}
+    assert all(with_y.get(k, 0) - without.get(k, 0) == 1 for k in moved)  # +1 only, never more
+    assert {parse_composite(k, False) for k in moved} <= {(KEYS.index(g), i) for _, i, g in added}
+    if m is not None:
+        assert len({parse_composite(k, False)[0] for k in moved}) <= m
+
+
+def test_the_split_is_the_inverse_of_the_composite_key(spark):
+    rows = [(1, "a:b", "g1"), (2, "", "g0"), (3, "x", "g3")]
+    edges = composite(spark, rows)
+    split = split_composite(edges.select(ITEM), KEYS, "country", edges.schema[ITEM].dataType, False)
+    got = sorted((r["country"], r[ITEM]) for r in split.collect())
+    assert got == sorted((g, i) for _, i, g in rows)
+    assert released_per_group(edges.select(ITEM), len(KEYS)) == [1, 1, 0, 1]
+    longs = spark.createDataFrame([(1, -(2**63), 0), (2, 2**63 - 1, 1)], f"{PERSON} long, {ITEM} long, {GROUP_INDEX} int")
+    back = split_composite(composite_edges(longs).select(ITEM), ("a", "b"), "g", T.StringType(), True)
+    assert sorted((r["g"], r[ITEM]) for r in back.collect()) == [("a", -(2**63)), ("b", 2**63 - 1)]
+    assert parse_composite("12:-5", True) == (12, -5) and parse_composite("0:a:b", False) == (0, "a:b")
+
+
+@pytest.fixture(scope="module")
+def table(spark):
+    rng = np.random.default_rng(21)
+    rows = [(p, f"i{rng.integers(12)}", f"g{rng.integers(3)}") for p in range(2500)
+            for _ in range(int(rng.integers(1, 5)))]
+    rows += [(7, "only-null-group", None)]
+    return spark.createDataFrame(rows, "person_id long, item string, country string")
+
+
+RUNS = {
+    "set-union": (dp_spark.set_union, dict(epsilon=1.0, delta=1e-6, max_items=4), ["item", "error"]),
+    "count-release": (dp_spark.count_release, dict(rho=0.5, delta=1e-6, kbar=60),
+                      ["item", "count", "sigma", "error"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_seeded_api_run_releases_pairs_of_the_public_keys(spark, table, name):
+    function, kwargs, columns = RUNS[name]
+    keys = ["g0", "g1", "g2", "empty"]
+    first = function(table, **kwargs, group_by="country", groups=keys, seed=4)
+    again = function(table, **kwargs, group_by="country", groups=keys, seed=4)
+    assert first.result == again.result
+    frame = first.groups.toPandas()
+    assert sorted(map(tuple, frame.values.tolist())) == sorted(map(tuple, again.groups.toPandas().values.tolist()))
+    assert list(frame.columns) == ["country", *columns]
+    assert len(frame) > 0 and set(frame["country"]) <= {"g0", "g1", "g2"}  # "empty" has no rows
+    assert set(frame["item"]) <= {f"i{j}" for j in range(12)}
+    assert [g["group"] for g in first.result["groups"]] == keys
+    assert first.result["groups_released"] == 4 and first.result["groups_in_report"] == 4
+    per_group = {g["group"]: g["released_count"] for g in first.result["groups"]}
+    assert per_group["empty"] == 0
+    assert per_group == {k: int((frame["country"] == k).sum()) for k in keys}
+    assert first.result["released_count"] == len(frame)
+    assert frame["error"].str.len().min() > 50
+    assert first.parameters["group_by"] == "country" and first.parameters["max_groups"] == "none"
+    assert "not split between groups" in first.statement
+    from dp_spark.report import report_schema
+    import jsonschema
+
+    jsonschema.validate(json.loads(first.to_json()), report_schema())
+    if name == "count-release":
+        assert all({"group", "item", "count", "sigma"} <= set(r) for r in first.result["items"])
+        assert len(first.result["items"]) == len(frame)
+        assert frame["error"].str.contains("relative error").all()
+
+
+def test_a_public_cap_keeps_each_person_in_m_groups(spark, table):
+    release = dp_spark.count_release(table, rho=0.5, delta=1e-6, kbar=60, group_by="country",
+                                     groups=["g0", "g1", "g2"], max_groups=1, seed=4)
+    assert release.parameters["max_groups"] == 1
+    assert "at most 1 of their country groups" in release.statement
+    bounded = dp_spark.count_release(table, rho=0.5, delta=1e-6, method="bounded", max_items=2,
+                                     group_by="country", groups=["g0", "g1", "g2"], seed=4)
+    frame = bounded.groups.toPandas()
+    assert list(frame.columns) == ["country", "item", "count", "sigma", "error"]
+    assert frame["error"].str.contains("keeps at most 2 pairs").all()
+
+
+def test_an_ungrouped_call_is_unchanged(spark, table):
+    for function, kwargs, _ in RUNS.values():
+        plain = function(table, **kwargs, seed=3)
+        explicit = function(table, **kwargs, seed=3, group_by=None, groups=None, max_groups=None)
+        assert plain.result == explicit.result
+        assert "groups" not in plain.result and "group_by" not in plain.parameters
+        assert "groups" not in plain.artifacts and "items" in plain.artifacts
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_refusals_come_before_anything_is_spent(spark, table, name):
+    function, kwargs, _ = RUNS[name]
+    budget = PrivacyFilter(ApproxDP(5.0, 1e-3) if name == "set-union" else ZCDP(5.0, 1e-3))
+    with pytest.raises(SchemaError):
+        function(table, **kwargs, group_by="nope", groups=["a"], budget=budget)
+    many = spark.range(MAX_PUBLIC_GROUPS + 1).select(F.col("id").cast("string").alias("country"))
+    with pytest.raises(ParameterError, match="more than 1,024 public keys"):
+        function(table, **kwargs, group_by="country", groups=many, budget=budget)
+    with pytest.raises(ParameterError, match="not available yet"):
+        function(table, **kwargs, group_by="country", groups=None, budget=budget)
+    with pytest.raises(ParameterError, match="give group_by"):
+        function(table, **kwargs, groups=["g0"], budget=budget)
+    with pytest.raises(ParameterError, match="column name of release.groups"):
+        function(table.withColumnRenamed("country", "error"), **kwargs, group_by="error", groups=["g0"],
+                 budget=budget)
+    with pytest.raises(ParameterError, match="max_groups"):
+        function(table, **kwargs, group_by="country", groups=["g0"], max_groups=0, budget=budget)
+    spent = budget.spent
+    assert (spent.epsilon if name == "set-union" else spent.rho) == 0.0
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_cli_writes_the_groups_output(spark, table, tmp_path, name):
+    data, keys, report = tmp_path / "t.parquet", tmp_path / "keys.csv", tmp_path / "r.json"
+    table.write.parquet(str(data))
+    keys.write_text("country\ng0\ng1\ng2\nnone\n")
+    out = tmp_path / "groups.csv"
+    flags = (["--epsilon", "1", "--delta", "1e-6", "--max-items", "4"] if name == "set-union"
+             else ["--rho", "0.5", "--delta", "1e-6", "--kbar", "60"])
+    code = cli.main([name, "--input", str(data), *flags, "--group-by", "country", "--groups", str(keys),
+                     "--max-groups", "2", "--groups-output", str(out), "--output", str(report), "--seed", "1",
+                     "--quiet"])
+    assert code == 0
+    written = spark.read.option("header", True).csv(str(out)).toPandas()
+    assert list(written.columns)[:2] == ["country", "item"] and len(written) > 0
+    doc = json.loads(report.read_text())
+    assert doc["result"]["groups_released"] == 4 and doc["parameters"]["max_groups"] == 2
+    assert doc["result"]["released_count"] == len(written)
+    base = [name, "--input", str(data), *flags, "--seed", "1", "--quiet"]
+    assert cli.main([*base, "--groups-output", str(tmp_path / "x.parquet")]) == 2  # without --group-by
+    assert cli.main([*base, "--group-by", "country", "--groups", str(keys),
+                     "--items-output", str(tmp_path / "y.parquet")]) == 2  # grouped rows go to --groups-output
+
+
+def test_integer_group_keys_and_items(spark):
+    df = spark.createDataFrame([(p, p % 5, p % 3) for p in range(3000)], "person_id long, item long, g int")
+    release = dp_spark.count_release(df, rho=1.0, delta=1e-6, kbar=30, group_by="g", groups=[0, 1, 2, 7], seed=2)
+    frame = release.groups.toPandas()
+    assert set(frame["g"]) <= {0, 1, 2} and set(frame["item"]) <= set(range(5))
+    assert str(release.groups.schema["item"].dataType) == "LongType()"
+    union = dp_spark.set_union(df, epsilon=1.0, delta=1e-6, group_by="g", groups=[0, 1, 2, 7], seed=2)
+    pairs = {(r["g"], r["item"]) for r in union.groups.collect()}
+    assert pairs and pairs <= {(p % 3, p % 5) for p in range(3000)}
