@@ -25,7 +25,7 @@ import os
 import sys
 from pathlib import Path
 
-from dp_spark.commands.base import MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, log, run_release, synthetic_rows
+from dp_spark.commands.base import MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, groups_writer, log, run_release, synthetic_rows
 from dp_spark.commands.base import load_table as base_load_table
 from dp_spark.commands.params import release_options
 from dp_spark.plans.continual_distinct import Params, origin_value
@@ -49,6 +49,10 @@ OPTIONS = (
     Option("demo_flippancy", int, 16, "largest flippancy of the built-in synthetic stream (no --input)"),
 ) + release_options(Params, only=("rho", "horizon", "method", "max_flippancy", "beta", "delta", "origin",
                                   "step_size", "shards")) + (
+    *release_options(Params, only=("group_by", "groups", "max_groups")),
+    Option("groups_output", str, None, "with --group-by: write every group's released series (the group column, "
+           "step, count, std, error_bound, error) here: Parquet, CSV (a path ending in .csv) or table:db.name "
+           "(atomically)"),
     Option("series", str, None, "write the series here (.parquet or .csv); default: beside --output"),
     Option("budget_rho", float, None, "total ρ budget; the run is refused before reading data if the "
            "release would exceed it"),
@@ -74,8 +78,22 @@ def plan_options(opts):
     built-in data's public horizon default (1024 steps, 32 with --stream; no
     data is involved) and its column names. With --input a missing horizon
     stays None and the plan refuses it."""
+    if opts.get("groups_output") and not opts.get("group_by"):
+        from dp_spark.errors import ParameterError
+
+        raise ParameterError("--groups-output writes the per-group series of a grouped run; give --group-by "
+                             "(with --groups and --max-groups), or drop --groups-output.")
+    if opts.get("group_by") and opts.get("series"):
+        from dp_spark.errors import ParameterError
+
+        raise ParameterError("--series writes the ungrouped series; a grouped run (--group-by) writes every "
+                             "group's series to --groups-output.")
     if opts["input"]:
         return opts
+    if opts.get("group_by"):
+        from dp_spark.errors import ParameterError
+
+        raise ParameterError("--group-by needs --input (the built-in synthetic stream has no group column).")
     from dp_spark.continual_data import DEFAULT_HORIZON
 
     horizon = opts["horizon"]
@@ -231,7 +249,10 @@ def _stream(spark, source, fmt, opts, budget_filter):
 
 
 def series_path(opts) -> str | None:
-    """--series, or ``<report stem>_series.parquet`` beside --output, or None."""
+    """--series, or ``<report stem>_series.parquet`` beside --output, or None
+    (always for a grouped run: its series go to --groups-output)."""
+    if opts.get("group_by"):
+        return None
     if opts.get("series"):
         return opts["series"]
     if opts.get("output"):
@@ -246,7 +267,7 @@ def write_series(release, opts) -> None:
     step) atomically as one Parquet or CSV file (by extension); a seeded
     run's file gets the column ``not_for_publication`` (:mod:`dp_spark.marking`)."""
     path = series_path(opts)
-    if path is None:
+    if path is None or "series" not in release.artifacts:  # a grouped run: --groups-output instead
         return
     from dp_spark.io import is_local as _is_local
 
@@ -288,4 +309,4 @@ def _write_remote(release, path: str, fmt: str, overwrite: bool = False) -> None
     write_dataframe_atomic(frame.coalesce(1), path, fmt, seeded=release.seeded, overwrite=overwrite)
 
 
-ARTIFACT_WRITERS = {"series": write_series}
+ARTIFACT_WRITERS = {"series": write_series, "groups": groups_writer("per-group series")}

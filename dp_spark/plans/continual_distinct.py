@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.continual_distinct.groups import group_factor, group_rho, grouped_budget_split
 from dp_spark.mechanisms.continual_distinct.mechanisms import DEFAULT_METHOD, MECHANISMS, budget_split, round_up_flippancy
-from dp_spark.plan import Plan, builds, param, set_checked
+from dp_spark.plan import GroupParams, Plan, builds, param, set_checked
 from dp_spark.plans import RHO_HELP_TAIL, SEED_HELP
 from dp_spark.settings.continual_distinct import (
     MAX_HORIZON,
@@ -40,6 +41,7 @@ from dp_spark.settings.continual_distinct import (
     next_power_of_two,
     validate_horizon,
     validate_mapping_parameters,
+    validate_grouped_size,
     validate_shards,
 )
 
@@ -71,6 +73,30 @@ RULES = (
     "Spark equality is not byte equality (floating point; strings with a non-binary collation) are "
     "refused before anything is read or spent.",
 )
+
+def error_assumption(method: str, w: int | None) -> str:
+    """The assumption behind a method's stated error bounds (report wording)."""
+    if method == "bounded":
+        return f", provided no item flips more than {w} times (otherwise add the number of items that do)"
+    if method in ("baseline", "auto"):
+        return ", provided the count changes by at most 1 per step (staleness between recomputes)"
+    return ""
+
+
+def grouped_note(method: str, m: int, group_by: str, item_col: str) -> str:
+    """The plan's note on a grouped run's budget (proof:
+    :mod:`dp_spark.mechanisms.continual_distinct.groups`)."""
+    head = (f"Grouped by {group_by}: each {item_col}'s events count in at most {m} of its groups (the first by a "
+            "public hash order of (item, group)); ")
+    if method == "bounded":
+        tail = (f"every group's counter spends ρ/{m} (trees only: the counters one item changes add up to at most "
+                f"{m} trees' sensitivity" + ("; m = 1: parallel composition, the full ρ per group)." if m == 1
+                                             else ")."))
+    else:
+        tail = (f"every group's counter spends ρ/{2 * m}: removing some of one item's events can move its kept "
+                f"groups, so up to {2 * m} counters change (method 'bounded' needs only ρ/{m}).")
+    return head + tail
+
 
 def effective_flippancy(max_flippancy: int | None, tree_horizon: int) -> int | None:
     """The bound w the tree uses: max_flippancy rounded up to a power of two,
@@ -111,8 +137,20 @@ def origin_value(text):
 origin_value.__name__ = "a number or an ISO date/time"
 
 
+#: The columns of a grouped run's ``release.groups`` besides the group column.
+GROUPS_OUTPUT_COLUMNS = ("step", "count", "std", "error_bound", "error")
+
+#: A grouped run's m: required (module docstring, "Groups").
+MAX_GROUPS_REQUIRED = (
+    "group_by needs max_groups= (--max-groups), the most groups one item's events count in: "
+    "continual-distinct does not choose it privately (a private choice would have to be charged "
+    "under the item-level subset relation, where one item's neighbour moves between counts of groups; "
+    "not offered). Give a public bound, e.g. max_groups=1 when every item belongs to one group."
+)
+
+
 @dataclass(frozen=True, kw_only=True)
-class Params:
+class Params(GroupParams):
     """Every continual-distinct parameter: its default, help (the CLI's),
     public limit; constructing one checks them all (before any data is
     read). The release function's keywords, the CLI flags and the YAML keys
@@ -162,6 +200,19 @@ class Params:
         validate_mapping_parameters(self.origin, self.step_size)
         set_checked(self, shards=validate_shards(self.shards))
         set_checked(self, stream=checks.boolean(self.stream, "stream"))
+        self.check_groups()
+        if self.group_by is not None:
+            checks.distinct_columns(time_col=self.time_col, item_col=self.item_col, op_col=self.op_col,
+                                    group_by=self.group_by)
+            if self.max_groups is None:
+                raise ParameterError(MAX_GROUPS_REQUIRED)
+            if self.group_by in GROUPS_OUTPUT_COLUMNS:
+                raise ParameterError(f"group_by {self.group_by!r} is a column name of release.groups ("
+                                     f"{', '.join(GROUPS_OUTPUT_COLUMNS)}); rename the group column first.")
+            if self.stream:
+                raise ParameterError("group_by is a batch release; drop --stream (or group_by).")
+            if isinstance(self.groups, tuple):
+                validate_grouped_size(len(self.groups), self.horizon)
 
 
 @builds(Params)
@@ -176,7 +227,14 @@ def plan(params: Params) -> Plan:
         p.time_col, p.item_col, p.op_col, p.origin, p.step_size, p.shards)
     tree_horizon = next_power_of_two(horizon)
     w = effective_flippancy(max_flippancy, tree_horizon)
-    steps = [(label, ZCDP(part)) for label, part in budget_split(method, rho, tree_horizon, beta, w)]
+    grouped = p.group_by is not None
+    if grouped:  # each group's counter at ρ_g = ρ/factor; one item's neighbour changes <= factor counters
+        factor = group_factor(method, p.max_groups)
+        rho_group = group_rho(rho, method, p.max_groups)
+        split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w), factor)
+    else:
+        split = budget_split(method, rho, tree_horizon, beta, w)
+    steps = [(label, ZCDP(part)) for label, part in split]
     parameters = {
         "rho": rho, "delta": delta, "beta": beta, "method": method, "horizon": horizon,
         "horizon_given": True,  # always: the horizon is a required parameter
@@ -188,6 +246,9 @@ def plan(params: Params) -> Plan:
     else:
         parameters.update(origin=origin, step_size=step_size, shards=shards)
     parameters["noise"] = "discrete gaussian"
+    if grouped:
+        parameters.update(p.group_parameters())
+        parameters.update(rho_per_group=rho_group, group_budget_factor=factor)
     guarantee = ZCDP(rho)
     notes = ["Bad values are dropped per event (never an error after spending); the report lists the rules."]
     if tree_horizon != horizon:
@@ -196,6 +257,8 @@ def plan(params: Params) -> Plan:
         notes.append(f"max_flippancy {max_flippancy} is used as w = {w} (a power of two, at most the tree horizon).")
     if stream:
         notes.append(f"Streaming: privacy holds provided {GRID_CONDITION}.")
+    if grouped:
+        notes.append(grouped_note(method, p.max_groups, p.group_by, item_col))
     return Plan(
         release=RELEASE,
         guarantee=guarantee,
@@ -204,7 +267,8 @@ def plan(params: Params) -> Plan:
         privacy_unit="item",
         neighbouring=f"{NEIGHBOURING}; assumes {GRID_CONDITION}" if stream else NEIGHBOURING,
         releases=(f"a private estimate of the number of present {item_col} values at every step 1..{horizon}, "
-                  f"each with its {1 - beta:.0%} simultaneous error bound"),
+                  f"each with its {1 - beta:.0%} simultaneous error bound"
+                  + ("" if not grouped else f", per public key of {p.group_by} (each series at {1 - beta:.0%})")),
         equivalent=guarantee.to_approx(delta),
         notes=notes,
     )

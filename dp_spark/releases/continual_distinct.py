@@ -56,7 +56,7 @@ from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, continual_counts
 from dp_spark.noise.records import KINDS
 from dp_spark.plan import Plan
-from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES
+from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES, error_assumption
 from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
@@ -106,14 +106,6 @@ def series_pandas(series) -> pd.DataFrame:
     frame = series.toPandas() if hasattr(series, "toPandas") else series
     return series_frame(frame["step"], frame["estimate"], frame["std"], frame["error_bound"],
                         [None if pd.isna(b) else int(b) for b in frame["flippancy_bound"]])
-
-
-def _assumption(method: str, w: int | None) -> str:
-    if method == "bounded":
-        return f", provided no item flips more than {w} times (otherwise add the number of items that do)"
-    if method in ("baseline", "auto"):
-        return ", provided the count changes by at most 1 per step (staleness between recomputes)"
-    return ""
 
 
 def _noise_words(noise) -> str:
@@ -189,7 +181,7 @@ def build_release(
         "confidence": confidence,
         "notes": list(notes),
     }
-    assumption = _assumption(method, plan["flippancy_bound"])
+    assumption = error_assumption(method, plan["flippancy_bound"])
     provided = f", provided {GRID_CONDITION}" if plan.parameters.get("mode") == "stream" else ""
     statement = (
         f"Item-level {plan.guarantee.describe()}, which implies ({plan.equivalent.epsilon:.3g}, {delta:g})-"
@@ -226,6 +218,9 @@ def continual_distinct(
     seed: int | None = None,
     budget: PrivacyFilter | None = None,
     ledger=None,
+    group_by: str | None = None,
+    groups=None,
+    max_groups: int | None = None,
 ) -> Release:
     """Release the number of present items at every step under item-level ρ-zCDP.
 
@@ -262,6 +257,16 @@ def continual_distinct(
         budget: an optional shared :class:`PrivacyFilter` (or ``ledger=``, a
             persisted one); ρ is spent from it before any data is read, and
             the release is refused if it would overspend.
+        group_by: a column of the events: release a series per public key
+            (``groups=``: a list, a one-column DataFrame or a file; every
+            key is released, also one without events). ``max_groups`` m,
+            REQUIRED with ``group_by``: each item's events count in at most
+            m of its groups (the first by a public hash order); every
+            group's counter spends ρ/(2m), ρ/m for "bounded"
+            (:mod:`dp_spark.releases.grouped_continual_distinct`).
+            ``release.groups`` is a Spark DataFrame: the group column, step,
+            count, std, error_bound, error (one row per group and step);
+            groups × the tree horizon is at most ``MAX_GROUPED_STEPS``.
 
     Returns a :class:`Release`: ``release.series`` is a Spark DataFrame with
     one row per step (step, estimate, std, error_bound, flippancy_bound);
@@ -278,7 +283,8 @@ def continual_distinct(
     """
     plan = make_plan(rho=rho, horizon=horizon, method=method, time_col=time_col, item_col=item_col,
                      op_col=op_col, max_flippancy=max_flippancy, beta=beta, delta=delta, origin=origin,
-                     step_size=step_size, shards=shards, seed=seed)
+                     step_size=step_size, shards=shards, seed=seed, group_by=group_by, groups=groups,
+                     max_groups=max_groups)
     return run(plan, df, budget=budget, ledger=ledger)
 
 
@@ -288,27 +294,48 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Relea
     (:func:`dp_spark.releases.template.run_release`); its input is the
     event table (:func:`event_table`), not a person-level edge table."""
     return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend,
-                       edge_table=event_table)
+                       edge_table=event_table, prepare=_grouped_size)
 
 
 def event_table(plan: Plan, df):
     """The event table's schema checks (no data read, before any spending):
     the three columns, their types, and the time → step mapping (e.g. a
-    timestamp column without ``origin`` is refused here). Returns ``df``:
-    the stage reads the events itself."""
-    from dp_spark.stages.continual import check_columns, time_mapping
+    timestamp column without ``origin`` is refused here). Returns ``df``
+    (the stage reads the events itself), or for a grouped run the valid
+    events with the group and the unit column the template's group cap
+    reads (:func:`dp_spark.stages.continual_groups.grouped_events`; lazy)."""
+    from dp_spark.stages.continual import event_columns, time_mapping
 
     p = plan.params
-    kind = check_columns(df, p.time_col, p.item_col, p.op_col)
-    time_mapping(kind, p.origin, p.step_size)
-    return df
+    columns = event_columns(df, p.time_col, p.item_col, p.op_col)
+    mapping = time_mapping(columns.kind, p.origin, p.step_size)
+    if p.group_by is None:
+        return df
+    from dp_spark.stages.continual_groups import grouped_events
+
+    return grouped_events(df, columns, mapping, p.horizon, p.group_by, p.time_col, p.item_col, p.op_col)
+
+
+def _grouped_size(plan: Plan, events) -> Plan:
+    """A grouped run's keys × tree horizon, limited from the public keys
+    alone (read by the template) before anything is spent."""
+    if plan.params.group_by is not None:
+        from dp_spark.settings.continual_distinct import validate_grouped_size
+
+        validate_grouped_size(len(plan.params.groups), plan.params.horizon)
+    return plan
 
 
 def _body(plan: Plan, df, rng, local) -> Release:
-    """Stage (per-step summaries), mechanism (``continual_counts``), then the report."""
+    """Stage (per-step summaries), mechanism (``continual_counts``), then the
+    report; a grouped run: :mod:`dp_spark.releases.grouped_continual_distinct`."""
     from dp_spark.stages.continual import continual_summaries
 
     p = plan.params
+    if p.group_by is not None:
+        from dp_spark.releases import grouped_continual_distinct
+
+        return grouped_continual_distinct.body(plan, df, rng, local)
     log.info("continual-distinct: computing per-step summaries")
     stage = continual_summaries(df, p.time_col, p.item_col, p.op_col, plan.params.horizon, origin=p.origin,
                                 step_size=p.step_size, shards=plan.params.shards)

@@ -80,3 +80,24 @@ def validate_mapping_parameters(origin, step_size) -> None:
         raise ParameterError(f"origin must be a number, an ISO date/time string or a datetime; got {origin!r}.")
     if origin is not None and not isinstance(origin, (str, _dt.date)):
         checks.number(origin, "origin")
+
+
+#: Grouped runs (issue 24): the driver receives every group's flip cells and
+#: runs every group's mechanism, so the number of public keys times the tree
+#: horizon is limited to the ungrouped cap on one series' steps: the same
+#: driver memory as the largest ungrouped run (``driver_bytes(MAX_HORIZON)``),
+#: e.g. 1,024 keys (``dp_spark.plan.MAX_PUBLIC_GROUPS``) at 4,096 steps.
+MAX_GROUPED_STEPS = MAX_HORIZON
+
+
+def validate_grouped_size(n_groups: int, horizon: int) -> None:
+    """Refuse, from the public keys and the horizon alone (before anything is
+    read or spent), a grouped run whose groups × tree horizon exceeds
+    MAX_GROUPED_STEPS."""
+    cells = int(n_groups) * next_power_of_two(horizon)
+    if cells > MAX_GROUPED_STEPS:
+        raise ParameterError(
+            f"groups × steps: {int(n_groups):,} public keys × {next_power_of_two(horizon):,} steps (the tree "
+            f"horizon) = {cells:,}; at most {MAX_GROUPED_STEPS:,} (the driver holds every group's per-step "
+            "summaries and runs every group's mechanism). Use fewer keys or a coarser step_size."
+        )

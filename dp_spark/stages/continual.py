@@ -307,34 +307,53 @@ def op_column(df: DataFrame, op_col: str):
     )
 
 
-def check_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> str:
-    """Schema checks (no data read). Returns the time kind."""
+@dataclass(frozen=True)
+class EventColumns:
+    """The event table's checked columns (:func:`event_columns`): the time
+    kind and the raw time, item and op as Spark columns. Built once per
+    table: the schema checks run once."""
+
+    kind: str
+    time: object
+    item: object
+    op: object
+
+
+def event_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> EventColumns:
+    """Every schema check of the event table, once (no data read): the three
+    columns exist and differ, the item and op types are usable, the time
+    column's kind. Returns the normalised columns the stage selects."""
     require_columns(df, time_col, item_col, op_col)
     if len({time_col, item_col, op_col}) != 3:
         raise SchemaError("time, item and op must be three different columns.")
-    item_column(df, item_col)
-    op_column(df, op_col)
-    return time_kind(df, time_col)
+    item = item_column(df, item_col)
+    op = op_column(df, op_col)
+    kind = time_kind(df, time_col)
+    return EventColumns(kind, raw_time(df, time_col, kind), item, op)
 
 
-def valid_events(df: DataFrame, time_col: str, item_col: str, op_col: str, kind: str,
-                 mapping: TimeMapping, horizon: int) -> DataFrame:
+def check_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> str:
+    """Schema checks (no data read). Returns the time kind."""
+    return event_columns(df, time_col, item_col, op_col).kind
+
+
+def valid_events(df: DataFrame, columns: EventColumns, mapping: TimeMapping, horizon: int,
+                 extra: tuple = ()) -> DataFrame:
     """Columns step, order_key (raw time; omitted when ``needs_order`` says it
-    adds nothing), item, op of the events the rules keep; every other row is
+    adds nothing), item, op (and the ``extra`` columns, e.g. a group) of the
+    events the rules keep; every other row is
     DROPPED by a per-row filter (no Spark job runs here, nothing is counted or
     raised): a null item, an op other than +1 / −1 (null included), a null
     or non-finite time, or a time outside steps 1..horizon. The filter maps each item's events to a subset of its own
     events, so the item-level sensitivity of everything computed from them
-    is unchanged (module docstring)."""
-    out = df.select(
-        raw_time(df, time_col, kind).alias(ORDER),
-        item_column(df, item_col).alias(ITEM),
-        op_column(df, op_col).alias(OP),
-    )
+    is unchanged (module docstring). ``columns``: :func:`event_columns` of
+    ``df`` (the schema checks are not repeated here)."""
+    out = df.select(columns.time.alias(ORDER), columns.item.alias(ITEM), columns.op.alias(OP), *extra)
+    names = [c for c in out.columns if c not in (ORDER, ITEM, OP)]
     keep = F.col(ITEM).isNotNull() & F.col(OP).isin(1, -1) & mapping.in_range(F.col(ORDER), horizon)
     step = F.when(keep, mapping.column(F.col(ORDER)))  # evaluated on kept rows only: no overflow
     order = [ORDER] if needs_order(mapping) else []
-    return out.where(keep).select(step.alias(STEP), *order, ITEM, OP)
+    return out.where(keep).select(step.alias(STEP), *order, ITEM, OP, *names)
 
 
 def needs_order(mapping: TimeMapping) -> bool:
@@ -388,7 +407,23 @@ def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int) -> DataFra
     """
     partitioned = steps_df.repartition(int(shards), ITEM)
     cells = partitioned.mapInArrow(partial(_partition_cells, max_level=int(max_level)), CELL_SCHEMA)
-    return cells.groupBy(STEP, LEVEL).agg(F.sum(DELTA).alias(DELTA), F.sum(CROSS).alias(CROSS))
+    return summed_cells(cells, [STEP, LEVEL], sum_partitions(steps_df.sparkSession, shards))
+
+
+def sum_partitions(spark, shards: int) -> int:
+    """Partitions of the JVM sum of the shards' cells (issue 26): two per
+    task slot of the cluster, at most the shard count
+    (:func:`dp_spark.stages.partitioning.python_partitions`), never
+    ``spark.sql.shuffle.partitions``. The sums are the same for every count."""
+    return python_partitions(spark, int(shards))
+
+
+def summed_cells(cells: DataFrame, keys: list[str], partitions: int) -> DataFrame:
+    """delta and cross summed per ``keys`` cell in ``partitions`` partitions:
+    an explicit hash repartition by the keys (adaptive execution keeps an
+    explicit count), which the aggregation reuses (no second exchange)."""
+    by_cell = cells.repartition(int(partitions), *keys)
+    return by_cell.groupBy(*keys).agg(F.sum(DELTA).alias(DELTA), F.sum(CROSS).alias(CROSS))
 
 
 def default_shards(spark) -> int:
@@ -442,8 +477,8 @@ def continual_summaries(
     """
     horizon = validate_horizon(horizon)
     shards = validate_shards(shards)
-    kind = check_columns(df, time_col, item_col, op_col)
-    mapping = time_mapping(kind, origin, step_size)
+    columns = event_columns(df, time_col, item_col, op_col)  # the schema checks, once
+    mapping = time_mapping(columns.kind, origin, step_size)
     tree_horizon = next_power_of_two(horizon)
     top = tree_horizon.bit_length() - 1
     if max_level is None:
@@ -452,7 +487,7 @@ def continual_summaries(
         raise ParameterError(f"max_level must be a whole number in 0..log2(horizon); got {max_level!r}.")
     shards = default_shards(df.sparkSession) if shards is None else shards
 
-    steps_df = valid_events(df, time_col, item_col, op_col, kind, mapping, horizon)
+    steps_df = valid_events(df, columns, mapping, horizon)
     cells = flip_cell_table(steps_df, int(max_level), shards)
     log.info("continual-distinct: computing per-step flip counts (%d item shards)", shards)
     with spark_job("computing per-step flip counts"):

@@ -143,6 +143,19 @@ def _check_group_column(df: DataFrame, group_col: str, person_col: str, item_col
         raise SchemaError(f"the group column {group_col!r} holds only nulls (type void); choose another column.")
 
 
+def group_column(df: DataFrame, group_col: str, other_cols: tuple[str, ...]):
+    """The group column of a table that is not a person edge table (the
+    continual release's events): the same schema checks as :func:`edges`
+    (it exists, is none of ``other_cols``, is not all nulls) and the same
+    normalisation, aliased :data:`GROUP`. Schema only; no data read."""
+    require_columns(df, group_col)
+    if group_col in other_cols:
+        raise SchemaError(f"the group column must differ from the {', '.join(other_cols)} columns.")
+    if isinstance(df.schema[group_col].dataType, T.NullType):
+        raise SchemaError(f"the group column {group_col!r} holds only nulls (type void); choose another column.")
+    return _normalised(df, group_col, GROUP)
+
+
 def item_type(edge_df: DataFrame) -> T.DataType:
     return edge_df.schema[ITEM].dataType
 

@@ -71,3 +71,47 @@ def test_recompute_baseline_audit(audit_record):
     audit_record("continual recompute baseline (per release)", claimed, bound, T, DELTA)
     broken = _lower_bound(_baseline_releases(4 * rho_total, 1, 7), _baseline_releases(4 * rho_total, 0, 8), 2)
     assert_detects("continual recompute baseline (per release)", claimed, broken)
+
+
+def _grouped_differences(rho_group: float, in_a: int, in_b: int, seeds) -> np.ndarray:
+    """a − b for two groups' block-1 baselines (each group's own counter at
+    ``rho_group``, independent noise): item x present in group a (``in_a``)
+    and/or b (``in_b``) from step 1 to T; one trial per step and run."""
+    out = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        a = _baseline_counts(rho_group, in_a, rng)
+        b = _baseline_counts(rho_group, in_b, rng)
+        out.append(a - b)
+    return np.concatenate(out)
+
+
+def _baseline_counts(rho: float, count: int, rng) -> np.ndarray:
+    z = np.zeros(T, dtype=np.int64)
+    z[0] = count
+    summaries = StreamSummaries(T, 0, z, z.reshape(1, -1), np.zeros((1, T), dtype=np.int64))
+    return continual_counts(summaries, rho, "baseline", block=1, rng=rng).estimates
+
+
+def test_grouped_counters_audit(audit_record):
+    """Grouped continual-distinct (issue 24), m = 1: item x has events in groups
+    a and b, a first in the public order, so D keeps x in a; its neighbour D'
+    (x's a-events removed, the release's subset relation) keeps x in b instead:
+    both groups' series move. Each group's counter runs at ρ/(2m)
+    (``group_rho``); the claim is the total ρ. Event: a − b ≥ 5 (likelier on
+    D). The broken variant is the tempting mistake, each group at ρ/m
+    ("parallel composition": one item, one group), which the audit detects."""
+    from dp_spark.mechanisms.continual_distinct.groups import group_rho
+
+    rho_total, claimed, runs = T / 2, claimed_epsilon(0.5), 4  # ρ/T = 1/2 per step: one trial per step
+    n = runs * T
+
+    def bound(rho_group, seeds):
+        on_d = _grouped_differences(rho_group, 1, 0, seeds[:runs])
+        on_d_prime = _grouped_differences(rho_group, 0, 1, seeds[runs:])
+        return _lower_bound(on_d, on_d_prime, 5)
+
+    audit_record("grouped continual counters (m = 1, subset neighbour)", claimed,
+                 bound(group_rho(rho_total, "baseline", 1), range(20, 28)), n, DELTA)
+    assert_detects("grouped continual counters (m = 1, subset neighbour)", claimed,
+                   bound(rho_total, range(30, 38)))

@@ -30,7 +30,7 @@ CLI_ONLY = {
     "top_k": {"items_output", "budget_epsilon", "budget_delta"},
     "count_release": {"items_output", "budget_rho", "budget_delta", "groups_output"},
     "continual_distinct": {"demo_flippancy", "series", "budget_rho", "checkpoint", "sink", "files_per_step",
-                           "trigger", "timeout", "state_partitions"},
+                           "trigger", "timeout", "state_partitions", "groups_output"},
 }
 #: The release function's arguments that are no parameter of the plan.
 CALL_ONLY = {"df", "budget", "ledger"}

@@ -1,0 +1,95 @@
+"""Per-group continual distinct counting: the budget of each group's counter (issue 24).
+
+Pure numpy / fractions; never imports pyspark. The grouped release runs one
+independent ungrouped mechanism (:func:`continual_counts`, the same method)
+per public group key, on that group's stream after each ITEM's events are
+capped to at most m of its groups (the m first of the item's own groups in
+a fixed public hash order of (item, group); a per-item transformation, done
+by the Spark stage). This module says how much of ρ each group's counter
+gets, and proves it.
+
+Guarantee: item-level ρ-zCDP for all groups' series together, under the
+release's relation (Jain et al. 2023, Definition 1.2, "subset": any subset
+of one item's events replaced by no-ops).
+
+Proof. Let D' be D with a subset of item x's events removed; the cap keeps
+x's groups G (of D) and G' (of D'), |G|, |G'| <= m, and every other item's
+capped events are identical. In group g the two streams differ only in x's
+events there, and:
+- g in G ∩ G': x's events E'_g ⊆ E_g: a *subset* pair of group g's stream;
+- g in G \\ G': D has all of x's events E_g, D' none: an *item-removal* pair;
+- g in G' \\ G: D' has all of x's (remaining) events E'_g, D none: an
+  item-removal pair (a group enters G' only because groups ranked before it
+  lost all of x's events);
+- any other g: identical streams.
+So with k = |G ∩ G'| at most k subset pairs and 2(m − k) item-removal pairs
+change — up to 2m groups (m = 1: x's events in a and b, a kept; remove
+x's a-events and b is kept instead: both a and b change). Each group's
+counter is ρ_g-zCDP under either relation, and the counters use independent
+noise, so the series are (k + 2(m − k))·ρ_g ≤ 2m·ρ_g-zCDP: ``ρ_g = ρ/(2m)``
+(:func:`group_factor` 2m) for "auto", "adaptive" and "baseline", whose
+sparse-vector queries and recompute counts move by ≤ 1 under both relations.
+"bounded" (trees only) needs less: a tree is calibrated to ℓ2² ≤ 4·w·L under
+"subset" and moves by ℓ2² ≤ w·L under item-removal
+(:mod:`.relations`), so the changed groups' trees add up to ℓ2² ≤ k·4wL +
+2(m − k)·wL ≤ m·4wL and ``ρ_g = ρ/m`` suffices (factor m; m = 1: every
+group the full ρ by parallel composition). tests/unit/test_continual_groups.py
+checks every step on random subset and item-removal neighbours.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dp_spark.accounting.exact import exact, float_down, ratio_down
+from dp_spark.errors import ParameterError
+
+__all__ = ["group_factor", "group_rho", "grouped_budget_split", "grouped_label", "merged_records"]
+
+
+def group_factor(method: str, max_groups: int) -> int:
+    """The number of groups' worth of budget one item's neighbour can touch:
+    m for "bounded" (trees only), 2m for the others (module docstring)."""
+    m = int(max_groups)
+    if m < 1:
+        raise ParameterError("max_groups must be at least 1")
+    return m if method == "bounded" else 2 * m
+
+
+def group_rho(rho: float, method: str, max_groups: int) -> float:
+    """ρ_g, each group's counter's budget: ρ / ``group_factor`` rounded
+    down, so factor·ρ_g never exceeds ρ."""
+    return ratio_down(rho, group_factor(method, max_groups))
+
+
+def grouped_label(label: str, factor: int) -> str:
+    """A budget step of the grouped release: the per-group step ``label``,
+    summed over the ``factor`` group counters one item can change."""
+    return f"{label}; per group at ρ/{factor} (one item's neighbour costs at most {factor} groups' worth)"
+
+
+def grouped_budget_split(parts: list[tuple[str, float]], factor: int) -> list[tuple[str, float]]:
+    """The grouped release's budget split from one group's (``budget_split``
+    at ρ_g): each step charged ``factor`` times (rounded down, so the steps
+    never sum above factor·ρ_g ≤ ρ)."""
+    return [(grouped_label(label, factor), float_down(exact(part) * factor)) for label, part in parts]
+
+
+def merged_records(per_group: list[tuple], factor: int) -> list:
+    """Every group's noise records as one list: records equal but for their
+    number of draws are merged (their draws added); each is charged to its
+    grouped step (:func:`grouped_label`). Public values only."""
+    merged: dict = {}
+    for records in per_group:
+        for r in records:
+            r = r.at(grouped_label(r.step, factor))
+            key = dataclasses.replace(r, draws=None)
+            key = (key.step, key.kind, key.scale, key.std, key.sensitivity, key.target,
+                   tuple(sorted((k, repr(v)) for k, v in key.parameters.items())))
+            if key in merged:
+                old = merged[key]
+                draws = None if old.draws is None or r.draws is None else old.draws + r.draws
+                merged[key] = dataclasses.replace(old, draws=draws)
+            else:
+                merged[key] = r
+    return list(merged.values())

@@ -1,0 +1,218 @@
+"""Grouped continual-distinct (issue 24) and the continual stage's partitions
+(issue 26): the one-pass grouped stage equals the ungrouped stage per group;
+on random subset / whole-item neighbours through the real Spark cap at most
+2m (m) groups' streams change; seeded API and CLI runs; every public key
+released; null groups dropped per row; refusals before anything is spent;
+an ungrouped call unchanged; the flip-cell sum's partitions never the
+session's shuffle partitions."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+
+import dp_spark
+from dp_spark import cli
+from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.errors import ParameterError, SchemaError
+from dp_spark.plan import MAX_PUBLIC_GROUPS
+from dp_spark.stages.continual import (
+    continual_summaries,
+    event_columns,
+    flip_cell_table,
+    sum_partitions,
+    time_mapping,
+    valid_events,
+)
+from dp_spark.stages.continual_groups import GROUP_INDEX, grouped_cells, grouped_events
+from dp_spark.stages.edges import GROUP
+from dp_spark.stages.groups import cap_groups
+from dp_spark.stages.partitioning import python_partitions
+
+SCHEMA = "time long, item string, op int, g string"
+KEYS = ["a", "b", "c", "d"]
+H = 16
+
+
+def random_events(rng, items, horizon=H, groups=KEYS):
+    rows = []
+    for x in items:
+        for _ in range(int(rng.integers(1, 9))):
+            rows.append((int(rng.integers(1, horizon + 1)), f"x{x}", int(rng.choice([1, 1, -1])),
+                         str(rng.choice(groups))))
+    return rows
+
+
+def stage(spark, rows, m, shards=2, horizon=H):
+    """The grouped stage as the release runs it: valid events with the group,
+    restricted to the public keys (index added), each item capped to m groups."""
+    df = spark.createDataFrame(rows, SCHEMA)
+    cols = event_columns(df, "time", "item", "op")
+    events = grouped_events(df, cols, time_mapping(cols.kind, None, None), horizon, "g", "time", "item", "op")
+    keys = spark.createDataFrame([(k, i) for i, k in enumerate(KEYS)], f"{GROUP} string, {GROUP_INDEX} int")
+    capped = cap_groups(events.join(F.broadcast(keys), on=GROUP), m)
+    return capped, grouped_cells(capped, len(KEYS), horizon, shards=shards)
+
+
+def _same(x, y) -> bool:
+    return (np.array_equal(x.z, y.z) and np.array_equal(x.z_truncated, y.z_truncated)
+            and np.array_equal(x.over_counts, y.over_counts))
+
+
+def test_every_groups_cells_are_the_ungrouped_stage_on_its_capped_events(spark):
+    rng = np.random.default_rng(3)
+    rows = random_events(rng, range(25))
+    for m, shards in ((len(KEYS), 1), (1, 3), (2, 2)):
+        capped, cells = stage(spark, rows, m, shards)
+        for g, key in enumerate(KEYS):
+            mine = capped.where(F.col(GROUP_INDEX) == g).select(F.col("step").alias("time"), "item", "op")
+            want = continual_summaries(mine, horizon=H, shards=1).summaries
+            assert _same(cells.summaries(g), want), (m, shards, key)
+        per_item = capped.groupBy("item").agg(F.countDistinct(GROUP).alias("n")).agg(F.max("n")).first()[0]
+        assert per_item <= m
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_neighbour_changes_at_most_2m_groups_through_the_spark_cap(spark, seed):
+    """Random neighbours through the real stage: one item's events, a random
+    subset of them (the release's relation) or all of them, removed."""
+    rng = np.random.default_rng(40 + seed)
+    m = int(rng.integers(1, 3))
+    rows = random_events(rng, range(12))
+    x = "x0"
+    for whole in (True, False):
+        keep = [r for r in rows if r[1] != x or (not whole and rng.random() < 0.5)]
+        _, full = stage(spark, rows, m)
+        _, less = stage(spark, keep, m)
+        changed = [g for g in range(len(KEYS)) if not _same(full.summaries(g), less.summaries(g))]
+        assert len(changed) <= (m if whole else 2 * m)
+        assert set(np.asarray(KEYS)[changed]) <= {r[3] for r in rows if r[1] == x}
+        for g in changed:  # each group's count moves by at most 1 at every step
+            assert np.max(np.abs(np.cumsum(full.summaries(g).z) - np.cumsum(less.summaries(g).z))) <= 1
+
+
+@pytest.fixture(scope="module")
+def table(spark):
+    rng = np.random.default_rng(11)
+    rows = random_events(rng, range(60), groups=["g0", "g1", "g2"])
+    rows += [(3, "only-null-group", 1, None)]  # a null group: dropped from every group
+    return spark.createDataFrame(rows, "time long, item string, op int, country string")
+
+
+def test_seeded_api_run_releases_every_public_key(spark, table):
+    keys = ["g0", "g1", "g2", "empty"]
+    budget = PrivacyFilter(ZCDP(2.0))
+    first = dp_spark.continual_distinct(table, rho=1.0, horizon=H, group_by="country", groups=keys, max_groups=1,
+                                        seed=4, budget=budget)
+    again = dp_spark.continual_distinct(table, rho=1.0, horizon=H, group_by="country", groups=keys, max_groups=1,
+                                        seed=4)
+    assert budget.spent.rho == pytest.approx(1.0)
+    assert first.result == again.result
+    frame = first.groups.orderBy("country", "step").toPandas()
+    assert list(frame.columns) == ["country", "step", "count", "std", "error_bound", "error"]
+    assert len(frame) == len(keys) * H and sorted(set(frame["country"])) == sorted(keys)
+    assert frame.equals(again.groups.orderBy("country", "step").toPandas())
+    assert [g["group"] for g in first.result["groups"]] == keys
+    assert first.result["groups_released"] == 4 and first.result["simultaneous_confidence"] == pytest.approx(0.8)
+    assert sum(s["rho"] for s in first.budget_split) == pytest.approx(1.0)
+    assert first.parameters["rho_per_group"] == pytest.approx(0.5)  # auto: ρ/(2m)
+    assert "each group's series spends ρ/2" in first.statement
+    assert all(r.step in {s["step"] for s in first.budget_split} for r in first.noise)
+    assert "series" not in first.artifacts
+    from dp_spark.report import report_schema
+    import jsonschema
+
+    jsonschema.validate(json.loads(first.to_json()), report_schema())
+
+
+def test_bounded_with_one_group_per_item_gives_every_group_the_full_rho(spark, table):
+    release = dp_spark.continual_distinct(table, rho=1.0, horizon=H, method="bounded", max_flippancy=4,
+                                          group_by="country", groups=["g0", "g1"], max_groups=1, seed=2)
+    assert release.parameters["rho_per_group"] == 1.0
+    assert "parallel composition" in release.statement
+
+
+def test_null_groups_are_dropped_per_row(spark):
+    rows = [(1, "x", 1, None), (2, "y", 1, "a"), (3, "x", 1, "a")]
+    df = spark.createDataFrame(rows, SCHEMA)
+    cols = event_columns(df, "time", "item", "op")
+    events = grouped_events(df, cols, time_mapping(cols.kind, None, None), 4, "g", "time", "item", "op")
+    assert sorted((r["step"], r["item"]) for r in events.collect()) == [(2, "y"), (3, "x")]
+
+
+def test_refusals_come_before_anything_is_spent(spark, table):
+    budget = PrivacyFilter(ZCDP(5.0))
+    call = dict(rho=1.0, horizon=H, budget=budget)
+    with pytest.raises(SchemaError, match="nope"):
+        dp_spark.continual_distinct(table, group_by="nope", groups=["a"], max_groups=1, **call)
+    many = spark.range(MAX_PUBLIC_GROUPS + 1).select(F.col("id").cast("string").alias("country"))
+    with pytest.raises(ParameterError, match="more than 1,024 public keys"):
+        dp_spark.continual_distinct(table, group_by="country", groups=many, max_groups=1, **call)
+    wide = spark.range(600).select(F.col("id").cast("string").alias("country"))  # 600 × 8,192 > 2^22
+    with pytest.raises(ParameterError, match="groups × steps"):
+        dp_spark.continual_distinct(table, group_by="country", groups=wide, max_groups=1, rho=1.0, horizon=8000,
+                                    budget=budget)
+    with pytest.raises(ParameterError, match="groups × steps"):  # a list: refused by the plan already
+        dp_spark.continual_distinct(table, group_by="country", groups=[str(i) for i in range(600)], max_groups=1,
+                                    rho=1.0, horizon=8000, budget=budget)
+    with pytest.raises(ParameterError, match="max_groups"):
+        dp_spark.continual_distinct(table, group_by="country", groups=["g0"], **call)
+    with pytest.raises(ParameterError, match="release.groups"):
+        dp_spark.continual_distinct(table.withColumnRenamed("country", "step"), group_by="step", groups=["g0"],
+                                    max_groups=1, **call)
+    with pytest.raises(ParameterError, match="differ|both name"):
+        dp_spark.continual_distinct(table, group_by="item", groups=["g0"], max_groups=1, **call)
+    assert budget.spent.rho == 0.0
+
+
+def test_an_ungrouped_call_is_unchanged(spark, table):
+    plain = dp_spark.continual_distinct(table, rho=1.0, horizon=H, seed=3)
+    explicit = dp_spark.continual_distinct(table, rho=1.0, horizon=H, seed=3, group_by=None, groups=None,
+                                           max_groups=None)
+    assert plain.result == explicit.result and plain.budget_split == explicit.budget_split
+    assert "group_by" not in plain.parameters and "groups" not in plain.artifacts
+
+
+def test_cli_writes_the_groups_output(spark, table, tmp_path):
+    data, keys, report = tmp_path / "t.parquet", tmp_path / "keys.csv", tmp_path / "r.json"
+    table.write.parquet(str(data))
+    keys.write_text("country\ng0\ng1\ng2\nnone\n")
+    out = tmp_path / "groups.parquet"
+    args = ["continual-distinct", "--input", str(data), "--horizon", str(H), "--rho", "1", "--group-by", "country",
+            "--groups", str(keys), "--max-groups", "2", "--seed", "1", "--quiet"]
+    assert cli.main(args + ["--groups-output", str(out), "--output", str(report)]) == 0
+    written = spark.read.parquet(str(out)).toPandas()
+    assert sorted(set(written["country"])) == ["g0", "g1", "g2", "none"] and len(written) == 4 * H
+    doc = json.loads(report.read_text())
+    assert doc["result"]["groups_released"] == 4 and doc["parameters"]["max_groups"] == 2
+    assert not (tmp_path / "r_series.parquet").exists()  # a grouped run writes no ungrouped series
+    assert cli.main(args + ["--series", str(tmp_path / "s.parquet")]) == 2  # --series with --group-by: refused
+    assert cli.main(["continual-distinct", "--input", str(data), "--horizon", str(H), "--groups-output",
+                     str(tmp_path / "x.parquet"), "--seed", "1", "--quiet"]) == 2  # without --group-by: refused
+
+
+def test_the_flip_cell_sum_never_uses_the_sessions_shuffle_partitions(spark):
+    """Issue 26: the JVM sum of the shards' cells has stages.partitioning's
+    count (two per task slot, at most the shards) whatever the session's
+    spark.sql.shuffle.partitions, and one exchange feeds the aggregation."""
+    df = spark.createDataFrame(random_events(np.random.default_rng(1), range(30)), SCHEMA)
+    cols = event_columns(df, "time", "item", "op")
+    events = valid_events(df, cols, time_mapping(cols.kind, None, None), H)
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        for session_partitions, shards in (("200", 3), ("1", 5), ("7", 1)):
+            spark.conf.set("spark.sql.shuffle.partitions", session_partitions)
+            cells = flip_cell_table(events, 4, shards)
+            assert sum_partitions(spark, shards) == python_partitions(spark, shards)
+            assert cells.rdd.getNumPartitions() == python_partitions(spark, shards)
+            plan = cells._jdf.queryExecution().executedPlan().toString()
+            by_cell = re.findall(r"hashpartitioning\(step#\d+L?, level#\d+, (\d+)\)", plan)
+            n = python_partitions(spark, shards)
+            assert set(by_cell) == {str(n)} if n > 1 else "Exchange SinglePartition" in plan
+            assert "ENSURE_REQUIREMENTS" not in plan  # the aggregation adds no exchange of its own
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
