@@ -422,8 +422,10 @@ def speed(spark, args) -> dict:
 def profile(spark, path: str, G: int, reps: int) -> list:
     """Each Spark step of the grouped release as its own job (the release's
     own stage functions, NON-PRIVATE intermediates, nothing released): the
-    edge table restricted to the keys, + the per-person cap (m = G), and the
-    one-pass greedy counts with and without the cap."""
+    edge table restricted to the keys, + the per-person cap (m = G) as a
+    window and as the release now runs it (m >= the G public keys: skipped,
+    :func:`dp_spark.stages.groups.cap_groups`), and the one-pass greedy
+    counts with and without the window."""
     from pyspark.sql import functions as F
 
     from dp_spark.settings.distinct_count import bound_candidates
@@ -445,6 +447,8 @@ def profile(spark, path: str, G: int, reps: int) -> list:
          lambda: spark.read.parquet(path).groupBy("grp").agg(F.countDistinct("item")).collect()),
         ("edge table restricted to the keys (noop sink)", lambda: noop(restricted())),
         (f"+ cap_groups(m={G}) (window by person; noop sink)", lambda: noop(cap_groups(restricted(), G))),
+        (f"+ cap_groups(m={G}, public_keys={G}) (what the release runs: m >= #keys, no window; noop sink)",
+         lambda: noop(cap_groups(restricted(), G, public_keys=G))),
         ("grouped_greedy_counts without the cap", lambda: grouped_greedy_counts(restricted(), MAX_BOUND, 1, G, cands)),
         (f"grouped_greedy_counts after cap_groups(m={G})",
          lambda: grouped_greedy_counts(cap_groups(restricted(), G), MAX_BOUND, 1, G, cands)),

@@ -76,7 +76,7 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     shards, how, noise = greedy_shards(edge_df, p.shards, pure_step_epsilon(plan, "shards", gaussian), rng)
     if m is None and keys:  # no key (a private key step released none): nothing to cap, nothing drawn
         m, drawn = _choose_cap(edge_df, len(keys), cap_epsilon(plan, "max_groups", gaussian), rng)
-        edge_df = cap_groups(edge_df, m)
+        edge_df = cap_groups(edge_df, m, public_keys=len(keys))  # m = #keys: no window (cap_groups doc)
         noise.append(drawn)
         how = {**how, "max_groups": m, "max_groups_chosen": "privately (GEM over the rows each cap keeps)"}
     log.info("distinct-count: per-group bounded counts (%d public groups)", len(keys))

@@ -123,7 +123,8 @@ def grouped_edges(plan, edge_df, keys: tuple | None = None):
     key_df = spark.createDataFrame([(k, i) for i, k in enumerate(typed)], schema)
     restricted = edge_df.join(F.broadcast(key_df), on=GROUP, how="inner")
     # max_groups=None: the release chooses m privately after spending, then caps (its body)
-    capped = restricted if p.max_groups is None else cap_groups(restricted, p.max_groups)
+    # public_keys: the table is restricted to the keys, so m >= #keys keeps every row (no window)
+    capped = restricted if p.max_groups is None else cap_groups(restricted, p.max_groups, public_keys=len(typed))
     params = copy.copy(p)  # the keys were checked (public) or released (private): no re-check, () allowed
     set_checked(params, groups=tuple(typed))
     parameters = {**plan.parameters, "group_keys": len(typed)}

@@ -7,6 +7,18 @@ it is a public function of its id: sensitivity 1), discrete Laplace at the
 plan's ``shards`` step (ε/100 of the release's ε: pure ε-DP), one shard per
 200,000 persons (:func:`dp_spark.mechanisms.distinct_count.choose_shards`,
 post-processing). Given shards are used as they are and spend nothing.
+
+Why the count is its own pass, before the greedy's (issue 26 asked to fold
+it in): the shard count fixes the greedy's layout — every shard must lie
+whole in one Python task, so the shuffle that reads the rows needs it. A
+count made in that same pass comes too late, unless the layout is fixed
+first and every task is at least one shard (shards >= the pass's
+partitions, two per task slot: a cluster-dependent floor on the shard count
+that splits small data into more greedy sequences and lowers its counts;
+benchmarks/README.md measured 39 shards against 10 at 2M persons: g_1 −13%)
+or the data is read twice anyway. So the count stays a separate job; it
+reads the person column only and aggregates a 1-in-16 sample (its cost at
+20M rows: benchmarks/README.md, "Issue 26 at 20M rows").
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ from dp_spark.errors import LimitError
 from dp_spark.settings.distinct_count import DEFAULT_EDGE_LIMIT, MAX_SHARDS, METHODS, limited
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import ITEM, PERSON, edges
-from dp_spark.stages.kernels import flow_bounded_counts, greedy_match_rounds
-from dp_spark.stages.partitioning import cluster_parallelism, python_partitions
+from dp_spark.stages.kernels import flow_bounded_counts, greedy_match_rounds, murmur3_long, xxhash64_long
+from dp_spark.stages.partitioning import TASKS_PER_SLOT, cluster_parallelism, python_partitions
 
 log = logging.getLogger(__name__)
 
@@ -56,31 +56,43 @@ def default_shards(spark) -> int:
 
 def greedy_partitions(spark, shards: int) -> int:
     """Partitions of the greedy pass for ``shards`` shards, from the shard
-    count and :func:`dp_spark.stages.partitioning.python_partitions` (two
-    per task slot) only: one per shard while that is no more tasks; else
-    the largest divisor of ``shards`` that is at most that many and at least
-    half of it (partition = shard mod partitions, so every partition holds
-    as many shards); else one per shard up to 8 times that many tasks;
-    else that many, several whole shards each. Only the layout changes:
-    every shard is still one sequence in one task, so the counts are the
-    same for any number of partitions (tested)."""
+    count and the cluster's task slots only (never the session's shuffle
+    partitions; :mod:`dp_spark.stages.partitioning`): one per shard while
+    that is no more than :func:`~dp_spark.stages.partitioning.python_partitions`
+    (two per slot). Above that, among the divisors of ``shards`` up to that
+    many (partition = shard mod partitions: every partition holds as many
+    shards) and one partition per shard (up to 8 times that many), the
+    count whose slowest slot runs the fewest shards (ceil(partitions /
+    slots) waves of shards / partitions shards each; ties: more partitions,
+    so a slow task leaves work to the others). E.g. 9 shards on 2 slots: 9
+    partitions (5 shards on the busiest slot), not 3 (6). Failing both
+    (many shards, no divisor of at least half the cap): that many
+    partitions, several whole shards each. Only the layout changes: every
+    shard is still one sequence in one task, so the counts are the same for
+    any number of partitions (tested)."""
     shards, cap = int(shards), python_partitions(spark)
     if shards <= cap:
         return shards
-    divisor = max(d for d in range(1, cap + 1) if shards % d == 0)
-    if 2 * divisor >= cap:
-        return divisor
-    return shards if shards <= 8 * cap else cap
+    slots = max(1, cap // TASKS_PER_SLOT)
+    options = [d for d in range(1, cap + 1) if shards % d == 0]
+    if shards <= 8 * cap:
+        options.append(shards)
+    best = min(options, key=lambda t: (-(-t // slots) * (shards / t), -t))
+    if shards > 8 * cap and 2 * best < cap:
+        return cap
+    return best
 
 
 # --------------------------------------------------------------------- greedy
 
-def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, rank of each code's value among the distinct values): a hash
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(codes, rank of each code's value among the distinct values, the
+    distinct values when the ids are integers, else None): a hash
     factorisation (no sort of the rows), then a sort of the distinct values
     only. Ids are long or string; the rank orders longs numerically and
     strings byte-wise, as a sort of the column would."""
     column = column.combine_chunks()
+    uniques = None
     if pa.types.is_integer(column.type):
         codes, uniques = pd.factorize(column.to_numpy(zero_copy_only=False))
         order = np.argsort(uniques, kind="stable")
@@ -90,17 +102,24 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
         order = pc.sort_indices(encoded.dictionary).to_numpy()
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
-    return np.asarray(codes, dtype=np.int64), rank
+    return np.asarray(codes, dtype=np.int64), rank, uniques
 
 
-def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iterator[pa.RecordBatch]:
+def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
+                      shards: int | None = None) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: run Algorithm 2's greedy on each shard in the partition.
 
     Rows are (shard, person order key, person, item key); the shard and the
     order key are functions of the person (as :func:`greedy_rounds` builds
-    them). Inside a shard, persons are visited by (xxhash64(person), person)
-    and each person's items by their key; repeated (person, item) rows are
-    dropped. Emits (item key, round) for every item the shard matched.
+    them). Lean rows (:func:`sharded_edges` of a long person column) are
+    (person, item key) only: the kernel then computes the same shard
+    pmod(hash(person), ``shards``) and order key xxhash64(person) itself, on
+    the distinct persons (:func:`~dp_spark.stages.kernels.murmur3_long`,
+    :func:`~dp_spark.stages.kernels.xxhash64_long`: Spark's hashes bit for
+    bit), so 12 of the 28 bytes a row carried never cross to Python. Inside
+    a shard, persons are visited by (xxhash64(person), person) and each
+    person's items by their key; repeated (person, item) rows are dropped.
+    Emits (item key, round) for every item the shard matched.
 
     How (the same result as sorting the rows by (shard, person key, person,
     item key), with less work): persons and items are factorised by hash and
@@ -112,17 +131,23 @@ def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iter
     if not collected:
         return
     table = pa.Table.from_batches(collected)
-    shard = table.column(_SHARD).to_numpy()
-    person_key = table.column(_PH).to_numpy()
-    person, person_rank = _codes(table.column(PERSON))
+    person, person_rank, person_values = _codes(table.column(PERSON))
     n_persons = len(person_rank)
-    # Per distinct person: its shard and order key (functions of the person).
-    shard_of = np.empty(n_persons, dtype=shard.dtype)
-    key_of = np.empty(n_persons, dtype=np.int64)
-    shard_of[person] = shard
-    key_of[person] = person_key
-    if not (np.array_equal(shard_of[person], shard) and np.array_equal(key_of[person], person_key)):
-        raise ValueError("greedy partition: the shard and the person key must be functions of the person")
+    if _SHARD not in table.column_names:  # lean rows: the shard and order key from the distinct persons
+        if shards is None or person_values is None:
+            raise ValueError("greedy partition: lean rows need long persons and the shard count")
+        shard_of = np.mod(murmur3_long(person_values).astype(np.int64), int(shards))
+        key_of = xxhash64_long(person_values)
+    else:
+        shard = table.column(_SHARD).to_numpy()
+        person_key = table.column(_PH).to_numpy()
+        # Per distinct person: its shard and order key (functions of the person).
+        shard_of = np.empty(n_persons, dtype=shard.dtype)
+        key_of = np.empty(n_persons, dtype=np.int64)
+        shard_of[person] = shard
+        key_of[person] = person_key
+        if not (np.array_equal(shard_of[person], shard) and np.array_equal(key_of[person], person_key)):
+            raise ValueError("greedy partition: the shard and the person key must be functions of the person")
     visit = np.lexsort((person_rank, key_of, shard_of))  # distinct persons in visiting order
     position = np.empty(n_persons, dtype=np.int64)
     position[visit] = np.arange(n_persons)
@@ -185,7 +210,7 @@ def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int, partitions: i
     if partitions is None:
         partitions = greedy_partitions(edge_df.sparkSession, shards)
     return sharded_edges(edge_df, shards, partitions).mapInArrow(
-        partial(_greedy_partition, max_bound=max_bound), ROUND_SCHEMA)
+        partial(_greedy_partition, max_bound=max_bound, shards=int(shards)), ROUND_SCHEMA)
 
 
 ROUND_SCHEMA = T.StructType([
@@ -195,13 +220,16 @@ ROUND_SCHEMA = T.StructType([
 
 
 def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None) -> DataFrame:
-    """The rows :func:`_greedy_partition` reads: (shard, person order key,
-    person, item key), every shard whole in one of ``partitions`` partitions
-    (default: one per shard). When ``partitions`` divides ``shards`` the rows
-    are hash-partitioned by person (partition = pmod(murmur3(person),
-    partitions) = shard mod partitions, with shard = pmod(murmur3(person),
-    shards)); otherwise by the shard number. Both are explicit counts,
-    which adaptive execution keeps. NON-PRIVATE intermediate data."""
+    """The rows :func:`_greedy_partition` reads, every shard (persons with
+    the same pmod(murmur3(person), shards)) whole in one of ``partitions``
+    partitions (default: one per shard). When ``partitions`` divides
+    ``shards`` the rows are hash-partitioned by person (partition =
+    pmod(murmur3(person), partitions) = shard mod partitions); otherwise by
+    the shard number. Both are explicit counts, which adaptive execution
+    keeps. A long person column gives lean rows (person, item key): the
+    kernel computes the shard and order key of each distinct person itself
+    (bit for bit the same); other person types give (shard, person order
+    key, person, item key). NON-PRIVATE intermediate data."""
     shards = int(shards)
     partitions = shards if partitions is None else int(partitions)
     if not 1 <= partitions <= shards:
@@ -209,10 +237,13 @@ def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None
     # The item is hashed before the shuffle, so the shuffle moves a long
     # instead of the item value (the same key, computed earlier).
     keyed = edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
-    shard = F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD)
-    if shards % partitions == 0:
-        return keyed.repartition(partitions, PERSON).select(shard, F.xxhash64(PERSON).alias(_PH), PERSON, _IH)
-    return keyed.select(shard, F.xxhash64(PERSON).alias(_PH), PERSON, _IH).repartition(partitions, _SHARD)
+    shard = F.pmod(F.hash(PERSON), F.lit(shards)).cast("int")
+    lean = isinstance(edge_df.schema[PERSON].dataType, T.LongType)
+    laid_out = (keyed.repartition(partitions, PERSON) if shards % partitions == 0
+                else keyed.repartition(partitions, shard))  # the same partition as by a shard column
+    if lean:
+        return laid_out
+    return laid_out.select(shard.alias(_SHARD), F.xxhash64(PERSON).alias(_PH), PERSON, _IH)
 
 
 def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: int | None = None) -> np.ndarray:

@@ -46,14 +46,27 @@ def _valid_groups(edge_df: DataFrame) -> DataFrame:
     return edge_df.where(F.col(GROUP).isNotNull())
 
 
-def cap_groups(edge_df: DataFrame, max_groups: int) -> DataFrame:
+def cap_groups(edge_df: DataFrame, max_groups: int, public_keys: int | None = None) -> DataFrame:
     """The rows of ``edge_df`` (person, item, group, and any other columns)
     in the at most ``max_groups`` groups of each person that come first in
     the public order ``(xxhash64(person, group), group)``; rows with a null
     group are dropped. A per-person transformation (module docstring): one
     shuffle by person, a dense rank over the person's rows, no join, nothing
-    collected."""
+    collected.
+
+    ``public_keys`` K: the caller's statement that ``edge_df`` is already
+    restricted to K public keys (every group value is one of K values, as
+    :func:`dp_spark.releases.groups.grouped_edges` makes it). Then, when
+    m = ``max_groups`` >= K, the cap keeps every row with a non-null group
+    and the window is skipped (no shuffle, no sort). Proof: a person's
+    distinct groups G_p are among the K keys, so |G_p| <= K <= m; the dense
+    rank of a row of p is at most |G_p| <= m, so the filter ``rank <= m``
+    keeps every row. The result is the same table, so every statement above
+    (a per-person transformation, at most m groups per person) holds as it
+    stands. The decision reads only m and K, both public."""
     m = checks.integer(max_groups, "max_groups", 1, MAX_GROUPS_LIMIT)
+    if public_keys is not None and m >= checks.integer(public_keys, "public_keys", 1, None):
+        return _valid_groups(edge_df)
     order = Window.partitionBy(PERSON).orderBy(F.xxhash64(PERSON, GROUP), GROUP)
     ranked = _valid_groups(edge_df).withColumn(_RANK, F.dense_rank().over(order))
     return ranked.where(F.col(_RANK) <= m).drop(_RANK)

@@ -77,3 +77,44 @@ def test_adding_a_person_moves_each_count_by_at_most_l_under_collisions(persons,
     after = _counts(_rows({**persons, new_id: extra}, shards, pkey, ikey), max_bound, string_ids=string_ids)
     diff = after - before
     assert np.all(diff >= 0) and np.all(diff <= np.arange(1, max_bound + 1)), diff
+
+
+def _lean_batches(rows, split):
+    """rows: (person, item_key), what sharded_edges sends for long persons."""
+    person, ikey = (list(c) for c in zip(*rows)) if rows else ([], [])
+    table = pa.table({PERSON: pa.array(person, pa.int64()), _IH: pa.array(ikey, pa.int64())})
+    cuts = sorted(set([0, len(rows)] + list(split)))
+    return [b for lo, hi in zip(cuts[:-1], cuts[1:]) for b in table.slice(lo, hi - lo).to_batches()]
+
+
+def _emitted(batches, max_bound, shards=None):
+    out = []
+    for batch in _greedy_partition(iter(batches), max_bound, shards):
+        out += zip(batch.column(ITEM_KEY).to_pylist(), batch.column(ROUND).to_pylist())
+    return sorted(out)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(st.integers(-2**63, 2**63 - 1), st.lists(st.integers(0, 40), min_size=1, max_size=8),
+                       max_size=12), st.integers(1, 4), st.integers(1, 6), st.randoms(use_true_random=False))
+def test_lean_rows_emit_what_the_full_rows_emit(persons, shards, max_bound, rnd):
+    """Lean rows (person, item key): the kernel's own shard pmod(hash(person),
+    shards) and order key xxhash64(person) (numpy, Spark's hashes) give every
+    (item key, round) the rows carrying Spark's columns give."""
+    from dp_spark.stages.kernels import murmur3_long, xxhash64_long
+
+    ids = np.array(list(persons), dtype=np.int64)
+    shard = dict(zip(ids.tolist(), np.mod(murmur3_long(ids).astype(np.int64), shards).tolist()))
+    key = dict(zip(ids.tolist(), xxhash64_long(ids).tolist()))
+    full = [(shard[p], key[p], p, x * 7919 % 37) for p, items in persons.items() for x in items]
+    lean = [(p, x * 7919 % 37) for p, items in persons.items() for x in items]
+    rnd.shuffle(lean)
+    split = sorted(rnd.sample(range(len(lean) + 1), min(3, len(lean) + 1)))
+    assert _emitted(_lean_batches(lean, split), max_bound, shards) == _emitted(_batches(full, (), False), max_bound)
+
+
+def test_lean_rows_need_the_shard_count():
+    import pytest
+
+    with pytest.raises(ValueError):
+        list(_greedy_partition(iter(_lean_batches([(1, 2)], ())), 3))

@@ -92,3 +92,28 @@ def test_bad_cap_and_missing_group_column_are_refused(spark):
 
     with pytest.raises(SchemaError):
         cap_groups(df.drop(GROUP), 2)
+
+
+def _has_window(df) -> bool:
+    return "Window" in df._jdf.queryExecution().executedPlan().toString()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cap_at_or_above_the_public_key_count_keeps_every_row_without_the_window(spark, seed):
+    """m >= K public keys on a table restricted to those keys: the skipped
+    cap returns exactly the rows the windowed cap keeps (every row with a
+    group), and no window (sort by person) is planned; m < K still caps."""
+    rng = np.random.default_rng(40 + seed)
+    keys = 5
+    rows = random_rows(rng, rng.choice(1000, size=12, replace=False), groups=keys)
+    df = spark.createDataFrame(rows + [(3, "x", None)], SCHEMA)  # a null group: dropped either way
+    for m in (keys, keys + 3):
+        skipped = cap_groups(df, m, public_keys=keys)
+        assert not _has_window(skipped)
+        assert sorted(map(tuple, skipped.collect())) == sorted(map(tuple, cap_groups(df, m).collect()))
+        assert sorted(map(tuple, skipped.collect())) == sorted(r for r in rows if r[2] is not None)
+    capped = cap_groups(df, keys - 1, public_keys=keys)
+    assert _has_window(capped)
+    assert sorted(map(tuple, capped.collect())) == sorted(map(tuple, cap_groups(df, keys - 1).collect()))
+    with pytest.raises(ParameterError):
+        cap_groups(df, 2, public_keys=0)
