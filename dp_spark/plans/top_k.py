@@ -62,7 +62,7 @@ NAMES = {
     "cdp-peel": "one-shot Gumbel top-k with CDP accounting (Durfee & Rogers 2019)",
     "unknown-domain": "Unknown Domain Gumbel (Durfee & Rogers 2019; Rogers 2024, Algorithm 1)",
 }
-AUTO_CHOICE_STEP = "auto: noisy counts at ranks 1 and k (Laplace) to choose between the joint mechanism and CDP-Peel"
+AUTO_CHOICE_STEP = "auto: noisy counts at ranks 1 and k (discrete Laplace) to choose between the joint mechanism and CDP-Peel"
 AUTO_SELECT_STEP = ("selection with the mechanism auto chose (result.method: cdp-peel is (ε, δ)-DP, the "
                     "others ε-DP; δ is charged either way)")
 AUTO_PUBLIC_STEP = ("selection with the pure ε-DP mechanism auto chose from public parameters alone "
