@@ -52,9 +52,8 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 
-from dp_spark.accounting.exact import ratio_down
-from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_gumbel
-from dp_spark.mechanisms.top_k.error import CONFIDENCE, domain_top_k, selection_noise
+from dp_spark.mechanisms.top_k.error import CONFIDENCE, selection_noise
+from dp_spark.mechanisms.top_k.grouped import group_share, grouped_domain_top_k, grouped_unknown_domain
 from dp_spark.plan import Plan
 from dp_spark.plans.top_k import NAMES
 from dp_spark.report import Release
@@ -87,11 +86,11 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
         noise.append(drawn)
         how = {"max_groups": m, "max_groups_chosen": CHOSEN}
     mechanism = p.mechanism
+    epsilon_sel = plan.split.epsilon("selection")
     # ε'/m and δ/m rounded down: m groups' shares never sum above (ε', δ) (basic composition)
-    epsilon_group = ratio_down(plan.split.epsilon("selection"), m)
-    delta_group = ratio_down(p.delta, m) if p.delta > 0 else 0.0
+    epsilon_group, delta_group = group_share(epsilon_sel, p.delta, m)
     items = p.domain if p.domain_size is not None else None
-    released = _select(edge_df, mechanism, items, n_groups, p.k, epsilon_group, delta_group, p.kbar, rng)
+    released = _select(edge_df, mechanism, items, n_groups, p.k, epsilon_sel, p.delta, m, p.kbar, rng)
     size = p.kbar if mechanism == "unknown-domain" else len(items)
     record = selection_noise(mechanism, p.k, epsilon_group, delta_group, size)
     record = dataclasses.replace(record, target=f"in each of the {n_groups:,} groups: {record.target}")
@@ -99,8 +98,9 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     return _report(plan, keys, m, released, mechanism, how, local, edge_df, [*noise, record], items)
 
 
-def _select(edge_df, mechanism, items, n_groups, k, epsilon, delta, kbar, rng) -> list[_Group]:
-    """The one Spark pass, then the mechanism per group on the driver."""
+def _select(edge_df, mechanism, items, n_groups, k, epsilon, delta, m, kbar, rng) -> list[_Group]:
+    """The one Spark pass, then the mechanism per group on the driver
+    (:mod:`dp_spark.mechanisms.top_k.grouped`: each group at (ε/m, δ/m))."""
     if items is None:
         log.info("top-k: collecting the %d largest item counts of each of %d groups", kbar + 1, n_groups)
         tops = stage.grouped_top_item_counts(edge_df, n_groups, kbar)  # NON-PRIVATE
@@ -110,16 +110,13 @@ def _select(edge_df, mechanism, items, n_groups, k, epsilon, delta, kbar, rng) -
         counts = stage.grouped_domain_item_counts(edge_df, items, n_groups)  # NON-PRIVATE
         tops = ([stage.top_of_domain(items, counts[g], kbar) for g in range(n_groups)]
                 if mechanism == "unknown-domain" else None)
-    out = []
+    # the mechanism per group, on the driver (no Spark work)
     if mechanism == "unknown-domain":
-        eps_item, delta_threshold, _ = unknown_domain_calibration(epsilon, delta, k)
-        for top in tops:  # the mechanism per group, on the driver (no Spark work)
-            result = unknown_domain_gumbel(top.counts, k, eps_item, delta_threshold, kbar, rng, top.next_count)
-            out.append(_Group([top.items[i] for i in result.indices], result.bottom))
+        results = grouped_unknown_domain(tops, k, epsilon, delta, kbar, m, rng)
+        out = [_Group([top.items[i] for i in r.indices], r.bottom) for top, r in zip(tops, results)]
     else:
-        for g in range(n_groups):
-            indices, _ = domain_top_k(mechanism, counts[g], k, epsilon, delta, rng)
-            out.append(_Group([items[int(i)] for i in indices]))
+        picked = grouped_domain_top_k(mechanism, counts, k, epsilon, delta, m, rng)
+        out = [_Group([items[int(i)] for i in indices]) for indices in picked]
     del tops, counts  # non-private; nothing below may use them
     return out
 
