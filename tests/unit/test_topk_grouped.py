@@ -4,6 +4,8 @@ tests/spark/test_grouped_top_k.py, the privacy audit tests/audit/test_topk_audit
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,14 @@ from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_gumbel
 from dp_spark.mechanisms.top_k.error import domain_top_k
 from dp_spark.mechanisms.top_k.grouped import group_share, grouped_domain_top_k, grouped_unknown_domain
-from dp_spark.stages.item_counts import TopCounts
+
+
+class TopCounts(NamedTuple):
+    """The shape of dp_spark.stages.item_counts.TopCounts (the stage imports pyspark; this tier must not)."""
+
+    items: list
+    counts: np.ndarray
+    next_count: int
 
 
 @pytest.mark.parametrize("epsilon, delta, m", [(1.0, 1e-6, 3), (0.7, 0.0, 1), (2.5, 1e-9, 19), (1e-3, 1e-5, 7)])
