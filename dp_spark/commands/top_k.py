@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, items_writer, run_release
+from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, groups_writer, items_writer, run_release
 from dp_spark.commands.params import release_options
 from dp_spark.plans.top_k import DEMO_DELTA, Params
 
@@ -21,6 +21,8 @@ OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_O
     Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "
            "data if the release would exceed it"),
     Option("budget_delta", float, None, "total δ budget (with --budget-epsilon; default 0)"),
+    Option("groups_output", str, None, "with --group-by: write every group's released items (the group column, "
+           "rank, item, error) here: Parquet, CSV (a path ending in .csv) or table:db.name (atomically)"),
 ) + RUN_OPTIONS
 
 
@@ -43,4 +45,19 @@ def run(spark, plan, df, opts, budget):
     return run_release(sys.modules[__name__], plan, df, opts, budget, domain=domain)
 
 
-ARTIFACT_WRITERS = {"items": items_writer("items", "items", single_file=True)}
+ARTIFACT_WRITERS = {"items": items_writer("items", "items", single_file=True), "groups": groups_writer()}
+
+
+def plan_options(opts):
+    """``--groups-output`` needs ``--group-by`` and ``--items-output`` is the
+    ungrouped ranking (a grouped run's items are ``--groups-output``):
+    refused before Spark starts."""
+    from dp_spark.errors import ParameterError
+
+    if opts.get("groups_output") and not opts.get("group_by"):
+        raise ParameterError("--groups-output writes the per-group items of a grouped run; give --group-by "
+                             "(with --groups and --max-groups), or drop --groups-output.")
+    if opts.get("items_output") and opts.get("group_by"):
+        raise ParameterError("--items-output writes the ungrouped ranking; a grouped run writes every group's "
+                             "items to --groups-output.")
+    return opts

@@ -35,7 +35,7 @@ from dp_spark.accounting import ApproxDP, PureDP, ZCDP, remainder
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import cdp_peel_epsilon_per_step, unknown_domain_calibration
 from dp_spark.mechanisms.top_k.auto import auto_share
-from dp_spark.plan import Plan, Step, builds, param, set_checked
+from dp_spark.plan import GroupParams, Plan, Step, builds, param, set_checked
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 
 RELEASE = "top-k"
@@ -53,6 +53,12 @@ MAX_K = 1000  # k items are ranked; the joint samplers' work grows as d·k
 MAX_KBAR = 100_000  # unknown-domain collects kbar + 1 (item, count) rows to the driver
 MAX_DOMAIN = 10_000_000  # one count per domain item is collected to the driver
 MAX_JOINT_ENTRIES = 10**9  # joint / pnf-joint may sweep all d·k entries of their matrix
+#: a grouped run collects G·(kbar + 1) (group, item, count) rows, or G·d domain counts, to the driver
+MAX_GROUPED_SUMMARY = 2_000_000
+#: The mechanisms a grouped run may name (every one: each runs per group at ε/m, δ/m);
+#: ``auto`` per group runs a pure joint mechanism chosen from public parameters
+#: (with a domain) or unknown-domain (without): no private choice per group.
+GROUPED_METHODS = METHODS
 
 #: The mechanisms in words (budget split, statement, error statement).
 NAMES = {
@@ -62,7 +68,7 @@ NAMES = {
     "cdp-peel": "one-shot Gumbel top-k with CDP accounting (Durfee & Rogers 2019)",
     "unknown-domain": "Unknown Domain Gumbel (Durfee & Rogers 2019; Rogers 2024, Algorithm 1)",
 }
-AUTO_CHOICE_STEP = "auto: noisy counts at ranks 1 and k (Laplace) to choose between the joint mechanism and CDP-Peel"
+AUTO_CHOICE_STEP = "auto: noisy counts at ranks 1 and k (discrete Laplace) to choose between the joint mechanism and CDP-Peel"
 AUTO_SELECT_STEP = ("selection with the mechanism auto chose (result.method: cdp-peel is (ε, δ)-DP, the "
                     "others ε-DP; δ is charged either way)")
 AUTO_PUBLIC_STEP = ("selection with the pure ε-DP mechanism auto chose from public parameters alone "
@@ -113,6 +119,20 @@ def check_domain_size(size, k: int, mechanism: str) -> int:
     return size
 
 
+def grouped_mechanism(method: str, has_domain: bool, k: int, domain_size) -> str:
+    """The mechanism every group of a grouped run uses (public parameters
+    only): ``method``'s, except ``auto`` with a domain, which is the pure
+    joint mechanism auto would pick from public parameters (``pnf-joint``,
+    or ``joint`` past its entries limit; :func:`~dp_spark.mechanisms.top_k.auto.public_choice`
+    with δ = 0): a private choice per group would spend a share in every group."""
+    from dp_spark.mechanisms.top_k.auto import public_choice
+
+    mechanism = resolve_method(method, has_domain)
+    if mechanism == "auto":
+        return public_choice(k, 1.0, 0.0, domain_size)
+    return mechanism
+
+
 def guarantee_of(mechanism: str, epsilon: float, delta: float):
     """The privacy cost a top-k release spends (known before reading data):
     (ε, δ) for ``cdp-peel``, ``unknown-domain`` and ``auto`` when δ > 0
@@ -127,6 +147,26 @@ def unknown_domain_zcdp(epsilon: float, delta: float, k: int) -> ZCDP:
     (ε, δ)-DP: δ/2-approximate (kε'²/8)-zCDP (Rogers 2024, Theorem 4)."""
     eps_item, d_thr, _ = unknown_domain_calibration(epsilon, delta, k)
     return ZCDP(k * eps_item**2 / 8.0, d_thr)
+
+
+def _grouped_steps(p) -> list:
+    """A grouped run's split: with ``max_groups=None`` the private choice of
+    the group cap m (ε·MAX_GROUPS_EPSILON_SHARE, GEM; as the grouped
+    distinct-count), then the selection, run once per group at ε'/m and δ/m
+    (a person's rows are in at most m groups: basic composition over them,
+    parallel composition across the others; m = 1: every group gets ε')."""
+    from dp_spark.plans.distinct_count import MAX_GROUPS_EPSILON_SHARE, MAX_GROUPS_STEP, grouped_label
+
+    mechanism = grouped_mechanism(p.method, p.has_domain, p.k, p.domain_size)
+    pre = []
+    if p.max_groups is None:
+        pre.append(Step("max_groups", MAX_GROUPS_STEP, PureDP(p.epsilon * MAX_GROUPS_EPSILON_SHARE)))
+    rest = remainder(p.epsilon, *(s.cost.epsilon for s in pre))  # the parts sum to <= epsilon exactly
+    what = (f"selection: {NAMES[mechanism]}" + (f", kbar = {p.kbar} per group" if mechanism == "unknown-domain"
+                                                else ""))
+    if mechanism in ("cdp-peel", "unknown-domain"):
+        what += " (each group at (ε/m, δ/m))"
+    return [*pre, Step("selection", grouped_label(what, p.max_groups), guarantee_of(mechanism, rest, p.delta))]
 
 
 def _steps(mechanism: str, k: int, epsilon: float, delta: float, kbar: int, domain_size) -> list:
@@ -153,7 +193,7 @@ def _steps(mechanism: str, k: int, epsilon: float, delta: float, kbar: int, doma
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params:
+class Params(GroupParams):
     """Every top-k parameter: its default, help (the CLI's), public limit;
     constructing one checks them all (before any data is read). The release
     function's keywords, the CLI flags and the YAML keys are these fields
@@ -164,7 +204,10 @@ class Params:
     read here; on the command line a path); ``domain_size``: its number of
     items, when known (then its public limits are checked). ``kbar``
     defaults to max(1000, 2k); ``persons`` is an optional public number of
-    persons (only used to judge the error bound).
+    persons (only used to judge the error bound). The group parameters
+    (``group_by``, ``groups``, ``max_groups``) are
+    :class:`~dp_spark.plan.GroupParams`' (the grouped top-k:
+    :mod:`dp_spark.releases.grouped_top_k`).
     """
 
     k: int = param(help="number of items to release, in rank order", limit=MAX_K, cli_default=10, cli_type=int)
@@ -195,6 +238,9 @@ class Params:
         checks.distinct_columns(person_col=self.person_col, item_col=self.item_col)
         set_checked(self, epsilon=checks.epsilon(self.epsilon))  # within checks.EPSILON_RANGE, before any charge
         set_checked(self, delta=checks.delta(self.delta, "delta", allow_zero=True))
+        self.check_groups()
+        if self.group_by is not None:
+            checks.distinct_columns(person_col=self.person_col, item_col=self.item_col, group_by=self.group_by)
         mechanism = self.mechanism
         if mechanism == "unknown-domain" and self.delta == 0.0:
             reason = "no public domain was given, so method 'auto' uses" if self.method == "auto" else "method"
@@ -218,7 +264,10 @@ class Params:
 
     @property
     def mechanism(self) -> str:
-        """The mechanism ``method`` names (:func:`resolve_method`)."""
+        """The mechanism ``method`` names (:func:`resolve_method`); a grouped
+        run's per-group one (:func:`grouped_mechanism`)."""
+        if self.group_by is not None:
+            return grouped_mechanism(self.method, self.has_domain, self.k, self.domain_size)
         return resolve_method(self.method, self.has_domain)
 
 
@@ -237,6 +286,7 @@ def plan(params: Params) -> Plan:
     }
     if mechanism == "unknown-domain":
         parameters["kbar"] = kbar
+    parameters.update(p.group_parameters())  # {} when not grouped: an ungrouped plan is unchanged
     notes = []
     if has_domain and domain_size is None:
         notes.append("the domain is read when the release runs; its size limits are checked then, "
@@ -244,14 +294,16 @@ def plan(params: Params) -> Plan:
     return Plan(
         release=RELEASE,
         guarantee=guarantee_of(mechanism, epsilon, delta),
-        steps=_steps(mechanism, k, epsilon, delta, kbar, domain_size),
+        steps=(_steps(mechanism, k, epsilon, delta, kbar, domain_size) if p.group_by is None
+               else _grouped_steps(p)),
         parameters=parameters,
         privacy_unit="person",
         neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
         releases=(f"the {k} {p.item_col} values held by the most distinct persons, in order"
                   + (", from the public domain" if has_domain else "")
                   + (", chosen by the mechanism auto picks" if mechanism == "auto" else f", chosen by "
-                     f"{NAMES[mechanism]}") + "; no counts"),
+                     f"{NAMES[mechanism]}")
+                  + ("" if p.group_by is None else f", per public key of {p.group_by}") + "; no counts"),
         notes=tuple(notes),
     )
 

@@ -50,14 +50,13 @@ from dp_spark.mechanisms.distinct_count.grouped import release_groups
 from dp_spark.mechanisms.groups import group_noise_scale
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.plan import Plan
+from dp_spark.releases.group_cap import CAP_GEM_BETA  # noqa: F401 - GEM's β in the choice of the cap (shared)
 from dp_spark.releases.shards import greedy_shards
 from dp_spark.report import Release
 from dp_spark.settings.distinct_count import SELECTION_BETA, bound_candidates
 
 log = logging.getLogger(__name__)
 
-#: GEM's failure probability in the private choice of the group cap.
-CAP_GEM_BETA = 0.05
 #: The per-value columns of ``release.groups`` (besides the group column and ``error``).
 GROUP_COLUMNS = ("estimate", "lower_bound", "bound")
 
@@ -109,23 +108,12 @@ def cap_epsilon(plan: Plan, step: str, gaussian: bool) -> float:
 
 
 def _choose_cap(edge_df, n_keys: int, epsilon: float, rng):
-    """m in 1..M, M = the number of public keys (a person holds at most M of
-    them), chosen ε-DP (:func:`choose_max_groups`, GEM) from the NON-PRIVATE
-    groups-per-person histogram (M numbers reach the driver); returns m and
-    the record of the choice."""
-    from dp_spark.mechanisms.groups import choose_max_groups
-    from dp_spark.noise.records import NoiseDraw
-    from dp_spark.stages.groups import groups_per_person_histogram
+    """m in 1..M, M = the number of public keys, chosen ε-DP by GEM from the
+    NON-PRIVATE groups-per-person histogram, and the record of the choice:
+    :func:`dp_spark.releases.group_cap.choose_cap` (shared with the grouped top-k)."""
+    from dp_spark.releases.group_cap import choose_cap
 
-    top = int(n_keys)
-    log.info("distinct-count: choosing the group cap privately (m in 1..%d)", top)
-    histogram = groups_per_person_histogram(edge_df, top)
-    m = int(choose_max_groups(histogram, epsilon, rng, method="gem", beta=CAP_GEM_BETA))
-    del histogram  # non-private
-    drawn = NoiseDraw("max_groups", "gem", scale=2.0 / epsilon, std=None, sensitivity=1.0,
-                      target=f"the group cap m in 1..{top} (scores: rows kept, sensitivity m)",
-                      parameters={"beta": CAP_GEM_BETA})
-    return m, drawn
+    return choose_cap(edge_df, n_keys, epsilon, rng, "distinct-count")
 
 
 def _batched(released: list[dict], gaussian: bool, m: int) -> list:

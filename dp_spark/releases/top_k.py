@@ -109,6 +109,9 @@ def top_k(
     seed: int | None = None,
     budget: PrivacyFilter | None = None,
     ledger=None,
+    group_by: str | None = None,
+    groups=None,
+    max_groups: int | None = None,
 ) -> Release:
     """Release the k items with the most distinct persons, in rank order.
 
@@ -140,9 +143,25 @@ def top_k(
     ``result["released_count"]`` how many items were released; the artifact
     ``items`` (``release.items``) is the same ranking as a Spark DataFrame
     (rank, item).
+
+    Per group (issue 24; :mod:`dp_spark.releases.grouped_top_k`):
+    ``group_by`` (a column), ``groups`` (the public keys: a list, a
+    one-column Spark DataFrame or a file path; at most 1,024; every key is
+    released, also one without rows) and ``max_groups`` m (each person keeps
+    the rows of at most m of their groups; each group's selection runs at
+    ε/m, and δ/m for cdp-peel and unknown-domain; m = 1 gives every group the
+    full ε). One Spark pass; ``release.groups`` is a Spark DataFrame: the
+    group column, ``rank``, ``item`` and ``error`` (one row per released
+    item); ``result["items"]`` holds the (group, rank, item) rows and
+    ``result["groups"]`` each group's released count for the first 100
+    groups. ``method="auto"`` runs, per group, the pure joint mechanism with a
+    domain and unknown-domain without one (no private choice per group).
+    ``max_groups=None`` chooses m privately (ε/20, GEM over the rows each cap
+    keeps: a step of ``budget_split``).
     """
     plan = make_plan(epsilon=epsilon, k=k, delta=delta, method=method, person_col=person_col, item_col=item_col,
-                     kbar=kbar, persons=persons, seed=seed, domain=domain)  # every parameter checked first
+                     kbar=kbar, persons=persons, seed=seed, domain=domain, group_by=group_by, groups=groups,
+                     max_groups=max_groups)  # every parameter checked first
     return run(plan, df, budget=budget, ledger=ledger)
 
 
@@ -159,15 +178,48 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None, domain=N
 def _with_domain(plan: Plan, edge_df, domain) -> Plan:
     """The plan to spend: with a public domain, its normalised items and its
     size (whose public limits are checked here, before anything is spent)."""
-    if domain is None:
-        return plan
-    # The domain is public data: reading it reveals nothing about the table.
-    items = stage.normalise_domain(_domain_items(domain, plan.params.item_col), stage.integral_items(edge_df))
-    return make_plan(replace(plan.params, domain=items, domain_size=len(items)))  # adds the domain's size limits
+    if domain is not None:
+        # The domain is public data: reading it reveals nothing about the table.
+        items = stage.normalise_domain(_domain_items(domain, plan.params.item_col), stage.integral_items(edge_df))
+        rebuilt = make_plan(replace(plan.params, domain=items, domain_size=len(items)))  # the domain's size limits
+        if "group_keys" in plan.parameters:  # a grouped run: the template's count of public keys stays stated
+            rebuilt = replace(rebuilt, steps=tuple(rebuilt.split),  # (Plan re-derives its split from steps)
+                              parameters={**rebuilt.parameters, "group_keys": plan.parameters["group_keys"]})
+        plan = rebuilt
+    if plan.params.group_by is not None:
+        _grouped_limits(plan.params)
+    return plan
+
+
+def _grouped_limits(p) -> None:
+    """A grouped run's public limits, from the number of public keys G (read
+    by the template) and the domain's size, before anything is spent: at most
+    MAX_GROUPED_SUMMARY rows reach the driver (G·(k̄+1) without a domain,
+    G·d with one) and the joint mechanisms sweep at most MAX_JOINT_ENTRIES
+    entries over all groups."""
+    from dp_spark.plans.top_k import MAX_GROUPED_SUMMARY, MAX_JOINT_ENTRIES
+
+    n = len(p.groups)
+    rows, what = ((n * (p.kbar + 1), f"{n:,} groups × (kbar + 1)") if p.domain_size is None
+                  else (n * p.domain_size, f"{n:,} groups × {p.domain_size:,} domain items"))
+    if rows > MAX_GROUPED_SUMMARY:
+        raise ParameterError(f"{what} = {rows:,} counts would reach the driver, above the limit of "
+                             f"{MAX_GROUPED_SUMMARY:,}; use fewer groups, a smaller kbar or a smaller domain.")
+    if p.mechanism in ("joint", "pnf-joint") and p.domain_size is not None:
+        entries = n * p.domain_size * p.k
+        if entries > MAX_JOINT_ENTRIES:
+            raise ParameterError(f"groups × domain size × k = {entries:,} is above the limit of "
+                                 f"{MAX_JOINT_ENTRIES:,} for the joint mechanisms; lower k, use fewer groups "
+                                 "or use method 'cdp-peel' or 'pnf-peel'.")
 
 
 def _body(plan: Plan, edge_df, rng, local) -> Release:
-    """Stage and mechanism (:func:`_select`), then the report."""
+    """Stage and mechanism (:func:`_select`), then the report; a grouped
+    run's (:mod:`dp_spark.releases.grouped_top_k`)."""
+    if plan.params.group_by is not None:
+        from dp_spark.releases.grouped_top_k import body as grouped_body
+
+        return grouped_body(plan, edge_df, rng, local)
     items = plan.params.domain if plan.params.domain_size is not None else None
     integral = stage.integral_items(edge_df)
     selection = _select(plan, edge_df, items, rng)

@@ -390,3 +390,77 @@ def read_domain(spark, path: str, item_col: str) -> list:
     with spark_job("reading the domain file"):
         pdf = table.select(column).toPandas()
     return [None if (isinstance(v, float) and math.isnan(v)) else v for v in _python_values(pdf[column])]
+
+
+# ------------------------------------------------------------ per group (issue 24)
+#
+# The grouped top-k's one pass. The input is the release template's grouped
+# edge table (person, item, group, and ``group_index``: the group's position
+# in the public key tuple, 0..G−1), already capped to at most m groups per
+# person (:func:`dp_spark.stages.groups.cap_groups`). For every (group, item)
+# the count is the number of distinct persons with a row holding the item in
+# that group. Adding or removing one person y moves each (group, item) count
+# by at most 1, all in the same direction, and only in the ≤ m groups y keeps
+# after the cap (tests/spark/test_grouped_top_k.py checks it on random
+# neighbours). NON-PRIVATE; what reaches the driver is at most
+# G × (k̄ + 1) rows (:func:`grouped_top_item_counts`) or G × d numbers
+# (:func:`grouped_domain_item_counts`), never a number of persons' worth.
+
+def grouped_item_counts(edge_df: DataFrame, group_index: str = "group_index") -> DataFrame:
+    """(group_index, item, count): distinct persons per (group, item).
+    NON-PRIVATE; never collected whole by the library."""
+    return (edge_df.dropDuplicates([group_index, PERSON, ITEM]).groupBy(group_index, ITEM)
+            .agg(F.count(F.lit(1)).alias(COUNT)))
+
+
+def grouped_top_item_counts(edge_df: DataFrame, n_groups: int, kbar: int,
+                            group_index: str = "group_index") -> list[TopCounts]:
+    """Per group 0..``n_groups``−1, the :class:`TopCounts` of its k̄ largest
+    (group, item) counts and its (k̄+1)-th, taken by a window per group
+    (count descending, item ascending: the ungrouped rule), so at most
+    ``n_groups`` × (k̄ + 1) rows reach the driver. A group without rows gets
+    empty counts and next count 0. NON-PRIVATE."""
+    order = Window.partitionBy(group_index).orderBy(F.col(COUNT).desc(), F.col(ITEM).asc())
+    ranked = (grouped_item_counts(edge_df, group_index).withColumn(RANK, F.row_number().over(order))
+              .where(F.col(RANK) <= int(kbar) + 1).select(group_index, RANK, ITEM, COUNT))
+    with spark_job("collecting the largest item counts of every group"):
+        rows = ranked.collect()  # at most n_groups × (kbar + 1) rows
+    per: list[list] = [[] for _ in range(int(n_groups))]
+    for row in rows:
+        per[int(row[group_index])].append((int(row[RANK]), row[ITEM], int(row[COUNT])))
+    out = []
+    for group_rows in per:
+        group_rows.sort()
+        head = group_rows[:kbar]
+        next_count = group_rows[kbar][2] if len(group_rows) > kbar else 0
+        out.append(TopCounts([item for _, item, _ in head], np.array([c for _, _, c in head], dtype=np.int64),
+                             next_count))
+    return out
+
+
+def grouped_domain_item_counts(edge_df: DataFrame, domain: Sequence, n_groups: int,
+                               group_index: str = "group_index") -> np.ndarray:
+    """int64 matrix ``n_groups`` × len(``domain``): row g, column i is the
+    count of domain item i in group g (0 when absent; items outside the
+    public domain are ignored). At most ``n_groups`` × d rows are collected;
+    a domain of at most :data:`BROADCAST_ITEMS` items is broadcast. NON-PRIVATE."""
+    out = np.zeros((int(n_groups), len(domain)), dtype=np.int64)
+    if not len(domain):
+        return out
+    counts_df = grouped_item_counts(edge_df, group_index)
+    spark = counts_df.sparkSession
+    schema = T.StructType([T.StructField(_INDEX, T.LongType(), False),
+                           T.StructField(ITEM, counts_df.schema[ITEM].dataType, False)])
+    dom = spark.createDataFrame(
+        pd.DataFrame({_INDEX: np.arange(len(domain), dtype=np.int64), ITEM: pd.Series(list(domain), dtype=object)}),
+        schema,
+    )
+    if len(domain) <= BROADCAST_ITEMS:
+        dom = F.broadcast(dom)
+    joined = counts_df.join(dom, ITEM, "inner").select(group_index, _INDEX, COUNT)
+    with spark_job("counting persons per domain item of every group"):
+        pdf = joined.toPandas()
+    if len(pdf):
+        out[pdf[group_index].to_numpy(dtype=np.int64), pdf[_INDEX].to_numpy(dtype=np.int64)] = \
+            pdf[COUNT].to_numpy(dtype=np.int64)
+    return out

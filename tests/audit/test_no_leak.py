@@ -411,3 +411,40 @@ def test_grouped_continual_distinct_leaks_nothing(tmp_path, events, capfd, dp_lo
     leaks["report"] = json_leaks(json.loads(report.read_text()), sentinels)
     leaks["groups file"] = file_leaks(out, sentinels)
     assert_clean(leaks)
+
+
+def test_grouped_top_k_leaks_nothing(tmp_path, people, capfd, dp_logs):
+    """Grouped top-k (issue 24): besides the table's sentinels, the per-group
+    sizes and each group's count of the shared "hot" item (NON-PRIVATE) appear
+    nowhere: API (report, records, errors, release.groups) and CLI (logs,
+    report, --groups-output)."""
+    table = _grouped_people(people)
+    hot = tuple(int(r["n"]) for r in table.where(F.col("item") == "hot").groupBy("parity").agg(
+        F.countDistinct("person_id").alias("n")).collect())
+    assert all(v >= 1000 for v in hot)
+    sentinels = _group_sentinels(table) + hot
+    capfd.readouterr()
+    release = dp_spark.top_k(table, epsilon=1.0, delta=1e-6, k=3, kbar=50, group_by="parity",
+                             groups=["even", "odd", "none"], max_groups=1, seed=SEED)
+    print(release.summary())
+    leaks = captured_leaks(capfd, dp_logs, sentinels)
+    leaks["report"] = json_leaks(json.loads(release.to_json()), sentinels)
+    leaks["noise records"] = json_leaks([r.to_dict() for r in release.noise], sentinels)
+    leaks["error statements"] = text_leaks(" ".join(release.errors.values()), sentinels)
+    leaks["groups"] = frame_leaks(release.groups.toPandas(), sentinels)
+    assert_clean(leaks)
+    assert release.result["groups_released"] == 3
+
+    data, keys, report, out = (tmp_path / "people.parquet", tmp_path / "keys.csv", tmp_path / "r.json",
+                               tmp_path / "groups.parquet")
+    table.write.parquet(str(data))
+    keys.write_text("parity\neven\nodd\nnone\n")
+    capfd.readouterr()
+    code = cli.main(["top-k", "--input", str(data), "--epsilon", "1", "--delta", "1e-6", "--k", "3", "--kbar", "50",
+                     "--group-by", "parity", "--groups", str(keys), "--max-groups", "1", "--seed", str(SEED),
+                     "--verbose", "--output", str(report), "--groups-output", str(out)])
+    leaks = captured_leaks(capfd, dp_logs, sentinels)
+    assert code == 0
+    leaks["report"] = json_leaks(json.loads(report.read_text()), sentinels)
+    leaks["groups file"] = file_leaks(out, sentinels)
+    assert_clean(leaks)

@@ -137,3 +137,31 @@ def test_auto_choice_noisy_rank_counts(audit_record):
     broken = audit(run(2), plus, counts, above, n, 41)
     assert_detects("top-k auto choice", eps, broken)
 
+
+
+# --- grouped top-k (issue 24) ----------------------------------------------------
+# Two groups, cap m = 2: ten items nobody holds in each group, against one
+# person holding item 0 in BOTH groups; k = 1 (PNF-Peel, one round of
+# permute-and-flip), S = {both groups output item 0}. Each group runs at ε/2
+# (dp_spark.mechanisms.top_k.grouped), each ratio approaches e^(ε/2) as d
+# grows, so the two compose to at most e^ε; the broken variant forgets the
+# cap (each group at the full ε, as if m = 1), which composes towards e^(2ε)
+# and must be caught.
+def test_grouped_selection_composes_over_the_persons_groups(audit_record):
+    from dp_spark.mechanisms.top_k.grouped import grouped_domain_top_k
+
+    eps, n, d = 3.0, 20000, 10
+    plus, base = _peel_pair(d)
+    plus[1] = 0  # the person holds item 0 only
+    base2, plus2 = np.vstack([base, base]), np.vstack([plus, plus])
+
+    def run(m):
+        return lambda c, r: grouped_domain_top_k("pnf-peel", c, 1, eps, 0.0, m, r)
+
+    def both_0(outs):
+        return all(int(o[0]) == 0 for o in outs)
+
+    honest = audit(run(2), plus2, base2, both_0, n, 51)
+    audit_record("top-k grouped pnf-peel (2 groups, m=2, d=10, k=1)", eps, honest, n)
+    broken = audit(run(1), plus2, base2, both_0, n, 51)
+    assert_detects("top-k grouped (cap ignored)", eps, broken)

@@ -115,7 +115,7 @@ def test_top_k_mechanisms_return_their_records():
     assert choose_mechanism(counts, 3, 1.0, 0.0, rng).noise == ()  # public choice: nothing drawn
     spent = choose_mechanism(counts, 40, 1.0, 1e-6, rng)
     (record,) = spent.noise
-    assert record.kind == "laplace" and record.draws == 2 and record.sensitivity == 2.0
+    assert record.kind == "discrete-laplace" and record.draws == 2 and record.sensitivity == 2.0
 
 
 def test_bounded_count_release_records_its_keyed_draws():

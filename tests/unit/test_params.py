@@ -27,7 +27,7 @@ SHARED = {o.name for o in INPUT_OPTIONS + READ_OPTIONS + RUN_OPTIONS}
 CLI_ONLY = {
     "distinct_count": {"budget_epsilon", "budget_rho", "groups_output"},
     "set_union": {"items_output", "budget_epsilon", "budget_delta", "groups_output"},
-    "top_k": {"items_output", "budget_epsilon", "budget_delta"},
+    "top_k": {"items_output", "budget_epsilon", "budget_delta", "groups_output"},
     "count_release": {"items_output", "budget_rho", "budget_delta", "groups_output"},
     "continual_distinct": {"demo_flippancy", "series", "budget_rho", "checkpoint", "sink", "files_per_step",
                            "trigger", "timeout", "state_partitions", "groups_output"},

@@ -13,6 +13,25 @@ from dp_spark.mechanisms.top_k import auto as topk_auto
 ALPHA = 1e-6  # chance that a correct sampler fails one distribution test for a random seed
 
 
+def _discrete_laplace_pvalue(noise: np.ndarray, scale: float) -> float:
+    """Chi-square p-value of integer ``noise`` against the discrete Laplace
+    pmf P[x] = (1 − p)/(1 + p)·p^|x|, p = e^(−1/scale): bins |x| = 0, 1, …
+    (each sign apart) while the expected count is at least 5, the rest pooled."""
+    noise = np.asarray(noise)
+    assert np.array_equal(noise, np.round(noise)), "the noise is not integer"
+    n, p = len(noise), np.exp(-1.0 / scale)
+    pmf = lambda x: (1 - p) / (1 + p) * p ** abs(x)  # noqa: E731
+    observed, expected, edge = [], [], 0
+    while n * pmf(edge + 1) >= 5:
+        edge += 1
+    for x in range(-edge, edge + 1):
+        observed.append(np.sum(noise == x))
+        expected.append(n * pmf(x))
+    observed.append(np.sum(np.abs(noise) > edge))
+    expected.append(n - sum(expected))
+    return stats.chisquare(observed, expected).pvalue
+
+
 def _counts(top: int, d: int = 1682) -> np.ndarray:
     """A sorted power-law-like count vector with largest count ``top``."""
     return np.maximum(np.floor(top / np.arange(1, d + 1) ** 0.6), 0).astype(np.int64)
@@ -104,9 +123,9 @@ def test_auto_rule(monkeypatch, top, kth, k, epsilon, pick):
     assert joint_wins == (pick == "pnf-joint")
 
 
-def test_auto_noisy_counts_are_laplace_with_scale_two_over_epsilon_choice():
-    """The private step itself: predicted["top_count"] = c_(1) + Laplace(2/ε₀)
-    and predicted["kth_count"] = c_(k) + Laplace(2/ε₀), independent, ε₀ =
+def test_auto_noisy_counts_are_discrete_laplace_with_scale_two_over_epsilon_choice():
+    """The private step itself: predicted["top_count"] = c_(1) + discrete Laplace(2/ε₀)
+    and predicted["kth_count"] = c_(k) + discrete Laplace(2/ε₀), independent, ε₀ =
     share·ε (the ℓ1 sensitivity of (c_(1), c_(k)) is 2); a scale off by 2
     either way is rejected."""
     rng = np.random.default_rng(4)
@@ -117,9 +136,9 @@ def test_auto_noisy_counts_are_laplace_with_scale_two_over_epsilon_choice():
     kth = np.array([p["kth_count"] for p in draws]) - counts[k - 1]
     b = 2 / (share * eps)
     for noise in (top, kth):
-        assert stats.kstest(noise, stats.laplace(scale=b).cdf).pvalue > ALPHA
-        assert stats.kstest(noise, stats.laplace(scale=2 * b).cdf).pvalue < ALPHA
-        assert stats.kstest(noise, stats.laplace(scale=b / 2).cdf).pvalue < ALPHA
+        assert _discrete_laplace_pvalue(noise, b) > ALPHA
+        assert _discrete_laplace_pvalue(noise, 2 * b) < ALPHA
+        assert _discrete_laplace_pvalue(noise, b / 2) < ALPHA
     assert abs(stats.pearsonr(top, kth)[0]) < 0.1  # fresh noise for each rank
 
 
@@ -135,14 +154,29 @@ def test_auto_order_statistics_move_by_at_most_one_on_random_neighbours():
         assert np.all((after - before >= 0) & (after - before <= 1))
 
 
-def test_noisy_rank_counts_are_laplace_with_scale_m_over_epsilon():
+def test_noisy_rank_counts_are_discrete_laplace_with_scale_m_over_epsilon():
     rng = np.random.default_rng(3)
     counts = np.array([50, 40, 30, 20, 10])
     ranks = np.array([1, 3, 5])
     draws = np.array([topk_auto.noisy_rank_counts(counts, ranks, 0.5, rng) for _ in range(4000)])
     noise = draws - np.array([50, 30, 10])
-    assert stats.kstest(noise.ravel(), stats.laplace(scale=3 / 0.5).cdf).pvalue > ALPHA
-    assert stats.kstest(noise.ravel(), stats.laplace(scale=1.5 / 0.5).cdf).pvalue < ALPHA
+    assert _discrete_laplace_pvalue(noise.ravel(), 3 / 0.5) > ALPHA
+    assert _discrete_laplace_pvalue(noise.ravel(), 1.5 / 0.5) < ALPHA
+    assert _discrete_laplace_pvalue(noise.ravel(), 6 / 0.5) < ALPHA
+
+
+def test_noisy_rank_counts_draw_no_continuous_noise_and_refuse_fractional_counts():
+    """The privacy noise comes from the exact integer sampler (dp_spark.noise),
+    never from the generator's floating-point laplace."""
+    class NoLaplace(np.random.Generator):
+        def laplace(self, *args, **kwargs):
+            raise AssertionError("continuous Laplace drawn")
+
+    rng = NoLaplace(np.random.PCG64(0))
+    out = topk_auto.noisy_rank_counts(np.array([9, 4, 1]), np.array([1, 3]), 1.0, rng)
+    assert np.array_equal(out, np.round(out))
+    with pytest.raises(ParameterError):
+        topk_auto.noisy_rank_counts(np.array([9.5, 4.0]), np.array([1, 2]), 1.0, np.random.default_rng(0))
 
 
 def test_auto_anchors_are_ranks_one_and_k():

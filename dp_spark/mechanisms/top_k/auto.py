@@ -28,8 +28,9 @@ a top count of 80), where every mechanism's error is most of the count.
    share would cost more than the choice can win).
 2. Otherwise a public share ``AUTO_SHARE`` of ε (ε₀) buys two noisy
    statistics, the largest count c_(1) and the k-th largest c_(k), each plus
-   Laplace noise of scale 2/ε₀ (:func:`noisy_rank_counts` at ranks 1 and k;
-   pure ε₀-DP): T₁ and T_k. With the rest ε₁ = ε − ε₀ it compares two
+   discrete Laplace noise of scale 2/ε₀ (:func:`noisy_rank_counts` at ranks 1
+   and k, the exact sampler :func:`dp_spark.noise.discrete_laplace` on the
+   integer order statistics; pure ε₀-DP): T₁ and T_k. With the rest ε₁ = ε − ε₀ it compares two
    public error scales with them (:func:`error_scales`):
 
    * the joint mechanism's utility bound 2·k·ln d / ε₁ (paper Theorem 3.3
@@ -66,13 +67,15 @@ from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k._common import as_counts, check_delta, check_int, check_positive, check_rng
 from dp_spark.mechanisms.top_k.joint import joint_top_k, pnf_joint_top_k
 from dp_spark.mechanisms.top_k.peeling import cdp_peel_epsilon_per_step, cdp_peel_top_k
+from dp_spark.noise.discrete import discrete_laplace
 from dp_spark.noise.records import NoiseDraw
+from dp_spark.noise.tails import discrete_laplace_std
 
 __all__ = ["AUTO_SHARE", "CDP_NOISE_FRACTION", "JOINT_BOUND_FRACTION", "PNF_JOINT_MAX_ENTRIES",
            "SMALL_K_PER_EPSILON", "AutoChoice", "auto_anchor_ranks", "auto_share", "choice_stream", "choose_mechanism",
            "error_scales", "noisy_rank_counts", "public_choice"]
 
-#: share of ε spent on the private choice when one is needed (case 2): Laplace
+#: share of ε spent on the private choice when one is needed (case 2): discrete Laplace
 #: scale 2/(0.05·ε) = 40/ε persons on each noisy count. Measured on the
 #: benchmark's 30 cells (common random numbers, seeds 0 and 1, 201 and 101
 #: trials): over shares {5%, 10%} × JOINT_BOUND_FRACTION {0.6 … 1.5} ×
@@ -95,10 +98,10 @@ class AutoChoice:
     """What ``auto`` decided. ``epsilon_choice`` was spent on the choice (0
     when public parameters sufficed); ``epsilon_selection`` is left for the
     chosen mechanism. ``predicted`` holds the noisy counts at ranks 1 and k
-    (``top_count``, ``kth_count``) and the two public error scales compared with it
+    (``top_count``, ``kth_count``: whole numbers, as floats) and the two public error scales compared with it
     (``joint``, ``cdp-peel``; see :func:`error_scales`); DP as
     post-processing of the noisy count; empty when nothing was spent.
-    ``noise``: the record of the choice's Laplace draws (none when nothing
+    ``noise``: the record of the choice's discrete Laplace draws (none when nothing
     was spent)."""
 
     method: str
@@ -144,17 +147,20 @@ def noisy_rank_counts(counts: ArrayLike, ranks: np.ndarray, epsilon: float,
     """ε-DP noisy values of the sorted counts c_(r) at the given public ranks.
 
     Adding or removing one person moves every count by at most 1 in the same
-    direction, so every order statistic c_(r) moves by at most 1, and the
-    vector of m of them by at most m in ℓ1. Laplace noise of scale m/ε on
-    each is the Laplace mechanism: ε-DP.
+    direction, so every (integer) order statistic c_(r) moves by an integer
+    0 or 1, and the vector of m of them by at most m in ℓ1. Discrete Laplace
+    noise of scale m/ε on each (P[x] ∝ exp(−|x|·ε/m) over the integers, the
+    project's exact sampler :func:`dp_spark.noise.discrete_laplace`, no
+    floating-point draw) is the geometric mechanism: ε-DP for integer
+    statistics of ℓ1 sensitivity m. The counts must be whole numbers.
     """
-    c = as_counts(counts, integral=False)
+    c = as_counts(counts, integral=True).astype(np.int64)
     eps = check_positive(epsilon, "epsilon")
     rng = check_rng(rng)
     m = len(ranks)
     top = np.sort(c)[::-1]
     scale = ratio_up(m, eps)  # m/ε rounded up: more noise, never less
-    return top[np.asarray(ranks) - 1] + rng.laplace(scale=scale, size=m)
+    return (top[np.asarray(ranks) - 1] + discrete_laplace(scale, rng, size=m)).astype(np.float64)
 
 
 def choice_stream(rng: np.random.Generator) -> np.random.Generator:
@@ -193,7 +199,7 @@ def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
     counts are not read and nothing is spent: 0-DP, ``epsilon_choice`` = 0.
     Otherwise releases only the choice (with the noisy top count and the
     public error scales in ``predicted``) under ε₀-DP, ε₀ = ``share``·ε
-    (default AUTO_SHARE, which is :func:`auto_share` here): the Laplace
+    (default AUTO_SHARE, which is :func:`auto_share` here): the discrete Laplace
     mechanism on (c_(1), c_(k)) (ℓ1 sensitivity 2 for distinct-person
     counts, see :func:`noisy_rank_counts`) followed by post-processing. The caller must
     run the chosen mechanism with ``epsilon_selection`` (and ``delta`` for
@@ -223,7 +229,8 @@ def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
         pick = "cdp-peel"
     m = len(auto_anchor_ranks(k, d))
     scale = ratio_up(m, eps0)  # as noisy_rank_counts draws it
-    record = NoiseDraw("choice", "laplace", scale=scale, std=math.sqrt(2.0) * scale, sensitivity=float(m), draws=m,
+    record = NoiseDraw("choice", "discrete-laplace", scale=scale, std=discrete_laplace_std(scale),
+                       sensitivity=float(m), draws=m,
                        target="the counts at ranks 1 and k (auto's choice)")
     return AutoChoice(pick, eps0, eps1, {"top_count": top, "kth_count": kth, **scales}, (record,))
 

@@ -1,0 +1,64 @@
+"""dp_spark.mechanisms.top_k.grouped: each group's selection is the
+ungrouped mechanism at (ε/m, δ/m) (numpy only; the release's Spark part is
+tests/spark/test_grouped_top_k.py, the privacy audit tests/audit/test_topk_audit.py)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+from dp_spark.accounting.exact import exact
+from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_gumbel
+from dp_spark.mechanisms.top_k.error import domain_top_k
+from dp_spark.mechanisms.top_k.grouped import group_share, grouped_domain_top_k, grouped_unknown_domain
+
+
+class TopCounts(NamedTuple):
+    """The shape of dp_spark.stages.item_counts.TopCounts (the stage imports pyspark; this tier must not)."""
+
+    items: list
+    counts: np.ndarray
+    next_count: int
+
+
+@pytest.mark.parametrize("epsilon, delta, m", [(1.0, 1e-6, 3), (0.7, 0.0, 1), (2.5, 1e-9, 19), (1e-3, 1e-5, 7)])
+def test_m_shares_never_sum_above_the_budget(epsilon, delta, m):
+    eps_g, delta_g = group_share(epsilon, delta, m)
+    assert m * exact(eps_g) <= exact(epsilon) and m * exact(delta_g) <= exact(delta)
+    assert eps_g == pytest.approx(epsilon / m) and delta_g == pytest.approx(delta / m)
+    with pytest.raises(ParameterError):
+        group_share(epsilon, delta, 0)
+
+
+@pytest.mark.parametrize("method, delta", [("joint", 0.0), ("pnf-joint", 0.0), ("pnf-peel", 0.0),
+                                           ("cdp-peel", 1e-6)])
+def test_each_group_is_the_ungrouped_mechanism_at_its_share(method, delta):
+    rng = np.random.default_rng(1)
+    counts = rng.integers(0, 60, size=(4, 25))
+    m, eps = 3, 2.0
+    got = grouped_domain_top_k(method, counts, 3, eps, delta, m, np.random.default_rng(7))
+    same = np.random.default_rng(7)
+    eps_g, delta_g = group_share(eps, delta, m)
+    want = [domain_top_k(method, counts[g], 3, eps_g, delta_g, same)[0] for g in range(4)]
+    assert [a.tolist() for a in got] == [b.tolist() for b in want]
+
+
+def test_unknown_domain_per_group_is_calibrated_at_the_groups_share():
+    tops = [TopCounts(list(range(5)), np.array([90, 80, 70, 10, 5]), 0), TopCounts([], np.zeros(0, np.int64), 0)]
+    got = grouped_unknown_domain(tops, 2, 4.0, 1e-6, 5, 2, np.random.default_rng(3))
+    same = np.random.default_rng(3)
+    eps_item, d_thr, _ = unknown_domain_calibration(*group_share(4.0, 1e-6, 2), 2)
+    want = [unknown_domain_gumbel(t.counts, 2, eps_item, d_thr, 5, same, t.next_count) for t in tops]
+    assert [r.indices.tolist() for r in got] == [r.indices.tolist() for r in want]
+    assert got[1].bottom and got[1].indices.size == 0  # a group without items: ⊥
+
+
+def test_a_larger_cap_means_more_noise_per_group():
+    """ε/m per group: with the same counts, a large m picks the true top less often."""
+    counts = np.array([[40, 30, 20] + [0] * 20])
+    hits = {m: sum(grouped_domain_top_k("joint", counts, 1, 2.0, 0.0, m, np.random.default_rng(s))[0][0] == 0
+                   for s in range(400)) for m in (1, 8)}
+    assert hits[1] > hits[8] + 100
