@@ -67,7 +67,7 @@ from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_gumbel, unknown_domain_threshold
 from dp_spark.mechanisms.top_k.auto import AutoChoice, auto_share, choose_mechanism
 from dp_spark.mechanisms.top_k.error import CONFIDENCE, domain_top_k
-from dp_spark.plan import Plan
+from dp_spark.plan import MAX_PUBLIC_GROUPS, Plan
 from dp_spark.plans.top_k import DOMAIN_METHODS, NAMES, resolve_method, unknown_domain_zcdp
 from dp_spark.plans.top_k import plan as make_plan
 from dp_spark.releases.template import run_release
@@ -181,7 +181,10 @@ def _with_domain(plan: Plan, edge_df, domain) -> Plan:
     if domain is not None:
         # The domain is public data: reading it reveals nothing about the table.
         items = stage.normalise_domain(_domain_items(domain, plan.params.item_col), stage.integral_items(edge_df))
-        rebuilt = make_plan(replace(plan.params, domain=items, domain_size=len(items)))  # the domain's size limits
+        # keys chosen privately (groups=None): plan.params runs on the rest of ε after the key step; the plan is
+        # rebuilt from the caller's parameters (plan.given), so the key step is charged once, on the full ε
+        source = plan.given if "group_keys" in plan.split else plan.params
+        rebuilt = make_plan(replace(source, domain=items, domain_size=len(items)))  # the domain's size limits
         if "group_keys" in plan.parameters:  # a grouped run: the template's count of public keys stays stated
             rebuilt = replace(rebuilt, steps=tuple(rebuilt.split),  # (Plan re-derives its split from steps)
                               parameters={**rebuilt.parameters, "group_keys": plan.parameters["group_keys"]})
@@ -199,7 +202,8 @@ def _grouped_limits(p) -> None:
     entries over all groups."""
     from dp_spark.plans.top_k import MAX_GROUPED_SUMMARY, MAX_JOINT_ENTRIES
 
-    n = len(p.groups)
+    # keys chosen privately (groups=None): at most MAX_PUBLIC_GROUPS keys are released, a public bound
+    n = MAX_PUBLIC_GROUPS if p.groups is None else len(p.groups)
     rows, what = ((n * (p.kbar + 1), f"{n:,} groups × (kbar + 1)") if p.domain_size is None
                   else (n * p.domain_size, f"{n:,} groups × {p.domain_size:,} domain items"))
     if rows > MAX_GROUPED_SUMMARY:

@@ -259,3 +259,24 @@ def test_budget_is_charged_once_with_the_plans_guarantee(spark, table):
     dp_spark.top_k(table, epsilon=1.0, k=2, domain=DOMAIN, group_by="country", groups=KEYS4, max_groups=2,
                    budget=budget)
     assert budget.spent.epsilon == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("domain", [None, DOMAIN], ids=["no-domain", "domain"])
+def test_keys_chosen_privately_charge_the_key_step_once(spark, table, domain):
+    """groups omitted: the keys come from the set-union step, charged once on
+    the full ε (also when the plan is rebuilt with the public domain, which
+    used to re-derive it from the rest of ε), and the limits use the public
+    bound of MAX_PUBLIC_GROUPS keys (the number of keys is not known before)."""
+    from dp_spark.plan import KEYS_EPSILON_SHARE
+
+    budget = PrivacyFilter(ApproxDP(10.0, 1e-3))
+    release = dp_spark.top_k(table, epsilon=4.0, delta=1e-6, k=2, domain=domain, group_by="country",
+                             max_groups=1, seed=5, budget=budget)
+    steps = [s["step"] for s in release.budget_split]
+    assert sum(s.startswith("group keys") for s in steps) == 1
+    assert release.budget_split[0]["epsilon"] == pytest.approx(4.0 * KEYS_EPSILON_SHARE)
+    assert sum(s["epsilon"] for s in release.budget_split) == pytest.approx(4.0)
+    assert budget.spent.epsilon == pytest.approx(4.0)
+    assert release.privacy["kind"] == "approx-dp" and release.privacy["epsilon"] == 4.0
+    released = set(release.groups.toPandas()["country"])
+    assert released <= {"g0", "g1", "g2"}  # never the null group, never a key not in the data
