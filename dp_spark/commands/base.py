@@ -221,7 +221,8 @@ def groups_writer(what: str = "per-group values"):
 
         fmt = "csv" if str(path).lower().endswith(".csv") else "parquet"
         with spark_job(f"writing the released {what}"):
-            write_dataframe_atomic(release.groups.coalesce(1), path, fmt, seeded=release.seeded)
+            write_dataframe_atomic(release.groups.coalesce(1), path, fmt, seeded=release.seeded,
+                                   overwrite=bool(opts.get("overwrite")))
         if not opts.get("quiet"):
             print(f"released {what} written to {path}")
 

@@ -244,3 +244,27 @@ def test_write_dataframe_atomic_does_not_replace_a_table_by_default(spark, db):
     assert spark.table(f"{db}.atomic").count() == 1
     write_dataframe_atomic(df.limit(0), f"table:{db}.atomic", overwrite=True)
     assert spark.table(f"{db}.atomic").count() == 0
+
+
+def test_groups_output_replaces_a_table_only_with_overwrite(capsys, spark, db, tmp_path, monkeypatch):
+    """--groups-output passes --overwrite on to the writer like the other
+    table outputs (it used not to): a table that appears after the early
+    check is kept without --overwrite and replaced with it."""
+    data = tmp_path / "grouped.parquet"
+    spark.createDataFrame([(p, f"i{p % 7}", f"g{p % 2}") for p in range(400)],
+                          "person_id long, item string, country string").write.parquet(str(data))
+    argv = ["top-k", "--input", str(data), "--k", "2", "--epsilon", "2", "--delta", "1e-6", "--group-by",
+            "country", "--max-groups", "1", "--seed", "3", "--quiet"]
+    keys = tmp_path / "keys.csv"
+    keys.write_text("country\ng0\ng1\n")
+    target = f"table:{db}.grouped"
+    assert run(capsys, *argv, "--groups", str(keys), "--groups-output", target)[0] == 0, "first write"
+    first = spark.table(f"{db}.grouped").count()
+    spark.sql(f"INSERT INTO {db}.grouped SELECT * FROM {db}.grouped LIMIT 1")  # tell the old table apart
+    monkeypatch.setattr("dp_spark.io.check_table_output", lambda *a, **k: None)
+    code, err = run(capsys, *argv, "--groups", str(keys), "--groups-output", target)
+    assert code != 0 and "already exists" in err, err
+    assert spark.table(f"{db}.grouped").count() == first + 1  # untouched
+    code, err = run(capsys, *argv, "--groups", str(keys), "--groups-output", target, "--overwrite")
+    assert code == 0, err
+    assert spark.table(f"{db}.grouped").count() == first  # replaced
