@@ -384,6 +384,11 @@ def missing_output_hint(module, opts) -> str | None:
     """A release whose main result is a table that this run writes nowhere:
     where it can go (a set-union's items, a continual series)."""
     writers = getattr(module, "ARTIFACT_WRITERS", {})
+    if opts.get("group_by"):  # a grouped run's values go to --groups-output only (no items output, no series)
+        if "groups" in writers and not opts.get("groups_output"):
+            return ("note: the per-group values were not written (the report holds the first groups only); pass "
+                    "--groups-output PATH (.parquet, .csv or table:db.name) to write every group's.")
+        return None
     if "items" in writers and getattr(module, "NAME", "") == "set-union" and not opts.get("items_output"):
         return ("note: the released items were not written (only their number is in the report); pass "
                 "--items-output PATH to write them as Parquet.")
