@@ -212,7 +212,15 @@ def _group_rows(release) -> dict:
     rows = release.values.get("groups")
     if not _is_list_of_rows(rows) or "group" not in rows[0]:
         return {}
-    out: dict = {}
+    items = release.values.get("items")
+    if _is_list_of_rows(items) and "group" in items[0]:
+        # top-k, count-release: the per-value rows of the groups in the report are in result["items"]
+        # (result["groups"] holds each group's number of released rows); a group without any keeps a panel
+        out: dict = {row["group"]: [] for row in rows}
+        for item in items:
+            out.setdefault(item["group"], []).append(item)
+        return out
+    out = {}
     for row in rows:
         out.setdefault(row["group"], []).append(row)
     return out
@@ -221,7 +229,7 @@ def _group_rows(release) -> dict:
 def _group_size(rows: list[dict]) -> float:
     """A group's size by its RELEASED values: the sum of its released
     estimates or counts, else its number of released rows."""
-    for column in ("estimate", "count"):
+    for column in ("estimate", "count", "released_count"):
         values = [r[column] for r in rows if _is_number(r.get(column))]
         if values:
             return float(sum(values))
@@ -251,14 +259,15 @@ def _group_section(release) -> str:
 
 def _panels(release, ordered) -> list[str]:
     confidence = float(release.values.get("confidence", 0.95))
-    first = ordered[0][1][0] if ordered else {}
+    first = next((rows[0] for _, rows in ordered if rows), {})
     out = []
     if "estimate" in first:
         points = []
         drawn = []
         for key, rows in ordered:
             row = rows[0]
-            record = _group_record(release, row, "discrete-laplace")
+            record = (_group_record(release, row, "discrete-laplace")  # noise="laplace"
+                      or _group_record(release, row, "discrete-gaussian"))  # noise="gaussian"
             half = record.half_width(1.0 - confidence) if record is not None else None
             drawn.append((key, row, record, half))
             points += [row["estimate"] - (half or 0), row["estimate"] + (half or 0)]
@@ -290,8 +299,12 @@ def _panels(release, ordered) -> list[str]:
             out.append(_panel_html(svg, text + _more(rows)))
     else:
         for key, rows in ordered:
-            items = [str(r.get("item", "")) for r in sorted(rows, key=lambda r: r.get("rank", 0))[:PANEL_ROWS]]
-            out.append(_panel_html(plots.mini_list(str(key), items),
+            ranked = [r for r in rows if "item" in r]
+            items = [str(r["item"]) for r in sorted(ranked, key=lambda r: r.get("rank") or 0)[:PANEL_ROWS]]
+            note = None
+            if not ranked and rows and _is_number(rows[0].get("released_count")):  # set-union: a number per group
+                note = f"{fmt(rows[0]['released_count'])} items released (all in release.groups)"
+            out.append(_panel_html(plots.mini_list(str(key), items, note),
                                    release.errors.get("groups") or release.errors.get("items", "") + _more(rows)))
     return out
 

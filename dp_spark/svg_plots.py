@@ -271,9 +271,14 @@ def mini_bars(title: str, labels: Sequence[str], values: Sequence[float], errors
     return _panel(30 + 16 * max(rows, 1), body, f"{title}: released values")
 
 
-def mini_list(title: str, items: Sequence[str]) -> str:
-    """One group's released items (a ranking or a set), in released order."""
+def mini_list(title: str, items: Sequence[str], note: str | None = None) -> str:
+    """One group's released items (a ranking or a set), in released order;
+    ``note``: a line of text instead of the list (e.g. a set-union group's
+    number of released items, when the report holds no item)."""
     body = [_text(12, 16, _clip(title, 34), "start", INK, 12, "bold")]
+    if note is not None:
+        body.append(_text(12, 36, _clip(note, 40), "start", INK, 10))
+        return _panel(46, body, f"{title}: {note}")
     for i, item in enumerate(items):
         y = 24 + 16 * i
         body += [_rect(12, y + 1, 18, 12, ACCENT, 1.0 - 0.5 * i / max(len(items), 1)),
