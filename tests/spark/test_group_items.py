@@ -194,8 +194,9 @@ def test_refusals_come_before_anything_is_spent(spark, table, name):
     many = spark.range(MAX_PUBLIC_GROUPS + 1).select(F.col("id").cast("string").alias("country"))
     with pytest.raises(ParameterError, match="more than 1,024 public keys"):
         function(table, **kwargs, group_by="country", groups=many, budget=budget)
-    with pytest.raises(ParameterError, match="not available yet"):
-        function(table, **kwargs, group_by="country", groups=None, budget=budget)
+    if name == "count-release":  # keys chosen privately are an (ε, δ) step: no sound ρ-zCDP conversion
+        with pytest.raises(ParameterError, match="does not convert soundly"):
+            function(table, **kwargs, group_by="country", groups=None, budget=budget)
     with pytest.raises(ParameterError, match="give group_by"):
         function(table, **kwargs, groups=["g0"], budget=budget)
     with pytest.raises(ParameterError, match="column name of release.groups"):
@@ -239,3 +240,22 @@ def test_integer_group_keys_and_items(spark):
     union = dp_spark.set_union(df, epsilon=1.0, delta=1e-6, group_by="g", groups=[0, 1, 2, 7], seed=2)
     pairs = {(r["g"], r["item"]) for r in union.groups.collect()}
     assert pairs and pairs <= {(p % 3, p % 5) for p in range(3000)}
+
+
+def test_set_union_with_keys_chosen_privately(spark, table):
+    """groups omitted: the "group keys" set-union step comes first (ε/10,
+    δ = 1e-6 on top of the release's δ), then the one composite-key
+    mechanism on the released keys; only keys present in the data can be
+    released (never the null group)."""
+    from dp_spark.plan import KEYS_DELTA, KEYS_EPSILON_SHARE
+
+    budget = PrivacyFilter(ApproxDP(5.0, 1e-3))
+    release = dp_spark.set_union(table, epsilon=2.0, delta=1e-6, max_items=4, group_by="country", seed=6,
+                                 budget=budget)
+    assert release.budget_split[0]["step"].startswith("group keys")
+    assert release.budget_split[0]["epsilon"] == pytest.approx(2.0 * KEYS_EPSILON_SHARE)
+    assert budget.spent.epsilon == pytest.approx(2.0)
+    assert budget.spent.delta == pytest.approx(1e-6 + KEYS_DELTA)
+    assert release.privacy["kind"] == "approx-dp" and release.privacy["delta"] == pytest.approx(1e-6 + KEYS_DELTA)
+    assert set(release.groups.toPandas()["country"]) <= {"g0", "g1", "g2"}
+    assert release.result["group_keys_released"] == release.result["groups_released"]

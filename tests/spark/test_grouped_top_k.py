@@ -196,8 +196,6 @@ def test_refusals_come_before_anything_is_spent(spark, table):
                        budget=budget)
     with pytest.raises(ParameterError, match="group_by"):
         dp_spark.top_k(table, epsilon=1.0, k=2, domain=DOMAIN, groups=["g0"], max_groups=1, budget=budget)
-    with pytest.raises(ParameterError, match="not available yet"):
-        dp_spark.top_k(table, epsilon=1.0, k=2, domain=DOMAIN, group_by="country", max_groups=1, budget=budget)
     with pytest.raises(ParameterError):
         dp_spark.top_k(table, epsilon=1.0, k=2, domain=DOMAIN, group_by="item", groups=["g0"], item_col="item",
                        max_groups=1, budget=budget)
