@@ -81,6 +81,8 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     keys, m = p.groups, p.max_groups
     n_groups = len(keys)
     noise, how = [], {}
+    if m is None and not keys:  # a private key step released no key: no cap to choose, nothing drawn
+        m = 1
     if m is None:
         m, edge_df, drawn = choose_and_cap(edge_df, n_groups, plan.split.epsilon("max_groups"), rng, "top-k")
         noise.append(drawn)
@@ -90,10 +92,12 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     # ε'/m and δ/m rounded down: m groups' shares never sum above (ε', δ) (basic composition)
     epsilon_group, delta_group = group_share(epsilon_sel, p.delta, m)
     items = p.domain if p.domain_size is not None else None
-    released = _select(edge_df, mechanism, items, n_groups, p.k, epsilon_sel, p.delta, m, p.kbar, rng)
+    # no key (a private key step released none): no Spark pass, no draw
+    released = _select(edge_df, mechanism, items, n_groups, p.k, epsilon_sel, p.delta, m, p.kbar, rng) if keys else []
     size = p.kbar if mechanism == "unknown-domain" else len(items)
     record = selection_noise(mechanism, p.k, epsilon_group, delta_group, size)
-    record = dataclasses.replace(record, target=f"in each of the {n_groups:,} groups: {record.target}")
+    record = dataclasses.replace(record, target=f"in each of the {n_groups:,} groups: {record.target}",
+                                 **({} if keys else {"draws": 0}))
     how = {**how, "epsilon_per_group": epsilon_group, "delta_per_group": delta_group, "method_per_group": mechanism}
     return _report(plan, keys, m, released, mechanism, how, local, edge_df, [*noise, record], items)
 

@@ -65,7 +65,8 @@ def cap_groups(edge_df: DataFrame, max_groups: int, public_keys: int | None = No
     (a per-person transformation, at most m groups per person) holds as it
     stands. The decision reads only m and K, both public."""
     m = checks.integer(max_groups, "max_groups", 1, MAX_GROUPS_LIMIT)
-    if public_keys is not None and m >= checks.integer(public_keys, "public_keys", 1, None):
+    # public_keys = 0: a private key step released no key; the restricted table is empty, nothing to cap
+    if public_keys is not None and m >= checks.integer(public_keys, "public_keys", 0, None):
         return _valid_groups(edge_df)
     order = Window.partitionBy(PERSON).orderBy(F.xxhash64(PERSON, GROUP), GROUP)
     ranked = _valid_groups(edge_df).withColumn(_RANK, F.dense_rank().over(order))

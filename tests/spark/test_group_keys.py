@@ -127,13 +127,28 @@ def test_the_released_keys_then_act_as_public(spark, big):
     assert [s["step"] for s in public.budget_split] == [s["step"] for s in rest]
 
 
-def test_a_run_that_releases_no_key_returns_empty_groups(spark):
+NO_KEY_RUNS = {  # (release, its own δ) — with and without a public cap m (the cap step and the cap skip)
+    "distinct-count": (lambda df, **kw: dp_spark.distinct_count(df, epsilon=1.0, **kw), 0.0),
+    "set-union": (lambda df, **kw: dp_spark.set_union(df, epsilon=1.0, delta=1e-5, **kw), 1e-5),
+    "top-k": (lambda df, **kw: dp_spark.top_k(df, k=2, epsilon=1.0, delta=1e-5, **kw), 1e-5),
+}
+
+
+@pytest.mark.parametrize("max_groups", [None, 2])
+@pytest.mark.parametrize("name", sorted(NO_KEY_RUNS))
+def test_a_run_that_releases_no_key_returns_empty_groups(spark, name, max_groups):
+    """No key released: an empty release.groups, never an error after the
+    budget was spent (the cap, its private choice and every per-group step
+    must accept zero groups)."""
     df = spark.createDataFrame([(j, "x", f"rare{j}") for j in range(5)], SCHEMA)
-    budget = PrivacyFilter(ApproxDP(5.0, 1e-5))
-    release = dp_spark.distinct_count(df, epsilon=1.0, group_by="country", seed=2, budget=budget)
+    budget = PrivacyFilter(ApproxDP(5.0, 1e-3))
+    run, delta = NO_KEY_RUNS[name]
+    release = run(df, group_by="country", max_groups=max_groups, seed=2, budget=budget)
     assert release.groups.count() == 0 and release.result["groups_released"] == 0
-    assert release.result["group_keys_released"] == 0 and release.result["groups"] == []
-    assert budget.spent == ApproxDP(1.0, KEYS_DELTA)  # charged in full: whether keys appear is the DP decision
+    assert release.result["group_keys_released"] == 0
+    assert release.result["groups"] == []
+    # charged in full: whether keys appear is the DP decision
+    assert budget.spent.epsilon == pytest.approx(1.0) and budget.spent.delta == pytest.approx(delta + KEYS_DELTA)
 
 
 def test_a_pure_budget_refuses_the_keys_step_before_reading(spark, unreadable_events):

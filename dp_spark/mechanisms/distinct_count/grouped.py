@@ -120,6 +120,8 @@ def release_groups(at_candidates: np.ndarray, candidates, max_bound: int, max_gr
     if noise not in ("laplace", "gaussian"):
         raise ValueError("noise must be 'laplace' or 'gaussian'")
     cands = [int(c) for c in candidates]
+    if len(at_candidates) == 0:  # no group (a private key step released none): nothing drawn
+        return [], {}
     m = int(max_groups)
     vectors = [_counts_vector(row, cands, max_bound) for row in np.asarray(at_candidates, dtype=np.int64)]
     if noise == "gaussian":
