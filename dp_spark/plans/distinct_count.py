@@ -119,7 +119,11 @@ class Params(GroupParams):
                 raise ParameterError(f"noise={self.noise!r} is available per group only (with group_by=); an "
                                      "ungrouped distinct count is pure ε-DP (noise='laplace').")
         if self.group_by is not None:
-            checks.distinct_columns(person_col=self.person_col, item_col=self.item_col, group_by=self.group_by)
+            from dp_spark.plans.set_union import check_group_column
+
+            # release.groups' columns: a group column of the same name would fail after spending
+            check_group_column(self.group_by, ("estimate", "lower_bound", "bound", "error"),
+                               person_col=self.person_col, item_col=self.item_col)
             if self.method != "greedy":
                 raise ParameterError(f"group_by runs the per-group greedy (method='greedy'); method={self.method!r} "
                                      "is not available per group.")

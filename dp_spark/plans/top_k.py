@@ -240,7 +240,11 @@ class Params(GroupParams):
         set_checked(self, delta=checks.delta(self.delta, "delta", allow_zero=True))
         self.check_groups()
         if self.group_by is not None:
-            checks.distinct_columns(person_col=self.person_col, item_col=self.item_col, group_by=self.group_by)
+            from dp_spark.plans.set_union import check_group_column
+
+            # release.groups' columns: a group column of the same name would fail after spending
+            check_group_column(self.group_by, ("rank", "item", "error"), person_col=self.person_col,
+                               item_col=self.item_col)
         mechanism = self.mechanism
         if mechanism == "unknown-domain" and self.delta == 0.0:
             reason = "no public domain was given, so method 'auto' uses" if self.method == "auto" else "method"

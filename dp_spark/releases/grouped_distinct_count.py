@@ -129,14 +129,14 @@ def _batched(released: list[dict], gaussian: bool, m: int) -> list:
     for r in released:
         by_bound.setdefault(r["bound"], []).append(r["noise"][1])
     for bound, records in sorted(by_bound.items()):
-        extra = {}
+        extra, parameters = {}, {**records[0].parameters, "bound": bound}  # "bound": the HTML panel's record
         if gaussian:  # the vector over groups: ℓ2 sensitivity √m·l (GroupScale.sensitivity)
-            extra = {"sensitivity": group_noise_scale(m, bound, rho=1.0).sensitivity,
-                     "parameters": {**records[0].parameters, "norm": 2}}
+            extra = {"sensitivity": group_noise_scale(m, bound, rho=1.0).sensitivity}
+            parameters["norm"] = 2
         out.append(dataclasses.replace(records[0], draws=len(records), **extra,
                                        target=f"the count with at most {bound} items per person of each group "
                                               f"whose bound is {bound}",
-                                       parameters={**records[0].parameters, "bound": bound}))  # HTML: per group
+                                       parameters=parameters))
     return out
 
 

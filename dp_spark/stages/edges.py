@@ -139,8 +139,22 @@ def _check_group_column(df: DataFrame, group_col: str, person_col: str, item_col
     require_columns(df, group_col)
     if group_col in (person_col, item_col):
         raise SchemaError("the group column must differ from the person and item columns.")
-    if isinstance(df.schema[group_col].dataType, T.NullType):
+    _check_group_type(df, group_col)
+
+
+def _check_group_type(df: DataFrame, group_col: str) -> None:
+    """A group column's type (schema only, before anything is spent): not all
+    nulls; keys must compare byte for byte as the public keys and the
+    per-group kernels assume, so floats and non-binary collations are
+    refused (:func:`require_exact_ids`: a case-insensitive collation could
+    release one person's spelling of a key), and booleans too (their
+    keys would be matched as 'True' against Spark's 'true')."""
+    dtype = df.schema[group_col].dataType
+    if isinstance(dtype, T.NullType):
         raise SchemaError(f"the group column {group_col!r} holds only nulls (type void); choose another column.")
+    if isinstance(dtype, T.BooleanType):
+        raise SchemaError(f"the group column {group_col!r} holds booleans; cast it to a string or an integer first.")
+    require_exact_ids(df, group_col, "group")
 
 
 def group_column(df: DataFrame, group_col: str, other_cols: tuple[str, ...]):
@@ -151,8 +165,7 @@ def group_column(df: DataFrame, group_col: str, other_cols: tuple[str, ...]):
     require_columns(df, group_col)
     if group_col in other_cols:
         raise SchemaError(f"the group column must differ from the {', '.join(other_cols)} columns.")
-    if isinstance(df.schema[group_col].dataType, T.NullType):
-        raise SchemaError(f"the group column {group_col!r} holds only nulls (type void); choose another column.")
+    _check_group_type(df, group_col)
     return _normalised(df, group_col, GROUP)
 
 

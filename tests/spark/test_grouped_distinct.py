@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 import dp_spark
 from dp_spark import cli
-from dp_spark.accounting import PrivacyFilter, PureDP
+from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP
 from dp_spark.errors import ParameterError, SchemaError
 from dp_spark.plan import MAX_PUBLIC_GROUPS
 from dp_spark.releases.groups import GROUP_INDEX
@@ -180,9 +180,10 @@ def test_a_private_cap_is_chosen_charged_and_stated(spark, table):
     assert release.parameters["epsilon_per_group"] == pytest.approx(0.94 / m)
 
 
-def test_zcdp_is_the_default_per_group_and_charged_as_rho(spark, table):
-    """noise=None per group: discrete Gaussian, ρ = ε²/2-zCDP, charged as ρ
-    to a zCDP budget; the records carry the ℓ2 sensitivity √m·l."""
+def test_zcdp_per_group_is_asked_for_by_name_and_charged_as_rho(spark, table):
+    """noise="gaussian" per group: discrete Gaussian, ρ = ε²/2-zCDP, charged
+    as ρ to a zCDP budget; the records carry the ℓ2 sensitivity √m·l. The
+    default (noise=None) stays the pure ε-DP that epsilon= states."""
     from dp_spark.accounting import ZCDP
     from dp_spark.report import report_schema
     import jsonschema
@@ -190,7 +191,7 @@ def test_zcdp_is_the_default_per_group_and_charged_as_rho(spark, table):
     keys = ["g0", "g1", "g2", "empty"]
     budget = PrivacyFilter(ZCDP(2.0))
     release = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=2, seed=4,
-                                      budget=budget)
+                                      budget=budget, noise="gaussian")
     assert budget.spent.rho == pytest.approx(0.5)
     assert release.parameters["noise"] == "discrete gaussian" and release.parameters["rho"] == 0.5
     assert all(s["kind"] == "zcdp" for s in release.budget_split)
@@ -207,7 +208,29 @@ def test_zcdp_is_the_default_per_group_and_charged_as_rho(spark, table):
     again = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=2, seed=4,
                                     noise="gaussian")
     assert again.result == release.result
-    one = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=1, seed=4)
+    default = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=2, seed=4)
+    assert default.privacy["kind"] == "pure-dp" and default.parameters["noise"] == "discrete laplace"
+    one = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=keys, max_groups=1, seed=4,
+                                  noise="gaussian")
     assert "parallel composition" in one.budget_split[-1]["step"]
     with pytest.raises(ParameterError, match="per group only"):
         dp_spark.distinct_count(table, epsilon=1.0, noise="gaussian")
+
+
+@pytest.mark.parametrize("cast", ["double", "boolean", "string collate UTF8_LCASE"])
+def test_a_group_column_without_byte_exact_keys_is_refused_before_spending(spark, table, cast):
+    """Found by review: float and boolean keys were matched by their Python
+    spelling ('True', '1e+20') against Spark's ('true', '1.0E20'), so groups
+    came out empty; a case-insensitive collation could release one person's
+    spelling of a key. All are refused from the schema, before the charge."""
+    source = "(length(country) > 1)" if cast == "boolean" else "country"
+    if cast == "double":
+        source = "cast(length(country) as int)"
+    typed = table.selectExpr("person_id", "item", f"cast({source} as {cast}) as country")
+    budget = PrivacyFilter(PureDP(5.0))
+    with pytest.raises(SchemaError, match="group column 'country'"):
+        dp_spark.distinct_count(typed, epsilon=1.0, group_by="country", groups=["a"], max_groups=1, budget=budget)
+    with pytest.raises(SchemaError, match="group column 'country'"):
+        dp_spark.set_union(typed, epsilon=1.0, delta=1e-6, group_by="country", groups=["a"],
+                           budget=PrivacyFilter(ApproxDP(5.0, 1e-3)))
+    assert budget.spent.epsilon == 0.0

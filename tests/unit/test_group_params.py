@@ -164,3 +164,19 @@ def test_a_zcdp_release_refuses_private_keys_before_reading():
     assert zcdp_plan(group_by="c", groups=["a"]).guarantee.kind == "zcdp"
     with pytest.raises(ParameterError, match="ρ-zCDP"):
         zcdp_plan(group_by="c")
+
+
+@pytest.mark.parametrize("release, column", [("distinct_count", "estimate"), ("distinct_count", "lower_bound"),
+                                             ("distinct_count", "bound"), ("distinct_count", "error"),
+                                             ("top_k", "rank"), ("top_k", "error")])
+def test_a_group_column_named_like_a_groups_output_column_is_refused_by_the_plan(release, column):
+    """release.groups has these columns: a group column of the same name
+    failed when the groups frame was built, after spending (found by review)."""
+    import importlib
+
+    from dp_spark.errors import ParameterError
+
+    plans = importlib.import_module(f"dp_spark.plans.{release}")
+    extra = {"delta": 1e-6, "k": 3} if release == "top_k" else {}
+    with pytest.raises(ParameterError, match="column name of release.groups"):
+        plans.plan(epsilon=1.0, group_by=column, groups=["a"], max_groups=1, **extra)

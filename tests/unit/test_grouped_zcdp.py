@@ -132,16 +132,19 @@ def test_release_groups_budget_arithmetic():
         release_groups(at, [1, 4], 4, 3, 0.05, np.random.default_rng(1), noise="uniform", select=0.5, count=0.5)
 
 
-def test_plan_default_per_group_is_zcdp_at_rho_epsilon_squared_over_two():
+def test_plan_gaussian_per_group_is_zcdp_at_rho_epsilon_squared_over_two():
+    """noise="gaussian" is asked for by name; the default per group is the
+    pure ε-DP the caller's epsilon= states."""
     keys = ["a", "b", "c"]
-    grouped = plan(epsilon=1.0, group_by="g", groups=keys, max_groups=2)
+    assert plan(epsilon=1.0, group_by="g", groups=keys, max_groups=2).guarantee == PureDP(1.0)
+    grouped = plan(epsilon=1.0, group_by="g", groups=keys, max_groups=2, noise="gaussian")
     assert grouped.guarantee == ZCDP(pure_to_zcdp(1.0)) and grouped.guarantee.rho == 0.5
     assert grouped.parameters["noise"] == "discrete gaussian" and grouped.parameters["rho"] == 0.5
     costs = [s.cost for s in grouped.split]
     assert all(isinstance(c, ZCDP) for c in costs) and sum(c.rho for c in costs) <= 0.5
     assert sum(c.rho for c in costs) == pytest.approx(0.5)
     assert grouped.split.cost("shards").rho == pytest.approx(0.005)
-    private = plan(epsilon=1.0, group_by="g", groups=keys)
+    private = plan(epsilon=1.0, group_by="g", groups=keys, noise="gaussian")
     assert private.split.cost("max_groups").rho == pytest.approx(0.025)
     pure = plan(epsilon=1.0, group_by="g", groups=keys, max_groups=2, noise="laplace")
     assert pure.guarantee == PureDP(1.0) and pure.parameters["noise"] == "discrete laplace"
@@ -156,7 +159,7 @@ def test_plan_default_per_group_is_zcdp_at_rho_epsilon_squared_over_two():
 
 @pytest.mark.parametrize("m", [1, 2, 5])
 def test_the_grouped_zcdp_split_states_rho_over_m_and_sums_to_rho(m):
-    grouped = plan(epsilon=1.0, group_by="country", groups=["a", "b"], max_groups=m, shards=4)
+    grouped = plan(epsilon=1.0, group_by="country", groups=["a", "b"], max_groups=m, shards=4, noise="gaussian")
     labels = [s.label for s in grouped.split]
     assert [s.name for s in grouped.split] == ["select", "count"]
     assert sum(s.cost.rho for s in grouped.split) == pytest.approx(0.5)
@@ -175,7 +178,7 @@ def test_the_zcdp_plan_builds_at_any_epsilon_and_charges_at_least_epsilon_square
     from dp_spark.accounting.exact import written
 
     for m in (None, 3):
-        grouped = plan(epsilon=epsilon, group_by="g", groups=["a", "b"], max_groups=m)
+        grouped = plan(epsilon=epsilon, group_by="g", groups=["a", "b"], max_groups=m, noise="gaussian")
         rho = grouped.guarantee.rho
         assert Fraction(rho) <= written(rho) and written(rho) >= written(epsilon) ** 2 / 2
         assert sum(Fraction(s.cost.rho) for s in grouped.split) <= Fraction(rho)
