@@ -229,6 +229,24 @@ def groups_writer(what: str = "per-group values"):
     return write
 
 
+def check_group_outputs(opts, what: str, ungrouped: str | None = None) -> dict:
+    """The grouped-run output options, refused before Spark starts (public
+    options only): ``--groups-output`` needs ``--group-by`` (an ungrouped run
+    has no ``what``, e.g. "per-group values"), and a grouped run writes its
+    rows to ``--groups-output`` only, never to the ungrouped table's option
+    ``ungrouped`` (``"items_output"``, ``"series"``). Returns ``opts``."""
+    from dp_spark.errors import ParameterError
+
+    if opts.get("groups_output") and not opts.get("group_by"):
+        raise ParameterError(f"--groups-output writes the {what} of a grouped run; give --group-by, or drop "
+                             "--groups-output.")
+    if ungrouped and opts.get(ungrouped) and opts.get("group_by"):
+        flag = "--" + ungrouped.replace("_", "-")
+        raise ParameterError(f"{flag} writes the ungrouped release; a grouped run (--group-by) writes its {what} "
+                             f"to --groups-output; drop {flag}.")
+    return opts
+
+
 def _config_value(opt: Option, value: Any) -> Any:
     """A config-file value converted as the command line would convert it."""
     if value is None:

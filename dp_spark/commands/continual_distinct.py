@@ -25,7 +25,8 @@ import os
 import sys
 from pathlib import Path
 
-from dp_spark.commands.base import MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, groups_writer, log, run_release, synthetic_rows
+from dp_spark.commands.base import (MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, check_group_outputs, groups_writer, log,
+                                    run_release, synthetic_rows)
 from dp_spark.commands.base import load_table as base_load_table
 from dp_spark.commands.params import release_options
 from dp_spark.plans.continual_distinct import Params, origin_value
@@ -78,16 +79,7 @@ def plan_options(opts):
     built-in data's public horizon default (1024 steps, 32 with --stream; no
     data is involved) and its column names. With --input a missing horizon
     stays None and the plan refuses it."""
-    if opts.get("groups_output") and not opts.get("group_by"):
-        from dp_spark.errors import ParameterError
-
-        raise ParameterError("--groups-output writes the per-group series of a grouped run; give --group-by "
-                             "(with --groups and --max-groups), or drop --groups-output.")
-    if opts.get("group_by") and opts.get("series"):
-        from dp_spark.errors import ParameterError
-
-        raise ParameterError("--series writes the ungrouped series; a grouped run (--group-by) writes every "
-                             "group's series to --groups-output.")
+    check_group_outputs(opts, "per-group series", "series")
     if opts["input"]:
         return opts
     if opts.get("group_by"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, groups_writer
+from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, check_group_outputs, groups_writer
 from dp_spark.commands.params import release_options
 from dp_spark.plans.distinct_count import Params
 
@@ -26,9 +26,4 @@ ARTIFACT_WRITERS = {"groups": groups_writer()}
 def plan_options(opts):
     """``--groups-output`` needs ``--group-by`` (an ungrouped run has no
     per-group values): refused before Spark starts."""
-    if opts.get("groups_output") and not opts.get("group_by"):
-        from dp_spark.errors import ParameterError
-
-        raise ParameterError("--groups-output writes the per-group values of a grouped run; give --group-by "
-                             "(with --groups and --max-groups), or drop --groups-output.")
-    return opts
+    return check_group_outputs(opts, "per-group values")

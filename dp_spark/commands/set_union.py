@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, groups_writer, items_writer
+from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, check_group_outputs, groups_writer, items_writer
 from dp_spark.commands.params import release_options
 from dp_spark.plans.set_union import Params
 
@@ -23,16 +23,6 @@ ARTIFACT_WRITERS = {"groups": groups_writer("per-group rows"), "items": items_wr
 
 
 def plan_options(opts):
-    """``--groups-output`` needs ``--group-by`` (an ungrouped run has no
-    per-group rows), and a grouped run writes its rows to ``--groups-output``
-    only (``--items-output`` is the ungrouped table): both refused before
-    Spark starts."""
-    from dp_spark.errors import ParameterError
-
-    if opts.get("groups_output") and not opts.get("group_by"):
-        raise ParameterError("--groups-output writes the per-group rows of a grouped run; give --group-by "
-                             "(with --groups), or drop --groups-output.")
-    if opts.get("items_output") and opts.get("group_by"):
-        raise ParameterError("a grouped run (--group-by) writes its released (group, item) rows to "
-                             "--groups-output; drop --items-output.")
-    return opts
+    """The grouped-run output options, refused before Spark starts
+    (:func:`~dp_spark.commands.base.check_group_outputs`)."""
+    return check_group_outputs(opts, "per-group rows", "items_output")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import sys
 
-from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, groups_writer, items_writer, run_release
+from dp_spark.commands.base import (
+    INPUT_OPTIONS, RUN_OPTIONS, Option, check_group_outputs, groups_writer, items_writer, run_release,
+)
 from dp_spark.commands.params import release_options
 from dp_spark.plans.top_k import DEMO_DELTA, Params
 
@@ -49,15 +51,6 @@ ARTIFACT_WRITERS = {"items": items_writer("items", "items", single_file=True), "
 
 
 def plan_options(opts):
-    """``--groups-output`` needs ``--group-by`` and ``--items-output`` is the
-    ungrouped ranking (a grouped run's items are ``--groups-output``):
-    refused before Spark starts."""
-    from dp_spark.errors import ParameterError
-
-    if opts.get("groups_output") and not opts.get("group_by"):
-        raise ParameterError("--groups-output writes the per-group items of a grouped run; give --group-by "
-                             "(with --groups and --max-groups), or drop --groups-output.")
-    if opts.get("items_output") and opts.get("group_by"):
-        raise ParameterError("--items-output writes the ungrouped ranking; a grouped run writes every group's "
-                             "items to --groups-output.")
-    return opts
+    """The grouped-run output options, refused before Spark starts
+    (:func:`~dp_spark.commands.base.check_group_outputs`)."""
+    return check_group_outputs(opts, "per-group items", "items_output")
