@@ -116,4 +116,6 @@ def test_cap_at_or_above_the_public_key_count_keeps_every_row_without_the_window
     assert _has_window(capped)
     assert sorted(map(tuple, capped.collect())) == sorted(map(tuple, cap_groups(df, keys - 1).collect()))
     with pytest.raises(ParameterError):
-        cap_groups(df, 2, public_keys=0)
+        cap_groups(df, 2, public_keys=-1)
+    # 0 keys: a private key step released none; the caller's table is restricted to no key (empty)
+    assert not _has_window(cap_groups(df.limit(0), 2, public_keys=0))
