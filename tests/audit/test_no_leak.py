@@ -270,12 +270,10 @@ def _group_sentinels(table) -> tuple[int, ...]:
     return PERSON_SENTINELS + values
 
 
-def test_grouped_distinct_count_leaks_nothing(tmp_path, people, capfd, dp_logs):
-    table = _grouped_people(people)
-    sentinels = _group_sentinels(table)
-    capfd.readouterr()
-    release = dp_spark.distinct_count(table, epsilon=1.0, max_bound=4, group_by="parity",
-                                      groups=["even", "odd", "none"], max_groups=1, seed=SEED)
+def assert_grouped_release_clean(release, capfd, dp_logs, sentinels) -> None:
+    """A grouped release's API outputs hold no sentinel: its printed summary
+    and the logs, the JSON report, the noise records, the error statements
+    and every row of release.groups."""
     print(release.summary())
     leaks = captured_leaks(capfd, dp_logs, sentinels)
     leaks["report"] = json_leaks(json.loads(release.to_json()), sentinels)
@@ -283,21 +281,39 @@ def test_grouped_distinct_count_leaks_nothing(tmp_path, people, capfd, dp_logs):
     leaks["error statements"] = text_leaks(" ".join(release.errors.values()), sentinels)
     leaks["groups"] = frame_leaks(release.groups.toPandas(), sentinels)
     assert_clean(leaks)
-    assert release.result["groups_released"] == 3
 
-    data, keys, report, out = (tmp_path / "people.parquet", tmp_path / "keys.csv", tmp_path / "r.json",
+
+def assert_grouped_cli_clean(tmp_path, table, argv, capfd, dp_logs, sentinels) -> None:
+    """The same grouped release on the command line (``argv``: the release
+    and its flags; the input, the public keys even/odd/none and the outputs
+    are added here) exits 0 and holds no sentinel in its logs, its report or
+    its --groups-output."""
+    data, keys, report, out = (tmp_path / "input.parquet", tmp_path / "keys.csv", tmp_path / "r.json",
                                tmp_path / "groups.parquet")
     table.write.parquet(str(data))
     keys.write_text("parity\neven\nodd\nnone\n")
     capfd.readouterr()
-    code = cli.main(["distinct-count", "--input", str(data), "--epsilon", "1", "--max-bound", "4",
-                     "--group-by", "parity", "--groups", str(keys), "--max-groups", "1", "--seed", str(SEED),
-                     "--verbose", "--output", str(report), "--groups-output", str(out)])
+    code = cli.main([*argv, "--input", str(data), "--groups", str(keys), "--verbose", "--output", str(report),
+                     "--groups-output", str(out)])
     leaks = captured_leaks(capfd, dp_logs, sentinels)
     assert code == 0
     leaks["report"] = json_leaks(json.loads(report.read_text()), sentinels)
     leaks["groups file"] = file_leaks(out, sentinels)
     assert_clean(leaks)
+
+
+def test_grouped_distinct_count_leaks_nothing(tmp_path, people, capfd, dp_logs):
+    table = _grouped_people(people)
+    sentinels = _group_sentinels(table)
+    capfd.readouterr()
+    release = dp_spark.distinct_count(table, epsilon=1.0, max_bound=4, group_by="parity",
+                                      groups=["even", "odd", "none"], max_groups=1, seed=SEED)
+    assert_grouped_release_clean(release, capfd, dp_logs, sentinels)
+    assert release.result["groups_released"] == 3
+
+    assert_grouped_cli_clean(tmp_path, table, ["distinct-count", "--epsilon", "1", "--max-bound", "4", "--group-by",
+                                               "parity", "--max-groups", "1", "--seed", str(SEED)],
+                             capfd, dp_logs, sentinels)
 
 
 def test_grouped_distinct_count_with_private_keys_leaks_nothing(people, capfd, dp_logs):
@@ -308,13 +324,7 @@ def test_grouped_distinct_count_with_private_keys_leaks_nothing(people, capfd, d
     sentinels = _group_sentinels(table)
     capfd.readouterr()
     release = dp_spark.distinct_count(table, epsilon=1.0, max_bound=4, group_by="parity", max_groups=1, seed=SEED)
-    print(release.summary())
-    leaks = captured_leaks(capfd, dp_logs, sentinels)
-    leaks["report"] = json_leaks(json.loads(release.to_json()), sentinels)
-    leaks["noise records"] = json_leaks([r.to_dict() for r in release.noise], sentinels)
-    leaks["error statements"] = text_leaks(" ".join(release.errors.values()), sentinels)
-    leaks["groups"] = frame_leaks(release.groups.toPandas(), sentinels)
-    assert_clean(leaks)
+    assert_grouped_release_clean(release, capfd, dp_logs, sentinels)
     assert release.result["group_keys_released"] == release.result["groups_released"]
 
 
@@ -333,28 +343,11 @@ def test_grouped_set_union_and_count_release_leak_nothing(name, tmp_path, people
     sentinels = _group_sentinels(table)
     capfd.readouterr()
     release = function(table, **kwargs, group_by="parity", groups=["even", "odd", "none"], seed=SEED)
-    print(release.summary())
-    leaks = captured_leaks(capfd, dp_logs, sentinels)
-    leaks["report"] = json_leaks(json.loads(release.to_json()), sentinels)
-    leaks["noise records"] = json_leaks([r.to_dict() for r in release.noise], sentinels)
-    leaks["error statements"] = text_leaks(" ".join(release.errors.values()), sentinels)
-    leaks["groups"] = frame_leaks(release.groups.toPandas(), sentinels)
-    assert_clean(leaks)
+    assert_grouped_release_clean(release, capfd, dp_logs, sentinels)
     assert release.result["groups_released"] == 3
 
-    data, keys, report, out = (tmp_path / "people.parquet", tmp_path / "keys.csv", tmp_path / "r.json",
-                               tmp_path / "groups.parquet")
-    table.write.parquet(str(data))
-    keys.write_text("parity\neven\nodd\nnone\n")
-    capfd.readouterr()
-    code = cli.main([name, "--input", str(data), *flags, "--group-by", "parity", "--groups", str(keys),
-                     "--max-groups", "1", "--seed", str(SEED), "--verbose", "--output", str(report),
-                     "--groups-output", str(out)])
-    leaks = captured_leaks(capfd, dp_logs, sentinels)
-    assert code == 0
-    leaks["report"] = json_leaks(json.loads(report.read_text()), sentinels)
-    leaks["groups file"] = file_leaks(out, sentinels)
-    assert_clean(leaks)
+    assert_grouped_cli_clean(tmp_path, table, [name, *flags, "--group-by", "parity", "--max-groups", "1", "--seed",
+                                               str(SEED)], capfd, dp_logs, sentinels)
 
 
 def _grouped_events(events):
@@ -389,28 +382,12 @@ def test_grouped_continual_distinct_leaks_nothing(tmp_path, events, capfd, dp_lo
     capfd.readouterr()
     release = dp_spark.continual_distinct(table, rho=0.5, horizon=64, group_by="parity",
                                           groups=["even", "odd", "none"], max_groups=1, seed=GROUPED_CONTINUAL_SEED)
-    print(release.summary())
-    leaks = captured_leaks(capfd, dp_logs, sentinels)
-    leaks["report"] = json_leaks(json.loads(release.to_json()), sentinels)
-    leaks["noise records"] = json_leaks([r.to_dict() for r in release.noise], sentinels)
-    leaks["error statements"] = text_leaks(" ".join(release.errors.values()), sentinels)
-    leaks["groups"] = frame_leaks(release.groups.toPandas(), sentinels)
-    assert_clean(leaks)
+    assert_grouped_release_clean(release, capfd, dp_logs, sentinels)
     assert release.result["groups_released"] == 3
 
-    data, keys, report, out = (tmp_path / "events.parquet", tmp_path / "keys.csv", tmp_path / "r.json",
-                               tmp_path / "groups.parquet")
-    table.write.parquet(str(data))
-    keys.write_text("parity\neven\nodd\nnone\n")
-    capfd.readouterr()
-    code = cli.main(["continual-distinct", "--input", str(data), "--rho", "0.5", "--horizon", "64",
-                     "--group-by", "parity", "--groups", str(keys), "--max-groups", "1",
-                     "--seed", str(GROUPED_CONTINUAL_SEED), "--verbose", "--output", str(report), "--groups-output", str(out)])
-    leaks = captured_leaks(capfd, dp_logs, sentinels)
-    assert code == 0
-    leaks["report"] = json_leaks(json.loads(report.read_text()), sentinels)
-    leaks["groups file"] = file_leaks(out, sentinels)
-    assert_clean(leaks)
+    assert_grouped_cli_clean(tmp_path, table, ["continual-distinct", "--rho", "0.5", "--horizon", "64", "--group-by",
+                                               "parity", "--max-groups", "1", "--seed", str(GROUPED_CONTINUAL_SEED)],
+                             capfd, dp_logs, sentinels)
 
 
 def test_grouped_top_k_leaks_nothing(tmp_path, people, capfd, dp_logs):
@@ -426,25 +403,9 @@ def test_grouped_top_k_leaks_nothing(tmp_path, people, capfd, dp_logs):
     capfd.readouterr()
     release = dp_spark.top_k(table, epsilon=1.0, delta=1e-6, k=3, kbar=50, group_by="parity",
                              groups=["even", "odd", "none"], max_groups=1, seed=SEED)
-    print(release.summary())
-    leaks = captured_leaks(capfd, dp_logs, sentinels)
-    leaks["report"] = json_leaks(json.loads(release.to_json()), sentinels)
-    leaks["noise records"] = json_leaks([r.to_dict() for r in release.noise], sentinels)
-    leaks["error statements"] = text_leaks(" ".join(release.errors.values()), sentinels)
-    leaks["groups"] = frame_leaks(release.groups.toPandas(), sentinels)
-    assert_clean(leaks)
+    assert_grouped_release_clean(release, capfd, dp_logs, sentinels)
     assert release.result["groups_released"] == 3
 
-    data, keys, report, out = (tmp_path / "people.parquet", tmp_path / "keys.csv", tmp_path / "r.json",
-                               tmp_path / "groups.parquet")
-    table.write.parquet(str(data))
-    keys.write_text("parity\neven\nodd\nnone\n")
-    capfd.readouterr()
-    code = cli.main(["top-k", "--input", str(data), "--epsilon", "1", "--delta", "1e-6", "--k", "3", "--kbar", "50",
-                     "--group-by", "parity", "--groups", str(keys), "--max-groups", "1", "--seed", str(SEED),
-                     "--verbose", "--output", str(report), "--groups-output", str(out)])
-    leaks = captured_leaks(capfd, dp_logs, sentinels)
-    assert code == 0
-    leaks["report"] = json_leaks(json.loads(report.read_text()), sentinels)
-    leaks["groups file"] = file_leaks(out, sentinels)
-    assert_clean(leaks)
+    assert_grouped_cli_clean(tmp_path, table, ["top-k", "--epsilon", "1", "--delta", "1e-6", "--k", "3", "--kbar", "50",
+                                               "--group-by", "parity", "--max-groups", "1", "--seed", str(SEED)],
+                             capfd, dp_logs, sentinels)
