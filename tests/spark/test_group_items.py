@@ -244,10 +244,11 @@ def test_integer_group_keys_and_items(spark):
 
 def test_set_union_with_keys_chosen_privately(spark, table):
     """groups omitted: the "group keys" set-union step comes first (ε/10,
-    δ = 1e-6 on top of the release's δ), then the one composite-key
-    mechanism on the released keys; only keys present in the data can be
-    released (never the null group)."""
-    from dp_spark.plan import KEYS_DELTA, KEYS_EPSILON_SHARE
+    δ_k = min(KEYS_DELTA, δ/10) out of the release's δ, so the whole is the
+    (ε, δ) given), then the one composite-key mechanism on the released
+    keys; only keys present in the data can be released (never the null
+    group)."""
+    from dp_spark.plan import KEYS_EPSILON_SHARE
 
     budget = PrivacyFilter(ApproxDP(5.0, 1e-3))
     release = dp_spark.set_union(table, epsilon=2.0, delta=1e-6, max_items=4, group_by="country", seed=6,
@@ -255,7 +256,11 @@ def test_set_union_with_keys_chosen_privately(spark, table):
     assert release.budget_split[0]["step"].startswith("group keys")
     assert release.budget_split[0]["epsilon"] == pytest.approx(2.0 * KEYS_EPSILON_SHARE)
     assert budget.spent.epsilon == pytest.approx(2.0)
-    assert budget.spent.delta == pytest.approx(1e-6 + KEYS_DELTA)
-    assert release.privacy["kind"] == "approx-dp" and release.privacy["delta"] == pytest.approx(1e-6 + KEYS_DELTA)
+    assert release.budget_split[0]["delta"] == pytest.approx(1e-7)  # a tenth of δ (below KEYS_DELTA)
+    assert sum(s["delta"] for s in release.budget_split) <= 1e-6
+    assert budget.spent.delta == 1e-6
+    assert release.privacy["kind"] == "approx-dp" and release.privacy["delta"] == 1e-6
+    assert release.statement.startswith("Person-level (2, 1e-06)-differential privacy over all groups (the private "
+                                        "choice of the keys included)")
     assert set(release.groups.toPandas()["country"]) <= {"g0", "g1", "g2"}
     assert release.result["group_keys_released"] == release.result["groups_released"]

@@ -276,5 +276,7 @@ def test_keys_chosen_privately_charge_the_key_step_once(spark, table, domain):
     assert sum(s["epsilon"] for s in release.budget_split) == pytest.approx(4.0)
     assert budget.spent.epsilon == pytest.approx(4.0)
     assert release.privacy["kind"] == "approx-dp" and release.privacy["epsilon"] == 4.0
+    assert release.privacy["delta"] == 1e-6 and budget.spent.delta == 1e-6  # the keys' δ out of the δ given
+    assert release.budget_split[0]["delta"] == pytest.approx(1e-7)
     released = set(release.groups.toPandas()["country"])
     assert released <= {"g0", "g1", "g2"}  # never the null group, never a key not in the data
