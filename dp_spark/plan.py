@@ -386,9 +386,9 @@ def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
 #: the group's index into the top bits of a 64-bit item key (10 bits), so
 #: the item hash keeps 53. Counted on the public keys only, never the data.
 MAX_PUBLIC_GROUPS = 1024
-#: Groups whose released values the JSON report carries (first in the order
-#: of the public keys); every group is in ``release.groups`` and
-#: ``--groups-output``.
+#: Groups whose released values the JSON report carries (the first in the
+#: canonical, sorted order of the keys: dp_spark.releases.groups.canonical_keys);
+#: every group is in ``release.groups`` and ``--groups-output``.
 REPORT_GROUPS = 100
 
 #: groups=None: the share of ε the private choice of the keys spends (a
