@@ -262,7 +262,7 @@ def continual_distinct(
             key is released, also one without events). ``max_groups`` m,
             REQUIRED with ``group_by``: each item's events count in at most
             m of its groups (the first by a public hash order); every
-            group's counter spends ρ/(2m), ρ/m for "bounded"
+            group's counter spends ρ/min(2m, G), ρ/min(m, G) for "bounded" (G public keys)
             (:mod:`dp_spark.releases.grouped_continual_distinct`).
             ``release.groups`` is a Spark DataFrame: the group column, step,
             count, std, error_bound, error (one row per group and step);
