@@ -386,17 +386,20 @@ def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
 #: the group's index into the top bits of a 64-bit item key (10 bits), so
 #: the item hash keeps 53. Counted on the public keys only, never the data.
 MAX_PUBLIC_GROUPS = 1024
-#: Groups whose released values the JSON report carries (first in the order
-#: of the public keys); every group is in ``release.groups`` and
-#: ``--groups-output``.
+#: Groups whose released values the JSON report carries (the first in the
+#: canonical, sorted order of the keys: dp_spark.releases.groups.canonical_keys);
+#: every group is in ``release.groups`` and ``--groups-output``.
 REPORT_GROUPS = 100
 
 #: groups=None: the share of ε the private choice of the keys spends (a
-#: set-union on the group column), and its δ (a public constant: the
-#: release's guarantee becomes (ε, δ + KEYS_DELTA); stated in the plan, the
-#: report's privacy section and its budget split).
+#: set-union on the group column), and its δ: a release with a δ of its own
+#: pays the keys' δ out of it (:func:`keys_delta`: min(KEYS_DELTA,
+#: KEYS_DELTA_SHARE·δ)), so the whole stays the (ε, δ) given; a pure-ε
+#: release (no δ, or δ = 0) becomes (ε, KEYS_DELTA)-DP. Stated in the plan,
+#: the report's privacy section and its budget split.
 KEYS_EPSILON_SHARE = 0.1
 KEYS_DELTA = 1e-6
+KEYS_DELTA_SHARE = 0.1
 #: The per-person bound Δ0 of the keys' set-union when max_groups is not
 #: given (set-union's own default); with max_groups=m it is m.
 KEYS_MAX_PER_PERSON = 100
@@ -407,37 +410,71 @@ KEYS_REFUSED = ("group_by without groups= chooses the keys privately with a set-
                 "the public keys groups= (--groups FILE).")
 
 
+def keys_delta(delta: float | None) -> float:
+    """The δ of the private key step for a release whose own δ is ``delta``
+    (None or 0.0: a pure-ε release). With δ > 0 the keys take
+    min(KEYS_DELTA, KEYS_DELTA_SHARE·δ) out of it and the release runs on
+    the rest, so the whole is the (ε, δ) given. Why a tenth, capped at
+    KEYS_DELTA: δ enters the keys' set-union (its threshold, Gopi et al.
+    Theorem 4.1) and the δ-releases' thresholds (set-union's ρ, Unknown
+    Domain Gumbel's) only through ln(1/δ), so the release keeps 90% of δ at
+    a cost of ln(1/0.9) ≈ 0.1 in that logarithm, and the keys' threshold
+    grows by ln 10 over one at δ; the cap keeps the key step never weaker
+    than the pure release's (ε_k, KEYS_DELTA). Pure-ε release: KEYS_DELTA,
+    added on top (there is no δ to take it from). Public values only."""
+    if delta is None or delta == 0.0:
+        return KEYS_DELTA
+    return min(KEYS_DELTA, delta * KEYS_DELTA_SHARE)
+
+
 def with_private_keys(derive, params) -> tuple["Plan", Any]:
     """The plan of a grouped release whose keys are chosen privately
     (``groups=None``), generic over releases, and the Params its release
     runs with. Budget (basic composition): the step "group_keys" spends
-    (KEYS_EPSILON_SHARE·ε, KEYS_DELTA) on a set-union of the group column
+    (KEYS_EPSILON_SHARE·ε, δ_k) on a set-union of the group column
     (:mod:`dp_spark.releases.group_keys`); the release's own plan is
-    ``derive`` on the rest of ε (its Params' ``epsilon`` replaced by the
-    rest, so its body cannot spend more), its steps after the keys'. The
-    guarantee is (ε, δ_release + KEYS_DELTA): a pure-ε release becomes
-    (ε, KEYS_DELTA)-DP. A ρ-zCDP release is refused (ParameterError): an
-    (ε, δ) step has no sound ρ-zCDP conversion. Public values only."""
+    ``derive`` on the rest: its Params' ``epsilon`` replaced by ε − ε_k
+    and, for a release with a δ > 0, its ``delta`` by δ − δ_k (exactly:
+    :func:`~dp_spark.accounting.exact.remainder`), so its body cannot
+    spend more; its steps after the keys'. δ_k = :func:`keys_delta`.
+
+    The guarantee: a release with δ > 0 is (ε, δ)-DP in all, as given
+    (ε_k + ε_rest <= ε and δ_k + δ_rest <= δ exactly; basic composition);
+    a pure-ε release (no δ, or δ = 0) is (ε, KEYS_DELTA)-DP. A ρ-zCDP
+    release is refused (ParameterError): an (ε, δ) step has no sound ρ-zCDP
+    conversion. Public values only."""
     from dp_spark.accounting import compose
     from dp_spark.accounting.exact import remainder
 
     epsilon = getattr(params, "epsilon", None)
     if not isinstance(epsilon, float):
         raise ParameterError(KEYS_REFUSED)
+    given_delta = getattr(params, "delta", None)
+    has_delta = isinstance(given_delta, float) and given_delta > 0.0
     keys_epsilon = epsilon * KEYS_EPSILON_SHARE
+    delta_k = keys_delta(given_delta if has_delta else None)
     rest = copy.copy(params)
     set_checked(rest, epsilon=remainder(epsilon, keys_epsilon))  # keys + rest <= epsilon exactly
+    if has_delta:
+        set_checked(rest, delta=remainder(given_delta, delta_k))  # keys + rest <= delta exactly
     built = derive(rest)
     if isinstance(built.guarantee, ZCDP):
         raise ParameterError(KEYS_REFUSED)
-    keys_cost = ApproxDP(keys_epsilon, KEYS_DELTA)
+    keys_cost = ApproxDP(keys_epsilon, delta_k)
     per_person = params.max_groups if params.max_groups is not None else KEYS_MAX_PER_PERSON  # set-union's Δ0
-    delta = compose([keys_cost, built.guarantee]).delta
+    # the whole: the δ given when the release has one (the parts sum to at most it exactly), else the keys'
+    delta = given_delta if has_delta else compose([keys_cost, built.guarantee]).delta
     parameters = {**built.parameters, "epsilon": epsilon, "group_keys_epsilon": keys_epsilon,
-                  "group_keys_delta": KEYS_DELTA}
+                  "group_keys_delta": delta_k,
+                  **({"delta": given_delta, "release_delta": rest.delta} if has_delta else {})}
+    if has_delta:
+        whole = (f"the release the rest of ε and δ − {delta_k:g} on the released keys; in all ({epsilon:g}, "
+                 f"{delta:g})-DP as given, by basic composition")
+    else:
+        whole = (f"the release the rest of ε on the released keys; in all ({epsilon:g}, {delta:g})-DP by basic "
+                 f"composition (the release has no δ of its own to take the keys' δ from)")
     note = (f"the group keys are chosen privately: a set-union on {params.group_by} spends "
-            f"(ε = {keys_epsilon:g}, δ = {KEYS_DELTA:g}), the release the rest of ε on the released keys; "
-            f"in all ({epsilon:g}, {delta:g})-DP by basic composition")
+            f"(ε = {keys_epsilon:g}, δ = {delta_k:g}), {whole}")
     plan = dataclasses.replace(
         built, guarantee=ApproxDP(epsilon, delta), parameters=parameters,
         steps=(Step("group_keys", KEYS_STEP.format(per_person=per_person), keys_cost), *built.split),
@@ -452,7 +489,8 @@ GROUP_BY_HELP = ("release one value per key of this column (public keys: --group
 GROUPS_HELP = (f"file of the public group keys (one column; CSV/Parquet/JSON, at most {MAX_PUBLIC_GROUPS:,} "
                "keys), all released, also those without rows; in Python also a list or a one-column Spark "
                "DataFrame; omitted: the keys are chosen privately (a set-union on the group column, "
-               f"ε·{KEYS_EPSILON_SHARE:g} and δ = {KEYS_DELTA:g}, making the release (ε, δ)-DP)")
+               f"ε·{KEYS_EPSILON_SHARE:g} and δ = min({KEYS_DELTA:g}, δ·{KEYS_DELTA_SHARE:g}) out of the "
+               f"release's (ε, δ); a pure-ε release becomes (ε, {KEYS_DELTA:g})-DP)")
 MAX_GROUPS_HELP = ("most groups one person contributes to (m): each person keeps the rows of at most m of "
                    "their groups (a public hash order), and each group's release spends ε/m (m = 1: every "
                    "group gets the full ε by parallel composition); default: chosen privately (a share of ε)")

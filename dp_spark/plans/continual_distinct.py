@@ -83,11 +83,16 @@ def error_assumption(method: str, w: int | None) -> str:
     return ""
 
 
-def grouped_note(method: str, m: int, group_by: str, item_col: str) -> str:
+def grouped_note(method: str, m: int, group_by: str, item_col: str, n_groups: int | None = None) -> str:
     """The plan's note on a grouped run's budget (proof:
     :mod:`dp_spark.mechanisms.continual_distinct.groups`)."""
     head = (f"Grouped by {group_by}: each {item_col}'s events count in at most {m} of its groups (the first by a "
             "public hash order of (item, group)); ")
+    factor = group_factor(method, m, n_groups)
+    if factor < group_factor(method, m):  # fewer public keys than the counters one item could change
+        bound = f"min({m}, {n_groups})" if method == "bounded" else f"min({2 * m}, {n_groups})"
+        return head + (f"every group's counter spends ρ/{factor} = ρ/{bound}: one item's neighbour changes at most "
+                       f"{'m' if method == 'bounded' else '2m'} groups' counters, and only {n_groups} groups exist.")
     if method == "bounded":
         tail = (f"every group's counter spends ρ/{m} (trees only: the counters one item changes add up to at most "
                 f"{m} trees' sensitivity" + ("; m = 1: parallel composition, the full ρ per group)." if m == 1
@@ -229,8 +234,11 @@ def plan(params: Params) -> Plan:
     w = effective_flippancy(max_flippancy, tree_horizon)
     grouped = p.group_by is not None
     if grouped:  # each group's counter at ρ_g = ρ/factor; one item's neighbour changes <= factor counters
-        factor = group_factor(method, p.max_groups)
-        rho_group = group_rho(rho, method, p.max_groups)
+        # G, the number of public keys, when the plan knows it (a list); a file's or a DataFrame's keys: the
+        # release template reads them before spending and the release rebuilds the plan with G
+        n_groups = len(p.groups) if isinstance(p.groups, tuple) else None
+        factor = group_factor(method, p.max_groups, n_groups)
+        rho_group = group_rho(rho, method, p.max_groups, n_groups)
         split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w), factor)
     else:
         split = budget_split(method, rho, tree_horizon, beta, w)
@@ -258,7 +266,7 @@ def plan(params: Params) -> Plan:
     if stream:
         notes.append(f"Streaming: privacy holds provided {GRID_CONDITION}.")
     if grouped:
-        notes.append(grouped_note(method, p.max_groups, p.group_by, item_col))
+        notes.append(grouped_note(method, p.max_groups, p.group_by, item_col, n_groups))
     return Plan(
         release=RELEASE,
         guarantee=guarantee,

@@ -262,7 +262,7 @@ def continual_distinct(
             key is released, also one without events). ``max_groups`` m,
             REQUIRED with ``group_by``: each item's events count in at most
             m of its groups (the first by a public hash order); every
-            group's counter spends ρ/(2m), ρ/m for "bounded"
+            group's counter spends ρ/min(2m, G), ρ/min(m, G) for "bounded" (G public keys)
             (:mod:`dp_spark.releases.grouped_continual_distinct`).
             ``release.groups`` is a Spark DataFrame: the group column, step,
             count, std, error_bound, error (one row per group and step);
@@ -318,11 +318,25 @@ def event_table(plan: Plan, df):
 
 def _grouped_size(plan: Plan, events) -> Plan:
     """A grouped run's keys × tree horizon, limited from the public keys
-    alone (read by the template) before anything is spent."""
+    alone (read by the template) before anything is spent; keys from a file
+    or a DataFrame: the plan rebuilt with their number G (the budget factor
+    min(2m, G), :mod:`dp_spark.mechanisms.continual_distinct.groups`)."""
     if plan.params.group_by is not None:
+        import dataclasses
+
+        from dp_spark.mechanisms.continual_distinct.groups import group_factor
         from dp_spark.settings.continual_distinct import validate_grouped_size
 
-        validate_grouped_size(len(plan.params.groups), plan.params.horizon)
+        p = plan.params
+        validate_grouped_size(len(p.groups), p.horizon)
+        if plan["group_budget_factor"] != group_factor(p.method, p.max_groups, len(p.groups)):
+            from dp_spark.plans.continual_distinct import plan as make_plan
+
+            rebuilt = make_plan(dataclasses.replace(plan.given, groups=p.groups))  # the public keys, read
+            # the source of the keys and their count stay stated as the template put them
+            parameters = {**rebuilt.parameters, "groups": plan.parameters["groups"],
+                          "group_keys": plan.parameters["group_keys"]}
+            plan = dataclasses.replace(rebuilt, steps=tuple(rebuilt.split), parameters=parameters)
     return plan
 
 

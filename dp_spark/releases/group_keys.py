@@ -19,8 +19,12 @@ histogram has ℓ2 sensitivity 1 and a key only the added person holds
 weighs at most 1/√(its new keys) (tests/spark/test_group_keys.py checks
 both on random neighbours); Gaussian noise and the threshold of the paper's
 Theorem 4.1 at (ε_k, δ_k) = the plan's step make the released key set
-(ε_k, δ_k)-DP. With the release's own steps on the rest of ε, basic
-composition gives (ε, δ_release + δ_k) in all.
+(ε_k, δ_k)-DP. The plan (:func:`dp_spark.plan.with_private_keys`) takes
+(ε_k, δ_k) out of the release's budget: ε_k = KEYS_EPSILON_SHARE·ε and, for
+a release with a δ > 0 (set-union, top-k with δ), δ_k = min(KEYS_DELTA,
+KEYS_DELTA_SHARE·δ) out of that δ; the release's own steps run on the rest,
+so basic composition gives the (ε, δ) given in all. A pure-ε release has no
+δ to take δ_k from: δ_k = KEYS_DELTA and the whole is (ε, KEYS_DELTA)-DP.
 
 Whether a key appears is the DP decision itself: no key count is refused
 after spending. A run that releases no key returns an empty

@@ -14,8 +14,9 @@ are limited up front (``MAX_GROUPED_STEPS``, from the public keys alone).
 Guarantee: item-level ρ-zCDP for all groups' series together, under the
 release's relation (any subset of one item's events removed). Every group
 gets its own counter — the ungrouped mechanism (:func:`continual_counts`,
-same method) on that group's stream at ρ_g = ρ/(2m), or ρ/m for "bounded";
-one item's neighbour changes at most that many groups' worth
+same method) on that group's stream at ρ_g = ρ/min(2m, G), or ρ/min(m, G)
+for "bounded", G the number of public keys; one item's neighbour changes at
+most that many groups' worth (only G groups exist)
 (:mod:`dp_spark.mechanisms.continual_distinct.groups`, proved and property-
 tested). Each group's error bounds hold simultaneously over its steps with
 probability >= 1 − β; all G groups' with probability >= 1 − G·β.
@@ -139,7 +140,10 @@ def _report(plan: Plan, keys, results, local, group_type, spark, noise) -> Relea
     if more:
         errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(keys):,} groups (public "
                                       "key order); every group is in release.groups and --groups-output")
-    share = (f"ρ/{factor}" + (" (the full ρ: parallel composition)" if factor == 1 else ""))
+    most = m if p.method == "bounded" else 2 * m
+    share = (f"ρ/{factor}" + (" (the full ρ: parallel composition)" if factor == 1 else "")
+             + f" (the factor min({'m' if p.method == 'bounded' else '2m'}, G) = min({most}, {len(keys)}): one "
+             f"item's neighbour changes at most that many of the {len(keys):,} groups' counters)")
     statement = (
         f"Item-level {plan.guarantee.describe()} over all groups' series, which implies "
         f"({plan.equivalent.epsilon:.3g}, {p.delta:g})-differential privacy: the output would be almost as likely "

@@ -98,8 +98,10 @@ def grouped_report(plan: Plan, numeric, composite, per_group, values: dict, erro
                                       "key order); every released pair is in release.groups and --groups-output")
     m = p.max_groups
     cap = (f" Each person's rows count in at most {m} of their {p.group_by} groups." if m is not None else "")
+    whole = plan.guarantee  # the whole release's, the private key step's share included (plan.with_private_keys)
+    keys_note = " (the private choice of the keys included)" if "group_keys" in plan.split else ""
     statement = (
-        f"Person-level ({numeric.epsilon:g}, {numeric.delta:.3g})-differential privacy over all groups: the "
+        f"Person-level ({whole.epsilon:g}, {whole.delta:.3g})-differential privacy over all groups{keys_note}: the "
         f"released set of ({p.group_by}, {p.item_col}) pairs would be almost as likely if any one person (every "
         f"row with the same {p.person_col}) were removed or added. One set union runs on the pairs: each person "
         f"contributes at most {numeric.max_items} distinct pairs over all groups, so the budget is not split "

@@ -9,7 +9,7 @@ when a release's ``Params`` has ``group_by`` (:class:`dp_spark.plan.GroupParams`
    from the public keys alone (the data is not read).
 2. :func:`grouped_edges` — the edge table restricted to those keys (a
    broadcast join that adds each row's group index, the key's position in the
-   public tuple), then :func:`dp_spark.stages.groups.cap_groups` to at most m
+   canonical order of the keys, :func:`canonical_keys`), then :func:`dp_spark.stages.groups.cap_groups` to at most m
    groups per person (with ``max_groups=None`` the release caps after
    choosing m privately). Both are per-person transformations: on add/remove-one-
    person neighbours the results differ in that person's rows only, and that
@@ -23,6 +23,16 @@ when a release's ``Params`` has ``group_by`` (:class:`dp_spark.plan.GroupParams`
 
 Every key is released, also one with no rows: the keys are public, so
 whether a group appears never depends on the data.
+
+Key order: every grouped release sees its keys in ONE canonical order, the
+keys in the group column's type sorted (:func:`canonical_keys`), whatever
+order a list, a file or a DataFrame gave them in. The group index (the key's
+position) is what the releases key their work on — the per-group noise of
+top-k, continual-distinct and distinct-count is drawn group by group in
+index order, and set-union's and count-release's composite key (group index,
+item) feeds their salted hashes — so the output (also a seeded one) depends
+on the key SET only, and ``release.groups`` and the report list the groups
+in that order.
 """
 
 from __future__ import annotations
@@ -65,9 +75,19 @@ def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
     return tuple(sorted(keys, key=lambda k: (str(type(k)), k)))
 
 
+def canonical_keys(typed: list) -> tuple:
+    """The keys (already in the group column's type: all ints or all
+    strings) in the canonical order every grouped release shares: sorted by
+    (type name, value) — numbers by value, strings by code point (the
+    order Spark's ``orderBy`` gives the privately released keys, so those
+    keep theirs). Public values only."""
+    return tuple(sorted(typed, key=lambda k: (type(k).__name__, k)))
+
+
 def resolve_keys(spark, groups, group_by: str) -> tuple:
-    """The public keys of ``groups=`` as a tuple (a list keeps its order;
-    a DataFrame's or a file's keys are sorted). Reads only the public input."""
+    """The public keys of ``groups=`` as a tuple (a list as given; a
+    DataFrame's or a file's keys sorted; :func:`grouped_edges` puts every
+    one in the canonical order). Reads only the public input."""
     if isinstance(groups, tuple):
         return groups
     if isinstance(groups, str):
@@ -117,6 +137,7 @@ def grouped_edges(plan, edge_df, keys: tuple | None = None):
     typed = _typed_keys(keys, group_type)
     if len(set(typed)) != len(typed):  # public keys only (released keys are distinct values of the column)
         raise ParameterError("groups: two keys are the same value in the group column's type.")
+    typed = list(canonical_keys(typed))  # the group index depends on the key SET only (module doc)
     from pyspark.sql import types as T
 
     schema = T.StructType([T.StructField(GROUP, group_type, False), T.StructField(GROUP_INDEX, T.IntegerType(), False)])
@@ -149,6 +170,6 @@ def groups_frame(spark, plan, group_type, rows: list[dict], columns: list[tuple[
 
 def report_groups(rows: list[dict]) -> tuple[list[dict], bool]:
     """The per-group values the JSON report carries: the first
-    REPORT_GROUPS rows (public key order), and whether more exist (they
+    REPORT_GROUPS rows (the keys' canonical order), and whether more exist (they
     are in ``release.groups`` / ``--groups-output`` only)."""
     return [dict(r) for r in rows[:REPORT_GROUPS]], len(rows) > REPORT_GROUPS

@@ -145,7 +145,7 @@ def test_seeded_api_run_releases_pairs_of_the_public_keys(spark, table, name):
     assert list(frame.columns) == ["country", *columns]
     assert len(frame) > 0 and set(frame["country"]) <= {"g0", "g1", "g2"}  # "empty" has no rows
     assert set(frame["item"]) <= {f"i{j}" for j in range(12)}
-    assert [g["group"] for g in first.result["groups"]] == keys
+    assert [g["group"] for g in first.result["groups"]] == sorted(keys)  # the keys' canonical order
     assert first.result["groups_released"] == 4 and first.result["groups_in_report"] == 4
     per_group = {g["group"]: g["released_count"] for g in first.result["groups"]}
     assert per_group["empty"] == 0
@@ -162,6 +162,18 @@ def test_seeded_api_run_releases_pairs_of_the_public_keys(spark, table, name):
         assert all({"group", "item", "count", "sigma"} <= set(r) for r in first.result["items"])
         assert len(first.result["items"]) == len(frame)
         assert frame["error"].str.contains("relative error").all()
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_the_seeded_output_depends_on_the_key_set_not_its_order(spark, table, name):
+    """The composite key holds the group's index in the keys' canonical
+    order, so the salted hashes and the noise see the same keys whatever
+    order the list gave them in: the same seeded release."""
+    function, kwargs, _ = RUNS[name]
+    runs = [function(table, **kwargs, group_by="country", groups=keys, max_groups=2, seed=8)
+            for keys in (["g0", "g1", "g2", "empty"], ["g2", "empty", "g0", "g1"])]
+    assert runs[0].result == runs[1].result
+    assert runs[0].groups.toPandas().equals(runs[1].groups.toPandas())
 
 
 def test_a_public_cap_keeps_each_person_in_m_groups(spark, table):
@@ -244,10 +256,11 @@ def test_integer_group_keys_and_items(spark):
 
 def test_set_union_with_keys_chosen_privately(spark, table):
     """groups omitted: the "group keys" set-union step comes first (ε/10,
-    δ = 1e-6 on top of the release's δ), then the one composite-key
-    mechanism on the released keys; only keys present in the data can be
-    released (never the null group)."""
-    from dp_spark.plan import KEYS_DELTA, KEYS_EPSILON_SHARE
+    δ_k = min(KEYS_DELTA, δ/10) out of the release's δ, so the whole is the
+    (ε, δ) given), then the one composite-key mechanism on the released
+    keys; only keys present in the data can be released (never the null
+    group)."""
+    from dp_spark.plan import KEYS_EPSILON_SHARE
 
     budget = PrivacyFilter(ApproxDP(5.0, 1e-3))
     release = dp_spark.set_union(table, epsilon=2.0, delta=1e-6, max_items=4, group_by="country", seed=6,
@@ -255,7 +268,11 @@ def test_set_union_with_keys_chosen_privately(spark, table):
     assert release.budget_split[0]["step"].startswith("group keys")
     assert release.budget_split[0]["epsilon"] == pytest.approx(2.0 * KEYS_EPSILON_SHARE)
     assert budget.spent.epsilon == pytest.approx(2.0)
-    assert budget.spent.delta == pytest.approx(1e-6 + KEYS_DELTA)
-    assert release.privacy["kind"] == "approx-dp" and release.privacy["delta"] == pytest.approx(1e-6 + KEYS_DELTA)
+    assert release.budget_split[0]["delta"] == pytest.approx(1e-7)  # a tenth of δ (below KEYS_DELTA)
+    assert sum(s["delta"] for s in release.budget_split) <= 1e-6
+    assert budget.spent.delta == 1e-6
+    assert release.privacy["kind"] == "approx-dp" and release.privacy["delta"] == 1e-6
+    assert release.statement.startswith("Person-level (2, 1e-06)-differential privacy over all groups (the private "
+                                        "choice of the keys included)")
     assert set(release.groups.toPandas()["country"]) <= {"g0", "g1", "g2"}
     assert release.result["group_keys_released"] == release.result["groups_released"]

@@ -116,7 +116,7 @@ def test_seeded_api_run_releases_every_public_key(spark, table):
     assert list(frame.columns) == ["country", "step", "count", "std", "error_bound", "error"]
     assert len(frame) == len(keys) * H and sorted(set(frame["country"])) == sorted(keys)
     assert frame.equals(again.groups.orderBy("country", "step").toPandas())
-    assert [g["group"] for g in first.result["groups"]] == keys
+    assert [g["group"] for g in first.result["groups"]] == sorted(keys)  # the keys' canonical order
     assert first.result["groups_released"] == 4 and first.result["simultaneous_confidence"] == pytest.approx(0.8)
     assert sum(s["rho"] for s in first.budget_split) == pytest.approx(1.0)
     assert first.parameters["rho_per_group"] == pytest.approx(0.5)  # auto: ρ/(2m)
@@ -127,6 +127,22 @@ def test_seeded_api_run_releases_every_public_key(spark, table):
     import jsonschema
 
     jsonschema.validate(json.loads(first.to_json()), report_schema())
+
+
+def test_the_factor_is_min_2m_g_also_for_keys_from_a_file(spark, table, tmp_path):
+    """Three public keys, m = 2: ρ/min(4, 3) = ρ/3 per group, the same when
+    the keys come from a file (the plan is rebuilt with G before spending)."""
+    keys_file = tmp_path / "keys.csv"
+    keys_file.write_text("country\ng0\ng1\ng2\n")
+    runs = [dp_spark.continual_distinct(table, rho=0.9, horizon=H, group_by="country", groups=keys, max_groups=2,
+                                        seed=3, budget=PrivacyFilter(ZCDP(1.0)))
+            for keys in (["g2", "g0", "g1"], str(keys_file))]
+    for release in runs:
+        assert release.parameters["rho_per_group"] == pytest.approx(0.3)
+        assert "spends ρ/3" in release.statement and "min(2m, G) = min(4, 3)" in release.statement
+        assert sum(s["rho"] for s in release.budget_split) <= 0.9
+    assert runs[1].parameters["groups"] == "public: the file " + str(keys_file)
+    assert runs[0].groups.toPandas().equals(runs[1].groups.toPandas())  # the same seeded release
 
 
 def test_bounded_with_one_group_per_item_gives_every_group_the_full_rho(spark, table):

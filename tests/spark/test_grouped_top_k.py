@@ -107,7 +107,7 @@ SEEDED_GROUPED = {
     "g0": ["i1", "i2", "i3"],
     "g1": ["i2", "i3", "i41"],
     "g2": ["i3", "i4", "i42"],
-    "empty": ["i3", "i16", "i17"],
+    "empty": ["i4", "i29", "i20"],  # moved when the keys took their canonical order ("empty" is drawn first)
 }
 
 
@@ -122,8 +122,8 @@ def test_seeded_api_run_releases_every_public_key(spark, table):
     by_group = {g: list(part.sort_values("rank")["item"]) for g, part in frame.groupby("country")}
     assert by_group == SEEDED_GROUPED
     assert [(r["group"], r["rank"], r["item"]) for r in first.result["items"]] == [
-        (g, i + 1, item) for g in KEYS4 for i, item in enumerate(SEEDED_GROUPED[g])]
-    assert [g["group"] for g in first.result["groups"]] == KEYS4
+        (g, i + 1, item) for g in sorted(KEYS4) for i, item in enumerate(SEEDED_GROUPED[g])]  # canonical order
+    assert [g["group"] for g in first.result["groups"]] == sorted(KEYS4)  # the keys' canonical order
     assert first.result["groups_released"] == 4 and first.result["released_count"] == 12
     assert first.result["simultaneous_confidence"] == pytest.approx(1 - 4 * 0.05)
     assert first.budget_split and sum(s["epsilon"] for s in first.budget_split) == pytest.approx(4.0)
@@ -134,6 +134,26 @@ def test_seeded_api_run_releases_every_public_key(spark, table):
     import jsonschema
 
     jsonschema.validate(json.loads(first.to_json()), report_schema())
+
+
+@pytest.mark.parametrize("domain", [DOMAIN, None], ids=["joint", "unknown-domain"])
+def test_the_seeded_output_depends_on_the_key_set_not_its_order(spark, table, tmp_path, domain):
+    """The per-group noise is drawn in the keys' canonical (sorted) order: the
+    same keys as a sorted file, as a list in another order and as a
+    DataFrame give the same seeded release (rows, order, report)."""
+    keys_file = tmp_path / "keys.csv"
+    keys_file.write_text("country\n" + "\n".join(sorted(KEYS4)) + "\n")
+    method = "joint" if domain else "unknown-domain"
+    extra = dict(delta=1e-6, kbar=20) if domain is None else {}
+    runs = [dp_spark.top_k(table, epsilon=2.0, k=3, domain=domain, method=method, group_by="country",
+                           groups=keys, max_groups=2, seed=7, **extra)
+            for keys in (str(keys_file), list(reversed(KEYS4)), ["g1", "empty", "g2", "g0"],
+                         spark.createDataFrame([(k,) for k in KEYS4], "country string"))]
+    frames = [r.groups.toPandas() for r in runs]
+    assert list(frames[0]["country"].drop_duplicates()) == sorted(KEYS4)
+    for run, frame in zip(runs[1:], frames[1:]):
+        assert frame.equals(frames[0])
+        assert run.result == runs[0].result
 
 
 @pytest.mark.parametrize("method, delta, share", [("joint", 0.0, 0.5), ("pnf-joint", 0.0, 0.5),
@@ -276,5 +296,7 @@ def test_keys_chosen_privately_charge_the_key_step_once(spark, table, domain):
     assert sum(s["epsilon"] for s in release.budget_split) == pytest.approx(4.0)
     assert budget.spent.epsilon == pytest.approx(4.0)
     assert release.privacy["kind"] == "approx-dp" and release.privacy["epsilon"] == 4.0
+    assert release.privacy["delta"] == 1e-6 and budget.spent.delta == 1e-6  # the keys' δ out of the δ given
+    assert release.budget_split[0]["delta"] == pytest.approx(1e-7)
     released = set(release.groups.toPandas()["country"])
     assert released <= {"g0", "g1", "g2"}  # never the null group, never a key not in the data

@@ -95,6 +95,8 @@ def test_a_neighbour_changes_at_most_2m_groups_each_within_the_ungrouped_bounds(
     levels = num_levels(xs[0].horizon)
     changed = [g for g in range(GROUPS) if _changed(xs[g], ys[g])]
     assert len(changed) <= (m if whole else 2 * m)
+    # only GROUPS groups exist: the factor min(2m, G) bounds the changed counters (min(m, G) on whole removal)
+    assert len(changed) <= (min(m, GROUPS) if whole else group_factor("auto", m, GROUPS))
     for j, w in enumerate(xs[0].flippancy_bounds):
         total = 0.0
         for g in changed:
@@ -105,6 +107,7 @@ def test_a_neighbour_changes_at_most_2m_groups_each_within_the_ungrouped_bounds(
             total += tree
             assert np.max(np.abs(x.over_counts[j] - y.over_counts[j])) <= 1
         assert total <= m * (1 if whole else 4) * w * levels
+        assert total <= group_factor("bounded", m, GROUPS) * (1 if whole else 4) * w * levels  # ρ/min(m, G)
     for g in changed:
         assert np.max(np.abs(np.cumsum(xs[g].z) - np.cumsum(ys[g].z))) <= 1
 
@@ -139,6 +142,35 @@ def test_each_groups_budget_and_the_grouped_split_never_exceed_rho(m):
         assert [label for label, _ in split] == [grouped_label(label, factor) for label, _ in parts]
     with pytest.raises(ParameterError):
         group_factor("auto", 0)
+
+
+@pytest.mark.parametrize("m, n_groups, factor, bounded", [
+    (1, 5, 2, 1), (2, 3, 3, 2), (3, 3, 3, 3), (5, 2, 2, 2), (1, 1, 1, 1), (4, 10, 8, 4)])
+def test_the_factor_never_exceeds_the_number_of_groups(m, n_groups, factor, bounded):
+    """min(2m, G) (min(m, G) for bounded): only G counters exist; G unknown
+    (None): the sound 2m / m."""
+    rho = 0.7
+    for method in ("auto", "adaptive", "baseline"):
+        assert group_factor(method, m, n_groups) == factor
+        assert group_factor(method, m) == 2 * m
+        assert exact(group_rho(rho, method, m, n_groups)) * factor <= exact(rho)
+    assert group_factor("bounded", m, n_groups) == bounded and group_factor("bounded", m) == m
+    assert exact(group_rho(rho, "bounded", m, n_groups)) * bounded <= exact(rho)
+    with pytest.raises(ParameterError):
+        group_factor("auto", m, 0)
+
+
+def test_the_plan_uses_the_number_of_public_keys():
+    from dp_spark.plans.continual_distinct import plan
+
+    three = plan(rho=1.2, horizon=8, group_by="g", groups=["a", "b", "c"], max_groups=2)
+    assert three["group_budget_factor"] == 3 and three["rho_per_group"] == pytest.approx(0.4)
+    assert sum(exact(c.rho) for _, c in three.steps) <= exact(1.2)
+    assert any("ρ/3 = ρ/min(4, 3)" in n for n in three.notes)
+    many = plan(rho=1.2, horizon=8, group_by="g", groups=[f"k{i}" for i in range(9)], max_groups=2)
+    assert many["group_budget_factor"] == 4
+    assert plan(rho=1.2, horizon=8, group_by="g", groups=["a", "b", "c"], max_groups=5,
+                method="bounded", max_flippancy=2)["group_budget_factor"] == 3
 
 
 def test_the_groups_records_merge_into_one_per_identical_draw():

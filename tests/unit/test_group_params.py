@@ -180,3 +180,58 @@ def test_a_group_column_named_like_a_groups_output_column_is_refused_by_the_plan
     extra = {"delta": 1e-6, "k": 3} if release == "top_k" else {}
     with pytest.raises(ParameterError, match="column name of release.groups"):
         plans.plan(epsilon=1.0, group_by=column, groups=["a"], max_groups=1, **extra)
+
+
+# -- keys chosen privately in a release with a δ: the keys' δ comes out of it --------
+
+
+@pytest.mark.parametrize("delta, keys_delta", [(1e-5, 1e-6), (1e-6, 1e-7), (0.3, 1e-6)])
+def test_keys_chosen_privately_take_their_delta_out_of_the_release_delta(delta, keys_delta):
+    """set-union (always a δ): δ_k = min(KEYS_DELTA, δ/10), the release runs
+    on δ − δ_k; the whole charged is the (ε, δ) given, the steps' parts sum
+    to at most it exactly."""
+    from fractions import Fraction
+
+    from dp_spark.accounting import ApproxDP
+    from dp_spark.accounting.exact import exact
+    from dp_spark.plan import keys_delta as keys_delta_of
+    from dp_spark.plans import set_union
+
+    plan = set_union.plan(epsilon=2.0, delta=delta, group_by="country", max_items=4)
+    assert plan.guarantee == ApproxDP(2.0, delta)
+    assert keys_delta_of(delta) == pytest.approx(keys_delta)
+    first = plan.split.steps[0]
+    assert first.name == "group_keys" and first.cost.delta == keys_delta_of(delta)
+    assert sum((exact(s.cost.delta) for s in plan.split), Fraction(0)) <= exact(delta)
+    assert sum((exact(s.cost.epsilon) for s in plan.split), Fraction(0)) <= exact(2.0)
+    assert exact(plan.params.delta) + exact(first.cost.delta) <= exact(delta)
+    assert plan.params.delta == pytest.approx(delta - keys_delta)
+    assert plan.parameters["delta"] == delta and plan.parameters["group_keys_delta"] == first.cost.delta
+    assert any("as given" in n for n in plan.notes)
+    assert plan.budget_split()[0]["step"].startswith("group keys")  # both steps shown: the keys' first
+    assert len(plan.budget_split()) == 1 + len(set_union.plan(epsilon=2.0, delta=delta).split)
+
+
+def test_keys_chosen_privately_for_top_k_with_and_without_a_delta():
+    """top-k with δ > 0: the whole is (ε, δ) as given; with δ = 0 (a pure
+    mechanism) it is (ε, KEYS_DELTA), stated so."""
+    from dp_spark.accounting import ApproxDP
+    from dp_spark.plan import KEYS_DELTA
+    from dp_spark.plans import top_k
+
+    with_delta = top_k.plan(k=2, epsilon=1.0, delta=1e-5, group_by="country", max_groups=2)
+    assert with_delta.guarantee == ApproxDP(1.0, 1e-5)
+    assert with_delta.split.steps[0].cost == ApproxDP(0.1, 1e-6)
+    assert with_delta.params.delta == pytest.approx(9e-6) and with_delta.params.delta + 1e-6 <= 1e-5
+    pure = top_k.plan(k=2, epsilon=1.0, delta=0.0, method="joint", domain_size=10, group_by="country",
+                      max_groups=2)
+    assert pure.guarantee == ApproxDP(1.0, KEYS_DELTA)
+    assert pure.params.delta == 0.0 and pure.split.steps[0].cost == ApproxDP(0.1, KEYS_DELTA)
+    assert any("no δ of its own" in n for n in pure.notes)
+
+
+def test_keys_delta_of_a_pure_release_is_keys_delta():
+    from dp_spark.plan import KEYS_DELTA, keys_delta
+
+    assert keys_delta(None) == keys_delta(0.0) == KEYS_DELTA
+    assert keys_delta(1e-3) == KEYS_DELTA and keys_delta(2e-6) == pytest.approx(2e-7)

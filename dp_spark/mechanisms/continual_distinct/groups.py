@@ -35,6 +35,16 @@ sparse-vector queries and recompute counts move by ≤ 1 under both relations.
 2(m − k)·wL ≤ m·4wL and ``ρ_g = ρ/m`` suffices (factor m; m = 1: every
 group the full ρ by parallel composition). tests/unit/test_continual_groups.py
 checks every step on random subset and item-removal neighbours.
+
+Fewer groups than that: with G public keys, only G counters exist, so the
+factor is min(2m, G) (min(m, G) for "bounded"). Proof: every changed group
+is one of the G keys, so at most min(2m, G) counters change, each by at most
+ρ_g (either relation), and the series are min(2m, G)·ρ_g-zCDP. "bounded":
+each changed group's tree moves by ℓ2² ≤ 4·w·L (a subset pair; an
+item-removal pair by ≤ w·L ≤ 4·w·L), and at most G groups change, so the
+sum is ≤ G·4wL; with the bound above, ≤ min(m, G)·4wL, and ρ_g =
+ρ/min(m, G) suffices. G is the number of public keys, known before
+anything is read (the keys are public); it is never a count from the data.
 """
 
 from __future__ import annotations
@@ -47,19 +57,26 @@ from dp_spark.errors import ParameterError
 __all__ = ["group_factor", "group_rho", "grouped_budget_split", "grouped_label", "merged_records"]
 
 
-def group_factor(method: str, max_groups: int) -> int:
+def group_factor(method: str, max_groups: int, n_groups: int | None = None) -> int:
     """The number of groups' worth of budget one item's neighbour can touch:
-    m for "bounded" (trees only), 2m for the others (module docstring)."""
+    m for "bounded" (trees only), 2m for the others, and never more than
+    ``n_groups`` G, the number of public keys, when known (min(2m, G),
+    min(m, G); module docstring). None: G not known yet (2m / m, sound)."""
     m = int(max_groups)
     if m < 1:
         raise ParameterError("max_groups must be at least 1")
-    return m if method == "bounded" else 2 * m
+    factor = m if method == "bounded" else 2 * m
+    if n_groups is None:
+        return factor
+    if int(n_groups) < 1:
+        raise ParameterError("a grouped release needs at least one public key")
+    return min(factor, int(n_groups))
 
 
-def group_rho(rho: float, method: str, max_groups: int) -> float:
+def group_rho(rho: float, method: str, max_groups: int, n_groups: int | None = None) -> float:
     """ρ_g, each group's counter's budget: ρ / ``group_factor`` rounded
     down, so factor·ρ_g never exceeds ρ."""
-    return ratio_down(rho, group_factor(method, max_groups))
+    return ratio_down(rho, group_factor(method, max_groups, n_groups))
 
 
 def grouped_label(label: str, factor: int) -> str:
