@@ -177,7 +177,16 @@ def test_a_private_cap_is_chosen_charged_and_stated(spark, table):
     cap = [r for r in release.noise if r.step == steps[1]]
     assert len(cap) == 1 and cap[0].kind == "gem"
     assert f"at most {m} of their country groups" in release.statement
-    assert release.parameters["epsilon_per_group"] == pytest.approx(0.94 / m)
+    # the joint choice: ε/4 for (m, l), the rest (1 − 0.01 − 0.25) for the counts at ε_count/m; no per-group selection
+    assert [s["step"].split(" (")[0] for s in release.budget_split][1:] == ["group cap m and bound l, jointly",
+                                                                           "count at the chosen m and l"]
+    assert release.budget_split[1]["epsilon"] == pytest.approx(0.25)
+    assert release.parameters["epsilon_per_group"] == pytest.approx(0.74 / m)
+    bound = release.parameters["bound"]
+    assert bound in bound_candidates(100) and {g["bound"] for g in release.result["groups"]} == {bound}
+    assert f"one bound l = {bound} items per person for every group" in release.statement
+    counts = [r for r in release.noise if r.kind == "discrete-laplace" and r.step == steps[2]]
+    assert len(counts) == 1 and counts[0].draws == 3 and counts[0].scale >= m * bound / 0.74
 
 
 def test_zcdp_per_group_is_asked_for_by_name_and_charged_as_rho(spark, table):
