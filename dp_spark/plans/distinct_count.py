@@ -59,7 +59,9 @@ SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with m
                "permute-and-flip, over l = 1, 4, 16, 64, ... "
                f"(powers of {BOUND_GRID_RATIO} up to max_bound), GEM beta {SELECTION_BETA:g})")
 COUNT_STEP = "count (discrete Laplace mechanism)"
-#: The share of ε that chooses the group cap m when ``max_groups=None``.
+#: The share of ε and the label of the grouped top-k's choice of the cap m
+#: (GEM over the rows kept: :mod:`dp_spark.releases.group_cap`); the grouped
+#: distinct-count chooses m with its bound instead (JOINT_CAP_*, below).
 MAX_GROUPS_EPSILON_SHARE = 0.05
 #: The noise of a grouped release: "laplace" (pure ε-DP: discrete Laplace
 #: m·ℓ/ε' per group, selections at ε'/m) or "gaussian" (ρ-zCDP with

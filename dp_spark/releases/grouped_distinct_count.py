@@ -68,7 +68,7 @@ from dp_spark.mechanisms.distinct_count.grouped import release_groups
 from dp_spark.mechanisms.groups import group_noise_scale
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.plan import Plan
-from dp_spark.releases.group_cap import CAP_GEM_BETA  # noqa: F401 - GEM's β in the choice of the cap (shared)
+from dp_spark.releases.group_cap import CAP_GEM_BETA  # noqa: F401 - the previous cap choice's β (benchmark)
 from dp_spark.releases.shards import greedy_shards
 from dp_spark.report import Release
 from dp_spark.settings.distinct_count import SELECTION_BETA, bound_candidates
