@@ -170,7 +170,8 @@ def plan(params: Params) -> Plan:
     joint = p.group_by is not None and p.max_groups is None
     noise = noise_of(p)
     if joint:  # the cap m and one bound l for all groups, chosen together (module doc)
-        sampler = "exponential mechanism (ε-bounded range, so ε²/8-zCDP)" if noise == "gaussian" else "permute-and-flip"
+        sampler = ("exponential mechanism (ε-bounded range, so ε²/8-zCDP)" if noise == "gaussian"
+                   else "permute-and-flip")
         pre.append(Step("max_groups", JOINT_CAP_STEP.format(sampler=sampler), epsilon * JOINT_CAP_EPSILON_SHARE))
     if noise == "gaussian":
         return _gaussian_plan(p, pre)

@@ -303,7 +303,8 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise,
         f"if any one person (every row with the same {p.person_col}) were removed or added. Each person's rows "
         f"count in at most {m} of their {p.group_by} groups; " + (
             f"that cap and one bound l = {how.get('bound')} items per person for every group were chosen together "
-            "privately (the budget's group cap step); each group's count spends {share} of the count budget ({how_noise})" if joint else
+            f"privately (the budget's group cap step); each group's count spends {share} of the count budget "
+            f"({how_noise})" if joint else
             f"each group's release spends {share} of the selection and count budget ({how_noise})") +
         ". Each group's lower bound holds with probability "
         f"at least {confidence:.0%}; all {len(rows):,} together with probability at least {simultaneous:.0%}."

@@ -17,6 +17,11 @@ every sensitivity proved for a person holding at most m groups holds for the
 capped table (ALGORITHMS.md §8). No group is cut: a kept group keeps all of
 p's rows in it.
 
+:func:`cap_candidates` is :func:`cap_groups` at several caps at once: the
+rows of each candidate cap as their own block of virtual groups, so one
+grouped greedy pass counts every group at every cap (the grouped
+distinct-count's joint choice of the cap and the bound).
+
 :func:`groups_per_person_histogram` is the summary from which m is chosen
 privately (:func:`dp_spark.mechanisms.groups.choose_max_groups`):
 ``h[j-1] = #{p : min(|G_p|, M) = j}`` for j = 1..M, M a public maximum, so

@@ -99,7 +99,8 @@ def test_a_private_cap_is_a_charged_step_of_the_split():
     assert sum(cost.epsilon for _, cost in plan.steps) == pytest.approx(1.0)
     assert plan.parameters["max_groups"] == "chosen privately"
     labels = {s.name: s.label for s in plan.split}
-    assert labels["max_groups"].startswith("group cap m and bound l, jointly") and "permute-and-flip" in labels["max_groups"]
+    assert labels["max_groups"].startswith("group cap m and bound l, jointly")
+    assert "permute-and-flip" in labels["max_groups"]
     assert "sensitivity m·l" in labels["max_groups"] and "/m" in labels["count"]
     assert "max_groups" not in grouped(max_groups=3).split
     # zCDP: the same shares of ρ, the choice by the exponential mechanism (bounded range)
