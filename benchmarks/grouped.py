@@ -12,15 +12,18 @@ top-k exists; this file measures the distinct-count only.
    several genres, so a person is in many groups), ε = --epsilon:
    - ours: ``dp_spark.distinct_count(group_by="genre", groups=<the 19 genre
      names>, shards=1, seed=s)`` with max_groups=19 (a public cap that
-     removes nothing) and None (m chosen privately), for noise="gaussian"
-     (the default: ρ = ε²/2-zCDP, the zCDP level ε-DP implies) and
-     noise="laplace" (pure ε-DP), plus --extra-caps. Each seed runs through
-     ``GroupedReplica``: the release's driver half (the private cap, then
-     ``release_groups``) on the per-group greedy counts computed once per
-     cap by the release's own stage functions, with the plan's own split;
-     it is checked equal to the release for the first seed of the four main
-     arms. The joint-ℓ option (``joint_release``: one bound for all groups)
-     is measured here only;
+     removes nothing) and None (the default: m and one bound l chosen
+     jointly, ε/4), for noise="laplace" (the default, pure ε-DP) and
+     noise="gaussian" (ρ = ε²/2-zCDP, the zCDP level ε-DP implies), plus
+     --extra-caps (public caps) and --cap-shares (the joint choice at other
+     shares of ε). Each seed runs through ``GroupedReplica``: the release's
+     driver half on the NON-PRIVATE counts computed once by the release's
+     own stage functions (for m=None the one pass over every cap candidate,
+     ``joint_counts``), with the plan's own split; it is checked equal to
+     the release for the first seed of the four main arms. Measured here
+     only: the previous private m (GEM over the rows each cap keeps, ε/20,
+     then l per group), the joint choice of m followed by l per group, and
+     one l for all groups at m = 19 (``joint_release``);
    - hand-rolled: one ungrouped distinct-count per genre at ε/19 (a person
      is in every genre they rated: basic composition over the 19 runs). Its
      NON-PRIVATE greedy counts DC(l) are computed once per genre with
@@ -30,7 +33,8 @@ top-k exists; this file measures the distinct-count only.
      seed; and the zCDP split: per genre the zCDP mechanism at ρ/19.
    Metric: the median over genres and runs of |estimate − truth| / truth and
    of lower_bound / truth. Truth = countDistinct(item) per genre in Spark,
-   NON-PRIVATE, used only here. Target: ours ≤ 0.75× hand-rolled (pure).
+   NON-PRIVATE, used only here. Target: ours (the default: max_groups=None,
+   noise="laplace") ≤ 0.75× hand-rolled (pure).
 2. Speed on dp_spark.datasets.synthetic_events(--rows) written to Parquet,
    with a public group column pmod(xxhash64(...), --groups): ``pair`` (the
    default) hashes (person_id, item), so a person spreads over many groups
@@ -55,6 +59,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from collections import Counter
 from statistics import median
 
 import numpy as np
@@ -79,6 +84,8 @@ SPEED_TARGET = 2.5      # grouped / plain groupBy countDistinct
 HAND_TARGET = 5.0       # hand-rolled / grouped
 SESSION_CONF = {"spark.driver.memory": "4g"}
 MAX_BOUND = 100
+#: The release's share of ε for the joint (m, l) choice (plans.distinct_count).
+from dp_spark.plans.distinct_count import JOINT_CAP_EPSILON_SHARE as JOINT_SHARE  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -94,6 +101,8 @@ def parse_args(argv=None):
     p.add_argument("--reps", type=int, default=2, help="timed repetitions (after one warm-up)")
     p.add_argument("--hand-rolled-sample", type=int, default=5,
                    help="per-group runs timed, extrapolated linearly to all groups")
+    p.add_argument("--cap-shares", type=float, nargs="*", default=[],
+                   help="extra arms: the joint (m, l) choice at these shares of ε (the release: 0.25)")
     p.add_argument("--extra-caps", type=int, nargs="*", default=[],
                    help="also run the grouped release with these smaller public caps max_groups (e.g. 1 2 4 8)")
     p.add_argument("--profile", action="store_true",
@@ -108,6 +117,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.quick:
         args.runs, args.rows, args.reps, args.hand_rolled_sample = 1, 20_000, 1, 1
+    if any(not 0.0 < x < 1.0 for x in args.cap_shares):
+        p.error("--cap-shares must be in (0, 1)")
     if any(not 1 <= m <= len(GENRES) for m in args.extra_caps):
         p.error(f"--extra-caps must be in 1..{len(GENRES)}")
     if args.runs < 1 or args.reps < 1 or args.groups < 1 or not 1 <= args.hand_rolled_sample <= args.groups:
@@ -167,6 +178,7 @@ class GroupedReplica:
         self.cands = bound_candidates(MAX_BOUND)
         self._counts: dict[int, np.ndarray] = {}
         self._hist = None
+        self._joint = None
 
     def counts(self, m: int) -> np.ndarray:  # NON-PRIVATE
         from dp_spark.stages.distinct import grouped_greedy_counts
@@ -190,22 +202,82 @@ class GroupedReplica:
         return plan(epsilon=self.args.epsilon, beta=self.args.beta, max_bound=MAX_BOUND, shards=1,
                     group_by="genre", groups=list(GENRES), max_groups=m, noise=noise)
 
-    def run(self, m, noise: str, seed: int, bound: str = "per-group", cap_method: str = "gem"):
-        """(estimates, lower bounds, m) in GENRES order for one seed."""
+    def joint(self) -> np.ndarray:  # NON-PRIVATE: at[k, g, j] at every cap candidate, one pass (the release's)
+        from dp_spark.mechanisms.distinct_count.cap_bound import cap_candidates
+        from dp_spark.releases.grouped_distinct_count import joint_counts
+
+        if self._joint is None:
+            self._joint = joint_counts(self.restricted, cap_candidates(len(GENRES)), len(GENRES), MAX_BOUND, 1,
+                                       self.cands)
+        return self._joint
+
+    def split(self, noise: str, cap_share: float, per_group_l: bool) -> tuple[float, float, float]:
+        """(cap, select, count) budgets of a grouped m=None run whose cap step
+        spends ``cap_share`` of ε (or ρ): the rest to the counts (joint l), or
+        in halves to the per-group selections and counts (``per_group_l``).
+        At the default share and joint l these are the plan's own."""
+        from dp_spark.accounting import pure_to_zcdp, remainder
+
+        total = pure_to_zcdp(self.args.epsilon) if noise == "gaussian" else self.args.epsilon
+        plan = self.plan(None, noise)
+        if not per_group_l and cap_share == JOINT_SHARE:
+            cost = plan.split.cost
+            get = (lambda s: cost(s).rho) if noise == "gaussian" else (lambda s: cost(s).epsilon)
+            return get("max_groups"), 0.0, get("count")
+        cap = total * cap_share
+        rest = remainder(total, cap)
+        return (cap, rest / 2.0, rest / 2.0) if per_group_l else (cap, 0.0, rest)
+
+    def run(self, m, noise: str, seed: int, bound: str = "per-group", cap_method: str = "joint",
+            cap_share: float | None = None):
+        """(estimates, lower bounds, m) in GENRES order for one seed. m=None:
+        ``cap_method="joint"`` is the release (the joint (m, l) choice at
+        ``cap_share`` of the budget, default the plan's); ``"joint-per-group-l"``
+        the same choice of m, then l per group at m (measured only);
+        ``"rows"`` the previous release (GEM over the rows each cap keeps at
+        ε/20, then l per group; measured only)."""
+        from dp_spark.accounting import pure_to_zcdp, remainder
+        from dp_spark.accounting.exact import exact, sqrt_down
+        from dp_spark.mechanisms.distinct_count.cap_bound import (
+            cap_candidates,
+            choose_cap_and_bound,
+            joint_margins,
+            release_at_bound,
+        )
         from dp_spark.mechanisms.distinct_count.grouped import release_groups
         from dp_spark.mechanisms.groups import choose_max_groups
         from dp_spark.noise import make_rng
-        from dp_spark.releases.grouped_distinct_count import CAP_GEM_BETA, cap_epsilon
+        from dp_spark.releases.grouped_distinct_count import CAP_GEM_BETA
 
-        plan = self.plan(m, noise)
         gaussian = noise == "gaussian"
         rng = make_rng(seed)
-        if m is None:
-            m = int(choose_max_groups(self.histogram(), cap_epsilon(plan, "max_groups", gaussian), rng,
-                                      method=cap_method, beta=CAP_GEM_BETA))
-        cost = plan.split.cost
-        select, count = ((cost("select").rho, cost("count").rho) if gaussian
-                         else (cost("select").epsilon, cost("count").epsilon))
+        if m is None and cap_method in ("joint", "joint-per-group-l"):
+            per_group_l = cap_method == "joint-per-group-l"
+            cap, select, count = self.split(noise, JOINT_SHARE if cap_share is None else cap_share, per_group_l)
+            caps, kind = cap_candidates(len(GENRES)), "laplace" if not gaussian else "gaussian"
+            eps = sqrt_down(8 * exact(cap)) if gaussian else cap
+            # the margins of the count that follows: at ε_count/m with joint l; per-group l: the count's half
+            at = self.joint()
+            k, j = choose_cap_and_bound(at, caps, self.cands, joint_margins(caps, self.cands, self.args.beta, kind,
+                                                                            count), eps, rng,
+                                        sampler="exponential" if gaussian else "permute-and-flip")
+            m = caps[k]
+            if not per_group_l:
+                out = release_at_bound(at[k, :, j], m, self.cands[j], self.args.beta, rng, noise=kind, count=count)
+                return [r["estimate"] for r in out], [r["lower_bound"] for r in out], (m, self.cands[j])
+            released, _ = release_groups(at[k], self.cands, MAX_BOUND, m, self.args.beta, rng, noise=noise,
+                                         select=select, count=count)
+            return [r["estimate"] for r in released], [r["lower_bound"] for r in released], m
+        if m is None:  # "rows": the previous release's split (ε/20 for the cap, halves of the rest)
+            total = pure_to_zcdp(self.args.epsilon) if gaussian else self.args.epsilon
+            cap = total * 0.05
+            select = count = remainder(total, cap) / 2.0
+            eps = sqrt_down(8 * exact(cap)) if gaussian else cap
+            m = int(choose_max_groups(self.histogram(), eps, rng, method="gem", beta=CAP_GEM_BETA))
+        else:
+            cost = self.plan(m, noise).split.cost
+            select, count = ((cost("select").rho, cost("count").rho) if gaussian
+                             else (cost("select").epsilon, cost("count").epsilon))
         if bound == "joint":
             return (*joint_release(self.counts(m), self.cands, m, self.args.beta, rng, noise, select, count), m)
         released, _ = release_groups(self.counts(m), self.cands, MAX_BOUND, m, self.args.beta, rng, noise=noise,
@@ -285,22 +357,31 @@ def accuracy(spark, args) -> dict:
     print("replica check: the driver replica equals dp_spark.distinct_count for the first seed of the 4 main arms")
 
     arms: dict[str, dict] = {}
-    variants = [(f"pure (laplace), max_groups={G}", G, "laplace", "per-group", "gem"),
-                ("pure (laplace), max_groups=None (private m)", None, "laplace", "per-group", "gem"),
-                (f"zCDP (gaussian), max_groups={G}", G, "gaussian", "per-group", "gem"),
-                ("zCDP (gaussian), max_groups=None (private m)", None, "gaussian", "per-group", "gem"),
-                (f"joint l: pure, max_groups={G}", G, "laplace", "joint", "gem"),
-                (f"joint l: zCDP, max_groups={G}", G, "gaussian", "joint", "gem")]
-    variants += [(f"extra: {n}, max_groups={m}", m, n, "per-group", "gem")
+    J = f"max_groups=None (the release: m and l jointly, cap share {JOINT_SHARE:g})"
+    variants = [(f"pure (laplace), max_groups={G}", G, "laplace", "per-group", "joint", None),
+                (f"pure (laplace), {J}", None, "laplace", "per-group", "joint", None),
+                ("pure (laplace), max_groups=None, previous release (GEM over rows kept, ε/20, l per group)", None,
+                 "laplace", "per-group", "rows", None),
+                (f"pure (laplace), max_groups=None, joint choice of m, then l per group (cap share {JOINT_SHARE:g})",
+                 None, "laplace", "per-group", "joint-per-group-l", None),
+                (f"zCDP (gaussian), max_groups={G}", G, "gaussian", "per-group", "joint", None),
+                (f"zCDP (gaussian), {J}", None, "gaussian", "per-group", "joint", None),
+                ("zCDP (gaussian), max_groups=None, previous release (GEM over rows kept, ρ/20, l per group)", None,
+                 "gaussian", "per-group", "rows", None),
+                (f"joint l: pure, max_groups={G}", G, "laplace", "joint", "joint", None),
+                (f"joint l: zCDP, max_groups={G}", G, "gaussian", "joint", "joint", None)]
+    variants += [(f"cap share: pure, max_groups=None, m and l jointly, cap share {x:g}", None, "laplace",
+                  "per-group", "joint", x) for x in args.cap_shares if x != JOINT_SHARE]
+    variants += [(f"extra: {n}, max_groups={m}", m, n, "per-group", "joint", None)
                  for m in args.extra_caps for n in ("laplace", "gaussian")]
-    for label, m, noise, bound, cap in variants:
+    for label, m, noise, bound, cap, share in variants:
         rel, low, chosen = [], [], []
         for i in range(args.runs):
-            est, lb, used = replica.run(m, noise, args.seed + i, bound=bound, cap_method=cap)
+            est, lb, used = replica.run(m, noise, args.seed + i, bound=bound, cap_method=cap, cap_share=share)
             rel += [abs(e - t) / t for e, t in zip(est, true)]
             low += [b / t for b, t in zip(lb, true)]
             chosen.append(used)
-        arms[label] = {"rel": rel, "low": low, "m": chosen}
+        arms[label] = {"rel": rel, "low": low, "m": chosen if m is None else None}
 
     counts = {g: bounded_distinct_counts(edges.where(F.col("genre") == g), "person_id", "item", MAX_BOUND,
                                          "greedy", shards=1) for g in GENRES}  # NON-PRIVATE
@@ -327,27 +408,32 @@ def accuracy(spark, args) -> dict:
     rows = []
     for label, a in arms.items():
         ratio = median(a["rel"]) / base
-        ms = sorted(set(a.get("m") or [])) if label.endswith("(private m)") else ""
+        chosen = Counter(a.get("m") or [])  # (m, l) for the joint choice, m otherwise
+        ms = " ".join(f"{'/'.join(map(str, c)) if isinstance(c, tuple) else c}:{n}"
+                      for c, n in sorted(chosen.items(), key=lambda x: -x[1])[:4])
         rows.append([label, f"{median(a['rel']):.4f}", f"{np.percentile(a['rel'], 90):.4f}",
-                     f"{median(a['low']):.4f}", f"{ratio:.3f}", " ".join(map(str, ms))])
+                     f"{median(a['low']):.4f}", f"{ratio:.3f}", ms])
     print(format_table([f"ε={args.epsilon:g}, {args.runs} seeded runs × {G} genres (SEEDED)",
                         "median |est−truth|/truth", "p90", "median lower_bound/truth", "ratio to hand-rolled",
-                        "private m chosen"], rows))
+                        "private m (or m/l) chosen: runs"], rows))
     # equal privacy: the default (pure ε) against the pure ε/19 split; gaussian against the zCDP split
     default = median(arms[f"pure (laplace), max_groups={G}"]["rel"]) / base
-    default_none = median(arms["pure (laplace), max_groups=None (private m)"]["rel"]) / base
+    default_none = median(arms[f"pure (laplace), {J}"]["rel"]) / base
+    previous = median(arms[[k for k in arms if k.startswith("pure (laplace), max_groups=None, previous")][0]]["rel"])
     zcdp_base = median(arms[[k for k in arms if k.startswith("hand-rolled zCDP")][0]]["rel"])
     zcdp = median(arms[f"zCDP (gaussian), max_groups={G}"]["rel"]) / zcdp_base
-    print(f"ratio ours (default noise, pure ε)/hand-rolled pure split: {default:.3f} (max_groups={G}), "
-          f"{default_none:.3f} (max_groups=None); target <= {ACCURACY_TARGET}: "
-          f"{'met' if min(default, default_none) <= ACCURACY_TARGET else 'MISSED'}")
-    print(f"ratio ours (noise='gaussian')/hand-rolled zCDP split at rho/{G}: {zcdp:.3f}")
+    print(f"ratio ours (the default: max_groups=None, noise laplace, pure ε)/hand-rolled pure split: "
+          f"{default_none:.3f}; target <= {ACCURACY_TARGET}: {'met' if default_none <= ACCURACY_TARGET else 'MISSED'}"
+          f" (max_groups={G}: {default:.3f}; the previous private m: {previous / base:.3f})")
+    zcdp_none = median(arms[f"zCDP (gaussian), {J}"]["rel"]) / zcdp_base
+    print(f"ratio ours (noise='gaussian')/hand-rolled zCDP split at rho/{G}: {zcdp_none:.3f} (max_groups=None), "
+          f"{zcdp:.3f} (max_groups={G})")
     print()
     return {"truth_non_private": truth,
             "arms": {k: {"median_rel_error": median(v["rel"]), "median_lower_ratio": median(v["low"]),
                          "p90_rel_error": float(np.percentile(v["rel"], 90)),
                          "chosen_max_groups": v.get("m")} for k, v in arms.items()},
-            "ratio_public_m": default, "ratio_private_m": default_none}
+            "ratio_public_m": default, "ratio_private_m": default_none, "ratio_previous_private_m": previous / base}
 
 
 # --------------------------------------------------------------------- speed

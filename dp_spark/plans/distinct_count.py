@@ -14,10 +14,15 @@ Budget split (basic composition, total ε-DP), from the parameters alone:
   own utility parameter β = ``SELECTION_BETA``, the discrete Laplace mechanism
   releases the count.
 
-Per group (``group_by``): the same steps per group at ε/m, or, with
-``noise="gaussian"`` (asked for by name), ρ-zCDP with ρ = ε²/2: the same
-shares of ρ, the bound choice and the discrete Gaussian count per group
-(:mod:`dp_spark.mechanisms.distinct_count.grouped`).
+Per group (``group_by``) with a given ``max_groups`` m: the same steps
+per group at ε/m, or, with ``noise="gaussian"`` (asked for by name), ρ-zCDP
+with ρ = ε²/2: the same shares of ρ, the bound choice and the discrete
+Gaussian count per group (:mod:`dp_spark.mechanisms.distinct_count.grouped`).
+With ``max_groups=None``: [shards ε/100], ε/4 for the joint choice of the cap
+m and ONE bound l for all groups (GEM over Σ_g (c_{g,m,l} − margin(m, l)),
+sensitivity m·l: :mod:`dp_spark.mechanisms.distinct_count.cap_bound`), the
+rest for the counts (each group at ε_count/m); under zCDP the same shares of
+ρ (the choice by the exponential mechanism at √(8ρ_cap)).
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with m
                "permute-and-flip, over l = 1, 4, 16, 64, ... "
                f"(powers of {BOUND_GRID_RATIO} up to max_bound), GEM beta {SELECTION_BETA:g})")
 COUNT_STEP = "count (discrete Laplace mechanism)"
-#: The share of ε that chooses the group cap m when ``max_groups=None``.
+#: The share of ε and the label of the grouped top-k's choice of the cap m
+#: (GEM over the rows kept: :mod:`dp_spark.releases.group_cap`); the grouped
+#: distinct-count chooses m with its bound instead (JOINT_CAP_*, below).
 MAX_GROUPS_EPSILON_SHARE = 0.05
 #: The noise of a grouped release: "laplace" (pure ε-DP: discrete Laplace
 #: m·ℓ/ε' per group, selections at ε'/m) or "gaussian" (ρ-zCDP with
@@ -74,6 +81,17 @@ GAUSSIAN_SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scor
 GAUSSIAN_COUNT_STEP = "count (discrete Gaussian mechanism)"
 MAX_GROUPS_STEP = ("group cap m (Generalized Exponential Mechanism over the rows kept, sum over persons of "
                    "min(groups, m), sensitivity m, for m = 1..M, M the number of public keys)")
+#: The share of ε of the joint choice of the group cap m and one bound l for
+#: all groups (``max_groups=None``). Measured on MovieLens 100K by genre
+#: (benchmarks/README.md, "Grouped distinct-count (issue 24)"): the error
+#: is flat for shares 0.15–0.4 and worse at 0.05 and 0.5; 0.25 is the middle
+#: of the flat band.
+JOINT_CAP_EPSILON_SHARE = 0.25
+JOINT_CAP_STEP = ("group cap m and bound l, jointly (Generalized Exponential Mechanism scores with max(m·l, m'·l') "
+                  "denominators over sum over groups of (count at cap m and bound l minus its noise margin), "
+                  "sensitivity m·l, for m = 1, 2, 4, ... and M (M the number of public keys) and l = 1, 4, 16, 64, "
+                  f"... up to max_bound; GEM beta {SELECTION_BETA:g}; {{sampler}})")
+JOINT_COUNT_STEP = "count at the chosen m and l (discrete {noise} mechanism), per group at {share}/m"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,14 +167,19 @@ def plan(params: Params) -> Plan:
         pre = [Step("matching", MATCHING_STEP, epsilon * MATCHING_EPSILON_SHARE)]
     else:
         pre = []
-    if p.group_by is not None and p.max_groups is None:
-        pre.append(Step("max_groups", MAX_GROUPS_STEP, epsilon * MAX_GROUPS_EPSILON_SHARE))
+    joint = p.group_by is not None and p.max_groups is None
     noise = noise_of(p)
+    if joint:  # the cap m and one bound l for all groups, chosen together (module doc)
+        sampler = ("exponential mechanism (ε-bounded range, so ε²/8-zCDP)" if noise == "gaussian"
+                   else "permute-and-flip")
+        pre.append(Step("max_groups", JOINT_CAP_STEP.format(sampler=sampler), epsilon * JOINT_CAP_EPSILON_SHARE))
     if noise == "gaussian":
         return _gaussian_plan(p, pre)
     rest = remainder(epsilon, *(s.cost for s in pre))  # the parts sum to <= epsilon exactly
     steps = [Step(s.name, s.label, PureDP(s.cost)) for s in pre]
-    if p.group_by is None:
+    if joint:
+        steps.append(Step("count", JOINT_COUNT_STEP.format(noise="Laplace", share="ε"), PureDP(rest)))
+    elif p.group_by is None:
         steps += [Step("select", SELECT_STEP, PureDP(rest / 2.0)), Step("count", COUNT_STEP, PureDP(rest / 2.0))]
     else:
         m = p.max_groups
@@ -186,9 +209,13 @@ def _gaussian_plan(p: Params, pre: list) -> Plan:
     rest = remainder(rho, *shares)
     steps = [Step(s.name, s.label, ZCDP(share)) for s, share in zip(pre, shares)]
     m = p.max_groups
-    steps += [Step("select", gaussian_label(GAUSSIAN_SELECT_STEP, m, "√(8ρ/m) per group"), ZCDP(rest / 2.0)),
-              Step("count", gaussian_label(GAUSSIAN_COUNT_STEP, m, "sigma √m·l/√(2ρ) per group"),
-                   ZCDP(rest / 2.0))]
+    if m is None:  # the joint choice of m and l (plan), then every group's count at ρ_count/m
+        steps.append(Step("count", JOINT_COUNT_STEP.format(noise="Gaussian", share="ρ") +
+                          " (sigma √m·l/√(2ρ): zCDP composition over a person's ≤ m groups)", ZCDP(rest)))
+    else:
+        steps += [Step("select", gaussian_label(GAUSSIAN_SELECT_STEP, m, "√(8ρ/m) per group"), ZCDP(rest / 2.0)),
+                  Step("count", gaussian_label(GAUSSIAN_COUNT_STEP, m, "sigma √m·l/√(2ρ) per group"),
+                       ZCDP(rest / 2.0))]
     return Plan(
         release=RELEASE,
         guarantee=ZCDP(rho),

@@ -186,8 +186,9 @@ def distinct_count(
     full ε). ``release.groups`` is a Spark DataFrame: the group column,
     ``estimate``, ``lower_bound``, ``bound`` and ``error``; the report's
     ``result["groups"]`` holds the first 100 groups. ``method="greedy"``
-    only. ``max_groups=None`` chooses m privately (ε/20, GEM over the rows
-    each cap keeps: a step of ``budget_split``); ``groups=None``: the keys
+    only. ``max_groups=None`` chooses m and one bound l for all groups
+    jointly (ε/4, GEM over the summed counts minus their noise margins: a
+    step of ``budget_split``; the counts get the rest); ``groups=None``: the keys
     chosen privately (a set-union on the group column; the release is then
     (ε, δ)-DP). ``noise``: per group, ``"laplace"`` (the default: pure
     ε-DP, ε/m per group) or ``"gaussian"`` (asked for by name: ρ-zCDP with

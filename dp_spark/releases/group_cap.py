@@ -14,9 +14,11 @@ groups. :func:`choose_and_cap` does both for any grouped edge table:
 
 m is a released DP value: the rest of the release runs conditioned on it
 (adaptive basic composition), so its per-group ε'/m is sound for the chosen
-m. Used by the grouped top-k (:mod:`dp_spark.releases.grouped_top_k`); the
-grouped distinct-count makes the same choice
-(:mod:`dp_spark.releases.grouped_distinct_count`).
+m. Used by the grouped top-k (:mod:`dp_spark.releases.grouped_top_k`). The
+grouped distinct-count made this choice too; it now chooses m together with
+its bound l by what its counts' noise costs
+(:mod:`dp_spark.mechanisms.distinct_count.cap_bound`), since the rows kept
+ignore that a larger m multiplies every group's noise by m.
 """
 
 from __future__ import annotations

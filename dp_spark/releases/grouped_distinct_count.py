@@ -13,12 +13,28 @@ zCDP every step's share of ε is the same share of ρ):
 0. ``shards=None``: ε/100, the noisy sampled person count of the ungrouped
    release (sensitivity 1: persons, not groups) picks the greedy shards
    (under zCDP its discrete Laplace runs at √(2ρ_s): ε-DP ⇒ ε²/2-zCDP).
-0''. ``max_groups=None``: ε/20 chooses m in 1..M (M = the number of public
-   keys) by GEM over Σ_p min(|G_p|, m) (sensitivity m:
-   :func:`dp_spark.mechanisms.groups.choose_max_groups`) from the groups-
-   per-person histogram (M numbers reach the driver); the cap uses it
-   (under zCDP GEM runs at √(8ρ_m): an exponential mechanism, ε-bounded
-   range, so ε²/8-zCDP).
+0''. ``max_groups=None`` (:func:`_joint_body`): the cap m and ONE bound l
+   for all groups are chosen together, then each group's count at them;
+   steps 1-2 below are for a given m. One Spark pass (:func:`joint_counts`)
+   computes c_{g,m,l} for every cap candidate m in 1, 2, 4, …, M (M = the
+   number of public keys) and every bound candidate l (K·G·L numbers reach
+   the driver). The choice spends ε/4 (the ``max_groups`` step): GEM's
+   same-direction scores of q_{m,l} = Σ_g (c_{g,m,l} − margin(m, l)),
+   sensitivity m·l, every score moving the same way between neighbours
+   (:mod:`dp_spark.mechanisms.distinct_count.cap_bound`), sampled by
+   permute-and-flip (ε-DP) or, under zCDP, the exponential mechanism at
+   √(8ρ_m) (ε-bounded range, so ε²/8-zCDP). The counts spend the rest
+   (the ``count`` step): every group's c_{g,m̂,l̂} from the same pass plus
+   discrete Laplace of scale m̂·l̂/ε_count (the vector over groups has ℓ1
+   sensitivity m̂·l̂: ε_count-DP), or discrete Gaussian σ = √m̂·l̂/√(2ρ_count)
+   (ℓ2 sensitivity √m̂·l̂: ρ_count-zCDP). Adaptive composition: ε (or ρ)
+   in all. A larger m keeps more items but multiplies every group's noise
+   by m, and the score prices both (benchmarks/README.md, "Grouped
+   distinct-count (issue 24)": it replaced GEM over the rows each cap keeps,
+   which ignored the noise). The counts of the chosen cap come from the
+   pass's virtual groups k̂·G + g, whose virtual person names differ from a
+   separate ``cap_groups(m̂)`` run's: the same rows, another public greedy
+   visiting order, so a count can differ from that run's by a few items.
 1. Spark stage (no noise): :func:`dp_spark.stages.distinct.grouped_greedy_counts`
    runs an independent greedy per group — virtual persons (person, group),
    virtual items (group, item) in the existing sharded kernel — and returns
@@ -45,12 +61,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+import numpy as np
+
 from dp_spark.accounting.exact import exact, sqrt_down
 from dp_spark.mechanisms.distinct_count.grouped import release_groups
 from dp_spark.mechanisms.groups import group_noise_scale
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.plan import Plan
-from dp_spark.releases.group_cap import CAP_GEM_BETA  # noqa: F401 - GEM's β in the choice of the cap (shared)
+from dp_spark.releases.group_cap import CAP_GEM_BETA  # noqa: F401 - the previous cap choice's β (benchmark)
 from dp_spark.releases.shards import greedy_shards
 from dp_spark.report import Release
 from dp_spark.settings.distinct_count import SELECTION_BETA, bound_candidates
@@ -66,18 +84,14 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     from dp_spark.plans.distinct_count import noise_of
     from dp_spark.stages.distinct import grouped_greedy_counts
     from dp_spark.stages.edges import GROUP
-    from dp_spark.stages.groups import cap_groups
 
     p = plan.params
     keys, m, max_bound = p.groups, p.max_groups, p.max_bound
     gaussian = noise_of(p) == "gaussian"
     cands = bound_candidates(max_bound)
     shards, how, noise = greedy_shards(edge_df, p.shards, pure_step_epsilon(plan, "shards", gaussian), rng)
-    if m is None and keys:  # no key (a private key step released none): nothing to cap, nothing drawn
-        m, drawn = _choose_cap(edge_df, len(keys), cap_epsilon(plan, "max_groups", gaussian), rng)
-        edge_df = cap_groups(edge_df, m, public_keys=len(keys))  # m = #keys: no window (cap_groups doc)
-        noise.append(drawn)
-        how = {**how, "max_groups": m, "max_groups_chosen": "privately (GEM over the rows each cap keeps)"}
+    if m is None:  # the cap m and one bound l, chosen jointly (step 0'' of the module doc)
+        return _joint_body(plan, edge_df, rng, local, keys, cands, shards, how, noise, gaussian)
     log.info("distinct-count: per-group bounded counts (%d public groups)", len(keys))
     at_candidates = (grouped_greedy_counts(edge_df, max_bound, shards, len(keys), cands)  # NON-PRIVATE
                      if keys else {})
@@ -93,6 +107,88 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
                    [*noise, *_batched(released, gaussian, m)])
 
 
+#: ``parameters["max_groups_chosen"]`` of a release whose cap and bound were chosen jointly.
+JOINT_CHOSEN = ("privately, jointly with one bound l for all groups (GEM over the summed per-group counts minus "
+                "their noise margins, sensitivity m·l)")
+
+
+def _joint_body(plan: Plan, edge_df, rng, local, keys, cands, shards, how, noise, gaussian) -> Release:
+    """``max_groups=None``: the counts at every cap candidate in one pass
+    (:func:`joint_counts`, NON-PRIVATE), the joint choice of (m̂, l̂)
+    (:func:`~dp_spark.mechanisms.distinct_count.cap_bound.choose_cap_and_bound`
+    at the plan's ``max_groups`` step: permute-and-flip, ε-DP; under zCDP
+    the exponential mechanism at √(8ρ_step), ρ_step-zCDP), then every
+    group's count at (m̂, l̂) from the same pass
+    (:func:`~dp_spark.mechanisms.distinct_count.cap_bound.release_at_bound`
+    at the ``count`` step: ε_count/m̂ per group, or σ = √m̂·l̂/√(2ρ_count))."""
+    from dp_spark.accounting.exact import ratio_down
+    from dp_spark.mechanisms.distinct_count.cap_bound import (
+        cap_candidates,
+        choose_cap_and_bound,
+        joint_margins,
+        release_at_bound,
+    )
+    from dp_spark.noise.records import NoiseDraw
+    from dp_spark.stages.edges import GROUP
+
+    p = plan.params
+    kind = "gaussian" if gaussian else "laplace"
+    count = plan.split.cost("count").rho if gaussian else plan.split.epsilon("count")
+    m, released, drawn = None, [], []
+    if keys:  # no key (a private key step released none): nothing to choose, nothing drawn
+        caps = cap_candidates(len(keys))
+        epsilon = cap_epsilon(plan, "max_groups", gaussian)
+        sampler = "exponential" if gaussian else "permute-and-flip"  # bounded range under zCDP (cap_bound doc)
+        at = joint_counts(edge_df, caps, len(keys), p.max_bound, shards, cands)  # NON-PRIVATE
+        k, j = choose_cap_and_bound(at, caps, cands, joint_margins(caps, cands, p.beta, kind, count), epsilon, rng,
+                                    sampler=sampler, gem_beta=SELECTION_BETA)
+        m, bound = caps[k], cands[j]
+        at_chosen = at[k, :, j].copy()
+        del at  # non-private; only the chosen column is read below
+        drawn = [NoiseDraw("max_groups", "gem", scale=2.0 / epsilon, std=None, sensitivity=1.0,
+                           target=f"the group cap m in {', '.join(map(str, caps))} and the bound l in "
+                                  f"{', '.join(map(str, cands))}, jointly (scores: summed counts minus margins, "
+                                  "sensitivity m·l)",
+                           parameters={"beta": SELECTION_BETA})]
+        released = release_at_bound(at_chosen, m, bound, p.beta, rng, noise=kind, count=count)
+        del at_chosen
+        share = {"rho_per_group": ratio_down(count, m)} if gaussian else {"epsilon_per_group": ratio_down(count, m)}
+        how = {**how, "max_groups": m, "max_groups_chosen": JOINT_CHOSEN, "max_groups_candidates": caps,
+               "bound": bound, "bound_chosen": "jointly with the group cap (one bound for all groups)", **share}
+    how = {**how, "bound_candidates": cands, "selection_beta": SELECTION_BETA}
+    return _report(plan, keys, m, released, how, local, edge_df.schema[GROUP].dataType, edge_df.sparkSession,
+                   [*noise, *drawn, *_batched_counts(released, gaussian, m)], joint=True)
+
+
+def joint_counts(edge_df, caps, n_keys: int, max_bound: int, shards: int, cands) -> np.ndarray:
+    """NON-PRIVATE: ``at[k, g, j]`` = the per-group greedy count of group g
+    at bound ``cands[j]`` on the edge table capped to ``caps[k]`` groups per
+    person, for every cap candidate: :func:`dp_spark.stages.groups.cap_candidates`
+    then :func:`dp_spark.stages.distinct.grouped_greedy_counts` on the
+    K·G virtual groups. The kernel holds at most 2^GROUP_INDEX_BITS = 1,024
+    virtual groups, so the caps go in batches of ⌊1024/G⌋: one Spark pass
+    when K·G <= 1,024 (19 keys: 6 caps, 114 virtual groups), else
+    ⌈K/⌊1024/G⌋⌉ passes (at most K = 11 for 1,024 keys). Cost: each pass
+    ranks a person's groups (a window by person) and copies a row once per
+    cap of its batch that keeps it (up to K copies). K·G·len(cands)
+    numbers reach the driver. Between add/remove-one-person neighbours each
+    ``at[k, g, j]`` moves by 0..l_j, all in the same direction, in at most
+    m_k groups per k (tests/spark/test_grouped_cap_bound.py)."""
+    from dp_spark.stages.distinct import GROUP_INDEX_BITS, grouped_greedy_counts
+    from dp_spark.stages.groups import cap_candidates
+
+    per_pass = max(1, (1 << GROUP_INDEX_BITS) // n_keys)
+    parts = []
+    for start in range(0, len(caps), per_pass):
+        batch = caps[start:start + per_pass]
+        log.info("distinct-count: per-group bounded counts at the caps %s (%d public groups)",
+                 ", ".join(map(str, batch)), n_keys)
+        flat = grouped_greedy_counts(cap_candidates(edge_df, batch, n_keys), max_bound, shards,
+                                     len(batch) * n_keys, cands)
+        parts.append(flat.reshape(len(batch), n_keys, len(cands)))
+    return np.concatenate(parts, axis=0)
+
+
 def pure_step_epsilon(plan: Plan, step: str, gaussian: bool) -> float:
     """The ε a pure ε-DP step runs at: its ε, or under zCDP √(2ρ_step)
     (ε-DP ⇒ ε²/2-zCDP, Bun–Steinke 2016), rounded down; 0.0 without the step."""
@@ -105,15 +201,6 @@ def cap_epsilon(plan: Plan, step: str, gaussian: bool) -> float:
     """The ε of the group cap's GEM (an exponential mechanism: ε-bounded
     range, so ε²/8-zCDP, Cesar–Rogers 2021): its ε, or √(8ρ_step) under zCDP."""
     return sqrt_down(8 * exact(plan.split.cost(step).rho)) if gaussian else plan.split.epsilon(step)
-
-
-def _choose_cap(edge_df, n_keys: int, epsilon: float, rng):
-    """m in 1..M, M = the number of public keys, chosen ε-DP by GEM from the
-    NON-PRIVATE groups-per-person histogram, and the record of the choice:
-    :func:`dp_spark.releases.group_cap.choose_cap` (shared with the grouped top-k)."""
-    from dp_spark.releases.group_cap import choose_cap
-
-    return choose_cap(edge_df, n_keys, epsilon, rng, "distinct-count")
 
 
 def _batched(released: list[dict], gaussian: bool, m: int) -> list:
@@ -140,7 +227,23 @@ def _batched(released: list[dict], gaussian: bool, m: int) -> list:
     return out
 
 
-def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise) -> Release:
+def _batched_counts(released: list[dict], gaussian: bool, m) -> list:
+    """The joint path's count draws as one record: every group's count at
+    the same (m̂, l̂) has the same scale (under zCDP with the ℓ2 sensitivity
+    √m̂·l̂ of the vector over groups)."""
+    if not released:
+        return []
+    bound, record = released[0]["bound"], released[0]["noise"][0]
+    extra, parameters = {}, {"bound": bound}  # "bound": the HTML panel's record
+    if gaussian:
+        extra = {"sensitivity": group_noise_scale(m, bound, rho=1.0).sensitivity}
+        parameters["norm"] = 2
+    return [dataclasses.replace(record, draws=len(released), **extra, parameters=parameters,
+                                target=f"the count with at most {bound} items per person of every group "
+                                       f"(cap {m}, bound {bound})")]
+
+
+def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise, joint: bool = False) -> Release:
     from pyspark.sql import types as T
 
     from dp_spark.releases.groups import groups_frame, report_groups
@@ -152,7 +255,7 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise)
     gaussian = "rho" in plan.parameters
     rows = []
     for key, r in zip(keys, released):
-        count = r["noise"][1]
+        count = r["noise"][-1]  # the count's record (after the per-group selection's, if any)
         # the discrete Gaussian's two-sided width from its upper tail bound at β/2 (noise.tails), else the record's
         width = discrete_gaussian_upper_quantile(count.scale, beta / 2) if gaussian else count.half_width(beta)
         error = (f"distinct items of this group after keeping at most {r['bound']} items per person (never more "
@@ -198,8 +301,12 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise)
     statement = (
         f"{guarantee}: the output would be almost as likely "
         f"if any one person (every row with the same {p.person_col}) were removed or added. Each person's rows "
-        f"count in at most {m} of their {p.group_by} groups; each group's release spends "
-        f"{share} of the selection and count budget ({how_noise}). Each group's lower bound holds with probability "
+        f"count in at most {m} of their {p.group_by} groups; " + (
+            f"that cap and one bound l = {how.get('bound')} items per person for every group were chosen together "
+            f"privately (the budget's group cap step); each group's count spends {share} of the count budget "
+            f"({how_noise})" if joint else
+            f"each group's release spends {share} of the selection and count budget ({how_noise})") +
+        ". Each group's lower bound holds with probability "
         f"at least {confidence:.0%}; all {len(rows):,} together with probability at least {simultaneous:.0%}."
     ) if rows else (
         f"{guarantee}: the output would be almost as likely if any one person (every row with the "

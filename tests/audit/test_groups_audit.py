@@ -17,6 +17,9 @@ trial count on a broken variant must exceed it:
 - zCDP per-group counts (the grouped distinct-count's noise="gaussian",
   ρ = 0.51, m = 4, δ = 0.01): D = 4 groups at count 1000, D + y = at 1001;
   S = {sum of the 4 estimates ≥ 4006}. Broken: σ without the √m factor.
+- joint choice of (m, l) (the grouped distinct-count's max_groups=None,
+  ε = 1): caps 1 and 4, one person moving q_{m,1} by m; S = {(4, 1)}.
+  Broken: sensitivities l instead of m·l.
 """
 
 from __future__ import annotations
@@ -128,3 +131,36 @@ def test_grouped_zcdp_counts(audit_record):
 
     audit_record("groups: zCDP per-group counts (m = 4)", claimed, bound(m, 81), blocks, ZCDP_DELTA)
     assert_detects("groups: zCDP per-group counts (m = 4)", claimed, bound(1, 83))
+
+
+def test_joint_choice_of_the_cap_and_bound(audit_record):
+    """The grouped distinct-count's joint choice of (m, l) with
+    max_groups=None (dp_spark.mechanisms.distinct_count.cap_bound), ε = 1,
+    permute-and-flip over GEM's same-direction scores, on neighbouring score
+    tables: caps 1 and 4, bound 1, 4 groups; D has c_{g,1,1} = 2 and
+    c_{g,4,1} = 0 in every group, D + y adds 1 to one group at cap 1 and to
+    all 4 groups at cap 4 (y keeps 1 group, resp. 4: q moves by m·l, the
+    worst case). Event: (m, l) = (4, 1). Found by a search over such tables
+    for the largest leak of the broken variant. Broken: sensitivities l
+    (forgetting that one person moves up to m groups), which the release's
+    m·l avoids."""
+    from dp_spark.mechanisms.distinct_count.cap_bound import choose_cap_and_bound, joint_scores
+    from dp_spark.mechanisms.distinct_count.gem import generalized_permute_and_flip
+
+    eps, n, caps, bounds = 1.0, 30000, [1, 4], [1]
+    d = np.zeros((2, 4, 1), dtype=np.int64)
+    d[0] = 2
+    d_plus = d.copy()
+    d_plus[0, 0, 0] += 1
+    d_plus[1, :, 0] += 1
+    margins = np.zeros((2, 1), dtype=np.int64)
+
+    def real(at, rng):
+        return choose_cap_and_bound(at, caps, bounds, margins, eps, rng)
+
+    def broken(at, rng):
+        q, _ = joint_scores(at, caps, bounds, margins)
+        return divmod(int(generalized_permute_and_flip(q, np.ones(2), eps, 0.2, rng, monotone=True)), 1)
+
+    audit_record("groups: joint choice of (m, l)", eps, audit(real, d_plus, d, (1, 0), n, 91), n)
+    assert_detects("groups: joint choice of (m, l)", eps, audit(broken, d_plus, d, (1, 0), n, 91))

@@ -177,7 +177,34 @@ def test_a_private_cap_is_chosen_charged_and_stated(spark, table):
     cap = [r for r in release.noise if r.step == steps[1]]
     assert len(cap) == 1 and cap[0].kind == "gem"
     assert f"at most {m} of their country groups" in release.statement
-    assert release.parameters["epsilon_per_group"] == pytest.approx(0.94 / m)
+    # the joint choice: ε/4 for (m, l), the rest (1 − 0.01 − 0.25) to the counts at ε_count/m; no per-group choice
+    assert [s["step"].split(" (")[0] for s in release.budget_split][1:] == ["group cap m and bound l, jointly",
+                                                                           "count at the chosen m and l"]
+    assert release.budget_split[1]["epsilon"] == pytest.approx(0.25)
+    assert release.parameters["epsilon_per_group"] == pytest.approx(0.74 / m)
+    bound = release.parameters["bound"]
+    assert bound in bound_candidates(100) and {g["bound"] for g in release.result["groups"]} == {bound}
+    assert f"one bound l = {bound} items per person for every group" in release.statement
+    assert f"each group's count spends {'the full ε' if m == 1 else f'ε/{m}'}" in release.statement
+    counts = [r for r in release.noise if r.kind == "discrete-laplace" and r.step == steps[2]]
+    assert len(counts) == 1 and counts[0].draws == 3 and counts[0].scale >= m * bound / 0.74
+
+
+def test_a_private_cap_under_zcdp_is_the_joint_choice_by_the_exponential_mechanism(spark, table):
+    import math
+
+    release = dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=["g0", "g1", "g2"], seed=3,
+                                      noise="gaussian", shards=1)
+    m, bound = release.parameters["max_groups"], release.parameters["bound"]
+    assert m in (1, 2, 3) and release.parameters["max_groups_candidates"] == [1, 2, 3]
+    assert [s["kind"] for s in release.budget_split] == ["zcdp", "zcdp"]
+    assert sum(s["rho"] for s in release.budget_split) == pytest.approx(0.5)
+    assert "exponential mechanism" in release.budget_split[0]["step"]
+    (count,) = [r for r in release.noise if r.kind == "discrete-gaussian"]
+    assert count.draws == 3 and count.parameters == {"bound": bound, "norm": 2}
+    assert count.sensitivity == pytest.approx(math.sqrt(m) * bound)
+    assert count.scale >= math.sqrt(m) * bound / math.sqrt(2 * release.budget_split[1]["rho"])
+    assert release.parameters["rho_per_group"] == pytest.approx(release.budget_split[1]["rho"] / m)
 
 
 def test_zcdp_per_group_is_asked_for_by_name_and_charged_as_rho(spark, table):

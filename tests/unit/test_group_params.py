@@ -90,14 +90,29 @@ def test_groups_output_without_group_by_is_refused_before_spark():
 
 
 def test_a_private_cap_is_a_charged_step_of_the_split():
+    """max_groups=None: the joint choice of m and l is a charged step (ε/4),
+    the counts get the rest, no per-group selection step."""
     plan = grouped(max_groups=None, shards=4)
-    assert "max_groups" in plan.split
-    assert plan.split.epsilon("max_groups") == pytest.approx(plans.MAX_GROUPS_EPSILON_SHARE)
+    assert [s.name for s in plan.split] == ["max_groups", "count"]
+    assert plan.split.epsilon("max_groups") == pytest.approx(plans.JOINT_CAP_EPSILON_SHARE)
+    assert plan.split.epsilon("count") == pytest.approx(1.0 - plans.JOINT_CAP_EPSILON_SHARE)
     assert sum(cost.epsilon for _, cost in plan.steps) == pytest.approx(1.0)
     assert plan.parameters["max_groups"] == "chosen privately"
-    labels = [s.label for s in plan.split if s.name in ("select", "count")]
-    assert all("privately chosen cap m" in label for label in labels)
+    labels = {s.name: s.label for s in plan.split}
+    assert labels["max_groups"].startswith("group cap m and bound l, jointly")
+    assert "permute-and-flip" in labels["max_groups"]
+    assert "sensitivity m·l" in labels["max_groups"] and "/m" in labels["count"]
     assert "max_groups" not in grouped(max_groups=3).split
+    # zCDP: the same shares of ρ, the choice by the exponential mechanism (bounded range)
+    z = grouped(max_groups=None, shards=4, noise="gaussian")
+    assert [s.name for s in z.split] == ["max_groups", "count"]
+    assert z.split.cost("max_groups").rho == pytest.approx(plans.JOINT_CAP_EPSILON_SHARE * 0.5)
+    assert "exponential mechanism" in {s.name: s.label for s in z.split}["max_groups"]
+    # the grouped top-k's cap step is unchanged (GEM over the rows kept, ε/20)
+    from dp_spark.plans import top_k
+
+    t = top_k.plan(epsilon=1.0, delta=1e-6, k=3, group_by="country", groups=["a", "b"], max_groups=None)
+    assert t.split.epsilon("max_groups") == pytest.approx(plans.MAX_GROUPS_EPSILON_SHARE)
 
 
 # -- keys chosen privately (groups=None): generic, in GroupParams and builds ---------

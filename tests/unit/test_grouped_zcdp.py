@@ -145,7 +145,8 @@ def test_plan_gaussian_per_group_is_zcdp_at_rho_epsilon_squared_over_two():
     assert sum(c.rho for c in costs) == pytest.approx(0.5)
     assert grouped.split.cost("shards").rho == pytest.approx(0.005)
     private = plan(epsilon=1.0, group_by="g", groups=keys, noise="gaussian")
-    assert private.split.cost("max_groups").rho == pytest.approx(0.025)
+    assert private.split.cost("max_groups").rho == pytest.approx(0.125)  # the joint (m, l) choice: ρ/4
+    assert private.split.cost("count").rho == pytest.approx(0.5 - 0.005 - 0.125) and "select" not in private.split
     pure = plan(epsilon=1.0, group_by="g", groups=keys, max_groups=2, noise="laplace")
     assert pure.guarantee == PureDP(1.0) and pure.parameters["noise"] == "discrete laplace"
     ungrouped = plan(epsilon=1.0)

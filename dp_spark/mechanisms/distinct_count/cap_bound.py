@@ -1,0 +1,165 @@
+"""The joint private choice of the group cap m and the bound l of a grouped
+distinct-count (issue 24), numpy only.
+
+Input: the NON-PRIVATE per-group greedy counts ``at[k, g, j]`` = c_{g,m_k,l_j}
+of the edge table capped to m_k groups per person, for every public cap
+candidate m_k (:func:`cap_candidates`: 1, 2, 4, 8, … ≤ M and M itself, M the
+number of public keys) and every public bound candidate l_j
+(:func:`dp_spark.settings.distinct_count.bound_candidates`), all from one
+Spark pass (:func:`dp_spark.stages.groups.cap_candidates`).
+
+Scores: q_{m,l} = Σ_g (c_{g,m,l} − margin(m, l)), margin(m, l) the public
+(1 − β) quantile of the count's noise at cap m and bound l (the noise the
+release then adds: discrete Laplace of scale m·l/ε_count, or the discrete
+Gaussian of σ = √m·l/√(2ρ_count)). So a larger m keeps more distinct items
+but pays m times the noise in every group: the score is the summed lower
+bounds the release would state.
+
+Sensitivity (add/remove one person y): the cap is a per-person
+transformation, so at cap m the capped tables differ in y's rows only, which
+lie in at most m groups; the per-group greedy counts of a group without y's
+rows do not move, those of a group with y's rows move by 0..l (adding y never
+lowers one: the ungrouped argument per group, tests/spark/
+test_grouped_distinct.py). So q_{m,l} moves by δ_{m,l} ∈ [0, m·l] when y is
+added (and [−m·l, 0] when removed): sensitivity Δ_{m,l} = m·l, and EVERY
+score moves in the same direction (the margins are public constants). That
+is the condition of GEM's ``monotone`` variant (pairwise denominators
+max(Δ_i, Δ_j): :mod:`dp_spark.mechanisms.distinct_count.gem`), so the
+normalised scores have sensitivity 1 and
+
+- ``sampler="permute-and-flip"`` (pure ε): ε-DP (McKenna & Sheldon 2020);
+- ``sampler="exponential"`` (zCDP): the exponential mechanism on
+  sensitivity-1 scores, ε-bounded range, so ε²/8-zCDP (Cesar & Rogers 2021;
+  :mod:`dp_spark.mechanisms.distinct_count.grouped`).
+
+tests/spark/test_grouped_cap_bound.py checks the same-sign moves in [0, m·l]
+on random add/remove-one-person neighbours over every (m, l);
+tests/unit/test_cap_bound.py the wiring and the sampler's distribution
+against brute force; tests/audit/test_groups_audit.py the choice's privacy
+loss on neighbouring score tables.
+
+The release then caps at the chosen m̂ and counts each group at the jointly
+chosen l̂ (or chooses l per group: measured, benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
+from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS
+
+__all__ = ["cap_candidates", "choose_cap_and_bound", "count_noise", "joint_margins", "joint_scores",
+           "release_at_bound"]
+
+NOISES = ("laplace", "gaussian")
+
+
+def cap_candidates(n_keys: int) -> list[int]:
+    """The public cap candidates for M = ``n_keys`` public keys: the powers
+    of two 1, 2, 4, … ≤ M, and M (a person holds at most M keys, so m = M
+    keeps every row). A function of M only."""
+    top = int(n_keys)
+    if top < 1:
+        raise ValueError("n_keys must be >= 1")
+    out, m = [], 1
+    while m < top:
+        out.append(m)
+        m *= 2
+    out.append(top)
+    return out
+
+
+def count_noise(max_groups: int, bound: int, noise: str, count: float) -> float:
+    """The scale of every group's count noise at cap m = ``max_groups`` and
+    bound l = ``bound``, a public constant: ``noise="laplace"``, discrete
+    Laplace of scale m·l/ε (``count`` = ε, rounded up: the vector over
+    groups has ℓ1 sensitivity m·l, so ε-DP); ``"gaussian"``, discrete
+    Gaussian σ = √m·l/√(2ρ) (``count`` = ρ, rounded up: ℓ2 sensitivity
+    √m·l, so ρ-zCDP). :func:`dp_spark.mechanisms.groups.group_noise_scale`."""
+    from dp_spark.mechanisms.groups import group_noise_scale
+
+    if noise not in NOISES:
+        raise ValueError("noise must be 'laplace' or 'gaussian'")
+    if noise == "laplace":
+        return group_noise_scale(max_groups, bound, epsilon=count).scale
+    return group_noise_scale(max_groups, bound, rho=count).scale
+
+
+def _margin(scale: float, noise: str, beta: float) -> int:
+    from dp_spark.noise.tails import discrete_gaussian_upper_quantile, discrete_laplace_upper_quantile
+
+    quantile = discrete_laplace_upper_quantile if noise == "laplace" else discrete_gaussian_upper_quantile
+    return int(quantile(scale, beta))
+
+
+def joint_margins(caps, bounds, beta: float, noise: str, count: float) -> np.ndarray:
+    """margins[k, j]: the (1 − β) upper quantile of the count noise
+    (:func:`count_noise`) at cap ``caps[k]`` and bound ``bounds[j]``: what
+    the release's ``lower_bound`` subtracts, and the margin of the scores.
+    Public: parameters only."""
+    return np.array([[_margin(count_noise(m, l, noise, count), noise, beta) for l in bounds] for m in caps],
+                    dtype=np.int64)
+
+
+def joint_scores(at, caps, bounds, margins) -> tuple[np.ndarray, np.ndarray]:
+    """NON-PRIVATE: (q, Δ) flattened over (k, j) (index k·J + j):
+    q_{k,j} = Σ_g at[k, g, j] − G·margins[k, j] and Δ_{k,j} = m_k·l_j
+    (module docstring). ``margins[k, j]`` must be public constants."""
+    at = np.asarray(at, dtype=np.int64)
+    margins = np.asarray(margins, dtype=np.float64)
+    caps_a = np.asarray(caps, dtype=np.float64)
+    bounds_a = np.asarray(bounds, dtype=np.float64)
+    if at.ndim != 3 or at.shape[0] != caps_a.size or at.shape[2] != bounds_a.size:
+        raise ValueError("at must have shape (caps, groups, bounds)")
+    if margins.shape != (caps_a.size, bounds_a.size):
+        raise ValueError("margins must have shape (caps, bounds)")
+    groups = at.shape[1]
+    scores = at.sum(axis=1).astype(np.float64) - groups * margins
+    return scores.ravel(), np.outer(caps_a, bounds_a).ravel()
+
+
+def choose_cap_and_bound(at, caps, bounds, margins, epsilon: float, rng: np.random.Generator, *,
+                         sampler: str = "permute-and-flip", gem_beta: float = SELECTION_BETA) -> tuple[int, int]:
+    """Release (k̂, ĵ): the indices of the chosen cap ``caps[k̂]`` and bound
+    ``bounds[ĵ]``, by GEM's same-direction normalised scores of
+    :func:`joint_scores` (sensitivity 1), sampled by ``sampler``:
+    ``"permute-and-flip"`` is ε-DP, ``"exponential"`` ε-DP and ε-bounded
+    range (ε²/8-zCDP). Requires the counts' same-direction moves (module
+    docstring). Nothing else is released."""
+    if sampler not in SELECTION_SAMPLERS:
+        raise ValueError(f"sampler must be one of {', '.join(SELECTION_SAMPLERS)}")
+    scores, sensitivities = joint_scores(at, caps, bounds, margins)
+    draw = generalized_permute_and_flip if sampler == "permute-and-flip" else generalized_exponential
+    index = int(draw(scores, sensitivities, epsilon, gem_beta, rng, monotone=True))
+    return divmod(index, len(bounds))
+
+
+def release_at_bound(counts, max_groups: int, bound: int, beta: float, rng: np.random.Generator, *, noise: str,
+                     count: float) -> list[dict]:
+    """Every group's count at the chosen cap m̂ = ``max_groups`` and bound
+    l̂ = ``bound`` from its NON-PRIVATE count c_{g,m̂,l̂} (``counts[g]``):
+    c + discrete Laplace of scale m̂·l̂/ε (``noise="laplace"``, ``count`` = ε:
+    for a fixed (m̂, l̂) the vector over groups has ℓ1 sensitivity m̂·l̂, so
+    ε-DP) or c + discrete Gaussian of σ = √m̂·l̂/√(2ρ) (``"gaussian"``,
+    ``count`` = ρ: ℓ2 sensitivity √m̂·l̂, so ρ-zCDP); (m̂, l̂) were released
+    before, so this composes adaptively with their choice. ``lower_bound``
+    subtracts the public margin (:func:`joint_margins`): each group's holds
+    with probability >= 1 − β. Returns, per group, only released values and
+    the record of its draw (``noise``: one record)."""
+    from dp_spark.noise import discrete_gaussian, discrete_laplace, discrete_laplace_std
+    from dp_spark.noise.records import NoiseDraw
+
+    scale = count_noise(max_groups, bound, noise, count)
+    margin = _margin(scale, noise, beta)
+    laplace = noise == "laplace"
+    std = discrete_laplace_std(scale) if laplace else scale
+    kind = "discrete-laplace" if laplace else "discrete-gaussian"
+    out = []
+    for c in np.asarray(counts, dtype=np.int64):
+        noisy = int(c) + int(discrete_laplace(scale, rng) if laplace else discrete_gaussian(scale, rng))
+        record = NoiseDraw("count", kind, scale=scale, std=std, sensitivity=float(bound),
+                           target=f"the count with at most {bound} items per person")
+        out.append({"bound": int(bound), "estimate": max(noisy, 0), "lower_bound": max(noisy - margin, 0),
+                    "noise_scale": scale, "noise_std": std, "margin": margin, "noise": (record,)})
+    return out
