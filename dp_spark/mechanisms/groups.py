@@ -125,7 +125,7 @@ def choose_max_groups(histogram: ArrayLike, epsilon: float, rng: np.random.Gener
     c_p with Δ = max(q, 1 − q). The histogram must come from the data
     through :func:`dp_spark.stages.groups.groups_per_person_histogram` with a
     public M. Messages never quote the histogram."""
-    eps = checks.epsilon(epsilon)
+    eps = checks.positive(epsilon, "epsilon")  # a step's share (see _budget)
     rng = checks.rng(rng)
     checks.choice(method, "method", MAX_GROUPS_METHODS)
     if method == "gem":
@@ -158,7 +158,9 @@ class GroupScale:
 def _budget(epsilon, rho) -> tuple[str, float]:
     if (epsilon is None) == (rho is None):
         raise ParameterError("give exactly one of epsilon (pure ε-DP) or rho (ρ-zCDP)")
-    return ("pure", checks.epsilon(epsilon)) if epsilon is not None else ("zcdp", checks.rho(rho))
+    # a step's share of the release's budget: the release's own ε / ρ was range-checked by its plan;
+    # a share (ε/4, ε/20, …) may lie below that range and must not be refused after spending
+    return ("pure", checks.positive(epsilon, "epsilon")) if epsilon is not None else ("zcdp", checks.positive(rho, "rho"))
 
 
 def group_noise_scale(max_groups: int, bound: float, *, epsilon: float | None = None,

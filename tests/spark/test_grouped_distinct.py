@@ -140,6 +140,19 @@ def test_refusals_come_before_anything_is_spent(spark, table):
     assert budget.spent.epsilon == 0.0
 
 
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize("max_groups", [2, None])
+def test_the_smallest_epsilon_runs_to_the_end(spark, table, noise, max_groups):
+    """ε = 1e-6, the least a plan accepts: every step's share (ε/4, ε/m, …) lies below that and must
+    not be refused after the budget is spent and the data read (review finding)."""
+    budget = PrivacyFilter(PureDP(1.0)) if noise == "laplace" else None
+    run = dp_spark.distinct_count(table, epsilon=1e-6, group_by="country", groups=["g0", "g1", "g2"],
+                                  max_groups=max_groups, noise=noise, seed=3, budget=budget)
+    assert run.result["groups_released"] == 3
+    if budget is not None:
+        assert budget.spent.epsilon == pytest.approx(1e-6)
+
+
 def test_integer_group_keys(spark):
     df = spark.createDataFrame([(p, f"i{p % 9}", p % 3) for p in range(60)], "person_id long, item string, g int")
     release = dp_spark.distinct_count(df, epsilon=1.0, group_by="g", groups=[0, 1, 2, 7], max_groups=1, seed=2)
