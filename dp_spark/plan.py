@@ -462,6 +462,8 @@ def with_private_keys(derive, params) -> tuple["Plan", Any]:
         raise ParameterError(KEYS_REFUSED)
     keys_cost = ApproxDP(keys_epsilon, delta_k)
     per_person = params.max_groups if params.max_groups is not None else KEYS_MAX_PER_PERSON  # set-union's Δ0
+    from dp_spark.releases.group_keys import key_mechanism  # the key step's constants: refused here, not after spending
+    key_mechanism(keys_epsilon, delta_k, per_person)
     # the whole: the δ given when the release has one (the parts sum to at most it exactly), else the keys'
     delta = given_delta if has_delta else compose([keys_cost, built.guarantee]).delta
     parameters = {**built.parameters, "epsilon": epsilon, "group_keys_epsilon": keys_epsilon,

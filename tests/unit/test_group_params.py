@@ -250,3 +250,16 @@ def test_keys_delta_of_a_pure_release_is_keys_delta():
 
     assert keys_delta(None) == keys_delta(0.0) == KEYS_DELTA
     assert keys_delta(1e-3) == KEYS_DELTA and keys_delta(2e-6) == pytest.approx(2e-7)
+
+
+@pytest.mark.parametrize("release", ["set_union", "top_k"])
+def test_a_delta_too_small_for_the_key_step_is_refused_by_the_plan(release):
+    """δ = 5e-323 leaves the key step δ_k = 5e-324, too small for its analytic Gaussian: refused when the
+    plan is built (nothing read, nothing spent), never by the key step after spending (review finding)."""
+    from dp_spark.plans import set_union, top_k
+
+    build = {"set_union": lambda d: set_union.plan(epsilon=1.0, delta=d, group_by="c"),
+             "top_k": lambda d: top_k.plan(epsilon=1.0, delta=d, group_by="c", k=3)}[release]
+    with pytest.raises(ParameterError):
+        build(5e-323)
+    assert build(1e-300).split.cost("group_keys").delta > 0.0
