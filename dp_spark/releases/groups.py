@@ -64,7 +64,11 @@ def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
 
     if isinstance(frame.schema[column].dataType, (T.ArrayType, T.MapType, T.StructType, T.BinaryType)):
         raise ParameterError(f"groups: the key column {column!r} of {what} must hold strings or whole numbers.")
-    rows = (frame.select(F.col(column).alias("k")).where(F.col("k").isNotNull()).distinct()
+    from dp_spark.stages.edges import key_column
+
+    # the edge builder's spelling (Spark's own cast to string for dates, timestamps, decimals, …), so a key
+    # matches the rows it names: Python's str() spells a timestamp or a decimal differently
+    rows = (frame.select(key_column(frame, column, "k")).where(F.col("k").isNotNull()).distinct()
             .limit(MAX_PUBLIC_GROUPS + 1).collect())  # public keys
     if len(rows) > MAX_PUBLIC_GROUPS:
         raise ParameterError(f"groups: {what} holds more than {MAX_PUBLIC_GROUPS:,} public keys (the limit: the "
@@ -78,7 +82,9 @@ def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
 def canonical_keys(typed: list) -> tuple:
     """The keys (already in the group column's type: all ints or all
     strings) in the canonical order every grouped release shares: sorted by
-    (type name, value) — numbers by value, strings by code point (the
+    (type name, value) — whole numbers by value, strings by code point (a
+    date, timestamp or decimal column's keys are strings, Spark's spelling,
+    so they sort as text) (the
     order Spark's ``orderBy`` gives the privately released keys, so those
     keep theirs). Public values only."""
     return tuple(sorted(typed, key=lambda k: (type(k).__name__, k)))

@@ -92,6 +92,14 @@ def _normalised(df: DataFrame, name: str, alias: str, *, is_person: bool = False
     return column.cast("string").alias(alias)
 
 
+def key_column(df: DataFrame, name: str, alias: str):
+    """Column ``name`` of ``df`` spelled as the edge builder spells a group
+    column (:func:`_normalised`: integral ids as long, other atomic types
+    as Spark's cast to string), so public keys read from a DataFrame or a
+    file match the rows they name."""
+    return _normalised(df, name, alias)
+
+
 def check_id_columns(df: DataFrame, person_col: str, item_col: str) -> None:
     """Schema-only checks (no data is read): both columns exist, they differ,
     and neither is a column of nulls (Spark type ``void``, e.g. a JSON field
