@@ -176,6 +176,8 @@ def plan(params: Params) -> Plan:
     if noise == "gaussian":
         return _gaussian_plan(p, pre)
     rest = remainder(epsilon, *(s.cost for s in pre))  # the parts sum to <= epsilon exactly
+    if joint:
+        _check_joint(p, "laplace", rest)
     steps = [Step(s.name, s.label, PureDP(s.cost)) for s in pre]
     if joint:
         steps.append(Step("count", JOINT_COUNT_STEP.format(noise="Laplace", share="ε"), PureDP(rest)))
@@ -203,13 +205,14 @@ def _gaussian_plan(p: Params, pre: list) -> Plan:
     mechanism at √(2ρ_step), so ρ_step-zCDP, Bun–Steinke 2016 Prop. 1.4;
     the group-cap GEM at √(8ρ_step), an exponential mechanism, ε-bounded
     range, so ε²/8-zCDP), the rest ρ' in halves for the selections and the
-    counts (:mod:`dp_spark.mechanisms.distinct_count.grouped`)."""
+    counts (with max_groups=None, all of ρ' for the counts) (:mod:`dp_spark.mechanisms.distinct_count.grouped`)."""
     rho = grouped_rho(p.epsilon)
     shares = [s.cost / p.epsilon * rho for s in pre]
     rest = remainder(rho, *shares)
     steps = [Step(s.name, s.label, ZCDP(share)) for s, share in zip(pre, shares)]
     m = p.max_groups
     if m is None:  # the joint choice of m and l (plan), then every group's count at ρ_count/m
+        _check_joint(p, "gaussian", rest)
         steps.append(Step("count", JOINT_COUNT_STEP.format(noise="Gaussian", share="ρ") +
                           " (sigma √m·l/√(2ρ): zCDP composition over a person's ≤ m groups)", ZCDP(rest)))
     else:
@@ -225,6 +228,20 @@ def _gaussian_plan(p: Params, pre: list) -> Plan:
         neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
         releases=_releases(p),
     )
+
+
+def _check_joint(p: Params, noise: str, count: float) -> None:
+    """The joint choice's scores must be exact in float64
+    (:func:`~dp_spark.mechanisms.distinct_count.cap_bound.check_exact_scores`):
+    refused here, from public parameters, before anything is read. A list of
+    keys gives G; keys from a file or a DataFrame (or chosen privately) are
+    counted at their limit, MAX_PUBLIC_GROUPS."""
+    from dp_spark.mechanisms.distinct_count.cap_bound import check_exact_scores
+    from dp_spark.plan import MAX_PUBLIC_GROUPS
+    from dp_spark.settings.distinct_count import bound_candidates
+
+    n_keys = len(p.groups) if isinstance(p.groups, tuple) and p.groups else MAX_PUBLIC_GROUPS
+    check_exact_scores(n_keys, bound_candidates(p.max_bound), p.beta, noise, count)
 
 
 def grouped_rho(epsilon: float) -> float:

@@ -138,8 +138,8 @@ def _report(plan: Plan, keys, results, local, group_type, spark, noise) -> Relea
                               f"{simultaneous:.0%} (union bound)"),
     }
     if more:
-        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(keys):,} groups (public "
-                                      "key order); every group is in release.groups and --groups-output")
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(keys):,} groups (the keys' "
+                                      "sorted order); every group is in release.groups and --groups-output")
     most = m if p.method == "bounded" else 2 * m
     share = (f"ρ/{factor}" + (" (the full ρ: parallel composition)" if factor == 1 else "")
              + f" (the factor min({'m' if p.method == 'bounded' else '2m'}, G) = min({most}, {len(keys)}): one "

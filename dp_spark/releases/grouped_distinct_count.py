@@ -15,7 +15,7 @@ zCDP every step's share of ε is the same share of ρ):
    (under zCDP its discrete Laplace runs at √(2ρ_s): ε-DP ⇒ ε²/2-zCDP).
 0''. ``max_groups=None`` (:func:`_joint_body`): the cap m and ONE bound l
    for all groups are chosen together, then each group's count at them;
-   steps 1-2 below are for a given m. One Spark pass (:func:`joint_counts`)
+   steps 1-2 below are for a given m. One Spark pass per batch of caps (:func:`joint_counts`; one when G <= 128)
    computes c_{g,m,l} for every cap candidate m in 1, 2, 4, …, M (M = the
    number of public keys) and every bound candidate l (K·G·L numbers reach
    the driver). The choice spends ε/4 (the ``max_groups`` step): GEM's
@@ -282,8 +282,8 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise,
                         f"{simultaneous:.0%} (union bound)"),
     }
     if more:
-        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} groups (public "
-                                      "key order); every group is in release.groups and --groups-output")
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} groups (the keys' "
+                                      "sorted order); every group is in release.groups and --groups-output")
     if gaussian:
         share = "the full ρ (parallel composition)" if m == 1 else f"ρ/{m}"
         guarantee = (f"Person-level {plan.guarantee.rho:g}-zero-concentrated differential privacy (ρ-zCDP, ρ = ε²/2 "

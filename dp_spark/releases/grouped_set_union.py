@@ -94,8 +94,8 @@ def grouped_report(plan: Plan, numeric, composite, per_group, values: dict, erro
                         "pairs released (exact size of that part of the released set); the pairs are in "
                         "release.groups / --groups-output, each row with its error statement")
     if more:
-        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} keys (public "
-                                      "key order); every released pair is in release.groups and --groups-output")
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} keys (the keys' "
+                                      "sorted order); every released pair is in release.groups and --groups-output")
     m = p.max_groups
     cap = (f" Each person's rows count in at most {m} of their {p.group_by} groups." if m is not None else "")
     whole = plan.guarantee  # the whole release's, the private key step's share included (plan.with_private_keys)

@@ -116,3 +116,19 @@ def test_release_at_bound_adds_the_stated_noise_and_margin():
              for s in range(400)]
     spread = np.std([r["estimate"] for r in draws])
     assert 0.8 * draws[0]["noise_std"] < spread < 1.2 * draws[0]["noise_std"]
+
+
+def test_scores_that_could_round_in_float64_are_refused_by_the_plan_before_reading():
+    """G·margin(M, L) >= 2^52 would let a score's float rounding depend on the private sum of counts
+    (review finding): refused from public parameters when the plan is built; ordinary runs pass."""
+    from dp_spark.errors import ParameterError
+    from dp_spark.mechanisms.distinct_count.cap_bound import EXACT_SCORE_LIMIT, check_exact_scores
+    from dp_spark.plans import distinct_count as plans
+
+    check_exact_scores(1024, [1, 4, 16, 64], 0.05, "laplace", 0.75)
+    with pytest.raises(ParameterError, match="give max_groups"):
+        check_exact_scores(1024, [65536], 0.05, "laplace", 7.5e-7)
+    with pytest.raises(ParameterError, match="give max_groups"):
+        plans.plan(epsilon=1e-6, group_by="g", groups="keys.csv", max_bound=100_000)
+    plans.plan(epsilon=1e-6, group_by="g", groups="keys.csv", max_bound=100_000, max_groups=4)  # a given cap: no choice
+    assert EXACT_SCORE_LIMIT == 2 ** 52

@@ -38,14 +38,16 @@ tests/unit/test_cap_bound.py the wiring and the sampler's distribution
 against brute force; tests/audit/test_groups_audit.py the choice's privacy
 loss on neighbouring score tables.
 
-The release then caps at the chosen m̂ and counts each group at the jointly
-chosen l̂ (or chooses l per group: measured, benchmarks/README.md).
+The release then counts each group at the chosen m̂ and the jointly chosen
+l̂, reading c_{g,m̂,l̂} from the same pass (no second cap); choosing l per
+group instead was measured and is not used (benchmarks/README.md).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
 from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS
 
@@ -100,6 +102,27 @@ def joint_margins(caps, bounds, beta: float, noise: str, count: float) -> np.nda
     Public: parameters only."""
     return np.array([[_margin(count_noise(m, l, noise, count), noise, beta) for l in bounds] for m in caps],
                     dtype=np.int64)
+
+
+#: The scores q = Σ_g c − G·margin must be exact in float64 (GEM reads them
+#: as floats, then computes exactly): below 2^52 in size, counts included.
+EXACT_SCORE_LIMIT = 2 ** 52
+
+
+def check_exact_scores(n_keys: int, bounds, beta: float, noise: str, count: float) -> None:
+    """Refuse, from public parameters only, a joint choice whose scores
+    could round in float64: G·margin(M, L) >= 2^52 for G = M = ``n_keys``
+    (the largest cap) and L = the largest bound. The margin grows with m
+    and l, so this bounds every candidate's public term; then a rounding of
+    q could depend on the private Σ_g c, which breaks the sensitivity-1
+    normalised scores. Called by the plan, before anything is read."""
+    top = int(n_keys)
+    worst = top * _margin(count_noise(top, int(max(bounds)), noise, count), noise, beta)
+    if worst >= EXACT_SCORE_LIMIT:
+        raise ParameterError(
+            f"the private choice of max_groups (up to {top:,} groups, bounds up to {int(max(bounds)):,}) at this "
+            "budget has noise margins too large to score exactly; give max_groups, a larger epsilon or a smaller "
+            "max_bound")
 
 
 def joint_scores(at, caps, bounds, margins) -> tuple[np.ndarray, np.ndarray]:
