@@ -238,7 +238,6 @@ def _check_joint(p: Params, noise: str, count: float) -> None:
     counted at their limit, MAX_PUBLIC_GROUPS."""
     from dp_spark.mechanisms.distinct_count.cap_bound import check_exact_scores
     from dp_spark.plan import MAX_PUBLIC_GROUPS
-    from dp_spark.settings.distinct_count import bound_candidates
 
     n_keys = len(p.groups) if isinstance(p.groups, tuple) and p.groups else MAX_PUBLIC_GROUPS
     check_exact_scores(n_keys, bound_candidates(p.max_bound), p.beta, noise, count)
