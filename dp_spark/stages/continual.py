@@ -433,10 +433,9 @@ def collect_cells(cells: DataFrame, columns: list[str]) -> dict[str, np.ndarray]
     ``columns``; NON-PRIVATE. Collected as Arrow batches (``toArrow``, Spark
     4's classic and Connect API) whatever the session's
     ``spark.sql.execution.arrow.pyspark.enabled``: ``toPandas`` follows that
-    setting, and with Spark's default (off) it pickles the cells row by row,
-    which cost more than the whole stage on 10M events (issue 26,
-    benchmarks/README.md). The values are the same either way (sums of
-    longs, never null)."""
+    setting (off by default before Spark 4.2, and a session may turn it
+    off), and without it pickles the cells row by row (issue 26). The
+    values are the same either way (sums of longs, never null)."""
     table = cells.select(*columns).toArrow()
     return {name: table.column(name).to_numpy().astype(np.int64, copy=False) for name in columns}
 

@@ -152,7 +152,7 @@ def test_continual_summaries_same_for_every_shard_count_and_session(spark):
 
 def test_continual_cells_reach_the_driver_as_arrow_whatever_the_sessions_arrow_setting(spark, monkeypatch):
     """Issue 26: ``toPandas`` follows spark.sql.execution.arrow.pyspark.enabled
-    (Spark's default: off, rows pickled one by one); the continual stages
+    (off by default before Spark 4.2: rows pickled one by one); the continual stages
     collect their cells with ``toArrow`` instead, so with the setting off
     neither stage calls ``toPandas`` and the summaries are unchanged."""
     from dp_spark.stages.continual_groups import GROUP_INDEX, grouped_cells
