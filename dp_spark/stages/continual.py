@@ -30,8 +30,10 @@ How (DataFrame API only, so it runs on Spark Connect too):
    time, inserts first; clamped counts; end-of-step existence; running flip
    number k) and sums the flips per (step, level) cell, level = the smallest
    j with k <= 2^j. Flips depend on one item's events only, so shard cells
-   add up; Spark sums them per cell and the driver rebuilds the arrays
-   (``summaries_from_cells``). The result equals
+   add up; Spark sums them per cell, the cells reach the driver as Arrow
+   batches (:func:`collect_cells`, whatever the session's
+   ``spark.sql.execution.arrow.pyspark.enabled``) and the driver rebuilds
+   the arrays (``summaries_from_cells``). The result equals
    ``dp_spark.mechanisms.continual_distinct.stream_summaries`` on the same events exactly (tested).
 
 Rules for bad input (the stage's contract; the release states them):
@@ -426,6 +428,18 @@ def summed_cells(cells: DataFrame, keys: list[str], partitions: int) -> DataFram
     return by_cell.groupBy(*keys).agg(F.sum(DELTA).alias(DELTA), F.sum(CROSS).alias(CROSS))
 
 
+def collect_cells(cells: DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
+    """The summed cells on the driver, one int64 numpy array per column of
+    ``columns``; NON-PRIVATE. Collected as Arrow batches (``toArrow``, Spark
+    4's classic and Connect API) whatever the session's
+    ``spark.sql.execution.arrow.pyspark.enabled``: ``toPandas`` follows that
+    setting (off by default before Spark 4.2, and a session may turn it
+    off), and without it pickles the cells row by row (issue 26). The
+    values are the same either way (sums of longs, never null)."""
+    table = cells.select(*columns).toArrow()
+    return {name: table.column(name).to_numpy().astype(np.int64, copy=False) for name in columns}
+
+
 def default_shards(spark) -> int:
     """The stage's item shards when not given: two per task slot of the
     cluster (:func:`dp_spark.stages.partitioning.python_partitions`), at
@@ -491,13 +505,6 @@ def continual_summaries(
     cells = flip_cell_table(steps_df, int(max_level), shards)
     log.info("continual-distinct: computing per-step flip counts (%d item shards)", shards)
     with spark_job("computing per-step flip counts"):
-        pdf = cells.toPandas()
-    summaries = summaries_from_cells(
-        pdf[STEP].to_numpy(dtype=np.int64),
-        pdf[LEVEL].to_numpy(dtype=np.int64),
-        pdf[DELTA].to_numpy(dtype=np.int64),
-        pdf[CROSS].to_numpy(dtype=np.int64),
-        tree_horizon,
-        int(max_level),
-    )
+        got = collect_cells(cells, [STEP, LEVEL, DELTA, CROSS])
+    summaries = summaries_from_cells(got[STEP], got[LEVEL], got[DELTA], got[CROSS], tree_horizon, int(max_level))
     return ContinualStageResult(summaries, horizon, mapping)

@@ -18,7 +18,9 @@ each shard runs the ungrouped per-item kernel on virtual items
 (group, item), so the groups never interact (an item's events in two groups
 are two independent streams), and emits (group, step, level) flip cells;
 the JVM sums them per cell (:func:`dp_spark.stages.continual.sum_partitions`
-partitions, never the session's shuffle partitions). At most
+partitions, never the session's shuffle partitions) and the cells reach the
+driver as Arrow batches (:func:`dp_spark.stages.continual.collect_cells`,
+whatever the session's Arrow setting). At most
 groups × T × (J + 2) cells reach the driver; the release limits groups × T
 before anything is read (:func:`dp_spark.settings.continual_distinct.validate_grouped_size`).
 :class:`GroupedCells` rebuilds one group's ``StreamSummaries`` at a time,
@@ -49,6 +51,7 @@ from dp_spark.stages.continual import (
     STEP,
     EventColumns,
     TimeMapping,
+    collect_cells,
     default_shards,
     sum_partitions,
     summed_cells,
@@ -150,7 +153,7 @@ def grouped_cells(capped: DataFrame, n_groups: int, tree_horizon: int, shards: i
                                            tree_horizon=int(tree_horizon)), GROUP_CELL_SCHEMA)
     summed = summed_cells(cells, [GROUP_INDEX, STEP, LEVEL], sum_partitions(spark, shards))
     with spark_job("computing every group's per-step flip counts"):
-        pdf = summed.toPandas()  # at most groups × T × (J + 2) rows (the release's limit)
-    order = np.argsort(pdf[GROUP_INDEX].to_numpy(dtype=np.int64), kind="stable")
-    arrays = [pdf[c].to_numpy(dtype=np.int64)[order] for c in (GROUP_INDEX, STEP, LEVEL, DELTA, CROSS)]
+        got = collect_cells(summed, [GROUP_INDEX, STEP, LEVEL, DELTA, CROSS])  # <= groups × T × (J + 2) rows
+    order = np.argsort(got[GROUP_INDEX], kind="stable")
+    arrays = [got[c][order] for c in (GROUP_INDEX, STEP, LEVEL, DELTA, CROSS)]
     return GroupedCells(int(n_groups), int(tree_horizon), max_level, *arrays)

@@ -148,3 +148,40 @@ def test_continual_summaries_same_for_every_shard_count_and_session(spark):
         np.testing.assert_array_equal(got.z, want.z)
         np.testing.assert_array_equal(got.z_truncated, want.z_truncated)
         np.testing.assert_array_equal(got.over_counts, want.over_counts)
+
+
+def test_continual_cells_reach_the_driver_as_arrow_whatever_the_sessions_arrow_setting(spark, monkeypatch):
+    """Issue 26: ``toPandas`` follows spark.sql.execution.arrow.pyspark.enabled
+    (off by default before Spark 4.2: rows pickled one by one); the continual stages
+    collect their cells with ``toArrow`` instead, so with the setting off
+    neither stage calls ``toPandas`` and the summaries are unchanged."""
+    from dp_spark.stages.continual_groups import GROUP_INDEX, grouped_cells
+
+    rng = np.random.default_rng(2626)
+    pdf = pd.DataFrame({"t": rng.integers(1, 40, 2000), "thing": rng.integers(0, 60, 2000),
+                        "op": rng.choice([-1, 1], 2000, p=[0.4, 0.6]), GROUP_INDEX: rng.integers(0, 3, 2000)})
+    df = spark.createDataFrame(pdf).withColumn(GROUP_INDEX, F.col(GROUP_INDEX).cast("int"))
+    key = "spark.sql.execution.arrow.pyspark.enabled"
+    want = continual_summaries(df, "t", "thing", "op", 40, shards=3).summaries
+    events = df.select(F.col("t").alias("step"), F.col("thing").alias("item"), "op", GROUP_INDEX)
+    want_groups = grouped_cells(events, 3, 64, shards=3)
+    before = spark.conf.get(key)
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("toPandas called: its speed depends on the session's Arrow setting")
+
+    try:
+        spark.conf.set(key, "false")
+        monkeypatch.setattr(type(df), "toPandas", refuse)  # the session's DataFrame class (classic or Connect)
+        got = continual_summaries(df, "t", "thing", "op", 40, shards=3).summaries
+        got_groups = grouped_cells(events, 3, 64, shards=3)
+    finally:
+        spark.conf.set(key, before)
+    assert want.z.any()  # the comparison only means something if items flip
+    np.testing.assert_array_equal(got.z, want.z)
+    np.testing.assert_array_equal(got.z_truncated, want.z_truncated)
+    np.testing.assert_array_equal(got.over_counts, want.over_counts)
+    for name in ("group", "step", "level", "delta", "cross"):
+        np.testing.assert_array_equal(getattr(got_groups, name), getattr(want_groups, name))
+    for g in range(3):
+        np.testing.assert_array_equal(got_groups.summaries(g).z, want_groups.summaries(g).z)
