@@ -224,6 +224,46 @@ def print_run(run: dict, reps: int) -> None:
     print("ratios: " + ", ".join(f"{k} {v:.2f}" for k, v in r.items()), flush=True)
 
 
+def profile(spark, path: str, rows: int, *, reps: int, max_bound: int, shards: int) -> dict:
+    """Where the stage's time goes, each step its own job to the noop sink,
+    after one warm-up, interleaved: the shuffle into the shards alone, each
+    kernel's rounds without the combine, and each full stage (with the
+    combine by item and the collect)."""
+    from dp_spark.stages.distinct import greedy_partitions, greedy_rounds, sharded_edges
+    from dp_spark.stages.edges import edges
+
+    def edge_df():
+        return edges(spark.read.parquet(path), PERSON_COL, ITEM_COL)
+
+    def noop(df):
+        df.write.format("noop").mode("overwrite").save()
+
+    steps = {
+        "shuffle into the shards (sharded_edges, no kernel)":
+            lambda: noop(sharded_edges(edge_df(), shards, greedy_partitions(spark, shards))),
+        "Python kernel rounds (greedy_rounds, no combine)": lambda: noop(greedy_rounds(edge_df(), max_bound, shards)),
+        "JVM kernel rounds (no combine)": lambda: noop(jvm_rounds(spark, edge_df(), max_bound, shards)),
+        "Python-kernel stage (+ combine + collect)": lambda: python_counts(edge_df(), max_bound, shards),
+        "JVM-kernel stage (+ combine + collect)": lambda: jvm_counts(spark, edge_df(), max_bound, shards),
+        "bare person-shuffle floor": lambda: person_shuffle_floor(spark, path, PERSON_COL, ITEM_COL),
+    }
+    for run in steps.values():
+        run()
+    times = {name: [] for name in steps}
+    load_start = os.getloadavg()
+    for _ in range(reps):
+        for name, run in steps.items():
+            with Timer() as t:
+                run()
+            times[name].append(t.seconds)
+    la, lb = load_start, os.getloadavg()
+    print(format_table([f"profile, {rows:,} rows, {shards} shards, median of {reps}", "s", "all reps (s)"],
+                       [[name, f"{statistics.median(ts):.2f}", " ".join(f"{x:.2f}" for x in ts)]
+                        for name, ts in times.items()],
+                       title=f"load average at start / end: {la[0]:.2f} / {lb[0]:.2f}"), flush=True)
+    return {"rows": rows, "shards": shards, "profile_s": times, "checks": []}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, nargs="+", default=[2_000_000, 20_000_000])
@@ -234,10 +274,14 @@ def main(argv=None) -> int:
                    help="further shard counts whose counts must match, at the smallest --rows (default 3 16)")
     p.add_argument("--shape", choices=list(SESSION_SHAPES), default="spark-defaults")
     p.add_argument("--check-only", action="store_true", help="only the equality checks, no timing")
+    p.add_argument("--profile-only", action="store_true",
+                   help="only the stage's split (needs --shards; no checks): shuffle, rounds per kernel, stages")
     p.add_argument("--javac", default=shutil.which("javac") or "javac")
     p.add_argument("--tmp", type=Path, default=None, help="parent of the temporary jar and Parquet files")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
+    if args.profile_only and args.shards is None:
+        p.error("--profile-only needs --shards")
 
     from dp_spark.datasets import synthetic_events
 
@@ -254,7 +298,9 @@ def main(argv=None) -> int:
         for k, rows in enumerate(sorted(args.rows)):
             path = str(base / f"events_{rows}.parquet")
             synthetic_events(spark, rows=rows).write.mode("overwrite").parquet(path)
-            if args.check_only:
+            if args.profile_only:
+                run = profile(spark, path, rows, reps=args.reps, max_bound=args.max_bound, shards=args.shards)
+            elif args.check_only:
                 run = measure_checks_only(spark, path, rows, args)
             else:
                 run = measure(spark, path, rows, reps=args.reps, max_bound=args.max_bound, shards=args.shards,
