@@ -403,6 +403,23 @@ KEYS_DELTA_SHARE = 0.1
 #: The per-person bound Δ0 of the keys' set-union when max_groups is not
 #: given (set-union's own default); with max_groups=m it is m.
 KEYS_MAX_PER_PERSON = 100
+#: The set-union policy the keys are chosen with (the paper's best).
+KEYS_POLICY = "policy-gaussian"
+#: Set-union's cutoff parameter α (the paper's default).
+KEYS_ALPHA = 2.0
+
+
+def key_mechanism(epsilon: float, delta: float, per_person: int):
+    """The constants of the keys' set-union (noise, threshold ρ, cutoff Γ):
+    :func:`dp_spark.mechanisms.set_union.plan_set_union` with the Gaussian
+    policy, α = KEYS_ALPHA and Δ0 = ``per_person`` (what the audit tier
+    runs). Built by :func:`with_private_keys` when the plan is made (so a
+    bad (ε_k, δ_k) is refused before anything is read) and again by
+    :mod:`dp_spark.releases.group_keys` to run the step."""
+    from dp_spark.mechanisms.set_union import plan_set_union
+
+    return plan_set_union(epsilon, delta, per_person, KEYS_POLICY, KEYS_ALPHA)
+
 KEYS_STEP = ("group keys (DP set-union, Gaussian policy, on the group column: each person contributes at most "
              "{per_person} keys; the released keys then act as public)")
 KEYS_REFUSED = ("group_by without groups= chooses the keys privately with a set-union, an (ε, δ) step; this "
@@ -462,8 +479,7 @@ def with_private_keys(derive, params) -> tuple["Plan", Any]:
         raise ParameterError(KEYS_REFUSED)
     keys_cost = ApproxDP(keys_epsilon, delta_k)
     per_person = params.max_groups if params.max_groups is not None else KEYS_MAX_PER_PERSON  # set-union's Δ0
-    from dp_spark.releases.group_keys import key_mechanism  # the key step's constants: refused here, not after spending
-    key_mechanism(keys_epsilon, delta_k, per_person)
+    key_mechanism(keys_epsilon, delta_k, per_person)  # the key step's constants: refused here, not after spending
     # the whole: the δ given when the release has one (the parts sum to at most it exactly), else the keys'
     delta = given_delta if has_delta else compose([keys_cost, built.guarantee]).delta
     parameters = {**built.parameters, "epsilon": epsilon, "group_keys_epsilon": keys_epsilon,

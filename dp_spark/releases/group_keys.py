@@ -38,28 +38,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from dp_spark.plan import KEYS_MAX_PER_PERSON, MAX_PUBLIC_GROUPS
+from dp_spark.plan import (  # noqa: F401 - KEYS_POLICY, KEYS_ALPHA, key_mechanism: the key step, defined with the plan
+    KEYS_ALPHA,
+    KEYS_MAX_PER_PERSON,
+    KEYS_POLICY,
+    MAX_PUBLIC_GROUPS,
+    key_mechanism,
+)
 
 log = logging.getLogger(__name__)
 
-#: The set-union policy the keys are chosen with (the paper's best).
-KEYS_POLICY = "policy-gaussian"
-#: Set-union's cutoff parameter α (the paper's default).
-KEYS_ALPHA = 2.0
 
 
 def keys_per_person(max_groups: int | None) -> int:
     """Δ0 of the keys' set-union: m when given, else KEYS_MAX_PER_PERSON."""
     return int(max_groups) if max_groups is not None else KEYS_MAX_PER_PERSON  # as the plan's step label
-
-
-def key_mechanism(epsilon: float, delta: float, per_person: int):
-    """The constants of the keys' set-union (noise, threshold ρ, cutoff Γ):
-    :func:`dp_spark.mechanisms.set_union.plan_set_union` with the Gaussian
-    policy, α = KEYS_ALPHA and Δ0 = ``per_person`` (what the audit tier runs)."""
-    from dp_spark.mechanisms.set_union import plan_set_union
-
-    return plan_set_union(epsilon, delta, per_person, KEYS_POLICY, KEYS_ALPHA)
 
 
 def key_edges(edge_df):
