@@ -524,9 +524,11 @@ def profile(spark, path: str, G: int, reps: int) -> list:
     edge table restricted to the keys, + the per-person cap (m = G) as a
     window and as the release now runs it (m >= the G public keys: skipped,
     :func:`dp_spark.stages.groups.cap_groups`), and the one-pass greedy
-    counts with and without the window."""
+    counts with and without the window, with a cap inside the kernel (as the
+    release applies m < G), and at every cap candidate (max_groups=None)."""
     from pyspark.sql import functions as F
 
+    from dp_spark.mechanisms.distinct_count.cap_bound import cap_candidates
     from dp_spark.settings.distinct_count import bound_candidates
     from dp_spark.stages.distinct import grouped_greedy_counts
     from dp_spark.stages.edges import GROUP, edges
@@ -551,6 +553,10 @@ def profile(spark, path: str, G: int, reps: int) -> list:
         ("grouped_greedy_counts without the cap", lambda: grouped_greedy_counts(restricted(), MAX_BOUND, 1, G, cands)),
         (f"grouped_greedy_counts after cap_groups(m={G})",
          lambda: grouped_greedy_counts(cap_groups(restricted(), G), MAX_BOUND, 1, G, cands)),
+        (f"grouped_greedy_counts, cap m={G // 2} in the kernel",
+         lambda: grouped_greedy_counts(restricted(), MAX_BOUND, 1, G, cands, caps=[G // 2])),
+        (f"grouped_greedy_counts at every cap candidate {cap_candidates(G)} (max_groups=None's one pass)",
+         lambda: grouped_greedy_counts(restricted(), MAX_BOUND, 1, G, cands, caps=cap_candidates(G))),
     ]
     out = []
     for label, fn in steps:

@@ -205,7 +205,8 @@ def distinct_count(
 def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Release:
     """The release on its plan (built once: by :func:`distinct_count` or the
     CLI), through the one release flow (:func:`dp_spark.releases.template.run_release`)."""
-    return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend)
+    return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend,
+                       caps_in_stage=True)  # a grouped run caps persons inside its kernel
 
 
 def _body(plan: Plan, edge_df, rng, local) -> Release:

@@ -4,8 +4,9 @@ of ``group_by``, person-level, in one Spark pass: ρ-zCDP with ρ = ε²/2
 
 Run by :func:`dp_spark.distinct_count` with ``group_by=``, ``groups=`` (the
 public keys) and ``max_groups=`` m, after the release template restricted
-the edge table to the public keys and capped every person to at most m of
-their groups (:mod:`dp_spark.releases.groups`; a per-person transformation).
+the edge table to the public keys (:mod:`dp_spark.releases.groups`); the
+stage caps every person to at most m of their groups inside its kernel (a
+per-person transformation: the template's ``cap_groups`` order).
 
 Guarantee (the plan's split, :mod:`dp_spark.plans.distinct_count`; under
 zCDP every step's share of ε is the same share of ρ):
@@ -15,7 +16,7 @@ zCDP every step's share of ε is the same share of ρ):
    (under zCDP its discrete Laplace runs at √(2ρ_s): ε-DP ⇒ ε²/2-zCDP).
 0''. ``max_groups=None`` (:func:`_joint_body`): the cap m and ONE bound l
    for all groups are chosen together, then each group's count at them;
-   steps 1-2 below are for a given m. One Spark pass per batch of caps (:func:`joint_counts`; one when G <= 128)
+   steps 1-2 below are for a given m. One Spark pass (:func:`joint_counts`)
    computes c_{g,m,l} for every cap candidate m in 1, 2, 4, …, M (M = the
    number of public keys) and every bound candidate l (K·G·L numbers reach
    the driver). The choice spends ε/4 (the ``max_groups`` step): GEM's
@@ -31,13 +32,15 @@ zCDP every step's share of ε is the same share of ρ):
    in all. A larger m keeps more items but multiplies every group's noise
    by m, and the score prices both (benchmarks/README.md, "Grouped
    distinct-count (issue 24)": it replaced GEM over the rows each cap keeps,
-   which ignored the noise). The counts of the chosen cap come from the
-   pass's virtual groups k̂·G + g, whose virtual person names differ from a
-   separate ``cap_groups(m̂)`` run's: the same rows, another public greedy
-   visiting order, so a count can differ from that run's by a few items.
+   which ignored the noise). The counts of the chosen cap are those of the
+   pass's virtual groups (m̂, g): the same as a release with the public cap
+   m̂ computes (the same rows, visited in the same order).
 1. Spark stage (no noise): :func:`dp_spark.stages.distinct.grouped_greedy_counts`
-   runs an independent greedy per group — virtual persons (person, group),
-   virtual items (group, item) in the existing sharded kernel — and returns
+   caps every person to m groups inside its kernel (``caps_in_stage``: the
+   release template does not cap this release's edge table; no cap when
+   m >= the number of keys), runs an independent greedy per group — virtual
+   persons (person, group), virtual items (group, item), persons sharded
+   and visited as in the ungrouped release — and returns
    c_{g,l} for every group g and every bound candidate l (groups × candidates
    numbers reach the driver). Adding or removing one person y moves each
    c_{g,l} by 0..l, all in the same direction, and only in the ≤ m groups y
@@ -93,8 +96,12 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     if m is None:  # the cap m and one bound l, chosen jointly (step 0'' of the module doc)
         return _joint_body(plan, edge_df, rng, local, keys, cands, shards, how, noise, gaussian)
     log.info("distinct-count: per-group bounded counts (%d public groups)", len(keys))
-    at_candidates = (grouped_greedy_counts(edge_df, max_bound, shards, len(keys), cands)  # NON-PRIVATE
-                     if keys else {})
+    # the cap inside the kernel (run_release(caps_in_stage=True)); none needed when m >= #keys
+    caps = None if m >= len(keys) else (m,)
+    at_candidates = {}
+    if keys:
+        at_candidates = grouped_greedy_counts(edge_df, max_bound, shards, len(keys), cands, caps=caps)  # NON-PRIVATE
+        at_candidates = at_candidates if caps is None else at_candidates[0]
     if gaussian:
         select, count = plan.split.cost("select").rho, plan.split.cost("count").rho
     else:
@@ -163,30 +170,20 @@ def _joint_body(plan: Plan, edge_df, rng, local, keys, cands, shards, how, noise
 def joint_counts(edge_df, caps, n_keys: int, max_bound: int, shards: int, cands) -> np.ndarray:
     """NON-PRIVATE: ``at[k, g, j]`` = the per-group greedy count of group g
     at bound ``cands[j]`` on the edge table capped to ``caps[k]`` groups per
-    person, for every cap candidate: :func:`dp_spark.stages.groups.cap_candidates`
-    then :func:`dp_spark.stages.distinct.grouped_greedy_counts` on the
-    K·G virtual groups. The kernel holds at most 2^GROUP_INDEX_BITS = 1,024
-    virtual groups, so the caps go in batches of ⌊1024/G⌋: one Spark pass
-    when K·G <= 1,024 (19 keys: 6 caps, 114 virtual groups), else
-    ⌈K/⌊1024/G⌋⌉ passes (at most K = 11 for 1,024 keys). Cost: each pass
-    ranks a person's groups (a window by person) and copies a row once per
-    cap of its batch that keeps it (up to K copies). K·G·len(cands)
-    numbers reach the driver. Between add/remove-one-person neighbours each
-    ``at[k, g, j]`` moves by 0..l_j, all in the same direction, in at most
-    m_k groups per k (tests/spark/test_grouped_cap_bound.py)."""
-    from dp_spark.stages.distinct import GROUP_INDEX_BITS, grouped_greedy_counts
-    from dp_spark.stages.groups import cap_candidates
+    person, for every cap candidate, in one Spark pass:
+    :func:`dp_spark.stages.distinct.grouped_greedy_counts` with ``caps``
+    (the cap applied per person inside the kernel, one shuffle by person,
+    no window and no copy of a row in Spark). ``at[k]`` equals the counts
+    of a release with the public cap ``caps[k]`` (the same virtual groups,
+    visited in the same order). K·G·len(cands) numbers reach the driver.
+    Between add/remove-one-person neighbours each ``at[k, g, j]`` moves by
+    0..l_j, all in the same direction, in at most m_k groups per k
+    (tests/spark/test_grouped_cap_bound.py)."""
+    from dp_spark.stages.distinct import grouped_greedy_counts
 
-    per_pass = max(1, (1 << GROUP_INDEX_BITS) // n_keys)
-    parts = []
-    for start in range(0, len(caps), per_pass):
-        batch = caps[start:start + per_pass]
-        log.info("distinct-count: per-group bounded counts at the caps %s (%d public groups)",
-                 ", ".join(map(str, batch)), n_keys)
-        flat = grouped_greedy_counts(cap_candidates(edge_df, batch, n_keys), max_bound, shards,
-                                     len(batch) * n_keys, cands)
-        parts.append(flat.reshape(len(batch), n_keys, len(cands)))
-    return np.concatenate(parts, axis=0)
+    log.info("distinct-count: per-group bounded counts at the caps %s (%d public groups)",
+             ", ".join(map(str, caps)), n_keys)
+    return grouped_greedy_counts(edge_df, max_bound, shards, n_keys, cands, caps=caps)
 
 
 def pure_step_epsilon(plan: Plan, step: str, gaussian: bool) -> float:

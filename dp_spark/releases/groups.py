@@ -123,14 +123,15 @@ def _typed_keys(keys: tuple, group_type) -> list:
     return [str(k) for k in keys]
 
 
-def grouped_edges(plan, edge_df, keys: tuple | None = None):
+def grouped_edges(plan, edge_df, keys: tuple | None = None, cap: bool = True):
     """(plan, edge table) of a grouped run, before anything is spent: the
     plan with ``params.groups`` resolved to the public key tuple and the
     number of keys in its parameters; the edge table restricted to the keys
     (column ``group_index`` added) and capped to ``max_groups`` groups per
     person. Lazy: only the public keys are read. ``keys``: the keys a
     private key step released (``groups=None``; then after spending, and
-    possibly none: the edge table is then empty)."""
+    possibly none: the edge table is then empty). ``cap=False``: not capped
+    (the release's stage applies the cap itself, ``run_release(caps_in_stage=True)``)."""
     from pyspark.sql import functions as F
 
     from dp_spark.stages.edges import GROUP
@@ -151,7 +152,8 @@ def grouped_edges(plan, edge_df, keys: tuple | None = None):
     restricted = edge_df.join(F.broadcast(key_df), on=GROUP, how="inner")
     # max_groups=None: the release chooses m privately after spending, then caps (its body)
     # public_keys: the table is restricted to the keys, so m >= #keys keeps every row (no window)
-    capped = restricted if p.max_groups is None else cap_groups(restricted, p.max_groups, public_keys=len(typed))
+    capped = (restricted if p.max_groups is None or not cap
+              else cap_groups(restricted, p.max_groups, public_keys=len(typed)))
     params = copy.copy(p)  # the keys were checked (public) or released (private): no re-check, () allowed
     set_checked(params, groups=tuple(typed))
     parameters = {**plan.parameters, "group_keys": len(typed)}

@@ -64,6 +64,7 @@ def run_release(
     edge_table: Callable[[Any, Any], Any] = person_edges,
     prepare: Callable[[Any, Any], Any] | None = None,
     before_spend: Callable[[], None] | None = None,
+    caps_in_stage: bool = False,
 ):
     """Run one release on its ``plan`` (a :class:`~dp_spark.plan.Plan` with
     typed ``params``, built once by the caller) and return its
@@ -79,7 +80,10 @@ def run_release(
     top-k's domain), returning the plan to spend, refined by them.
     ``before_spend()``: the caller's last check before the charge (the
     CLI's ``--bad-rows fail``), after the schema checks, not run for a
-    replayed keyed run. ``budget`` / ``ledger``: a shared PrivacyFilter or
+    replayed keyed run. ``caps_in_stage``: a grouped release whose own
+    stage applies the per-person group cap ``max_groups`` (the grouped
+    distinct-count, inside its kernel); the edge table it receives is then
+    restricted to the keys but not capped. ``budget`` / ``ledger``: a shared PrivacyFilter or
     a persisted ledger budget (not both), charged by ``plan.spend`` before
     any data is read.
     """
@@ -99,7 +103,7 @@ def run_release(
 
         # public keys read (refused past MAX_PUBLIC_GROUPS), rows restricted to them, each person capped
         # to max_groups groups: per-person transformations, lazy; nothing spent yet
-        plan, edge_df = grouped_edges(plan, edge_df)
+        plan, edge_df = grouped_edges(plan, edge_df, cap=not caps_in_stage)
     if prepare is not None:
         plan = prepare(plan, edge_df)  # public inputs only (e.g. top-k's domain), before spending
     if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
@@ -117,7 +121,7 @@ def run_release(
         # the plan's "group_keys" step (spent above) releases the keys; then they act as public: the
         # release runs exactly as with groups= those keys (restricted, capped edge table; same body)
         keys, record, facts = choose_keys(plan, edge_df, rng)
-        plan, edge_df = grouped_edges(plan, edge_df, keys=keys)
+        plan, edge_df = grouped_edges(plan, edge_df, keys=keys, cap=not caps_in_stage)
         release = keys_reported(body(plan, edge_df, rng, local), record, facts)
     else:
         release = body(plan, edge_df, rng, local)

@@ -30,7 +30,7 @@ from dp_spark import checks
 from dp_spark.errors import LimitError
 from dp_spark.settings.distinct_count import DEFAULT_EDGE_LIMIT, MAX_SHARDS, METHODS, limited
 from dp_spark.sparkjobs import spark_job
-from dp_spark.stages.edges import ITEM, PERSON, edges
+from dp_spark.stages.edges import GROUP, ITEM, PERSON, edges
 from dp_spark.stages.kernels import flow_bounded_counts, greedy_match_rounds, murmur3_long, xxhash64_long
 from dp_spark.stages.partitioning import TASKS_PER_SLOT, cluster_parallelism, python_partitions
 
@@ -105,6 +105,48 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray 
     return np.asarray(codes, dtype=np.int64), rank, uniques
 
 
+def _visit_order(table: pa.Table, shards: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(person code of every row, the visiting position of every distinct
+    person, the shard of every position) for a partition of
+    :func:`sharded_edges` rows: persons are visited by (shard, xxhash64(person),
+    person). Lean rows (a long person, no shard column) get the shard
+    pmod(murmur3(person), ``shards``) and the order key xxhash64(person)
+    computed here from the distinct persons (Spark's hashes bit for bit);
+    other rows carry both, checked to be functions of the person."""
+    person, person_rank, person_values = _codes(table.column(PERSON))
+    n_persons = len(person_rank)
+    if _SHARD not in table.column_names:  # lean rows: the shard and order key from the distinct persons
+        if shards is None or person_values is None:
+            raise ValueError("greedy partition: lean rows need long persons and the shard count")
+        shard_of = np.mod(murmur3_long(person_values).astype(np.int64), int(shards))
+        key_of = xxhash64_long(person_values)
+    else:
+        shard = table.column(_SHARD).to_numpy()
+        person_key = table.column(_PH).to_numpy()
+        # Per distinct person: its shard and order key (functions of the person).
+        shard_of = np.empty(n_persons, dtype=shard.dtype)
+        key_of = np.empty(n_persons, dtype=np.int64)
+        shard_of[person] = shard
+        key_of[person] = person_key
+        if not (np.array_equal(shard_of[person], shard) and np.array_equal(key_of[person], person_key)):
+            raise ValueError("greedy partition: the shard and the person key must be functions of the person")
+    visit = np.lexsort((person_rank, key_of, shard_of))  # distinct persons in visiting order
+    position = np.empty(n_persons, dtype=np.int64)
+    position[visit] = np.arange(n_persons)
+    return person, position, shard_of[visit]
+
+
+def _item_order(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's item position among the partition's distinct item keys
+    in increasing order, those keys): a hash factorisation of the item key
+    column, then a sort of the distinct keys only."""
+    item_codes, items = pd.factorize(table.column(_IH).to_numpy())
+    item_order = np.argsort(items, kind="stable")
+    item_position = np.empty(len(items), dtype=np.int64)
+    item_position[item_order] = np.arange(len(items))
+    return item_position[item_codes], np.asarray(items, dtype=np.int64)[item_order]
+
+
 def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
                       shards: int | None = None) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: run Algorithm 2's greedy on each shard in the partition.
@@ -131,33 +173,11 @@ def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     if not collected:
         return
     table = pa.Table.from_batches(collected)
-    person, person_rank, person_values = _codes(table.column(PERSON))
-    n_persons = len(person_rank)
-    if _SHARD not in table.column_names:  # lean rows: the shard and order key from the distinct persons
-        if shards is None or person_values is None:
-            raise ValueError("greedy partition: lean rows need long persons and the shard count")
-        shard_of = np.mod(murmur3_long(person_values).astype(np.int64), int(shards))
-        key_of = xxhash64_long(person_values)
-    else:
-        shard = table.column(_SHARD).to_numpy()
-        person_key = table.column(_PH).to_numpy()
-        # Per distinct person: its shard and order key (functions of the person).
-        shard_of = np.empty(n_persons, dtype=shard.dtype)
-        key_of = np.empty(n_persons, dtype=np.int64)
-        shard_of[person] = shard
-        key_of[person] = person_key
-        if not (np.array_equal(shard_of[person], shard) and np.array_equal(key_of[person], person_key)):
-            raise ValueError("greedy partition: the shard and the person key must be functions of the person")
-    visit = np.lexsort((person_rank, key_of, shard_of))  # distinct persons in visiting order
-    position = np.empty(n_persons, dtype=np.int64)
-    position[visit] = np.arange(n_persons)
-    item_codes, items = pd.factorize(table.column(_IH).to_numpy())
-    item_order = np.argsort(items, kind="stable")
-    item_position = np.empty(len(items), dtype=np.int64)
-    item_position[item_order] = np.arange(len(items))
-    sorted_items = np.asarray(items, dtype=np.int64)[item_order]
+    person, position, visit_shard = _visit_order(table, shards)
+    n_persons = len(position)
+    row_item, sorted_items = _item_order(table)
     n_items = len(sorted_items)
-    pairs = np.sort(position[person] * n_items + item_position[item_codes])
+    pairs = np.sort(position[person] * n_items + row_item)
     keep = np.ones(len(pairs), dtype=bool)
     keep[1:] = pairs[1:] != pairs[:-1]
     pairs = pairs[keep]
@@ -165,7 +185,6 @@ def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     pair_item = pairs - pair_person * n_items
     indptr = np.zeros(n_persons + 1, dtype=np.int64)
     np.cumsum(np.bincount(pair_person, minlength=n_persons), out=indptr[1:])
-    visit_shard = shard_of[visit]
     cuts = np.append(np.flatnonzero(np.diff(visit_shard)) + 1, n_persons)
     lo = 0
     for hi in cuts:
@@ -219,7 +238,8 @@ ROUND_SCHEMA = T.StructType([
 ])
 
 
-def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None) -> DataFrame:
+def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None, *,
+                  extra: tuple = ()) -> DataFrame:
     """The rows :func:`_greedy_partition` reads, every shard (persons with
     the same pmod(murmur3(person), shards)) whole in one of ``partitions``
     partitions (default: one per shard). When ``partitions`` divides
@@ -229,21 +249,24 @@ def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None
     keeps. A long person column gives lean rows (person, item key): the
     kernel computes the shard and order key of each distinct person itself
     (bit for bit the same); other person types give (shard, person order
-    key, person, item key). NON-PRIVATE intermediate data."""
+    key, person, item key). ``extra``: further columns carried after the
+    item key (the grouped kernel's group index and group order key).
+    NON-PRIVATE intermediate data."""
     shards = int(shards)
     partitions = shards if partitions is None else int(partitions)
     if not 1 <= partitions <= shards:
         raise ValueError("sharded_edges: partitions must be between 1 and the number of shards")
     # The item is hashed before the shuffle, so the shuffle moves a long
     # instead of the item value (the same key, computed earlier).
-    keyed = edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH))
+    keyed = edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH), *extra)
     shard = F.pmod(F.hash(PERSON), F.lit(shards)).cast("int")
     lean = isinstance(edge_df.schema[PERSON].dataType, T.LongType)
     laid_out = (keyed.repartition(partitions, PERSON) if shards % partitions == 0
                 else keyed.repartition(partitions, shard))  # the same partition as by a shard column
     if lean:
         return laid_out
-    return laid_out.select(shard.alias(_SHARD), F.xxhash64(PERSON).alias(_PH), PERSON, _IH)
+    return laid_out.select(shard.alias(_SHARD), F.xxhash64(PERSON).alias(_PH), PERSON, _IH,
+                           *[c for c in keyed.columns if c not in (PERSON, _IH)])
 
 
 def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: int | None = None) -> np.ndarray:
@@ -421,77 +444,186 @@ def validate_stage_parameters(max_bound, method, shards, edge_limit) -> None:
 #: The grouped kernel's input column: each row's group index (0..groups-1,
 #: the key's position among the public keys; dp_spark.releases.groups).
 GROUP_INDEX = "group_index"
-#: Bits of the virtual item key that hold the group index; the item's hash
-#: keeps the other 53 (a positive long: index·2^53 + xxhash64(item) mod 2^53).
+#: The grouped kernel holds at most 2^GROUP_INDEX_BITS groups (the public keys' limit, MAX_PUBLIC_GROUPS).
 GROUP_INDEX_BITS = 10
-_ITEM_HASH_BITS = 63 - GROUP_INDEX_BITS
-_GROUP_ROUND = "_group"
 _BUCKET = "_bucket"
+#: Above this many (virtual person, item) keys a partition sorts its edges by two keys instead of one 64-bit key.
+_ONE_KEY_LIMIT = 1 << 62
+_CAND = "_cap"
+_GO = "_group_order"
+
+GROUPED_ROUND_SCHEMA = T.StructType([
+    T.StructField(_CAND, T.IntegerType()),
+    T.StructField(GROUP_INDEX, T.IntegerType()),
+    T.StructField(ITEM_KEY, T.LongType()),
+    T.StructField(ROUND, T.IntegerType()),
+])
 
 
-def grouped_sharded_edges(edge_df: DataFrame, shards: int) -> DataFrame:
-    """The rows the existing greedy kernel reads, for virtual persons
-    (person, group) and virtual items (group, item): ``person`` becomes the
-    string ``"<group index>:<person>"`` (injective: the index is digits, the
-    person's text is injective for its type) and the item key
-    ``index·2^53 + (xxhash64(item) mod 2^53)``. A virtual person holds only
-    items of its own group, so the greedy of every shard runs an independent
-    greedy per group. NON-PRIVATE intermediate data."""
-    virtual_person = F.concat(F.col(GROUP_INDEX).cast("string"), F.lit(":"), F.col(PERSON).cast("string"))
-    virtual_item = (F.col(GROUP_INDEX).cast("long") * F.lit(1 << _ITEM_HASH_BITS)
-                    + F.pmod(F.xxhash64(ITEM), F.lit(1 << _ITEM_HASH_BITS)))
-    return (
-        edge_df.select(virtual_person.alias(PERSON), virtual_item.alias(_IH))
-        .repartition(shards, PERSON)
-        .select(
-            F.pmod(F.hash(PERSON), F.lit(shards)).cast("int").alias(_SHARD),
-            F.xxhash64(PERSON).alias(_PH),
-            PERSON,
-            _IH,
-        )
-    )
+def _group_ranks(pair: np.ndarray, row_of_pair: np.ndarray, order_key: np.ndarray, groups: int) -> np.ndarray:
+    """The rank (1 = first) of every distinct (person position, group) pair
+    ``pair`` = position·G + group, sorted, among its person's pairs in the
+    public order (xxhash64(person, group), group index): the per-person
+    group cap's order (:func:`dp_spark.stages.groups.cap_groups`, whose
+    ties, at probability 2^-64 per pair of a person's groups, fall to the
+    group value; here to the key's index, the same for integer and string
+    keys). ``order_key[row_of_pair]``: each pair's xxhash64(person, group)."""
+    person = pair // groups
+    order = np.lexsort((pair - person * groups, order_key[row_of_pair], person))
+    sorted_person = person[order]
+    starts = np.ones(len(order), dtype=bool)
+    starts[1:] = sorted_person[1:] != sorted_person[:-1]
+    first = np.flatnonzero(starts)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order)) - first[np.cumsum(starts) - 1] + 1
+    return rank
 
 
-def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, groups: int,
-                          candidates) -> np.ndarray:
+def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int, shards: int | None, groups: int,
+                              caps: tuple | None) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body of the grouped greedy: Algorithm 2's greedy run
+    independently for every (cap candidate k, group g), on each shard.
+
+    Rows are those of :func:`sharded_edges` (shards by PERSON, so every row
+    of a person is in this partition) plus ``group_index`` and, with
+    ``caps``, the group order key xxhash64(person, group). An item of group
+    g is a virtual item (g, xxhash64(item)). A virtual person is (person, g)
+    — with ``caps``, (person, g, k) for every candidate k whose cap keeps g
+    among the person's groups (rank of g in the public order <= caps[k],
+    :func:`_group_ranks`) — and holds exactly the person's items of g, in
+    the ungrouped order (by key), as virtual items (k, g, item). So the
+    greedy of a shard visits persons in the ungrouped order (shard,
+    xxhash64(person), person), then a person's virtual persons by (g, k),
+    and two virtual groups never share an item: each (k, g) is the sharded
+    greedy of the rows of g capped at caps[k], exactly as the ungrouped
+    kernel runs it on those rows alone (tested), so
+    the ungrouped kernel's argument holds per virtual group. Emits (k, group
+    index, item key, round) for every matched virtual item (k = 0 without
+    ``caps``).
+    NON-PRIVATE."""
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    table = pa.Table.from_batches(collected)
+    person, position, visit_shard = _visit_order(table, shards)
+    row_key, sorted_keys = _item_order(table)
+    row_group = table.column(GROUP_INDEX).to_numpy().astype(np.int64)
+    # virtual items (group, item key), numbered in the order (group, key): a person's items of one group
+    # are in the ungrouped kernel's order (by key)
+    item_codes, group_items = pd.factorize(row_group * len(sorted_keys) + row_key)
+    item_order = np.argsort(group_items, kind="stable")
+    row_item = np.empty(len(group_items), dtype=np.int64)
+    row_item[item_order] = np.arange(len(group_items))
+    row_item = row_item[item_codes]
+    item_group, item_key = np.divmod(np.asarray(group_items, dtype=np.int64)[item_order], len(sorted_keys))
+    item_key = sorted_keys[item_key]
+    n_items, n_caps = len(item_order), 1 if caps is None else len(caps)
+    pair = position[person] * groups + row_group
+    if caps is None:
+        row_pair, row_cap = pair, np.zeros(len(pair), dtype=np.int64)
+    else:  # every row once per candidate whose cap keeps its group (ranks per distinct (person, group) pair)
+        by_pair = np.argsort(pair, kind="stable")  # a sort (np.unique's hash path is slower here)
+        sorted_pair = pair[by_pair]
+        starts = np.ones(len(pair), dtype=bool)
+        starts[1:] = sorted_pair[1:] != sorted_pair[:-1]
+        inverse = np.empty(len(pair), dtype=np.int64)
+        inverse[by_pair] = np.cumsum(starts) - 1
+        first = by_pair[starts]  # a row of every distinct pair
+        row_rank = _group_ranks(sorted_pair[starts], first, table.column(_GO).to_numpy(), groups)[inverse]
+        kept = [np.flatnonzero(row_rank <= c) for c in caps]
+        row_pair = np.concatenate([pair[rows] for rows in kept])
+        row_cap = np.concatenate([np.full(len(rows), k, dtype=np.int64) for k, rows in enumerate(kept)])
+        row_item = np.concatenate([row_item[rows] for rows in kept])
+        del kept
+    virtual = row_pair * n_caps + row_cap  # (person position, group, candidate): visiting order by person first
+    if (len(position) * groups * n_caps + 1) * max(n_items, 1) < _ONE_KEY_LIMIT:
+        edges_sorted = np.sort(virtual * n_items + row_item)  # (virtual person, item), deduplicated below
+        keep = np.ones(len(edges_sorted), dtype=bool)
+        keep[1:] = edges_sorted[1:] != edges_sorted[:-1]
+        edge_person, edge_item = np.divmod(edges_sorted[keep], n_items)
+    else:  # a partition too large for one 64-bit key: the same order by a two-key sort
+        order = np.lexsort((row_item, virtual))
+        edge_person, edge_item = virtual[order], row_item[order]
+        keep = np.ones(len(order), dtype=bool)
+        keep[1:] = (edge_person[1:] != edge_person[:-1]) | (edge_item[1:] != edge_item[:-1])
+        edge_person, edge_item = edge_person[keep], edge_item[keep]
+    edge_cap = edge_person % n_caps
+    vitem = edge_cap * n_items + edge_item  # virtual items: (candidate, group + item key)
+    starts = np.ones(len(edge_person), dtype=bool)
+    starts[1:] = edge_person[1:] != edge_person[:-1]
+    heads = np.flatnonzero(starts)  # each virtual person's first edge
+    indptr = np.append(heads, len(edge_person))
+    head_shard = visit_shard[edge_person[heads] // (groups * n_caps)]
+    cuts = np.append(np.flatnonzero(np.diff(head_shard)) + 1, len(heads))
+    lo = 0
+    for hi in cuts:
+        rounds = greedy_match_rounds(indptr[lo:hi + 1] - indptr[lo], vitem[indptr[lo]:indptr[hi]],
+                                     n_caps * n_items, max_bound)
+        hit = np.flatnonzero(rounds)
+        cap_of, item_of = np.divmod(hit, n_items)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(cap_of, pa.int32()), pa.array(item_group[item_of], pa.int32()),
+             pa.array(item_key[item_of], pa.int64()), pa.array(rounds[hit], pa.int32())],
+            names=[_CAND, GROUP_INDEX, ITEM_KEY, ROUND])
+        lo = hi
+
+
+def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, groups: int, candidates,
+                          caps=None, partitions: int | None = None) -> np.ndarray:
     """NON-PRIVATE: ``out[g, j]`` = the greedy count g_l of group index g at
-    bound l = ``candidates[j]``, for every group and candidate, in one pass.
+    bound l = ``candidates[j]``, for every group and candidate, in one pass;
+    with ``caps`` (increasing group caps m_1 < … < m_K), ``out[k, g, j]``:
+    the same on the rows of every person's first ``caps[k]`` groups in the
+    public order (xxhash64(person, group), group) — :func:`dp_spark.stages.groups.cap_groups`
+    at m_k, applied inside the kernel (no window, no copy of a row in Spark).
 
     The edge table needs ``group_index`` (0..``groups``-1, at most
-    2^GROUP_INDEX_BITS). Each group's counts are those of the sharded
-    greedy (:func:`greedy_rounds`) run on that group's rows alone, with
-    persons sharded by (group, person): groups never interact. So, when one
-    person y is added, group g's counts change only if y has rows in g, and
-    then each by 0..l, never down (the ungrouped argument, per group); with
-    y's rows in at most m groups (the release's cap), at most m groups move.
-    The driver receives at most groups × len(candidates) rows (a histogram
-    of matched virtual items by (group, smallest candidate >= its round)).
+    2^GROUP_INDEX_BITS) and, with ``caps``, ``group``. One shuffle by
+    person (:func:`sharded_edges`: shards pmod(murmur3(person), shards),
+    the same shards as the ungrouped release), then
+    :func:`_grouped_greedy_partition`: each (cap, group) is the sharded
+    greedy (:func:`greedy_rounds`) of that group's rows alone, so groups
+    never interact. When one person y is added, the counts of (k, g) change
+    only if y keeps g under caps[k], and then each by 0..l, never down (the
+    ungrouped argument, per virtual group; the cap is a per-person
+    transformation computed from y's own rows); so at most m_k groups move
+    at cap k (at most m, the release's cap, without ``caps``). The driver
+    receives at most K × groups × len(candidates) rows (a histogram of
+    matched virtual items by (cap, group, smallest candidate >= its round)).
 
-    Items are identified per group by a 53-bit hash: two of a group's items
-    with the same hash count once (probability about n²/2^54 for n items of
-    one group, 6e-5 at a million), which only lowers a count; privacy is
-    untouched (the key is a function of each row). Items of different groups
-    never share a key (the index is in the high bits)."""
+    Items are identified by their 64-bit key xxhash64(item) within a group,
+    as in the ungrouped release (:func:`greedy_rounds`: a collision only
+    lowers a count and leaves privacy intact). Each group's counts without
+    a cap equal the ungrouped stage's on that group's rows alone, with the
+    same shards (tests/spark/test_grouped_cap_bound.py)."""
     if not 1 <= groups <= 1 << GROUP_INDEX_BITS:
         raise ValueError(f"groups must be 1..{1 << GROUP_INDEX_BITS}")
     cands = [int(c) for c in candidates]
     if cands != sorted(set(cands)) or cands[0] < 1 or cands[-1] > max_bound:
         raise ValueError("candidates must increase within 1..max_bound")
-    rounds = grouped_sharded_edges(edge_df, shards).mapInArrow(
-        partial(_greedy_partition, max_bound=cands[-1]), ROUND_SCHEMA)  # rounds after the largest candidate: unused
-    per_item = rounds.groupBy(ITEM_KEY).agg(F.min(ROUND).alias(ROUND))
+    if caps is not None:
+        caps = tuple(int(c) for c in caps)
+        if not caps or list(caps) != sorted(set(caps)) or caps[0] < 1:
+            raise ValueError("caps must be increasing whole numbers >= 1")
+    if partitions is None:
+        partitions = greedy_partitions(edge_df.sparkSession, shards)
+    extra = (F.col(GROUP_INDEX),) + (() if caps is None else (F.xxhash64(PERSON, GROUP).alias(_GO),))
+    rows = sharded_edges(edge_df, shards, partitions, extra=extra)
+    rounds = rows.mapInArrow(partial(_grouped_greedy_partition, max_bound=cands[-1], shards=int(shards),
+                                     groups=int(groups), caps=caps), GROUPED_ROUND_SCHEMA)
+    per_item = rounds.groupBy(_CAND, GROUP_INDEX, ITEM_KEY).agg(F.min(ROUND).alias(ROUND))
     bucket = F.lit(len(cands) - 1)
     for j in range(len(cands) - 2, -1, -1):
         bucket = F.when(F.col(ROUND) <= cands[j], F.lit(j)).otherwise(bucket)
-    hist_df = (per_item.select(F.shiftright(F.col(ITEM_KEY), _ITEM_HASH_BITS).cast("int").alias(_GROUP_ROUND),
-                               bucket.alias(_BUCKET))
-               .groupBy(_GROUP_ROUND, _BUCKET).count())
+    hist_df = per_item.select(_CAND, GROUP_INDEX, bucket.alias(_BUCKET)).groupBy(_CAND, GROUP_INDEX, _BUCKET).count()
     with spark_job("counting matched items per group and bound"):
-        rows = hist_df.collect()  # at most groups × len(candidates) rows
-    hist = np.zeros((groups, len(cands)), dtype=np.int64)
+        rows = hist_df.collect()  # at most caps × groups × len(candidates) rows
+    n_caps = 1 if caps is None else len(caps)
+    hist = np.zeros((n_caps, groups, len(cands)), dtype=np.int64)
     for row in rows:
-        hist[int(row[_GROUP_ROUND]), int(row[_BUCKET])] += int(row["count"])
-    return np.cumsum(hist, axis=1)
+        hist[int(row[_CAND]), int(row[GROUP_INDEX]), int(row[_BUCKET])] += int(row["count"])
+    out = np.cumsum(hist, axis=2)
+    return out[0] if caps is None else out
 
 
 def candidate_counts_vector(counts_at_candidates, candidates, max_bound: int) -> np.ndarray:

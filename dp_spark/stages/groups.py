@@ -17,10 +17,9 @@ every sensitivity proved for a person holding at most m groups holds for the
 capped table (ALGORITHMS.md §8). No group is cut: a kept group keeps all of
 p's rows in it.
 
-:func:`cap_candidates` is :func:`cap_groups` at several caps at once: the
-rows of each candidate cap as their own block of virtual groups, so one
-grouped greedy pass counts every group at every cap (the grouped
-distinct-count's joint choice of the cap and the bound).
+The grouped distinct-count applies the same cap inside its kernel, at one
+or several caps at once (:func:`dp_spark.stages.distinct.grouped_greedy_counts`
+with ``caps``), in this order.
 
 :func:`groups_per_person_histogram` is the summary from which m is chosen
 privately (:func:`dp_spark.mechanisms.groups.choose_max_groups`):
@@ -40,11 +39,10 @@ from dp_spark import checks
 from dp_spark.settings.groups import MAX_GROUPS_LIMIT
 from dp_spark.stages.edges import ITEM, PERSON, require_columns
 
-__all__ = ["GROUP", "MAX_GROUPS_LIMIT", "cap_candidates", "cap_groups", "groups_per_person_histogram"]
+__all__ = ["GROUP", "MAX_GROUPS_LIMIT", "cap_groups", "groups_per_person_histogram"]
 
 GROUP = "group"
 _RANK = "_group_rank"
-_CANDIDATE = "_cap_candidate"
 
 
 def _valid_groups(edge_df: DataFrame) -> DataFrame:
@@ -77,35 +75,6 @@ def cap_groups(edge_df: DataFrame, max_groups: int, public_keys: int | None = No
     order = Window.partitionBy(PERSON).orderBy(F.xxhash64(PERSON, GROUP), GROUP)
     ranked = _valid_groups(edge_df).withColumn(_RANK, F.dense_rank().over(order))
     return ranked.where(F.col(_RANK) <= m).drop(_RANK)
-
-
-def cap_candidates(edge_df: DataFrame, caps, groups: int, group_index: str = "group_index") -> DataFrame:
-    """The edge table capped at every cap in ``caps`` at once, as one table
-    of ``len(caps)·groups`` virtual groups: a row of person p in p's group of
-    rank r (the dense rank of :func:`cap_groups`' public order
-    ``(xxhash64(person, group), group)``) is emitted once for every
-    candidate index k with ``caps[k] >= r``, with ``group_index`` replaced by
-    ``k·groups + group_index``. So the rows of virtual groups k·G .. k·G+G−1
-    are exactly ``cap_groups(edge_df, caps[k])`` with its group index shifted
-    by k·G (tests/spark/test_grouped_cap_bound.py), and
-    :func:`dp_spark.stages.distinct.grouped_greedy_counts` on the result
-    computes every group's counts at every cap in one pass. Per person: a
-    person's rows go to the virtual groups of their own kept groups only.
-    ``groups`` G: the public number of keys (every ``group_index`` is in
-    0..G−1). Cost: one window by person (as :func:`cap_groups`) and up to
-    ``len(caps)`` copies of each row. NON-PRIVATE intermediate data."""
-    caps = [checks.integer(m, "max_groups", 1, MAX_GROUPS_LIMIT) for m in caps]
-    if not caps:
-        raise ValueError("caps must not be empty")
-    g = checks.integer(groups, "groups", 1, None)
-    order = Window.partitionBy(PERSON).orderBy(F.xxhash64(PERSON, GROUP), GROUP)
-    ranked = _valid_groups(edge_df).withColumn(_RANK, F.dense_rank().over(order))
-    # the candidate indices k whose cap keeps the row's group (rank <= caps[k])
-    kept = F.filter(F.array(*[F.lit(k) for k in range(len(caps))]),
-                    lambda k: F.element_at(F.array(*[F.lit(m) for m in caps]), k + 1) >= F.col(_RANK))
-    replicated = ranked.withColumn(_CANDIDATE, F.explode(kept)).drop(_RANK)
-    return (replicated.withColumn(group_index, (F.col(_CANDIDATE) * F.lit(g) + F.col(group_index)).cast("int"))
-            .drop(_CANDIDATE))
 
 
 def groups_per_person_histogram(edge_df: DataFrame, max_groups_max: int) -> np.ndarray:

@@ -1,11 +1,11 @@
 """The joint choice of the group cap m and the bound l (issue 24,
 ``max_groups=None``): the one-pass counts at every cap candidate
-(:func:`dp_spark.stages.groups.cap_candidates` + the grouped kernel) and the
+(the grouped kernel with every cap candidate) and the
 sensitivity of the joint scores q_{m,l} = Σ_g (c_{g,m,l} − margin(m, l)) on
 random add/remove-one-person neighbours: every score moves in [0, m·l] when a
 person is added, all in the same direction (what GEM's max(Δ, Δ')
-denominators need); and the capped rows of each candidate are exactly
-``cap_groups`` at that cap."""
+denominators need); and the counts at each candidate are exactly those
+of ``cap_groups`` at that cap."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from dp_spark.releases.groups import GROUP_INDEX
 from dp_spark.settings.distinct_count import bound_candidates
 from dp_spark.stages.distinct import grouped_greedy_counts
 from dp_spark.stages.edges import GROUP
-from dp_spark.stages.groups import cap_candidates, cap_groups
+from dp_spark.stages.groups import cap_groups
 
 SCHEMA = "person long, item string, group string"
 KEYS = [f"g{j}" for j in range(5)]
@@ -65,47 +65,67 @@ def test_joint_scores_move_in_0_to_m_l_all_in_one_direction(spark, seed):
     assert moves.any() or not added  # the test is not vacuous: y has rows, some score moved
 
 
-def test_each_candidate_is_cap_groups_at_that_cap_and_counts_match(spark):
+@pytest.mark.parametrize("person_type", ["long", "string"])
+def test_each_candidate_counts_cap_groups_at_that_cap(spark, person_type):
+    """The kernel's cap at every candidate = the template's ``cap_groups``
+    at that cap followed by the uncapped kernel: the same rows, visited in
+    the same order, so the same counts; for long persons (lean rows: the
+    kernel hashes the persons) and string persons (shard and order key
+    carried from Spark)."""
     rng = np.random.default_rng(11)
-    df = restricted(spark, random_rows(rng, rng.choice(1000, size=20, replace=False)))
-    caps = [1, 2, 4]
-    replicated = cap_candidates(df, caps, len(KEYS))
-    cols = ["person", "item", GROUP, GROUP_INDEX]
-    for k, m in enumerate(caps):
-        part = replicated.where((replicated[GROUP_INDEX] >= k * len(KEYS))
-                                & (replicated[GROUP_INDEX] < (k + 1) * len(KEYS)))
-        shifted = cap_groups(df, m).withColumn(GROUP_INDEX, (cap_groups(df, m)[GROUP_INDEX] + k * len(KEYS)))
-        assert sorted(map(tuple, part.select(cols).collect())) == sorted(map(tuple, shifted.select(cols).collect()))
-    # the pass's counts at cap k = the kernel on cap_groups(m_k) with the index shifted by k·G (same virtual names)
+    df = restricted(spark, random_rows(rng, rng.choice(1000, size=30, replace=False)))
+    if person_type == "string":
+        df = df.withColumn("person", df["person"].cast("string"))
+    caps, cands = [1, 2, 4], bound_candidates(16)
+    for shards in (1, 3):
+        at = joint_counts(df, caps, len(KEYS), 16, shards, cands)
+        assert at.shape == (len(caps), len(KEYS), len(cands))
+        for k, m in enumerate(caps):
+            alone = grouped_greedy_counts(cap_groups(df, m), 16, shards, len(KEYS), cands)
+            assert (at[k] == alone).all()
+            assert (grouped_greedy_counts(df, 16, shards, len(KEYS), cands, caps=[m])[0] == alone).all()
+        # the caps bite: cap 1 keeps fewer items than cap 4 somewhere (the test is not vacuous)
+        assert (at[0] <= at[-1]).all() and (at[0] < at[-1]).any()
+
+
+def test_kernel_matches_a_per_group_ungrouped_run(spark):
+    """Without a cap, each group's counts are the ungrouped sharded greedy
+    of that group's rows alone (:func:`greedy_counts`, same shards): the
+    grouped kernel visits persons as the ungrouped one does."""
+    from dp_spark.stages.distinct import greedy_counts
+
+    rng = np.random.default_rng(3)
+    df = restricted(spark, random_rows(rng, rng.choice(1000, size=30, replace=False), items=6))
     cands = bound_candidates(16)
-    at = joint_counts(df, caps, len(KEYS), 16, 2, cands)
-    for k, m in enumerate(caps):
-        capped = cap_groups(df, m)
-        alone = grouped_greedy_counts(capped.withColumn(GROUP_INDEX, capped[GROUP_INDEX] + k * len(KEYS)), 16, 2,
-                                      len(caps) * len(KEYS), cands)
-        assert (at[k] == alone[k * len(KEYS):(k + 1) * len(KEYS)]).all()
-    # the first candidate's virtual names are cap_groups(1)'s own: equal to the release's stage at m = 1
-    assert (at[0] == grouped_greedy_counts(cap_groups(df, 1), 16, 2, len(KEYS), cands)).all()
+    for shards in (1, 2):
+        out = grouped_greedy_counts(df, 16, shards, len(KEYS), cands)
+        for g, key in enumerate(KEYS):
+            alone = greedy_counts(df.where(df[GROUP] == key), 16, shards)
+            assert (out[g] == alone[np.asarray(cands) - 1]).all()
 
 
-def test_batches_when_caps_times_keys_exceed_the_kernels_groups(spark, monkeypatch):
-    """More virtual groups than the kernel holds: the caps go in several
-    passes, with the same counts as one pass over the batch's own names."""
+@pytest.mark.parametrize("caps", [None, (1,), (1, 2, 4)])
+def test_kernel_two_key_sort_gives_the_one_key_result(monkeypatch, caps):
+    """A partition too large for one 64-bit (virtual person, item) key
+    sorts by two keys: the same matched items and rounds (forced here by
+    lowering the limit)."""
+    import pyarrow as pa
+
     import dp_spark.stages.distinct as distinct
 
-    rng = np.random.default_rng(5)
-    df = restricted(spark, random_rows(rng, rng.choice(1000, size=15, replace=False)))
-    caps, cands = [1, 2, 4, 5], bound_candidates(4)
-    calls = []
-    real = distinct.grouped_greedy_counts
+    rng = np.random.default_rng(9)
+    n = 3000
+    person = rng.integers(0, 300, n).astype(np.int64)
+    group = rng.integers(0, 5, n).astype(np.int32)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(person), pa.array(rng.integers(0, 40, n).astype(np.int64) * 7919),
+         pa.array(group), pa.array(person * 31 + group * 17)],
+        names=["person", distinct._IH, GROUP_INDEX, distinct._GO])
 
-    def spy(edge_df, max_bound, shards, groups, candidates):
-        calls.append(groups)
-        return real(edge_df, max_bound, shards, groups, candidates)
+    def run():
+        out = pa.Table.from_batches(list(distinct._grouped_greedy_partition(iter([batch]), 16, 3, 5, caps)))
+        return sorted(zip(*[out.column(c).to_pylist() for c in out.column_names]))
 
-    monkeypatch.setattr(distinct, "GROUP_INDEX_BITS", 3)  # 8 virtual groups: one cap (5 keys) per pass
-    monkeypatch.setattr(distinct, "grouped_greedy_counts", spy)
-    at = joint_counts(df, caps, len(KEYS), 4, 1, cands)
-    assert calls == [5, 5, 5, 5] and at.shape == (4, 5, len(cands))
-    for k, m in enumerate(caps):
-        assert (at[k] == real(cap_groups(df, m), 4, 1, len(KEYS), cands)).all()
+    one_key = run()
+    monkeypatch.setattr(distinct, "_ONE_KEY_LIMIT", 1)
+    assert run() == one_key and len(one_key) > 50

@@ -6,7 +6,7 @@ of the edge table capped to m_k groups per person, for every public cap
 candidate m_k (:func:`cap_candidates`: 1, 2, 4, 8, … ≤ M and M itself, M the
 number of public keys) and every public bound candidate l_j
 (:func:`dp_spark.settings.distinct_count.bound_candidates`), all from one
-Spark pass (:func:`dp_spark.stages.groups.cap_candidates`).
+Spark pass (:func:`dp_spark.stages.distinct.grouped_greedy_counts` with ``caps``).
 
 Scores: q_{m,l} = Σ_g (c_{g,m,l} − margin(m, l)), margin(m, l) the public
 (1 − β) quantile of the count's noise at cap m and bound l (the noise the
