@@ -239,7 +239,7 @@ ROUND_SCHEMA = T.StructType([
 
 
 def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None, *,
-                  extra: tuple = ()) -> DataFrame:
+                  extra: tuple = (), split_by: str | None = None) -> DataFrame:
     """The rows :func:`_greedy_partition` reads, every shard (persons with
     the same pmod(murmur3(person), shards)) whole in one of ``partitions``
     partitions (default: one per shard). When ``partitions`` divides
@@ -251,18 +251,25 @@ def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None
     (bit for bit the same); other person types give (shard, person order
     key, person, item key). ``extra``: further columns carried after the
     item key (the grouped kernel's group index and group order key).
-    NON-PRIVATE intermediate data."""
+    ``split_by`` (a column among ``extra``, the grouped kernel's group
+    index when no cap applies): the rows are hash-partitioned by (shard,
+    that column) instead, so every (shard, value) lies whole in one of
+    ``partitions`` partitions (any number >= 1) and a shard's independent
+    groups can run in several tasks. NON-PRIVATE intermediate data."""
     shards = int(shards)
     partitions = shards if partitions is None else int(partitions)
-    if not 1 <= partitions <= shards:
+    if partitions < 1 or (split_by is None and partitions > shards):
         raise ValueError("sharded_edges: partitions must be between 1 and the number of shards")
     # The item is hashed before the shuffle, so the shuffle moves a long
     # instead of the item value (the same key, computed earlier).
     keyed = edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH), *extra)
     shard = F.pmod(F.hash(PERSON), F.lit(shards)).cast("int")
     lean = isinstance(edge_df.schema[PERSON].dataType, T.LongType)
-    laid_out = (keyed.repartition(partitions, PERSON) if shards % partitions == 0
-                else keyed.repartition(partitions, shard))  # the same partition as by a shard column
+    if split_by is not None:
+        laid_out = keyed.repartition(partitions, shard, F.col(split_by))
+    else:
+        laid_out = (keyed.repartition(partitions, PERSON) if shards % partitions == 0
+                    else keyed.repartition(partitions, shard))  # the same partition as by a shard column
     if lean:
         return laid_out
     return laid_out.select(shard.alias(_SHARD), F.xxhash64(PERSON).alias(_PH), PERSON, _IH,
@@ -484,9 +491,10 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     """mapInArrow body of the grouped greedy: Algorithm 2's greedy run
     independently for every (cap candidate k, group g), on each shard.
 
-    Rows are those of :func:`sharded_edges` (shards by PERSON, so every row
-    of a person is in this partition) plus ``group_index`` and, with
-    ``caps``, the group order key xxhash64(person, group). An item of group
+    Rows are those of :func:`sharded_edges` plus ``group_index``: without
+    ``caps`` every (shard, group) whole in one partition; with ``caps``
+    every shard (so every row of a person) whole in one partition, and the
+    group order key xxhash64(person, group). An item of group
     g is a virtual item (g, xxhash64(item)). A virtual person is (person, g)
     — with ``caps``, (person, g, k) for every candidate k whose cap keeps g
     among the person's groups (rank of g in the public order <= caps[k],
@@ -578,9 +586,11 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     at m_k, applied inside the kernel (no window, no copy of a row in Spark).
 
     The edge table needs ``group_index`` (0..``groups``-1, at most
-    2^GROUP_INDEX_BITS) and, with ``caps``, ``group``. One shuffle by
-    person (:func:`sharded_edges`: shards pmod(murmur3(person), shards),
-    the same shards as the ungrouped release), then
+    2^GROUP_INDEX_BITS) and, with ``caps``, ``group``. One shuffle
+    (:func:`sharded_edges`: shards pmod(murmur3(person), shards), the same
+    shards as the ungrouped release; laid out by (shard, group) over the
+    cluster's Python partitions without ``caps``, since groups are
+    independent; by shard with ``caps``, which rank a person's groups), then
     :func:`_grouped_greedy_partition`: each (cap, group) is the sharded
     greedy (:func:`greedy_rounds`) of that group's rows alone, so groups
     never interact. When one person y is added, the counts of (k, g) change
@@ -605,10 +615,15 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
         caps = tuple(int(c) for c in caps)
         if not caps or list(caps) != sorted(set(caps)) or caps[0] < 1:
             raise ValueError("caps must be increasing whole numbers >= 1")
-    if partitions is None:
-        partitions = greedy_partitions(edge_df.sparkSession, shards)
-    extra = (F.col(GROUP_INDEX),) + (() if caps is None else (F.xxhash64(PERSON, GROUP).alias(_GO),))
-    rows = sharded_edges(edge_df, shards, partitions, extra=extra)
+    if caps is None:  # groups are independent: every (shard, group) whole in a task, shards split over tasks
+        if partitions is None:
+            partitions = min(python_partitions(edge_df.sparkSession), int(shards) * int(groups))
+        rows = sharded_edges(edge_df, shards, partitions, extra=(F.col(GROUP_INDEX),), split_by=GROUP_INDEX)
+    else:  # the cap ranks a person's groups: every person whole in a task (one task per shard)
+        if partitions is None:
+            partitions = greedy_partitions(edge_df.sparkSession, shards)
+        rows = sharded_edges(edge_df, shards, partitions,
+                             extra=(F.col(GROUP_INDEX), F.xxhash64(PERSON, GROUP).alias(_GO)))
     rounds = rows.mapInArrow(partial(_grouped_greedy_partition, max_bound=cands[-1], shards=int(shards),
                                      groups=int(groups), caps=caps), GROUPED_ROUND_SCHEMA)
     per_item = rounds.groupBy(_CAND, GROUP_INDEX, ITEM_KEY).agg(F.min(ROUND).alias(ROUND))

@@ -129,3 +129,18 @@ def test_kernel_two_key_sort_gives_the_one_key_result(monkeypatch, caps):
     one_key = run()
     monkeypatch.setattr(distinct, "_ONE_KEY_LIMIT", 1)
     assert run() == one_key and len(one_key) > 50
+
+
+def test_counts_do_not_depend_on_the_layout(spark):
+    """Without a cap the rows are laid out by (shard, group) over any number
+    of partitions; with caps by shard: the counts are the same for every
+    number of partitions."""
+    rng = np.random.default_rng(21)
+    df = restricted(spark, random_rows(rng, rng.choice(1000, size=30, replace=False), items=6))
+    cands = bound_candidates(16)
+    base = grouped_greedy_counts(df, 16, 3, len(KEYS), cands, partitions=1)
+    for parts in (2, 5, 16):
+        assert (grouped_greedy_counts(df, 16, 3, len(KEYS), cands, partitions=parts) == base).all()
+    capped = grouped_greedy_counts(df, 16, 3, len(KEYS), cands, caps=[1, 5], partitions=1)
+    assert (capped[1] == base).all()  # cap 5 = the number of keys: nothing dropped
+    assert (grouped_greedy_counts(df, 16, 3, len(KEYS), cands, caps=[1, 5], partitions=3) == capped).all()
