@@ -149,14 +149,22 @@ def movielens_by_genre(spark, data: Path):
             .select("person_id", F.col("movie").cast("string").alias("item"), "genre"))
 
 
+def key_order() -> tuple:
+    """The genres in the release's canonical key order (its group indices,
+    its noise draws and ``release.groups``): sorted, not u.item's order."""
+    from dp_spark.releases.groups import canonical_keys
+
+    return tuple(canonical_keys(list(GENRES)))
+
+
 def _restricted(spark, edges_df):
     """The release's edge table restricted to the 19 public keys (column
-    ``group_index`` = the key's position in GENRES), as the template builds it."""
+    ``group_index`` = the key's position in :func:`key_order`), as the template builds it."""
     from pyspark.sql import functions as F
 
     from dp_spark.stages.edges import GROUP, edges as edge_table
 
-    keys = spark.createDataFrame([(g, i) for i, g in enumerate(GENRES)], f"{GROUP} string, group_index int")
+    keys = spark.createDataFrame([(g, i) for i, g in enumerate(key_order())], f"{GROUP} string, group_index int")
     return edge_table(edges_df, "person_id", "item", "genre").join(F.broadcast(keys), on=GROUP)
 
 
@@ -230,7 +238,7 @@ class GroupedReplica:
 
     def run(self, m, noise: str, seed: int, bound: str = "per-group", cap_method: str = "joint",
             cap_share: float | None = None):
-        """(estimates, lower bounds, m) in GENRES order for one seed. m=None:
+        """(estimates, lower bounds, m) in :func:`key_order` for one seed. m=None:
         ``cap_method="joint"`` is the release (the joint (m, l) choice at
         ``cap_share`` of the budget, default the plan's); ``"joint-per-group-l"``
         the same choice of m, then l per group at m (measured only);
@@ -340,7 +348,7 @@ def accuracy(spark, args) -> dict:
     print(f"MovieLens 100K by genre: {edges.count():,} (rating, genre) rows; genres per person (NON-PRIVATE) "
           f"median {gpp['med']}, max {gpp['max']}")
     print("TRUE distinct movies per genre (NON-PRIVATE): " + ", ".join(f"{g} {truth.get(g, 0)}" for g in GENRES))
-    true = [truth[g] for g in GENRES]
+    true = [truth[g] for g in key_order()]  # the replica's group order
     rho = pure_to_zcdp(args.epsilon)
     print(f"equal privacy: the pure arms are {args.epsilon:g}-DP, the zCDP arms rho = epsilon^2/2 = {rho:g}-zCDP "
           f"(what {args.epsilon:g}-DP implies; Bun-Steinke 2016 Prop. 1.4)")
@@ -351,6 +359,7 @@ def accuracy(spark, args) -> dict:
         r = dp_spark.distinct_count(edges, person_col="person_id", item_col="item", epsilon=args.epsilon,
                                     beta=args.beta, max_bound=MAX_BOUND, shards=1, seed=args.seed,
                                     group_by="genre", groups=list(GENRES), max_groups=m, noise=noise)
+        assert [g["group"] for g in r.result["groups"]] == list(key_order())
         got = [g["estimate"] for g in r.result["groups"]], [g["lower_bound"] for g in r.result["groups"]]
         if got != replica.run(m, noise, args.seed)[:2]:
             raise AssertionError(f"the benchmark's replica differs from the release (m={m}, noise={noise})")
