@@ -7,6 +7,7 @@ the greedy (single sequence and sharded), exact flow and sampling counts.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
@@ -262,6 +263,21 @@ def _set_mode(monkeypatch, mode: str) -> None:
         monkeypatch.setattr(kernels, name, value)
 
 
+@contextlib.contextmanager
+def _thresholds(mode: str):
+    """The thresholds of ``mode`` for the duration of a block (for
+    hypothesis tests, where a function-scoped monkeypatch does not reset
+    between examples)."""
+    saved = {name: getattr(kernels, name) for name in _MODES[mode]}
+    try:
+        for name, value in _MODES[mode].items():
+            setattr(kernels, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(kernels, name, value)
+
+
 def _assert_same(indptr, items, n_items, max_bound):
     want = greedy_match_rounds_reference(indptr, items, n_items, max_bound)
     got = greedy_match_rounds(indptr, items, n_items, max_bound)
@@ -337,11 +353,15 @@ def test_default_thresholds_use_the_vectorised_path(monkeypatch):
 def test_vectorised_greedy_equals_reference_property(lists, max_bound, mode):
     indptr = np.cumsum([0] + [len(l) for l in lists]).astype(np.int64)
     items = np.array([x for l in lists for x in l], dtype=np.int64)
-    saved = {name: getattr(kernels, name) for name in _MODES[mode]}
-    try:
-        for name, value in _MODES[mode].items():
-            setattr(kernels, name, value)
+    with _thresholds(mode):
         _assert_same(indptr, items, 16, max_bound)
-    finally:
-        for name, value in saved.items():
-            setattr(kernels, name, value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(*neighbour_args, st.integers(1, 4), st.sampled_from(["vector", "blocks"]))
+def test_sharded_greedy_sensitivity_on_the_numpy_path(persons, extra, new_id, max_bound, shards, mode):
+    """The sensitivity property with the numpy iterations doing all the work
+    (at default thresholds these small inputs go to the loop)."""
+    persons = {p: u for p, u in persons.items() if p != new_id}
+    with _thresholds(mode):
+        _check_neighbour(lambda d: sharded_greedy(d, max_bound, shards), persons, extra, new_id, max_bound)
