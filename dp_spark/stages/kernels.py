@@ -22,6 +22,168 @@ def greedy_match_rounds(
 ) -> np.ndarray:
     """Round in which each item is matched by Algorithm 2's incremental greedy.
 
+    The same function as :func:`greedy_match_rounds_reference` (read its
+    docstring for the definition and the sensitivity proof), bit for bit:
+    same arguments, same int32 output (round 1..``max_bound``, 0 =
+    unmatched), computed in numpy instead of a Python loop. NON-PRIVATE.
+
+    How (exact, not an approximation). Each round is the lexicographically
+    first greedy matching between the round's active persons and the free
+    items, edge priority (person, position in its list). It is computed in
+    parallel iterations (Blelloch, Fineman and Shun 2012, the locally minimal
+    edge rule) on ``(owner, item)`` arrays that hold, in person order and list
+    order, only the *free* items of the unresolved persons:
+
+    - every unresolved person p proposes x_p, the first item of its free
+      list (everything before it in its full list is used);
+    - h(x) = the smallest unresolved person whose free list holds x;
+    - p wins iff h(x_p) == p. Sequentially p gets exactly x_p: no unresolved
+      earlier person can ever take x_p (none holds it, and items only get
+      used), resolved earlier persons already hold their own items, and no
+      later person resolved before p took an item p held (p would have
+      been its h). Winners take their items together (distinct items);
+      the rest drop the now-used items and retry. The smallest unresolved
+      person always wins, so every iteration makes progress.
+
+    A person whose free list is empty takes nothing now or later. After a
+    round, the active persons are exactly those with a free item left, so
+    the next round starts from the same arrays minus the used items. When a
+    block's unresolved edges fall below ``_SEQUENTIAL_EDGES`` the plain
+    sequential loop finishes it (a long dependency chain then costs no numpy
+    passes); when a round starts with few edges or few active persons the
+    reference loop runs the remaining rounds. The thresholds were chosen by
+    ``benchmarks/greedy_kernel_speed.py``.
+    Cost per round: O(free edges of the active persons) per iteration.
+    """
+    indptr = np.asarray(indptr)
+    n_persons = len(indptr) - 1
+    rounds = np.zeros(n_items, dtype=np.int32)
+    if n_persons <= 0 or max_bound < 1 or indptr[-1] == indptr[0]:
+        return rounds
+    lengths = np.diff(indptr).astype(np.int64)
+    owner = np.repeat(np.arange(n_persons, dtype=np.int64), lengths)
+    item = np.asarray(items)[int(indptr[0]):int(indptr[-1])].astype(np.int64, copy=False)
+    used = np.zeros(n_items, dtype=bool)
+    first_holder = np.full(n_items, np.iinfo(np.int64).max, dtype=np.int64)  # scratch for h(x)
+    for r in range(1, max_bound + 1):
+        if len(owner) < _SEQUENTIAL_ROUND_EDGES or (
+            np.count_nonzero(owner[1:] != owner[:-1]) < _SEQUENTIAL_PERSONS
+        ):
+            _sequential_rounds(owner, item, used, rounds, r, max_bound)
+            break
+        _vector_round(owner, item, used, first_holder, rounds, r)
+        keep = ~used[item]
+        owner = owner[keep]
+        item = item[keep]
+        if len(owner) == 0:
+            break
+    return rounds
+
+
+# The hybrid's switches, measured by benchmarks/greedy_kernel_speed.py
+# (--sweep): below _SEQUENTIAL_EDGES unresolved edges the sequential loop
+# finishes a block; a round that starts with fewer than
+# _SEQUENTIAL_ROUND_EDGES edges or _SEQUENTIAL_PERSONS active persons hands
+# all remaining rounds to the reference loop (a few long lists: the
+# reference's pointers move forward once, a numpy round rescans them).
+_SEQUENTIAL_EDGES = 500
+_SEQUENTIAL_ROUND_EDGES = 5_000
+_SEQUENTIAL_PERSONS = 1_000
+_BLOCK_EDGES = 65_536
+
+
+def _vector_round(owner, item, used, first_holder, rounds, r) -> None:
+    """Round r of the greedy on the free edges ``(owner, item)``, sorted by
+    (owner, list position): marks the items taken used, with round r.
+
+    The persons are taken in consecutive blocks of about ``_BLOCK_EDGES``
+    edges: the greedy restricted to a prefix of the persons is the greedy of
+    that prefix (later persons never change what earlier ones take), so each
+    block is solved exactly after the blocks before it, and starts without
+    the items they used (most of a late block's edges, on popular items)."""
+    n = len(owner)
+    marks = np.arange(_BLOCK_EDGES, n, _BLOCK_EDGES)
+    cuts = np.unique(np.searchsorted(owner, owner[marks], side="left")) if len(marks) else marks
+    bounds = [0, *cuts.tolist(), n]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if a == b:
+            continue
+        block_item = item[a:b]
+        free = ~used[block_item]
+        _vector_block(owner[a:b][free], block_item[free], used, first_holder, rounds, r)
+
+
+def _vector_block(owner, item, used, first_holder, rounds, r) -> None:
+    """The greedy's round r for a block of persons, given their free edges
+    sorted by (owner, list position); ``first_holder`` is scratch, every
+    entry above every owner on entry and on exit."""
+    sentinel = np.iinfo(np.int64).max
+    while len(owner) and len(owner) >= _SEQUENTIAL_EDGES:
+        head = np.empty(len(owner), dtype=bool)
+        head[0] = True
+        np.not_equal(owner[1:], owner[:-1], out=head[1:])
+        heads = np.flatnonzero(head)
+        proposer = owner[heads]
+        proposal = item[heads]
+        np.minimum.at(first_holder, item, owner)  # h(x): the smallest holder
+        wins = first_holder[proposal] == proposer
+        first_holder[item] = sentinel
+        taken = proposal[wins]
+        used[taken] = True
+        rounds[taken] = r
+        # Keep the losers' edges whose items are still free.
+        segment = np.cumsum(head) - 1
+        keep = ~wins[segment]
+        keep &= ~used[item]
+        owner = owner[keep]
+        item = item[keep]
+    if len(owner):
+        _sequential_round(owner.tolist(), item.tolist(), used, rounds, r)
+
+
+def _sequential_round(owners: list, item_list: list, used, rounds, r) -> None:
+    """The greedy's round r, sequentially, on free edges grouped by owner in
+    visiting order: each owner takes its first item not taken before it."""
+    taken: list[int] = []
+    seen: set[int] = set()
+    i = 0
+    n = len(owners)
+    while i < n:
+        p = owners[i]
+        while i < n and owners[i] == p:
+            x = item_list[i]
+            i += 1
+            if x not in seen:
+                seen.add(x)
+                taken.append(x)
+                while i < n and owners[i] == p:
+                    i += 1
+                break
+    if taken:
+        idx = np.asarray(taken, dtype=np.int64)
+        used[idx] = True
+        rounds[idx] = r
+
+
+def _sequential_rounds(owner, item, used, rounds, first_round, max_bound) -> None:
+    """Rounds ``first_round..max_bound`` by the reference loop, on the free
+    edges ``(owner, item)`` that remain (the persons that hold none are
+    inactive, exactly as in the reference)."""
+    if len(owner) == 0:
+        return
+    cuts = np.flatnonzero(np.diff(owner)) + 1
+    indptr = np.concatenate(([0], cuts, [len(owner)])).astype(np.int64)
+    sub = greedy_match_rounds_reference(indptr, item, len(used), max_bound - first_round + 1)
+    hit = sub > 0
+    rounds[hit] = sub[hit] + (first_round - 1)
+    used[hit] = True
+
+
+def greedy_match_rounds_reference(
+    indptr: np.ndarray, items: np.ndarray, n_items: int, max_bound: int
+) -> np.ndarray:
+    """Round in which each item is matched by Algorithm 2's incremental greedy.
+
     Persons are ``0..n-1`` in the given (data-independent) order; person ``p``
     holds the *distinct* items ``items[indptr[p]:indptr[p+1]]``, listed in a
     fixed data-independent preference order. In round ``r = 1..max_bound``

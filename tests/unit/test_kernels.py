@@ -7,6 +7,7 @@ the greedy (single sequence and sharded), exact flow and sampling counts.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
@@ -16,7 +17,8 @@ from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from dp_spark.stages.kernels import counts_from_rounds, greedy_match_rounds
+from dp_spark.stages import kernels
+from dp_spark.stages.kernels import counts_from_rounds, greedy_match_rounds, greedy_match_rounds_reference
 from tests.unit.helpers import exact_counts
 
 # ----------------------------------------------------------------- helpers
@@ -205,3 +207,161 @@ def test_greedy_worst_case_single_person_adds_exactly_l():
     before = sharded_greedy(persons, 4, 1)
     after = sharded_greedy({**persons, 99: set(range(100, 110))}, 4, 1)
     assert (after - before).tolist() == [1, 2, 3, 4]
+
+
+# ------------------------------------------- the vectorised greedy equals the loop
+
+def _random_lists(rng, shape: str, n_persons: int, n_items: int):
+    """(indptr, items) of ``n_persons`` distinct-item lists, each sorted by a
+    random item key, in one of several shapes of degrees and popularity."""
+    if shape == "power":        # heavy-tailed activity, Zipf-popular items
+        degrees = np.minimum(rng.zipf(1.6, n_persons), n_items)
+    elif shape == "degree1":    # every person holds one item
+        degrees = np.ones(n_persons, dtype=np.int64)
+    elif shape == "huge":       # one person holds most of the domain
+        degrees = rng.integers(1, 4, n_persons)
+        if n_persons:
+            degrees[rng.integers(n_persons)] = max(1, (3 * n_items) // 4)
+    elif shape == "empty":      # many persons hold nothing
+        degrees = np.where(rng.random(n_persons) < 0.6, 0, rng.integers(1, 12, n_persons))
+    elif shape == "contended":  # few items, everybody wants them
+        degrees = rng.integers(1, 6, n_persons)
+    else:
+        raise ValueError(shape)
+    degrees = np.minimum(degrees, n_items).astype(np.int64)
+    owner = np.repeat(np.arange(n_persons, dtype=np.int64), degrees)
+    if shape == "degree1":
+        drawn = rng.integers(0, n_items, len(owner))
+    else:                       # Zipf(1.05) popularity over the items
+        weights = np.cumsum(1.0 / np.arange(1, n_items + 1) ** 1.05)
+        drawn = np.minimum(np.searchsorted(weights, rng.random(len(owner)) * weights[-1]), n_items - 1)
+    if shape == "huge" and n_persons:  # the huge person's items: distinct, not Zipf
+        big = int(np.argmax(degrees))
+        mine = owner == big
+        drawn[mine] = rng.permutation(n_items)[: int(degrees[big])]
+    key = rng.permutation(n_items)   # the list order: a random key per item
+    pairs = np.unique(owner * n_items + key[drawn])  # distinct, sorted by (person, key)
+    person = pairs // n_items
+    items = np.argsort(key)[pairs - person * n_items]  # back from key to item
+    indptr = np.zeros(n_persons + 1, dtype=np.int64)
+    np.cumsum(np.bincount(person, minlength=n_persons), out=indptr[1:])
+    return indptr, items.astype(np.int64)
+
+
+# Threshold settings: numpy all the way (one block, or many tiny blocks),
+# an early hand-over to the sequential loops, and the defaults.
+_MODES = {
+    "vector": dict(_SEQUENTIAL_EDGES=1, _SEQUENTIAL_ROUND_EDGES=0, _SEQUENTIAL_PERSONS=0, _BLOCK_EDGES=10**9),
+    "blocks": dict(_SEQUENTIAL_EDGES=1, _SEQUENTIAL_ROUND_EDGES=0, _SEQUENTIAL_PERSONS=0, _BLOCK_EDGES=7),
+    "hybrid": dict(_SEQUENTIAL_EDGES=9, _SEQUENTIAL_ROUND_EDGES=40, _SEQUENTIAL_PERSONS=5, _BLOCK_EDGES=60),
+    "default": {},
+}
+
+
+def _set_mode(monkeypatch, mode: str) -> None:
+    for name, value in _MODES[mode].items():
+        monkeypatch.setattr(kernels, name, value)
+
+
+@contextlib.contextmanager
+def _thresholds(mode: str):
+    """The thresholds of ``mode`` for the duration of a block (for
+    hypothesis tests, where a function-scoped monkeypatch does not reset
+    between examples)."""
+    saved = {name: getattr(kernels, name) for name in _MODES[mode]}
+    try:
+        for name, value in _MODES[mode].items():
+            setattr(kernels, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(kernels, name, value)
+
+
+def _assert_same(indptr, items, n_items, max_bound):
+    want = greedy_match_rounds_reference(indptr, items, n_items, max_bound)
+    got = greedy_match_rounds(indptr, items, n_items, max_bound)
+    assert got.dtype == np.int32 and got.shape == (n_items,)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["vector", "blocks", "hybrid"])
+@pytest.mark.parametrize("shape", ["power", "degree1", "huge", "empty", "contended"])
+@pytest.mark.parametrize("seed", range(6))
+def test_vectorised_greedy_equals_reference_small(monkeypatch, mode, shape, seed):
+    rng = np.random.default_rng([seed, len(shape)])
+    _set_mode(monkeypatch, mode)
+    for n_persons in (0, 1, 2, 7, 60, 400):
+        n_items = 12 if shape == "contended" else int(rng.integers(5, 300))
+        indptr, items = _random_lists(rng, shape, n_persons, n_items)
+        max_degree = int(np.diff(indptr).max(initial=0))
+        for max_bound in sorted({1, 2, 3, max(1, max_degree), max_degree + 4}):
+            _assert_same(indptr, items, n_items, max_bound)
+
+
+@pytest.mark.parametrize("mode", ["vector", "blocks", "default"])
+@pytest.mark.parametrize("shape", ["power", "degree1", "huge", "empty"])
+@pytest.mark.parametrize("seed", range(2))
+def test_vectorised_greedy_equals_reference_large(monkeypatch, mode, shape, seed):
+    rng = np.random.default_rng([seed, 99, len(shape)])
+    _set_mode(monkeypatch, mode)
+    n_items = 30_000 if shape != "degree1" else 8_000   # degree1: contention
+    indptr, items = _random_lists(rng, shape, 20_000, n_items)
+    for max_bound in (1, 5, 100):
+        _assert_same(indptr, items, n_items, max_bound)
+
+
+def test_vectorised_greedy_unused_items_offset_indptr_and_int32():
+    """Items nobody holds stay 0; an indptr that does not start at 0 and
+    int32 inputs give the reference's answer."""
+    rng = np.random.default_rng(5)
+    indptr, items = _random_lists(rng, "power", 3_000, 2_000)
+    padded = np.concatenate([np.array([7, 7, 7], dtype=np.int64), items])
+    for n_items in (2_000, 50_000):
+        want = greedy_match_rounds_reference(indptr + 3, padded, n_items, 20)
+        assert np.count_nonzero(want) > 0
+        np.testing.assert_array_equal(greedy_match_rounds(indptr + 3, padded, n_items, 20), want)
+        np.testing.assert_array_equal(
+            greedy_match_rounds(indptr.astype(np.int32), items.astype(np.int32), n_items, 20), want
+        )
+    assert greedy_match_rounds(np.array([0]), np.empty(0, np.int64), 4, 3).tolist() == [0, 0, 0, 0]
+    assert greedy_match_rounds(np.array([0, 2]), np.array([1, 3]), 4, 0).tolist() == [0, 0, 0, 0]
+
+
+def test_default_thresholds_use_the_vectorised_path(monkeypatch):
+    """The large equality tests at default thresholds go through numpy, not
+    only the sequential fallbacks (else they would test the loop twice)."""
+    calls = []
+    real = kernels._vector_block
+
+    def spy(owner, *args):
+        calls.append(len(owner))
+        return real(owner, *args)
+
+    monkeypatch.setattr(kernels, "_vector_block", spy)
+    indptr, items = _random_lists(np.random.default_rng(0), "power", 20_000, 30_000)
+    _assert_same(indptr, items, 30_000, 100)
+    assert len(calls) > 1 and max(calls) >= kernels._BLOCK_EDGES // 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 15), max_size=6, unique=True), max_size=25),
+    st.integers(1, 8),
+    st.sampled_from(["vector", "blocks", "hybrid"]),
+)
+def test_vectorised_greedy_equals_reference_property(lists, max_bound, mode):
+    indptr = np.cumsum([0] + [len(l) for l in lists]).astype(np.int64)
+    items = np.array([x for l in lists for x in l], dtype=np.int64)
+    with _thresholds(mode):
+        _assert_same(indptr, items, 16, max_bound)
+
+
+@settings(max_examples=150, deadline=None)
+@given(*neighbour_args, st.integers(1, 4), st.sampled_from(["vector", "blocks"]))
+def test_sharded_greedy_sensitivity_on_the_numpy_path(persons, extra, new_id, max_bound, shards, mode):
+    """The sensitivity property with the numpy iterations doing all the work
+    (at default thresholds these small inputs go to the loop)."""
+    persons = {p: u for p, u in persons.items() if p != new_id}
+    with _thresholds(mode):
+        _check_neighbour(lambda d: sharded_greedy(d, max_bound, shards), persons, extra, new_id, max_bound)
