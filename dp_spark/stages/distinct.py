@@ -467,19 +467,18 @@ GROUPED_ROUND_SCHEMA = T.StructType([
 ])
 
 
-def _group_ranks(pair: np.ndarray, row_of_pair: np.ndarray, order_key: np.ndarray, groups: int) -> np.ndarray:
+def _group_ranks(pair: np.ndarray, order_key: np.ndarray, groups: int) -> np.ndarray:
     """The rank (1 = first) of every distinct (person position, group) pair
     ``pair`` = position·G + group, sorted, among its person's pairs in the
     public order (xxhash64(person, group), group index): the per-person
     group cap's order (:func:`dp_spark.stages.groups.cap_groups`, whose
     ties, at probability 2^-64 per pair of a person's groups, fall to the
     group value; here to the key's index, the same for integer and string
-    keys). ``order_key[row_of_pair]``: each pair's xxhash64(person, group)."""
+    keys). ``order_key``: each pair's xxhash64(person, group)."""
     person = pair // groups
-    order = np.lexsort((pair - person * groups, order_key[row_of_pair], person))
-    sorted_person = person[order]
+    order = np.lexsort((order_key, person))  # stable: ties of the key stay in group order (pair is sorted)
     starts = np.ones(len(order), dtype=bool)
-    starts[1:] = sorted_person[1:] != sorted_person[:-1]
+    starts[1:] = person[order][1:] != person[order][:-1]
     first = np.flatnonzero(starts)
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order)) - first[np.cumsum(starts) - 1] + 1
@@ -525,55 +524,52 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     row_item = row_item[item_codes]
     item_group, item_key = np.divmod(np.asarray(group_items, dtype=np.int64)[item_order], len(sorted_keys))
     item_key = sorted_keys[item_key]
-    n_items, n_caps = len(item_order), 1 if caps is None else len(caps)
-    pair = position[person] * groups + row_group
-    if caps is None:
-        row_pair, row_cap = pair, np.zeros(len(pair), dtype=np.int64)
-    else:  # every row once per candidate whose cap keeps its group (ranks per distinct (person, group) pair)
-        by_pair = np.argsort(pair, kind="stable")  # a sort (np.unique's hash path is slower here)
-        sorted_pair = pair[by_pair]
-        starts = np.ones(len(pair), dtype=bool)
-        starts[1:] = sorted_pair[1:] != sorted_pair[:-1]
-        inverse = np.empty(len(pair), dtype=np.int64)
-        inverse[by_pair] = np.cumsum(starts) - 1
-        first = by_pair[starts]  # a row of every distinct pair
-        row_rank = _group_ranks(sorted_pair[starts], first, table.column(_GO).to_numpy(), groups)[inverse]
-        kept = [np.flatnonzero(row_rank <= c) for c in caps]
-        row_pair = np.concatenate([pair[rows] for rows in kept])
-        row_cap = np.concatenate([np.full(len(rows), k, dtype=np.int64) for k, rows in enumerate(kept)])
-        row_item = np.concatenate([row_item[rows] for rows in kept])
-        del kept
-    virtual = row_pair * n_caps + row_cap  # (person position, group, candidate): visiting order by person first
-    if (len(position) * groups * n_caps + 1) * max(n_items, 1) < _ONE_KEY_LIMIT:
-        edges_sorted = np.sort(virtual * n_items + row_item)  # (virtual person, item), deduplicated below
+    n_items = len(item_order)
+    pair = position[person] * groups + row_group  # the virtual person (person, group), in visiting order
+    # the deduplicated (virtual person, item) edges, sorted: every virtual person's adjacency list
+    if (len(position) * groups + 1) * max(n_items, 1) < _ONE_KEY_LIMIT:
+        edges_sorted = np.sort(pair * n_items + row_item)
         keep = np.ones(len(edges_sorted), dtype=bool)
         keep[1:] = edges_sorted[1:] != edges_sorted[:-1]
-        edge_person, edge_item = np.divmod(edges_sorted[keep], n_items)
+        edge_pair, edge_item = np.divmod(edges_sorted[keep], n_items)
+        del edges_sorted
     else:  # a partition too large for one 64-bit key: the same order by a two-key sort
-        order = np.lexsort((row_item, virtual))
-        edge_person, edge_item = virtual[order], row_item[order]
+        order = np.lexsort((row_item, pair))
+        edge_pair, edge_item = pair[order], row_item[order]
         keep = np.ones(len(order), dtype=bool)
-        keep[1:] = (edge_person[1:] != edge_person[:-1]) | (edge_item[1:] != edge_item[:-1])
-        edge_person, edge_item = edge_person[keep], edge_item[keep]
-    edge_cap = edge_person % n_caps
-    vitem = edge_cap * n_items + edge_item  # virtual items: (candidate, group + item key)
-    starts = np.ones(len(edge_person), dtype=bool)
-    starts[1:] = edge_person[1:] != edge_person[:-1]
+        keep[1:] = (edge_pair[1:] != edge_pair[:-1]) | (edge_item[1:] != edge_item[:-1])
+        edge_pair, edge_item = edge_pair[keep], edge_item[keep]
+    starts = np.ones(len(edge_pair), dtype=bool)
+    starts[1:] = edge_pair[1:] != edge_pair[:-1]
     heads = np.flatnonzero(starts)  # each virtual person's first edge
-    indptr = np.append(heads, len(edge_person))
-    head_shard = visit_shard[edge_person[heads] // (groups * n_caps)]
-    cuts = np.append(np.flatnonzero(np.diff(head_shard)) + 1, len(heads))
-    lo = 0
-    for hi in cuts:
-        rounds = greedy_match_rounds(indptr[lo:hi + 1] - indptr[lo], vitem[indptr[lo]:indptr[hi]],
-                                     n_caps * n_items, max_bound)
-        hit = np.flatnonzero(rounds)
-        cap_of, item_of = np.divmod(hit, n_items)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(cap_of, pa.int32()), pa.array(item_group[item_of], pa.int32()),
-             pa.array(item_key[item_of], pa.int64()), pa.array(rounds[hit], pa.int32())],
-            names=[_CAND, GROUP_INDEX, ITEM_KEY, ROUND])
-        lo = hi
+    head_pair = edge_pair[heads]
+    degree = np.diff(np.append(heads, len(edge_pair)))
+    head_shard = visit_shard[head_pair // groups]
+    if caps is None:
+        kept_by_cap = [None]
+    else:  # each (person, group)'s rank among the person's groups; cap k keeps ranks <= caps[k]
+        order_key = np.empty(len(heads), dtype=np.int64)
+        order_key[np.searchsorted(head_pair, pair)] = table.column(_GO).to_numpy()  # a function of the pair
+        rank = _group_ranks(head_pair, order_key, groups)
+        kept_by_cap = [rank <= c for c in caps]
+    # every (candidate, shard) is its own greedy: virtual groups of different candidates, or of one shard's
+    # groups, never share an item, and each keeps the visiting order (person position, then group)
+    for k, kept in enumerate(kept_by_cap):
+        sel_shard, sel_degree = (head_shard, degree) if kept is None else (head_shard[kept], degree[kept])
+        sel_items = edge_item if kept is None else edge_item[np.repeat(kept, degree)]
+        indptr = np.zeros(len(sel_degree) + 1, dtype=np.int64)
+        np.cumsum(sel_degree, out=indptr[1:])
+        cuts = np.append(np.flatnonzero(np.diff(sel_shard)) + 1, len(sel_degree))
+        lo = 0
+        for hi in cuts:
+            rounds = greedy_match_rounds(indptr[lo:hi + 1] - indptr[lo], sel_items[indptr[lo]:indptr[hi]],
+                                         n_items, max_bound)
+            hit = np.flatnonzero(rounds)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(np.full(len(hit), k, dtype=np.int32)), pa.array(item_group[hit], pa.int32()),
+                 pa.array(item_key[hit], pa.int64()), pa.array(rounds[hit], pa.int32())],
+                names=[_CAND, GROUP_INDEX, ITEM_KEY, ROUND])
+            lo = hi
 
 
 def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, groups: int, candidates,
