@@ -459,6 +459,15 @@ _ONE_KEY_LIMIT = 1 << 62
 _CAND = "_cap"
 _GO = "_group_order"
 
+_COUNT = "_count"
+#: One shard: the kernel emits its histogram itself (tests switch it off to compare with the per-item path).
+_KERNEL_HISTOGRAM = True
+GROUPED_HISTOGRAM_SCHEMA = T.StructType([
+    T.StructField(_CAND, T.IntegerType()),
+    T.StructField(GROUP_INDEX, T.IntegerType()),
+    T.StructField(_BUCKET, T.IntegerType()),
+    T.StructField(_COUNT, T.LongType()),
+])
 GROUPED_ROUND_SCHEMA = T.StructType([
     T.StructField(_CAND, T.IntegerType()),
     T.StructField(GROUP_INDEX, T.IntegerType()),
@@ -486,7 +495,7 @@ def _group_ranks(pair: np.ndarray, order_key: np.ndarray, groups: int) -> np.nda
 
 
 def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int, shards: int | None, groups: int,
-                              caps: tuple | None) -> Iterator[pa.RecordBatch]:
+                              caps: tuple | None, buckets: tuple | None = None) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of the grouped greedy: Algorithm 2's greedy run
     independently for every (cap candidate k, group g), on each shard.
 
@@ -506,7 +515,10 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     kernel runs it on those rows alone (tested), so
     the ungrouped kernel's argument holds per virtual group. Emits (k, group
     index, item key, round) for every matched virtual item (k = 0 without
-    ``caps``).
+    ``caps``); with ``buckets`` (the bound candidates; only when no item can
+    be matched by two greedy calls of the job: one shard), their histogram
+    instead: (k, group index, j, number of items whose round is at most
+    buckets[j] and above buckets[j-1]).
     NON-PRIVATE."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
@@ -565,10 +577,19 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
             rounds = greedy_match_rounds(indptr[lo:hi + 1] - indptr[lo], sel_items[indptr[lo]:indptr[hi]],
                                          n_items, max_bound)
             hit = np.flatnonzero(rounds)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(np.full(len(hit), k, dtype=np.int32)), pa.array(item_group[hit], pa.int32()),
-                 pa.array(item_key[hit], pa.int64()), pa.array(rounds[hit], pa.int32())],
-                names=[_CAND, GROUP_INDEX, ITEM_KEY, ROUND])
+            if buckets is not None:  # (group, smallest candidate >= the round) counts
+                cell = item_group[hit] * len(buckets) + np.searchsorted(np.asarray(buckets), rounds[hit])
+                counts = np.bincount(cell, minlength=groups * len(buckets))
+                cell = np.flatnonzero(counts)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(np.full(len(cell), k, dtype=np.int32)), pa.array(cell // len(buckets), pa.int32()),
+                     pa.array(cell % len(buckets), pa.int32()), pa.array(counts[cell], pa.int64())],
+                    names=[_CAND, GROUP_INDEX, _BUCKET, _COUNT])
+            else:
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(np.full(len(hit), k, dtype=np.int32)), pa.array(item_group[hit], pa.int32()),
+                     pa.array(item_key[hit], pa.int64()), pa.array(rounds[hit], pa.int32())],
+                    names=[_CAND, GROUP_INDEX, ITEM_KEY, ROUND])
             lo = hi
 
 
@@ -620,13 +641,19 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
             partitions = greedy_partitions(edge_df.sparkSession, shards)
         rows = sharded_edges(edge_df, shards, partitions,
                              extra=(F.col(GROUP_INDEX), F.xxhash64(PERSON, GROUP).alias(_GO)))
-    rounds = rows.mapInArrow(partial(_grouped_greedy_partition, max_bound=cands[-1], shards=int(shards),
-                                     groups=int(groups), caps=caps), GROUPED_ROUND_SCHEMA)
-    per_item = rounds.groupBy(_CAND, GROUP_INDEX, ITEM_KEY).agg(F.min(ROUND).alias(ROUND))
-    bucket = F.lit(len(cands) - 1)
-    for j in range(len(cands) - 2, -1, -1):
-        bucket = F.when(F.col(ROUND) <= cands[j], F.lit(j)).otherwise(bucket)
-    hist_df = per_item.select(_CAND, GROUP_INDEX, bucket.alias(_BUCKET)).groupBy(_CAND, GROUP_INDEX, _BUCKET).count()
+    kernel = partial(_grouped_greedy_partition, max_bound=cands[-1], shards=int(shards), groups=int(groups),
+                     caps=caps)
+    if int(shards) == 1 and _KERNEL_HISTOGRAM:  # one shard: a virtual item is matched by one greedy call at most
+        hist_df = (rows.mapInArrow(partial(kernel, buckets=tuple(cands)), GROUPED_HISTOGRAM_SCHEMA)
+                   .groupBy(_CAND, GROUP_INDEX, _BUCKET).agg(F.sum(_COUNT).alias("count")))
+    else:  # an item may be matched in several shards: its round is the smallest
+        per_item = (rows.mapInArrow(kernel, GROUPED_ROUND_SCHEMA)
+                    .groupBy(_CAND, GROUP_INDEX, ITEM_KEY).agg(F.min(ROUND).alias(ROUND)))
+        bucket = F.lit(len(cands) - 1)
+        for j in range(len(cands) - 2, -1, -1):
+            bucket = F.when(F.col(ROUND) <= cands[j], F.lit(j)).otherwise(bucket)
+        hist_df = (per_item.select(_CAND, GROUP_INDEX, bucket.alias(_BUCKET))
+                   .groupBy(_CAND, GROUP_INDEX, _BUCKET).count())
     with spark_job("counting matched items per group and bound"):
         rows = hist_df.collect()  # at most caps × groups × len(candidates) rows
     n_caps = 1 if caps is None else len(caps)

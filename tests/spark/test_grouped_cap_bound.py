@@ -144,3 +144,19 @@ def test_counts_do_not_depend_on_the_layout(spark):
     capped = grouped_greedy_counts(df, 16, 3, len(KEYS), cands, caps=[1, 5], partitions=1)
     assert (capped[1] == base).all()  # cap 5 = the number of keys: nothing dropped
     assert (grouped_greedy_counts(df, 16, 3, len(KEYS), cands, caps=[1, 5], partitions=3) == capped).all()
+
+
+def test_one_shard_histogram_in_the_kernel_equals_the_per_item_path(spark, monkeypatch):
+    """With one shard the kernel emits its (cap, group, bucket) histogram
+    itself: the same counts as emitting every matched item's round and
+    combining them in Spark (the path every shard count > 1 takes)."""
+    import dp_spark.stages.distinct as distinct
+
+    rng = np.random.default_rng(33)
+    df = restricted(spark, random_rows(rng, rng.choice(1000, size=40, replace=False), items=8))
+    cands = bound_candidates(16)
+    fast = [grouped_greedy_counts(df, 16, 1, len(KEYS), cands, caps=caps) for caps in (None, [1, 2, 5])]
+    monkeypatch.setattr(distinct, "_KERNEL_HISTOGRAM", False)
+    slow = [grouped_greedy_counts(df, 16, 1, len(KEYS), cands, caps=caps) for caps in (None, [1, 2, 5])]
+    for a, b in zip(fast, slow):
+        assert a.shape == b.shape and (a == b).all() and a.sum() > 0
