@@ -382,9 +382,9 @@ def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
 #: Most public group keys one release takes (``groups=``). Three things grow
 #: with it: the driver receives the per-group summary, O(groups × summary)
 #: numbers (distinct-count: one count per bound candidate, at most 11); the
-#: mechanism runs once per group on the driver; and the grouped greedy packs
-#: the group's index into the top bits of a 64-bit item key (10 bits), so
-#: the item hash keeps 53. Counted on the public keys only, never the data.
+#: mechanism runs once per group on the driver; and the grouped greedy
+#: holds at most 2^10 groups (``stages.distinct.GROUP_INDEX_BITS``). Counted
+#: on the public keys only, never the data.
 MAX_PUBLIC_GROUPS = 1024
 #: Groups whose released values the JSON report carries (the first in the
 #: canonical, sorted order of the keys: dp_spark.releases.groups.canonical_keys);

@@ -6,7 +6,9 @@ never charges a ledger) → one edge table (every schema and null check,
 once; no data read) → public inputs the release reads before spending
 (top-k's domain) → for a grouped release (``params.group_by``), the
 public keys read, the edge table restricted to them and each person capped
-to ``max_groups`` groups (:mod:`dp_spark.releases.groups`) → a keyed run's recorded release, if any → ``plan.spend``
+to ``max_groups`` groups (:mod:`dp_spark.releases.groups`; a release whose
+stage caps persons itself, ``caps_in_stage``, gets the table uncapped: the
+grouped distinct-count, inside its kernel) → a keyed run's recorded release, if any → ``plan.spend``
 (refused before any data is read) → for keys chosen privately (``group_by``
 without ``groups``), the plan's "group_keys" step releases them
 (:mod:`dp_spark.releases.group_keys`) and the edge table is restricted and
@@ -102,7 +104,8 @@ def run_release(
         from dp_spark.releases.groups import grouped_edges
 
         # public keys read (refused past MAX_PUBLIC_GROUPS), rows restricted to them, each person capped
-        # to max_groups groups: per-person transformations, lazy; nothing spent yet
+        # to max_groups groups (unless the release's stage caps: caps_in_stage): per-person
+        # transformations, lazy; nothing spent yet
         plan, edge_df = grouped_edges(plan, edge_df, cap=not caps_in_stage)
     if prepare is not None:
         plan = prepare(plan, edge_df)  # public inputs only (e.g. top-k's domain), before spending
@@ -119,7 +122,8 @@ def run_release(
         from dp_spark.releases.groups import grouped_edges
 
         # the plan's "group_keys" step (spent above) releases the keys; then they act as public: the
-        # release runs exactly as with groups= those keys (restricted, capped edge table; same body)
+        # release runs exactly as with groups= those keys (restricted, capped edge table unless
+        # caps_in_stage; same body)
         keys, record, facts = choose_keys(plan, edge_df, rng)
         plan, edge_df = grouped_edges(plan, edge_df, keys=keys, cap=not caps_in_stage)
         release = keys_reported(body(plan, edge_df, rng, local), record, facts)

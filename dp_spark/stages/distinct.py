@@ -451,7 +451,8 @@ def validate_stage_parameters(max_bound, method, shards, edge_limit) -> None:
 #: The grouped kernel's input column: each row's group index (0..groups-1,
 #: the key's position among the public keys; dp_spark.releases.groups).
 GROUP_INDEX = "group_index"
-#: The grouped kernel holds at most 2^GROUP_INDEX_BITS groups (the public keys' limit, MAX_PUBLIC_GROUPS).
+#: The grouped kernel holds at most 2^GROUP_INDEX_BITS groups (the public keys' limit, MAX_PUBLIC_GROUPS);
+#: no longer a bit width: the group index travels as its own column.
 GROUP_INDEX_BITS = 10
 _BUCKET = "_bucket"
 #: Above this many (virtual person, item) keys a partition sorts its edges by two keys instead of one 64-bit key.
@@ -508,9 +509,9 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     among the person's groups (rank of g in the public order <= caps[k],
     :func:`_group_ranks`) — and holds exactly the person's items of g, in
     the ungrouped order (by key), as virtual items (k, g, item). So the
-    greedy of a shard visits persons in the ungrouped order (shard,
-    xxhash64(person), person), then a person's virtual persons by (g, k),
-    and two virtual groups never share an item: each (k, g) is the sharded
+    kernel runs one greedy per (candidate k, shard), visiting that shard's
+    kept virtual persons in the ungrouped order (xxhash64(person), person),
+    then a person's groups by index; two virtual groups never share an item: each (k, g) is the sharded
     greedy of the rows of g capped at caps[k], exactly as the ungrouped
     kernel runs it on those rows alone (tested), so
     the ungrouped kernel's argument holds per virtual group. Emits (k, group
@@ -527,6 +528,8 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     person, position, visit_shard = _visit_order(table, shards)
     row_key, sorted_keys = _item_order(table)
     row_group = table.column(GROUP_INDEX).to_numpy().astype(np.int64)
+    if row_group.min() < 0 or row_group.max() >= groups:  # the caller's contract (the release's indices are 0..G-1)
+        raise ValueError(f"grouped greedy: group_index must be in 0..{groups - 1} (the number of groups given)")
     # virtual items (group, item key), numbered in the order (group, key): a person's items of one group
     # are in the ungrouped kernel's order (by key)
     item_codes, group_items = pd.factorize(row_group * len(sorted_keys) + row_key)
@@ -614,7 +617,9 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     only if y keeps g under caps[k], and then each by 0..l, never down (the
     ungrouped argument, per virtual group; the cap is a per-person
     transformation computed from y's own rows); so at most m_k groups move
-    at cap k (at most m, the release's cap, without ``caps``). The driver
+    at cap k. Without ``caps`` nothing is capped: y's groups move (at most
+    m of them only when the caller's m >= the number of keys, so that the
+    cap could not drop a row, as the release ensures). The driver
     receives at most K × groups × len(candidates) rows (a histogram of
     matched virtual items by (cap, group, smallest candidate >= its round)).
 

@@ -160,3 +160,14 @@ def test_one_shard_histogram_in_the_kernel_equals_the_per_item_path(spark, monke
     slow = [grouped_greedy_counts(df, 16, 1, len(KEYS), cands, caps=caps) for caps in (None, [1, 2, 5])]
     for a, b in zip(fast, slow):
         assert a.shape == b.shape and (a == b).all() and a.sum() > 0
+
+
+def test_a_group_index_outside_the_groups_given_is_refused(spark):
+    """A direct caller's contract: group indices in 0..groups-1 (the release
+    builds them from the keys). An index past the count would merge one
+    person's groups with the next person's; it is refused instead."""
+    rng = np.random.default_rng(4)
+    df = restricted(spark, random_rows(rng, rng.choice(1000, size=10, replace=False)))
+    with pytest.raises(Exception, match="PYTHON_EXCEPTION"):  # raised in the kernel (the message is withheld)
+        grouped_greedy_counts(df, 4, 1, 3, bound_candidates(4), caps=[1])
+    assert grouped_greedy_counts(df, 4, 1, 5, bound_candidates(4), caps=[1]).shape == (1, 5, 2)

@@ -20,7 +20,6 @@ from dp_spark.releases.groups import GROUP_INDEX
 from dp_spark.settings.distinct_count import bound_candidates
 from dp_spark.stages.distinct import grouped_greedy_counts
 from dp_spark.stages.edges import GROUP, ITEM, PERSON
-from dp_spark.stages.groups import cap_groups
 
 SCHEMA = "person long, item string, group string"
 KEYS = [f"g{j}" for j in range(6)]
@@ -35,11 +34,14 @@ def random_rows(rng, persons, groups=5, items=12):
 
 
 def grouped_counts(spark, rows, m, max_bound, shards):
-    """The stage as the release runs it: public keys (index added), cap m, one pass."""
+    """The stage as the release runs it: public keys (index added), cap m inside the kernel (none when
+    m >= the number of keys), one pass."""
     edges = spark.createDataFrame(rows, SCHEMA)
     keys = spark.createDataFrame([(k, i) for i, k in enumerate(KEYS)], f"{GROUP} string, {GROUP_INDEX} int")
-    capped = cap_groups(edges.join(keys, on=GROUP), m)
-    return grouped_greedy_counts(capped, max_bound, shards, len(KEYS), bound_candidates(max_bound))
+    caps = None if m >= len(KEYS) else (m,)
+    out = grouped_greedy_counts(edges.join(keys, on=GROUP), max_bound, shards, len(KEYS), bound_candidates(max_bound),
+                                caps=caps)
+    return out if caps is None else out[0]
 
 
 @pytest.mark.parametrize("seed", range(5))
