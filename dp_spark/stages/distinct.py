@@ -648,9 +648,17 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
                              extra=(F.col(GROUP_INDEX), F.xxhash64(PERSON, GROUP).alias(_GO)))
     kernel = partial(_grouped_greedy_partition, max_bound=cands[-1], shards=int(shards), groups=int(groups),
                      caps=caps)
+    n_caps = 1 if caps is None else len(caps)
+    hist = np.zeros((n_caps, groups, len(cands)), dtype=np.int64)
     if int(shards) == 1 and _KERNEL_HISTOGRAM:  # one shard: a virtual item is matched by one greedy call at most
-        hist_df = (rows.mapInArrow(partial(kernel, buckets=tuple(cands)), GROUPED_HISTOGRAM_SCHEMA)
-                   .groupBy(_CAND, GROUP_INDEX, _BUCKET).agg(F.sum(_COUNT).alias("count")))
+        # the tasks' histograms themselves (at most partitions × caps × groups × candidates rows), summed here:
+        # no aggregation stage
+        with spark_job("counting matched items per group and bound"):
+            parts = rows.mapInArrow(partial(kernel, buckets=tuple(cands)), GROUPED_HISTOGRAM_SCHEMA).toArrow()
+        np.add.at(hist, (parts.column(_CAND).to_numpy(), parts.column(GROUP_INDEX).to_numpy(),
+                         parts.column(_BUCKET).to_numpy()), parts.column(_COUNT).to_numpy())
+        out = np.cumsum(hist, axis=2)
+        return out[0] if caps is None else out
     else:  # an item may be matched in several shards: its round is the smallest
         per_item = (rows.mapInArrow(kernel, GROUPED_ROUND_SCHEMA)
                     .groupBy(_CAND, GROUP_INDEX, ITEM_KEY).agg(F.min(ROUND).alias(ROUND)))
@@ -661,8 +669,6 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
                    .groupBy(_CAND, GROUP_INDEX, _BUCKET).count())
     with spark_job("counting matched items per group and bound"):
         rows = hist_df.collect()  # at most caps × groups × len(candidates) rows
-    n_caps = 1 if caps is None else len(caps)
-    hist = np.zeros((n_caps, groups, len(cands)), dtype=np.int64)
     for row in rows:
         hist[int(row[_CAND]), int(row[GROUP_INDEX]), int(row[_BUCKET])] += int(row["count"])
     out = np.cumsum(hist, axis=2)
