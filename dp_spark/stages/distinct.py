@@ -85,24 +85,45 @@ def greedy_partitions(spark, shards: int) -> int:
 
 # --------------------------------------------------------------------- greedy
 
-def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """(codes, rank of each code's value among the distinct values, the
-    distinct values when the ids are integers, else None): a hash
-    factorisation (no sort of the rows), then a sort of the distinct values
-    only. Ids are long or string; the rank orders longs numerically and
-    strings byte-wise, as a sort of the column would."""
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | pa.Array]:
+    """(codes, the distinct values: a numpy array for integer ids, else the
+    Arrow dictionary): a hash factorisation, no sort. Ids are long or string."""
     column = column.combine_chunks()
-    uniques = None
     if pa.types.is_integer(column.type):
         codes, uniques = pd.factorize(column.to_numpy(zero_copy_only=False))
-        order = np.argsort(uniques, kind="stable")
+        return np.asarray(codes, dtype=np.int64), uniques
+    encoded = pc.dictionary_encode(column)
+    return np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64), encoded.dictionary
+
+
+def _value_rank(values: np.ndarray | pa.Array) -> np.ndarray:
+    """The rank of each of :func:`_codes`' distinct values among them, as a
+    sort of the column would order them: longs numerically, strings byte-wise."""
+    if isinstance(values, np.ndarray):
+        order = np.argsort(values, kind="stable")
     else:
-        encoded = pc.dictionary_encode(column)
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        order = pc.sort_indices(encoded.dictionary).to_numpy()
+        order = pc.sort_indices(values).to_numpy()
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
-    return np.asarray(codes, dtype=np.int64), rank, uniques
+    return rank
+
+
+def _visiting_order(shard_of: np.ndarray, key_of: np.ndarray, rank_of) -> np.ndarray:
+    """The argsort of distinct persons by (shard, order key, value rank):
+    one sort by the 64-bit order key, then a stable sort by shard; the value
+    rank (``rank_of()``, computed only then) decides only between equal keys
+    (xxhash64 collisions, probability about n²/2^65), which fall back to the
+    three-key sort. The same order either way (tested)."""
+    visit = np.argsort(key_of)
+    sorted_key = key_of[visit]
+    if np.any(sorted_key[1:] == sorted_key[:-1]):
+        return np.lexsort((rank_of(), key_of, shard_of))
+    if len(visit) and shard_of.min() != shard_of.max():
+        shard_sorted = shard_of[visit]
+        if shard_of.min() >= 0 and shard_of.max() < 1 << 15:  # a 16-bit stable sort is a radix sort
+            shard_sorted = shard_sorted.astype(np.int16)
+        visit = visit[np.argsort(shard_sorted, kind="stable")]
+    return visit
 
 
 def _visit_order(table: pa.Table, shards: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -113,10 +134,10 @@ def _visit_order(table: pa.Table, shards: int | None) -> tuple[np.ndarray, np.nd
     pmod(murmur3(person), ``shards``) and the order key xxhash64(person)
     computed here from the distinct persons (Spark's hashes bit for bit);
     other rows carry both, checked to be functions of the person."""
-    person, person_rank, person_values = _codes(table.column(PERSON))
-    n_persons = len(person_rank)
+    person, person_values = _codes(table.column(PERSON))
+    n_persons = len(person_values)
     if _SHARD not in table.column_names:  # lean rows: the shard and order key from the distinct persons
-        if shards is None or person_values is None:
+        if shards is None or not isinstance(person_values, np.ndarray):
             raise ValueError("greedy partition: lean rows need long persons and the shard count")
         shard_of = np.mod(murmur3_long(person_values).astype(np.int64), int(shards))
         key_of = xxhash64_long(person_values)
@@ -130,7 +151,7 @@ def _visit_order(table: pa.Table, shards: int | None) -> tuple[np.ndarray, np.nd
         key_of[person] = person_key
         if not (np.array_equal(shard_of[person], shard) and np.array_equal(key_of[person], person_key)):
             raise ValueError("greedy partition: the shard and the person key must be functions of the person")
-    visit = np.lexsort((person_rank, key_of, shard_of))  # distinct persons in visiting order
+    visit = _visiting_order(shard_of, key_of, lambda: _value_rank(person_values))
     position = np.empty(n_persons, dtype=np.int64)
     position[visit] = np.arange(n_persons)
     return person, position, shard_of[visit]
@@ -145,6 +166,29 @@ def _item_order(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     item_position = np.empty(len(items), dtype=np.int64)
     item_position[item_order] = np.arange(len(items))
     return item_position[item_codes], np.asarray(items, dtype=np.int64)[item_order]
+
+
+def _firsts(values: np.ndarray) -> np.ndarray:
+    """True where an entry of a sorted array differs from its predecessor
+    (and at the start): the first of every run of equal values."""
+    first = np.ones(len(values), dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=first[1:])
+    return first
+
+
+def _adjacency(owner: np.ndarray, item: np.ndarray, n_owners: int, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (owner, item) edges sorted by (owner, item): every
+    owner's deduplicated adjacency list, in item order. ``owner`` in
+    0..n_owners-1, ``item`` in 0..n_items-1. One sort of the 64-bit key
+    owner·n_items + item when it fits (below _ONE_KEY_LIMIT), else the same
+    order by a two-key sort."""
+    if int(n_owners) * max(int(n_items), 1) < _ONE_KEY_LIMIT:
+        keys = np.sort(owner * n_items + item)
+        return np.divmod(keys[_firsts(keys)], n_items)
+    order = np.lexsort((item, owner))
+    owner, item = owner[order], item[order]
+    keep = _firsts(owner) | _firsts(item)
+    return owner[keep], item[keep]
 
 
 def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
@@ -177,12 +221,7 @@ def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     n_persons = len(position)
     row_item, sorted_items = _item_order(table)
     n_items = len(sorted_items)
-    pairs = np.sort(position[person] * n_items + row_item)
-    keep = np.ones(len(pairs), dtype=bool)
-    keep[1:] = pairs[1:] != pairs[:-1]
-    pairs = pairs[keep]
-    pair_person = pairs // n_items
-    pair_item = pairs - pair_person * n_items
+    pair_person, pair_item = _adjacency(position[person], row_item, n_persons, n_items)
     indptr = np.zeros(n_persons + 1, dtype=np.int64)
     np.cumsum(np.bincount(pair_person, minlength=n_persons), out=indptr[1:])
     cuts = np.append(np.flatnonzero(np.diff(visit_shard)) + 1, n_persons)
@@ -487,12 +526,43 @@ def _group_ranks(pair: np.ndarray, order_key: np.ndarray, groups: int) -> np.nda
     keys). ``order_key``: each pair's xxhash64(person, group)."""
     person = pair // groups
     order = np.lexsort((order_key, person))  # stable: ties of the key stay in group order (pair is sorted)
-    starts = np.ones(len(order), dtype=bool)
-    starts[1:] = person[order][1:] != person[order][:-1]
+    starts = _firsts(person[order])
     first = np.flatnonzero(starts)
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order)) - first[np.cumsum(starts) - 1] + 1
     return rank
+
+
+#: Virtual items are numbered (group, key rank) directly while that range is at most this many times the
+#: partition's edges (plus _SPARSE_SLACK): the greedy's per-item arrays stay proportional to the rows.
+_SPARSE_FACTOR = 4
+_SPARSE_SLACK = 1 << 16
+
+
+def _virtual_items(group: np.ndarray, key: np.ndarray, sorted_keys: np.ndarray, groups: int):
+    """Numbers for the virtual items (group index, item key) of the
+    deduplicated edges (``key``: the position of the item key in
+    ``sorted_keys``): (each edge's number, how many numbers, a function from
+    numbers to (group index, item key) arrays). The greedy only needs equal
+    numbers for equal virtual items, and its result does not depend on which
+    numbers (items are visited in each list's order, not by number). The
+    number is (the group's position among the partition's groups) × keys +
+    key rank, without a hash pass, while that range stays within
+    _SPARSE_FACTOR × the edges (+ _SPARSE_SLACK); else a factorisation."""
+    n_keys = len(sorted_keys)
+    present = np.flatnonzero(np.bincount(group, minlength=groups))
+    local = np.zeros(groups, dtype=np.int64)
+    local[present] = np.arange(len(present))
+    number = local[group] * n_keys + key
+    if len(present) * n_keys <= _SPARSE_FACTOR * len(number) + _SPARSE_SLACK:
+        return number, len(present) * n_keys, lambda hit: (present[hit // n_keys], sorted_keys[hit % n_keys])
+    codes, uniques = pd.factorize(number)
+    uniques = np.asarray(uniques, dtype=np.int64)
+
+    def item_of(hit):
+        g, k = np.divmod(uniques[hit], n_keys)
+        return present[g], sorted_keys[k]
+    return np.asarray(codes, dtype=np.int64), len(uniques), item_of
 
 
 def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int, shards: int | None, groups: int,
@@ -530,33 +600,11 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     row_group = table.column(GROUP_INDEX).to_numpy().astype(np.int64)
     if row_group.min() < 0 or row_group.max() >= groups:  # the caller's contract (the release's indices are 0..G-1)
         raise ValueError(f"grouped greedy: group_index must be in 0..{groups - 1} (the number of groups given)")
-    # virtual items (group, item key), numbered in the order (group, key): a person's items of one group
-    # are in the ungrouped kernel's order (by key)
-    item_codes, group_items = pd.factorize(row_group * len(sorted_keys) + row_key)
-    item_order = np.argsort(group_items, kind="stable")
-    row_item = np.empty(len(group_items), dtype=np.int64)
-    row_item[item_order] = np.arange(len(group_items))
-    row_item = row_item[item_codes]
-    item_group, item_key = np.divmod(np.asarray(group_items, dtype=np.int64)[item_order], len(sorted_keys))
-    item_key = sorted_keys[item_key]
-    n_items = len(item_order)
     pair = position[person] * groups + row_group  # the virtual person (person, group), in visiting order
-    # the deduplicated (virtual person, item) edges, sorted: every virtual person's adjacency list
-    if (len(position) * groups + 1) * max(n_items, 1) < _ONE_KEY_LIMIT:
-        edges_sorted = np.sort(pair * n_items + row_item)
-        keep = np.ones(len(edges_sorted), dtype=bool)
-        keep[1:] = edges_sorted[1:] != edges_sorted[:-1]
-        edge_pair, edge_item = np.divmod(edges_sorted[keep], n_items)
-        del edges_sorted
-    else:  # a partition too large for one 64-bit key: the same order by a two-key sort
-        order = np.lexsort((row_item, pair))
-        edge_pair, edge_item = pair[order], row_item[order]
-        keep = np.ones(len(order), dtype=bool)
-        keep[1:] = (edge_pair[1:] != edge_pair[:-1]) | (edge_item[1:] != edge_item[:-1])
-        edge_pair, edge_item = edge_pair[keep], edge_item[keep]
-    starts = np.ones(len(edge_pair), dtype=bool)
-    starts[1:] = edge_pair[1:] != edge_pair[:-1]
-    heads = np.flatnonzero(starts)  # each virtual person's first edge
+    # every virtual person's deduplicated adjacency list, by item key (the ungrouped kernel's order)
+    edge_pair, edge_key = _adjacency(pair, row_key, len(position) * groups, len(sorted_keys))
+    edge_item, n_items, item_of = _virtual_items(edge_pair % groups, edge_key, sorted_keys, groups)
+    heads = np.flatnonzero(_firsts(edge_pair))  # each virtual person's first edge
     head_pair = edge_pair[heads]
     degree = np.diff(np.append(heads, len(edge_pair)))
     head_shard = visit_shard[head_pair // groups]
@@ -581,7 +629,7 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
                                          n_items, max_bound)
             hit = np.flatnonzero(rounds)
             if buckets is not None:  # (group, smallest candidate >= the round) counts
-                cell = item_group[hit] * len(buckets) + np.searchsorted(np.asarray(buckets), rounds[hit])
+                cell = item_of(hit)[0] * len(buckets) + np.searchsorted(np.asarray(buckets), rounds[hit])
                 counts = np.bincount(cell, minlength=groups * len(buckets))
                 cell = np.flatnonzero(counts)
                 yield pa.RecordBatch.from_arrays(
@@ -589,9 +637,10 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
                      pa.array(cell % len(buckets), pa.int32()), pa.array(counts[cell], pa.int64())],
                     names=[_CAND, GROUP_INDEX, _BUCKET, _COUNT])
             else:
+                item_group, item_key = item_of(hit)
                 yield pa.RecordBatch.from_arrays(
-                    [pa.array(np.full(len(hit), k, dtype=np.int32)), pa.array(item_group[hit], pa.int32()),
-                     pa.array(item_key[hit], pa.int64()), pa.array(rounds[hit], pa.int32())],
+                    [pa.array(np.full(len(hit), k, dtype=np.int32)), pa.array(item_group, pa.int32()),
+                     pa.array(item_key, pa.int64()), pa.array(rounds[hit], pa.int32())],
                     names=[_CAND, GROUP_INDEX, ITEM_KEY, ROUND])
             lo = hi
 

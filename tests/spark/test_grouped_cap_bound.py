@@ -107,8 +107,9 @@ def test_kernel_matches_a_per_group_ungrouped_run(spark):
 @pytest.mark.parametrize("caps", [None, (1,), (1, 2, 4)])
 def test_kernel_two_key_sort_gives_the_one_key_result(monkeypatch, caps):
     """A partition too large for one 64-bit (virtual person, item) key
-    sorts by two keys: the same matched items and rounds (forced here by
-    lowering the limit)."""
+    sorts by two keys, and one with too many (group, item key) numbers for
+    a direct numbering factorises them: the same matched items and rounds
+    (forced here by lowering the limits)."""
     import pyarrow as pa
 
     import dp_spark.stages.distinct as distinct
@@ -127,6 +128,9 @@ def test_kernel_two_key_sort_gives_the_one_key_result(monkeypatch, caps):
         return sorted(zip(*[out.column(c).to_pylist() for c in out.column_names]))
 
     one_key = run()
+    monkeypatch.setattr(distinct, "_SPARSE_FACTOR", 0)  # virtual items numbered by a factorisation
+    monkeypatch.setattr(distinct, "_SPARSE_SLACK", 0)
+    assert run() == one_key
     monkeypatch.setattr(distinct, "_ONE_KEY_LIMIT", 1)
     assert run() == one_key and len(one_key) > 50
 
