@@ -51,8 +51,12 @@ RELEASE = "distinct-count"
 SHARD_EPSILON_SHARE = 0.01
 MATCHING_EPSILON_SHARE = 0.01
 #: The automatic shard count reads the persons of a fixed 1-in-PERSON_SAMPLE
-#: hash sample of the ids (public), then scales the noisy count up.
-PERSON_SAMPLE = 16
+#: hash sample of the ids (public), then scales the noisy count up. 64 (was
+#: 16, issue 26): the count's aggregation shrinks to the scan's cost (20M
+#: rows: 2.40 s -> 1.37 s), while the shard rule (one per 200,000 persons)
+#: sees a sampling error of about 8·sqrt(persons) and a noise scale of
+#: 6,400/ε persons (ε/100 on the sampled count, times 64): 3% of a shard at ε = 1.
+PERSON_SAMPLE = 64
 SHARD_STEP = f"shard count (discrete Laplace on the number of persons in a fixed 1-in-{PERSON_SAMPLE} hash sample)"
 MATCHING_STEP = "matching size check (discrete Laplace on the number of truncated (person, item) pairs)"
 SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with max(l, l') denominators, "

@@ -44,7 +44,7 @@ def test_release_report_shape_and_values(small, report_schema):
     assert 0 <= result["lower_bound"] <= result["estimate"]
     assert report["seeded"] is True and report["publishable"] is False and "warning" in report
     assert release.estimate == result["estimate"] == release.result["estimate"]  # values are attributes too
-    assert report["parameters"]["shards_chosen"] == "automatically (noisy person count of a 1-in-16 hash sample)"
+    assert report["parameters"]["shards_chosen"] == "automatically (noisy person count of a 1-in-64 hash sample)"
     assert "1-differential privacy" in release.statement
     assert release.artifacts == {}  # a single count: nothing too large for the report
     with pytest.raises(dataclasses.FrozenInstanceError):
