@@ -523,9 +523,26 @@ def _group_ranks(pair: np.ndarray, order_key: np.ndarray, groups: int) -> np.nda
     group cap's order (:func:`dp_spark.stages.groups.cap_groups`, whose
     ties, at probability 2^-64 per pair of a person's groups, fall to the
     group value; here to the key's index, the same for integer and string
-    keys). ``order_key``: each pair's xxhash64(person, group)."""
+    keys). ``order_key``: each pair's xxhash64(person, group).
+
+    How: one sort of a 64-bit key, the person position then the top bits of
+    the order key (sign bit flipped: the signed order); two pairs of one
+    person with equal top bits (probability about k²/2^(64-b) for k groups
+    of a person, b the person position's bits) fall back to the two-key
+    sort, ties of the full key in group order. The same ranks either way
+    (tested)."""
     person = pair // groups
-    order = np.lexsort((order_key, person))  # stable: ties of the key stay in group order (pair is sorted)
+    bits = int(person[-1]).bit_length() if len(person) else 0  # pair is sorted: the last person is the largest
+    shift = 63 - bits
+    order = None
+    if shift >= 16:
+        top = ((order_key.view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(64 - shift)).view(np.int64)
+        one_key = (person << shift) | top
+        order = np.argsort(one_key)
+        if not _firsts(one_key[order]).all():
+            order = None
+    if order is None:
+        order = np.lexsort((order_key, person))  # stable: ties of the key stay in group order (pair is sorted)
     starts = _firsts(person[order])
     first = np.flatnonzero(starts)
     rank = np.empty(len(order), dtype=np.int64)
@@ -611,8 +628,12 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     if caps is None:
         kept_by_cap = [None]
     else:  # each (person, group)'s rank among the person's groups; cap k keeps ranks <= caps[k]
-        order_key = np.empty(len(heads), dtype=np.int64)
-        order_key[np.searchsorted(head_pair, pair)] = table.column(_GO).to_numpy()  # a function of the pair
+        # each pair's order key (a function of the pair) in head order: the rows' pairs factorised, the key
+        # scattered by code, the distinct pairs sorted (they are the heads: every row's pair has an edge)
+        codes, row_pairs = pd.factorize(pair)
+        key_of_code = np.empty(len(row_pairs), dtype=np.int64)
+        key_of_code[codes] = table.column(_GO).to_numpy()
+        order_key = key_of_code[np.argsort(row_pairs)]
         rank = _group_ranks(head_pair, order_key, groups)
         kept_by_cap = [rank <= c for c in caps]
     # every (candidate, shard) is its own greedy: virtual groups of different candidates, or of one shard's
@@ -708,14 +729,14 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
                          parts.column(_BUCKET).to_numpy()), parts.column(_COUNT).to_numpy())
         out = np.cumsum(hist, axis=2)
         return out[0] if caps is None else out
-    else:  # an item may be matched in several shards: its round is the smallest
-        per_item = (rows.mapInArrow(kernel, GROUPED_ROUND_SCHEMA)
-                    .groupBy(_CAND, GROUP_INDEX, ITEM_KEY).agg(F.min(ROUND).alias(ROUND)))
-        bucket = F.lit(len(cands) - 1)
-        for j in range(len(cands) - 2, -1, -1):
-            bucket = F.when(F.col(ROUND) <= cands[j], F.lit(j)).otherwise(bucket)
-        hist_df = (per_item.select(_CAND, GROUP_INDEX, bucket.alias(_BUCKET))
-                   .groupBy(_CAND, GROUP_INDEX, _BUCKET).count())
+    # several shards: an item may be matched in several, its round is the smallest
+    per_item = (rows.mapInArrow(kernel, GROUPED_ROUND_SCHEMA)
+                .groupBy(_CAND, GROUP_INDEX, ITEM_KEY).agg(F.min(ROUND).alias(ROUND)))
+    bucket = F.lit(len(cands) - 1)
+    for j in range(len(cands) - 2, -1, -1):
+        bucket = F.when(F.col(ROUND) <= cands[j], F.lit(j)).otherwise(bucket)
+    hist_df = (per_item.select(_CAND, GROUP_INDEX, bucket.alias(_BUCKET))
+               .groupBy(_CAND, GROUP_INDEX, _BUCKET).count())
     with spark_job("counting matched items per group and bound"):
         rows = hist_df.collect()  # at most caps × groups × len(candidates) rows
     for row in rows:

@@ -175,3 +175,32 @@ def test_a_group_index_outside_the_groups_given_is_refused(spark):
     with pytest.raises(Exception, match="PYTHON_EXCEPTION"):  # raised in the kernel (the message is withheld)
         grouped_greedy_counts(df, 4, 1, 3, bound_candidates(4), caps=[1])
     assert grouped_greedy_counts(df, 4, 1, 5, bound_candidates(4), caps=[1]).shape == (1, 5, 2)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_group_ranks_equal_the_two_key_sort(seed):
+    """The kernel ranks a person's groups by one 64-bit sort (the person,
+    then the order key's top bits), falling back to the two-key sort when two
+    of one person's keys share their top bits: the same ranks as the two-key
+    sort by (person, order key), ties of the key in group order. Keys drawn
+    from a few values force full ties; keys differing only in their low bits
+    force the fallback; large persons leave fewer key bits."""
+    from dp_spark.stages.distinct import _group_ranks
+
+    rng = np.random.default_rng(seed)
+    groups = 7
+    persons = rng.choice(np.int64(1) << rng.choice([4, 20, 40]), size=300)
+    pair = np.unique(persons * groups + rng.integers(0, groups, size=300))
+    kind = seed % 3
+    if kind == 0:
+        key = rng.integers(-2**63, 2**63 - 1, size=len(pair), dtype=np.int64)
+    elif kind == 1:
+        key = rng.integers(-3, 3, size=len(pair)).astype(np.int64)  # full ties
+    else:
+        key = (np.int64(1) << 40) + rng.integers(0, 8, size=len(pair)).astype(np.int64)  # low bits only differ
+    person = pair // groups
+    order = np.lexsort((key, person))
+    first = np.flatnonzero(np.r_[True, person[order][1:] != person[order][:-1]])
+    want = np.empty(len(pair), dtype=np.int64)
+    want[order] = np.arange(len(pair)) - first[np.cumsum(np.r_[True, person[order][1:] != person[order][:-1]]) - 1] + 1
+    assert _group_ranks(pair, key, groups).tolist() == want.tolist()
