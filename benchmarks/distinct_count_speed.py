@@ -284,7 +284,7 @@ def profile_greedy(spark, path: str, max_bound: int, shards: int, reps: int) -> 
     the Arrow transfer, and the batches-only step the transfer from the
     kernel."""
 
-    from dp_spark.plans.distinct_count import PERSON_SAMPLE
+    from dp_spark.plans.distinct_count import PERSON_SAMPLE  # the sample at ε >= 1
     from dp_spark.stages.distinct import ROUND_SCHEMA, bounded_distinct_counts, greedy_rounds, sharded_edges
     from dp_spark.stages.edges import count_sampled_persons, edges
 

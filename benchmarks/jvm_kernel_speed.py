@@ -155,7 +155,7 @@ def measure(spark, path: str, rows: int, *, reps: int, max_bound: int, shards: i
     from pyspark.sql import functions as F
 
     import dp_spark
-    from dp_spark.plans.distinct_count import PERSON_SAMPLE
+    from dp_spark.plans.distinct_count import PERSON_SAMPLE  # the sample at ε >= 1
     from dp_spark.stages.edges import count_sampled_persons, edges
 
     def edge_df():

@@ -50,14 +50,30 @@ from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the 
 RELEASE = "distinct-count"
 SHARD_EPSILON_SHARE = 0.01
 MATCHING_EPSILON_SHARE = 0.01
-#: The automatic shard count reads the persons of a fixed 1-in-PERSON_SAMPLE
-#: hash sample of the ids (public), then scales the noisy count up. 64 (was
-#: 16, issue 26): the count's aggregation shrinks to the scan's cost (20M
-#: rows: 2.40 s -> 1.37 s), while the shard rule (one per 200,000 persons)
-#: sees a sampling error of about 8·sqrt(persons) and a noise scale of
-#: 6,400/ε persons (ε/100 on the sampled count, times 64): 3% of a shard at ε = 1.
+#: The automatic shard count reads the persons of a fixed 1-in-r hash sample
+#: of the ids (public), then scales the noisy count up: r =
+#: :func:`person_sample` of the step's ε, at most PERSON_SAMPLE = 64 (was a
+#: fixed 16; issue 26: at 20M rows the count took 2.40 s at 1 in 16 and 1.37
+#: s at 1 in 64, near the scan's cost) and small enough that the noise, scale
+#: r/ε_shards persons, stays within SAMPLE_NOISE_PERSONS = 6,400 (3% of a
+#: shard of 200,000 persons): r = 64 from ε = 1 (ε_shards = ε/100), 16 at
+#: ε = 0.25, 1 (every person) below ε = 0.02. Sampling error about
+#: sqrt(r·persons).
 PERSON_SAMPLE = 64
-SHARD_STEP = f"shard count (discrete Laplace on the number of persons in a fixed 1-in-{PERSON_SAMPLE} hash sample)"
+SAMPLE_NOISE_PERSONS = 6_400
+SHARD_STEP = ("shard count (discrete Laplace on the number of persons in a fixed hash sample of 1 in up to "
+              f"{PERSON_SAMPLE})")
+
+
+def person_sample(epsilon_shards: float) -> int:
+    """1 in how many persons the automatic shard count reads (public: a
+    function of the shard step's ε only): the largest power of two r <=
+    PERSON_SAMPLE with r/ε_shards <= SAMPLE_NOISE_PERSONS (the count's noise
+    scale in persons, scaled up by r), or 1."""
+    r = PERSON_SAMPLE
+    while r > 1 and r > SAMPLE_NOISE_PERSONS * float(epsilon_shards) * (1 + 1e-9):
+        r //= 2
+    return r
 MATCHING_STEP = "matching size check (discrete Laplace on the number of truncated (person, item) pairs)"
 SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with max(l, l') denominators, "
                "permute-and-flip, over l = 1, 4, 16, 64, ... "
@@ -112,7 +128,7 @@ class Params(GroupParams):
                            limit=MAX_BOUND_LIMIT)
     method: str = param("greedy", "how bounded counts are computed", choices=METHODS)
     shards: int | None = param(None, "greedy: number of person shards (default: one per 200,000 persons, "
-                               f"from a noisy count of a 1-in-{PERSON_SAMPLE} hash sample of persons that "
+                               f"from a noisy count of a hash sample of 1 in up to {PERSON_SAMPLE} persons that "
                                f"spends ε/100; at most {MAX_SHARDS:,})", limit=MAX_SHARDS, cli_type=int)
     edge_limit: int = param(DEFAULT_EDGE_LIMIT, "matching: most (person, item) pairs collected to the "
                             f"driver (at most {MAX_EDGE_LIMIT:,}); a noisy pair count (ε/100) decides whether "

@@ -13,17 +13,18 @@ run sharded on Spark), plus the paper's sampling baseline.
 Pipeline and budget split (basic composition, total ε-DP):
 
 0. Only for ``method="greedy"`` with ``shards=None`` (automatic): ε/100 —
-   discrete Laplace noise on the number of persons in a fixed 1-in-64 hash
-   sample of the ids (``PERSON_SAMPLE``; whether a person is in it is a
-   public function of its id, so the count has sensitivity 1), times 64,
+   discrete Laplace noise on the number of persons in a fixed 1-in-r hash
+   sample of the ids (whether a person is in it is a public function of its
+   id, so the count has sensitivity 1), times r,
    picks the number of greedy shards, one per 200,000 persons. Sharding loses
    accuracy when shards hold few persons, and a shard count that depended on
    the true size would break the sensitivity argument; a noisy count keeps it
    (each fixed shard count gives sensitivity l, and the choice is DP). The
-   sample makes this step's aggregation a 64th of a full distinct-person
-   count's (the scan remains); its sampling error, about 8·sqrt(persons),
-   and its noise (scale 6,400/ε persons) are small against 200,000
-   persons per shard.
+   sample makes this step's aggregation a 1/r-th of a full distinct-person
+   count's (the scan remains): r = ``person_sample(ε/100)``
+   (:mod:`dp_spark.plans.distinct_count`), 64 from ε = 1, smaller below so
+   that the noise (scale r·100/ε persons) stays within 6,400; its sampling
+   error, about sqrt(r·persons), is small against 200,000 persons per shard.
    The rest, ε' = 0.99·ε, is split as below; with explicit shards ε' = ε.
 0'. Only for ``method="matching"``: ε/100 — the private size check (Knop &
    Steinke's exact Algorithm 1 needs the edge list on the driver). Each

@@ -2,8 +2,9 @@
 
 Knop & Steinke's greedy (Algorithm 2) runs sharded on Spark; with
 ``shards=None`` the count of shards comes from a noisy count of the persons in
-a fixed 1-in-``PERSON_SAMPLE`` hash sample of the ids (whether a person is in
-it is a public function of its id: sensitivity 1), discrete Laplace at the
+a fixed 1-in-r hash sample of the ids (whether a person is in it is a public
+function of its id: sensitivity 1; r = :func:`dp_spark.plans.distinct_count.person_sample`
+of the step's ε, at most 64, so that the noise stays within 6,400 persons), discrete Laplace at the
 plan's ``shards`` step (ε/100 of the release's ε: pure ε-DP), one shard per
 200,000 persons (:func:`dp_spark.mechanisms.distinct_count.choose_shards`,
 post-processing). Given shards are used as they are and spend nothing.
@@ -28,7 +29,7 @@ from __future__ import annotations
 import logging
 
 from dp_spark.mechanisms.distinct_count import choose_shards, noisy_size
-from dp_spark.plans.distinct_count import PERSON_SAMPLE
+from dp_spark.plans.distinct_count import person_sample
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,10 @@ def greedy_shards(edge_df, shards: int | None, epsilon: float, rng) -> tuple[int
     if shards is not None:
         return int(shards), {"shards_chosen": "by the caller", "shards": int(shards)}, []
     log.info("distinct-count: choosing the number of greedy shards from a noisy sampled person count")
-    sampled, drawn = noisy_size(count_sampled_persons(edge_df, PERSON_SAMPLE), 1, epsilon, rng,
-                                target=f"the number of persons in a 1-in-{PERSON_SAMPLE} hash sample")
-    chosen = int(choose_shards(sampled * PERSON_SAMPLE))
-    how = {"shards_chosen": f"automatically (noisy person count of a 1-in-{PERSON_SAMPLE} hash sample)",
+    one_in = person_sample(epsilon)
+    sampled, drawn = noisy_size(count_sampled_persons(edge_df, one_in), 1, epsilon, rng,
+                                target=f"the number of persons in a 1-in-{one_in} hash sample")
+    chosen = int(choose_shards(sampled * one_in))
+    how = {"shards_chosen": f"automatically (noisy person count of a 1-in-{one_in} hash sample)",
            "shards": chosen}
     return chosen, how, [drawn.at("shards")]

@@ -550,13 +550,12 @@ def _group_ranks(pair: np.ndarray, order_key: np.ndarray, groups: int) -> np.nda
     return rank
 
 
-#: Virtual items are numbered (group, key rank) directly while that range is at most this many times the
-#: partition's edges (plus _SPARSE_SLACK): the greedy's per-item arrays stay proportional to the rows.
+#: Virtual items are numbered (group, key rank) directly while that range, times the partition's greedy
+#: calls (each allocates and scans arrays over it), is at most this many times the partition's edges.
 _SPARSE_FACTOR = 4
-_SPARSE_SLACK = 1 << 16
 
 
-def _virtual_items(group: np.ndarray, key: np.ndarray, sorted_keys: np.ndarray, groups: int):
+def _virtual_items(group: np.ndarray, key: np.ndarray, sorted_keys: np.ndarray, groups: int, calls: int):
     """Numbers for the virtual items (group index, item key) of the
     deduplicated edges (``key``: the position of the item key in
     ``sorted_keys``): (each edge's number, how many numbers, a function from
@@ -564,14 +563,15 @@ def _virtual_items(group: np.ndarray, key: np.ndarray, sorted_keys: np.ndarray, 
     numbers for equal virtual items, and its result does not depend on which
     numbers (items are visited in each list's order, not by number). The
     number is (the group's position among the partition's groups) × keys +
-    key rank, without a hash pass, while that range stays within
-    _SPARSE_FACTOR × the edges (+ _SPARSE_SLACK); else a factorisation."""
+    key rank, without a hash pass, while that range times ``calls`` (the
+    greedy calls that will allocate arrays over it) stays within
+    _SPARSE_FACTOR × the edges; else a factorisation (dense numbers)."""
     n_keys = len(sorted_keys)
     present = np.flatnonzero(np.bincount(group, minlength=groups))
     local = np.zeros(groups, dtype=np.int64)
     local[present] = np.arange(len(present))
     number = local[group] * n_keys + key
-    if len(present) * n_keys <= _SPARSE_FACTOR * len(number) + _SPARSE_SLACK:
+    if len(present) * n_keys * int(calls) <= _SPARSE_FACTOR * len(number):
         return number, len(present) * n_keys, lambda hit: (present[hit // n_keys], sorted_keys[hit % n_keys])
     codes, uniques = pd.factorize(number)
     uniques = np.asarray(uniques, dtype=np.int64)
@@ -620,7 +620,8 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     pair = position[person] * groups + row_group  # the virtual person (person, group), in visiting order
     # every virtual person's deduplicated adjacency list, by item key (the ungrouped kernel's order)
     edge_pair, edge_key = _adjacency(pair, row_key, len(position) * groups, len(sorted_keys))
-    edge_item, n_items, item_of = _virtual_items(edge_pair % groups, edge_key, sorted_keys, groups)
+    calls = (1 if caps is None else len(caps)) * (1 + np.count_nonzero(np.diff(visit_shard)))  # upper bound
+    edge_item, n_items, item_of = _virtual_items(edge_pair % groups, edge_key, sorted_keys, groups, calls)
     heads = np.flatnonzero(_firsts(edge_pair))  # each virtual person's first edge
     head_pair = edge_pair[heads]
     degree = np.diff(np.append(heads, len(edge_pair)))

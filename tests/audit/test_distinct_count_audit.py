@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from dp_spark.mechanisms.distinct_count.bound import choose_shards, release_from_counts
-from dp_spark.plans.distinct_count import PERSON_SAMPLE
+from dp_spark.plans.distinct_count import person_sample
 from dp_spark.noise import discrete_laplace
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
 from dp_spark.stages.kernels import counts_from_rounds, greedy_match_rounds
@@ -213,11 +213,12 @@ def test_full_mechanism_with_noisy_shard_choice_on_greedy_neighbours(audit_recor
     eps_shards = EPSILON / 100
 
     def pipeline(persons, rng):
-        # the release's step 0: the persons of a fixed 1-in-PERSON_SAMPLE sample
-        # (here by position, standing in for the hash of the id), noised, scaled up
-        sampled = sum(1 for i in range(len(persons)) if i % PERSON_SAMPLE == 0)
+        # the release's step 0: the persons of a fixed 1-in-r sample (here by
+        # position, standing in for the hash of the id), noised, scaled up
+        one_in = person_sample(eps_shards)
+        sampled = sum(1 for i in range(len(persons)) if i % one_in == 0)
         noisy = sampled + int(discrete_laplace(1.0 / eps_shards, rng))
-        shards = choose_shards(noisy * PERSON_SAMPLE, PERSONS_PER_SHARD)
+        shards = choose_shards(noisy * one_in, PERSONS_PER_SHARD)
         counts = _sharded_counts(persons, shards, max_bound)
         return release_from_counts(counts, EPSILON - eps_shards, BETA, rng)
 

@@ -104,12 +104,41 @@ def test_kernel_matches_a_per_group_ungrouped_run(spark):
             assert (out[g] == alone[np.asarray(cands) - 1]).all()
 
 
+def _reference_per_group(person, key, group, order_key, caps, shards, max_bound):
+    """What the grouped kernel must emit, from the ungrouped kernel: for every
+    cap k (index 0 without caps) and group g, the ungrouped partition body on
+    the rows of g of the persons that keep g under caps[k] (their groups ranked
+    by (order key, group index))."""
+    import pyarrow as pa
+
+    from dp_spark.stages.distinct import _IH, ITEM_KEY, PERSON, ROUND, _greedy_partition
+
+    pairs = sorted({(int(p), int(g), int(o)) for p, g, o in zip(person, group, order_key)})
+    rank = {}
+    for p in {p for p, _, _ in pairs}:
+        mine = sorted((o, g) for q, g, o in pairs if q == p)
+        rank.update({(p, g): r + 1 for r, (_, g) in enumerate(mine)})
+    out = []
+    for k, cap in enumerate(caps or [None]):
+        for g in sorted(set(group.tolist())):
+            keep = np.array([h == g and (cap is None or rank[(int(p), g)] <= cap) for p, h in zip(person, group)])
+            if not keep.any():
+                continue
+            batch = pa.RecordBatch.from_arrays([pa.array(person[keep]), pa.array(key[keep])], names=[PERSON, _IH])
+            for b in _greedy_partition(iter([batch]), max_bound, shards):
+                out += [(k, g, x, r) for x, r in zip(b.column(ITEM_KEY).to_pylist(), b.column(ROUND).to_pylist())]
+    return sorted(out)
+
+
 @pytest.mark.parametrize("caps", [None, (1,), (1, 2, 4)])
-def test_kernel_two_key_sort_gives_the_one_key_result(monkeypatch, caps):
-    """A partition too large for one 64-bit (virtual person, item) key
-    sorts by two keys, and one with too many (group, item key) numbers for
-    a direct numbering factorises them: the same matched items and rounds
-    (forced here by lowering the limits)."""
+def test_kernel_equals_the_ungrouped_kernel_per_group_on_every_path(monkeypatch, caps):
+    """The grouped kernel emits, for every (cap, group), what the ungrouped
+    kernel emits on that group's rows after the cap (a reference built from
+    the ungrouped partition body, not from the grouped one): with the direct
+    (group position, key rank) numbering, with the factorised numbering
+    (forced), and with the two-key sort of a partition too large for one
+    64-bit key (forced). Groups 1, 3 and 4 of 0..5 only, so a group's
+    position among the partition's groups differs from its index."""
     import pyarrow as pa
 
     import dp_spark.stages.distinct as distinct
@@ -117,22 +146,22 @@ def test_kernel_two_key_sort_gives_the_one_key_result(monkeypatch, caps):
     rng = np.random.default_rng(9)
     n = 3000
     person = rng.integers(0, 300, n).astype(np.int64)
-    group = rng.integers(0, 5, n).astype(np.int32)
-    batch = pa.RecordBatch.from_arrays(
-        [pa.array(person), pa.array(rng.integers(0, 40, n).astype(np.int64) * 7919),
-         pa.array(group), pa.array(person * 31 + group * 17)],
-        names=["person", distinct._IH, GROUP_INDEX, distinct._GO])
+    group = rng.choice([1, 3, 4], n).astype(np.int32)
+    key = rng.integers(0, 40, n).astype(np.int64) * 7919
+    order_key = person * 31 + group * 17
+    batch = pa.RecordBatch.from_arrays([pa.array(person), pa.array(key), pa.array(group), pa.array(order_key)],
+                                       names=["person", distinct._IH, GROUP_INDEX, distinct._GO])
 
     def run():
         out = pa.Table.from_batches(list(distinct._grouped_greedy_partition(iter([batch]), 16, 3, 5, caps)))
         return sorted(zip(*[out.column(c).to_pylist() for c in out.column_names]))
 
-    one_key = run()
+    want = _reference_per_group(person, key, group, order_key, caps, 3, 16)
+    assert run() == want and len(want) > 50
     monkeypatch.setattr(distinct, "_SPARSE_FACTOR", 0)  # virtual items numbered by a factorisation
-    monkeypatch.setattr(distinct, "_SPARSE_SLACK", 0)
-    assert run() == one_key
-    monkeypatch.setattr(distinct, "_ONE_KEY_LIMIT", 1)
-    assert run() == one_key and len(one_key) > 50
+    assert run() == want
+    monkeypatch.setattr(distinct, "_ONE_KEY_LIMIT", 1)  # and a two-key sort
+    assert run() == want
 
 
 def test_counts_do_not_depend_on_the_layout(spark):
@@ -189,9 +218,11 @@ def test_group_ranks_equal_the_two_key_sort(seed):
 
     rng = np.random.default_rng(seed)
     groups = 7
-    persons = rng.choice(np.int64(1) << rng.choice([4, 20, 40]), size=300)
+    bits = [4, 20, 40][seed % 3]
+    persons = rng.choice(rng.integers(0, np.int64(1) << bits, size=12), size=300)  # ~25 rows a person
     pair = np.unique(persons * groups + rng.integers(0, groups, size=300))
-    kind = seed % 3
+    assert np.bincount(np.unique(pair // groups, return_inverse=True)[1]).max() > 3
+    kind = seed // 2 % 3
     if kind == 0:
         key = rng.integers(-2**63, 2**63 - 1, size=len(pair), dtype=np.int64)
     elif kind == 1:

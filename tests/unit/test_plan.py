@@ -12,6 +12,7 @@ import dataclasses
 import json
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -217,3 +218,19 @@ def test_a_budget_filter_pays_for_a_plan_or_refuses_it():
     plan.check(budget_filter(epsilon=1.0, delta=1e-6))
     with pytest.raises(BudgetExceededError):
         plan.check(budget_filter(epsilon=0.999))
+
+
+def test_person_sample_keeps_the_shard_counts_noise_within_6400_persons():
+    """The automatic shard count reads 1 in r persons, r a power of two up to
+    64 chosen from the step's ε alone, so that the scaled-up noise (scale
+    r/ε_shards persons) stays within 6,400 persons (3% of a 200,000-person
+    shard): 64 from ε = 1 (ε_shards = ε/100), 16 at 0.25, every person at 0.01."""
+    from dp_spark.plans.distinct_count import SAMPLE_NOISE_PERSONS, person_sample
+
+    expected = {10.0: 64, 1.0: 64, 0.5: 32, 0.25: 16, 0.1: 4, 0.02: 1, 0.01: 1}
+    assert {eps: person_sample(eps / 100) for eps in expected} == expected
+    for eps in np.geomspace(1e-4, 100, 60):
+        r = person_sample(eps / 100)
+        assert r in (1, 2, 4, 8, 16, 32, 64)
+        assert r == 1 or r / (eps / 100) <= SAMPLE_NOISE_PERSONS * (1 + 1e-9)
+        assert r == 64 or 2 * r / (eps / 100) > SAMPLE_NOISE_PERSONS  # the largest such power of two
