@@ -19,9 +19,9 @@ that splits small data into more greedy sequences and lowers its counts;
 benchmarks/README.md measured 39 shards against 10 at 2M persons: g_1 −13%)
 or the data is read twice anyway. So the count stays a separate job; it
 scans the edge table (the person column, and the item column's nulls) and
-aggregates the persons of a 1-in-64 sample only (its cost at
-20M rows, 1.37 s against 2.40 s for the 1-in-16 sample it used before:
-benchmarks/README.md, "Issue 26 at 20M rows").
+aggregates the persons of the 1-in-r sample only (r = 64 from ε = 1; its
+cost at 20M rows, 1.37 s against 2.40 s for the fixed 1-in-16 sample it
+used before: benchmarks/README.md, "Issue 26 at 20M rows").
 """
 
 from __future__ import annotations
