@@ -79,8 +79,8 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -117,16 +117,6 @@ _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FRACTIONAL = (T.FloatType, T.DoubleType, T.DecimalType)
 _TIMESTAMPS = (T.TimestampType, T.TimestampNTZType, T.DateType)
 _REFUSED_ITEM = (T.ArrayType, T.MapType, T.StructType, T.BinaryType)
-
-CELL_SCHEMA = T.StructType(
-    [
-        T.StructField(STEP, T.LongType()),
-        T.StructField(LEVEL, T.IntegerType()),
-        T.StructField(DELTA, T.LongType()),
-        T.StructField(CROSS, T.LongType()),
-    ]
-)
-_CELL_ARROW = pa.schema([(STEP, pa.int64()), (LEVEL, pa.int32()), (DELTA, pa.int64()), (CROSS, pa.int64())])
 
 
 # ------------------------------------------------------------------ time -> step
@@ -367,49 +357,192 @@ def needs_order(mapping: TimeMapping) -> bool:
 
 # ------------------------------------------------------------------ per-shard kernel
 
-def _shard_cells(pdf: pd.DataFrame, max_level: int) -> pd.DataFrame:
-    """The (step, level) flip cells of one item shard's events (all of them)."""
-    if len(pdf) == 0:
-        return pd.DataFrame({STEP: np.zeros(0, np.int64), LEVEL: np.zeros(0, np.int32),
-                             DELTA: np.zeros(0, np.int64), CROSS: np.zeros(0, np.int64)})
-    codes, _ = pd.factorize(pdf[ITEM], sort=False)
+#: Chunks of the (step, level) key range per partition of the chunk sum: the
+#: chunks are hash-partitioned, so a few per partition even out the load.
+CHUNKS_PER_PARTITION = 8
+CHUNK = "chunk"
+CELL_KEY = "cell_key"
+
+#: One row per (item shard, chunk) — or per chunk after the sum — holding
+#: that chunk's non-empty cells as packed little-endian arrays: ``cell_key``
+#: the cell's offset inside the chunk (int32), ``delta`` and ``cross`` its
+#: sums (int64). A few hundred rows cross the JVM instead of one per cell.
+CHUNK_SCHEMA = T.StructType(
+    [
+        T.StructField(CHUNK, T.IntegerType()),
+        T.StructField(CELL_KEY, T.BinaryType()),
+        T.StructField(DELTA, T.BinaryType()),
+        T.StructField(CROSS, T.BinaryType()),
+    ]
+)
+_CHUNK_ARROW = pa.schema([(CHUNK, pa.int32()), (CELL_KEY, pa.binary()), (DELTA, pa.binary()), (CROSS, pa.binary())])
+_KEY_DTYPE, _SUM_DTYPE = np.dtype("<i4"), np.dtype("<i8")
+
+
+@dataclass(frozen=True)
+class CellChunks:
+    """How (step, level) cells are keyed and cut into chunks (public: from
+    the horizon, J and the partition count only). A cell's key is
+    (step − 1)·(J + 2) + level in 0..T·(J + 2) − 1; chunk c holds the keys
+    c·span .. (c + 1)·span − 1, stored as offsets inside the chunk."""
+
+    tree_horizon: int
+    max_level: int
+    chunks: int
+
+    @property
+    def width(self) -> int:
+        return self.max_level + 2
+
+    @property
+    def span(self) -> int:
+        return -(-self.tree_horizon * self.width // self.chunks)
+
+    def keys(self, step: np.ndarray, level: np.ndarray) -> np.ndarray:
+        return (step.astype(np.int64) - 1) * self.width + level
+
+    def cells(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(step, level) of each key."""
+        return keys // self.width + 1, keys % self.width
+
+
+def cell_chunks(tree_horizon: int, max_level: int, partitions: int) -> CellChunks:
+    """The chunking for a chunk sum in ``partitions`` partitions:
+    CHUNKS_PER_PARTITION chunks per partition, at most one per cell. A
+    chunk's offsets fit int32 (T·(J + 2) <= 2^22 · 24 at ``MAX_HORIZON``)."""
+    total = int(tree_horizon) * (int(max_level) + 2)
+    chunks = max(1, min(CHUNKS_PER_PARTITION * int(partitions), total))
+    layout = CellChunks(int(tree_horizon), int(max_level), chunks)
+    assert layout.span < 2**31
+    return layout
+
+
+def _chunk_rows(layout: CellChunks, keys: np.ndarray, delta: np.ndarray, cross: np.ndarray):
+    """Sorted unique cell keys and their sums → one Arrow batch, a row per
+    non-empty chunk."""
+    chunk = keys // layout.span
+    bounds = np.flatnonzero(np.diff(chunk)) + 1
+    starts = np.concatenate(([0], bounds))
+    ends = np.concatenate((bounds, [keys.shape[0]]))
+    ids, local_keys, deltas, crosses = [], [], [], []
+    for lo, hi in zip(starts.tolist(), ends.tolist()):
+        c = int(chunk[lo])
+        ids.append(c)
+        local_keys.append((keys[lo:hi] - c * layout.span).astype(_KEY_DTYPE).tobytes())
+        deltas.append(delta[lo:hi].astype(_SUM_DTYPE).tobytes())
+        crosses.append(cross[lo:hi].astype(_SUM_DTYPE).tobytes())
+    return pa.RecordBatch.from_arrays(
+        [pa.array(ids, pa.int32()), pa.array(local_keys, pa.binary()), pa.array(deltas, pa.binary()),
+         pa.array(crosses, pa.binary())], schema=_CHUNK_ARROW)
+
+
+def _item_codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Equal items → equal int64 codes (Arrow's hash dictionary, no pandas;
+    one dictionary for all chunks, so the codes agree across batches)."""
+    encoded = pc.dictionary_encode(column)
+    parts = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in encoded.chunks]
+    return np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros(0, np.int64)
+
+
+def _shard_chunks(table: pa.Table, layout: CellChunks):
+    """The chunked (step, level) flip cells of one item shard's events (all
+    of them), read from Arrow columns straight into numpy."""
     flips = flip_events(
-        pdf[STEP].to_numpy(dtype=np.int64),
-        codes.astype(np.int64),
-        pdf[OP].to_numpy(dtype=np.int64),
-        pdf[ORDER].to_numpy() if ORDER in pdf.columns else None,
+        table.column(STEP).to_numpy(),
+        _item_codes(table.column(ITEM)),
+        table.column(OP).to_numpy(),
+        table.column(ORDER).to_numpy() if ORDER in table.column_names else None,
     )
-    step, level, delta, cross = flip_cells(flips, max_level)
-    return pd.DataFrame({STEP: step, LEVEL: level.astype(np.int32), DELTA: delta, CROSS: cross})
+    step, level, delta, cross = flip_cells(flips, layout.max_level)
+    if step.shape[0] == 0:
+        return None
+    return _chunk_rows(layout, layout.keys(step, level), delta, cross)  # flip_cells' keys are sorted, unique
 
 
-def _partition_cells(batches, max_level: int):
+def _partition_chunks(batches, layout: CellChunks):
     """mapInArrow body: the flip cells of the partition's events — one item
-    shard, whole (:func:`flip_cell_table`)."""
+    shard, whole (:func:`flip_cell_table`) — one row per non-empty chunk."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
-    pdf = pa.Table.from_batches(collected).to_pandas()
-    cells = _shard_cells(pdf, max_level)
-    if len(cells):
-        yield pa.RecordBatch.from_pandas(cells, schema=_CELL_ARROW, preserve_index=False)
+    rows = _shard_chunks(pa.Table.from_batches(collected), layout)
+    if rows is not None:
+        yield rows
 
 
-def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int) -> DataFrame:
-    """(step, level, delta, cross) summed over item shards; NON-PRIVATE.
+def _unpack(table: pa.Table | pa.RecordBatch, layout: CellChunks):
+    """(global keys, delta, cross) of every cell in chunk rows (repeats kept)."""
+    ids = table.column(CHUNK).to_pylist()
+    parts = zip(ids, table.column(CELL_KEY).to_pylist(), table.column(DELTA).to_pylist(),
+                table.column(CROSS).to_pylist())
+    keys, deltas, crosses = [], [], []
+    for c, k, d, x in parts:
+        keys.append(np.frombuffer(k, _KEY_DTYPE).astype(np.int64) + int(c) * layout.span)
+        deltas.append(np.frombuffer(d, _SUM_DTYPE))
+        crosses.append(np.frombuffer(x, _SUM_DTYPE))
+    if not keys:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    return (np.concatenate(keys), np.concatenate(deltas).astype(np.int64),
+            np.concatenate(crosses).astype(np.int64))
+
+
+def _summed(keys: np.ndarray, delta: np.ndarray, cross: np.ndarray):
+    """Cells with equal keys added (exact int64), keys sorted and unique."""
+    order = np.argsort(keys, kind="stable")
+    keys, delta, cross = keys[order], delta[order], cross[order]
+    if keys.shape[0] == 0:
+        return keys, delta, cross
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
+    return keys[starts], np.add.reduceat(delta, starts), np.add.reduceat(cross, starts)
+
+
+def _partition_chunk_sums(batches, layout: CellChunks):
+    """mapInArrow body of the chunk sum: every item shard's rows of the
+    partition's chunks, added cell by cell; one row per chunk out."""
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    keys, delta, cross = _summed(*_unpack(pa.Table.from_batches(collected), layout))
+    if keys.shape[0]:
+        yield _chunk_rows(layout, keys, delta, cross)
+
+
+def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horizon: int) -> DataFrame:
+    """The (step, level) cells' delta and cross summed over item shards, as
+    chunk rows (``CHUNK_SCHEMA``, :class:`CellChunks`); NON-PRIVATE.
 
     ``steps_df`` has columns step, [order_key,] item, op (``valid_events``).
     Item x goes to shard pmod(murmur3(x), shards), a fixed function of its
     id: the events are hash-partitioned by item into ``shards`` partitions
     (an explicit count, which adaptive execution neither coalesces nor
     splits), so a partition is one shard, and one Python pass per partition
-    runs the per-item kernel on all of its events. An item's flips depend on
-    its own events only, so the summed cells are the same for every shard
-    count (tested); the shard count is a speed setting.
+    runs the per-item kernel on all of its events and emits its non-empty
+    cells packed in one row per chunk of the key range. An item's flips
+    depend on its own events only, so cells of the shards add up: the chunk
+    rows are hash-partitioned by chunk into :func:`sum_partitions`
+    partitions and a second Python pass adds each chunk's cells (exact
+    int64). Every cell then sits in exactly one row: at most T·(J + 2) cells
+    leave the sum, whatever the shard count (the same sums for every shard
+    count; tested); the shard count is a speed setting.
     """
+    partitions = sum_partitions(steps_df.sparkSession, shards)
+    layout = cell_chunks(tree_horizon, max_level, partitions)
     partitioned = steps_df.repartition(int(shards), ITEM)
-    cells = partitioned.mapInArrow(partial(_partition_cells, max_level=int(max_level)), CELL_SCHEMA)
-    return summed_cells(cells, [STEP, LEVEL], sum_partitions(steps_df.sparkSession, shards))
+    chunks = partitioned.mapInArrow(partial(_partition_chunks, layout=layout), CHUNK_SCHEMA)
+    by_chunk = chunks.repartition(int(partitions), CHUNK)
+    return by_chunk.mapInArrow(partial(_partition_chunk_sums, layout=layout), CHUNK_SCHEMA)
+
+
+def collect_chunk_cells(summed: DataFrame, tree_horizon: int, max_level: int, shards: int) -> dict[str, np.ndarray]:
+    """The summed cells of :func:`flip_cell_table` on the driver: int64
+    arrays step, level, delta, cross, one entry per non-empty cell (at most
+    T·(J + 2); about 20 bytes each in flight); NON-PRIVATE. Collected as
+    Arrow (``toArrow``), whatever the session's Arrow setting."""
+    layout = cell_chunks(tree_horizon, max_level, sum_partitions(summed.sparkSession, shards))
+    keys, delta, cross = _unpack(summed.toArrow(), layout)
+    step, level = layout.cells(keys)
+    return {STEP: step, LEVEL: level, DELTA: delta, CROSS: cross}
 
 
 def sum_partitions(spark, shards: int) -> int:
@@ -502,9 +635,9 @@ def continual_summaries(
     shards = default_shards(df.sparkSession) if shards is None else shards
 
     steps_df = valid_events(df, columns, mapping, horizon)
-    cells = flip_cell_table(steps_df, int(max_level), shards)
+    cells = flip_cell_table(steps_df, int(max_level), shards, tree_horizon)
     log.info("continual-distinct: computing per-step flip counts (%d item shards)", shards)
     with spark_job("computing per-step flip counts"):
-        got = collect_cells(cells, [STEP, LEVEL, DELTA, CROSS])
+        got = collect_chunk_cells(cells, tree_horizon, int(max_level), shards)
     summaries = summaries_from_cells(got[STEP], got[LEVEL], got[DELTA], got[CROSS], tree_horizon, int(max_level))
     return ContinualStageResult(summaries, horizon, mapping)
