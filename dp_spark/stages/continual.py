@@ -25,14 +25,24 @@ How (DataFrame API only, so it runs on Spark Connect too):
 3. Items go to shards by ``pmod(murmur3(item), shards)`` — Spark's hash
    partitioning into ``shards`` partitions (default two per task slot of
    the cluster, never the session's shuffle partitions); one
-   ``mapInArrow`` pass per partition (= shard) runs the sequential per-item work with the
+   ``mapInArrow`` pass per partition (= shard) reads the events' Arrow
+   columns into numpy (no pandas) and runs the sequential per-item work with the
    numpy kernels of ``dp_spark.summaries.continual_distinct`` (sort by item, step, raw
    time, inserts first; clamped counts; end-of-step existence; running flip
    number k) and sums the flips per (step, level) cell, level = the smallest
    j with k <= 2^j. Flips depend on one item's events only, so shard cells
-   add up; Spark sums them per cell, the cells reach the driver as Arrow
-   batches (:func:`collect_cells`, whatever the session's
-   ``spark.sql.execution.arrow.pyspark.enabled``) and the driver rebuilds
+   add up.
+4. Each shard packs its non-empty cells into one row per chunk of the cell
+   key range (``dp_spark.summaries.continual_chunks``: key (step − 1)·(J + 2) + level, int32
+   offsets and int64 sums as binary columns), so a few hundred rows cross
+   the JVM, not one per cell (issue 26: the per-cell rows, ~5.8M shuffled
+   and ~3.2M summed and collected at T = 2^20, cost more than the kernel).
+   The rows are hash-partitioned by chunk into :func:`sum_partitions`
+   partitions and a second ``mapInArrow`` pass adds each chunk's cells
+   exactly (int64); each cell then sits in one row, so at most T·(J + 2)
+   cells reach the driver, as Arrow (:func:`collect_chunk_cells`,
+   ``toArrow``, whatever the session's
+   ``spark.sql.execution.arrow.pyspark.enabled``), and the driver rebuilds
    the arrays (``summaries_from_cells``). The result equals
    ``dp_spark.mechanisms.continual_distinct.stream_summaries`` on the same events exactly (tested).
 
@@ -64,8 +74,9 @@ Driver memory: the summaries are dense (T, J + 1) int64 arrays, and with the
 mechanism's own arrays the driver holds about ``DRIVER_BYTES_PER_CELL`` bytes
 per (step, level) cell, T·(log2 T + 2) cells (``driver_bytes``; measured
 24 bytes/cell) — about 2.4 GB at the cap ``MAX_HORIZON`` = 2^22 steps, about
-45 GB at 2^26 — plus the collected flip cells (at most one row per cell and
-per flip). Horizons above the cap are refused before any data is read.
+45 GB at 2^26 — plus the collected flip cells (at most T·(J + 2) cells,
+each once, 20 bytes apiece in the Arrow rows plus 32 bytes in the decoded
+arrays). Horizons above the cap are refused before any data is read.
 """
 
 from __future__ import annotations
@@ -80,12 +91,23 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dp_spark.summaries.continual_distinct import StreamSummaries, flip_cells, flip_events, summaries_from_cells
+from dp_spark.summaries.continual_chunks import (
+    CELL_KEY,
+    CHUNK,
+    CROSS,
+    DELTA,
+    CellChunks,
+    cell_chunks,
+    item_codes,
+    shard_chunk_rows,
+    sum_chunk_rows,
+    unpack,
+)
+from dp_spark.summaries.continual_distinct import StreamSummaries, summaries_from_cells
 from dp_spark import checks
 from dp_spark.errors import ParameterError, SchemaError
 from dp_spark.settings.continual_distinct import (
@@ -106,8 +128,6 @@ ORDER = "order_key"
 ITEM = "item"
 OP = "op"
 LEVEL = "level"
-DELTA = "delta"
-CROSS = "cross"
 _SHARD = "_shard"
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
@@ -357,16 +377,8 @@ def needs_order(mapping: TimeMapping) -> bool:
 
 # ------------------------------------------------------------------ per-shard kernel
 
-#: Chunks of the (step, level) key range per partition of the chunk sum: the
-#: chunks are hash-partitioned, so a few per partition even out the load.
-CHUNKS_PER_PARTITION = 8
-CHUNK = "chunk"
-CELL_KEY = "cell_key"
-
-#: One row per (item shard, chunk) — or per chunk after the sum — holding
-#: that chunk's non-empty cells as packed little-endian arrays: ``cell_key``
-#: the cell's offset inside the chunk (int32), ``delta`` and ``cross`` its
-#: sums (int64). A few hundred rows cross the JVM instead of one per cell.
+#: One Spark row per (item shard, chunk) — or per chunk after the sum —
+#: holding that chunk's cells packed (``dp_spark.summaries.continual_chunks``).
 CHUNK_SCHEMA = T.StructType(
     [
         T.StructField(CHUNK, T.IntegerType()),
@@ -375,137 +387,42 @@ CHUNK_SCHEMA = T.StructType(
         T.StructField(CROSS, T.BinaryType()),
     ]
 )
-_CHUNK_ARROW = pa.schema([(CHUNK, pa.int32()), (CELL_KEY, pa.binary()), (DELTA, pa.binary()), (CROSS, pa.binary())])
-_KEY_DTYPE, _SUM_DTYPE = np.dtype("<i4"), np.dtype("<i8")
-
-
-@dataclass(frozen=True)
-class CellChunks:
-    """How (step, level) cells are keyed and cut into chunks (public: from
-    the horizon, J and the partition count only). A cell's key is
-    (step − 1)·(J + 2) + level in 0..T·(J + 2) − 1; chunk c holds the keys
-    c·span .. (c + 1)·span − 1, stored as offsets inside the chunk."""
-
-    tree_horizon: int
-    max_level: int
-    chunks: int
-
-    @property
-    def width(self) -> int:
-        return self.max_level + 2
-
-    @property
-    def span(self) -> int:
-        return -(-self.tree_horizon * self.width // self.chunks)
-
-    def keys(self, step: np.ndarray, level: np.ndarray) -> np.ndarray:
-        return (step.astype(np.int64) - 1) * self.width + level
-
-    def cells(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(step, level) of each key."""
-        return keys // self.width + 1, keys % self.width
-
-
-def cell_chunks(tree_horizon: int, max_level: int, partitions: int) -> CellChunks:
-    """The chunking for a chunk sum in ``partitions`` partitions:
-    CHUNKS_PER_PARTITION chunks per partition, at most one per cell. A
-    chunk's offsets fit int32 (T·(J + 2) <= 2^22 · 24 at ``MAX_HORIZON``)."""
-    total = int(tree_horizon) * (int(max_level) + 2)
-    chunks = max(1, min(CHUNKS_PER_PARTITION * int(partitions), total))
-    layout = CellChunks(int(tree_horizon), int(max_level), chunks)
-    assert layout.span < 2**31
-    return layout
-
-
-def _chunk_rows(layout: CellChunks, keys: np.ndarray, delta: np.ndarray, cross: np.ndarray):
-    """Sorted unique cell keys and their sums → one Arrow batch, a row per
-    non-empty chunk."""
-    chunk = keys // layout.span
-    bounds = np.flatnonzero(np.diff(chunk)) + 1
-    starts = np.concatenate(([0], bounds))
-    ends = np.concatenate((bounds, [keys.shape[0]]))
-    ids, local_keys, deltas, crosses = [], [], [], []
-    for lo, hi in zip(starts.tolist(), ends.tolist()):
-        c = int(chunk[lo])
-        ids.append(c)
-        local_keys.append((keys[lo:hi] - c * layout.span).astype(_KEY_DTYPE).tobytes())
-        deltas.append(delta[lo:hi].astype(_SUM_DTYPE).tobytes())
-        crosses.append(cross[lo:hi].astype(_SUM_DTYPE).tobytes())
-    return pa.RecordBatch.from_arrays(
-        [pa.array(ids, pa.int32()), pa.array(local_keys, pa.binary()), pa.array(deltas, pa.binary()),
-         pa.array(crosses, pa.binary())], schema=_CHUNK_ARROW)
-
-
-def _item_codes(column: pa.ChunkedArray) -> np.ndarray:
-    """Equal items → equal int64 codes (Arrow's hash dictionary, no pandas;
-    one dictionary for all chunks, so the codes agree across batches)."""
-    encoded = pc.dictionary_encode(column)
-    parts = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in encoded.chunks]
-    return np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros(0, np.int64)
-
-
-def _shard_chunks(table: pa.Table, layout: CellChunks):
-    """The chunked (step, level) flip cells of one item shard's events (all
-    of them), read from Arrow columns straight into numpy."""
-    flips = flip_events(
-        table.column(STEP).to_numpy(),
-        _item_codes(table.column(ITEM)),
-        table.column(OP).to_numpy(),
-        table.column(ORDER).to_numpy() if ORDER in table.column_names else None,
-    )
-    step, level, delta, cross = flip_cells(flips, layout.max_level)
-    if step.shape[0] == 0:
-        return None
-    return _chunk_rows(layout, layout.keys(step, level), delta, cross)  # flip_cells' keys are sorted, unique
 
 
 def _partition_chunks(batches, layout: CellChunks):
     """mapInArrow body: the flip cells of the partition's events — one item
-    shard, whole (:func:`flip_cell_table`) — one row per non-empty chunk."""
+    shard, whole (:func:`flip_cell_table`) — read from the Arrow columns
+    into numpy (no pandas), one row per non-empty chunk."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
-    rows = _shard_chunks(pa.Table.from_batches(collected), layout)
+    table = pa.Table.from_batches(collected)
+    rows = shard_chunk_rows(
+        table.column(STEP).to_numpy(),
+        item_codes(table.column(ITEM)),
+        table.column(OP).to_numpy(),
+        table.column(ORDER).to_numpy() if ORDER in table.column_names else None,
+        layout,
+    )
     if rows is not None:
         yield rows
 
 
-def _unpack(table: pa.Table | pa.RecordBatch, layout: CellChunks):
-    """(global keys, delta, cross) of every cell in chunk rows (repeats kept)."""
-    ids = table.column(CHUNK).to_pylist()
-    parts = zip(ids, table.column(CELL_KEY).to_pylist(), table.column(DELTA).to_pylist(),
-                table.column(CROSS).to_pylist())
-    keys, deltas, crosses = [], [], []
-    for c, k, d, x in parts:
-        keys.append(np.frombuffer(k, _KEY_DTYPE).astype(np.int64) + int(c) * layout.span)
-        deltas.append(np.frombuffer(d, _SUM_DTYPE))
-        crosses.append(np.frombuffer(x, _SUM_DTYPE))
-    if not keys:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, empty
-    return (np.concatenate(keys), np.concatenate(deltas).astype(np.int64),
-            np.concatenate(crosses).astype(np.int64))
-
-
-def _summed(keys: np.ndarray, delta: np.ndarray, cross: np.ndarray):
-    """Cells with equal keys added (exact int64), keys sorted and unique."""
-    order = np.argsort(keys, kind="stable")
-    keys, delta, cross = keys[order], delta[order], cross[order]
-    if keys.shape[0] == 0:
-        return keys, delta, cross
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
-    return keys[starts], np.add.reduceat(delta, starts), np.add.reduceat(cross, starts)
-
-
 def _partition_chunk_sums(batches, layout: CellChunks):
-    """mapInArrow body of the chunk sum: every item shard's rows of the
-    partition's chunks, added cell by cell; one row per chunk out."""
+    """mapInArrow body of the chunk sum: the partition's chunk rows from
+    every item shard, added cell by cell; one row per chunk out."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
-    keys, delta, cross = _summed(*_unpack(pa.Table.from_batches(collected), layout))
-    if keys.shape[0]:
-        yield _chunk_rows(layout, keys, delta, cross)
+    rows = sum_chunk_rows(pa.Table.from_batches(collected), layout)
+    if rows is not None:
+        yield rows
+
+
+def chunk_layout(spark, tree_horizon: int, max_level: int, shards: int) -> CellChunks:
+    """The cell chunks of the stage: CHUNKS_PER_PARTITION per partition of
+    the chunk sum (:func:`sum_partitions`); public parameters only."""
+    return cell_chunks(tree_horizon, max_level, sum_partitions(spark, shards))
 
 
 def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horizon: int) -> DataFrame:
@@ -527,27 +444,27 @@ def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horiz
     count; tested); the shard count is a speed setting.
     """
     partitions = sum_partitions(steps_df.sparkSession, shards)
-    layout = cell_chunks(tree_horizon, max_level, partitions)
+    layout = chunk_layout(steps_df.sparkSession, tree_horizon, max_level, shards)
     partitioned = steps_df.repartition(int(shards), ITEM)
     chunks = partitioned.mapInArrow(partial(_partition_chunks, layout=layout), CHUNK_SCHEMA)
     by_chunk = chunks.repartition(int(partitions), CHUNK)
     return by_chunk.mapInArrow(partial(_partition_chunk_sums, layout=layout), CHUNK_SCHEMA)
 
 
-def collect_chunk_cells(summed: DataFrame, tree_horizon: int, max_level: int, shards: int) -> dict[str, np.ndarray]:
-    """The summed cells of :func:`flip_cell_table` on the driver: int64
-    arrays step, level, delta, cross, one entry per non-empty cell (at most
-    T·(J + 2); about 20 bytes each in flight); NON-PRIVATE. Collected as
-    Arrow (``toArrow``), whatever the session's Arrow setting."""
-    layout = cell_chunks(tree_horizon, max_level, sum_partitions(summed.sparkSession, shards))
-    keys, delta, cross = _unpack(summed.toArrow(), layout)
+def collect_chunk_cells(summed: DataFrame, layout: CellChunks) -> dict[str, np.ndarray]:
+    """The summed cells of :func:`flip_cell_table` (chunked by ``layout``,
+    :func:`chunk_layout`) on the driver: int64 arrays step, level, delta,
+    cross, one entry per non-empty cell (at most T·(J + 2); 20 bytes each in
+    the Arrow rows); NON-PRIVATE. Collected as Arrow (``toArrow``), whatever
+    the session's Arrow setting."""
+    keys, delta, cross = unpack(summed.toArrow(), layout)
     step, level = layout.cells(keys)
     return {STEP: step, LEVEL: level, DELTA: delta, CROSS: cross}
 
 
 def sum_partitions(spark, shards: int) -> int:
-    """Partitions of the JVM sum of the shards' cells (issue 26): two per
-    task slot of the cluster, at most the shard count
+    """Partitions of the sum of the shards' cells (issue 26; the chunk sum
+    here, the JVM sum of the grouped stage): two per task slot of the cluster, at most the shard count
     (:func:`dp_spark.stages.partitioning.python_partitions`), never
     ``spark.sql.shuffle.partitions``. The sums are the same for every count."""
     return python_partitions(spark, int(shards))
@@ -638,6 +555,6 @@ def continual_summaries(
     cells = flip_cell_table(steps_df, int(max_level), shards, tree_horizon)
     log.info("continual-distinct: computing per-step flip counts (%d item shards)", shards)
     with spark_job("computing per-step flip counts"):
-        got = collect_chunk_cells(cells, tree_horizon, int(max_level), shards)
+        got = collect_chunk_cells(cells, chunk_layout(df.sparkSession, tree_horizon, int(max_level), shards))
     summaries = summaries_from_cells(got[STEP], got[LEVEL], got[DELTA], got[CROSS], tree_horizon, int(max_level))
     return ContinualStageResult(summaries, horizon, mapping)
