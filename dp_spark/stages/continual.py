@@ -25,14 +25,24 @@ How (DataFrame API only, so it runs on Spark Connect too):
 3. Items go to shards by ``pmod(murmur3(item), shards)`` — Spark's hash
    partitioning into ``shards`` partitions (default two per task slot of
    the cluster, never the session's shuffle partitions); one
-   ``mapInArrow`` pass per partition (= shard) runs the sequential per-item work with the
+   ``mapInArrow`` pass per partition (= shard) reads the events' Arrow
+   columns into numpy (no pandas) and runs the sequential per-item work with the
    numpy kernels of ``dp_spark.summaries.continual_distinct`` (sort by item, step, raw
    time, inserts first; clamped counts; end-of-step existence; running flip
    number k) and sums the flips per (step, level) cell, level = the smallest
    j with k <= 2^j. Flips depend on one item's events only, so shard cells
-   add up; Spark sums them per cell, the cells reach the driver as Arrow
-   batches (:func:`collect_cells`, whatever the session's
-   ``spark.sql.execution.arrow.pyspark.enabled``) and the driver rebuilds
+   add up.
+4. Each shard packs its non-empty cells into one row per chunk of the cell
+   key range (``dp_spark.summaries.continual_chunks``: key (step − 1)·(J + 2) + level, int32
+   offsets and int64 sums as binary columns), so a few hundred rows cross
+   the JVM, not one per cell (issue 26: the per-cell rows, ~5.8M shuffled
+   and ~3.2M summed and collected at T = 2^20, cost more than the kernel).
+   The rows are hash-partitioned by chunk into :func:`sum_partitions`
+   partitions and a second ``mapInArrow`` pass adds each chunk's cells
+   exactly (int64); each cell then sits in one row, so at most T·(J + 2)
+   cells reach the driver, as Arrow (:func:`collect_chunk_cells`,
+   ``toArrow``, whatever the session's
+   ``spark.sql.execution.arrow.pyspark.enabled``), and the driver rebuilds
    the arrays (``summaries_from_cells``). The result equals
    ``dp_spark.mechanisms.continual_distinct.stream_summaries`` on the same events exactly (tested).
 
@@ -64,8 +74,9 @@ Driver memory: the summaries are dense (T, J + 1) int64 arrays, and with the
 mechanism's own arrays the driver holds about ``DRIVER_BYTES_PER_CELL`` bytes
 per (step, level) cell, T·(log2 T + 2) cells (``driver_bytes``; measured
 24 bytes/cell) — about 2.4 GB at the cap ``MAX_HORIZON`` = 2^22 steps, about
-45 GB at 2^26 — plus the collected flip cells (at most one row per cell and
-per flip). Horizons above the cap are refused before any data is read.
+45 GB at 2^26 — plus the collected flip cells (at most T·(J + 2) cells,
+each once, 20 bytes apiece in the Arrow rows plus 32 bytes in the decoded
+arrays). Horizons above the cap are refused before any data is read.
 """
 
 from __future__ import annotations
@@ -79,13 +90,24 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dp_spark.summaries.continual_distinct import StreamSummaries, flip_cells, flip_events, summaries_from_cells
+from dp_spark.summaries.continual_chunks import (
+    CELL_KEY,
+    CHUNK,
+    CROSS,
+    DELTA,
+    CellChunks,
+    cell_chunks,
+    item_codes,
+    shard_chunk_rows,
+    sum_chunk_rows,
+    unpack,
+)
+from dp_spark.summaries.continual_distinct import StreamSummaries, summaries_from_cells
 from dp_spark import checks
 from dp_spark.errors import ParameterError, SchemaError
 from dp_spark.settings.continual_distinct import (
@@ -106,8 +128,6 @@ ORDER = "order_key"
 ITEM = "item"
 OP = "op"
 LEVEL = "level"
-DELTA = "delta"
-CROSS = "cross"
 _SHARD = "_shard"
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
@@ -117,16 +137,6 @@ _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FRACTIONAL = (T.FloatType, T.DoubleType, T.DecimalType)
 _TIMESTAMPS = (T.TimestampType, T.TimestampNTZType, T.DateType)
 _REFUSED_ITEM = (T.ArrayType, T.MapType, T.StructType, T.BinaryType)
-
-CELL_SCHEMA = T.StructType(
-    [
-        T.StructField(STEP, T.LongType()),
-        T.StructField(LEVEL, T.IntegerType()),
-        T.StructField(DELTA, T.LongType()),
-        T.StructField(CROSS, T.LongType()),
-    ]
-)
-_CELL_ARROW = pa.schema([(STEP, pa.int64()), (LEVEL, pa.int32()), (DELTA, pa.int64()), (CROSS, pa.int64())])
 
 
 # ------------------------------------------------------------------ time -> step
@@ -367,54 +377,94 @@ def needs_order(mapping: TimeMapping) -> bool:
 
 # ------------------------------------------------------------------ per-shard kernel
 
-def _shard_cells(pdf: pd.DataFrame, max_level: int) -> pd.DataFrame:
-    """The (step, level) flip cells of one item shard's events (all of them)."""
-    if len(pdf) == 0:
-        return pd.DataFrame({STEP: np.zeros(0, np.int64), LEVEL: np.zeros(0, np.int32),
-                             DELTA: np.zeros(0, np.int64), CROSS: np.zeros(0, np.int64)})
-    codes, _ = pd.factorize(pdf[ITEM], sort=False)
-    flips = flip_events(
-        pdf[STEP].to_numpy(dtype=np.int64),
-        codes.astype(np.int64),
-        pdf[OP].to_numpy(dtype=np.int64),
-        pdf[ORDER].to_numpy() if ORDER in pdf.columns else None,
-    )
-    step, level, delta, cross = flip_cells(flips, max_level)
-    return pd.DataFrame({STEP: step, LEVEL: level.astype(np.int32), DELTA: delta, CROSS: cross})
+#: One Spark row per (item shard, chunk) — or per chunk after the sum —
+#: holding that chunk's cells packed (``dp_spark.summaries.continual_chunks``).
+CHUNK_SCHEMA = T.StructType(
+    [
+        T.StructField(CHUNK, T.IntegerType()),
+        T.StructField(CELL_KEY, T.BinaryType()),
+        T.StructField(DELTA, T.BinaryType()),
+        T.StructField(CROSS, T.BinaryType()),
+    ]
+)
 
 
-def _partition_cells(batches, max_level: int):
+def _partition_chunks(batches, layout: CellChunks):
     """mapInArrow body: the flip cells of the partition's events — one item
-    shard, whole (:func:`flip_cell_table`)."""
+    shard, whole (:func:`flip_cell_table`) — read from the Arrow columns
+    into numpy (no pandas), one row per non-empty chunk."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
-    pdf = pa.Table.from_batches(collected).to_pandas()
-    cells = _shard_cells(pdf, max_level)
-    if len(cells):
-        yield pa.RecordBatch.from_pandas(cells, schema=_CELL_ARROW, preserve_index=False)
+    table = pa.Table.from_batches(collected)
+    rows = shard_chunk_rows(
+        table.column(STEP).to_numpy(),
+        item_codes(table.column(ITEM)),
+        table.column(OP).to_numpy(),
+        table.column(ORDER).to_numpy() if ORDER in table.column_names else None,
+        layout,
+    )
+    if rows is not None:
+        yield rows
 
 
-def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int) -> DataFrame:
-    """(step, level, delta, cross) summed over item shards; NON-PRIVATE.
+def _partition_chunk_sums(batches, layout: CellChunks):
+    """mapInArrow body of the chunk sum: the partition's chunk rows from
+    every item shard, added cell by cell; one row per chunk out."""
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    rows = sum_chunk_rows(pa.Table.from_batches(collected), layout)
+    if rows is not None:
+        yield rows
+
+
+def chunk_layout(spark, tree_horizon: int, max_level: int, shards: int) -> CellChunks:
+    """The cell chunks of the stage: CHUNKS_PER_PARTITION per partition of
+    the chunk sum (:func:`sum_partitions`); public parameters only."""
+    return cell_chunks(tree_horizon, max_level, sum_partitions(spark, shards))
+
+
+def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horizon: int) -> DataFrame:
+    """The (step, level) cells' delta and cross summed over item shards, as
+    chunk rows (``CHUNK_SCHEMA``, :class:`CellChunks`); NON-PRIVATE.
 
     ``steps_df`` has columns step, [order_key,] item, op (``valid_events``).
     Item x goes to shard pmod(murmur3(x), shards), a fixed function of its
     id: the events are hash-partitioned by item into ``shards`` partitions
     (an explicit count, which adaptive execution neither coalesces nor
     splits), so a partition is one shard, and one Python pass per partition
-    runs the per-item kernel on all of its events. An item's flips depend on
-    its own events only, so the summed cells are the same for every shard
-    count (tested); the shard count is a speed setting.
+    runs the per-item kernel on all of its events and emits its non-empty
+    cells packed in one row per chunk of the key range. An item's flips
+    depend on its own events only, so cells of the shards add up: the chunk
+    rows are hash-partitioned by chunk into :func:`sum_partitions`
+    partitions and a second Python pass adds each chunk's cells (exact
+    int64). Every cell then sits in exactly one row: at most T·(J + 2) cells
+    leave the sum, whatever the shard count (the same sums for every shard
+    count; tested); the shard count is a speed setting.
     """
+    partitions = sum_partitions(steps_df.sparkSession, shards)
+    layout = chunk_layout(steps_df.sparkSession, tree_horizon, max_level, shards)
     partitioned = steps_df.repartition(int(shards), ITEM)
-    cells = partitioned.mapInArrow(partial(_partition_cells, max_level=int(max_level)), CELL_SCHEMA)
-    return summed_cells(cells, [STEP, LEVEL], sum_partitions(steps_df.sparkSession, shards))
+    chunks = partitioned.mapInArrow(partial(_partition_chunks, layout=layout), CHUNK_SCHEMA)
+    by_chunk = chunks.repartition(int(partitions), CHUNK)
+    return by_chunk.mapInArrow(partial(_partition_chunk_sums, layout=layout), CHUNK_SCHEMA)
+
+
+def collect_chunk_cells(summed: DataFrame, layout: CellChunks) -> dict[str, np.ndarray]:
+    """The summed cells of :func:`flip_cell_table` (chunked by ``layout``,
+    :func:`chunk_layout`) on the driver: int64 arrays step, level, delta,
+    cross, one entry per non-empty cell (at most T·(J + 2); 20 bytes each in
+    the Arrow rows); NON-PRIVATE. Collected as Arrow (``toArrow``), whatever
+    the session's Arrow setting."""
+    keys, delta, cross = unpack(summed.toArrow(), layout)
+    step, level = layout.cells(keys)
+    return {STEP: step, LEVEL: level, DELTA: delta, CROSS: cross}
 
 
 def sum_partitions(spark, shards: int) -> int:
-    """Partitions of the JVM sum of the shards' cells (issue 26): two per
-    task slot of the cluster, at most the shard count
+    """Partitions of the sum of the shards' cells (issue 26; the chunk sum
+    here, the JVM sum of the grouped stage): two per task slot of the cluster, at most the shard count
     (:func:`dp_spark.stages.partitioning.python_partitions`), never
     ``spark.sql.shuffle.partitions``. The sums are the same for every count."""
     return python_partitions(spark, int(shards))
@@ -502,9 +552,9 @@ def continual_summaries(
     shards = default_shards(df.sparkSession) if shards is None else shards
 
     steps_df = valid_events(df, columns, mapping, horizon)
-    cells = flip_cell_table(steps_df, int(max_level), shards)
+    cells = flip_cell_table(steps_df, int(max_level), shards, tree_horizon)
     log.info("continual-distinct: computing per-step flip counts (%d item shards)", shards)
     with spark_job("computing per-step flip counts"):
-        got = collect_cells(cells, [STEP, LEVEL, DELTA, CROSS])
+        got = collect_chunk_cells(cells, chunk_layout(df.sparkSession, tree_horizon, int(max_level), shards))
     summaries = summaries_from_cells(got[STEP], got[LEVEL], got[DELTA], got[CROSS], tree_horizon, int(max_level))
     return ContinualStageResult(summaries, horizon, mapping)

@@ -3,6 +3,9 @@ and the mechanisms alike; nothing here draws privacy noise or imports pyspark.
 
 - :mod:`.continual_distinct`: flip events and stream summaries of an
   insert/delete stream (the counts the continual trees add noise to).
+- :mod:`.continual_chunks`: those flip cells packed one Arrow row per chunk
+  of the (step, level) range, and added chunk by chunk (the Spark stage's
+  transport; pyarrow, no pyspark).
 - :mod:`.set_union`: the set-union update policies (count, weighted and
   policy histograms, Gopi et al. 2020): bounded-sensitivity weightings, no noise.
 """

@@ -378,12 +378,18 @@ def summaries_from_cells(
         raise ParameterError("cells must have step in 1..horizon and level in 0..max_level+1")
     per_level = np.zeros((width, horizon), dtype=np.int64)
     crossings = np.zeros((width, horizon), dtype=np.int64)
-    np.add.at(per_level, (lev, s - 1), d)
-    np.add.at(crossings, (lev, s - 1), c)
+    flat = lev * horizon + (s - 1)  # 1-d ufunc.at: ~4x faster than the 2-d index pair
+    np.add.at(per_level.reshape(-1), flat, d)
+    np.add.at(crossings.reshape(-1), flat, c)
     z = per_level.sum(axis=0)
-    truncated = np.cumsum(per_level[: levels + 1], axis=0)
-    del per_level
-    over = np.cumsum(crossings[1:], axis=1)
+    # Running sums row by row (contiguous adds; numpy's cumsum along axis 0
+    # of a (J + 2, T) array is ~10x slower at T = 2^20). Exact int64 either way.
+    truncated = per_level[: levels + 1]
+    for j in range(1, levels + 1):
+        np.add(truncated[j], truncated[j - 1], out=truncated[j])
+    over = crossings[1:]
+    for row in over:
+        np.cumsum(row, out=row)
     return StreamSummaries(horizon, levels, z, truncated, over)
 
 

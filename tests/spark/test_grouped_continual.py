@@ -212,9 +212,9 @@ def test_cli_writes_the_groups_output(spark, table, tmp_path):
 
 
 def test_the_flip_cell_sum_never_uses_the_sessions_shuffle_partitions(spark):
-    """Issue 26: the JVM sum of the shards' cells has stages.partitioning's
+    """Issue 26: the sum of the shards' cell chunks has stages.partitioning's
     count (two per task slot, at most the shards) whatever the session's
-    spark.sql.shuffle.partitions, and one exchange feeds the aggregation."""
+    spark.sql.shuffle.partitions: one exchange by chunk feeds it."""
     df = spark.createDataFrame(random_events(np.random.default_rng(1), range(30)), SCHEMA)
     cols = event_columns(df, "time", "item", "op")
     events = valid_events(df, cols, time_mapping(cols.kind, None, None), H)
@@ -222,13 +222,13 @@ def test_the_flip_cell_sum_never_uses_the_sessions_shuffle_partitions(spark):
     try:
         for session_partitions, shards in (("200", 3), ("1", 5), ("7", 1)):
             spark.conf.set("spark.sql.shuffle.partitions", session_partitions)
-            cells = flip_cell_table(events, 4, shards)
+            cells = flip_cell_table(events, 4, shards, H)
             assert sum_partitions(spark, shards) == python_partitions(spark, shards)
             assert cells.rdd.getNumPartitions() == python_partitions(spark, shards)
             plan = cells._jdf.queryExecution().executedPlan().toString()
-            by_cell = re.findall(r"hashpartitioning\(step#\d+L?, level#\d+, (\d+)\)", plan)
+            by_chunk = re.findall(r"hashpartitioning\(chunk#\d+, (\d+)\)", plan)
             n = python_partitions(spark, shards)
-            assert set(by_cell) == {str(n)} if n > 1 else "Exchange SinglePartition" in plan
-            assert "ENSURE_REQUIREMENTS" not in plan  # the aggregation adds no exchange of its own
+            assert set(by_chunk) == {str(n)} if n > 1 else "Exchange SinglePartition" in plan
+            assert "ENSURE_REQUIREMENTS" not in plan  # no exchange beyond the two explicit ones
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)

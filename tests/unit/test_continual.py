@@ -165,6 +165,58 @@ def test_cells_of_disjoint_item_sets_add_up():
         summaries_from_cells([1], [7], [1], [0], 8)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.integers(1, 9), st.sampled_from([8, 32, 64]),
+       st.booleans(), st.booleans())
+def test_chunked_cells_summed_per_chunk_equal_the_reference(seed, shards, partitions, horizon, strings, ordered):
+    """Issue 26: the Spark stage's Python halves without Spark — item shards
+    emit packed chunk rows from Arrow columns, the rows are routed by chunk to
+    ``partitions`` sum tasks in any order, each adds its chunks' cells — give
+    exactly ``stream_summaries``, for every shard, partition and chunk count,
+    with and without an order key, string and integer items
+    (``dp_spark.summaries.continual_chunks``, no Spark)."""
+    import pyarrow as pa
+
+    from dp_spark.summaries import continual_chunks as chunks
+
+    rng = np.random.default_rng(seed)
+    times, items, ops = _random_events(rng, horizon, int(rng.integers(1, 40)), int(rng.integers(1, 600)))
+    order = rng.integers(0, 5, size=times.shape[0]) * 10 + times * 1000 if ordered else None
+    J = int(rng.integers(0, int(horizon).bit_length()))
+    want = stream_summaries(times, items, ops, horizon, J, order)
+    labels = np.array([f"i{x}" for x in items], dtype=object) if strings else items
+    layout = chunks.cell_chunks(horizon, J, partitions)
+    rows = []
+    for shard in range(shards):
+        keep = items % shards == shard
+        if not keep.any():
+            continue
+        # two Arrow batches, as a task may receive: item codes must agree across them
+        cut = int(rng.integers(0, int(keep.sum()) + 1))
+        column = pa.chunked_array([labels[keep][:cut], labels[keep][cut:]], pa.string() if strings else pa.int64())
+        batch = chunks.shard_chunk_rows(times[keep], chunks.item_codes(column), ops[keep],
+                                        order[keep] if ordered else None, layout)
+        rows += [] if batch is None else [batch]
+    summed = []
+    if rows:
+        chunk_rows = pa.Table.from_batches(rows, schema=chunks.CHUNK_ARROW)
+        ids = np.asarray(chunk_rows.column(chunks.CHUNK).to_pylist())
+        assert ids.max() < layout.chunks
+        target = rng.integers(0, partitions, size=layout.chunks)  # any chunk → partition routing
+        for p in range(partitions):
+            mine = chunk_rows.filter(pa.array(target[ids] == p))
+            if mine.num_rows:
+                batch = chunks.sum_chunk_rows(mine.take(pa.array(rng.permutation(mine.num_rows))), layout)
+                summed += [] if batch is None else [batch]
+    keys, delta, cross = chunks.unpack(pa.Table.from_batches(summed, schema=chunks.CHUNK_ARROW), layout)
+    assert np.unique(keys).shape[0] == keys.shape[0] <= horizon * (J + 2)  # every cell in one row
+    step, level = layout.cells(keys)
+    got = summaries_from_cells(step, level, delta, cross, horizon, J)
+    np.testing.assert_array_equal(got.z, want.z)
+    np.testing.assert_array_equal(got.z_truncated, want.z_truncated)
+    np.testing.assert_array_equal(got.over_counts, want.over_counts)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from([(0, 4), (0, 5000), (-7, 7), (0, 2**45), (2**40, 2**41)]))
 def test_packed_sort_is_the_lexsort_permutation(seed, item_range):
