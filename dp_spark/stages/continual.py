@@ -34,8 +34,8 @@ How (DataFrame API only, so it runs on Spark Connect too):
    add up.
 4. Each shard packs its non-empty cells into one row per chunk of the cell
    key range (``dp_spark.summaries.continual_chunks``: key (step − 1)·(J + 2) + level, int32
-   offsets and int64 sums as binary columns), so a few hundred rows cross
-   the JVM, not one per cell (issue 26: the per-cell rows, ~5.8M shuffled
+   offsets and int64 sums as binary columns), so a few rows per shard and
+   chunk cross the JVM, not one per cell (issue 26: the per-cell rows, ~5.8M shuffled
    and ~3.2M summed and collected at T = 2^20, cost more than the kernel).
    The rows are hash-partitioned by chunk into :func:`sum_partitions`
    partitions and a second ``mapInArrow`` pass adds each chunk's cells
@@ -425,7 +425,8 @@ def chunk_layout(spark, tree_horizon: int, max_level: int, shards: int) -> CellC
     return cell_chunks(tree_horizon, max_level, sum_partitions(spark, shards))
 
 
-def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horizon: int) -> DataFrame:
+def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horizon: int,
+                    layout: CellChunks | None = None) -> DataFrame:
     """The (step, level) cells' delta and cross summed over item shards, as
     chunk rows (``CHUNK_SCHEMA``, :class:`CellChunks`); NON-PRIVATE.
 
@@ -441,10 +442,15 @@ def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horiz
     partitions and a second Python pass adds each chunk's cells (exact
     int64). Every cell then sits in exactly one row: at most T·(J + 2) cells
     leave the sum, whatever the shard count (the same sums for every shard
-    count; tested); the shard count is a speed setting.
+    count; tested); the shard count is a speed setting. ``layout``: the
+    chunks (default :func:`chunk_layout` now); the caller decoding the rows
+    must decode them with this same layout, so it passes the one it built
+    (the cluster's parallelism, which sizes the default, can change between
+    two calls: executors join or leave).
     """
     partitions = sum_partitions(steps_df.sparkSession, shards)
-    layout = chunk_layout(steps_df.sparkSession, tree_horizon, max_level, shards)
+    if layout is None:
+        layout = chunk_layout(steps_df.sparkSession, tree_horizon, max_level, shards)
     partitioned = steps_df.repartition(int(shards), ITEM)
     chunks = partitioned.mapInArrow(partial(_partition_chunks, layout=layout), CHUNK_SCHEMA)
     by_chunk = chunks.repartition(int(partitions), CHUNK)
@@ -552,9 +558,10 @@ def continual_summaries(
     shards = default_shards(df.sparkSession) if shards is None else shards
 
     steps_df = valid_events(df, columns, mapping, horizon)
-    cells = flip_cell_table(steps_df, int(max_level), shards, tree_horizon)
+    layout = chunk_layout(df.sparkSession, tree_horizon, int(max_level), shards)  # once: encode and decode alike
+    cells = flip_cell_table(steps_df, int(max_level), shards, tree_horizon, layout)
     log.info("continual-distinct: computing per-step flip counts (%d item shards)", shards)
     with spark_job("computing per-step flip counts"):
-        got = collect_chunk_cells(cells, chunk_layout(df.sparkSession, tree_horizon, int(max_level), shards))
+        got = collect_chunk_cells(cells, layout)
     summaries = summaries_from_cells(got[STEP], got[LEVEL], got[DELTA], got[CROSS], tree_horizon, int(max_level))
     return ContinualStageResult(summaries, horizon, mapping)

@@ -358,3 +358,25 @@ def test_inexact_item_ids_are_refused_before_spending(spark, ddl):
     assert budget.spent.rho == 0.0
     with pytest.raises(SchemaError, match="item column"):
         continual_summaries(df, horizon=4)
+
+
+def test_stage_decodes_with_the_layout_it_encoded_with(spark, monkeypatch):
+    """The cell chunks are sized from the cluster's parallelism, which can
+    change between two calls (executors join or leave): the stage builds the
+    layout once and decodes with it, so the summaries stay exact when the
+    parallelism changes after the layout was built (a second layout would
+    cut the keys at other places)."""
+    import dp_spark.stages.continual as continual
+
+    pdf = _random_events(seed=5, n=3000, steps=60, items=50)
+    want = stream_summaries(pdf.t.to_numpy(), pdf.thing.to_numpy(), pdf.op.to_numpy(), 64)
+    calls = []
+
+    def drifting(spark_, shards):  # the first call sizes 4 partitions, every later one 6
+        calls.append(shards)
+        return 4 if len(calls) == 1 else 6
+
+    monkeypatch.setattr(continual, "sum_partitions", drifting)
+    out = continual_summaries(spark.createDataFrame(pdf), "t", "thing", "op", 60, shards=6)
+    assert len(calls) >= 2  # the parallelism was read again after the layout
+    _assert_same(out.summaries, want)
