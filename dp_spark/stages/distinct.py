@@ -728,20 +728,18 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
             parts = rows.mapInArrow(partial(kernel, buckets=tuple(cands)), GROUPED_HISTOGRAM_SCHEMA).toArrow()
         np.add.at(hist, (parts.column(_CAND).to_numpy(), parts.column(GROUP_INDEX).to_numpy(),
                          parts.column(_BUCKET).to_numpy()), parts.column(_COUNT).to_numpy())
-        out = np.cumsum(hist, axis=2)
-        return out[0] if caps is None else out
-    # several shards: an item may be matched in several, its round is the smallest
-    per_item = (rows.mapInArrow(kernel, GROUPED_ROUND_SCHEMA)
-                .groupBy(_CAND, GROUP_INDEX, ITEM_KEY).agg(F.min(ROUND).alias(ROUND)))
-    bucket = F.lit(len(cands) - 1)
-    for j in range(len(cands) - 2, -1, -1):
-        bucket = F.when(F.col(ROUND) <= cands[j], F.lit(j)).otherwise(bucket)
-    hist_df = (per_item.select(_CAND, GROUP_INDEX, bucket.alias(_BUCKET))
-               .groupBy(_CAND, GROUP_INDEX, _BUCKET).count())
-    with spark_job("counting matched items per group and bound"):
-        rows = hist_df.collect()  # at most caps × groups × len(candidates) rows
-    for row in rows:
-        hist[int(row[_CAND]), int(row[GROUP_INDEX]), int(row[_BUCKET])] += int(row["count"])
+    else:  # several shards: an item may be matched in several, its round is the smallest
+        per_item = (rows.mapInArrow(kernel, GROUPED_ROUND_SCHEMA)
+                    .groupBy(_CAND, GROUP_INDEX, ITEM_KEY).agg(F.min(ROUND).alias(ROUND)))
+        bucket = F.lit(len(cands) - 1)
+        for j in range(len(cands) - 2, -1, -1):
+            bucket = F.when(F.col(ROUND) <= cands[j], F.lit(j)).otherwise(bucket)
+        hist_df = (per_item.select(_CAND, GROUP_INDEX, bucket.alias(_BUCKET))
+                   .groupBy(_CAND, GROUP_INDEX, _BUCKET).count())
+        with spark_job("counting matched items per group and bound"):
+            collected = hist_df.collect()  # at most caps × groups × len(candidates) rows
+        for row in collected:
+            hist[int(row[_CAND]), int(row[GROUP_INDEX]), int(row[_BUCKET])] += int(row["count"])
     out = np.cumsum(hist, axis=2)
     return out[0] if caps is None else out
 
