@@ -54,3 +54,27 @@ def python_partitions(spark, cap: int | None = None) -> int:
     per-item work): :data:`TASKS_PER_SLOT` per task slot, at most ``cap``."""
     n = TASKS_PER_SLOT * cluster_parallelism(spark)
     return max(1, min(n, int(cap)) if cap is not None else n)
+
+
+def partition_labels(partitions: int) -> list[int]:
+    """Long values v_0..v_{n-1} (n = ``partitions``) with pmod(hash(v_j), n)
+    = j, Spark's hash of a long (:func:`dp_spark.stages.kernels.murmur3_long`):
+    rows whose long column holds v_j go to partition j under
+    ``repartition(n, column)``, so n labels fill n partitions one each
+    (small ints would collide: a hash partitioning of 0..n-1 leaves some
+    partitions empty and others doubled). The smallest such v_j >= 0."""
+    import numpy as np
+
+    from dp_spark.stages.kernels import murmur3_long
+
+    n = int(partitions)
+    if n < 1:
+        raise ValueError("partition_labels: partitions must be >= 1")
+    labels: dict[int, int] = {}
+    start, width = 0, 64 * n
+    while len(labels) < n:
+        values = np.arange(start, start + width, dtype=np.int64)
+        for value, part in zip(values.tolist(), np.mod(murmur3_long(values).astype(np.int64), n).tolist()):
+            labels.setdefault(part, value)
+        start += width
+    return [labels[j] for j in range(n)]

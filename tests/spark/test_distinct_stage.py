@@ -222,3 +222,29 @@ def test_stage_parameter_checks(spark):
         args = {"max_bound": 2, "method": "greedy", **kwargs}
         with pytest.raises(ParameterError):
             bounded_distinct_counts(df, "person_id", "item", args.pop("max_bound"), args.pop("method"), **args)
+
+
+def test_packed_greedy_counts_equal_the_per_item_combine(spark):
+    """greedy_counts ships each shard's matched items packed by key range
+    and combines them in Python; it must equal the per-item JVM combine
+    (counts_from_round_table of greedy_rounds) for any shard count, number
+    of key ranges and pack size, including packs split mid-range (small
+    _pack_items) and one range. And the labels send range j to partition j."""
+    from dp_spark.stages.distinct import ITEM_KEY, counts_from_round_table, greedy_counts
+    from dp_spark.stages.partitioning import partition_labels
+
+    rng = np.random.default_rng(11)
+    n = 4000
+    pdf = pd.DataFrame({"person_id": rng.zipf(1.6, n) % 500, "item": (rng.zipf(1.3, n) % 900).astype(str)})
+    edge_df = edges(spark.createDataFrame(pdf), "person_id", "item")
+    max_bound = 7
+    for shards in (1, 3, 5):
+        want = counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound, ITEM_KEY)
+        assert want[-1] > 100 and want[0] < want[-1]  # several rounds matter
+        for buckets, pack in ((None, 1 << 22), (1, 37), (3, 5), (8, 1000)):
+            got = greedy_counts(edge_df, max_bound, shards, buckets=buckets, _pack_items=pack)
+            assert got.tolist() == want.tolist(), (shards, buckets, pack)
+    labels = partition_labels(5)
+    placed = (spark.createDataFrame([(v,) for v in labels] * 3, "_bucket long").repartition(5, "_bucket")
+              .select("_bucket", F.spark_partition_id().alias("p")).distinct().collect())
+    assert sorted((labels.index(r["_bucket"]), r["p"]) for r in placed) == [(j, j) for j in range(5)]

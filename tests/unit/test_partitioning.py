@@ -4,6 +4,8 @@ partitions (stand-in session objects; no Spark)."""
 
 from __future__ import annotations
 
+import pytest
+
 from dp_spark.stages.partitioning import FALLBACK_PARALLELISM, TASKS_PER_SLOT, cluster_parallelism, python_partitions
 
 
@@ -57,3 +59,23 @@ def test_caps_and_floors():
     assert python_partitions(spark, cap=5) == 5
     assert python_partitions(spark, cap=1000) == TASKS_PER_SLOT * 16
     assert python_partitions(_Classic(0, {})) == TASKS_PER_SLOT  # never below one slot
+
+
+def test_partition_labels_hash_to_their_own_partition():
+    """partition_labels(n)[j] is the smallest long >= 0 whose Spark hash
+    (murmur3_long, tested bit for bit against Spark) lands in partition j
+    of n: distinct labels, one per partition."""
+    import numpy as np
+
+    from dp_spark.stages.kernels import murmur3_long
+    from dp_spark.stages.partitioning import partition_labels
+
+    for n in (1, 2, 3, 4, 9, 64, 1000):
+        labels = partition_labels(n)
+        parts = np.mod(murmur3_long(np.array(labels, dtype=np.int64)).astype(np.int64), n)
+        assert parts.tolist() == list(range(n))
+        for j, label in enumerate(labels):  # the smallest: no smaller value hashes to partition j
+            below = np.arange(label, dtype=np.int64)
+            assert not np.any(np.mod(murmur3_long(below).astype(np.int64), n) == j)
+    with pytest.raises(ValueError):
+        partition_labels(0)
