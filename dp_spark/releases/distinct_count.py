@@ -14,8 +14,9 @@ Pipeline and budget split (basic composition, total ε-DP):
 
 0. Only for ``method="greedy"`` with ``shards=None`` (automatic): ε/100 —
    discrete Laplace noise on the number of persons in a fixed 1-in-r hash
-   sample of the ids (whether a person is in it is a public function of its
-   id, so the count has sensitivity 1), times r,
+   sample of the input's (non-null) person ids, read from the person column
+   alone (whether a person is in it is a public function of its id, so the
+   count has sensitivity 1), times r,
    picks the number of greedy shards, one per 200,000 persons. Sharding loses
    accuracy when shards hold few persons, and a shard count that depended on
    the true size would break the sensitivity argument; a noisy count keeps it
@@ -77,6 +78,7 @@ makes the 1 − β statement true.
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 import numpy as np
 
@@ -89,6 +91,7 @@ from dp_spark.releases.shards import greedy_shards
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.stages.distinct import bounded_counts_of_edges, count_pairs, greedy_counts, matching_counts, matching_pairs
+from dp_spark.stages.edges import person_ids
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +117,12 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
     return counts, {"counted_by": "greedy (noisy pair count above edge_limit)", "shards": int(chosen)}, noise
 
 
-def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng):
+def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng, persons=None):
     """NON-PRIVATE counts c_1..c_L, the released parameters of how they
     were computed (every data-dependent choice here is noisy and charged)
-    and the records of those choices' draws."""
+    and the records of those choices' draws. ``persons``: the frame whose
+    sampled persons the automatic shard count counts (default: the edge
+    table's)."""
     p = plan.params
     max_bound, method = p.max_bound, p.method
     shards = plan.parameters.get("shards")  # None for sampling, whatever was given
@@ -125,7 +130,7 @@ def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng):
         return _matching_or_greedy(edge_df, max_bound, shards, p.edge_limit, epsilon_pre, rng)
     extra, noise = {}, []
     if method == "greedy":
-        shards, extra, noise = greedy_shards(edge_df, shards, epsilon_pre, rng)
+        shards, extra, noise = greedy_shards(edge_df if persons is None else persons, shards, epsilon_pre, rng)
     log.info("distinct-count: computing bounded counts (method %s)", method)
     counts = bounded_counts_of_edges(
         edge_df, max_bound, method, shards=shards,
@@ -207,19 +212,25 @@ def distinct_count(
 def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Release:
     """The release on its plan (built once: by :func:`distinct_count` or the
     CLI), through the one release flow (:func:`dp_spark.releases.template.run_release`)."""
-    return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend,
-                       caps_in_stage=True)  # a grouped run caps persons inside its kernel
+    from dp_spark.io import spark_frame
+
+    df = spark_frame(df, "df")  # as run_release does (the same object): the shard count reads its person column
+    return run_release(plan, df, partial(_body, source=df), budget=budget, ledger=ledger,
+                       before_spend=before_spend, caps_in_stage=True)  # a grouped run caps persons inside its kernel
 
 
-def _body(plan: Plan, edge_df, rng, local) -> Release:
-    """Stage, mechanism and report, after the plan was spent (steps 0-3 of the module doc)."""
+def _body(plan: Plan, edge_df, rng, local, source=None) -> Release:
+    """Stage, mechanism and report, after the plan was spent (steps 0-3 of
+    the module doc). ``source``: the input table, whose person column alone
+    the automatic shard count reads (step 0)."""
     if plan.params.group_by is not None:
         from dp_spark.releases.grouped_distinct_count import body as grouped_body
 
         return grouped_body(plan, edge_df, rng, local)
     split = plan.split  # by step name (plans.distinct_count): at most one of shards / matching is there
     epsilon_pre = split.epsilon("shards") or split.epsilon("matching")
-    counts, how, noise = _bounded_counts(edge_df, plan, epsilon_pre, rng)
+    persons = None if source is None else person_ids(source, plan.params.person_col)
+    counts, how, noise = _bounded_counts(edge_df, plan, epsilon_pre, rng, persons)
     log.info("distinct-count: selecting the bound and adding noise")
     released = release_from_counts(counts, split.epsilon("select") + split.epsilon("count"), plan.params.beta, rng)
     del counts  # non-private; nothing below may use it

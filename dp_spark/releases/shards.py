@@ -17,11 +17,15 @@ first and every task is at least one shard (shards >= the pass's
 partitions, two per task slot: a cluster-dependent floor on the shard count
 that splits small data into more greedy sequences and lowers its counts;
 benchmarks/README.md measured 39 shards against 10 at 2M persons: g_1 −13%)
-or the data is read twice anyway. So the count stays a separate job; it
-scans the edge table (the person column, and the item column's nulls) and
-aggregates the persons of the 1-in-r sample only (r = 64 from ε = 1; its
-cost at 20M rows, 1.37 s against 2.40 s for the fixed 1-in-16 sample it
-used before: benchmarks/README.md, "Issue 26 at 20M rows").
+or the data is read twice anyway. So the count stays a separate job, made
+cheap: it aggregates the persons of the 1-in-r sample only (r = 64 from
+ε = 1; at 20M rows 1.37 s against 2.40 s for the fixed 1-in-16 sample it
+used before), and the ungrouped release counts the input's person ids
+(:func:`dp_spark.stages.edges.person_ids`: the person column alone, not the
+item column the edge table's null rule reads; 1.0 s against 1.7 s). A
+person whose items are all null is then counted too: the count is a size
+for the layout, with sensitivity 1 either way (benchmarks/README.md, "Issue
+26 at 20M rows").
 """
 
 from __future__ import annotations
@@ -34,17 +38,21 @@ from dp_spark.plans.distinct_count import person_sample
 log = logging.getLogger(__name__)
 
 
-def greedy_shards(edge_df, shards: int | None, epsilon: float, rng) -> tuple[int, dict, list]:
+def greedy_shards(person_df, shards: int | None, epsilon: float, rng) -> tuple[int, dict, list]:
     """(shards, the released parameters saying how they were chosen, the
     noise records of the choice): ``shards`` when given, else the noisy
-    sampled person count's choice at ``epsilon`` (pure ε-DP)."""
+    sampled person count's choice at ``epsilon`` (pure ε-DP). ``person_df``:
+    a frame with the ``person`` column whose persons are counted (the
+    ungrouped release: the input's person ids,
+    :func:`dp_spark.stages.edges.person_ids`; the grouped one: its edge
+    table, restricted to the public keys)."""
     from dp_spark.stages.edges import count_sampled_persons
 
     if shards is not None:
         return int(shards), {"shards_chosen": "by the caller", "shards": int(shards)}, []
     log.info("distinct-count: choosing the number of greedy shards from a noisy sampled person count")
     one_in = person_sample(epsilon)
-    sampled, drawn = noisy_size(count_sampled_persons(edge_df, one_in), 1, epsilon, rng,
+    sampled, drawn = noisy_size(count_sampled_persons(person_df, one_in), 1, epsilon, rng,
                                 target=f"the number of persons in a 1-in-{one_in} hash sample")
     chosen = int(choose_shards(sampled * one_in))
     how = {"shards_chosen": f"automatically (noisy person count of a 1-in-{one_in} hash sample)",

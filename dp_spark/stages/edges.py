@@ -141,6 +141,20 @@ def edges(df: DataFrame, person_col: str, item_col: str, group_col: str | None =
     return df.select(*columns).where(keep)
 
 
+def person_ids(df: DataFrame, person_col: str) -> DataFrame:
+    """Column ``person`` of the input as the edge table spells it
+    (:func:`_normalised`), null ids dropped, whatever the row's item: every
+    person of the input. A size estimate that reads this frame reads the
+    person column alone, not the item column the edge table's null rule
+    needs (at 20M rows the sampled person count took 1.0 s on it, 1.7 s on
+    the edge table). Adding or removing one person changes its distinct
+    persons by at most one, as the edge table's.
+
+    Schema checks are :func:`edges`' (built first, as every release does).
+    NON-PRIVATE intermediate data; never collected by the library."""
+    return df.select(_normalised(df, person_col, PERSON, is_person=True)).where(F.col(PERSON).isNotNull())
+
+
 def _check_group_column(df: DataFrame, group_col: str, person_col: str, item_col: str) -> None:
     """Schema-only checks of a group column: it exists, is neither the person
     nor the item column, and is not a column of nulls."""
@@ -188,7 +202,9 @@ PERSON_SAMPLE_SALT = "dp_spark.person_sample"
 
 def count_sampled_persons(edge_df: DataFrame, one_in: int) -> int:
     """NON-PRIVATE: the number of distinct persons p with
-    pmod(xxhash64(salt, p), one_in) = 0, a fixed public function of the id.
+    pmod(xxhash64(salt, p), one_in) = 0, a fixed public function of the id,
+    in a frame with the ``person`` column (an edge table, or
+    :func:`person_ids`).
 
     Whether a person is in the sample depends on its own id only, so adding
     or removing one person changes this count by at most 1: sensitivity 1,

@@ -165,6 +165,52 @@ def test_sampled_person_count_is_a_fixed_per_person_sample(spark):
     assert set(in_sample.values()) <= {0, 1}
 
 
+def test_person_ids_read_the_person_column_alone_and_keep_sensitivity_one(spark, tmp_path):
+    """person_ids (the ungrouped release's shard-count input): every non-null
+    person id as the edge table spells it, whatever its items (a person
+    whose items are all null is kept), from a plan that reads the person
+    column only; on neighbouring tables (one person added, its items null
+    or not, duplicate rows) the sampled count moves by 0 or 1."""
+    from dp_spark.stages.edges import person_ids
+
+    df = spark.createDataFrame([(1, "a"), (1, "b"), (2, None), (None, "c"), (3, "a")], "who int, what string")
+    assert sorted(r.person for r in person_ids(df, "who").distinct().collect()) == [1, 2, 3]
+    assert person_ids(df, "who").schema["person"].dataType == T.LongType()
+    df.write.parquet(str(tmp_path / "t"))
+    scan = person_ids(spark.read.parquet(str(tmp_path / "t")), "who")._jdf.queryExecution().executedPlan().toString()
+    assert "ReadSchema: struct<who:int>" in scan  # the item column is not read
+    rng = np.random.default_rng(3)
+    persons = {int(p): set(rng.integers(0, 30, rng.integers(1, 6)).astype(str)) for p in range(200)}
+    base_df = _frame(spark, persons)
+    base = count_sampled_persons(person_ids(base_df, "person_id"), 4)
+    assert base == count_sampled_persons(edges(base_df, "person_id", "item"), 4)  # no null items: the same
+    moved = []
+    for extra_id in range(900, 940):
+        rows = [(extra_id, None), (extra_id, None)] if extra_id % 2 else [(extra_id, "q"), (extra_id, "q")]
+        grown_df = base_df.union(spark.createDataFrame(rows, "person_id long, item string"))
+        moved.append(count_sampled_persons(person_ids(grown_df, "person_id"), 4) - base)
+    assert set(moved) == {0, 1}
+
+
+def test_release_counts_the_sample_on_the_person_column_alone(spark, monkeypatch):
+    """The ungrouped release's automatic shard count reads person_ids (the
+    person column alone), once."""
+    import dp_spark
+    from dp_spark.stages import edges as edges_module
+
+    seen = []
+    real = edges_module.count_sampled_persons
+
+    def spy(frame, one_in):
+        seen.append(frame.columns)
+        return real(frame, one_in)
+
+    monkeypatch.setattr(edges_module, "count_sampled_persons", spy)
+    df = _frame(spark, {p: {f"i{(p * 7 + k) % 40}" for k in range(p % 4 + 1)} for p in range(60)})
+    dp_spark.distinct_count(df, epsilon=1.0, max_bound=8, seed=2)
+    assert seen == [["person"]]
+
+
 def test_truncated_matching_keeps_sensitivity_and_stays_below_exact(spark):
     """Matching on each person's first P items (public hash order), the
     release's exact path: per-person truncation keeps sensitivity l and the
