@@ -350,13 +350,17 @@ def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: i
     per key range (:func:`_combined_rounds`) takes every item's smallest
     round over the shards and counts the items by it; the driver sums at
     most ``buckets`` histograms of ``max_bound`` + 1 numbers. ``buckets``
-    (default: as many as the greedy pass has partitions) only splits the
-    work. At 20M rows this took 0.5 s off the JVM aggregation it replaces
-    (benchmarks/README.md, "Issue 26 at 20M rows")."""
+    only splits the work; default: two per task slot
+    (:func:`~dp_spark.stages.partitioning.python_partitions`), and at least
+    one per 8 shards, so that a combine task holds at most about 8 shards'
+    matched items. At 20M rows this took 0.5 s off the JVM aggregation it
+    replaces (benchmarks/README.md, "Issue 26 at 20M rows")."""
     spark = edge_df.sparkSession
     if partitions is None:
         partitions = greedy_partitions(spark, shards)
-    buckets = int(partitions if buckets is None else buckets)
+    if buckets is None:
+        buckets = max(python_partitions(spark), -(-int(shards) // 8))
+    buckets = int(buckets)
     labels = partition_labels(buckets)
     packed = sharded_edges(edge_df, shards, partitions).mapInArrow(
         partial(_packed_rounds, max_bound=max_bound, shards=int(shards), labels=tuple(labels),
