@@ -13,7 +13,10 @@ a session of one of ``_common.SESSION_SHAPES`` (default Spark's defaults)
 with that jar on the driver class path, and calls it through py4j on the
 same rows the Python kernel reads (``sharded_edges`` with the same shard
 count and partitions), so both produce (item key, round) rows that
-``counts_from_round_table`` combines.
+``counts_from_round_table`` combines. (``greedy_counts``, the Python stage
+timed below, has combined packed key ranges in Python since 2026-11-26
+instead; the JVM stage keeps the per-item JVM combine, so its time
+includes that difference.)
 
 For each row count (the synthetic tables ``speed_all`` times:
 ``dp_spark.datasets.synthetic_events`` written to Parquet):
