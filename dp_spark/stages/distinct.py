@@ -53,7 +53,7 @@ _PACKED_SCHEMA = T.StructType([
     T.StructField(_KEYS, T.BinaryType()),
     T.StructField(_ROUNDS, T.BinaryType()),
 ])
-_HISTOGRAM_SCHEMA = T.StructType([T.StructField(_COUNT, T.BinaryType())])
+_HISTOGRAM_SCHEMA = T.StructType([T.StructField(ROUND, T.BinaryType()), T.StructField(_COUNT, T.BinaryType())])
 
 
 def default_shards(spark) -> int:
@@ -345,11 +345,12 @@ def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: i
     :func:`greedy_rounds` (tested), combined with less work: every shard's
     matched items, already sorted by key, are cut into ``buckets`` ranges
     of the 64-bit key space and each range is shipped packed (one row of
-    two binary columns per shard and range, :func:`_packed_rounds`), so
+    label and two binary columns per shard, range and chunk of at most
+    ``_pack_items`` items, :func:`_packed_rounds`), so
     neither the JVM nor the shuffle handles a row per matched item. A pass
     per key range (:func:`_combined_rounds`) takes every item's smallest
     round over the shards and counts the items by it; the driver sums at
-    most ``buckets`` histograms of ``max_bound`` + 1 numbers. ``buckets``
+    most ``buckets`` sparse histograms (a pair per round reached). ``buckets``
     only splits the work; default: two per task slot
     (:func:`~dp_spark.stages.partitioning.python_partitions`), and at least
     one per 8 shards, so that a combine task holds at most about 8 shards'
@@ -368,10 +369,10 @@ def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: i
     combined = packed.repartition(buckets, _BUCKET).mapInArrow(
         partial(_combined_rounds, max_bound=max_bound), _HISTOGRAM_SCHEMA)
     with spark_job("counting matched items per round"):
-        rows = combined.collect()  # at most one row per bucket
+        rows = combined.collect()  # at most one row per bucket: (rounds reached, items per round)
     hist = np.zeros(max_bound + 1, dtype=np.int64)
     for row in rows:
-        hist += np.frombuffer(row[_COUNT], dtype=np.int64)
+        np.add.at(hist, np.frombuffer(row[ROUND], dtype=np.int32), np.frombuffer(row[_COUNT], dtype=np.int64))
     return np.cumsum(hist[1:])
 
 
@@ -403,7 +404,7 @@ def _packed_rounds(batches: Iterator[pa.RecordBatch], max_bound: int, shards: in
                 out_keys.append(keys[lo:hi].tobytes())
                 out_rounds.append(rounds[lo:hi].tobytes())
                 items += hi - lo
-                if items >= pack_items:  # a batch's binary column stays below pack_items items
+                if items >= pack_items:  # a batch holds fewer than 2 * pack_items items
                     yield _packed_batch(out_label, out_keys, out_rounds)
                     out_label, out_keys, out_rounds, items = [], [], [], 0
         if out_label:
@@ -416,25 +417,41 @@ def _packed_batch(labels: list, keys: list, rounds: list) -> pa.RecordBatch:
         [(_BUCKET, pa.int64()), (_KEYS, pa.binary()), (_ROUNDS, pa.binary())]))
 
 
+def _packed_column(column: pa.Array, dtype) -> np.ndarray:
+    """The values of a binary column's rows, concatenated, as a numpy array
+    of ``dtype`` read from the column's data buffer (no copy per row)."""
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[column.offset:column.offset + len(column) + 1]
+    start, stop = int(offsets[0]), int(offsets[-1])
+    data = column.buffers()[2]
+    if data is None or stop == start:
+        return np.empty(0, dtype=dtype)
+    return np.frombuffer(data, dtype=dtype, count=(stop - start) // np.dtype(dtype).itemsize, offset=start)
+
+
 def _combined_rounds(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`greedy_counts`' combine: the packed (key,
     round) arrays of the partition's key ranges, every item's smallest
     round over the shards that matched it, and the items counted by that
-    round: one row, the histogram h_0..h_max_bound as int64 bytes (h_0 = 0).
-    Every item's rows lie in this partition (its key range is)."""
+    round: one row, (the rounds that occur, int32 bytes; how many items
+    have each as their smallest, int64 bytes) — sparse, so the driver
+    collects at most one pair per round reached per task whatever
+    ``max_bound`` is. Every item's rows lie in this partition (its key
+    range is)."""
     keys, rounds = [], []
     for batch in batches:
-        for packed_keys, packed_rounds in zip(batch.column(_KEYS).to_pylist(), batch.column(_ROUNDS).to_pylist()):
-            keys.append(np.frombuffer(packed_keys, dtype=np.int64))
-            rounds.append(np.frombuffer(packed_rounds, dtype=np.int32))
-    if not keys:
+        keys.append(_packed_column(batch.column(_KEYS), np.int64))
+        rounds.append(_packed_column(batch.column(_ROUNDS), np.int32))
+    key = np.concatenate(keys) if keys else np.empty(0, dtype=np.int64)
+    if not len(key):
         return
-    key, rnd = np.concatenate(keys), np.concatenate(rounds)
+    rnd = np.concatenate(rounds)
     order = np.argsort(key)
     key, rnd = key[order], rnd[order]
-    smallest = np.minimum.reduceat(rnd, np.flatnonzero(_firsts(key))) if len(key) else rnd
-    hist = np.bincount(smallest, minlength=max_bound + 1).astype(np.int64)
-    yield pa.RecordBatch.from_arrays([pa.array([hist.tobytes()], pa.binary())], names=[_COUNT])
+    smallest = np.minimum.reduceat(rnd, np.flatnonzero(_firsts(key)))
+    reached, count = np.unique(smallest, return_counts=True)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array([reached.astype(np.int32).tobytes()], pa.binary()),
+         pa.array([count.astype(np.int64).tobytes()], pa.binary())], names=[ROUND, _COUNT])
 
 
 # ------------------------------------------------------------------- sampling

@@ -165,6 +165,17 @@ def test_sampled_person_count_is_a_fixed_per_person_sample(spark):
     assert set(in_sample.values()) <= {0, 1}
 
 
+def test_release_with_automatic_shards_takes_a_pandas_frame(spark):
+    """A pandas input is converted once, before the plan is spent; the
+    automatic shard count then reads that frame's person column."""
+    import dp_spark
+
+    pdf = pd.DataFrame({"person_id": [1, 1, 2, 3, 3, 3], "item": ["a", "b", "a", "c", "d", "a"]})
+    release = dp_spark.distinct_count(pdf, epsilon=1.0, max_bound=4, seed=1)
+    assert release.to_dict()["parameters"]["shards_chosen"].startswith("automatically")
+    assert release.estimate >= 0
+
+
 def test_person_ids_read_the_person_column_alone_and_keep_sensitivity_one(spark, tmp_path):
     """person_ids (the ungrouped release's shard-count input): every non-null
     person id as the edge table spells it, whatever its items (a person
@@ -287,9 +298,13 @@ def test_packed_greedy_counts_equal_the_per_item_combine(spark):
     for shards in (1, 3, 5):
         want = counts_from_round_table(greedy_rounds(edge_df, max_bound, shards), max_bound, ITEM_KEY)
         assert want[-1] > 100 and want[0] < want[-1]  # several rounds matter
-        for buckets, pack in ((None, 1 << 22), (1, 37), (3, 5), (8, 1000)):
+        for buckets, pack in ((None, 1 << 22), (1, 37), (3, 5), (8, 1000), (64, 3)):
             got = greedy_counts(edge_df, max_bound, shards, buckets=buckets, _pack_items=pack)
             assert got.tolist() == want.tolist(), (shards, buckets, pack)
+    # a tiny table: most shards and key ranges (and so combine partitions) are empty
+    tiny = edges(spark.createDataFrame([(7, "a"), (7, "b"), (7, "b")], "person_id long, item string"),
+                 "person_id", "item")
+    assert greedy_counts(tiny, 3, 5, buckets=16, _pack_items=1).tolist() == [1, 2, 2]
     labels = partition_labels(5)
     placed = (spark.createDataFrame([(v,) for v in labels] * 3, "_bucket long").repartition(5, "_bucket")
               .select("_bucket", F.spark_partition_id().alias("p")).distinct().collect())

@@ -138,3 +138,39 @@ def test_visiting_order_is_the_three_key_sort(n, shards, key_range, rnd):
     assert got.tolist() == np.lexsort((rank, key, shard)).tolist()
     if len(set(key.tolist())) == n:
         assert not asked  # the value rank is computed only for equal keys
+
+
+def test_key_cuts_put_every_key_in_its_range_of_the_64_bit_space():
+    """_key_cuts (the packed combine's key ranges): range j holds exactly
+    the keys k with floor((k + 2^63) / w) = j, w = ceil(2^64 / buckets),
+    lower bound included, upper excluded, with keys on every bound, just
+    below it and at both ends of int64; the cuts never decrease."""
+    from dp_spark.stages.distinct import _key_cuts
+
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    for buckets in (1, 2, 3, 7, 1250, 10_000):
+        width = -(-(1 << 64) // buckets)
+        bounds = [lo + j * width for j in range(1, buckets) if lo + j * width <= hi]
+        keys = np.array(sorted({lo, hi, 0, -1, *bounds, *[b - 1 for b in bounds]}), dtype=np.int64)
+        cuts = _key_cuts(keys, buckets)
+        assert len(cuts) == buckets + 1 and cuts[0] == 0 and cuts[-1] == len(keys)
+        assert np.all(np.diff(cuts) >= 0)
+        for j in range(buckets):
+            for k in keys[cuts[j]:cuts[j + 1]].tolist():
+                assert (k - lo) // width == j
+
+
+def test_packed_column_reads_every_row_of_a_binary_column_and_of_a_slice():
+    """_packed_column: the concatenated values of a binary column's rows,
+    read from its buffers, also for a sliced array (non-zero offset) and
+    for empty rows."""
+    from dp_spark.stages.distinct import _packed_column
+
+    parts = [np.arange(3, dtype=np.int64), np.empty(0, dtype=np.int64), np.array([-5, 9], dtype=np.int64),
+             np.array([1 << 62], dtype=np.int64)]
+    column = pa.array([p.tobytes() for p in parts], pa.binary())
+    assert _packed_column(column, np.int64).tolist() == [0, 1, 2, -5, 9, 1 << 62]
+    assert _packed_column(column.slice(1, 2), np.int64).tolist() == [-5, 9]
+    assert _packed_column(column.slice(1, 1), np.int64).tolist() == []
+    rounds = pa.array([np.array([1, 2], dtype=np.int32).tobytes(), np.array([3], dtype=np.int32).tobytes()])
+    assert _packed_column(rounds.slice(1), np.int32).tolist() == [3]
