@@ -61,10 +61,10 @@ def memoized_stage(monkeypatch):
 
     real, cache = release._bounded_counts, {}
 
-    def once(edge_df, plan, epsilon_pre, rng):
+    def once(edge_df, plan, epsilon_pre, rng, persons=None):
         key = tuple(sorted(edge_df.inputFiles()))
         if key not in cache:
-            cache[key] = real(edge_df, plan, epsilon_pre, rng)
+            cache[key] = real(edge_df, plan, epsilon_pre, rng, persons)
         counts, how, noise = cache[key]
         return counts.copy(), dict(how), list(noise)
 
