@@ -33,6 +33,7 @@ from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import GROUP, ITEM, PERSON, edges
 from dp_spark.stages.kernels import flow_bounded_counts, greedy_match_rounds, murmur3_long, xxhash64_long
 from dp_spark.stages.partitioning import TASKS_PER_SLOT, cluster_parallelism, partition_labels, python_partitions
+from dp_spark.summaries.packed_arrays import binary_values
 
 log = logging.getLogger(__name__)
 
@@ -417,17 +418,6 @@ def _packed_batch(labels: list, keys: list, rounds: list) -> pa.RecordBatch:
         [(_BUCKET, pa.int64()), (_KEYS, pa.binary()), (_ROUNDS, pa.binary())]))
 
 
-def _packed_column(column: pa.Array, dtype) -> np.ndarray:
-    """The values of a binary column's rows, concatenated, as a numpy array
-    of ``dtype`` read from the column's data buffer (no copy per row)."""
-    offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[column.offset:column.offset + len(column) + 1]
-    start, stop = int(offsets[0]), int(offsets[-1])
-    data = column.buffers()[2]
-    if data is None or stop == start:
-        return np.empty(0, dtype=dtype)
-    return np.frombuffer(data, dtype=dtype, count=(stop - start) // np.dtype(dtype).itemsize, offset=start)
-
-
 def _combined_rounds(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`greedy_counts`' combine: the packed (key,
     round) arrays of the partition's key ranges, every item's smallest
@@ -439,8 +429,8 @@ def _combined_rounds(batches: Iterator[pa.RecordBatch], max_bound: int) -> Itera
     range is)."""
     keys, rounds = [], []
     for batch in batches:
-        keys.append(_packed_column(batch.column(_KEYS), np.int64))
-        rounds.append(_packed_column(batch.column(_ROUNDS), np.int32))
+        keys.append(binary_values(batch.column(_KEYS), np.int64)[0])
+        rounds.append(binary_values(batch.column(_ROUNDS), np.int32)[0])
     key = np.concatenate(keys) if keys else np.empty(0, dtype=np.int64)
     if not len(key):
         return

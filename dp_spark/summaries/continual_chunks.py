@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dp_spark.summaries.continual_distinct import flip_cells, flip_events
+from dp_spark.summaries.packed_arrays import binary_values
 
 CHUNK = "chunk"
 CELL_KEY = "cell_key"
@@ -126,17 +127,13 @@ def shard_chunk_rows(step: np.ndarray, codes: np.ndarray, op: np.ndarray, order:
 
 def unpack(table: pa.Table | pa.RecordBatch, layout: CellChunks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keys, delta, cross) of every cell in chunk rows, int64 (repeats kept)."""
-    rows = zip(table.column(CHUNK).to_pylist(), table.column(CELL_KEY).to_pylist(),
-               table.column(DELTA).to_pylist(), table.column(CROSS).to_pylist())
-    keys, deltas, crosses = [], [], []
-    for c, k, d, x in rows:
-        keys.append(np.frombuffer(k, _KEY_DTYPE).astype(np.int64) + int(c) * layout.span)
-        deltas.append(np.frombuffer(d, _SUM_DTYPE))
-        crosses.append(np.frombuffer(x, _SUM_DTYPE))
-    if not keys:
+    local, per_row = binary_values(table.column(CELL_KEY), _KEY_DTYPE)
+    if local.shape[0] == 0:
         return _EMPTY, _EMPTY, _EMPTY
-    return (np.concatenate(keys), np.concatenate(deltas).astype(np.int64),
-            np.concatenate(crosses).astype(np.int64))
+    chunk = np.asarray(table.column(CHUNK).to_numpy(), dtype=np.int64)
+    keys = local.astype(np.int64) + np.repeat(chunk * layout.span, per_row)
+    return (keys, binary_values(table.column(DELTA), _SUM_DTYPE)[0].astype(np.int64),
+            binary_values(table.column(CROSS), _SUM_DTYPE)[0].astype(np.int64))
 
 
 def add_cells(keys: np.ndarray, delta: np.ndarray, cross: np.ndarray):

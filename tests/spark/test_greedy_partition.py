@@ -159,18 +159,3 @@ def test_key_cuts_put_every_key_in_its_range_of_the_64_bit_space():
             for k in keys[cuts[j]:cuts[j + 1]].tolist():
                 assert (k - lo) // width == j
 
-
-def test_packed_column_reads_every_row_of_a_binary_column_and_of_a_slice():
-    """_packed_column: the concatenated values of a binary column's rows,
-    read from its buffers, also for a sliced array (non-zero offset) and
-    for empty rows."""
-    from dp_spark.stages.distinct import _packed_column
-
-    parts = [np.arange(3, dtype=np.int64), np.empty(0, dtype=np.int64), np.array([-5, 9], dtype=np.int64),
-             np.array([1 << 62], dtype=np.int64)]
-    column = pa.array([p.tobytes() for p in parts], pa.binary())
-    assert _packed_column(column, np.int64).tolist() == [0, 1, 2, -5, 9, 1 << 62]
-    assert _packed_column(column.slice(1, 2), np.int64).tolist() == [-5, 9]
-    assert _packed_column(column.slice(1, 1), np.int64).tolist() == []
-    rounds = pa.array([np.array([1, 2], dtype=np.int32).tobytes(), np.array([3], dtype=np.int32).tobytes()])
-    assert _packed_column(rounds.slice(1), np.int32).tolist() == [3]
