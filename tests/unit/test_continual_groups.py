@@ -14,6 +14,7 @@ groups change (:mod:`dp_spark.mechanisms.continual_distinct.groups`).
 
 from __future__ import annotations
 
+import math
 import zlib
 
 import numpy as np
@@ -178,3 +179,81 @@ def test_the_groups_records_merge_into_one_per_identical_draw():
     other = NoiseDraw("svt", "sparse-vector", scale=4.0, std=None, sensitivity=1.0, draws=1, target="s")
     merged = merged_records([(one, other), (one,), (one,)], 2)
     assert [(r.step, r.draws) for r in merged] == [(grouped_label("trees", 2), 9), (grouped_label("svt", 2), 1)]
+
+
+# -- issue 35: each grouped step charged at least what it spends, the steps within ρ --------------------
+
+#: ρ values whose float divisions and products round the wrong way (found by the property test below on
+#: the old rounding, float_down(factor·p)), and the usual suspects.
+ADVERSARIAL_RHO = [1 / 3, 0.1, 0.7, 1e-9, 1e-12, 0.30000000000000004, 2.0 / 3.0, 49.99999999999999, 1.2]
+
+
+def _charged_chain(rho, method, m, n_groups, horizon=16, w=4):
+    """(factor, the per-group parts, the exact σ² and ℓ2² sensitivity of each part's noise, the grouped
+    split as the plan charges it) at ρ."""
+    from fractions import Fraction
+
+    from dp_spark.mechanisms.continual_distinct.mechanisms import adaptive_plan, recompute_plan
+    from dp_spark.mechanisms.continual_distinct.relations import sensitivity_factor
+    from dp_spark.mechanisms.continual_distinct.tree import sigma2_for_flippancy
+
+    factor = group_factor(method, m, n_groups)
+    rho_g = group_rho(rho, method, m, n_groups)
+    parts = budget_split(method, rho_g, horizon, 0.05, w if method == "bounded" else None)
+    kappa, levels = sensitivity_factor("subset"), num_levels(horizon)
+    if method == "bounded":
+        noise = [(sigma2_for_flippancy(horizon, rho_g, w), Fraction(kappa * w * levels))]
+    elif method == "baseline":
+        rp = recompute_plan(horizon, rho_g, 0.05)
+        noise = [(rp.sigma2, Fraction(rp.releases))]
+    elif method == "adaptive":
+        ap = adaptive_plan(horizon, num_levels(horizon) - 1, rho_g, 0.05)
+        trees = [(sigma2_for_flippancy(horizon, ap.rho_tree, 1 << j), Fraction(kappa * (1 << j) * levels))
+                 for j in range(ap.max_level + 1)]
+        noise = [None] * (len(parts) - len(trees)) + trees  # the sparse vector's part first (no Gaussian)
+    else:
+        noise = [None] * len(parts)
+    return factor, parts, noise, grouped_budget_split(parts, factor, rho), grouped_budget_split(parts, factor)
+
+
+def _check_chain(rho, method, m, n_groups):
+    factor, parts, noise, split, unbounded = _charged_chain(rho, method, m, n_groups)
+    for (label, part), (_, charged), (_, alone), sigma in zip(parts, split, unbounded, noise):
+        assert exact(charged) >= factor * exact(part), (rho, method, label)  # never charged less than spent
+        assert exact(alone) >= factor * exact(part), (rho, method, label)
+        if sigma is not None:  # σ² >= Δ²/(2·c/factor): at least the exact-real calibration to the charged share
+            sigma2, l2sq = sigma
+            assert sigma2 >= l2sq * factor / (2 * exact(charged)), (rho, method, label)
+    assert sum((exact(c) for _, c in split), exact(0)) <= exact(rho)
+    assert sum((exact(c) for _, c in unbounded), exact(0)) <= exact(rho)
+    # the last share is capped with the remainder: nothing of ρ is left but the float rounding of the last
+    left = exact(rho) - sum((exact(c) for _, c in split), exact(0))
+    last = split[-1][1]
+    assert left < exact(math.nextafter(last, math.inf)) - exact(last)
+
+
+@pytest.mark.parametrize("rho", ADVERSARIAL_RHO)
+@pytest.mark.parametrize("method", ["auto", "adaptive", "baseline", "bounded"])
+@pytest.mark.parametrize("m, n_groups", [(1, None), (3, None), (2, 3), (5, 7), (3, 5)])
+def test_each_grouped_step_is_charged_at_least_what_it_spends(rho, method, m, n_groups):
+    """Issue 35: factor·p_i rounded UP (the old float_down charged some
+    steps less than their noise spends: 3·ρ_g for ρ = 1/3), the steps sum
+    within ρ exactly, the last capped with the remainder, and every σ² is
+    at least the exact-real calibration to its charged share."""
+    _check_chain(rho, method, m, n_groups)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rho=st.floats(min_value=1e-12, max_value=50.0, allow_nan=False, allow_infinity=False),
+       method=st.sampled_from(["adaptive", "baseline", "bounded"]), m=st.integers(1, 6),
+       n_groups=st.one_of(st.none(), st.integers(1, 12)))
+def test_the_grouped_chain_holds_for_any_rho(rho, method, m, n_groups):
+    _check_chain(rho, method, m, n_groups)
+
+
+def test_a_split_that_does_not_fit_its_total_is_refused():
+    """Parts summing to the whole ρ/factor leave no room for rounding up:
+    refused (public parameters only), never charged below what they spend."""
+    parts = [("a", 1 / 3), ("b", 1 / 3), ("c", 1 / 3)]
+    with pytest.raises(ParameterError, match="does not fit|exceed its total"):
+        grouped_budget_split(parts, 3, 1.0)

@@ -45,16 +45,52 @@ item-removal pair by ≤ w·L ≤ 4·w·L), and at most G groups change, so the
 sum is ≤ G·4wL; with the bound above, ≤ min(m, G)·4wL, and ρ_g =
 ρ/min(m, G) suffices. G is the number of public keys, known before
 anything is read (the keys are public); it is never a count from the data.
+
+Rounding (issue 35): the chain from the charge to the noise. The plan
+charges ρ (its calibrated float, the budget of the release's ``local``
+filter, which counts binary values exactly: ``PrivacyFilter(...,
+as_written=False)``, :func:`dp_spark.accounting.filter.fits`). Each
+group's counter runs at ρ_g (:func:`group_rho`) and splits it into the
+per-group parts p_1..p_n of ``budget_split`` (Σ p_i <= ρ_g exactly); its
+noise at part i is calibrated to p_i (σ² >= Δ²/(2·p_i), rounded up onto
+the sampler's grid), so in step i one item's neighbour costs at most
+factor·p_i (above). The grouped step i is charged c_i
+(:func:`grouped_budget_split`), and the chain needs, exactly:
+
+(a) c_i >= factor·p_i for every i: no step spends more than it is
+    charged, so every noise σ is at least the σ an exact-real calibration
+    to the charged share c_i/factor gives;
+(b) Σ c_i <= ρ: the steps fit the local filter and the guarantee.
+
+c_i = factor·p_i rounded UP (the smallest float at or above it) gives (a).
+For (b), ρ_g leaves room for that rounding: for a float x >= 2^-1022,
+float_up(x) < x + ulp(x) <= x·(1 + 2^-52), so Σ float_up(factor·p_i) <=
+factor·Σ p_i·(1 + 2^-52) <= factor·ρ_g·(1 + 2^-52) <= ρ with ρ_g the
+largest float at or below ρ / (factor·(1 + 2^-52)) (a few ulps below
+ρ/factor; :func:`group_rho`). Given the total ρ, the last step is charged
+what is left of it (``remainder``: the largest float at or below ρ − Σ of
+the others): by (b) that is at least float_up(factor·p_n), so (a) holds for
+it too, and the shares then sum to ρ (exactly, whenever ρ − Σ of the others
+is a float; else to the float just below it). Both are checked exactly
+(:class:`fractions.Fraction`) whenever the split is made, and a violation is
+refused before anything is read (never seen: the bound above is a proof).
+Rounding factor·p_i DOWN (as before) could charge a step less than it
+spends (tests/unit/test_continual_groups.py finds such ρ).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction
 
-from dp_spark.accounting.exact import exact, float_down, ratio_down
+from dp_spark.accounting.exact import exact, float_down, float_up, remainder
 from dp_spark.errors import ParameterError
 
 __all__ = ["group_factor", "group_rho", "grouped_budget_split", "grouped_label", "merged_records"]
+
+#: The relative room ρ_g leaves below ρ/factor for rounding each grouped
+#: step up: float_up(x) < x·(1 + 2^-52) for every float x >= 2^-1022.
+ROUNDING_ROOM = Fraction(1, 2**52)
 
 
 def group_factor(method: str, max_groups: int, n_groups: int | None = None) -> int:
@@ -74,9 +110,12 @@ def group_factor(method: str, max_groups: int, n_groups: int | None = None) -> i
 
 
 def group_rho(rho: float, method: str, max_groups: int, n_groups: int | None = None) -> float:
-    """ρ_g, each group's counter's budget: ρ / ``group_factor`` rounded
-    down, so factor·ρ_g never exceeds ρ."""
-    return ratio_down(rho, group_factor(method, max_groups, n_groups))
+    """ρ_g, each group's counter's budget: the largest float at or below
+    ρ / (``group_factor``·(1 + 2^-52)), so that the grouped steps, each
+    factor·p_i rounded up, never sum above ρ (module docstring,
+    "Rounding"); a few ulps below ρ/factor."""
+    factor = group_factor(method, max_groups, n_groups)
+    return float_down(exact(rho) / (factor * (1 + ROUNDING_ROOM)))
 
 
 def grouped_label(label: str, factor: int) -> str:
@@ -85,11 +124,25 @@ def grouped_label(label: str, factor: int) -> str:
     return f"{label}; per group at ρ/{factor} (one item's neighbour costs at most {factor} groups' worth)"
 
 
-def grouped_budget_split(parts: list[tuple[str, float]], factor: int) -> list[tuple[str, float]]:
+def grouped_budget_split(parts: list[tuple[str, float]], factor: int,
+                         total: float | None = None) -> list[tuple[str, float]]:
     """The grouped release's budget split from one group's (``budget_split``
-    at ρ_g): each step charged ``factor`` times (rounded down, so the steps
-    never sum above factor·ρ_g ≤ ρ)."""
-    return [(grouped_label(label, factor), float_down(exact(part) * factor)) for label, part in parts]
+    at ρ_g = :func:`group_rho`): step i charged c_i = factor·p_i rounded UP
+    (never less than the step spends), and, given ``total`` (the release's
+    ρ, what the plan charges), the last step charged what is left of it, so
+    the steps sum to ρ. Checked exactly (module docstring, "Rounding"):
+    c_i >= factor·p_i and Σ c_i <= ``total``; ParameterError otherwise
+    (public parameters only, before anything is read)."""
+    factor = int(factor)
+    wanted = [exact(part) * factor for _, part in parts]
+    charged = [float_up(w) for w in wanted]
+    if total is not None and charged:
+        charged[-1] = remainder(total, *charged[:-1])
+    if any(Fraction(c) < w for c, w in zip(charged, wanted)) or (
+            total is not None and sum(map(Fraction, charged), Fraction(0)) > exact(total)):
+        raise ParameterError(f"the grouped budget split does not fit its total at factor {factor}: "
+                             "each group's ρ must be group_rho(ρ, ...)")
+    return [(grouped_label(label, factor), c) for (label, _), c in zip(parts, charged)]
 
 
 def merged_records(per_group: list[tuple], factor: int) -> list:
