@@ -304,18 +304,31 @@ def _quiet_interrupts() -> None:
 _RUN: dict = {}
 
 
+#: What a retry under the run key gets, by the state the failed run left it in (LedgerBudget.run_state).
+_RETRY = {
+    "charged": " It drew no noise, so a retry with --run-key {key!r} reuses that charge.",
+    "drawn": (" It drew noise before it stopped, so --run-key {key!r} is refused from now on: a retry needs a "
+              "new run key; the earlier charge stays."),
+    "released": (" Its release was recorded, so a retry with --run-key {key!r} prints and writes that release "
+                 "(no new noise)."),
+}
+
+
 def _spent_clause(before: str = "") -> str:
     """What a failed run spent, for its error line: whether the ledger budget
-    was charged (and so is spent, whatever happened next) or not. Empty when
-    the run had no ledger (nothing persists: a --budget-* filter is the run's
-    own)."""
+    was charged (and so is spent, whatever happened next) or not, and, under
+    a run key, what a retry gets: the state the run was left in, as the
+    budget object knows it ('charged': nothing drawn, the charge is reused;
+    'drawn': a new run key is needed; 'released': the record is replayed).
+    Empty when the run had no ledger (nothing persists: a --budget-* filter
+    is the run's own)."""
     budget = _RUN.get("budget")
     if budget is None or not hasattr(budget, "ledger"):
         return ""
     if getattr(budget, "_next_seq", 0) == 0:
         return f"{before} Nothing was charged to the ledger budget {budget.name!r}."
-    retry = (f" A retry with --run-key {budget.run_key!r} reuses that charge (nothing was released)."
-             if budget.run_key and not getattr(budget, "once", False) else "")
+    state = getattr(budget, "run_state", None)
+    retry = _RETRY[state].format(key=budget.run_key) if state in _RETRY else ""
     return f"{before} The ledger budget {budget.name!r} was charged for this run: that privacy is spent.{retry}"
 
 

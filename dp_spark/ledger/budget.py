@@ -5,10 +5,13 @@ and the filter's ``budget``, ``spent`` and ``remaining``, read from the
 ledger, so the same budget is shared by every process using the ledger.
 
 With a run key, each release binds its identity (:func:`bind_release`:
-release name, parameters, input) before it spends, returns the recorded
-release of an earlier run with that identity instead of drawing noise
-(:func:`replayed`), and records what it released before returning it
-(:func:`record_release`). See :mod:`dp_spark.ledger.ledger`.
+release name, parameters, input, and the digest of the public keys and
+domain it read) before it spends, returns the recorded release of an
+earlier run with that identity instead of drawing noise (:func:`replayed`),
+marks the run 'drawn' before its first privacy draw (:func:`draw_mark`: the
+release template calls it on the first use of the run's noise generator)
+and records what it released before returning it (:func:`record_release`).
+See :mod:`dp_spark.ledger.ledger`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import hashlib
 import json
 
 from dp_spark.errors import ParameterError
-from dp_spark.ledger.rules import RELEASED, counted_as
+from dp_spark.ledger.rules import CHARGED, DRAWN, RELEASED, counted_as
 from dp_spark.report import Release
 
 
@@ -26,9 +29,9 @@ class LedgerBudget:
 
     ``run_key``: charges of this object are the run's charges, numbered in
     order; each belongs to one release with one parameter set and one input.
-    A retry with the same key and identity reuses a charge whose release
-    never left the process, and replays a recorded release; any other use of
-    the key is refused. ``once``: the key may be charged only once (a
+    A retry with the same key and identity reuses a charge under which
+    nothing was drawn, and replays a recorded release; any other use of the
+    key (another identity, a run that drew and did not record) is refused. ``once``: the key may be charged only once (a
     continual stream, keyed by its checkpoint and sink). ``input``: the
     input's name, part of a keyed run's identity; ``outputs``: what the run
     writes (recorded, and named in refusals)."""
@@ -51,6 +54,7 @@ class LedgerBudget:
         self.reused = False
         self.record: dict | None = None  # the recorded Release of the last charge, if it was released
         self.run = None
+        self.drawn = False  # whether this object marked its last charge 'drawn' (mark_drawn)
 
     # ---------------------------------------------------------------- state
 
@@ -72,6 +76,17 @@ class LedgerBudget:
     def keyed(self) -> bool:
         """A run key that is not a stream's once key (its charges carry an identity)."""
         return self.run_key is not None and not self.once
+
+    @property
+    def run_state(self) -> str | None:
+        """The state this object left the run of its last charge in:
+        'charged' (nothing drawn under it by this object), 'drawn' (it marked
+        the run before drawing), 'released' (its release was recorded, or
+        replayed); None when unkeyed or not charged yet. For the CLI's
+        failure message (what a retry under the key gets)."""
+        if not self.keyed or self._last_seq is None:
+            return None
+        return self.run.state if self.run is not None else CHARGED
 
     def fix_identity(self, identity: dict) -> None:
         """Set the run's identity (release, parameters, input) for every
@@ -96,7 +111,7 @@ class LedgerBudget:
             run = self.ledger.check_run(self.name, self.run_key, self._next_seq, self.identity, cost,
                                         self._label())
             if run is not None:
-                return True  # reused (nothing left the process) or replayed (nothing drawn)
+                return True  # reused (nothing drawn under it) or replayed (nothing drawn); 'drawn': refused
         return state.fits(cost)  # exactly as charge() and the PrivacyFilter decide
 
     def _has_key_charge(self) -> bool:
@@ -122,7 +137,19 @@ class LedgerBudget:
         self._next_seq += 1
         self.reused = self.reused or charge.reused
         self.record, self.run = charge.record, charge.run
+        self.drawn = False
         return charge.counted
+
+    def mark_drawn(self) -> None:
+        """Record, in its own committed transaction, that the run of the
+        last charge is about to make its first privacy draw ('charged' →
+        'drawn'; :meth:`dp_spark.ledger.ledger.Ledger.mark_drawn`). Refused
+        when another run under the key drew first; RecordedMeanwhile when it
+        recorded its release meanwhile (return that one)."""
+        if not self.keyed or self._last_seq is None:
+            raise ParameterError("only a keyed ledger budget that was charged marks a run 'drawn'.")
+        self.run = self.ledger.mark_drawn(self.name, self.run_key, self._last_seq)
+        self.drawn = self.run.state == DRAWN
 
     def __repr__(self) -> str:
         return f"LedgerBudget({self.ledger.description!r}, {self.name!r}, run_key={self.run_key!r})"
@@ -169,9 +196,11 @@ def keys_digest(keys) -> str:
 def file_digest(path: str) -> str:
     """sha256 of a local public file's bytes, or of a directory's files
     (each relative path and its bytes, in sorted order: a Spark-written
-    Parquet/CSV directory); a URI (``scheme://``) or ``table:`` name is not
-    read here ("unread: ..."; the API's identity then holds the keys read
-    by the release). For the CLI's identity of a keyed run (``--groups``)."""
+    Parquet/CSV directory); a URI (``scheme://``), ``table:`` name or glob
+    is not read here ("unread: ..."). For the CLI's identity of a keyed run
+    (``--groups``), known before Spark starts; whatever the source, the
+    identity also holds the digest of the keys the release read
+    (:func:`read_identity`, bound by :func:`bind_release`)."""
     import os
 
     text = str(path)
@@ -207,16 +236,35 @@ def groups_identity(plan) -> dict | None:
             "keys": keys_digest(keys) if isinstance(keys, tuple) else "chosen privately"}
 
 
+def read_identity(plan) -> dict:
+    """The parts of a keyed run's identity known once the release has read
+    its public inputs (:data:`dp_spark.ledger.ledger.READ_PARTS`):
+    ``groups`` (:func:`groups_identity`: the public keys' digest) for a
+    grouped plan, ``domain`` (the digest of top-k's public domain items, as
+    normalised by the release) when the plan holds one. Called after the
+    template resolved them (``grouped_edges``, top-k's ``prepare``), so a
+    key table or domain changed under the same name is another run."""
+    out = {}
+    if (groups := groups_identity(plan)) is not None:
+        out["groups"] = groups
+    domain = getattr(getattr(plan, "params", None), "domain", None)
+    if isinstance(domain, (list, tuple)):
+        out["domain"] = keys_digest(domain)
+    return out
+
+
 def bind_release(budget, plan, df=None) -> None:
     """Give a keyed ledger budget the identity of the release about to spend
-    from it: the release name, the plan's parameters as given, and the
-    input (the budget's ``input`` name, else the files ``df`` reads); each
-    release of a budget object binds its own. Does nothing for other
-    budgets; a budget whose identity the CLI fixed keeps it. Reads no data."""
+    from it: the release name, the plan's parameters as given, the input
+    (the budget's ``input`` name, else the files ``df`` reads) and the
+    digests of the public keys and domain the release read
+    (:func:`read_identity`); each release of a budget object binds its own.
+    Does nothing for other budgets; a budget whose identity the CLI fixed
+    keeps it, with those digests added. Reads no data."""
     if not isinstance(budget, LedgerBudget) or not budget.keyed:
         return
     if budget._fixed_identity is not None:
-        budget.identity = budget._fixed_identity
+        budget.identity = {**budget._fixed_identity, **read_identity(plan)}
         return
     name = budget.input
     if name is None and df is not None:
@@ -226,9 +274,8 @@ def bind_release(budget, plan, df=None) -> None:
             f"run key {budget.run_key!r}: this DataFrame reads no files, so a retry could not be told from a "
             "run on other data; name the input: ledger.budget(NAME, run_key=..., input='what the data is')."
         )
-    budget.identity = {"release": plan.release, "parameters": plan.to_dict()["parameters"], "input": name}
-    if (groups := groups_identity(plan)) is not None:
-        budget.identity["groups"] = groups  # the keys' contents, not only the file's name
+    budget.identity = {"release": plan.release, "parameters": plan.to_dict()["parameters"], "input": name,
+                       **read_identity(plan)}  # the keys' and domain's contents, not only their names
 
 
 def recorded_release(budget, plan, df=None):
@@ -247,7 +294,7 @@ def recorded_release(budget, plan, df=None):
     budget._last_seq = budget._next_seq
     budget._next_seq += 1
     budget.reused, budget.record, budget.run = True, run.record, run
-    return Release.from_record(run.record, replay=replay_note(run))
+    return replay_of(run)
 
 
 def replayed(budget):
@@ -255,7 +302,19 @@ def replayed(budget):
     the same identity (no data is read, no noise drawn), or None."""
     if not isinstance(budget, LedgerBudget) or budget.record is None:
         return None
-    return Release.from_record(budget.record, replay=replay_note(budget.run))
+    return replay_of(budget.run)
+
+
+def draw_mark(budget):
+    """The callback the release template runs once, before the first use of
+    the run's noise generator (:func:`dp_spark.noise.rng.first_use_generator`):
+    ``budget.mark_drawn`` for a charged keyed ledger budget, which records
+    the run 'drawn' in its own committed transaction before anything is
+    drawn; None (no callback, no cost) for every other budget (a filter, an
+    unkeyed ledger budget, a stream's once key)."""
+    if not isinstance(budget, LedgerBudget) or not budget.keyed or budget._last_seq is None:
+        return None
+    return budget.mark_drawn
 
 
 def record_release(budget, release):
@@ -267,8 +326,14 @@ def record_release(budget, release):
         return release
     run, recorded = budget.ledger.record_release(budget.name, budget.run_key, budget._last_seq,
                                                  release.to_dict(), budget.outputs)
+    budget.run = run  # 'released': a retry replays it
     if recorded:
         return release
+    return replay_of(run)
+
+
+def replay_of(run):
+    """The Release recorded by ``run`` (a released keyed run), as a replay."""
     return Release.from_record(run.record, replay=replay_note(run))
 
 

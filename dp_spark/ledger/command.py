@@ -75,11 +75,15 @@ def run(args) -> int:
         for e in entries:
             key = f" run key {e['run_key']}" if e["run_key"] else ""
             if e.get("state"):
-                key += f" ({e['state']})"
+                key += f" ({_STATES.get(e['state'], e['state'])})"
             params = ", ".join(f"{k}={v}" for k, v in e["parameters"].items())
             print(f"{e['time']} {e['budget']} #{e['seq']} {e['release']}{key}: {_short_dict(e['cost'])} "
                   f"[{e['rule']}] ({params})")
         return 0
+
+
+#: How ``ledger history`` shows a keyed run's state (the JSON keeps the state's name).
+_STATES = {"drawn": "drawn, not released: a retry needs a new run key"}
 
 
 def _short(cost) -> str:

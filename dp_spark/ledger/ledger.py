@@ -23,23 +23,45 @@ zCDP budget and zCDP charges cannot enter an (ε, δ) budget without a chosen
 
 Run keys: a charge made with a run key (e.g. an Airflow run id) belongs to
 one release with one parameter set and one input (its *identity*, recorded
-in ``dp_runs`` with the charge). A retry under the key:
+in ``dp_runs`` with the charge; for a grouped release or a public domain it
+also holds the digest of the public keys and domain the release read). A
+keyed run is 'charged' when its charge is recorded (before the data is
+read), 'drawn' once it is about to make its first privacy draw (recorded in
+its own transaction, committed before that draw: :meth:`Ledger.mark_drawn`),
+'released' when its Release is recorded. A retry under the key:
 
-- with another identity (another release, other parameters, other input) is
-  refused (ParameterError naming the earlier run);
-- while the run is 'charged' (nothing drawn under the charge has left the
-  process: the release crashed before returning) reuses the charge and draws
-  new noise;
+- with another identity (another release, other parameters, another input,
+  other public keys or domain) is refused (ParameterError naming the earlier
+  run);
+- while the run is 'charged' (it drew nothing: it failed before its first
+  draw, e.g. in its Spark stage) reuses the charge and runs again;
+- once the run is 'drawn' and not 'released' (it drew noise and was
+  interrupted before its record: what it drew may have been seen, and a
+  second draw under the same charge would be a second release) is refused:
+  a new run key is needed, and the earlier charge stays;
 - once the run is 'released' (its Release was recorded, in one transaction,
   before it was returned, printed or written) gets the recorded Release back
   unchanged: no data is read and no noise is drawn. Averaging many runs under
-  one key therefore learns nothing more than one run.
+  one key therefore learns nothing more than one run: every charge draws at
+  most once.
+
+Two processes racing on one key: both may reuse a 'charged' run; the first
+to mark it 'drawn' draws, the other is refused at its mark (before drawing)
+or, when the first has recorded by then, returns that release.
 
 A keyed charge of a ledger made before ``dp_runs`` existed has no record of
 what it released, so a retry under its key is refused. A "once" key (a
 continual stream's checkpoint + sink) may be charged only once: a second
 charge means the stream is being re-created and would publish its steps
-again with new noise, so it is refused.
+again with new noise, so it is refused. A once key has no run row and no
+'drawn' state (the stream's own rules).
+
+Ledgers of earlier versions: the states are the ``state`` column's text, so
+an older ledger needs no new column; its 'charged' runs stay 'charged'. While
+a run is 'drawn' its ``identity`` column holds the fingerprint prefixed with
+``drawn:`` (restored when it is released), so a dp_spark version that knows no
+'drawn' state refuses a retry of it as another identity instead of drawing
+again under its charge.
 """
 
 from __future__ import annotations
@@ -58,12 +80,30 @@ from dp_spark.accounting.exact import decimal_text, exact
 from dp_spark.accounting.filter import amounts, fits, stated
 from dp_spark.errors import BudgetExceededError, InputError, ParameterError
 from dp_spark.ledger.budget import LedgerBudget
-from dp_spark.ledger.rules import CHARGED, RELEASED, RULES, counted_as  # noqa: F401 - re-exported
+from dp_spark.ledger.rules import CHARGED, DRAWN, RELEASED, RULES, counted_as  # noqa: F401 - re-exported
 from dp_spark.ledger.store import open_store
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,99}$")
 
+#: The prefix of a 'drawn' run's identity column (module doc: an older
+#: dp_spark version then refuses a retry of the run instead of drawing again).
+_DRAWN_IDENTITY = "drawn:"
+#: Parts of a keyed run's identity that the release binds only once it has
+#: read its public inputs (the digest of its public group keys, of top-k's
+#: domain): a check made before (the CLI's, before Spark starts) compares the
+#: rest.
+READ_PARTS = ("groups", "domain")
 
+
+class RecordedMeanwhile(ParameterError):
+    """Raised by :meth:`Ledger.mark_drawn` when another run under the key
+    recorded its release while this one ran: this run must not draw, and
+    returns that release (``run``: the recorded run)."""
+
+    def __init__(self, run: "Run") -> None:
+        super().__init__(f"{run.describe()}; another run under the key recorded its release while this one "
+                         "ran: this run drew nothing and returns that release.")
+        self.run = run
 
 
 def _fields(cost) -> dict[str, float]:
@@ -219,10 +259,11 @@ class Ledger:
         the charge belongs to ``identity`` (release, parameters, input; by
         default the release name and cost): a run of the key and sequence
         number with another identity is refused, a 'charged' one is reused,
-        a 'released' one is returned with its record (``Charge.record``; the
-        caller replays it and draws nothing). A ``once`` key is refused when
-        charged before. Otherwise the composed total plus the charge must fit
-        the budget, or BudgetExceededError is raised and nothing is recorded."""
+        a 'drawn' one is refused (a new run key is needed), a 'released' one
+        is returned with its record (``Charge.record``; the caller replays it
+        and draws nothing). A ``once`` key is refused when charged before.
+        Otherwise the composed total plus the charge must fit the budget, or
+        BudgetExceededError is raised and nothing is recorded."""
         identity = _identity_doc(identity, release, cost)
         with self._store.transaction(lock_budget=name) as cur:
             state = self._state(cur, name)
@@ -267,7 +308,10 @@ class Ledger:
                   release: str) -> "Run | None":
         """What ``charge`` would do with this key and sequence number, without
         recording anything: None (a new charge: the budget must hold it), or
-        the earlier run (reused or replayed); refuses as ``charge`` would."""
+        the earlier run (reused or replayed); refuses as ``charge`` would
+        (another identity, a 'drawn' run). An identity without the parts a
+        release binds once it has read its public inputs (:data:`READ_PARTS`,
+        e.g. the CLI's before Spark starts) is compared on the rest."""
         with self._store.transaction() as cur:
             earlier = cur.execute(
                 "SELECT cost, release, created FROM dp_charges WHERE budget = ? AND run_key = ? AND key_seq = ?",
@@ -278,13 +322,43 @@ class Ledger:
             run = self._run(cur, name, run_key, key_seq)
             if identity is None and run is not None:
                 return run  # the caller does not know its identity yet: charge() compares it
-            _check_run(run, earlier[0], _identity_doc(identity, release, cost), cost, run_key, key_seq)
+            _check_run(run, earlier[0], _identity_doc(identity, release, cost), cost, run_key, key_seq,
+                       before_reading=True)
             return run
+
+    def mark_drawn(self, name: str, run_key: str, key_seq: int) -> "Run":
+        """Mark the keyed run 'drawn' ('charged' → 'drawn'), in its own
+        transaction with the budget locked, committed before the run's first
+        privacy draw (:func:`dp_spark.ledger.budget.mark_drawn`): a retry
+        under the key is refused from then on, until the run records its
+        release. Refuses to let a second run draw under the charge: when the
+        run is already 'drawn' (another run under the key drew and has not
+        recorded), ParameterError; when it is 'released' (another run recorded
+        meanwhile), :class:`RecordedMeanwhile` carrying that run."""
+        with self._store.transaction(lock_budget=name) as cur:
+            run = self._run(cur, name, run_key, key_seq)
+            if run is None:
+                raise ParameterError(f"run key {run_key!r} has no charge #{key_seq} in budget {name!r} to draw under.")
+            if run.state == RELEASED:
+                raise RecordedMeanwhile(run)
+            if run.state != CHARGED:
+                raise ParameterError(
+                    f"run key {run_key!r}{_step(key_seq)} of budget {name!r}: another run under the key drew noise "
+                    "and has not recorded its release (it is running, or was interrupted); this run stopped "
+                    "before drawing any. A new run key is needed unless that run records its release; the "
+                    "earlier charge stays.")
+            cur.execute(
+                "UPDATE dp_runs SET state = ?, identity = ? WHERE budget = ? AND run_key = ? AND key_seq = ? "
+                "AND state = ?",
+                (DRAWN, _DRAWN_IDENTITY + run.identity, name, run_key, key_seq, CHARGED),
+            )
+            return self._run(cur, name, run_key, key_seq)
 
     def record_release(self, name: str, run_key: str, key_seq: int, record: dict,
                        outputs: dict | None = None) -> tuple["Run", bool]:
         """Mark the keyed run 'released' with ``record`` (the Release's JSON
-        report), in one transaction, before the release leaves the process.
+        report), in one transaction, before the release leaves the process
+        (from 'drawn', or from 'charged' for a run that drew nothing).
         Returns the run as recorded and whether ``record`` is what was
         recorded: False when another process under the same key recorded its
         release first (the caller must then return that one and drop its own)."""
@@ -292,14 +366,14 @@ class Ledger:
             run = self._run(cur, name, run_key, key_seq)
             if run is None:
                 raise ParameterError(f"run key {run_key!r} has no charge #{key_seq} in budget {name!r} to record.")
-            if run.state == CHARGED:
+            if run.state in (CHARGED, DRAWN):
                 now = _now()
                 merged = {**run.outputs, **(outputs or {})}
                 cur.execute(
-                    "UPDATE dp_runs SET state = ?, record = ?, outputs = ?, released = ? "
+                    "UPDATE dp_runs SET state = ?, identity = ?, record = ?, outputs = ?, released = ? "
                     "WHERE budget = ? AND run_key = ? AND key_seq = ? AND state = ?",
-                    (RELEASED, json.dumps(record, ensure_ascii=False, sort_keys=True), _canonical(merged), now,
-                     name, run_key, key_seq, CHARGED),
+                    (RELEASED, run.identity, json.dumps(record, ensure_ascii=False, sort_keys=True),
+                     _canonical(merged), now, name, run_key, key_seq, run.state),
                 )
                 return self._run(cur, name, run_key, key_seq), True
             return run, False
@@ -320,6 +394,8 @@ class Ledger:
         if not rows:
             return None
         release, identity, described, state, outputs, record, created, released = rows[0]
+        if identity.startswith(_DRAWN_IDENTITY):  # a 'drawn' run's column (module doc)
+            identity = identity[len(_DRAWN_IDENTITY):]
         return Run(name, run_key, int(key_seq), release, identity, json.loads(described), state,
                    json.loads(outputs), json.loads(record) if record else None, created, released)
 
@@ -357,8 +433,10 @@ class Run:
 
     def describe(self) -> str:
         """The run in one line's worth of words, for refusals."""
-        step = f" (step {self.key_seq + 1})" if self.key_seq else ""
-        when = f"released {self.released}" if self.state == RELEASED else f"charged {self.created}, not released"
+        step = _step(self.key_seq)
+        when = (f"released {self.released}" if self.state == RELEASED else
+                f"charged {self.created}, drew noise, not released" if self.state == DRAWN else
+                f"charged {self.created}, not released")
         shown = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in sorted(self.outputs.items())) or "none named"
         return f"run key {self.run_key!r}{step} of budget {self.budget!r}: {self.release}, {when}; outputs: {shown}"
 
@@ -411,16 +489,29 @@ def _identity_doc(identity: dict | None, release: str, cost) -> dict:
 
 
 def _differences(earlier: dict, now: dict) -> str:
-    what = [name for name in ("release", "cost", "parameters", "input") if earlier.get(name) != now.get(name)]
-    other = sorted(k for k in set(earlier) | set(now) if k not in ("release", "cost", "parameters", "input")
-                   and earlier.get(k) != now.get(k))
+    named = ("release", "cost", "parameters", "input") + READ_PARTS
+    what = [name for name in named if earlier.get(name) != now.get(name)]
+    other = sorted(k for k in set(earlier) | set(now) if k not in named and earlier.get(k) != now.get(k))
     names = {"release": "another release", "cost": "another privacy cost", "parameters": "other parameters",
-             "input": "another input"}
+             "input": "another input", "groups": "other public group keys", "domain": "another public domain"}
     return ", ".join([names[w] for w in what] + other) or "another identity"
 
 
-def _check_run(run: Run | None, charge_row, identity: dict, cost, run_key: str, key_seq: int) -> None:
-    """Refuse a retry the earlier keyed run does not allow (see the module doc)."""
+def _step(key_seq: int) -> str:
+    return f" (step {key_seq + 1})" if key_seq else ""
+
+
+def _unread(described: dict, identity: dict) -> dict:
+    """``described`` without the parts ``identity`` has not bound yet
+    (:data:`READ_PARTS`: the release has not read its public inputs)."""
+    return {k: v for k, v in described.items() if k in identity or k not in READ_PARTS}
+
+
+def _check_run(run: Run | None, charge_row, identity: dict, cost, run_key: str, key_seq: int, *,
+               before_reading: bool = False) -> None:
+    """Refuse a retry the earlier keyed run does not allow (see the module
+    doc). ``before_reading``: ``identity`` may lack the parts bound once
+    the release has read its public inputs; the rest is compared."""
     earlier_cost, earlier_release, when = cost_from_dict(json.loads(charge_row[0])), charge_row[1], charge_row[2]
     if run is None:
         raise ParameterError(
@@ -428,10 +519,25 @@ def _check_run(run: Run | None, charge_row, identity: dict, cost, run_key: str, 
             "dp_spark version that did not record what it released, so a retry cannot be told from a "
             "new run; use a new run key."
         )
-    if run.identity != _fingerprint(identity):
+    earlier = _unread(run.described, identity) if before_reading else run.described
+    if run.identity != _fingerprint(identity) and earlier != identity:
+        read = [k for k in READ_PARTS if k in identity and k not in run.described]
+        if read and {k: v for k, v in identity.items() if k not in read} == run.described:
+            what = " and ".join({"groups": "public group keys", "domain": "public domain"}[k] for k in read)
+            raise ParameterError(
+                f"{run.describe()}; it was recorded by an earlier dp_spark version, whose run identity did not "
+                f"hold the digest of the {what} the release read, so this run cannot be matched to it (the "
+                "keys may have changed since): a new run needs a new run key."
+            )
         raise ParameterError(
-            f"{run.describe()}; this run has {_differences(run.described, identity)}. A run key belongs "
+            f"{run.describe()}; this run has {_differences(earlier, identity)}. A run key belongs "
             "to one release with one parameter set and one input: a new run needs a new run key."
+        )
+    if run.state == DRAWN:
+        raise ParameterError(
+            f"run key {run_key!r}{_step(key_seq)} drew noise for budget {run.budget!r} ({run.release}, charged "
+            f"{run.created}) and was interrupted before it recorded its release: a new run key is needed; the "
+            "earlier charge stays."
         )
 
 

@@ -19,8 +19,14 @@ RULES = {
                "(Bun–Steinke 2016, Prop. 1.4)",
 }
 
-#: The states of a keyed run: charged (before the data is read), then released.
-CHARGED, RELEASED = "charged", "released"
+#: The states of a keyed run: 'charged' (recorded before the data is read;
+#: nothing drawn under the charge yet), 'drawn' (recorded, in its own
+#: transaction, before the run's first privacy draw: from then on a retry
+#: under the key is refused, a new run key is needed), 'released' (its
+#: Release recorded before it left the process; a retry replays it).
+CHARGED, DRAWN, RELEASED = "charged", "drawn", "released"
+#: Every state a keyed run's row may hold, in the order a run passes them.
+RUN_STATES = (CHARGED, DRAWN, RELEASED)
 
 
 def counted_as(cost, kind: str, budget: str):

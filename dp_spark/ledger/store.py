@@ -42,11 +42,14 @@ SCHEMA = (
     )""",
     # One row per keyed charge (run key and step): what the run is (release,
     # parameters, input: ``identity`` is the SHA-256 of ``described``), its
-    # state ('charged': nothing drawn under it has left the process;
-    # 'released': ``record`` holds the Release's JSON report, recorded before
-    # the release was returned, printed or written) and the outputs it named.
-    # Added after 0.1.0: a ledger made before gets this table when opened; its
-    # charges are kept as they were.
+    # state ('charged': nothing drawn under it yet; 'drawn': about to draw or
+    # drawn, not recorded (``identity`` then prefixed 'drawn:', so a version
+    # without this state refuses a retry); 'released': ``record`` holds the
+    # Release's JSON report, recorded before the release was returned,
+    # printed or written) and the outputs it named. Added after 0.1.0: a
+    # ledger made before gets this table when opened; its charges are kept as
+    # they were. The 'drawn' state needs no new column: a ledger's 'charged'
+    # rows stay 'charged'.
     """CREATE TABLE IF NOT EXISTS dp_runs (
         budget TEXT NOT NULL,
         run_key TEXT NOT NULL,

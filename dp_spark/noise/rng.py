@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numbers
 import secrets
+import threading
 
 import numpy as np
 from randomgen import ChaCha
@@ -41,7 +42,7 @@ from randomgen import ChaCha
 from dp_spark import checks
 from dp_spark.errors import ParameterError
 
-__all__ = ["make_rng", "spawn_rngs", "check_rng", "secure_generator", "SECURE_ROUNDS"]
+__all__ = ["make_rng", "spawn_rngs", "check_rng", "secure_generator", "first_use_generator", "SECURE_ROUNDS"]
 
 #: ChaCha rounds of every unseeded generator (the standard ChaCha20).
 SECURE_ROUNDS = 20
@@ -109,6 +110,49 @@ def spawn_rngs(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
     seed_seq = rng.bit_generator.seed_seq  # numpy < 1.25
     bit_generator_type = type(rng.bit_generator)
     return [np.random.Generator(bit_generator_type(child)) for child in seed_seq.spawn(n)]
+
+
+class _FirstUseGenerator(np.random.Generator):
+    """A ``numpy.random.Generator`` on a given bit generator that runs a
+    callback once, before the first read of ANY of its attributes (every
+    draw method, ``bit_generator``, ``spawn``, ``__reduce__`` for pickling,
+    ``__class__`` …). A draw of it goes through such a read, so the callback
+    completes before the first value is drawn; if it raises, nothing is
+    drawn and the next read calls it again. Children it spawns are plain
+    generators (their parent was read, so the callback ran)."""
+
+    def __init__(self, bit_generator, on_first_use=None) -> None:
+        super().__init__(bit_generator)
+        state = object.__getattribute__(self, "__dict__")
+        state["_on_first_use"], state["_first_use_lock"] = on_first_use, threading.Lock()
+
+    def __getattribute__(self, name):
+        state = object.__getattribute__(self, "__dict__")
+        if state.get("_on_first_use") is not None:
+            with state["_first_use_lock"]:
+                callback = state.get("_on_first_use")
+                if callback is not None:
+                    callback()  # raises: the read fails, nothing is drawn
+                    state["_on_first_use"] = None
+        return object.__getattribute__(self, name)
+
+    def spawn(self, n_children):
+        return [np.random.Generator(child.bit_generator) for child in super().spawn(n_children)]
+
+
+def first_use_generator(rng: np.random.Generator, on_first_use) -> np.random.Generator:
+    """``rng``'s stream (the same bit generator: the draws are those
+    ``rng`` would make) as a Generator that calls ``on_first_use()`` once,
+    before anything is read from it: the release template marks a keyed
+    ledger run 'drawn' there (:func:`dp_spark.ledger.budget.draw_mark`), so
+    the mark is committed before the run's first privacy draw however the
+    release draws (a sampler, ``spawn_rngs``, a child key, scipy's
+    ``random_state``). ``on_first_use=None``: ``rng`` itself. Use the
+    returned generator only: ``rng`` shares its stream."""
+    check_rng(rng)
+    if on_first_use is None:
+        return rng
+    return _FirstUseGenerator(rng.bit_generator, on_first_use)
 
 
 check_rng = checks.rng  # one rule for every sampler (dp_spark.checks)

@@ -16,6 +16,16 @@ capped to them as to public keys → the release's body: its Spark stage,
 its mechanism and its report, with the run's own noise generator → the
 release recorded in the ledger (a keyed run) before it is returned.
 
+A keyed run is marked 'drawn' in the ledger before its first privacy draw:
+the noise generator handed to the key step and the body marks the run (its
+own committed transaction) on its first use, whatever is read from it
+(:func:`dp_spark.noise.rng.first_use_generator`,
+:func:`dp_spark.ledger.budget.draw_mark`). A run that failed before that
+(e.g. in its Spark stage, which draws nothing) stays 'charged' and a retry
+reuses its charge; a run that drew and did not record is never retried
+under its key. Every draw comes from that generator (the noise layer's
+rule), so no draw precedes the mark.
+
 The guarantee of every release is its plan's: ``plan.spend`` charges
 ``plan.guarantee`` before the body runs, and the body draws its noise only
 within the steps of the filter it is handed. Nothing here reads the data:
@@ -91,8 +101,10 @@ def run_release(
     """
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
-    from dp_spark.ledger.budget import record_release, recorded_release, replayed
+    from dp_spark.ledger.budget import draw_mark, record_release, recorded_release, replay_of, replayed
+    from dp_spark.ledger.ledger import RecordedMeanwhile
     from dp_spark.noise import make_rng
+    from dp_spark.noise.rng import first_use_generator
 
     seed = plan.params.seed
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
@@ -116,17 +128,21 @@ def run_release(
     local = plan.spend(budget)  # refuses before any data is read
     if (replay := replayed(budget)) is not None:
         return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
-    rng = make_rng(seed)
-    if private_keys:
-        from dp_spark.releases.group_keys import choose_keys, keys_reported
-        from dp_spark.releases.groups import grouped_edges
+    # a keyed run: marked 'drawn' in the ledger (committed) on the generator's first use, before any draw
+    rng = first_use_generator(make_rng(seed), draw_mark(budget))
+    try:
+        if private_keys:
+            from dp_spark.releases.group_keys import choose_keys, keys_reported
+            from dp_spark.releases.groups import grouped_edges
 
-        # the plan's "group_keys" step (spent above) releases the keys; then they act as public: the
-        # release runs exactly as with groups= those keys (restricted, capped edge table unless
-        # caps_in_stage; same body)
-        keys, record, facts = choose_keys(plan, edge_df, rng)
-        plan, edge_df = grouped_edges(plan, edge_df, keys=keys, cap=not caps_in_stage)
-        release = keys_reported(body(plan, edge_df, rng, local), record, facts)
-    else:
-        release = body(plan, edge_df, rng, local)
+            # the plan's "group_keys" step (spent above) releases the keys; then they act as public: the
+            # release runs exactly as with groups= those keys (restricted, capped edge table unless
+            # caps_in_stage; same body)
+            keys, record, facts = choose_keys(plan, edge_df, rng)
+            plan, edge_df = grouped_edges(plan, edge_df, keys=keys, cap=not caps_in_stage)
+            release = keys_reported(body(plan, edge_df, rng, local), record, facts)
+        else:
+            release = body(plan, edge_df, rng, local)
+    except RecordedMeanwhile as exc:  # another run under the key recorded first; this one drew nothing
+        return replay_of(exc.run)
     return record_release(budget, release)  # recorded in the ledger (a keyed run) before it leaves

@@ -188,3 +188,29 @@ def test_issue_22_decimals_on_postgres(postgres_url):
             assert not ledger.budget(name).can_spend(over) and not pf.can_spend(over)
             ledger.budget(name).spend(ZCDP(parts[-1], 1e-6), "last")
             assert ledger.state(name).left == ZCDP(0.0, 0.0)
+
+
+def test_drawn_state_and_a_race_to_draw_on_postgres(postgres_url):
+    """Issue 35 on PostgreSQL, as on SQLite (tests/unit/test_ledger_drawn.py):
+    charged → drawn → released; a retry of a drawn run is refused with one
+    line and charges nothing; two workers that both reused one charged run
+    race to draw: exactly one draws (the budget's row is locked)."""
+    from dp_spark.ledger.budget import record_release
+    from tests.unit.test_ledger_drawn import _released, _plan, _start, race
+
+    with open_ledger(postgres_url) as ledger:
+        ledger.create_budget("pg-drawn", PureDP(5.0))
+        run, _ = _start(ledger, budget="pg-drawn")
+        run.mark_drawn()
+        assert [r.state for r in ledger.runs("pg-drawn")] == ["drawn"]
+        with pytest.raises(ParameterError, match="drew noise for budget 'pg-drawn' .* a new run key is needed; "
+                                                 "the earlier charge stays.$"):
+            _start(ledger, budget="pg-drawn")
+        record_release(run, _released(_plan(), 3.0))
+        assert _start(ledger, budget="pg-drawn")[1].values["estimate"] == 3.0
+        assert ledger.state("pg-drawn").charges == 1
+        ledger.create_budget("pg-race", PureDP(5.0))
+        _start(ledger, budget="pg-race")
+    assert race(postgres_url, "pg-race") == ["drew", "refused"]
+    with open_ledger(postgres_url) as ledger:
+        assert [r.state for r in ledger.runs("pg-race")] == ["drawn"] and ledger.state("pg-race").charges == 1
