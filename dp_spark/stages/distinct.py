@@ -369,7 +369,8 @@ def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: i
                 pack_items=int(_pack_items)), _PACKED_SCHEMA)
     combined = packed.repartition(buckets, _BUCKET).mapInArrow(
         partial(_combined_rounds, max_bound=max_bound), _HISTOGRAM_SCHEMA)
-    with spark_job("counting matched items per round"):
+    # the same words as matching_counts': the distinct-count release picks one of the two by a noisy count
+    with spark_job("computing the bounded counts"):
         rows = combined.collect()  # at most one row per bucket: (rounds reached, items per round)
     hist = np.zeros(max_bound + 1, dtype=np.int64)
     for row in rows:
@@ -525,7 +526,7 @@ def matching_counts(
     """
     if pairs is None:
         pairs = matching_pairs(edge_df, item_cap)
-    with spark_job("collecting the deduplicated edge list for exact matching"):
+    with spark_job("computing the bounded counts"):  # greedy_counts' words (a noisy choice between them)
         pdf = (pairs if edge_limit is None else pairs.limit(edge_limit + 1)).toPandas()
     if edge_limit is not None and len(pdf) > edge_limit:
         raise LimitError(
