@@ -306,7 +306,7 @@ def test_a_run_failing_after_the_charge_says_the_budget_was_charged(
     err = capsys.readouterr().err.strip()
     assert said in err and "\n" not in err, err
     assert "The ledger budget 'eps' was charged for this run: that privacy is spent." in err, err
-    assert "A retry with --run-key 'fail-1' reuses that charge" in err, err
+    assert "It drew no noise, so a retry with --run-key 'fail-1' reuses that charge." in err, err  # issue 35
     assert len(_charges(ledger_path, "eps")) == 1 and not (tmp_path / "r.json").exists()
 
 
