@@ -257,3 +257,15 @@ def test_a_split_that_does_not_fit_its_total_is_refused():
     parts = [("a", 1 / 3), ("b", 1 / 3), ("c", 1 / 3)]
     with pytest.raises(ParameterError, match="does not fit|exceed its total"):
         grouped_budget_split(parts, 3, 1.0)
+
+
+@pytest.mark.parametrize("rho", ADVERSARIAL_RHO)
+def test_a_power_of_two_factor_needs_no_rounding_room(rho):
+    """factor 1, 2, 4, …: factor·p is a float, so ρ_g is ρ/factor itself
+    (m = 1 "bounded": the full ρ) and the steps sum to ρ; another factor
+    gives up at most a few ulps."""
+    assert group_rho(rho, "bounded", 1) == rho
+    for m in (1, 2, 4):
+        assert exact(group_rho(rho, "auto", m)) * 2 * m == exact(rho)
+    three = group_rho(rho, "bounded", 3)
+    assert exact(rho) / 3 - exact(three) <= 4 * (exact(math.nextafter(three, math.inf)) - exact(three))

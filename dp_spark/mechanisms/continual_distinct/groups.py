@@ -67,7 +67,10 @@ For (b), ρ_g leaves room for that rounding: for a float x >= 2^-1022,
 float_up(x) < x + ulp(x) <= x·(1 + 2^-52), so Σ float_up(factor·p_i) <=
 factor·Σ p_i·(1 + 2^-52) <= factor·ρ_g·(1 + 2^-52) <= ρ with ρ_g the
 largest float at or below ρ / (factor·(1 + 2^-52)) (a few ulps below
-ρ/factor; :func:`group_rho`). Given the total ρ, the last step is charged
+ρ/factor; :func:`group_rho`). A factor that is a power of two (1, 2, 4,
+…) needs no room: factor·p_i is then a float (a power-of-two scaling of a
+float in the normal range is exact), and ρ_g = ρ/factor rounded down (m =
+1, "bounded": the full ρ). Given the total ρ, the last step is charged
 what is left of it (``remainder``: the largest float at or below ρ − Σ of
 the others): by (b) that is at least float_up(factor·p_n), so (a) holds for
 it too, and the shares then sum to ρ (exactly, whenever ρ − Σ of the others
@@ -113,9 +116,11 @@ def group_rho(rho: float, method: str, max_groups: int, n_groups: int | None = N
     """ρ_g, each group's counter's budget: the largest float at or below
     ρ / (``group_factor``·(1 + 2^-52)), so that the grouped steps, each
     factor·p_i rounded up, never sum above ρ (module docstring,
-    "Rounding"); a few ulps below ρ/factor."""
+    "Rounding"); a few ulps below ρ/factor. A power-of-two factor needs no
+    room: ρ/factor rounded down."""
     factor = group_factor(method, max_groups, n_groups)
-    return float_down(exact(rho) / (factor * (1 + ROUNDING_ROOM)))
+    room = 0 if factor & (factor - 1) == 0 else ROUNDING_ROOM  # a power of two: factor·p_i exact
+    return float_down(exact(rho) / (factor * (1 + room)))
 
 
 def grouped_label(label: str, factor: int) -> str:
