@@ -7,24 +7,40 @@ release template (:func:`dp_spark.releases.template.run_release`), with no
 per-release code. After the plan is spent, :func:`choose_keys` releases the
 keys; the rest of the release runs exactly as with ``groups=`` those keys.
 
-Mechanism and guarantee: Gopi et al.'s DP Set Union (our set-union release's
-stage and mechanism, :mod:`dp_spark.stages.set_union`,
-:mod:`dp_spark.mechanisms.set_union`), Gaussian policy, on the group column
-as the item: the edges (person, group) — a per-person transformation of the
-edge table, so neighbouring tables differ in one person's pairs only — each
-person keeping at most Δ0 distinct keys (set-union's own per-person bound,
-a salted-hash choice of the person's own keys): Δ0 = ``max_groups`` m when
-given, else :data:`~dp_spark.plan.KEYS_MAX_PER_PERSON`. The policy
-histogram has ℓ2 sensitivity 1 and a key only the added person holds
-weighs at most 1/√(its new keys) (tests/spark/test_group_keys.py checks
-both on random neighbours); Gaussian noise and the threshold of the paper's
-Theorem 4.1 at (ε_k, δ_k) = the plan's step make the released key set
-(ε_k, δ_k)-DP. The plan (:func:`dp_spark.plan.with_private_keys`) takes
-(ε_k, δ_k) out of the release's budget: ε_k = KEYS_EPSILON_SHARE·ε and, for
-a release with a δ > 0 (set-union, top-k with δ), δ_k = min(KEYS_DELTA,
-KEYS_DELTA_SHARE·δ) out of that δ; the release's own steps run on the rest,
-so basic composition gives the (ε, δ) given in all. A pure-ε release has no
-δ to take δ_k from: δ_k = KEYS_DELTA and the whole is (ε, KEYS_DELTA)-DP.
+Mechanism and guarantee: Gopi et al.'s DP Set Union run by our set-union
+stage (:mod:`dp_spark.stages.set_union`) with exact integer noise
+(:mod:`dp_spark.mechanisms.set_union.discrete`, proof there), on the group
+column as the item: the edges (person, group) — a per-person
+transformation of the edge table, so neighbouring tables differ in one
+person's pairs only — each person keeping at most Δ0 distinct keys
+(set-union's own per-person bound, a salted-hash choice of the person's own
+keys): Δ0 = ``max_groups`` m when given, else
+:data:`~dp_spark.plan.KEYS_MAX_PER_PERSON`.
+
+- Charged: the plan's step "group_keys", (ε_k, δ_k) (below), before any
+  data is read.
+- Histogram: the weighted-Gaussian policy (:data:`KEY_STEP_POLICY`): a
+  person keeping t keys adds ⌊2^30/√t⌋ units of 2^-30 to each (ℓ2 norm
+  <= 1; an exact integer sum); floored onto the grid 2^-g, one added
+  person moves it by ℓ2² <= Δ² = max_t t·(⌈a_t/2^(30−g)⌉ + 1)² grid cells²
+  (about (2^g)²·(1 + 2/128)²), and a key only that person holds weighs at
+  most ⌊2^g/√j⌋ cells, j the number of such keys
+  (tests/spark/test_group_keys.py checks both on random neighbours).
+- Noise: one exact discrete Gaussian N_Z(0, s²) per key (integer s,
+  s² >= Δ²/(2ρ_n)), drawn from the partition's generator (the release's
+  rng's child, or OS entropy unseeded), never a float; ρ_n-zCDP converts to
+  (ε_k, δ_k/2)-DP (Canonne–Kamath–Steinke 2020, Corollary 13).
+- Threshold: the integer R = max_j ⌊a_j/2^(30−g)⌋ + m_j with
+  P[N_Z(0, s²) > m_j] <= (δ_k/2)/j: a key only the added person holds is
+  released with probability at most δ_k/2 in all (its δ).
+- So the released key set is (ε_k, δ_k)-DP (ε_k, δ_k/2 + δ_k/2).
+
+The plan (:func:`dp_spark.plan.with_private_keys`) takes (ε_k, δ_k) out of
+the release's budget: ε_k = KEYS_EPSILON_SHARE·ε and, for a release with a
+δ > 0 (set-union, top-k with δ), δ_k = min(KEYS_DELTA, KEYS_DELTA_SHARE·δ)
+out of that δ; the release's own steps run on the rest, so basic
+composition gives the (ε, δ) given in all. A pure-ε release has no δ to
+take δ_k from: δ_k = KEYS_DELTA and the whole is (ε, KEYS_DELTA)-DP.
 
 Whether a key appears is the DP decision itself: no key count is refused
 after spending. A run that releases no key returns an empty
@@ -38,16 +54,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from dp_spark.plan import (  # noqa: F401 - KEYS_POLICY, KEYS_ALPHA, key_mechanism: the key step, defined with the plan
-    KEYS_ALPHA,
-    KEYS_MAX_PER_PERSON,
-    KEYS_POLICY,
-    MAX_PUBLIC_GROUPS,
-    key_mechanism,
-)
+from dp_spark.mechanisms.set_union.discrete import EXACT_POLICY, DiscreteSetUnionPlan, plan_discrete_set_union
+from dp_spark.plan import KEYS_MAX_PER_PERSON, MAX_PUBLIC_GROUPS
 
 log = logging.getLogger(__name__)
 
+#: The key step's set-union policy: additive, so its histogram is an exact
+#: integer sum the exact discrete Gaussian can be added to (module docstring).
+KEY_STEP_POLICY = EXACT_POLICY
+
+
+def key_step_plan(epsilon: float, delta: float, per_person: int) -> DiscreteSetUnionPlan:
+    """The key step's constants at its charged (ε_k, δ_k) and Δ0 =
+    ``per_person``: the exact set union's grid, noise σ and integer
+    threshold (:func:`dp_spark.mechanisms.set_union.discrete.plan_discrete_set_union`)."""
+    return plan_discrete_set_union(epsilon, delta, per_person)
 
 
 def keys_per_person(max_groups: int | None) -> int:
@@ -70,24 +91,24 @@ def choose_keys(plan, edge_df, rng):
     """The keys of ``plan.params.group_by`` released by the plan's
     "group_keys" step, after the plan was spent: (keys tuple in sorted
     order, the record of the noise, the released facts for the report).
-    One Spark job computes and thresholds the histogram; only the released
-    keys reach the driver (at most MAX_PUBLIC_GROUPS + 1 of them)."""
+    One Spark job computes and thresholds the histogram (exact discrete
+    Gaussian noise, integer threshold: :func:`key_step_plan`); only the
+    released keys reach the driver (at most MAX_PUBLIC_GROUPS + 1 of them)."""
     from pyspark.sql import functions as F
 
-    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness, shard_cutoff
+    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness
     from dp_spark.sparkjobs import spark_job
     from dp_spark.stages.edges import ITEM
-    from dp_spark.stages.set_union import DEFAULT_SHARDS, materialize, set_union_items_of_edges
+    from dp_spark.stages.set_union import materialize, set_union_items_of_edges
 
     p = plan.params
     cost = plan.split.cost("group_keys")
     per_person = keys_per_person(p.max_groups)
-    numeric = key_mechanism(cost.epsilon, cost.delta, per_person)
+    numeric = key_step_plan(cost.epsilon, cost.delta, per_person)  # exact: integer noise and threshold
     salt, root = derive_randomness(rng, keyed=p.seed is not None)
     lazy = set_union_items_of_edges(
         key_edges(edge_df), method=numeric.method, max_items=per_person, salt=salt,
-        threshold=ThresholdStep(numeric, root), gamma=shard_cutoff(numeric.gamma, DEFAULT_SHARDS, "scaled"),
-        shards=DEFAULT_SHARDS,
+        threshold=ThresholdStep(numeric, root),
     )
     log.info("group keys: choosing the keys of %s privately (set-union)", p.group_by)
     with spark_job("choosing the group keys privately (set-union on the group column)"):

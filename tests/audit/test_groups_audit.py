@@ -20,9 +20,17 @@ trial count on a broken variant must exceed it:
 - joint choice of (m, l) (the grouped distinct-count's max_groups=None,
   ε = 1): caps 1 and 4, one person moving q_{m,1} by m; S = {(4, 1)}.
   Broken: sensitivities l instead of m·l.
+- private group keys (groups=None; the exact discrete set-union of
+  dp_spark.releases.group_keys at ε = 1, δ = 0.1, Δ0 = 3): exactly, every
+  released key set's probability on D and D + y (brute-force pmf) for
+  shared-key, new-key and mixed y; and measured through the real mask, one
+  person added to a key. Broken: σ halved / the threshold halved (exact),
+  σ/4 (measured).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -71,26 +79,138 @@ def test_gem_choice_of_the_group_cap(audit_record):
     assert_detects("groups: GEM choice of m", eps, audit(broken, d, d_plus, 1, n, 73))
 
 
-def test_private_group_keys_release_a_new_key_with_probability_at_most_delta(audit_record):
-    """The key step of groups=None (dp_spark.releases.group_keys): D has one
-    person on a common key; y adds the t <= Δ0 = m keys nobody else holds
-    whose chance of any release is largest, through the real kernel and
-    release mask at the step's constants (key_mechanism; δ large enough to
-    measure). Broken: the threshold ρ halved must be detected."""
+KEYS_EPSILON, KEYS_DELTA_AUDIT, KEYS_M = 1.0, 0.1, 3  # δ large, so that the δ parts are measurable
+
+
+def _key_histogram(persons: list[list[int]], n_keys: int) -> np.ndarray:
+    """The key step's histogram (the real weighted-Gaussian kernel) of persons' key sets."""
+    from dp_spark.mechanisms.set_union import build_histogram
+    from dp_spark.releases.group_keys import KEY_STEP_POLICY
+
+    sizes = [len(p) for p in persons]
+    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    codes = np.array([c for p in persons for c in p], dtype=np.int64)
+    return build_histogram(indptr, codes, n_keys, KEY_STEP_POLICY, None)
+
+
+def _set_probabilities(weights: np.ndarray, plan) -> np.ndarray:
+    """P[released set = O] for every O ⊆ keys (bit i: key i), exactly (brute-force pmf per key; keys independent)."""
+    from dp_spark.mechanisms.set_union import grid_statistic
+    from tests.unit.test_set_union_discrete import released_probability
+
+    x = grid_statistic(weights, plan.grid_bits)
+    p = [released_probability(int(v), plan) if w > 0 else 0.0 for v, w in zip(x, weights)]
+    outcomes = np.arange(2 ** len(p))
+    out = np.ones(len(outcomes))
+    for i, pi in enumerate(p):
+        out *= np.where((outcomes >> i) & 1, pi, 1.0 - pi)
+    return out
+
+
+def _needed_delta(p1: np.ndarray, p2: np.ndarray, epsilon: float) -> float:
+    """The smallest δ with P1(S) <= e^ε·P2(S) + δ for EVERY event S (S = the outcomes where P1 > e^ε·P2)."""
+    return float(np.clip(p1 - math.exp(epsilon) * p2, 0.0, None).sum())
+
+
+def _needed_epsilon(p1: np.ndarray, p2: np.ndarray, delta: float) -> float:
+    """The smallest ε with :func:`_needed_delta` <= δ (bisection; both directions)."""
+    lo, hi = 0.0, 50.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if max(_needed_delta(p1, p2, mid), _needed_delta(p2, p1, mid)) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+#: Neighbours of the key step: y's key set (codes; keys 0..2 are held by the k background persons, 3.. by
+#: nobody else). The added person moves weight onto one or three shared keys, brings new keys, or both.
+KEY_NEIGHBOURS = {"one shared key": [0], "three shared keys": [0, 1, 2], "one new key": [3],
+                  "three new keys": [3, 4, 5], "shared and new": [0, 3]}
+
+
+def _worst_exact_epsilon(plan, delta: float) -> tuple[float, str, float]:
+    """max over the neighbours and background sizes k of the exact ε needed
+    at δ, or at the noise's δ/2 alone when y brings no new key (then the
+    threshold's part is not needed: a stricter check)."""
+    worst, where, worst_at = 0.0, "", delta
+    for name, y in KEY_NEIGHBOURS.items():
+        at = delta if max(y) >= 3 else delta / 2
+        for k in range(0, int(np.ceil(plan.rho)) + 3):
+            background = [[0, 1, 2]] * k + [[0]] * k  # key 0 heavier than keys 1 and 2
+            n = max(3, max(y) + 1)
+            d, d_y = _key_histogram(background, n), _key_histogram(background + [y], n)
+            eps = _needed_epsilon(_set_probabilities(d_y, plan), _set_probabilities(d, plan), at)
+            if eps > worst:
+                worst, where, worst_at = eps, f"{name}, k = {k}", at
+    return worst, where, worst_at
+
+
+def test_private_group_keys_exact_neighbour_ratios_stay_within_e_eps_plus_delta(audit_record):
+    """The key step of groups=None (dp_spark.releases.group_keys) at its
+    real constants (key_step_plan, Δ0 = m = 3): D = k persons on the keys
+    0..2, D + y for every y of KEY_NEIGHBOURS; the released key set's
+    probability, computed EXACTLY for every output (brute-force discrete
+    Gaussian pmf, keys independent), satisfies P(S) <= e^ε·P'(S) + δ for
+    every event S both ways (δ/2, the noise's part, when y brings no new
+    key): the smallest such ε is recorded against the claim. Broken (σ
+    halved, or the threshold R halved): the exact ε needed exceeds it."""
     import dataclasses
 
-    from dp_spark.releases.group_keys import key_mechanism
-    from tests.audit.test_set_union_audit import DELTA, TRIALS, new_items_bound, worst_new_items
+    from dp_spark.releases.group_keys import key_step_plan
 
-    plan = key_mechanism(1.0, DELTA / 2, 3)
-    t = worst_new_items(plan)
-    bound, hits = new_items_bound(plan, 311, t)
-    audit_record(f"group keys (set-union on the group column): person adds {t} new keys", plan.epsilon, bound,
-                 TRIALS, delta=plan.threshold_delta)
-    assert hits / TRIALS >= 0.5 * plan.threshold_delta
-    broken = dataclasses.replace(plan, rho=plan.rho / 2)
-    assert_detects("group keys with threshold halved", plan.epsilon,
-                   new_items_bound(broken, 311, worst_new_items(broken))[0])
+    plan = key_step_plan(KEYS_EPSILON, KEYS_DELTA_AUDIT, KEYS_M)
+    worst, where, at = _worst_exact_epsilon(plan, plan.delta)
+    audit_record(f"group keys (exact discrete set-union), exact over outputs: {where}", plan.epsilon, worst,
+                 0, delta=at)
+    assert worst > 0.3 * plan.epsilon  # the neighbours are sharp enough to mean something
+    halved = dataclasses.replace(plan, sigma=plan.sigma // 2)
+    assert _worst_exact_epsilon(halved, plan.delta)[0] > plan.epsilon
+    low = dataclasses.replace(plan, threshold=plan.threshold // 2)
+    assert _worst_exact_epsilon(low, plan.delta)[0] > plan.epsilon
+
+
+KEY_TRIALS = 200_000
+
+
+def _key_released(weights, plan, seed: int) -> int:
+    """Runs (of KEY_TRIALS) of the real mask (exact sampler) releasing key 0."""
+    from dp_spark.mechanisms.set_union import release_mask
+
+    tiled = np.tile(np.asarray(weights, dtype=np.float64), KEY_TRIALS)
+    return int(release_mask(tiled, plan, np.random.default_rng(seed)).reshape(KEY_TRIALS, -1)[:, 0].sum())
+
+
+def _measured_key_bound(plan, seed: int) -> float:
+    """The largest two-sided ε lower bound over background sizes k: D = k
+    persons on key 0, D + y = one more (the largest one-key move)."""
+    from tests.audit.stats import ALPHA, two_sided_lower_bound
+
+    grid = range(1, int(np.ceil(plan.rho)) + 3)
+    best = 0.0
+    for k in grid:
+        with_y = _key_released(_key_histogram([[0]] * (k + 1), 1), plan, seed + 2 * k)
+        without = _key_released(_key_histogram([[0]] * k, 1), plan, seed + 2 * k + 1)
+        best = max(best, two_sided_lower_bound(with_y, KEY_TRIALS, without, KEY_TRIALS, plan.noise_delta,
+                                               alpha=ALPHA / len(grid)))
+    return best
+
+
+def test_private_group_keys_measured_through_the_exact_sampler(audit_record):
+    """The same step measured: the real mask (exact discrete Gaussian
+    draws), one person added to a key; Clopper–Pearson ε lower bound <= ε.
+    Broken: σ divided by 4 must be detected."""
+    import dataclasses
+
+    from dp_spark.releases.group_keys import key_step_plan
+
+    plan = key_step_plan(KEYS_EPSILON, KEYS_DELTA_AUDIT, KEYS_M)
+    bound = _measured_key_bound(plan, 351)
+    audit_record("group keys (exact discrete set-union): person adds a key's weight", plan.epsilon, bound,
+                 KEY_TRIALS, delta=plan.noise_delta)
+    assert_detects("group keys with σ/4", plan.epsilon,
+                   _measured_key_bound(dataclasses.replace(plan, sigma=plan.sigma // 4), 351))
 
 
 def _block_sums(max_groups_claimed: int, count: int, blocks: int, m: int, seed: int) -> np.ndarray:

@@ -17,9 +17,11 @@ import dp_spark
 from dp_spark import cli
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP
 from dp_spark.errors import BudgetExceededError, ParameterError
-from dp_spark.mechanisms.set_union import SEQUENTIAL
+from dp_spark.mechanisms.set_union import SEQUENTIAL, grid_statistic
 from dp_spark.plan import KEYS_DELTA, KEYS_EPSILON_SHARE
-from dp_spark.releases.group_keys import KEYS_POLICY, key_edges, keys_per_person
+from dp_spark.releases.group_keys import KEY_STEP_POLICY, key_edges, key_step_plan, keys_per_person
+from dp_spark.summaries.set_union import UNIT_BITS, person_units
+from tests.unit.test_set_union_discrete import NoFloatDraws
 from dp_spark.stages.edges import edges
 from dp_spark.stages.set_union import set_union_histogram
 
@@ -34,24 +36,27 @@ def rows_of(rng, persons, groups=6, items=30):
     return rows
 
 
-def key_histogram(df, max_per_person, gamma=3.0, shards=3):
+def key_histogram(df, max_per_person):
     """The key step's NON-PRIVATE histogram as the release builds it: the
     edge table's group column as set-union's item, the policy's histogram."""
     keyed = key_edges(edges(df, "person_id", "item", "country"))
-    return set_union_histogram(keyed, "person", "item", KEYS_POLICY, max_per_person, 1, gamma, shards=shards)
+    return set_union_histogram(keyed, "person", "item", KEY_STEP_POLICY, max_per_person, 1)
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_the_key_step_keeps_set_unions_bound_on_random_neighbours(spark, seed):
     """Add or remove one random person (many rows, several of them in one
     group, some in groups nobody else has): the key histograms differ by
-    ℓ2 <= 1, the support only grows with the added person, the added
-    person brings at most Δ0 new keys, each weighing <= 1/√(new keys); a
-    person's many rows in one group count once."""
-    assert KEYS_POLICY in SEQUENTIAL
+    ℓ2 <= 1 exactly (whole units of 2^-30), the support only grows with the
+    added person, the added person brings at most Δ0 new keys, each
+    weighing <= 1/√(new keys); a person's many rows in one group count
+    once. On the exact step's grid (issue 35): ‖X − X'‖² <= the plan's Δ²
+    and a new key's grid weight <= ⌊a_j/2^(30−g)⌋, j the new keys."""
+    assert KEY_STEP_POLICY not in SEQUENTIAL  # additive: an exact integer histogram
     rng = np.random.default_rng(100 + seed)
     base = rows_of(rng, range(120))
     m = int(rng.integers(1, 4))
+    plan = key_step_plan(1.0, 1e-6, m)
     extra = [(999, f"i{j}", "g1") for j in range(int(rng.integers(5, 30)))]  # many rows, one group
     extra += [(999, "x", f"only{j}") for j in range(int(rng.integers(1, 6)))]  # keys nobody else holds
     removed = int(rng.integers(0, 120))
@@ -71,13 +76,47 @@ def test_the_key_step_keeps_set_unions_bound_on_random_neighbours(spark, seed):
         h1, h2 = hist[with_], hist.get(without, {})
         assert set(h2) <= set(h1), (with_, without)
         keys = sorted(h1)
-        diff = np.array([h1[k] - h2.get(k, 0.0) for k in keys])
-        assert math.sqrt(diff @ diff) <= 1 + 1e-9, (with_, without)
-        assert (diff >= -1e-12).all()  # adding a person never lowers a weight
+        units = np.array([int(h1[k] * 2**UNIT_BITS) - int(h2.get(k, 0.0) * 2**UNIT_BITS) for k in keys])
+        assert int(units @ units) <= 2 ** (2 * UNIT_BITS), (with_, without)  # ℓ2 <= 1, exactly
+        assert (units >= 0).all()  # adding a person never lowers a weight
         new = set(h1) - set(h2)
         assert len(new) <= m
-        assert all(h1[k] <= 1 / math.sqrt(len(new)) + 1e-12 for k in new)
+        assert all(h1[k] <= 1 / math.sqrt(len(new)) for k in new)
+        grid = [grid_statistic(np.array([h.get(k, 0.0) for k in keys]), plan.grid_bits) for h in (h1, h2)]
+        assert int(((grid[0] - grid[1]) ** 2).sum()) <= plan.l2_squared
+        cell = 2 ** (UNIT_BITS - plan.grid_bits)
+        assert all(int(grid[0][keys.index(k)]) <= person_units(KEY_STEP_POLICY, len(new)) // cell for k in new)
     assert hist["add"] != hist["base"]
+
+
+def test_the_key_step_draws_its_noise_from_the_exact_sampler_only(spark, big, monkeypatch):
+    """Issue 35: the key step's threshold noise was rng.normal (float, via
+    set-union's release_mask). The step as choose_keys builds it, run in the
+    driver on a generator whose float samplers raise: it releases by the
+    exact discrete Gaussian and an integer threshold."""
+    import dp_spark.stages.set_union as stage
+    from dp_spark.mechanisms.set_union import DiscreteSetUnionPlan, NoiseRoot
+
+    captured = {}
+
+    class Stop(Exception):
+        pass
+
+    def capture(edge_df, **kwargs):
+        captured.update(kwargs)
+        raise Stop  # before any Spark job
+
+    monkeypatch.setattr(stage, "set_union_items_of_edges", capture)
+    with pytest.raises(Stop):
+        dp_spark.distinct_count(big, epsilon=2.0, group_by="country", max_groups=2, seed=5)
+    step = captured["threshold"]
+    assert isinstance(step.plan, DiscreteSetUnionPlan) and captured["method"] == KEY_STEP_POLICY
+    assert step.plan == key_step_plan(2.0 * KEYS_EPSILON_SHARE, KEYS_DELTA, 2)
+    monkeypatch.setattr(NoiseRoot, "partition_rng", lambda self, p: NoFloatDraws(np.random.PCG64([7, p])))
+    weights = np.array([0.0, 0.5, step.plan.rho, 2 * step.plan.rho, 1e6])
+    mask = step(0)(np.tile(weights, 400)).reshape(400, -1)
+    assert not mask[:, 0].any() and mask[:, -1].all()  # outside the support never; far above, always
+    assert 0 < mask[:, 2].sum() < 400  # at the threshold: the noise decides
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +144,7 @@ def test_seeded_api_run_chooses_the_keys_privately_and_states_them(spark, big):
     assert keys_step["step"].startswith("group keys") and "at most 2 keys" in keys_step["step"]
     assert keys_step["epsilon"] == pytest.approx(2.0 * KEYS_EPSILON_SHARE) and keys_step["delta"] == KEYS_DELTA
     assert sum(s["epsilon"] for s in first.budget_split) <= 2.0
-    assert first.noise[0].step == keys_step["step"] and first.noise[0].kind == "gaussian"
+    assert first.noise[0].step == keys_step["step"] and first.noise[0].kind == "discrete-gaussian"
     assert "chosen privately" in first.statement and "(ε, δ)-differential privacy" in first.statement
     assert first.parameters["groups"].startswith("chosen privately")
     assert "group_keys_released" in first.errors

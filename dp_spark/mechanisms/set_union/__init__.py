@@ -12,6 +12,9 @@ protected.
   (2^-30, rounded down) of the additive policies. They draw no noise.
 - :mod:`.thresholds`: noise scale (Laplace b, analytic Gaussian σ), the
   threshold ρ of the paper's theorems and the cutoff Γ = ρ + α·scale.
+- :mod:`.discrete`: the exact variant (weighted-Gaussian histogram, exact
+  discrete Gaussian noise, integer threshold) that the private key step of
+  the grouped releases runs (:mod:`dp_spark.releases.group_keys`).
 - :mod:`.thresholding`: the noise + threshold step for one partition, with
   per-partition generators spawned from one OS-seeded root
   (:class:`~.thresholding.ThresholdStep`, the function the release hands the
@@ -40,6 +43,13 @@ from dp_spark.summaries.set_union import (
     update_histogram,
     weighted_gaussian_update,
     weighted_laplace_update,
+)
+from dp_spark.mechanisms.set_union.discrete import (
+    EXACT_POLICY,
+    DiscreteSetUnionPlan,
+    discrete_release_mask,
+    grid_statistic,
+    plan_discrete_set_union,
 )
 from dp_spark.mechanisms.set_union.thresholding import NoiseRoot, ThresholdStep, derive_randomness, release_mask
 from dp_spark.mechanisms.set_union.thresholds import (
@@ -89,5 +99,10 @@ __all__ = [
     "ThresholdStep",
     "derive_randomness",
     "release_mask",
+    "EXACT_POLICY",
+    "DiscreteSetUnionPlan",
+    "plan_discrete_set_union",
+    "discrete_release_mask",
+    "grid_statistic",
 ]
 

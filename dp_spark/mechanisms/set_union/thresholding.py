@@ -45,6 +45,7 @@ import numpy as np
 
 from dp_spark.noise import make_rng, spawn_rngs
 from dp_spark.noise.rng import check_rng
+from dp_spark.mechanisms.set_union.discrete import DiscreteSetUnionPlan, discrete_release_mask
 from dp_spark.mechanisms.set_union.thresholds import SetUnionPlan
 
 __all__ = ["NoiseRoot", "ThresholdStep", "derive_randomness", "release_mask"]
@@ -109,16 +110,22 @@ def derive_randomness(rng: np.random.Generator, keyed: bool = True) -> tuple[int
     return salt, NoiseRoot(entropy, tuple(int(k) for k in seq.spawn_key))
 
 
-def release_mask(weights: np.ndarray, plan: SetUnionPlan, rng: np.random.Generator) -> np.ndarray:
+def release_mask(weights: np.ndarray, plan: SetUnionPlan | DiscreteSetUnionPlan,
+                 rng: np.random.Generator) -> np.ndarray:
     """Boolean mask of the items released: weight + noise > ρ (Algorithm 1,
     step 3), one fresh noise draw per item from ``rng``. Items of weight
-    <= 0 are outside the histogram's support and are never released.
+    <= 0 are outside the histogram's support and are never released. A
+    :class:`~dp_spark.mechanisms.set_union.discrete.DiscreteSetUnionPlan`
+    (the private key step): exact integer noise and threshold,
+    :func:`~dp_spark.mechanisms.set_union.discrete.discrete_release_mask`.
 
     Guarantee: over all partitions, the released set is (ε, δ)-DP at
     ``plan.epsilon``, ``plan.delta`` when the weights are the summed shard
     histograms of :mod:`dp_spark.summaries.set_union` (facts (S), (T)).
     Floating-point noise is fine here: only the comparison is released.
     """
+    if isinstance(plan, DiscreteSetUnionPlan):
+        return discrete_release_mask(weights, plan, rng)
     weights = np.asarray(weights, dtype=np.float64)
     check_rng(rng)
     if plan.noise == "laplace":
@@ -144,7 +151,7 @@ class ThresholdStep:
     travels to the executors inside the ``mapInPandas`` function); a keyless
     root (unseeded) holds nothing that could reproduce the noise."""
 
-    plan: SetUnionPlan
+    plan: SetUnionPlan | DiscreteSetUnionPlan
     root: NoiseRoot
 
     def __call__(self, partition: int) -> Callable[[np.ndarray], np.ndarray]:
