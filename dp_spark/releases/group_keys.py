@@ -120,7 +120,7 @@ def choose_keys(plan, edge_df, rng):
     keys = tuple(released[:MAX_PUBLIC_GROUPS])
     label = next(s.label for s in plan.split if s.name == "group_keys")
     record = dataclasses.replace(numeric.noise_record, step=label,
-                                 target=f"each {p.group_by} key's policy weight (released if above the threshold)")
+                                 target=f"each {p.group_by} key's histogram weight (released if above the threshold)")
     facts = {"group_keys_released": len(keys), "group_keys_truncated": truncated,
              "group_keys_threshold": numeric.rho, "group_keys_per_person": per_person,
              "group_keys_likely_weight": numeric.weight_for(0.95)}
@@ -134,8 +134,9 @@ def keys_reported(release, record, facts):
     p_by = release.parameters.get("group_by")
     errors = {**release.errors, "group_keys_released": (
         f"the {p_by} keys released by a set-union (each person contributes at most "
-        f"{facts['group_keys_per_person']} keys): a key is released with probability 95% once its policy weight "
-        f"reaches {facts['group_keys_likely_weight']:.4g} (about that many persons holding only it), and a key "
+        f"{facts['group_keys_per_person']} keys): a key is released with probability at least 95% once its "
+        f"histogram weight reaches {facts['group_keys_likely_weight']:.4g} (about that many persons holding only "
+        "it), and a key "
         f"held by a single person with probability at most {release.parameters.get('group_keys_delta'):g}; "
         "keys with few persons are missing by design")}
     if facts["group_keys_truncated"]:
