@@ -29,57 +29,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 import dp_spark
-from dp_spark.accounting import PureDP
 from dp_spark.cli import main
 from dp_spark.ledger import open_ledger
-from dp_spark.mechanisms.distinct_count import release_from_counts
+from tests.audit.ledger_attacks import EPSILON, fresh_ledger as _ledger, fresh_noise_medians as _fresh_noise_medians
+from tests.audit.ledger_attacks import hits as _hits, memoized_stage, tables  # noqa: F401 - fixtures
 from tests.audit.stats import assert_detects, two_sided_lower_bound
-
-EPSILON = 1.0
-THRESHOLD = 100.5
-
-
-@pytest.fixture
-def tables(spark, tmp_path):
-    """D (100 distinct items) and D' (101) as Parquet files."""
-    paths = {}
-    for n in (100, 101):
-        path = tmp_path / f"items-{n}.parquet"
-        spark.createDataFrame([(i, f"item-{i}") for i in range(n)], "person_id long, item string") \
-            .coalesce(1).write.parquet(str(path))
-        paths[n] = str(path)
-    return paths
-
-
-@pytest.fixture
-def memoized_stage(monkeypatch):
-    """The Spark stage (no noise) computed once per input, then reused."""
-    from dp_spark.releases import distinct_count as release
-
-    real, cache = release._bounded_counts, {}
-
-    def once(edge_df, plan, epsilon_pre, rng, persons=None):
-        key = tuple(sorted(edge_df.inputFiles()))
-        if key not in cache:
-            cache[key] = real(edge_df, plan, epsilon_pre, rng, persons)
-        counts, how, noise = cache[key]
-        return counts.copy(), dict(how), list(noise)
-
-    monkeypatch.setattr(release, "_bounded_counts", once)
-
-
-def _ledger(tmp_path, name: str, trials: int) -> str:
-    path = tmp_path / f"{name}.db"
-    with open_ledger(path, create=True) as led:
-        led.create_budget("b", PureDP(EPSILON * trials))  # one ε = 1 charge per trial (run key)
-    return str(path)
-
-
-def _hits(medians: list[float]) -> int:
-    return sum(m >= THRESHOLD for m in medians)
 
 
 def _trial(run, n: int) -> float:
@@ -87,13 +43,6 @@ def _trial(run, n: int) -> float:
     estimates = [run() for _ in range(n)]
     assert len(set(estimates)) == 1, f"runs under one key drew new noise: {sorted(set(estimates))[:5]}"
     return float(np.median(estimates))
-
-
-def _fresh_noise_medians(count: int, trials: int, n: int, seed: int) -> list[float]:
-    """The broken variant (the ledger before the fix): every run draws anew."""
-    rng = np.random.default_rng(seed)
-    return [float(np.median([release_from_counts(np.array([count]), EPSILON, 0.05, rng)["estimate"]
-                             for _ in range(n)])) for _ in range(trials)]
 
 
 def test_averaging_attack_through_the_python_api(spark, tables, memoized_stage, tmp_path, audit_record):

@@ -40,16 +40,14 @@ import numpy as np
 import pytest
 
 import dp_spark
-from dp_spark.accounting import PureDP
 from dp_spark.cli import main
 from dp_spark.errors import ParameterError
 from dp_spark.ledger import open_ledger
 from dp_spark.ledger.budget import LedgerBudget
-from dp_spark.mechanisms.distinct_count import release_from_counts
+from tests.audit.ledger_attacks import EPSILON, fresh_ledger, fresh_noise_medians, hits
+from tests.audit.ledger_attacks import memoized_stage, tables  # noqa: F401 - fixtures
 from tests.audit.stats import assert_detects, two_sided_lower_bound
 
-EPSILON = 1.0
-THRESHOLD = 100.5
 #: Runs an attacker makes under one key (enough for fresh draws to prove ε > 1 in TRIALS trials).
 ATTEMPTS = 61
 TRIALS = 60
@@ -58,18 +56,6 @@ TRIALS = 60
 #: of the attacker's ATTEMPTS is refused alike and sees nothing (a refused run costs ~30 ms of Spark
 #: schema calls: 60 more per key would take minutes).
 REAL_ATTEMPTS = 3
-
-
-@pytest.fixture
-def tables(spark, tmp_path):
-    """D (100 distinct items) and D' (101) as Parquet files."""
-    paths = {}
-    for n in (100, 101):
-        path = tmp_path / f"items-{n}.parquet"
-        spark.createDataFrame([(i, f"item-{i}") for i in range(n)], "person_id long, item string") \
-            .coalesce(1).write.parquet(str(path))
-        paths[n] = str(path)
-    return paths
 
 
 class _Seen(list):
@@ -81,22 +67,14 @@ class _Seen(list):
 
 
 @pytest.fixture
-def seen(monkeypatch):
-    """The attacker's view: the stage memoized per input, and the mechanism
+def seen(monkeypatch, memoized_stage):
+    """The attacker's view (the stage memoized per input): the mechanism
     wrapped so that each value it draws is seen (appended to the list this
     fixture returns) and the run is interrupted right after, before its
-    record. ``seen.interrupt`` (a callable) is how: raise KeyboardInterrupt
-    (default) or send SIGINT to the process (the CLI's own path)."""
+    record. ``seen.interrupt`` is how: raise KeyboardInterrupt (default) or
+    send SIGINT to the process (the CLI's own path)."""
+    from dp_spark.mechanisms.distinct_count import release_from_counts
     from dp_spark.releases import distinct_count as release
-
-    real_stage, cache = release._bounded_counts, {}
-
-    def once(edge_df, plan, epsilon_pre, rng, persons=None):
-        key = tuple(sorted(edge_df.inputFiles()))
-        if key not in cache:
-            cache[key] = real_stage(edge_df, plan, epsilon_pre, rng, persons)
-        counts, how, noise = cache[key]
-        return counts.copy(), dict(how), list(noise)
 
     values = _Seen()
 
@@ -106,20 +84,8 @@ def seen(monkeypatch):
         values.interrupt()
         return released
 
-    monkeypatch.setattr(release, "_bounded_counts", once)
     monkeypatch.setattr(release, "release_from_counts", drawn_seen_interrupted)
     return values
-
-
-def _ledger(tmp_path, name: str, trials: int) -> str:
-    path = tmp_path / f"{name}.db"
-    with open_ledger(path, create=True) as led:
-        led.create_budget("b", PureDP(EPSILON * trials))  # one ε = 1 charge per trial (run key)
-    return str(path)
-
-
-def _hits(medians: list[float]) -> int:
-    return sum(m >= THRESHOLD for m in medians)
 
 
 def _api_trials(spark, tables, seen, tmp_path, name: str, trials: int, attempts: int) -> dict:
@@ -127,7 +93,7 @@ def _api_trials(spark, tables, seen, tmp_path, name: str, trials: int, attempts:
     out = {}
     for count, path in tables.items():
         df = spark.read.parquet(path)
-        with open_ledger(_ledger(tmp_path, f"{name}-{count}", trials)) as led:
+        with open_ledger(fresh_ledger(tmp_path, f"{name}-{count}", trials)) as led:
             out[count] = []
             for t in range(trials):
                 seen.clear()
@@ -144,22 +110,15 @@ def _api_trials(spark, tables, seen, tmp_path, name: str, trials: int, attempts:
     return out
 
 
-def _fresh_noise_medians(count: int, trials: int, n: int, seed: int) -> list[float]:
-    """The old behaviour at the mechanism: every attempt under a key draws anew."""
-    rng = np.random.default_rng(seed)
-    return [float(np.median([release_from_counts(np.array([count]), EPSILON, 0.05, rng)["estimate"]
-                             for _ in range(n)])) for _ in range(trials)]
-
-
 def test_retry_attack_through_the_python_api(spark, tables, seen, tmp_path, audit_record):
     views = _api_trials(spark, tables, seen, tmp_path, "api", TRIALS, REAL_ATTEMPTS)
     for count in views:
         assert all(len(view) == 1 for view in views[count]), "a retry under a key that drew drew again"
     medians = {count: [float(np.median(v)) for v in views[count]] for count in views}
-    lb = two_sided_lower_bound(_hits(medians[101]), TRIALS, _hits(medians[100]), TRIALS)
+    lb = two_sided_lower_bound(hits(medians[101]), TRIALS, hits(medians[100]), TRIALS)
     audit_record(f"ledger: {ATTEMPTS} interrupted retries per key (API)", EPSILON, lb, TRIALS)  # see REAL_ATTEMPTS
-    broken = two_sided_lower_bound(_hits(_fresh_noise_medians(101, TRIALS, ATTEMPTS, 1)), TRIALS,
-                                   _hits(_fresh_noise_medians(100, TRIALS, ATTEMPTS, 2)), TRIALS)
+    broken = two_sided_lower_bound(hits(fresh_noise_medians(101, TRIALS, ATTEMPTS, 1)), TRIALS,
+                                   hits(fresh_noise_medians(100, TRIALS, ATTEMPTS, 2)), TRIALS)
     assert_detects(f"ledger: {ATTEMPTS} fresh draws per key", EPSILON, broken)
 
 
@@ -182,7 +141,7 @@ def test_retry_attack_through_the_cli(spark, tables, seen, tmp_path, audit_recor
     seen.interrupt = lambda: os.kill(os.getpid(), signal.SIGINT)
     medians = {}
     for count, path in tables.items():
-        ledger = _ledger(tmp_path, f"cli-{count}", trials)
+        ledger = fresh_ledger(tmp_path, f"cli-{count}", trials)
         medians[count] = []
         for t in range(trials):
             seen.clear()
@@ -198,5 +157,5 @@ def test_retry_attack_through_the_cli(spark, tables, seen, tmp_path, audit_recor
             medians[count].append(float(np.median(seen)))
         with open_ledger(ledger) as led:
             assert led.state("b").charges == trials and {r.state for r in led.runs("b")} == {"drawn"}
-    lb = two_sided_lower_bound(_hits(medians[101]), trials, _hits(medians[100]), trials)
+    lb = two_sided_lower_bound(hits(medians[101]), trials, hits(medians[100]), trials)
     audit_record(f"ledger: {attempts} interrupted CLI retries per key", EPSILON, lb, trials)
