@@ -23,25 +23,22 @@ ignore that a larger m multiplies every group's noise by m.
 
 from __future__ import annotations
 
-import logging
-
-log = logging.getLogger(__name__)
-
 #: GEM's failure probability in the private choice of the group cap.
 CAP_GEM_BETA = 0.05
 #: ``parameters["max_groups_chosen"]`` of a release whose m was chosen privately.
 CHOSEN = "privately (GEM over the rows each cap keeps)"
 
 
-def choose_cap(edge_df, n_keys: int, epsilon: float, rng, release: str):
+def choose_cap(edge_df, n_keys: int, epsilon: float, rng):
     """(m, the record of the choice): m in 1..M (M = ``n_keys``) chosen
-    ε-DP from the groups-per-person histogram (module docstring)."""
+    ε-DP from the groups-per-person histogram (module docstring). Logs
+    nothing: M is the number of keys, which a private key step draws, so the
+    caller logs the step (public words only) before it knows M."""
     from dp_spark.mechanisms.groups import choose_max_groups
     from dp_spark.noise.records import NoiseDraw
     from dp_spark.stages.groups import groups_per_person_histogram
 
-    top = int(n_keys)
-    log.info("%s: choosing the group cap privately (m in 1..%d)", release, top)
+    top = int(n_keys)  # with keys chosen privately a drawn number: not shown before the record
     histogram = groups_per_person_histogram(edge_df, top)
     m = int(choose_max_groups(histogram, epsilon, rng, method="gem", beta=CAP_GEM_BETA))
     del histogram  # non-private
@@ -51,10 +48,10 @@ def choose_cap(edge_df, n_keys: int, epsilon: float, rng, release: str):
     return m, drawn
 
 
-def choose_and_cap(edge_df, n_keys: int, epsilon: float, rng, release: str):
+def choose_and_cap(edge_df, n_keys: int, epsilon: float, rng):
     """(m, the edge table capped to m groups per person, the record of the
     choice): :func:`choose_cap` then :func:`~dp_spark.stages.groups.cap_groups`."""
     from dp_spark.stages.groups import cap_groups
 
-    m, drawn = choose_cap(edge_df, n_keys, epsilon, rng, release)
+    m, drawn = choose_cap(edge_df, n_keys, epsilon, rng)
     return m, cap_groups(edge_df, m), drawn

@@ -95,7 +95,7 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     shards, how, noise = greedy_shards(edge_df, p.shards, pure_step_epsilon(plan, "shards", gaussian), rng)
     if m is None:  # the cap m and one bound l, chosen jointly (step 0'' of the module doc)
         return _joint_body(plan, edge_df, rng, local, keys, cands, shards, how, noise, gaussian)
-    log.info("distinct-count: per-group bounded counts (%d public groups)", len(keys))
+    log.info("distinct-count: per-group bounded counts")  # the keys may be released ones: never their number
     # the cap inside the kernel (run_release(caps_in_stage=True)); none needed when m >= #keys
     caps = None if m >= len(keys) else (m,)
     at_candidates = {}
@@ -142,6 +142,8 @@ def _joint_body(plan: Plan, edge_df, rng, local, keys, cands, shards, how, noise
     kind = "gaussian" if gaussian else "laplace"
     count = plan.split.cost("count").rho if gaussian else plan.split.epsilon("count")
     m, released, drawn = None, [], []
+    # before the branch: whether a private key step released any key is not shown before the record
+    log.info("distinct-count: per-group bounded counts at every cap candidate, the cap and bound chosen jointly")
     if keys:  # no key (a private key step released none): nothing to choose, nothing drawn
         caps = cap_candidates(len(keys))
         epsilon = cap_epsilon(plan, "max_groups", gaussian)
@@ -181,8 +183,8 @@ def joint_counts(edge_df, caps, n_keys: int, max_bound: int, shards: int, cands)
     (tests/spark/test_grouped_cap_bound.py)."""
     from dp_spark.stages.distinct import grouped_greedy_counts
 
-    log.info("distinct-count: per-group bounded counts at the caps %s (%d public groups)",
-             ", ".join(map(str, caps)), n_keys)
+    # no log line here: the caps and n_keys follow the number of keys, which a private key step draws
+    # (the caller logs the step, before it knows whether any key was released)
     return grouped_greedy_counts(edge_df, max_bound, shards, n_keys, cands, caps=caps)
 
 

@@ -66,7 +66,8 @@ def composite_input(edge_df, n_keys: int):
     from dp_spark.stages.group_items import composite_edges
 
     shape = GroupShape(int(n_keys), edge_df.schema[GROUP].dataType, isinstance(item_type(edge_df), T.LongType))
-    log.info("set-union: one set union over (group, item) pairs of %d public groups", n_keys)
+    # never the number of keys: with keys chosen privately it is drawn, and not shown before the record
+    log.info("set-union: one set union over (group, item) pairs")
     return composite_edges(edge_df), shape
 
 

@@ -81,10 +81,12 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     keys, m = p.groups, p.max_groups
     n_groups = len(keys)
     noise, how = [], {}
+    if m is None:  # logged before the branch below: whether a private key step released a key is not shown
+        log.info("top-k: choosing the group cap privately")
     if m is None and not keys:  # a private key step released no key: no cap to choose, nothing drawn
         m = 1
     if m is None:
-        m, edge_df, drawn = choose_and_cap(edge_df, n_groups, plan.split.epsilon("max_groups"), rng, "top-k")
+        m, edge_df, drawn = choose_and_cap(edge_df, n_groups, plan.split.epsilon("max_groups"), rng)
         noise.append(drawn)
         how = {"max_groups": m, "max_groups_chosen": CHOSEN}
     mechanism = p.mechanism
@@ -92,6 +94,12 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     # ε'/m and δ/m rounded down: m groups' shares never sum above (ε', δ) (basic composition)
     epsilon_group, delta_group = group_share(epsilon_sel, p.delta, m)
     items = p.domain if p.domain_size is not None else None
+    # the step's line names public parameters only (never the number of keys, which a private key step draws),
+    # and is logged whether or not any key was released
+    if items is None:
+        log.info("top-k: collecting the %d largest item counts of every group", p.kbar + 1)
+    else:
+        log.info("top-k: counting persons per domain item (%d items) in every group", len(items))
     # no key (a private key step released none): no Spark pass, no draw
     released = _select(edge_df, mechanism, items, n_groups, p.k, epsilon_sel, p.delta, m, p.kbar, rng) if keys else []
     size = p.kbar if mechanism == "unknown-domain" else len(items)
@@ -105,12 +113,10 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
 def _select(edge_df, mechanism, items, n_groups, k, epsilon, delta, m, kbar, rng) -> list[_Group]:
     """The one Spark pass, then the mechanism per group on the driver
     (:mod:`dp_spark.mechanisms.top_k.grouped`: each group at (ε/m, δ/m))."""
-    if items is None:
-        log.info("top-k: collecting the %d largest item counts of each of %d groups", kbar + 1, n_groups)
+    if items is None:  # the step was logged by the caller (public parameters only)
         tops = stage.grouped_top_item_counts(edge_df, n_groups, kbar)  # NON-PRIVATE
         counts = None
     else:
-        log.info("top-k: counting persons per domain item (%d items) in %d groups", len(items), n_groups)
         counts = stage.grouped_domain_item_counts(edge_df, items, n_groups)  # NON-PRIVATE
         tops = ([stage.top_of_domain(items, counts[g], kbar) for g in range(n_groups)]
                 if mechanism == "unknown-domain" else None)
