@@ -338,7 +338,9 @@ def _report(plan: Plan, local: PrivacyFilter, selection: _Selection, items, spar
     person_col, item_col = plan.params.person_col, plan.params.item_col
     rows = [{"rank": i + 1, "item": item} for i, item in enumerate(selection.items)]
     errors, bound, warning = _error_texts(selection, k, delta, plan.params.persons)
-    if warning is not None:
+    if warning is not None and selection.choice is None:
+        # public: the bound of a mechanism named by the parameters against persons=; after auto's private
+        # choice the bound and the noisy top count are drawn, and shown only in the release (after its record)
         log.warning("top-k: %s", warning)
     split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]
     if selection.method == "unknown-domain":
