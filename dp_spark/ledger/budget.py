@@ -146,9 +146,15 @@ class LedgerBudget:
         'drawn'; :meth:`dp_spark.ledger.ledger.Ledger.mark_drawn`). Refused
         when another run under the key drew first; RecordedMeanwhile when it
         recorded its release meanwhile (return that one)."""
+        from dp_spark.ledger.ledger import RecordedMeanwhile  # the ledger module imports this one
+
         if not self.keyed or self._last_seq is None:
             raise ParameterError("only a keyed ledger budget that was charged marks a run 'drawn'.")
-        self.run = self.ledger.mark_drawn(self.name, self.run_key, self._last_seq)
+        try:
+            self.run = self.ledger.mark_drawn(self.name, self.run_key, self._last_seq)
+        except RecordedMeanwhile as meanwhile:
+            self.run = meanwhile.run  # 'released': what this run returns
+            raise
         self.drawn = self.run.state == DRAWN
 
     def __repr__(self) -> str:

@@ -329,7 +329,7 @@ class Ledger:
     def mark_drawn(self, name: str, run_key: str, key_seq: int) -> "Run":
         """Mark the keyed run 'drawn' ('charged' → 'drawn'), in its own
         transaction with the budget locked, committed before the run's first
-        privacy draw (:func:`dp_spark.ledger.budget.mark_drawn`): a retry
+        privacy draw (:meth:`dp_spark.ledger.budget.LedgerBudget.mark_drawn`): a retry
         under the key is refused from then on, until the run records its
         release. Refuses to let a second run draw under the charge: when the
         run is already 'drawn' (another run under the key drew and has not

@@ -23,8 +23,12 @@ own committed transaction) on its first use, whatever is read from it
 :func:`dp_spark.ledger.budget.draw_mark`). A run that failed before that
 (e.g. in its Spark stage, which draws nothing) stays 'charged' and a retry
 reuses its charge; a run that drew and did not record is never retried
-under its key. Every draw comes from that generator (the noise layer's
-rule), so no draw precedes the mark.
+under its key. Every draw comes from that generator, or from generators set
+up after it was read (set-union's executor noise, seeded by the OS where it
+runs once ``derive_randomness`` has read the generator), so no draw
+precedes the mark (tests/spark/test_ledger_drawn.py checks every release of
+the registry). When another run under the key recorded its release first,
+the mark returns that release instead (nothing drawn here).
 
 The guarantee of every release is its plan's: ``plan.spend`` charges
 ``plan.guarantee`` before the body runs, and the body draws its noise only

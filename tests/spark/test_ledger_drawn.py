@@ -9,6 +9,7 @@ is another run, not a replay."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
@@ -156,6 +157,33 @@ def test_a_run_interrupted_after_its_first_draw_is_refused_and_the_ledger_unchan
         assert (led.history("approx"), led.runs("approx")) == before
         assert _distinct(frame, led, key="k-2").replay is None  # a new key: a new charge
         assert led.state("approx").charges == 2
+
+
+def test_a_run_whose_key_was_released_meanwhile_returns_that_release(spark, ledger_path, monkeypatch):
+    """Two runs reused one 'charged' run; the other recorded its release
+    while this one was in its Spark stage: at its first draw this run
+    returns that release (a replay) and draws nothing."""
+    from dp_spark.ledger.budget import bind_release, record_release
+    from dp_spark.releases import distinct_count as release
+
+    real = release._bounded_counts
+    frame = spark.createDataFrame([(p, f"x{p % 17}") for p in range(80)], "person_id long, item string")
+    with open_ledger(ledger_path) as led:
+        def stage_while_the_other_run_records(edge_df, plan, *args, **kwargs):
+            other = led.budget("approx", run_key="k-1", input="events-2024-01-01")
+            bind_release(other, plan)
+            plan.spend(other)
+            other.mark_drawn()
+            record_release(other, dataclasses.replace(fake, created="the other run"))
+            return real(edge_df, plan, *args, **kwargs)
+
+        fake = dp_spark.report.Release.from_plan(
+            release.make_plan(epsilon=0.5, max_bound=3, shards=1), values={"estimate": -1.0, "method": "greedy"},
+            errors={}, statement="the other run's", seeded=False, budget_split=[])
+        monkeypatch.setattr(release, "_bounded_counts", stage_while_the_other_run_records)
+        got = _distinct(frame, led)
+        assert got.replay["run_key"] == "k-1" and got.result["estimate"] == -1.0 and got.created == "the other run"
+        assert [r.state for r in led.runs("approx")] == ["released"] and led.state("approx").charges == 1
 
 
 class _InterruptAtFirstInfo(logging.Handler):
