@@ -142,7 +142,12 @@ def _run_identity(command: str, opts) -> dict:
     """What a keyed run is: the release, its parameters as given (not where
     it writes or how it runs) and its input as the user named it (the
     --input path made absolute, or table:db.name, or the built-in data and
-    its --rows), with the options that change what is read."""
+    its --rows), with the options that change what is read. Known before
+    Spark starts (``Plan.check`` compares it then); when the release has
+    read its public inputs, :func:`dp_spark.ledger.budget.bind_release` adds
+    the digests of the keys (--groups) and the domain (--domain) it read,
+    whatever names them (a path, a URI, a table:, a glob), so other keys or
+    another domain under the same name are another run, never a replay."""
     parameters = {k: (_absolute(v) if k == "domain" else v) for k, v in sorted(opts.items())
                   if k not in _NOT_IDENTITY + _INPUT and v is not None}
     if opts.get("groups"):  # the public key file's contents, not only its path: a changed file is another run
