@@ -132,13 +132,15 @@ def keys_reported(release, record, facts):
     released facts in ``result`` and ``parameters``, an error statement and
     a sentence of the statement. Released values and public constants only."""
     p_by = release.parameters.get("group_by")
+    eps_k, delta_k = release.parameters.get("group_keys_epsilon"), release.parameters.get("group_keys_delta")
     errors = {**release.errors, "group_keys_released": (
-        f"the {p_by} keys released by a set-union (each person contributes at most "
-        f"{facts['group_keys_per_person']} keys): a key is released with probability at least 95% once its "
-        f"histogram weight reaches {facts['group_keys_likely_weight']:.4g} (about that many persons holding only "
-        "it), and a key "
-        f"held by a single person with probability at most {release.parameters.get('group_keys_delta'):g}; "
-        "keys with few persons are missing by design")}
+        f"the {p_by} keys released by a set-union with exact noise, ({eps_k:g}, {delta_k:g})-DP (a weighted "
+        f"histogram, each person contributing at most {facts['group_keys_per_person']} keys, discrete Gaussian "
+        f"noise of σ {record.scale:.4g} and the threshold {facts['group_keys_threshold']:.4g}): a key is released "
+        f"with probability at least 95% once its histogram weight reaches {facts['group_keys_likely_weight']:.4g} "
+        f"(about that many persons holding only it); the keys one person alone holds are released with "
+        f"probability at most {delta_k / 2:g} in all (the threshold's part of δ); keys with few persons are "
+        "missing by design")}
     if facts["group_keys_truncated"]:
         errors["group_keys_truncated"] = (f"more than {MAX_PUBLIC_GROUPS:,} keys were released; the first "
                                           f"{MAX_PUBLIC_GROUPS:,} in sorted order are kept (post-processing)")
@@ -147,7 +149,8 @@ def keys_reported(release, record, facts):
     parameters = {**release.parameters, "group_keys_threshold": facts["group_keys_threshold"],
                   "group_keys_per_person": facts["group_keys_per_person"]}
     statement = (f"{release.statement} The {p_by} keys were chosen privately ({facts['group_keys_released']:,} "
-                 f"released) by a set-union on {p_by}; with it the whole release is "
+                 f"released) by a set-union on {p_by} (exact discrete Gaussian noise, ({eps_k:g}, {delta_k:g})-DP); "
+                 "with it the whole release is "
                  f"{release.guarantee.describe()} by basic composition.")
     return dataclasses.replace(release, values=values, errors=errors, parameters=parameters, statement=statement,
                                noise=(record, *release.noise))
