@@ -20,7 +20,7 @@ import hashlib
 import json
 
 from dp_spark.errors import ParameterError
-from dp_spark.ledger.rules import CHARGED, DRAWN, RELEASED, counted_as
+from dp_spark.ledger.rules import CHARGED, DRAWN, RELEASED, RecordedMeanwhile, counted_as
 from dp_spark.report import Release
 
 
@@ -146,8 +146,6 @@ class LedgerBudget:
         'drawn'; :meth:`dp_spark.ledger.ledger.Ledger.mark_drawn`). Refused
         when another run under the key drew first; RecordedMeanwhile when it
         recorded its release meanwhile (return that one)."""
-        from dp_spark.ledger.ledger import RecordedMeanwhile  # the ledger module imports this one
-
         if not self.keyed or self._last_seq is None:
             raise ParameterError("only a keyed ledger budget that was charged marks a run 'drawn'.")
         try:

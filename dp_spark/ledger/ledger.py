@@ -80,7 +80,8 @@ from dp_spark.accounting.exact import decimal_text, exact
 from dp_spark.accounting.filter import amounts, fits, stated
 from dp_spark.errors import BudgetExceededError, InputError, ParameterError
 from dp_spark.ledger.budget import LedgerBudget
-from dp_spark.ledger.rules import CHARGED, DRAWN, RELEASED, RULES, counted_as  # noqa: F401 - re-exported
+from dp_spark.ledger.rules import (  # noqa: F401 - re-exported
+    CHARGED, DRAWN, RELEASED, RULES, RecordedMeanwhile, counted_as)
 from dp_spark.ledger.store import open_store
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,99}$")
@@ -93,17 +94,6 @@ _DRAWN_IDENTITY = "drawn:"
 #: domain): a check made before (the CLI's, before Spark starts) compares the
 #: rest.
 READ_PARTS = ("groups", "domain")
-
-
-class RecordedMeanwhile(ParameterError):
-    """Raised by :meth:`Ledger.mark_drawn` when another run under the key
-    recorded its release while this one ran: this run must not draw, and
-    returns that release (``run``: the recorded run)."""
-
-    def __init__(self, run: "Run") -> None:
-        super().__init__(f"{run.describe()}; another run under the key recorded its release while this one "
-                         "ran: this run drew nothing and returns that release.")
-        self.run = run
 
 
 def _fields(cost) -> dict[str, float]:

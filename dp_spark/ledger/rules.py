@@ -25,8 +25,17 @@ RULES = {
 #: under the key is refused, a new run key is needed), 'released' (its
 #: Release recorded before it left the process; a retry replays it).
 CHARGED, DRAWN, RELEASED = "charged", "drawn", "released"
-#: Every state a keyed run's row may hold, in the order a run passes them.
-RUN_STATES = (CHARGED, DRAWN, RELEASED)
+
+
+class RecordedMeanwhile(ParameterError):
+    """Raised when a keyed run is about to draw (``Ledger.mark_drawn``) and
+    another run under its key recorded its release while it ran: this run
+    must not draw, and returns that release (``run``: the recorded run)."""
+
+    def __init__(self, run) -> None:
+        super().__init__(f"{run.describe()}; another run under the key recorded its release while this one "
+                         "ran: this run drew nothing and returns that release.")
+        self.run = run
 
 
 def counted_as(cost, kind: str, budget: str):

@@ -106,7 +106,7 @@ def run_release(
     from dp_spark.io import spark_frame
     from dp_spark.ledger import budget_or_ledger
     from dp_spark.ledger.budget import draw_mark, record_release, recorded_release, replay_of, replayed
-    from dp_spark.ledger.ledger import RecordedMeanwhile
+    from dp_spark.ledger.rules import RecordedMeanwhile
     from dp_spark.noise import make_rng
     from dp_spark.noise.rng import first_use_generator
 
