@@ -29,7 +29,7 @@ keys): Δ0 = ``max_groups`` m when given, else
 - Noise: one exact discrete Gaussian N_Z(0, s²) per key (integer s,
   s² >= Δ²/(2ρ_n)), drawn from the partition's generator (the release's
   rng's child, or OS entropy unseeded), never a float; ρ_n-zCDP converts to
-  (ε_k, δ_k/2)-DP (Canonne–Kamath–Steinke 2020, Corollary 13).
+  (ε_k, δ_k/2)-DP (Canonne–Kamath–Steinke 2020, §2.3, Corollary 13).
 - Threshold: the integer R = max_j ⌊a_j/2^(30−g)⌋ + m_j with
   P[N_Z(0, s²) > m_j] <= (δ_k/2)/j: a key only the added person holds is
   released with probability at most δ_k/2 in all (its δ).

@@ -54,7 +54,7 @@ def released_probability(x: int, plan: DiscreteSetUnionPlan) -> float:
 
 def cks_delta(rho: float, epsilon: float) -> float:
     """ρ-zCDP -> (ε, δ): δ at the best order α by bisection on the
-    derivative (Canonne–Kamath–Steinke 2020, Corollary 13, as in their
+    derivative (Canonne–Kamath–Steinke 2020, §2.3, Corollary 13, as in their
     reference code), independent of the module's optimiser."""
     lo, hi = 1.01, (epsilon + 1) / (2 * rho) + 2
     for _ in range(1000):

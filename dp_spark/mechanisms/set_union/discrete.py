@@ -37,7 +37,7 @@ change, each by exactly a_t units: U'_u = U_u + a_t for u in S.
     On the items of supp(H), the vector X + Z is then Δ²/(2s²)-zCDP (CKS
     2020, Theorem 4, for each integer coordinate; Rényi divergences of
     independent coordinates add), and s² >= Δ²/(2ρ_n) (exactly) with ρ_n
-    chosen so that ρ_n-zCDP implies (ε, δ_n)-DP by CKS 2020, Corollary 13
+    chosen so that ρ_n-zCDP implies (ε, δ_n)-DP by CKS 2020, §2.3, Corollary 13
     (for every order α > 1, δ = e^((α−1)(αρ−ε))/(α−1)·(1 − 1/α)^α; checked
     at one α with a margin on ln δ far above the floats' error). The
     released set restricted to supp(H) is a post-processing of it.
@@ -187,7 +187,7 @@ def _l2_squared(max_items: int, grid_bits: int) -> int:
 
 def _log_delta(rho: float, epsilon: float, log_alpha_1: float) -> float:
     """ln δ of the ρ-zCDP -> (ε, δ) conversion at the order α = 1 + e^u (CKS
-    2020, Corollary 13: for every α > 1, δ = e^((α−1)(αρ−ε))/(α−1)·(1 − 1/α)^α)."""
+    2020, §2.3, Corollary 13: for every α > 1, δ = e^((α−1)(αρ−ε))/(α−1)·(1 − 1/α)^α)."""
     a1 = math.exp(log_alpha_1)
     alpha = 1.0 + a1
     return a1 * (alpha * rho - epsilon) - log_alpha_1 + alpha * math.log1p(-1.0 / alpha)
@@ -207,7 +207,7 @@ _LOG_MARGIN = 1e-6
 
 def _noise_rho(epsilon: float, delta: float) -> float:
     """The largest ρ_n (to 2^-40 relative, by bisection) for which the
-    discrete Gaussian's ρ_n-zCDP gives (ε, δ)-DP by CKS 2020, Corollary 13,
+    discrete Gaussian's ρ_n-zCDP gives (ε, δ)-DP by CKS 2020, §2.3, Corollary 13,
     at some order α (checked with a margin on ln δ)."""
     target = math.log(delta) - _LOG_MARGIN
     lo, hi = 0.0, epsilon  # δ(ε) > δ for every α: the answer is below ε (e.g. BS: ρ < ε)
