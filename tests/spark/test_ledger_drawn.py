@@ -50,11 +50,28 @@ def _snapshot(raw) -> str:
                       default=lambda a: a.tolist())
 
 
+#: The parameters a method needs beyond its release's example.
+METHOD_NEEDS = {("continual-distinct", "bounded"): {"max_flippancy": 8}, ("count-release", "bounded"): {"max_items": 3}}
+
+
 def _cases():
+    """Every release of the registry: its example, ungrouped, with public
+    keys and (an (ε, δ) release) with private keys, and ungrouped with each
+    other method of its plan module's METHODS (a domain method with a
+    public domain)."""
+    import importlib
+
     out = {}
     for name, spec in RELEASES.items():
         example = dict(spec.example.parameters)
         out[f"{name}/plain"] = (name, example)
+        plans = importlib.import_module(f"dp_spark.plans.{spec.python_name}")
+        for method in getattr(plans, "METHODS", ()):
+            if method != example.get("method"):
+                domain = {"domain": [f"item{i}" for i in range(13)]} if method in getattr(
+                    plans, "DOMAIN_METHODS", ()) else {}
+                out[f"{name}/plain/{method}"] = (name, dict(example, method=method, **domain,
+                                                            **METHOD_NEEDS.get((name, method), {})))
         grouped = dict(example, group_by="country", max_groups=2)
         out[f"{name}/public"] = (name, dict(grouped, groups=KEYS))
         if not spec.example.zcdp:  # private keys are an (ε, δ) step: refused for a ρ-zCDP release
