@@ -403,25 +403,29 @@ KEYS_DELTA_SHARE = 0.1
 #: The per-person bound Δ0 of the keys' set-union when max_groups is not
 #: given (set-union's own default); with max_groups=m it is m.
 KEYS_MAX_PER_PERSON = 100
-#: The set-union policy the keys are chosen with (the paper's best).
-KEYS_POLICY = "policy-gaussian"
-#: Set-union's cutoff parameter α (the paper's default).
-KEYS_ALPHA = 2.0
+#: The set-union policy the keys are chosen with: the weighted-Gaussian
+#: histogram, whose weights are exact integer units, so the step adds exact
+#: discrete Gaussian noise and compares with an integer threshold
+#: (:mod:`dp_spark.mechanisms.set_union.discrete`; the policy histograms'
+#: float weights have no grid with a data-independent sensitivity).
+KEYS_POLICY = "weighted-gaussian"
 
 
 def key_mechanism(epsilon: float, delta: float, per_person: int):
-    """The constants of the keys' set-union (noise, threshold ρ, cutoff Γ):
-    :func:`dp_spark.mechanisms.set_union.plan_set_union` with the Gaussian
-    policy, α = KEYS_ALPHA and Δ0 = ``per_person`` (what the audit tier
-    runs). Built by :func:`with_private_keys` when the plan is made (so a
-    bad (ε_k, δ_k) is refused before anything is read) and again by
+    """The constants of the keys' set-union (grid, discrete Gaussian σ,
+    integer threshold): :func:`dp_spark.mechanisms.set_union.plan_discrete_set_union`
+    at (ε_k, δ_k) and Δ0 = ``per_person`` (what the step and the audit tier
+    run). Built by :func:`with_private_keys` when the plan is made (so a bad
+    (ε_k, δ_k) is refused before anything is read) and again by
     :mod:`dp_spark.releases.group_keys` to run the step."""
-    from dp_spark.mechanisms.set_union import plan_set_union
+    from dp_spark.mechanisms.set_union import plan_discrete_set_union
 
-    return plan_set_union(epsilon, delta, per_person, KEYS_POLICY, KEYS_ALPHA)
+    return plan_discrete_set_union(epsilon, delta, per_person)
 
-KEYS_STEP = ("group keys (DP set-union, Gaussian policy, on the group column: each person contributes at most "
-             "{per_person} keys; the released keys then act as public)")
+
+KEYS_STEP = ("group keys (DP set-union on the group column: weighted Gaussian histogram, exact discrete Gaussian "
+             "noise, integer threshold; each person contributes at most {per_person} keys; the released keys "
+             "then act as public)")
 KEYS_REFUSED = ("group_by without groups= chooses the keys privately with a set-union, an (ε, δ) step; this "
                 "release's guarantee is ρ-zCDP, into which an (ε, δ) step does not convert soundly, so give "
                 "the public keys groups= (--groups FILE).")

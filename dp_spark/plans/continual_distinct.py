@@ -239,7 +239,7 @@ def plan(params: Params) -> Plan:
         n_groups = len(p.groups) if isinstance(p.groups, tuple) else None
         factor = group_factor(method, p.max_groups, n_groups)
         rho_group = group_rho(rho, method, p.max_groups, n_groups)
-        split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w), factor)
+        split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w), factor, rho)
     else:
         split = budget_split(method, rho, tree_horizon, beta, w)
     steps = [(label, ZCDP(part)) for label, part in split]

@@ -54,21 +54,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from dp_spark.mechanisms.set_union.discrete import EXACT_POLICY, DiscreteSetUnionPlan, plan_discrete_set_union
-from dp_spark.plan import KEYS_MAX_PER_PERSON, MAX_PUBLIC_GROUPS
+from dp_spark.plan import KEYS_MAX_PER_PERSON, KEYS_POLICY, MAX_PUBLIC_GROUPS, key_mechanism
 
 log = logging.getLogger(__name__)
 
-#: The key step's set-union policy: additive, so its histogram is an exact
-#: integer sum the exact discrete Gaussian can be added to (module docstring).
-KEY_STEP_POLICY = EXACT_POLICY
-
-
-def key_step_plan(epsilon: float, delta: float, per_person: int) -> DiscreteSetUnionPlan:
-    """The key step's constants at its charged (ε_k, δ_k) and Δ0 =
-    ``per_person``: the exact set union's grid, noise σ and integer
-    threshold (:func:`dp_spark.mechanisms.set_union.discrete.plan_discrete_set_union`)."""
-    return plan_discrete_set_union(epsilon, delta, per_person)
+#: The key step's set-union policy (the plan's :data:`~dp_spark.plan.KEYS_POLICY`):
+#: additive, so its histogram is an exact integer sum the exact discrete
+#: Gaussian can be added to (module docstring).
+KEY_STEP_POLICY = KEYS_POLICY
+#: The key step's constants at its charged (ε_k, δ_k) and Δ0: the exact set
+#: union's grid, noise σ and integer threshold — the plan's
+#: :func:`~dp_spark.plan.key_mechanism`, which checks them before spending.
+key_step_plan = key_mechanism
 
 
 def keys_per_person(max_groups: int | None) -> int:
