@@ -31,10 +31,11 @@ class LedgerBudget:
     order; each belongs to one release with one parameter set and one input.
     A retry with the same key and identity reuses a charge under which
     nothing was drawn, and replays a recorded release; any other use of the
-    key (another identity, a run that drew and did not record) is refused. ``once``: the key may be charged only once (a
-    continual stream, keyed by its checkpoint and sink). ``input``: the
-    input's name, part of a keyed run's identity; ``outputs``: what the run
-    writes (recorded, and named in refusals)."""
+    key (another identity, a run that drew and did not record) is refused.
+    ``once``: the key may be charged only once (a continual stream, keyed by
+    its checkpoint and sink). ``input``: the input's name, part of a keyed
+    run's identity; ``outputs``: what the run writes (recorded, and named in
+    refusals)."""
 
     def __init__(self, ledger, name: str, run_key: str | None = None, *, once: bool = False,
                  parameters: dict | None = None, input: str | dict | None = None,
