@@ -87,8 +87,9 @@ RUN_OPTIONS = (
            "this run to; with --ledger-budget"),
     Option("ledger_budget", str, None, "name of the ledger budget to charge (dp-spark ledger create)"),
     Option("run_key", str, None, "with --ledger: this run's id (e.g. an Airflow run id), for one "
-           "release, parameter set and input; a retry with the same key reuses its charge, or prints "
-           "and writes the release it recorded (no new noise); any other run under the key is refused"),
+           "release, parameter set and input; a retry with the same key reuses its charge if the run drew "
+           "no noise, prints and writes the release it recorded (no new noise), and is refused if the "
+           "run drew noise and did not record (a new key is needed); any other run under the key is refused"),
     Option("dry_run", bool, False, "print the plan (parameters checked, privacy spent and its split, "
            "what will be released) and every refusal the real run would make before Spark starts "
            "(outputs, ledger budget), then stop: no Spark, no data read, nothing spent", flag=True),

@@ -9,10 +9,13 @@ tables), each with
 * ``--ledger LEDGER --ledger-budget BUDGET --run-key <dag>/<run_id>/<task>``:
   the release is charged to a named budget of the ledger before any data is
   read; a retry of the same task instance reuses its run key, so it is not
-  charged twice: if the failed attempt had not yet released anything it runs
-  again, and if it had (its release is recorded in the ledger before it is
-  printed or written) the retry writes that recorded release unchanged, no
-  new noise, or, for a DataFrame output the ledger does not hold
+  charged twice: if the failed attempt had drawn no noise (it failed reading
+  the data or in its Spark stage) it runs again under the same charge; if it
+  had drawn noise and stopped before recording its release, the retry is
+  refused in one line (clear the task with a new run id: a new key and a new
+  charge; the earlier charge stays); and if it had recorded its release (in
+  the ledger, before it is printed or written) the retry writes that recorded
+  release unchanged, no new noise, or, for a DataFrame output the ledger does not hold
   (set-union's items, continual-distinct's series), is refused naming the
   first attempt's outputs. A run key never covers another release,
   parameters or input. A day whose budget is used up is refused before reading;
