@@ -98,10 +98,11 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     log.info("distinct-count: per-group bounded counts")  # the keys may be released ones: never their number
     # the cap inside the kernel (run_release(caps_in_stage=True)); none needed when m >= #keys
     caps = None if m >= len(keys) else (m,)
-    at_candidates = {}
-    if keys:
-        at_candidates = grouped_greedy_counts(edge_df, max_bound, shards, len(keys), cands, caps=caps)  # NON-PRIVATE
-        at_candidates = at_candidates if caps is None else at_candidates[0]
+    # no key (a private key step released none): the same Spark pass on the then empty table (one virtual
+    # group, discarded), so the Spark jobs before the record do not show whether any key was released
+    counted = grouped_greedy_counts(edge_df, max_bound, shards, max(len(keys), 1), cands, caps=caps)  # NON-PRIVATE
+    at_candidates = (counted if caps is None else counted[0]) if keys else {}
+    del counted
     if gaussian:
         select, count = plan.split.cost("select").rho, plan.split.cost("count").rho
     else:
@@ -144,11 +145,15 @@ def _joint_body(plan: Plan, edge_df, rng, local, keys, cands, shards, how, noise
     m, released, drawn = None, [], []
     # before the branch: whether a private key step released any key is not shown before the record
     log.info("distinct-count: per-group bounded counts at every cap candidate, the cap and bound chosen jointly")
-    if keys:  # no key (a private key step released none): nothing to choose, nothing drawn
-        caps = cap_candidates(len(keys))
+    # no key (a private key step released none): the same Spark pass on the then empty table (one virtual
+    # group, discarded), so the Spark jobs before the record do not show whether any key was released
+    caps = cap_candidates(max(len(keys), 1))
+    at = joint_counts(edge_df, caps, max(len(keys), 1), p.max_bound, shards, cands)  # NON-PRIVATE
+    if not keys:  # nothing to choose, nothing drawn
+        del at
+    else:
         epsilon = cap_epsilon(plan, "max_groups", gaussian)
         sampler = "exponential" if gaussian else "permute-and-flip"  # bounded range under zCDP (cap_bound doc)
-        at = joint_counts(edge_df, caps, len(keys), p.max_bound, shards, cands)  # NON-PRIVATE
         k, j = choose_cap_and_bound(at, caps, cands, joint_margins(caps, cands, p.beta, kind, count), epsilon, rng,
                                     sampler=sampler, gem_beta=SELECTION_BETA)
         m, bound = caps[k], cands[j]

@@ -100,8 +100,9 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
         log.info("top-k: collecting the %d largest item counts of every group", p.kbar + 1)
     else:
         log.info("top-k: counting persons per domain item (%d items) in every group", len(items))
-    # no key (a private key step released none): no Spark pass, no draw
-    released = _select(edge_df, mechanism, items, n_groups, p.k, epsilon_sel, p.delta, m, p.kbar, rng) if keys else []
+    # no key (a private key step released none): the same Spark pass, on the then empty table, and no draw
+    # (zero groups), so the Spark jobs before the record do not show whether any key was released
+    released = _select(edge_df, mechanism, items, n_groups, p.k, epsilon_sel, p.delta, m, p.kbar, rng)
     size = p.kbar if mechanism == "unknown-domain" else len(items)
     record = selection_noise(mechanism, p.k, epsilon_group, delta_group, size)
     record = dataclasses.replace(record, target=f"in each of the {n_groups:,} groups: {record.target}",

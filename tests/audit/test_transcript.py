@@ -514,6 +514,43 @@ def test_the_comparison_catches_a_planted_leak(capture, tables, monkeypatch):
     assert all(t.recorded for t in transcripts.values())
 
 
+def _zero_key_cases():
+    for spec in RELEASES.values():
+        for grouping in ("private-m", "private-auto"):
+            grouped = grouping_parameters(spec, grouping)
+            if grouped is None or (grouping.endswith("-auto") and not chooses_the_cap(spec, spec.example.parameters)):
+                continue
+            if _plan_builds(spec.name, {**spec.example.parameters, **grouped}):
+                yield pytest.param(spec.name, grouping, id=f"{spec.name}-{grouping}")
+
+
+@pytest.mark.parametrize("name, grouping", list(_zero_key_cases()))
+def test_no_released_key_looks_like_any_other_key_set(name, grouping, capture, tables, monkeypatch):
+    """A private key step that releases no key (a drawn outcome) is not
+    shown before the record either: the run with the key step's output
+    replaced by no key emits what the run with the keys emits (the same
+    lines and the same Spark jobs, on the then empty table)."""
+    from dp_spark.releases import group_keys
+
+    parameters = case_parameters(name, {}, grouping)
+    real = group_keys.choose_keys
+    transcripts, releases = {}, []
+    for empty in (False, True):
+        if empty:
+            def no_keys(plan, edge_df, rng):
+                _, record, facts = real(plan, edge_df, rng)
+                return (), record, {**facts, "group_keys_released": 0}
+
+            monkeypatch.setattr(group_keys, "choose_keys", no_keys)  # run_release imports it at each run
+        t = Transcript()
+        with capture(t):
+            releases.append(RELEASES[name].function(tables["persons"][0], **parameters, seed=SEEDS[0]))
+        transcripts["no key released" if empty else "the keys released"] = t
+    assert [r.result["groups_released"] > 0 for r in releases] == [True, False]
+    diff = transcript_differences(transcripts)
+    assert diff is None, f"{name} {parameters}: whether a key was released shows before the record:\n{diff}"
+
+
 def test_the_cases_cover_every_release_method_and_grouping():
     """The coverage table (printed with ``-s``): releases × methods ×
     groupings, and which cases run to the record (R) or are refused by
