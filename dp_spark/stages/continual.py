@@ -434,7 +434,9 @@ def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horiz
     Item x goes to shard pmod(murmur3(x), shards), a fixed function of its
     id: the events are hash-partitioned by item into ``shards`` partitions
     (an explicit count, which adaptive execution neither coalesces nor
-    splits), so a partition is one shard, and one Python pass per partition
+    splits), so a partition is one shard (or several whole shards, when
+    Spark merged this repartition with an earlier exchange by item:
+    :mod:`dp_spark.stages.partitioning`), and one Python pass per partition
     runs the per-item kernel on all of its events and emits its non-empty
     cells packed in one row per chunk of the key range. An item's flips
     depend on its own events only, so cells of the shards add up: the chunk

@@ -306,11 +306,15 @@ def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None
     ``shards`` the rows are hash-partitioned by person (partition =
     pmod(murmur3(person), partitions) = shard mod partitions); otherwise by
     the shard number. Both are explicit counts, which adaptive execution
-    keeps. A long person column gives lean rows (person, item key): the
-    kernel computes the shard and order key of each distinct person itself
-    (bit for bit the same); other person types give (shard, person order
-    key, person, item key). ``extra``: further columns carried after the
-    item key (the grouped kernel's group index and group order key).
+    keeps (unless Spark merges the repartition with an earlier exchange of
+    the same partitioning: :mod:`dp_spark.stages.partitioning`; every shard
+    stays whole in one partition, and the kernels cut a partition into its
+    shards, so the counts do not change). A long person column gives lean
+    rows (person, item key): the kernel computes the shard and order key of
+    each distinct person itself (bit for bit the same); other person types
+    give (shard, person order key, person, item key). ``extra``: further
+    columns carried after the item key (the grouped kernel's group index
+    and group order key).
     ``split_by`` (a column among ``extra``, the grouped kernel's group
     index when no cap applies): the rows are hash-partitioned by (shard,
     that column) instead, so every (shard, value) lies whole in one of

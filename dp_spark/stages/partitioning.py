@@ -14,6 +14,15 @@ col)``: adaptive query execution neither coalesces nor splits an explicit
 count (it does coalesce ``repartition(col)`` and the exchanges of
 aggregations and ``groupBy().applyInPandas``, measured on Spark 4). The
 partition a row goes to is then a fixed function of its key and ``n``.
+One exception (issue 35, found by tests/spark/test_session_shapes.py): when
+the input is already hash-partitioned by the same key into ``n`` partitions
+(an aggregation or window by that key with ``spark.sql.shuffle.partitions``
+= n, e.g. the grouped releases' per-person group cap), Spark drops the
+repartition as redundant and adaptive execution may coalesce that earlier
+exchange, so a partition holds several of the ``n`` hash groups, each still
+whole. A Python pass may therefore rely on every key's rows being in one
+partition, never on one hash group per partition (set-union's sequential
+pass separates its shards itself).
 
 Privacy: nothing here reads data. The cluster's parallelism is not a
 function of the data, and the stages choose partitions only where the

@@ -324,12 +324,38 @@ def _local_codes(values: pa.Array) -> tuple[np.ndarray, pa.Array]:
 class _ShardHistogram:
     """One shard's sequential histogram, built person by person over row
     chunks: the shard's item codes (in order of first appearance) and their
-    float64 weights as a Python list (the kernel's working form)."""
+    float64 weights as a Python list (the kernel's working form), and the
+    kept rows of the last person seen, who may continue in the next chunk."""
 
     def __init__(self, shard: int, method: str, gamma: float):
         self.shard, self.method, self.gamma = shard, method, gamma
         self.code_of: dict = {}
         self.weights: list = []
+        self.carry_person, self.carry_item = np.zeros(0, dtype=np.int64), None
+
+    def feed(self, person: np.ndarray, item: pa.Array, max_items: int) -> None:
+        """The shard's next rows, in the shard's sorted order: restricted
+        (:func:`_kept_mask`) and run through the policy, except the last
+        person's kept rows (at most Δ0), carried over to the next call or
+        :meth:`finish`."""
+        if self.carry_item is not None and len(self.carry_person):
+            person = np.concatenate((self.carry_person, person))
+            item = pa.concat_arrays([self.carry_item, item])
+        local, uniques = _local_codes(item)
+        kept = np.flatnonzero(_kept_mask(person, local, max_items))
+        person, local = person[kept], local[kept]
+        last = len(person) - 1
+        while last > 0 and person[last - 1] == person[-1]:
+            last -= 1
+        self.carry_person, self.carry_item = person[last:], item.take(pa.array(kept[last:]))
+        self.update(person[:last], local[:last], uniques)
+
+    def finish(self) -> None:
+        """Run the policy over the carried last person."""
+        if self.carry_item is not None and len(self.carry_person):
+            local, uniques = _local_codes(self.carry_item)
+            self.update(self.carry_person, local, uniques)
+        self.carry_person, self.carry_item = np.zeros(0, dtype=np.int64), None
 
     def update(self, person: np.ndarray, local: np.ndarray, uniques: pa.Array) -> None:
         """Run the policy over complete persons: ``person`` (sorted rows of
@@ -359,41 +385,40 @@ def _sequential_rows_partition(
     batches: Iterator[pa.RecordBatch], method: str, gamma: float, max_items: int
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`sequential_histogram`: restriction and the
-    sequential policy in one pass over the partition's sorted (shard,
-    person, item) rows — one shard, the partition's. A person whose rows
-    continue in the next batch is carried over (only their kept rows, at
-    most Δ0), so a person with millions of rows never becomes one large
-    chunk. Emits (shard, item, weight) for every item of the shard."""
-    hist = None
+    sequential policy in one pass over the partition's (shard, person,
+    item) rows, sorted by (xxhash64(person), person, item key). Usually the
+    partition is one shard; it holds several whole shards when Spark merged
+    the stage's repartition by person with an earlier exchange of the same
+    partitioning (e.g. the grouped release's per-person group cap, with the
+    session's shuffle partitions equal to the shard count) and adaptive
+    execution coalesced that exchange. Each shard is then run on its own
+    rows, which keep their sorted order, so every shard's histogram is the
+    same in any layout. A person whose rows continue in the next batch is
+    carried over (only their kept rows, at most Δ0), so a person with
+    millions of rows never becomes one large chunk. Emits (shard, item,
+    weight) for every item of each shard, shards in increasing order."""
+    hists: dict[int, _ShardHistogram] = {}
     item_type = None
-    carry_person, carry_item = np.zeros(0, dtype=np.int64), None
     for batch in batches:
         if not batch.num_rows:
             continue
+        item_type = batch.schema.field(2).type
         shard_ids = batch.column(0).to_numpy(zero_copy_only=False)
-        if hist is None:
-            hist = _ShardHistogram(int(shard_ids[0]), method, gamma)
-            item_type = batch.schema.field(2).type
-        if (shard_ids != hist.shard).any():  # the partitioning guarantees it; never data-dependent
-            raise RuntimeError("set-union: a partition of the sequential histogram holds two shards")
-        person = batch.column(1).to_numpy(zero_copy_only=False)
-        item = batch.column(2)
-        if carry_item is not None and len(carry_person):
-            person = np.concatenate((carry_person, person))
-            item = pa.concat_arrays([carry_item, item])
-        local, uniques = _local_codes(item)
-        kept = np.flatnonzero(_kept_mask(person, local, max_items))
-        person, local = person[kept], local[kept]
-        last = len(person) - 1
-        while last > 0 and person[last - 1] == person[-1]:
-            last -= 1
-        carry_person, carry_item = person[last:], item.take(pa.array(kept[last:]))
-        hist.update(person[:last], local[:last], uniques)
-    if hist is not None and len(carry_person):
-        local, uniques = _local_codes(carry_item)
-        hist.update(carry_person, local, uniques)
-    if hist is not None and hist.code_of:
-        yield hist.batch(item_type)
+        person, item = batch.column(1).to_numpy(zero_copy_only=False), batch.column(2)
+        shards = np.unique(shard_ids)
+        for shard in shards.tolist():
+            if shard not in hists:
+                hists[shard] = _ShardHistogram(shard, method, gamma)
+            if len(shards) == 1:
+                hists[shard].feed(person, item, max_items)
+            else:
+                rows = np.flatnonzero(shard_ids == shard)
+                hists[shard].feed(person[rows], item.take(pa.array(rows)), max_items)
+    for shard in sorted(hists):
+        hist = hists[shard]
+        hist.finish()
+        if hist.code_of:
+            yield hist.batch(item_type)
 
 
 def _shard_histograms(
@@ -403,11 +428,12 @@ def _shard_histograms(
     row per (item, shard). One shuffle: the edges are hash-partitioned by
     person into ``shards`` partitions — Spark's hash partitioning puts a row
     in partition pmod(murmur3(person), shards), which is its shard, so a
-    partition is one shard (an explicit number of partitions, which adaptive
-    execution never coalesces) — and sorted inside each by
-    (xxhash64(person), person, xxhash64(salt, person, item), item); the
-    shard, constant in a partition, is not a sort key (the sort's prefix is
-    then the person's hash, not a constant)."""
+    partition is one shard, or several whole shards when Spark merged this
+    repartition with an earlier exchange by person and adaptive execution
+    coalesced it (:func:`_sequential_rows_partition` separates them) — and
+    sorted inside each by (xxhash64(person), person, xxhash64(salt, person,
+    item), item); the shard, usually constant in a partition, is not a sort
+    key (the sort's prefix is then the person's hash, not a constant)."""
     salt_col = F.lit(int(salt)).cast("long")
     rows = (
         edge_df.repartition(int(shards), PERSON)
