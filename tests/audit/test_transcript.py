@@ -24,6 +24,12 @@ every grouping form its ``Params`` has:
 - ``private-m`` / ``private-auto``: ``group_by`` without ``groups`` (keys
   chosen privately), m given or chosen privately.
 
+(The ``*-auto`` forms run where ``max_groups=None`` is a private choice, a
+"max_groups" step of the plan; elsewhere it only caps nothing.) A few
+:data:`VARIANTS` add parameter sets whose private decisions the demo would
+not reach otherwise (top-k's auto with a domain, distinct-count's noisy
+choice between matching and the greedy).
+
 Each case runs on two neighbouring inputs (the demo table and the table with
 one person added who holds many items in every group — for the item-level
 continual-distinct, one item's events added, flipping at every other step),
@@ -40,6 +46,8 @@ The private key cases run at ε = :data:`PRIVATE_KEYS_EPSILON`: there the
 keys' set-union threshold (about 10.6 persons) sits among the demo's group
 sizes, so the number of released keys differs between the draws and the
 neighbours, as a leak of it would show.
+:func:`test_no_released_key_looks_like_any_other_key_set` checks the
+private key step's outcome "no key" is not shown either.
 :func:`test_the_comparison_catches_a_planted_leak` shows the comparison fails
 on a leak (a true count logged at DEBUG).
 """
