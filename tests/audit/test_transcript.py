@@ -43,7 +43,7 @@ Each release also runs once per neighbour and seed through the command line
 compared up to the record.
 
 The private key cases run at ε = :data:`PRIVATE_KEYS_EPSILON`: there the
-keys' set-union threshold (about 10.6 persons) sits among the demo's group
+keys' set-union threshold (9 to 11.4 persons, by δ and m) sits among the demo's group
 sizes, so the number of released keys differs between the draws and the
 neighbours, as a leak of it would show.
 :func:`test_no_released_key_looks_like_any_other_key_set` checks the
