@@ -449,3 +449,27 @@ def test_packed_columns_reach_python_with_the_sessions_offset_width_and_are_read
     np.testing.assert_array_equal(got_counts, want_counts)
     for name, values in want_cells.items():
         np.testing.assert_array_equal(got_cells[name], values)
+
+
+def test_the_session_check_reads_the_type_spark_hands_to_python_and_refuses_others(spark, monkeypatch):
+    """dp_spark.stages.session_shape.check_session, for releases to call
+    before spending: it asks the session which type a binary column reaches
+    Python in (binary, or large_binary under useLargeVarTypes), accepts
+    both, probes once per session and Arrow settings, and refuses any other
+    type (a Spark version's view type, simulated here) with a
+    ParameterError naming the settings."""
+    from dp_spark.errors import ParameterError
+    from dp_spark.stages import session_shape
+
+    for large, want in (("false", "binary"), ("true", "large_binary")):
+        with settings(spark, {ARROW_LARGE: large}):
+            assert session_shape.packed_column_type(spark) == want
+            session_shape.check_session(spark)
+    probes = []
+    monkeypatch.setattr(session_shape, "_checked", {})
+    monkeypatch.setattr(session_shape, "packed_column_type", lambda s: probes.append(s) or "binary_view")
+    with settings(spark, {ARROW_BATCH: "7"}):
+        for _ in range(2):
+            with pytest.raises(ParameterError, match=r"binary_view.*useLargeVarTypes.*nothing was spent"):
+                session_shape.check_session(spark)
+    assert len(probes) == 1  # once per session and settings
