@@ -109,6 +109,7 @@ def run_release(
     from dp_spark.ledger.rules import RecordedMeanwhile
     from dp_spark.noise import make_rng
     from dp_spark.noise.rng import first_use_generator
+    from dp_spark.stages.session_shape import check_session
 
     seed = plan.params.seed
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
@@ -127,6 +128,7 @@ def run_release(
         plan = prepare(plan, edge_df)  # public inputs only (e.g. top-k's domain), before spending
     if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
         return replay  # this key released this run before: the recorded release, no data read, no noise
+    check_session(df.sparkSession)  # the packed columns' Arrow type, from the session alone: refused unspent
     if before_spend is not None:
         before_spend()
     local = plan.spend(budget)  # refuses before any data is read

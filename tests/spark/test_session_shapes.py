@@ -473,3 +473,20 @@ def test_the_session_check_reads_the_type_spark_hands_to_python_and_refuses_othe
             with pytest.raises(ParameterError, match=r"binary_view.*useLargeVarTypes.*nothing was spent"):
                 session_shape.check_session(spark)
     assert len(probes) == 1  # once per session and settings
+
+
+def test_a_release_refuses_an_unreadable_session_before_it_spends(spark, people, monkeypatch):
+    """Every release runs the session check in its template before
+    ``plan.spend``: with a session that would hand the packed columns to
+    Python in a type the readers refuse (simulated), the release raises the
+    ParameterError and its budget is untouched."""
+    from dp_spark.accounting import PrivacyFilter, PureDP
+    from dp_spark.errors import ParameterError
+    from dp_spark.stages import session_shape
+
+    monkeypatch.setattr(session_shape, "_checked", {})
+    monkeypatch.setattr(session_shape, "packed_column_type", lambda s: "binary_view")
+    budget = PrivacyFilter(PureDP(2.0))
+    with pytest.raises(ParameterError, match="binary_view"):
+        dp_spark.distinct_count(people, person_col="person_id", item_col="item", epsilon=1.0, budget=budget)
+    assert budget.spent.epsilon == 0.0
