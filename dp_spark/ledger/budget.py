@@ -16,6 +16,7 @@ See :mod:`dp_spark.ledger.ledger`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 
@@ -141,18 +142,26 @@ class LedgerBudget:
         self.drawn = False
         return charge.counted
 
-    def mark_drawn(self) -> None:
-        """Record, in its own committed transaction, that the run of the
-        last charge is about to make its first privacy draw ('charged' →
-        'drawn'; :meth:`dp_spark.ledger.ledger.Ledger.mark_drawn`). Refused
-        when another run under the key drew first; RecordedMeanwhile when it
-        recorded its release meanwhile (return that one)."""
-        if not self.keyed or self._last_seq is None:
+    def mark_drawn(self, seq: int | None = None) -> None:
+        """Record, in its own committed transaction, that the run of charge
+        ``seq`` (default: the last charge) is about to make its first
+        privacy draw ('charged' → 'drawn';
+        :meth:`dp_spark.ledger.ledger.Ledger.mark_drawn`). Refused when
+        another run under the key drew first (``self.run`` then holds the
+        run as the ledger has it, so the CLI's failure line says what a
+        retry gets); RecordedMeanwhile when it recorded its release
+        meanwhile (return that one)."""
+        seq = self._last_seq if seq is None else seq
+        if not self.keyed or seq is None:
             raise ParameterError("only a keyed ledger budget that was charged marks a run 'drawn'.")
         try:
-            self.run = self.ledger.mark_drawn(self.name, self.run_key, self._last_seq)
+            self.run = self.ledger.mark_drawn(self.name, self.run_key, seq)
         except RecordedMeanwhile as meanwhile:
             self.run = meanwhile.run  # 'released': what this run returns
+            raise
+        except ParameterError:
+            self.run = next((r for r in self.ledger.runs(self.name)
+                             if r.run_key == self.run_key and r.key_seq == seq), self.run)
             raise
         self.drawn = self.run.state == DRAWN
 
@@ -316,10 +325,12 @@ def draw_mark(budget):
     ``budget.mark_drawn`` for a charged keyed ledger budget, which records
     the run 'drawn' in its own committed transaction before anything is
     drawn; None (no callback, no cost) for every other budget (a filter, an
-    unkeyed ledger budget, a stream's once key)."""
+    unkeyed ledger budget, a stream's once key). The callback marks the
+    charge made for this release (its number is bound now), even if the
+    same budget object charges again before the first draw."""
     if not isinstance(budget, LedgerBudget) or not budget.keyed or budget._last_seq is None:
         return None
-    return budget.mark_drawn
+    return functools.partial(budget.mark_drawn, budget._last_seq)
 
 
 def record_release(budget, release):

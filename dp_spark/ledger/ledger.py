@@ -82,13 +82,13 @@ from dp_spark.errors import BudgetExceededError, InputError, ParameterError
 from dp_spark.ledger.budget import LedgerBudget
 from dp_spark.ledger.rules import (  # noqa: F401 - re-exported
     CHARGED, DRAWN, RELEASED, RULES, RecordedMeanwhile, counted_as)
-from dp_spark.ledger.store import open_store
+from dp_spark.ledger.store import DRAWN_IDENTITY, open_store
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,99}$")
 
 #: The prefix of a 'drawn' run's identity column (module doc: an older
 #: dp_spark version then refuses a retry of the run instead of drawing again).
-_DRAWN_IDENTITY = "drawn:"
+_DRAWN_IDENTITY = DRAWN_IDENTITY
 #: Parts of a keyed run's identity that the release binds only once it has
 #: read its public inputs (the digest of its public group keys, of top-k's
 #: domain): a check made before (the CLI's, before Spark starts) compares the

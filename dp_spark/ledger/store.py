@@ -48,8 +48,8 @@ SCHEMA = (
     # Release's JSON report, recorded before the release was returned,
     # printed or written) and the outputs it named. Added after 0.1.0: a
     # ledger made before gets this table when opened; its charges are kept as
-    # they were. The 'drawn' state needs no new column: a ledger's 'charged'
-    # rows stay 'charged'.
+    # they were. The 'drawn' state needs no new column; the 'charged' rows a
+    # version without it left are migrated to 'drawn' once (:func:`migrate`).
     """CREATE TABLE IF NOT EXISTS dp_runs (
         budget TEXT NOT NULL,
         run_key TEXT NOT NULL,
@@ -64,7 +64,41 @@ SCHEMA = (
         released TEXT,
         PRIMARY KEY (budget, run_key, key_seq)
     )""",
+    # Facts about the ledger itself: which one-time migrations it has had
+    # (:func:`migrate`). Added with the 'drawn' state (issue 35).
+    """CREATE TABLE IF NOT EXISTS dp_meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
 )
+
+#: dp_meta's key of the 'drawn' state's migration (:func:`migrate`).
+DRAWN_MIGRATION = "runs_drawn_state"
+#: The prefix of a 'drawn' run's identity column (an older dp_spark version
+#: then refuses a retry of the run instead of drawing again).
+DRAWN_IDENTITY = "drawn:"
+
+
+def migrate(execute) -> None:
+    """The one-time migrations of a ledger opened for writing, run in the
+    transaction (SQLite: the write lock; PostgreSQL: the schema's advisory
+    lock) that created the tables. ``execute(sql)`` returns the rows.
+
+    The 'drawn' state (issue 35): a version without it reused a 'charged'
+    run's charge on a retry and drew again, but such a run may have drawn
+    and shown what it drew before it was interrupted (a log line, a
+    progress line). So every 'charged' run of a ledger that has not had this
+    migration is marked 'drawn' (its identity prefixed as
+    :mod:`dp_spark.ledger.ledger` does): a retry under its key is refused
+    (a new run key is needed; the charge stays), never a second draw. A
+    ledger created by this version records the migration when it is made,
+    so its own 'charged' runs (nothing drawn) keep their charge."""
+    if execute(f"SELECT value FROM dp_meta WHERE key = '{DRAWN_MIGRATION}'"):
+        return
+    execute(f"UPDATE dp_runs SET state = 'drawn', identity = '{DRAWN_IDENTITY}' || identity "
+            "WHERE state = 'charged'")
+    execute(f"INSERT INTO dp_meta (key, value) VALUES ('{DRAWN_MIGRATION}', "
+            "'charged runs of an earlier version marked drawn')")
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -179,8 +213,15 @@ class SQLiteStore(Store):
                 if "dp_runs" not in tables:  # an older ledger: an empty view of the newer table, in memory
                     self._conn.execute(SCHEMA[2].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
             else:
-                for statement in SCHEMA:
-                    self._conn.execute(statement)
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in SCHEMA:
+                        self._conn.execute(statement)
+                    migrate(lambda sql: self._conn.execute(sql).fetchall())
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise InputError(_sqlite_problem(str(path), exc).replace(" Nothing was charged.", "")) from None
         except OSError as exc:
@@ -254,8 +295,13 @@ class PostgresStore(Store):
                     self._conn.execute("SELECT pg_advisory_xact_lock(727171)")
                     for statement in SCHEMA:
                         self._conn.execute(statement)
+                    migrate(lambda sql: self._postgres_rows(sql))
         except psycopg.Error as exc:
             raise InputError(f"cannot open the ledger {self.description}: {_scrubbed(_first_line(exc), url)}") from None
+
+    def _postgres_rows(self, sql: str) -> list:
+        cursor = self._conn.execute(sql)
+        return cursor.fetchall() if cursor.description is not None else []
 
     @contextlib.contextmanager
     def transaction(self, lock_budget: str | None = None):

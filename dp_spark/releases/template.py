@@ -21,8 +21,11 @@ the noise generator handed to the key step and the body marks the run (its
 own committed transaction) on its first use, whatever is read from it
 (:func:`dp_spark.noise.rng.first_use_generator`,
 :func:`dp_spark.ledger.budget.draw_mark`). A run that failed before that
-(e.g. in its Spark stage, which draws nothing) stays 'charged' and a retry
-reuses its charge; a run that drew and did not record is never retried
+(e.g. in a Spark stage that runs before any draw) stays 'charged' and a
+retry reuses its charge; a release that reads the generator while it builds
+its Spark stage (set-union's salt and executor noise, the private key step,
+distinct-count's sampled shard count) is marked before that stage runs, so
+a failure of that stage needs a new run key; a run that drew and did not record is never retried
 under its key. Every draw comes from that generator, or from generators set
 up after it was read (set-union's executor noise, seeded by the OS where it
 runs once ``derive_randomness`` has read the generator), so no draw

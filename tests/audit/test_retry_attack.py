@@ -126,7 +126,7 @@ def test_without_the_drawn_state_the_real_path_redraws_on_every_retry(spark, tab
     """The power check's premise on the real path: with the mark switched
     off (the ledger before the fix) each interrupted retry under one key
     reuses the charge and is a fresh draw."""
-    monkeypatch.setattr(LedgerBudget, "mark_drawn", lambda self: None)
+    monkeypatch.setattr(LedgerBudget, "mark_drawn", lambda self, seq=None: None)
     views = _api_trials(spark, {101: tables[101]}, seen, tmp_path, "off", 3, 8)
     assert all(len(view) == 8 for view in views[101])
     assert all(len(set(view)) > 1 for view in views[101]), views

@@ -103,9 +103,9 @@ def test_every_release_marks_its_run_drawn_before_its_first_draw(spark, ledger_p
             made.extend([rng, _snapshot(rng)])
         return rng
 
-    def mark_drawn(self):
+    def mark_drawn(self, seq=None):
         marks.append(_snapshot(made[0]))
-        real_mark(self)
+        real_mark(self, seq)
 
     def from_os(cls):
         roots.append(len(marks))  # how many marks had been made when executor noise was set up

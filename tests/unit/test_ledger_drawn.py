@@ -199,35 +199,55 @@ def test_only_a_charged_keyed_ledger_budget_gets_a_mark(ledger):
     assert first_use_generator(rng, None) is rng
     bind_release(keyed, _plan())
     _plan().spend(keyed)
-    assert draw_mark(keyed) == keyed.mark_drawn
+    mark = draw_mark(keyed)
+    _plan().spend(keyed)  # a second charge of the same object before the first draw
+    mark()
+    assert [r.state for r in ledger.runs("b") if r.run_key == "k"] == ["drawn", "charged"]  # its own charge
 
 
 # -- ledgers of the previous version -------------------------------------------------------
 
 
 def _previous_version_ledger(path, state="charged"):
-    """A ledger as dp_spark 2f98c96 wrote it (the same three tables), with a
-    keyed run in ``state``, made by that version's code path: today's
-    ledger without ever marking 'drawn'."""
+    """A ledger as dp_spark 2f98c96 wrote it (the same three tables, no
+    dp_meta), with a keyed run in ``state``, made by that version's code
+    path: today's ledger without ever marking 'drawn', its dp_meta table
+    dropped."""
     with open_ledger(path, create=True) as led:
         led.create_budget("b", PureDP(10.0))
         run, _ = _start(led)
         if state == "released":
             record_release(run, _released(_plan(), 4.0))
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE dp_meta")
     schema = {r[0]: r[1] for r in sqlite3.connect(path).execute("SELECT name, sql FROM sqlite_master")}
+    assert set(schema) == {"dp_budgets", "dp_charges", "dp_runs"} | {n for n in schema if n.startswith("sqlite_")}
     assert "drawn" not in json.dumps(schema)  # no new column: the same schema
     return path
 
 
-def test_a_previous_version_ledger_keeps_charged_runs_charged_and_reusable(tmp_path):
+def test_a_previous_version_ledgers_charged_runs_are_migrated_to_drawn_and_refused(tmp_path):
+    """Such a run may have drawn and shown it before it was interrupted (the
+    issue's leak), so the ledger's first opening for writing marks every
+    'charged' run 'drawn', once: a retry under its key is refused, the
+    charge stays. A ledger made by this version keeps its own 'charged'
+    runs reusable (the migration is recorded when it is made)."""
     path = _previous_version_ledger(tmp_path / "old.db")
     with open_ledger(path) as led:
+        assert _states(led) == ["drawn"]
+        with pytest.raises(ParameterError, match="a new run key is needed; the earlier charge stays"):
+            _start(led)
+        assert led.state("b").charges == 1
+    with open_ledger(path) as led:  # migrated once: still drawn, nothing else changed
+        assert _states(led) == ["drawn"] and led.state("b").charges == 1
+    fresh = tmp_path / "new.db"
+    with open_ledger(fresh, create=True) as led:
+        led.create_budget("b", PureDP(10.0))
+        _start(led)
+    with open_ledger(fresh) as led:  # reopened: this version's 'charged' run is not migrated
         assert _states(led) == ["charged"]
         retry, replay = _start(led)
         assert retry.reused and replay is None
-        retry.mark_drawn()
-        record_release(retry, _released(_plan(), 9.0))
-        assert _states(led) == ["released"] and led.state("b").charges == 1
     path = _previous_version_ledger(tmp_path / "old-released.db", "released")
     with open_ledger(path) as led:
         assert _start(led)[1].values["estimate"] == 4.0
@@ -469,3 +489,16 @@ def test_an_approx_budget_keeps_the_states_apart_per_step(tmp_path):
             bind_release(retry, plan)
             plan.spend(retry)
         assert replayed(retry) is None and retry.reused and led.state("a").charges == 2
+
+
+def test_a_run_refused_at_its_mark_knows_the_run_drew_elsewhere(ledger):
+    """Two runs under one key both reuse the charge; the second to mark is
+    refused, and its budget then holds the run as the ledger has it
+    ('drawn'), so the CLI's failure line says a retry needs a new key, not
+    that it reuses the charge."""
+    first, _ = _start(ledger)
+    second, _ = _start(ledger)
+    first.mark_drawn()
+    with pytest.raises(ParameterError, match="another run under the key drew noise"):
+        second.mark_drawn()
+    assert second.run_state == "drawn"
