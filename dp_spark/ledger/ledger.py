@@ -57,7 +57,9 @@ again with new noise, so it is refused. A once key has no run row and no
 'drawn' state (the stream's own rules).
 
 Ledgers of earlier versions: the states are the ``state`` column's text, so
-an older ledger needs no new column; its 'charged' runs stay 'charged'. While
+an older ledger needs no new column; its 'charged' runs (which may have
+drawn and shown what they drew) are marked 'drawn' once, when this version
+first opens it for writing (:func:`dp_spark.ledger.store.migrate`). While
 a run is 'drawn' its ``identity`` column holds the fingerprint prefixed with
 ``drawn:`` (restored when it is released), so a dp_spark version that knows no
 'drawn' state refuses a retry of it as another identity instead of drawing
@@ -86,9 +88,6 @@ from dp_spark.ledger.store import DRAWN_IDENTITY, open_store
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,99}$")
 
-#: The prefix of a 'drawn' run's identity column (module doc: an older
-#: dp_spark version then refuses a retry of the run instead of drawing again).
-_DRAWN_IDENTITY = DRAWN_IDENTITY
 #: Parts of a keyed run's identity that the release binds only once it has
 #: read its public inputs (the digest of its public group keys, of top-k's
 #: domain): a check made before (the CLI's, before Spark starts) compares the
@@ -340,7 +339,7 @@ class Ledger:
             cur.execute(
                 "UPDATE dp_runs SET state = ?, identity = ? WHERE budget = ? AND run_key = ? AND key_seq = ? "
                 "AND state = ?",
-                (DRAWN, _DRAWN_IDENTITY + run.identity, name, run_key, key_seq, CHARGED),
+                (DRAWN, DRAWN_IDENTITY + run.identity, name, run_key, key_seq, CHARGED),
             )
             return self._run(cur, name, run_key, key_seq)
 
@@ -384,8 +383,8 @@ class Ledger:
         if not rows:
             return None
         release, identity, described, state, outputs, record, created, released = rows[0]
-        if identity.startswith(_DRAWN_IDENTITY):  # a 'drawn' run's column (module doc)
-            identity = identity[len(_DRAWN_IDENTITY):]
+        if identity.startswith(DRAWN_IDENTITY):  # a 'drawn' run's column (module doc)
+            identity = identity[len(DRAWN_IDENTITY):]
         return Run(name, run_key, int(key_seq), release, identity, json.loads(described), state,
                    json.loads(outputs), json.loads(record) if record else None, created, released)
 
