@@ -3,7 +3,9 @@ run, the data locations and the report schema.
 
 A test's tier is its directory: tests/unit (no pyspark), tests/spark (a
 local session), tests/cluster (a standalone cluster), tests/audit
-(statistical privacy tests), tests/examples (the shipped examples). Each
+(statistical privacy tests), tests/examples (the shipped examples),
+tests/accuracy (seeded accuracy of the defaults against the best method we
+ship or a closed form). Each
 test gets its tier's marker here, so ``pytest -m unit`` runs exactly the
 unit tier (and collects nothing else: a tier directory that the ``-m``
 expression cannot select is not even imported). Fixtures used by one tier
@@ -26,7 +28,7 @@ AMAZON = SHARED_DATA / "amazon-fashion-5core" / "AMAZON_FASHION_5.json.gz"
 MOVIELENS = SHARED_DATA / "movielens-100k"
 
 #: The tiers: each is a directory of tests/ and a marker (registered in setup.cfg).
-TIERS = ("unit", "spark", "cluster", "audit", "examples")
+TIERS = ("unit", "spark", "cluster", "audit", "examples", "accuracy")
 
 TEST_CONF = {
     "spark.driver.memory": "2g",
