@@ -17,6 +17,16 @@ from the parameters alone:
   depend on the data; with δ > 0 the release is charged (ε, δ) even when it
   picks a pure mechanism. ``auto`` without a domain is ``unknown-domain``.
 
+Per group (``group_by``) the selection runs once per group at ε'/m (and
+δ/m), basic composition over a person's ≤ m groups; with
+``noise="gaussian"`` (asked for by name, per group only, with a public
+domain) the release is instead ρ-zCDP with ρ = ε²/2 (the zCDP level pure
+ε-DP implies; a weaker guarantee than ε-DP): the same shares of ρ, each
+group's bounded-range selection (``joint`` at √(8ρ'/m), or ``cdp-peel`` at
+√(8ρ'/(m·k)) per round, the default) costing ρ'/m
+(:mod:`dp_spark.mechanisms.top_k.zcdp`), and the private cap m, when
+chosen, by GEM's exponential mechanism at √(8ρ_cap).
+
 A plan reads no data, and not the domain either: ``domain`` only says
 whether a public domain is given (a list, a public DataFrame, or on the
 command line a path), and ``domain_size`` is its number of items when known.
@@ -59,6 +69,24 @@ MAX_GROUPED_SUMMARY = 2_000_000
 #: ``auto`` per group runs a pure joint mechanism chosen from public parameters
 #: (with a domain) or unknown-domain (without): no private choice per group.
 GROUPED_METHODS = METHODS
+
+#: The noise of a grouped release, as the grouped distinct-count's: "laplace" (the default: each group's
+#: selection at ε'/m and δ/m, pure ε-DP or (ε, δ)-DP as the mechanism is) or "gaussian" (ρ-zCDP with
+#: ρ = ε²/2, √m scaling: each group's bounded-range selection at ρ'/m; dp_spark.mechanisms.top_k.zcdp).
+NOISES = ("laplace", "gaussian")
+#: ``method="auto"`` with ``noise="gaussian"``: the per-group mechanism. One-shot Gumbel (CDP-Peel) gains
+#: √k from zCDP composition over its k rounds, the joint mechanism does not; on MovieLens by genre it is
+#: the more accurate of the two (benchmarks/grouped_top_k_2026-11-28.md).
+ZCDP_AUTO = "cdp-peel"
+#: δ' of the (ε, δ') equivalent a ρ-zCDP grouped top-k states (ε = ρ + 2√(ρ ln(1/δ')), Bun & Steinke 2016).
+ZCDP_EQUIVALENT_DELTA = 1e-6
+ZCDP_CAP_STEP = (" (sampled by the exponential mechanism at √(8ρ): ε-bounded range, so ε²/8-zCDP, Cesar & "
+                 "Rogers 2021)")
+ZCDP_SELECTION = {
+    "joint": "the joint exponential mechanism at ε_g = √(8ρ/m) per group (ε_g-bounded range, so ε_g²/8 = ρ/m-zCDP)",
+    "cdp-peel": ("one-shot Gumbel top-k at ε' = √(8ρ/(m·k)) per round and group (k ε'-bounded-range rounds, "
+                 "so k·ε'²/8 = ρ/m-zCDP)"),
+}
 
 #: The mechanisms in words (budget split, statement, error statement).
 NAMES = {
@@ -131,6 +159,29 @@ def grouped_mechanism(method: str, has_domain: bool, k: int, domain_size) -> str
     if mechanism == "auto":
         return public_choice(k, 1.0, 0.0, domain_size)
     return mechanism
+
+
+def zcdp_mechanism(method: str, has_domain: bool) -> str:
+    """The per-group mechanism of a ``noise="gaussian"`` grouped run, from
+    public parameters: ``joint`` or ``cdp-peel`` (both bounded-range:
+    :mod:`dp_spark.mechanisms.top_k.zcdp`), ``auto`` = :data:`ZCDP_AUTO`.
+    Refused (ParameterError) without a public domain and for the
+    permute-and-flip mechanisms."""
+    checks.choice(method, "method", METHODS)
+    if not has_domain:
+        raise ParameterError(
+            "noise='gaussian' needs a public domain (domain= / --domain): its per-group mechanisms are the joint "
+            "exponential mechanism and one-shot Gumbel top-k; Unknown Domain Gumbel, the mechanism without a "
+            "domain, is only δ-approximately zCDP. Give a domain, or drop noise='gaussian'.")
+    if method == "auto":
+        return ZCDP_AUTO
+    if method not in ("joint", "cdp-peel"):
+        why = ("is only δ-approximately zCDP (Rogers 2024)" if method == "unknown-domain" else
+               "is permute-and-flip, which has no bounded-range guarantee")
+        raise ParameterError(
+            f"noise='gaussian' runs, per group, 'joint' or 'cdp-peel' (bounded-range mechanisms: ε²/8-zCDP at ε); "
+            f"method {method!r} {why}. Use method 'auto', 'joint' or 'cdp-peel', or drop noise='gaussian'.")
+    return method
 
 
 def guarantee_of(mechanism: str, epsilon: float, delta: float):
@@ -231,6 +282,11 @@ class Params(GroupParams):
     domain_size: int | None = param(None, "the public domain's number of items", limit=MAX_DOMAIN,
                                     api=False, cli=False)
     seed: int | None = param(None, SEED_HELP, cli_type=int)
+    noise: str | None = param(None, "per-group selection of a grouped release: laplace (the default: each group "
+                              "at ε/m, pure ε-DP, or (ε, δ)-DP for cdp-peel and unknown-domain) or gaussian "
+                              "(ρ-zCDP with ρ = ε²/2, √m scaling across a person's m groups, with a public domain; "
+                              "more accurate when persons are in many groups, but a weaker guarantee than ε-DP); "
+                              "an ungrouped release is unchanged (laplace)", choices=NOISES, cli_type=str)
 
     def __post_init__(self):
         k = limit(checks.whole(self.k, "k"), "k", MAX_K, "top-k ranks k items and the joint samplers' time grows as d·k")
@@ -245,6 +301,16 @@ class Params(GroupParams):
             # release.groups' columns: a group column of the same name would fail after spending
             check_group_column(self.group_by, ("rank", "item", "error"), person_col=self.person_col,
                                item_col=self.item_col)
+        if self.noise is not None:
+            set_checked(self, noise=checks.choice(self.noise, "noise", NOISES))
+            if self.group_by is None and self.noise != "laplace":
+                raise ParameterError(f"noise={self.noise!r} is available per group only (with group_by=); an "
+                                     "ungrouped top-k is pure ε-DP or (ε, δ)-DP by its method (noise='laplace').")
+        if self.gaussian:
+            zcdp_mechanism(self.method, self.has_domain)  # refused here, before anything is read
+            if self.delta > 0.0:
+                raise ParameterError("noise='gaussian' is ρ-zCDP with ρ = ε²/2 and spends no δ (its per-group "
+                                     "mechanisms need none); drop delta.")
         mechanism = self.mechanism
         if mechanism == "unknown-domain" and self.delta == 0.0:
             reason = "no public domain was given, so method 'auto' uses" if self.method == "auto" else "method"
@@ -270,9 +336,16 @@ class Params(GroupParams):
     def mechanism(self) -> str:
         """The mechanism ``method`` names (:func:`resolve_method`); a grouped
         run's per-group one (:func:`grouped_mechanism`)."""
+        if self.gaussian:
+            return zcdp_mechanism(self.method, self.has_domain)
         if self.group_by is not None:
             return grouped_mechanism(self.method, self.has_domain, self.k, self.domain_size)
         return resolve_method(self.method, self.has_domain)
+
+    @property
+    def gaussian(self) -> bool:
+        """A grouped ρ-zCDP run (``noise="gaussian"`` with ``group_by``)."""
+        return self.noise == "gaussian" and self.group_by is not None
 
 
 @builds(Params)
@@ -295,6 +368,13 @@ def plan(params: Params) -> Plan:
     if has_domain and domain_size is None:
         notes.append("the domain is read when the release runs; its size limits are checked then, "
                      "before anything is spent")
+    releases = (f"the {k} {p.item_col} values held by the most distinct persons, in order"
+                + (", from the public domain" if has_domain else "")
+                + (", chosen by the mechanism auto picks" if mechanism == "auto" else f", chosen by "
+                   f"{NAMES[mechanism]}")
+                + ("" if p.group_by is None else f", per public key of {p.group_by}") + "; no counts")
+    if p.gaussian:
+        return _gaussian_plan(p, parameters, releases, tuple(notes))
     return Plan(
         release=RELEASE,
         guarantee=guarantee_of(mechanism, epsilon, delta),
@@ -303,12 +383,46 @@ def plan(params: Params) -> Plan:
         parameters=parameters,
         privacy_unit="person",
         neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
-        releases=(f"the {k} {p.item_col} values held by the most distinct persons, in order"
-                  + (", from the public domain" if has_domain else "")
-                  + (", chosen by the mechanism auto picks" if mechanism == "auto" else f", chosen by "
-                     f"{NAMES[mechanism]}")
-                  + ("" if p.group_by is None else f", per public key of {p.group_by}") + "; no counts"),
+        releases=releases,
         notes=tuple(notes),
+    )
+
+
+def _gaussian_plan(p, parameters: dict, releases: str, notes: tuple) -> Plan:
+    """The grouped ρ-zCDP plan (``noise="gaussian"``), ρ = ε²/2 rounded up
+    (:func:`dp_spark.plans.distinct_count.grouped_rho`, as the grouped
+    distinct-count): with ``max_groups=None`` the cap m's share of ε
+    (MAX_GROUPS_EPSILON_SHARE) becomes the same share of ρ (GEM's
+    exponential mechanism at √(8ρ_cap): ε-bounded range, so ρ_cap-zCDP), and
+    the rest ρ' is the selection, each group's bounded-range mechanism at
+    ρ'/m (:mod:`dp_spark.mechanisms.top_k.zcdp`): a person's ≤ m groups
+    compose to ρ', the other groups do not change. In all ρ-zCDP; its
+    (ε, δ') equivalent at δ' = ZCDP_EQUIVALENT_DELTA is stated. Keys chosen
+    privately (``groups=None``) are refused by
+    :func:`dp_spark.plan.with_private_keys` (an (ε, δ) step has no sound
+    ρ-zCDP form), before anything is read."""
+    from dp_spark.plans.distinct_count import MAX_GROUPS_EPSILON_SHARE, MAX_GROUPS_STEP, gaussian_label, grouped_rho
+
+    rho = grouped_rho(p.epsilon)
+    mechanism = p.mechanism
+    steps = []
+    if p.max_groups is None:
+        steps.append(Step("max_groups", MAX_GROUPS_STEP + ZCDP_CAP_STEP, ZCDP(rho * MAX_GROUPS_EPSILON_SHARE)))
+    rest = remainder(rho, *(s.cost.rho for s in steps))  # the parts sum to <= rho exactly
+    steps.append(Step("selection", gaussian_label(f"selection: {NAMES[mechanism]}", p.max_groups,
+                                                  ZCDP_SELECTION[mechanism]), ZCDP(rest)))
+    guarantee = ZCDP(rho)
+    return Plan(
+        release=RELEASE,
+        guarantee=guarantee,
+        steps=steps,
+        parameters={**parameters, "noise": "gaussian", "rho": rho, "method_per_group": mechanism},
+        privacy_unit="person",
+        neighbouring=f"add or remove one person (all rows sharing a {p.person_col} value)",
+        releases=releases,
+        equivalent=guarantee.to_approx(ZCDP_EQUIVALENT_DELTA),
+        notes=(*notes, f"ρ-zCDP with ρ = ε²/2 = {rho:g} for ε = {p.epsilon:g}: the zCDP level that ε-DP implies, "
+                       "a weaker guarantee than ε-DP (asked for by noise='gaussian')"),
     )
 
 

@@ -37,6 +37,21 @@ Guarantee (the plan's split, :mod:`dp_spark.plans.top_k`):
    pure mechanisms), (ε, δ)-DP with step 0. m = 1 gives every group the
    full ε' (and δ).
 
+With ``noise="gaussian"`` (asked for by name; the plan's
+:func:`~dp_spark.plans.top_k._gaussian_plan`) the release is instead ρ-zCDP
+with ρ = ε²/2, the zCDP level pure ε-DP implies (a weaker guarantee than
+ε-DP; the report states ρ and its (ε, δ') equivalent): step 0 spends the
+same share of ρ, GEM's exponential mechanism run at √(8ρ_cap) (ε-bounded
+range, so ρ_cap-zCDP, Cesar & Rogers 2021); step 2 runs in every group a
+bounded-range mechanism at ρ'/m (:mod:`dp_spark.mechanisms.top_k.zcdp`:
+the joint exponential mechanism at ε_g = √(8ρ'/m), or one-shot Gumbel top-k,
+the default, at ε' = √(8ρ'/(m·k)) per round; Durfee & Rogers 2019 for
+their bounded range), so a person's ≤ m groups compose to ρ' and the
+release to ρ_cap + ρ' = ρ (adaptive zCDP composition, Bun & Steinke 2016).
+The √m scaling (ε_g ∝ 1/√m instead of 1/m) is what zCDP composition buys
+when persons are in many groups. Keys chosen privately (``groups=None``) are
+refused before anything is read (an (ε, δ) step has no sound ρ-zCDP form).
+
 Only the ordered items of every group are released (no counts). Each
 group's error statement is the ungrouped one at the group's ε'/m: with
 probability >= 95% each released item's true count in its group is within E
@@ -52,8 +67,10 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 
+from dp_spark.accounting.exact import exact, ratio_down, sqrt_down
 from dp_spark.mechanisms.top_k.error import CONFIDENCE, selection_noise
 from dp_spark.mechanisms.top_k.grouped import group_share, grouped_domain_top_k, grouped_unknown_domain
+from dp_spark.mechanisms.top_k.zcdp import grouped_zcdp_top_k, zcdp_selection_noise
 from dp_spark.plan import Plan
 from dp_spark.plans.top_k import NAMES
 from dp_spark.report import Release
@@ -86,10 +103,12 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     if m is None and not keys:  # a private key step released no key: no cap to choose, nothing drawn
         m = 1
     if m is None:
-        m, edge_df, drawn = choose_and_cap(edge_df, n_groups, plan.split.epsilon("max_groups"), rng)
+        m, edge_df, drawn = choose_and_cap(edge_df, n_groups, _cap_epsilon(plan, p.gaussian), rng)
         noise.append(drawn)
         how = {"max_groups": m, "max_groups_chosen": CHOSEN}
     mechanism = p.mechanism
+    if p.gaussian:
+        return _gaussian_body(plan, edge_df, rng, local, keys, m, noise, how)
     epsilon_sel = plan.split.epsilon("selection")
     # ε'/m and δ/m rounded down: m groups' shares never sum above (ε', δ) (basic composition)
     epsilon_group, delta_group = group_share(epsilon_sel, p.delta, m)
@@ -108,6 +127,36 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     record = dataclasses.replace(record, target=f"in each of the {n_groups:,} groups: {record.target}",
                                  **({} if keys else {"draws": 0}))
     how = {**how, "epsilon_per_group": epsilon_group, "delta_per_group": delta_group, "method_per_group": mechanism}
+    return _report(plan, keys, m, released, mechanism, how, local, edge_df, [*noise, record], items)
+
+
+def _cap_epsilon(plan: Plan, gaussian: bool) -> float:
+    """The ε of the group cap's GEM: the step's ε, or under zCDP √(8ρ_cap)
+    rounded down (an exponential mechanism: ε-bounded range, so
+    ε²/8-zCDP, Cesar & Rogers 2021)."""
+    if gaussian:
+        return sqrt_down(8 * exact(plan.split.cost("max_groups").rho))
+    return plan.split.epsilon("max_groups")
+
+
+def _gaussian_body(plan: Plan, edge_df, rng, local, keys, m, noise, how) -> Release:
+    """Step 2 under ρ-zCDP (module doc): the same Spark pass as the pure
+    form with a public domain, then every group's bounded-range selection at
+    ρ'/m (:func:`~dp_spark.mechanisms.top_k.zcdp.grouped_zcdp_top_k`)."""
+    p = plan.params
+    mechanism, items, n_groups = p.mechanism, p.domain, len(keys)
+    rho = plan.split.cost("selection").rho
+    log.info("top-k: counting persons per domain item (%d items) in every group", len(items))
+    # no key (a private key step cannot run under zCDP, but zero keys stay handled): zero groups, no draw
+    counts = stage.grouped_domain_item_counts(edge_df, items, n_groups)  # NON-PRIVATE
+    picked, epsilon = grouped_zcdp_top_k(mechanism, counts, p.k, rho, m, rng)
+    del counts  # non-private; nothing below may use it
+    released = [_Group([items[int(i)] for i in indices]) for indices in picked]
+    record = zcdp_selection_noise(mechanism, p.k, epsilon, len(items))
+    record = dataclasses.replace(record, target=f"in each of the {n_groups:,} groups: {record.target}",
+                                 **({} if keys else {"draws": 0}))
+    per = "epsilon_per_round_per_group" if mechanism == "cdp-peel" else "epsilon_per_group"
+    how = {**how, per: epsilon, "rho_per_group": ratio_down(rho, m), "method_per_group": mechanism}
     return _report(plan, keys, m, released, mechanism, how, local, edge_df, [*noise, record], items)
 
 
@@ -185,14 +234,24 @@ def _report(plan: Plan, keys, m, released, mechanism, how, local, edge_df, noise
     if more:
         errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {n:,} groups (public key "
                                       "order); every group is in release.groups and --groups-output")
-    share = "the full ε (parallel composition)" if m == 1 else f"ε/{m}"
+    if p.gaussian:
+        share = "the full ρ (parallel composition)" if m == 1 else f"ρ/{m}"
+        guarantee = (f"Person-level {plan.guarantee.rho:g}-zero-concentrated differential privacy (ρ-zCDP, ρ = ε²/2 "
+                     f"for ε = {plan.given.epsilon:g}: the zCDP level that {plan.given.epsilon:g}-differential "
+                     f"privacy implies; not itself pure ε-DP; ({plan.equivalent.epsilon:.4g}, "
+                     f"{plan.equivalent.delta:g})-DP) over all groups")
+        spends = (f"spends {share} of the selection budget (a bounded-range mechanism, so zCDP composition over "
+                  "a person's groups: √m scaling)")
+    else:
+        share = "the full ε (parallel composition)" if m == 1 else f"ε/{m}"
+        guarantee = f"Person-level {plan.guarantee.describe()} over all groups"
+        spends = (f"spends {share} of the selection budget"
+                  + (" (and δ/m)" if mechanism in ("cdp-peel", "unknown-domain") and m > 1 else ""))
     statement = (
-        f"Person-level {plan.guarantee.describe()} over all groups: the output would be almost as likely if "
+        f"{guarantee}: the output would be almost as likely if "
         f"any one person (every row with the same {p.person_col}) were removed or added. Each person's rows "
         f"count in at most {m} of their {p.group_by} groups; each group's selection by {NAMES[mechanism]} "
-        f"spends {share} of the selection budget"
-        + (" (and δ/m)" if mechanism in ("cdp-peel", "unknown-domain") and m > 1 else "")
-        + f". Released: up to {p.k} {p.item_col} values per group, in order"
+        f"{spends}. Released: up to {p.k} {p.item_col} values per group, in order"
         + (", from the public domain" if items is not None else "") + "; no counts are released."
     )
     item_type = T.LongType() if stage.integral_items(edge_df) else T.StringType()
