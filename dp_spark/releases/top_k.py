@@ -112,6 +112,7 @@ def top_k(
     group_by: str | None = None,
     groups=None,
     max_groups: int | None = None,
+    noise: str | None = None,
 ) -> Release:
     """Release the k items with the most distinct persons, in rank order.
 
@@ -157,11 +158,15 @@ def top_k(
     groups. ``method="auto"`` runs, per group, the pure joint mechanism with a
     domain and unknown-domain without one (no private choice per group).
     ``max_groups=None`` chooses m privately (ε/20, GEM over the rows each cap
-    keeps: a step of ``budget_split``).
+    keeps: a step of ``budget_split``). ``noise="gaussian"`` (per group, with
+    a domain; asked for by name): ρ-zCDP with ρ = ε²/2 instead, each group's
+    bounded-range selection (``auto``: one-shot Gumbel, or ``joint``) at ρ/m,
+    √m scaling (:mod:`dp_spark.mechanisms.top_k.zcdp`); a weaker guarantee
+    than ε-DP, stated with its (ε, δ) equivalent.
     """
     plan = make_plan(epsilon=epsilon, k=k, delta=delta, method=method, person_col=person_col, item_col=item_col,
                      kbar=kbar, persons=persons, seed=seed, domain=domain, group_by=group_by, groups=groups,
-                     max_groups=max_groups)  # every parameter checked first
+                     max_groups=max_groups, noise=noise)  # every parameter checked first
     return run(plan, df, budget=budget, ledger=ledger)
 
 
