@@ -10,8 +10,10 @@ Budget split (basic composition, total ε-DP), from the parameters alone:
   normalised scores (denominators max(l, l'), sampled by permute-and-flip:
   :func:`dp_spark.mechanisms.distinct_count.select_bound`) pick the
   per-person bound among the public candidates l = 1, 4, 16, 64, … (powers of
-  ``BOUND_GRID_RATIO`` up to ``max_bound``: :func:`bound_candidates`) with its
-  own utility parameter β = ``SELECTION_BETA``, the discrete Laplace mechanism
+  ``BOUND_GRID_RATIO`` below ``max_bound``, and ``max_bound``:
+  :func:`bound_candidates`; ``max_bound`` defaults to 65,536, 1,024 for
+  matching) with its own utility parameter β = ``SELECTION_BETA``·k/4 for k
+  candidates (:func:`selection_beta`), the discrete Laplace mechanism
   releases the count.
 
 Per group (``group_by``) with a given ``max_groups`` m: the same steps
@@ -37,14 +39,19 @@ from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HE
 from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the stage and mechanism share, re-exported
     BOUND_GRID_RATIO,
     DEFAULT_EDGE_LIMIT,
+    DEFAULT_MAX_BOUND,
     LIMITS,
     MAX_BOUND_LIMIT,
     MAX_EDGE_LIMIT,
+    MATCHING_MAX_BOUND,
     MAX_SHARDS,
     METHODS,
     SELECTION_BETA,
+    SELECTION_REFERENCE_CANDIDATES,
     bound_candidates,
+    default_max_bound,
     limited,
+    selection_beta,
 )
 
 RELEASE = "distinct-count"
@@ -77,7 +84,8 @@ def person_sample(epsilon_shards: float) -> int:
 MATCHING_STEP = "matching size check (discrete Laplace on the number of truncated (person, item) pairs)"
 SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with max(l, l') denominators, "
                "permute-and-flip, over l = 1, 4, 16, 64, ... "
-               f"(powers of {BOUND_GRID_RATIO} up to max_bound), GEM beta {SELECTION_BETA:g})")
+               f"(powers of {BOUND_GRID_RATIO} below max_bound, and max_bound), GEM beta {SELECTION_BETA:g}·k/"
+               f"{SELECTION_REFERENCE_CANDIDATES} for k candidates)")
 COUNT_STEP = "count (discrete Laplace mechanism)"
 #: The share of ε and the label of the grouped top-k's choice of the cap m
 #: (GEM over the rows kept: :mod:`dp_spark.releases.group_cap`); the grouped
@@ -97,7 +105,8 @@ NOISES = ("laplace", "gaussian")
 DEFAULT_GROUPED_NOISE = "laplace"
 GAUSSIAN_SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with max(l, l') denominators, "
                         "exponential mechanism (ε-bounded range, so ε²/8-zCDP), over l = 1, 4, 16, 64, ... "
-                        f"(powers of {BOUND_GRID_RATIO} up to max_bound), GEM beta {SELECTION_BETA:g})")
+                        f"(powers of {BOUND_GRID_RATIO} below max_bound, and max_bound), GEM beta "
+                        f"{SELECTION_BETA:g}·k/{SELECTION_REFERENCE_CANDIDATES} for k candidates)")
 GAUSSIAN_COUNT_STEP = "count (discrete Gaussian mechanism)"
 MAX_GROUPS_STEP = ("group cap m (Generalized Exponential Mechanism over the rows kept, sum over persons of "
                    "min(groups, m), sensitivity m, for m = 1..M, M the number of public keys)")
@@ -110,7 +119,8 @@ JOINT_CAP_EPSILON_SHARE = 0.25
 JOINT_CAP_STEP = ("group cap m and bound l, jointly (Generalized Exponential Mechanism scores with max(m·l, m'·l') "
                   "denominators over sum over groups of (count at cap m and bound l minus its noise margin), "
                   "sensitivity m·l, for m = 1, 2, 4, ... and M (M the number of public keys) and l = 1, 4, 16, 64, "
-                  f"... up to max_bound; GEM beta {SELECTION_BETA:g}; {{sampler}})")
+                  f"... below max_bound and max_bound; GEM beta {SELECTION_BETA:g}·k/{SELECTION_REFERENCE_CANDIDATES} "
+                  "for k bounds; {sampler})")
 JOINT_COUNT_STEP = "count at the chosen m and l (discrete {noise} mechanism), per group at {share}/m"
 
 
@@ -124,8 +134,10 @@ class Params(GroupParams):
 
     epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
     beta: float = param(0.05, "the lower bound holds with probability 1 - beta")
-    max_bound: int = param(100, "largest per-person bound l considered (1..max-bound; at most 1,000,000)",
-                           limit=MAX_BOUND_LIMIT)
+    max_bound: int | None = param(None, f"largest per-person bound l considered: the candidates are 1, 4, 16, ... "
+                                  f"below it and itself (default {DEFAULT_MAX_BOUND:,}; {MATCHING_MAX_BOUND:,} for "
+                                  "method matching, whose size check counts each person's first max-bound items; at "
+                                  f"most {MAX_BOUND_LIMIT:,})", limit=MAX_BOUND_LIMIT, cli_type=int)
     method: str = param("greedy", "how bounded counts are computed", choices=METHODS)
     shards: int | None = param(None, "greedy: number of person shards (default: one per 200,000 persons, "
                                f"from a noisy count of a hash sample of 1 in up to {PERSON_SAMPLE} persons that "
@@ -146,7 +158,8 @@ class Params(GroupParams):
         set_checked(self, beta=checks.open_unit(self.beta, "beta"))
         checks.distinct_columns(person_col=self.person_col, item_col=self.item_col)
         set_checked(self, method=checks.choice(self.method, "method", METHODS))
-        set_checked(self, max_bound=limited(self.max_bound, "max_bound"))
+        set_checked(self, max_bound=default_max_bound(self.method) if self.max_bound is None
+                    else limited(self.max_bound, "max_bound"))
         set_checked(self, shards=None if self.shards is None else limited(self.shards, "shards"))
         set_checked(self, edge_limit=limited(self.edge_limit, "edge_limit"))
         checks.seed(self.seed)

@@ -45,10 +45,14 @@ Pipeline and budget split (basic composition, total ε-DP):
    parallelism, never from the session's shuffle partitions, and each shard
    lies whole in one partition: the layout changes no count (issue 26).
 2. ε'/2 — the bound choice picks l̂ among the public candidates l = 1, 4,
-   16, 64, … ≤ L (powers of 4: a function of ``max_bound`` only) from the
+   16, 64, … below L and L itself (a function of ``max_bound`` only; L =
+   65,536 by default, 1,024 for matching: issue 36 measured that a top of
+   100 undercounted tables with ~93 or 1,000 items per person by 31 % and
+   91 %) from the
    Generalized Exponential Mechanism's normalised scores (Algorithm 3) of
-   q_l = c_l − m_l with sensitivities Δ_l = l and GEM's own β = 0.2 (its t =
-   (4/ε')·ln(k/0.2); any public value keeps the choice DP), where m_l is the
+   q_l = c_l − m_l with sensitivities Δ_l = l and GEM's own β = 0.2·k/4 for
+   k candidates (its t = (4/ε')·ln(k/β) = (4/ε')·ln 20 for every k; any
+   public value keeps the choice DP), where m_l is the
    (1−β) upper quantile of the count noise for bound l (a public constant).
    Two changes from the paper, each keeping ε'/2-DP: the pairwise
    denominator is max(l, l') instead of l + l' (every c_l moves by 0..l in
@@ -59,7 +63,10 @@ Pipeline and budget split (basic composition, total ε-DP):
    report's ``parameters`` state the candidates (``bound_candidates``) and
    ``selection_beta``. The paper uses every l = 1..L with GEM's β = β and
    the exponential mechanism; issue 25 measured the grid and these changes
-   as better (benchmarks/README.md).
+   as better (benchmarks/README.md), issue 36 the top and the β
+   (benchmarks/distinct_count_grid_2026-11-29.md). When l̂ is L, the
+   largest candidate, the report says the bound may cap the estimate
+   (``bound_may_cap``; l̂ is released, so saying so is free).
 3. ε'/2 — discrete Laplace mechanism: X ~ DLap(scale 2l̂/ε'), so the count
    c_l̂ (sensitivity l̂) gets ε'/2-DP. Released: ``estimate`` = max(0, c_l̂ + X) and
    ``lower_bound`` = max(0, c_l̂ + X − m_l̂) (post-processing of one draw).
@@ -85,7 +92,7 @@ import numpy as np
 from dp_spark.accounting import PrivacyFilter, ratio_up
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
 from dp_spark.plan import Plan
-from dp_spark.settings.distinct_count import DEFAULT_EDGE_LIMIT, SELECTION_BETA, bound_candidates
+from dp_spark.settings.distinct_count import DEFAULT_EDGE_LIMIT, bound_candidates, cap_note, selection_beta
 from dp_spark.plans.distinct_count import plan as make_plan
 from dp_spark.releases.shards import greedy_shards
 from dp_spark.releases.template import run_release
@@ -107,7 +114,7 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
         noise = [drawn.at("matching")]
         if matching_fits(noisy_pairs, ratio_up(max_bound, epsilon_check), edge_limit):
             log.info("distinct-count: bounded counts (the method used is in the release)")  # a noisy choice
-            counts = matching_counts(edge_df, max_bound, None, pairs=pairs)
+            counts = matching_counts(edge_df, max_bound, None, pairs=pairs, bounds=bound_candidates(max_bound))
             return counts, {"counted_by": "exact matching", "shards": None}, noise
     finally:
         pairs.unpersist()
@@ -147,7 +154,7 @@ def distinct_count(
     person_col: str = "person_id",
     item_col: str = "item",
     beta: float = 0.05,
-    max_bound: int = 100,
+    max_bound: int | None = None,
     shards: int | None = None,
     edge_limit: int = DEFAULT_EDGE_LIMIT,
     seed: int | None = None,
@@ -163,7 +170,8 @@ def distinct_count(
     A person is everything that shares one ``person_col`` value; neighbouring
     tables differ by adding or removing one person with all their rows. The
     release spends exactly ``epsilon`` (ε/2 choosing the per-person bound
-    among 1, 4, 16, … ≤ ``max_bound`` with the Generalized Exponential
+    among 1, 4, 16, … below ``max_bound`` and ``max_bound`` itself (default
+    65,536; 1,024 for ``matching``) with the Generalized Exponential
     Mechanism's scores sampled by permute-and-flip, ε/2 for discrete Laplace noise on
     the bounded count, less ε/100 for a noisy size step when one is needed:
     see the module docstring) and states a (1 − ``beta``) lower bound.
@@ -182,8 +190,10 @@ def distinct_count(
     publication. Rows with a null person or item are dropped.
 
     Returns a :class:`~dp_spark.Release` whose ``result`` holds
-    ``estimate``, ``lower_bound``, ``bound``, ``confidence``, ``method``,
-    ``noise_scale`` and ``noise_std``.
+    ``estimate``, ``lower_bound``, ``bound``, ``bound_may_cap`` (l̂ is the
+    largest candidate: persons with more items count at most l̂ of them;
+    raise ``max_bound``), ``confidence``, ``method``, ``noise_scale`` and
+    ``noise_std``.
 
     Per group (issue 24; :mod:`dp_spark.releases.grouped_distinct_count`):
     ``group_by`` (a column), ``groups`` (the public keys: a list, a
@@ -234,7 +244,8 @@ def _body(plan: Plan, edge_df, rng, local, source=None) -> Release:
     log.info("distinct-count: selecting the bound and adding noise")
     released = release_from_counts(counts, split.epsilon("select") + split.epsilon("count"), plan.params.beta, rng)
     del counts  # non-private; nothing below may use it
-    how = {**how, "bound_candidates": bound_candidates(plan.params.max_bound), "selection_beta": SELECTION_BETA}
+    cands = bound_candidates(plan.params.max_bound)
+    how = {**how, "bound_candidates": cands, "selection_beta": selection_beta(len(cands))}
     return _report(plan, released, how, local, plan.params.seed, [*noise, *released["noise"]])
 
 
@@ -249,6 +260,7 @@ def _report(plan: Plan, released, how, local, seed, noise) -> Release:
         "estimate": released["estimate"],
         "lower_bound": released["lower_bound"],
         "bound": bound,
+        "bound_may_cap": bool(released["bound_is_top"]),
         "method": plan.params.method,
         "confidence": confidence,
         "noise_scale": released["noise_scale"],
@@ -265,6 +277,12 @@ def _report(plan: Plan, released, how, local, seed, noise) -> Release:
             f">= {confidence:.0%}"
         ),
     }
+    max_bound = plan.params.max_bound
+    errors["bound"] = (  # always stated (the report's shape never depends on l̂)
+        f"the largest bound considered (max_bound = {max_bound:,}) was chosen: {cap_note(bound, max_bound)}"
+        if released["bound_is_top"] else
+        f"chosen privately among {', '.join(f'{c:,}' for c in how['bound_candidates'])}; not the largest, "
+        "so max_bound did not cap it")
     statement = (
         f"Person-level {plan.params.epsilon:g}-differential privacy: the output would be almost "
         f"as likely if any one person (every row with the same {person_col}) were "

@@ -74,7 +74,7 @@ from dp_spark.plan import Plan
 from dp_spark.releases.group_cap import CAP_GEM_BETA  # noqa: F401 - the previous cap choice's β (benchmark)
 from dp_spark.releases.shards import greedy_shards
 from dp_spark.report import Release
-from dp_spark.settings.distinct_count import SELECTION_BETA, bound_candidates
+from dp_spark.settings.distinct_count import bound_candidates, cap_note, selection_beta
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     released, per_group = release_groups(at_candidates, cands, max_bound, m, p.beta, rng,
                                          noise="gaussian" if gaussian else "laplace", select=select, count=count)
     del at_candidates  # non-private; nothing below may use it
-    how = {**how, "bound_candidates": cands, "selection_beta": SELECTION_BETA, **per_group}
+    how = {**how, "bound_candidates": cands, "selection_beta": selection_beta(len(cands)), **per_group}
     return _report(plan, keys, m, released, how, local, edge_df.schema[GROUP].dataType, edge_df.sparkSession,
                    [*noise, *_batched(released, gaussian, m)])
 
@@ -155,7 +155,7 @@ def _joint_body(plan: Plan, edge_df, rng, local, keys, cands, shards, how, noise
         epsilon = cap_epsilon(plan, "max_groups", gaussian)
         sampler = "exponential" if gaussian else "permute-and-flip"  # bounded range under zCDP (cap_bound doc)
         k, j = choose_cap_and_bound(at, caps, cands, joint_margins(caps, cands, p.beta, kind, count), epsilon, rng,
-                                    sampler=sampler, gem_beta=SELECTION_BETA)
+                                    sampler=sampler)
         m, bound = caps[k], cands[j]
         at_chosen = at[k, :, j].copy()
         del at  # non-private; only the chosen column is read below
@@ -163,13 +163,13 @@ def _joint_body(plan: Plan, edge_df, rng, local, keys, cands, shards, how, noise
                            target=f"the group cap m in {', '.join(map(str, caps))} and the bound l in "
                                   f"{', '.join(map(str, cands))}, jointly (scores: summed counts minus margins, "
                                   "sensitivity m·l)",
-                           parameters={"beta": SELECTION_BETA})]
+                           parameters={"beta": selection_beta(len(cands))})]
         released = release_at_bound(at_chosen, m, bound, p.beta, rng, noise=kind, count=count)
         del at_chosen
         share = {"rho_per_group": ratio_down(count, m)} if gaussian else {"epsilon_per_group": ratio_down(count, m)}
         how = {**how, "max_groups": m, "max_groups_chosen": JOINT_CHOSEN, "max_groups_candidates": caps,
                "bound": bound, "bound_chosen": "jointly with the group cap (one bound for all groups)", **share}
-    how = {**how, "bound_candidates": cands, "selection_beta": SELECTION_BETA}
+    how = {**how, "bound_candidates": cands, "selection_beta": selection_beta(len(cands))}
     return _report(plan, keys, m, released, how, local, edge_df.schema[GROUP].dataType, edge_df.sparkSession,
                    [*noise, *drawn, *_batched_counts(released, gaussian, m)], joint=True)
 
@@ -269,11 +269,14 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise,
         rows.append({"group": key, "estimate": r["estimate"], "lower_bound": r["lower_bound"], "bound": r["bound"],
                      "error": error})
     shown, more = report_groups(rows)
+    top = how["bound_candidates"][-1]
+    at_top = sum(r["bound"] == top for r in released)  # a function of the released bounds only
     values = {
         "method": p.method,
         "confidence": confidence,
         "simultaneous_confidence": simultaneous,
         "groups_released": len(rows),
+        "groups_bound_may_cap": at_top,
         "groups": [{k: v for k, v in r.items() if k != "error"} for r in shown],
         "groups_in_report": len(shown),
     }
@@ -285,6 +288,10 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise,
                         f">= {confidence:.0%}; all {len(rows):,} groups' at once with probability >= "
                         f"{simultaneous:.0%} (union bound)"),
     }
+    errors["groups_bound_may_cap"] = (  # always stated (the report's shape never depends on the bounds)
+        f"{at_top:,} group(s) chose the largest bound considered (max_bound = {p.max_bound:,}): "
+        f"{cap_note(top, p.max_bound)}" if at_top else
+        f"no group chose the largest bound considered (max_bound = {p.max_bound:,})")
     if more:
         errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} groups (the keys' "
                                       "sorted order); every group is in release.groups and --groups-output")

@@ -517,10 +517,12 @@ def count_pairs(pairs_df: DataFrame) -> int:
 
 def matching_counts(
     edge_df: DataFrame, max_bound: int, edge_limit: int | None, *, item_cap: int | None = None,
-    pairs: DataFrame | None = None,
+    pairs: DataFrame | None = None, bounds=None,
 ) -> np.ndarray:
     """Exact DC(D; l) (Algorithm 1) by maximum flow on the driver, on the
-    pairs of :func:`matching_pairs` (``pairs`` if already built).
+    pairs of :func:`matching_pairs` (``pairs`` if already built); with
+    ``bounds`` (the release's candidates) at those l only, the entries in
+    between filled from below (:func:`~dp_spark.stages.kernels.flow_bounded_counts`).
 
     With an ``edge_limit``, collects at most ``edge_limit + 1`` rows and
     refuses with a LimitError naming ``greedy`` when more exist: a
@@ -542,7 +544,7 @@ def matching_counts(
     person_codes, persons = pd.factorize(pdf[PERSON])
     item_codes, items = pd.factorize(pdf[ITEM])
     del pdf
-    return flow_bounded_counts(person_codes, item_codes, len(persons), len(items), max_bound)
+    return flow_bounded_counts(person_codes, item_codes, len(persons), len(items), max_bound, bounds)
 
 
 # ----------------------------------------------------------------- entry point
@@ -868,16 +870,3 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     out = np.cumsum(hist, axis=2)
     return out[0] if caps is None else out
 
-
-def candidate_counts_vector(counts_at_candidates, candidates, max_bound: int) -> np.ndarray:
-    """A length-``max_bound`` vector for :func:`release_from_counts` from the
-    counts at the candidates only: entry l-1 is the count at the largest
-    candidate <= l. The selection and the count read the candidate entries
-    only (they choose among the candidates), so those are exact; the others
-    are lower bounds and never read."""
-    out = np.zeros(int(max_bound), dtype=np.int64)
-    cands = [int(c) for c in candidates]
-    for j, c in enumerate(cands):
-        end = cands[j + 1] - 1 if j + 1 < len(cands) else int(max_bound)
-        out[c - 1:end] = counts_at_candidates[j]
-    return out

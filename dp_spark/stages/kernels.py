@@ -252,8 +252,17 @@ def flow_bounded_counts(
     n_persons: int,
     n_items: int,
     max_bound: int,
+    bounds=None,
 ) -> np.ndarray:
     """Exact DC(D; l) for l = 1..max_bound by maximum flow (Algorithm 1's counts).
+
+    With ``bounds`` (increasing, within 1..max_bound: the release's
+    candidates) the flow is computed at those l only, and entry l − 1 holds
+    DC(D; b) for the largest b in ``bounds`` with b <= l (0 below the
+    first): exact at the bounds, a lower bound elsewhere whose entry still
+    moves by at most b <= l between neighbours. The release reads the
+    bounds' entries only, so a max_bound of thousands costs a handful of
+    flows.
 
     The edges ``(person_codes[e], item_codes[e])`` must be distinct. DC(D; l)
     is the largest number of distinct items covered when each person keeps at
@@ -292,12 +301,15 @@ def flow_bounded_counts(
     src_persons = graph.indices[src] - 1
     previous = -1
     max_degree = int(degrees.max())
-    for l in range(1, max_bound + 1):
+    at = list(range(1, max_bound + 1)) if bounds is None else [int(b) for b in bounds]
+    if at != sorted(set(at)) or at[0] < 1 or at[-1] > max_bound:
+        raise ValueError("bounds must increase within 1..max_bound")
+    # DC(.; l) is concave and non-decreasing: equal at two bounds, it is flat from the first on
+    for l in at:
         graph.data[src] = np.minimum(degrees[src_persons], l).astype(np.int32)
         value = int(maximum_flow(graph, source, sink, method="dinic").flow_value)
-        out[l - 1] = value
+        out[l - 1:] = value
         if value == previous or value == total or l >= max_degree:
-            out[l:] = value
             break
         previous = value
     return out

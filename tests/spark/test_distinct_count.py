@@ -17,7 +17,8 @@ from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
 
 REPORT_KEYS = {"release", "version", "library", "created", "privacy", "parameters", "result", "errors",
                "budget_split", "noise", "statement", "seeded", "publishable"}
-RESULT_KEYS = {"estimate", "lower_bound", "bound", "confidence", "method", "noise_scale", "noise_std"}
+RESULT_KEYS = {"estimate", "lower_bound", "bound", "bound_may_cap", "confidence", "method", "noise_scale",
+               "noise_std"}
 
 
 @pytest.fixture(scope="module")
@@ -275,3 +276,21 @@ SEEDED_VALUES = {
         },
     },
 }
+
+
+def test_the_report_says_when_the_bound_may_cap_the_estimate(spark):
+    """Persons with 40 distinct items each, max_bound 16: l̂ can only be the
+    top candidate, and the result, the errors and the CLI's summary say the
+    estimate may be capped and how to raise the bound (issue 36). With the
+    default max_bound nothing caps them: l̂ is below the top and the
+    estimate is close to the truth (2,400)."""
+    rows = [(p, f"x{p}-{i}") for p in range(60) for i in range(40)]
+    df = spark.createDataFrame(rows, "person_id long, item string")
+    capped = dp_spark.distinct_count(df, epsilon=2.0, max_bound=16, shards=1, seed=3)
+    assert capped.result["bound"] == 16 and capped.result["bound_may_cap"] is True
+    assert "raise max_bound (--max-bound) up to 1,000,000" in capped.errors["bound"]
+    assert "may be capped" in capped.summary()
+    free = dp_spark.distinct_count(df, epsilon=2.0, shards=1, seed=3)
+    assert free.result["bound_may_cap"] is False and free.result["bound"] < 65_536
+    assert "did not cap it" in free.errors["bound"]
+    assert abs(free.result["estimate"] - 2_400) < 400

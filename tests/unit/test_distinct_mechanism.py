@@ -113,16 +113,37 @@ from dp_spark.mechanisms.distinct_count.gem import (  # noqa: E402
     generalized_permute_and_flip,
     generalized_permute_and_flip_probabilities,
 )
-from dp_spark.plans.distinct_count import SELECTION_BETA, bound_candidates  # noqa: E402
+from dp_spark.plans.distinct_count import (  # noqa: E402
+    DEFAULT_MAX_BOUND,
+    MATCHING_MAX_BOUND,
+    MAX_BOUND_LIMIT,
+    SELECTION_BETA,
+    SELECTION_REFERENCE_CANDIDATES,
+    bound_candidates,
+    selection_beta,
+)
 from dp_spark.stages.kernels import counts_from_rounds, flow_bounded_counts, greedy_match_rounds  # noqa: E402
 
 
-def test_candidates_are_the_powers_of_four_up_to_max_bound():
+def test_candidates_are_the_powers_of_four_below_max_bound_and_max_bound():
+    """The top is always a candidate (issue 36: with max_bound 100 the grid
+    1, 4, 16, 64 left every l in (64, 100] unreachable)."""
     assert bound_candidates(1) == [1]
-    assert bound_candidates(3) == [1]
+    assert bound_candidates(3) == [1, 3]
     assert bound_candidates(4) == [1, 4]
-    assert bound_candidates(99) == bound_candidates(100) == [1, 4, 16, 64]
-    assert bound_candidates(1_000_000) == [4**i for i in range(10)]
+    assert bound_candidates(100) == [1, 4, 16, 64, 100]
+    assert bound_candidates(DEFAULT_MAX_BOUND) == [4**i for i in range(9)] == bound_candidates(65_536)
+    assert bound_candidates(MATCHING_MAX_BOUND) == [1, 4, 16, 64, 256, 1024]
+    assert bound_candidates(1_000_000) == [4**i for i in range(10)] + [1_000_000]
+
+
+def test_gem_threshold_does_not_grow_with_the_number_of_candidates():
+    """GEM's t = (2/ε)·ln(k/β_k) is the same for every k (selection_beta),
+    and β_k stays inside (0, 1) on every grid up to the public limit."""
+    for top in (1, 4, 100, DEFAULT_MAX_BOUND, MAX_BOUND_LIMIT):
+        k = len(bound_candidates(top))
+        assert 0 < selection_beta(k) < 1
+        assert k / selection_beta(k) == pytest.approx(SELECTION_REFERENCE_CANDIDATES / SELECTION_BETA)
 
 
 @settings(max_examples=60, deadline=None)
@@ -399,3 +420,56 @@ def test_flat_counts_choose_bound_one_at_least_four_times_in_five():
     counts = np.full(100, 2406, dtype=np.int64)
     bounds = [release_from_counts(counts, 1.0, 0.05, np.random.default_rng(s))["bound"] for s in range(500)]
     assert np.mean(np.asarray(bounds) == 1) >= 0.9
+
+
+def test_release_distribution_matches_the_release_it_describes():
+    """The exact distribution (accuracy tier, grid benchmark) is the
+    release's: P[l̂] against 6,000 seeded releases (chi-square), and the
+    lower bound's median and 10th percentile within the sampling error."""
+    from scipy import stats
+
+    from dp_spark.mechanisms.distinct_count.accuracy import release_distribution
+    from dp_spark.mechanisms.distinct_count.bound import release_at_candidates
+
+    cands = np.array([1, 4, 16, 64])
+    values = np.array([200, 420, 520, 540])
+    dist = release_distribution(values, cands, 1.0, 0.05)
+    rng = np.random.default_rng(7)
+    runs = [release_at_candidates(values, cands, 1.0, 0.05, rng) for _ in range(6_000)]
+    probs = np.array([dist.bound_probabilities[int(c)] for c in cands])
+    seen = np.array([sum(r["bound"] == c for r in runs) for c in cands])
+    keep = probs * len(runs) >= 5
+    assert stats.chisquare(seen[keep], probs[keep] / probs[keep].sum() * seen[keep].sum()).pvalue > 1e-4
+    lows = np.array([r["lower_bound"] for r in runs])
+    for q in (0.1, 0.5):
+        exact = dist.lower_bound_quantile(q)
+        # the exact quantile lies between the sample's (q ∓ 3 standard errors) quantiles
+        se = 3 * np.sqrt(q * (1 - q) / len(runs))
+        assert np.quantile(lows, q - se) <= exact <= np.quantile(lows, q + se)
+    assert dist.estimate_quantile(0.5) == pytest.approx(np.median([r["estimate"] for r in runs]), abs=8)
+
+
+def test_flow_at_the_candidates_is_exact_there_and_a_lower_bound_between():
+    rng = np.random.default_rng(4)
+    persons = rng.integers(0, 30, 400)
+    items = rng.integers(0, 120, 400)
+    pairs = np.unique(np.stack([persons, items], axis=1), axis=0)
+    full = flow_bounded_counts(pairs[:, 0], pairs[:, 1], 30, 120, 40)
+    cands = [1, 4, 16, 40]
+    at = flow_bounded_counts(pairs[:, 0], pairs[:, 1], 30, 120, 40, cands)
+    assert all(at[c - 1] == full[c - 1] for c in cands)
+    assert (at <= full).all() and (np.diff(at) >= 0).all()
+    assert at[5] == full[3]  # l = 6 reads the count at 4, the largest candidate below it
+
+
+def test_release_says_when_the_bound_is_the_top_candidate():
+    """bound_is_top is a function of the released l̂: True exactly when
+    l̂ is the largest candidate."""
+    from dp_spark.mechanisms.distinct_count.bound import release_at_candidates
+
+    cands = np.array([1, 4, 16])
+    rng = np.random.default_rng(1)
+    capped = release_at_candidates(np.array([10, 40, 10_000]), cands, 1.0, 0.05, rng)
+    assert capped["bound"] == 16 and capped["bound_is_top"]
+    small = release_at_candidates(np.array([10_000, 10_000, 10_000]), cands, 1.0, 0.05, rng)
+    assert small["bound"] == 1 and not small["bound_is_top"]

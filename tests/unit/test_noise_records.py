@@ -87,7 +87,7 @@ def test_distinct_count_returns_one_record_per_draw():
     counts = np.array([40, 70, 90, 100, 104, 106, 107, 107], dtype=np.int64)
     out = release_from_counts(counts, 1.0, 0.05, rng)
     gem, count = out["noise"]
-    assert (gem.step, gem.kind) == ("select", "gem") and gem.parameters["candidates"] == [1, 4]
+    assert (gem.step, gem.kind) == ("select", "gem") and gem.parameters["candidates"] == [1, 4, 8]
     assert (count.step, count.kind) == ("count", "discrete-laplace")
     assert count.scale == out["noise_scale"] and count.std == out["noise_std"] and count.sensitivity == out["bound"]
     noisy, record = noisy_size(1000, 3, 0.01, rng)

@@ -135,7 +135,7 @@ def test_params_checks_with_the_plans_messages_and_plan_takes_either_form():
     assert str(by_params.value) == str(by_plan.value)
     params = dc.Params(epsilon=1.0, max_bound=16)
     assert dc.plan(params) == dc.plan(epsilon=1.0, max_bound=16)
-    assert dc.plan(params).params is params and dc.plan(epsilon=1.0).params.max_bound == 100
+    assert dc.plan(params).params is params and dc.plan(epsilon=1.0).params.max_bound == dc.DEFAULT_MAX_BOUND
     with pytest.raises(dataclasses.FrozenInstanceError):
         params.epsilon = 2.0
     with pytest.raises(TypeError):

@@ -57,11 +57,13 @@ def test_the_steps_never_add_up_to_more_than_the_guarantee(epsilon, how):
 
 def test_parameters_by_method():
     greedy = distinct_count_plan(epsilon=1.0)
-    assert dict(greedy.parameters) == {"epsilon": 1.0, "beta": 0.05, "max_bound": 100, "method": "greedy",
+    assert dict(greedy.parameters) == {"epsilon": 1.0, "beta": 0.05, "max_bound": 65_536, "method": "greedy",
                                        "person_col": "person_id", "item_col": "item",
                                        "noise": "discrete laplace", "shards": None}
     matching = distinct_count_plan(epsilon=1.0, method="matching", max_bound=7, edge_limit=1000)
     assert matching["edge_limit"] == 1000 and matching["items_per_person"] == 7
+    # no max_bound given: matching's own default (its size check counts each person's first max_bound items)
+    assert distinct_count_plan(epsilon=1.0, method="matching").parameters["max_bound"] == dc.MATCHING_MAX_BOUND
     sampling = distinct_count_plan(epsilon=1.0, method="sampling", shards=3)
     assert "shards" not in sampling.parameters and "edge_limit" not in sampling.parameters
     assert greedy.privacy_unit == "person" and "person_id" in greedy.neighbouring

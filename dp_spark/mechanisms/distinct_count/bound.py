@@ -44,7 +44,7 @@ from dp_spark.accounting import ratio_up, remainder
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
 from dp_spark.noise import discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
 from dp_spark.noise.records import NoiseDraw
-from dp_spark.settings.distinct_count import MAX_SHARDS, SELECTION_BETA, SELECTION_SAMPLERS, bound_candidates
+from dp_spark.settings.distinct_count import MAX_SHARDS, SELECTION_SAMPLERS, bound_candidates, selection_beta
 
 #: Persons per greedy shard when the release picks the shard count. Fewer,
 #: larger shards are both more accurate (each shard is one greedy sequence;
@@ -68,40 +68,69 @@ def choose_shards(noisy_persons: int, persons_per_shard: int = PERSONS_PER_SHARD
 def noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
     """m_l, l = 1..L: the smallest integer with P[DLap(2l/ε) > m_l] <= β.
     Public constants (they depend on parameters only)."""
-    return _noise_margins(float(epsilon), float(beta), int(max_bound)).copy()
+    return margins_at(epsilon, beta, range(1, int(max_bound) + 1))
 
 
-@functools.lru_cache(maxsize=32)
-def _noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
-    return np.array(
-        [discrete_laplace_upper_quantile(ratio_up(2 * l, epsilon), beta) for l in range(1, max_bound + 1)],
-        dtype=np.int64,
-    )
+def margins_at(epsilon: float, beta: float, bounds) -> np.ndarray:
+    """m_l for the given bounds l (the candidates): the smallest integer with
+    P[DLap(2l/ε) > m_l] <= β. Public constants. Only the candidates are
+    ever read, so a release computes these and not all of 1..L (L may be
+    a million)."""
+    return np.array([_margin(float(epsilon), float(beta), int(b)) for b in bounds], dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=4096)
+def _margin(epsilon: float, beta: float, bound: int) -> int:
+    return int(discrete_laplace_upper_quantile(ratio_up(2 * bound, epsilon), beta))
+
+
+def count_split(epsilon: float, select_share: float = 0.5) -> tuple[float, float]:
+    """(ε_select, ε_count) of a release at ε: the choice's share and the
+    rest, summing to <= ε exactly. At the default share ε_count = ε/2, so
+    2·ε_count is exactly ε."""
+    if not 0.0 < select_share < 1.0:
+        raise ValueError("select_share must lie strictly between 0 and 1")
+    eps_select = epsilon * select_share
+    return eps_select, remainder(epsilon, eps_select)
 
 
 def select_bound(counts: np.ndarray, epsilon_select: float, margins: np.ndarray, rng: np.random.Generator,
-                 candidates=None, gem_beta: float = SELECTION_BETA, *, sampler: str = "permute-and-flip",
+                 candidates=None, gem_beta: float | None = None, *, sampler: str = "permute-and-flip",
                  monotone: bool = True) -> int:
-    """The choice of the bound (ε_select-DP): the released l̂ among
-    ``candidates`` (default :func:`bound_candidates` of L = len(counts), a
-    public function of L), from GEM's normalised scores of q_l = c_l −
-    margins[l−1] with sensitivities l and denominators max(l, l')
-    (``monotone``), sampled by permute-and-flip. ``margins`` must be public
-    constants (noise_margins). Requires every c_l to move by 0..l in the same
-    direction between neighbours (true of every counting method here, and of
-    the per-group counts: ALGORITHMS.md 8). The one selection every
-    distinct-count release uses; a per-group release calls it per group with
-    its own ε share.
-
-    ``sampler="exponential"`` with ``monotone=False`` is the paper's GEM
-    (the previous default), kept for the benchmark's comparison."""
+    """:func:`select_among` given the whole vector c_1..c_L and margins
+    m_1..m_L (indexed l − 1): reads the entries of ``candidates`` (default
+    :func:`bound_candidates` of L = len(counts)) only."""
     counts = np.asarray(counts, dtype=np.int64)
     cands = np.asarray(bound_candidates(len(counts)) if candidates is None else candidates, dtype=np.int64)
     if cands.ndim != 1 or len(cands) == 0 or cands.min() < 1 or cands.max() > len(counts):
         raise ValueError("candidates must be bounds in 1..len(counts)")
+    return select_among(counts[cands - 1], cands, np.asarray(margins)[cands - 1], epsilon_select, rng, gem_beta,
+                        sampler=sampler, monotone=monotone)
+
+
+def select_among(values, candidates, margins, epsilon_select: float, rng: np.random.Generator,
+                 gem_beta: float | None = None, *, sampler: str = "permute-and-flip", monotone: bool = True) -> int:
+    """The choice of the bound (ε_select-DP): the released l̂ among
+    ``candidates`` (public), from GEM's normalised scores of q_l = c_l −
+    m_l (``values[j]`` = c_l and ``margins[j]`` = m_l at l =
+    ``candidates[j]``) with sensitivities l and denominators max(l, l')
+    (``monotone``), sampled by permute-and-flip. ``margins`` must be public
+    constants (:func:`margins_at`). Requires every c_l to move by 0..l in
+    the same direction between neighbours (true of every counting method
+    here, and of the per-group counts: ALGORITHMS.md 8). The one selection
+    every distinct-count release uses; a per-group release calls it per
+    group with its own ε share.
+
+    ``sampler="exponential"`` with ``monotone=False`` is the paper's GEM
+    (the previous default), kept for the benchmark's comparison."""
+    cands = np.asarray(candidates, dtype=np.int64)
+    values = np.asarray(values, dtype=np.int64)
+    if cands.ndim != 1 or len(cands) == 0 or cands.min() < 1 or values.shape != cands.shape:
+        raise ValueError("candidates must be bounds >= 1, one per count")
     if sampler not in SELECTION_SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SELECTION_SAMPLERS)}")
-    scores = counts[cands - 1].astype(np.float64) - np.asarray(margins)[cands - 1]
+    gem_beta = selection_beta(len(cands)) if gem_beta is None else gem_beta
+    scores = values.astype(np.float64) - np.asarray(margins)
     if sampler == "permute-and-flip":
         chosen = generalized_permute_and_flip(scores, cands.astype(np.float64), epsilon_select, gem_beta, rng,
                                               monotone=monotone)
@@ -113,34 +142,50 @@ def select_bound(counts: np.ndarray, epsilon_select: float, margins: np.ndarray,
 
 def release_from_counts(
     counts: np.ndarray, epsilon: float, beta: float, rng: np.random.Generator,
-    *, candidates=None, gem_beta: float = SELECTION_BETA, select_share: float = 0.5,
+    *, candidates=None, gem_beta: float | None = None, select_share: float = 0.5,
+    sampler: str = "permute-and-flip", monotone: bool = True,
+) -> dict:
+    """:func:`release_at_candidates` given the whole vector c_1..c_L of
+    NON-PRIVATE counts: the candidates are ``candidates`` or
+    :func:`bound_candidates` (L), L = len(counts); only their entries are
+    read."""
+    counts = np.asarray(counts, dtype=np.int64)
+    cands = np.asarray(bound_candidates(len(counts)) if candidates is None else candidates, dtype=np.int64)
+    if cands.ndim != 1 or len(cands) == 0 or cands.min() < 1 or cands.max() > len(counts):
+        raise ValueError("candidates must be bounds in 1..len(counts)")
+    return release_at_candidates(counts[cands - 1], cands, epsilon, beta, rng, gem_beta=gem_beta,
+                                 select_share=select_share, sampler=sampler, monotone=monotone)
+
+
+def release_at_candidates(
+    values, candidates, epsilon: float, beta: float, rng: np.random.Generator,
+    *, gem_beta: float | None = None, select_share: float = 0.5,
     sampler: str = "permute-and-flip", monotone: bool = True,
 ) -> dict:
     """Mechanism half of the release (numpy only), given the NON-PRIVATE
-    counts c_1..c_L: :func:`select_bound` at ε/2 picks l̂ among 1, 4, 16, …
-    ≤ L, discrete Laplace at ε/2 releases the count. Returns only released
-    values: l̂, estimate, lower_bound, noise scale, and ``noise``: the
-    records of its two privacy draws (the choice, step "select"; the
-    count's discrete Laplace noise, step "count"). Total: ε-DP if each c_l
-    moves by 0..l, all in the same direction, between neighbours.
+    counts at the public candidates (``values[j]`` = c_l at l =
+    ``candidates[j]``): :func:`select_among` at ε/2 picks l̂, discrete
+    Laplace at ε/2 releases the count. Returns only released values: l̂,
+    estimate, lower_bound, noise scale, ``bound_is_top`` (l̂ is the largest
+    candidate: the bound may cap the estimate; a function of l̂ only), and
+    ``noise``: the records of its two privacy draws (the choice, step
+    "select"; the count's discrete Laplace noise, step "count"). Total:
+    ε-DP if each c_l moves by 0..l, all in the same direction, between
+    neighbours.
 
-    ``candidates``, ``gem_beta``, ``select_share`` (the share of ε the
-    choice spends), ``sampler`` and ``monotone`` exist to measure
-    alternatives (benchmarks); the release uses the defaults, which its plan
-    states."""
-    counts = np.asarray(counts, dtype=np.int64)
-    max_bound = len(counts)
-    if not 0.0 < select_share < 1.0:
-        raise ValueError("select_share must lie strictly between 0 and 1")
-    eps_select = epsilon * select_share
-    eps_count = remainder(epsilon, eps_select)  # the two parts sum to <= ε exactly
+    ``gem_beta``, ``select_share`` (the share of ε the choice spends),
+    ``sampler`` and ``monotone`` exist to measure alternatives
+    (benchmarks); the release uses the defaults, which its plan states."""
+    cands = np.asarray(candidates, dtype=np.int64)
+    values = np.asarray(values, dtype=np.int64)
+    gem_beta = selection_beta(len(cands)) if gem_beta is None else gem_beta
+    eps_select, eps_count = count_split(epsilon, select_share)
     # 2·ε_count is exact (ε at the default share 1/2): margins and scale are those of DLap(l/ε_count)
-    margins = noise_margins(2.0 * eps_count, beta, max_bound)
-    bound = select_bound(counts, eps_select, margins, rng, candidates, gem_beta, sampler=sampler,
-                         monotone=monotone)
+    margins = margins_at(2.0 * eps_count, beta, cands)
+    bound = select_among(values, cands, margins, eps_select, rng, gem_beta, sampler=sampler, monotone=monotone)
+    j = int(np.flatnonzero(cands == bound)[0])
     scale = ratio_up(2 * bound, 2.0 * eps_count)  # l/ε_count rounded up: never less noise
-    noisy = int(counts[bound - 1]) + int(discrete_laplace(scale, rng))
-    cands = bound_candidates(max_bound) if candidates is None else [int(c) for c in candidates]
+    noisy = int(values[j]) + int(discrete_laplace(scale, rng))
     noise = (
         NoiseDraw("select", "gem", scale=2.0 / eps_select, std=None, sensitivity=1.0,
                   target="the per-person bound (scores c_l − m_l of sensitivity l)",
@@ -151,10 +196,11 @@ def release_from_counts(
     return {
         "bound": bound,
         "estimate": max(noisy, 0),
-        "lower_bound": max(noisy - int(margins[bound - 1]), 0),
+        "lower_bound": max(noisy - int(margins[j]), 0),
         "noise_scale": scale,
         "noise_std": discrete_laplace_std(scale),
-        "margin": int(margins[bound - 1]),
+        "margin": int(margins[j]),
+        "bound_is_top": bound == int(cands.max()),
         "noise": noise,
     }
 

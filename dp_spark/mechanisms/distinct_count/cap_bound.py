@@ -49,7 +49,7 @@ import numpy as np
 
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
-from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS
+from dp_spark.settings.distinct_count import SELECTION_SAMPLERS, selection_beta
 
 __all__ = ["cap_candidates", "choose_cap_and_bound", "count_noise", "joint_margins", "joint_scores",
            "release_at_bound"]
@@ -143,15 +143,19 @@ def joint_scores(at, caps, bounds, margins) -> tuple[np.ndarray, np.ndarray]:
 
 
 def choose_cap_and_bound(at, caps, bounds, margins, epsilon: float, rng: np.random.Generator, *,
-                         sampler: str = "permute-and-flip", gem_beta: float = SELECTION_BETA) -> tuple[int, int]:
+                         sampler: str = "permute-and-flip", gem_beta: float | None = None) -> tuple[int, int]:
     """Release (k̂, ĵ): the indices of the chosen cap ``caps[k̂]`` and bound
     ``bounds[ĵ]``, by GEM's same-direction normalised scores of
     :func:`joint_scores` (sensitivity 1), sampled by ``sampler``:
     ``"permute-and-flip"`` is ε-DP, ``"exponential"`` ε-DP and ε-bounded
     range (ε²/8-zCDP). Requires the counts' same-direction moves (module
-    docstring). Nothing else is released."""
+    docstring). Nothing else is released. GEM's β defaults to
+    :func:`~dp_spark.settings.distinct_count.selection_beta` of the number
+    of bound candidates, so its t is (2/ε)·ln(20·caps) however many bounds
+    there are."""
     if sampler not in SELECTION_SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SELECTION_SAMPLERS)}")
+    gem_beta = selection_beta(len(bounds)) if gem_beta is None else gem_beta
     scores, sensitivities = joint_scores(at, caps, bounds, margins)
     draw = generalized_permute_and_flip if sampler == "permute-and-flip" else generalized_exponential
     index = int(draw(scores, sensitivities, epsilon, gem_beta, rng, monotone=True))

@@ -48,11 +48,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from dp_spark.mechanisms.distinct_count.bound import select_bound
+from dp_spark.accounting.exact import ratio_down
+from dp_spark.mechanisms.distinct_count.bound import release_at_candidates, select_among
+from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
 from dp_spark.noise import discrete_gaussian
 from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
-from dp_spark.settings.distinct_count import SELECTION_BETA
+from dp_spark.settings.distinct_count import selection_beta
 
 #: The sampler of the zCDP per-group choice (bounded range: module docstring).
 ZCDP_SAMPLER = "exponential"
@@ -69,20 +71,33 @@ def gaussian_margins(sigmas: dict[int, float], beta: float, max_bound: int) -> n
 
 
 def release_group_zcdp(counts: np.ndarray, epsilon_select: float, sigmas: dict[int, float], margins: np.ndarray,
-                       beta: float, rng: np.random.Generator, *, gem_beta: float = SELECTION_BETA) -> dict:
-    """One group's release from its NON-PRIVATE counts c_1..c_L (module
-    docstring): l̂ chosen by the exponential-mechanism GEM at
-    ``epsilon_select`` among the candidates (the keys of ``sigmas``), then
-    c_l̂ + N_Z(0, σ_l̂²). ``sigmas`` and ``margins``
-    (:func:`gaussian_margins`) are public constants of the run. Returns only
-    released values and the records of the two draws."""
-    counts = np.asarray(counts, dtype=np.int64)
-    cands = sorted(sigmas)
-    bound = select_bound(counts, epsilon_select, margins, rng, cands, gem_beta, sampler=ZCDP_SAMPLER,
-                         monotone=True)
+                       beta: float, rng: np.random.Generator, *, gem_beta: float | None = None) -> dict:
+    """:func:`release_group_zcdp_at` given the whole vector c_1..c_L and
+    the margins indexed l − 1 (:func:`gaussian_margins`); reads the
+    candidates' entries only."""
+    cands = np.asarray(sorted(sigmas), dtype=np.int64)
+    return release_group_zcdp_at(np.asarray(counts, dtype=np.int64)[cands - 1], epsilon_select, sigmas,
+                                 np.asarray(margins)[cands - 1], beta, rng, gem_beta=gem_beta)
+
+
+def release_group_zcdp_at(values, epsilon_select: float, sigmas: dict[int, float], margins, beta: float,
+                          rng: np.random.Generator, *, gem_beta: float | None = None) -> dict:
+    """One group's release from its NON-PRIVATE counts at the candidates
+    (the keys of ``sigmas``, increasing; ``values[j]`` = c_l and
+    ``margins[j]`` = m_l at the j-th): l̂ chosen by the
+    exponential-mechanism GEM at ``epsilon_select``, then c_l̂ + N_Z(0,
+    σ_l̂²) (module docstring). ``sigmas`` and ``margins`` are public
+    constants of the run. Returns only released values and the records of
+    the two draws."""
+    cands = np.asarray(sorted(sigmas), dtype=np.int64)
+    values = np.asarray(values, dtype=np.int64)
+    margins = np.asarray(margins, dtype=np.int64)
+    gem_beta = selection_beta(len(cands)) if gem_beta is None else gem_beta
+    bound = select_among(values, cands, margins, epsilon_select, rng, gem_beta, sampler=ZCDP_SAMPLER, monotone=True)
+    j = int(np.flatnonzero(cands == bound)[0])
     sigma = sigmas[bound]
-    noisy = int(counts[bound - 1]) + int(discrete_gaussian(sigma, rng))
-    margin = int(margins[bound - 1])
+    noisy = int(values[j]) + int(discrete_gaussian(sigma, rng))
+    margin = int(margins[j])
     noise = (
         NoiseDraw("select", "gem", scale=2.0 / epsilon_select, std=None, sensitivity=1.0,
                   target="the per-person bound (scores c_l − m_l of sensitivity l)",
@@ -91,55 +106,44 @@ def release_group_zcdp(counts: np.ndarray, epsilon_select: float, sigmas: dict[i
                   target=f"the count with at most {bound} items per person"),
     )
     return {"bound": bound, "estimate": max(noisy, 0), "lower_bound": max(noisy - margin, 0), "noise_scale": sigma,
-            "noise_std": sigma, "margin": margin, "noise": noise}
+            "noise_std": sigma, "margin": margin, "bound_is_top": bound == int(cands.max()), "noise": noise}
 
 
 def release_groups(at_candidates: np.ndarray, candidates, max_bound: int, max_groups: int, beta: float,
                    rng: np.random.Generator, *, noise: str, select: float, count: float) -> tuple[list[dict], dict]:
     """Every group's release from the NON-PRIVATE per-group counts at the
-    candidates (``at_candidates[g, j]``, groups × candidates), for a cap of
-    m = ``max_groups`` groups per person; the driver half of the grouped
-    release, shared with its benchmark. Returns the released dicts (one per
-    group, as :func:`release_from_counts`) and the public per-group budget
-    parameters.
+    candidates (``at_candidates[g, j]``, groups × candidates; the candidates
+    lie in 1..``max_bound``), for a cap of m = ``max_groups`` groups per
+    person; the driver half of the grouped release, shared with its
+    benchmark. Returns the released dicts (one per group, as
+    :func:`~dp_spark.mechanisms.distinct_count.bound.release_at_candidates`)
+    and the public per-group budget parameters. Nothing of size
+    ``max_bound`` is built: every step reads the candidates only.
 
     ``noise="laplace"``: ``select`` and ``count`` are the pure ε of the two
-    steps; per group :func:`release_from_counts` at (select + count)/m
+    steps; per group :func:`release_at_candidates` at (select + count)/m
     (rounded down): ε-DP in all (basic composition over a person's ≤ m
     groups). ``noise="gaussian"``: they are the ρ of the two steps; per
-    group :func:`release_group_zcdp` at ε_g = √(8·select/m) and
+    group :func:`release_group_zcdp_at` at ε_g = √(8·select/m) and
     σ_l = √m·l/√(2·count): (select + count)-zCDP (module docstring).
 
     One bound for all groups (a joint ℓ chosen from the summed counts) was
     measured and left out: no better on MovieLens by genre
     (benchmarks/README.md, "Grouped distinct-count (issue 24)")."""
-    from dp_spark.accounting.exact import ratio_down
-    from dp_spark.mechanisms.distinct_count.bound import release_from_counts
-    from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
-
     if noise not in ("laplace", "gaussian"):
         raise ValueError("noise must be 'laplace' or 'gaussian'")
     cands = [int(c) for c in candidates]
+    if cands != sorted(set(cands)) or cands[0] < 1 or cands[-1] > int(max_bound):
+        raise ValueError("candidates must increase within 1..max_bound")
     if len(at_candidates) == 0:  # no group (a private key step released none): nothing drawn
         return [], {}
     m = int(max_groups)
-    vectors = [_counts_vector(row, cands, max_bound) for row in np.asarray(at_candidates, dtype=np.int64)]
+    rows = np.asarray(at_candidates, dtype=np.int64)
     if noise == "gaussian":
         sigmas = {c: group_noise_scale(m, c, rho=count).scale for c in cands}  # √m·l/√(2ρ), rounded up
-        margins = gaussian_margins(sigmas, beta, max_bound)
+        margins = [discrete_gaussian_upper_quantile(sigmas[c], beta) for c in cands]
         epsilon_select = group_selection_epsilon(m, rho=select)  # √(8ρ/m), rounded down
-        released = [release_group_zcdp(v, epsilon_select, sigmas, margins, beta, rng) for v in vectors]
+        released = [release_group_zcdp_at(v, epsilon_select, sigmas, margins, beta, rng) for v in rows]
         return released, {"epsilon_select_per_group": epsilon_select, "rho_per_group": ratio_down(select + count, m)}
     epsilon_group = ratio_down(select + count, m)  # m groups' shares never sum above ε' (basic composition)
-    return [release_from_counts(v, epsilon_group, beta, rng) for v in vectors], {"epsilon_per_group": epsilon_group}
-
-
-def _counts_vector(row, cands, max_bound: int) -> np.ndarray:
-    """As :func:`dp_spark.stages.distinct.candidate_counts_vector` (numpy
-    only here: the mechanisms never import the Spark stages)."""
-    out = np.zeros(int(max_bound), dtype=np.int64)
-    for j, c in enumerate(cands):
-        end = cands[j + 1] - 1 if j + 1 < len(cands) else int(max_bound)
-        out[c - 1:end] = row[j]
-    return out
-
+    return [release_at_candidates(v, cands, epsilon_group, beta, rng) for v in rows], {"epsilon_per_group": epsilon_group}
