@@ -83,7 +83,7 @@ ACCURACY_TARGET = 0.75  # ours / hand-rolled median relative error
 SPEED_TARGET = 2.5      # grouped / plain groupBy countDistinct
 HAND_TARGET = 5.0       # hand-rolled / grouped
 SESSION_CONF = {"spark.driver.memory": "4g"}
-MAX_BOUND = 100
+from dp_spark.settings.distinct_count import DEFAULT_MAX_BOUND as MAX_BOUND  # noqa: E402 - the release's default
 #: The release's share of ε for the joint (m, l) choice (plans.distinct_count).
 from dp_spark.plans.distinct_count import JOINT_CAP_EPSILON_SHARE as JOINT_SHARE  # noqa: E402
 
