@@ -83,9 +83,8 @@ ZCDP_EQUIVALENT_DELTA = 1e-6
 ZCDP_CAP_STEP = (" (sampled by the exponential mechanism at √(8ρ): ε-bounded range, so ε²/8-zCDP, Cesar & "
                  "Rogers 2021)")
 ZCDP_SELECTION = {
-    "joint": "the joint exponential mechanism at ε_g = √(8ρ/m) per group (ε_g-bounded range, so ε_g²/8 = ρ/m-zCDP)",
-    "cdp-peel": ("one-shot Gumbel top-k at ε' = √(8ρ/(m·k)) per round and group (k ε'-bounded-range rounds, "
-                 "so k·ε'²/8 = ρ/m-zCDP)"),
+    "joint": "ε_g = √(8ρ/m) per group: ε_g-bounded range, so ε_g²/8 = ρ/m-zCDP",
+    "cdp-peel": "ε' = √(8ρ/(m·k)) per round and group: k ε'-bounded-range rounds, so k·ε'²/8 = ρ/m-zCDP",
 }
 
 #: The mechanisms in words (budget split, statement, error statement).
