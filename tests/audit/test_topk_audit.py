@@ -165,3 +165,67 @@ def test_grouped_selection_composes_over_the_persons_groups(audit_record):
     audit_record("top-k grouped pnf-peel (2 groups, m=2, d=10, k=1)", eps, honest, n)
     broken = audit(run(1), plus2, base2, both_0, n, 51)
     assert_detects("top-k grouped (cap ignored)", eps, broken)
+
+
+# --- grouped top-k under ρ-zCDP (issue 36 §3, noise="gaussian") ---------------------
+# Each group's selection must be ε_g-bounded-range (BR), not just ε_g-DP: BR
+# is what makes it ε_g²/8-zCDP (Cesar & Rogers 2021) and lets a person's m
+# groups compose to ρ with ε_g = √(8ρ/m). BR bounds the RANGE of the privacy
+# loss: for events S (likelier on D) and T (likelier on D + person),
+# ln(P[S|D]/P[S|D+]) + ln(P[T|D+]/P[T|D]) <= ε_g, where an ε_g-DP mechanism
+# may reach 2ε_g. Joint mechanism, the JOINT_D pair above, k = 2, ρ = 4.5,
+# m = 4: ε_g = √(8·4.5/4) = 3. Brute force over its 30 sequences: S = {(0, 1)}
+# and T = {the first item is one the person holds} are the extremes of the
+# loss, and their sum is exactly ε_g (the bound is tight). Each one-sided
+# bound is taken at α/2, so the sum holds with probability >= 1 − α. Broken:
+# the cap ignored (each group at √(8ρ), as if m = 1): 2ε_g.
+ZCDP_RHO, ZCDP_M = 4.5, 4
+
+
+def _first_held(out) -> bool:
+    return int(out[0]) in (2, 3, 4, 5)
+
+
+def _zcdp_group(method: str, k: int, rho: float, m: int):
+    from dp_spark.mechanisms.top_k.zcdp import grouped_zcdp_top_k
+
+    return lambda c, r: grouped_zcdp_top_k(method, c[None, :], k, rho, m, r)[0][0]
+
+
+def test_zcdp_joint_group_selection_is_bounded_range(audit_record):
+    from dp_spark.mechanisms.top_k.zcdp import zcdp_group_epsilon
+    from tests.audit.stats import ALPHA
+
+    n = 8000
+    claimed = zcdp_group_epsilon("joint", ZCDP_RHO, ZCDP_M, 2)
+    assert claimed == pytest.approx(3.0) and claimed**2 / 8 <= ZCDP_RHO / ZCDP_M
+
+    def loss_range(m, seed):
+        run = _zcdp_group("joint", 2, ZCDP_RHO, m)
+        up = epsilon_lower_bound(event_rate(run, JOINT_D, n, seed, _is_01), n,
+                                 event_rate(run, JOINT_D_PLUS, n, seed + 1, _is_01), n, alpha=ALPHA / 2)
+        down = epsilon_lower_bound(event_rate(run, JOINT_D_PLUS, n, seed + 2, _first_held), n,
+                                   event_rate(run, JOINT_D, n, seed + 3, _first_held), n, alpha=ALPHA / 2)
+        return up + down
+
+    audit_record("top-k grouped zCDP joint: loss range (m=4, ε_g=3)", claimed, loss_range(ZCDP_M, 61), n)
+    assert_detects("top-k grouped zCDP joint (cap ignored)", claimed, loss_range(1, 61))
+
+
+# One-shot Gumbel per group (the zCDP form's default), k = 2 rounds at
+# ε' = √(8ρ/(m·k)) = 1.5 for ρ = 2.25, m = 4: each round is ε'-BR, so ε'-DP,
+# and the group's output is kε' = 3-DP (and k·ε'²/8 = ρ/m-zCDP). The
+# _peel_pair event of the CDP-Peel audit above (d = 30). Broken: the cap
+# ignored (ε' = 3 per round).
+def test_zcdp_peel_group_selection_within_k_rounds(audit_record):
+    from dp_spark.mechanisms.top_k.zcdp import zcdp_group_epsilon
+
+    rho, m, k, d, n = 2.25, 4, 2, 30, 40000
+    eps_round = zcdp_group_epsilon("cdp-peel", rho, m, k)
+    assert eps_round == pytest.approx(1.5) and k * eps_round**2 / 8 <= rho / m
+    claimed = k * eps_round
+    plus, base = _peel_pair(d)
+    honest = audit(_zcdp_group("cdp-peel", k, rho, m), plus, base, _is_01, n, 63)
+    audit_record(f"top-k grouped zCDP one-shot Gumbel (m=4, ε'=1.5, k=2, d={d})", claimed, honest, n)
+    broken = audit(_zcdp_group("cdp-peel", k, rho, 1), plus, base, _is_01, n, 63)
+    assert_detects("top-k grouped zCDP one-shot Gumbel (cap ignored)", claimed, broken)

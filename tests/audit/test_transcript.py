@@ -92,8 +92,13 @@ NEEDS = {"domain": DOMAIN, "max_items": 3, "max_flippancy": 4}
 #: with a domain chooses its mechanism privately (at ε = 0.1 its error bound exceeds a tenth of its
 #: noisy top count: the warning case); distinct-count's matching with an edge limit at which its
 #: noisy pair count (scale 400, margin 5,249; the demo holds about 190 pairs) decides either way;
-#: the grouped distinct-count's ρ-zCDP form (noise="gaussian", per group only).
+#: the grouped distinct-count's and the grouped top-k's ρ-zCDP forms (noise="gaussian", per group only;
+#: top-k's with a domain, its default one-shot Gumbel and the joint mechanism; keys chosen privately are
+#: refused under zCDP, a refusal compared like any other).
 VARIANTS = (("top-k", "auto+domain", {"method": "auto", "domain": DOMAIN}, None),
+            ("top-k", "gaussian+domain", {"method": "auto", "domain": DOMAIN, "noise": "gaussian"},
+             ("public-m", "public-auto", "private-m")),
+            ("top-k", "gaussian+joint", {"method": "joint", "domain": DOMAIN, "noise": "gaussian"}, ("public-m",)),
             ("top-k", "auto+domain+eps0.1", {"method": "auto", "domain": DOMAIN, "epsilon": 0.1}, ("ungrouped",)),
             ("distinct-count", "matching+edge_limit", {"method": "matching", "edge_limit": 5_440}, ("ungrouped",)),
             ("distinct-count", "greedy+gaussian", {"method": "greedy", "noise": "gaussian"},

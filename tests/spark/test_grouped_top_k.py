@@ -231,12 +231,19 @@ def test_refusals_come_before_anything_is_spent(spark, table):
     assert budget.spent.epsilon == 0.0
 
 
-def test_cli_writes_the_groups_output(spark, table, tmp_path):
+def cli_inputs(table, tmp_path, keys_list, domain_list):
+    """The CLI's input files: the table as Parquet, the public keys (a
+    ``country`` CSV) and the domain (one item per line); and the report path."""
     data, keys, report, domain = (tmp_path / "t.parquet", tmp_path / "keys.csv", tmp_path / "r.json",
                                   tmp_path / "domain.txt")
     table.write.parquet(str(data))
-    keys.write_text("country\n" + "\n".join(KEYS4) + "\n")
-    domain.write_text("\n".join(DOMAIN) + "\n")
+    keys.write_text("country\n" + "\n".join(keys_list) + "\n")
+    domain.write_text("\n".join(domain_list) + "\n")
+    return data, keys, report, domain
+
+
+def test_cli_writes_the_groups_output(spark, table, tmp_path):
+    data, keys, report, domain = cli_inputs(table, tmp_path, KEYS4, DOMAIN)
     out = tmp_path / "groups.parquet"
     base = ["top-k", "--input", str(data), "--k", "3", "--epsilon", "4", "--method", "joint", "--domain",
             str(domain), "--seed", "4", "--quiet"]
