@@ -1,7 +1,9 @@
-"""Issue 24's top-k benchmark: grouped top-k per genre against the hand-rolled split.
+"""Issue 24's top-k benchmark: grouped top-k per genre against the hand-rolled split
+(and issue 36 §3: the ρ-zCDP form, ``noise="gaussian"``, against the split).
 
     .venv/bin/python -m benchmarks.grouped_top_k [--runs 20] [--epsilon 1] [--k 5]
-        [--caps 19 None 3] [--no-domain] [--seed 0] [--json out.json] [--quick]
+        [--caps 19 None 3] [--gaussian-methods auto joint] [--no-domain] [--seed 0]
+        [--json out.json] [--quick]
 
 Data: MovieLens 100K by genre (u.data ratings × u.item's 19 genre flags,
 :func:`benchmarks.grouped.movielens_by_genre`; person = user, item = movie,
@@ -25,6 +27,17 @@ Arms, ε = --epsilon, top-k per genre (k = --k):
   (``domain_item_counts`` on ``where(genre = g)``) and the driver mechanism
   (``domain_top_k("pnf-joint", counts, k, ε/19, 0, rng)``, exactly what
   ``dp_spark.top_k(method="pnf-joint")`` runs after its stage) per seed;
+- ours, ρ-zCDP (issue 36 §3): the same call with ``noise="gaussian"`` for
+  each m of --caps and each method of --gaussian-methods (``auto``: one-shot
+  Gumbel per genre at ε' = √(8ρ'/(m·k)) per round; ``joint``: the joint
+  exponential mechanism at √(8ρ'/m)), ρ = ε²/2 (a weaker guarantee than
+  ε-DP: the zCDP level ε-DP implies);
+- hand-rolled zCDP split: each genre alone at ρ/19 (a person is in every
+  genre they rated: zCDP composition over the 19 runs gives ρ), by the same
+  driver mechanisms (one-shot Gumbel at ε' = √(8(ρ/19)/k) per round, and the
+  joint mechanism at √(8ρ/19) when ``joint`` is among --gaussian-methods) on
+  the genre's counts. With m = 19 ours runs exactly this (same mechanism,
+  same counts); the arm shows that;
 - with --no-domain also both without a domain: ours with ``method="auto"``
   (unknown-domain per genre at (ε/m, δ/m)), hand-rolled Unknown Domain Gumbel
   per genre at (ε/19, δ/19) on the genre's k̄+1 largest counts (δ = --delta).
@@ -79,13 +92,15 @@ def parse_args(argv=None):
     p.add_argument("--kbar", type=int, default=1000, help="k̄ of the --no-domain arms")
     p.add_argument("--caps", nargs="+", default=[str(len(GENRES)), "None"],
                    help="max_groups of our arms: whole numbers in 1..19 or None (private m)")
+    p.add_argument("--gaussian-methods", nargs="*", default=["auto"], choices=["auto", "joint", "cdp-peel"],
+                   help="methods of the noise='gaussian' arms (none: no zCDP arm)")
     p.add_argument("--no-domain", action="store_true", help="also the unknown-domain arms (no public domain)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="a smoke run: 2 runs, caps 19 only")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     if args.quick:
-        args.runs, args.caps = 2, [str(len(GENRES))]
+        args.runs, args.caps, args.gaussian_methods = 2, [str(len(GENRES))], ["auto"]
     caps = []
     for c in args.caps:
         if c == "None":
@@ -120,6 +135,9 @@ def run(spark, args) -> dict:
     import dp_spark
     from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_gumbel
     from dp_spark.mechanisms.top_k.error import domain_top_k
+    from dp_spark.mechanisms.top_k.zcdp import grouped_zcdp_top_k
+    from dp_spark.plans.distinct_count import grouped_rho
+    from dp_spark.plans.top_k import ZCDP_AUTO
     from dp_spark.stages.item_counts import domain_item_counts, top_of_domain
 
     G, k, eps = len(GENRES), args.k, args.epsilon
@@ -141,10 +159,14 @@ def run(spark, args) -> dict:
     arms: dict[str, dict] = {}
     variants = [("domain", movies)] + ([("no domain", None)] if args.no_domain else [])
     for variant, domain in variants:
-        for m in args.caps:
-            label = f"ours ({variant}), max_groups={'None (private m)' if m is None else m}"
+        ours = [(m, {}, "") for m in args.caps]
+        if domain is not None:  # the zCDP form needs a public domain
+            ours += [(m, {"noise": "gaussian", "method": method}, f", noise=gaussian ({method})")
+                     for method in args.gaussian_methods for m in args.caps]
+        for m, form, words in ours:
+            label = f"ours ({variant}){words}, max_groups={'None (private m)' if m is None else m}"
             errors, worst, chosen = [], [], []
-            extra = {} if domain is not None else {"delta": args.delta, "kbar": args.kbar}
+            extra = {**form, **({} if domain is not None else {"delta": args.delta, "kbar": args.kbar})}
             with Timer() as t:
                 for i in range(args.runs):
                     r = dp_spark.top_k(edges, epsilon=eps, k=k, domain=domain, group_by="genre", groups=list(GENRES),
@@ -184,6 +206,23 @@ def run(spark, args) -> dict:
                     worst.append(max(run_errors))
         arms[f"{HAND} ({variant}): {G} ungrouped top-k at ε/{G}"] = {"errors": errors, "worst": worst,
                                                                     "seconds": t.seconds}
+        if domain is not None:
+            rho = grouped_rho(eps)
+            methods = sorted({ZCDP_AUTO if mt == "auto" else mt for mt in args.gaussian_methods})
+            for method in methods:
+                errors, worst = [], []
+                with Timer() as t:
+                    for i in range(args.runs):
+                        run_errors = []
+                        for j, g in enumerate(GENRES):
+                            # one genre alone at ρ/19 (a 1-row "grouped" call with m = 1 runs exactly that)
+                            (picked,), _ = grouped_zcdp_top_k(method, truth[g][None, :], k, rho / G, 1,
+                                                              run_rng(args.seed, i, j))
+                            run_errors.append(linf(truth[g], picked, k))
+                        errors += run_errors
+                        worst.append(max(run_errors))
+                arms[f"{HAND} zCDP ({variant}): {G} ungrouped {method} at ρ/{G}"] = {
+                    "errors": errors, "worst": worst, "seconds": t.seconds}
     edges.unpersist()
 
     rows, summary = [], {}
@@ -200,11 +239,17 @@ def run(spark, args) -> dict:
     for variant, _ in variants:
         hand = summary[f"{HAND} ({variant}): {G} ungrouped top-k at ε/{G}"]["median_linf"]
         for label, s in summary.items():
-            if label.startswith(f"ours ({variant})"):
+            if label.startswith(f"ours ({variant})"):  # every arm against the pure ε/19 split
                 verdicts[label] = s["median_linf"] <= hand
                 print(f"{label}: median ℓ∞ {s['median_linf']:.1f} vs hand-rolled {hand:.1f}"
                       + (f" (chosen m: {s['chosen_m']})" if s["chosen_m"] else "")
                       + f"; target no worse: {'met' if verdicts[label] else 'MISSED'}")
+                zcdp = next((summary[h] for h in summary if "noise=gaussian" in label and h.startswith(
+                    f"{HAND} zCDP ({variant})") and f" {s['method']} at " in h), None)
+                if zcdp is not None:  # the zCDP arms against the split at the same guarantee (ρ/19 per genre)
+                    print(f"    against the zCDP split ({s['method']} at ρ/{G}): median {zcdp['median_linf']:.1f}, "
+                          f"mean {zcdp['mean_linf']:.1f}, p90 {zcdp['p90_linf']:.1f} vs ours {s['median_linf']:.1f}, "
+                          f"{s['mean_linf']:.1f}, {s['p90_linf']:.1f}")
     return {"arms": summary, "target_met": verdicts}
 
 
