@@ -68,11 +68,20 @@ def powers(ratio: float, top: int) -> list[int]:
     return out + [int(top)]
 
 
+#: Grids measured with GEM's β fixed at 0.2 (t = (2/ε)·ln(k/0.2) grows with
+#: ln k) instead of the release's 0.2·k/4.
+FIXED_BETA = "GEM β 0.2"
+
+
 def grids() -> dict[str, list[int]]:
+    """Every grid runs with the release's GEM β (0.2·k/4 for k candidates)
+    unless its name says FIXED_BETA."""
     from dp_spark.settings.distinct_count import DEFAULT_MAX_BOUND, bound_candidates
 
     return {
         "default": bound_candidates(DEFAULT_MAX_BOUND),
+        f"default with {FIXED_BETA}": bound_candidates(DEFAULT_MAX_BOUND),
+        f"powers of 2 to 2^16 with {FIXED_BETA}": powers(2, 2 ** 16),
         "today (1,4,16,64; max_bound 100)": [1, 4, 16, 64],
         "1..100 (before the grid)": list(range(1, 101)),
         "powers of 4 to 4^8": powers(4, 4 ** 8),
@@ -157,6 +166,7 @@ def main(argv=None) -> int:
         return 0
 
     from dp_spark.mechanisms.distinct_count.accuracy import release_distribution
+    from dp_spark.settings.distinct_count import SELECTION_BETA
 
     print(command_line())
     all_grids = grids()
@@ -178,7 +188,8 @@ def main(argv=None) -> int:
             for g, (label, cands) in enumerate(chosen.items()):
                 cands = np.asarray(cands, dtype=np.int64)
                 values = counts[cands - 1]
-                dist = release_distribution(values, cands, eps, args.beta)
+                dist = release_distribution(values, cands, eps, args.beta,
+                                            gem_beta=SELECTION_BETA if FIXED_BETA in label else None)
                 likeliest, p_likeliest = dist.likeliest_bound()
                 cell = {
                     "lower_bound_median_pct": 100 * dist.lower_bound_quantile(0.5) / truth,

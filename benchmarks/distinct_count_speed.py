@@ -1,7 +1,7 @@
 """Speed of the distinct-count release against plain Spark COUNT(DISTINCT).
 
     .venv/bin/python benchmarks/distinct_count_speed.py [--rows 2000000] [--reps 3]
-        [--small-rows 200000] [--epsilon 1] [--max-bound 100] [--shards N]
+        [--small-rows 200000] [--epsilon 1] [--max-bound 65536] [--shards N]
         [--profile auto|always|never] [--skip-matching] [--tmp DIR] [--json out.json]
     .venv/bin/python benchmarks/distinct_count_speed.py --targets   # ratios at 2M and 20M rows via measure()
 
@@ -57,6 +57,8 @@ from _common import (  # noqa: E402
     write_json,
 )
 
+from dp_spark.settings.distinct_count import DEFAULT_MAX_BOUND  # noqa: E402
+
 TARGET_RATIO = 2.0
 SESSION_CONF = {"spark.driver.memory": "4g"}  # the project's limit for benchmarks on the shared machine
 PERSON_COL, ITEM_COL = "person_id", "item"
@@ -70,7 +72,7 @@ def parse_args(argv=None):
     p.add_argument("--reps", type=int, default=3, help="timed repetitions after one warm-up (default 3)")
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--beta", type=float, default=0.05)
-    p.add_argument("--max-bound", type=int, default=100)
+    p.add_argument("--max-bound", type=int, default=DEFAULT_MAX_BOUND, help="default: the release's")
     p.add_argument("--shards", type=int, default=None,
                    help="greedy shards (default: the release's automatic choice from a noisy person "
                         "count; the stage-only timings use the number it chose)")
@@ -192,7 +194,7 @@ def collected_size(method: str, result) -> dict:
 TARGETS = {2_000_000: 2.0, 20_000_000: 2.5}
 
 
-def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound: int = 100,
+def measure(spark, rows: int, *, reps: int = 1, epsilon: float = 1.0, max_bound: int = DEFAULT_MAX_BOUND,
             seed: int = 0, tmp: Path | None = None) -> dict:
     """Ratios of the greedy release with automatic shards to
     ``COUNT(DISTINCT item)``, to the per-person aggregate
