@@ -3,17 +3,22 @@ Distinct Elements Under Person-Level Differential Privacy" (NeurIPS 2023).
 
 Given the NON-PRIVATE bounded counts c_l = DC(D; l), l = 1..L, each moving
 by 0..l in the same direction between neighbours (adding a person never
-lowers one), :func:`release_from_counts` spends ε: ε/2 choosing l̂ among the
-public candidates l = 1, 4, 16, 64, … ≤ L (:func:`bound_candidates`) with
-:func:`select_bound`, ε/2 on exact discrete Laplace noise of scale 2l̂/ε on
-c_l̂. ``lower_bound`` subtracts m_l̂, the (1 − β) quantile of that noise (a
+lowers one), :func:`release_at_candidates` spends ε: ε/2 choosing l̂ among
+the public candidates l = 1, 4, 16, 64, … below L and L itself
+(:func:`bound_candidates`) with :func:`select_among`, ε/2 on exact discrete
+Laplace noise of scale 2l̂/ε on c_l̂. It reads the counts at the candidates
+only (:func:`release_from_counts` takes the whole vector c_1..c_L and reads
+those entries). ``lower_bound`` subtracts m_l̂, the (1 − β) quantile of that noise (a
 public constant), so with probability >= 1 − β, lower_bound <= c_l̂ <= DC(D).
 The paper adds continuous Laplace noise; the count is an integer, so we add
 exact discrete Laplace noise and use its exact quantile as the margin.
 
-The choice (:func:`select_bound`, ε/2-DP): GEM's normalised scores (the
+The choice (:func:`select_among`, ε/2-DP): GEM's normalised scores (the
 paper's Algorithm 3) of q_l = c_l − m_l with sensitivities l, GEM's β =
-``SELECTION_BETA`` (0.2), over the candidates, with two changes measured in
+``SELECTION_BETA``·k/4 for k candidates (:func:`~dp_spark.settings.
+distinct_count.selection_beta`: GEM's t = (2/ε)·ln(k/β) is then the same
+for every k; issue 36 measured that a t growing with ln k loses Amazon
+Fashion at ε = 0.5), over the candidates, with two changes measured in
 issue 25 (benchmarks/README.md): the pairwise denominator is max(l, l')
 instead of l + l' (valid because every c_l moves in the same direction:
 q_l − q_l' moves by at most max(l, l')), and the scores are sampled by
