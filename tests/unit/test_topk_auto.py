@@ -32,9 +32,9 @@ def _discrete_laplace_pvalue(noise: np.ndarray, scale: float) -> float:
     return stats.chisquare(observed, expected).pvalue
 
 
-def _counts(top: int, d: int = 1682) -> np.ndarray:
+def _counts(top: int, d: int = 1682, exponent: float = 0.6) -> np.ndarray:
     """A sorted power-law-like count vector with largest count ``top``."""
-    return np.maximum(np.floor(top / np.arange(1, d + 1) ** 0.6), 0).astype(np.int64)
+    return np.maximum(np.floor(top / np.arange(1, d + 1) ** exponent), 0).astype(np.int64)
 
 
 def test_auto_with_delta_zero_is_pnf_joint_and_spends_nothing_on_the_choice():
@@ -109,8 +109,9 @@ def test_auto_choice_is_post_processing_of_the_noisy_counts(monkeypatch):
 
 @pytest.mark.parametrize("top, kth, k, epsilon, pick", [
     (5000.0, 320.0, 20, 1.0, "pnf-joint"),  # joint bound 2·20·ln d/0.95 ≈ 313 ≤ 320: joint ranks the top k
-    (5000.0, 300.0, 20, 1.0, "cdp-peel"),   # ≈ 313 > 300, and CDP noise ≈ 93 < 0.8·5000
-    (600.0, 300.0, 50, 1.0, "cdp-peel"),    # joint bound ≈ 782 > 300; CDP noise ≈ 148 < 480
+    (5000.0, 300.0, 20, 1.0, "pnf-joint"),  # ≈ 313 > 300, CDP noise ≈ 93 < 0.8·5000, modelled errors 0 and ≈ 38
+    (600.0, 300.0, 20, 1.0, "cdp-peel"),    # ≈ 313 > 300, ≈ 93 < 480, modelled errors ≈ 74 > 0.8·50
+    (600.0, 300.0, 50, 1.0, "cdp-peel"),    # joint bound ≈ 782 > 300; CDP noise ≈ 148 < 480; ≈ 198 > 0.8·144
     (150.0, 20.0, 100, 1.0, "pnf-joint"),   # CDP noise ≈ 209 ≥ 0.8·150: CDP-Peel near random
     (-40.0, -50.0, 25, 2.0, "pnf-joint"),   # negative noisy counts are read as 1: CDP-Peel near random
 ])
@@ -118,8 +119,10 @@ def test_auto_rule(monkeypatch, top, kth, k, epsilon, pick):
     monkeypatch.setattr(topk_auto, "noisy_rank_counts", lambda *a: np.array([top, kth]))
     choice = topk_auto.choose_mechanism(_counts(500), k, epsilon, 1e-6, np.random.default_rng(0))
     assert choice.method == pick
+    model = topk_auto.model_errors(top, kth, k, choice.epsilon_selection, 1e-6, 1682)
     joint_wins = (choice.predicted["joint"] <= topk_auto.JOINT_BOUND_FRACTION * max(kth, 1.0)
-                  or choice.predicted["cdp-peel"] >= topk_auto.CDP_NOISE_FRACTION * max(top, 1.0))
+                  or choice.predicted["cdp-peel"] >= topk_auto.CDP_NOISE_FRACTION * max(top, 1.0)
+                  or model["joint"] <= topk_auto.JOINT_ERROR_FRACTION * model["cdp-peel"])
     assert joint_wins == (pick == "pnf-joint")
 
 
@@ -216,15 +219,15 @@ def test_auto_top_k_runs_the_chosen_mechanism_and_validates(monkeypatch):
         topk_auto.choose_mechanism(counts, 301, 1.0, 1e-6, rng)
 
 
-@pytest.mark.parametrize("top, pick", [(600, "cdp-peel"), (3, "pnf-joint")])
-def test_auto_selection_draws_what_the_chosen_mechanism_draws_alone(top, pick):
+@pytest.mark.parametrize("top, exponent, pick", [(600, 0.3, "cdp-peel"), (3, 0.6, "pnf-joint")])
+def test_auto_selection_draws_what_the_chosen_mechanism_draws_alone(top, exponent, pick):
     """The choice's noise comes from a child stream (choice_stream), so with a
     given generator auto's selection is the chosen mechanism run alone at
     ε₁ = ε − ε₀ with a generator in the same state: the same items, draw for
     draw. (Common random numbers in benchmarks/topk_accuracy.py rely on it.)"""
     from dp_spark.mechanisms.top_k import cdp_peel_top_k, pnf_joint_top_k
 
-    counts = np.random.default_rng(6).permutation(_counts(top, d=400))
+    counts = np.random.default_rng(6).permutation(_counts(top, d=400, exponent=exponent))
     k, eps, delta = 40, 1.0, 1e-6
     for seed in range(5):
         out, choice = topk_auto.auto_top_k(counts, k, eps, delta, np.random.default_rng(seed))
