@@ -234,9 +234,10 @@ SEEDED_VALUES = {
     'distinct_count/greedy-2-shards': {
         'values': {
             'bound': 1,
+            'bound_may_cap': False,
             'confidence': 0.95,
-            'estimate': 31,
-            'lower_bound': 26,
+            'estimate': 32,
+            'lower_bound': 27,
             'method': 'greedy',
             'noise_scale': 2.0,
             'noise_std': 2.799177768214361,
@@ -245,9 +246,10 @@ SEEDED_VALUES = {
     'distinct_count/greedy-auto-shards': {
         'values': {
             'bound': 4,
+            'bound_may_cap': False,
             'confidence': 0.95,
-            'estimate': 22,
-            'lower_bound': 3,
+            'estimate': 21,
+            'lower_bound': 2,
             'method': 'greedy',
             'noise_scale': 8.080808080808081,
             'noise_std': 11.42069959988072,
@@ -256,9 +258,10 @@ SEEDED_VALUES = {
     'distinct_count/matching': {
         'values': {
             'bound': 4,
+            'bound_may_cap': False,
             'confidence': 0.95,
-            'estimate': 22,
-            'lower_bound': 3,
+            'estimate': 21,
+            'lower_bound': 2,
             'method': 'matching',
             'noise_scale': 8.080808080808081,
             'noise_std': 11.42069959988072,
@@ -267,9 +270,10 @@ SEEDED_VALUES = {
     'distinct_count/sampling': {
         'values': {
             'bound': 1,
+            'bound_may_cap': False,
             'confidence': 0.95,
-            'estimate': 32,
-            'lower_bound': 27,
+            'estimate': 28,
+            'lower_bound': 23,
             'method': 'sampling',
             'noise_scale': 2.0,
             'noise_std': 2.799177768214361,
