@@ -18,8 +18,8 @@ import sys
 
 from dp_spark import __version__
 from dp_spark.commands import COMMANDS
-from dp_spark.commands.base import (add_options, budget_of, check_input_options, load_table, options_of, plan_of,
-                                    resolve, run_release)
+from dp_spark.commands.base import (GivenOnce, add_options, budget_of, check_input_options, load_table, options_of,
+                                    plan_of, resolve, run_release)
 from dp_spark.errors import (
     DPSparkError,
     InputError,
@@ -34,6 +34,14 @@ _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|nan)$
 
 
 class _Parser(argparse.ArgumentParser):
+    """One-line errors (exit 2), and no abbreviated flags: ``--eps 5`` is not
+    taken for ``--epsilon`` (a flag added later could change what an
+    abbreviation means in a scheduled command)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # one line, exit 2, like every other bad input
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
@@ -49,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="RELEASE", parser_class=_Parser)
     for name, module in COMMANDS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        p.add_argument("--config", metavar="PATH", help="YAML file of options (command-line flags override it)")
+        p.add_argument("--config", metavar="PATH", action=GivenOnce,
+                       help="YAML file of options (command-line flags override it)")
         add_options(p, options_of(module))
     ledger_command.add_parser(sub)
     return parser

@@ -154,9 +154,20 @@ def add_options(parser: argparse.ArgumentParser, options) -> None:
             group.add_argument(opt.flag_name, dest=opt.name, action=argparse.BooleanOptionalAction,
                                default=None, help=_help(opt))
         else:
-            group.add_argument(opt.flag_name, dest=opt.name, type=_typed(opt), default=None,
+            group.add_argument(opt.flag_name, dest=opt.name, type=_typed(opt), default=None, action=GivenOnce,
                                choices=opt.choices, metavar=None if opt.choices else _metavar(opt),
                                help=_help(opt))
+
+
+class GivenOnce(argparse.Action):
+    """A single-valued flag given twice (``--epsilon 1 --epsilon 10``, two
+    ``--output``) is refused, as a key given twice in the YAML file is:
+    argparse would keep the last one silently."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} is given more than once; give it once")
+        setattr(namespace, self.dest, values)
 
 
 def _metavar(opt: Option) -> str:

@@ -98,6 +98,11 @@ def test_dry_run_in_a_fresh_interpreter_never_imports_pyspark():
     (["--item-col", "person_id"], "person_col and item_col both name the column 'person_id'"),
     (["--seed", "1", "--ledger", "never_opened.db", "--ledger-budget", "b"],
      "drop --seed for a release to publish"),
+    # issue 42 §4: a repeated single-valued flag kept the last value silently; an abbreviation was accepted
+    (["--epsilon", "1", "--epsilon", "10"], "--epsilon is given more than once; give it once"),
+    (["--max-bound", "16", "--max-bound", "64"], "--max-bound is given more than once"),
+    (["--config", "a.yaml", "--config", "b.yaml"], "--config is given more than once"),
+    (["--eps", "5"], "unrecognized arguments: --eps 5"),
 ])
 def test_bad_parameters_are_one_line_exit_2_before_spark(capsys, tmp_path, no_spark, argv, fragment):
     out_path = tmp_path / "report.json"
