@@ -292,11 +292,21 @@ def _refuse_lost_outputs(module, opts, replay: dict | None) -> None:
             "cannot be written again without new noise. Use the earlier run's outputs, or a new run key.")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what a scheduler sends on a timeout), handled as Ctrl-C is:
+    one line saying what was written and spent, exit 143 (128 + 15)."""
+
+
+EXIT_TERMINATED = 143
+
+
 def _quiet_interrupts() -> None:
-    """Ctrl-C: one line and exit 130. pyspark's own SIGINT handler cancels the
-    jobs through the gateway while the main thread is inside a gateway call,
-    which logs py4j tracebacks; this one just interrupts, with py4j's logging
-    silenced (the JVM ends with the process). ``main`` restores the handler."""
+    """Ctrl-C: one line and exit 130; SIGTERM the same, exit 143 (it ended
+    the process silently with −15, also after the charge). pyspark's own
+    SIGINT handler cancels the jobs through the gateway while the main
+    thread is inside a gateway call, which logs py4j tracebacks; this one
+    just interrupts, with py4j's logging silenced (the JVM ends with the
+    process). ``main`` restores the handlers."""
     import signal
     import threading
 
@@ -307,11 +317,13 @@ def _quiet_interrupts() -> None:
         from dp_spark import sparkjobs
 
         sparkjobs.INTERRUPTED.set()  # a Spark error raised from here on is this interrupt
+        _RUN["signal"] = signum  # which one, should a gateway call turn it into a plain KeyboardInterrupt
         for name in ("", "py4j", "py4j.java_gateway", "py4j.clientserver"):
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-        raise KeyboardInterrupt
+        raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 #: The run's budget, for main's failure messages (set by ``_run``).
@@ -360,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
 
     on_main_thread = threading.current_thread() is threading.main_thread()
     sigint = signal.getsignal(signal.SIGINT) if on_main_thread else None
+    sigterm = signal.getsignal(signal.SIGTERM) if on_main_thread else None
 
     sparkjobs.VERBOSE = verbose
     sparkjobs.INTERRUPTED.clear()
@@ -381,12 +394,16 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(exc, verbose)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:  # a stream says what it had released (str(exc))
-        print(f"dp-spark: interrupted; {str(exc) or 'no output was written' + _spent_clause('.')}", file=sys.stderr)
-        return 130
+        terminated = isinstance(exc, Terminated) or _RUN.get("signal") == signal.SIGTERM
+        what = "terminated (SIGTERM)" if terminated else "interrupted"
+        print(f"dp-spark: {what}; {str(exc) or 'no output was written' + _spent_clause('.')}", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else 130
     except Exception as exc:  # noqa: BLE001 - last resort: one line, no stack
-        if sparkjobs.INTERRUPTED.is_set():  # Ctrl-C broke a gateway call outside a Spark job
-            print("dp-spark: interrupted; no output was written" + _spent_clause("."), file=sys.stderr)
-            return 130
+        if sparkjobs.INTERRUPTED.is_set():  # Ctrl-C (or SIGTERM) broke a gateway call outside a Spark job
+            terminated = _RUN.get("signal") == signal.SIGTERM
+            print(f"dp-spark: {'terminated (SIGTERM)' if terminated else 'interrupted'}; no output was written"
+                  + _spent_clause("."), file=sys.stderr)
+            return EXIT_TERMINATED if terminated else 130
         if os.environ.get("DP_SPARK_DEBUG"):
             raise
         from dp_spark.sparkjobs import spark_exception_types, describe_failure
@@ -408,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         sparkjobs.VERBOSE = False
         if on_main_thread and sigint is not None:
             signal.signal(signal.SIGINT, sigint)
+        if on_main_thread and sigterm is not None:
+            signal.signal(signal.SIGTERM, sigterm)
 
 
 #: Loggers the CLI configures for its run (``_configure_logging``); ``main``

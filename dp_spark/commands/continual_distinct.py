@@ -204,7 +204,7 @@ def _run_stream(spark, opts, budget_filter):
         released = len(StepSink(local_directory(opts["sink"], "sink")).steps())
         if not released:
             raise
-        raise KeyboardInterrupt(
+        raise type(exc)(  # KeyboardInterrupt, or the CLI's SIGTERM subclass
             f"{released} released step record(s) are in {opts['sink']!r}; run the same command again "
             "to resume"
         ) from None

@@ -344,9 +344,9 @@ def write_outputs(module, release, opts) -> None:
     for i, (option, path, write) in enumerate(writes):
         try:
             write()
-        except KeyboardInterrupt:
-            raise KeyboardInterrupt(f"while writing {_flag(option)} {path!r}. "
-                                    + _after_failure(release, opts, done, writes[i:])) from None
+        except KeyboardInterrupt as exc:  # Ctrl-C, or the CLI's SIGTERM (a subclass: kept)
+            raise type(exc)(f"while writing {_flag(option)} {path!r}. "
+                            + _after_failure(release, opts, done, writes[i:])) from None
         except Exception as exc:  # noqa: BLE001 - every failure says what was written
             raise OutputWriteError(
                 f"cannot write {_flag(option)} {path!r} ({_describe(exc)}). "

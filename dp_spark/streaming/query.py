@@ -709,10 +709,10 @@ def _run_query(spark, stream_writer, store: MechanismCheckpoint, horizon: int, t
     deadline = None if timeout is None else time.monotonic() + float(timeout)
     try:
         failure, stopped = _await(query, store, horizon, trigger, deadline)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or the CLI's SIGTERM (a subclass: kept)
         with contextlib.suppress(BaseException):
             _stop_between_batches(query, patience=10.0)
-        raise KeyboardInterrupt(_interrupted_message(store, sink, horizon)) from None
+        raise type(exc)(_interrupted_message(store, sink, horizon)) from None
     finally:
         with contextlib.suppress(Exception):
             if query.isActive:

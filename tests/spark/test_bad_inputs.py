@@ -501,7 +501,11 @@ def test_help_has_no_doubled_defaults():
     assert "(default: None)" not in result.stdout and "_positive_int" not in result.stdout
 
 
-def test_ctrl_c_exits_130_in_one_line_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize("signal_name, code, said", [("SIGINT", 130, "interrupted"),
+                                                   # issue 42 §3: a scheduler's timeout ended the run silently (−15)
+                                                   ("SIGTERM", 143, "terminated (SIGTERM)")])
+def test_ctrl_c_exits_130_in_one_line_and_writes_nothing(tmp_path, signal_name, code, said):
+    """Ctrl-C, and SIGTERM (what a scheduler sends on a timeout) the same way."""
     import signal
     import time
 
@@ -528,12 +532,12 @@ def test_ctrl_c_exits_130_in_one_line_and_writes_nothing(tmp_path):
         line = read_line()
         assert line, "the command ended before it started the run"
     time.sleep(3)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, signal_name))
     rest = "".join(iter(read_line, "")).replace("\r\n", "\n")
-    assert proc.wait(timeout=120) == 130, rest
+    assert proc.wait(timeout=120) == code, rest
     progress = ("WARNING: Using incubator", "dp-spark: distinct-count: ", "dp-spark [")  # JVM notice, progress
     lines = [line for line in rest.strip().splitlines() if not line.startswith(progress)]
-    assert lines == ["dp-spark: interrupted; no output was written"], rest
+    assert lines == [f"dp-spark: {said}; no output was written"], rest
     assert not report.exists()
 
 
