@@ -223,6 +223,8 @@ def _run(args, command: str) -> int:
     module = COMMANDS[command]
     opts = resolve(args, options_of(module))
     opts = getattr(module, "complete", lambda o: o)(opts)  # defaults that depend on other options
+    if opts.get("quiet") and opts.get("verbose"):
+        raise ParameterError("--quiet and --verbose ask for opposite things: give one of them.")
     _configure_logging(opts)
     if hasattr(module, "validate"):
         module.validate(opts)  # options of the command line only (never a release parameter)

@@ -169,6 +169,12 @@ def check_run_paths(module, opts, problems: list | None = None) -> None:
         problems.append(message)
 
     _check_table_names(module, opts, refuse)
+    for name in OUTPUT_PATHS:  # issue 42 §5: '' wrote nothing silently, '-' wrote a file named '-'
+        if opts.get(name) == "":
+            refuse(f"{_flag(name)} is empty: give a path, or leave {_flag(name)} out.")
+        elif opts.get(name) == "-":
+            refuse(f"{_flag(name)} - would write a file named '-' (dp-spark writes its outputs to files; "
+                   "--quiet prints the JSON report on stdout): give a file path.")
     outputs, inputs, states = run_paths(module, opts)
     valid = {}
     for name, out in outputs.items():

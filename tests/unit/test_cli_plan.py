@@ -103,6 +103,7 @@ def test_dry_run_in_a_fresh_interpreter_never_imports_pyspark():
     (["--max-bound", "16", "--max-bound", "64"], "--max-bound is given more than once"),
     (["--config", "a.yaml", "--config", "b.yaml"], "--config is given more than once"),
     (["--eps", "5"], "unrecognized arguments: --eps 5"),
+    (["--quiet", "--verbose"], "--quiet and --verbose ask for opposite things"),
 ])
 def test_bad_parameters_are_one_line_exit_2_before_spark(capsys, tmp_path, no_spark, argv, fragment):
     out_path = tmp_path / "report.json"
@@ -112,6 +113,22 @@ def test_bad_parameters_are_one_line_exit_2_before_spark(capsys, tmp_path, no_sp
     assert err.count("\n") == 1
     assert_one_line_error(err, fragment)
     assert json.loads(out_path.read_text()) == {"release": "distinct-count", "version": "2.0", "earlier": True}
+
+
+@pytest.mark.parametrize("flag, value, fragment", [
+    ("--output", "", "--output is empty: give a path"),
+    ("--report-html", "", "--report-html is empty"),
+    ("--output", "-", "--output - would write a file named '-'"),
+])
+def test_an_empty_or_dash_output_is_refused_before_spark(capsys, tmp_path, no_spark, monkeypatch, flag, value,
+                                                         fragment):
+    """Issue 42 §5: ``--output ''`` wrote nothing silently after the charge;
+    ``--output -`` wrote a file named '-'."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--rows", "100", flag, value)
+    assert code == 2
+    assert_one_line_error(err, fragment)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("argv", [["--epsilon", "0", "--dry-run"], ["--max-bound", "0", "--dry-run"]])
