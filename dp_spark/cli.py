@@ -11,6 +11,7 @@ code 2; a Spark failure exit code 1; never a Java stack trace.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import re
@@ -258,11 +259,42 @@ def _run(args, command: str) -> int:
     else:
         release = run_release(module, plan, df, opts, budget)  # spec.run(plan, df, budget=...)
     _refuse_lost_outputs(module, opts, getattr(release, "replay", None))
-    print(release.to_json() if opts["quiet"] else release.summary())  # recorded in the ledger before this
     # Artifacts, then the HTML and JSON reports (a report means all outputs
-    # exist); a failed write says what was written and that the budget is spent.
-    write_outputs(module, release, opts)
+    # exist); a failed write says what was written and that the budget is
+    # spent. The outputs come before the printed result (recorded in the
+    # ledger before all this), so a closed stdout loses nothing (issue 42 §3);
+    # a failed write still prints the result.
+    try:
+        notes = write_outputs(module, release, opts)
+    except BaseException:
+        with contextlib.suppress(OSError, StdoutClosed):
+            _print_result(release, opts)
+        raise
+    _print_result(release, opts, notes)
     return 0
+
+
+class StdoutClosed(DPSparkError):
+    """stdout was closed before the result was printed (``| head``, a log
+    collector that died): the outputs had been written."""
+
+
+def _print_result(release, opts, notes=()) -> None:
+    """The result (the JSON report with --quiet), then ``notes`` (what was
+    written); a closed stdout is :class:`StdoutClosed`."""
+    try:
+        print(release.to_json() if opts["quiet"] else release.summary())
+        for line in notes:
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        written = [f"--{n.replace('_', '-')}" for n in ("output", "report_html", "items_output", "groups_output",
+                                                       "series") if opts.get(n)]
+        raise StdoutClosed(
+            "stdout was closed before the result was printed (the reader of a pipe ended); "
+            + (f"the outputs were written ({', '.join(written)})." if written else
+               "no output file was asked for: give --output to keep the report.")) from None
 
 
 def _recorded_run(budget, plan) -> dict | None:
@@ -391,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except SparkJobError as exc:
         _print_error(exc, verbose, "" if getattr(exc, "states_spending", False) else _spent_clause())
+        return EXIT_FAILED
+    except StdoutClosed as exc:  # after the release and its outputs: not a bad input
+        _print_error(exc, verbose)
         return EXIT_FAILED
     except DPSparkError as exc:
         _print_error(exc, verbose)

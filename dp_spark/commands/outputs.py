@@ -327,24 +327,27 @@ def planned_writes(module, release, opts) -> list[tuple[str, str, object]]:
             from dp_spark.html_report import write_html
 
             write_html(opts["report_html"], release)  # shows release.artifacts["ledger"] when set
-            if not opts["quiet"]:
-                print(f"HTML report written to {opts['report_html']}")
         writes.append(("report_html", opts["report_html"], html))
     if opts.get("output"):
         def report():
             from dp_spark.io import write_json_atomic
 
             write_json_atomic(opts["output"], release.to_dict())
-            if not opts["quiet"]:
-                print(f"report written to {opts['output']}")
         writes.append(("output", opts["output"], report))
     return writes
 
 
-def write_outputs(module, release, opts) -> None:
+#: What the CLI prints after the result for a report written (not with --quiet).
+_WRITTEN_NOTE = {"report_html": "HTML report written to {path}", "output": "report written to {path}"}
+
+
+def write_outputs(module, release, opts) -> list[str]:
     """Write every output of ``release``; on a failure raise
     :class:`OutputWriteError` (KeyboardInterrupt for Ctrl-C) naming what was
-    written, what was not, and that the privacy was spent."""
+    written, what was not, and that the privacy was spent. Prints nothing:
+    returns the lines the CLI prints after the result (the reports written,
+    a hint about outputs not asked for; none with --quiet), so that every
+    output exists before anything reaches stdout (issue 42 §3)."""
     writes = planned_writes(module, release, opts)
     done: list[str] = []
     for i, (option, path, write) in enumerate(writes):
@@ -359,9 +362,11 @@ def write_outputs(module, release, opts) -> None:
                 + _after_failure(release, opts, done, writes[i:])
             ) from exc
         done.append(f"{_flag(option)} {path!r}")
+    if opts.get("quiet"):
+        return []
+    notes = [_WRITTEN_NOTE[option].format(path=path) for option, path, _ in writes if option in _WRITTEN_NOTE]
     hint = missing_output_hint(module, opts)
-    if hint and not opts.get("quiet"):
-        print(hint)
+    return notes + ([hint] if hint else [])
 
 
 def _describe(exc: BaseException) -> str:

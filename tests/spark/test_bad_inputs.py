@@ -541,6 +541,27 @@ def test_ctrl_c_exits_130_in_one_line_and_writes_nothing(tmp_path, signal_name, 
     assert not report.exists()
 
 
+def test_a_closed_stdout_loses_no_output(tmp_path):
+    """Issue 42 §3: stdout closed early (``| head -c 1``, a log collector
+    that died) after the charge lost the JSON report and blamed the HTML,
+    which was written. Now the outputs are written before the result is
+    printed, and the closed stdout is named in one line (exit 1)."""
+    exe = Path(sys.executable).parent / "dp-spark"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    report, html = tmp_path / "r.json", tmp_path / "r.html"
+    proc = subprocess.Popen([str(exe), "distinct-count", "--rows", "2000", "--master", "local[1]", "--epsilon", "1",
+                             "--output", str(report), "--report-html", str(html)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc.stdout.close()  # the reader is gone before anything is printed
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 1, err
+    assert json.loads(report.read_text())["release"] == "distinct-count" and html.exists()
+    lines = [line for line in err.strip().splitlines() if line.startswith("dp-spark: error")]
+    assert lines == ["dp-spark: error: stdout was closed before the result was printed (the reader of a pipe "
+                     "ended); the outputs were written (--output, --report-html)."], err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
 def test_a_spark_error_after_ctrl_c_is_the_interrupt():
     """Ctrl-C can land inside a py4j call and break its connection; the
     Py4J error that follows is the user's interrupt (exit 130), not a Spark
