@@ -43,7 +43,7 @@ def run(spark, plan, df, opts, budget):
     public list of items (public data; read before the release spends anything)."""
     from dp_spark.stages.item_counts import read_domain
 
-    domain = read_domain(spark, opts["domain"], opts["item_col"]) if opts["domain"] else None
+    domain = read_domain(spark, opts["domain"], opts["item_col"], private=df) if opts["domain"] else None
     return run_release(sys.modules[__name__], plan, df, opts, budget, domain=domain)
 
 

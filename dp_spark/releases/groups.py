@@ -47,9 +47,13 @@ GROUP_INDEX = "group_index"
 
 
 def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
-    """The distinct non-null keys of a PUBLIC one-column frame (or its
-    ``group_by`` column), sorted (a frame has no order); at most
-    MAX_PUBLIC_GROUPS + 1 rows reach the driver before a refusal."""
+    """The distinct keys of a PUBLIC one-column frame (or its ``group_by``
+    column), sorted (a frame has no order); at most MAX_PUBLIC_GROUPS + 2
+    rows reach the driver before a refusal. The empty string is a key like
+    any other (released, also in ``release.groups``, ``--groups-output`` and
+    the report, where it stays apart from null); a null key is refused,
+    naming it, never dropped silently: a CSV's empty field reads as null
+    (issue 42 §4)."""
     from pyspark.sql import functions as F
 
     columns = list(frame.columns)
@@ -68,14 +72,18 @@ def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
 
     # the edge builder's spelling (Spark's own cast to string for dates, timestamps, decimals, …), so a key
     # matches the rows it names: Python's str() spells a timestamp or a decimal differently
-    rows = (frame.select(key_column(frame, column, "k")).where(F.col("k").isNotNull()).distinct()
-            .limit(MAX_PUBLIC_GROUPS + 1).collect())  # public keys
-    if len(rows) > MAX_PUBLIC_GROUPS:
+    # one more than the limit, besides a null (public keys)
+    rows = frame.select(key_column(frame, column, "k")).distinct().limit(MAX_PUBLIC_GROUPS + 2).collect()
+    keys = [r["k"] for r in rows if r["k"] is not None]
+    if len(keys) > MAX_PUBLIC_GROUPS:
         raise ParameterError(f"groups: {what} holds more than {MAX_PUBLIC_GROUPS:,} public keys (the limit: the "
                              "driver receives every group's summary and runs each group's mechanism).")
-    if not rows:
+    if len(keys) < len(rows):
+        raise ParameterError(f"groups: {what} holds an empty or null key (Spark reads an empty CSV field as "
+                             "null, so a blank key cannot be told from a missing one); remove it, or give the "
+                             "empty-string key in a Parquet or JSON file or a list, where it is a key of its own.")
+    if not keys:
         raise ParameterError(f"groups: {what} holds no key.")
-    keys = [r["k"] for r in rows]
     return tuple(sorted(keys, key=lambda k: (str(type(k)), k)))
 
 

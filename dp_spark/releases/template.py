@@ -45,6 +45,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from dp_spark.errors import ParameterError
+from dp_spark.public_inputs import refuse_private_as_public
 
 #: The error of ``seed=`` with a persisted budget (``ledger=``, or a ledger
 #: budget as ``budget=``), in the CLI's words for ``--seed --ledger``.
@@ -118,6 +119,9 @@ def run_release(
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)
     refuse_seeded_ledger(seed, budget)
+    # a "public" keys file or domain that is (holds, lies inside) the input: refused from the paths alone
+    refuse_private_as_public(df, groups=getattr(plan.params, "groups", None),
+                             domain=getattr(plan.params, "domain", None))
     edge_df = edge_table(plan, df)  # every schema and null check, once; no data read
     private_keys = getattr(plan.params, "keys_chosen_privately", lambda: False)()
     if getattr(plan.params, "group_by", None) is not None and not private_keys:

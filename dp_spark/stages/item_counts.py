@@ -47,6 +47,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.errors import InputError, ParameterError, SchemaError
+from dp_spark.public_inputs import refuse_private_as_public
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import ITEM, PERSON, check_id_columns, edges, item_type  # noqa: F401 - check_id_columns re-exported
 from dp_spark.stages.partitioning import python_partitions
@@ -340,9 +341,13 @@ def _whole(value) -> int:
 _TABULAR = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def read_domain(spark, path: str, item_col: str) -> list:
+def read_domain(spark, path: str, item_col: str, private=None) -> list:
     """The raw items of a public domain file (normalise them with
-    :func:`normalise_domain`).
+    :func:`normalise_domain`). ``private``: the release's private input (a
+    Spark DataFrame); a domain file that is, holds or lies inside its files
+    is refused before it is read (ParameterError,
+    :func:`dp_spark.public_inputs.refuse_private_as_public`: paths
+    only, issue 42 G29).
 
     Formats: ``.csv`` (with a header) and ``.parquet`` / ``.pq`` (file or
     directory) are read with Spark and the column ``item_col`` is used (or the
@@ -356,6 +361,8 @@ def read_domain(spark, path: str, item_col: str) -> list:
     """
     from dp_spark.io import read_input
 
+    if private is not None:
+        refuse_private_as_public(private, domain=path)
     local = not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path) or path.startswith("file:")
     local_path = path[len("file:"):] if path.startswith("file:") else path
     if local and not os.path.exists(local_path):

@@ -1,0 +1,189 @@
+"""A "public" input that is the private input is refused (issue 42 §2, G29).
+
+A grouped release given public keys (``groups=`` / ``--groups``) releases
+every key, also one held by a single person, with no DP key selection; top-k
+given a public domain (``domain=`` / ``--domain``) counts every domain item
+without choosing the items privately. Both are sound only when the keys or
+the domain do not come from the private data. When the "public" file is the
+private input itself, contains it (a folder holding an input file) or lies
+inside it (a file inside an input folder), the release would publish the
+private data's keys as if they were public: :func:`refuse_private_as_public`
+refuses it with a one-line ParameterError naming the fix, called by the
+release template (:func:`dp_spark.releases.template.run_release`) before
+the keys or the domain are read and before anything is charged (and by
+:func:`dp_spark.stages.item_counts.read_domain` before it reads a domain
+file).
+
+The decision depends only on paths, which are public: the private input's
+locations are ``DataFrame.inputFiles()`` (the files Spark reads: a glob's
+matches, a folder's files, a ``table:``'s files at its catalog location;
+listing them reads no row), the public input's are its path (a local
+path or ``file:`` URI made absolute with symlinks resolved; a local glob
+expanded to its matches; another file system's URI compared lexically), a
+``table:`` name's files, or a public DataFrame's own ``inputFiles()``. A
+list of keys, or a DataFrame built in memory, has no path and stays
+allowed (what the caller builds in memory is the caller's statement).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+from dp_spark.errors import ParameterError
+
+_GLOB = re.compile(r"[*?\[{]")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_WINDOWS = re.compile(r"^[A-Za-z]:[\\/]")
+
+#: What each public input is called, and the fix its refusal names.
+_WHAT = {
+    "groups": ("the public keys (groups= / --groups)",
+               "give a file of public keys that is not the input, or omit groups= (--groups) to choose the "
+               "keys privately"),
+    "domain": ("the public domain (domain= / --domain)",
+               "give a domain file that is not the input, or omit domain= (--domain) to run unknown-domain, "
+               "which chooses the items privately"),
+}
+
+
+@dataclass(frozen=True)
+class Location:
+    """A normalised place on a file system: ``scheme`` "file" for a
+    ``file:`` URI, "" for a bare path (local here, but Spark reads it from
+    the default file system, unknown here: compared with any scheme), else
+    the URI's scheme; ``authority``
+    (a URI's host, lower case; "" when not given); ``parts`` the path's
+    components; ``pattern``: parts hold glob characters (matched with
+    :func:`fnmatch.fnmatchcase` component by component)."""
+
+    scheme: str
+    authority: str
+    parts: tuple[str, ...]
+    pattern: bool = False
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(p for p in posixpath.normpath(path).split("/") if p not in ("", "."))
+
+
+def _local(path: str, scheme: str) -> Location:
+    try:
+        resolved = os.path.realpath(os.path.abspath(os.path.expanduser(path)))
+    except (OSError, ValueError):  # a NUL byte: the reader refuses it
+        resolved = os.path.abspath(path)
+    return Location(scheme, "", _parts(resolved.replace(os.sep, "/")))
+
+
+def locations_of_path(path: str) -> list[Location]:
+    """The locations a path names (public): a local path or ``file:`` URI
+    made absolute, symlinks resolved; a local glob's matches (Hadoop's
+    ``{a,b}`` read as ``*``, looser, as :func:`dp_spark.io.check_input_path`
+    does; no match: the pattern itself); any other URI as written,
+    normalised (a glob kept as a pattern)."""
+    text = str(path)
+    if _URI.match(text) and not _WINDOWS.match(text) and not text.lower().startswith("file:"):
+        url = urlparse(text)
+        parts = _parts(unquote(url.path))
+        return [Location(url.scheme.lower(), url.netloc.lower(), parts, bool(_GLOB.search(url.path)))]
+    # a bare path: local here (symlinks resolved), but Spark reads it from the default file system, which
+    # may be another one (HDFS on a cluster): compared by path with any file system's locations
+    scheme = "file" if text.lower().startswith("file:") else ""
+    local = unquote(urlparse(text).path) if scheme else text
+    if _GLOB.search(local) and not os.path.exists(local):
+        matches = glob.glob(re.sub(r"\{[^{}]*\}", "*", os.path.expanduser(local)))
+        if matches:
+            return [_local(m, scheme) for m in sorted(matches)]
+        return [Location(scheme, "", _local(local, scheme).parts, True)]
+    return [_local(local, scheme)]
+
+
+def locations_of_frame(frame) -> list[Location]:
+    """The files a Spark DataFrame reads (``inputFiles()``: metadata, no row
+    is read), normalised; [] for a frame built in memory, or when the
+    client cannot say."""
+    try:
+        files = list(frame.inputFiles())
+    except Exception:  # noqa: BLE001 - a source or client without inputFiles: nothing to compare
+        return []
+    return [loc for f in files for loc in locations_of_path(str(f))]
+
+
+def locations_of(spark, source) -> list[Location]:
+    """The locations of a public input: a path (:func:`locations_of_path`),
+    a ``table:`` name (its files), a Spark DataFrame (its files); [] for
+    anything else (a list of keys or items)."""
+    if isinstance(source, str):
+        if source.startswith("table:"):
+            if spark is None:
+                return []
+            try:
+                return locations_of_frame(spark.table(source.removeprefix("table:")))
+            except Exception:  # noqa: BLE001 - an unknown table: the reader refuses it with its own message
+                return []
+        return locations_of_path(source)
+    if hasattr(source, "inputFiles") and hasattr(source, "columns"):
+        return locations_of_frame(source)
+    return []
+
+
+def _same_file_system(a: Location, b: Location) -> bool:
+    if "" in (a.scheme, b.scheme):
+        return True  # a bare path on an unknown default file system: compared by path
+    if a.scheme != b.scheme:
+        return False
+    return not a.authority or not b.authority or a.authority == b.authority
+
+
+def _prefix(short: Location, long: Location) -> bool:
+    if len(short.parts) > len(long.parts):
+        return False
+    pairs = zip(short.parts, long.parts)
+    if short.pattern or long.pattern:
+        return all(fnmatch.fnmatchcase(y, x) if short.pattern else fnmatch.fnmatchcase(x, y) for x, y in pairs)
+    return all(x == y for x, y in pairs)
+
+
+def overlap(a: Location, b: Location) -> bool:
+    """Whether ``a`` and ``b`` are the same place or one lies inside the
+    other (a folder holding the other), on one file system."""
+    return _same_file_system(a, b) and (_prefix(a, b) or _prefix(b, a))
+
+
+def overlapping(public: list[Location], private: list[Location]) -> bool:
+    """Whether any public location is, holds or lies inside a private one."""
+    return any(overlap(p, q) for p in public for q in private)
+
+
+def _named(source) -> str:
+    if isinstance(source, str):
+        return repr(source if len(source) <= 160 else source[:157] + "...")
+    return "a DataFrame read from the input's files"
+
+
+def refuse_private_as_public(df, *, groups=None, domain=None) -> None:
+    """Refuse (ParameterError, one line naming the fix) a public keys
+    source ``groups`` or a public domain ``domain`` that is, contains or
+    lies inside the private input ``df`` (a Spark DataFrame; its files by
+    ``inputFiles()``). Paths only (public); nothing is read, nothing is
+    spent. A list, or a DataFrame built in memory, passes."""
+    sources = {"groups": groups, "domain": domain}
+    if all(s is None or isinstance(s, (list, tuple)) for s in sources.values()):
+        return
+    private = locations_of_frame(df)
+    if not private:
+        return
+    spark = getattr(df, "sparkSession", None)
+    for name, source in sources.items():
+        if source is None or isinstance(source, (list, tuple)):
+            continue
+        if overlapping(locations_of(spark, source), private):
+            what, fix = _WHAT[name]
+            raise ParameterError(
+                f"{name}: {what} {_named(source)} is the private input, or a folder holding it, or lies "
+                f"inside it: its values would be released without differential privacy; {fix}.")
