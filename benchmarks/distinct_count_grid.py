@@ -15,7 +15,9 @@ error) gives the median and 10th percentile of the lower bound and the
 median estimate, as % of the true count (NON-PRIVATE), the likeliest l̂ and
 P[l̂ = 1]. Also the best fixed l in hindsight: the candidate whose count
 alone (no choice, the full ε on the count) has the highest median lower
-bound — what a user who knew the data would set.
+bound — what a user who knew the data would set; and the chance of an ℓ̂
+far above it (at least 16 times the best fixed ℓ and at least 256), where
+the lower bound is near 0.
 
 Prints one table per ε. Nothing here is private or for publication.
 
@@ -68,19 +70,23 @@ def powers(ratio: float, top: int) -> list[int]:
     return out + [int(top)]
 
 
-#: Grids measured with GEM's β fixed at 0.2 (t = (2/ε)·ln(k/0.2) grows with
-#: ln k) instead of the release's 0.2·k/4.
+#: Grids measured with one GEM β for every candidate instead of the
+#: release's per-candidate thresholds: fixed at 0.2 (t = (2/ε)·ln(k/0.2)
+#: grows with ln k), or scaled to 0.05·k (t = (2/ε)·ln 20 for every
+#: candidate, far ones included).
 FIXED_BETA = "GEM β 0.2"
+SCALED_BETA = "one GEM β 0.05·k"
 
 
 def grids() -> dict[str, list[int]]:
-    """Every grid runs with the release's GEM β (0.2·k/4 for k candidates)
-    unless its name says FIXED_BETA."""
+    """Every grid runs with the release's per-candidate GEM thresholds
+    unless its name says FIXED_BETA or SCALED_BETA."""
     from dp_spark.settings.distinct_count import DEFAULT_MAX_BOUND, bound_candidates
 
     return {
         "default": bound_candidates(DEFAULT_MAX_BOUND),
         f"default with {FIXED_BETA}": bound_candidates(DEFAULT_MAX_BOUND),
+        f"default with {SCALED_BETA}": bound_candidates(DEFAULT_MAX_BOUND),
         f"powers of 2 to 2^16 with {FIXED_BETA}": powers(2, 2 ** 16),
         "today (1,4,16,64; max_bound 100)": [1, 4, 16, 64],
         "1..100 (before the grid)": list(range(1, 101)),
@@ -185,11 +191,14 @@ def main(argv=None) -> int:
         rows = []
         for shape, counts in data:
             truth = shape.truth
+            fixed, median = best_fixed(counts, np.arange(1, top + 1), eps, args.beta)
+            far = max(256, 16 * fixed)
             for g, (label, cands) in enumerate(chosen.items()):
                 cands = np.asarray(cands, dtype=np.int64)
                 values = counts[cands - 1]
-                dist = release_distribution(values, cands, eps, args.beta,
-                                            gem_beta=SELECTION_BETA if FIXED_BETA in label else None)
+                gem_beta = (SELECTION_BETA if FIXED_BETA in label else
+                            min(0.05 * len(cands), 0.9) if SCALED_BETA in label else None)
+                dist = release_distribution(values, cands, eps, args.beta, gem_beta=gem_beta)
                 likeliest, p_likeliest = dist.likeliest_bound()
                 cell = {
                     "lower_bound_median_pct": 100 * dist.lower_bound_quantile(0.5) / truth,
@@ -198,19 +207,20 @@ def main(argv=None) -> int:
                     "likeliest_bound": likeliest, "p_likeliest": p_likeliest,
                     "p_bound_1": dist.bound_probabilities.get(1, 0.0),
                     "candidates": len(cands),
+                    "lower_bound_p02_pct": 100 * dist.lower_bound_quantile(0.02) / truth,
+                    "p_far": dist.bound_at_least(far), "far": far,
                 }
                 out.setdefault(f"eps={eps:g}", {})[f"{shape.name} / {label}"] = cell
                 rows.append([shape.name if g == 0 else "", label, len(cands),
-                             f"{cell['lower_bound_median_pct']:.2f} / {cell['lower_bound_p10_pct']:.2f}",
+                             f"{cell['lower_bound_median_pct']:.2f} / {cell['lower_bound_p10_pct']:.2f} / "
+                             f"{cell['lower_bound_p02_pct']:.2f}",
                              f"{cell['estimate_median_pct']:.2f}", f"{likeliest}: {p_likeliest:.3f}",
-                             f"{cell['p_bound_1']:.3f}"])
-            full = np.arange(1, top + 1)
-            fixed, median = best_fixed(counts, full, eps, args.beta)
+                             f"{cell['p_bound_1']:.3f}", f"{cell['p_far']:.4f} (>= {far})"])
             rows.append(["", "best fixed l in hindsight (full ε on the count)", "-",
-                         f"{100 * median / truth:.2f} / -", "-", f"{fixed}", "-"])
+                         f"{100 * median / truth:.2f} / - / -", "-", f"{fixed}", "-", "-"])
         print(format_table(
-            ["shape (TRUE count NON-PRIVATE)", "candidates", "k", "EXACT lower bound % median / p10",
-             "EXACT estimate % median", "likeliest l̂: P", "P[l̂ = 1]"],
+            ["shape (TRUE count NON-PRIVATE)", "candidates", "k", "EXACT lower bound % median / p10 / p2",
+             "EXACT estimate % median", "likeliest l̂: P", "P[l̂ = 1]", "P[l̂ far above the best fixed l]"],
             rows, title=f"Bound candidates at ε = {eps:g}, β = {args.beta:g}, greedy counts (one shard), exact "
                         "distributions (not sampled)"))
         print()

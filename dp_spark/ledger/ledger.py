@@ -483,7 +483,22 @@ def _differences(earlier: dict, now: dict) -> str:
     other = sorted(k for k in set(earlier) | set(now) if k not in named and earlier.get(k) != now.get(k))
     names = {"release": "another release", "cost": "another privacy cost", "parameters": "other parameters",
              "input": "another input", "groups": "other public group keys", "domain": "another public domain"}
-    return ", ".join([names[w] for w in what] + other) or "another identity"
+    shown = [names[w] + (_parameter_changes(earlier, now) if w == "parameters" else "") for w in what]
+    return ", ".join(shown + other) or "another identity"
+
+
+def _parameter_changes(earlier: dict, now: dict, most: int = 4) -> str:
+    """" (max_bound: 100 → 65536, …)": which public parameters differ, so a
+    retry after an upgrade whose default changed can give the recorded value
+    (issue 36: distinct-count's max_bound default went from 100 to 65,536)."""
+    before, after = earlier.get("parameters"), now.get("parameters")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return ""
+    keys = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    if not keys:
+        return ""
+    listed = [f"{k}: {before.get(k)!r} → {after.get(k)!r}" for k in keys[:most]]
+    return f" ({', '.join(listed)}{', …' if len(keys) > most else ''})"
 
 
 def _step(key_seq: int) -> str:

@@ -65,6 +65,7 @@ KINDS: Mapping[str, str] = {
 PARAMETERS = frozenset({
     "spread", "log_outcomes", "candidates", "beta", "rounds", "cutoff", "threshold_scale", "query_scale",
     "levels", "flippancy_bound", "norm",
+    "candidate_betas",  # the distinct-count choice's per-candidate GEM failure shares
     "bound",  # a grouped count's per-person bound (released with each group): the HTML matches a group's record by it
 })
 

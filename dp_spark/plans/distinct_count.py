@@ -12,8 +12,9 @@ Budget split (basic composition, total ε-DP), from the parameters alone:
   per-person bound among the public candidates l = 1, 4, 16, 64, … (powers of
   ``BOUND_GRID_RATIO`` below ``max_bound``, and ``max_bound``:
   :func:`bound_candidates`; ``max_bound`` defaults to 65,536, 1,024 for
-  matching) with its own utility parameter β = ``SELECTION_BETA``·k/4 for k
-  candidates (:func:`selection_beta`), the discrete Laplace mechanism
+  matching), each candidate with its own GEM threshold
+  (:func:`candidate_betas`: t = (2/ε)·ln 20 for 1, 4, 16, 64, larger for the
+  far ones), the discrete Laplace mechanism
   releases the count.
 
 Per group (``group_by``) with a given ``max_groups`` m: the same steps
@@ -29,6 +30,7 @@ rest for the counts (each group at ε_count/m); under zCDP the same shares of
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from dp_spark import checks
@@ -40,6 +42,7 @@ from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the 
     BOUND_GRID_RATIO,
     DEFAULT_EDGE_LIMIT,
     DEFAULT_MAX_BOUND,
+    FAR_DECAY,
     LIMITS,
     MAX_BOUND_LIMIT,
     MAX_EDGE_LIMIT,
@@ -51,7 +54,8 @@ from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the 
     bound_candidates,
     default_max_bound,
     limited,
-    selection_beta,
+    candidate_betas,
+    gem_shifts,
 )
 
 RELEASE = "distinct-count"
@@ -84,8 +88,9 @@ def person_sample(epsilon_shards: float) -> int:
 MATCHING_STEP = "matching size check (discrete Laplace on the number of truncated (person, item) pairs)"
 SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with max(l, l') denominators, "
                "permute-and-flip, over l = 1, 4, 16, 64, ... "
-               f"(powers of {BOUND_GRID_RATIO} below max_bound, and max_bound), GEM beta {SELECTION_BETA:g}·k/"
-               f"{SELECTION_REFERENCE_CANDIDATES} for k candidates)")
+               f"(powers of {BOUND_GRID_RATIO} below max_bound, and max_bound), GEM beta "
+               f"{SELECTION_BETA / SELECTION_REFERENCE_CANDIDATES:g} per candidate for the first "
+               f"{SELECTION_REFERENCE_CANDIDATES}, {FAR_DECAY} times less for each further one)")
 COUNT_STEP = "count (discrete Laplace mechanism)"
 #: The share of ε and the label of the grouped top-k's choice of the cap m
 #: (GEM over the rows kept: :mod:`dp_spark.releases.group_cap`); the grouped
@@ -106,7 +111,8 @@ DEFAULT_GROUPED_NOISE = "laplace"
 GAUSSIAN_SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with max(l, l') denominators, "
                         "exponential mechanism (ε-bounded range, so ε²/8-zCDP), over l = 1, 4, 16, 64, ... "
                         f"(powers of {BOUND_GRID_RATIO} below max_bound, and max_bound), GEM beta "
-                        f"{SELECTION_BETA:g}·k/{SELECTION_REFERENCE_CANDIDATES} for k candidates)")
+                        f"{SELECTION_BETA / SELECTION_REFERENCE_CANDIDATES:g} per candidate for the first "
+                        f"{SELECTION_REFERENCE_CANDIDATES}, {FAR_DECAY} times less for each further one)")
 GAUSSIAN_COUNT_STEP = "count (discrete Gaussian mechanism)"
 MAX_GROUPS_STEP = ("group cap m (Generalized Exponential Mechanism over the rows kept, sum over persons of "
                    "min(groups, m), sensitivity m, for m = 1..M, M the number of public keys)")
@@ -119,8 +125,9 @@ JOINT_CAP_EPSILON_SHARE = 0.25
 JOINT_CAP_STEP = ("group cap m and bound l, jointly (Generalized Exponential Mechanism scores with max(m·l, m'·l') "
                   "denominators over sum over groups of (count at cap m and bound l minus its noise margin), "
                   "sensitivity m·l, for m = 1, 2, 4, ... and M (M the number of public keys) and l = 1, 4, 16, 64, "
-                  f"... below max_bound and max_bound; GEM beta {SELECTION_BETA:g}·k/{SELECTION_REFERENCE_CANDIDATES} "
-                  "for k bounds; {sampler})")
+                  f"... below max_bound and max_bound; GEM beta {SELECTION_BETA / SELECTION_REFERENCE_CANDIDATES:g} per "
+                  f"bound for the first {SELECTION_REFERENCE_CANDIDATES}, {FAR_DECAY} times less for each further "
+                  "one; {sampler})")
 JOINT_COUNT_STEP = "count at the chosen m and l (discrete {noise} mechanism), per group at {share}/m"
 
 
@@ -273,7 +280,10 @@ def _check_joint(p: Params, noise: str, count: float) -> None:
     from dp_spark.plan import MAX_PUBLIC_GROUPS
 
     n_keys = len(p.groups) if isinstance(p.groups, tuple) and p.groups else MAX_PUBLIC_GROUPS
-    check_exact_scores(n_keys, bound_candidates(p.max_bound), p.beta, noise, count)
+    select = p.epsilon * JOINT_CAP_EPSILON_SHARE  # the choice's ε (under zCDP √(8ρ_cap): bounded below here)
+    if noise == "gaussian":
+        select = 0.99 * math.sqrt(8 * JOINT_CAP_EPSILON_SHARE * grouped_rho(p.epsilon))
+    check_exact_scores(n_keys, bound_candidates(p.max_bound), p.beta, noise, count, select=select)
 
 
 def grouped_rho(epsilon: float) -> float:
@@ -281,7 +291,6 @@ def grouped_rho(epsilon: float) -> float:
     a float whose exact binary value is at most its written decimal, so the
     charged decimal covers what the mechanisms run at under either reading
     (``plan._check_calibration``)."""
-    import math
     from fractions import Fraction
 
     from dp_spark.accounting.exact import written

@@ -50,9 +50,11 @@ Pipeline and budget split (basic composition, total ε-DP):
    100 undercounted tables with ~93 or 1,000 items per person by 31 % and
    91 %) from the
    Generalized Exponential Mechanism's normalised scores (Algorithm 3) of
-   q_l = c_l − m_l with sensitivities Δ_l = l and GEM's own β = 0.2·k/4 for
-   k candidates (its t = (4/ε')·ln(k/β) = (4/ε')·ln 20 for every k; any
-   public value keeps the choice DP), where m_l is the
+   q_l = c_l − m_l with sensitivities Δ_l = l, each candidate with its own
+   GEM threshold (t = (4/ε')·ln 20 for 1, 4, 16, 64 as in issue 25, a
+   failure share 4 times smaller for each further candidate, so candidates
+   far above the data's scale keep a small total chance; public shifts of
+   the utilities, so any value keeps the choice DP), where m_l is the
    (1−β) upper quantile of the count noise for bound l (a public constant).
    Two changes from the paper, each keeping ε'/2-DP: the pairwise
    denominator is max(l, l') instead of l + l' (every c_l moves by 0..l in
@@ -92,7 +94,13 @@ import numpy as np
 from dp_spark.accounting import PrivacyFilter, ratio_up
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
 from dp_spark.plan import Plan
-from dp_spark.settings.distinct_count import DEFAULT_EDGE_LIMIT, bound_candidates, cap_note, selection_beta
+from dp_spark.settings.distinct_count import (
+    DEFAULT_EDGE_LIMIT,
+    SELECTION_BETA,
+    bound_candidates,
+    candidate_betas,
+    cap_note,
+)
 from dp_spark.plans.distinct_count import plan as make_plan
 from dp_spark.releases.shards import greedy_shards
 from dp_spark.releases.template import run_release
@@ -245,7 +253,8 @@ def _body(plan: Plan, edge_df, rng, local, source=None) -> Release:
     released = release_from_counts(counts, split.epsilon("select") + split.epsilon("count"), plan.params.beta, rng)
     del counts  # non-private; nothing below may use it
     cands = bound_candidates(plan.params.max_bound)
-    how = {**how, "bound_candidates": cands, "selection_beta": selection_beta(len(cands))}
+    how = {**how, "bound_candidates": cands, "selection_beta": SELECTION_BETA,
+           "selection_candidate_betas": candidate_betas(len(cands))}
     return _report(plan, released, how, local, plan.params.seed, [*noise, *released["noise"]])
 
 

@@ -74,7 +74,7 @@ from dp_spark.plan import Plan
 from dp_spark.releases.group_cap import CAP_GEM_BETA  # noqa: F401 - the previous cap choice's β (benchmark)
 from dp_spark.releases.shards import greedy_shards
 from dp_spark.report import Release
-from dp_spark.settings.distinct_count import bound_candidates, cap_note, selection_beta
+from dp_spark.settings.distinct_count import SELECTION_BETA, bound_candidates, candidate_betas, cap_note
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,8 @@ def body(plan: Plan, edge_df, rng, local) -> Release:
     released, per_group = release_groups(at_candidates, cands, max_bound, m, p.beta, rng,
                                          noise="gaussian" if gaussian else "laplace", select=select, count=count)
     del at_candidates  # non-private; nothing below may use it
-    how = {**how, "bound_candidates": cands, "selection_beta": selection_beta(len(cands)), **per_group}
+    how = {**how, "bound_candidates": cands, "selection_beta": SELECTION_BETA,
+           "selection_candidate_betas": candidate_betas(len(cands)), **per_group}
     return _report(plan, keys, m, released, how, local, edge_df.schema[GROUP].dataType, edge_df.sparkSession,
                    [*noise, *_batched(released, gaussian, m)])
 
@@ -163,13 +164,14 @@ def _joint_body(plan: Plan, edge_df, rng, local, keys, cands, shards, how, noise
                            target=f"the group cap m in {', '.join(map(str, caps))} and the bound l in "
                                   f"{', '.join(map(str, cands))}, jointly (scores: summed counts minus margins, "
                                   "sensitivity m·l)",
-                           parameters={"beta": selection_beta(len(cands))})]
+                           parameters={"beta": SELECTION_BETA, "candidate_betas": candidate_betas(len(cands))})]
         released = release_at_bound(at_chosen, m, bound, p.beta, rng, noise=kind, count=count)
         del at_chosen
         share = {"rho_per_group": ratio_down(count, m)} if gaussian else {"epsilon_per_group": ratio_down(count, m)}
         how = {**how, "max_groups": m, "max_groups_chosen": JOINT_CHOSEN, "max_groups_candidates": caps,
                "bound": bound, "bound_chosen": "jointly with the group cap (one bound for all groups)", **share}
-    how = {**how, "bound_candidates": cands, "selection_beta": selection_beta(len(cands))}
+    how = {**how, "bound_candidates": cands, "selection_beta": SELECTION_BETA,
+           "selection_candidate_betas": candidate_betas(len(cands))}
     return _report(plan, keys, m, released, how, local, edge_df.schema[GROUP].dataType, edge_df.sparkSession,
                    [*noise, *drawn, *_batched_counts(released, gaussian, m)], joint=True)
 

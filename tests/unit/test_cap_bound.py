@@ -132,3 +132,17 @@ def test_scores_that_could_round_in_float64_are_refused_by_the_plan_before_readi
         plans.plan(epsilon=1e-6, group_by="g", groups="keys.csv", max_bound=100_000)
     plans.plan(epsilon=1e-6, group_by="g", groups="keys.csv", max_bound=100_000, max_groups=4)  # a given cap: no choice
     assert EXACT_SCORE_LIMIT == 2 ** 52
+
+
+def test_joint_thresholds_are_the_previous_ones_for_four_bounds_and_larger_for_far_ones():
+    """The joint choice's per-bound thresholds (issue 36): with the four
+    bounds 1, 4, 16, 64 the shifts are 0 (GEM's t = (2/ε)·ln(20·K) as
+    before); a fifth bound's shift is positive, larger for a larger cap,
+    and every shift is an integer (the scores stay exact)."""
+    from dp_spark.mechanisms.distinct_count.cap_bound import joint_shifts
+
+    caps = [1, 2, 4]
+    assert (joint_shifts(caps, [1, 4, 16, 64], 0.3) == 0).all()
+    shifts = joint_shifts(caps, [1, 4, 16, 64, 256], 0.3).reshape(3, 5)
+    assert (shifts[:, 4] > 0).all() and list(shifts[:, 4]) == sorted(shifts[:, 4])
+    assert shifts.dtype.kind == "i"

@@ -120,7 +120,8 @@ from dp_spark.plans.distinct_count import (  # noqa: E402
     SELECTION_BETA,
     SELECTION_REFERENCE_CANDIDATES,
     bound_candidates,
-    selection_beta,
+    candidate_betas,
+    gem_shifts,
 )
 from dp_spark.stages.kernels import counts_from_rounds, flow_bounded_counts, greedy_match_rounds  # noqa: E402
 
@@ -137,13 +138,37 @@ def test_candidates_are_the_powers_of_four_below_max_bound_and_max_bound():
     assert bound_candidates(1_000_000) == [4**i for i in range(10)] + [1_000_000]
 
 
-def test_gem_threshold_does_not_grow_with_the_number_of_candidates():
-    """GEM's t = (2/ε)·ln(k/β_k) is the same for every k (selection_beta),
-    and β_k stays inside (0, 1) on every grid up to the public limit."""
+def test_each_candidate_has_its_own_gem_threshold():
+    """The near candidates (1, 4, 16, 64) keep t = (2/ε)·ln 20 whatever the
+    grid's top; each further one a failure share 4 times smaller; the
+    shares sum below 0.22 on every grid up to the public limit (GEM's
+    guarantee: far candidates keep a small total chance). The shift e_j
+    turns GEM's one t = (2/ε)·ln(k/0.2) into t_j = (2/ε)·ln(1/β_j)."""
+    eps = 0.7
     for top in (1, 4, 100, DEFAULT_MAX_BOUND, MAX_BOUND_LIMIT):
         k = len(bound_candidates(top))
-        assert 0 < selection_beta(k) < 1
-        assert k / selection_beta(k) == pytest.approx(SELECTION_REFERENCE_CANDIDATES / SELECTION_BETA)
+        betas = candidate_betas(k)
+        assert sum(betas) < 0.22 and all(0 < b < 1 for b in betas)
+        assert betas[:SELECTION_REFERENCE_CANDIDATES] == [SELECTION_BETA / 4] * min(k, 4)
+        for j, (b, e) in enumerate(zip(betas, gem_shifts(k, eps))):
+            t = (2 / eps) * np.log(k / SELECTION_BETA)
+            assert t + e == pytest.approx((2 / eps) * np.log(1 / b))
+            if j < 4:
+                assert t + e == pytest.approx((2 / eps) * np.log(20))
+
+
+def test_far_candidates_keep_a_small_total_chance():
+    """Issue 36's review: with one threshold for all, every candidate far
+    above the data's scale had the same weight, a 3 % chance of l̂ >= 1,024
+    on counts that are flat from l = 4 (MovieLens-like). With per-candidate
+    thresholds that chance is below 0.5 % at every ε."""
+    from dp_spark.mechanisms.distinct_count.accuracy import release_distribution
+
+    cands = np.array(bound_candidates(DEFAULT_MAX_BOUND))
+    values = np.minimum(cands * 600, 1_600)  # flat past l = 4: 1,600 items held by many persons
+    for eps in (0.25, 1.0, 4.0):
+        dist = release_distribution(values, cands, eps, 0.05)
+        assert dist.bound_at_least(1024) < 0.005, (eps, dist.bound_probabilities)
 
 
 @settings(max_examples=60, deadline=None)

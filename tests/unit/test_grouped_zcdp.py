@@ -18,7 +18,7 @@ from dp_spark.mechanisms.distinct_count.grouped import gaussian_margins, release
 from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.plans.distinct_count import plan
-from dp_spark.settings.distinct_count import selection_beta
+from dp_spark.mechanisms.distinct_count.bound import selection_scores
 
 
 def exact_tail(m: int, sigma: float) -> float:
@@ -86,10 +86,9 @@ def test_bound_choice_is_the_exponential_mechanism_gem():
     counts = np.zeros(max_bound, dtype=np.int64)
     counts[[0, 3, 15]] = [300, 340, 380]
     eps = group_selection_epsilon(m, rho=rho)
-    q = counts[np.array(cands) - 1] - margins[np.array(cands) - 1]
-    gem_beta = selection_beta(len(cands))  # the release's GEM β for three candidates
-    probs = generalized_exponential_probabilities(q.astype(float), np.array(cands, float), eps, gem_beta,
-                                                  monotone=True)
+    idx = np.array(cands) - 1
+    q, gem_beta = selection_scores(counts[idx], cands, margins[idx], eps)  # the release's scores and β
+    probs = generalized_exponential_probabilities(q, np.array(cands, float), eps, gem_beta, monotone=True)
     assert probs.min() > 0.02
     rng = np.random.default_rng(3)
     picks = [release_group_zcdp(counts, eps, sigmas, margins, 0.05, rng)["bound"] for _ in range(n)]

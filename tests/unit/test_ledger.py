@@ -430,3 +430,19 @@ def test_a_keyed_api_run_with_other_public_keys_is_refused(ledger):
     bind_release(again, grouped(["de", "fr"]))
     grouped(["de", "fr"]).check(again)  # the same keys: the same run (its charge is reused)
     assert ledger.state("b").charges == 1
+
+
+def test_a_refused_retry_names_the_parameters_that_differ(ledger):
+    """Issue 36's review: a run keyed before an upgrade that changed a
+    default (distinct-count's max_bound 100 → 65,536) was refused with
+    "other parameters" only; the refusal names each public parameter that
+    differs and both values, so the retry can give the recorded one."""
+    ledger.create_budget("b", ApproxDP(10.0, 1e-5))
+    _start(ledger, _plan(max_bound=100))
+    from dp_spark.ledger.budget import bind_release
+
+    budget = ledger.budget("b", run_key="dag-1", input="events-2024-01-01")
+    upgraded = _plan(max_bound=None)  # the default now
+    bind_release(budget, upgraded)
+    with pytest.raises(ParameterError, match=r"other parameters \(max_bound: 100 → 65536\)"):
+        upgraded.check(budget)

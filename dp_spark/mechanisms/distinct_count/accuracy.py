@@ -20,9 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dp_spark.accounting import ratio_up
-from dp_spark.mechanisms.distinct_count.bound import count_split, margins_at
+from dp_spark.mechanisms.distinct_count.bound import count_split, margins_at, selection_scores
 from dp_spark.mechanisms.distinct_count.gem import generalized_permute_and_flip_probabilities
-from dp_spark.settings.distinct_count import selection_beta
 
 __all__ = ["ReleaseDistribution", "release_distribution"]
 
@@ -83,11 +82,11 @@ def release_distribution(values, candidates, epsilon: float, beta: float, *,
     release_at_candidates`)."""
     values = np.asarray(values, dtype=np.int64)
     cands = np.asarray(candidates, dtype=np.int64)
-    gem_beta = selection_beta(len(cands)) if gem_beta is None else gem_beta
     eps_select, eps_count = count_split(epsilon)
     margins = margins_at(2.0 * eps_count, beta, cands)
-    probs = generalized_permute_and_flip_probabilities(values - margins.astype(np.float64), cands.astype(np.float64),
-                                                       eps_select, gem_beta, monotone=True)
+    scores, gem_beta = selection_scores(values, cands, margins, eps_select, gem_beta)
+    probs = generalized_permute_and_flip_probabilities(scores, cands.astype(np.float64), eps_select, gem_beta,
+                                                       monotone=True)
     scales = np.array([ratio_up(2 * int(b), 2.0 * eps_count) for b in cands])
     return ReleaseDistribution({int(b): float(p) for b, p in zip(cands, probs)}, values.astype(np.float64),
                                margins.astype(np.float64), scales)

@@ -14,11 +14,12 @@ The paper adds continuous Laplace noise; the count is an integer, so we add
 exact discrete Laplace noise and use its exact quantile as the margin.
 
 The choice (:func:`select_among`, ε/2-DP): GEM's normalised scores (the
-paper's Algorithm 3) of q_l = c_l − m_l with sensitivities l, GEM's β =
-``SELECTION_BETA``·k/4 for k candidates (:func:`~dp_spark.settings.
-distinct_count.selection_beta`: GEM's t = (2/ε)·ln(k/β) is then the same
-for every k; issue 36 measured that a t growing with ln k loses Amazon
-Fashion at ε = 0.5), over the candidates, with two changes measured in
+paper's Algorithm 3) of q_l = c_l − m_l with sensitivities l, each
+candidate with its own GEM threshold (:func:`selection_scores`: the first
+four keep t = (2/ε)·ln 20, each further one a failure share 4 times
+smaller; issue 36 measured that one t growing with ln k loses Amazon
+Fashion at ε = 0.5, and that one t fixed for all k gives far candidates a
+3 % chance in all), over the candidates, with two changes measured in
 issue 25 (benchmarks/README.md): the pairwise denominator is max(l, l')
 instead of l + l' (valid because every c_l moves in the same direction:
 q_l − q_l' moves by at most max(l, l')), and the scores are sampled by
@@ -49,7 +50,14 @@ from dp_spark.accounting import ratio_up, remainder
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
 from dp_spark.noise import discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
 from dp_spark.noise.records import NoiseDraw
-from dp_spark.settings.distinct_count import MAX_SHARDS, SELECTION_SAMPLERS, bound_candidates, selection_beta
+from dp_spark.settings.distinct_count import (
+    MAX_SHARDS,
+    SELECTION_BETA,
+    SELECTION_SAMPLERS,
+    bound_candidates,
+    candidate_betas,
+    gem_shifts,
+)
 
 #: Persons per greedy shard when the release picks the shard count. Fewer,
 #: larger shards are both more accurate (each shard is one greedy sequence;
@@ -134,8 +142,7 @@ def select_among(values, candidates, margins, epsilon_select: float, rng: np.ran
         raise ValueError("candidates must be bounds >= 1, one per count")
     if sampler not in SELECTION_SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SELECTION_SAMPLERS)}")
-    gem_beta = selection_beta(len(cands)) if gem_beta is None else gem_beta
-    scores = values.astype(np.float64) - np.asarray(margins)
+    scores, gem_beta = selection_scores(values, cands, margins, epsilon_select, gem_beta)
     if sampler == "permute-and-flip":
         chosen = generalized_permute_and_flip(scores, cands.astype(np.float64), epsilon_select, gem_beta, rng,
                                               monotone=monotone)
@@ -143,6 +150,24 @@ def select_among(values, candidates, margins, epsilon_select: float, rng: np.ran
         chosen = generalized_exponential(scores, cands.astype(np.float64), epsilon_select, gem_beta, rng,
                                          monotone=monotone)
     return int(cands[chosen])
+
+
+def selection_scores(values, candidates, margins, epsilon_select: float,
+                     gem_beta: float | None = None) -> tuple[np.ndarray, float]:
+    """(utilities, β) that GEM runs on for the choice at ``epsilon_select``:
+    q_l = c_l − m_l, and with ``gem_beta=None`` (the release) each
+    candidate's own threshold, q_l − ⌈e_l·l⌉ with GEM's β =
+    SELECTION_BETA (:func:`~dp_spark.settings.distinct_count.gem_shifts`:
+    the near candidates keep t = (2/ε)·ln 20, far ones a larger one, so
+    candidates far above the data's scale keep a small total chance). Every
+    shift is a public integer: the utilities stay integers (exact in
+    float64) and move between neighbours exactly as c_l does."""
+    cands = np.asarray(candidates, dtype=np.int64)
+    utilities = np.asarray(values, dtype=np.int64) - np.asarray(margins, dtype=np.int64)
+    if gem_beta is not None:
+        return utilities.astype(np.float64), gem_beta
+    shifts = np.ceil(np.asarray(gem_shifts(len(cands), epsilon_select)) * cands).astype(np.int64)
+    return (utilities - shifts).astype(np.float64), SELECTION_BETA
 
 
 def release_from_counts(
@@ -183,7 +208,6 @@ def release_at_candidates(
     (benchmarks); the release uses the defaults, which its plan states."""
     cands = np.asarray(candidates, dtype=np.int64)
     values = np.asarray(values, dtype=np.int64)
-    gem_beta = selection_beta(len(cands)) if gem_beta is None else gem_beta
     eps_select, eps_count = count_split(epsilon, select_share)
     # 2·ε_count is exact (ε at the default share 1/2): margins and scale are those of DLap(l/ε_count)
     margins = margins_at(2.0 * eps_count, beta, cands)
@@ -194,7 +218,7 @@ def release_at_candidates(
     noise = (
         NoiseDraw("select", "gem", scale=2.0 / eps_select, std=None, sensitivity=1.0,
                   target="the per-person bound (scores c_l − m_l of sensitivity l)",
-                  parameters={"candidates": [int(c) for c in cands], "beta": gem_beta}),
+                  parameters=selection_parameters(cands, gem_beta)),
         NoiseDraw("count", "discrete-laplace", scale=scale, std=discrete_laplace_std(scale),
                   sensitivity=float(bound), target=f"the count with at most {bound} items per person"),
     )
@@ -208,6 +232,16 @@ def release_at_candidates(
         "bound_is_top": bound == int(cands.max()),
         "noise": noise,
     }
+
+
+def selection_parameters(candidates, gem_beta: float | None = None) -> dict:
+    """The choice's public parameters for its noise record: the candidates
+    and GEM's β (with the release's per-candidate thresholds, each
+    candidate's failure share)."""
+    out = {"candidates": [int(c) for c in candidates], "beta": SELECTION_BETA if gem_beta is None else gem_beta}
+    if gem_beta is None:
+        out["candidate_betas"] = candidate_betas(len(out["candidates"]))
+    return out
 
 
 def noisy_size(true_size: int, sensitivity: int, epsilon: float, rng: np.random.Generator,

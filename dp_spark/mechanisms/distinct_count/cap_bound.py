@@ -45,11 +45,13 @@ group instead was measured and is not used (benchmarks/README.md).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
-from dp_spark.settings.distinct_count import SELECTION_SAMPLERS, selection_beta
+from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS, gem_shifts
 
 __all__ = ["cap_candidates", "choose_cap_and_bound", "count_noise", "joint_margins", "joint_scores",
            "release_at_bound"]
@@ -109,7 +111,8 @@ def joint_margins(caps, bounds, beta: float, noise: str, count: float) -> np.nda
 EXACT_SCORE_LIMIT = 2 ** 52
 
 
-def check_exact_scores(n_keys: int, bounds, beta: float, noise: str, count: float) -> None:
+def check_exact_scores(n_keys: int, bounds, beta: float, noise: str, count: float,
+                       select: float | None = None) -> None:
     """Refuse, from public parameters only, a joint choice whose scores
     could round in float64: G·margin(M, L) >= 2^52 for G = M = ``n_keys``
     (the largest cap) and L = the largest bound. The margin grows with m
@@ -118,11 +121,32 @@ def check_exact_scores(n_keys: int, bounds, beta: float, noise: str, count: floa
     normalised scores. Called by the plan, before anything is read."""
     top = int(n_keys)
     worst = top * _margin(count_noise(top, int(max(bounds)), noise, count), noise, beta)
+    if select is not None:  # the per-bound thresholds' shifts (choose_cap_and_bound) at the choice's ε
+        worst += _shift_bound(bounds, top, select)
     if worst >= EXACT_SCORE_LIMIT:
         raise ParameterError(
             f"the private choice of max_groups (up to {top:,} groups, bounds up to {int(max(bounds)):,}) at this "
             "budget has noise margins too large to score exactly; give max_groups, a larger epsilon or a smaller "
             "max_bound")
+
+
+def _shift_bound(bounds, top_cap: int, epsilon: float) -> int:
+    """The largest |shift| of :func:`joint_shifts` at the GEM's ε (public)."""
+    e = max(abs(x) for x in gem_shifts(len(bounds), epsilon))
+    return int(math.ceil(e * top_cap * int(max(bounds)))) + 1
+
+
+def joint_shifts(caps, bounds, epsilon: float) -> np.ndarray:
+    """Public integers by which the joint scores are lowered so that GEM,
+    run with one β = SELECTION_BETA over the K·J candidates, applies to
+    candidate (m_k, l_j) the threshold t = (2/ε)·ln(K/β_j) of its bound's
+    failure share β_j (:func:`~dp_spark.settings.distinct_count.candidate_betas`;
+    with J = 4 bounds this is the previous t = (2/ε)·ln(20·K) for all):
+    ⌈e_j·m_k·l_j⌉, e_j = :func:`~dp_spark.settings.distinct_count.gem_shifts`
+    (J, ε), flattened as :func:`joint_scores`."""
+    e = np.asarray(gem_shifts(len(bounds), epsilon))
+    sens = np.outer(np.asarray(caps, dtype=np.float64), np.asarray(bounds, dtype=np.float64) * e)
+    return np.ceil(sens).astype(np.int64).ravel()
 
 
 def joint_scores(at, caps, bounds, margins) -> tuple[np.ndarray, np.ndarray]:
@@ -149,14 +173,17 @@ def choose_cap_and_bound(at, caps, bounds, margins, epsilon: float, rng: np.rand
     :func:`joint_scores` (sensitivity 1), sampled by ``sampler``:
     ``"permute-and-flip"`` is ε-DP, ``"exponential"`` ε-DP and ε-bounded
     range (ε²/8-zCDP). Requires the counts' same-direction moves (module
-    docstring). Nothing else is released. GEM's β defaults to
-    :func:`~dp_spark.settings.distinct_count.selection_beta` of the number
-    of bound candidates, so its t is (2/ε)·ln(20·caps) however many bounds
-    there are."""
+    docstring). Nothing else is released. With ``gem_beta=None`` (the
+    release) each (m, l) gets its bound's own threshold through public
+    integer shifts of the scores (:func:`joint_shifts`): the near bounds
+    keep t = (2/ε)·ln(20·K), far ones a larger one, so bounds far above the
+    data's scale keep a small total chance."""
     if sampler not in SELECTION_SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SELECTION_SAMPLERS)}")
-    gem_beta = selection_beta(len(bounds)) if gem_beta is None else gem_beta
     scores, sensitivities = joint_scores(at, caps, bounds, margins)
+    if gem_beta is None:
+        scores = scores - joint_shifts(caps, bounds, epsilon)  # integers: exact (check_exact_scores)
+        gem_beta = SELECTION_BETA
     draw = generalized_permute_and_flip if sampler == "permute-and-flip" else generalized_exponential
     index = int(draw(scores, sensitivities, epsilon, gem_beta, rng, monotone=True))
     return divmod(index, len(bounds))

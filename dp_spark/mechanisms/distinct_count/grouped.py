@@ -49,12 +49,11 @@ from __future__ import annotations
 import numpy as np
 
 from dp_spark.accounting.exact import ratio_down
-from dp_spark.mechanisms.distinct_count.bound import release_at_candidates, select_among
+from dp_spark.mechanisms.distinct_count.bound import release_at_candidates, select_among, selection_parameters
 from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
 from dp_spark.noise import discrete_gaussian
 from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
-from dp_spark.settings.distinct_count import selection_beta
 
 #: The sampler of the zCDP per-group choice (bounded range: module docstring).
 ZCDP_SAMPLER = "exponential"
@@ -92,7 +91,6 @@ def release_group_zcdp_at(values, epsilon_select: float, sigmas: dict[int, float
     cands = np.asarray(sorted(sigmas), dtype=np.int64)
     values = np.asarray(values, dtype=np.int64)
     margins = np.asarray(margins, dtype=np.int64)
-    gem_beta = selection_beta(len(cands)) if gem_beta is None else gem_beta
     bound = select_among(values, cands, margins, epsilon_select, rng, gem_beta, sampler=ZCDP_SAMPLER, monotone=True)
     j = int(np.flatnonzero(cands == bound)[0])
     sigma = sigmas[bound]
@@ -101,7 +99,7 @@ def release_group_zcdp_at(values, epsilon_select: float, sigmas: dict[int, float
     noise = (
         NoiseDraw("select", "gem", scale=2.0 / epsilon_select, std=None, sensitivity=1.0,
                   target="the per-person bound (scores c_l − m_l of sensitivity l)",
-                  parameters={"candidates": [int(c) for c in cands], "beta": gem_beta}),
+                  parameters=selection_parameters(cands, gem_beta)),
         NoiseDraw("count", "discrete-gaussian", scale=sigma, std=sigma, sensitivity=float(bound),
                   target=f"the count with at most {bound} items per person"),
     )
