@@ -173,12 +173,14 @@ class GivenOnce(argparse.Action):
 def _metavar(opt: Option) -> str:
     if opt.name == "master":
         return "URL"
+    if opt.name == "schema":
+        return "DDL"  # a Spark DDL string, not a file
     if opt.type is str:
         return "PATH" if opt.name in _PATH_OPTIONS or opt.name.endswith(("output", "_html")) else "NAME"
     return "N" if opt.type in (int, _positive_int) else "X"
 
 
-_PATH_OPTIONS = {"input", "domain", "config", "series", "checkpoint", "sink", "ledger", "schema", "groups"}
+_PATH_OPTIONS = {"input", "domain", "config", "series", "checkpoint", "sink", "ledger", "groups"}
 
 
 def resolve(args: argparse.Namespace, options) -> dict[str, Any]:

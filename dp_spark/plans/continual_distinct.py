@@ -27,6 +27,7 @@ Nothing here imports pyspark.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
@@ -164,6 +165,18 @@ class Params(GroupParams):
     data-independent step grid, ``GRID_CONDITION``; ``origin``,
     ``step_size`` and ``shards`` are checked but do not apply to it)."""
 
+    # The group flags' help says the item-level rules (GroupParams' text is the person-level releases').
+    group_by: str | None = param(None, "release one series per key of this column (needs --groups and "
+                                 "--max-groups); every item's events count in at most --max-groups of its groups",
+                                 cli_type=str)
+    groups: Any = param(None, "file of the public group keys (one column; CSV/Parquet/JSON), all released, also "
+                        "those without events; in Python also a list or a one-column Spark DataFrame; required "
+                        "with --group-by (privately chosen keys are not offered for continual counts)",
+                        cli_type=str)
+    max_groups: int | None = param(None, "most groups one item's events count in (m), required with --group-by: "
+                                   "each item keeps the events of at most m of its groups (a public hash order "
+                                   "of (item, group)), and each group's counters spend a share of ρ that falls "
+                                   "with m (m = 1: the full ρ per group)", cli_type=int)
     time_col: str = param("time", "column with the event time: integer steps, numbers, timestamps or dates "
                           "(CSV/JSON text is parsed per row: whole steps, or ISO dates/times when --origin is "
                           "one, or numbers when --origin is a decimal; --schema declares another type)")

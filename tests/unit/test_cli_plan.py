@@ -161,3 +161,19 @@ def test_a_bad_master_is_one_line_exit_2_before_spark(capsys, no_spark):
     code, out, err = run(capsys, "--master", "local[abc]", "--rows", "100")
     assert code == 2
     assert_one_line_error(err, "--master 'local[abc]' is not a Spark master URL")
+
+
+def test_help_texts_say_what_the_flags_take(capsys, no_spark):
+    """Issue 42 §1: continual-distinct's group flags described the
+    person-level rules (its unit is the item, --max-groups is required,
+    private keys are refused); --schema was shown as a PATH (it is a DDL
+    string)."""
+    code, out, _ = run_cli(capsys, "continual-distinct", "--help")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "every item's events count in at most --max-groups" in flat
+    assert "every person's rows count in" not in flat and "most groups one person contributes to" not in flat
+    assert "required with --group-by (privately chosen keys are not offered" in flat
+    assert "most groups one item's events count in (m), required with --group-by" in flat
+    code, out, _ = run_cli(capsys, "distinct-count", "--help")
+    assert code == 0 and "--schema DDL" in out and "--schema PATH" not in out
