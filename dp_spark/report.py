@@ -259,5 +259,5 @@ def _listing(value) -> tuple[str, list[str]]:
         else:
             rows.append(str(entry))
     more = len(value) - len(rows)
-    head = f"{len(value):,} released" + (f", first {len(rows)} shown (all in the report)" if more else "")
+    head = f"{len(value):,} released" + (f", first {len(rows)} shown (all in the JSON report)" if more else "")
     return head, rows

@@ -365,7 +365,7 @@ def write_outputs(module, release, opts) -> list[str]:
     if opts.get("quiet"):
         return []
     notes = [_WRITTEN_NOTE[option].format(path=path) for option, path, _ in writes if option in _WRITTEN_NOTE]
-    hint = missing_output_hint(module, opts)
+    hint = missing_output_hint(module, opts, release)
     return notes + ([hint] if hint else [])
 
 
@@ -391,9 +391,11 @@ def _after_failure(release, opts, done, left) -> str:
             f"Written: {', '.join(done) or 'nothing'}. Not written: {not_written}.")
 
 
-def missing_output_hint(module, opts) -> str | None:
+def missing_output_hint(module, opts, release=None) -> str | None:
     """A release whose main result is a table that this run writes nowhere:
-    where it can go (a set-union's items, a continual series)."""
+    where it can go (a set-union's items, a continual series); and, with
+    ``release``, a released list longer than the screen shows when no report
+    is written (count-release's counts: issue 42 §1 found 232 of 242 gone)."""
     writers = getattr(module, "ARTIFACT_WRITERS", {})
     if opts.get("group_by"):  # a grouped run's values go to --groups-output only (no items output, no series)
         if "groups" in writers and not opts.get("groups_output"):
@@ -406,4 +408,12 @@ def missing_output_hint(module, opts) -> str | None:
     if "series" in writers and hasattr(module, "series_path") and not module.series_path(opts):
         return ("note: the released series was not written; pass --series PATH (.parquet or .csv) or "
                 "--output PATH (the series then goes beside the report).")
+    if release is not None and not opts.get("output") and not opts.get("items_output"):
+        from dp_spark.report import SCREEN_ROWS
+
+        for key, value in release.values.items():
+            if isinstance(value, list) and len(value) > SCREEN_ROWS:
+                items = " or --items-output PATH (Parquet)" if "items" in writers else ""
+                return (f"note: {len(value):,} {key} were released and only the first {SCREEN_ROWS} are shown; "
+                        f"no report was written: pass --output PATH (the JSON report){items} to keep them all.")
     return None
