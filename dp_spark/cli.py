@@ -219,7 +219,7 @@ def _check_master(master: str | None) -> None:
 
 
 def _run(args, command: str) -> int:
-    from dp_spark.commands.outputs import check_run_paths, check_table_outputs, write_outputs
+    from dp_spark.commands.outputs import check_keyed_reports, check_run_paths, check_table_outputs, write_outputs
 
     module = COMMANDS[command]
     opts = resolve(args, options_of(module))
@@ -236,12 +236,15 @@ def _run(args, command: str) -> int:
     if opts.get("dry_run"):
         print(plan.to_json() if opts["quiet"] else plan.describe())
         return _dry_run_refusals(module, command, plan, {**opts, "config": getattr(args, "config", None)})
-    check_run_paths(module, {**opts, "config": getattr(args, "config", None)})
+    keyed = bool(opts.get("run_key"))
+    check_run_paths(module, {**opts, "config": getattr(args, "config", None)}, keyed=keyed)
     check_input_options(opts)  # the input path and column names, before the JVM starts
     budget = _budget(command, opts)
     _RUN["budget"] = budget  # main's failure messages say whether it was charged
     plan.check(budget)
     replaying = _recorded_run(budget, plan)  # a retry of a released run under its key: replayed
+    if keyed:  # its own earlier reports may be rewritten by its replay (issue 42 §3)
+        check_keyed_reports(opts, None if replaying is None else replaying.get("report_created"))
     if replaying is not None:
         _refuse_lost_outputs(module, opts, replaying)  # before Spark starts
     _check_master(opts["master"])
@@ -307,7 +310,9 @@ def _recorded_run(budget, plan) -> dict | None:
     from dp_spark.ledger.ledger import RELEASED
 
     run = budget.ledger.check_run(budget.name, budget.run_key, 0, budget.identity, plan.guarantee, plan.release)
-    return replay_note(run) if run is not None and run.state == RELEASED else None
+    if run is None or run.state != RELEASED:
+        return None
+    return {**replay_note(run), "report_created": (run.record or {}).get("created")}
 
 
 def _refuse_lost_outputs(module, opts, replay: dict | None) -> None:

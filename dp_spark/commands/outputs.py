@@ -27,6 +27,8 @@ spent.
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import sys
 import tempfile
@@ -159,10 +161,14 @@ def _overlap(a: Path, b: Path) -> bool:
     return a == b or a in b.parents or b in a.parents
 
 
-def check_run_paths(module, opts, problems: list | None = None) -> None:
+def check_run_paths(module, opts, problems: list | None = None, keyed: bool = False) -> None:
     """Refuse (InputError, exit 2) any output that would lose data or cannot
     be written. ``problems``: collect every refusal there instead of raising
-    the first (a dry run reports them all)."""
+    the first (a dry run reports them all). ``keyed``: the run has a run key,
+    so whether an existing JSON or HTML report may be rewritten is decided
+    once the ledger says whether this run replays a recorded release
+    (:func:`check_keyed_reports`); folders and foreign files are refused
+    here all the same."""
     def refuse(message: str) -> None:
         if problems is None:
             raise InputError(message)
@@ -215,7 +221,8 @@ def check_run_paths(module, opts, problems: list | None = None) -> None:
         if name in refused:
             continue
         try:
-            check_existing(out, name, bool(opts.get("overwrite")))
+            later = keyed and name in ("output", "report_html")  # check_keyed_reports decides --overwrite
+            check_existing(out, name, bool(opts.get("overwrite")) or later)
             check_writable(out, name)
         except InputError as exc:
             refuse(str(exc))
@@ -277,6 +284,39 @@ def check_existing(out: Path, name: str, overwrite: bool) -> None:
 
 
 _WHAT = {"output": "JSON report", "report_html": "HTML report", "series": "series"}
+
+
+def check_keyed_reports(opts, replay_created: str | None) -> None:
+    """A keyed run's existing JSON and HTML reports (after
+    ``check_run_paths(keyed=True)``): replaced only with --overwrite, or when
+    this run replays the recorded release that wrote them (``replay_created``
+    its ``created``): issue 42 §3 — a run that died between its two writes
+    (HTML written, JSON not) was retried by the DAG, which passes no
+    --overwrite, and refused forever. The replay writes the same release."""
+    for name in ("output", "report_html"):
+        out = _local_path(opts.get(name))
+        if out is not None:
+            check_existing(out, name, bool(opts.get("overwrite")) or written_by(out, name, replay_created))
+
+
+def written_by(out: Path, name: str, created: str | None) -> bool:
+    """Whether ``out`` is the JSON or HTML report of the release created at
+    ``created`` (a keyed replay rewrites its own reports: the same release,
+    the same values). Anything unreadable or else: False."""
+    if not created or name not in ("output", "report_html") or not out.is_file():
+        return False
+    try:
+        if out.stat().st_size > 50_000_000:
+            return False
+        text = out.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if name == "output":
+        try:
+            return json.loads(text).get("created") == created
+        except (ValueError, AttributeError):
+            return False
+    return f"created {html.escape(created)}" in text
 
 
 def check_writable(target: Path, name: str) -> None:

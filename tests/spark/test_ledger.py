@@ -189,22 +189,23 @@ def test_new_user_trial_is_refused_after_the_first_release(capsys, spark, approx
 
 def test_cli_killed_between_recording_and_writing_retry_writes_the_recorded_release(
         capsys, spark, tmp_path, ledger_path, monkeypatch, report_schema):
-    """The first run records its release and dies before printing or
-    writing anything; the retry (same key, same command) writes exactly the
+    """The first run records its release and dies before writing anything
+    (the outputs come before the printed result: the interrupted run still
+    prints it); the retry (same key, same command) writes exactly the
     recorded release: no new noise, no new charge."""
-    from dp_spark.report import Release
+    from dp_spark.commands import outputs
 
     report = tmp_path / "report.json"
     argv = ["distinct-count", "--rows", "3000", "--max-bound", "5", "--epsilon", "0.5", "--ledger", ledger_path,
             "--ledger-budget", "eps", "--run-key", "dag/2024-01-01", "--output", str(report), "--quiet"]
 
     def killed(*_args, **_kwargs):
-        raise KeyboardInterrupt  # the process dies as it prints: after the release returned, before any output
+        raise KeyboardInterrupt  # the process dies as it writes: after the release returned, before any output
 
     with monkeypatch.context() as patch:
-        patch.setattr(Release, "to_json", killed)
+        patch.setattr(outputs, "planned_writes", killed)
         assert main(argv) == 130
-    assert capsys.readouterr().out == "" and not report.exists()
+    assert json.loads(capsys.readouterr().out)["release"] == "distinct-count" and not report.exists()
     with open_ledger(ledger_path) as led:
         [run] = led.runs("eps")
         assert run.state == "released" and run.outputs == {"output": str(report.resolve())}
