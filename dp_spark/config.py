@@ -130,6 +130,8 @@ def load_config(path: str | None, allowed: set[str]) -> dict[str, Any]:
     if not path:
         return {}
     file = Path(path)
+    if file.is_dir():
+        raise InputError(f"config file {path!r} is a folder; give the path of the YAML file itself.")
     if not file.is_file():
         raise InputError(f"config file {path!r} does not exist.")
     try:

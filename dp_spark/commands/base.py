@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from dp_spark.config import load_config
-from dp_spark.errors import DPSparkError, ParameterError
+from dp_spark.errors import DPSparkError, InputError, ParameterError, SchemaError
 
 log = logging.getLogger("dp_spark")
 
@@ -302,6 +305,7 @@ def load_table(spark, opts: dict[str, Any]):
         else:
             log.info("reading %s", opts["input"])
         df = read_input(spark, opts["input"], opts["format"], columns=input_columns(opts), **read_options(opts))
+        _require_option_columns(df, opts)
     else:
         from dp_spark.datasets import synthetic_events
 
@@ -311,6 +315,18 @@ def load_table(spark, opts: dict[str, Any]):
     if opts.get("tokenize") == "words":
         df = tokenize_words(df, opts["person_col"], opts["item_col"])
     return df, opts
+
+
+def _require_option_columns(df, opts: dict[str, Any]) -> None:
+    """Each column an option names is in the input (its schema only, no row
+    read), else a one-line refusal naming that option's flag."""
+    present = list(df.columns)
+    for key in COLUMN_OPTIONS:
+        name = opts.get(key)
+        if name and name not in present:
+            flag = "--" + key.replace("_", "-")
+            raise SchemaError(f"column {name!r} is not in the input (named by {flag}); available columns: "
+                              f"{', '.join(present) or '(none)'}. Give {flag} one of them.")
 
 
 #: The options naming the columns a release reads (a JSON input without
@@ -324,14 +340,66 @@ def input_columns(opts: dict[str, Any]) -> list[str]:
 
 
 def check_input_options(opts: dict[str, Any]) -> None:
-    """What can be checked of the input options without Spark (the CLI calls
-    this before the JVM starts): the --input path exists (a glob pattern
-    matches files), and the column names are plain top-level names."""
+    """What can be checked of the local files a run reads or charges without
+    Spark (the CLI calls this before the JVM starts, and in a dry run): the
+    --input path exists (a glob pattern matches files) and is not a file
+    whose name Spark would read as a pattern, the column names are plain
+    top-level names, the --groups file exists, and a ledger to charge can be
+    written."""
     from dp_spark.io import check_column_names, check_input_path
 
     if opts.get("input"):
         check_input_path(str(opts["input"]))
+        _refuse_literal_glob(str(opts["input"]), "input path")
         check_column_names(input_columns(opts))
+    if opts.get("groups"):
+        _check_keys_file(str(opts["groups"]))
+    _check_ledger_writable(opts)
+
+
+#: The characters Spark (Hadoop's glob) reads as a pattern in a path.
+_SPARK_GLOB = re.compile(r"[*?\[\]{}\\]")
+
+
+def _refuse_literal_glob(source: str, what: str) -> None:
+    """An existing local file or folder whose path holds glob characters
+    (``data[1].csv``): Spark would read it as a pattern (``data1.csv``) and
+    report it missing, so it is refused with the fix before Spark starts."""
+    from dp_spark.io import is_local, local_path
+
+    if is_local(source) and _SPARK_GLOB.search(str(local_path(source))) and local_path(source).exists():
+        raise InputError(f"{what} {source!r} holds glob characters ([ ] {{ }} * ? \\), which Spark reads as a "
+                         "pattern, not as this name; rename the file (and any folder on its path) without them.")
+
+
+def _check_keys_file(path: str) -> None:
+    """--groups, the public keys file: a local path exists (a URI, a table:
+    name or a glob is left to the reader)."""
+    from dp_spark.io import is_local, local_path
+
+    if path.startswith("table:") or not is_local(path):
+        return
+    if not _SPARK_GLOB.search(path) and not local_path(path).exists():
+        raise InputError(f"public keys file (--groups) {path!r} does not exist; give the path of the file listing "
+                         "the public keys (a column named as --group-by).")
+    _refuse_literal_glob(path, "public keys file (--groups)")
+
+
+def _check_ledger_writable(opts: dict[str, Any]) -> None:
+    """A local ledger file to charge (--ledger with --ledger-budget) that the
+    run could not write (the file or, for SQLite's journal, its folder):
+    refused before Spark starts rather than at the charge. A missing file or
+    a database URL is left to the ledger."""
+    where = str(opts.get("ledger") or "")
+    if not where or not opts.get("ledger_budget"):
+        return
+    text = where[len("sqlite://"):] if where.startswith("sqlite:///") else where
+    if "://" in text:
+        return
+    path = Path(text)
+    if path.is_file() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        raise InputError(f"the ledger {where!r} is read-only: a run with --ledger records its charge in it; give "
+                         "the user running dp-spark write access to the file and its folder.")
 
 
 def _text_format(opts) -> bool:

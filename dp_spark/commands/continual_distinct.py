@@ -120,6 +120,26 @@ def validate(opts) -> None:
         if opts["format"] == "table":
             raise ParameterError("--stream reads a directory of files; use --format parquet, csv or json.")
         _refuse_batch_read_options(opts)
+        _refuse_stream_files(opts)
+
+
+def _refuse_stream_files(opts) -> None:
+    """--stream's folders given as local files, refused before Spark starts:
+    an --input file (the query would wait on it as on a folder and fail),
+    a --checkpoint or --sink file (the state's folder cannot be made)."""
+    from dp_spark.errors import ParameterError
+    from dp_spark.io import is_local, local_path
+
+    source = opts["input"]
+    if source and is_local(source) and local_path(source).is_file():
+        raise ParameterError(f"--stream reads a folder of event files (--files-per-step per step); --input "
+                             f"{source!r} is a file: put it in a folder of its own and give the folder, or drop "
+                             "--stream for a batch run.")
+    for name, what in (("checkpoint", "its checkpoint"), ("sink", "its step records")):
+        path = opts.get(name)
+        if path and is_local(path) and local_path(path).is_file():
+            raise ParameterError(f"--{name} {path!r} is a file; --stream keeps {what} in a folder: give a folder "
+                                 "path (a new one, or the one an earlier run of this query used).")
 
 
 #: The read options a --stream source does not take, with the flag to name.

@@ -1,0 +1,104 @@
+"""Refusals the inputs alone decide, made before Spark starts and before
+anything is charged (issue 42 §5): each is one line naming the problem and
+its fix, exit 2. The CLI runs in process; ``no_spark`` fails a test whose
+run asks for a Spark session."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.unit.helpers import assert_one_line_error, run_cli
+from tests.unit.test_cli_plan import no_spark  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.usefixtures("no_spark")
+
+
+@pytest.fixture
+def events(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text("person_id,item,country\n1,a,x\n2,b,y\n")
+    return path
+
+
+def refused(capsys, fragment: str, *argv) -> str:
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2, err
+    assert_one_line_error(err, fragment)
+    return err
+
+
+def test_a_folder_as_config_is_named_a_folder(capsys, tmp_path):
+    err = refused(capsys, "is a folder; give the path of the YAML file itself", "distinct-count",
+                  "--config", str(tmp_path))
+    assert "does not exist" not in err
+
+
+def test_stream_on_a_single_file_asks_for_a_folder(capsys, events, tmp_path):
+    argv = ["continual-distinct", "--stream", "--input", str(events), "--horizon", "8", "--rho", "1",
+            "--checkpoint", str(tmp_path / "ck"), "--sink", str(tmp_path / "sink")]
+    refused(capsys, f"--stream reads a folder of event files (--files-per-step per step); --input {str(events)!r} "
+                    "is a file: put it in a folder of its own and give the folder", *argv)
+    refused(capsys, "is a file: put it in a folder", *argv, "--dry-run")  # the dry run names it too
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "sink").exists()
+
+
+@pytest.mark.parametrize("flag", ["--checkpoint", "--sink"])
+def test_a_file_as_the_streams_folder_is_refused(capsys, tmp_path, flag):
+    (tmp_path / "in").mkdir()
+    state = tmp_path / "state"
+    state.write_text("not a folder")
+    paths = {"--checkpoint": str(tmp_path / "ck"), "--sink": str(tmp_path / "sink"), flag: str(state)}
+    argv = ["continual-distinct", "--stream", "--input", str(tmp_path / "in"), "--horizon", "8", "--rho", "1",
+            *(x for item in paths.items() for x in item)]
+    err = refused(capsys, f"{flag} {str(state)!r} is a file; --stream keeps its", *argv)
+    assert "a folder" in err and "FileExistsError" not in err
+    assert state.read_text() == "not a folder"
+
+
+def test_a_file_named_like_a_glob_is_not_read_as_a_pattern(capsys, tmp_path):
+    data = tmp_path / "data[1].csv"
+    data.write_text("person_id,item\n1,a\n")
+    (tmp_path / "data1.csv").write_text("person_id,item\n9,z\n")  # what Spark's pattern would read instead
+    err = refused(capsys, "holds glob characters", "distinct-count", "--input", str(data), "--epsilon", "1")
+    assert "rename the file" in err and "does not exist" not in err
+    # A pattern is still a pattern: it matches files, so it passes this check (and asks for Spark).
+    code, _, err = run_cli(capsys, "distinct-count", "--input", str(tmp_path / "data?.csv"), "--dry-run")
+    assert code == 0, err
+
+
+def test_a_missing_groups_file_is_the_public_keys_file_before_spark(capsys, events, tmp_path):
+    missing = tmp_path / "keys.csv"
+    err = refused(capsys, f"public keys file (--groups) {str(missing)!r} does not exist", "count-release",
+                  "--input", str(events), "--rho", "0.5", "--delta", "1e-6", "--kbar", "60", "--group-by", "country",
+                  "--groups", str(missing), "--max-groups", "2")
+    assert "input path" not in err
+
+
+def _ledger(capsys, tmp_path) -> str:
+    path = str(tmp_path / "ledger.db")
+    code, _, err = run_cli(capsys, "ledger", "create", path, "team", "--epsilon", "2")
+    assert code == 0, err
+    return path
+
+
+def test_a_read_only_ledger_is_refused_before_spark(capsys, events, tmp_path, monkeypatch):
+    """Found before Spark starts (it was found at the charge), in the real run and the dry run."""
+    path = _ledger(capsys, tmp_path)
+    os.chmod(path, 0o444)
+    if os.access(path, os.W_OK):  # root writes a 0444 file: make it read-only for this process as a mount would
+        access = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if (str(p) == path and mode & os.W_OK)
+                            else access(p, mode, **kw))
+    argv = ["distinct-count", "--input", str(events), "--epsilon", "0.5", "--ledger", path, "--ledger-budget", "team"]
+    refused(capsys, f"the ledger {path!r} is read-only", *argv)
+    refused(capsys, "is read-only", *argv, "--dry-run")  # the dry run names what the real run refuses
+    os.chmod(path, 0o644)
+
+
+def test_a_writable_ledger_passes_the_check(capsys, events, tmp_path):
+    path = _ledger(capsys, tmp_path)
+    code, _, err = run_cli(capsys, "distinct-count", "--input", str(events), "--epsilon", "0.5", "--ledger", path,
+                           "--ledger-budget", "team", "--dry-run")
+    assert code == 0, err
