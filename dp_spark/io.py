@@ -108,11 +108,18 @@ def reader_options(fmt: str, *, infer_schema: bool = False, delimiter: str | Non
     except (LookupError, TypeError):
         raise InputError(f"unknown --encoding {encoding!r}; use e.g. UTF-8, ISO-8859-1 or UTF-16.") from None
     if fmt == "csv":
+        quote_char = _csv_char(quote, "quote")
         return {
             "header": str(bool(header)).lower(),
             "inferSchema": "false",
             "sep": _csv_char(delimiter or ",", "delimiter"),
-            "quote": _csv_char(quote, "quote"),
+            # RFC 4180 (what Python's csv module, pandas and Excel write): a quote
+            # inside a quoted field is doubled, and a quoted field may hold line
+            # breaks. Spark's defaults (escape '\\', one record per line) split such a
+            # record and keep the doubled quotes; a backslash is an ordinary character.
+            "quote": quote_char,
+            "escape": quote_char,
+            "multiLine": "true",
             "encoding": encoding,
             "mode": BAD_ROWS_MODES[bad_rows],
         }
@@ -154,7 +161,10 @@ def read_input(spark, source: str, fmt: str = "auto", *, columns=None, infer_sch
     CSV/JSON: ``delimiter`` (default ',', a tab for .tsv/.tab names), ``header``, ``quote``, ``encoding``,
     and ``bad_rows`` ("drop": rows that do not parse are dropped, never
     counted; "fail": read in FAILFAST mode, see :func:`check_rows_parse`;
-    None: Spark's permissive default)."""
+    None: Spark's permissive default). CSV is read as RFC 4180 (Python's csv
+    module, pandas, Excel): a doubled ``quote`` inside a quoted field is one
+    quote, and a quoted field may hold line breaks (so each CSV file is read
+    whole by one task, not split)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
     if source.startswith("table:") or fmt == "table":
@@ -483,6 +493,15 @@ def _refuse_foreign(target: Path, path: str) -> None:
         )
 
 
+#: Spark's CSV writer options for RFC 4180 output, which Python's csv module
+#: and pandas read back exactly: a quote inside a value is doubled (Spark's
+#: default escapes it with a backslash), a value holding the separator, a
+#: quote or a line break is quoted, and leading/trailing spaces are kept
+#: (Spark's writer trims them by default).
+CSV_WRITE_OPTIONS = {"header": "true", "quote": '"', "escape": '"', "ignoreLeadingWhiteSpace": "false",
+                     "ignoreTrailingWhiteSpace": "false"}
+
+
 def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = False,
                            overwrite: bool = False) -> None:
     """Write a Spark DataFrame to a local directory atomically: Spark writes a
@@ -494,26 +513,27 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = F
     ``overwrite`` (default False: callers pass the user's choice), and
     replaced only when dp_spark wrote it). For paths,
     ``overwrite`` is the caller's check (the CLI's ``--overwrite``,
-    ``Release.write``); a folder dp_spark did not write is always refused."""
-    from dp_spark.marking import mark_folder, mark_output_folder, mark_spark
+    ``Release.write``); a folder dp_spark did not write is always refused.
+    CSV is written as RFC 4180 (:data:`CSV_WRITE_OPTIONS`) with a header, and
+    a seeded CSV gets the last column ``not_for_publication`` (True on every
+    row), as the pandas CSVs do: a CSV file keeps no column metadata."""
+    from dp_spark.marking import mark_folder, mark_output_folder, mark_spark, mark_table_frame
 
     if is_table(path):
         write_table(df, path, seeded=seeded, overwrite=overwrite, fmt="parquet" if fmt == "csv" else fmt)
         return
-    df = mark_spark(df, seeded)
+    df = mark_table_frame(df, seeded) if fmt == "csv" else mark_spark(df, seeded)
+    options = CSV_WRITE_OPTIONS if fmt == "csv" else {}
     if not is_local(path):
         # Object stores have no atomic rename; Spark's committer is the best we get.
-        df.write.mode("overwrite").format(fmt).save(path)
+        df.write.mode("overwrite").format(fmt).options(**options).save(path)
         return
     target = local_path(path).resolve()
     _refuse_foreign(target, path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{short_name(target.name)}.{uuid.uuid4().hex}.tmp"
     try:
-        writer = df.write.mode("errorifexists").format(fmt)
-        if fmt == "csv":
-            writer = writer.option("header", "true")
-        writer.save(str(tmp))
+        df.write.mode("errorifexists").format(fmt).options(**options).save(str(tmp))
         mark_folder(tmp, seeded)
         mark_output_folder(tmp)
         old = None
