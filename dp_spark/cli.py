@@ -19,8 +19,8 @@ import sys
 
 from dp_spark import __version__
 from dp_spark.commands import COMMANDS
-from dp_spark.commands.base import (GivenOnce, add_options, budget_of, check_input_options, load_table, options_of,
-                                    plan_of, resolve, run_release)
+from dp_spark.commands.base import (OUTPUT_PATHS, GivenOnce, add_options, budget_of, check_input_options, load_table,
+                                    options_of, plan_of, resolve, run_release)
 from dp_spark.errors import (
     DPSparkError,
     InputError,
@@ -292,8 +292,7 @@ def _print_result(release, opts, notes=()) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
-        written = [f"--{n.replace('_', '-')}" for n in ("output", "report_html", "items_output", "groups_output",
-                                                       "series") if opts.get(n)]
+        written = [f"--{n.replace('_', '-')}" for n in OUTPUT_PATHS if opts.get(n)]
         raise StdoutClosed(
             "stdout was closed before the result was printed (the reader of a pipe ended); "
             + (f"the outputs were written ({', '.join(written)})." if written else

@@ -80,6 +80,8 @@ def run_paths(module, opts) -> tuple[dict, dict, dict]:
 
 #: Outputs written as one file (a folder there cannot take it).
 FILE_OUTPUTS = ("output", "report_html", "series")
+#: The reports: what a keyed replay may rewrite when it wrote them (:func:`written_by`).
+REPORTS = ("output", "report_html")
 #: DataFrame outputs: each may also be a catalog table, ``table:db.name``.
 TABLE_OUTPUTS = ("items_output", "series", "groups_output")
 
@@ -221,7 +223,7 @@ def check_run_paths(module, opts, problems: list | None = None, keyed: bool = Fa
         if name in refused:
             continue
         try:
-            later = keyed and name in ("output", "report_html")  # check_keyed_reports decides --overwrite
+            later = keyed and name in REPORTS  # check_keyed_reports decides --overwrite
             check_existing(out, name, bool(opts.get("overwrite")) or later)
             check_writable(out, name)
         except InputError as exc:
@@ -293,7 +295,7 @@ def check_keyed_reports(opts, replay_created: str | None) -> None:
     its ``created``): issue 42 §3 — a run that died between its two writes
     (HTML written, JSON not) was retried by the DAG, which passes no
     --overwrite, and refused forever. The replay writes the same release."""
-    for name in ("output", "report_html"):
+    for name in REPORTS:
         out = _local_path(opts.get(name))
         if out is not None:
             check_existing(out, name, bool(opts.get("overwrite")) or written_by(out, name, replay_created))
@@ -303,7 +305,7 @@ def written_by(out: Path, name: str, created: str | None) -> bool:
     """Whether ``out`` is the JSON or HTML report of the release created at
     ``created`` (a keyed replay rewrites its own reports: the same release,
     the same values). Anything unreadable or else: False."""
-    if not created or name not in ("output", "report_html") or not out.is_file():
+    if not created or name not in REPORTS or not out.is_file():
         return False
     try:
         if out.stat().st_size > 50_000_000:

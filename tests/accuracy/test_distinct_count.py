@@ -75,6 +75,18 @@ def _release(name: str):
     return release_distribution(counts[cands - 1], cands, EPSILON, BETA), shape.truth
 
 
+#: The shapes read from ../shared/data, by the file each needs.
+SHARED_FILES = {"fashion": AMAZON, "movielens": MOVIELENS}
+
+
+def _release_if_there(name: str):
+    """:func:`_release`, skipping when the shape's shared data file is absent."""
+    path = SHARED_FILES.get(name)
+    if path is not None and not path.exists():
+        pytest.skip(f"{path} is not there (../shared/data)")
+    return _release(name)
+
+
 def _best_fixed(name: str) -> tuple[int, float]:
     """The best fixed l in hindsight over every l (its count alone, the full
     ε on it): (l, median lower bound as a share of the truth)."""
@@ -119,9 +131,7 @@ def test_amazon_fashion_keeps_its_lower_bound():
     """The seed paper's Table 4 data: the median lower bound stays >= 92 % of
     the truth (issue 36; measured 92.55 %, as issue 25's grid) and l̂ = 16
     stays the likeliest; the median estimate >= 96 % (measured 97.68 %)."""
-    if not AMAZON.exists():
-        pytest.skip(f"{AMAZON} is not there (../shared/data)")
-    dist, truth = _release("fashion")
+    dist, truth = _release_if_there("fashion")
     lower = _pct(dist.lower_bound_quantile(0.5), truth)
     assert lower >= 92.0, f"Amazon Fashion: median lower bound {lower:.2f} % of the truth (measured 92.55 %)"
     assert _pct(dist.estimate_quantile(0.5), truth) >= 96.0
@@ -132,9 +142,7 @@ def test_movielens_keeps_its_lower_bound():
     """User × movie: the median lower bound stays >= 93.5 % (measured 94.53 %,
     the best fixed l in hindsight 96.7 %), the median estimate >= 94.5 %
     (measured 95.60 %)."""
-    if not MOVIELENS.exists():
-        pytest.skip(f"{MOVIELENS} is not there (../shared/data)")
-    dist, truth = _release("movielens")
+    dist, truth = _release_if_there("movielens")
     lower = _pct(dist.lower_bound_quantile(0.5), truth)
     assert lower >= 93.5, f"MovieLens: median lower bound {lower:.2f} % of the truth (measured 94.53 %)"
     assert _pct(dist.estimate_quantile(0.5), truth) >= 94.5
@@ -170,10 +178,7 @@ def test_far_bounds_stay_unlikely(name, measured):
     (measured: tiny 0.26 %, Fashion 0.07 %, MovieLens 0.06 %, heavy 0.00 %);
     allowed 0.5 %, and the lower bound's 2nd percentile at most 3 points
     below today's."""
-    path = {"fashion": AMAZON, "movielens": MOVIELENS}.get(name)
-    if path is not None and not path.exists():
-        pytest.skip(f"{path} is not there (../shared/data)")
-    dist, truth = _release(name)
+    dist, truth = _release_if_there(name)
     best_l, _ = _best_fixed(name)
     far = max(256, 16 * best_l)
     assert dist.bound_at_least(far) <= 0.005, (
