@@ -18,6 +18,7 @@ import re
 import sys
 
 from dp_spark import __version__
+from dp_spark import sample_data
 from dp_spark.commands import COMMANDS
 from dp_spark.commands.base import (OUTPUT_PATHS, GivenOnce, add_options, budget_of, check_input_options, load_table,
                                     options_of, plan_of, resolve, run_release)
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="YAML file of options (command-line flags override it)")
         add_options(p, options_of(module))
     ledger_command.add_parser(sub)
+    sample_data.add_parser(sub)
     return parser
 
 
@@ -421,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
             from dp_spark.ledger import command as ledger_command
 
             return ledger_command.run(args)
+        if args.command == sample_data.NAME:
+            return sample_data.run(args)
         return _run(args, args.command)
     except InputReadError as exc:
         _print_error(exc, verbose)
