@@ -166,6 +166,19 @@ def _named(source) -> str:
     return "a DataFrame read from the input's files"
 
 
+def _refuse_overlap(private: list[Location], sources: dict, spark=None) -> None:
+    """The refusal of :func:`refuse_private_as_public` for ``private``
+    locations; ``sources``: public input name -> its source."""
+    for name, source in sources.items():
+        if source is None or isinstance(source, (list, tuple)):
+            continue
+        if overlapping(locations_of(spark, source), private):
+            what, fix = _WHAT[name]
+            raise ParameterError(
+                f"{name}: {what} {_named(source)} is the private input, or a folder holding it, or lies "
+                f"inside it: its values would be released without differential privacy; {fix}.")
+
+
 def refuse_private_as_public(df, *, groups=None, domain=None) -> None:
     """Refuse (ParameterError, one line naming the fix) a public keys
     source ``groups`` or a public domain ``domain`` that is, contains or
@@ -176,14 +189,17 @@ def refuse_private_as_public(df, *, groups=None, domain=None) -> None:
     if all(s is None or isinstance(s, (list, tuple)) for s in sources.values()):
         return
     private = locations_of_frame(df)
-    if not private:
+    if private:
+        _refuse_overlap(private, sources, getattr(df, "sparkSession", None))
+
+
+def refuse_private_paths(input_path: str, *, groups=None, domain=None) -> None:
+    """:func:`refuse_private_as_public` from the paths alone, before Spark
+    starts (the CLI's input checks and its dry run): ``input_path`` the
+    private input's path (a ``table:`` name is left to the release, which
+    knows its files), ``groups``/``domain`` the public inputs' paths."""
+    if not input_path or str(input_path).startswith("table:"):
         return
-    spark = getattr(df, "sparkSession", None)
-    for name, source in sources.items():
-        if source is None or isinstance(source, (list, tuple)):
-            continue
-        if overlapping(locations_of(spark, source), private):
-            what, fix = _WHAT[name]
-            raise ParameterError(
-                f"{name}: {what} {_named(source)} is the private input, or a folder holding it, or lies "
-                f"inside it: its values would be released without differential privacy; {fix}.")
+    sources = {k: v for k, v in {"groups": groups, "domain": domain}.items()
+               if isinstance(v, str) and not v.startswith("table:")}
+    _refuse_overlap(locations_of_path(str(input_path)), sources)

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from dp_spark.config import load_config
 from dp_spark.errors import DPSparkError, InputError, ParameterError, SchemaError
+from dp_spark.public_inputs import refuse_private_paths
 
 log = logging.getLogger("dp_spark")
 
@@ -344,8 +345,10 @@ def check_input_options(opts: dict[str, Any]) -> None:
     Spark (the CLI calls this before the JVM starts, and in a dry run): the
     --input path exists (a glob pattern matches files) and is not a file
     whose name Spark would read as a pattern, the column names are plain
-    top-level names, the --groups file exists, and a ledger to charge can be
-    written."""
+    top-level names, the --groups file exists, neither --groups nor --domain
+    is the --input path, holds it or lies inside it (issue 42 §2, G29; the
+    release checks the files Spark reads again), and a ledger to charge can
+    be written."""
     from dp_spark.io import check_column_names, check_input_path
 
     if opts.get("input"):
@@ -354,6 +357,7 @@ def check_input_options(opts: dict[str, Any]) -> None:
         check_column_names(input_columns(opts))
     if opts.get("groups"):
         _check_keys_file(str(opts["groups"]))
+    refuse_private_paths(opts.get("input"), groups=opts.get("groups"), domain=opts.get("domain"))
     _check_ledger_writable(opts)
 
 

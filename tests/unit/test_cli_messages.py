@@ -102,3 +102,23 @@ def test_a_writable_ledger_passes_the_check(capsys, events, tmp_path):
     code, _, err = run_cli(capsys, "distinct-count", "--input", str(events), "--epsilon", "0.5", "--ledger", path,
                            "--ledger-budget", "team", "--dry-run")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_the_input_as_its_own_public_keys_or_domain_is_refused_before_spark(capsys, events, tmp_path, dry_run):
+    """G29 (issue 42 §2) from the paths alone: the --input file, its folder, or a symlink to it given as
+    --groups or --domain is refused before Spark starts, in a dry run too; another file passes the check."""
+    link = tmp_path / "keys_link.csv"
+    link.symlink_to(events)
+    extra = ["--dry-run"] if dry_run else []
+    for public in (str(events), str(events.parent), str(link), f"file://{events}"):
+        refused(capsys, f"groups: the public keys (groups= / --groups) {public!r} is the private input",
+                "distinct-count", "--input", str(events), "--group-by", "country", "--groups", public, *extra)
+        refused(capsys, f"domain: the public domain (domain= / --domain) {public!r} is the private input",
+                "top-k", "--input", str(events), "--k", "2", "--domain", public, *extra)
+    keys = tmp_path / "public" / "keys.csv"
+    keys.parent.mkdir()
+    keys.write_text("country\nx\ny\n")
+    code, out, err = run_cli(capsys, "distinct-count", "--input", str(events), "--group-by", "country",
+                             "--groups", str(keys), "--dry-run")
+    assert code == 0, err
