@@ -19,9 +19,12 @@ Kinds (:data:`KINDS`) and what :meth:`NoiseDraw.half_width` (β) returns:
 ``discrete-laplace``  P(X = x) ∝ exp(−|x|/scale); the smallest integer h with
                       P(|X| > h) <= β.
 ``laplace``           Lap(scale); scale·ln(1/β) (P(|X| > h) = e^(−h/scale)).
-``discrete-gaussian`` N_Z(0, σ²), σ = scale; the smallest integer h >= σ·Φ⁻¹(1 − β/2)
-                      (P(|Z| > m) <= 2(1 − Φ(m/σ)) for an integer m, see
-                      :func:`dp_spark.mechanisms.count_release.loop.within_relative_error_probability`).
+``discrete-gaussian`` N_Z(0, σ²), σ = scale; the smallest integer h with
+                      P(|X| > h) = 2·P(X > h) <= β, from the discrete Gaussian's own
+                      tail (:func:`dp_spark.noise.tails.discrete_gaussian_upper_quantile`
+                      at β/2; Canonne, Kamath & Steinke 2020), never above
+                      ⌈σ·Φ⁻¹(1 − β/2)⌉. The one tail of this kind: the groups
+                      tables, the JSON and the HTML all state it.
 ``gaussian``          N(0, σ²); σ·Φ⁻¹(1 − β/2).
 ``gumbel``            Gumbel(scale) on ``spread`` scores (report-noisy-max /
                       one-shot top-k); with probability >= 1 − β the spread
@@ -44,6 +47,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
+
+from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 
 __all__ = ["KINDS", "NoiseDraw", "gumbel_gap", "noise_from_dicts", "noise_to_dicts"]
 
@@ -139,7 +144,7 @@ class NoiseDraw:
         if self.kind == "laplace":
             return s * math.log(1.0 / beta)
         if self.kind == "discrete-gaussian":
-            return math.ceil(s * _normal_two_sided(beta))
+            return discrete_gaussian_upper_quantile(s, beta / 2.0)
         if self.kind == "gaussian":
             return s * _normal_two_sided(beta)
         if self.kind == "gumbel":

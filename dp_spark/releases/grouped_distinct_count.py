@@ -69,7 +69,6 @@ import numpy as np
 from dp_spark.accounting.exact import exact, sqrt_down
 from dp_spark.mechanisms.distinct_count.grouped import release_groups
 from dp_spark.mechanisms.groups import group_noise_scale
-from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.plan import Plan
 from dp_spark.releases.group_cap import CAP_GEM_BETA  # noqa: F401 - the previous cap choice's β (benchmark)
 from dp_spark.releases.shards import greedy_shards
@@ -262,8 +261,7 @@ def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise,
     rows = []
     for key, r in zip(keys, released):
         count = r["noise"][-1]  # the count's record (after the per-group selection's, if any)
-        # the discrete Gaussian's two-sided width from its upper tail bound at β/2 (noise.tails), else the record's
-        width = discrete_gaussian_upper_quantile(count.scale, beta / 2) if gaussian else count.half_width(beta)
+        width = count.half_width(beta)  # the kind's one tail (the JSON and the HTML state the same)
         error = (f"distinct items of this group after keeping at most {r['bound']} items per person (never more "
                  f"than the true count), plus {count.describe()}; within ±{width:,.0f} of that "
                  f"count with probability >= {confidence:.0%}; the lower bound holds with probability >= "
