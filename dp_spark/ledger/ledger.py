@@ -178,7 +178,7 @@ class Ledger:
         check_cost(total, "budget")
         if all(v == 0 for k, v in _fields(total).items() if k != "delta"):
             raise ParameterError("a budget needs ε > 0 or ρ > 0.")
-        with self._store.transaction() as cur:
+        with self._store.transaction(outcome=f"The budget {name!r} was not created.") as cur:
             if cur.execute("SELECT name FROM dp_budgets WHERE name = ?", (name,)):
                 raise ParameterError(f"budget {name!r} already exists in the ledger {self.description!r}.")
             f = total.to_dict()
@@ -324,7 +324,9 @@ class Ledger:
         run is already 'drawn' (another run under the key drew and has not
         recorded), ParameterError; when it is 'released' (another run recorded
         meanwhile), :class:`RecordedMeanwhile` carrying that run."""
-        with self._store.transaction(lock_budget=name) as cur:
+        # a failure (a full disk) rolls the mark back: the run stays 'charged' and drew nothing
+        stopped = "The run stopped before drawing any noise, so a retry under the key reuses that charge."
+        with self._store.transaction(lock_budget=name, outcome=_charged(name, run_key, key_seq, stopped)) as cur:
             run = self._run(cur, name, run_key, key_seq)
             if run is None:
                 raise ParameterError(f"run key {run_key!r} has no charge #{key_seq} in budget {name!r} to draw under.")
@@ -351,10 +353,11 @@ class Ledger:
         Returns the run as recorded and whether ``record`` is what was
         recorded: False when another process under the same key recorded its
         release first (the caller must then return that one and drop its own)."""
-        with self._store.transaction(lock_budget=name) as cur:
+        with self._store.transaction(lock_budget=name, outcome=_charged(name, run_key, key_seq)) as cur:
             run = self._run(cur, name, run_key, key_seq)
             if run is None:
                 raise ParameterError(f"run key {run_key!r} has no charge #{key_seq} in budget {name!r} to record.")
+            cur.outcome = _charged(name, run_key, key_seq, _UNRECORDED.get(run.state, ""))  # if the record fails
             if run.state in (CHARGED, DRAWN):
                 now = _now()
                 merged = {**run.outputs, **(outputs or {})}
@@ -499,6 +502,23 @@ def _parameter_changes(earlier: dict, now: dict, most: int = 4) -> str:
         return ""
     listed = [f"{k}: {before.get(k)!r} → {after.get(k)!r}" for k in keys[:most]]
     return f" ({', '.join(listed)}{', …' if len(keys) > most else ''})"
+
+
+#: What a keyed run whose release could not be recorded (a full disk) left,
+#: by the state it stays in: the release is not returned, printed or
+#: written; a 'drawn' run's key is refused from then on.
+_UNRECORDED = {
+    CHARGED: ("Its release was not recorded, so it was not returned, printed or written; it drew no noise, so a "
+              "retry under the key reuses that charge."),
+    DRAWN: ("It drew noise and its release was not recorded, so it was not returned, printed or written; a retry "
+            "needs a new run key (the earlier charge stays)."),
+}
+
+
+def _charged(name: str, run_key: str, key_seq: int, then: str = "") -> str:
+    """The end of a failure message after a keyed run's charge was committed."""
+    return (f"The ledger budget {name!r} was charged for run key {run_key!r}{_step(key_seq)}: that privacy is "
+            f"spent.{' ' + then if then else ''}")
 
 
 def _step(key_seq: int) -> str:

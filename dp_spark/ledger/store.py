@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shlex
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -130,6 +132,11 @@ def open_store(location, create: bool = False, read_only: bool = False) -> "Stor
     return SQLiteStore(Path(text), create, read_only)
 
 
+#: What a failed ledger transaction left, by default: its changes are rolled
+#: back, and a charge is only ever recorded by one (:meth:`Store.transaction`).
+NOTHING_CHARGED = "Nothing was charged."
+
+
 class Store:
     """A SQL database holding dp_budgets, dp_charges and dp_runs."""
 
@@ -138,7 +145,7 @@ class Store:
     def _sql(self, statement: str) -> str:
         return statement if self.placeholder == "?" else statement.replace("?", self.placeholder)
 
-    def transaction(self, lock_budget: str | None = None):  # pragma: no cover - abstract
+    def transaction(self, lock_budget: str | None = None, outcome: str = NOTHING_CHARGED):  # pragma: no cover
         raise NotImplementedError
 
     def close(self) -> None:  # pragma: no cover - abstract
@@ -146,28 +153,38 @@ class Store:
 
 
 class _Cursor:
-    """execute(sql, params) -> list of rows, with '?' placeholders."""
+    """execute(sql, params) -> list of rows, with '?' placeholders.
 
-    def __init__(self, store: Store, raw) -> None:
+    ``outcome``: the sentence a failure of the transaction ends with (what
+    was and was not spent: the caller knows, e.g. a keyed run's charge was
+    committed before its release is recorded); the caller may set it once it
+    has read the state it depends on."""
+
+    def __init__(self, store: Store, raw, outcome: str = NOTHING_CHARGED) -> None:
         self._store, self._raw = store, raw
+        self.outcome = outcome
 
     def execute(self, statement: str, params=()) -> list[tuple]:
         try:
             self._raw.execute(self._store._sql(statement), tuple(params))
         except sqlite3.Error as exc:
-            raise InputError(_sqlite_problem(self._store.description, exc)) from None
+            raise InputError(_sqlite_problem(self._store.description, exc, self.outcome)) from None
         try:
             return list(self._raw.fetchall())
         except Exception:  # noqa: BLE001 - statements without a result set
             return []
 
 
-def _sqlite_problem(where: str, exc: BaseException) -> str:
+def _sqlite_problem(where: str, exc: BaseException, outcome: str = NOTHING_CHARGED) -> str:
     """One line saying what is wrong with an SQLite ledger file (never a bare
-    'unexpected OperationalError'); the transaction is rolled back, so
-    nothing was charged."""
+    'unexpected OperationalError'), ending with ``outcome``: what the failed
+    transaction (rolled back by SQLite or by :meth:`SQLiteStore.transaction`)
+    left spent."""
     text = _first_line(exc).lower()
-    if "readonly" in text or "read-only" in text:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name == "SQLITE_READONLY_ROLLBACK":
+        what = _unfinished_write(where)
+    elif "readonly" in text or "read-only" in text:
         what = ("is read-only: dp_spark records every charge in it; give the user running dp_spark write "
                 "access to the file and its folder")
     elif "malformed" in text or "not a database" in text or "corrupt" in text:
@@ -175,11 +192,72 @@ def _sqlite_problem(where: str, exc: BaseException) -> str:
                 "use 'sqlite3 LEDGER .recover' on a copy")
     elif "locked" in text or "busy" in text:
         what = "is locked by another process for more than 60 s; retry when it has finished"
-    elif "disk" in text or "full" in text or "i/o" in text:
-        what = f"cannot be written ({_first_line(exc)}); free space on its disk"
+    elif name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or "disk" in text or "full" in text or "i/o" in text:
+        what = _disk_problem(where, exc, name)
     else:
         what = f"cannot be used ({_first_line(exc)})"
-    return f"the ledger {where!r} {what}. Nothing was charged."
+    return f"the ledger {where!r} {what}.{' ' + outcome if outcome else ''}"
+
+
+#: Below this many free bytes a disk counts as full (SQLite writes in pages
+#: of 4 KiB and a charge's journal holds a few of them).
+FULL_DISK_BYTES = 1 << 20
+
+
+def _disk_problem(where: str, exc: BaseException, name: str) -> str:
+    """Why SQLite could not write (or read) the ledger file, as far as can be
+    told: SQLITE_FULL, or a write error on a disk with (almost) no space
+    left, is a full disk; a write error on a disk with room left is a
+    file-size limit (``ulimit -f``), a quota or a failing disk; a read error
+    is the disk. The free space is the ledger's folder's, a public fact."""
+    said = f"SQLite: {_first_line(exc)}" + (f", {name}" if name else "")
+    free = _free_bytes(where)
+    if name.startswith(("SQLITE_IOERR_READ", "SQLITE_IOERR_SHORT_READ")):
+        return f"cannot be read ({said}): its disk failed to read it; check the disk, or restore it from a backup"
+    if name == "SQLITE_FULL" or (free is not None and free < FULL_DISK_BYTES):
+        left = "" if free is None else f", {_bytes(free)} free"
+        return f"cannot be written: its disk is full ({said}{left}); free space on that disk, then retry"
+    room = "" if free is None else f" although its disk has {_bytes(free)} free"
+    return (f"cannot be written ({said}){room}: a file-size limit (ulimit -f) or disk quota, or a failing "
+            "disk, refused the write; lift the limit, or move the ledger to a disk that takes it, then retry")
+
+
+def _unfinished_write(where: str) -> str:
+    """A read-only open that found a hot rollback journal (SQLite's
+    SQLITE_READONLY_ROLLBACK): a writer stopped mid-transaction (killed, or
+    on a full disk) and only a writer may roll it back. The transaction was
+    not committed (its commit deletes the journal), so it charged nothing."""
+    return (f"holds an unfinished write ({where + '-journal'!r}, left by a run stopped while writing it, e.g. "
+            "on a full disk; it charged nothing) that only a writer can roll back, and 'ledger show' and 'ledger "
+            f"history' never write: open it once for writing, e.g. sqlite3 {shlex.quote(where)} "
+            "'PRAGMA quick_check' as a user who may write it (the next release using the ledger also rolls it back)")
+
+
+def _free_bytes(where: str) -> int | None:
+    try:
+        return shutil.disk_usage(Path(where).resolve().parent).free
+    except (OSError, ValueError):
+        return None
+
+
+def _bytes(n: int) -> str:
+    """``n`` bytes, rounded for a message: "3 bytes", "812.0 KB", "74.2 GB"."""
+    if n < 1000:
+        return f"{n} bytes"
+    power = min(4, (len(str(int(n))) - 1) // 3)
+    return f"{n / 1000 ** power:.1f} {'KMGT'[power - 1]}B"
+
+
+def _rollback(conn) -> None:
+    """Roll back ``conn``'s open transaction, if SQLite has not already: after
+    SQLITE_FULL or SQLITE_IOERR it may roll back on its own, and a ROLLBACK
+    then fails ('cannot rollback - no transaction is active'), which must not
+    hide the error that ended the transaction. A ROLLBACK that itself fails
+    leaves the journal, which the next connection rolls back (SQLite's
+    atomic commit): nothing of the transaction is ever kept."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 class SQLiteStore(Store):
@@ -197,6 +275,7 @@ class SQLiteStore(Store):
             )
         if path.is_dir():
             raise InputError(f"ledger {str(path)!r} is a directory; give the path of a ledger file.")
+        created = not path.exists()
         try:
             if read_only:
                 # mode=ro: SQLite itself refuses every write, so a file that is
@@ -219,13 +298,32 @@ class SQLiteStore(Store):
                         self._conn.execute(statement)
                     migrate(lambda sql: self._conn.execute(sql).fetchall())
                 except BaseException:
-                    self._conn.execute("ROLLBACK")
+                    _rollback(self._conn)
                     raise
                 self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise InputError(_sqlite_problem(str(path), exc).replace(" Nothing was charged.", "")) from None
+            self._abandon(created)
+            outcome = "The ledger was not created." if created else "Nothing in it was changed."
+            raise InputError(_sqlite_problem(str(path), exc, outcome)) from None
         except OSError as exc:
+            self._abandon(created)
             raise InputError(f"cannot open the ledger {str(path)!r}: {_first_line(exc)}") from None
+
+    def _abandon(self, created: bool) -> None:
+        """After a failed open: close the connection and, when this open made
+        the file (``ledger create`` on a full disk) and nothing was written to
+        it, remove it again, so no empty file is left where the ledger was to
+        be (a later release would call it 'not a dp_spark ledger')."""
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            _rollback(conn)
+            conn.close()
+        if not created:
+            return
+        journal = self.path.with_name(self.path.name + "-journal")
+        with contextlib.suppress(OSError):
+            if self.path.stat().st_size == 0 and not journal.exists():
+                self.path.unlink()
 
     def _tables(self) -> set:
         try:
@@ -244,20 +342,27 @@ class SQLiteStore(Store):
                 "Give the ledger's path, or create one with 'dp-spark ledger create NEW_PATH BUDGET ...'.")
 
     @contextlib.contextmanager
-    def transaction(self, lock_budget: str | None = None):
+    def transaction(self, lock_budget: str | None = None, outcome: str = NOTHING_CHARGED):
+        """One transaction holding the write lock. Any failure (a statement,
+        the COMMIT: a full disk, a file-size limit) rolls it back and raises
+        one line ending with the cursor's ``outcome`` (what is spent): SQLite
+        commits all of a transaction or none of it."""
         try:
             self._conn.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise InputError(_sqlite_problem(self.description, exc)) from None
+            _rollback(self._conn)
+            raise InputError(_sqlite_problem(self.description, exc, outcome)) from None
+        cursor = _Cursor(self, self._conn.cursor(), outcome)
         try:
-            yield _Cursor(self, self._conn.cursor())
+            yield cursor
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            _rollback(self._conn)
             raise
         try:
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise InputError(_sqlite_problem(self.description, exc)) from None
+            _rollback(self._conn)
+            raise InputError(_sqlite_problem(self.description, exc, cursor.outcome)) from None
 
     def close(self) -> None:
         self._conn.close()
@@ -304,9 +409,9 @@ class PostgresStore(Store):
         return cursor.fetchall() if cursor.description is not None else []
 
     @contextlib.contextmanager
-    def transaction(self, lock_budget: str | None = None):
+    def transaction(self, lock_budget: str | None = None, outcome: str = NOTHING_CHARGED):
         with self._conn.transaction():
-            cursor = _Cursor(self, self._conn.cursor())
+            cursor = _Cursor(self, self._conn.cursor(), outcome)
             if lock_budget is not None:
                 cursor.execute("SELECT name FROM dp_budgets WHERE name = ? FOR UPDATE", (lock_budget,))
             yield cursor
