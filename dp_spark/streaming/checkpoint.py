@@ -30,6 +30,7 @@ the same record again; a different record for a released step is refused.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -46,6 +47,19 @@ CHECKSUM = "checksum"
 STATE_FILE = "mechanism.json"
 ERROR_FILE = "input-error.json"
 SPARK_DIR = "spark"
+#: The demo source the command line writes inside the checkpoint folder when
+#: ``--stream`` has no ``--input`` (one event file per step).
+DEMO_DIR = "demo-input"
+#: What the top of a continual-distinct checkpoint folder holds: the
+#: mechanism state, a micro-batch's input error, Spark's own checkpoint, the
+#: command line's demo source (and hidden temporary files of atomic writes).
+LAYOUT = frozenset({STATE_FILE, ERROR_FILE, SPARK_DIR, DEMO_DIR})
+#: The top of a Spark Structured Streaming checkpoint (Spark's layout): another
+#: query's checkpoint given as ours holds these where ours holds ``spark/``.
+SPARK_CHECKPOINT_NAMES = frozenset({"offsets", "commits", "metadata", "sources", "state"})
+#: StepSink's file names (``step-000000001.json``), allowed at the top when
+#: the sink is the checkpoint folder itself.
+STEP_FILES = "step-*.json"
 #: The session setting a stateful query's partition count is taken from at its
 #: first start and kept under in the checkpoint's offset log.
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
@@ -87,6 +101,62 @@ def local_directory(path: str, name: str) -> Path:
             f"{name} must be a local (or shared, mounted) directory for the streaming mode; got {path!r}."
         )
     return Path(text)
+
+
+def refuse_foreign_checkpoint(directory: str | os.PathLike, *, sink=None, source=None) -> None:
+    """Refuse (InputError) a checkpoint folder holding another query's files,
+    before anything is read or spent: Spark's own checkpoint layout at its
+    top (``offsets/``, ``commits/``, ``metadata``: a Spark streaming query
+    that is not ours, or ours given as ``<checkpoint>/spark``), or, where no
+    mechanism state is saved (a new stream), any name outside
+    :data:`LAYOUT`. Accepted: a missing or empty folder (a new stream) and
+    the folder a run of this query wrote (a resume; its state's checksum
+    and configuration are checked when it is loaded, another
+    continual-distinct configuration is refused there). Hidden names (a
+    temporary file of an atomic write, ``.DS_Store``) are not looked at; the
+    query's ``sink`` and ``source`` folders may lie inside it (the sink may
+    be the folder itself: its step files are then allowed). Reads only the
+    folder's listing: names, never contents."""
+    directory = Path(directory)
+    try:
+        names = sorted(n for n in os.listdir(directory) if not n.startswith("."))
+    except OSError:  # missing (a new stream), a file or unreadable: refused or reported where it is used
+        return
+    own, here = set(LAYOUT), _resolved(directory)
+    steps_here = False
+    for folder in (sink, source):
+        path = _resolved(folder)
+        if path is None or here is None:
+            continue
+        if path == here:
+            steps_here = steps_here or folder is sink
+        elif here in path.parents:
+            own.add(path.relative_to(here).parts[0])
+    foreign = [n for n in names if n not in own and not (steps_here and fnmatch.fnmatch(n, STEP_FILES))]
+    spark_names = [n for n in foreign if n in SPARK_CHECKPOINT_NAMES]
+    if STATE_FILE in names:
+        foreign = spark_names  # this query's folder: only another query's checkpoint files are refused
+    if not foreign:
+        return
+    shown = ", ".join(n + ("/" if (directory / n).is_dir() else "") for n in foreign[:4])
+    shown += f" and {len(foreign) - 4} more" if len(foreign) > 4 else ""
+    what = (f"another streaming query's Spark checkpoint ({shown})" if spark_names else
+            f"files that are not a continual-distinct checkpoint's ({shown})")
+    raise InputError(
+        f"the checkpoint folder {str(directory)!r} holds {what}, so it is not this query's checkpoint. Give an "
+        "empty or new folder for a new stream, or the folder an earlier run of this query used, to resume. "
+        "Nothing was read or spent."
+    )
+
+
+def _resolved(folder) -> Path | None:
+    """A local folder's absolute path, or None (not given, or a URI)."""
+    if folder is None or "://" in str(folder):
+        return None
+    try:
+        return local_directory(str(folder), "folder").resolve()
+    except (OSError, ParameterError, RuntimeError):
+        return None
 
 
 class MechanismCheckpoint:

@@ -116,6 +116,7 @@ from dp_spark.streaming.checkpoint import (
     MechanismCheckpoint,
     StepSink,
     local_directory,
+    refuse_foreign_checkpoint,
 )
 from dp_spark.streaming.files import batch_files, missing_column
 from dp_spark.streaming.items import CROSS, DELTA, LEVEL, OP, ORDER, OUTPUT_SCHEMA, STATE_SCHEMA, make_update
@@ -477,7 +478,11 @@ def continual_distinct_stream(
     ``time_col`` (optional in the files) orders events inside a micro-batch.
     ``budget``: ρ is spent from it only when a new checkpoint is created;
     a new checkpoint is refused (InputError) where ``<checkpoint>/spark`` or
-    step files in ``sink`` already exist.
+    step files in ``sink`` already exist, and any checkpoint folder holding
+    another query's files (a Spark checkpoint's ``offsets/``, ``commits/``,
+    ``metadata`` at its top; for a new stream, any file of no checkpoint:
+    :func:`~dp_spark.streaming.checkpoint.refuse_foreign_checkpoint`) before
+    anything is read or spent.
     ``state_partitions``: partitions of the per-item state (default: two per
     task slot of the cluster, ``dp_spark.stages.partitioning.python_partitions``,
     never the session's ``spark.sql.shuffle.partitions``); fixed in Spark's
@@ -511,6 +516,7 @@ def continual_distinct_stream(
     timeout = validate_timeout(timeout)
     checkpoint_dir = local_directory(checkpoint, "checkpoint")
     sink_dir = local_directory(sink, "sink")
+    refuse_foreign_checkpoint(checkpoint_dir, sink=sink_dir, source=source)  # another query's files: refused
     config = _stream_config(plan, source, _stream_format(source, fmt), files_per_step, trigger, schema,
                             None if seed is None else int(seed))
     store = MechanismCheckpoint(checkpoint_dir)
