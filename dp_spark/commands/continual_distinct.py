@@ -126,9 +126,12 @@ def validate(opts) -> None:
 def _refuse_stream_files(opts) -> None:
     """--stream's folders given as local files, refused before Spark starts:
     an --input file (the query would wait on it as on a folder and fail),
-    a --checkpoint or --sink file (the state's folder cannot be made)."""
+    a --checkpoint or --sink file (the state's folder cannot be made), a
+    --checkpoint folder holding another query's files
+    (:func:`dp_spark.streaming.checkpoint.refuse_foreign_checkpoint`)."""
     from dp_spark.errors import ParameterError
     from dp_spark.io import is_local, local_path
+    from dp_spark.streaming.checkpoint import refuse_foreign_checkpoint
 
     source = opts["input"]
     if source and is_local(source) and local_path(source).is_file():
@@ -140,6 +143,9 @@ def _refuse_stream_files(opts) -> None:
         if path and is_local(path) and local_path(path).is_file():
             raise ParameterError(f"--{name} {path!r} is a file; --stream keeps {what} in a folder: give a folder "
                                  "path (a new one, or the one an earlier run of this query used).")
+    checkpoint = opts.get("checkpoint")
+    if checkpoint and is_local(checkpoint):  # another query's files: refused before Spark starts too
+        refuse_foreign_checkpoint(local_path(checkpoint), sink=opts.get("sink"), source=source)
 
 
 #: The read options a --stream source does not take, with the flag to name.
@@ -205,11 +211,11 @@ def run(spark, plan, df, opts, budget_filter):
 
 def _run_stream(spark, opts, budget_filter):
     from dp_spark.streaming import write_demo_files
-    from dp_spark.streaming.checkpoint import local_directory
+    from dp_spark.streaming.checkpoint import DEMO_DIR, local_directory
 
     source, fmt = opts["input"], opts["format"]
     if not source:
-        demo = local_directory(opts["checkpoint"], "checkpoint") / "demo-input"
+        demo = local_directory(opts["checkpoint"], "checkpoint") / DEMO_DIR
         if not (demo.is_dir() and any(demo.glob("events-*.json"))):
             log.info("no --input: writing a demo source of %d files (one per step) to %s", opts["horizon"], demo)
             write_demo_files(spark, demo, opts["horizon"], max_flippancy=int(opts["demo_flippancy"]))

@@ -122,3 +122,19 @@ def test_the_input_as_its_own_public_keys_or_domain_is_refused_before_spark(caps
     code, out, err = run_cli(capsys, "distinct-count", "--input", str(events), "--group-by", "country",
                              "--groups", str(keys), "--dry-run")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_checkpoint_of_another_query_is_refused_before_spark(capsys, tmp_path, dry_run):
+    """Issue 42 §5: a --checkpoint folder holding another streaming query's Spark checkpoint is refused before
+    Spark starts (the stream's own check stays for the API), and nothing in it is changed."""
+    (tmp_path / "in").mkdir()
+    ck = tmp_path / "ck"
+    for folder in ("offsets", "commits"):
+        (ck / folder).mkdir(parents=True)
+    (ck / "metadata").write_text('{"id":"another-query"}')
+    before = sorted(p.name for p in ck.iterdir())
+    argv = ["continual-distinct", "--stream", "--input", str(tmp_path / "in"), "--horizon", "8", "--rho", "1",
+            "--checkpoint", str(ck), "--sink", str(tmp_path / "sink"), *(["--dry-run"] if dry_run else [])]
+    refused(capsys, f"the checkpoint folder {str(ck)!r} holds another streaming query's Spark checkpoint", *argv)
+    assert sorted(p.name for p in ck.iterdir()) == before and not (tmp_path / "sink").exists()
