@@ -19,6 +19,7 @@ import sys
 
 from dp_spark import __version__
 from dp_spark import sample_data
+from dp_spark import tables
 from dp_spark.commands import COMMANDS
 from dp_spark.commands.base import (OUTPUT_PATHS, GivenOnce, add_options, budget_of, check_input_options, load_table,
                                     options_of, plan_of, resolve, run_release)
@@ -254,27 +255,34 @@ def _run(args, command: str) -> int:
 
     spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "OFF")
     _quiet_interrupts()
-    check_table_outputs(spark, module, opts)  # table:db.name outputs, in the catalog: before anything is charged
-    df, opts = getattr(module, "load_table", load_table)(spark, opts)
-    # The release on the plan built above (not a second one): its schema and
-    # null checks (a missing column refused before any data is read), then
-    # --bad-rows fail's parse check, then the charge, then the data.
-    if hasattr(module, "run"):
-        release = module.run(spark, plan, df, opts, budget)  # e.g. top-k's --domain file, the demo stream
-    else:
-        release = run_release(module, plan, df, opts, budget)  # spec.run(plan, df, budget=...)
-    _refuse_lost_outputs(module, opts, getattr(release, "replay", None))
-    # Artifacts, then the HTML and JSON reports (a report means all outputs
-    # exist); a failed write says what was written and that the budget is
-    # spent. The outputs come before the printed result (recorded in the
-    # ledger before all this), so a closed stdout loses nothing (issue 42 §3);
-    # a failed write still prints the result.
-    try:
-        notes = write_outputs(module, release, opts)
-    except BaseException:
-        with contextlib.suppress(OSError, StdoutClosed):
-            _print_result(release, opts)
-        raise
+    held: list = []
+    # table:db.name outputs: checked in the catalog and claimed (a new one
+    # created as an empty placeholder) before anything is charged, so a run
+    # racing for the name is refused before it spends (issue 42 §3, T07/T08);
+    # a claim not written into is dropped however the run ends (an error,
+    # Ctrl-C, SIGTERM). A claim left by a killed run: dp_spark.tables.
+    with tables.claims(held):
+        check_table_outputs(spark, module, opts, held=held)
+        df, opts = getattr(module, "load_table", load_table)(spark, opts)
+        # The release on the plan built above (not a second one): its schema and
+        # null checks (a missing column refused before any data is read), then
+        # --bad-rows fail's parse check, then the charge, then the data.
+        if hasattr(module, "run"):
+            release = module.run(spark, plan, df, opts, budget)  # e.g. top-k's --domain file, the demo stream
+        else:
+            release = run_release(module, plan, df, opts, budget)  # spec.run(plan, df, budget=...)
+        _refuse_lost_outputs(module, opts, getattr(release, "replay", None))
+        # Artifacts, then the HTML and JSON reports (a report means all outputs
+        # exist); a failed write says what was written and that the budget is
+        # spent. The outputs come before the printed result (recorded in the
+        # ledger before all this), so a closed stdout loses nothing (issue 42 §3);
+        # a failed write still prints the result.
+        try:
+            notes = write_outputs(module, release, opts)
+        except BaseException:
+            with contextlib.suppress(OSError, StdoutClosed):
+                _print_result(release, opts)
+            raise
     _print_result(release, opts, notes)
     return 0
 
@@ -417,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     sparkjobs.VERBOSE = verbose
     sparkjobs.INTERRUPTED.clear()
     _RUN.clear()
+    tables.LEFT.clear()
     logging_state = _logging_state()
     try:
         if args.command == "ledger":
@@ -441,13 +450,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:  # a stream says what it had released (str(exc))
         terminated = isinstance(exc, Terminated) or _RUN.get("signal") == signal.SIGTERM
         what = "terminated (SIGTERM)" if terminated else "interrupted"
-        print(f"dp-spark: {what}; {str(exc) or 'no output was written' + _spent_clause('.')}", file=sys.stderr)
+        print(f"dp-spark: {what}; {str(exc) or 'no output was written' + _spent_clause('.')}{_claims_left()}",
+              file=sys.stderr)
         return EXIT_TERMINATED if terminated else 130
     except Exception as exc:  # noqa: BLE001 - last resort: one line, no stack
         if sparkjobs.INTERRUPTED.is_set():  # Ctrl-C (or SIGTERM) broke a gateway call outside a Spark job
             terminated = _RUN.get("signal") == signal.SIGTERM
             print(f"dp-spark: {'terminated (SIGTERM)' if terminated else 'interrupted'}; no output was written"
-                  + _spent_clause("."), file=sys.stderr)
+                  + _spent_clause(".") + _claims_left(), file=sys.stderr)
             return EXIT_TERMINATED if terminated else 130
         if os.environ.get("DP_SPARK_DEBUG"):
             raise
@@ -456,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
         what = (describe_failure(exc) if isinstance(exc, spark_exception_types())
                 else f"unexpected {type(exc).__name__}")
         print(
-            f"dp-spark: error: {what}; no output was written.{_spent_clause()} Run with --verbose "
+            f"dp-spark: error: {what}; no output was written.{_spent_clause()}{_claims_left()} Run with --verbose "
             "(or DP_SPARK_DEBUG=1) for details (they may quote data values).",
             file=sys.stderr,
         )
@@ -492,8 +502,19 @@ def _restore_logging(state: list) -> None:
         log.propagate = propagate
 
 
+def _claims_left() -> str:
+    """The table outputs whose claim the run could not drop as it ended
+    (:func:`dp_spark.tables.claims`: the catalog failed, or a second signal
+    came), for the error line: what a later run meets and what to do."""
+    if not tables.LEFT:
+        return ""
+    return (f" The claim on {', '.join(tables.LEFT)} could not be dropped: a later run is refused naming this "
+            "one; once this run is gone, --overwrite takes the claim over (or DROP TABLE a placeholder: it holds "
+            "no release).")
+
+
 def _print_error(exc: BaseException, verbose: bool, spent: str = "") -> None:
-    print(f"dp-spark: error: {exc}{spent}", file=sys.stderr)
+    print(f"dp-spark: error: {exc}{spent}{_claims_left()}", file=sys.stderr)
     if verbose and (exc.__cause__ is not None):
         import traceback
 

@@ -6,7 +6,8 @@ temporary name beside the target, then renamed, so a failed run leaves an
 earlier output intact. A DataFrame output may also be a catalog table,
 ``table:db.name`` or ``table:name`` (:func:`write_table`): saved with
 ``saveAsTable`` to the session's catalog (Hive, Databricks; locally the
-spark-warehouse), marked as dp_spark's with a table property.
+spark-warehouse), marked as dp_spark's with a table property, claimed
+before the release spends its budget (:mod:`dp_spark.tables`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from dp_spark.errors import InputError, SparkJobError
+from dp_spark.errors import InputError
+# Catalog tables as outputs live in dp_spark.tables; their names stay importable from here.
+from dp_spark.tables import (TABLE_PREFIX, check_table_output, is_table, qualified_table,  # noqa: F401
+                             table_name, write_table)
 
 FORMATS = ("auto", "parquet", "csv", "json", "table")
 _EXTENSIONS = {
@@ -546,150 +550,6 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = F
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-# -- catalog tables as outputs (table:db.name) ---------------------------------------
-
-TABLE_PREFIX = "table:"
-#: One identifier of a table name: letters, digits and underscores, not
-#: starting with a digit, at most 128 characters (Hive's limit).
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-
-
-def is_table(path) -> bool:
-    """Whether an output value names a catalog table (``table:...``)."""
-    return isinstance(path, str) and path.startswith(TABLE_PREFIX)
-
-
-def table_name(path: str, flag: str = "output") -> str:
-    """The table name of ``table:db.name`` or ``table:name``, validated
-    without Spark: one or two identifiers (letters, digits, underscores, not
-    starting with a digit, each at most 128 characters) joined by a dot.
-    Raises InputError saying what to write."""
-    name = path[len(TABLE_PREFIX):] if is_table(path) else path
-    parts = name.split(".")
-    if len(parts) > 2 or not all(_IDENTIFIER.fullmatch(p) for p in parts):
-        raise InputError(
-            f"--{flag} {path[:140]!r} is not a table name: write table:db.name or table:name, each part "
-            "letters, digits and underscores (not starting with a digit, at most 128 characters)."
-        )
-    return name
-
-
-def qualified_table(spark, name: str) -> tuple[str, str]:
-    """(database, table) of a validated name; a bare name is in the current database."""
-    if "." in name:
-        db, table = name.split(".")
-        return db, table
-    return spark.catalog.currentDatabase(), name
-
-
-def check_table_output(spark, path: str, flag: str, overwrite: bool) -> None:
-    """Refuse, before anything is charged, a table output that would lose
-    data or cannot be written: a bad name; a database that does not exist
-    (none is created); an existing view, or a table dp_spark did not write
-    (without the property :data:`dp_spark.marking.TABLE_PROPERTY`), whatever
-    the flags; a table dp_spark wrote, unless ``overwrite``; a database
-    where no table can be created (an empty table is created and dropped
-    there). Reads the catalog's metadata only, never a table's rows."""
-    from dp_spark.marking import table_not_ours
-
-    name = table_name(path, flag)
-    db, table = qualified_table(spark, name)
-    if not spark.catalog.databaseExists(db):
-        raise InputError(f"--{flag} {path!r}: database {db!r} does not exist in the session's catalog; create it "
-                         "first (dp_spark creates no database) or name another.")
-    foreign = table_not_ours(spark, name)
-    if foreign:
-        raise InputError(
-            f"--{flag} {path!r} already exists and is {foreign}, not an output of an earlier dp_spark run; "
-            "--overwrite replaces only tables dp_spark wrote. Choose another name, or drop it yourself."
-        )
-    if spark.catalog.tableExists(name) and not overwrite:
-        raise InputError(f"--{flag} {path!r} already exists; pass --overwrite to replace it, or choose another name.")
-    probe = f"`{db}`.`dp_spark_write_check_{uuid.uuid4().hex}`"
-    try:
-        spark.sql(f"CREATE TABLE {probe} (x INT) USING parquet")
-    except Exception as exc:  # noqa: BLE001 - any refusal of the catalog
-        from dp_spark.sparkjobs import describe_failure
-
-        raise InputError(f"--{flag} {path!r} cannot be written: the catalog refused a new table in database "
-                         f"{db!r} ({describe_failure(exc)}); choose a database you may write.") from None
-    spark.sql(f"DROP TABLE IF EXISTS {probe}")
-
-
-def _sql_text(text: str) -> str:
-    """``text`` inside a single-quoted SQL string literal."""
-    return text.replace("\\", "\\\\").replace("'", "\\'")
-
-
-def write_table(df, path: str, *, seeded: bool = False, overwrite: bool = False, fmt: str = "parquet") -> None:
-    """Save ``df`` as the catalog table ``table:db.name`` (``saveAsTable``):
-    first as a temporary table in the same database, marked (the property
-    :data:`dp_spark.marking.TABLE_PROPERTY`; ``seeded``: the notice, see
-    :func:`dp_spark.marking.mark_table_frame`), then renamed to the target,
-    so a failed write leaves an earlier table intact and the target is never
-    seen unmarked. An existing target is replaced only when dp_spark wrote it
-    and ``overwrite``; otherwise InputError (nothing written)."""
-    from dp_spark.marking import mark_table_frame, table_not_ours, table_properties
-
-    name = table_name(path)
-    spark = df.sparkSession
-    db, table = qualified_table(spark, name)
-    target = f"`{db}`.`{table}`"
-
-    def refuse_existing() -> None:
-        foreign = table_not_ours(spark, name)
-        if foreign:
-            raise InputError(f"{path!r} already exists and is {foreign}, not an output of an earlier dp_spark run; "
-                             "it is replaced only when dp_spark wrote it. Choose another name.")
-        if spark.catalog.tableExists(name) and not overwrite:
-            raise InputError(f"{path!r} already exists; pass overwrite=True (--overwrite) to replace it.")
-
-    refuse_existing()
-    tmp = f"`{db}`.`dp_spark_tmp_{uuid.uuid4().hex}`"
-    try:
-        mark_table_frame(df, seeded).write.format(fmt).mode("errorifexists").saveAsTable(tmp)
-        props = ", ".join(f"'{k}' = '{_sql_text(v)}'" for k, v in table_properties(seeded).items())
-        spark.sql(f"ALTER TABLE {tmp} SET TBLPROPERTIES ({props})")
-        refuse_existing()  # again: it may have appeared while the table was written
-    except BaseException:
-        spark.sql(f"DROP TABLE IF EXISTS {tmp}")  # the target is untouched: nothing is lost
-        raise
-    _replace_table(spark, tmp, target, db, name, path)
-
-
-def _replace_table(spark, tmp: str, target: str, db: str, name: str, path: str) -> None:
-    """Rename the written ``tmp`` to ``target`` so nothing is lost on a
-    failure: an existing target is first renamed to a backup name, dropped
-    only after ``tmp`` became the target; if that rename fails, the backup is
-    renamed back; if that fails too, neither table is dropped and the error
-    says where the new release and the earlier table are."""
-    backup = None
-    if spark.catalog.tableExists(name):
-        backup = f"`{db}`.`dp_spark_old_{uuid.uuid4().hex}`"
-        try:
-            spark.sql(f"ALTER TABLE {target} RENAME TO {backup}")
-        except BaseException:
-            spark.sql(f"DROP TABLE IF EXISTS {tmp}")  # the target is still in place
-            raise
-    try:
-        spark.sql(f"ALTER TABLE {tmp} RENAME TO {target}")
-    except BaseException as exc:
-        if backup is None:
-            raise SparkJobError(f"{path!r}: the release was written to the table {tmp} but could not be renamed "
-                          f"to {target}; it is kept there ({exc.__class__.__name__}).") from exc
-        try:
-            spark.sql(f"ALTER TABLE {backup} RENAME TO {target}")
-        except BaseException:
-            raise SparkJobError(f"{path!r}: the release was written to the table {tmp} but could not be renamed "
-                          f"to {target}, and the earlier table could not be put back: it is kept as {backup}. "
-                          "Neither was dropped.") from exc
-        raise SparkJobError(f"{path!r}: the release was written to the table {tmp} but could not be renamed to "
-                      f"{target}; the earlier table is back in place and the release is kept as {tmp} "
-                      f"({exc.__class__.__name__}).") from exc
-    if backup is not None:
-        spark.sql(f"DROP TABLE IF EXISTS {backup}")
 
 
 # -- per-row parsing of the numeric columns a release needs (strings read from CSV/JSON) --------

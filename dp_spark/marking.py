@@ -18,7 +18,7 @@ artifact must say so too, where a reader of that file would see it:
   keeps it in the file and restores it on ``read_parquet``);
 - JSON records (the streaming sink): a field ``not_for_publication`` with
   the notice in every record;
-- catalog tables (``table:db.name``, :func:`dp_spark.io.write_table`): a
+- catalog tables (``table:db.name``, :func:`dp_spark.tables.write_table`): a
   last column ``not_for_publication`` (True on every row: a catalog keeps no
   column metadata), the table property ``dp_spark.not_for_publication`` and
   the table comment, both the notice (``DESCRIBE TABLE EXTENDED`` shows them).

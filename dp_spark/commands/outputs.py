@@ -17,8 +17,10 @@ A DataFrame output (:data:`TABLE_OUTPUTS`) may be a catalog table,
 dry run sees it), and :func:`check_table_outputs`, run once the session
 exists and before the release charges its budget, refuses a missing
 database, a view or a table dp_spark did not write (whatever the flags), a
-table dp_spark wrote unless ``--overwrite``, the input table itself, and a
-database where no table can be created.
+table dp_spark wrote unless ``--overwrite``, the input table itself, a
+non-empty folder where a new table would be stored, and a database where no
+table can be created; the CLI then holds each table for the run (a claim,
+:mod:`dp_spark.tables`), dropped on every path that does not write it.
 
 :func:`write_outputs` writes a release's outputs and, when one cannot be
 written, says which were written, which were not, and that the privacy was
@@ -92,7 +94,7 @@ def table_outputs(module, opts) -> dict[str, str]:
     series_path = getattr(module, "series_path", None)
     if series_path is not None and not opts.get("series"):
         values["series"] = series_path(opts)
-    from dp_spark.io import is_table
+    from dp_spark.tables import is_table
 
     return {n: v for n, v in values.items() if is_table(v)}
 
@@ -108,7 +110,7 @@ def _input_table(opts) -> str | None:
 def _check_table_names(module, opts, refuse) -> None:
     """The table outputs' names (no Spark): only DataFrame outputs, valid
     names, no two outputs and no output and the input naming one table."""
-    from dp_spark.io import table_name
+    from dp_spark.tables import table_name
 
     seen: dict[str, str] = {}
     source = _input_table(opts)
@@ -131,12 +133,17 @@ def _check_table_names(module, opts, refuse) -> None:
         seen[table] = name
 
 
-def check_table_outputs(spark, module, opts, problems: list | None = None) -> None:
+def check_table_outputs(spark, module, opts, problems: list | None = None, held: list | None = None) -> None:
     """The table outputs against the session's catalog (metadata only),
-    before the release charges its budget (:func:`dp_spark.io.check_table_output`):
+    before the release charges its budget (:func:`dp_spark.tables.check_table_output`):
     a run that could not write its tables spends nothing. ``problems``:
-    collect the refusals instead of raising the first."""
-    from dp_spark.io import qualified_table, check_table_output, table_name
+    collect the refusals instead of raising the first. ``held``: also claim
+    each table output for this run (:func:`dp_spark.tables.claim_table`: a
+    new table is created as an empty placeholder, so a second run racing
+    for it is refused before it charges) and append the claim there; the
+    caller releases what was not written (:func:`dp_spark.tables.claims`),
+    also when a later output is refused here."""
+    from dp_spark.tables import check_table_output, claim_table, qualified_table, table_name
 
     source = _input_table(opts)
     if source is not None:
@@ -152,7 +159,10 @@ def check_table_outputs(spark, module, opts, problems: list | None = None) -> No
             if qualified == source:
                 raise InputError(f"{_flag(name)} {value!r} is the --input table; writing it would destroy that "
                                  "input. Choose another table (--overwrite never allows this).")
-            check_table_output(spark, value, _flag(name)[2:], bool(opts.get("overwrite")))
+            if held is None:
+                check_table_output(spark, value, _flag(name)[2:], bool(opts.get("overwrite")))
+            else:
+                held.append(claim_table(spark, value, _flag(name)[2:], bool(opts.get("overwrite"))))
         except InputError as exc:
             if problems is None:
                 raise

@@ -225,7 +225,6 @@ def test_the_writers_replace_a_table_only_with_overwrite(capsys, spark, db, monk
     first = spark.table(f"{db}.{table}").count()
     spark.sql(f"INSERT INTO {db}.{table} SELECT * FROM {db}.{table} LIMIT 1")  # tell the old table apart
     monkeypatch.setattr(outputs, "check_table_outputs", lambda *a, **k: None, raising=False)
-    monkeypatch.setattr("dp_spark.io.check_table_output", lambda *a, **k: None)
     code, err = run(capsys, *argv, flag, target)
     assert code != 0 and "already exists" in err, err
     assert spark.table(f"{db}.{table}").count() == first + 1  # untouched
@@ -261,7 +260,7 @@ def test_groups_output_replaces_a_table_only_with_overwrite(capsys, spark, db, t
     assert run(capsys, *argv, "--groups", str(keys), "--groups-output", target)[0] == 0, "first write"
     first = spark.table(f"{db}.grouped").count()
     spark.sql(f"INSERT INTO {db}.grouped SELECT * FROM {db}.grouped LIMIT 1")  # tell the old table apart
-    monkeypatch.setattr("dp_spark.io.check_table_output", lambda *a, **k: None)
+    monkeypatch.setattr("dp_spark.commands.outputs.check_table_outputs", lambda *a, **k: None)
     code, err = run(capsys, *argv, "--groups", str(keys), "--groups-output", target)
     assert code != 0 and "already exists" in err, err
     assert spark.table(f"{db}.grouped").count() == first + 1  # untouched

@@ -1,0 +1,528 @@
+"""Catalog tables as outputs (``table:db.name`` or ``table:name``).
+
+A DataFrame output (a top-k's or set-union's items, a continual series, the
+per-group values) may be a table of the session's catalog (Hive, Databricks;
+locally the spark-warehouse). It is saved with ``saveAsTable`` and marked as
+dp_spark's with the table property :data:`dp_spark.marking.TABLE_PROPERTY`,
+so that ``--overwrite`` replaces only what dp_spark wrote.
+
+Claimed before the spend, cleaned up on every path (issue 42 §3, T07/T08).
+A run's budget is spent before its outputs are written, so a table that
+cannot be written must be found, and the name held, before the charge:
+
+1. :func:`check_table_output` refuses what would lose data or cannot be
+   written: a bad name, a missing database, a view or a table dp_spark did
+   not write (whatever the flags), a table dp_spark wrote unless
+   ``--overwrite``, a database that takes no new table, and (T07) a
+   non-empty folder where the catalog would store a new table that it does
+   not know (a dropped external table's files, a crashed writer's, another
+   session's): Spark refuses to create a managed table there, so the rename
+   after the release used to fail and leave a ``dp_spark_tmp_*`` table.
+2. :func:`claim_table` then holds the name (T08: two runs racing for one new
+   table both passed the check, both charged, one failed). A new table is
+   created at once as an empty **placeholder** (one column
+   ``dp_spark_claim``, no rows) carrying the table property
+   :data:`CLAIM_PROPERTY` (who holds it: a run token, the process id, the
+   host, the time: never data) and :data:`PLACEHOLDER_PROPERTY`; the catalog
+   lets one CREATE of a name succeed, so a second run is refused before it
+   charges. A local placeholder's folder also gets the file
+   :data:`CLAIM_FILE`, created exclusively, so a session with another
+   catalog on the same warehouse folder (two local ``dp-spark`` processes)
+   finds the folder taken. An existing dp_spark table that ``--overwrite``
+   replaces is claimed by setting :data:`CLAIM_PROPERTY` on it (it keeps its
+   rows until the release replaces them).
+3. After the release, :func:`write_table` writes into the claim: the release
+   is saved as a temporary ``dp_spark_tmp_*`` table, then, if the claim is
+   still this run's, swapped in (the placeholder or earlier table is renamed
+   aside, the release renamed to the target, the old one dropped), so the
+   target is never seen unmarked and a failed write loses no earlier table.
+4. :func:`release_claim` (the CLI: :func:`claims` around the whole run)
+   drops a placeholder still held, or removes the claim property from an
+   earlier table, on every path that did not write it: an exception, Ctrl-C,
+   SIGTERM (``dp_spark.cli.Terminated``). A temporary table is dropped when
+   its write fails; it is kept only when the release was written but could
+   not be renamed, and the error names it (the budget was spent for it).
+
+A claim left by a run that was killed (SIGKILL, a lost machine) is refused
+like a table dp_spark wrote: the message names the run (process id, host,
+time) and the fix. ``--overwrite`` takes over a claim whose run is gone: it
+holds no release (a placeholder) or an earlier release it replaces anyway;
+a claim whose process still runs on this host is refused even then (wait
+for it, or stop it). dp_spark cannot see a process on another host: take
+over such a claim only when no run writes that table. A run whose claim was
+taken over keeps its release in its temporary table, named in its error.
+
+Everything here reads and writes the catalog's metadata (names, properties,
+folders), never a table's rows; nothing depends on private data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import re
+import socket
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from dp_spark.errors import InputError, SparkJobError
+
+TABLE_PREFIX = "table:"
+#: One identifier of a table name: letters, digits and underscores, not
+#: starting with a digit, at most 128 characters (Hive's limit).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+#: The table property naming who holds a claim: ``run <token>; pid <pid> on <host>; since <UTC time>``.
+CLAIM_PROPERTY = "dp_spark.claim"
+#: The table property of a placeholder (a claimed new table): it holds no release.
+PLACEHOLDER_PROPERTY = "dp_spark.placeholder"
+#: The file in a local placeholder's folder (readers skip ``_`` files): the claim, for other catalogs.
+CLAIM_FILE = "_DP_SPARK_CLAIM"
+_PLACEHOLDER_NOTE = ("holds no release: a dp_spark run claimed this name before spending its budget; "
+                     "its release replaces this table")
+
+
+def is_table(path) -> bool:
+    """Whether an output value names a catalog table (``table:...``)."""
+    return isinstance(path, str) and path.startswith(TABLE_PREFIX)
+
+
+def table_name(path: str, flag: str = "output") -> str:
+    """The table name of ``table:db.name`` or ``table:name``, validated
+    without Spark: one or two identifiers (letters, digits, underscores, not
+    starting with a digit, each at most 128 characters) joined by a dot.
+    Raises InputError saying what to write."""
+    name = path[len(TABLE_PREFIX):] if is_table(path) else path
+    parts = name.split(".")
+    if len(parts) > 2 or not all(_IDENTIFIER.fullmatch(p) for p in parts):
+        raise InputError(
+            f"--{flag} {path[:140]!r} is not a table name: write table:db.name or table:name, each part "
+            "letters, digits and underscores (not starting with a digit, at most 128 characters)."
+        )
+    return name
+
+
+def qualified_table(spark, name: str) -> tuple[str, str]:
+    """(database, table) of a validated name; a bare name is in the current database."""
+    if "." in name:
+        db, table = name.split(".")
+        return db, table
+    return spark.catalog.currentDatabase(), name
+
+
+def _sql_text(text: str) -> str:
+    """``text`` inside a single-quoted SQL string literal."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _properties(spark, name: str) -> dict[str, str]:
+    """The table properties of the existing table ``name`` (metadata only)."""
+    return {row[0]: row[1] for row in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+
+
+def _local_folder(uri: str | None) -> Path | None:
+    """The local folder of a location URI (``file:`` or a plain path), else None."""
+    if not uri or urlparse(uri).scheme not in ("", "file"):
+        return None
+    return Path(urlparse(uri).path)
+
+
+def table_location(spark, db: str, table: str) -> str | None:
+    """Where the catalog stores a new managed table ``db.table``: the
+    database's location and the table's name in lower case (Spark's default
+    table path); None when the catalog does not say."""
+    try:
+        base = spark.catalog.getDatabase(db).locationUri
+    except Exception:  # noqa: BLE001 - a catalog that cannot say: Spark's CREATE checks it
+        return None
+    return f"{base.rstrip('/')}/{table.lower()}" if base else None
+
+
+# -- who holds a claim -------------------------------------------------------------------
+
+
+def _claim_text(token: str) -> str:
+    since = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"run {token}; pid {os.getpid()} on {socket.gethostname()}; since {since}"
+
+
+_CLAIM_TEXT = re.compile(r"^run (?P<token>\S+); pid (?P<pid>\d+) on (?P<host>\S*); since (?P<since>\S+)$")
+
+
+def _holder(text: str | None) -> str:
+    """The run holding a claim, in words (process id, host, time)."""
+    match = _CLAIM_TEXT.match(text or "")
+    if not match:
+        return "a dp_spark run"
+    return f"the dp_spark run of pid {match['pid']} on host {match['host']!r}, since {match['since']}"
+
+
+def _running_here(text: str | None) -> int | None:
+    """The process id of the claim ``text`` when that process runs on this
+    host now, else None. This process's own claim counts when it is in the
+    registry (a run in progress); one not there was left by an earlier call."""
+    match = _CLAIM_TEXT.match(text or "")
+    if not match or match["host"] != socket.gethostname():
+        return None
+    pid = int(match["pid"])
+    if pid == os.getpid():
+        return pid if any(claim.text == text for claim in _CLAIMS.values()) else None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:  # it exists (another user's process)
+        return pid
+    return pid
+
+
+# -- the check --------------------------------------------------------------------------
+
+
+def _check(spark, path: str, flag: str | None, overwrite: bool) -> tuple[str, str, dict | None]:
+    """The checks of :func:`check_table_output` but the probe: (database,
+    table, the existing table's properties or None for a new table)."""
+    from dp_spark.marking import table_not_ours
+
+    shown = f"--{flag} {path!r}" if flag else repr(path)
+    how = "--overwrite" if flag else "overwrite=True (--overwrite)"
+    name = table_name(path, flag or "output")
+    db, table = qualified_table(spark, name)
+    if not spark.catalog.databaseExists(db):
+        raise InputError(f"{shown}: database {db!r} does not exist in the session's catalog; create it "
+                         "first (dp_spark creates no database) or name another.")
+    foreign = table_not_ours(spark, name)
+    if foreign:
+        raise InputError(
+            f"{shown} already exists and is {foreign}, not an output of an earlier dp_spark run; "
+            f"{how} replaces only tables dp_spark wrote. Choose another name, or drop it yourself."
+        )
+    if not spark.catalog.tableExists(name):
+        _check_location(spark, shown, db, table, overwrite)
+        return db, table, None
+    props = _properties(spark, name)
+    claim = props.get(CLAIM_PROPERTY)
+    if claim and PLACEHOLDER_PROPERTY in props and not overwrite:
+        raise InputError(
+            f"{shown} is claimed by {_holder(claim)} and holds no release: that run is writing it, or was "
+            f"killed (SIGKILL) before it could drop its claim. Wait for it; if no run is writing it, pass {how} "
+            f"to take the claim over (nothing is lost), or DROP TABLE {db}.{table}.")
+    if not overwrite:
+        raise InputError(f"{shown} already exists; pass {how} to replace it, or choose another name.")
+    pid = _running_here(claim)
+    if pid is not None:
+        raise InputError(
+            f"{shown} is claimed by {_holder(claim)}, which is still running; {how} takes over only a claim "
+            f"whose run is gone. Wait for it or stop it (if pid {pid} is no dp_spark run, DROP TABLE "
+            f"{db}.{table}{' once you have kept its rows' if PLACEHOLDER_PROPERTY not in props else ''}).")
+    return db, table, props
+
+
+def _check_location(spark, shown: str, db: str, table: str, overwrite: bool) -> None:
+    """T07: a non-empty local folder where the catalog would store the new
+    table (Spark refuses to create a managed table there). Other stores are
+    checked by the catalog when the placeholder is created (:func:`claim_table`).
+    A folder holding nothing but the :data:`CLAIM_FILE` of a run that is gone
+    (a local run with its own catalog, killed) is a placeholder holding no
+    release: ``overwrite`` takes it over (the folder is removed, then claimed)."""
+    location = table_location(spark, db, table)
+    folder = _local_folder(location)
+    if folder is None or not folder.is_dir():
+        return
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        entries = ["?"]
+    if entries == [CLAIM_FILE] and overwrite:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            claim = (folder / CLAIM_FILE).read_text(encoding="utf-8").strip()
+            pid = _running_here(claim)
+            if pid is not None:
+                raise InputError(
+                    f"{shown}: the folder {str(folder)!r} holds the claim of {_holder(claim)}, which is still "
+                    "running; --overwrite takes over only a claim whose run is gone. Wait for it or stop it "
+                    f"(if pid {pid} is no dp_spark run, delete that folder: it holds no release).")
+            (folder / CLAIM_FILE).unlink()
+            folder.rmdir()
+            return
+    if entries:
+        raise InputError(_location_refusal(shown, db, table, str(folder), folder))
+
+
+def _location_refusal(shown: str, db: str, table: str, where: str, folder: Path | None = None) -> str:
+    claim = None
+    if folder is not None:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            if os.listdir(folder) == [CLAIM_FILE]:  # a placeholder's folder: nothing else in it
+                claim = (folder / CLAIM_FILE).read_text(encoding="utf-8").strip()
+    if claim:
+        return (f"{shown}: the folder {where!r}, where the catalog would store table {db}.{table}, holds the "
+                f"claim of {_holder(claim)} in a session with another catalog; wait for that run; if it is gone "
+                "(killed), pass --overwrite to take the claim over (it holds no release), or choose another name.")
+    return (f"{shown}: the folder {where!r}, where the catalog would store table {db}.{table}, already exists "
+            "and is not empty, but the catalog has no such table (a dropped external table's files, a crashed "
+            "writer's, or another session's); move or delete that folder, or choose another name.")
+
+
+def _probe_database(spark, shown: str, db: str) -> None:
+    """Create and drop an empty table in ``db``: a database that takes no new table is refused."""
+    probe = f"`{db}`.`dp_spark_write_check_{uuid.uuid4().hex}`"
+    try:
+        spark.sql(f"CREATE TABLE {probe} (x INT) USING parquet")
+    except Exception as exc:  # noqa: BLE001 - any refusal of the catalog
+        raise InputError(_refused_create(shown, db, exc)) from None
+    spark.sql(f"DROP TABLE IF EXISTS {probe}")
+
+
+def _refused_create(shown: str, db: str, exc: BaseException) -> str:
+    from dp_spark.sparkjobs import describe_failure
+
+    return (f"{shown} cannot be written: the catalog refused a new table in database {db!r} "
+            f"({describe_failure(exc)}); choose a database you may write.")
+
+
+def check_table_output(spark, path: str, flag: str, overwrite: bool) -> None:
+    """Refuse, before anything is charged, a table output that would lose
+    data or cannot be written: a bad name; a database that does not exist
+    (none is created); an existing view, or a table dp_spark did not write
+    (without the property :data:`dp_spark.marking.TABLE_PROPERTY`), whatever
+    the flags; a table dp_spark wrote (or another run's claim), unless
+    ``overwrite`` (a claim whose process still runs on this host even then);
+    for a new table, a non-empty local folder where the catalog would store
+    it (T07); a database where no table can be created (an empty table is
+    created and dropped there). Reads the catalog's metadata only, never a
+    table's rows; holds nothing (:func:`claim_table` does)."""
+    db, _, _ = _check(spark, path, flag, overwrite)
+    _probe_database(spark, f"--{flag} {path!r}", db)
+
+
+# -- the claim ---------------------------------------------------------------------------
+
+
+@dataclass
+class Claim:
+    """A table output held by this process: ``placeholder`` (created by the
+    claim, holding no release) or an earlier dp_spark table claimed for
+    ``--overwrite``. ``text`` is the value of :data:`CLAIM_PROPERTY`."""
+
+    spark: object
+    path: str
+    db: str
+    table: str
+    text: str
+    placeholder: bool
+    folder: Path | None = None
+    written: bool = False
+
+    @property
+    def target(self) -> str:
+        return f"`{self.db}`.`{self.table}`"
+
+    @property
+    def key(self) -> str:
+        return f"{self.db}.{self.table}".lower()
+
+    def held(self) -> bool:
+        """Whether the target still carries this claim (no other run took it over)."""
+        name = f"{self.db}.{self.table}"
+        return self.spark.catalog.tableExists(name) and _properties(self.spark, name).get(CLAIM_PROPERTY) == self.text
+
+
+#: The claims this process holds, by lower-case ``db.table``.
+_CLAIMS: dict[str, Claim] = {}
+
+
+def claim_table(spark, path: str, flag: str | None, overwrite: bool) -> Claim:
+    """Check the table output ``path`` (:func:`check_table_output`'s rules)
+    and hold it for this run before anything is charged: a new table is
+    created as an empty placeholder carrying :data:`CLAIM_PROPERTY` and
+    :data:`PLACEHOLDER_PROPERTY` (the catalog lets one CREATE succeed: a run
+    racing for the name is refused); an existing dp_spark table (only with
+    ``overwrite``) gets :data:`CLAIM_PROPERTY`. Registered for
+    :func:`write_table`; :func:`release_claim` drops it if nothing is
+    written. ``flag``: the CLI flag the messages name (None: the Python API)."""
+    shown = f"--{flag} {path!r}" if flag else repr(path)
+    db, table, props = _check(spark, path, flag, overwrite)
+    text = _claim_text(uuid.uuid4().hex)
+    if props is None:
+        claim = _claim_new(spark, path, shown, db, table, text)
+    else:
+        _probe_database(spark, shown, db)  # the release is written as a new table there first
+        claim = Claim(spark, path, db, table, text, placeholder=PLACEHOLDER_PROPERTY in props)
+        spark.sql(f"ALTER TABLE {claim.target} SET TBLPROPERTIES ('{CLAIM_PROPERTY}' = '{_sql_text(text)}')")
+        if not claim.held():
+            raise InputError(f"{shown}: another run claimed it at the same moment; run again once it is done.")
+        folder = _local_folder(table_location(spark, db, table)) if claim.placeholder else None
+        if folder is not None and (folder / CLAIM_FILE).is_file():  # a placeholder taken over: its file says who
+            with contextlib.suppress(OSError):
+                (folder / CLAIM_FILE).write_text(text + "\n", encoding="utf-8")
+    _CLAIMS[claim.key] = claim
+    return claim
+
+
+def _claim_new(spark, path: str, shown: str, db: str, table: str, text: str) -> Claim:
+    from dp_spark.marking import TABLE_PROPERTY
+    from dp_spark.sparkjobs import error_class
+
+    claim = Claim(spark, path, db, table, text, placeholder=True)
+    props = {TABLE_PROPERTY: "a placeholder of dp_spark; dp-spark --overwrite may replace this table",
+             PLACEHOLDER_PROPERTY: _PLACEHOLDER_NOTE, CLAIM_PROPERTY: text}
+    listed = ", ".join(f"'{k}' = '{_sql_text(v)}'" for k, v in props.items())
+    try:
+        spark.sql(f"CREATE TABLE {claim.target} (dp_spark_claim STRING) USING parquet "
+                  f"COMMENT '{_sql_text(_PLACEHOLDER_NOTE)}' TBLPROPERTIES ({listed})")
+    except Exception as exc:  # noqa: BLE001 - the catalog's refusal, in one line
+        kind = error_class(exc)
+        if kind.startswith("LOCATION_ALREADY_EXISTS"):
+            where = table_location(spark, db, table) or f"the location of {db}.{table}"
+            raise InputError(_location_refusal(shown, db, table, where, _local_folder(where))) from None
+        if kind.startswith(("TABLE_OR_VIEW_ALREADY_EXISTS", "TableAlreadyExistsException")):
+            raise InputError(f"{shown} was created by another run while this one checked it (that run holds "
+                             "it now); run again once it is done, or choose another name.") from None
+        raise InputError(_refused_create(shown, db, exc)) from None
+    folder = _local_folder(table_location(spark, db, table))
+    if folder is not None and folder.is_dir():
+        try:
+            fd = os.open(folder / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            # a session with another catalog claimed this folder between our check and our CREATE:
+            # forget our entry without deleting its folder (DROP of a managed table deletes it)
+            _forget_entry(spark, claim)
+            raise InputError(_location_refusal(shown, db, table, str(folder), folder)) from None
+        except OSError:
+            fd = None  # a folder we cannot write: the catalog's entry is the claim
+        if fd is not None:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+            claim.folder = folder
+    return claim
+
+
+def _forget_entry(spark, claim: Claim) -> None:
+    """Drop the catalog's entry of a placeholder whose folder belongs to
+    another session: point it at a fresh empty folder first."""
+    aside = tempfile.mkdtemp(prefix="dp_spark_forgotten_claim_")
+    os.rmdir(aside)
+    with contextlib.suppress(Exception):
+        spark.sql(f"ALTER TABLE {claim.target} SET LOCATION '{_sql_text(aside)}'")
+        spark.sql(f"DROP TABLE IF EXISTS {claim.target}")
+
+
+def release_claim(claim: Claim) -> None:
+    """Give up ``claim`` unless its release was written: a placeholder still
+    held is dropped (its folder and :data:`CLAIM_FILE` with it); an earlier
+    table keeps its rows and loses :data:`CLAIM_PROPERTY`. A claim another
+    run took over is left to it. Raises what the catalog raises (the claim
+    then stays, and a later run's refusal names it)."""
+    try:
+        if claim.written or not claim.held():
+            return
+        if claim.placeholder:
+            claim.spark.sql(f"DROP TABLE IF EXISTS {claim.target}")
+        else:
+            claim.spark.sql(f"ALTER TABLE {claim.target} UNSET TBLPROPERTIES IF EXISTS ('{CLAIM_PROPERTY}')")
+    finally:
+        if _CLAIMS.get(claim.key) is claim:
+            del _CLAIMS[claim.key]
+
+
+@contextlib.contextmanager
+def claims(held: list[Claim]):
+    """Release every claim of ``held`` that was not written when the block
+    ends, however it ends (an exception, Ctrl-C, SIGTERM as
+    ``dp_spark.cli.Terminated``). A claim that cannot be released (the
+    catalog failed, a second signal) is listed in :data:`LEFT` for the
+    caller's message; the block's own error is raised, not the cleanup's."""
+    try:
+        yield held
+    finally:
+        for claim in held:
+            try:
+                release_claim(claim)
+            except BaseException:  # noqa: BLE001 - the run's own outcome is what is reported
+                LEFT.append(claim.path)
+
+
+#: Table outputs whose claim could not be released (:func:`claims`), for the CLI's error line.
+LEFT: list[str] = []
+
+
+# -- the write --------------------------------------------------------------------------
+
+
+def write_table(df, path: str, *, seeded: bool = False, overwrite: bool = False, fmt: str = "parquet") -> None:
+    """Save ``df`` as the catalog table ``table:db.name`` (``saveAsTable``)
+    into this process's claim on it (the CLI claims before the charge,
+    :func:`claim_table`; a caller that did not is claimed here, refused as
+    there: an existing target is replaced only when dp_spark wrote it and
+    ``overwrite``, else InputError with nothing written). The release is
+    first saved as a temporary table in the same database, marked (the
+    property :data:`dp_spark.marking.TABLE_PROPERTY`; ``seeded``: the notice,
+    see :func:`dp_spark.marking.mark_table_frame`), then swapped in for the
+    placeholder or earlier table, so a failed write leaves an earlier table
+    intact and the target is never seen unmarked. The claim is released
+    whatever happens. A claim another run took over (its ``--overwrite``)
+    is not written: SparkJobError naming the table that keeps the release."""
+    from dp_spark.marking import mark_table_frame, table_properties
+
+    spark = df.sparkSession
+    db, table = qualified_table(spark, table_name(path))
+    claim = _CLAIMS.get(f"{db}.{table}".lower())
+    if claim is None:
+        claim = claim_table(spark, path, None, overwrite)
+    try:
+        tmp = f"`{db}`.`dp_spark_tmp_{uuid.uuid4().hex}`"
+        try:
+            mark_table_frame(df, seeded).write.format(fmt).mode("errorifexists").saveAsTable(tmp)
+            props = ", ".join(f"'{k}' = '{_sql_text(v)}'" for k, v in table_properties(seeded).items())
+            spark.sql(f"ALTER TABLE {tmp} SET TBLPROPERTIES ({props})")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                spark.sql(f"DROP TABLE IF EXISTS {tmp}")  # the target is untouched: nothing is lost
+            raise
+        if not claim.held():
+            raise SparkJobError(
+                f"{path!r}: another run took over this run's claim on {claim.target} (its --overwrite) while "
+                f"this run computed its release; the release was written to the table {tmp} and is kept there "
+                "(rename or drop it).")
+        _replace_table(spark, tmp, claim, path)
+        claim.written = True
+    finally:
+        with contextlib.suppress(Exception):  # the write's own outcome is what is reported
+            release_claim(claim)
+
+
+def _replace_table(spark, tmp: str, claim: Claim, path: str) -> None:
+    """Rename the written ``tmp`` to the claimed target so nothing is lost
+    on a failure: the placeholder or earlier table is first renamed to a
+    backup name, dropped only after ``tmp`` became the target; if that
+    rename fails, the backup is renamed back (and a placeholder then
+    dropped by :func:`release_claim`); if that fails too, neither table is
+    dropped and the error says where the new release and the earlier table
+    are."""
+    target, db = claim.target, claim.db
+    earlier = "the placeholder (it holds no release)" if claim.placeholder else "the earlier table"
+    back = "nothing was there before" if claim.placeholder else "the earlier table is back in place"
+    backup = f"`{db}`.`dp_spark_old_{uuid.uuid4().hex}`"
+    try:
+        spark.sql(f"ALTER TABLE {target} RENAME TO {backup}")
+    except BaseException:
+        with contextlib.suppress(Exception):
+            spark.sql(f"DROP TABLE IF EXISTS {tmp}")  # the target is still in place
+        raise
+    try:
+        spark.sql(f"ALTER TABLE {tmp} RENAME TO {target}")
+    except BaseException as exc:
+        try:
+            spark.sql(f"ALTER TABLE {backup} RENAME TO {target}")
+        except BaseException:
+            raise SparkJobError(f"{path!r}: the release was written to the table {tmp} but could not be renamed "
+                                f"to {target}, and {earlier} could not be put back: it is kept as {backup}. "
+                                "Neither was dropped.") from exc
+        raise SparkJobError(f"{path!r}: the release was written to the table {tmp} but could not be renamed to "
+                            f"{target}; {back} and the release is kept as {tmp} "
+                            f"({exc.__class__.__name__}).") from exc
+    spark.sql(f"DROP TABLE IF EXISTS {backup}")
