@@ -1,16 +1,25 @@
-"""The README's recipes run as written: its spark-submit line (from the
+"""The README's recipes run as written: every recipe line of its bash blocks
+in document order, in one folder (the ``dp-spark`` lines in process on the
+shared session, ``cd`` honoured, the lines needing another program listed
+with the reason they are not run here), its spark-submit line (from the
 checkout, venv not activated, with only the variables the line sets) and its
 Spark Connect example."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from dp_spark.commands.base import OUTPUT_PATHS
+from tests.unit.helpers import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
@@ -111,3 +120,151 @@ def test_under_spark_submit_an_error_goes_to_stderr(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stdout == ""
     assert "dp-spark: error: epsilon must be a positive finite number" in proc.stderr
+
+
+# -- every recipe, in order (issue 42 §1) -----------------------------------------------------------------
+
+#: The recipe lines this test does not run, each with the reason (another program, or an install). Every
+#: other line must be ``cd DIR`` or ``dp-spark ...`` commands (joined by ``&&``), which it runs; a new line
+#: of any other kind fails the test until it is made runnable or listed here.
+SKIPPED = {
+    "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/dp-spark distinct-count "
+    "--output distinct_count_report.json":
+        "the install: creates the venv and pip-installs dp_spark from the checkout (a fresh clone's first step)",
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest -q":
+        "the install and the whole test suite (.ci/run runs this line verbatim)",
+    "PYSPARK_PYTHON=$PWD/.venv/bin/python SPARK_LOCAL_IP=127.0.0.1 .venv/bin/spark-submit --conf "
+    "spark.ui.enabled=false jobs/distinct_count.py --config conf/distinct_count.yaml --report-html "
+    "distinct_count_job_report.html":
+        "spark-submit, a JVM of its own: test_readme_spark_submit_line_runs_at_warn runs it as a subprocess",
+    "spark-submit --conf spark.ui.enabled=false ../jobs/distinct_count.py --config ../conf/distinct_count.yaml "
+    "--input events.parquet --person-col user_id --item-col url":
+        "spark-submit, a JVM of its own (the job and flags of the dp-spark recipe before it)",
+    "python3 -m venv airflow-venv && airflow-venv/bin/pip install '.[airflow]'":
+        "pip-installs Airflow into a venv of its own: tests/examples/test_airflow_dag.py builds that venv",
+}
+
+#: Flags naming what a recipe writes (checked to exist after it ran): the CLI's output options.
+WRITES = tuple("--" + name.replace("_", "-") for name in OUTPUT_PATHS)
+
+
+def recipe_lines(readme: str) -> list[str]:
+    """Every recipe line of the README's ```bash blocks, in document order:
+    continuation lines joined, comments and blank lines dropped."""
+    lines = []
+    for block in re.findall(r"^```bash\n(.*?)^```", readme, re.S | re.M):
+        for line in re.sub(r"\\\n\s*", "", block).splitlines():
+            line = re.sub(r"(^|\s)#.*$", "", line).strip()
+            if line:
+                lines.append(line)
+    return lines
+
+
+def _written(argv: list[str]) -> list[str]:
+    """The paths a dp-spark command line says it writes."""
+    named = [argv[i + 1] for i, word in enumerate(argv[:-1]) if word in WRITES]
+    named += [word.split("=", 1)[1] for word in argv if word.split("=", 1)[0] in WRITES and "=" in word]
+    if argv[:1] == ["sample-data"]:
+        named.append(argv[1])
+    if argv[:2] == ["ledger", "create"]:
+        named.append(argv[2])
+    return named
+
+
+def commands(line: str) -> list[tuple[str, list[str]]]:
+    """A recipe line (not in SKIPPED) as the commands this test runs, each
+    ("cd", [DIR]) or ("dp-spark", argv); anything else fails the test."""
+    out = []
+    for command in re.split(r"\s&&\s", line):
+        assert not set("|;<>`$&") & set(command), f"recipe {line!r}: a shell construct this test cannot run"
+        words = shlex.split(command)
+        if words[0] == "cd" and len(words) == 2:
+            out.append(("cd", words[1:]))
+            continue
+        assert words[0] == "dp-spark", (
+            f"recipe {line!r} runs {words[0]!r}, which this test cannot run in process: write it with dp-spark "
+            "and cd, or add the line to SKIPPED with the reason it is not run")
+        out.append(("dp-spark", words[1:]))
+    return out
+
+
+@pytest.mark.parametrize("line", ["pip install dp_spark", ".venv/bin/dp-spark top-k", "dp-spark top-k | head",
+                                  "dp-spark sample-data s; cd s", "cd s && airflow dags test x"])
+def test_a_recipe_line_it_cannot_run_fails_unless_listed(line):
+    with pytest.raises(AssertionError, match="cannot run"):
+        commands(line)
+
+
+@contextlib.contextmanager
+def _shell_directory(spark):
+    """``cd`` for the in-process commands: the Python process's working
+    folder and the JVM's (its local file system resolves relative paths
+    against its own working directory, which a Python chdir does not move),
+    both put back afterwards (the session is shared)."""
+    jvm = spark._jvm
+    local = jvm.org.apache.hadoop.fs.FileSystem.getLocal(spark._jsc.hadoopConfiguration())
+    before_py, before_jvm = os.getcwd(), local.getWorkingDirectory()
+
+    def cd(path: str) -> None:
+        os.chdir(path)
+        local.setWorkingDirectory(jvm.org.apache.hadoop.fs.Path(Path.cwd().as_uri()))
+
+    try:
+        yield cd
+    finally:
+        os.chdir(before_py)
+        local.setWorkingDirectory(before_jvm)
+
+
+def test_the_recipe_lines_are_read_in_order():
+    lines = recipe_lines(README)
+    assert lines[0].startswith("python3 -m venv .venv") and len(lines) >= 12
+    assert "dp-spark ledger create budgets.db team-a --rho 1 --delta 1e-5" in lines  # its comment dropped
+    joined = [line for line in lines if line.startswith("dp-spark distinct-count --input events.parquet")]
+    assert joined and "--epsilon 1" in joined[0]  # a continuation line joined to its first
+
+
+def test_every_readme_recipe_runs_in_order_in_one_folder(spark, tmp_path, capsys):
+    """From a fresh folder, as a newcomer would after the install: each recipe
+    line in document order; the first runnable one writes the sample inputs
+    the others read. Each dp-spark command exits 0 and writes what it names."""
+    ran, skipped = [], []
+    with _shell_directory(spark) as cd:
+        cd(str(tmp_path))
+        for line in recipe_lines(README):
+            if line in SKIPPED:
+                skipped.append(line)
+                continue
+            for program, words in commands(line):
+                if program == "cd":
+                    cd(words[0])
+                    continue
+                command = shlex.join(["dp-spark", *words])
+                code, out, err = run_cli(capsys, *words)
+                assert code == 0, f"{command}\n{out[-2000:]}{err[-3000:]}"
+                for path in _written(words):
+                    assert Path(path).exists(), f"{command}: {path} was not written\n{out[-2000:]}"
+                    if path.endswith(".json"):
+                        json.loads(Path(path).read_text())
+                ran.append(command)
+    for line in skipped:
+        print(f"not run ({SKIPPED[line]}): {line}")
+    assert sorted(skipped) == sorted(SKIPPED), "a SKIPPED line is no longer in the README: drop it from SKIPPED"
+    assert ran[0] == "dp-spark sample-data samples" and len(ran) >= 10
+    assert any("--group-by country" in r and "--input" not in r for r in ran)  # per group, on the built-in data
+    assert (tmp_path / "samples" / "countries.parquet").is_dir()  # the outputs are in the samples folder
+
+
+def test_every_recipe_input_is_a_sample_file():
+    """Each --input, --domain and --groups a recipe names after the samples
+    are written is one of the files sample-data writes."""
+    from dp_spark.sample_data import FILES
+
+    written = {f.name for f in FILES}
+    lines = recipe_lines(README)
+    start = lines.index("dp-spark sample-data samples && cd samples")
+    named = set()
+    for line in lines[start + 1:]:
+        words = shlex.split(line)
+        named |= {words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--input", "--domain", "--groups")}
+    assert named and named <= written, named - written
