@@ -14,6 +14,8 @@ are imported lazily, so that ``import dp_spark.noise``
 (or any other mechanism-layer module) never imports pyspark.
 """
 
+import importlib
+
 from dp_spark.releases import RELEASES as _RELEASES  # the one list of releases; imports no release
 
 __version__ = "0.1.0"
@@ -34,8 +36,6 @@ __all__ = ["__version__", *_LAZY]
 
 def __getattr__(name):
     if name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         value = getattr(importlib.import_module(module), attr)
         globals()[name] = value

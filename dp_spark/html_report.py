@@ -38,6 +38,8 @@ from html import escape
 from typing import Any, Mapping, Sequence
 
 from dp_spark import svg_plots as plots
+from dp_spark import io
+from dp_spark.marking import HTML_MARKER
 from dp_spark.releases import RELEASES
 from dp_spark.svg_plots import fmt
 
@@ -88,7 +90,6 @@ def render(release, ledger: Mapping[str, Any] | None = None,
         _section("Parameters", _mapping_table(release.parameters)),
     ]
     title = f"dp_spark {release.name} release"
-    from dp_spark.marking import HTML_MARKER
 
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">{HTML_MARKER}"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -99,9 +100,7 @@ def render(release, ledger: Mapping[str, Any] | None = None,
 def write_html(path: str | os.PathLike, release, ledger=None, history=None) -> None:
     """Write the page to a local ``path`` atomically (a failed write leaves an
     earlier page intact)."""
-    from dp_spark.io import write_text_atomic
-
-    write_text_atomic(path, render(release, ledger=ledger, history=history))
+    io.write_text_atomic(path, render(release, ledger=ledger, history=history))
 
 
 def _section(title: str, body: str) -> str:

@@ -41,6 +41,8 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
+from dp_spark import __version__
+
 __all__ = ["KEY", "COLUMN", "MARKER_FILE", "NOTICE", "OUTPUT_MARKER", "HTML_MARKER", "TABLE_PROPERTY", "mark_spark",
            "mark_folder", "mark_output_folder", "mark_pandas", "mark_record", "mark_table_frame", "table_properties",
            "table_not_ours"]
@@ -89,8 +91,6 @@ def mark_folder(path: str | os.PathLike, seeded: bool) -> None:
 def mark_output_folder(path: str | os.PathLike) -> None:
     """Write ``_DP_SPARK_OUTPUT`` into the local output folder ``path`` (the
     mark that an earlier dp_spark run wrote it; readers skip ``_`` files)."""
-    from dp_spark import __version__
-
     folder = Path(path)
     if folder.is_dir():
         (folder / OUTPUT_MARKER).write_text(
@@ -132,8 +132,6 @@ def table_properties(seeded: bool) -> dict[str, str]:
     """The table properties of a catalog table dp_spark writes: the mark that
     dp_spark wrote it (:data:`TABLE_PROPERTY`), and when ``seeded`` the notice
     under :data:`KEY` and as the table comment."""
-    from dp_spark import __version__
-
     props = {TABLE_PROPERTY: f"written by dp_spark {__version__}; dp-spark --overwrite may replace this table"}
     if seeded:
         props[KEY] = NOTICE

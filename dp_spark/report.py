@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 from dataclasses import dataclass, field
+from importlib.resources import files
 from typing import Any
 
+from dp_spark import __version__
 from dp_spark.accounting.costs import cost_from_dict
+from dp_spark.errors import InputError
 from dp_spark.formatting import fmt
+from dp_spark.html_report import render
+from dp_spark.io import write_dataframe_atomic
 from dp_spark.noise.records import NoiseDraw, noise_from_dicts, noise_to_dicts
+from dp_spark.plan import FORMAT_VERSION, privacy_document
 
 SEEDED_WARNING = (
     "This run used a fixed seed (tests and demos only): its noise is "
@@ -28,8 +35,6 @@ SEEDED_WARNING = (
 def report_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) every ``Release.to_dict()`` document
     follows, shipped as ``dp_spark/schemas/release.schema.json``."""
-    from importlib.resources import files
-
     return json.loads(files("dp_spark").joinpath("schemas/release.schema.json").read_text(encoding="utf-8"))
 
 
@@ -38,8 +43,6 @@ def _now() -> str:
 
 
 def _version() -> str:
-    from dp_spark import __version__
-
     return __version__
 
 
@@ -109,14 +112,10 @@ class Release:
     def privacy(self) -> dict[str, Any]:
         """What was spent: the guarantee's kind and amounts, its description,
         the (ε, δ) equivalent of a zCDP guarantee, the privacy unit."""
-        from dp_spark.plan import privacy_document
-
         return privacy_document(self.guarantee, self.equivalent, self.privacy_unit, self.neighbouring)
 
     def to_dict(self) -> dict[str, Any]:
         """The versioned JSON report (schema: ``dp_spark/schemas/release.schema.json``)."""
-        from dp_spark.plan import FORMAT_VERSION
-
         out: dict[str, Any] = {
             "release": self.name,
             "version": FORMAT_VERSION,
@@ -160,11 +159,6 @@ class Release:
         ``series``) to ``path`` (``parquet``, ``csv`` or ``json``),
         atomically; a seeded release's output is marked not for publication.
         An existing ``path`` is refused unless ``overwrite``."""
-        import os
-
-        from dp_spark.errors import InputError
-        from dp_spark.io import write_dataframe_atomic
-
         if name not in self.artifacts:
             raise InputError(f"{self.name} has no artifact {name!r}; it has: {', '.join(self.artifacts) or 'none'}.")
         if os.path.exists(path) and not overwrite:
@@ -199,8 +193,6 @@ class Release:
         :mod:`dp_spark.html_report`): released values, privacy spent, the
         error statements and charts of released quantities only. ``ledger``:
         the budget ledger's balance when the run spent from one."""
-        from dp_spark.html_report import render
-
         return render(self, ledger=ledger, history=history)
 
     def summary(self) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,12 @@ from typing import Any
 import yaml
 
 from dp_spark.errors import InputError, ParameterError, SparkJobError
+from dp_spark.sparkjobs import describe_failure
+
+try:
+    import resource  # Unix only: the file size limit check_local_launch reads
+except ImportError:  # pragma: no cover - Windows
+    resource = None
 
 log = logging.getLogger(__name__)
 
@@ -203,8 +210,6 @@ def get_session(
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - one line, never the JVM's stack trace
-        from dp_spark.sparkjobs import describe_failure
-
         raise SparkJobError(
             f"Spark could not start a session on {master!r}: {describe_failure(exc)}; check --master, "
             "JAVA_HOME and the machine's free memory (run with --verbose for Spark's own message)."
@@ -245,8 +250,6 @@ def check_local_launch() -> None:
     else PATH) and a file size limit Spark can work under. Each problem is
     one line naming the fix (InputError), instead of the launcher's shell
     errors and a gateway failure."""
-    import shutil
-
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
         java = Path(java_home) / "bin" / "java"
@@ -258,11 +261,11 @@ def check_local_launch() -> None:
     elif shutil.which("java") is None:
         raise InputError("no java on PATH and JAVA_HOME is not set; install Java 17 (or newer), e.g. "
                          "apt-get install openjdk-17-jre-headless, or set JAVA_HOME.")
+    if resource is None:  # not on this platform
+        return
     try:
-        import resource
-
         limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    except (ImportError, OSError, ValueError):  # not on this platform
+    except (OSError, ValueError):  # not on this platform
         return
     if limit != resource.RLIM_INFINITY and 0 <= limit < MIN_FILE_SIZE_LIMIT:
         raise InputError(

@@ -15,6 +15,7 @@ import re
 import threading
 
 from dp_spark.errors import InputReadError, SparkJobError
+from dp_spark.progress import set_job_description
 
 #: Set by the CLI's --verbose: keep Spark's original exception chained.
 VERBOSE = False
@@ -154,8 +155,6 @@ INTERRUPTED = threading.Event()
 @contextlib.contextmanager
 def spark_job(what: str):
     """Context for a Spark action computing a non-private summary."""
-    from dp_spark.progress import set_job_description
-
     previous = set_job_description(f"dp_spark: {what}")  # names the jobs in the Spark UI
     try:
         yield

@@ -12,8 +12,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dp_spark.config import load_config
+from dp_spark.datasets import synthetic_events
 from dp_spark.errors import DPSparkError, InputError, ParameterError, SchemaError
+from dp_spark.io import (check_column_names, check_input_path, check_rows_parse, detect_format, is_local, local_path,
+                         read_input, write_dataframe_atomic)
+from dp_spark.plan import budget_filter
 from dp_spark.public_inputs import refuse_private_paths
+from dp_spark.releases import RELEASES
+from dp_spark.sparkjobs import spark_job
 
 log = logging.getLogger("dp_spark")
 
@@ -211,8 +217,6 @@ def items_writer(attribute: str, what: str, single_file: bool = False):
     def write(release, opts) -> None:
         if not opts.get("items_output"):
             return
-        from dp_spark.io import write_dataframe_atomic
-        from dp_spark.sparkjobs import spark_job
 
         frame = getattr(release, attribute)
         with spark_job(f"writing the released {what}"):
@@ -234,8 +238,6 @@ def groups_writer(what: str = "per-group values"):
         path = opts.get("groups_output")
         if not path:
             return
-        from dp_spark.io import write_dataframe_atomic
-        from dp_spark.sparkjobs import spark_job
 
         fmt = "csv" if str(path).lower().endswith(".csv") else "parquet"
         with spark_job(f"writing the released {what}"):
@@ -253,8 +255,6 @@ def check_group_outputs(opts, what: str, ungrouped: str | None = None) -> dict:
     has no ``what``, e.g. "per-group values"), and a grouped run writes its
     rows to ``--groups-output`` only, never to the ungrouped table's option
     ``ungrouped`` (``"items_output"``, ``"series"``). Returns ``opts``."""
-    from dp_spark.errors import ParameterError
-
     if opts.get("groups_output") and not opts.get("group_by"):
         raise ParameterError(f"--groups-output writes the {what} of a grouped run; give --group-by, or drop "
                              "--groups-output.")
@@ -296,8 +296,6 @@ def read_options(opts: dict[str, Any]) -> dict[str, Any]:
 
 def load_table(spark, opts: dict[str, Any]):
     """The input DataFrame named by the options, or the built-in synthetic data."""
-    from dp_spark.io import read_input
-
     if opts["input"]:
         dropping = opts.get("bad_rows", "drop") == "drop" and _text_format(opts)
         if dropping:  # said on every run (also off a terminal); the same words whatever the data
@@ -308,8 +306,6 @@ def load_table(spark, opts: dict[str, Any]):
         df = read_input(spark, opts["input"], opts["format"], columns=input_columns(opts), **read_options(opts))
         _require_option_columns(df, opts)
     else:
-        from dp_spark.datasets import synthetic_events
-
         log.info("no --input: using %s rows of built-in synthetic data", f"{opts['rows']:,}")
         df = synthetic_events(spark, rows=int(opts["rows"]))
         opts = {**opts, "person_col": "person_id", "item_col": "item"}
@@ -349,8 +345,6 @@ def check_input_options(opts: dict[str, Any]) -> None:
     is the --input path, holds it or lies inside it (issue 42 §2, G29; the
     release checks the files Spark reads again), and a ledger to charge can
     be written."""
-    from dp_spark.io import check_column_names, check_input_path
-
     if opts.get("input"):
         check_input_path(str(opts["input"]))
         _refuse_literal_glob(str(opts["input"]), "input path")
@@ -369,8 +363,6 @@ def _refuse_literal_glob(source: str, what: str) -> None:
     """An existing local file or folder whose path holds glob characters
     (``data[1].csv``): Spark would read it as a pattern (``data1.csv``) and
     report it missing, so it is refused with the fix before Spark starts."""
-    from dp_spark.io import is_local, local_path
-
     if is_local(source) and _SPARK_GLOB.search(str(local_path(source))) and local_path(source).exists():
         raise InputError(f"{what} {source!r} holds glob characters ([ ] {{ }} * ? \\), which Spark reads as a "
                          "pattern, not as this name; rename the file (and any folder on its path) without them.")
@@ -379,8 +371,6 @@ def _refuse_literal_glob(source: str, what: str) -> None:
 def _check_keys_file(path: str) -> None:
     """--groups, the public keys file: a local path exists (a URI, a table:
     name or a glob is left to the reader)."""
-    from dp_spark.io import is_local, local_path
-
     if path.startswith("table:") or not is_local(path):
         return
     if not _SPARK_GLOB.search(path) and not local_path(path).exists():
@@ -407,8 +397,6 @@ def _check_ledger_writable(opts: dict[str, Any]) -> None:
 
 
 def _text_format(opts) -> bool:
-    from dp_spark.io import detect_format
-
     if opts["format"] in ("csv", "json"):
         return True
     if opts["format"] != "auto" or str(opts["input"]).startswith("table:"):
@@ -457,8 +445,6 @@ def _normalize_series(texts):
 def spec_of(module):
     """The release a command module runs: its entry in
     :data:`dp_spark.releases.RELEASES` (by ``module.NAME``)."""
-    from dp_spark.releases import RELEASES
-
     return RELEASES[module.NAME]
 
 
@@ -480,8 +466,6 @@ def plan_of(module, opts: dict[str, Any]):
 
 def budget_of(opts: dict[str, Any]):
     """The run's own budget from ``--budget-epsilon/--budget-delta/--budget-rho``."""
-    from dp_spark.plan import budget_filter
-
     return budget_filter(opts.get("budget_epsilon"), opts.get("budget_delta"), opts.get("budget_rho"))
 
 
@@ -491,7 +475,6 @@ def rows_check(df, opts: dict[str, Any]):
     before its charge (``before_spend``); None otherwise."""
     if df is None or opts.get("bad_rows") != "fail" or not opts.get("input"):
         return None
-    from dp_spark.io import check_rows_parse
 
     return lambda: check_rows_parse(df, opts["input"])
 

@@ -25,11 +25,21 @@ import os
 import sys
 from pathlib import Path
 
-from dp_spark.commands.base import (MAX_SYNTHETIC_ROWS, RUN_OPTIONS, Option, check_group_outputs, groups_writer, log,
-                                    run_release, synthetic_rows)
+from dp_spark import checks
+from dp_spark.commands.base import (MAX_SYNTHETIC_ROWS, Option, READ_OPTIONS, RUN_OPTIONS, check_group_outputs,
+                                    groups_writer, log, run_release, synthetic_rows)
 from dp_spark.commands.base import load_table as base_load_table
 from dp_spark.commands.params import release_options
+from dp_spark.continual_data import DEFAULT_HORIZON, items_for_events, synthetic_stream
+from dp_spark.errors import ParameterError
+from dp_spark.io import (check_values_parse, is_local, local_path, parse_event_columns, parse_schema, short_name,
+                         string_time_kind, write_dataframe_atomic)
+from dp_spark.marking import COLUMN, mark_pandas
 from dp_spark.plans.continual_distinct import Params, origin_value
+from dp_spark.streaming.checkpoint import DEMO_DIR, StepSink, local_directory, refuse_foreign_checkpoint
+from dp_spark.streaming.demo import write_demo_files
+from dp_spark.streaming.options import (validate_files_per_step, validate_state_partitions, validate_timeout,
+                                        validate_trigger)
 
 NAME = "continual-distinct"
 HELP = "differentially private number of present items at every step of an insert/delete stream"
@@ -83,10 +93,7 @@ def plan_options(opts):
     if opts["input"]:
         return opts
     if opts.get("group_by"):
-        from dp_spark.errors import ParameterError
-
         raise ParameterError("--group-by needs --input (the built-in synthetic stream has no group column).")
-    from dp_spark.continual_data import DEFAULT_HORIZON
 
     horizon = opts["horizon"]
     if horizon is None:
@@ -98,15 +105,6 @@ def validate(opts) -> None:
     """Check the options of the command line only (the built-in data, the
     series path, --stream's options) before Spark starts; the release's
     parameters are the plan's (``dp_spark.plans.continual_distinct``)."""
-    from dp_spark import checks
-    from dp_spark.errors import ParameterError
-    from dp_spark.streaming.options import (
-        validate_files_per_step,
-        validate_state_partitions,
-        validate_timeout,
-        validate_trigger,
-    )
-
     checks.whole(opts["rows"], "rows")
     checks.whole(opts["demo_flippancy"], "demo_flippancy")
     if opts["series"] and not opts["series"].lower().endswith((".parquet", ".csv")) \
@@ -129,10 +127,6 @@ def _refuse_stream_files(opts) -> None:
     a --checkpoint or --sink file (the state's folder cannot be made), a
     --checkpoint folder holding another query's files
     (:func:`dp_spark.streaming.checkpoint.refuse_foreign_checkpoint`)."""
-    from dp_spark.errors import ParameterError
-    from dp_spark.io import is_local, local_path
-    from dp_spark.streaming.checkpoint import refuse_foreign_checkpoint
-
     source = opts["input"]
     if source and is_local(source) and local_path(source).is_file():
         raise ParameterError(f"--stream reads a folder of event files (--files-per-step per step); --input "
@@ -158,9 +152,6 @@ _BATCH_ONLY_READ_OPTIONS = {"delimiter": "--delimiter", "header": "--no-header",
 def _refuse_batch_read_options(opts) -> None:
     """Refuse, before Spark starts, a --stream run given a read option the
     streaming source would otherwise ignore (a file misread silently)."""
-    from dp_spark.commands.base import READ_OPTIONS
-    from dp_spark.errors import ParameterError
-
     defaults = {o.name: o.default for o in READ_OPTIONS}
     for name, flag in _BATCH_ONLY_READ_OPTIONS.items():
         value = opts.get(name)
@@ -179,7 +170,6 @@ def load_table(spark, opts):
     (its schema is fixed when the checkpoint is created)."""
     if not opts["input"] or opts["stream"]:
         return None, opts
-    from dp_spark.io import check_values_parse, parse_event_columns, string_time_kind
 
     raw, opts = base_load_table(spark, opts)
     # CSV/JSON columns are strings (never inferred): time and op are parsed
@@ -200,8 +190,6 @@ def run(spark, plan, df, opts, budget_filter):
     if opts["stream"]:
         return _run_stream(spark, opts, budget_filter)
     if df is None:
-        from dp_spark.continual_data import items_for_events, synthetic_stream
-
         items = items_for_events(int(opts["rows"]), int(opts["demo_flippancy"]))
         log.info("no --input: built-in synthetic stream, about %s events, %d steps", f"{opts['rows']:,}",
                  opts["horizon"])
@@ -210,9 +198,6 @@ def run(spark, plan, df, opts, budget_filter):
 
 
 def _run_stream(spark, opts, budget_filter):
-    from dp_spark.streaming import write_demo_files
-    from dp_spark.streaming.checkpoint import DEMO_DIR, local_directory
-
     source, fmt = opts["input"], opts["format"]
     if not source:
         demo = local_directory(opts["checkpoint"], "checkpoint") / DEMO_DIR
@@ -225,7 +210,6 @@ def _run_stream(spark, opts, budget_filter):
     except KeyboardInterrupt as exc:
         if str(exc):
             raise  # the query's own account of what it released
-        from dp_spark.streaming import StepSink
 
         released = len(StepSink(local_directory(opts["sink"], "sink")).steps())
         if not released:
@@ -237,8 +221,7 @@ def _run_stream(spark, opts, budget_filter):
 
 
 def _stream(spark, source, fmt, opts, budget_filter):
-    from dp_spark.io import parse_schema
-    from dp_spark.streaming import continual_distinct_stream
+    from dp_spark.streaming.query import continual_distinct_stream
 
     return continual_distinct_stream(
         spark,
@@ -287,21 +270,18 @@ def write_series(release, opts) -> None:
     path = series_path(opts)
     if path is None or "series" not in release.artifacts:  # a grouped run: --groups-output instead
         return
-    from dp_spark.io import is_local as _is_local
 
     fmt = "csv" if path.lower().endswith(".csv") else "parquet"
-    if not _is_local(path):
+    if not is_local(path):
         _write_remote(release, path, fmt, overwrite=bool(opts.get("overwrite")))
         return
-    from dp_spark.marking import mark_pandas
     from dp_spark.releases.continual_distinct import series_pandas
 
     series = mark_pandas(series_pandas(release.series), release.seeded)  # horizon rows: a public size
     target = Path(path[len("file:"):] if path.startswith("file:") else path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    from dp_spark.io import short_name as _short
 
-    tmp = target.with_name(f".{_short(target.name)}.{os.getpid()}.tmp")  # room beside a long name
+    tmp = target.with_name(f".{short_name(target.name)}.{os.getpid()}.tmp")  # room beside a long name
     try:
         if fmt == "csv":
             series.to_csv(tmp, index=False)
@@ -317,9 +297,6 @@ def write_series(release, opts) -> None:
 def _write_remote(release, path: str, fmt: str, overwrite: bool = False) -> None:
     """An object-store path: Spark writes the series (one part), marked when seeded."""
     from pyspark.sql import functions as F
-
-    from dp_spark.io import write_dataframe_atomic
-    from dp_spark.marking import COLUMN
 
     frame = release.series
     if release.seeded:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 
 from dp_spark.errors import ParameterError
 from dp_spark.ledger.rules import CHARGED, DRAWN, RELEASED, RecordedMeanwhile, counted_as
@@ -215,8 +216,6 @@ def file_digest(path: str) -> str:
     (``--groups``), known before Spark starts; whatever the source, the
     identity also holds the digest of the keys the release read
     (:func:`read_identity`, bound by :func:`bind_release`)."""
-    import os
-
     text = str(path)
     if "://" in text or text.startswith("table:") or not os.path.exists(text):
         return f"unread: {text}"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+from dp_spark.accounting import ApproxDP, PureDP, ZCDP
 from dp_spark.errors import ParameterError
+from dp_spark.ledger import open_ledger
 
 HELP = "create and inspect a persisted privacy-budget ledger (budgets shared across runs)"
 
@@ -31,8 +33,6 @@ def add_parser(sub) -> None:
 
 def total_of(epsilon, delta, rho):
     """The budget's guarantee from the flags."""
-    from dp_spark.accounting import ZCDP, ApproxDP, PureDP
-
     if (epsilon is None) == (rho is None):
         raise ParameterError("give either --epsilon (with optional --delta) or --rho (with optional --delta).")
     for value, name in ((epsilon, "epsilon"), (rho, "rho")):
@@ -46,8 +46,6 @@ def total_of(epsilon, delta, rho):
 
 
 def run(args) -> int:
-    from dp_spark.ledger import open_ledger
-
     if args.ledger_action == "create":
         total = total_of(args.epsilon, args.delta, args.rho)
         with open_ledger(args.ledger, create=True) as ledger:

@@ -17,6 +17,7 @@ import shlex
 import shutil
 import sqlite3
 from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from dp_spark.errors import InputError
 
@@ -376,7 +377,7 @@ class PostgresStore(Store):
 
     def __init__(self, url: str, read_only: bool = False) -> None:
         try:
-            import psycopg
+            import psycopg  # lazy: an optional extra (dp_spark[postgres]), for postgresql:// ledgers only
         except ImportError:
             raise InputError(
                 "a postgresql:// ledger needs the psycopg driver: pip install 'dp_spark[postgres]'."
@@ -429,8 +430,6 @@ def _redacted(url: str) -> str:
     """The URL with every credential masked, for messages: the password of
     ``user:password@host`` and the value of any secret query parameter
     (``?password=…``, ``sslpassword=…``, ``…token=…``)."""
-    from urllib.parse import urlsplit, urlunsplit
-
     try:
         parts = urlsplit(url)
         if parts.password is not None:
@@ -446,8 +445,6 @@ def _redacted(url: str) -> str:
 
 
 def _secrets(url: str) -> list[str]:
-    from urllib.parse import parse_qsl, unquote, urlsplit
-
     try:
         parts = urlsplit(url)
         found = [parts.password] if parts.password else []

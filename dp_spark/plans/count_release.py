@@ -28,7 +28,7 @@ from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.count_release.bounded import BoundedPlan, bounded_plan
 from dp_spark.mechanisms.count_release.loop import ACCURACY_FACTOR, DELTA_MIN, EPSILON_MIN, check_pcr_parameters
-from dp_spark.plan import GroupParams, Plan, Step, builds, param, set_checked
+from dp_spark.plan import GroupParams, Plan, Step, builds, check_group_column, param, set_checked
 from dp_spark.plans import ITEM_COL_HELP, PERSON_COL_HELP, RHO_HELP_TAIL, SEED_HELP
 
 RELEASE = "count-release"
@@ -121,8 +121,6 @@ class Params(GroupParams):
             raise ParameterError("delta + conversion_delta must stay below 1; lower conversion_delta.")
         self.check_groups()
         if self.group_by is not None:
-            from dp_spark.plans.set_union import check_group_column
-
             check_group_column(self.group_by, GROUP_COLUMNS, person_col=self.person_col, item_col=self.item_col)
         if self.method == "pcr":
             # ε*, δ*, a, and the rule that at least one round fits (the loop's own check)

@@ -32,11 +32,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from dp_spark import checks
 from dp_spark.accounting import ZCDP, PureDP, pure_to_zcdp, remainder
+from dp_spark.accounting.exact import written
 from dp_spark.errors import ParameterError
-from dp_spark.plan import GroupParams, Plan, Step, builds, param, set_checked
+from dp_spark.mechanisms.distinct_count.cap_bound import check_exact_scores
+from dp_spark.plan import GroupParams, MAX_PUBLIC_GROUPS, Plan, Step, builds, check_group_column, param, set_checked
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the stage and mechanism share, re-exported
     BOUND_GRID_RATIO,
@@ -177,8 +180,6 @@ class Params(GroupParams):
                 raise ParameterError(f"noise={self.noise!r} is available per group only (with group_by=); an "
                                      "ungrouped distinct count is pure ε-DP (noise='laplace').")
         if self.group_by is not None:
-            from dp_spark.plans.set_union import check_group_column
-
             # release.groups' columns: a group column of the same name would fail after spending
             check_group_column(self.group_by, ("estimate", "lower_bound", "bound", "error"),
                                person_col=self.person_col, item_col=self.item_col)
@@ -276,9 +277,6 @@ def _check_joint(p: Params, noise: str, count: float) -> None:
     refused here, from public parameters, before anything is read. A list of
     keys gives G; keys from a file or a DataFrame (or chosen privately) are
     counted at their limit, MAX_PUBLIC_GROUPS."""
-    from dp_spark.mechanisms.distinct_count.cap_bound import check_exact_scores
-    from dp_spark.plan import MAX_PUBLIC_GROUPS
-
     n_keys = len(p.groups) if isinstance(p.groups, tuple) and p.groups else MAX_PUBLIC_GROUPS
     select = p.epsilon * JOINT_CAP_EPSILON_SHARE  # the choice's ε (under zCDP √(8ρ_cap): bounded below here)
     if noise == "gaussian":
@@ -291,10 +289,6 @@ def grouped_rho(epsilon: float) -> float:
     a float whose exact binary value is at most its written decimal, so the
     charged decimal covers what the mechanisms run at under either reading
     (``plan._check_calibration``)."""
-    from fractions import Fraction
-
-    from dp_spark.accounting.exact import written
-
     rho = pure_to_zcdp(epsilon)
     while math.isfinite(rho) and Fraction(rho) > written(rho):
         rho = math.nextafter(rho, math.inf)

@@ -25,7 +25,7 @@ from dp_spark import checks
 from dp_spark.accounting import ApproxDP
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.set_union import SHARD_CUTOFFS, SetUnionPlan, plan_set_union
-from dp_spark.plan import GroupParams, Plan, Step, builds, param, set_checked
+from dp_spark.plan import GroupParams, Plan, Step, builds, check_group_column, param, set_checked
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.summaries.set_union import DEFAULT_SHARDS, POLICIES, SEQUENTIAL
 
@@ -144,15 +144,6 @@ class Params(GroupParams):
         self.check_groups()
         if self.group_by is not None:
             check_group_column(self.group_by, GROUP_COLUMNS, person_col=self.person_col, item_col=self.item_col)
-
-
-def check_group_column(group_by: str, reserved, **columns) -> None:
-    """The group column differs from the person and item columns and from
-    the per-value columns of ``release.groups`` (public names only)."""
-    checks.distinct_columns(**columns, group_by=group_by)
-    if group_by in reserved:
-        raise ParameterError(f"group_by {group_by!r} is a column name of release.groups ({', '.join(reserved)}); "
-                             "rename the group column first.")
 
 
 @builds(Params)

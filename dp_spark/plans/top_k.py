@@ -44,9 +44,11 @@ from dp_spark import checks
 from dp_spark.accounting import ApproxDP, PureDP, ZCDP, remainder
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import cdp_peel_epsilon_per_step, unknown_domain_calibration
-from dp_spark.mechanisms.top_k.auto import auto_share
-from dp_spark.plan import GroupParams, Plan, Step, builds, param, set_checked
+from dp_spark.mechanisms.top_k.auto import auto_share, public_choice
+from dp_spark.plan import GroupParams, Plan, Step, builds, check_group_column, param, set_checked
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
+from dp_spark.plans.distinct_count import (MAX_GROUPS_EPSILON_SHARE, MAX_GROUPS_STEP, gaussian_label, grouped_label,
+                                           grouped_rho)
 
 RELEASE = "top-k"
 METHODS = ("auto", "joint", "pnf-joint", "pnf-peel", "cdp-peel", "unknown-domain")
@@ -152,8 +154,6 @@ def grouped_mechanism(method: str, has_domain: bool, k: int, domain_size) -> str
     joint mechanism auto would pick from public parameters (``pnf-joint``,
     or ``joint`` past its entries limit; :func:`~dp_spark.mechanisms.top_k.auto.public_choice`
     with δ = 0): a private choice per group would spend a share in every group."""
-    from dp_spark.mechanisms.top_k.auto import public_choice
-
     mechanism = resolve_method(method, has_domain)
     if mechanism == "auto":
         return public_choice(k, 1.0, 0.0, domain_size)
@@ -205,8 +205,6 @@ def _grouped_steps(p) -> list:
     distinct-count), then the selection, run once per group at ε'/m and δ/m
     (a person's rows are in at most m groups: basic composition over them,
     parallel composition across the others; m = 1: every group gets ε')."""
-    from dp_spark.plans.distinct_count import MAX_GROUPS_EPSILON_SHARE, MAX_GROUPS_STEP, grouped_label
-
     mechanism = grouped_mechanism(p.method, p.has_domain, p.k, p.domain_size)
     pre = []
     if p.max_groups is None:
@@ -295,8 +293,6 @@ class Params(GroupParams):
         set_checked(self, delta=checks.delta(self.delta, "delta", allow_zero=True))
         self.check_groups()
         if self.group_by is not None:
-            from dp_spark.plans.set_union import check_group_column
-
             # release.groups' columns: a group column of the same name would fail after spending
             check_group_column(self.group_by, ("rank", "item", "error"), person_col=self.person_col,
                                item_col=self.item_col)
@@ -400,8 +396,6 @@ def _gaussian_plan(p, parameters: dict, releases: str, notes: tuple) -> Plan:
     privately (``groups=None``) are refused by
     :func:`dp_spark.plan.with_private_keys` (an (ε, δ) step has no sound
     ρ-zCDP form), before anything is read."""
-    from dp_spark.plans.distinct_count import MAX_GROUPS_EPSILON_SHARE, MAX_GROUPS_STEP, gaussian_label, grouped_rho
-
     rho = grouped_rho(p.epsilon)
     mechanism = p.mechanism
     steps = []

@@ -22,6 +22,7 @@ neither pyspark nor any release.
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -140,8 +141,6 @@ class ReleaseSpec:
 
 
 def _keywords(function, skip=()) -> tuple[str, ...]:
-    import inspect
-
     return tuple(n for n in inspect.signature(function).parameters if n not in skip)
 
 

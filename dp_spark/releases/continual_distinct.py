@@ -46,6 +46,7 @@ neighbouring streams.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 
@@ -54,12 +55,15 @@ import pandas as pd
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, continual_counts
+from dp_spark.mechanisms.continual_distinct.groups import group_factor
 from dp_spark.noise.records import KINDS
 from dp_spark.plan import Plan
 from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES, error_assumption
 from dp_spark.plans.continual_distinct import plan as make_plan
+from dp_spark.releases import grouped_continual_distinct
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
+from dp_spark.settings.continual_distinct import validate_grouped_size
 
 log = logging.getLogger(__name__)
 
@@ -322,16 +326,9 @@ def _grouped_size(plan: Plan, events) -> Plan:
     or a DataFrame: the plan rebuilt with their number G (the budget factor
     min(2m, G), :mod:`dp_spark.mechanisms.continual_distinct.groups`)."""
     if plan.params.group_by is not None:
-        import dataclasses
-
-        from dp_spark.mechanisms.continual_distinct.groups import group_factor
-        from dp_spark.settings.continual_distinct import validate_grouped_size
-
         p = plan.params
         validate_grouped_size(len(p.groups), p.horizon)
         if plan["group_budget_factor"] != group_factor(p.method, p.max_groups, len(p.groups)):
-            from dp_spark.plans.continual_distinct import plan as make_plan
-
             rebuilt = make_plan(dataclasses.replace(plan.given, groups=p.groups))  # the public keys, read
             # the source of the keys and their count stay stated as the template put them
             parameters = {**rebuilt.parameters, "groups": plan.parameters["groups"],
@@ -347,8 +344,6 @@ def _body(plan: Plan, df, rng, local) -> Release:
 
     p = plan.params
     if p.group_by is not None:
-        from dp_spark.releases import grouped_continual_distinct
-
         return grouped_continual_distinct.body(plan, df, rng, local)
     log.info("continual-distinct: computing per-step summaries")
     stage = continual_summaries(df, p.time_col, p.item_col, p.op_col, plan.params.horizon, origin=p.origin,

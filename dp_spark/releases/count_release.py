@@ -59,9 +59,12 @@ from dp_spark.mechanisms.count_release.loop import COUNT_STEP, SELECTION_STEP
 from dp_spark.noise.records import KINDS
 from dp_spark.plan import Plan
 from dp_spark.plans.count_release import calibration, plan as make_plan
+from dp_spark.releases.grouped_count_release import grouped_release
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.stages import item_counts as stage
+from dp_spark.stages.edges import GROUP
+from dp_spark.stages.group_items import composite_edges
 
 log = logging.getLogger(__name__)
 
@@ -154,9 +157,6 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     integral = stage.integral_items(edge_df)
     grouped = plan.params.group_by is not None
     if grouped:  # one mechanism on the composite key (group, item): dp_spark.releases.grouped_count_release
-        from dp_spark.stages.edges import GROUP
-        from dp_spark.stages.group_items import composite_edges
-
         group_type = edge_df.schema[GROUP].dataType
         edge_df = composite_edges(edge_df)
     if plan.params.method == "pcr":
@@ -165,8 +165,6 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
         rows, values, errors, noise = _bounded(edge_df, plan, rng)
         split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]  # fixed by the plan
     if grouped:
-        from dp_spark.releases.grouped_count_release import grouped_release
-
         return grouped_release(plan, rows, values, errors, split, noise, integral, group_type,
                                edge_df.sparkSession)
     return Release.from_plan(

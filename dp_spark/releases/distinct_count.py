@@ -92,8 +92,10 @@ from functools import partial
 import numpy as np
 
 from dp_spark.accounting import PrivacyFilter, ratio_up
+from dp_spark.io import spark_frame
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
 from dp_spark.plan import Plan
+from dp_spark.releases.grouped_distinct_count import body as grouped_body
 from dp_spark.settings.distinct_count import (
     DEFAULT_EDGE_LIMIT,
     SELECTION_BETA,
@@ -230,8 +232,6 @@ def distinct_count(
 def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Release:
     """The release on its plan (built once: by :func:`distinct_count` or the
     CLI), through the one release flow (:func:`dp_spark.releases.template.run_release`)."""
-    from dp_spark.io import spark_frame
-
     df = spark_frame(df, "df")  # as run_release does (the same object): the shard count reads its person column
     return run_release(plan, df, partial(_body, source=df), budget=budget, ledger=ledger,
                        before_spend=before_spend, caps_in_stage=True)  # a grouped run caps persons inside its kernel
@@ -242,8 +242,6 @@ def _body(plan: Plan, edge_df, rng, local, source=None) -> Release:
     the module doc). ``source``: the input table, whose person column alone
     the automatic shard count reads (step 0)."""
     if plan.params.group_by is not None:
-        from dp_spark.releases.grouped_distinct_count import body as grouped_body
-
         return grouped_body(plan, edge_df, rng, local)
     split = plan.split  # by step name (plans.distinct_count): at most one of shards / matching is there
     epsilon_pre = split.epsilon("shards") or split.epsilon("matching")

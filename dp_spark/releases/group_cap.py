@@ -23,6 +23,9 @@ ignore that a larger m multiplies every group's noise by m.
 
 from __future__ import annotations
 
+from dp_spark.mechanisms.groups import choose_max_groups
+from dp_spark.noise.records import NoiseDraw
+
 #: GEM's failure probability in the private choice of the group cap.
 CAP_GEM_BETA = 0.05
 #: ``parameters["max_groups_chosen"]`` of a release whose m was chosen privately.
@@ -34,8 +37,6 @@ def choose_cap(edge_df, n_keys: int, epsilon: float, rng):
     ε-DP from the groups-per-person histogram (module docstring). Logs
     nothing: M is the number of keys, which a private key step draws, so the
     caller logs the step (public words only) before it knows M."""
-    from dp_spark.mechanisms.groups import choose_max_groups
-    from dp_spark.noise.records import NoiseDraw
     from dp_spark.stages.groups import groups_per_person_histogram
 
     top = int(n_keys)  # with keys chosen privately a drawn number: not shown before the record

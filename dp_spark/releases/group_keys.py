@@ -55,6 +55,7 @@ import dataclasses
 import logging
 
 from dp_spark.plan import KEYS_MAX_PER_PERSON, KEYS_POLICY, MAX_PUBLIC_GROUPS, key_mechanism
+from dp_spark.sparkjobs import spark_job
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,9 @@ def choose_keys(plan, edge_df, rng):
     released keys reach the driver (at most MAX_PUBLIC_GROUPS + 1 of them)."""
     from pyspark.sql import functions as F
 
-    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness
-    from dp_spark.sparkjobs import spark_job
+    # mechanisms.set_union imports scipy.special and scipy.optimize (450-550 ms measured); every release
+    # imports this module through the template, only a release with private group keys runs this step
+    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness  # lazy: scipy, 450-550 ms
     from dp_spark.stages.edges import ITEM
     from dp_spark.stages.set_union import materialize, set_union_items_of_edges
 

@@ -40,6 +40,8 @@ import pandas as pd
 from dp_spark.mechanisms.continual_distinct import continual_counts
 from dp_spark.mechanisms.continual_distinct.groups import merged_records
 from dp_spark.plan import Plan
+from dp_spark.plans.continual_distinct import RULES, error_assumption
+from dp_spark.releases.groups import report_groups
 from dp_spark.report import Release
 
 log = logging.getLogger(__name__)
@@ -68,8 +70,6 @@ def body(plan: Plan, events, rng, local) -> Release:
 
 def _rows(plan: Plan, keys, results) -> pd.DataFrame:
     """Every group's released series, one row per (group, step): released values only."""
-    from dp_spark.plans.continual_distinct import error_assumption
-
     T = plan.params.horizon
     confidence = 1.0 - plan.params.beta
     assumption = error_assumption(plan.params.method, plan["flippancy_bound"])
@@ -105,8 +105,6 @@ def _frame(spark, name: str, group_type, rows: pd.DataFrame):
 
 
 def _report(plan: Plan, keys, results, local, group_type, spark, noise) -> Release:
-    from dp_spark.releases.groups import report_groups
-
     p = plan.params
     m, factor = p.max_groups, plan["group_budget_factor"]
     confidence = 1.0 - p.beta
@@ -153,7 +151,6 @@ def _report(plan: Plan, keys, results, local, group_type, spark, noise) -> Relea
         f"within its error_bound; all {len(keys):,} groups' together with probability at least {simultaneous:.0%}."
     )
     frame = _frame(spark, p.group_by, group_type, _rows(plan, keys, results))
-    from dp_spark.plans.continual_distinct import RULES
 
     return Release.from_plan(
         plan, values=values, errors=errors, statement=statement, seeded=p.seed is not None,

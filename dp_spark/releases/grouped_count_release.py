@@ -41,6 +41,7 @@ count's own error statement), in discovery order (pcr) or by noisy count
 from __future__ import annotations
 
 from dp_spark.plan import Plan
+from dp_spark.releases.groups import report_groups
 from dp_spark.report import Release
 
 
@@ -64,7 +65,6 @@ def grouped_release(plan: Plan, rows, values, errors, split, noise, integral: bo
     ``item`` the composite key), public keys and noise records only."""
     from pyspark.sql import types as T
 
-    from dp_spark.releases.groups import report_groups
     from dp_spark.stages.group_items import parse_composite
 
     p = plan.params

@@ -66,11 +66,16 @@ import logging
 
 import numpy as np
 
-from dp_spark.accounting.exact import exact, sqrt_down
+from dp_spark.accounting.exact import exact, ratio_down, sqrt_down
+from dp_spark.mechanisms.distinct_count.cap_bound import (cap_candidates, choose_cap_and_bound, joint_margins,
+                                                          release_at_bound)
 from dp_spark.mechanisms.distinct_count.grouped import release_groups
 from dp_spark.mechanisms.groups import group_noise_scale
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.plan import Plan
+from dp_spark.plans.distinct_count import noise_of
 from dp_spark.releases.group_cap import CAP_GEM_BETA  # noqa: F401 - the previous cap choice's β (benchmark)
+from dp_spark.releases.groups import groups_frame, report_groups
 from dp_spark.releases.shards import greedy_shards
 from dp_spark.report import Release
 from dp_spark.settings.distinct_count import SELECTION_BETA, bound_candidates, candidate_betas, cap_note
@@ -83,7 +88,6 @@ GROUP_COLUMNS = ("estimate", "lower_bound", "bound")
 
 def body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage, mechanism and report of the grouped release (module doc)."""
-    from dp_spark.plans.distinct_count import noise_of
     from dp_spark.stages.distinct import grouped_greedy_counts
     from dp_spark.stages.edges import GROUP
 
@@ -129,14 +133,6 @@ def _joint_body(plan: Plan, edge_df, rng, local, keys, cands, shards, how, noise
     group's count at (m̂, l̂) from the same pass
     (:func:`~dp_spark.mechanisms.distinct_count.cap_bound.release_at_bound`
     at the ``count`` step: ε_count/m̂ per group, or σ = √m̂·l̂/√(2ρ_count))."""
-    from dp_spark.accounting.exact import ratio_down
-    from dp_spark.mechanisms.distinct_count.cap_bound import (
-        cap_candidates,
-        choose_cap_and_bound,
-        joint_margins,
-        release_at_bound,
-    )
-    from dp_spark.noise.records import NoiseDraw
     from dp_spark.stages.edges import GROUP
 
     p = plan.params
@@ -250,8 +246,6 @@ def _batched_counts(released: list[dict], gaussian: bool, m) -> list:
 
 def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise, joint: bool = False) -> Release:
     from pyspark.sql import types as T
-
-    from dp_spark.releases.groups import groups_frame, report_groups
 
     p = plan.params
     beta = p.beta

@@ -36,6 +36,7 @@ import logging
 from dataclasses import dataclass
 
 from dp_spark.plan import Plan
+from dp_spark.releases.groups import report_groups
 from dp_spark.report import Release
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,6 @@ def grouped_report(plan: Plan, numeric, composite, per_group, values: dict, erro
     Released values, public keys and constants only."""
     from pyspark.sql import functions as F
 
-    from dp_spark.releases.groups import report_groups
     from dp_spark.stages.group_items import split_composite
 
     p = plan.params

@@ -73,8 +73,11 @@ from dp_spark.mechanisms.top_k.grouped import group_share, grouped_domain_top_k,
 from dp_spark.mechanisms.top_k.zcdp import grouped_zcdp_top_k, zcdp_selection_noise
 from dp_spark.plan import Plan
 from dp_spark.plans.top_k import NAMES
+from dp_spark.releases.group_cap import CHOSEN, choose_and_cap
+from dp_spark.releases.groups import groups_frame, report_groups
 from dp_spark.report import Release
 from dp_spark.stages import item_counts as stage
+from dp_spark.stages.edges import GROUP
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +95,6 @@ class _Group:
 
 def body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage, mechanism and report of the grouped release (module doc)."""
-    from dp_spark.releases.group_cap import CHOSEN, choose_and_cap
-
     p = plan.params
     keys, m = p.groups, p.max_groups
     n_groups = len(keys)
@@ -183,9 +184,6 @@ def _select(edge_df, mechanism, items, n_groups, k, epsilon, delta, m, kbar, rng
 
 def _report(plan: Plan, keys, m, released, mechanism, how, local, edge_df, noise, items) -> Release:
     from pyspark.sql import types as T
-
-    from dp_spark.releases.groups import groups_frame, report_groups
-    from dp_spark.stages.edges import GROUP
 
     p = plan.params
     n = len(keys)

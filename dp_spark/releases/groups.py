@@ -41,6 +41,7 @@ import copy
 import dataclasses
 
 from dp_spark.errors import ParameterError
+from dp_spark.io import read_input
 from dp_spark.plan import MAX_PUBLIC_GROUPS, REPORT_GROUPS, set_checked
 
 GROUP_INDEX = "group_index"
@@ -105,8 +106,6 @@ def resolve_keys(spark, groups, group_by: str) -> tuple:
     if isinstance(groups, tuple):
         return groups
     if isinstance(groups, str):
-        from dp_spark.io import read_input
-
         frame = read_input(spark, groups, "auto", columns=[group_by])
         return _keys_of_frame(frame, group_by, f"the file {groups}")
     return _keys_of_frame(groups, group_by, "the groups DataFrame")

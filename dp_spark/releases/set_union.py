@@ -73,6 +73,7 @@ from dp_spark.mechanisms.set_union import SEQUENTIAL, SetUnionPlan, ThresholdSte
 from dp_spark.mechanisms.set_union import shard_cutoff as cutoff_per_shard
 from dp_spark.plan import Plan
 from dp_spark.plans.set_union import mechanism_plan, plan as make_plan
+from dp_spark.releases.grouped_set_union import composite_input, grouped_report
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.sparkjobs import spark_job
@@ -162,8 +163,6 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     seed = plan.params.seed
     numeric = mechanism_plan(plan)
     if plan.params.group_by is not None:  # the one mechanism on (group, item): releases.grouped_set_union
-        from dp_spark.releases.grouped_set_union import composite_input, grouped_report
-
         composite, shape = composite_input(edge_df, len(plan.params.groups))
         items = _released_items(composite, plan, numeric, rng, seed)  # released (group, item) keys, stored
         log.info("set-union: released pairs materialized")

@@ -44,8 +44,18 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from dp_spark import noise
 from dp_spark.errors import ParameterError
+from dp_spark.io import spark_frame
+from dp_spark.ledger import budget as ledger_budget
+from dp_spark.ledger import budget_or_ledger
+from dp_spark.ledger.budget import LedgerBudget, draw_mark, recorded_release, replay_of, replayed
+from dp_spark.ledger.rules import RecordedMeanwhile
+from dp_spark.noise.rng import first_use_generator
 from dp_spark.public_inputs import refuse_private_as_public
+from dp_spark.releases import group_keys
+from dp_spark.releases.group_keys import keys_reported
+from dp_spark.releases.groups import grouped_edges
 
 #: The error of ``seed=`` with a persisted budget (``ledger=``, or a ledger
 #: budget as ``budget=``), in the CLI's words for ``--seed --ledger``.
@@ -68,8 +78,6 @@ def person_edges(plan, df):
 def refuse_seeded_ledger(seed, budget) -> None:
     """A seeded run is not private: refuse it with a persisted (ledger)
     budget, before anything is read or charged. Public values only."""
-    from dp_spark.ledger.budget import LedgerBudget
-
     if seed is not None and isinstance(budget, LedgerBudget):
         raise ParameterError(SEEDED_LEDGER)
 
@@ -107,12 +115,6 @@ def run_release(
     a persisted ledger budget (not both), charged by ``plan.spend`` before
     any data is read.
     """
-    from dp_spark.io import spark_frame
-    from dp_spark.ledger import budget_or_ledger
-    from dp_spark.ledger.budget import draw_mark, record_release, recorded_release, replay_of, replayed
-    from dp_spark.ledger.rules import RecordedMeanwhile
-    from dp_spark.noise import make_rng
-    from dp_spark.noise.rng import first_use_generator
     from dp_spark.stages.session_shape import check_session
 
     seed = plan.params.seed
@@ -125,8 +127,6 @@ def run_release(
     edge_df = edge_table(plan, df)  # every schema and null check, once; no data read
     private_keys = getattr(plan.params, "keys_chosen_privately", lambda: False)()
     if getattr(plan.params, "group_by", None) is not None and not private_keys:
-        from dp_spark.releases.groups import grouped_edges
-
         # public keys read (refused past MAX_PUBLIC_GROUPS), rows restricted to them, each person capped
         # to max_groups groups (unless the release's stage caps: caps_in_stage): per-person
         # transformations, lazy; nothing spent yet
@@ -142,20 +142,17 @@ def run_release(
     if (replay := replayed(budget)) is not None:
         return replay  # the key's release was recorded: returned unchanged, no data read, no noise drawn
     # a keyed run: marked 'drawn' in the ledger (committed) on the generator's first use, before any draw
-    rng = first_use_generator(make_rng(seed), draw_mark(budget))
+    rng = first_use_generator(noise.make_rng(seed), draw_mark(budget))
     try:
         if private_keys:
-            from dp_spark.releases.group_keys import choose_keys, keys_reported
-            from dp_spark.releases.groups import grouped_edges
-
             # the plan's "group_keys" step (spent above) releases the keys; then they act as public: the
             # release runs exactly as with groups= those keys (restricted, capped edge table unless
             # caps_in_stage; same body)
-            keys, record, facts = choose_keys(plan, edge_df, rng)
+            keys, record, facts = group_keys.choose_keys(plan, edge_df, rng)
             plan, edge_df = grouped_edges(plan, edge_df, keys=keys, cap=not caps_in_stage)
             release = keys_reported(body(plan, edge_df, rng, local), record, facts)
         else:
             release = body(plan, edge_df, rng, local)
     except RecordedMeanwhile as exc:  # another run under the key recorded first; this one drew nothing
         return replay_of(exc.run)
-    return record_release(budget, release)  # recorded in the ledger (a keyed run) before it leaves
+    return ledger_budget.record_release(budget, release)  # recorded in the ledger (a keyed run) before it leaves

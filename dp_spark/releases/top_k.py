@@ -68,8 +68,10 @@ from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain
 from dp_spark.mechanisms.top_k.auto import AutoChoice, auto_share, choose_mechanism
 from dp_spark.mechanisms.top_k.error import CONFIDENCE, domain_top_k
 from dp_spark.plan import MAX_PUBLIC_GROUPS, Plan
-from dp_spark.plans.top_k import DOMAIN_METHODS, NAMES, resolve_method, unknown_domain_zcdp
+from dp_spark.plans.top_k import (DOMAIN_METHODS, MAX_GROUPED_SUMMARY, MAX_JOINT_ENTRIES, NAMES, resolve_method,
+                                  unknown_domain_zcdp)
 from dp_spark.plans.top_k import plan as make_plan
+from dp_spark.releases.grouped_top_k import body as grouped_body
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.stages import item_counts as stage
@@ -205,8 +207,6 @@ def _grouped_limits(p) -> None:
     MAX_GROUPED_SUMMARY rows reach the driver (G·(k̄+1) without a domain,
     G·d with one) and the joint mechanisms sweep at most MAX_JOINT_ENTRIES
     entries over all groups."""
-    from dp_spark.plans.top_k import MAX_GROUPED_SUMMARY, MAX_JOINT_ENTRIES
-
     # keys chosen privately (groups=None): at most MAX_PUBLIC_GROUPS keys are released, a public bound
     n = MAX_PUBLIC_GROUPS if p.groups is None else len(p.groups)
     rows, what = ((n * (p.kbar + 1), f"{n:,} groups × (kbar + 1)") if p.domain_size is None
@@ -226,8 +226,6 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage and mechanism (:func:`_select`), then the report; a grouped
     run's (:mod:`dp_spark.releases.grouped_top_k`)."""
     if plan.params.group_by is not None:
-        from dp_spark.releases.grouped_top_k import body as grouped_body
-
         return grouped_body(plan, edge_df, rng, local)
     items = plan.params.domain if plan.params.domain_size is not None else None
     integral = stage.integral_items(edge_df)

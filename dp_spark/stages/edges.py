@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.errors import SchemaError
+from dp_spark.sparkjobs import spark_job
 
 PERSON = "person"
 ITEM = "item"
@@ -213,8 +214,6 @@ def count_sampled_persons(edge_df: DataFrame, one_in: int) -> int:
     error about sqrt(one_in / persons)) at a fraction of the full count's
     cost: the rows outside the sample are dropped before the aggregation.
     """
-    from dp_spark.sparkjobs import spark_job
-
     sample = F.pmod(F.xxhash64(F.lit(PERSON_SAMPLE_SALT), PERSON), F.lit(int(one_in))) == 0
     with spark_job(f"counting the persons of a 1-in-{int(one_in)} hash sample"):
         return int(edge_df.where(sample).agg(F.countDistinct(PERSON).alias("n")).collect()[0]["n"])
@@ -223,7 +222,5 @@ def count_sampled_persons(edge_df: DataFrame, one_in: int) -> int:
 def count_persons(edge_df: DataFrame) -> int:
     """NON-PRIVATE: the number of distinct persons. Sensitivity 1 under adding
     or removing a person; only ever used through a noisy mechanism."""
-    from dp_spark.sparkjobs import spark_job
-
     with spark_job("counting persons"):
         return int(edge_df.agg(F.countDistinct(PERSON).alias("n")).collect()[0]["n"])

@@ -47,6 +47,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.errors import InputError, ParameterError, SchemaError
+from dp_spark.io import read_input
 from dp_spark.public_inputs import refuse_private_as_public
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import ITEM, PERSON, check_id_columns, edges, item_type  # noqa: F401 - check_id_columns re-exported
@@ -359,8 +360,6 @@ def read_domain(spark, path: str, item_col: str, private=None) -> list:
     null. Raises InputError for a missing or unreadable file, SchemaError for
     a missing column.
     """
-    from dp_spark.io import read_input
-
     if private is not None:
         refuse_private_as_public(private, domain=path)
     local = not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path) or path.startswith("file:")

@@ -33,6 +33,8 @@ changes (set-union's noise step: every item still gets its own draw).
 
 from __future__ import annotations
 
+import numpy as np
+
 #: Python tasks per task slot: two, so a slow task (a larger shard, a busy
 #: core) leaves work for the other slots. Measured on 2 cores (continual
 #: distinct, benchmarks/README.md): 4 shards beat 2 and 8.
@@ -72,9 +74,9 @@ def partition_labels(partitions: int) -> list[int]:
     ``repartition(n, column)``, so n labels fill n partitions one each
     (small ints would collide: a hash partitioning of 0..n-1 leaves some
     partitions empty and others doubled). The smallest such v_j >= 0."""
-    import numpy as np
-
-    from dp_spark.stages.kernels import murmur3_long
+    # kernels imports scipy.sparse (260-310 ms measured, against ~8 ms for this module), which the
+    # Python workers of every stage that picks its partitions would load with it
+    from dp_spark.stages.kernels import murmur3_long  # lazy: scipy.sparse, 260-310 ms per worker
 
     n = int(partitions)
     if n < 1:

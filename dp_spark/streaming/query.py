@@ -98,6 +98,7 @@ import numpy as np
 from pyspark.sql import functions as F
 
 from dp_spark.accounting import PrivacyFilter
+from dp_spark.io import detect_format, parsed_op, read_input
 from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, ContinualCounter
 from dp_spark.errors import InputError, ParameterError, SparkJobError
 from dp_spark.noise import make_rng
@@ -107,6 +108,7 @@ from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.releases.continual_distinct import build_release, series_frame
 from dp_spark.releases.template import refuse_seeded_ledger
 from dp_spark.sparkjobs import spark_exception_types, error_class, spark_job
+from dp_spark.stages.edges import require_columns
 from dp_spark.stages.partitioning import python_partitions
 from dp_spark.streaming.checkpoint import (
     KIND,
@@ -338,8 +340,6 @@ def _saved_state(spark, source: str, config: dict, store: MechanismCheckpoint, s
         return state
     _refuse_new_state_over_old_output(checkpoint_dir, store, sink)  # before spending
     if config["schema"] is None:
-        from dp_spark.io import read_input
-
         # Parquet: the files' footers (metadata); CSV: the header's names, every
         # column a string; JSON: exactly the stream's columns, as strings. Never
         # a name or type inferred from the rows (issue 21 §2).
@@ -376,8 +376,6 @@ def _source_text(source: str) -> str:
 
 
 def _stream_format(source: str, fmt: str) -> str:
-    from dp_spark.io import detect_format
-
     if fmt == "auto":
         fmt = detect_format(source)
     if fmt not in ("parquet", "csv", "json"):
@@ -392,7 +390,6 @@ def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, ti
     from pyspark.sql import types as T
 
     from dp_spark.stages.continual import item_column, op_column, raw_time, time_kind
-    from dp_spark.stages.edges import require_columns
 
     reader = spark.readStream.format(fmt).schema(schema).option("maxFilesPerTrigger", int(files_per_step))
     if fmt == "csv":
@@ -419,8 +416,6 @@ def _parsed_strings(stream, time_col: str | None, op_col: str):
     is not one as an ISO date/time in seconds since the epoch. A value that
     does not parse is null, and its event is dropped."""
     from pyspark.sql import types as T
-
-    from dp_spark.io import parsed_op
 
     if isinstance(stream.schema[op_col].dataType, T.StringType):
         stream = stream.withColumn(op_col, parsed_op(F.col(op_col)))

@@ -51,6 +51,10 @@ import numpy as np
 
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
+from dp_spark.mechanisms.groups import group_noise_scale
+from dp_spark.noise import discrete_gaussian, discrete_laplace, discrete_laplace_std
+from dp_spark.noise.records import NoiseDraw
+from dp_spark.noise.tails import discrete_gaussian_upper_quantile, discrete_laplace_upper_quantile
 from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS, gem_shifts
 
 __all__ = ["cap_candidates", "choose_cap_and_bound", "count_noise", "joint_margins", "joint_scores",
@@ -81,8 +85,6 @@ def count_noise(max_groups: int, bound: int, noise: str, count: float) -> float:
     groups has ℓ1 sensitivity m·l, so ε-DP); ``"gaussian"``, discrete
     Gaussian σ = √m·l/√(2ρ) (``count`` = ρ, rounded up: ℓ2 sensitivity
     √m·l, so ρ-zCDP). :func:`dp_spark.mechanisms.groups.group_noise_scale`."""
-    from dp_spark.mechanisms.groups import group_noise_scale
-
     if noise not in NOISES:
         raise ValueError("noise must be 'laplace' or 'gaussian'")
     if noise == "laplace":
@@ -91,8 +93,6 @@ def count_noise(max_groups: int, bound: int, noise: str, count: float) -> float:
 
 
 def _margin(scale: float, noise: str, beta: float) -> int:
-    from dp_spark.noise.tails import discrete_gaussian_upper_quantile, discrete_laplace_upper_quantile
-
     quantile = discrete_laplace_upper_quantile if noise == "laplace" else discrete_gaussian_upper_quantile
     return int(quantile(scale, beta))
 
@@ -201,9 +201,6 @@ def release_at_bound(counts, max_groups: int, bound: int, beta: float, rng: np.r
     subtracts the public margin (:func:`joint_margins`): each group's holds
     with probability >= 1 − β. Returns, per group, only released values and
     the record of its draw (``noise``: one record)."""
-    from dp_spark.noise import discrete_gaussian, discrete_laplace, discrete_laplace_std
-    from dp_spark.noise.records import NoiseDraw
-
     scale = count_noise(max_groups, bound, noise, count)
     margin = _margin(scale, noise, beta)
     laplace = noise == "laplace"

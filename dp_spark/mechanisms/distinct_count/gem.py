@@ -49,6 +49,7 @@ per ``i`` finds it.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -249,8 +250,6 @@ def _normalized_same_direction(q: np.ndarray, d: np.ndarray, epsilon: float, bet
     floats have sensitivity 1 with no rounding slack, max s = 0 exactly (the
     candidate with the largest a), and they are below the exact scores by
     less than 2^-20 (above −2^32)."""
-    from fractions import Fraction
-
     k = q.shape[0]
     t = Fraction(_threshold(k, epsilon, beta))
     dd = [Fraction(float(x)) for x in d]
