@@ -61,12 +61,11 @@ def _connect_example() -> str:
 
 @pytest.mark.connect
 def test_readme_spark_connect_example(tmp_path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from dp_spark.sample_data import sample_files
 
-    rows = [(p, f"w{(p * 7 + k) % 40}") for p in range(80) for k in range(p % 5 + 1)]
-    pq.write_table(pa.table({"person_id": [r[0] for r in rows], "item": [r[1] for r in rows]}),
-                   tmp_path / "events.parquet")
+    # the example reads the samples folder's events.parquet (dp-spark sample-data), as the README says
+    (tmp_path / "events.parquet").write_bytes(next(data for name, data, _ in sample_files()
+                                                   if name == "events.parquet"))
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1"}
     proc = subprocess.run([sys.executable, "-c", _connect_example()], cwd=tmp_path, env=env,
