@@ -4,12 +4,12 @@ summaries. No privacy noise is drawn here; every value is NON-PRIVATE.
 ``bounded_distinct_counts`` is imported lazily, so that importing this package
 (or a stage module's name) does not start importing pyspark by itself."""
 
-from importlib import import_module
-
 __all__ = ["bounded_distinct_counts"]
 
 
 def __getattr__(name):
-    if name == "bounded_distinct_counts":  # a lazy export, by name like dp_spark's own (see dp_spark/__init__)
-        return import_module("dp_spark.stages.distinct").bounded_distinct_counts
+    if name == "bounded_distinct_counts":
+        from dp_spark.stages.distinct import bounded_distinct_counts
+
+        return bounded_distinct_counts
     raise AttributeError(f"module 'dp_spark.stages' has no attribute {name!r}")
