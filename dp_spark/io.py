@@ -50,6 +50,20 @@ def local_path(path: str) -> Path:
     return Path(urlparse(path).path if path.startswith("file:") else path)
 
 
+def spark_source(source: str) -> str:
+    """``source`` as the JVM should read it: a relative local path made
+    absolute against this process's current folder. The JVM resolves a
+    relative path against the folder it started in, which is another one
+    after ``os.chdir`` or a notebook's ``%cd``: dp_spark's checks (Python)
+    and Spark's read would name different files. Glob characters in the
+    current folder's own path are escaped (Hadoop's backslash), so only the
+    path as given is a pattern. URIs and absolute paths are unchanged."""
+    if not is_local(source) or source.startswith("file:") or os.path.isabs(source) \
+            or re.match(r"^[A-Za-z]:[\\/]", source):
+        return source
+    return os.path.join(re.sub(r"[*?\[\]{}\\]", lambda m: "\\" + m.group(0), os.getcwd()), source)
+
+
 def detect_format(path: str) -> str:
     """Format from the path: the file extension (compression suffix ignored),
     or for a local directory, the extension of the data files inside it."""
@@ -193,7 +207,8 @@ def read_input(spark, source: str, fmt: str = "auto", *, columns=None, infer_sch
         reader = reader.schema(struct)
     if fmt == "parquet":
         check_parquet_schemas(spark, source)  # footers only: before anything is read or spent
-    df = _spark_read(lambda: reader.format(fmt).load(source), f"{fmt} input {source!r}")
+    where = spark_source(source)  # a relative path: the file Python checked, whatever the JVM's folder
+    df = _spark_read(lambda: reader.format(fmt).load(where), f"{fmt} input {source!r}")
     check_header(df, source)
     if fmt in ("csv", "json") and bad_rows != "fail":
         df = df.where(~undecodable(df, columns))  # "fail": refused by check_rows_parse instead
