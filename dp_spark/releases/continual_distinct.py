@@ -64,6 +64,8 @@ from dp_spark.releases import grouped_continual_distinct
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.settings.continual_distinct import validate_grouped_size
+from dp_spark.stages.continual import continual_summaries, event_columns, time_mapping
+from dp_spark.stages.continual_groups import grouped_events
 
 log = logging.getLogger(__name__)
 
@@ -308,14 +310,11 @@ def event_table(plan: Plan, df):
     (the stage reads the events itself), or for a grouped run the valid
     events with the group and the unit column the template's group cap
     reads (:func:`dp_spark.stages.continual_groups.grouped_events`; lazy)."""
-    from dp_spark.stages.continual import event_columns, time_mapping
-
     p = plan.params
     columns = event_columns(df, p.time_col, p.item_col, p.op_col)
     mapping = time_mapping(columns.kind, p.origin, p.step_size)
     if p.group_by is None:
         return df
-    from dp_spark.stages.continual_groups import grouped_events
 
     return grouped_events(df, columns, mapping, p.horizon, p.group_by, p.time_col, p.item_col, p.op_col)
 
@@ -340,8 +339,6 @@ def _grouped_size(plan: Plan, events) -> Plan:
 def _body(plan: Plan, df, rng, local) -> Release:
     """Stage (per-step summaries), mechanism (``continual_counts``), then the
     report; a grouped run: :mod:`dp_spark.releases.grouped_continual_distinct`."""
-    from dp_spark.stages.continual import continual_summaries
-
     p = plan.params
     if p.group_by is not None:
         return grouped_continual_distinct.body(plan, df, rng, local)

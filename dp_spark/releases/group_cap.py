@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dp_spark.mechanisms.groups import choose_max_groups
 from dp_spark.noise.records import NoiseDraw
+from dp_spark.stages.groups import cap_groups, groups_per_person_histogram
 
 #: GEM's failure probability in the private choice of the group cap.
 CAP_GEM_BETA = 0.05
@@ -37,8 +38,6 @@ def choose_cap(edge_df, n_keys: int, epsilon: float, rng):
     ε-DP from the groups-per-person histogram (module docstring). Logs
     nothing: M is the number of keys, which a private key step draws, so the
     caller logs the step (public words only) before it knows M."""
-    from dp_spark.stages.groups import groups_per_person_histogram
-
     top = int(n_keys)  # with keys chosen privately a drawn number: not shown before the record
     histogram = groups_per_person_histogram(edge_df, top)
     m = int(choose_max_groups(histogram, epsilon, rng, method="gem", beta=CAP_GEM_BETA))
@@ -52,7 +51,5 @@ def choose_cap(edge_df, n_keys: int, epsilon: float, rng):
 def choose_and_cap(edge_df, n_keys: int, epsilon: float, rng):
     """(m, the edge table capped to m groups per person, the record of the
     choice): :func:`choose_cap` then :func:`~dp_spark.stages.groups.cap_groups`."""
-    from dp_spark.stages.groups import cap_groups
-
     m, drawn = choose_cap(edge_df, n_keys, epsilon, rng)
     return m, cap_groups(edge_df, m), drawn

@@ -54,8 +54,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+from pyspark.sql import functions as F
+
 from dp_spark.plan import KEYS_MAX_PER_PERSON, KEYS_POLICY, MAX_PUBLIC_GROUPS, key_mechanism
 from dp_spark.sparkjobs import spark_job
+from dp_spark.stages import set_union as set_union_stage
+from dp_spark.stages.edges import GROUP, ITEM, PERSON
+from dp_spark.stages.set_union import materialize
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +83,6 @@ def key_edges(edge_df):
     """(person, item): the edge table's group column as the set-union's item
     (a per-person transformation; set-union's stage deduplicates the
     pairs). NON-PRIVATE, lazy."""
-    from pyspark.sql import functions as F
-
-    from dp_spark.stages.edges import GROUP, ITEM, PERSON
-
     return edge_df.select(F.col(PERSON), F.col(GROUP).alias(ITEM))
 
 
@@ -92,20 +93,16 @@ def choose_keys(plan, edge_df, rng):
     One Spark job computes and thresholds the histogram (exact discrete
     Gaussian noise, integer threshold: :func:`key_step_plan`); only the
     released keys reach the driver (at most MAX_PUBLIC_GROUPS + 1 of them)."""
-    from pyspark.sql import functions as F
-
     # mechanisms.set_union imports scipy.special and scipy.optimize (450-550 ms measured); every release
     # imports this module through the template, only a release with private group keys runs this step
     from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness  # lazy: scipy, 450-550 ms
-    from dp_spark.stages.edges import ITEM
-    from dp_spark.stages.set_union import materialize, set_union_items_of_edges
 
     p = plan.params
     cost = plan.split.cost("group_keys")
     per_person = keys_per_person(p.max_groups)
     numeric = key_step_plan(cost.epsilon, cost.delta, per_person)  # exact: integer noise and threshold
     salt, root = derive_randomness(rng, keyed=p.seed is not None)
-    lazy = set_union_items_of_edges(
+    lazy = set_union_stage.set_union_items_of_edges(
         key_edges(edge_df), method=numeric.method, max_items=per_person, salt=salt,
         threshold=ThresholdStep(numeric, root),
     )

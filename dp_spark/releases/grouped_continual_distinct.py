@@ -43,6 +43,8 @@ from dp_spark.plan import Plan
 from dp_spark.plans.continual_distinct import RULES, error_assumption
 from dp_spark.releases.groups import report_groups
 from dp_spark.report import Release
+from dp_spark.stages.continual_groups import grouped_cells
+from dp_spark.stages.edges import GROUP
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +54,6 @@ GROUP_COLUMNS = ("step", "count", "std", "error_bound")
 
 def body(plan: Plan, events, rng, local) -> Release:
     """Stage (every group's summaries, one pass), a counter per group, the report."""
-    from dp_spark.stages.continual_groups import grouped_cells
-    from dp_spark.stages.edges import GROUP
-
     p = plan.params
     keys = p.groups
     log.info("continual-distinct: per-group flip counts")  # no key count: the rule of tests/audit/test_transcript.py

@@ -43,6 +43,7 @@ from __future__ import annotations
 from dp_spark.plan import Plan
 from dp_spark.releases.groups import report_groups
 from dp_spark.report import Release
+from dp_spark.stages.group_items import parse_composite
 
 
 def _row_error(plan: Plan, row: dict, record, r: float) -> str:
@@ -64,8 +65,6 @@ def grouped_release(plan: Plan, rows, values, errors, split, noise, integral: bo
     """The grouped Release from the one mechanism's released rows (their
     ``item`` the composite key), public keys and noise records only."""
     from pyspark.sql import types as T
-
-    from dp_spark.stages.group_items import parse_composite
 
     p = plan.params
     keys = p.groups

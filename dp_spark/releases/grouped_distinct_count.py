@@ -79,6 +79,8 @@ from dp_spark.releases.groups import groups_frame, report_groups
 from dp_spark.releases.shards import greedy_shards
 from dp_spark.report import Release
 from dp_spark.settings.distinct_count import SELECTION_BETA, bound_candidates, candidate_betas, cap_note
+from dp_spark.stages.distinct import grouped_greedy_counts
+from dp_spark.stages.edges import GROUP
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +90,6 @@ GROUP_COLUMNS = ("estimate", "lower_bound", "bound")
 
 def body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage, mechanism and report of the grouped release (module doc)."""
-    from dp_spark.stages.distinct import grouped_greedy_counts
-    from dp_spark.stages.edges import GROUP
-
     p = plan.params
     keys, m, max_bound = p.groups, p.max_groups, p.max_bound
     gaussian = noise_of(p) == "gaussian"
@@ -133,8 +132,6 @@ def _joint_body(plan: Plan, edge_df, rng, local, keys, cands, shards, how, noise
     group's count at (m̂, l̂) from the same pass
     (:func:`~dp_spark.mechanisms.distinct_count.cap_bound.release_at_bound`
     at the ``count`` step: ε_count/m̂ per group, or σ = √m̂·l̂/√(2ρ_count))."""
-    from dp_spark.stages.edges import GROUP
-
     p = plan.params
     kind = "gaussian" if gaussian else "laplace"
     count = plan.split.cost("count").rho if gaussian else plan.split.epsilon("count")
@@ -183,8 +180,6 @@ def joint_counts(edge_df, caps, n_keys: int, max_bound: int, shards: int, cands)
     Between add/remove-one-person neighbours each ``at[k, g, j]`` moves by
     0..l_j, all in the same direction, in at most m_k groups per k
     (tests/spark/test_grouped_cap_bound.py)."""
-    from dp_spark.stages.distinct import grouped_greedy_counts
-
     # no log line here: the caps and n_keys follow the number of keys, which a private key step draws
     # (the caller logs the step, before it knows whether any key was released)
     return grouped_greedy_counts(edge_df, max_bound, shards, n_keys, cands, caps=caps)

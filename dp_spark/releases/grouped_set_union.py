@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from dp_spark.plan import Plan
 from dp_spark.releases.groups import report_groups
 from dp_spark.report import Release
+from dp_spark.stages.edges import GROUP, item_type
+from dp_spark.stages.group_items import composite_edges, released_per_group, split_composite
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +55,6 @@ class GroupShape:
 
     def released_per_group(self, items) -> list[int]:
         """Released pairs per public key (sizes of the released set)."""
-        from dp_spark.stages.group_items import released_per_group
-
         return released_per_group(items, self.n_keys)
 
 
@@ -62,9 +62,6 @@ def composite_input(edge_df, n_keys: int):
     """(the composite (person, item = (group, item)) edge table, its public
     shape): :func:`dp_spark.stages.group_items.composite_edges`. Lazy."""
     from pyspark.sql import types as T
-
-    from dp_spark.stages.edges import GROUP, item_type
-    from dp_spark.stages.group_items import composite_edges
 
     shape = GroupShape(int(n_keys), edge_df.schema[GROUP].dataType, isinstance(item_type(edge_df), T.LongType))
     # never the number of keys: with keys chosen privately it is drawn, and not shown before the record
@@ -78,8 +75,6 @@ def grouped_report(plan: Plan, numeric, composite, per_group, values: dict, erro
     ``release.groups`` (module doc), the per-key sizes in the report.
     Released values, public keys and constants only."""
     from pyspark.sql import functions as F
-
-    from dp_spark.stages.group_items import split_composite
 
     p = plan.params
     keys = p.groups

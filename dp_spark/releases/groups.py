@@ -43,6 +43,8 @@ import dataclasses
 from dp_spark.errors import ParameterError
 from dp_spark.io import read_input
 from dp_spark.plan import MAX_PUBLIC_GROUPS, REPORT_GROUPS, set_checked
+from dp_spark.stages.edges import GROUP, key_column
+from dp_spark.stages.groups import cap_groups
 
 GROUP_INDEX = "group_index"
 
@@ -69,7 +71,6 @@ def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
 
     if isinstance(frame.schema[column].dataType, (T.ArrayType, T.MapType, T.StructType, T.BinaryType)):
         raise ParameterError(f"groups: the key column {column!r} of {what} must hold strings or whole numbers.")
-    from dp_spark.stages.edges import key_column
 
     # the edge builder's spelling (Spark's own cast to string for dates, timestamps, decimals, …), so a key
     # matches the rows it names: Python's str() spells a timestamp or a decimal differently
@@ -140,9 +141,6 @@ def grouped_edges(plan, edge_df, keys: tuple | None = None, cap: bool = True):
     possibly none: the edge table is then empty). ``cap=False``: not capped
     (the release's stage applies the cap itself, ``run_release(caps_in_stage=True)``)."""
     from pyspark.sql import functions as F
-
-    from dp_spark.stages.edges import GROUP
-    from dp_spark.stages.groups import cap_groups
 
     p = plan.params
     spark = edge_df.sparkSession

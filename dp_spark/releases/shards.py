@@ -34,6 +34,7 @@ import logging
 
 from dp_spark.mechanisms.distinct_count import choose_shards, noisy_size
 from dp_spark.plans.distinct_count import person_sample
+from dp_spark.stages import edges as edge_stage
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +47,11 @@ def greedy_shards(person_df, shards: int | None, epsilon: float, rng) -> tuple[i
     ungrouped release: the input's person ids,
     :func:`dp_spark.stages.edges.person_ids`; the grouped one: its edge
     table, restricted to the public keys)."""
-    from dp_spark.stages.edges import count_sampled_persons
-
     if shards is not None:
         return int(shards), {"shards_chosen": "by the caller", "shards": int(shards)}, []
     log.info("distinct-count: choosing the number of greedy shards from a noisy sampled person count")
     one_in = person_sample(epsilon)
-    sampled, drawn = noisy_size(count_sampled_persons(person_df, one_in), 1, epsilon, rng,
+    sampled, drawn = noisy_size(edge_stage.count_sampled_persons(person_df, one_in), 1, epsilon, rng,
                                 target=f"the number of persons in a 1-in-{one_in} hash sample")
     chosen = int(choose_shards(sampled * one_in))
     how = {"shards_chosen": f"automatically (noisy person count of a 1-in-{one_in} hash sample)",

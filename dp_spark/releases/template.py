@@ -56,6 +56,8 @@ from dp_spark.public_inputs import refuse_private_as_public
 from dp_spark.releases import group_keys
 from dp_spark.releases.group_keys import keys_reported
 from dp_spark.releases.groups import grouped_edges
+from dp_spark.stages import edges as edge_stage
+from dp_spark.stages.session_shape import check_session
 
 #: The error of ``seed=`` with a persisted budget (``ledger=``, or a ledger
 #: budget as ``budget=``), in the CLI's words for ``--seed --ledger``.
@@ -70,9 +72,7 @@ def person_edges(plan, df):
     ``group``): :func:`dp_spark.stages.edges.edges` with the plan's columns
     (``group`` from ``params.group_by`` when the release is grouped, else
     the constant). Schema checks only; no data is read."""
-    from dp_spark.stages.edges import edges
-
-    return edges(df, plan.params.person_col, plan.params.item_col, getattr(plan.params, "group_by", None))
+    return edge_stage.edges(df, plan.params.person_col, plan.params.item_col, getattr(plan.params, "group_by", None))
 
 
 def refuse_seeded_ledger(seed, budget) -> None:
@@ -115,8 +115,6 @@ def run_release(
     a persisted ledger budget (not both), charged by ``plan.spend`` before
     any data is read.
     """
-    from dp_spark.stages.session_shape import check_session
-
     seed = plan.params.seed
     df = spark_frame(df, "df")  # a pandas DataFrame is converted; other types refused
     budget = budget_or_ledger(budget, ledger)  # ledger=: a persisted budget (dp_spark.ledger)

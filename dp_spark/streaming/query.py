@@ -108,6 +108,7 @@ from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.releases.continual_distinct import build_release, series_frame
 from dp_spark.releases.template import refuse_seeded_ledger
 from dp_spark.sparkjobs import spark_exception_types, error_class, spark_job
+from dp_spark.stages.continual import item_column, op_column, raw_time, time_kind
 from dp_spark.stages.edges import require_columns
 from dp_spark.stages.partitioning import python_partitions
 from dp_spark.streaming.checkpoint import (
@@ -388,8 +389,6 @@ def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, ti
     event (an op other than ±1, a null item, a null or non-finite time: a
     per-row filter). Schema problems raise here, before anything is spent."""
     from pyspark.sql import types as T
-
-    from dp_spark.stages.continual import item_column, op_column, raw_time, time_kind
 
     reader = spark.readStream.format(fmt).schema(schema).option("maxFilesPerTrigger", int(files_per_step))
     if fmt == "csv":
