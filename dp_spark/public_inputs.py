@@ -5,16 +5,19 @@ every key, also one held by a single person, with no DP key selection; top-k
 given a public domain (``domain=`` / ``--domain``) counts every domain item
 without choosing the items privately. Both are sound only when the keys or
 the domain do not come from the private data. When the "public" file is the
-private input itself, contains it (a folder holding an input file) or lies
-inside it (a file inside an input folder), the release would publish the
-private data's keys as if they were public: :func:`refuse_private_as_public`
+private input itself (also under another name: a hard link, or a copy of
+one of its files, see :func:`same_files`), contains it (a folder holding an
+input file) or lies inside it (a file inside an input folder), the release
+would publish the private data's keys as if they were public: :func:`refuse_private_as_public`
 refuses it with a one-line ParameterError naming the fix, called by the
 release template (:func:`dp_spark.releases.template.run_release`) before
 the keys or the domain are read and before anything is charged (and by
 :func:`dp_spark.stages.item_counts.read_domain` before it reads a domain
 file).
 
-The decision depends only on paths, which are public: the private input's
+The decision depends only on paths and file identities (device and inode;
+a public file's bytes only when its size equals an input file's), which
+are public about the files, not about the rows: the private input's
 locations are ``DataFrame.inputFiles()`` (the files Spark reads: a glob's
 matches, a folder's files, a ``table:``'s files at its catalog location;
 listing them reads no row), the public input's are its path (a local
@@ -27,8 +30,10 @@ allowed (what the caller builds in memory is the caller's statement).
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import glob
+import hashlib
 import os
 import posixpath
 import re
@@ -132,12 +137,22 @@ def locations_of(spark, source) -> list[Location]:
     return []
 
 
+#: URI schemes that name one file system (Hadoop's S3 connectors).
+_SAME_SCHEME = {"s3a": "s3", "s3n": "s3"}
+
+
+def _host(authority: str) -> str:
+    """A URI authority's host: no user, no port (``hdfs://nn`` and
+    ``hdfs://nn:8020`` name one file system)."""
+    return authority.rsplit("@", 1)[-1].split(":", 1)[0]
+
+
 def _same_file_system(a: Location, b: Location) -> bool:
     if "" in (a.scheme, b.scheme):
         return True  # a bare path on an unknown default file system: compared by path
-    if a.scheme != b.scheme:
+    if _SAME_SCHEME.get(a.scheme, a.scheme) != _SAME_SCHEME.get(b.scheme, b.scheme):
         return False
-    return not a.authority or not b.authority or a.authority == b.authority
+    return not a.authority or not b.authority or _host(a.authority) == _host(b.authority)
 
 
 def _prefix(short: Location, long: Location) -> bool:
@@ -160,6 +175,58 @@ def overlapping(public: list[Location], private: list[Location]) -> bool:
     return any(overlap(p, q) for p in public for q in private)
 
 
+def _local_files(locations: list[Location]) -> list[str]:
+    """The files of the local locations that exist here (a folder's files,
+    walked; a pattern's matches were expanded by :func:`locations_of_path`):
+    their names only, nothing is read."""
+    files = []
+    for loc in locations:
+        if loc.scheme not in ("", "file") or loc.pattern:
+            continue
+        path = "/" + "/".join(loc.parts)
+        if os.path.isfile(path):
+            files.append(path)
+        elif os.path.isdir(path):
+            files.extend(os.path.join(root, n) for root, _, names in os.walk(path) for n in names)
+    return files
+
+
+def _digest(path: str) -> bytes:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.digest()
+
+
+def same_files(public: list[Location], private: list[Location]) -> bool:
+    """Whether a local public file is one of the private input's files under
+    another name (a hard link, a bind mount: the same device and inode) or a
+    copy of one (the same size and SHA-256; a file's bytes are compared
+    only when the sizes are equal). A derived file (the input's keys
+    written out by a query) cannot be told from a public one."""
+    private_files = _local_files(private)
+    if not private_files:
+        return False
+    public_files = _local_files(public)
+    inodes, sizes = set(), {}
+    for path in private_files:
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            inodes.add((st.st_dev, st.st_ino))
+            sizes.setdefault(st.st_size, []).append(path)
+    for path in public_files:
+        try:
+            st = os.stat(path)
+            if (st.st_dev, st.st_ino) in inodes:
+                return True
+            if st.st_size and st.st_size in sizes and any(_digest(path) == _digest(q) for q in sizes[st.st_size]):
+                return True
+        except OSError:
+            continue  # unreadable here: the reader says so
+    return False
+
+
 def _named(source) -> str:
     if isinstance(source, str):
         return repr(source if len(source) <= 160 else source[:157] + "...")
@@ -172,11 +239,13 @@ def _refuse_overlap(private: list[Location], sources: dict, spark=None) -> None:
     for name, source in sources.items():
         if source is None or isinstance(source, (list, tuple)):
             continue
-        if overlapping(locations_of(spark, source), private):
+        public = locations_of(spark, source)
+        if overlapping(public, private) or same_files(public, private):
             what, fix = _WHAT[name]
             raise ParameterError(
-                f"{name}: {what} {_named(source)} is the private input, or a folder holding it, or lies "
-                f"inside it: its values would be released without differential privacy; {fix}.")
+                f"{name}: {what} {_named(source)} is the private input (or a hard link to or copy of one of its "
+                f"files), or a folder holding it, or lies inside it: its values would be released without "
+                f"differential privacy; {fix}.")
 
 
 def refuse_private_as_public(df, *, groups=None, domain=None) -> None:

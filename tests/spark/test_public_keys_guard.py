@@ -66,6 +66,8 @@ def files(tmp_path_factory, spark):
     keys.write_text("country\n" + "\n".join(KEYS) + "\n")
     os.symlink(single, root / "link.parquet")
     os.symlink(root / "in", root / "linkdir")
+    os.link(single, root / "hard.parquet")  # another name, the same file
+    (root / "copy.csv").write_bytes(text.read_bytes())
     part = sorted(p for p in folder.iterdir() if p.name.endswith(".parquet"))[0]
     return {"root": root, "single": single, "folder": folder, "part": part, "csv": text, "keys": keys}
 
@@ -84,6 +86,8 @@ def _cases(f):
         ("the input read through a symlink", str(f["root"] / "link.parquet"), single),
         ("a glob input's match", str(f["root"] / "in" / "*.parquet"), single),
         ("the CSV input", str(f["csv"]), str(f["csv"])),
+        ("a hard link to it", single, str(f["root"] / "hard.parquet")),
+        ("a copy of it", str(f["csv"]), str(f["root"] / "copy.csv")),
     ]
 
 

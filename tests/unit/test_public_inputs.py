@@ -10,7 +10,7 @@ import os
 import pytest
 
 from dp_spark.errors import ParameterError
-from dp_spark.public_inputs import locations_of_path, overlapping, refuse_private_as_public
+from dp_spark.public_inputs import locations_of_path, overlapping, refuse_private_as_public, refuse_private_paths
 
 
 class Files:
@@ -130,3 +130,33 @@ def test_the_message_is_one_line_and_names_the_fix(tree):
                      (domain, "omit domain= (--domain) to run unknown-domain")):
         text = str(exc.value)
         assert "\n" not in text and fix in text and "without differential privacy" in text
+
+
+def test_a_hard_link_or_a_copy_of_an_input_file_is_refused(tree):
+    """The review's leak: a hard link to the input (or a copy of it) under another name passed the path
+    comparison and released every key of the private data, a single person's included."""
+    os.link(tree / "data" / "part-0.csv", tree / "hard.csv")
+    (tree / "copy.csv").write_bytes((tree / "data" / "part-1.csv").read_bytes())
+    (tree / "pub").mkdir()
+    os.link(tree / "data" / "part-1.csv", tree / "pub" / "inside.csv")
+    for public in ("hard.csv", "copy.csv", "pub"):
+        for name in ("groups", "domain"):
+            with pytest.raises(ParameterError, match=f"^{name}: .* is the private input .*hard link to or copy"):
+                refuse_private_as_public(_private(tree), **{name: str(tree / public)})
+            with pytest.raises(ParameterError, match="is the private input"):
+                refuse_private_paths(str(tree / "data"), **{name: str(tree / public)})  # before Spark
+    # the same size, other bytes: a public file
+    (tree / "other.csv").write_text("p,i,g\n9,z,q\n")
+    assert (tree / "other.csv").stat().st_size == (tree / "data" / "part-0.csv").stat().st_size
+    refuse_private_as_public(_private(tree), groups=str(tree / "other.csv"))
+    refuse_private_paths(str(tree / "data"), groups=str(tree / "other.csv"))
+
+
+@pytest.mark.parametrize("private, public", [
+    ("s3://bucket/events/", "s3a://bucket/events/part-0.parquet"),
+    ("s3n://bucket/events", "s3://bucket/events"),
+    ("hdfs://nn:8020/data/events", "hdfs://nn/data/events/part-0.parquet"),
+])
+def test_one_file_system_under_two_uri_spellings(private, public):
+    with pytest.raises(ParameterError, match="is the private input"):
+        refuse_private_paths(private, groups=public)
