@@ -5,8 +5,9 @@ every key, also one held by a single person, with no DP key selection; top-k
 given a public domain (``domain=`` / ``--domain``) counts every domain item
 without choosing the items privately. Both are sound only when the keys or
 the domain do not come from the private data. When the "public" file is the
-private input itself (also under another name: a hard link, or a copy of
-one of its files, see :func:`same_files`), contains it (a folder holding an
+private input itself (also under another name: a hard link, see
+:func:`same_files`; a copy cannot be told apart without reading the
+private bytes, which a refusal may not depend on), contains it (a folder holding an
 input file) or lies inside it (a file inside an input folder), the release
 would publish the private data's keys as if they were public: :func:`refuse_private_as_public`
 refuses it with a one-line ParameterError naming the fix, called by the
@@ -15,9 +16,8 @@ the keys or the domain are read and before anything is charged (and by
 :func:`dp_spark.stages.item_counts.read_domain` before it reads a domain
 file).
 
-The decision depends only on paths and file identities (device and inode;
-a public file's bytes only when its size equals an input file's), which
-are public about the files, not about the rows: the private input's
+The decision depends only on paths and file identities (device and
+inode), never on the rows or bytes: the private input's
 locations are ``DataFrame.inputFiles()`` (the files Spark reads: a glob's
 matches, a folder's files, a ``table:``'s files at its catalog location;
 listing them reads no row), the public input's are its path (a local
@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import glob
-import hashlib
 import os
 import posixpath
 import re
@@ -191,39 +190,26 @@ def _local_files(locations: list[Location]) -> list[str]:
     return files
 
 
-def _digest(path: str) -> bytes:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.digest()
-
-
 def same_files(public: list[Location], private: list[Location]) -> bool:
     """Whether a local public file is one of the private input's files under
-    another name (a hard link, a bind mount: the same device and inode) or a
-    copy of one (the same size and SHA-256; a file's bytes are compared
-    only when the sizes are equal). A derived file (the input's keys
-    written out by a query) cannot be told from a public one."""
+    another name (a hard link, a bind mount: the same device and inode).
+    File identities only, never bytes: whether a run is refused may not
+    depend on what the private files hold (a check of the bytes would tell
+    a copy of the input from a copy of its neighbour). So a copy of the
+    input, or a file derived from it, cannot be told from a public one."""
     private_files = _local_files(private)
     if not private_files:
         return False
-    public_files = _local_files(public)
-    inodes, sizes = set(), {}
+    inodes = set()
     for path in private_files:
         with contextlib.suppress(OSError):
             st = os.stat(path)
             inodes.add((st.st_dev, st.st_ino))
-            sizes.setdefault(st.st_size, []).append(path)
-    for path in public_files:
-        try:
+    for path in _local_files(public):
+        with contextlib.suppress(OSError):  # unreadable here: the reader says so
             st = os.stat(path)
             if (st.st_dev, st.st_ino) in inodes:
                 return True
-            if st.st_size and st.st_size in sizes and any(_digest(path) == _digest(q) for q in sizes[st.st_size]):
-                return True
-        except OSError:
-            continue  # unreadable here: the reader says so
     return False
 
 
@@ -243,9 +229,9 @@ def _refuse_overlap(private: list[Location], sources: dict, spark=None) -> None:
         if overlapping(public, private) or same_files(public, private):
             what, fix = _WHAT[name]
             raise ParameterError(
-                f"{name}: {what} {_named(source)} is the private input (or a hard link to or copy of one of its "
-                f"files), or a folder holding it, or lies inside it: its values would be released without "
-                f"differential privacy; {fix}.")
+                f"{name}: {what} {_named(source)} is the private input (or a hard link to one of its files), "
+                f"or a folder holding it, or lies inside it: its values would be released without differential "
+                f"privacy; {fix}.")
 
 
 def refuse_private_as_public(df, *, groups=None, domain=None) -> None:

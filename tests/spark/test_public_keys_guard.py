@@ -67,7 +67,6 @@ def files(tmp_path_factory, spark):
     os.symlink(single, root / "link.parquet")
     os.symlink(root / "in", root / "linkdir")
     os.link(single, root / "hard.parquet")  # another name, the same file
-    (root / "copy.csv").write_bytes(text.read_bytes())
     part = sorted(p for p in folder.iterdir() if p.name.endswith(".parquet"))[0]
     return {"root": root, "single": single, "folder": folder, "part": part, "csv": text, "keys": keys}
 
@@ -87,7 +86,6 @@ def _cases(f):
         ("a glob input's match", str(f["root"] / "in" / "*.parquet"), single),
         ("the CSV input", str(f["csv"]), str(f["csv"])),
         ("a hard link to it", single, str(f["root"] / "hard.parquet")),
-        ("a copy of it", str(f["csv"]), str(f["root"] / "copy.csv")),
     ]
 
 

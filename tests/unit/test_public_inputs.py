@@ -132,24 +132,26 @@ def test_the_message_is_one_line_and_names_the_fix(tree):
         assert "\n" not in text and fix in text and "without differential privacy" in text
 
 
-def test_a_hard_link_or_a_copy_of_an_input_file_is_refused(tree):
-    """The review's leak: a hard link to the input (or a copy of it) under another name passed the path
-    comparison and released every key of the private data, a single person's included."""
+def test_a_hard_link_to_an_input_file_is_refused(tree):
+    """The review's leak: a hard link to the input under another name passed the path comparison and
+    released every key of the private data, a single person's included."""
     os.link(tree / "data" / "part-0.csv", tree / "hard.csv")
-    (tree / "copy.csv").write_bytes((tree / "data" / "part-1.csv").read_bytes())
     (tree / "pub").mkdir()
     os.link(tree / "data" / "part-1.csv", tree / "pub" / "inside.csv")
-    for public in ("hard.csv", "copy.csv", "pub"):
+    for public in ("hard.csv", "pub"):
         for name in ("groups", "domain"):
-            with pytest.raises(ParameterError, match=f"^{name}: .* is the private input .*hard link to or copy"):
+            with pytest.raises(ParameterError, match=f"^{name}: .* is the private input .or a hard link"):
                 refuse_private_as_public(_private(tree), **{name: str(tree / public)})
             with pytest.raises(ParameterError, match="is the private input"):
                 refuse_private_paths(str(tree / "data"), **{name: str(tree / public)})  # before Spark
-    # the same size, other bytes: a public file
-    (tree / "other.csv").write_text("p,i,g\n9,z,q\n")
-    assert (tree / "other.csv").stat().st_size == (tree / "data" / "part-0.csv").stat().st_size
-    refuse_private_as_public(_private(tree), groups=str(tree / "other.csv"))
-    refuse_private_paths(str(tree / "data"), groups=str(tree / "other.csv"))
+
+
+def test_a_copy_of_an_input_file_is_not_read_to_be_told_apart(tree):
+    """Whether a run is refused may not depend on the private bytes: a byte-for-byte copy of an input file is
+    a file of its own (refusing it would tell a copy of the input from a copy of its neighbour)."""
+    (tree / "copy.csv").write_bytes((tree / "data" / "part-1.csv").read_bytes())
+    refuse_private_as_public(_private(tree), groups=str(tree / "copy.csv"))
+    refuse_private_paths(str(tree / "data"), groups=str(tree / "copy.csv"))
 
 
 @pytest.mark.parametrize("private, public", [
