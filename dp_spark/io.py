@@ -135,6 +135,10 @@ def reader_options(fmt: str, *, infer_schema: bool = False, delimiter: str | Non
             # inside a quoted field is doubled, and a quoted field may hold line
             # breaks. Spark's defaults (escape '\\', one record per line) split such a
             # record and keep the doubled quotes; a backslash is an ordinary character.
+            # The person-level guarantee assumes well-formed RFC 4180: a stray unmatched
+            # quote joins the following rows into one value (one person's row changes
+            # others'); one record per line would split every legitimate quoted line
+            # break into rows of persons that are in no data. Documented in the README.
             "quote": quote_char,
             "escape": quote_char,
             "multiLine": "true",
