@@ -23,8 +23,9 @@ under a second. The same version writes the same bytes every time. Files
   ``item``, ``op`` (+1 insert, -1 delete, alternating per item, starting
   with an insert), for continual-distinct.
 
-Beside them it writes ``.gitignore`` (``*``: the folder stays out of git, as
-a venv does) and ``.dp_spark_sample_data.json`` (the SHA-256 of each file it
+Beside them, in a folder it creates, it writes ``.gitignore`` (``*``: the
+folder stays out of git, as a venv does; an existing folder, perhaps a
+repository of the user's, gets none unless an earlier run wrote it) and ``.dp_spark_sample_data.json`` (the SHA-256 of each file it
 wrote). Into an existing folder it writes only if every file it would
 replace is its own earlier output (the bytes it writes now, or the bytes its
 record names); any other file of one of those names is refused before
@@ -291,7 +292,8 @@ def write_samples(directory: str) -> list[str]:
     files = sample_files()
     record = {"written_by": "dp-spark sample-data", "files": {name: _digest(data) for name, data, _ in files}}
     planned = {name: data for name, data, _ in files}
-    planned[GITIGNORE] = GITIGNORE_TEXT.encode()
+    if not folder.exists() or (folder / GITIGNORE).exists():  # a folder of the user's is not hidden from git
+        planned[GITIGNORE] = GITIGNORE_TEXT.encode()  # an existing one: rewritten only if ours (_foreign)
     if folder.is_dir():
         foreign = _foreign(folder, planned)
         if ((folder / RECORD).exists() or (folder / RECORD).is_symlink()) and not _recorded(folder):

@@ -210,3 +210,16 @@ def test_the_built_in_data_has_one_public_country_per_person(spark):
     again = synthetic_events(spark, rows=5_000).select("person_id", "country").distinct()
     joined = again.join(df.select("person_id", F.col("country").alias("c")).distinct(), "person_id")
     assert joined.where("country != c").count() == 0 and joined.count() > 0
+
+
+def test_an_existing_folder_gets_no_gitignore(tmp_path, capsys):
+    """The review's finding: written into a repository's folder, '*' hid every file of the user's from git."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "mine.py").write_text("x = 1\n")
+    assert _write(capsys, repo)[0] == 0
+    assert not (repo / ".gitignore").exists() and (repo / "mine.py").read_text() == "x = 1\n"
+    assert _write(capsys, repo)[0] == 0  # its own earlier output, again: still none
+    assert not (repo / ".gitignore").exists()
+    assert _write(capsys, tmp_path / "fresh")[0] == 0 and (tmp_path / "fresh" / ".gitignore").exists()
+    assert _write(capsys, tmp_path / "fresh")[0] == 0 and (tmp_path / "fresh" / ".gitignore").exists()
