@@ -453,6 +453,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dp-spark: {what}; {str(exc) or 'no output was written' + _spent_clause('.')}{_claims_left()}",
               file=sys.stderr)
         return EXIT_TERMINATED if terminated else 130
+    except BrokenPipeError:  # a dry run's plan, sample-data's or the ledger's lines (a release: StdoutClosed)
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        print("dp-spark: stdout was closed before everything was printed (the reader of a pipe ended)."
+              + _spent_clause(), file=sys.stderr)
+        return EXIT_FAILED
     except Exception as exc:  # noqa: BLE001 - last resort: one line, no stack
         if sparkjobs.INTERRUPTED.is_set():  # Ctrl-C (or SIGTERM) broke a gateway call outside a Spark job
             terminated = _RUN.get("signal") == signal.SIGTERM

@@ -138,3 +138,21 @@ def test_a_checkpoint_of_another_query_is_refused_before_spark(capsys, tmp_path,
             "--checkpoint", str(ck), "--sink", str(tmp_path / "sink"), *(["--dry-run"] if dry_run else [])]
     refused(capsys, f"the checkpoint folder {str(ck)!r} holds another streaming query's Spark checkpoint", *argv)
     assert sorted(p.name for p in ck.iterdir()) == before and not (tmp_path / "sink").exists()
+
+
+@pytest.mark.parametrize("argv", [["distinct-count", "--dry-run"], ["sample-data", "{tmp}/s"]])
+def test_a_closed_stdout_is_named_in_one_line(tmp_path, argv):
+    """Review finding: a dry run (or sample-data) piped into a reader that ended printed 'unexpected
+    BrokenPipeError'. The reader's end is closed before the child (seconds of imports) prints."""
+    import subprocess
+    import sys
+
+    script = "import sys\nfrom dp_spark.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    proc = subprocess.Popen([sys.executable, "-c", script, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 1, err
+    assert err.splitlines() == ["dp-spark: stdout was closed before everything was printed (the reader of a pipe "
+                                "ended)."], err
