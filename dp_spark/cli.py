@@ -179,12 +179,19 @@ def _dry_run_refusals(module, command: str, plan, opts) -> int:
     """Every refusal the real run would make before Spark starts (outputs,
     the budget), each as an error line; exit 2 if there is one. Reads no
     data, starts no Spark, spends nothing."""
-    from dp_spark.commands.outputs import check_run_paths
+    from dp_spark.commands.outputs import check_keyed_reports, check_run_paths
 
     problems: list[str] = []
-    check_run_paths(module, opts, problems)
-    for check in (lambda: check_input_options(opts),
-                  lambda: plan.check(_budget(command, opts))):  # the ledger is read, never charged
+    keyed = bool(opts.get("run_key"))
+    check_run_paths(module, opts, problems, keyed=keyed)
+
+    def budget_and_reports() -> None:  # the ledger is read, never charged
+        budget = _budget(command, opts)
+        plan.check(budget)
+        if keyed:  # a retry may rewrite the reports its recorded release wrote, as the real run does
+            check_keyed_reports(opts, (_recorded_run(budget, plan) or {}).get("report_created"))
+
+    for check in (lambda: check_input_options(opts), budget_and_reports):
         try:
             check()
         except DPSparkError as exc:

@@ -39,6 +39,7 @@ def test_a_keyed_retry_rewrites_the_reports_it_wrote(capsys, tmp_path, argv):
     first = json.loads((tmp_path / "r.json").read_text())
     (tmp_path / "r.json").unlink()  # the run died between its two writes: HTML written, JSON not
     capsys.readouterr()
+    assert main([*argv, "--dry-run"]) == 0, capsys.readouterr().err  # the dry run says what the retry does
     assert main(argv) == 0, capsys.readouterr().err
     again = json.loads((tmp_path / "r.json").read_text())
     assert again["result"] == first["result"] and again["created"] == first["created"]
@@ -55,3 +56,5 @@ def test_a_report_of_another_release_at_that_path_is_still_refused(capsys, tmp_p
     assert main(argv) == 2  # a new key: its outputs exist and are not its own
     err = capsys.readouterr().err
     assert "already exists; pass --overwrite" in err and _charges(argv) == 1
+    assert main([*argv, "--dry-run"]) == 2  # the dry run refuses it too
+    assert "already exists; pass --overwrite" in capsys.readouterr().err and _charges(argv) == 1
