@@ -52,6 +52,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, continual_counts
@@ -99,8 +100,6 @@ def series_dataframe(session, series: pd.DataFrame):
     step, ``SERIES_SCHEMA``), built from the driver-side rows (as an Arrow
     table: fast for long horizons, and on Spark Connect too): it holds only
     released values, and its size is the public number of released steps."""
-    import pyarrow as pa
-
     schema = pa.schema([("step", pa.int64()), ("estimate", pa.float64()), ("std", pa.float64()),
                         ("error_bound", pa.float64()), ("flippancy_bound", pa.int64())])
     return session.createDataFrame(pa.Table.from_pandas(series, schema=schema, preserve_index=False))

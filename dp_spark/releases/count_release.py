@@ -42,6 +42,8 @@ import logging
 from functools import partial
 
 import numpy as np
+import pandas as pd
+from pyspark.sql import types as T
 from scipy.special import ndtr
 
 from dp_spark.accounting import PrivacyFilter
@@ -337,9 +339,6 @@ def _bounded_errors(calibrated, use_threshold: bool, noise) -> dict[str, str]:
 
 def _items_df(spark, rows, integral):
     """The released rows as a (rank, item, count, sigma) Spark DataFrame."""
-    import pandas as pd
-    from pyspark.sql import types as T
-
     schema = T.StructType([
         T.StructField("rank", T.IntegerType(), False),
         T.StructField("item", T.LongType() if integral else T.StringType(), False),

@@ -36,6 +36,8 @@ import logging
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+from pyspark.sql import types as T
 
 from dp_spark.mechanisms.continual_distinct import continual_counts
 from dp_spark.mechanisms.continual_distinct.groups import merged_records
@@ -93,9 +95,6 @@ def _rows(plan: Plan, keys, results) -> pd.DataFrame:
 def _frame(spark, name: str, group_type, rows: pd.DataFrame):
     """``release.groups`` as a Spark DataFrame (via Arrow: up to
     MAX_GROUPED_STEPS rows, built on the driver from released values)."""
-    import pyarrow as pa
-    from pyspark.sql import types as T
-
     key = pa.int64() if isinstance(group_type, T.LongType) else pa.string()
     schema = pa.schema([(name, key), ("step", pa.int64()), ("count", pa.int64()), ("std", pa.float64()),
                         ("error_bound", pa.float64()), ("error", pa.string())])

@@ -40,6 +40,8 @@ count's own error statement), in discovery order (pcr) or by noisy count
 
 from __future__ import annotations
 
+from pyspark.sql import types as T
+
 from dp_spark.plan import Plan
 from dp_spark.releases.groups import report_groups
 from dp_spark.report import Release
@@ -64,8 +66,6 @@ def _row_error(plan: Plan, row: dict, record, r: float) -> str:
 def grouped_release(plan: Plan, rows, values, errors, split, noise, integral: bool, group_type, spark) -> Release:
     """The grouped Release from the one mechanism's released rows (their
     ``item`` the composite key), public keys and noise records only."""
-    from pyspark.sql import types as T
-
     p = plan.params
     keys = p.groups
     counted = [x for x in noise if x.kind == "discrete-gaussian"]

@@ -65,6 +65,7 @@ import dataclasses
 import logging
 
 import numpy as np
+from pyspark.sql import types as T
 
 from dp_spark.accounting.exact import exact, ratio_down, sqrt_down
 from dp_spark.mechanisms.distinct_count.cap_bound import (cap_candidates, choose_cap_and_bound, joint_margins,
@@ -240,8 +241,6 @@ def _batched_counts(released: list[dict], gaussian: bool, m) -> list:
 
 
 def _report(plan: Plan, keys, m, released, how, local, group_type, spark, noise, joint: bool = False) -> Release:
-    from pyspark.sql import types as T
-
     p = plan.params
     beta = p.beta
     confidence = 1.0 - beta

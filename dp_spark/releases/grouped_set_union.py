@@ -35,6 +35,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
 from dp_spark.plan import Plan
 from dp_spark.releases.groups import report_groups
 from dp_spark.report import Release
@@ -61,8 +64,6 @@ class GroupShape:
 def composite_input(edge_df, n_keys: int):
     """(the composite (person, item = (group, item)) edge table, its public
     shape): :func:`dp_spark.stages.group_items.composite_edges`. Lazy."""
-    from pyspark.sql import types as T
-
     shape = GroupShape(int(n_keys), edge_df.schema[GROUP].dataType, isinstance(item_type(edge_df), T.LongType))
     # never the number of keys: with keys chosen privately it is drawn, and not shown before the record
     log.info("set-union: one set union over (group, item) pairs")
@@ -74,8 +75,6 @@ def grouped_report(plan: Plan, numeric, composite, per_group, values: dict, erro
     """The Release: the released composite items split into
     ``release.groups`` (module doc), the per-key sizes in the report.
     Released values, public keys and constants only."""
-    from pyspark.sql import functions as F
-
     p = plan.params
     keys = p.groups
     error = (f"this pair was released by one set union over (group, {p.item_col}) pairs: {errors['items']}; "

@@ -67,6 +67,8 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 
+from pyspark.sql import types as T
+
 from dp_spark.accounting.exact import exact, ratio_down, sqrt_down
 from dp_spark.mechanisms.top_k.error import CONFIDENCE, selection_noise
 from dp_spark.mechanisms.top_k.grouped import group_share, grouped_domain_top_k, grouped_unknown_domain
@@ -183,8 +185,6 @@ def _select(edge_df, mechanism, items, n_groups, k, epsilon, delta, m, kbar, rng
 
 
 def _report(plan: Plan, keys, m, released, mechanism, how, local, edge_df, noise, items) -> Release:
-    from pyspark.sql import types as T
-
     p = plan.params
     n = len(keys)
     record = noise[-1]

@@ -40,6 +40,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
 from dp_spark.errors import ParameterError
 from dp_spark.io import read_input
 from dp_spark.plan import MAX_PUBLIC_GROUPS, REPORT_GROUPS, set_checked
@@ -57,8 +60,6 @@ def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
     the report, where it stays apart from null); a null key is refused,
     naming it, never dropped silently: a CSV's empty field reads as null
     (issue 42 §4)."""
-    from pyspark.sql import functions as F
-
     columns = list(frame.columns)
     if group_by in columns:
         column = group_by
@@ -67,7 +68,6 @@ def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
     else:
         raise ParameterError(f"groups: {what} must have one column, or a column named {group_by!r}; it has "
                              f"{', '.join(columns) or 'none'}.")
-    from pyspark.sql import types as T
 
     if isinstance(frame.schema[column].dataType, (T.ArrayType, T.MapType, T.StructType, T.BinaryType)):
         raise ParameterError(f"groups: the key column {column!r} of {what} must hold strings or whole numbers.")
@@ -116,8 +116,6 @@ def _typed_keys(keys: tuple, group_type) -> list:
     """The keys in the edge table's group type (long, or string: the edge
     builder's normalisation); a key that is not a whole number for a
     whole-number column is refused (public values)."""
-    from pyspark.sql import types as T
-
     if isinstance(group_type, T.LongType):
         out = []
         for k in keys:
@@ -140,8 +138,6 @@ def grouped_edges(plan, edge_df, keys: tuple | None = None, cap: bool = True):
     private key step released (``groups=None``; then after spending, and
     possibly none: the edge table is then empty). ``cap=False``: not capped
     (the release's stage applies the cap itself, ``run_release(caps_in_stage=True)``)."""
-    from pyspark.sql import functions as F
-
     p = plan.params
     spark = edge_df.sparkSession
     keys = resolve_keys(spark, p.groups, p.group_by) if keys is None else tuple(keys)
@@ -150,7 +146,6 @@ def grouped_edges(plan, edge_df, keys: tuple | None = None, cap: bool = True):
     if len(set(typed)) != len(typed):  # public keys only (released keys are distinct values of the column)
         raise ParameterError("groups: two keys are the same value in the group column's type.")
     typed = list(canonical_keys(typed))  # the group index depends on the key SET only (module doc)
-    from pyspark.sql import types as T
 
     schema = T.StructType([T.StructField(GROUP, group_type, False), T.StructField(GROUP_INDEX, T.IntegerType(), False)])
     key_df = spark.createDataFrame([(k, i) for i, k in enumerate(typed)], schema)
@@ -171,8 +166,6 @@ def groups_frame(spark, plan, group_type, rows: list[dict], columns: list[tuple[
     own name (``plan.params.group_by``), then ``columns`` ((name, Spark
     type) of the release's per-value columns) and ``error``. Released values
     only (≤ MAX_PUBLIC_GROUPS rows, made on the driver)."""
-    from pyspark.sql import types as T
-
     name = plan.params.group_by
     fields = [T.StructField(name, group_type, False)]
     fields += [T.StructField(c, t, True) for c, t in columns]

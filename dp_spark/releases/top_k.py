@@ -62,6 +62,9 @@ import logging
 from dataclasses import dataclass, replace
 from functools import partial
 
+import pandas as pd
+from pyspark.sql import types as T
+
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_gumbel, unknown_domain_threshold
@@ -372,9 +375,6 @@ def _report(plan: Plan, local: PrivacyFilter, selection: _Selection, items, spar
 
 def _items_df(spark, rows, integral):
     """The released (rank, item) rows as a Spark DataFrame."""
-    import pandas as pd
-    from pyspark.sql import types as T
-
     item_type = T.LongType() if integral else T.StringType()
     schema = T.StructType([T.StructField("rank", T.IntegerType(), False),
                            T.StructField("item", item_type, False)])

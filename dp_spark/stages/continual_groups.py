@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.sparkjobs import spark_job
@@ -81,8 +82,6 @@ def grouped_events(df: DataFrame, columns: EventColumns, mapping: TimeMapping, h
     (= item: the unit the template's group cap partitions by). Schema checks
     only: the group column exists, is none of the event columns, is not all
     nulls. Lazy: no data is read."""
-    from pyspark.sql import functions as F
-
     group = group_column(df, group_col, (time_col, item_col, op_col))
     events = valid_events(df, columns, mapping, horizon, extra=(group,))
     return events.where(F.col(GROUP).isNotNull()).withColumn(PERSON, F.col(ITEM))

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import threading
 
+import pyarrow as pa
+
 from dp_spark.errors import ParameterError
 from dp_spark.summaries.packed_arrays import OFFSET_TYPES
 
@@ -33,8 +35,6 @@ _lock = threading.Lock()
 
 def _types_seen(batches):
     """mapInArrow body: the Arrow type of the binary column, as the Python worker receives it."""
-    import pyarrow as pa
-
     for batch in batches:
         if batch.num_rows:
             yield pa.RecordBatch.from_arrays([pa.array([str(batch.schema.field(0).type)], pa.string())],

@@ -96,6 +96,8 @@ from typing import Any
 
 import numpy as np
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.streaming.state import GroupStateTimeout
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.io import detect_format, parsed_op, read_input
@@ -388,8 +390,6 @@ def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, ti
     """The event stream (item, op[, order_key]) with bad VALUES dropped per
     event (an op other than ±1, a null item, a null or non-finite time: a
     per-row filter). Schema problems raise here, before anything is spent."""
-    from pyspark.sql import types as T
-
     reader = spark.readStream.format(fmt).schema(schema).option("maxFilesPerTrigger", int(files_per_step))
     if fmt == "csv":
         reader = reader.option("header", "true")
@@ -414,8 +414,6 @@ def _parsed_strings(stream, time_col: str | None, op_col: str):
     time, which only orders the events of one step, as a number, or when it
     is not one as an ISO date/time in seconds since the epoch. A value that
     does not parse is null, and its event is dropped."""
-    from pyspark.sql import types as T
-
     if isinstance(stream.schema[op_col].dataType, T.StringType):
         stream = stream.withColumn(op_col, parsed_op(F.col(op_col)))
     if time_col is not None and isinstance(stream.schema[time_col].dataType, T.StringType):
@@ -517,7 +515,6 @@ def continual_distinct_stream(
     step_sink = StepSink(sink_dir, seeded=seed is not None)
     resumed = store.exists()
     state = _saved_state(spark, source, config, store, step_sink, checkpoint_dir)  # None: a new stream
-    from pyspark.sql import types as T
 
     stream_schema = T.StructType.fromJson(json.loads(config["schema"]))
     events, has_order = _stream_events(  # schema checks: before anything is spent
@@ -609,8 +606,6 @@ def _released_records(step_sink: StepSink, state: dict, sink_dir: Path) -> list[
 def _stream_writer(events, has_order: bool, J: int, grid: str, writer: StepWriter, checkpoint_dir: Path,
                    trigger: str):
     """The per-item stateful query feeding ``writer`` (not started)."""
-    from pyspark.sql.streaming.state import GroupStateTimeout
-
     # Interval grid: a processing-time timeout makes Spark run a no-data
     # micro-batch in every interval without files (no timeout is ever set
     # on an item, so no item times out); released as a step without change.
