@@ -43,14 +43,34 @@ cannot be written must be found, and the name held, before the charge:
    its write fails; it is kept only when the release was written but could
    not be renamed, and the error names it (the budget was spent for it).
 
-A claim left by a run that was killed (SIGKILL, a lost machine) is refused
-like a table dp_spark wrote: the message names the run (process id, host,
-time) and the fix. ``--overwrite`` takes over a claim whose run is gone: it
-holds no release (a placeholder) or an earlier release it replaces anyway;
-a claim whose process still runs on this host is refused even then (wait
-for it, or stop it). dp_spark cannot see a process on another host: take
-over such a claim only when no run writes that table. A run whose claim was
-taken over keeps its release in its temporary table, named in its error.
+A claim left by a run that was killed (SIGKILL, a lost machine):
+
+- a placeholder (a catalog entry or a local folder's :data:`CLAIM_FILE`)
+  whose process was on this host and no longer runs holds nothing: the next
+  run takes it over without a flag, so a scheduled retry after a SIGKILL
+  goes through (the example DAG passes no ``--overwrite``);
+- a claim whose process still runs on this host is refused, whatever the
+  flags (wait for it, or stop it);
+- another host's placeholder is refused naming the run (process id, host,
+  time) and the fix: dp_spark cannot see a process on another host, so
+  ``--overwrite`` takes it over **even if that run is alive** (pass it only
+  when no run writes that table); the run whose claim was taken over keeps
+  its release in its temporary table, named in its error;
+- an existing dp_spark table (claimed or not) is replaced only with
+  ``--overwrite``, as before.
+
+A process of this host in another process namespace (a container given
+the host's name) looks gone: such runs must not share a warehouse.
+
+Release window (stated, not closed): :func:`release_claim` checks that the
+claim is still this run's, then drops the placeholder (or unsets the
+property); the catalog has no conditional DROP, and a dropped table cannot
+be checked afterwards. A takeover in that instant can only be another
+host's ``--overwrite`` (a run of this host never takes the claim of a
+process still running; a run in another process namespace under this
+host's name could, see above); it loses its claim and, at its write, keeps its
+release in its temporary table and names it (nothing is lost, but that run
+fails after its charge).
 
 Everything here reads and writes the catalog's metadata (names, properties,
 folders), never a table's rows; nothing depends on private data.
@@ -67,7 +87,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from dp_spark.errors import InputError, SparkJobError
 
@@ -124,10 +144,13 @@ def _properties(spark, name: str) -> dict[str, str]:
 
 
 def _local_folder(uri: str | None) -> Path | None:
-    """The local folder of a location URI (``file:`` or a plain path), else None."""
-    if not uri or urlparse(uri).scheme not in ("", "file"):
+    """The local folder of a location URI (``file:`` or a plain path), else
+    None. A ``file:`` URI is percent-encoded (the catalog's: a folder with a
+    space is ``wh%20dir``); a plain path is taken as it is."""
+    parsed = urlparse(uri or "")
+    if not uri or parsed.scheme not in ("", "file"):
         return None
-    return Path(urlparse(uri).path)
+    return Path(unquote(parsed.path) if parsed.scheme else parsed.path)
 
 
 def table_location(spark, db: str, table: str) -> str | None:
@@ -160,23 +183,38 @@ def _holder(text: str | None) -> str:
     return f"the dp_spark run of pid {match['pid']} on host {match['host']!r}, since {match['since']}"
 
 
-def _running_here(text: str | None) -> int | None:
-    """The process id of the claim ``text`` when that process runs on this
-    host now, else None. This process's own claim counts when it is in the
-    registry (a run in progress); one not there was left by an earlier call."""
+#: What :func:`_claim_state` says of a claim's run.
+RUNNING, GONE, UNSEEN = "running", "gone", "unseen"
+
+
+def _claim_state(text: str | None) -> tuple[str, int | None]:
+    """(state, process id) of the run holding the claim ``text``:
+    :data:`RUNNING` when its process runs on this host now, :data:`GONE`
+    when it is on this host and no longer runs (killed: it holds nothing),
+    :data:`UNSEEN` for another host's claim or one that names no process
+    (dp_spark cannot see whether it runs). This process's own claim is
+    running when it is in the registry (a run in progress); one not there
+    was left by an earlier call. A process of this host in another process
+    namespace (a container given the host's name) looks gone."""
     match = _CLAIM_TEXT.match(text or "")
     if not match or match["host"] != socket.gethostname():
-        return None
+        return UNSEEN, None
     pid = int(match["pid"])
     if pid == os.getpid():
-        return pid if any(claim.text == text for claim in _CLAIMS.values()) else None
+        return (RUNNING if any(claim.text == text for claim in _CLAIMS.values()) else GONE), pid
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return None
+        return GONE, pid
     except OSError:  # it exists (another user's process)
-        return pid
-    return pid
+        return RUNNING, pid
+    return RUNNING, pid
+
+
+def _still_running(shown: str, claim: str, pid: int, what: str) -> InputError:
+    """The refusal of a claim whose process still runs here (whatever the flags)."""
+    return InputError(f"{shown} is claimed by {_holder(claim)}, which is still running; a claim is taken over only "
+                      f"when its run is gone. Wait for it or stop it (if pid {pid} is no dp_spark run, {what}).")
 
 
 # -- the check --------------------------------------------------------------------------
@@ -205,29 +243,53 @@ def _check(spark, path: str, flag: str | None, overwrite: bool) -> tuple[str, st
         return db, table, None
     props = _properties(spark, name)
     claim = props.get(CLAIM_PROPERTY)
-    if claim and PLACEHOLDER_PROPERTY in props and not overwrite:
+    placeholder = PLACEHOLDER_PROPERTY in props
+    state, pid = _claim_state(claim) if claim else (None, None)
+    if state == RUNNING:
+        raise _still_running(shown, claim, pid, f"DROP TABLE {db}.{table}"
+                             + ("" if placeholder else " once you have kept its rows"))
+    if placeholder:
+        _refuse_foreign_folder(spark, shown, db, table, claim)
+    if placeholder and state == GONE:
+        return db, table, props  # a killed run's placeholder (on this host): it holds nothing, a retry takes it
+    if claim and placeholder and not overwrite:
         raise InputError(
-            f"{shown} is claimed by {_holder(claim)} and holds no release: that run is writing it, or was "
-            f"killed (SIGKILL) before it could drop its claim. Wait for it; if no run is writing it, pass {how} "
-            f"to take the claim over (nothing is lost), or DROP TABLE {db}.{table}.")
+            f"{shown} is claimed by {_holder(claim)} and holds no release: dp_spark cannot see whether that run "
+            "(on another host) is writing it or was killed before it could drop its claim. Wait for it; if no run "
+            f"is writing it, pass {how} to take the claim over (nothing is lost; {how} takes it even from a run "
+            f"that is alive, which then keeps its release in a temporary table), or DROP TABLE {db}.{table}.")
     if not overwrite:
         raise InputError(f"{shown} already exists; pass {how} to replace it, or choose another name.")
-    pid = _running_here(claim)
-    if pid is not None:
-        raise InputError(
-            f"{shown} is claimed by {_holder(claim)}, which is still running; {how} takes over only a claim "
-            f"whose run is gone. Wait for it or stop it (if pid {pid} is no dp_spark run, DROP TABLE "
-            f"{db}.{table}{' once you have kept its rows' if PLACEHOLDER_PROPERTY not in props else ''}).")
     return db, table, props
+
+
+def _refuse_foreign_folder(spark, shown: str, db: str, table: str, claim: str | None) -> None:
+    """A placeholder whose local folder holds another session's
+    :data:`CLAIM_FILE` (its entry could not be removed when that session won
+    the folder, :func:`_forget_entry`) is not taken over: the swap would
+    delete that session's folder."""
+    folder = _local_folder(table_location(spark, db, table))
+    other = None
+    if folder is not None:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            other = (folder / CLAIM_FILE).read_text(encoding="utf-8").strip()
+    if other and other != claim:
+        raise InputError(
+            f"{shown}: the catalog's placeholder for it points at the folder {str(folder)!r}, which holds the claim "
+            f"of {_holder(other)} in a session with another catalog; taking it over would delete that folder. "
+            f"ALTER TABLE {db}.{table} SET LOCATION to an empty folder, then DROP TABLE it, or choose another name.")
 
 
 def _check_location(spark, shown: str, db: str, table: str, overwrite: bool) -> None:
     """T07: a non-empty local folder where the catalog would store the new
     table (Spark refuses to create a managed table there). Other stores are
     checked by the catalog when the placeholder is created (:func:`claim_table`).
-    A folder holding nothing but the :data:`CLAIM_FILE` of a run that is gone
-    (a local run with its own catalog, killed) is a placeholder holding no
-    release: ``overwrite`` takes it over (the folder is removed, then claimed)."""
+    A folder holding nothing but a :data:`CLAIM_FILE` (a local run with its
+    own catalog) is a placeholder holding no release: the claim of a run of
+    this host that is gone (killed) is taken over (the folder is removed,
+    then claimed), so a scheduled retry needs no flag; another host's only
+    with ``overwrite`` (even if that run is alive: dp_spark cannot see it);
+    one whose process still runs here never."""
     location = table_location(spark, db, table)
     folder = _local_folder(location)
     if folder is None or not folder.is_dir():
@@ -236,18 +298,17 @@ def _check_location(spark, shown: str, db: str, table: str, overwrite: bool) -> 
         entries = os.listdir(folder)
     except OSError:
         entries = ["?"]
-    if entries == [CLAIM_FILE] and overwrite:
+    if entries == [CLAIM_FILE]:
         with contextlib.suppress(OSError, UnicodeDecodeError):
             claim = (folder / CLAIM_FILE).read_text(encoding="utf-8").strip()
-            pid = _running_here(claim)
-            if pid is not None:
-                raise InputError(
-                    f"{shown}: the folder {str(folder)!r} holds the claim of {_holder(claim)}, which is still "
-                    "running; --overwrite takes over only a claim whose run is gone. Wait for it or stop it "
-                    f"(if pid {pid} is no dp_spark run, delete that folder: it holds no release).")
-            (folder / CLAIM_FILE).unlink()
-            folder.rmdir()
-            return
+            state, pid = _claim_state(claim)
+            if state == RUNNING:
+                raise _still_running(f"{shown}: the folder {str(folder)!r}", claim, pid,
+                                     "delete that folder: it holds no release")
+            if state == GONE or overwrite:  # another host's claim: only --overwrite takes it (it may be alive)
+                (folder / CLAIM_FILE).unlink()
+                folder.rmdir()
+                return
     if entries:
         raise InputError(_location_refusal(shown, db, table, str(folder), folder))
 
@@ -259,9 +320,16 @@ def _location_refusal(shown: str, db: str, table: str, where: str, folder: Path 
             if os.listdir(folder) == [CLAIM_FILE]:  # a placeholder's folder: nothing else in it
                 claim = (folder / CLAIM_FILE).read_text(encoding="utf-8").strip()
     if claim:
-        return (f"{shown}: the folder {where!r}, where the catalog would store table {db}.{table}, holds the "
-                f"claim of {_holder(claim)} in a session with another catalog; wait for that run; if it is gone "
-                "(killed), pass --overwrite to take the claim over (it holds no release), or choose another name.")
+        held = (f"{shown}: the folder {where!r}, where the catalog would store table {db}.{table}, holds the "
+                f"claim of {_holder(claim)} in a session with another catalog")
+        state, _ = _claim_state(claim)
+        if state == RUNNING:
+            return f"{held}, which is still running; wait for it, or choose another name."
+        if state == GONE:
+            return f"{held}, which is gone (killed); run again to take the claim over (it holds no release)."
+        return (f"{held}; wait for that run; dp_spark cannot see a run on another host: if it is gone (killed), "
+                "pass --overwrite to take the claim over (it holds no release; --overwrite takes it even from a run "
+                "that is alive), or choose another name.")
     return (f"{shown}: the folder {where!r}, where the catalog would store table {db}.{table}, already exists "
             "and is not empty, but the catalog has no such table (a dropped external table's files, a crashed "
             "writer's, or another session's); move or delete that folder, or choose another name.")
@@ -289,8 +357,10 @@ def check_table_output(spark, path: str, flag: str, overwrite: bool) -> None:
     data or cannot be written: a bad name; a database that does not exist
     (none is created); an existing view, or a table dp_spark did not write
     (without the property :data:`dp_spark.marking.TABLE_PROPERTY`), whatever
-    the flags; a table dp_spark wrote (or another run's claim), unless
-    ``overwrite`` (a claim whose process still runs on this host even then);
+    the flags; a table dp_spark wrote, or another host's claim, unless
+    ``overwrite`` (which takes another host's claim even from a run that is
+    alive); a claim whose process still runs on this host, whatever the flags
+    (a placeholder whose process on this host is gone is taken, no flag);
     for a new table, a non-empty local folder where the catalog would store
     it (T07); a database where no table can be created (an empty table is
     created and dropped there). Reads the catalog's metadata only, never a
@@ -341,7 +411,9 @@ def claim_table(spark, path: str, flag: str | None, overwrite: bool) -> Claim:
     created as an empty placeholder carrying :data:`CLAIM_PROPERTY` and
     :data:`PLACEHOLDER_PROPERTY` (the catalog lets one CREATE succeed: a run
     racing for the name is refused); an existing dp_spark table (only with
-    ``overwrite``) gets :data:`CLAIM_PROPERTY`. Registered for
+    ``overwrite``) or a placeholder taken over (its process on this host is
+    gone; another host's only with ``overwrite``) gets
+    :data:`CLAIM_PROPERTY`. Registered for
     :func:`write_table`; :func:`release_claim` drops it if nothing is
     written. ``flag``: the CLI flag the messages name (None: the Python API)."""
     shown = f"--{flag} {path!r}" if flag else repr(path)
@@ -390,8 +462,8 @@ def _claim_new(spark, path: str, shown: str, db: str, table: str, text: str) -> 
         except FileExistsError:
             # a session with another catalog claimed this folder between our check and our CREATE:
             # forget our entry without deleting its folder (DROP of a managed table deletes it)
-            _forget_entry(spark, claim)
-            raise InputError(_location_refusal(shown, db, table, str(folder), folder)) from None
+            stuck = _forget_entry(spark, claim)
+            raise InputError(_location_refusal(shown, db, table, str(folder), folder) + stuck) from None
         except OSError:
             fd = None  # a folder we cannot write: the catalog's entry is the claim
         if fd is not None:
@@ -401,22 +473,41 @@ def _claim_new(spark, path: str, shown: str, db: str, table: str, text: str) -> 
     return claim
 
 
-def _forget_entry(spark, claim: Claim) -> None:
+def _forget_entry(spark, claim: Claim) -> str:
     """Drop the catalog's entry of a placeholder whose folder belongs to
-    another session: point it at a fresh empty folder first."""
+    another session: point it at a fresh empty folder first, and drop it
+    only after that succeeded (a DROP of a managed table deletes its
+    folder). An entry that cannot be moved or dropped is listed in
+    :data:`LEFT` and said in the returned sentence (for the refusal; empty
+    when the entry is gone). One still pointing at the other session's
+    folder must not be dropped; a later run does not take it over
+    (:func:`_refuse_foreign_folder`)."""
     aside = tempfile.mkdtemp(prefix="dp_spark_forgotten_claim_")
     os.rmdir(aside)
-    with contextlib.suppress(Exception):
+    entry = f"{claim.db}.{claim.table}"
+    try:
         spark.sql(f"ALTER TABLE {claim.target} SET LOCATION '{_sql_text(aside)}'")
+    except Exception:  # noqa: BLE001 - the catalog's refusal: the entry stays, named
+        LEFT.append(claim.path)
+        return (f" This run's catalog entry {entry} could not be moved off that folder and still points at it: "
+                f"do not DROP it (that deletes the folder); ALTER TABLE {entry} SET LOCATION to an empty folder "
+                "first.")
+    try:
         spark.sql(f"DROP TABLE IF EXISTS {claim.target}")
+    except Exception:  # noqa: BLE001 - the entry now points at an empty folder of its own
+        LEFT.append(claim.path)
+        return (f" This run's catalog entry {entry} (moved to the empty folder {aside!r}) could not be dropped: "
+                f"DROP TABLE {entry}.")
+    return ""
 
 
 def release_claim(claim: Claim) -> None:
     """Give up ``claim`` unless its release was written: a placeholder still
     held is dropped (its folder and :data:`CLAIM_FILE` with it); an earlier
     table keeps its rows and loses :data:`CLAIM_PROPERTY`. A claim another
-    run took over is left to it. Raises what the catalog raises (the claim
-    then stays, and a later run's refusal names it)."""
+    run took over is left to it (checked before the DROP or ALTER, not
+    after: the window the module docstring states). Raises what the catalog
+    raises (the claim then stays, and a later run's refusal names it)."""
     try:
         if claim.written or not claim.held():
             return

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import dp_spark.cli as cli
+import dp_spark.tables as tables
 from dp_spark.accounting import ApproxDP
 from dp_spark.cli import main
 from dp_spark.errors import InputError
@@ -77,6 +78,7 @@ def leave_claim(spark, db, table, pid: int, host: str | None = None) -> str:
     claim = claim_table(spark, f"table:{db}.{table}", "items-output", False)
     text = f"run {uuid.uuid4().hex}; pid {pid} on {host or socket.gethostname()}; since 2026-11-29T03:00:00Z"
     spark.sql(f"ALTER TABLE {db}.{table} SET TBLPROPERTIES ('{CLAIM_PROPERTY}' = '{text}')")
+    (claim.folder / CLAIM_FILE).write_text(text + "\n")  # the run's claim, in its folder too
     release_claim(claim)  # no longer this process's: left as it is
     return text
 
@@ -105,10 +107,39 @@ def test_a_folder_where_the_new_table_would_be_stored_is_refused_before_the_char
 def test_an_empty_folder_there_is_taken(capsys, spark, db, tmp_path, ledger):
     """Spark creates a managed table in an empty folder: nothing is lost."""
     (tmp_path / db / "empty").mkdir(parents=True)
-    code, err = run(capsys, *UNION, *charged(ledger), "--items-output", f"table:{db}.empty")
+    code, err = run(capsys, *TOPK, *charged(ledger), "--items-output", f"table:{db}.empty")
     assert code == 0, err
-    assert spark.table(f"{db}.empty").count() >= 0 and ours(spark, db) == set()
+    assert spark.table(f"{db}.empty").count() == 3 and ours(spark, db) == set()  # the k = 3 items released
     assert CLAIM_PROPERTY not in properties(spark, f"{db}.empty") and charges(ledger) == 1
+
+
+@pytest.fixture
+def spaced_db(spark, tmp_path):
+    """A database under a folder whose name holds a space (its location URI says ``wh%20dir``)."""
+    name = f"dps_{uuid.uuid4().hex[:10]}"
+    where = tmp_path / "wh dir" / f"{name}.db"
+    spark.sql(f"CREATE DATABASE {name} LOCATION '{where}'")
+    yield name, where
+    spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+
+
+def test_a_warehouse_folder_with_a_space_is_claimed_and_checked(capsys, spark, spaced_db, ledger):
+    """Issue 42 §3 review 3: the location URI is percent-encoded; read
+    without unquoting, the folder never existed, so no claim file was
+    written and the T07 check was skipped."""
+    name, where = spaced_db
+    assert "%20" in spark.catalog.getDatabase(name).locationUri
+    claim = claim_table(spark, f"table:{name}.t", "items-output", False)
+    assert (where / "t" / CLAIM_FILE).read_text().strip() == claim.text  # the claim, for other catalogs
+    release_claim(claim)
+    assert not (where / "t").exists()
+    folder = where / "left"
+    folder.mkdir()
+    (folder / "part-00000.parquet").write_bytes(b"a crashed writer's file")
+    code, err = run(capsys, *UNION, *charged(ledger), "--items-output", f"table:{name}.left")
+    line = one_line(err)
+    assert code == 2 and f"the folder '{folder}'" in line and "move or delete that folder" in line, err
+    assert charges(ledger) == 0 and os.listdir(folder) == ["part-00000.parquet"]
 
 
 # -- T08: the claim ---------------------------------------------------------------------
@@ -140,6 +171,55 @@ def test_a_second_run_racing_for_a_new_table_is_refused_before_it_charges(capsys
     assert TABLE_PROPERTY in props and CLAIM_PROPERTY not in props and PLACEHOLDER_PROPERTY not in props
     assert "item" in spark.table(f"{db}.race").columns  # A's release
     assert ours(spark, db) == set()
+
+
+def test_when_both_runs_pass_the_check_the_catalogs_create_decides(capsys, spark, db, ledger, monkeypatch):
+    """Review 7, the real T08 race: run B's check passes (no table yet),
+    then run A claims the name, then B's CREATE of the placeholder meets
+    TABLE_OR_VIEW_ALREADY_EXISTS: B is refused before its charge and A's
+    placeholder is untouched."""
+    target = f"table:{db}.both"
+    real_check = tables._check
+    held = {}
+
+    def check_then_a_claims(*args, **kwargs):
+        result = real_check(*args, **kwargs)
+        if "a" not in held:  # B's check has passed: A claims now (A's own check runs through here too)
+            held["a"] = None
+            held["a"] = claim_table(spark, target, "items-output", False)
+        return result
+
+    monkeypatch.setattr(tables, "_check", check_then_a_claims)
+    code, err = run(capsys, *UNION, *charged(ledger), "--items-output", target)
+    monkeypatch.undo()
+    assert code == 2 and "was created by another run while this one checked it" in one_line(err), err
+    assert charges(ledger) == 0
+    a = held["a"]
+    assert a.held() and PLACEHOLDER_PROPERTY in properties(spark, f"{db}.both")  # A's claim stands
+    release_claim(a)
+    assert not spark.catalog.tableExists(f"{db}.both") and ours(spark, db) == set()
+
+
+def test_a_takeover_claimed_at_the_same_moment_by_another_run_is_refused(spark, db, monkeypatch):
+    """Two runs take over one killed run's placeholder at once: the one
+    whose claim property is overwritten before it checks is refused and
+    holds nothing; the other's claim stands."""
+    leave_claim(spark, db, "twice", gone_pid())
+    other = "run other; pid 4242 on elsewhere; since 2026-11-29T03:00:00Z"
+    real = type(spark).sql
+
+    def sql(self, text, *args, **kwargs):
+        result = real(self, text, *args, **kwargs)
+        if text.startswith("ALTER TABLE") and CLAIM_PROPERTY in text and "other" not in text:
+            real(self, f"ALTER TABLE {db}.twice SET TBLPROPERTIES ('{CLAIM_PROPERTY}' = '{other}')")
+        return result
+
+    monkeypatch.setattr(type(spark), "sql", sql)
+    with pytest.raises(InputError, match="another run claimed it at the same moment"):
+        claim_table(spark, f"table:{db}.twice", "items-output", False)
+    monkeypatch.undo()
+    assert properties(spark, f"{db}.twice")[CLAIM_PROPERTY] == other
+    assert f"{db}.twice" not in tables._CLAIMS
 
 
 @pytest.mark.parametrize("raised, code, said", [(RuntimeError("boom"), 1, "unexpected RuntimeError"),
@@ -220,37 +300,67 @@ def test_overwrite_keeps_the_earlier_table_and_unclaims_it_when_the_run_fails(ca
 # -- a claim left by a killed run -------------------------------------------------------
 
 
-def test_a_killed_runs_claim_is_named_and_overwrite_takes_it_over(capsys, spark, db, ledger):
-    """A placeholder left by a SIGKILLed run: refused naming the run and the
-    fix (nothing charged); --overwrite takes it over and writes the release."""
-    pid = gone_pid()
-    leave_claim(spark, db, "orphan", pid)
-    target = f"table:{db}.orphan"
-    code, err = run(capsys, *UNION, *charged(ledger), "--items-output", target)
-    line = one_line(err)
-    assert code == 2 and f"is claimed by the dp_spark run of pid {pid} on host {socket.gethostname()!r}" in line
-    assert "holds no release" in line and "pass --overwrite to take the claim over" in line
-    assert f"DROP TABLE {db}.orphan" in line and charges(ledger) == 0
-    code, err = run(capsys, *UNION, *charged(ledger), "--items-output", target, "--overwrite")
+def test_a_retry_takes_over_the_placeholder_of_a_run_killed_on_this_host(capsys, spark, db, ledger):
+    """Review 4: a placeholder whose process ran here and is gone (SIGKILL)
+    holds no release: a scheduled retry (no --overwrite, as the example DAG
+    runs it) takes it over and writes its release."""
+    leave_claim(spark, db, "orphan", gone_pid())
+    code, err = run(capsys, *UNION, *charged(ledger), "--items-output", f"table:{db}.orphan")
     assert code == 0, err
     props = properties(spark, f"{db}.orphan")
     assert TABLE_PROPERTY in props and CLAIM_PROPERTY not in props and PLACEHOLDER_PROPERTY not in props
     assert "item" in spark.table(f"{db}.orphan").columns and ours(spark, db) == set() and charges(ledger) == 1
 
 
-def test_overwrite_does_not_take_a_claim_whose_process_still_runs_here(capsys, spark, db, ledger):
+def test_another_hosts_claim_is_named_and_only_overwrite_takes_it_over(capsys, spark, db, ledger):
+    """dp_spark cannot see another host's process: refused naming the run
+    and the fix, nothing charged; --overwrite takes it (even from a live run,
+    the message says so)."""
+    leave_claim(spark, db, "remote", 4242, host="elsewhere")
+    target = f"table:{db}.remote"
+    code, err = run(capsys, *UNION, *charged(ledger), "--items-output", target)
+    line = one_line(err)
+    assert code == 2 and "is claimed by the dp_spark run of pid 4242 on host 'elsewhere'" in line, err
+    assert "holds no release" in line and "pass --overwrite to take the claim over" in line
+    assert "takes it even from a run that is alive" in line
+    assert f"DROP TABLE {db}.remote" in line and charges(ledger) == 0
+    code, err = run(capsys, *UNION, *charged(ledger), "--items-output", target, "--overwrite")
+    assert code == 0, err
+    props = properties(spark, f"{db}.remote")
+    assert TABLE_PROPERTY in props and CLAIM_PROPERTY not in props and PLACEHOLDER_PROPERTY not in props
+    assert ours(spark, db) == set() and charges(ledger) == 1
+
+
+def test_a_dp_spark_table_with_a_killed_runs_claim_still_needs_overwrite(capsys, spark, db, ledger):
+    """Only a placeholder is taken without the flag: an earlier release
+    claimed by a killed --overwrite run is replaced only with --overwrite."""
+    target = f"table:{db}.earlier"
+    assert run(capsys, *TOPK, "--items-output", target)[0] == 0
+    rows = sorted(spark.table(f"{db}.earlier").collect())
+    text = f"run {uuid.uuid4().hex}; pid {gone_pid()} on {socket.gethostname()}; since 2026-11-29T03:00:00Z"
+    spark.sql(f"ALTER TABLE {db}.earlier SET TBLPROPERTIES ('{CLAIM_PROPERTY}' = '{text}')")
+    code, err = run(capsys, *TOPK, *charged(ledger), "--items-output", target)
+    assert code == 2 and "already exists; pass --overwrite" in one_line(err), err
+    assert sorted(spark.table(f"{db}.earlier").collect()) == rows and charges(ledger) == 0
+    code, err = run(capsys, *TOPK, *charged(ledger), "--items-output", target, "--overwrite")
+    assert code == 0 and CLAIM_PROPERTY not in properties(spark, f"{db}.earlier"), err
+
+
+@pytest.mark.parametrize("flags", [[], ["--overwrite"]], ids=["plain", "overwrite"])
+def test_a_claim_whose_process_still_runs_here_is_refused_whatever_the_flags(capsys, spark, db, ledger, flags):
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         leave_claim(spark, db, "busy", alive.pid)
-        code, err = run(capsys, *UNION, *charged(ledger), "--items-output", f"table:{db}.busy", "--overwrite")
+        code, err = run(capsys, *UNION, *charged(ledger), "--items-output", f"table:{db}.busy", *flags)
         line = one_line(err)
         assert code == 2 and f"pid {alive.pid}" in line and "which is still running" in line, err
+        assert f"DROP TABLE {db}.busy)" in line  # a placeholder: no rows to keep
         assert charges(ledger) == 0 and PLACEHOLDER_PROPERTY in properties(spark, f"{db}.busy")
     finally:
         alive.kill()
         alive.wait()
-    code, err = run(capsys, *UNION, *charged(ledger), "--items-output", f"table:{db}.busy", "--overwrite")
-    assert code == 0, err
+    code, err = run(capsys, *UNION, *charged(ledger), "--items-output", f"table:{db}.busy", *flags)
+    assert code == 0, err  # gone now: taken over, with or without the flag
 
 
 def test_a_run_whose_claim_was_taken_over_keeps_its_release_and_names_it(spark, db):
@@ -285,6 +395,37 @@ def test_another_catalogs_claim_on_the_folder_backs_out_without_deleting_it(spar
     assert os.listdir(folder) == [CLAIM_FILE]  # the other session's claim is kept
 
 
+def test_an_entry_that_cannot_be_moved_off_the_other_sessions_folder_is_named_and_not_taken_over(
+        spark, db, tmp_path, monkeypatch):
+    """Review 11: when the entry of a placeholder that lost the folder to
+    another session cannot be pointed elsewhere, it is not dropped (that
+    deletes the folder), it is named (LEFT, and the refusal says what to
+    do), and a later run does not take it over (the swap would delete the
+    other session's folder)."""
+    folder = tmp_path / db / "stuck"
+    other = "run x; pid 1 on elsewhere; since 2026-11-29T03:00:00Z"
+    real = type(spark).sql
+
+    def sql(self, text, *args, **kwargs):
+        if "SET LOCATION" in text:
+            raise RuntimeError("catalog refuses")
+        result = real(self, text, *args, **kwargs)
+        if text.startswith("CREATE TABLE") and "dp_spark_claim" in text:  # the other session, just then
+            (folder / CLAIM_FILE).write_text(other + "\n")
+        return result
+
+    monkeypatch.setattr(tables, "LEFT", [])
+    monkeypatch.setattr(type(spark), "sql", sql)
+    with pytest.raises(InputError, match="could not be moved off that folder and still points at it: do not DROP it"):
+        claim_table(spark, f"table:{db}.stuck", "items-output", False)
+    monkeypatch.setattr(type(spark), "sql", real)
+    assert tables.LEFT == [f"table:{db}.stuck"]
+    assert spark.catalog.tableExists(f"{db}.stuck") and os.listdir(folder) == [CLAIM_FILE]
+    with pytest.raises(InputError, match="taking it over would delete that folder"):
+        claim_table(spark, f"table:{db}.stuck", "items-output", True)
+    assert (folder / CLAIM_FILE).read_text().strip() == other  # the other session's claim, kept
+
+
 # -- real signals, real processes ----------------------------------------------------------
 
 
@@ -295,51 +436,57 @@ def _cli(cwd: Path, *argv: str) -> subprocess.Popen:
                             env=env)
 
 
-def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 180) -> None:
+def _wait_until(ready, proc: subprocess.Popen, what: str, timeout: float = 180) -> None:
     started = time.monotonic()
-    while not path.exists():
+    while not ready():
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() - started < timeout, "the claim never appeared"
-        time.sleep(0.1)
+        assert time.monotonic() - started < timeout, f"{what} never happened"
+        time.sleep(0.05)
 
 
-BIG = ["top-k", "--rows", "50000000", "--master", "local[1]", "--k", "3", "--epsilon", "1", "--delta", "1e-6"]
+BIG = ["top-k", "--rows", "2000000", "--master", "local[1]", "--k", "3", "--epsilon", "1", "--delta", "1e-6",
+       "--quiet"]
 
 
-def test_sigterm_drops_the_claim_and_a_sigkilled_runs_claim_is_taken_over(capsys, spark, tmp_path, ledger):
+def test_sigterm_drops_the_claim_and_a_sigkilled_runs_claim_is_taken_over_by_a_retry(capsys, spark, tmp_path,
+                                                                                      ledger):
     """Real processes, each with its own (in-memory) catalog on the
     warehouse folder of its working directory: SIGTERM during the release
-    drops the claim; a SIGKILLed run leaves its claim folder, which a later
-    run names (nothing charged) and --overwrite takes over."""
+    (once the run's charge is in its ledger, seconds before its end) drops
+    the claim; a SIGKILLed run leaves its claim folder, which a later run of
+    this host takes over without --overwrite (a scheduled retry)."""
     import signal
 
     warehouse = tmp_path / "spark-warehouse"
     claim_file = warehouse / "t" / CLAIM_FILE
-    proc = _cli(tmp_path, *BIG, "--items-output", "table:default.t")
-    _wait_for(claim_file, proc)
-    time.sleep(2)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143, err
+    own = tmp_path / "own.db"  # the first run's ledger: its charge marks the start of its release
+    with open_ledger(own, create=True) as led:
+        led.create_budget("eps", ApproxDP(20.0, 1e-3))
+    proc = _cli(tmp_path, *BIG, *charged(own), "--items-output", "table:default.t")
+    try:
+        _wait_until(lambda: charges(own) == 1, proc, "the charge")
+        assert claim_file.is_file()  # claimed before the charge
+        proc.send_signal(signal.SIGTERM)
+    finally:
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "terminated (SIGTERM)" in err, err
     assert not (warehouse / "t").exists()  # the claim was dropped
     assert not [p for p in warehouse.iterdir() if p.name.startswith("dp_spark_")]
 
     proc = _cli(tmp_path, *BIG, "--items-output", "table:default.t")
-    _wait_for(claim_file, proc)
-    proc.kill()  # SIGKILL: no cleanup
-    proc.communicate(timeout=60)
-    assert os.listdir(warehouse / "t") == [CLAIM_FILE]
+    try:
+        _wait_until(claim_file.exists, proc, "the claim")
+    finally:
+        proc.kill()  # SIGKILL: no cleanup
+        proc.communicate(timeout=60)
+    assert os.listdir(warehouse / "t") == [CLAIM_FILE] and f"pid {proc.pid} " in claim_file.read_text()
 
     # the same folder seen from this process's catalog: a database located at that warehouse
     name = f"wh_{uuid.uuid4().hex[:8]}"
     spark.sql(f"CREATE DATABASE {name} LOCATION '{warehouse}'")
     try:
         code, err = run(capsys, *UNION, *charged(ledger), "--items-output", f"table:{name}.t")
-        line = one_line(err)
-        assert code == 2 and f"holds the claim of the dp_spark run of pid {proc.pid}" in line, err
-        assert "pass --overwrite to take the claim over" in line and charges(ledger) == 0
-        code, err = run(capsys, *UNION, *charged(ledger), "--items-output", f"table:{name}.t", "--overwrite")
-        assert code == 0, err
+        assert code == 0, err  # the killed run (this host, gone) held nothing: taken over, no flag
         assert "item" in spark.table(f"{name}.t").columns and charges(ledger) == 1
         assert not (warehouse / "t" / CLAIM_FILE).exists()
     finally:
