@@ -15,21 +15,26 @@ import contextlib
 import logging
 import os
 import re
+import signal
+import socket
 import sys
+import threading
+import traceback
+from pathlib import Path
+from urllib.parse import urlsplit
 
-from dp_spark import __version__
-from dp_spark import sample_data
-from dp_spark import tables
-from dp_spark.commands import COMMANDS
+from dp_spark import __version__, sample_data, session, sparkjobs, tables
+from dp_spark.commands import COMMANDS, outputs
 from dp_spark.commands.base import (OUTPUT_PATHS, GivenOnce, add_options, budget_of, check_input_options, load_table,
                                     options_of, plan_of, resolve, run_release)
-from dp_spark.errors import (
-    DPSparkError,
-    InputError,
-    InputReadError,
-    ParameterError,
-    SparkJobError,
-)
+from dp_spark.commands.outputs import check_keyed_reports, check_run_paths, write_outputs
+from dp_spark.errors import DPSparkError, InputError, InputReadError, ParameterError, SparkJobError
+from dp_spark.ledger import command as ledger_command
+from dp_spark.ledger import open_ledger
+from dp_spark.ledger.budget import file_digest, replay_note
+from dp_spark.ledger.ledger import RELEASED
+from dp_spark.progress import StepHandler, show_progress
+from dp_spark.sparkjobs import describe_failure, spark_exception_types
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -50,8 +55,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from dp_spark.ledger import command as ledger_command
-
     parser = _Parser(
         prog="dp-spark", description="Run a differentially private release from the command line.",
         epilog="dp-spark RELEASE --help lists a release's options. Example: dp-spark distinct-count "
@@ -82,8 +85,6 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 
 
 def _configure_logging(opts) -> None:
-    from dp_spark.progress import StepHandler, show_progress
-
     # Steps always name the Spark jobs; their progress lines show on a terminal only.
     handler = StepHandler(show_progress(opts.get("quiet"), opts.get("verbose")))
     root = logging.getLogger("dp_spark")
@@ -114,12 +115,9 @@ def _budget(command: str, opts):
             "--seed makes the output reproducible and so not private, but --ledger would charge the "
             "real budget for it; drop --seed for a release to publish, or --ledger for a test run."
         )
-    from dp_spark.ledger import open_ledger
 
     run_key, once = opts.get("run_key"), False
     if opts.get("stream") and opts.get("checkpoint"):
-        from pathlib import Path
-
         # A stream is charged once for its whole series: a re-created stream
         # (checkpoint deleted) would publish its steps again with new noise.
         run_key = f"stream:{Path(opts['checkpoint']).resolve()}|{Path(opts.get('sink') or '').resolve()}"
@@ -146,7 +144,6 @@ def _absolute(path) -> str:
     text = str(path)
     if text.startswith("table:") or "://" in text:
         return text
-    from pathlib import Path
 
     return str(Path(text).resolve())
 
@@ -164,7 +161,6 @@ def _run_identity(command: str, opts) -> dict:
     parameters = {k: (_absolute(v) if k == "domain" else v) for k, v in sorted(opts.items())
                   if k not in _NOT_IDENTITY + _INPUT and v is not None}
     if opts.get("groups"):  # the public key file's contents, not only its path: a changed file is another run
-        from dp_spark.ledger.budget import file_digest
 
         parameters["groups"] = {"path": _absolute(opts["groups"]), "contents": file_digest(opts["groups"])}
     if opts.get("input"):
@@ -179,8 +175,6 @@ def _dry_run_refusals(module, command: str, plan, opts) -> int:
     """Every refusal the real run would make before Spark starts (outputs,
     the budget), each as an error line; exit 2 if there is one. Reads no
     data, starts no Spark, spends nothing."""
-    from dp_spark.commands.outputs import check_keyed_reports, check_run_paths
-
     problems: list[str] = []
     keyed = bool(opts.get("run_key"))
     check_run_paths(module, opts, problems, keyed=keyed)
@@ -204,15 +198,10 @@ def _dry_run_refusals(module, command: str, plan, opts) -> int:
 def _check_master(master: str | None) -> None:
     """Fail fast (not after Spark's retries) on an unreachable standalone or
     Connect master, when dp-spark is the one starting the session."""
-    from urllib.parse import urlsplit
-
-    from dp_spark.session import active_session, launched_externally
-
-    if not master or not master.startswith(("spark://", "sc://")) or launched_externally():
+    if not master or not master.startswith(("spark://", "sc://")) or session.launched_externally():
         return
-    if active_session() is not None:
+    if session.active_session() is not None:
         return
-    import socket
 
     for part in master.split("://", 1)[1].split(","):
         parts = urlsplit("//" + part.split("/")[0])
@@ -229,8 +218,6 @@ def _check_master(master: str | None) -> None:
 
 
 def _run(args, command: str) -> int:
-    from dp_spark.commands.outputs import check_keyed_reports, check_run_paths, check_table_outputs, write_outputs
-
     module = COMMANDS[command]
     opts = resolve(args, options_of(module))
     opts = getattr(module, "complete", lambda o: o)(opts)  # defaults that depend on other options
@@ -240,9 +227,8 @@ def _run(args, command: str) -> int:
     if hasattr(module, "validate"):
         module.validate(opts)  # options of the command line only (never a release parameter)
     plan = plan_of(module, opts)  # every release parameter checked, the cost and its split
-    from dp_spark.session import check_master
 
-    check_master(opts.get("master"))  # before a JVM prints its own stack trace about it
+    session.check_master(opts.get("master"))  # before a JVM prints its own stack trace about it
     if opts.get("dry_run"):
         print(plan.to_json() if opts["quiet"] else plan.describe())
         return _dry_run_refusals(module, command, plan, {**opts, "config": getattr(args, "config", None)})
@@ -258,9 +244,8 @@ def _run(args, command: str) -> int:
     if replaying is not None:
         _refuse_lost_outputs(module, opts, replaying)  # before Spark starts
     _check_master(opts["master"])
-    from dp_spark.session import get_session
 
-    spark = get_session(master=opts["master"], log_level=None if opts["verbose"] else "OFF")
+    spark = session.get_session(master=opts["master"], log_level=None if opts["verbose"] else "OFF")
     _quiet_interrupts()
     held: list = []
     # table:db.name outputs: checked in the catalog and claimed (a new one
@@ -269,7 +254,7 @@ def _run(args, command: str) -> int:
     # a claim not written into is dropped however the run ends (an error,
     # Ctrl-C, SIGTERM). A claim left by a killed run: dp_spark.tables.
     with tables.claims(held):
-        check_table_outputs(spark, module, opts, held=held)
+        outputs.check_table_outputs(spark, module, opts, held=held)
         df, opts = getattr(module, "load_table", load_table)(spark, opts)
         # The release on the plan built above (not a second one): its schema and
         # null checks (a missing column refused before any data is read), then
@@ -322,8 +307,6 @@ def _recorded_run(budget, plan) -> dict | None:
     identity mismatch as the charge would."""
     if not getattr(budget, "keyed", False):
         return None
-    from dp_spark.ledger.budget import replay_note
-    from dp_spark.ledger.ledger import RELEASED
 
     run = budget.ledger.check_run(budget.name, budget.run_key, 0, budget.identity, plan.guarantee, plan.release)
     if run is None or run.state != RELEASED:
@@ -362,15 +345,10 @@ def _quiet_interrupts() -> None:
     thread is inside a gateway call, which logs py4j tracebacks; this one
     just interrupts, with py4j's logging silenced (the JVM ends with the
     process). ``main`` restores the handlers."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return
 
     def interrupt(signum, frame):
-        from dp_spark import sparkjobs
-
         sparkjobs.INTERRUPTED.set()  # a Spark error raised from here on is this interrupt
         _RUN["signal"] = signum  # which one, should a gateway call turn it into a plain KeyboardInterrupt
         for name in ("", "py4j", "py4j.java_gateway", "py4j.clientserver"):
@@ -420,10 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     verbose = bool(getattr(args, "verbose", False))
-    import signal
-    import threading
 
-    from dp_spark import sparkjobs
 
     on_main_thread = threading.current_thread() is threading.main_thread()
     sigint = signal.getsignal(signal.SIGINT) if on_main_thread else None
@@ -436,8 +411,6 @@ def main(argv: list[str] | None = None) -> int:
     logging_state = _logging_state()
     try:
         if args.command == "ledger":
-            from dp_spark.ledger import command as ledger_command
-
             return ledger_command.run(args)
         if args.command == sample_data.NAME:
             return sample_data.run(args)
@@ -474,7 +447,6 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_TERMINATED if terminated else 130
         if os.environ.get("DP_SPARK_DEBUG"):
             raise
-        from dp_spark.sparkjobs import spark_exception_types, describe_failure
 
         what = (describe_failure(exc) if isinstance(exc, spark_exception_types())
                 else f"unexpected {type(exc).__name__}")
@@ -484,8 +456,6 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         if verbose:
-            import traceback
-
             traceback.print_exc()
         return EXIT_FAILED
     finally:
@@ -529,8 +499,6 @@ def _claims_left() -> str:
 def _print_error(exc: BaseException, verbose: bool, spent: str = "") -> None:
     print(f"dp-spark: error: {exc}{spent}{_claims_left()}", file=sys.stderr)
     if verbose and (exc.__cause__ is not None):
-        import traceback
-
         traceback.print_exception(exc.__cause__, file=sys.stderr)
 
 

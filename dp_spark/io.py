@@ -12,7 +12,12 @@ before the release spends its budget (:mod:`dp_spark.tables`).
 
 from __future__ import annotations
 
+import codecs
+import datetime as _dt
+import glob
 import json
+import math
+import numbers
 import os
 import re
 import shutil
@@ -22,7 +27,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from dp_spark.errors import InputError
+from dp_spark import session
+from dp_spark.errors import InputError, ParameterError, SchemaError
+from dp_spark.marking import mark_folder, mark_output_folder, mark_spark, mark_table_frame, not_ours
+from dp_spark.sparkjobs import describe_failure, error_conditions, spark_exception_types, spark_job
 # Catalog tables as outputs live in dp_spark.tables; their names stay importable from here.
 from dp_spark.tables import (TABLE_PREFIX, check_table_output, is_table, qualified_table,  # noqa: F401
                              table_name, write_table)
@@ -119,7 +127,6 @@ def reader_options(fmt: str, *, infer_schema: bool = False, delimiter: str | Non
         raise InputError(_INFERENCE_REFUSED)
     if bad_rows not in BAD_ROWS_MODES:
         raise InputError(f"--bad-rows must be 'drop' or 'fail'; got {bad_rows!r}.")
-    import codecs
 
     try:
         codecs.lookup(encoding)
@@ -274,7 +281,6 @@ def check_parquet_schemas(spark, source: str) -> None:
         try:
             spark.read.option("mergeSchema", "true").parquet(source).columns
         except Exception as exc:  # noqa: BLE001 - any Spark failure of the merge
-            from dp_spark.sparkjobs import error_conditions
 
             if any(c.startswith("CANNOT_MERGE") for c in error_conditions(exc)):
                 raise InputError(
@@ -286,8 +292,6 @@ def check_parquet_schemas(spark, source: str) -> None:
     if local.is_dir():
         files = _parquet_files(local)
     elif _GLOB.search(str(local)) and not local.exists():
-        import glob
-
         matches = sorted(Path(m) for m in glob.glob(re.sub(r"\{[^{}]*\}", "*", str(local))))
         files = [f for m in matches for f in (_parquet_files(m) if m.is_dir() else [m])]
     else:
@@ -323,8 +327,6 @@ def check_input_path(source: str) -> None:
         return
     local = local_path(source)
     if _GLOB.search(str(local)) and not local.exists():
-        import glob
-
         pattern = re.sub(r"\{[^{}]*\}", "*", str(local))  # {a,b}: Hadoop's; a looser * for the check
         if not glob.glob(pattern):
             raise InputError(f"input pattern {source!r} matches no files.")
@@ -339,8 +341,6 @@ def check_column_names(names) -> None:
     """Refuse column names Spark would not read as one top-level column: a
     dot ('item.name' is field 'name' of a struct column 'item') or a
     backtick. No Spark needed (checked before the JVM starts)."""
-    from dp_spark.errors import ParameterError
-
     for name in names:
         if name and ("." in name or "`" in name):
             raise ParameterError(
@@ -406,8 +406,6 @@ def check_rows_parse(df, source: str) -> None:
     value that is not valid text in the --encoding (:func:`undecodable`). The
     refusal reveals that such a row exists (never how many or which); it
     happens before the privacy budget is charged."""
-    from dp_spark.sparkjobs import spark_job
-
     with spark_job(f"checking that every row of {source!r} parses (--bad-rows fail)"):
         df.write.format("noop").mode("overwrite").save()
         found = _is_text_source(source) and df.where(undecodable(df)).limit(1).count() > 0
@@ -430,8 +428,6 @@ def _is_text_source(source: str) -> bool:
 
 
 def _spark_read(load, what: str):
-    from dp_spark.sparkjobs import spark_exception_types, describe_failure
-
     try:
         df = load()
         df.columns  # forces analysis on Spark Connect too
@@ -455,14 +451,11 @@ def spark_frame(df, name: str = "df"):
     except ImportError:  # pragma: no cover - pandas is a dependency
         pd = None
     if pd is not None and isinstance(df, pd.DataFrame):
-        from dp_spark.session import get_session
-
         frame = df.copy()
         for column in frame.columns:  # Spark has no nanosecond timestamps
             if str(frame[column].dtype).startswith("datetime64[ns"):
                 frame[column] = frame[column].astype(str(frame[column].dtype).replace("ns", "us"))
-        return get_session().createDataFrame(frame)
-    from dp_spark.errors import SchemaError
+        return session.get_session().createDataFrame(frame)
 
     raise SchemaError(
         f"{name} must be a Spark DataFrame (or a pandas DataFrame, converted with the active "
@@ -506,7 +499,6 @@ def _refuse_foreign(target: Path, path: str) -> None:
     Every caller (the CLI, ``Release.write(overwrite=True)``) gets this."""
     if not target.exists() and not target.is_symlink():
         return
-    from dp_spark.marking import not_ours
 
     foreign = not_ours(target)
     if foreign:
@@ -540,8 +532,6 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = F
     CSV is written as RFC 4180 (:data:`CSV_WRITE_OPTIONS`) with a header, and
     a seeded CSV gets the last column ``not_for_publication`` (True on every
     row), as the pandas CSVs do: a CSV file keeps no column metadata."""
-    from dp_spark.marking import mark_folder, mark_output_folder, mark_spark, mark_table_frame
-
     if is_table(path):
         write_table(df, path, seeded=seeded, overwrite=overwrite, fmt="parquet" if fmt == "csv" else fmt)
         return
@@ -583,10 +573,6 @@ def string_time_kind(origin) -> str:
     an ISO date/time (text or a date), "number" when it is a number that is
     not whole, else "integer" (whole step numbers; the time is the step by
     default). Declare another type with --schema (e.g. 'time DOUBLE')."""
-    import datetime as _dt
-    import math
-    import numbers
-
     if isinstance(origin, (str, _dt.date)):
         return "timestamp"
     if isinstance(origin, numbers.Real) and not isinstance(origin, bool):
@@ -649,8 +635,6 @@ def check_values_parse(df, bad, source: str) -> None:
     """--bad-rows fail: refuse the input (before anything is spent) if a
     time or op value does not parse, like a row that does not parse. The
     refusal reveals that such a value exists (never how many or which)."""
-    from dp_spark.sparkjobs import spark_job
-
     if bad is None:
         return
     with spark_job(f"checking that every time and op value of {source!r} parses (--bad-rows fail)"):

@@ -36,15 +36,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dp_spark import io as dp_io
 from dp_spark.commands.base import INPUT_PATHS, OUTPUT_PATHS, STATE_PATHS
-from dp_spark.marking import OUTPUT_MARKER, not_ours  # noqa: F401 - not_ours re-exported
 from dp_spark.errors import DPSparkError, InputError, SparkJobError
+from dp_spark.html_report import write_html
+from dp_spark.io import is_local, local_path
+from dp_spark.marking import OUTPUT_MARKER, not_ours  # noqa: F401 - not_ours re-exported
+from dp_spark.report import SCREEN_ROWS
+from dp_spark.sparkjobs import describe_failure, spark_exception_types
+from dp_spark.tables import check_table_output, claim_table, is_table, qualified_table, table_name
 
 
 def _local_path(value) -> Path | None:
     """The resolved local path of an option value, or None (tables, object stores)."""
-    from dp_spark.io import is_local, local_path
-
     if not value or not isinstance(value, str) or value.startswith("table:") or not is_local(value):
         return None
     path = Path(os.path.abspath(os.path.expanduser(str(local_path(value)))))
@@ -94,7 +98,6 @@ def table_outputs(module, opts) -> dict[str, str]:
     series_path = getattr(module, "series_path", None)
     if series_path is not None and not opts.get("series"):
         values["series"] = series_path(opts)
-    from dp_spark.tables import is_table
 
     return {n: v for n, v in values.items() if is_table(v)}
 
@@ -110,8 +113,6 @@ def _input_table(opts) -> str | None:
 def _check_table_names(module, opts, refuse) -> None:
     """The table outputs' names (no Spark): only DataFrame outputs, valid
     names, no two outputs and no output and the input naming one table."""
-    from dp_spark.tables import table_name
-
     seen: dict[str, str] = {}
     source = _input_table(opts)
     for name, value in table_outputs(module, opts).items():
@@ -143,8 +144,6 @@ def check_table_outputs(spark, module, opts, problems: list | None = None, held:
     for it is refused before it charges) and append the claim there; the
     caller releases what was not written (:func:`dp_spark.tables.claims`),
     also when a later output is refused here."""
-    from dp_spark.tables import check_table_output, claim_table, qualified_table, table_name
-
     source = _input_table(opts)
     if source is not None:
         try:
@@ -376,15 +375,11 @@ def planned_writes(module, release, opts) -> list[tuple[str, str, object]]:
             writes.append((option, path, lambda w=writer: w(release, opts)))
     if opts.get("report_html"):
         def html():
-            from dp_spark.html_report import write_html
-
             write_html(opts["report_html"], release)  # shows release.artifacts["ledger"] when set
         writes.append(("report_html", opts["report_html"], html))
     if opts.get("output"):
         def report():
-            from dp_spark.io import write_json_atomic
-
-            write_json_atomic(opts["output"], release.to_dict())
+            dp_io.write_json_atomic(opts["output"], release.to_dict())  # looked up at call time
         writes.append(("output", opts["output"], report))
     return writes
 
@@ -426,7 +421,6 @@ def _describe(exc: BaseException) -> str:
         return exc.strerror or type(exc).__name__
     if isinstance(exc, DPSparkError):
         return str(exc).rstrip(".")
-    from dp_spark.sparkjobs import spark_exception_types, describe_failure
 
     return describe_failure(exc) if isinstance(exc, spark_exception_types()) else type(exc).__name__
 
@@ -461,8 +455,6 @@ def missing_output_hint(module, opts, release=None) -> str | None:
         return ("note: the released series was not written; pass --series PATH (.parquet or .csv) or "
                 "--output PATH (the series then goes beside the report).")
     if release is not None and not opts.get("output") and not opts.get("items_output"):
-        from dp_spark.report import SCREEN_ROWS
-
         for key, value in release.values.items():
             if isinstance(value, list) and len(value) > SCREEN_ROWS:
                 items = " or --items-output PATH (Parquet)" if "items" in writers else ""

@@ -93,6 +93,7 @@ _ALLOWED = {
     "mechanisms/set_union/thresholding.py": "a seeded run's per-partition PCG64 (tests/demos only)",
     "mechanisms/count_release/keyed.py": "ChaCha20 keyed by a per-item PRF digest",
     "streaming/query.py": "restores a seeded run's saved PCG64 state (tests/demos only)",
+    "sample_data.py": "the synthetic, public sample files (fixed seeds; no privacy noise)",
 }
 
 
