@@ -492,8 +492,8 @@ def _claims_left() -> str:
     if not tables.LEFT:
         return ""
     return (f" The claim on {', '.join(tables.LEFT)} could not be dropped: a later run is refused naming this "
-            "one; once this run is gone, --overwrite takes the claim over (or DROP TABLE a placeholder: it holds "
-            "no release).")
+            "one while it runs; once it is gone, a later run on this host takes the claim over (from another "
+            "host: with --overwrite).")
 
 
 def _print_error(exc: BaseException, verbose: bool, spent: str = "") -> None:

@@ -90,6 +90,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from dp_spark.errors import InputError, SparkJobError
+from dp_spark.marking import TABLE_PROPERTY, mark_table_frame, table_not_ours, table_properties
+from dp_spark.sparkjobs import describe_failure, error_class
 
 TABLE_PREFIX = "table:"
 #: One identifier of a table name: letters, digits and underscores, not
@@ -223,8 +225,6 @@ def _still_running(shown: str, claim: str, pid: int, what: str) -> InputError:
 def _check(spark, path: str, flag: str | None, overwrite: bool) -> tuple[str, str, dict | None]:
     """The checks of :func:`check_table_output` but the probe: (database,
     table, the existing table's properties or None for a new table)."""
-    from dp_spark.marking import table_not_ours
-
     shown = f"--{flag} {path!r}" if flag else repr(path)
     how = "--overwrite" if flag else "overwrite=True (--overwrite)"
     name = table_name(path, flag or "output")
@@ -346,8 +346,6 @@ def _probe_database(spark, shown: str, db: str) -> None:
 
 
 def _refused_create(shown: str, db: str, exc: BaseException) -> str:
-    from dp_spark.sparkjobs import describe_failure
-
     return (f"{shown} cannot be written: the catalog refused a new table in database {db!r} "
             f"({describe_failure(exc)}); choose a database you may write.")
 
@@ -436,9 +434,6 @@ def claim_table(spark, path: str, flag: str | None, overwrite: bool) -> Claim:
 
 
 def _claim_new(spark, path: str, shown: str, db: str, table: str, text: str) -> Claim:
-    from dp_spark.marking import TABLE_PROPERTY
-    from dp_spark.sparkjobs import error_class
-
     claim = Claim(spark, path, db, table, text, placeholder=True)
     props = {TABLE_PROPERTY: "a placeholder of dp_spark; dp-spark --overwrite may replace this table",
              PLACEHOLDER_PROPERTY: _PLACEHOLDER_NOTE, CLAIM_PROPERTY: text}
@@ -557,8 +552,6 @@ def write_table(df, path: str, *, seeded: bool = False, overwrite: bool = False,
     intact and the target is never seen unmarked. The claim is released
     whatever happens. A claim another run took over (its ``--overwrite``)
     is not written: SparkJobError naming the table that keeps the release."""
-    from dp_spark.marking import mark_table_frame, table_properties
-
     spark = df.sparkSession
     db, table = qualified_table(spark, table_name(path))
     claim = _CLAIMS.get(f"{db}.{table}".lower())

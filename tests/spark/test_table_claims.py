@@ -259,7 +259,7 @@ def test_a_claim_that_cannot_be_dropped_is_named_in_the_error(capsys, spark, db,
     monkeypatch.setattr(cli, "run_release", failing)
     code, err = run(capsys, *UNION, "--items-output", f"table:{db}.stuck")
     monkeypatch.undo()
-    assert code == 143 and "--overwrite takes the claim over" in one_line(err), err
+    assert code == 143 and "a later run on this host takes the claim over" in one_line(err), err
     assert f"The claim on table:{db}.stuck could not be dropped" in err
     assert PLACEHOLDER_PROPERTY in properties(spark, f"{db}.stuck")
 
