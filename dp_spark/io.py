@@ -58,18 +58,33 @@ def local_path(path: str) -> Path:
     return Path(urlparse(path).path if path.startswith("file:") else path)
 
 
+#: The characters Hadoop's glob reads as a pattern in a path.
+SPARK_GLOB = re.compile(r"[*?\[\]{}\\]")
+
+
+def _glob_escaped(path: str) -> str:
+    return SPARK_GLOB.sub(lambda m: "\\" + m.group(0), path)
+
+
 def spark_source(source: str) -> str:
-    """``source`` as the JVM should read it: a relative local path made
-    absolute against this process's current folder. The JVM resolves a
+    """``source`` as the JVM should read it. A relative local path is made
+    absolute against this process's current folder: the JVM resolves a
     relative path against the folder it started in, which is another one
-    after ``os.chdir`` or a notebook's ``%cd``: dp_spark's checks (Python)
-    and Spark's read would name different files. Glob characters in the
-    current folder's own path are escaped (Hadoop's backslash), so only the
-    path as given is a pattern. URIs and absolute paths are unchanged."""
-    if not is_local(source) or source.startswith("file:") or os.path.isabs(source) \
-            or re.match(r"^[A-Za-z]:[\\/]", source):
+    after ``os.chdir`` or a notebook's ``%cd``, so dp_spark's checks
+    (Python) and Spark's read would name different files; glob characters in
+    the current folder's own path are escaped (Hadoop's backslash), so only
+    the path as given is a pattern. A local file or folder that exists under
+    its literal name is read as that name (``data[1].csv``: Spark would read
+    the pattern, ``data1.csv``), its glob characters escaped. Other URIs are
+    unchanged."""
+    if not is_local(source) or re.match(r"^[A-Za-z]:[\\/]", source):
         return source
-    return os.path.join(re.sub(r"[*?\[\]{}\\]", lambda m: "\\" + m.group(0), os.getcwd()), source)
+    literal = SPARK_GLOB.search(source) and local_path(source).exists()
+    if source.startswith("file:"):
+        return _glob_escaped(source) if literal else source
+    if os.path.isabs(source):
+        return _glob_escaped(source) if literal else source
+    return os.path.join(_glob_escaped(os.getcwd()), _glob_escaped(source) if literal else source)
 
 
 def detect_format(path: str) -> str:

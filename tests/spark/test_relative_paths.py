@@ -37,3 +37,13 @@ def test_the_cli_reads_relative_input_and_keys_from_the_current_folder(spark, el
     assert code == 0, capsys.readouterr().err
     report = json.loads((elsewhere / "r.json").read_text())
     assert report["result"]["groups_released"] == 2
+
+
+def test_a_file_named_like_a_glob_is_read_as_that_file(spark, elsewhere):
+    """``data[1].csv`` (issue 42 §5) is that file, not the pattern Spark would read (``data1.csv``), whether
+    named relatively, absolutely or as a file: URI; a pattern that names no file stays a pattern."""
+    (elsewhere / "data[1].csv").write_text("person_id,item\n1,a\n")
+    (elsewhere / "data1.csv").write_text("person_id,item\n9,z\n")  # what the pattern would read
+    for name in ("data[1].csv", str(elsewhere / "data[1].csv"), f"file://{elsewhere}/data[1].csv"):
+        assert [tuple(r) for r in read_input(spark, name).collect()] == [("1", "a")], name
+    assert sorted(tuple(r) for r in read_input(spark, "data[0-9].csv").collect()) == [("9", "z")]
