@@ -66,6 +66,24 @@ def _glob_escaped(path: str) -> str:
     return SPARK_GLOB.sub(lambda m: "\\" + m.group(0), path)
 
 
+def literal_glob(source: str) -> bool:
+    """Whether ``source`` is an existing local file or folder whose name
+    holds glob characters (``data[1].csv``)."""
+    return bool(is_local(source) and SPARK_GLOB.search(source) and local_path(source).exists())
+
+
+def refuse_csv_literal_glob(source: str, fmt: str, what: str = "input path") -> None:
+    """A CSV file named like a glob pattern cannot be read as that name:
+    Spark's multi-line CSV reader (RFC 4180, :func:`reader_options`) lists
+    its files by the pattern again, unescaped (``data[1].csv`` reads the
+    header of ``data1.csv``, or fails). Refused with the fix (InputError);
+    Parquet and JSON files of such names are read as named."""
+    if fmt == "csv" and literal_glob(source):
+        raise InputError(f"{what} {source!r} is a CSV file whose name holds glob characters ([ ] {{ }} * ? \\), "
+                         "which Spark's CSV reader reads as a pattern, not as this name; rename the file (and any "
+                         "folder on its path) without them.")
+
+
 def spark_source(source: str) -> str:
     """``source`` as the JVM should read it. A relative local path is made
     absolute against this process's current folder: the JVM resolves a
@@ -79,7 +97,7 @@ def spark_source(source: str) -> str:
     unchanged."""
     if not is_local(source) or re.match(r"^[A-Za-z]:[\\/]", source):
         return source
-    literal = SPARK_GLOB.search(source) and local_path(source).exists()
+    literal = literal_glob(source)
     if source.startswith("file:"):
         return _glob_escaped(source) if literal else source
     if os.path.isabs(source):
@@ -219,6 +237,7 @@ def read_input(spark, source: str, fmt: str = "auto", *, columns=None, infer_sch
         fmt = detect_format(source)
     if is_local(source) and local_path(source).is_dir():
         check_folder_format(local_path(source), fmt)
+    refuse_csv_literal_glob(source, fmt)
     if delimiter is None and re.search(r"\.(tsv|tab)(\.\w+)?/?$", source.lower()):
         delimiter = "\t"
     options = reader_options(fmt, infer_schema=infer_schema, delimiter=delimiter, header=header, quote=quote,

@@ -4,6 +4,7 @@ merging, reading the input (or the built-in data), and writing outputs."""
 from __future__ import annotations
 
 import argparse
+import glob
 import logging
 import os
 import re
@@ -14,8 +15,8 @@ from typing import Any, Callable
 from dp_spark.config import load_config
 from dp_spark.datasets import synthetic_events
 from dp_spark.errors import DPSparkError, InputError, ParameterError, SchemaError
-from dp_spark.io import (check_column_names, check_input_path, check_rows_parse, detect_format, is_local, local_path,
-                         read_input, write_dataframe_atomic)
+from dp_spark.io import (SPARK_GLOB, check_column_names, check_input_path, check_rows_parse, detect_format, is_local,
+                         local_path, read_input, refuse_csv_literal_glob, write_dataframe_atomic)
 from dp_spark.plan import budget_filter
 from dp_spark.public_inputs import refuse_private_paths
 from dp_spark.releases import RELEASES
@@ -339,15 +340,18 @@ def input_columns(opts: dict[str, Any]) -> list[str]:
 def check_input_options(opts: dict[str, Any]) -> None:
     """What can be checked of the local files a run reads or charges without
     Spark (the CLI calls this before the JVM starts, and in a dry run): the
-    --input path exists (a glob pattern matches files) and is not a file
-    whose name Spark would read as a pattern, the column names are plain
+    --input path exists (a glob pattern matches files; a Parquet or JSON
+    file named like a pattern is read as that file, a CSV one is refused:
+    :func:`dp_spark.io.refuse_csv_literal_glob`), the column names are plain
     top-level names, the --groups file exists, neither --groups nor --domain
     is the --input path, holds it or lies inside it (issue 42 §2, G29; the
     release checks the files Spark reads again), and a ledger to charge can
     be written."""
     if opts.get("input"):
         check_input_path(str(opts["input"]))
-        _refuse_literal_glob(str(opts["input"]), "input path")
+        if not str(opts["input"]).startswith("table:") and opts.get("format") in (None, "auto", "csv"):
+            refuse_csv_literal_glob(str(opts["input"]), opts.get("format") if opts.get("format") == "csv"
+                                    else detect_format(str(opts["input"])))
         check_column_names(input_columns(opts))
     if opts.get("groups"):
         _check_keys_file(str(opts["groups"]))
@@ -355,28 +359,21 @@ def check_input_options(opts: dict[str, Any]) -> None:
     _check_ledger_writable(opts)
 
 
-#: The characters Spark (Hadoop's glob) reads as a pattern in a path.
-_SPARK_GLOB = re.compile(r"[*?\[\]{}\\]")
-
-
-def _refuse_literal_glob(source: str, what: str) -> None:
-    """An existing local file or folder whose path holds glob characters
-    (``data[1].csv``): Spark would read it as a pattern (``data1.csv``) and
-    report it missing, so it is refused with the fix before Spark starts."""
-    if is_local(source) and _SPARK_GLOB.search(str(local_path(source))) and local_path(source).exists():
-        raise InputError(f"{what} {source!r} holds glob characters ([ ] {{ }} * ? \\), which Spark reads as a "
-                         "pattern, not as this name; rename the file (and any folder on its path) without them.")
-
-
 def _check_keys_file(path: str) -> None:
-    """--groups, the public keys file: a local path exists (a URI, a table:
-    name or a glob is left to the reader)."""
+    """--groups, the public keys file: a local path exists, or a pattern
+    (Hadoop's glob) matches a file; a Parquet or JSON file named like a
+    pattern is read as that file (:func:`dp_spark.io.spark_source`), a CSV
+    one refused (:func:`dp_spark.io.refuse_csv_literal_glob`).
+    A URI or a table: name is left to the reader."""
     if path.startswith("table:") or not is_local(path):
         return
-    if not _SPARK_GLOB.search(path) and not local_path(path).exists():
-        raise InputError(f"public keys file (--groups) {path!r} does not exist; give the path of the file listing "
-                         "the public keys (a column named as --group-by).")
-    _refuse_literal_glob(path, "public keys file (--groups)")
+    if local_path(path).exists():
+        refuse_csv_literal_glob(path, detect_format(path), "public keys file (--groups)")
+        return
+    if SPARK_GLOB.search(path) and glob.glob(re.sub(r"\{[^{}]*\}", "*", str(local_path(path)))):
+        return
+    raise InputError(f"public keys file (--groups) {path!r} does not exist; give the path of the file listing "
+                     "the public keys (a column named as --group-by).")
 
 
 def _check_ledger_writable(opts: dict[str, Any]) -> None:

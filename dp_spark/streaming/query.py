@@ -100,7 +100,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from dp_spark.accounting import PrivacyFilter
-from dp_spark.io import detect_format, parsed_op, read_input
+from dp_spark.io import detect_format, parsed_op, read_input, spark_source
 from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, ContinualCounter
 from dp_spark.errors import InputError, ParameterError, SparkJobError
 from dp_spark.noise import make_rng
@@ -393,7 +393,7 @@ def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, ti
     reader = spark.readStream.format(fmt).schema(schema).option("maxFilesPerTrigger", int(files_per_step))
     if fmt == "csv":
         reader = reader.option("header", "true")
-    stream = reader.load(source)
+    stream = reader.load(spark_source(source))  # a relative folder: the one Python checked
     require_columns(stream, item_col, op_col)
     has_order = time_col is not None and time_col in stream.columns
     stream = _parsed_strings(stream, time_col if has_order else None, op_col)
@@ -617,7 +617,7 @@ def _stream_writer(events, has_order: bool, J: int, grid: str, writer: StepWrite
     stream_writer = (
         stateful.writeStream.outputMode("update")
         .foreachBatch(writer)
-        .option("checkpointLocation", str(checkpoint_dir / SPARK_DIR))
+        .option("checkpointLocation", os.path.abspath(checkpoint_dir / SPARK_DIR))  # relative: Python's folder
     )
     if trigger == AVAILABLE_NOW:
         return stream_writer.trigger(availableNow=True)

@@ -57,15 +57,29 @@ def test_a_file_as_the_streams_folder_is_refused(capsys, tmp_path, flag):
     assert state.read_text() == "not a folder"
 
 
-def test_a_file_named_like_a_glob_is_not_read_as_a_pattern(capsys, tmp_path):
+def test_a_file_named_like_a_glob_before_spark(capsys, tmp_path):
+    """data[1].json is read as that file (tests/spark/test_relative_paths.py), so the checks before Spark accept
+    it; a CSV file of such a name is refused naming the rename (Spark's multi-line CSV reader lists the pattern
+    again: it read data1.csv's header, or failed); a pattern still matches files; a keys pattern that matches
+    none is named as the keys file."""
+    (tmp_path / "data[1].json").write_text('{"person_id": "1", "item": "a", "country": "x"}\n')
+    (tmp_path / "keys[1].json").write_text('{"country": "x"}\n')
     data = tmp_path / "data[1].csv"
-    data.write_text("person_id,item\n1,a\n")
-    (tmp_path / "data1.csv").write_text("person_id,item\n9,z\n")  # what Spark's pattern would read instead
-    err = refused(capsys, "holds glob characters", "distinct-count", "--input", str(data), "--epsilon", "1")
+    data.write_text("person_id,item,country\n1,a,x\n")
+    (tmp_path / "data1.csv").write_text("person_id,item,country\n9,z,q\n")  # what the pattern reads
+    for argv in (["--input", str(tmp_path / "data[1].json")], ["--input", str(tmp_path / "data?1?.csv")],
+                 ["--input", str(tmp_path / "data[1].json"), "--group-by", "country", "--groups",
+                  str(tmp_path / "keys[1].json")]):
+        code, _, err = run_cli(capsys, "distinct-count", *argv, "--dry-run")
+        assert code == 0, err
+    err = refused(capsys, "is a CSV file whose name holds glob characters", "distinct-count", "--input",
+                  str(data), "--epsilon", "1")
     assert "rename the file" in err and "does not exist" not in err
-    # A pattern is still a pattern: it matches files, so it passes this check (and asks for Spark).
-    code, _, err = run_cli(capsys, "distinct-count", "--input", str(tmp_path / "data?.csv"), "--dry-run")
-    assert code == 0, err
+    refused(capsys, "public keys file (--groups)", "distinct-count", "--input", str(tmp_path / "data[1].json"),
+            "--group-by", "country", "--groups", str(data), "--dry-run")
+    refused(capsys, f"public keys file (--groups) {str(tmp_path / 'nokeys[0-9].csv')!r} does not exist",
+            "distinct-count", "--input", str(tmp_path / "data[1].json"), "--group-by", "country", "--groups",
+            str(tmp_path / "nokeys[0-9].csv"), "--dry-run")
 
 
 def test_a_missing_groups_file_is_the_public_keys_file_before_spark(capsys, events, tmp_path):
