@@ -77,8 +77,17 @@ def refuse_csv_literal_glob(source: str, fmt: str, what: str = "input path") -> 
     Spark's multi-line CSV reader (RFC 4180, :func:`reader_options`) lists
     its files by the pattern again, unescaped (``data[1].csv`` reads the
     header of ``data1.csv``, or fails). Refused with the fix (InputError);
-    Parquet and JSON files of such names are read as named."""
-    if fmt == "csv" and literal_glob(source):
+    Parquet and JSON files of such names are read as named. ``fmt``
+    "auto": the format from the name (a name that does not tell it is left
+    to the reader)."""
+    if not literal_glob(source):
+        return
+    if fmt == "auto":
+        try:
+            fmt = detect_format(source)
+        except InputError:
+            return
+    if fmt == "csv":
         raise InputError(f"{what} {source!r} is a CSV file whose name holds glob characters ([ ] {{ }} * ? \\), "
                          "which Spark's CSV reader reads as a pattern, not as this name; rename the file (and any "
                          "folder on its path) without them.")

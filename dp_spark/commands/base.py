@@ -349,9 +349,7 @@ def check_input_options(opts: dict[str, Any]) -> None:
     be written."""
     if opts.get("input"):
         check_input_path(str(opts["input"]))
-        if not str(opts["input"]).startswith("table:") and opts.get("format") in (None, "auto", "csv"):
-            refuse_csv_literal_glob(str(opts["input"]), opts.get("format") if opts.get("format") == "csv"
-                                    else detect_format(str(opts["input"])))
+        refuse_csv_literal_glob(str(opts["input"]), opts.get("format") or "auto")
         check_column_names(input_columns(opts))
     if opts.get("groups"):
         _check_keys_file(str(opts["groups"]))
@@ -368,7 +366,7 @@ def _check_keys_file(path: str) -> None:
     if path.startswith("table:") or not is_local(path):
         return
     if local_path(path).exists():
-        refuse_csv_literal_glob(path, detect_format(path), "public keys file (--groups)")
+        refuse_csv_literal_glob(path, "auto", "public keys file (--groups)")
         return
     if SPARK_GLOB.search(path) and glob.glob(re.sub(r"\{[^{}]*\}", "*", str(local_path(path)))):
         return
