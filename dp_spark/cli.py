@@ -279,6 +279,13 @@ def _run(args, command: str) -> int:
     return 0
 
 
+def _detach_stdout() -> None:
+    """After the reader of stdout ended: stdout to /dev/null, so the
+    interpreter's flush at exit raises no second error."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 class StdoutClosed(DPSparkError):
     """stdout was closed before the result was printed (``| head``, a log
     collector that died): the outputs had been written."""
@@ -293,7 +300,7 @@ def _print_result(release, opts, notes=()) -> None:
             print(line)
         sys.stdout.flush()
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        _detach_stdout()
         written = [f"--{n.replace('_', '-')}" for n in OUTPUT_PATHS if opts.get(n)]
         raise StdoutClosed(
             "stdout was closed before the result was printed (the reader of a pipe ended); "
@@ -434,8 +441,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return EXIT_TERMINATED if terminated else 130
     except BrokenPipeError:  # a dry run's plan, sample-data's or the ledger's lines (a release: StdoutClosed)
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        _detach_stdout()
         print("dp-spark: stdout was closed before everything was printed (the reader of a pipe ended)."
               + _spent_clause(), file=sys.stderr)
         return EXIT_FAILED

@@ -49,9 +49,13 @@ _EXTENSIONS = {
 _COMPRESSION = (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate")
 
 
+#: A Windows drive letter starting a local path (``C:\\data``), not a URI scheme.
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
 def is_local(path: str) -> bool:
     scheme = urlparse(path).scheme
-    return scheme in ("", "file") or re.match(r"^[A-Za-z]:[\\/]", path) is not None
+    return scheme in ("", "file") or _WINDOWS_DRIVE.match(path) is not None
 
 
 def local_path(path: str) -> Path:
@@ -104,12 +108,10 @@ def spark_source(source: str) -> str:
     its literal name is read as that name (``data[1].csv``: Spark would read
     the pattern, ``data1.csv``), its glob characters escaped. Other URIs are
     unchanged."""
-    if not is_local(source) or re.match(r"^[A-Za-z]:[\\/]", source):
+    if not is_local(source) or _WINDOWS_DRIVE.match(source):
         return source
     literal = literal_glob(source)
-    if source.startswith("file:"):
-        return _glob_escaped(source) if literal else source
-    if os.path.isabs(source):
+    if source.startswith("file:") or os.path.isabs(source):
         return _glob_escaped(source) if literal else source
     return os.path.join(_glob_escaped(os.getcwd()), _glob_escaped(source) if literal else source)
 
@@ -335,7 +337,7 @@ def check_parquet_schemas(spark, source: str) -> None:
     if local.is_dir():
         files = _parquet_files(local)
     elif _GLOB.search(str(local)) and not local.exists():
-        matches = sorted(Path(m) for m in glob.glob(re.sub(r"\{[^{}]*\}", "*", str(local))))
+        matches = sorted(Path(m) for m in pattern_matches(local))
         files = [f for m in matches for f in (_parquet_files(m) if m.is_dir() else [m])]
     else:
         return
@@ -361,6 +363,12 @@ def check_parquet_schemas(spark, source: str) -> None:
 _GLOB = re.compile(r"[*?\[{]")
 
 
+def pattern_matches(local: Path) -> list[str]:
+    """The local paths a Hadoop glob pattern matches, for the checks before
+    Spark: ``{a,b}`` (Hadoop's) read as a looser ``*``."""
+    return glob.glob(re.sub(r"\{[^{}]*\}", "*", str(local)))
+
+
 def check_input_path(source: str) -> None:
     """A local input path exists and is readable, or a glob pattern
     (``dir/*.csv``, Hadoop's syntax: * ? [..] {a,b}) matches at least one file
@@ -370,8 +378,7 @@ def check_input_path(source: str) -> None:
         return
     local = local_path(source)
     if _GLOB.search(str(local)) and not local.exists():
-        pattern = re.sub(r"\{[^{}]*\}", "*", str(local))  # {a,b}: Hadoop's; a looser * for the check
-        if not glob.glob(pattern):
+        if not pattern_matches(local):
             raise InputError(f"input pattern {source!r} matches no files.")
         return
     if not local.exists():

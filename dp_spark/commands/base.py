@@ -4,7 +4,6 @@ merging, reading the input (or the built-in data), and writing outputs."""
 from __future__ import annotations
 
 import argparse
-import glob
 import logging
 import os
 import re
@@ -16,7 +15,7 @@ from dp_spark.config import load_config
 from dp_spark.datasets import synthetic_events
 from dp_spark.errors import DPSparkError, InputError, ParameterError, SchemaError
 from dp_spark.io import (SPARK_GLOB, check_column_names, check_input_path, check_rows_parse, detect_format, is_local,
-                         local_path, read_input, refuse_csv_literal_glob, write_dataframe_atomic)
+                         local_path, pattern_matches, read_input, refuse_csv_literal_glob, write_dataframe_atomic)
 from dp_spark.plan import budget_filter
 from dp_spark.public_inputs import refuse_private_paths
 from dp_spark.releases import RELEASES
@@ -368,7 +367,7 @@ def _check_keys_file(path: str) -> None:
     if local_path(path).exists():
         refuse_csv_literal_glob(path, "auto", "public keys file (--groups)")
         return
-    if SPARK_GLOB.search(path) and glob.glob(re.sub(r"\{[^{}]*\}", "*", str(local_path(path)))):
+    if SPARK_GLOB.search(path) and pattern_matches(local_path(path)):
         return
     raise InputError(f"public keys file (--groups) {path!r} does not exist; give the path of the file listing "
                      "the public keys (a column named as --group-by).")
