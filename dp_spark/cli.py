@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 from dp_spark import __version__, sample_data, session, sparkjobs, tables
 from dp_spark.commands import COMMANDS, outputs
-from dp_spark.commands.base import (OUTPUT_PATHS, GivenOnce, add_options, budget_of, check_input_options, load_table,
-                                    options_of, plan_of, resolve, run_release)
+from dp_spark.commands.base import (ARTIFACT_OUTPUTS, OUTPUT_PATHS, GivenOnce, add_options, budget_of,
+                                    check_input_options, load_table, options_of, plan_of, resolve, run_release)
 from dp_spark.commands.outputs import check_keyed_reports, check_run_paths, write_outputs
 from dp_spark.errors import DPSparkError, InputError, InputReadError, ParameterError, SparkJobError
 from dp_spark.ledger import command as ledger_command
@@ -61,11 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
                "--input events.parquet --epsilon 1 --output report.json --report-html report.html")
     parser.add_argument("--version", action="version", version=f"dp_spark {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="RELEASE", parser_class=_Parser)
-    for name, module in COMMANDS.items():
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+    for name, command in COMMANDS.items():
+        p = sub.add_parser(name, help=command.help, description=command.help)
         p.add_argument("--config", metavar="PATH", action=GivenOnce,
                        help="YAML file of options (command-line flags override it)")
-        add_options(p, options_of(module))
+        add_options(p, options_of(command))
     ledger_command.add_parser(sub)
     sample_data.add_parser(sub)
     return parser
@@ -125,16 +125,14 @@ def _budget(command: str, opts):
     parameters = {k: v for k, v in opts.items() if k not in ("ledger", "quiet", "verbose") and v is not None}
     budget = open_ledger(opts["ledger"]).budget(
         opts["ledger_budget"], run_key=run_key, once=once, parameters={"release": command, **parameters},
-        outputs={k: _absolute(opts[k]) for k in _OUTPUTS if opts.get(k)})
+        outputs={k: _absolute(opts[k]) for k in OUTPUT_PATHS if opts.get(k)})
     if budget.keyed:
         budget.fix_identity(_run_identity(command, opts))  # checked by plan.check and by the release's charge
     return budget
 
 
-#: Options naming what a run writes (recorded with a keyed run; not part of its identity).
-_OUTPUTS = ("output", "report_html", "items_output", "series", "groups_output")
-#: Options that change how a run is run, not what it releases or from what.
-_NOT_IDENTITY = _OUTPUTS + ("master", "verbose", "quiet", "overwrite", "ledger", "ledger_budget", "run_key",
+#: Options that change how a run is run, not what it releases or from what (and what it writes).
+_NOT_IDENTITY = OUTPUT_PATHS + ("master", "verbose", "quiet", "overwrite", "ledger", "ledger_budget", "run_key",
                             "dry_run", "checkpoint", "sink")
 #: Options that say which data is read and how (the identity's input).
 _INPUT = ("input", "format", "tokenize", "rows", "delimiter", "header", "quote", "encoding", "schema", "bad_rows")
@@ -171,16 +169,16 @@ def _run_identity(command: str, opts) -> dict:
     return {"release": command, "parameters": parameters, "input": source}
 
 
-def _dry_run_refusals(module, command: str, plan, opts) -> int:
+def _dry_run_refusals(command, plan, opts) -> int:
     """Every refusal the real run would make before Spark starts (outputs,
     the budget), each as an error line; exit 2 if there is one. Reads no
     data, starts no Spark, spends nothing."""
     problems: list[str] = []
     keyed = bool(opts.get("run_key"))
-    check_run_paths(module, opts, problems, keyed=keyed)
+    check_run_paths(command, opts, problems, keyed=keyed)
 
     def budget_and_reports() -> None:  # the ledger is read, never charged
-        budget = _budget(command, opts)
+        budget = _budget(command.name, opts)
         plan.check(budget)
         if keyed:  # a retry may rewrite the reports its recorded release wrote, as the real run does
             check_keyed_reports(opts, (_recorded_run(budget, plan) or {}).get("report_created"))
@@ -218,22 +216,21 @@ def _check_master(master: str | None) -> None:
 
 
 def _run(args, command: str) -> int:
-    module = COMMANDS[command]
-    opts = resolve(args, options_of(module))
-    opts = getattr(module, "complete", lambda o: o)(opts)  # defaults that depend on other options
+    cmd = COMMANDS[command]
+    opts = resolve(args, options_of(cmd))
+    opts = cmd.complete(opts)  # defaults that depend on other options
     if opts.get("quiet") and opts.get("verbose"):
         raise ParameterError("--quiet and --verbose ask for opposite things: give one of them.")
     _configure_logging(opts)
-    if hasattr(module, "validate"):
-        module.validate(opts)  # options of the command line only (never a release parameter)
-    plan = plan_of(module, opts)  # every release parameter checked, the cost and its split
+    cmd.validate(opts)  # options of the command line only (never a release parameter)
+    plan = plan_of(cmd, opts)  # every release parameter checked, the cost and its split
 
     session.check_master(opts.get("master"))  # before a JVM prints its own stack trace about it
     if opts.get("dry_run"):
         print(plan.to_json() if opts["quiet"] else plan.describe())
-        return _dry_run_refusals(module, command, plan, {**opts, "config": getattr(args, "config", None)})
+        return _dry_run_refusals(cmd, plan, {**opts, "config": getattr(args, "config", None)})
     keyed = bool(opts.get("run_key"))
-    check_run_paths(module, {**opts, "config": getattr(args, "config", None)}, keyed=keyed)
+    check_run_paths(cmd, {**opts, "config": getattr(args, "config", None)}, keyed=keyed)
     check_input_options(opts)  # the input path and column names, before the JVM starts
     budget = _budget(command, opts)
     _RUN["budget"] = budget  # main's failure messages say whether it was charged
@@ -242,7 +239,7 @@ def _run(args, command: str) -> int:
     if keyed:  # its own earlier reports may be rewritten by its replay (issue 42 §3)
         check_keyed_reports(opts, None if replaying is None else replaying.get("report_created"))
     if replaying is not None:
-        _refuse_lost_outputs(module, opts, replaying)  # before Spark starts
+        _refuse_lost_outputs(opts, replaying)  # before Spark starts
     _check_master(opts["master"])
 
     spark = session.get_session(master=opts["master"], log_level=None if opts["verbose"] else "OFF")
@@ -254,23 +251,23 @@ def _run(args, command: str) -> int:
     # a claim not written into is dropped however the run ends (an error,
     # Ctrl-C, SIGTERM). A claim left by a killed run: dp_spark.tables.
     with tables.claims(held):
-        outputs.check_table_outputs(spark, module, opts, held=held)
-        df, opts = getattr(module, "load_table", load_table)(spark, opts)
+        outputs.check_table_outputs(spark, cmd, opts, held=held)
+        df, opts = (cmd.load_table or load_table)(spark, opts)
         # The release on the plan built above (not a second one): its schema and
         # null checks (a missing column refused before any data is read), then
         # --bad-rows fail's parse check, then the charge, then the data.
-        if hasattr(module, "run"):
-            release = module.run(spark, plan, df, opts, budget)  # e.g. top-k's --domain file, the demo stream
+        if cmd.run is not None:
+            release = cmd.run(spark, plan, df, opts, budget)  # e.g. top-k's --domain file, the demo stream
         else:
-            release = run_release(module, plan, df, opts, budget)  # spec.run(plan, df, budget=...)
-        _refuse_lost_outputs(module, opts, getattr(release, "replay", None))
+            release = run_release(cmd, plan, df, opts, budget)  # spec.run(plan, df, budget=...)
+        _refuse_lost_outputs(opts, release.replay)
         # Artifacts, then the HTML and JSON reports (a report means all outputs
         # exist); a failed write says what was written and that the budget is
         # spent. The outputs come before the printed result (recorded in the
         # ledger before all this), so a closed stdout loses nothing (issue 42 §3);
         # a failed write still prints the result.
         try:
-            notes = write_outputs(module, release, opts)
+            notes = write_outputs(cmd, release, opts)
         except BaseException:
             with contextlib.suppress(OSError, StdoutClosed):
                 _print_result(release, opts)
@@ -321,14 +318,13 @@ def _recorded_run(budget, plan) -> dict | None:
     return {**replay_note(run), "report_created": (run.record or {}).get("created")}
 
 
-def _refuse_lost_outputs(module, opts, replay: dict | None) -> None:
+def _refuse_lost_outputs(opts, replay: dict | None) -> None:
     """A release replayed from the ledger's record has its report but not its
     DataFrame outputs (--items-output, --series): refuse (one line, naming
     the earlier run and its outputs) rather than release them again."""
     if replay is None:
         return
-    wanted = [f"--{o.replace('_', '-')}" for o in ("items_output", "series", "groups_output")
-              if opts.get(o) and getattr(module, "ARTIFACT_WRITERS", None)]
+    wanted = [f"--{o.replace('_', '-')}" for o in ARTIFACT_OUTPUTS if opts.get(o)]
     if wanted:
         shown = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in sorted(replay["outputs"].items())) or "none"
         raise ParameterError(

@@ -7,9 +7,9 @@ import argparse
 import logging
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from dp_spark.config import load_config
 from dp_spark.datasets import synthetic_events
@@ -63,9 +63,35 @@ synthetic_rows.__name__ = f"whole number from 1 to {MAX_SYNTHETIC_ROWS:,} (the b
 
 _positive_int.__name__ = "whole number >= 1"
 
-#: Options naming files or directories the run writes (refused over existing
-#: paths without --overwrite, and over any input), read, or keeps state in.
-OUTPUT_PATHS = ("output", "report_html", "items_output", "series", "groups_output")
+@dataclass(frozen=True)
+class Output:
+    """One option naming what a run writes: refused over existing paths
+    without --overwrite and over any input, recorded with a keyed run (not
+    part of its identity)."""
+
+    name: str  # the option, e.g. "items_output"
+    what: str  # in messages: "the {what} is a file"
+    artifact: str | None = None  # the Release.artifacts entry it writes (None: a report)
+    table: bool = False  # a DataFrame output: may be a catalog table, table:db.name
+    file: bool = False  # written as one file (a folder there cannot take it)
+
+
+#: The one list of output options; every other list of them is read from it.
+OUTPUTS = (
+    Output("output", "JSON report", file=True),
+    Output("report_html", "HTML report", file=True),
+    Output("items_output", "items", artifact="items", table=True),
+    Output("series", "series", artifact="series", table=True, file=True),
+    Output("groups_output", "per-group values", artifact="groups", table=True),
+)
+#: Options naming files or directories the run writes, reads, or keeps state in.
+OUTPUT_PATHS = tuple(o.name for o in OUTPUTS)
+#: The reports (what a keyed replay may rewrite when it wrote them).
+REPORTS = tuple(o.name for o in OUTPUTS if o.artifact is None)
+#: Outputs of a DataFrame artifact (a replayed release has its report, not these).
+ARTIFACT_OUTPUTS = tuple(o.name for o in OUTPUTS if o.artifact is not None)
+#: Artifact name -> the option naming where it goes.
+ARTIFACT_OPTION = {o.artifact: o.name for o in OUTPUTS if o.artifact is not None}
 INPUT_PATHS = ("input", "domain", "config", "groups")
 STATE_PATHS = ("checkpoint", "sink")  # --stream: resumable, may exist
 
@@ -120,11 +146,54 @@ READ_OPTIONS = (
 )
 
 
-def options_of(module) -> tuple:
+def _same(opts):
+    return opts
+
+
+def _nothing(opts) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``dp-spark <release>`` subcommand: its options and its hooks, as
+    typed fields (each command module defines ``COMMAND``; the CLI reads
+    nothing else from it). ``options``: named as the Python API's
+    parameters (the release's come from its ``Params``). ``writers``:
+    artifact name -> ``writer(release, opts)``, the outputs beside the JSON
+    report (written before it, atomically; the option of each is
+    :data:`ARTIFACT_OPTION`'s). ``validate(opts)``: options of the command
+    line only; ``complete(opts)``: defaults that depend on other options
+    (before anything else); ``plan_options(opts)``: refusals and demo
+    defaults before the plan; ``load_table(spark, opts) -> (df, opts)``;
+    ``run(spark, plan, df, opts, budget)`` where the call is not the plain
+    :func:`run_release`; ``series_path(opts)``: where the series goes when
+    ``--series`` is not given (continual-distinct)."""
+
+    name: str
+    help: str
+    options: tuple
+    writers: Mapping[str, Callable] = field(default_factory=dict)
+    validate: Callable[[dict], None] = _nothing
+    complete: Callable[[dict], dict] = _same
+    plan_options: Callable[[dict], dict] = _same
+    load_table: Callable | None = None
+    run: Callable | None = None
+    series_path: Callable[[dict], str | None] | None = None
+
+    def output_path(self, option: str, opts) -> str | None:
+        """Where the output ``option`` goes this run: the option, or for the
+        series the command's ``series_path`` (its derived default)."""
+        if option == "series" and self.series_path is not None:
+            return self.series_path(opts)
+        return opts.get(option)
+
+
+def options_of(command: Command) -> tuple:
     """A command's options plus the shared ones it does not define itself."""
-    names = {o.name for o in module.OPTIONS}
+    names = {o.name for o in command.options}
     extra = tuple(o for o in READ_OPTIONS if "input" in names) + RUN_OPTIONS
-    return tuple(module.OPTIONS) + tuple(o for o in extra if o.name not in names)
+    return tuple(command.options) + tuple(o for o in extra if o.name not in names)
 
 
 def _typed(opt: Option):
@@ -210,7 +279,7 @@ def resolve(args: argparse.Namespace, options) -> dict[str, Any]:
 
 
 def items_writer(attribute: str, what: str, single_file: bool = False):
-    """An ARTIFACT_WRITERS entry: write ``release.<attribute>`` (a Spark
+    """A ``Command.writers`` entry: write ``release.<attribute>`` (a Spark
     DataFrame) to ``--items-output`` as Parquet, atomically. ``single_file``
     for small tables (one Parquet part)."""
 
@@ -229,7 +298,7 @@ def items_writer(attribute: str, what: str, single_file: bool = False):
 
 
 def groups_writer(what: str = "per-group values"):
-    """An ARTIFACT_WRITERS entry: write ``release.groups`` (a Spark DataFrame,
+    """A ``Command.writers`` entry: write ``release.groups`` (a Spark DataFrame,
     at most MAX_PUBLIC_GROUPS rows) to ``--groups-output``: one CSV file's
     folder when the path ends in ``.csv``, else Parquet, or ``table:db.name``;
     atomically, with the output marking of every DataFrame output."""
@@ -436,10 +505,10 @@ def _normalize_series(texts):
 # -- one path from options to a release: the plan, the budget, the call ------------
 
 
-def spec_of(module):
-    """The release a command module runs: its entry in
-    :data:`dp_spark.releases.RELEASES` (by ``module.NAME``)."""
-    return RELEASES[module.NAME]
+def spec_of(command: Command):
+    """The release a command runs: its entry in
+    :data:`dp_spark.releases.RELEASES` (by ``command.name``)."""
+    return RELEASES[command.name]
 
 
 def _given(names, opts: dict[str, Any], skip=()) -> dict[str, Any]:
@@ -448,13 +517,13 @@ def _given(names, opts: dict[str, Any], skip=()) -> dict[str, Any]:
     return {k: opts[k] for k in names if k in opts and k not in skip}
 
 
-def plan_of(module, opts: dict[str, Any]):
+def plan_of(command: Command, opts: dict[str, Any]):
     """The release's frozen :class:`~dp_spark.plan.Plan` from the options:
     the same plan builder the Python API calls (``spec.plan``, i.e.
     ``dp_spark.plans.<release>.plan``), so every check, cost and budget
     split has one home. No Spark."""
-    opts = getattr(module, "plan_options", lambda o: o)(opts)
-    spec = spec_of(module)
+    opts = command.plan_options(opts)
+    spec = spec_of(command)
     return spec.plan(**_given(spec.plan_parameters(), opts))
 
 
@@ -473,10 +542,10 @@ def rows_check(df, opts: dict[str, Any]):
     return lambda: check_rows_parse(df, opts["input"])
 
 
-def run_release(module, plan, df, opts: dict[str, Any], budget, **public):
+def run_release(command: Command, plan, df, opts: dict[str, Any], budget, **public):
     """Run the release on the plan the CLI built once (its parameter checks,
     dry run and budget check): ``spec.run(plan, df, budget=...)``, i.e.
     ``dp_spark.releases.<release>.run``, the flow every
     ``dp_spark.<release>(df, ...)`` call runs too. ``public``: public
     inputs the plan only names (top-k's domain items)."""
-    return spec_of(module).run(plan, df, budget=budget, before_spend=rows_check(df, opts), **public)
+    return spec_of(command).run(plan, df, budget=budget, before_spend=rows_check(df, opts), **public)

@@ -22,11 +22,10 @@ With ``--stream`` a line "step t/T released" goes to stderr per step unless
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from dp_spark import checks
-from dp_spark.commands.base import (MAX_SYNTHETIC_ROWS, Option, READ_OPTIONS, RUN_OPTIONS, check_group_outputs,
+from dp_spark.commands.base import (MAX_SYNTHETIC_ROWS, Command, Option, READ_OPTIONS, RUN_OPTIONS, check_group_outputs,
                                     groups_writer, log, run_release, synthetic_rows)
 from dp_spark.commands.base import load_table as base_load_table
 from dp_spark.commands.params import release_options
@@ -194,7 +193,7 @@ def run(spark, plan, df, opts, budget_filter):
         log.info("no --input: built-in synthetic stream, about %s events, %d steps", f"{opts['rows']:,}",
                  opts["horizon"])
         df = synthetic_stream(spark, items=items, horizon=opts["horizon"], max_flippancy=int(opts["demo_flippancy"]))
-    return run_release(sys.modules[__name__], plan, df, opts, budget_filter)  # the release on the CLI's plan
+    return run_release(COMMAND, plan, df, opts, budget_filter)  # the release on the CLI's plan
 
 
 def _run_stream(spark, opts, budget_filter):
@@ -304,4 +303,7 @@ def _write_remote(release, path: str, fmt: str, overwrite: bool = False) -> None
     write_dataframe_atomic(frame.coalesce(1), path, fmt, seeded=release.seeded, overwrite=overwrite)
 
 
-ARTIFACT_WRITERS = {"series": write_series, "groups": groups_writer("per-group series")}
+WRITERS = {"series": write_series, "groups": groups_writer("per-group series")}
+
+COMMAND = Command(NAME, HELP, OPTIONS, WRITERS, validate=validate, plan_options=plan_options, load_table=load_table,
+                  run=run, series_path=series_path)

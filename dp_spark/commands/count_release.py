@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, check_group_outputs, groups_writer, items_writer
+from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Command, Option, check_group_outputs, groups_writer, items_writer
 from dp_spark.commands.params import release_options
 from dp_spark.plans.count_release import Params
 
@@ -19,7 +19,7 @@ OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_O
            "here: Parquet, CSV (a path ending in .csv) or table:db.name (atomically)"),
 ) + RUN_OPTIONS
 
-ARTIFACT_WRITERS = {"groups": groups_writer("per-group rows"),
+WRITERS = {"groups": groups_writer("per-group rows"),
                     "items": items_writer("items", "counts", single_file=True)}
 
 
@@ -27,3 +27,6 @@ def plan_options(opts):
     """The grouped-run output options, refused before Spark starts
     (:func:`~dp_spark.commands.base.check_group_outputs`)."""
     return check_group_outputs(opts, "per-group rows", "items_output")
+
+
+COMMAND = Command(NAME, HELP, OPTIONS, WRITERS, plan_options=plan_options)

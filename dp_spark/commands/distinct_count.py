@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Option, check_group_outputs, groups_writer
+from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Command, Option, check_group_outputs, groups_writer
 from dp_spark.commands.params import release_options
 from dp_spark.plans.distinct_count import Params
 
@@ -20,10 +20,13 @@ OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_O
            "(atomically)"),
 ) + RUN_OPTIONS
 
-ARTIFACT_WRITERS = {"groups": groups_writer()}
+WRITERS = {"groups": groups_writer()}
 
 
 def plan_options(opts):
     """``--groups-output`` needs ``--group-by`` (an ungrouped run has no
     per-group values): refused before Spark starts."""
     return check_group_outputs(opts, "per-group values")
+
+
+COMMAND = Command(NAME, HELP, OPTIONS, WRITERS, plan_options=plan_options)

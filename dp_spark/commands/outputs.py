@@ -37,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 from dp_spark import io as dp_io
-from dp_spark.commands.base import INPUT_PATHS, OUTPUT_PATHS, STATE_PATHS
+from dp_spark.commands.base import ARTIFACT_OPTION, INPUT_PATHS, OUTPUT_PATHS, OUTPUTS, REPORTS, STATE_PATHS
 from dp_spark.errors import DPSparkError, InputError, SparkJobError
 from dp_spark.html_report import write_html
 from dp_spark.io import is_local, local_path
@@ -62,12 +62,9 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def run_paths(module, opts) -> tuple[dict, dict, dict]:
+def run_paths(command, opts) -> tuple[dict, dict, dict]:
     """(outputs, inputs, states): option name -> resolved local path."""
-    outputs = {n: _local_path(opts.get(n)) for n in OUTPUT_PATHS}
-    series_path = getattr(module, "series_path", None)  # continual-distinct's derived default
-    if series_path is not None and not opts.get("series"):
-        outputs["series"] = _local_path(series_path(opts))
+    outputs = {n: _local_path(command.output_path(n, opts)) for n in OUTPUT_PATHS}
     inputs = {n: _local_path(opts.get(n)) for n in INPUT_PATHS}
     if opts.get("input") and opts.get("format") == "table":
         inputs["input"] = None
@@ -85,20 +82,14 @@ def run_paths(module, opts) -> tuple[dict, dict, dict]:
 
 
 #: Outputs written as one file (a folder there cannot take it).
-FILE_OUTPUTS = ("output", "report_html", "series")
-#: The reports: what a keyed replay may rewrite when it wrote them (:func:`written_by`).
-REPORTS = ("output", "report_html")
+FILE_OUTPUTS = tuple(o.name for o in OUTPUTS if o.file)
 #: DataFrame outputs: each may also be a catalog table, ``table:db.name``.
-TABLE_OUTPUTS = ("items_output", "series", "groups_output")
+TABLE_OUTPUTS = tuple(o.name for o in OUTPUTS if o.table)
 
 
-def table_outputs(module, opts) -> dict[str, str]:
+def table_outputs(command, opts) -> dict[str, str]:
     """Option name -> ``table:...`` value, for every output of this run naming a table."""
-    values = {n: opts.get(n) for n in dict.fromkeys(OUTPUT_PATHS + TABLE_OUTPUTS)}
-    series_path = getattr(module, "series_path", None)
-    if series_path is not None and not opts.get("series"):
-        values["series"] = series_path(opts)
-
+    values = {n: command.output_path(n, opts) for n in OUTPUT_PATHS}
     return {n: v for n, v in values.items() if is_table(v)}
 
 
@@ -110,12 +101,12 @@ def _input_table(opts) -> str | None:
     return source.removeprefix("table:")
 
 
-def _check_table_names(module, opts, refuse) -> None:
+def _check_table_names(command, opts, refuse) -> None:
     """The table outputs' names (no Spark): only DataFrame outputs, valid
     names, no two outputs and no output and the input naming one table."""
     seen: dict[str, str] = {}
     source = _input_table(opts)
-    for name, value in table_outputs(module, opts).items():
+    for name, value in table_outputs(command, opts).items():
         if name not in TABLE_OUTPUTS:
             refuse(f"{_flag(name)} {value!r}: the {_WHAT.get(name, 'output')} is a file; table:db.name is for "
                    f"DataFrame outputs ({', '.join(_flag(n) for n in TABLE_OUTPUTS)}). Give a file path.")
@@ -134,7 +125,7 @@ def _check_table_names(module, opts, refuse) -> None:
         seen[table] = name
 
 
-def check_table_outputs(spark, module, opts, problems: list | None = None, held: list | None = None) -> None:
+def check_table_outputs(spark, command, opts, problems: list | None = None, held: list | None = None) -> None:
     """The table outputs against the session's catalog (metadata only),
     before the release charges its budget (:func:`dp_spark.tables.check_table_output`):
     a run that could not write its tables spends nothing. ``problems``:
@@ -150,7 +141,7 @@ def check_table_outputs(spark, module, opts, problems: list | None = None, held:
             source = ".".join(qualified_table(spark, table_name(source, "input"))).lower()
         except InputError:
             source = None  # an input the catalog resolves otherwise (a path-like name): Spark's to read
-    for name, value in table_outputs(module, opts).items():
+    for name, value in table_outputs(command, opts).items():
         try:
             if name not in TABLE_OUTPUTS:
                 continue  # refused by check_run_paths
@@ -172,7 +163,7 @@ def _overlap(a: Path, b: Path) -> bool:
     return a == b or a in b.parents or b in a.parents
 
 
-def check_run_paths(module, opts, problems: list | None = None, keyed: bool = False) -> None:
+def check_run_paths(command, opts, problems: list | None = None, keyed: bool = False) -> None:
     """Refuse (InputError, exit 2) any output that would lose data or cannot
     be written. ``problems``: collect every refusal there instead of raising
     the first (a dry run reports them all). ``keyed``: the run has a run key,
@@ -185,14 +176,14 @@ def check_run_paths(module, opts, problems: list | None = None, keyed: bool = Fa
             raise InputError(message)
         problems.append(message)
 
-    _check_table_names(module, opts, refuse)
+    _check_table_names(command, opts, refuse)
     for name in OUTPUT_PATHS:  # issue 42 §5: '' wrote nothing silently, '-' wrote a file named '-'
         if opts.get(name) == "":
             refuse(f"{_flag(name)} is empty: give a path, or leave {_flag(name)} out.")
         elif opts.get(name) == "-":
             refuse(f"{_flag(name)} - would write a file named '-' (dp-spark writes its outputs to files; "
                    "--quiet prints the JSON report on stdout): give a file path.")
-    outputs, inputs, states = run_paths(module, opts)
+    outputs, inputs, states = run_paths(command, opts)
     valid = {}
     for name, out in outputs.items():
         reason = invalid_name(out)
@@ -294,7 +285,7 @@ def check_existing(out: Path, name: str, overwrite: bool) -> None:
         )
 
 
-_WHAT = {"output": "JSON report", "report_html": "HTML report", "series": "series"}
+_WHAT = {o.name: o.what for o in OUTPUTS if o.file}
 
 
 def check_keyed_reports(opts, replay_created: str | None) -> None:
@@ -359,18 +350,14 @@ class OutputWriteError(SparkJobError):
     states_spending = True
 
 
-#: Artifact name -> the option naming where it goes.
-_ARTIFACT_OPTION = {"items": "items_output", "series": "series"}
-
-
-def planned_writes(module, release, opts) -> list[tuple[str, str, object]]:
+def planned_writes(command, release, opts) -> list[tuple[str, str, object]]:
     """(option name, path, write()) for every output this run writes, in
     order: the artifacts, then the HTML report, then the JSON report (a
     report means all other outputs exist)."""
     writes = []
-    for artifact, writer in getattr(module, "ARTIFACT_WRITERS", {}).items():
-        option = _ARTIFACT_OPTION.get(artifact, f"{artifact}_output")
-        path = module.series_path(opts) if artifact == "series" and hasattr(module, "series_path") else opts.get(option)
+    for artifact, writer in command.writers.items():
+        option = ARTIFACT_OPTION[artifact]
+        path = command.output_path(option, opts)
         if path:
             writes.append((option, path, lambda w=writer: w(release, opts)))
     if opts.get("report_html"):
@@ -388,14 +375,14 @@ def planned_writes(module, release, opts) -> list[tuple[str, str, object]]:
 _WRITTEN_NOTE = {"report_html": "HTML report written to {path}", "output": "report written to {path}"}
 
 
-def write_outputs(module, release, opts) -> list[str]:
+def write_outputs(command, release, opts) -> list[str]:
     """Write every output of ``release``; on a failure raise
     :class:`OutputWriteError` (KeyboardInterrupt for Ctrl-C) naming what was
     written, what was not, and that the privacy was spent. Prints nothing:
     returns the lines the CLI prints after the result (the reports written,
     a hint about outputs not asked for; none with --quiet), so that every
     output exists before anything reaches stdout (issue 42 §3)."""
-    writes = planned_writes(module, release, opts)
+    writes = planned_writes(command, release, opts)
     done: list[str] = []
     for i, (option, path, write) in enumerate(writes):
         try:
@@ -412,7 +399,7 @@ def write_outputs(module, release, opts) -> list[str]:
     if opts.get("quiet"):
         return []
     notes = [_WRITTEN_NOTE[option].format(path=path) for option, path, _ in writes if option in _WRITTEN_NOTE]
-    hint = missing_output_hint(module, opts, release)
+    hint = missing_output_hint(command, opts, release)
     return notes + ([hint] if hint else [])
 
 
@@ -437,21 +424,21 @@ def _after_failure(release, opts, done, left) -> str:
             f"Written: {', '.join(done) or 'nothing'}. Not written: {not_written}.")
 
 
-def missing_output_hint(module, opts, release=None) -> str | None:
+def missing_output_hint(command, opts, release=None) -> str | None:
     """A release whose main result is a table that this run writes nowhere:
     where it can go (a set-union's items, a continual series); and, with
     ``release``, a released list longer than the screen shows when no report
     is written (count-release's counts: issue 42 §1 found 232 of 242 gone)."""
-    writers = getattr(module, "ARTIFACT_WRITERS", {})
+    writers = command.writers
     if opts.get("group_by"):  # a grouped run's values go to --groups-output only (no items output, no series)
         if "groups" in writers and not opts.get("groups_output"):
             return ("note: the per-group values were not written (the report holds the first groups only); pass "
                     "--groups-output PATH (.parquet, .csv or table:db.name) to write every group's.")
         return None
-    if "items" in writers and getattr(module, "NAME", "") == "set-union" and not opts.get("items_output"):
+    if "items" in writers and command.name == "set-union" and not opts.get("items_output"):
         return ("note: the released items were not written (only their number is in the report); pass "
                 "--items-output PATH to write them as Parquet.")
-    if "series" in writers and hasattr(module, "series_path") and not module.series_path(opts):
+    if "series" in writers and not command.output_path("series", opts):
         return ("note: the released series was not written; pass --series PATH (.parquet or .csv) or "
                 "--output PATH (the series then goes beside the report).")
     if release is not None and not opts.get("output") and not opts.get("items_output"):

@@ -7,10 +7,9 @@ list of items the Python API takes.
 
 from __future__ import annotations
 
-import sys
 
 from dp_spark.commands.base import (
-    INPUT_OPTIONS, RUN_OPTIONS, Option, check_group_outputs, groups_writer, items_writer, run_release,
+    INPUT_OPTIONS, RUN_OPTIONS, Command, Option, check_group_outputs, groups_writer, items_writer, run_release,
 )
 from dp_spark.commands.params import release_options
 from dp_spark.plans.top_k import DEMO_DELTA, Params
@@ -44,13 +43,16 @@ def run(spark, plan, df, opts, budget):
     from dp_spark.stages.item_counts import read_domain
 
     domain = read_domain(spark, opts["domain"], opts["item_col"], private=df) if opts["domain"] else None
-    return run_release(sys.modules[__name__], plan, df, opts, budget, domain=domain)
+    return run_release(COMMAND, plan, df, opts, budget, domain=domain)
 
 
-ARTIFACT_WRITERS = {"items": items_writer("items", "items", single_file=True), "groups": groups_writer()}
+WRITERS = {"items": items_writer("items", "items", single_file=True), "groups": groups_writer()}
 
 
 def plan_options(opts):
     """The grouped-run output options, refused before Spark starts
     (:func:`~dp_spark.commands.base.check_group_outputs`)."""
     return check_group_outputs(opts, "per-group items", "items_output")
+
+
+COMMAND = Command(NAME, HELP, OPTIONS, WRITERS, complete=complete, plan_options=plan_options, run=run)

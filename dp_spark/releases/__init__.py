@@ -105,11 +105,6 @@ class ReleaseSpec:
         return importlib.import_module(f"dp_spark.plans.{self.python_name}").plan
 
     @property
-    def command(self):
-        """The ``dp-spark <name>`` command module ``dp_spark.commands.<python_name>``."""
-        return importlib.import_module(f"dp_spark.commands.{self.python_name}")
-
-    @property
     def job(self) -> str:
         """The spark-submit script, relative to the checkout."""
         return f"jobs/{self.python_name}.py"

@@ -11,6 +11,7 @@ write it. Every refusal is checked against a ledger: nothing charged."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import subprocess
@@ -25,6 +26,7 @@ import dp_spark.cli as cli
 import dp_spark.tables as tables
 from dp_spark.accounting import ApproxDP
 from dp_spark.cli import main
+from dp_spark.commands import COMMANDS
 from dp_spark.errors import InputError
 from dp_spark.ledger import open_ledger
 from dp_spark.marking import TABLE_PROPERTY
@@ -289,7 +291,7 @@ def test_overwrite_keeps_the_earlier_table_and_unclaims_it_when_the_run_fails(ca
         seen["claim"] = properties(spark, f"{db}.kept").get(CLAIM_PROPERTY)
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("dp_spark.commands.top_k.run", failing)
+    monkeypatch.setitem(COMMANDS, "top-k", dataclasses.replace(COMMANDS["top-k"], run=failing))
     code, err = run(capsys, *TOPK, "--items-output", target, "--overwrite")
     assert code == 1, err
     assert seen["claim"] and str(os.getpid()) in seen["claim"]  # claimed before the charge

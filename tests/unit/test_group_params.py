@@ -27,7 +27,7 @@ def test_the_group_fields_are_declared_once_and_distinct_count_takes_them():
     assert names == ["group_by", "groups", "max_groups"]
     assert issubclass(plans.Params, GroupParams)
     assert {"group_by", "groups", "max_groups"} <= {f.name for f in params_fields(plans.Params, cli=True)}
-    flags = {o.flag_name for o in options_of(command)}
+    flags = {o.flag_name for o in options_of(command.COMMAND)}
     assert {"--group-by", "--groups", "--max-groups", "--groups-output"} <= flags
 
 

@@ -37,7 +37,7 @@ CALL_ONLY = {"df", "budget", "ledger"}
 
 
 def _modules(name):
-    return importlib.import_module(f"dp_spark.plans.{name}"), importlib.import_module(f"dp_spark.commands.{name}")
+    return importlib.import_module(f"dp_spark.plans.{name}"), importlib.import_module(f"dp_spark.commands.{name}").COMMAND
 
 
 def _release_keywords(name) -> dict:
@@ -90,7 +90,7 @@ def test_the_cli_options_are_the_cli_fields_and_the_declared_cli_only_ones(name)
     options = {o.name: o for o in options_of(command)}
     fields = params_fields(plans.Params, cli=True)
     for f in fields:
-        assert f.name in options, f"--{f.name.replace('_', '-')} is missing from dp-spark {command.NAME}"
+        assert f.name in options, f"--{f.name.replace('_', '-')} is missing from dp-spark {command.name}"
         opt = options[f.name]
         assert opt.default == f.metadata["cli_default"], f.name
         assert opt.help == f.metadata["help"], f.name

@@ -133,7 +133,7 @@ def test_the_subcommands_are_the_releases():
     from dp_spark.commands import COMMANDS
 
     assert list(COMMANDS) == list(RELEASES)
-    assert all(module.NAME == name for name, module in COMMANDS.items())
+    assert all(command.name == name for name, command in COMMANDS.items())
     subcommands = next(a for a in build_parser()._actions if a.dest == "command").choices
     assert [name for name in subcommands if name not in ("ledger", "sample-data")] == list(RELEASES)
 
@@ -177,9 +177,9 @@ def test_each_plan_names_its_release_and_privacy_unit():
     from dp_spark.commands.base import options_of, plan_of
 
     for name, spec in RELEASES.items():
-        module = COMMANDS[name]
-        opts = {o.name: o.default for o in options_of(module)}
-        plan = plan_of(module, getattr(module, "complete", lambda o: o)(opts))
+        command = COMMANDS[name]
+        opts = {o.name: o.default for o in options_of(command)}
+        plan = plan_of(command, command.complete(opts))
         assert (plan.release, plan.privacy_unit) == (name, spec.privacy_unit)
 
 
