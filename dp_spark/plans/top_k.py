@@ -255,7 +255,7 @@ class Params(GroupParams):
     persons (only used to judge the error bound). The group parameters
     (``group_by``, ``groups``, ``max_groups``) are
     :class:`~dp_spark.plan.GroupParams`' (the grouped top-k:
-    :mod:`dp_spark.releases.grouped_top_k`).
+    :mod:`dp_spark.releases.top_k`, the same body as the ungrouped one).
     """
 
     k: int = param(help="number of items to release, in rank order", limit=MAX_K, cli_default=10, cli_type=int)
@@ -339,8 +339,8 @@ class Params(GroupParams):
 
     @property
     def gaussian(self) -> bool:
-        """A grouped ρ-zCDP run (``noise="gaussian"`` with ``group_by``)."""
-        return self.noise == "gaussian" and self.group_by is not None
+        """A grouped ρ-zCDP run (``noise="gaussian"``: refused without ``group_by``)."""
+        return self.noise == "gaussian"
 
 
 @builds(Params)

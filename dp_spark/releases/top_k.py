@@ -42,6 +42,51 @@ statistics) and runs the chosen one with the rest (and δ; with δ = 0 only a
 pure mechanism may run). The budget split shows both parts, the same
 whatever auto picks; ``result["method"]`` says which ran.
 
+Per group (issue 24: ``group_by``, public keys ``groups``, cap
+``max_groups`` m) the same body runs: an ungrouped release is the one-key
+grouped run (the edge table's constant group, m = 1; the equivalence is
+tested seeded in tests/spark/test_grouped_top_k.py). The release template
+restricted the edge table to the keys and capped every person to at most
+m of their groups (:mod:`dp_spark.releases.groups`, a per-person
+transformation); steps of the plan (:mod:`dp_spark.plans.top_k`):
+
+0. ``max_groups=None``: ε/20 chooses m in 1..M (M = the number of keys) by
+   GEM over Σ_p min(|G_p|, m) (sensitivity m), then caps
+   (:mod:`dp_spark.releases.group_cap`). m is released; the rest runs
+   conditioned on it.
+1. Spark stage (no noise), one pass: the distinct persons per (group,
+   item), then per group the k̄+1 largest (a window: at most G·(k̄+1) rows
+   reach the driver) or every domain item's count (G·d numbers)
+   (:mod:`dp_spark.stages.item_counts`). Adding or removing one person y
+   moves each (group, item) count by at most 1, all the same way, and only
+   in the ≤ m groups y keeps: within a group, the histogram the mechanisms
+   assume.
+2. Per group, the mechanism at ε'/m (and δ/m for ``cdp-peel`` and
+   ``unknown-domain``), ε' the rest of ε after step 0
+   (:func:`~dp_spark.mechanisms.top_k.error.grouped_domain_top_k`,
+   :func:`~dp_spark.mechanisms.top_k.unknown_domain.grouped_unknown_domain`);
+   ``auto`` with a domain runs the pure joint mechanism auto picks from
+   public parameters (no private choice per group). One person changes the
+   counts of at most m groups: basic composition over them, parallel
+   composition across the others, so (ε', δ)-DP (ε'-DP for the pure
+   mechanisms), (ε, δ)-DP with step 0; m = 1 gives every group ε' (and δ).
+
+``noise="gaussian"`` (per group, with a domain, asked for by name): ρ-zCDP
+with ρ = ε²/2 instead (a weaker guarantee than ε-DP, stated with its
+(ε, δ') equivalent): step 0 spends the same share of ρ (GEM's exponential
+mechanism at √(8ρ_cap): ε-bounded range, so ρ_cap-zCDP, Cesar & Rogers
+2021), step 2 runs in every group a bounded-range mechanism at ρ'/m (the
+joint exponential mechanism at √(8ρ'/m), or one-shot Gumbel top-k, the
+default, at √(8ρ'/(m·k)) per round: :mod:`dp_spark.mechanisms.top_k.zcdp`),
+so the release is ρ_cap + ρ' = ρ (adaptive zCDP composition, Bun & Steinke
+2016): √m scaling instead of 1/m. Keys chosen privately are refused (an
+(ε, δ) step has no sound ρ-zCDP form).
+
+Each group's error statement is the ungrouped one at the group's share,
+all G groups' at once with probability >= 1 − G·5% (union bound). Every
+public key is released, also one without rows (its items are then the
+mechanism's pick among zero counts, or none with ⊥ for unknown-domain).
+
 Parameters have public upper limits checked before any data is read
 (:data:`dp_spark.plans.top_k.MAX_K`, ``MAX_KBAR``, ``MAX_DOMAIN``,
 ``MAX_JOINT_ENTRIES``).
@@ -58,6 +103,7 @@ at rank 1 (already paid for) — and a warning is released when E is more than
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, replace
 from functools import partial
@@ -66,18 +112,24 @@ import pandas as pd
 from pyspark.sql import types as T
 
 from dp_spark.accounting import PrivacyFilter
+from dp_spark.accounting.exact import exact, ratio_down, sqrt_down
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_gumbel, unknown_domain_threshold
+from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_threshold
+from dp_spark.mechanisms.top_k._common import group_share
 from dp_spark.mechanisms.top_k.auto import AutoChoice, auto_share, choose_mechanism
-from dp_spark.mechanisms.top_k.error import CONFIDENCE, domain_top_k
+from dp_spark.mechanisms.top_k.error import CONFIDENCE, grouped_domain_top_k, selection_noise
+from dp_spark.mechanisms.top_k.unknown_domain import grouped_unknown_domain
+from dp_spark.mechanisms.top_k.zcdp import grouped_zcdp_top_k, zcdp_selection_noise
+from dp_spark.noise.records import NoiseDraw
 from dp_spark.plan import MAX_PUBLIC_GROUPS, Plan
-from dp_spark.plans.top_k import (DOMAIN_METHODS, MAX_GROUPED_SUMMARY, MAX_JOINT_ENTRIES, NAMES, resolve_method,
-                                  unknown_domain_zcdp)
+from dp_spark.plans.top_k import (DOMAIN_METHODS, MAX_GROUPED_SUMMARY, MAX_JOINT_ENTRIES, NAMES, unknown_domain_zcdp)
 from dp_spark.plans.top_k import plan as make_plan
-from dp_spark.releases.grouped_top_k import body as grouped_body
+from dp_spark.releases.group_cap import CHOSEN, choose_and_cap
+from dp_spark.releases.groups import GROUP_INDEX, groups_frame, report_groups
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.stages import item_counts as stage
+from dp_spark.stages.edges import GROUP, UNGROUPED
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +202,7 @@ def top_k(
     ``items`` (``release.items``) is the same ranking as a Spark DataFrame
     (rank, item).
 
-    Per group (issue 24; :mod:`dp_spark.releases.grouped_top_k`):
+    Per group (issue 24; the module docstring):
     ``group_by`` (a column), ``groups`` (the public keys: a list, a
     one-column Spark DataFrame or a file path; at most 1,024; every key is
     released, also one without rows) and ``max_groups`` m (each person keeps
@@ -226,48 +278,96 @@ def _grouped_limits(p) -> None:
 
 
 def _body(plan: Plan, edge_df, rng, local) -> Release:
-    """Stage and mechanism (:func:`_select`), then the report; a grouped
-    run's (:mod:`dp_spark.releases.grouped_top_k`)."""
-    if plan.params.group_by is not None:
-        return grouped_body(plan, edge_df, rng, local)
-    items = plan.params.domain if plan.params.domain_size is not None else None
-    integral = stage.integral_items(edge_df)
-    selection = _select(plan, edge_df, items, rng)
-    return _report(plan, local, selection, items, edge_df.sparkSession, integral, plan.params.seed)
+    """Stage, mechanism and report of every run (module docstring): an
+    ungrouped run is the one-key grouped run, its edge table's constant
+    group at cap m = 1; only its report has the ungrouped shape."""
+    p = plan.params
+    grouped = p.group_by is not None
+    keys, m = (p.groups, p.max_groups) if grouped else ((UNGROUPED,), 1)
+    cap_noise, how = [], {}
+    if m is None:  # logged before the branch below: whether a private key step released a key is not shown
+        log.info("top-k: choosing the group cap privately")
+    if m is None and not keys:  # a private key step released no key: no cap to choose, nothing drawn
+        m = 1
+    if m is None:
+        m, edge_df, drawn = choose_and_cap(edge_df, len(keys), _cap_epsilon(plan), rng)
+        cap_noise.append(drawn)
+        how = {"max_groups": m, "max_groups_chosen": CHOSEN}
+    items = p.domain if p.domain_size is not None else None
+    # no key (a private key step released none): the same Spark pass, on the then empty table, and no draw
+    # (zero groups), so the Spark jobs before the record do not show whether any key was released
+    selection = _select(plan, edge_df, items, len(keys), m, GROUP_INDEX if grouped else GROUP, rng)
+    if not grouped:
+        return _report(plan, local, selection, items, edge_df)
+    record = dataclasses.replace(selection.record, target=f"in each of the {len(keys):,} groups: "
+                                 f"{selection.record.target}", **({} if keys else {"draws": 0}))
+    return _groups_report(plan, keys, m, selection, {**how, **selection.how}, local, edge_df, [*cap_noise, record],
+                          items)
+
+
+def _cap_epsilon(plan: Plan) -> float:
+    """The ε of the group cap's GEM: the step's ε, or under zCDP √(8ρ_cap)
+    rounded down (an exponential mechanism: ε-bounded range, so
+    ε²/8-zCDP, Cesar & Rogers 2021)."""
+    if plan.params.gaussian:
+        return sqrt_down(8 * exact(plan.split.cost("max_groups").rho))
+    return plan.split.epsilon("max_groups")
 
 
 @dataclass(frozen=True)
 class _Selection:
-    """What the mechanism released (items in rank order) and the public
-    facts its error statement needs."""
+    """What the mechanism released in every group (items in rank order) and
+    the public facts its error statement needs."""
 
-    items: list
+    groups: list  # per group, its released items in rank order
     method: str  # the mechanism that ran
-    epsilon: float  # the ε its selection ran with
-    size: int  # d, or kbar for unknown-domain
-    bottom: bool | None = None  # unknown-domain: ⊥ appended
-    choice: AutoChoice | None = None  # auto's choice
-    noise: tuple = ()  # the records of every privacy draw (auto's choice first, then the selection)
+    record: NoiseDraw  # the record of one group's selection (at the group's share)
+    how: dict  # the per-group share, for a grouped report's parameters
+    bottoms: list | None = None  # unknown-domain: per group, ⊥ appended
+    choice: AutoChoice | None = None  # auto's choice (ungrouped only)
 
 
-def _select(plan: Plan, edge_df, items, rng) -> _Selection:
-    """Run the stage and the mechanism the plan names, within its steps."""
-    k, epsilon, delta = plan.params.k, plan.params.epsilon, plan.params.delta
-    method = resolve_method(plan["method"], items is not None)
-    if method == "unknown-domain":
-        return _unknown_domain(edge_df, items, k, epsilon, delta, plan.params.kbar, rng)
-    log.info("top-k: counting persons per domain item (%d items)", len(items))
-    counts = stage.domain_item_counts(edge_df, items)
-    choice, eps_sel = None, epsilon
-    if method == "auto":
-        choice, eps_sel = _auto_choice(plan, counts, len(items), rng)
-        method = choice.method
-    # a private choice is not logged: nothing drawn leaves the process before the release is recorded
-    log.info("top-k: selecting with %s", method if choice is None else "the privately chosen mechanism")
-    indices, drawn = domain_top_k(method, counts, k, eps_sel, delta, rng)
-    del counts  # non-private; nothing below may use it
-    noise = (*(() if choice is None else choice.noise), drawn)
-    return _Selection([items[int(i)] for i in indices], method, eps_sel, len(items), choice=choice, noise=noise)
+def _select(plan: Plan, edge_df, items, n_groups: int, m: int, index: str, rng) -> _Selection:
+    """The one Spark pass (per ``index``, the group's position), then on the
+    driver the mechanism the plan names in every group, within its steps."""
+    p = plan.params
+    k, delta, mechanism = p.k, p.delta, p.mechanism
+    where = "" if index == GROUP else " in every group"
+    # the step's line names public parameters only (never the number of keys, which a private key step draws),
+    # and is logged whether or not any key was released
+    if items is None:
+        log.info("top-k: collecting the %d largest item counts%s", p.kbar + 1, where)
+        tops, counts = stage.grouped_top_item_counts(edge_df, n_groups, p.kbar, index), None  # NON-PRIVATE
+    else:
+        log.info("top-k: counting persons per domain item (%d items)%s", len(items), where)
+        counts = stage.grouped_domain_item_counts(edge_df, items, n_groups, index)  # NON-PRIVATE
+        tops = [stage.top_of_domain(items, row, p.kbar) for row in counts] if mechanism == "unknown-domain" else None
+    if p.gaussian:
+        rho = plan.split.cost("selection").rho
+        picked, epsilon = grouped_zcdp_top_k(mechanism, counts, k, rho, m, rng)
+        del counts  # non-private; nothing below may use it
+        per = "epsilon_per_round_per_group" if mechanism == "cdp-peel" else "epsilon_per_group"
+        return _Selection([[items[int(i)] for i in ix] for ix in picked], mechanism,
+                          zcdp_selection_noise(mechanism, k, epsilon, len(items)),
+                          {per: epsilon, "rho_per_group": ratio_down(rho, m), "method_per_group": mechanism})
+    epsilon, choice = plan.split.epsilon("selection"), None
+    if mechanism == "unknown-domain":
+        results = grouped_unknown_domain(tops, k, epsilon, delta, p.kbar, m, rng)
+        chosen = [[top.items[i] for i in r.indices] for top, r in zip(tops, results)]
+        bottoms = [r.bottom for r in results]
+    else:
+        if mechanism == "auto":  # the plan resolves auto per group from public parameters: one group here
+            choice, epsilon = _auto_choice(plan, counts[0], len(items), rng)
+            mechanism = choice.method
+        # a private choice is not logged: nothing drawn leaves the process before the release is recorded
+        log.info("top-k: selecting with %s", mechanism if choice is None else "the privately chosen mechanism")
+        picked = grouped_domain_top_k(mechanism, counts, k, epsilon, delta, m, rng)
+        chosen, bottoms = [[items[int(i)] for i in ix] for ix in picked], None
+    del tops, counts  # non-private; nothing below may use them
+    eps_group, delta_group = group_share(epsilon, delta, m)
+    record = selection_noise(mechanism, k, eps_group, delta_group, p.kbar if bottoms is not None else len(items))
+    how = {"epsilon_per_group": eps_group, "delta_per_group": delta_group, "method_per_group": mechanism}
+    return _Selection(chosen, mechanism, record, how, bottoms, choice)
 
 
 def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]:
@@ -284,28 +384,13 @@ def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]
     return choice, plan.split.epsilon("selection")
 
 
-def _unknown_domain(edge_df, items, k, epsilon, delta, kbar, rng) -> _Selection:
-    """Unknown Domain Gumbel over the k̄ + 1 largest counts."""
-    if items is not None:
-        log.info("top-k: counting persons per domain item (%d items)", len(items))
-        top = stage.top_of_domain(items, stage.domain_item_counts(edge_df, items), kbar)
-    else:
-        log.info("top-k: collecting the %d largest item counts", kbar + 1)
-        top = stage.top_item_counts(edge_df, kbar)
-    eps_item, delta_threshold, _ = unknown_domain_calibration(epsilon, delta, k)
-    result = unknown_domain_gumbel(top.counts, k, eps_item, delta_threshold, kbar, rng, top.next_count)
-    chosen = [top.items[i] for i in result.indices]
-    del top  # non-private
-    return _Selection(chosen, "unknown-domain", epsilon, kbar, bottom=result.bottom, noise=result.noise)
-
-
 def _error_texts(selection: _Selection, k, delta, persons) -> tuple[dict, float, str | None]:
     """(errors, the public ℓ∞ bound E, a warning or None), E from the
     selection's noise record. The warning compares E with the largest count
     a user could expect: ``persons`` (public) or auto's noisy count at rank 1
     (paid for by auto's share)."""
     method, choice = selection.method, selection.choice
-    drawn = selection.noise[-1]  # the selection's record (auto's choice, if any, comes first)
+    drawn = selection.record
     bound = drawn.half_width(1.0 - CONFIDENCE)
     errors = {"items": (
         f"with probability >= {CONFIDENCE:.0%}, each released item's true count is within "
@@ -332,17 +417,18 @@ def _values(selection: _Selection, rows, k, bound, warning, domain_size) -> dict
     if selection.choice is not None:
         values["auto_predicted_error"] = {m: selection.choice.predicted.get(m) for m in ("joint", "cdp-peel")}
     if selection.method == "unknown-domain":
-        values["bottom"] = bool(selection.bottom)
+        values["bottom"] = bool(selection.bottoms[0])
     if domain_size is not None:
         values["domain_size"] = domain_size
     return values
 
 
-def _report(plan: Plan, local: PrivacyFilter, selection: _Selection, items, spark, integral, seed) -> Release:
-    """The Release from released values and public parameters only."""
+def _report(plan: Plan, local: PrivacyFilter, selection: _Selection, items, edge_df) -> Release:
+    """An ungrouped run's Release (its one group's items) from released
+    values and public parameters only."""
     k, epsilon, delta = plan.params.k, plan.params.epsilon, plan.params.delta
     person_col, item_col = plan.params.person_col, plan.params.item_col
-    rows = [{"rank": i + 1, "item": item} for i, item in enumerate(selection.items)]
+    rows = [{"rank": i + 1, "item": item} for i, item in enumerate(selection.groups[0])]
     errors, bound, warning = _error_texts(selection, k, delta, plan.params.persons)
     if warning is not None and selection.choice is None:
         # public: the bound of a mechanism named by the parameters against persons=; after auto's private
@@ -368,16 +454,101 @@ def _report(plan: Plan, local: PrivacyFilter, selection: _Selection, items, spar
     )
     return Release.from_plan(
         plan, values=_values(selection, rows, k, bound, warning, None if items is None else len(items)),
-        errors=errors, statement=statement, seeded=seed is not None, budget_split=split,
-        artifacts={"items": _items_df(spark, rows, integral)}, noise=selection.noise,
+        errors=errors, statement=statement, seeded=plan.params.seed is not None, budget_split=split,
+        artifacts={"items": _items_df(edge_df.sparkSession, rows, _item_type(edge_df))},
+        noise=(*(() if selection.choice is None else selection.choice.noise), selection.record),
     )
 
 
-def _items_df(spark, rows, integral):
+def _item_type(edge_df):
+    """The released items' Spark type: the normalised item column's (long or string)."""
+    return T.LongType() if stage.integral_items(edge_df) else T.StringType()
+
+
+def _items_df(spark, rows, item_type):
     """The released (rank, item) rows as a Spark DataFrame."""
-    item_type = T.LongType() if integral else T.StringType()
     schema = T.StructType([T.StructField("rank", T.IntegerType(), False),
                            T.StructField("item", item_type, False)])
     pdf = pd.DataFrame({"rank": pd.Series([r["rank"] for r in rows], dtype="int32"),
                         "item": pd.Series([r["item"] for r in rows], dtype=object)})
     return spark.createDataFrame(pdf, schema)
+
+
+def _groups_report(plan: Plan, keys, m, selection: _Selection, how, local, edge_df, noise, items) -> Release:
+    """A grouped run's Release: every key's items (``release.groups``) and
+    the first groups' in the report, from released values and public
+    parameters only."""
+    p = plan.params
+    n, mechanism = len(keys), selection.method
+    record = noise[-1]
+    bound = record.half_width(1.0 - CONFIDENCE)
+    simultaneous = max(0.0, 1.0 - n * (1.0 - CONFIDENCE))
+    within = (f"with probability >= {CONFIDENCE:.0%}, each released item's true count in this group is within "
+              f"{bound:,.1f} of the group's count at its rank ({NAMES[mechanism]} at this group's share)")
+    rows, summaries = [], []
+    for g, (key, chosen) in enumerate(zip(keys, selection.groups)):
+        for rank, item in enumerate(chosen, start=1):
+            rows.append({"group": key, "rank": rank, "item": item, "error": within})
+        if not chosen:  # ⊥ only: the key is still released (public), with no item
+            rows.append({"group": key, "rank": None, "item": None,
+                         "error": "no item of this group cleared Unknown Domain Gumbel's noisy threshold (⊥)"})
+        summary = {"group": key, "released_count": len(chosen)}
+        if selection.bottoms is not None:
+            summary["bottom"] = bool(selection.bottoms[g])
+        summaries.append(summary)
+    shown, more = report_groups(summaries)
+    shown_keys = {s["group"] for s in shown}
+    values = {
+        "items": [{"group": r["group"], "rank": r["rank"], "item": r["item"]} for r in rows
+                  if r["group"] in shown_keys and r["rank"] is not None],
+        "k": p.k,
+        "released_count": sum(s["released_count"] for s in summaries),
+        "method": mechanism,
+        "error_bound": round(bound, 1),
+        "confidence": CONFIDENCE,
+        "simultaneous_confidence": simultaneous,
+        "groups_released": n,
+        "groups": shown,
+        "groups_in_report": len(shown),
+    }
+    if items is not None:
+        values["domain_size"] = len(items)
+    errors = {
+        "items": (f"{within.replace('in this group', 'in its group')}; all {n:,} groups' at once with probability "
+                  f">= {simultaneous:.0%} (union bound); {record.describe()}"),
+        "groups": (f"each group's ranked {p.item_col} values (release.groups / --groups-output: one row per "
+                   "released item, with its error statement); items lists the groups in the report"),
+    }
+    if mechanism == "unknown-domain":
+        errors["bottom"] = ("true for a group when fewer than k of its items cleared the noisy threshold: then "
+                            "only the items that cleared it are released for that group")
+    if more:
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {n:,} groups (public key "
+                                      "order); every group is in release.groups and --groups-output")
+    if p.gaussian:
+        share = "the full ρ (parallel composition)" if m == 1 else f"ρ/{m}"
+        guarantee = (f"Person-level {plan.guarantee.rho:g}-zero-concentrated differential privacy (ρ-zCDP, ρ = ε²/2 "
+                     f"for ε = {plan.given.epsilon:g}: the zCDP level that {plan.given.epsilon:g}-differential "
+                     f"privacy implies; not itself pure ε-DP; ({plan.equivalent.epsilon:.4g}, "
+                     f"{plan.equivalent.delta:g})-DP) over all groups")
+        spends = (f"spends {share} of the selection budget (a bounded-range mechanism, so zCDP composition over "
+                  "a person's groups: √m scaling)")
+    else:
+        share = "the full ε (parallel composition)" if m == 1 else f"ε/{m}"
+        guarantee = f"Person-level {plan.guarantee.describe()} over all groups"
+        spends = (f"spends {share} of the selection budget"
+                  + (" (and δ/m)" if mechanism in ("cdp-peel", "unknown-domain") and m > 1 else ""))
+    statement = (
+        f"{guarantee}: the output would be almost as likely if "
+        f"any one person (every row with the same {p.person_col}) were removed or added. Each person's rows "
+        f"count in at most {m} of their {p.group_by} groups; each group's selection by {NAMES[mechanism]} "
+        f"{spends}. Released: up to {p.k} {p.item_col} values per group, in order"
+        + (", from the public domain" if items is not None else "") + "; no counts are released."
+    )
+    frame = groups_frame(edge_df.sparkSession, plan, edge_df.schema[GROUP].dataType, rows,
+                         [("rank", T.IntegerType()), ("item", _item_type(edge_df))])
+    split = [{"step": label, **c.to_dict()} for label, c in local.ledger]
+    return Release.from_plan(
+        plan, values=values, errors=errors, statement=statement, seeded=p.seed is not None,
+        budget_split=split, parameters=how, noise=noise, artifacts={"groups": frame},
+    )

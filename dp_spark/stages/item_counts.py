@@ -50,7 +50,7 @@ from dp_spark.errors import InputError, ParameterError, SchemaError
 from dp_spark.io import read_input
 from dp_spark.public_inputs import refuse_private_as_public
 from dp_spark.sparkjobs import spark_job
-from dp_spark.stages.edges import ITEM, PERSON, check_id_columns, edges, item_type  # noqa: F401 - check_id_columns re-exported
+from dp_spark.stages.edges import GROUP, ITEM, PERSON, check_id_columns, edges, item_type  # noqa: F401 - check_id_columns re-exported
 from dp_spark.stages.partitioning import python_partitions
 
 log = logging.getLogger(__name__)
@@ -400,16 +400,20 @@ def read_domain(spark, path: str, item_col: str, private=None) -> list:
 
 # ------------------------------------------------------------ per group (issue 24)
 #
-# The grouped top-k's one pass. The input is the release template's grouped
+# The top-k's one pass, per group. The input is the release template's grouped
 # edge table (person, item, group, and ``group_index``: the group's position
 # in the public key tuple, 0..G−1), already capped to at most m groups per
-# person (:func:`dp_spark.stages.groups.cap_groups`). For every (group, item)
-# the count is the number of distinct persons with a row holding the item in
-# that group. Adding or removing one person y moves each (group, item) count
-# by at most 1, all in the same direction, and only in the ≤ m groups y keeps
-# after the cap (tests/spark/test_grouped_top_k.py checks it on random
-# neighbours). NON-PRIVATE; what reaches the driver is at most
-# G × (k̄ + 1) rows (:func:`grouped_top_item_counts`) or G × d numbers
+# person (:func:`dp_spark.stages.groups.cap_groups`), or an ungrouped edge
+# table, whose constant ``group`` (:data:`~dp_spark.stages.edges.UNGROUPED`,
+# 0) is the index of its one group (``group_index=GROUP``: then Spark's
+# top-N and the plain per-item counts above run, the same rows without a
+# window). For every (group, item) the count is the number of distinct
+# persons with a row holding the item in that group. Adding or removing one
+# person y moves each (group, item) count by at most 1, all in the same
+# direction, and only in the ≤ m groups y keeps after the cap
+# (tests/spark/test_grouped_top_k.py checks it on random neighbours).
+# NON-PRIVATE; what reaches the driver is at most G × (k̄ + 1) rows
+# (:func:`grouped_top_item_counts`) or G × d numbers
 # (:func:`grouped_domain_item_counts`), never a number of persons' worth.
 
 def grouped_item_counts(edge_df: DataFrame, group_index: str = "group_index") -> DataFrame:
@@ -426,6 +430,8 @@ def grouped_top_item_counts(edge_df: DataFrame, n_groups: int, kbar: int,
     (count descending, item ascending: the ungrouped rule), so at most
     ``n_groups`` × (k̄ + 1) rows reach the driver. A group without rows gets
     empty counts and next count 0. NON-PRIVATE."""
+    if group_index == GROUP:  # an ungrouped table: its one group's top is the table's (Spark's top-N)
+        return [top_item_counts(edge_df, kbar)]
     order = Window.partitionBy(group_index).orderBy(F.col(COUNT).desc(), F.col(ITEM).asc())
     ranked = (grouped_item_counts(edge_df, group_index).withColumn(RANK, F.row_number().over(order))
               .where(F.col(RANK) <= int(kbar) + 1).select(group_index, RANK, ITEM, COUNT))
@@ -450,6 +456,8 @@ def grouped_domain_item_counts(edge_df: DataFrame, domain: Sequence, n_groups: i
     count of domain item i in group g (0 when absent; items outside the
     public domain are ignored). At most ``n_groups`` × d rows are collected;
     a domain of at most :data:`BROADCAST_ITEMS` items is broadcast. NON-PRIVATE."""
+    if group_index == GROUP:  # an ungrouped table: its one group's counts are the table's
+        return domain_item_counts(edge_df, domain)[None, :]
     out = np.zeros((int(n_groups), len(domain)), dtype=np.int64)
     if not len(domain):
         return out

@@ -143,12 +143,12 @@ def test_auto_choice_noisy_rank_counts(audit_record):
 # Two groups, cap m = 2: ten items nobody holds in each group, against one
 # person holding item 0 in BOTH groups; k = 1 (PNF-Peel, one round of
 # permute-and-flip), S = {both groups output item 0}. Each group runs at ε/2
-# (dp_spark.mechanisms.top_k.grouped), each ratio approaches e^(ε/2) as d
+# (dp_spark.mechanisms.top_k.error.grouped_domain_top_k), each ratio approaches e^(ε/2) as d
 # grows, so the two compose to at most e^ε; the broken variant forgets the
 # cap (each group at the full ε, as if m = 1), which composes towards e^(2ε)
 # and must be caught.
 def test_grouped_selection_composes_over_the_persons_groups(audit_record):
-    from dp_spark.mechanisms.top_k.grouped import grouped_domain_top_k
+    from dp_spark.mechanisms.top_k.error import grouped_domain_top_k
 
     eps, n, d = 3.0, 20000, 10
     plus, base = _peel_pair(d)

@@ -7,6 +7,7 @@ anything is spent."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -307,3 +308,68 @@ def test_keys_chosen_privately_charge_the_key_step_once(spark, table, domain):
     assert release.budget_split[0]["delta"] == pytest.approx(1e-7)
     released = set(release.groups.toPandas()["country"])
     assert released <= {"g0", "g1", "g2"}  # never the null group, never a key not in the data
+
+
+# -- ungrouped = one group (issue 37 §1): the same body, the same draws -----------------------------
+
+#: Every method the grouped form supports, as (method, delta, domain); ``auto`` at δ = 0 is the pure
+#: mechanism auto picks from public parameters in both forms (with δ > 0 and a small ε the ungrouped auto
+#: spends a share on a private choice, which the grouped form never makes: no equivalence there by design).
+EQUIVALENT_METHODS = [("joint", 0.0, True), ("pnf-joint", 0.0, True), ("pnf-peel", 0.0, True),
+                      ("cdp-peel", 1e-6, True), ("unknown-domain", 1e-6, True), ("unknown-domain", 1e-6, False),
+                      ("auto", 0.0, True), ("auto", 1e-6, False)]
+
+
+@pytest.fixture(scope="module")
+def one_key(spark):
+    """Rows all in the one key "all": items i1..i12 held by 200, 199, ..., 189 random persons of 600 (near
+    ties, so at ε = 0.6 the noise decides the order and another draw order shows), i40 by 3 (never chosen)."""
+    rng = np.random.default_rng(37)
+    rows = [(int(p), f"i{j}", "all") for j in range(1, 13) for p in rng.choice(600, 201 - j, replace=False)]
+    rows += [(p, "i40", "all") for p in range(3)]
+    return spark.createDataFrame(rows, "person_id long, item string, country string").cache()
+
+
+def _record(draw) -> dict:
+    """A noise record without its target's wording (the grouped one says "in each of the 1 groups")."""
+    fields = dataclasses.asdict(draw)
+    return {name: value for name, value in fields.items() if name not in ("step", "target")}
+
+
+@pytest.mark.parametrize("method, delta, with_domain", EQUIVALENT_METHODS,
+                         ids=[f"{m}-{'domain' if d else 'no-domain'}" for m, _, d in EQUIVALENT_METHODS])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_an_ungrouped_release_is_the_one_key_grouped_release_at_m_1(spark, one_key, method, delta, with_domain,
+                                                                    seed):
+    """Seeded, ε small enough that the noise reorders items: the same released items (report and
+    artifact), method, error bound and noise records (up to the target's wording) as the grouped release
+    with groups=[the one key] and max_groups=1 on the same rows; a divergence of either path (another
+    draw order, another ε or δ share, another stage) changes them."""
+    kwargs = dict(epsilon=0.6, delta=delta, k=3, method=method, domain=DOMAIN if with_domain else None, kbar=20,
+                  seed=seed)
+    plain = dp_spark.top_k(one_key, **kwargs)
+    grouped = dp_spark.top_k(one_key, group_by="country", groups=["all"], max_groups=1, **kwargs)
+    items = [(r["rank"], r["item"]) for r in plain.result["items"]]
+    assert [(r["rank"], r["item"]) for r in grouped.result["items"]] == items
+    assert [g["group"] for g in grouped.result["items"]] == ["all"] * len(items)
+    for key in ("method", "released_count", "error_bound", "k"):
+        assert grouped.result[key] == plain.result[key], key
+    assert grouped.result.get("domain_size") == plain.result.get("domain_size")
+    if "bottom" in plain.result:
+        assert grouped.result["groups"][0]["bottom"] == plain.result["bottom"]
+    assert [_record(r) for r in grouped.noise] == [_record(r) for r in plain.noise]
+    assert all(g.target == f"in each of the 1 groups: {p.target}" for g, p in zip(grouped.noise, plain.noise))
+    frame = grouped.groups.toPandas().dropna(subset=["rank"])
+    assert list(zip(frame["rank"].astype(int), frame["item"])) == [tuple(r) for r in plain.items.collect()]
+
+
+def test_the_equivalence_catches_a_divergent_path(spark, one_key):
+    """The comparison above is not vacuous: the same release with another seed, or at half the ε (as a
+    group's share at m = 2 would be), releases other items or records."""
+    kwargs = dict(epsilon=0.6, k=3, method="pnf-peel", domain=DOMAIN)
+    plain = dp_spark.top_k(one_key, seed=1, **kwargs)
+    runs = [dp_spark.top_k(one_key, group_by="country", groups=["all"], max_groups=1, seed=s, **kwargs)
+            for s in range(2, 6)]
+    assert any(r.result["items"] != [{"group": "all", **i} for i in plain.result["items"]] for r in runs)
+    halved = dp_spark.top_k(one_key, group_by="country", groups=["all"], max_groups=2, seed=1, **kwargs)
+    assert [_record(r) for r in halved.noise] != [_record(r) for r in plain.noise]

@@ -1,5 +1,6 @@
-"""dp_spark.mechanisms.top_k.grouped: each group's selection is the
-ungrouped mechanism at (ε/m, δ/m) (numpy only; the release's Spark part is
+"""The per-group top-k mechanisms (dp_spark.mechanisms.top_k.error.grouped_domain_top_k,
+unknown_domain.grouped_unknown_domain; an ungrouped release is one group at m = 1):
+each group's selection is the ungrouped mechanism at (ε/m, δ/m) (numpy only; the release's Spark part is
 tests/spark/test_grouped_top_k.py, the privacy audit tests/audit/test_topk_audit.py)."""
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import pytest
 from dp_spark.accounting.exact import exact
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_gumbel
-from dp_spark.mechanisms.top_k.error import domain_top_k
-from dp_spark.mechanisms.top_k.grouped import group_share, grouped_domain_top_k, grouped_unknown_domain
+from dp_spark.mechanisms.top_k._common import group_share
+from dp_spark.mechanisms.top_k.error import domain_top_k, grouped_domain_top_k
+from dp_spark.mechanisms.top_k.unknown_domain import grouped_unknown_domain
 
 
 class TopCounts(NamedTuple):

@@ -25,8 +25,11 @@ Mechanisms (ALGORITHMS.md sections 3 and 5.1):
   behind the release's ``method="auto"``.
 
 Modules: ``joint`` (the joint mechanisms), ``peeling`` (PNF-Peel, CDP-Peel),
-``unknown_domain``, ``auto``, ``error`` (the release's public error bound);
-``_common`` holds the shared argument checks.
+``unknown_domain``, ``auto``, ``error`` (the release's public error bound),
+``zcdp`` (the grouped ρ-zCDP form); ``_common`` holds the shared argument
+checks and ``group_share`` (ε/m, δ/m). Per group, ``error.grouped_domain_top_k``
+and ``unknown_domain.grouped_unknown_domain`` run the mechanism once per
+group at its share; an ungrouped release is the one group at m = 1.
 The release (plan, Spark stage, this layer, report) is
 :mod:`dp_spark.releases.top_k`.
 

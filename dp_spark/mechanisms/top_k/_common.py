@@ -6,6 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dp_spark import checks
+from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
 
 
@@ -62,3 +63,13 @@ def top_k_indices(values: np.ndarray, k: int) -> np.ndarray:
     else:
         part = np.arange(d)
     return part[np.argsort(-values[part], kind="stable")].astype(np.int64)
+
+
+def group_share(epsilon: float, delta: float, max_groups: int) -> tuple[float, float]:
+    """(ε/m, δ/m), each rounded down: the budget of one group's selection
+    when a person's rows are in at most m groups, so m shares never exceed
+    (ε, δ) (basic composition over a person's groups; the other groups'
+    inputs do not change: parallel composition). m = 1 (an ungrouped
+    release, one group; or disjoint groups): exactly (ε, δ)."""
+    m = check_int(max_groups, "max_groups", 1)
+    return ratio_down(epsilon, m), (ratio_down(delta, m) if delta > 0 else 0.0)

@@ -1,7 +1,9 @@
-"""The top-k selections' noise records and error bound: public functions of the parameters.
+"""The top-k selections over a public domain, per group, their noise records and error bound.
 
-:func:`selection_noise` is the record (:class:`dp_spark.noise.records.NoiseDraw`)
-of the draws each public-domain or unknown-domain mechanism makes;
+:func:`grouped_domain_top_k` runs a public-domain mechanism in every group
+(an ungrouped release is one group at m = 1); :func:`selection_noise` is the
+record (:class:`dp_spark.noise.records.NoiseDraw`) of the draws each
+public-domain or unknown-domain mechanism makes;
 :func:`error_bound` is that record's bound at confidence 1 − β. The release
 (:mod:`dp_spark.releases.top_k`) states it with the released items and the
 HTML report (:mod:`dp_spark.html_report`) draws it from the release's
@@ -17,7 +19,8 @@ import numpy as np
 from dp_spark.accounting.exact import ratio_up
 from dp_spark.mechanisms.top_k.joint import joint_top_k, pnf_joint_top_k
 from dp_spark.mechanisms.top_k.peeling import cdp_peel_epsilon_per_step, cdp_peel_top_k, pnf_peel_top_k
-from dp_spark.mechanisms.top_k.unknown_domain import unknown_domain_calibration
+from dp_spark.mechanisms.top_k._common import group_share
+from dp_spark.mechanisms.top_k.unknown_domain import unknown_domain_calibration, unknown_domain_noise
 from dp_spark.noise.records import NoiseDraw
 
 CONFIDENCE = 0.95
@@ -52,10 +55,7 @@ def selection_noise(method: str, k: int, epsilon: float, delta: float, size: int
         scale = ratio_up(1.0, cdp_peel_epsilon_per_step(epsilon, delta, k))
         return NoiseDraw(step, "gumbel", scale=scale, std=scale * _GUMBEL_STD, sensitivity=1.0, draws=size,
                          target=f"each of the {size} domain counts (one-shot top-{k})", parameters={"spread": size})
-    scale = ratio_up(1.0, unknown_domain_calibration(epsilon, delta, k)[0])
-    return NoiseDraw(step, "gumbel", scale=scale, std=scale * _GUMBEL_STD, sensitivity=1.0, draws=None,
-                     target=f"the {size} largest counts and the threshold (Unknown Domain Gumbel)",
-                     parameters={"spread": size})
+    return unknown_domain_noise(unknown_domain_calibration(epsilon, delta, k)[0], size, step)
 
 
 def error_bound(method: str, k: int, epsilon: float, delta: float, size: int,
@@ -86,3 +86,18 @@ def domain_top_k(method: str, counts, k: int, epsilon: float, delta: float,
     else:
         indices = cdp_peel_top_k(counts, k, epsilon, delta, rng)
     return indices, selection_noise(method, k, epsilon, delta, len(counts))
+
+
+def grouped_domain_top_k(method: str, counts, k: int, epsilon: float, delta: float, max_groups: int,
+                         rng: np.random.Generator) -> list[np.ndarray]:
+    """Per row g of the G × d matrix ``counts`` (a public domain's counts in
+    group g; one row for an ungrouped release), in order, the indices
+    ``method`` (joint, pnf-joint, pnf-peel, cdp-peel) picks at the group's
+    share (ε/m, δ/m) (:func:`~dp_spark.mechanisms.top_k._common.group_share`).
+    Each group's counts move by at most 1, all the same way, and one person
+    changes at most m groups: (ε, δ)-DP in all, ε-DP for the pure ones
+    (basic composition over a person's groups, parallel composition across
+    the others; m = 1: every group at the full (ε, δ)). Record:
+    ``selection_noise(method, k, ε/m, δ/m, d)``."""
+    eps_g, delta_g = group_share(epsilon, delta, max_groups)
+    return [domain_top_k(method, row, k, eps_g, delta_g, rng)[0] for row in np.asarray(counts)]

@@ -16,7 +16,7 @@ from dp_spark.accounting.exact import exact, float_up, ln_bounds, ratio_up
 from dp_spark.errors import ParameterError
 from dp_spark.noise.records import NoiseDraw
 from dp_spark.mechanisms.top_k.peeling import bounded_range_step
-from dp_spark.mechanisms.top_k._common import as_counts, check_delta, check_int, check_positive, check_rng
+from dp_spark.mechanisms.top_k._common import as_counts, check_delta, check_int, check_positive, check_rng, group_share
 
 
 # ---------------------------------------------------------------------------
@@ -157,10 +157,32 @@ def unknown_domain_gumbel(
     kept, kept_noisy = cand[keep], noisy[keep]
     order = np.argsort(-kept_noisy, kind="stable")[:k]
     indices = kept[order].astype(np.int64)
-    record = NoiseDraw("selection", "gumbel", scale=beta, std=beta * math.pi / math.sqrt(6.0), sensitivity=1.0,
-                       draws=None, target=f"the {kbar} largest counts and the threshold (Unknown Domain Gumbel)",
-                       parameters={"spread": kbar})
-    return UnknownDomainResult(indices=indices, bottom=bool(indices.size < k), noise=(record,))
+    return UnknownDomainResult(indices=indices, bottom=bool(indices.size < k), noise=(unknown_domain_noise(eps, kbar),))
+
+
+def unknown_domain_noise(epsilon: float, kbar: int, step: str = "selection") -> NoiseDraw:
+    """The record of Unknown Domain Gumbel's draws at the per-item ``epsilon``
+    on ``kbar`` counts: Gumbel of scale 1/ε (rounded up, as drawn), one per
+    collected item with a positive count and one on the threshold (not a
+    public number, so ``draws`` is None; the spread bound covers k̄ scores)."""
+    beta = ratio_up(1.0, float(epsilon))
+    return NoiseDraw(step, "gumbel", scale=beta, std=beta * math.pi / math.sqrt(6.0), sensitivity=1.0, draws=None,
+                     target=f"the {kbar} largest counts and the threshold (Unknown Domain Gumbel)",
+                     parameters={"spread": kbar})
+
+
+def grouped_unknown_domain(tops, k: int, epsilon: float, delta: float, kbar: int, max_groups: int,
+                           rng: np.random.Generator) -> list[UnknownDomainResult]:
+    """Per group, in order, Unknown Domain Gumbel on its k̄ largest counts
+    (``tops``: a sequence of objects with ``counts`` and ``next_count``, e.g.
+    :class:`dp_spark.stages.item_counts.TopCounts`; one for an ungrouped
+    release) calibrated to be (ε/m, δ/m)-DP (:func:`group_share`). Each
+    group's counts move by at most 1, all the same way, and one person
+    changes at most m groups: (ε, δ)-DP in all (basic composition over
+    them, parallel composition across the others)."""
+    eps_item, delta_threshold, _ = unknown_domain_calibration(*group_share(epsilon, delta, max_groups), k)
+    return [unknown_domain_gumbel(top.counts, k, eps_item, delta_threshold, kbar, rng, top.next_count)
+            for top in tops]
 
 
 def _next_count(c: np.ndarray, kbar: int, count_kbar_plus_1) -> float:
