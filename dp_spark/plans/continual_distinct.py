@@ -32,8 +32,8 @@ from typing import Any
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.continual_distinct.groups import group_factor, group_rho, grouped_budget_split
-from dp_spark.mechanisms.continual_distinct.mechanisms import DEFAULT_METHOD, MECHANISMS, budget_split, round_up_flippancy
+from dp_spark.mechanisms.continual_distinct.mechanisms import (DEFAULT_METHOD, MECHANISMS, budget_split, group_factor,
+                                                               group_rho, grouped_budget_split, round_up_flippancy)
 from dp_spark.plan import GroupParams, Plan, builds, param, set_checked
 from dp_spark.plans import RHO_HELP_TAIL, SEED_HELP
 from dp_spark.settings.continual_distinct import (
@@ -86,7 +86,7 @@ def error_assumption(method: str, w: int | None) -> str:
 
 def grouped_note(method: str, m: int, group_by: str, item_col: str, n_groups: int | None = None) -> str:
     """The plan's note on a grouped run's budget (proof:
-    :mod:`dp_spark.mechanisms.continual_distinct.groups`)."""
+    :mod:`dp_spark.mechanisms.continual_distinct.mechanisms`, "Groups")."""
     head = (f"Grouped by {group_by}: each {item_col}'s events count in at most {m} of its groups (the first by a "
             "public hash order of (item, group)); ")
     factor = group_factor(method, m, n_groups)

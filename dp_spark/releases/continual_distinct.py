@@ -16,9 +16,13 @@ reported with its (ε, δ) equivalent ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun–Ste
 2016, Prop. 1.3).
 
 Pipeline: plan (``dp_spark.plans.continual_distinct``: checks, ρ and its
-split, before any data is read) → Spark stage ``dp_spark.stages.continual.continual_summaries`` (no
-noise; O(T log T) numbers reach the driver) → ``dp_spark.mechanisms.continual_distinct.continual_counts``
-(numpy; all noise from an OS-seeded generator) → ``Release`` whose ``series``
+split, before any data is read) → the event table
+(``dp_spark.stages.continual.grouped_events``: the valid events with their
+group, a constant when ungrouped) → Spark stage
+``dp_spark.stages.continual.grouped_cells`` (no noise; O(G·T log T) numbers
+reach the driver) → ``dp_spark.mechanisms.continual_distinct.counts_by_group``
+(numpy; one counter per group, all noise from an OS-seeded generator) →
+``Release`` whose ``series``
 (a Spark DataFrame, one row per step: step, estimate, std, error_bound,
 flippancy_bound) is an artifact and whose report is ``to_dict()``. Parameters
 are checked and ρ is split by the plan (``dp_spark.plans.continual_distinct``)
@@ -42,6 +46,21 @@ Constants that are this project's (the paper's are not legible in its seed
 text) are stated in ``dp_spark.mechanisms.continual_distinct.mechanisms``; every privacy claim
 rests on a sensitivity bound proved there and property-tested on random
 neighbouring streams.
+
+Grouped (issue 24; ``group_by=``, public ``groups=``, ``max_groups=`` m):
+the same body — an ungrouped run is the one-group run (the constant group,
+m = 1, the whole ρ). Before anything is spent the release template
+(:mod:`dp_spark.releases.groups`) restricts the valid events to the public
+keys and caps every ITEM to at most m of its groups (a per-item
+transformation); keys × tree horizon is limited up front
+(``MAX_GROUPED_STEPS``). One Spark pass gives every group's flip cells and
+each group's counter spends ρ/min(2m, G), ρ/min(m, G) for "bounded" (G
+public keys; proof: :mod:`dp_spark.mechanisms.continual_distinct.mechanisms`,
+"Groups"): item-level ρ-zCDP for all groups' series together; each group's
+bounds hold with probability >= 1 − β, all G groups' with >= 1 − G·β.
+``release.groups`` (the group column under its own name, ``step``,
+``count``, ``std``, ``error_bound``, ``error``) holds released values only;
+the report carries each group's last step for the first REPORT_GROUPS keys.
 """
 
 from __future__ import annotations
@@ -53,20 +72,21 @@ import math
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pyspark.sql import types as T
 
 from dp_spark.accounting import PrivacyFilter
-from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, continual_counts
-from dp_spark.mechanisms.continual_distinct.groups import group_factor
+from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD
+from dp_spark.mechanisms.continual_distinct.mechanisms import counts_by_group, group_factor, merged_records
 from dp_spark.noise.records import KINDS
 from dp_spark.plan import Plan
 from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES, error_assumption
 from dp_spark.plans.continual_distinct import plan as make_plan
-from dp_spark.releases import grouped_continual_distinct
+from dp_spark.releases.groups import report_groups
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.settings.continual_distinct import validate_grouped_size
-from dp_spark.stages.continual import continual_summaries, event_columns, time_mapping
-from dp_spark.stages.continual_groups import grouped_events
+from dp_spark.stages.continual import event_columns, grouped_cells, grouped_events, time_mapping
+from dp_spark.stages.edges import GROUP
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +288,7 @@ def continual_distinct(
             REQUIRED with ``group_by``: each item's events count in at most
             m of its groups (the first by a public hash order); every
             group's counter spends ρ/min(2m, G), ρ/min(m, G) for "bounded" (G public keys)
-            (:mod:`dp_spark.releases.grouped_continual_distinct`).
+            (this module's docstring, "Grouped").
             ``release.groups`` is a Spark DataFrame: the group column, step,
             count, std, error_bound, error (one row per group and step);
             groups × the tree horizon is at most ``MAX_GROUPED_STEPS``.
@@ -298,58 +318,69 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Relea
     the CLI), through the one release flow
     (:func:`dp_spark.releases.template.run_release`); its input is the
     event table (:func:`event_table`), not a person-level edge table."""
-    return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend,
-                       edge_table=event_table, prepare=_grouped_size)
+    mappings = []  # the time mapping the event table found (from the schema and the parameters: public)
+
+    def events(plan: Plan, df):
+        table, mapping = event_table(plan, df)
+        mappings.append(mapping)
+        return table
+
+    def body(plan: Plan, events, rng, local) -> Release:
+        return _body(plan, events, rng, local, mappings[-1])
+
+    return run_release(plan, df, body, budget=budget, ledger=ledger, before_spend=before_spend,
+                       edge_table=events, prepare=_grouped_size)
 
 
 def event_table(plan: Plan, df):
-    """The event table's schema checks (no data read, before any spending):
-    the three columns, their types, and the time → step mapping (e.g. a
-    timestamp column without ``origin`` is refused here). Returns ``df``
-    (the stage reads the events itself), or for a grouped run the valid
-    events with the group and the unit column the template's group cap
-    reads (:func:`dp_spark.stages.continual_groups.grouped_events`; lazy)."""
+    """(the event table, its time mapping) after the schema checks (no data
+    read, before any spending): the three columns, their types, and the time
+    → step mapping (e.g. a timestamp column without ``origin`` is refused
+    here). The table holds the valid events with the group (a constant when
+    ungrouped) and the unit column the template's group cap reads
+    (:func:`dp_spark.stages.continual.grouped_events`; lazy)."""
     p = plan.params
     columns = event_columns(df, p.time_col, p.item_col, p.op_col)
     mapping = time_mapping(columns.kind, p.origin, p.step_size)
-    if p.group_by is None:
-        return df
-
-    return grouped_events(df, columns, mapping, p.horizon, p.group_by, p.time_col, p.item_col, p.op_col)
+    return grouped_events(df, columns, mapping, p.horizon, p.group_by, p.time_col, p.item_col, p.op_col), mapping
 
 
 def _grouped_size(plan: Plan, events) -> Plan:
     """A grouped run's keys × tree horizon, limited from the public keys
     alone (read by the template) before anything is spent; keys from a file
     or a DataFrame: the plan rebuilt with their number G (the budget factor
-    min(2m, G), :mod:`dp_spark.mechanisms.continual_distinct.groups`)."""
-    if plan.params.group_by is not None:
-        p = plan.params
-        validate_grouped_size(len(p.groups), p.horizon)
-        if plan["group_budget_factor"] != group_factor(p.method, p.max_groups, len(p.groups)):
-            rebuilt = make_plan(dataclasses.replace(plan.given, groups=p.groups))  # the public keys, read
-            # the source of the keys and their count stay stated as the template put them
-            parameters = {**rebuilt.parameters, "groups": plan.parameters["groups"],
-                          "group_keys": plan.parameters["group_keys"]}
-            plan = dataclasses.replace(rebuilt, steps=tuple(rebuilt.split), parameters=parameters)
+    min(2m, G), :func:`dp_spark.mechanisms.continual_distinct.mechanisms.group_factor`).
+    An ungrouped plan is unchanged (one group at the whole ρ)."""
+    p = plan.params
+    if p.group_by is None:
+        return plan
+    validate_grouped_size(len(p.groups), p.horizon)
+    if plan["group_budget_factor"] != group_factor(p.method, p.max_groups, len(p.groups)):
+        rebuilt = make_plan(dataclasses.replace(plan.given, groups=p.groups))  # the public keys, read
+        # the source of the keys and their count stay stated as the template put them
+        parameters = {**rebuilt.parameters, "groups": plan.parameters["groups"],
+                      "group_keys": plan.parameters["group_keys"]}
+        plan = dataclasses.replace(rebuilt, steps=tuple(rebuilt.split), parameters=parameters)
     return plan
 
 
-def _body(plan: Plan, df, rng, local) -> Release:
-    """Stage (per-step summaries), mechanism (``continual_counts``), then the
-    report; a grouped run: :mod:`dp_spark.releases.grouped_continual_distinct`."""
+def _body(plan: Plan, events, rng, local, mapping) -> Release:
+    """Stage (every group's per-step summaries, one pass), a counter per
+    group (``counts_by_group``; an ungrouped run: one group at the whole
+    ρ), then the report: the series (ungrouped) or the groups table."""
     p = plan.params
-    if p.group_by is not None:
-        return grouped_continual_distinct.body(plan, df, rng, local)
-    log.info("continual-distinct: computing per-step summaries")
-    stage = continual_summaries(df, p.time_col, p.item_col, p.op_col, plan.params.horizon, origin=p.origin,
-                                step_size=p.step_size, shards=plan.params.shards)
-    mapping = stage.mapping
-    log.info("continual-distinct: running the %s mechanism", plan.params.method)
-    result = continual_counts(stage.summaries, plan.params.rho, plan.params.method, plan["flippancy_bound"],
-                              rng=rng, beta=plan.params.beta)
-    del stage  # non-private arrays; nothing below may use them
-    return _report(plan, result, mapping, local, df.sparkSession, plan.params.seed is not None)
+    keys = p.groups or (None,)  # an ungrouped run: the one constant group
+    log.info("continual-distinct: computing per-step summaries")  # no key count: the rule of tests/audit/test_transcript.py
+    cells = grouped_cells(events, len(keys), plan["tree_horizon"], shards=p.shards)  # NON-PRIVATE
+    log.info("continual-distinct: running the %s mechanism", p.method)
+    results = counts_by_group((cells.summaries(g) for g in range(len(keys))),
+                              plan.parameters.get("rho_per_group", p.rho), p.method, plan["flippancy_bound"],
+                              rng=rng, beta=p.beta)
+    del cells  # non-private; nothing below may use it
+    if p.group_by is None:  # the report's shape only: one series, or the groups table
+        return _report(plan, results[0], mapping, local, events.sparkSession, p.seed is not None)
+    noise = merged_records([r.noise for r in results], plan["group_budget_factor"])
+    return _groups_report(plan, keys, results, local, events.schema[GROUP].dataType, events.sparkSession, noise)
 
 
 def _report(plan: Plan, result, mapping, local: PrivacyFilter, session, seeded: bool) -> Release:
@@ -374,3 +405,94 @@ def _report(plan: Plan, result, mapping, local: PrivacyFilter, session, seeded: 
     parameters = {**described, "mechanism_parameters": result.parameters}
     return build_release(plan, series=series, session=session, local=local, method=result.method,
                          seeded=seeded, parameters=parameters, notes=notes, noise=result.noise)
+
+
+def _rows(plan: Plan, keys, results) -> pd.DataFrame:
+    """Every group's released series, one row per (group, step): released values only."""
+    T = plan.params.horizon
+    confidence = 1.0 - plan.params.beta
+    assumption = error_assumption(plan.params.method, plan["flippancy_bound"])
+    frames = []
+    for key, r in zip(keys, results):
+        bound = np.asarray(r.error_bound[:T], dtype=np.float64)
+        frames.append(pd.DataFrame({
+            "group": [key] * T,
+            "step": np.arange(1, T + 1, dtype=np.int64),
+            "count": np.rint(np.asarray(r.estimates[:T], dtype=np.float64)).astype(np.int64),
+            "std": np.asarray(r.std[:T], dtype=np.float64),
+            "error_bound": np.where(np.isfinite(bound), bound, np.nan),
+        }))
+    out = pd.concat(frames, ignore_index=True)
+    tail = (f" of the true number of present items of this group, at every step of the group at once with "
+            f"probability >= {confidence:.0%}{assumption}")
+    out["error"] = [f"within ±{b:,.4g}{tail}" if np.isfinite(b) else "no error bound at this step"
+                    for b in out["error_bound"].to_numpy()]
+    return out
+
+
+def _groups_frame(spark, name: str, group_type, rows: pd.DataFrame):
+    """``release.groups`` as a Spark DataFrame (via Arrow: up to
+    MAX_GROUPED_STEPS rows, built on the driver from released values)."""
+    key = pa.int64() if isinstance(group_type, T.LongType) else pa.string()
+    schema = pa.schema([(name, key), ("step", pa.int64()), ("count", pa.int64()), ("std", pa.float64()),
+                        ("error_bound", pa.float64()), ("error", pa.string())])
+    table = pa.Table.from_pandas(rows.rename(columns={"group": name}), schema=schema, preserve_index=False)
+    return spark.createDataFrame(table)
+
+
+def _groups_report(plan: Plan, keys, results, local, group_type, spark, noise) -> Release:
+    """A grouped run's Release: every group's series as ``release.groups``
+    and each group's last step in the report; released values only."""
+    p = plan.params
+    m, factor = p.max_groups, plan["group_budget_factor"]
+    confidence = 1.0 - p.beta
+    simultaneous = max(0.0, 1.0 - len(keys) * p.beta)
+    last = []
+    for key, r in zip(keys, results):
+        bound = float(r.error_bound[p.horizon - 1])
+        last.append({"group": key, "final_estimate": int(np.rint(r.estimates[p.horizon - 1])),
+                     "final_std": float(r.std[p.horizon - 1]),
+                     "final_error_bound": bound if np.isfinite(bound) else None})
+    shown, more = report_groups(last)
+    values = {
+        "method": p.method,
+        "horizon": int(p.horizon),
+        "confidence": confidence,
+        "simultaneous_confidence": simultaneous,
+        "groups_released": len(keys),
+        "groups": shown,
+        "groups_in_report": len(shown),
+        "notes": sorted({n for r in results for n in r.notes}),
+    }
+    errors = {
+        "groups": ("each group's count at every step: the number of present items of that group (after each item's "
+                   f"events are kept in at most {m} of its groups) plus that group's discrete Gaussian noise; "
+                   "release.groups / --groups-output has one row per (group, step) with its std, error_bound and "
+                   "error statement; the report holds each group's last step"),
+        "final_error_bound": (f"with probability >= {confidence:.0%} every step's |count − true count| of a group "
+                              f"is at most its error_bound; all {len(keys):,} groups' at once with probability >= "
+                              f"{simultaneous:.0%} (union bound)"),
+    }
+    if more:
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(keys):,} groups (the keys' "
+                                      "sorted order); every group is in release.groups and --groups-output")
+    most = m if p.method == "bounded" else 2 * m
+    share = (f"ρ/{factor}" + (" (the full ρ: parallel composition)" if factor == 1 else "")
+             + f" (the factor min({'m' if p.method == 'bounded' else '2m'}, G) = min({most}, {len(keys)}): one "
+             f"item's neighbour changes at most that many of the {len(keys):,} groups' counters)")
+    statement = (
+        f"Item-level {plan.guarantee.describe()} over all groups' series, which implies "
+        f"({plan.equivalent.epsilon:.3g}, {p.delta:g})-differential privacy: the output would be almost as likely "
+        f"if any subset of the events of any one item (rows with the same {p.item_col}) were removed. The privacy "
+        f"unit is an item, not a person. Each item's events count in at most {m} of its {p.group_by} groups; each "
+        f"group's series spends {share}. With probability at least {confidence:.0%} every estimate of a group is "
+        f"within its error_bound; all {len(keys):,} groups' together with probability at least {simultaneous:.0%}."
+    )
+    frame = _groups_frame(spark, p.group_by, group_type, _rows(plan, keys, results))
+
+    return Release.from_plan(
+        plan, values=values, errors=errors, statement=statement, seeded=p.seed is not None,
+        budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
+        parameters={"rho_per_group": plan["rho_per_group"], "rules": list(RULES)},
+        noise=noise, artifacts={"groups": frame},
+    )

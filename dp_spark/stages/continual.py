@@ -31,7 +31,10 @@ How (DataFrame API only, so it runs on Spark Connect too):
    time, inserts first; clamped counts; end-of-step existence; running flip
    number k) and sums the flips per (step, level) cell, level = the smallest
    j with k <= 2^j. Flips depend on one item's events only, so shard cells
-   add up.
+   add up. A grouped run's events carry their group's index g (the release
+   template adds it; an ungrouped run is the one group 0): the kernel treats
+   (group, item) as the item and keys a cell of step t at g·T + t, so every
+   group's cells come from the same pass (:func:`grouped_cells`).
 4. Each shard packs its non-empty cells into one row per chunk of the cell
    key range (``dp_spark.summaries.continual_chunks``: key (step − 1)·(J + 2) + level, int32
    offsets and int64 sums as binary columns), so a few rows per shard and
@@ -119,12 +122,14 @@ from dp_spark.settings.continual_distinct import (
 )
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.partitioning import python_partitions
-from dp_spark.stages.edges import require_columns, require_exact_ids
+from dp_spark.stages.edges import GROUP, PERSON, UNGROUPED, group_column, require_columns, require_exact_ids
 
 log = logging.getLogger(__name__)
 
 STEP = "step"
 ORDER = "order_key"
+#: The column the release template adds to a grouped run's events: the key's position in the public keys.
+GROUP_INDEX = "group_index"
 ITEM = "item"
 OP = "op"
 LEVEL = "level"
@@ -344,11 +349,6 @@ def event_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> E
     return EventColumns(kind, raw_time(df, time_col, kind), item, op)
 
 
-def check_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> str:
-    """Schema checks (no data read). Returns the time kind."""
-    return event_columns(df, time_col, item_col, op_col).kind
-
-
 def valid_events(df: DataFrame, columns: EventColumns, mapping: TimeMapping, horizon: int,
                  extra: tuple = ()) -> DataFrame:
     """Columns step, order_key (raw time; omitted when ``needs_order`` says it
@@ -391,8 +391,8 @@ CHUNK_SCHEMA = T.StructType(
 
 def _partition_chunks(batches, layout: CellChunks):
     """mapInArrow body: the flip cells of the partition's events — one item
-    shard, whole (:func:`flip_cell_table`) — read from the Arrow columns
-    into numpy (no pandas), one row per non-empty chunk."""
+    shard, whole (:func:`flip_cell_table`), all groups — read from the Arrow
+    columns into numpy (no pandas), one row per non-empty chunk."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
@@ -403,6 +403,7 @@ def _partition_chunks(batches, layout: CellChunks):
         table.column(OP).to_numpy(),
         table.column(ORDER).to_numpy() if ORDER in table.column_names else None,
         layout,
+        table.column(GROUP_INDEX).to_numpy() if GROUP_INDEX in table.column_names else None,
     )
     if rows is not None:
         yield rows
@@ -419,10 +420,11 @@ def _partition_chunk_sums(batches, layout: CellChunks):
         yield rows
 
 
-def chunk_layout(spark, tree_horizon: int, max_level: int, shards: int) -> CellChunks:
-    """The cell chunks of the stage: CHUNKS_PER_PARTITION per partition of
-    the chunk sum (:func:`sum_partitions`); public parameters only."""
-    return cell_chunks(tree_horizon, max_level, sum_partitions(spark, shards))
+def chunk_layout(spark, tree_horizon: int, max_level: int, shards: int, groups: int = 1) -> CellChunks:
+    """The cell chunks of the stage (``groups`` groups' cells):
+    CHUNKS_PER_PARTITION per partition of the chunk sum
+    (:func:`sum_partitions`); public parameters only."""
+    return cell_chunks(tree_horizon, max_level, sum_partitions(spark, shards), groups)
 
 
 def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horizon: int,
@@ -461,41 +463,27 @@ def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horiz
 
 def collect_chunk_cells(summed: DataFrame, layout: CellChunks) -> dict[str, np.ndarray]:
     """The summed cells of :func:`flip_cell_table` (chunked by ``layout``,
-    :func:`chunk_layout`) on the driver: int64 arrays step, level, delta,
-    cross, one entry per non-empty cell (at most T·(J + 2); 20 bytes each in
-    the Arrow rows); NON-PRIVATE. Collected as Arrow (``toArrow``), whatever
-    the session's Arrow setting."""
+    :func:`chunk_layout`) on the driver: int64 arrays group_index, step
+    (1..T), level, delta, cross, one entry per non-empty cell (at most
+    G·T·(J + 2); 20 bytes each in the Arrow rows), several groups' sorted
+    by their key (group, step, level); NON-PRIVATE. Collected as Arrow
+    (``toArrow``, Spark 4's classic and Connect API) whatever the session's
+    ``spark.sql.execution.arrow.pyspark.enabled``: ``toPandas`` follows
+    that setting and without it pickles the rows one by one (issue 26)."""
     keys, delta, cross = unpack(summed.toArrow(), layout)
-    step, level = layout.cells(keys)
-    return {STEP: step, LEVEL: level, DELTA: delta, CROSS: cross}
+    if layout.groups > 1:  # each group's cells together (GroupedCells.summaries); one group's need no sort
+        order = np.argsort(keys, kind="stable")
+        keys, delta, cross = keys[order], delta[order], cross[order]
+    group, step, level = layout.group_cells(keys)
+    return {GROUP_INDEX: group, STEP: step, LEVEL: level, DELTA: delta, CROSS: cross}
 
 
 def sum_partitions(spark, shards: int) -> int:
-    """Partitions of the sum of the shards' cells (issue 26; the chunk sum
-    here, the JVM sum of the grouped stage): two per task slot of the cluster, at most the shard count
+    """Partitions of the sum of the shards' cells (issue 26; the chunk
+    sum): two per task slot of the cluster, at most the shard count
     (:func:`dp_spark.stages.partitioning.python_partitions`), never
     ``spark.sql.shuffle.partitions``. The sums are the same for every count."""
     return python_partitions(spark, int(shards))
-
-
-def summed_cells(cells: DataFrame, keys: list[str], partitions: int) -> DataFrame:
-    """delta and cross summed per ``keys`` cell in ``partitions`` partitions:
-    an explicit hash repartition by the keys (adaptive execution keeps an
-    explicit count), which the aggregation reuses (no second exchange)."""
-    by_cell = cells.repartition(int(partitions), *keys)
-    return by_cell.groupBy(*keys).agg(F.sum(DELTA).alias(DELTA), F.sum(CROSS).alias(CROSS))
-
-
-def collect_cells(cells: DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
-    """The summed cells on the driver, one int64 numpy array per column of
-    ``columns``; NON-PRIVATE. Collected as Arrow batches (``toArrow``, Spark
-    4's classic and Connect API) whatever the session's
-    ``spark.sql.execution.arrow.pyspark.enabled``: ``toPandas`` follows that
-    setting (off by default before Spark 4.2, and a session may turn it
-    off), and without it pickles the cells row by row (issue 26). The
-    values are the same either way (sums of longs, never null)."""
-    table = cells.select(*columns).toArrow()
-    return {name: table.column(name).to_numpy().astype(np.int64, copy=False) for name in columns}
 
 
 def default_shards(spark) -> int:
@@ -508,6 +496,79 @@ def default_shards(spark) -> int:
 
 
 # ------------------------------------------------------------------ the stage
+
+def grouped_events(df: DataFrame, columns: EventColumns, mapping: TimeMapping, horizon: int,
+                   group_col: str | None, time_col: str, item_col: str, op_col: str) -> DataFrame:
+    """The release's event table: the valid events (step, [order_key,]
+    item, op; :func:`valid_events`) with ``group`` and ``person``. ``group``
+    is the normalised ``group_col`` (long or string, like the person-level
+    edge table's; a row with a null group is dropped per row; schema checks:
+    it exists, is none of the event columns, is not all nulls), or the
+    constant :data:`~dp_spark.stages.edges.UNGROUPED` when ``group_col`` is
+    None: an ungrouped run is the one-group run. ``person`` is the item:
+    this release's privacy unit, which the release template's group cap
+    (:func:`dp_spark.stages.groups.cap_groups`, each ``person``'s first m
+    groups in the public order ``(xxhash64(person, group), group)``) caps
+    to at most m groups — a per-item transformation. Lazy: no data is read."""
+    if group_col is None:
+        group = F.lit(UNGROUPED).cast("long").alias(GROUP)
+    else:
+        group = group_column(df, group_col, (time_col, item_col, op_col))
+    events = valid_events(df, columns, mapping, horizon, extra=(group,))
+    return events.where(F.col(GROUP).isNotNull()).withColumn(PERSON, F.col(ITEM))
+
+
+@dataclass(frozen=True)
+class GroupedCells:
+    """Every group's summed flip cells (NON-PRIVATE), sorted by (group,
+    step, level); ``summaries(g)`` is group g's ``StreamSummaries`` (built
+    on demand: one group's dense arrays at a time on the driver)."""
+
+    n_groups: int
+    tree_horizon: int
+    max_level: int
+    group: np.ndarray
+    step: np.ndarray
+    level: np.ndarray
+    delta: np.ndarray
+    cross: np.ndarray
+
+    def summaries(self, g: int) -> StreamSummaries:
+        lo, hi = np.searchsorted(self.group, [g, g + 1])
+        return summaries_from_cells(self.step[lo:hi], self.level[lo:hi], self.delta[lo:hi], self.cross[lo:hi],
+                                    self.tree_horizon, self.max_level)
+
+
+def grouped_cells(events: DataFrame, n_groups: int, tree_horizon: int, shards: int | None = None,
+                  max_level: int | None = None) -> GroupedCells:
+    """Every group's flip cells in ONE Spark pass (module docstring, steps
+    3–4): ``events`` has columns step, [order_key,] item, op and
+    ``group_index`` (the key's position in the public keys, added by the
+    release template; absent: one group, 0). Items go to item shards; each
+    shard runs the per-item kernel on virtual items (group, item), so the
+    groups never interact (an item's events in two groups are two
+    independent streams), and a cell of group g at step t is keyed at the
+    virtual step g·T + t of one chunk layout over ``n_groups`` × T steps;
+    at most groups × T × (J + 2) cells reach the driver (the release limits
+    groups × T before anything is read,
+    :func:`dp_spark.settings.continual_distinct.validate_grouped_size`).
+    One group's cells are exactly what the stage gives for that group's
+    events alone (tests/spark/test_grouped_continual.py). ``shards``: item
+    shards (default :func:`default_shards`), a speed setting: the cells are
+    the same for every value."""
+    spark = events.sparkSession
+    top = int(tree_horizon).bit_length() - 1
+    max_level = top if max_level is None else int(max_level)
+    shards = default_shards(spark) if shards is None else int(shards)
+    steps_df = events.select(*[c for c in (STEP, ORDER, ITEM, OP, GROUP_INDEX) if c in events.columns])
+    layout = chunk_layout(spark, int(tree_horizon), max_level, shards, int(n_groups))  # once: encode, decode
+    cells = flip_cell_table(steps_df, max_level, shards, int(tree_horizon), layout)
+    log.info("continual-distinct: computing per-step flip counts (%d item shards)", shards)
+    with spark_job("computing per-step flip counts"):
+        got = collect_chunk_cells(cells, layout)  # <= groups × T × (J + 2) cells, each once
+    return GroupedCells(int(n_groups), int(tree_horizon), max_level,
+                        *[got[c] for c in (GROUP_INDEX, STEP, LEVEL, DELTA, CROSS)])
+
 
 @dataclass(frozen=True)
 class ContinualStageResult:
@@ -535,7 +596,8 @@ def continual_summaries(
     max_level: int | None = None,
     shards: int | None = None,
 ) -> ContinualStageResult:
-    """Exact continual-release summaries of an event table (one Spark job).
+    """Exact continual-release summaries of an event table (one Spark job):
+    the one-group :func:`grouped_cells` of its valid events.
 
     Returns NON-PRIVATE arrays of the stage (module docstring); the caller
     must pass them through a mechanism of ``dp_spark.mechanisms.continual_distinct`` before
@@ -557,13 +619,5 @@ def continual_summaries(
         max_level = top
     elif isinstance(max_level, bool) or not isinstance(max_level, numbers.Integral) or not 0 <= max_level <= top:
         raise ParameterError(f"max_level must be a whole number in 0..log2(horizon); got {max_level!r}.")
-    shards = default_shards(df.sparkSession) if shards is None else shards
-
-    steps_df = valid_events(df, columns, mapping, horizon)
-    layout = chunk_layout(df.sparkSession, tree_horizon, int(max_level), shards)  # once: encode and decode alike
-    cells = flip_cell_table(steps_df, int(max_level), shards, tree_horizon, layout)
-    log.info("continual-distinct: computing per-step flip counts (%d item shards)", shards)
-    with spark_job("computing per-step flip counts"):
-        got = collect_chunk_cells(cells, layout)
-    summaries = summaries_from_cells(got[STEP], got[LEVEL], got[DELTA], got[CROSS], tree_horizon, int(max_level))
-    return ContinualStageResult(summaries, horizon, mapping)
+    cells = grouped_cells(valid_events(df, columns, mapping, horizon), 1, tree_horizon, shards, int(max_level))
+    return ContinualStageResult(cells.summaries(0), horizon, mapping)

@@ -8,6 +8,9 @@ which cost more than the kernel itself (issue 26). Here a shard's cells are
 packed instead into one Arrow row per *chunk* of the cell key range:
 
 - key of cell (step, level): (step − 1)·(J + 2) + level, in 0..T·(J + 2) − 1;
+  with G groups (the grouped release; one group when ungrouped) a cell of
+  group g at step t has the virtual step g·T + t, so the keys run over
+  0..G·T·(J + 2) − 1 and one group's cells never meet another's;
 - chunk c holds the keys c·span .. (c + 1)·span − 1 (:class:`CellChunks`,
   from the horizon, J and the chunk count only: public);
 - a row: ``chunk`` (int32), ``cell_key`` (the keys' offsets in the chunk,
@@ -25,6 +28,7 @@ Pure numpy and pyarrow (no pyspark); everything here is NON-PRIVATE.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,12 +54,14 @@ _EMPTY = np.zeros(0, np.int64)
 
 @dataclass(frozen=True)
 class CellChunks:
-    """How (step, level) cells are keyed and cut into ``chunks`` chunks of
-    ``span`` keys (module docstring); public parameters only."""
+    """How (step, level) cells of ``groups`` groups are keyed and cut into
+    ``chunks`` chunks of ``span`` keys (module docstring); public
+    parameters only."""
 
     tree_horizon: int
     max_level: int
     chunks: int
+    groups: int = 1
 
     @property
     def width(self) -> int:
@@ -63,24 +69,30 @@ class CellChunks:
 
     @property
     def span(self) -> int:
-        return -(-self.tree_horizon * self.width // self.chunks)
+        return -(-self.groups * self.tree_horizon * self.width // self.chunks)
 
     def keys(self, step: np.ndarray, level: np.ndarray) -> np.ndarray:
         """The key of each (step, level) cell."""
         return (np.asarray(step, np.int64) - 1) * self.width + np.asarray(level, np.int64)
 
     def cells(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(step, level) of each key."""
+        """(step, level) of each key (the virtual step g·T + t of a group's cell)."""
         return keys // self.width + 1, keys % self.width
 
+    def group_cells(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(group, step, level) of each key, step in 1..T."""
+        virtual, level = self.cells(keys)
+        return (virtual - 1) // self.tree_horizon, (virtual - 1) % self.tree_horizon + 1, level
 
-def cell_chunks(tree_horizon: int, max_level: int, partitions: int) -> CellChunks:
+
+def cell_chunks(tree_horizon: int, max_level: int, partitions: int, groups: int = 1) -> CellChunks:
     """The chunking for a sum in ``partitions`` partitions:
     CHUNKS_PER_PARTITION chunks per partition, at most one per cell. Offsets
-    inside a chunk fit int32 (T·(J + 2) <= 2^22 · 24 at the horizon cap)."""
-    total = int(tree_horizon) * (int(max_level) + 2)
+    inside a chunk fit int32 (G·T·(J + 2) <= 2^22 · 24 at the horizon cap,
+    which also caps groups × T)."""
+    total = int(groups) * int(tree_horizon) * (int(max_level) + 2)
     chunks = max(1, min(CHUNKS_PER_PARTITION * int(partitions), total))
-    layout = CellChunks(int(tree_horizon), int(max_level), chunks)
+    layout = CellChunks(int(tree_horizon), int(max_level), chunks, int(groups))
     if layout.span >= 2**31:
         raise ValueError("a chunk of the cell keys must fit int32 offsets; raise the partitions")
     return layout
@@ -114,11 +126,18 @@ def item_codes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def shard_chunk_rows(step: np.ndarray, codes: np.ndarray, op: np.ndarray, order: np.ndarray | None,
-                     layout: CellChunks) -> pa.RecordBatch | None:
+                     layout: CellChunks, groups: np.ndarray | None = None) -> pa.RecordBatch | None:
     """One item shard's events (every event of each of its items: steps,
-    item codes, ops, optional order key) → its flip cells as chunk rows
-    (None when no item flips)."""
+    item codes, ops, optional order key, optional group index: None is
+    group 0) → its flip cells as chunk rows (None when no item flips). An
+    item's events in two groups are two items (group, item), so the groups
+    never interact, and a flip of group g at step t sits at g·T + t."""
+    if groups is not None:
+        width = int(codes.max()) + 1 if codes.shape[0] else 1
+        codes = np.asarray(groups, np.int64) * width + codes  # the virtual item (group, item)
     flips = flip_events(step, codes, op, order)
+    if groups is not None:
+        flips = dataclasses.replace(flips, time=flips.item // width * layout.tree_horizon + flips.time)
     cell_step, level, delta, cross = flip_cells(flips, layout.max_level)
     if cell_step.shape[0] == 0:
         return None

@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from dp_spark.mechanisms.continual_distinct import BinaryTreeMechanism, StreamSummaries, continual_counts
+from dp_spark.mechanisms.continual_distinct.mechanisms import group_rho
 from tests.audit.stats import assert_detects
 from tests.audit.stats import epsilon_lower_bound
 
@@ -101,8 +102,6 @@ def test_grouped_counters_audit(audit_record):
     (``group_rho``); the claim is the total ρ. Event: a − b ≥ 5 (likelier on
     D). The broken variant is the tempting mistake, each group at ρ/m
     ("parallel composition": one item, one group), which the audit detects."""
-    from dp_spark.mechanisms.continual_distinct.groups import group_rho
-
     rho_total, claimed, runs = T / 2, claimed_epsilon(0.5), 4  # ρ/T = 1/2 per step: one trial per step
     n = runs * T
 

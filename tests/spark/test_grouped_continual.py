@@ -19,6 +19,7 @@ import dp_spark
 from dp_spark import cli
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.errors import ParameterError, SchemaError
+from dp_spark.mechanisms.continual_distinct.mechanisms import grouped_label
 from dp_spark.plan import MAX_PUBLIC_GROUPS
 from dp_spark.stages.continual import (
     continual_summaries,
@@ -28,10 +29,11 @@ from dp_spark.stages.continual import (
     time_mapping,
     valid_events,
 )
-from dp_spark.stages.continual_groups import GROUP_INDEX, grouped_cells, grouped_events
+from dp_spark.stages.continual import GROUP_INDEX, grouped_cells, grouped_events
 from dp_spark.stages.edges import GROUP
 from dp_spark.stages.groups import cap_groups
 from dp_spark.stages.partitioning import python_partitions
+from tests.spark.seeded import EVENTS as SEEDED_EVENTS
 
 SCHEMA = "time long, item string, op int, g string"
 KEYS = ["a", "b", "c", "d"]
@@ -232,3 +234,39 @@ def test_the_flip_cell_sum_never_uses_the_sessions_shuffle_partitions(spark):
             assert "ENSURE_REQUIREMENTS" not in plan  # no exchange beyond the two explicit ones
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+#: Every method the grouped form supports, with its parameters (issue 37 §1).
+METHODS = {"auto": {}, "adaptive": {}, "bounded": {"max_flippancy": 4}, "baseline": {}}
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_an_ungrouped_release_is_the_one_key_grouped_release(spark, method):
+    """Issue 37 §1 (one body: ungrouped is one group): seeded, an ungrouped
+    release equals the grouped release with one public key and m = 1 on the
+    same events, all in that key — the same released numbers at every step,
+    the same final values, the same noise records in the order drawn (the
+    grouped step label adds its per-group wording) and the same charges
+    (but the rounding room of the grouped split's last step)."""
+    rows = [(t, item, op, "k") for t, item, op in SEEDED_EVENTS]
+    df = spark.createDataFrame(rows, "time long, item string, op int, g string")
+    given = dict(rho=1.0, horizon=64, method=method, seed=37, **METHODS[method])
+    plain = dp_spark.continual_distinct(df.drop("g"), **given)
+    grouped = dp_spark.continual_distinct(df, group_by="g", groups=["k"], max_groups=1, **given)
+    assert grouped.parameters["group_budget_factor"] == 1 and grouped.parameters["rho_per_group"] == 1.0
+    series = plain.series.orderBy("step").toPandas()
+    groups = grouped.groups.orderBy("step").toPandas()
+    assert groups["step"].tolist() == series["step"].tolist() == list(range(1, 65))
+    assert groups["count"].tolist() == series["estimate"].astype(np.int64).tolist()
+    assert series["estimate"].nunique() > 1  # noisy numbers: the comparison means something
+    np.testing.assert_array_equal(groups["std"].to_numpy(), series["std"].to_numpy())
+    np.testing.assert_array_equal(groups["error_bound"].to_numpy(), series["error_bound"].to_numpy())
+    (last,) = grouped.result["groups"]
+    assert last["final_estimate"] == plain.result["final_estimate"]
+    assert (last["final_std"], last["final_error_bound"]) == (plain.result["final_std"],
+                                                              plain.result["final_error_bound"])
+    assert list(grouped.noise) == [r.at(grouped_label(r.step, 1)) for r in plain.noise]
+    # the charges: the same but the last, which the grouped split charges what is left of ρ (its
+    # rounding room, mechanisms "Groups"): never less than the counter spends, a few ulps at most more
+    charged, spent = [s["rho"] for s in grouped.budget_split], [s["rho"] for s in plain.budget_split]
+    assert charged[:-1] == spent[:-1] and spent[-1] <= charged[-1] <= spent[-1] * (1 + 1e-12)

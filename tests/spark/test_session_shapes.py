@@ -180,7 +180,7 @@ def test_continual_cells_reach_the_driver_as_arrow_whatever_the_sessions_arrow_s
     (off by default before Spark 4.2: rows pickled one by one); the continual stages
     collect their cells with ``toArrow`` instead, so with the setting off
     neither stage calls ``toPandas`` and the summaries are unchanged."""
-    from dp_spark.stages.continual_groups import GROUP_INDEX, grouped_cells
+    from dp_spark.stages.continual import GROUP_INDEX, grouped_cells
 
     rng = np.random.default_rng(2626)
     pdf = pd.DataFrame({"t": rng.integers(1, 40, 2000), "thing": rng.integers(0, 60, 2000),

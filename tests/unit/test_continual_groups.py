@@ -9,7 +9,7 @@ each group's stream is then an ungrouped stream. On the release's relation
 each by a subset or item-removal pair, so every group's counter at ρ/(2m)
 composes to ρ; "bounded" (trees only) at ρ/m, because the changed groups'
 tree-node vectors add up to ℓ2² ≤ m·4·w·L; on whole-item removal only m
-groups change (:mod:`dp_spark.mechanisms.continual_distinct.groups`).
+groups change (:mod:`dp_spark.mechanisms.continual_distinct.mechanisms`, "Groups").
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from dp_spark.accounting.exact import exact
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.continual_distinct import budget_split, node_sums, num_levels, stream_summaries
-from dp_spark.mechanisms.continual_distinct.groups import (
+from dp_spark.mechanisms.continual_distinct.mechanisms import (
     group_factor,
     group_rho,
     grouped_budget_split,

@@ -14,6 +14,8 @@ item's events replaced by no-ops) or "item-removal" (``relations``).
   ``truncate_existence``, ``summaries_from_existence``.
 - ``BinaryTreeMechanism``: Gaussian binary tree, online (checkpointable) and batch.
 - ``SparseVector``: AboveThreshold with a cutoff, ρ-zCDP.
+- ``counts_by_group`` (``mechanisms``): one counter per public group key
+  (an ungrouped release is the one-group call) and the per-group budget.
 - ``continual_counts``: "auto" (``DEFAULT_METHOD``: lazy trees + recompute
   baseline past the crossover, ``auto``), "bounded" (Algorithm 1), "adaptive"
   (Algorithm 3), "baseline" (periodic recompute; the Theorem 3.10 comparison);
