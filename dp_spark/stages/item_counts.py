@@ -131,13 +131,17 @@ def domain_item_counts(edge_df: DataFrame, domain: Sequence) -> np.ndarray:
     return counts_of_items(item_counts(edge_df), domain)
 
 
-def counts_of_items(counts_df: DataFrame, items: Sequence) -> np.ndarray:
+def counts_of_items(counts_df: DataFrame, items: Sequence, group_index: str | None = None,
+                    n_groups: int = 1) -> np.ndarray:
     """int64 counts of an (item, count) DataFrame for the public list
-    ``items`` (absent: 0), in the list's order; collects at most
-    ``len(items)`` rows. NON-PRIVATE. A list of at most
+    ``items`` (absent: 0), in the list's order; with ``group_index``, of a
+    (group_index, item, count) one as an ``n_groups`` × len(``items``)
+    matrix. Collects at most that many rows. NON-PRIVATE. A list of at most
     :data:`BROADCAST_ITEMS` items is broadcast to the join."""
+    by = () if group_index is None else (group_index,)
+    out = np.zeros((*(int(n_groups) for _ in by), len(items)), dtype=np.int64)
     if not len(items):
-        return np.zeros(0, dtype=np.int64)
+        return out
     spark = counts_df.sparkSession
     dtype = counts_df.schema[ITEM].dataType
     schema = T.StructType([T.StructField(_INDEX, T.LongType(), False), T.StructField(ITEM, dtype, False)])
@@ -149,12 +153,11 @@ def counts_of_items(counts_df: DataFrame, items: Sequence) -> np.ndarray:
         # The list is already on the driver: broadcasting it keeps the counts
         # where the aggregation left them (no shuffle and sort of either side).
         dom = F.broadcast(dom)
-    joined = counts_df.join(dom, ITEM, "inner").select(_INDEX, COUNT)
-    with spark_job("counting persons per listed item"):
+    joined = counts_df.join(dom, ITEM, "inner").select(*by, _INDEX, COUNT)
+    with spark_job("counting persons per domain item of every group" if by else "counting persons per listed item"):
         pdf = joined.toPandas()
-    out = np.zeros(len(items), dtype=np.int64)
     if len(pdf):
-        out[pdf[_INDEX].to_numpy(dtype=np.int64)] = pdf[COUNT].to_numpy(dtype=np.int64)
+        out[tuple(pdf[c].to_numpy(dtype=np.int64) for c in (*by, _INDEX))] = pdf[COUNT].to_numpy(dtype=np.int64)
     return out
 
 
@@ -458,23 +461,4 @@ def grouped_domain_item_counts(edge_df: DataFrame, domain: Sequence, n_groups: i
     a domain of at most :data:`BROADCAST_ITEMS` items is broadcast. NON-PRIVATE."""
     if group_index == GROUP:  # an ungrouped table: its one group's counts are the table's
         return domain_item_counts(edge_df, domain)[None, :]
-    out = np.zeros((int(n_groups), len(domain)), dtype=np.int64)
-    if not len(domain):
-        return out
-    counts_df = grouped_item_counts(edge_df, group_index)
-    spark = counts_df.sparkSession
-    schema = T.StructType([T.StructField(_INDEX, T.LongType(), False),
-                           T.StructField(ITEM, counts_df.schema[ITEM].dataType, False)])
-    dom = spark.createDataFrame(
-        pd.DataFrame({_INDEX: np.arange(len(domain), dtype=np.int64), ITEM: pd.Series(list(domain), dtype=object)}),
-        schema,
-    )
-    if len(domain) <= BROADCAST_ITEMS:
-        dom = F.broadcast(dom)
-    joined = counts_df.join(dom, ITEM, "inner").select(group_index, _INDEX, COUNT)
-    with spark_job("counting persons per domain item of every group"):
-        pdf = joined.toPandas()
-    if len(pdf):
-        out[pdf[group_index].to_numpy(dtype=np.int64), pdf[_INDEX].to_numpy(dtype=np.int64)] = \
-            pdf[COUNT].to_numpy(dtype=np.int64)
-    return out
+    return counts_of_items(grouped_item_counts(edge_df, group_index), domain, group_index, n_groups)
