@@ -119,9 +119,8 @@ class Params(GroupParams):
                     else checks.open_unit(self.conversion_delta, "conversion_delta"))
         if self.delta + self.conversion_delta >= 1:
             raise ParameterError("delta + conversion_delta must stay below 1; lower conversion_delta.")
-        self.check_groups()
-        if self.group_by is not None:
-            check_group_column(self.group_by, GROUP_COLUMNS, person_col=self.person_col, item_col=self.item_col)
+        self.check_groups()  # then the group column's name (group_by None: nothing to clash)
+        check_group_column(self.group_by, GROUP_COLUMNS, person_col=self.person_col, item_col=self.item_col)
         if self.method == "pcr":
             # ε*, δ*, a, and the rule that at least one round fits (the loop's own check)
             *_, epsilon_min, delta_min, accuracy_factor = check_pcr_parameters(

@@ -141,9 +141,8 @@ class Params(GroupParams):
         set_checked(self, count=checks.boolean(self.count, "count"))
         set_checked(self, shard_cutoff=checks.choice(self.shard_cutoff, "shard_cutoff", SHARD_CUTOFFS))
         checks.seed(self.seed)
-        self.check_groups()
-        if self.group_by is not None:
-            check_group_column(self.group_by, GROUP_COLUMNS, person_col=self.person_col, item_col=self.item_col)
+        self.check_groups()  # then the group column's name (group_by None: nothing to clash)
+        check_group_column(self.group_by, GROUP_COLUMNS, person_col=self.person_col, item_col=self.item_col)
 
 
 @builds(Params)

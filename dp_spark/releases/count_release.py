@@ -61,12 +61,11 @@ from dp_spark.mechanisms.count_release.loop import COUNT_STEP, SELECTION_STEP
 from dp_spark.noise.records import KINDS
 from dp_spark.plan import Plan
 from dp_spark.plans.count_release import calibration, plan as make_plan
-from dp_spark.releases.grouped_count_release import grouped_release
+from dp_spark.releases.groups import report_groups
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.stages import item_counts as stage
-from dp_spark.stages.edges import GROUP
-from dp_spark.stages.group_items import composite_edges
+from dp_spark.stages.group_items import Composite
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +123,7 @@ def count_release(
     (``release.items``) is the (rank, item, count, sigma) table as a Spark
     DataFrame.
 
-    Per group (issue 24; :mod:`dp_spark.releases.grouped_count_release`):
+    Per group (issue 24; the same body on the composite key, :mod:`dp_spark.stages.group_items`):
     ``group_by`` (a column) and ``groups`` (the public keys: a list, a
     one-column Spark DataFrame or a file path; at most 1,024) run the SAME
     one mechanism on the composite key (group, item): each person adds at
@@ -155,25 +154,31 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Relea
 
 
 def _body(plan: Plan, edge_df, rng, local) -> Release:
-    """Stage and mechanism (pcr's loop or the bounded baseline), then the report."""
-    integral = stage.integral_items(edge_df)
-    grouped = plan.params.group_by is not None
-    if grouped:  # one mechanism on the composite key (group, item): dp_spark.releases.grouped_count_release
-        group_type = edge_df.schema[GROUP].dataType
-        edge_df = composite_edges(edge_df)
+    """Stage and mechanism (pcr's loop or the bounded baseline) on the
+    composite key (group, item), then the report: ungrouped, the released
+    items; grouped, the released pairs (:func:`_grouped_release`). An
+    ungrouped run is the one-key run (its composite key is the item).
+    Grouped, the guarantee is the ungrouped one, undivided: each (group,
+    item) count of distinct persons moves by at most 1 per person, all in
+    the same direction (pcr's histogram), and ``bounded`` keeps at most m =
+    ``max_items`` pairs per person over all groups (ℓ2 sensitivity √m):
+    :mod:`dp_spark.stages.group_items`. ``max_groups``, if given, is a
+    per-person cap the template applied first."""
+    composite = Composite.of(edge_df, plan.params.groups)
+    edge_df = composite.edges(edge_df)
     if plan.params.method == "pcr":
         rows, values, errors, split, noise = _pcr(edge_df, plan, rng)
     else:
         rows, values, errors, noise = _bounded(edge_df, plan, rng)
         split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]  # fixed by the plan
-    if grouped:
-        return grouped_release(plan, rows, values, errors, split, noise, integral, group_type,
-                               edge_df.sparkSession)
-    return Release.from_plan(
-        plan, values=values, errors=errors, statement=_statement(plan, len(rows)),
-        seeded=plan.params.seed is not None, budget_split=split,
-        artifacts={"items": _items_df(edge_df.sparkSession, rows, integral)}, noise=noise,
-    )
+    spark = edge_df.sparkSession
+    if plan.params.group_by is None:  # the report's shape only: the released items
+        return Release.from_plan(
+            plan, values=values, errors=errors, statement=_statement(plan, len(rows)),
+            seeded=plan.params.seed is not None, budget_split=split,
+            artifacts={"items": _items_df(spark, rows, composite.integral)}, noise=noise,
+        )
+    return _grouped_release(plan, composite, rows, values, errors, split, noise, spark)
 
 
 def _statement(plan: Plan, released: int) -> str:
@@ -335,6 +340,80 @@ def _bounded_errors(calibrated, use_threshold: bool, noise) -> dict[str, str]:
             f"(count + σ)/(count − σ) <= 1 + {calibrated.relative_error:g} for the rest"
         )
     return errors
+
+
+def _row_error(plan: Plan, row: dict, record) -> str:
+    """One released pair's error statement (public values, its noise record)."""
+    p = plan.params
+    pair = f"({p.group_by}, {p.item_col})"
+    half = record.half_width(0.05)
+    if p.method == "pcr":
+        return (f"this {pair} pair's number of distinct persons plus {record.describe()}: the noise is within "
+                f"±{half:,.0f} with probability >= 95%; if the true count is at least {row['threshold']:.4g} "
+                f"(the threshold of the selection that found it) the count is within a relative error of "
+                f"{p.relative_error:g} with probability >= {row['p_within_r']:.0%}")
+    return (f"this {pair} pair's number of distinct persons when each person keeps at most "
+            f"{plan['max_items']} pairs over all groups (never more than the true count), plus "
+            f"{record.describe()}: the noise is within ±{half:,.0f} with probability >= 95%")
+
+
+def _grouped_release(plan: Plan, composite: Composite, rows, values, errors, split, noise, spark) -> Release:
+    """The grouped Release: ``release.groups`` (made on the driver from the
+    released rows, at most k̄ of them: the group column under its own name,
+    ``item`` in its normalised type, ``count``, ``sigma`` and ``error``,
+    that count's own error statement), in discovery order (pcr) or by noisy
+    count (bounded); ``result["groups"]`` the first ``REPORT_GROUPS`` keys
+    with their number of released counts and ``result["items"]`` the rows
+    of those keys (each with ``group``). Released rows (their ``item`` the
+    composite key), public keys and noise records only."""
+    p = plan.params
+    keys = composite.keys
+    counted = [x for x in noise if x.kind == "discrete-gaussian"]
+    if len(counted) == 1:  # bounded: one record for every count
+        counted = counted * len(rows)
+    out, per_group = [], [0] * len(keys)
+    for row, record in zip(rows, counted, strict=True):
+        index, item = composite.parse(row["item"])
+        named = {"group": keys[index], **row, "item": item}
+        named["error"] = _row_error(plan, named, record)
+        out.append(named)
+        per_group[index] += 1
+    shown, more = report_groups([{"group": k, "released_count": n} for k, n in zip(keys, per_group)])
+    in_report = {g["group"] for g in shown}
+    values = {**values,
+              "items": [{k: v for k, v in r.items() if k != "error"} for r in out if r["group"] in in_report],
+              "groups": shown, "groups_released": len(keys), "groups_in_report": len(shown)}
+    errors = {**errors,
+              "items": (f"each released count is one ({p.group_by}, {p.item_col}) pair's; " + errors["items"]
+                        + " Each row of release.groups / --groups-output states its own error."),
+              "groups": (f"each public key of {p.group_by} with the number of its pairs whose count was released "
+                         "(the released rows are in release.groups / --groups-output)")}
+    if more:
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(keys):,} keys (public key "
+                                      "order) and their rows; every released count is in release.groups")
+    schema = T.StructType([
+        T.StructField(p.group_by, composite.group_type, False),
+        T.StructField("item", T.LongType() if composite.integral else T.StringType(), False),
+        T.StructField("count", T.LongType(), False),
+        T.StructField("sigma", T.DoubleType(), False),
+        T.StructField("error", T.StringType(), False),
+    ])
+    frame = spark.createDataFrame([(r["group"], r["item"], int(r["count"]), float(r["sigma"]), r["error"])
+                                   for r in out], schema)
+    guarantee, equivalent = plan.guarantee, plan.equivalent
+    m = p.max_groups
+    cap = f" Each person's rows count in at most {m} of their {p.group_by} groups." if m is not None else ""
+    statement = (
+        f"Person-level {guarantee.describe()} over all groups, which implies (ε = {equivalent.epsilon:.4g}, "
+        f"δ = {equivalent.delta:.3g})-differential privacy: the output would be almost as likely if any one "
+        f"person (every row with the same {p.person_col}) were removed or added. One release runs on the "
+        f"({p.group_by}, {p.item_col}) pairs, so the budget is not split between groups.{cap} Released: "
+        f"{len(out)} pairs with their number of distinct persons plus Gaussian noise of the stated sigma."
+    )
+    return Release.from_plan(
+        plan, values=values, errors=errors, statement=statement, seeded=p.seed is not None, budget_split=split,
+        artifacts={"groups": frame}, noise=noise,
+    )
 
 
 def _items_df(spark, rows, integral):

@@ -68,15 +68,18 @@ from __future__ import annotations
 
 import logging
 
+from pyspark.sql import functions as F
+
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.set_union import SEQUENTIAL, SetUnionPlan, ThresholdStep, derive_randomness
 from dp_spark.mechanisms.set_union import shard_cutoff as cutoff_per_shard
 from dp_spark.plan import Plan
 from dp_spark.plans.set_union import mechanism_plan, plan as make_plan
-from dp_spark.releases.grouped_set_union import composite_input, grouped_report
+from dp_spark.releases.groups import report_groups
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.sparkjobs import spark_job
+from dp_spark.stages.group_items import Composite
 from dp_spark.stages.set_union import materialize, set_union_items_of_edges
 
 log = logging.getLogger(__name__)
@@ -131,7 +134,7 @@ def set_union(
     report is then marked not for publication). Rows with a null person or
     item are dropped; an empty table is a valid release (no items).
 
-    Per group (issue 24; :mod:`dp_spark.releases.grouped_set_union`):
+    Per group (issue 24; the same body on the composite key, :mod:`dp_spark.stages.group_items`):
     ``group_by`` (a column) and ``groups`` (the public keys: a list, a
     one-column Spark DataFrame or a file path; at most 1,024) run the SAME
     one mechanism on the composite key (group, item): Δ0 = ``max_items``
@@ -159,23 +162,29 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Relea
 
 
 def _body(plan: Plan, edge_df, rng, local) -> Release:
-    """Stage (histogram) and mechanism (noise + threshold, inside Spark), then the report."""
-    seed = plan.params.seed
+    """Stage (histogram) and mechanism (noise + threshold, inside Spark) on
+    the composite key (group, item), then the report: ungrouped, the
+    released items; grouped, the released pairs (:func:`_grouped_report`).
+    An ungrouped run is the one-key run (its composite key is the item).
+    Grouped, the guarantee is the ungrouped (ε, δ), undivided: each person
+    keeps at most Δ0 = ``max_items`` distinct composite items over all their
+    groups, so the sensitivity and the new-item bound behind ρ are the
+    ungrouped ones (:mod:`dp_spark.stages.group_items`); ``max_groups``, if
+    given, is a per-person cap the template applied first."""
     numeric = mechanism_plan(plan)
-    if plan.params.group_by is not None:  # the one mechanism on (group, item): releases.grouped_set_union
-        composite, shape = composite_input(edge_df, len(plan.params.groups))
-        items = _released_items(composite, plan, numeric, rng, seed)  # released (group, item) keys, stored
-        log.info("set-union: released pairs materialized")
-        per_group = shape.released_per_group(items) if plan.params.count else None
-        values = _values(plan, numeric, sum(per_group) if per_group is not None else None)
-        return grouped_report(plan, numeric, items, per_group, values, _errors(plan, numeric, values), shape, local)
-    items = _released_items(edge_df, plan, numeric, rng, seed)
+    composite = Composite.of(edge_df, plan.params.groups)
+    # never the number of keys: with keys chosen privately it is drawn, and not shown before the record
+    items = _released_items(composite.edges(edge_df), plan, numeric, rng)
     log.info("set-union: released items materialized")
-    released_count = int(items.count()) if plan.params.count else None
-    return _report(plan, numeric, items, released_count, local, seed)
+    per_group = composite.per_group(items) if plan.params.count else None
+    values = _values(plan, numeric, sum(per_group) if per_group is not None else None)
+    errors = _errors(plan, numeric, values)
+    if plan.params.group_by is None:  # the report's shape only: the released items
+        return _report(plan, numeric, values, errors, local, artifacts={"items": items})
+    return _grouped_report(plan, numeric, composite, items, per_group, values, errors, local)
 
 
-def _released_items(edge_df, plan: Plan, numeric: SetUnionPlan, rng, seed):
+def _released_items(edge_df, plan: Plan, numeric: SetUnionPlan, rng):
     """The released items, evaluated once and stored (a local checkpoint).
     The stage builds the histogram (no noise) and runs the mechanism
     layer's :class:`~dp_spark.mechanisms.set_union.ThresholdStep` inside
@@ -184,7 +193,7 @@ def _released_items(edge_df, plan: Plan, numeric: SetUnionPlan, rng, seed):
     of scope once the items are stored."""
     sequential = numeric.method in SEQUENTIAL
     shards = plan.parameters.get("shards")
-    salt, root = derive_randomness(rng, keyed=seed is not None)
+    salt, root = derive_randomness(rng, keyed=plan.params.seed is not None)
     lazy = set_union_items_of_edges(
         edge_df, method=numeric.method, max_items=numeric.max_items,
         salt=salt, threshold=ThresholdStep(numeric, root),
@@ -246,18 +255,54 @@ def _errors(plan: Plan, numeric: SetUnionPlan, values: dict) -> dict:
     return errors
 
 
-def _report(plan: Plan, numeric: SetUnionPlan, items, released_count, local, seed) -> Release:
+def _report(plan: Plan, numeric: SetUnionPlan, values: dict, errors: dict, local, artifacts: dict,
+            statement: str | None = None) -> Release:
     """The Release from released values and public parameters only."""
-    values = _values(plan, numeric, released_count)
     unit = f"one person (every row with the same {plan['person_col']})"
-    statement = (
+    statement = statement or (
         f"Person-level ({numeric.epsilon:g}, {numeric.delta:.3g})-differential privacy: the released "
         f"set of {plan['item_col']} values would be almost as likely if any {unit} were removed or "
         f"added. Each person contributes at most {numeric.max_items} distinct items; only the "
         "identities of the released items are published, never their weights or counts."
     )
     return Release.from_plan(
-        plan, values=values, errors=_errors(plan, numeric, values), statement=statement,
-        seeded=seed is not None, budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
-        artifacts={"items": items}, noise=(numeric.noise_record,),
+        plan, values=values, errors=errors, statement=statement, seeded=plan.params.seed is not None,
+        budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
+        artifacts=artifacts, noise=(numeric.noise_record,),
     )
+
+
+def _grouped_report(plan: Plan, numeric: SetUnionPlan, composite: Composite, items, per_group, values: dict,
+                    errors: dict, local) -> Release:
+    """The grouped Release: the released composite items split into
+    ``release.groups`` (the group column under its own name, ``item`` in
+    its normalised type, ``error``: post-processing with the public keys),
+    the first ``REPORT_GROUPS`` keys with their number of released pairs in
+    ``result["groups"]`` (sizes of the released set: at most one number per
+    key reaches the driver). Released values, public keys and constants only."""
+    p = plan.params
+    error = (f"this pair was released by one set union over (group, {p.item_col}) pairs: {errors['items']}; "
+             f"the threshold counts persons over all groups (Δ0 = {numeric.max_items} pairs per person)")
+    frame = composite.split(items, p.group_by).withColumn("error", F.lit(error))
+    rows = [{"group": k, **({"released_count": per_group[i]} if per_group is not None else {})}
+            for i, k in enumerate(composite.keys)]
+    shown, more = report_groups(rows)
+    values.update({"groups": shown, "groups_released": len(rows), "groups_in_report": len(shown)})
+    errors["groups"] = (f"each public key of {p.group_by} with the number of its ({p.group_by}, {p.item_col}) "
+                        "pairs released (exact size of that part of the released set); the pairs are in "
+                        "release.groups / --groups-output, each row with its error statement")
+    if more:
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} keys (the keys' "
+                                      "sorted order); every released pair is in release.groups and --groups-output")
+    m = p.max_groups
+    cap = (f" Each person's rows count in at most {m} of their {p.group_by} groups." if m is not None else "")
+    whole = plan.guarantee  # the whole release's, the private key step's share included (plan.with_private_keys)
+    keys_note = " (the private choice of the keys included)" if "group_keys" in plan.split else ""
+    statement = (
+        f"Person-level ({whole.epsilon:g}, {whole.delta:.3g})-differential privacy over all groups{keys_note}: the "
+        f"released set of ({p.group_by}, {p.item_col}) pairs would be almost as likely if any one person (every "
+        f"row with the same {p.person_col}) were removed or added. One set union runs on the pairs: each person "
+        f"contributes at most {numeric.max_items} distinct pairs over all groups, so the budget is not split "
+        f"between groups.{cap} Only the identities of the released pairs are published, never their weights."
+    )
+    return _report(plan, numeric, values, errors, local, {"groups": frame}, statement)

@@ -7,7 +7,7 @@ the counts of two (group, item) pairs at once. D: k persons holding item
 ``a`` in groups g0, g1, g2; D + y: y holds ``a`` in the same three groups.
 The pair counts of D and D + y come from the real Spark stage of the release
 (:func:`dp_spark.stages.groups.cap_groups` with m = 2, the composite key
-:func:`dp_spark.stages.group_items.composite_edges`, then the bounded
+:meth:`dp_spark.stages.group_items.Composite.edges`, then the bounded
 baseline's :func:`dp_spark.stages.item_counts.bounded_item_counts` with
 ``max_items`` = 2): the test checks that exactly two pairs differ, each by 1.
 
@@ -38,12 +38,13 @@ all in the same direction, which the composite key keeps
 from __future__ import annotations
 
 import numpy as np
+from pyspark.sql import types as T
 
 from dp_spark.accounting import ZCDP
 from dp_spark.mechanisms.count_release import bounded as bounded_module
 from dp_spark.mechanisms.count_release import bounded_plan, keyed_noisy_counts, noise_key
 from dp_spark.stages.edges import GROUP, ITEM, PERSON
-from dp_spark.stages.group_items import GROUP_INDEX, composite_edges
+from dp_spark.stages.group_items import GROUP_INDEX, Composite
 from dp_spark.stages.groups import cap_groups
 from dp_spark.stages.item_counts import bounded_item_counts
 from tests.audit.stats import ALPHA, assert_detects, two_sided_lower_bound
@@ -52,6 +53,8 @@ TRIALS = 20_000
 RHO, DELTA, MAX_ITEMS, MAX_GROUPS = 1.0, 1e-6, 2, 2
 DELTA_PRIME = 0.01
 GROUPS = ("g0", "g1", "g2")
+#: The composite key of the three groups' run (string items).
+KEYED = Composite(GROUPS, T.StringType(), False)
 K = 30  # persons of D, each holding `a` in every group
 Y = 10**6
 THRESHOLDS = (2, 3, 4)
@@ -61,7 +64,7 @@ def _pair_counts(spark, rows) -> dict[str, int]:
     """Pair -> count of distinct persons after the release's stage (cap to m
     groups, composite key, bounded to max_items pairs per person)."""
     df = spark.createDataFrame(rows, f"{PERSON} long, {ITEM} string, {GROUP} string, {GROUP_INDEX} int")
-    counts = bounded_item_counts(composite_edges(cap_groups(df, MAX_GROUPS)), MAX_ITEMS, salt=7).collect()
+    counts = bounded_item_counts(KEYED.edges(cap_groups(df, MAX_GROUPS)), MAX_ITEMS, salt=7).collect()
     return {r[ITEM]: int(r["count"]) for r in counts}
 
 

@@ -4,7 +4,7 @@ key (group, item), a person's Δ0 and budget shared by all their groups.
 Worst case of the grouping: the added person y holds the same item in two
 groups, (g0, a) and (g1, a). D: k persons holding both pairs. The persons'
 restricted sets come from the real Spark stage (the composite key
-:func:`dp_spark.stages.group_items.composite_edges`, then
+:meth:`dp_spark.stages.group_items.Composite.edges`, then
 :func:`dp_spark.stages.set_union.restricted_sets` with Δ0 = 4); the
 weighted-Laplace kernel builds the histograms of D and D + y and
 :func:`dp_spark.mechanisms.set_union.release_mask` adds the noise and applies
@@ -21,10 +21,11 @@ same event must prove a leak above ε.
 from __future__ import annotations
 
 import numpy as np
+from pyspark.sql import types as T
 
 from dp_spark.mechanisms.set_union import build_histogram, plan_set_union, release_mask
 from dp_spark.stages.edges import GROUP, ITEM, PERSON
-from dp_spark.stages.group_items import GROUP_INDEX, composite_edges
+from dp_spark.stages.group_items import GROUP_INDEX, Composite
 from dp_spark.stages.set_union import restricted_sets
 from tests.audit.stats import ALPHA, assert_detects, two_sided_lower_bound
 
@@ -32,6 +33,8 @@ TRIALS = 200_000
 EPSILON, DELTA, MAX_ITEMS = 1.0, 0.1, 4
 METHOD = "weighted-laplace"
 Y = 10**6
+#: The composite key of the two groups' run (string items).
+KEYED = Composite(("g0", "g1"), T.StringType(), False)
 
 
 def _sets(spark, rows, grouped: bool) -> list[list[str]]:
@@ -39,7 +42,7 @@ def _sets(spark, rows, grouped: bool) -> list[list[str]]:
     per group on the plain item (the broken per-group run), person order."""
     df = spark.createDataFrame(rows, f"{PERSON} long, {ITEM} string, {GROUP} string, {GROUP_INDEX} int")
     if grouped:
-        sets = restricted_sets(composite_edges(df), MAX_ITEMS, salt=7).collect()
+        sets = restricted_sets(KEYED.edges(df), MAX_ITEMS, salt=7).collect()
         return [list(r["items"]) for r in sorted(sets, key=lambda r: r[PERSON])]
     out = []
     for g in ("g0", "g1"):  # one set union per group: the item, tagged with its group only to index the histogram

@@ -3,6 +3,7 @@ local[2]: the contribution-bounding stage, the Python API and the CLI."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from functools import partial
@@ -27,6 +28,7 @@ from dp_spark.mechanisms.count_release import (
 from dp_spark.errors import ParameterError, SchemaError
 from dp_spark.stages import item_counts as stage
 from tests.unit import helpers
+from tests.spark.seeded import PERSONS
 from tests.unit.helpers import assert_refused_keeping_outputs
 
 # Item "c<j>" is held by HOLDERS[j] distinct persons; persons 0..2999 hold
@@ -288,6 +290,41 @@ def test_session_built_by_dp_spark_has_no_ui_and_no_event_log(spark):
 
 #: case -> (parameters, input kind, the kinds of Release.noise in the order drawn, or None:
 #: checked by check_noise_records); every method
+#: The values only a grouped report has (issue 24): the per-key table and its size.
+GROUPED_ONLY = {"groups", "groups_released", "groups_in_report"}
+
+
+def bare(record):
+    """A noise record up to its target's wording (the grouped one says pairs)."""
+    return dataclasses.replace(record, target="")
+
+
+@pytest.mark.parametrize("kwargs", [dict(method="pcr", kbar=10), dict(method="bounded", max_items=3),
+                                    dict(method="bounded", max_items=3, count_threshold=True)],
+                         ids=["pcr", "bounded", "bounded-threshold"])
+def test_an_ungrouped_release_is_the_one_key_grouped_release(spark, kwargs):
+    """Issue 37 (one body): seeded, the ungrouped release equals the grouped
+    release with one public key and m = 1 on the same rows, all in that key:
+    the same released items and counts (noisy: a different noise key, salt
+    or order on either path changes them), values, budget split and noise
+    records."""
+    df = spark.createDataFrame([(p, i, "k") for p, i in PERSONS], "person_id long, item string, g string")
+    plain = dp_spark.count_release(df, rho=2.0, delta=1e-6, **kwargs, seed=5)
+    grouped = dp_spark.count_release(df, rho=2.0, delta=1e-6, **kwargs, seed=5, group_by="g", groups=["k"],
+                                     max_groups=1)
+    rows = plain.result["items"]
+    assert rows and len({r["count"] for r in rows}) > 1
+    assert grouped.result["items"] == [{"group": "k", **r} for r in rows]
+    assert {k: v for k, v in grouped.result.items() if k not in GROUPED_ONLY | {"items"}} == {
+        k: v for k, v in plain.result.items() if k != "items"}
+    assert grouped.result["groups"] == [{"group": "k", "released_count": len(rows)}]
+    frame = grouped.groups.toPandas().drop(columns="error")
+    expected = plain.items.toPandas().drop(columns="rank").assign(g="k")[list(frame.columns)]
+    assert frame.equals(expected)
+    assert grouped.budget_split == plain.budget_split
+    assert [bare(r) for r in grouped.noise] == [bare(r) for r in plain.noise]
+
+
 SEEDED_CASES = {
     # one Gumbel record per selection, one discrete Gaussian per count
     "count_release/pcr": (dict(rho=2.0, delta=1e-6, method="pcr", kbar=10), "persons", None),

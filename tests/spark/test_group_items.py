@@ -24,19 +24,16 @@ from dp_spark import cli
 from dp_spark.accounting import ApproxDP, PrivacyFilter, ZCDP
 from dp_spark.errors import ParameterError, SchemaError
 from dp_spark.plan import MAX_PUBLIC_GROUPS
-from dp_spark.stages.edges import GROUP, ITEM, PERSON
-from dp_spark.stages.group_items import (
-    GROUP_INDEX,
-    composite_edges,
-    parse_composite,
-    released_per_group,
-    split_composite,
-)
+from dp_spark.stages.edges import GROUP, ITEM, PERSON, UNGROUPED
+from dp_spark.stages.edges import edges as edge_table
+from dp_spark.stages.group_items import GROUP_INDEX, Composite
 from dp_spark.stages.groups import cap_groups
 from dp_spark.stages.item_counts import item_counts
 from dp_spark.stages.set_union import restricted_sets, weight_histogram
 
 KEYS = ("g0", "g1", "g2", "g3")
+#: The composite key of a run with the public keys KEYS and string items.
+KEYED = Composite(KEYS, T.StringType(), False)
 
 
 def random_rows(rng, persons, groups=4, items=9):
@@ -53,7 +50,7 @@ def composite(spark, rows, m=None):
     edges = spark.createDataFrame(rows, f"{PERSON} long, {ITEM} string, {GROUP} string")
     keys = spark.createDataFrame([(k, i) for i, k in enumerate(KEYS)], f"{GROUP} string, {GROUP_INDEX} int")
     restricted = edges.join(keys, on=GROUP)
-    return composite_edges(restricted if m is None else cap_groups(restricted, m))
+    return KEYED.edges(restricted if m is None else cap_groups(restricted, m))
 
 
 def person_sets(spark, rows, max_items, salt, m=None):
@@ -73,9 +70,9 @@ def test_set_union_composite_keys_keep_the_per_person_bound(spark, seed):
     mine = with_y.get(y, [])
     assert len(mine) <= max_items  # Δ0 pairs over ALL groups
     pairs = {(KEYS.index(g), i) for _, i, g in added}
-    assert {parse_composite(c, False) for c in mine} <= pairs
+    assert {KEYED.parse(c) for c in mine} <= pairs
     if m is not None:
-        assert len({parse_composite(c, False)[0] for c in mine}) <= m
+        assert len({KEYED.parse(c)[0] for c in mine}) <= m
     for method, norm in (("weighted-laplace", 1), ("weighted-gaussian", 2)):
         h0 = {r[ITEM]: r["weight"] for r in weight_histogram(restricted_sets(composite(spark, base, m), max_items,
                                                                             salt), method).collect()}
@@ -99,22 +96,47 @@ def test_count_release_composite_counts_move_by_at_most_one_on_the_added_pairs(s
     without, with_y = counts(base), counts(base + added)
     moved = {k for k in set(without) | set(with_y) if with_y.get(k, 0) != without.get(k, 0)}
     assert all(with_y.get(k, 0) - without.get(k, 0) == 1 for k in moved)  # +1 only, never more
-    assert {parse_composite(k, False) for k in moved} <= {(KEYS.index(g), i) for _, i, g in added}
+    assert {KEYED.parse(k) for k in moved} <= {(KEYS.index(g), i) for _, i, g in added}
     if m is not None:
-        assert len({parse_composite(k, False)[0] for k in moved}) <= m
+        assert len({KEYED.parse(k)[0] for k in moved}) <= m
 
 
 def test_the_split_is_the_inverse_of_the_composite_key(spark):
     rows = [(1, "a:b", "g1"), (2, "", "g0"), (3, "x", "g3")]
     edges = composite(spark, rows)
-    split = split_composite(edges.select(ITEM), KEYS, "country", edges.schema[ITEM].dataType, False)
+    split = KEYED.split(edges.select(ITEM), "country")
     got = sorted((r["country"], r[ITEM]) for r in split.collect())
     assert got == sorted((g, i) for _, i, g in rows)
-    assert released_per_group(edges.select(ITEM), len(KEYS)) == [1, 1, 0, 1]
+    assert KEYED.per_group(edges.select(ITEM)) == [1, 1, 0, 1]
     longs = spark.createDataFrame([(1, -(2**63), 0), (2, 2**63 - 1, 1)], f"{PERSON} long, {ITEM} long, {GROUP_INDEX} int")
-    back = split_composite(composite_edges(longs).select(ITEM), ("a", "b"), "g", T.StringType(), True)
+    two = Composite(("a", "b"), T.StringType(), True)
+    back = two.split(two.edges(longs).select(ITEM), "g")
     assert sorted((r["g"], r[ITEM]) for r in back.collect()) == [("a", -(2**63)), ("b", 2**63 - 1)]
-    assert parse_composite("12:-5", True) == (12, -5) and parse_composite("0:a:b", False) == (0, "a:b")
+    assert Composite(tuple(range(13)), T.IntegerType(), True).parse("12:-5") == (12, -5)
+    assert KEYED.parse("0:a:b") == (0, "a:b")
+
+
+def test_with_one_key_the_composite_key_is_the_item(spark):
+    """One key (an ungrouped run: the constant group; or one public key): the
+    composite key is the item itself, of its own type, and splits back to
+    (the key, the item)."""
+    longs = spark.createDataFrame([(1, 7, 0), (2, -3, 0), (2, 7, 0)], f"{PERSON} long, {ITEM} long, {GROUP_INDEX} int")
+    one = Composite((5,), T.IntegerType(), True)
+    edges = one.edges(longs)
+    assert edges.columns == [PERSON, ITEM] and str(edges.schema[ITEM].dataType) == "LongType()"
+    assert sorted(r[ITEM] for r in edges.collect()) == [-3, 7, 7]
+    back = one.split(edges.select(ITEM), "g")
+    assert sorted((r["g"], r[ITEM]) for r in back.collect()) == [(5, -3), (5, 7), (5, 7)]
+    assert str(back.schema["g"].dataType) == "IntegerType()"
+    assert one.per_group(edges.select(ITEM)) == [3]
+    assert one.parse(-3) == (0, -3) and Composite(("k",), T.StringType(), False).parse("0:a") == (0, "0:a")
+
+
+def test_an_ungrouped_run_is_the_one_key_run(spark):
+    """Composite.of: an ungrouped run's keys are the one constant group."""
+    edges = edge_table(spark.createDataFrame([(1, 2)], "person_id long, item long"), "person_id", "item")
+    assert Composite.of(edges, None) == Composite((UNGROUPED,), T.LongType(), True)
+    assert Composite.of(edges, ("a", "b")).keys == ("a", "b")
 
 
 @pytest.fixture(scope="module")

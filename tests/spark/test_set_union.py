@@ -12,6 +12,7 @@ prediction, which is what lets this test fail.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -46,6 +47,7 @@ from dp_spark.stages.set_union import (
     set_union_histogram,
     weight_histogram,
 )
+from tests.spark.seeded import PERSONS
 
 SCHEMA = "person_id long, item string"
 
@@ -598,6 +600,34 @@ def test_dp_spark_set_union_is_the_release_function_after_the_mechanisms_are_imp
 # -- seeded cases (tests/spark/seeded.py: test_seeded_values, test_noise_records) --
 
 #: case -> (parameters, input kind, the kinds of Release.noise in the order drawn); every method
+#: The values only a grouped report has (issue 24): the per-key table and its size.
+GROUPED_ONLY = {"groups", "groups_released", "groups_in_report"}
+
+
+def bare(record):
+    """A noise record up to its target's wording (the grouped one says pairs)."""
+    return dataclasses.replace(record, target="")
+
+
+@pytest.mark.parametrize("method", POLICIES)
+def test_an_ungrouped_release_is_the_one_key_grouped_release(spark, method):
+    """Issue 37 (one body): seeded, the ungrouped release equals the grouped
+    release with one public key and m = 1 on the same rows, all in that key:
+    the same released items, values and noise records. ε is low enough that
+    some items are held back (0 < released < 30), so a different salt,
+    partitioning or noise draw on either path changes the set."""
+    df = spark.createDataFrame([(p, i, "k") for p, i in PERSONS], "person_id long, item string, g string")
+    kwargs = dict(epsilon=0.5, delta=1e-5, method=method, max_items=3, seed=5)
+    plain = dp_spark.set_union(df, **kwargs)
+    grouped = dp_spark.set_union(df, **kwargs, group_by="g", groups=["k"], max_groups=1)
+    items = sorted(r["item"] for r in plain.items.collect())
+    assert 0 < len(items) < 30
+    assert sorted((r["g"], r["item"]) for r in grouped.groups.collect()) == [("k", i) for i in items]
+    assert {k: v for k, v in grouped.result.items() if k not in GROUPED_ONLY} == plain.result
+    assert grouped.result["groups"] == [{"group": "k", "released_count": len(items)}]
+    assert [bare(r) for r in grouped.noise] == [bare(r) for r in plain.noise]
+
+
 SEEDED_CASES = {
     f"set_union/{m}": (dict(epsilon=2.0, delta=1e-5, method=m, max_items=3), "persons", [kind])
     for m, kind in (("count", "laplace"), ("weighted-laplace", "laplace"), ("weighted-gaussian", "gaussian"),
