@@ -212,7 +212,7 @@ class GroupedReplica:
 
     def joint(self) -> np.ndarray:  # NON-PRIVATE: at[k, g, j] at every cap candidate, one pass (the release's)
         from dp_spark.mechanisms.distinct_count.cap_bound import cap_candidates
-        from dp_spark.releases.grouped_distinct_count import joint_counts
+        from dp_spark.stages.distinct import joint_counts
 
         if self._joint is None:
             self._joint = joint_counts(self.restricted, cap_candidates(len(GENRES)), len(GENRES), MAX_BOUND, 1,
@@ -252,10 +252,10 @@ class GroupedReplica:
             joint_margins,
             release_at_bound,
         )
-        from dp_spark.mechanisms.distinct_count.grouped import release_groups
+        from dp_spark.mechanisms.distinct_count.cap_bound import release_groups
         from dp_spark.mechanisms.groups import choose_max_groups
         from dp_spark.noise import make_rng
-        from dp_spark.releases.grouped_distinct_count import CAP_GEM_BETA
+        from dp_spark.releases.group_cap import CAP_GEM_BETA
 
         gaussian = noise == "gaussian"
         rng = make_rng(seed)
@@ -305,7 +305,7 @@ def joint_release(at, cands, m, beta, rng, noise, select, count):
     from dp_spark.accounting.exact import exact, ratio_down, ratio_up, sqrt_down
     from dp_spark.mechanisms.distinct_count.bound import noise_margins
     from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
-    from dp_spark.mechanisms.distinct_count.grouped import gaussian_margins
+    from dp_spark.mechanisms.distinct_count.bound import gaussian_margins
     from dp_spark.mechanisms.groups import group_noise_scale
     from dp_spark.noise import discrete_gaussian, discrete_laplace
 
@@ -335,7 +335,7 @@ def accuracy(spark, args) -> dict:
     import dp_spark
     from dp_spark.accounting import pure_to_zcdp
     from dp_spark.mechanisms.distinct_count.bound import release_from_counts
-    from dp_spark.mechanisms.distinct_count.grouped import release_groups
+    from dp_spark.mechanisms.distinct_count.cap_bound import release_groups
     from dp_spark.settings.distinct_count import bound_candidates
     from dp_spark.stages import bounded_distinct_counts
 

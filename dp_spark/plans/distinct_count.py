@@ -20,7 +20,7 @@ Budget split (basic composition, total ε-DP), from the parameters alone:
 Per group (``group_by``) with a given ``max_groups`` m: the same steps
 per group at ε/m, or, with ``noise="gaussian"`` (asked for by name), ρ-zCDP
 with ρ = ε²/2: the same shares of ρ, the bound choice and the discrete
-Gaussian count per group (:mod:`dp_spark.mechanisms.distinct_count.grouped`).
+Gaussian count per group (:mod:`dp_spark.mechanisms.distinct_count.bound`).
 With ``max_groups=None``: [shards ε/100], ε/4 for the joint choice of the cap
 m and ONE bound l for all groups (GEM over Σ_g (c_{g,m,l} − margin(m, l)),
 sensitivity m·l: :mod:`dp_spark.mechanisms.distinct_count.cap_bound`), the
@@ -62,6 +62,9 @@ from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the 
 )
 
 RELEASE = "distinct-count"
+#: The one key of an ungrouped run (:meth:`Params.keys_and_cap`): the edge
+#: table's constant group (:data:`dp_spark.stages.edges.UNGROUPED`; pyspark is not imported here).
+UNGROUPED_KEY = 0
 SHARD_EPSILON_SHARE = 0.01
 MATCHING_EPSILON_SHARE = 0.01
 #: The automatic shard count reads the persons of a fixed 1-in-r hash sample
@@ -103,7 +106,7 @@ MAX_GROUPS_EPSILON_SHARE = 0.05
 #: m·ℓ/ε' per group, selections at ε'/m) or "gaussian" (ρ-zCDP with
 #: ρ = ε²/2, the zCDP level pure ε-DP implies: discrete Gaussian
 #: √m·ℓ/√(2ρ') per group, selections at √(8ρ'/m); module
-#: dp_spark.mechanisms.distinct_count.grouped).
+#: dp_spark.mechanisms.distinct_count.bound).
 NOISES = ("laplace", "gaussian")
 #: ``noise=None`` with ``group_by``: "laplace", the guarantee the caller
 #: asked for (``epsilon=`` is a pure ε-DP budget). "gaussian" is far more
@@ -176,10 +179,11 @@ class Params(GroupParams):
         self.check_groups()
         if self.noise is not None:
             set_checked(self, noise=checks.choice(self.noise, "noise", NOISES))
-            if self.group_by is None and self.noise != "laplace":
+        if self.group_by is None:
+            if self.noise not in (None, "laplace"):
                 raise ParameterError(f"noise={self.noise!r} is available per group only (with group_by=); an "
                                      "ungrouped distinct count is pure ε-DP (noise='laplace').")
-        if self.group_by is not None:
+        else:
             # release.groups' columns: a group column of the same name would fail after spending
             check_group_column(self.group_by, ("estimate", "lower_bound", "bound", "error"),
                                person_col=self.person_col, item_col=self.item_col)
@@ -187,13 +191,13 @@ class Params(GroupParams):
                 raise ParameterError(f"group_by runs the per-group greedy (method='greedy'); method={self.method!r} "
                                      "is not available per group.")
 
-
-def noise_of(params: Params) -> str:
-    """The noise a release with these parameters uses: ``noise``, or
-    :data:`DEFAULT_GROUPED_NOISE` per group, "laplace" ungrouped."""
-    if params.noise is not None:
-        return params.noise
-    return "laplace" if params.group_by is None else DEFAULT_GROUPED_NOISE
+    def keys_and_cap(self) -> tuple[tuple | None, int | None]:
+        """(the keys a run releases, the cap m of groups per person; None:
+        chosen privately with the bound). An ungrouped run is the one-key
+        grouped run: the edge table's constant group, m = 1 (the release
+        has one body). The keys of a grouped run are those of its spent plan
+        (public, or released by its key step)."""
+        return ((UNGROUPED_KEY,), 1) if self.group_by is None else (self.groups, self.max_groups)
 
 
 @builds(Params)
@@ -208,8 +212,8 @@ def plan(params: Params) -> Plan:
         pre = [Step("matching", MATCHING_STEP, epsilon * MATCHING_EPSILON_SHARE)]
     else:
         pre = []
-    joint = p.group_by is not None and p.max_groups is None
-    noise = noise_of(p)
+    joint = p.keys_and_cap()[1] is None
+    noise = p.noise or DEFAULT_GROUPED_NOISE  # "laplace", as every ungrouped run
     if joint:  # the cap m and one bound l for all groups, chosen together (module doc)
         sampler = ("exponential mechanism (ε-bounded range, so ε²/8-zCDP)" if noise == "gaussian"
                    else "permute-and-flip")
@@ -222,12 +226,9 @@ def plan(params: Params) -> Plan:
     steps = [Step(s.name, s.label, PureDP(s.cost)) for s in pre]
     if joint:
         steps.append(Step("count", JOINT_COUNT_STEP.format(noise="Laplace", share="ε"), PureDP(rest)))
-    elif p.group_by is None:
-        steps += [Step("select", SELECT_STEP, PureDP(rest / 2.0)), Step("count", COUNT_STEP, PureDP(rest / 2.0))]
     else:
-        m = p.max_groups
-        steps += [Step("select", grouped_label(SELECT_STEP, m), PureDP(rest / 2.0)),
-                  Step("count", grouped_label(COUNT_STEP, m), PureDP(rest / 2.0))]
+        steps += [Step("select", _label(p, SELECT_STEP), PureDP(rest / 2.0)),
+                  Step("count", _label(p, COUNT_STEP), PureDP(rest / 2.0))]
     parameters = _parameters(p, "discrete laplace")
     return Plan(
         release=RELEASE,
@@ -246,7 +247,7 @@ def _gaussian_plan(p: Params, pre: list) -> Plan:
     mechanism at √(2ρ_step), so ρ_step-zCDP, Bun–Steinke 2016 Prop. 1.4;
     the group-cap GEM at √(8ρ_step), an exponential mechanism, ε-bounded
     range, so ε²/8-zCDP), the rest ρ' in halves for the selections and the
-    counts (with max_groups=None, all of ρ' for the counts) (:mod:`dp_spark.mechanisms.distinct_count.grouped`)."""
+    counts (with max_groups=None, all of ρ' for the counts) (:mod:`dp_spark.mechanisms.distinct_count.bound`)."""
     rho = grouped_rho(p.epsilon)
     shares = [s.cost / p.epsilon * rho for s in pre]
     rest = remainder(rho, *shares)
@@ -318,6 +319,11 @@ def _parameters(p: Params, noise: str) -> dict:
         parameters["edge_limit"] = p.edge_limit
         parameters["items_per_person"] = p.max_bound
     return parameters
+
+
+def _label(p: Params, label: str) -> str:
+    """A pure step's label: as it is ungrouped, :func:`grouped_label` per group (wording only)."""
+    return label if p.group_by is None else grouped_label(label, p.max_groups)
 
 
 def _releases(p: Params) -> str:

@@ -73,6 +73,22 @@ Pipeline and budget split (basic composition, total ε-DP):
    c_l̂ (sensitivity l̂) gets ε'/2-DP. Released: ``estimate`` = max(0, c_l̂ + X) and
    ``lower_bound`` = max(0, c_l̂ + X − m_l̂) (post-processing of one draw).
 
+Per group (issue 24: ``group_by=``, ``groups=`` the public keys or keys
+released by the plan's key step, ``max_groups=`` m), ONE body: an ungrouped
+run is the one-key grouped run (the edge table's constant group, m = 1), so
+steps 0-3 are the per-group release with one group. The template restricts
+the edge table to the keys (:mod:`dp_spark.releases.groups`); the greedy caps
+every person to m groups inside its kernel and runs one greedy per group
+(:func:`dp_spark.stages.distinct.grouped_greedy_counts`: a person moves every
+c_{g,l} by 0..l, one way, in ≤ m groups); every group runs steps 2-3 at ε'/m,
+or under ``noise="gaussian"`` (ρ-zCDP, ρ = ε²/2, asked for by name) with the
+exponential-mechanism choice and discrete Gaussian counts
+(:func:`dp_spark.mechanisms.distinct_count.cap_bound.release_groups`). With
+``max_groups=None`` the cap m and one bound l for all groups are chosen
+jointly at the ``max_groups`` step (ε/4), then every group's count at them
+(:mod:`dp_spark.mechanisms.distinct_count.cap_bound`). Each group's lower
+bound holds with probability >= 1 − β, all G together with >= 1 − G·β.
+
 Lower-bound property: P[X > m_l̂] <= β, so with probability >= 1 − β,
 lower_bound <= c_l̂ <= DC(D; l̂) <= DC(D).
 
@@ -90,12 +106,20 @@ import logging
 from functools import partial
 
 import numpy as np
+from pyspark.sql import types as T
 
-from dp_spark.accounting import PrivacyFilter, ratio_up
+from dp_spark.accounting import PrivacyFilter
 from dp_spark.io import spark_frame
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
+from dp_spark.mechanisms.distinct_count.cap_bound import (JOINT_SAMPLERS, budget_of, cap_candidates, cap_choice_record,
+                                                          cap_epsilon, choose_cap_and_bound, group_records,
+                                                          joint_count_records, joint_margins, joint_shares,
+                                                          pure_epsilon, release_at_bound, release_groups)
 from dp_spark.plan import Plan
-from dp_spark.releases.grouped_distinct_count import body as grouped_body
+from dp_spark.plans.distinct_count import person_sample, plan as make_plan
+from dp_spark.releases.groups import groups_frame, report_groups
+from dp_spark.releases.template import run_release
+from dp_spark.report import Release
 from dp_spark.settings.distinct_count import (
     DEFAULT_EDGE_LIMIT,
     SELECTION_BETA,
@@ -103,14 +127,37 @@ from dp_spark.settings.distinct_count import (
     candidate_betas,
     cap_note,
 )
-from dp_spark.plans.distinct_count import plan as make_plan
-from dp_spark.releases.shards import greedy_shards
-from dp_spark.releases.template import run_release
-from dp_spark.report import Release
-from dp_spark.stages.distinct import bounded_counts_of_edges, count_pairs, greedy_counts, matching_counts, matching_pairs
-from dp_spark.stages.edges import person_ids
+from dp_spark.stages import edges as edge_stage
+from dp_spark.stages.distinct import (bounded_counts_of_edges, count_pairs, greedy_counts, grouped_greedy_counts,
+                                      matching_counts, matching_pairs)
+from dp_spark.stages.edges import GROUP, person_ids
 
 log = logging.getLogger(__name__)
+
+#: ``parameters["max_groups_chosen"]`` of a release whose cap and bound were chosen jointly.
+JOINT_CHOSEN = ("privately, jointly with one bound l for all groups (GEM over the summed per-group counts minus "
+                "their noise margins, sensitivity m·l)")
+
+
+def greedy_shards(person_df, shards: int | None, epsilon: float, rng) -> tuple[int, dict, list]:
+    """(shards, the released parameters saying how they were chosen, the
+    noise records of the choice): ``shards`` when given (spending nothing),
+    else step 0 of the module doc at ``epsilon`` (pure ε-DP): the noisy
+    count of the persons of ``person_df`` in a fixed 1-in-r hash sample
+    (r = :func:`~dp_spark.plans.distinct_count.person_sample` (ε)),
+    one shard per 200,000 persons. Its own Spark job, before the greedy's:
+    the shard count fixes the greedy's layout (issue 26 measured folding it
+    into the greedy's pass as worse: benchmarks/README.md)."""
+    if shards is not None:
+        return int(shards), {"shards_chosen": "by the caller", "shards": int(shards)}, []
+    log.info("distinct-count: choosing the number of greedy shards from a noisy sampled person count")
+    one_in = person_sample(epsilon)
+    sampled, drawn = noisy_size(edge_stage.count_sampled_persons(person_df, one_in), 1, epsilon, rng,
+                                target=f"the number of persons in a 1-in-{one_in} hash sample")
+    chosen = int(choose_shards(sampled * one_in))
+    how = {"shards_chosen": f"automatically (noisy person count of a 1-in-{one_in} hash sample)",
+           "shards": chosen}
+    return chosen, how, [drawn.at("shards")]
 
 
 def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, rng) -> tuple[np.ndarray, dict, list]:
@@ -122,7 +169,7 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
         noisy_pairs, drawn = noisy_size(count_pairs(pairs), max_bound, epsilon_check, rng,
                                         target="the number of (person, item) pairs after truncation")
         noise = [drawn.at("matching")]
-        if matching_fits(noisy_pairs, ratio_up(max_bound, epsilon_check), edge_limit):
+        if matching_fits(noisy_pairs, drawn.scale, edge_limit):  # the check's own noise scale
             log.info("distinct-count: bounded counts (the method used is in the release)")  # a noisy choice
             counts = matching_counts(edge_df, max_bound, None, pairs=pairs, bounds=bound_candidates(max_bound))
             return counts, {"counted_by": "exact matching", "shards": None}, noise
@@ -134,26 +181,43 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
     return counts, {"counted_by": "greedy (noisy pair count above edge_limit)", "shards": int(chosen)}, noise
 
 
-def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng, persons=None):
-    """NON-PRIVATE counts c_1..c_L, the released parameters of how they
-    were computed (every data-dependent choice here is noisy and charged)
-    and the records of those choices' draws. ``persons``: the frame whose
-    sampled persons the automatic shard count counts (default: the edge
-    table's)."""
+def _caps(plan: Plan) -> tuple[int, list | tuple | None]:
+    """(the number of groups counted, the group caps counted at) of a run:
+    the keys (one virtual group, discarded, when a private key step
+    released none: the same Spark pass); every cap candidate when m is
+    chosen with the bound, else m (None: no cap, when m >= the keys)."""
+    keys, m = plan.params.keys_and_cap()
+    n_keys = max(len(keys), 1)
+    return n_keys, cap_candidates(n_keys) if m is None else (None if m >= n_keys else (m,))
+
+
+def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng, persons=None) -> tuple[np.ndarray, dict, list]:
+    """NON-PRIVATE ``at[k, g, j]``: group g's count at the k-th cap of
+    :func:`_caps` (k = 0 alone without caps) and bound ``cands[j]``; the
+    released parameters of how they were computed (every data-dependent
+    choice here is noisy and charged, at ``epsilon_pre``) and the records of
+    those choices' draws. ``persons``: the frame whose sampled persons the
+    automatic shard count counts (default: the edge table's). Matching and
+    sampling count one group (the plan refuses them per group)."""
     p = plan.params
-    max_bound, method = p.max_bound, p.method
-    shards = plan.parameters.get("shards")  # None for sampling, whatever was given
-    if method == "matching":
-        return _matching_or_greedy(edge_df, max_bound, shards, p.edge_limit, epsilon_pre, rng)
-    extra, noise = {}, []
-    if method == "greedy":
-        shards, extra, noise = greedy_shards(edge_df if persons is None else persons, shards, epsilon_pre, rng)
-    log.info("distinct-count: computing bounded counts (method %s)", method)
-    counts = bounded_counts_of_edges(
-        edge_df, max_bound, method, shards=shards,
-        salt=int(rng.integers(0, 2**62)) if method == "sampling" else 0,
-    )
-    return counts, extra, noise
+    cands = bound_candidates(p.max_bound)
+    at_cands = np.asarray(cands) - 1
+    if p.method == "matching":
+        counts, how, noise = _matching_or_greedy(edge_df, p.max_bound, p.shards, p.edge_limit, epsilon_pre, rng)
+        return counts[at_cands][None, None, :], how, noise
+    how, noise, shards = {}, [], p.shards
+    if p.method == "greedy":
+        shards, how, noise = greedy_shards(edge_df if persons is None else persons, shards, epsilon_pre, rng)
+    # the method only: never the number of keys, which a private key step may have drawn
+    log.info("distinct-count: computing bounded counts (method %s)", p.method)
+    if p.method == "sampling":
+        counts = bounded_counts_of_edges(edge_df, p.max_bound, "sampling", salt=int(rng.integers(0, 2**62)))
+        return counts[at_cands][None, None, :], how, noise
+    # no key (a private key step released none): the same Spark pass on the then empty table (one virtual
+    # group, discarded), so the Spark jobs before the record do not show whether any key was released
+    n_keys, caps = _caps(plan)
+    counted = grouped_greedy_counts(edge_df, p.max_bound, shards, n_keys, cands, caps=caps)
+    return (counted[None] if caps is None else counted), how, noise
 
 
 def distinct_count(
@@ -205,7 +269,7 @@ def distinct_count(
     raise ``max_bound``), ``confidence``, ``method``, ``noise_scale`` and
     ``noise_std``.
 
-    Per group (issue 24; :mod:`dp_spark.releases.grouped_distinct_count`):
+    Per group (issue 24; the module doc, "Per group"):
     ``group_by`` (a column), ``groups`` (the public keys: a list, a
     one-column Spark DataFrame or a file path; at most 1,024; every key is
     released, also one without rows) and ``max_groups`` m (each person keeps
@@ -233,30 +297,51 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Relea
     """The release on its plan (built once: by :func:`distinct_count` or the
     CLI), through the one release flow (:func:`dp_spark.releases.template.run_release`)."""
     df = spark_frame(df, "df")  # as run_release does (the same object): the shard count reads its person column
-    return run_release(plan, df, partial(_body, source=df), budget=budget, ledger=ledger,
-                       before_spend=before_spend, caps_in_stage=True)  # a grouped run caps persons inside its kernel
+    # ungrouped, the automatic shard count reads the input's person column alone (faster than the edge table)
+    source = df if plan.params.group_by is None else None
+    return run_release(plan, df, partial(_body, source=source), budget=budget, ledger=ledger,
+                       before_spend=before_spend, caps_in_stage=True)  # the greedy caps persons inside its kernel
 
 
 def _body(plan: Plan, edge_df, rng, local, source=None) -> Release:
-    """Stage, mechanism and report, after the plan was spent (steps 0-3 of
-    the module doc). ``source``: the input table, whose person column alone
-    the automatic shard count reads (step 0)."""
-    if plan.params.group_by is not None:
-        return grouped_body(plan, edge_df, rng, local)
-    split = plan.split  # by step name (plans.distinct_count): at most one of shards / matching is there
-    epsilon_pre = split.epsilon("shards") or split.epsilon("matching")
-    persons = None if source is None else person_ids(source, plan.params.person_col)
-    counts, how, noise = _bounded_counts(edge_df, plan, epsilon_pre, rng, persons)
-    log.info("distinct-count: selecting the bound and adding noise")
-    released = release_from_counts(counts, split.epsilon("select") + split.epsilon("count"), plan.params.beta, rng)
-    del counts  # non-private; nothing below may use it
-    cands = bound_candidates(plan.params.max_bound)
-    how = {**how, "bound_candidates": cands, "selection_beta": SELECTION_BETA,
-           "selection_candidate_betas": candidate_betas(len(cands))}
-    return _report(plan, released, how, local, plan.params.seed, [*noise, *released["noise"]])
+    """Stage, mechanism and report, after the plan was spent (the module
+    doc): every run is a grouped one, an ungrouped run its one key at m = 1.
+    ``source``: the input, whose person column alone the shard count reads."""
+    p, split = plan.params, plan.split
+    persons = None if source is None else person_ids(source, p.person_col)  # after the template's schema checks
+    keys, m = p.keys_and_cap()
+    cands, (_, caps) = bound_candidates(p.max_bound), _caps(plan)
+    pre = next((split.cost(s) for s in ("shards", "matching") if s in split), None)  # at most one of them
+    at, how, noise = _bounded_counts(edge_df, plan, pure_epsilon(pre), rng, persons)  # NON-PRIVATE
+    kind, count = budget_of(split.cost("count"))
+    joint = m is None
+    if not keys:  # nothing to choose, nothing drawn
+        released, per_group = [], {}
+    elif joint:  # (m̂, l̂) by GEM at the max_groups step, then every group's count at them
+        epsilon = cap_epsilon(split.cost("max_groups"))
+        k, j = choose_cap_and_bound(at, caps, cands, joint_margins(caps, cands, p.beta, kind, count), epsilon, rng,
+                                    sampler=JOINT_SAMPLERS[kind])
+        m, bound = caps[k], cands[j]
+        noise.append(cap_choice_record(caps, cands, epsilon))
+        released = release_at_bound(at[k, :, j], m, bound, p.beta, rng, noise=kind, count=count)
+        per_group = {"max_groups": m, "max_groups_chosen": JOINT_CHOSEN, "max_groups_candidates": caps,
+                     "bound": bound, "bound_chosen": "jointly with the group cap (one bound for all groups)",
+                     **joint_shares(m, kind, count)}
+    else:
+        released, per_group = release_groups(at[0], cands, p.max_bound, m, p.beta, rng, noise=kind,
+                                             select=budget_of(split.cost("select"))[1], count=count,
+                                             pure=release_from_counts)  # looked up here: audits wrap it
+    del at  # non-private; nothing below may use it
+    chosen = {"bound_candidates": cands, "selection_beta": SELECTION_BETA,
+              "selection_candidate_betas": candidate_betas(len(cands))}
+    if p.group_by is None:  # the report's shape only: the one group's values, not a groups table
+        return _report(plan, released[0], {**how, **chosen}, local, [*noise, *released[0]["noise"]])
+    how = {**how, **per_group, **chosen} if joint else {**how, **chosen, **per_group}
+    records = (joint_count_records if joint else group_records)(released, kind, m)
+    return _groups_report(plan, keys, m, released, how, local, edge_df, [*noise, *records], joint)
 
 
-def _report(plan: Plan, released, how, local, seed, noise) -> Release:
+def _report(plan: Plan, released, how, local, noise) -> Release:
     """The Release from released values, public parameters and the records
     of the privacy draws (``noise``: its error statements are made from them)."""
     beta, person_col, item_col = plan.params.beta, plan.params.person_col, plan.params.item_col
@@ -274,11 +359,7 @@ def _report(plan: Plan, released, how, local, seed, noise) -> Release:
         "noise_std": released["noise_std"],
     }
     errors = {
-        "estimate": (
-            f"distinct items after keeping at most {bound} items per person "
-            f"(never more than the true count), plus {count_noise.describe()}; within "
-            f"±{count_noise.half_width(beta):,.0f} of that count with probability >= {confidence:.0%}"
-        ),
+        "estimate": _count_error("distinct items", count_noise, bound, beta),
         "lower_bound": (
             f"the true number of distinct items is at least this with probability "
             f">= {confidence:.0%}"
@@ -296,8 +377,93 @@ def _report(plan: Plan, released, how, local, seed, noise) -> Release:
         f"removed or added. With probability at least {confidence:.0%} the table "
         f"holds at least {released['lower_bound']:,} distinct {item_col} values."
     )
-    return Release.from_plan(
-        plan, values=values, errors=errors, statement=statement, seeded=seed is not None,
-        budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger], parameters=how,
-        noise=noise,
+    return _release(plan, local, how, noise, values=values, errors=errors, statement=statement)
+
+
+def _count_error(what: str, count, bound: int, beta: float) -> str:
+    """A count's error statement from the record of its noise (``count``):
+    the kind's one tail at β (the JSON and the HTML state the same)."""
+    return (f"{what} after keeping at most {bound} items per person (never more than the true count), plus "
+            f"{count.describe()}; within ±{count.half_width(beta):,.0f} of that count with probability >= "
+            f"{1.0 - beta:.0%}")
+
+
+def _release(plan: Plan, local, how, noise, **report) -> Release:
+    return Release.from_plan(plan, seeded=plan.params.seed is not None, parameters=how, noise=noise,
+                             budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger], **report)
+
+
+def _groups_report(plan: Plan, keys, m, released, how, local, edge_df, noise, joint: bool) -> Release:
+    """The grouped Release: a row per key (``release.groups``, the report's
+    first groups), from released values, public parameters and the records."""
+    p = plan.params
+    beta = p.beta
+    confidence = 1.0 - beta
+    simultaneous = max(0.0, 1.0 - len(keys) * beta)
+    gaussian = "rho" in plan.parameters
+    rows = []
+    for key, r in zip(keys, released):
+        # r["noise"][-1]: the count's record (after the per-group selection's, if any)
+        error = (f"{_count_error('distinct items of this group', r['noise'][-1], r['bound'], beta)}; the lower bound "
+                 f"holds with probability >= {confidence:.0%}")
+        rows.append({"group": key, "estimate": r["estimate"], "lower_bound": r["lower_bound"], "bound": r["bound"],
+                     "error": error})
+    shown, more = report_groups(rows)
+    top = how["bound_candidates"][-1]
+    at_top = sum(r["bound"] == top for r in released)  # a function of the released bounds only
+    values = {
+        "method": p.method,
+        "confidence": confidence,
+        "simultaneous_confidence": simultaneous,
+        "groups_released": len(rows),
+        "groups_bound_may_cap": at_top,
+        "groups": [{k: v for k, v in r.items() if k != "error"} for r in shown],
+        "groups_in_report": len(shown),
+    }
+    errors = {
+        "groups": (f"each group's estimate: distinct {p.item_col} values of the group after a per-group bound on "
+                   f"items per person, plus that group's {'discrete Gaussian' if gaussian else 'discrete Laplace'} "
+                   "noise (each row of release.groups / --groups-output states its own interval)"),
+        "lower_bound": (f"each group's true number of distinct items is at least its lower_bound with probability "
+                        f">= {confidence:.0%}; all {len(rows):,} groups' at once with probability >= "
+                        f"{simultaneous:.0%} (union bound)"),
+    }
+    errors["groups_bound_may_cap"] = (  # always stated (the report's shape never depends on the bounds)
+        f"{at_top:,} group(s) chose the largest bound considered (max_bound = {p.max_bound:,}): "
+        f"{cap_note(top, p.max_bound)}" if at_top else
+        f"no group chose the largest bound considered (max_bound = {p.max_bound:,})")
+    if more:
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} groups (the keys' "
+                                      "sorted order); every group is in release.groups and --groups-output")
+    if gaussian:
+        share = "the full ρ (parallel composition)" if m == 1 else f"ρ/{m}"
+        guarantee = (f"Person-level {plan.guarantee.rho:g}-zero-concentrated differential privacy (ρ-zCDP, ρ = ε²/2 "
+                     f"for ε = {plan.given.epsilon:g}: the zCDP level that {plan.given.epsilon:g}-differential "
+                     "privacy implies; not itself pure ε-DP) over all groups")
+        how_noise = "discrete Gaussian noise, √m scaling"
+    else:
+        share = "the full ε (parallel composition)" if m == 1 else f"ε/{m}"
+        if "group_keys" in plan.split:  # keys chosen privately: the plan's (ε, δ) in all (the template's sentence)
+            guarantee = (f"Person-level ({plan.given.epsilon:g}, {plan.guarantee.delta:g})-differential privacy over "
+                         "all groups")
+        else:
+            guarantee = f"Person-level {p.epsilon:g}-differential privacy over all groups"
+        how_noise = "discrete Laplace noise"
+    statement = (
+        f"{guarantee}: the output would be almost as likely "
+        f"if any one person (every row with the same {p.person_col}) were removed or added. Each person's rows "
+        f"count in at most {m} of their {p.group_by} groups; " + (
+            f"that cap and one bound l = {how.get('bound')} items per person for every group were chosen together "
+            f"privately (the budget's group cap step); each group's count spends {share} of the count budget "
+            f"({how_noise})" if joint else
+            f"each group's release spends {share} of the selection and count budget ({how_noise})") +
+        ". Each group's lower bound holds with probability "
+        f"at least {confidence:.0%}; all {len(rows):,} together with probability at least {simultaneous:.0%}."
+    ) if rows else (
+        f"{guarantee}: the output would be almost as likely if any one person (every row with the "
+        f"same {p.person_col}) were removed or added. No {p.group_by} key was released, so no group's value is."
     )
+    frame = groups_frame(edge_df.sparkSession, plan, edge_df.schema[GROUP].dataType, rows,
+                         [("estimate", T.LongType()), ("lower_bound", T.LongType()), ("bound", T.IntegerType())])
+    return _release(plan, local, how, noise, values=values, errors=errors, statement=statement,
+                    artifacts={"groups": frame})

@@ -825,7 +825,10 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     as in the ungrouped release (:func:`greedy_rounds`: a collision only
     lowers a count and leaves privacy intact). Each group's counts without
     a cap equal the ungrouped stage's on that group's rows alone, with the
-    same shards (tests/spark/test_grouped_cap_bound.py)."""
+    same shards (tests/spark/test_grouped_cap_bound.py); so an ungrouped
+    release's edge table (one group, no cap, no ``group_index``: never a
+    grouped run's, whose Spark jobs must not depend on how many keys a
+    private key step released) runs the ungrouped kernel (:func:`greedy_counts`)."""
     if not 1 <= groups <= 1 << GROUP_INDEX_BITS:
         raise ValueError(f"groups must be 1..{1 << GROUP_INDEX_BITS}")
     cands = [int(c) for c in candidates]
@@ -835,6 +838,8 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
         caps = tuple(int(c) for c in caps)
         if not caps or list(caps) != sorted(set(caps)) or caps[0] < 1:
             raise ValueError("caps must be increasing whole numbers >= 1")
+    elif groups == 1 and GROUP_INDEX not in edge_df.columns:  # an ungrouped release: the ungrouped kernel
+        return greedy_counts(edge_df, cands[-1], shards, partitions)[np.asarray(cands) - 1][None, :]
     if caps is None:  # groups are independent: every (shard, group) whole in a task, shards split over tasks
         if partitions is None:
             partitions = min(python_partitions(edge_df.sparkSession), int(shards) * int(groups))
@@ -870,3 +875,11 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     out = np.cumsum(hist, axis=2)
     return out[0] if caps is None else out
 
+
+
+def joint_counts(edge_df: DataFrame, caps, n_keys: int, max_bound: int, shards: int, cands) -> np.ndarray:
+    """NON-PRIVATE: ``at[k, g, j]``, :func:`grouped_greedy_counts` at every
+    cap candidate ``caps[k]`` in one pass, as the release's joint choice runs
+    it (tests/spark/test_grouped_cap_bound.py). Logs nothing (the caps follow
+    the number of keys, which a private key step draws)."""
+    return grouped_greedy_counts(edge_df, max_bound, shards, n_keys, cands, caps=caps)

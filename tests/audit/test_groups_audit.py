@@ -219,7 +219,7 @@ def _block_sums(max_groups_claimed: int, count: int, blocks: int, m: int, seed: 
     at the one candidate l = 1 (max_bound 1: the choice is trivial); each
     group's draw is independent, so one call yields every block. Returns
     each block's summed estimate."""
-    from dp_spark.mechanisms.distinct_count.grouped import release_groups
+    from dp_spark.mechanisms.distinct_count.cap_bound import release_groups
 
     at = np.full((blocks * m, 1), count, dtype=np.int64)
     released, _ = release_groups(at, [1], 1, max_groups_claimed, 0.05, np.random.default_rng(seed),

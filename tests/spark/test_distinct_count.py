@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 import dp_spark
 from dp_spark.accounting import PrivacyFilter, PureDP
 from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
+from tests.spark.seeded import PERSONS
 
 REPORT_KEYS = {"release", "version", "library", "created", "privacy", "parameters", "result", "errors",
                "budget_split", "noise", "statement", "seeded", "publishable"}
@@ -206,6 +207,37 @@ def test_matching_runs_exactly_when_the_noisy_size_fits(small):
 def test_parameter_limits_name_the_limit_and_the_reason(small):
     with pytest.raises(ParameterError, match=r"max_bound must be a whole number from 1 to 1,000,000 \(.*driver"):
         dp_spark.distinct_count(small, epsilon=1.0, max_bound=1_000_000_000)
+
+
+def _record(r):
+    """A noise record up to its wording (target, step label) and the grouped count's "bound" parameter."""
+    return (r.kind, r.scale, r.std, r.sensitivity, r.draws, {k: v for k, v in r.parameters.items() if k != "bound"})
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("shards", [None, 2])
+def test_an_ungrouped_release_is_the_one_key_grouped_release(spark, shards, seed):
+    """Issue 37 §1: one body. Seeded, the ungrouped release equals the
+    grouped release with groups=[one key], max_groups=1 on the same rows all
+    in that key, for the grouped form's method (greedy, noise laplace; the
+    automatic shard count and given shards): the same released numbers, the
+    same chosen shards, the same noise records up to their wording, the same
+    budget split."""
+    df = spark.createDataFrame([(p, i, "k") for p, i in PERSONS], "person_id long, item string, g string")
+    plain = dp_spark.distinct_count(df, epsilon=1.0, max_bound=8, shards=shards, seed=seed)
+    one = dp_spark.distinct_count(df, epsilon=1.0, max_bound=8, shards=shards, seed=seed, group_by="g",
+                                  groups=["k"], max_groups=1, noise="laplace")
+    (group,) = one.result["groups"]
+    assert group["group"] == "k"
+    assert {k: group[k] for k in ("estimate", "lower_bound", "bound")} == \
+        {k: plain.result[k] for k in ("estimate", "lower_bound", "bound")}
+    assert one.parameters["shards"] == plain.parameters["shards"]
+    assert one.parameters["epsilon_per_group"] == pytest.approx(1.0 if shards else 0.99)  # m = 1: all but shards'
+    assert "epsilon_per_group" not in plain.parameters
+    assert [_record(r) for r in one.noise] == [_record(r) for r in plain.noise]
+    assert len(plain.noise) == (3 if shards is None else 2)
+    assert one.noise[-1].parameters["bound"] == plain.result["bound"] == plain.noise[-1].sensitivity
+    assert [s["epsilon"] for s in one.budget_split] == [s["epsilon"] for s in plain.budget_split]
 
 
 # -- seeded cases (tests/spark/seeded.py: test_seeded_values, test_noise_records) --

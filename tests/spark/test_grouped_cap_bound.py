@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dp_spark.mechanisms.distinct_count.cap_bound import cap_candidates as caps_for, joint_margins, joint_scores
-from dp_spark.releases.grouped_distinct_count import joint_counts
+from dp_spark.stages.distinct import joint_counts
 from dp_spark.releases.groups import GROUP_INDEX
 from dp_spark.settings.distinct_count import bound_candidates
 from dp_spark.stages.distinct import grouped_greedy_counts

@@ -14,7 +14,8 @@ from scipy import stats
 from dp_spark.accounting import ZCDP, PureDP, pure_to_zcdp
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential_probabilities
-from dp_spark.mechanisms.distinct_count.grouped import gaussian_margins, release_group_zcdp, release_groups
+from dp_spark.mechanisms.distinct_count.bound import gaussian_margins, release_group_zcdp_at
+from dp_spark.mechanisms.distinct_count.cap_bound import release_groups
 from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.plans.distinct_count import plan
@@ -57,7 +58,7 @@ def test_count_noise_is_the_discrete_gaussian_with_the_stated_sigma():
     margins = gaussian_margins({1: sigma}, 0.05, 1)
     rng = np.random.default_rng(5)
     counts = np.array([10_000])
-    noise = np.array([release_group_zcdp(counts, 1.0, {1: sigma}, margins, 0.05, rng)["estimate"] - 10_000
+    noise = np.array([release_group_zcdp_at(counts, 1.0, {1: sigma}, margins, 0.05, rng)["estimate"] - 10_000
                       for _ in range(n)])
     edges = np.arange(-6, 7)
 
@@ -91,7 +92,7 @@ def test_bound_choice_is_the_exponential_mechanism_gem():
     probs = generalized_exponential_probabilities(q, np.array(cands, float), eps, gem_beta, monotone=True)
     assert probs.min() > 0.02
     rng = np.random.default_rng(3)
-    picks = [release_group_zcdp(counts, eps, sigmas, margins, 0.05, rng)["bound"] for _ in range(n)]
+    picks = [release_group_zcdp_at(counts[idx], eps, sigmas, margins[idx], 0.05, rng)["bound"] for _ in range(n)]
     observed = np.array([picks.count(c) for c in cands])
     assert stats.chisquare(observed, probs * n).pvalue > 1e-4
     other = generalized_permute_and_flip_probabilities(q.astype(float), np.array(cands, float), 2 * eps, gem_beta,

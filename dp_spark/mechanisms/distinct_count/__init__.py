@@ -1,6 +1,8 @@
 """Distinct-count mechanisms (Knop & Steinke 2023): :mod:`.gem` (the
-Generalized Exponential Mechanism) and :mod:`.bound` (bound selection and the
-discrete Laplace count with its lower bound)."""
+Generalized Exponential Mechanism), :mod:`.bound` (bound selection and the
+noisy count with its lower bound, one group's) and :mod:`.cap_bound` (every
+group's release, vectorised over groups, and the joint choice of the group
+cap and the bound)."""
 
 from dp_spark.mechanisms.distinct_count.bound import (
     choose_shards,

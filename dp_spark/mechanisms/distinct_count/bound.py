@@ -35,6 +35,21 @@ sensitivity-1 scores is ε/2-DP at ε/2; the count is ε/2-DP; ε in all (basic
 composition). Tests: tests/unit/test_distinct_mechanism.py (random
 add/remove-one-person neighbours), tests/audit/test_distinct_count_audit.py.
 
+Per group (:func:`dp_spark.mechanisms.distinct_count.cap_bound.release_groups`,
+vectorised over groups; an ungrouped release is its one group at m = 1):
+under pure ε-DP each group runs :func:`release_at_candidates` at ε/m; under
+ρ-zCDP :func:`release_group_zcdp_at`, whose choice samples GEM's scores by
+the exponential mechanism at ε_g = √(8ρ_select/m): ε_g-bounded range
+(Durfee & Rogers, NeurIPS 2019: with Pr[i] ∝ exp(ε_g·s_i/2) and every s_i
+moving by at most 1, any two outcomes' log-ratios differ by at most ε_g),
+so ε_g²/8 = ρ_select/m-zCDP (Cesar & Rogers, ALT 2021; permute-and-flip
+has no known bounded-range result, so it is not used there), and whose
+count adds discrete Gaussian noise σ_l = √m·l/√(2ρ_count): the vector over
+groups has ℓ2 sensitivity √m·l for a fixed l (Canonne, Kamath & Steinke
+2020), so with l̂ chosen per group each group's count is ρ_count/m-zCDP and
+a person's ≤ m groups compose to ρ_count (Bun & Steinke 2016). Its lower
+bound subtracts the discrete Gaussian's (1 − β) quantile.
+
 The size decisions before the counts (:func:`choose_shards`,
 :func:`matching_fits`) are post-processing of noisy counts the release
 charges (see :mod:`dp_spark.plans.distinct_count`).
@@ -48,8 +63,9 @@ import numpy as np
 
 from dp_spark.accounting import ratio_up, remainder
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
-from dp_spark.noise import discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
+from dp_spark.noise import discrete_gaussian, discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
 from dp_spark.noise.records import NoiseDraw
+from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.settings.distinct_count import (
     MAX_SHARDS,
     SELECTION_BETA,
@@ -178,12 +194,18 @@ def release_from_counts(
     """:func:`release_at_candidates` given the whole vector c_1..c_L of
     NON-PRIVATE counts: the candidates are ``candidates`` or
     :func:`bound_candidates` (L), L = len(counts); only their entries are
-    read."""
+    read. ``counts`` may also be the values at ``candidates`` alone (as
+    many as them: then both readings agree, since increasing candidates in
+    1..L that are L in number are 1..L)."""
     counts = np.asarray(counts, dtype=np.int64)
     cands = np.asarray(bound_candidates(len(counts)) if candidates is None else candidates, dtype=np.int64)
-    if cands.ndim != 1 or len(cands) == 0 or cands.min() < 1 or cands.max() > len(counts):
+    if cands.ndim != 1 or len(cands) == 0 or cands.min() < 1:
         raise ValueError("candidates must be bounds in 1..len(counts)")
-    return release_at_candidates(counts[cands - 1], cands, epsilon, beta, rng, gem_beta=gem_beta,
+    if len(counts) != len(cands):
+        if cands.max() > len(counts):
+            raise ValueError("candidates must be bounds in 1..len(counts)")
+        counts = counts[cands - 1]
+    return release_at_candidates(counts, cands, epsilon, beta, rng, gem_beta=gem_beta,
                                  select_share=select_share, sampler=sampler, monotone=monotone)
 
 
@@ -232,6 +254,48 @@ def release_at_candidates(
         "bound_is_top": bound == int(cands.max()),
         "noise": noise,
     }
+
+
+#: The sampler of the zCDP per-group choice (bounded range: module docstring).
+ZCDP_SAMPLER = "exponential"
+
+
+def gaussian_margins(sigmas: dict[int, float], beta: float, max_bound: int) -> np.ndarray:
+    """m_l for the candidate bounds l (keys of ``sigmas``, σ_l their discrete
+    Gaussian σ): the (1 − β) upper quantile of N_Z(0, σ_l²), an array of
+    length L indexed l − 1 (0 at non-candidates, never read). Public."""
+    out = np.zeros(max_bound, dtype=np.int64)
+    for bound, sigma in sigmas.items():
+        out[bound - 1] = discrete_gaussian_upper_quantile(sigma, beta)
+    return out
+
+
+def release_group_zcdp_at(values, epsilon_select: float, sigmas: dict[int, float], margins, beta: float,
+                          rng: np.random.Generator, *, gem_beta: float | None = None) -> dict:
+    """One group's ρ-zCDP release from its NON-PRIVATE counts at the
+    candidates (the keys of ``sigmas``, increasing; ``values[j]`` = c_l and
+    ``margins[j]`` = m_l at the j-th): l̂ chosen by the
+    exponential-mechanism GEM at ``epsilon_select``, then c_l̂ + N_Z(0,
+    σ_l̂²) (module docstring). ``sigmas`` and ``margins`` are public
+    constants of the run. Returns only released values and the records of
+    the two draws, as :func:`release_at_candidates`."""
+    cands = np.asarray(sorted(sigmas), dtype=np.int64)
+    values = np.asarray(values, dtype=np.int64)
+    margins = np.asarray(margins, dtype=np.int64)
+    bound = select_among(values, cands, margins, epsilon_select, rng, gem_beta, sampler=ZCDP_SAMPLER, monotone=True)
+    j = int(np.flatnonzero(cands == bound)[0])
+    sigma = sigmas[bound]
+    noisy = int(values[j]) + int(discrete_gaussian(sigma, rng))
+    margin = int(margins[j])
+    noise = (
+        NoiseDraw("select", "gem", scale=2.0 / epsilon_select, std=None, sensitivity=1.0,
+                  target="the per-person bound (scores c_l − m_l of sensitivity l)",
+                  parameters=selection_parameters(cands, gem_beta)),
+        NoiseDraw("count", "discrete-gaussian", scale=sigma, std=sigma, sensitivity=float(bound),
+                  target=f"the count with at most {bound} items per person"),
+    )
+    return {"bound": bound, "estimate": max(noisy, 0), "lower_bound": max(noisy - margin, 0), "noise_scale": sigma,
+            "noise_std": sigma, "margin": margin, "bound_is_top": bound == int(cands.max()), "noise": noise}
 
 
 def selection_parameters(candidates, gem_beta: float | None = None) -> dict:

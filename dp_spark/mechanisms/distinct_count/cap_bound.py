@@ -1,5 +1,9 @@
-"""The joint private choice of the group cap m and the bound l of a grouped
-distinct-count (issue 24), numpy only.
+"""The per-group distinct-count (issue 24), numpy only: every group's
+release at a cap of m groups per person (:func:`release_groups`, vectorised
+over groups; an ungrouped release is its one group at m = 1), the budget
+each step's mechanism runs at (:func:`budget_of`, :func:`pure_epsilon`,
+:func:`cap_epsilon`), the records of the groups' draws, and the joint
+private choice of the group cap m and the bound l.
 
 Input: the NON-PRIVATE per-group greedy counts ``at[k, g, j]`` = c_{g,m_k,l_j}
 of the edge table capped to m_k groups per person, for every public cap
@@ -30,7 +34,7 @@ normalised scores have sensitivity 1 and
 - ``sampler="permute-and-flip"`` (pure ε): ε-DP (McKenna & Sheldon 2020);
 - ``sampler="exponential"`` (zCDP): the exponential mechanism on
   sensitivity-1 scores, ε-bounded range, so ε²/8-zCDP (Cesar & Rogers 2021;
-  :mod:`dp_spark.mechanisms.distinct_count.grouped`).
+  :mod:`dp_spark.mechanisms.distinct_count.bound`).
 
 tests/spark/test_grouped_cap_bound.py checks the same-sign moves in [0, m·l]
 on random add/remove-one-person neighbours over every (m, l);
@@ -45,22 +49,149 @@ group instead was measured and is not used (benchmarks/README.md).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
+from dp_spark.accounting import ZCDP
+from dp_spark.accounting.exact import exact, ratio_down, sqrt_down
 from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.distinct_count.bound import release_from_counts, release_group_zcdp_at
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
-from dp_spark.mechanisms.groups import group_noise_scale
+from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
 from dp_spark.noise import discrete_gaussian, discrete_laplace, discrete_laplace_std
 from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile, discrete_laplace_upper_quantile
-from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS, gem_shifts
+from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS, candidate_betas, gem_shifts
 
-__all__ = ["cap_candidates", "choose_cap_and_bound", "count_noise", "joint_margins", "joint_scores",
-           "release_at_bound"]
+__all__ = ["JOINT_SAMPLERS", "budget_of", "cap_candidates", "cap_choice_record", "cap_epsilon", "choose_cap_and_bound",
+           "count_noise", "group_records", "joint_count_records", "joint_margins", "joint_scores", "joint_shares",
+           "pure_epsilon", "release_at_bound", "release_groups"]
 
 NOISES = ("laplace", "gaussian")
+#: The joint choice's sampler per noise kind: under zCDP the exponential mechanism (bounded range: module doc).
+JOINT_SAMPLERS = {"laplace": "permute-and-flip", "gaussian": "exponential"}
+
+
+def budget_of(cost) -> tuple[str, float]:
+    """(the noise kind, the value its mechanism runs at) of a plan step's
+    cost: ("gaussian", ρ) for a ρ-zCDP step, ("laplace", ε) for a pure one."""
+    return ("gaussian", cost.rho) if isinstance(cost, ZCDP) else ("laplace", cost.epsilon)
+
+
+def pure_epsilon(cost) -> float:
+    """The ε a pure ε-DP mechanism runs at on a step of cost ``cost``: its
+    ε, or under ρ-zCDP √(2ρ) (ε-DP ⇒ ε²/2-zCDP, Bun–Steinke 2016), rounded
+    down; 0.0 for no step (``None``)."""
+    if cost is None:
+        return 0.0
+    return sqrt_down(2 * exact(cost.rho)) if isinstance(cost, ZCDP) else cost.epsilon
+
+
+def cap_epsilon(cost) -> float:
+    """The ε of the joint cap-and-bound GEM on a step of cost ``cost`` (an
+    exponential mechanism: ε-bounded range, so ε²/8-zCDP, Cesar–Rogers
+    2021): its ε, or √(8ρ) under ρ-zCDP."""
+    return sqrt_down(8 * exact(cost.rho)) if isinstance(cost, ZCDP) else cost.epsilon
+
+
+def release_groups(at_candidates: np.ndarray, candidates, max_bound: int, max_groups: int, beta: float,
+                   rng: np.random.Generator, *, noise: str, select: float, count: float,
+                   pure=release_from_counts) -> tuple[list[dict], dict]:
+    """Every group's release from the NON-PRIVATE per-group counts at the
+    candidates (``at_candidates[g, j]``, groups × candidates; the candidates
+    lie in 1..``max_bound``), for a cap of m = ``max_groups`` groups per
+    person; an ungrouped release is one group at m = 1. Groups are drawn in
+    index order. Returns the released dicts (one per group, as
+    :func:`~dp_spark.mechanisms.distinct_count.bound.release_at_candidates`)
+    and the public per-group budget parameters. Nothing of size
+    ``max_bound`` is built: every step reads the candidates only.
+
+    ``noise="laplace"``: ``select`` and ``count`` are the pure ε of the two
+    steps; per group ``pure`` (:func:`~dp_spark.mechanisms.distinct_count.bound.release_from_counts`,
+    which a caller may wrap: the retry audit sees each draw) on the group's
+    counts at the candidates at (select + count)/m (rounded down; m = 1:
+    exactly select + count): ε-DP in all (basic
+    composition over a person's ≤ m groups). ``noise="gaussian"``: they are
+    the ρ of the two steps; per group :func:`release_group_zcdp_at` at
+    ε_g = √(8·select/m) and σ_l = √m·l/√(2·count): (select + count)-zCDP
+    (:mod:`dp_spark.mechanisms.distinct_count.bound`).
+
+    One bound for all groups (a joint ℓ chosen from the summed counts) was
+    measured and left out for a given m: no better on MovieLens by genre
+    (benchmarks/README.md, "Grouped distinct-count (issue 24)")."""
+    if noise not in NOISES:
+        raise ValueError("noise must be 'laplace' or 'gaussian'")
+    cands = [int(c) for c in candidates]
+    if cands != sorted(set(cands)) or cands[0] < 1 or cands[-1] > int(max_bound):
+        raise ValueError("candidates must increase within 1..max_bound")
+    if len(at_candidates) == 0:  # no group (a private key step released none): nothing drawn
+        return [], {}
+    m = int(max_groups)
+    rows = np.asarray(at_candidates, dtype=np.int64)
+    if noise == "gaussian":
+        sigmas = {c: group_noise_scale(m, c, rho=count).scale for c in cands}  # √m·l/√(2ρ), rounded up
+        margins = [discrete_gaussian_upper_quantile(sigmas[c], beta) for c in cands]
+        epsilon_select = group_selection_epsilon(m, rho=select)  # √(8ρ/m), rounded down
+        released = [release_group_zcdp_at(v, epsilon_select, sigmas, margins, beta, rng) for v in rows]
+        return released, {"epsilon_select_per_group": epsilon_select, "rho_per_group": ratio_down(select + count, m)}
+    epsilon_group = ratio_down(select + count, m)  # m groups' shares never sum above ε' (basic composition)
+    return [pure(v, epsilon_group, beta, rng, candidates=cands) for v in rows], {"epsilon_per_group": epsilon_group}
+
+
+def joint_shares(m: int, noise: str, count: float) -> dict:
+    """The public per-group share of the joint path's count step at the
+    chosen cap m (``count``: its ε, or ρ under zCDP), rounded down."""
+    return {f"{'rho' if noise == 'gaussian' else 'epsilon'}_per_group": ratio_down(count, m)}
+
+
+def _vector_record(record: NoiseDraw, draws: int, noise: str, m: int, bound: int, target: str) -> NoiseDraw:
+    """One record for ``draws`` identical count draws at ``bound``: under
+    zCDP with the ℓ2 sensitivity √m·l of the vector over groups."""
+    extra, parameters = {}, {**record.parameters, "bound": bound}  # "bound": the HTML panel's record
+    if noise == "gaussian":
+        extra = {"sensitivity": group_noise_scale(m, bound, rho=1.0).sensitivity}
+        parameters["norm"] = 2
+    return dataclasses.replace(record, draws=draws, **extra, target=target, parameters=parameters)
+
+
+def group_records(released: list[dict], noise: str, m: int) -> list[NoiseDraw]:
+    """The groups' draws (:func:`release_groups`) as records of identical
+    draws: one for the selections (same scale in every group), one per
+    bound for the counts."""
+    selects = [r["noise"][0] for r in released]
+    if not selects:
+        return []
+    out = [dataclasses.replace(selects[0], draws=len(selects),
+                               target="each group's per-person bound (scores c_l − m_l of sensitivity l)")]
+    by_bound: dict[int, list] = {}
+    for r in released:
+        by_bound.setdefault(r["bound"], []).append(r["noise"][1])
+    for bound, records in sorted(by_bound.items()):
+        out.append(_vector_record(records[0], len(records), noise, m, bound,
+                                  f"the count with at most {bound} items per person of each group whose bound is "
+                                  f"{bound}"))
+    return out
+
+
+def joint_count_records(released: list[dict], noise: str, m: int) -> list[NoiseDraw]:
+    """The joint path's count draws (:func:`release_at_bound`) as one
+    record: every group's count at the same (m̂, l̂) has the same scale."""
+    if not released:
+        return []
+    bound = released[0]["bound"]
+    return [_vector_record(released[0]["noise"][0], len(released), noise, m, bound,
+                           f"the count with at most {bound} items per person of every group (cap {m}, bound {bound})")]
+
+
+def cap_choice_record(caps, bounds, epsilon: float) -> NoiseDraw:
+    """The record of :func:`choose_cap_and_bound`'s draw at ``epsilon``."""
+    return NoiseDraw("max_groups", "gem", scale=2.0 / epsilon, std=None, sensitivity=1.0,
+                     target=f"the group cap m in {', '.join(map(str, caps))} and the bound l in "
+                            f"{', '.join(map(str, bounds))}, jointly (scores: summed counts minus margins, "
+                            "sensitivity m·l)",
+                     parameters={"beta": SELECTION_BETA, "candidate_betas": candidate_betas(len(bounds))})
 
 
 def cap_candidates(n_keys: int) -> list[int]:
