@@ -42,3 +42,10 @@ class InputReadError(SparkJobError, InputError):
     """Spark could not read the input files (corrupt, truncated, another
     format, rows that do not parse under ``--bad-rows fail``). A bad input:
     the CLI exits with 2. The message names the file, never a data value."""
+
+
+class AccountingError(RuntimeError):
+    """The noise a release drew would cost more than the budget step it was
+    charged to (:func:`dp_spark.noise.records.overspent_steps`): a defect in
+    dp_spark, never a bad input. The release is withheld (not recorded, not
+    returned). The message names the steps and public scales only."""

@@ -102,6 +102,39 @@ def keyword_signature(params_cls, *, api: bool | None = None) -> inspect.Signatu
     ])
 
 
+def release_api(plan_builder):
+    """Decorate a release's ``run_plan(df, plan, budget, ledger)`` into its
+    public ``dp_spark.<name>(df, *, ..., budget=None, ledger=None)``,
+    declared once: the keyword parameters are the release's ``Params`` API
+    fields (``plan_builder.Params``, with their defaults), so the signature
+    the user, ``help()`` and the docs see is read from the one declaration.
+    A call binds the keywords to that signature (a TypeError for an unknown
+    or missing one, as a written signature gives), builds the plan
+    (``plan_builder(**keywords)``: every check, before any data is read) and
+    hands it to the decorated function (which runs the one release flow).
+    The decorated function's name and docstring are the release's."""
+    kinds = inspect.Parameter
+    own = plan_builder.Params.__dict__.get("__annotations__", {})  # the release's own fields before the shared ones
+    keywords = sorted(keyword_signature(plan_builder.Params, api=True).parameters.values(),
+                      key=lambda k: (k.default is not kinds.empty, k.name not in own))
+    signature = inspect.Signature(
+        [kinds("df", kinds.POSITIONAL_OR_KEYWORD), *keywords,
+         kinds("budget", kinds.KEYWORD_ONLY, default=None), kinds("ledger", kinds.KEYWORD_ONLY, default=None)],
+        return_annotation="Release")
+
+    def wrap(run_plan):
+        @functools.wraps(run_plan)
+        def release(*args, **keywords):
+            given = signature.bind(*args, **keywords).arguments
+            df, budget, ledger = given.pop("df"), given.pop("budget", None), given.pop("ledger", None)
+            return run_plan(df, plan_builder(**given), budget, ledger)
+
+        release.__signature__ = signature
+        return release
+
+    return wrap
+
+
 def set_checked(params, **values) -> None:
     """In a frozen ``Params.__post_init__``: store checked (normalized) values."""
     for name, value in values.items():

@@ -53,10 +53,12 @@ from dp_spark.accounting.exact import exact, float_up, ratio_up, share_down, sqr
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential
 from dp_spark.mechanisms.exponential import exponential_mechanism
+from dp_spark.noise.records import NoiseDraw
 
 __all__ = [
     "GroupScale",
     "MAX_GROUPS_METHODS",
+    "cap_record",
     "choose_max_groups",
     "gem_utilities",
     "group_noise_scale",
@@ -134,6 +136,16 @@ def choose_max_groups(histogram: ArrayLike, epsilon: float, rng: np.random.Gener
         return 1 + generalized_exponential(scores, sensitivities, eps, beta, rng)
     scores = quantile_scores(histogram, quantile)
     return 1 + exponential_mechanism(scores, eps, quantile_sensitivity(quantile), rng)
+
+
+def cap_record(top: int, epsilon: float, beta: float) -> NoiseDraw:
+    """The record of :func:`choose_max_groups`' GEM choice of m in 1..``top``
+    at ``epsilon`` (the exponential mechanism on GEM's normalised scores,
+    scale 2/ε: ε-DP and ε-bounded range, so ε²/8-zCDP), charged to the
+    plan's ``max_groups`` step."""
+    return NoiseDraw("max_groups", "gem", scale=2.0 / epsilon, std=None, sensitivity=1.0,
+                     target=f"the group cap m in 1..{top} (scores: rows kept, sensitivity m)",
+                     parameters={"beta": beta, "bounded_range": True})
 
 
 @dataclass(frozen=True)

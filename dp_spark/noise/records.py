@@ -48,23 +48,14 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 
-from dp_spark.noise.tails import discrete_gaussian_upper_quantile
+from dp_spark.accounting import ZCDP, PureDP, pure_to_zcdp
+from dp_spark.noise.kinds import KINDS as NOISE_KINDS
+from dp_spark.noise.kinds import analytic_gaussian_delta, gumbel_gap
 
-__all__ = ["KINDS", "NoiseDraw", "gumbel_gap", "noise_from_dicts", "noise_to_dicts"]
+__all__ = ["KINDS", "NoiseDraw", "gumbel_gap", "noise_from_dicts", "noise_to_dicts", "overspent_steps"]
 
-#: kind -> how it is said in an error statement
-KINDS: Mapping[str, str] = {
-    "discrete-laplace": "discrete Laplace noise",
-    "laplace": "Laplace noise",
-    "discrete-gaussian": "discrete Gaussian noise",
-    "gaussian": "Gaussian noise",
-    "gumbel": "Gumbel noise (report-noisy-max)",
-    "exponential": "exponential noise (permute-and-flip)",
-    "exponential-mechanism": "the exponential mechanism",
-    "gem": "the Generalized Exponential Mechanism",
-    "sparse-vector": "the sparse vector technique (discrete Laplace noise)",
-    "binary-tree": "discrete Gaussian noise on the nodes of a binary tree",
-}
+#: kind -> how it is said in an error statement (:data:`dp_spark.noise.kinds.KINDS` holds the rest)
+KINDS: Mapping[str, str] = {name: kind.phrase for name, kind in NOISE_KINDS.items()}
 
 #: Parameters a record may carry (public, kind-specific); anything else is refused.
 PARAMETERS = frozenset({
@@ -72,26 +63,9 @@ PARAMETERS = frozenset({
     "levels", "flippancy_bound", "norm",
     "candidate_betas",  # the distinct-count choice's per-candidate GEM failure shares
     "bound",  # a grouped count's per-person bound (released with each group): the HTML matches a group's record by it
+    "bounded_range",  # a selection sampled by the exponential mechanism: ε-bounded range, so ε²/8-zCDP
+    "parallel",  # one of a step's records over disjoint parts (groups): each bounds the whole step's cost
 })
-
-
-def gumbel_gap(scale: float, n: int, beta: float) -> float:
-    """With probability >= 1 − β, max − min of n Gumbel(scale) draws is at most this."""
-    big = math.log(2.0 * n / beta)
-    return scale * (big + math.log(big))
-
-
-def _discrete_laplace_half_width(scale: float, beta: float) -> int:
-    """Smallest integer h with P(|X| > h) <= beta for discrete Laplace noise
-    P(X = x) ∝ exp(-|x|/scale): P(|X| >= m) = 2·e^(−m/s)/(1 + e^(−1/s))."""
-    m = scale * math.log(2.0 / (beta * (1.0 + math.exp(-1.0 / scale))))
-    return max(0, math.ceil(m) - 1)
-
-
-def _normal_two_sided(beta: float) -> float:
-    from scipy.special import ndtri  # lazy: Spark workers load this; +130-370 ms a worker
-
-    return float(ndtri(1.0 - beta / 2.0))
 
 
 @dataclass(frozen=True)
@@ -133,39 +107,31 @@ class NoiseDraw:
         return replace(self, step=step)
 
     def half_width(self, beta: float) -> float:
-        """h with P(this draw's error > h) <= β (see the module's table); for
-        the selections, the bound on their utility loss. ValueError for a
-        kind without one (gem, sparse-vector, binary-tree)."""
-        if not 0.0 < beta < 1.0:
-            raise ValueError("beta must lie in (0, 1)")
-        s, p = self.scale, self.parameters
-        if self.kind == "discrete-laplace":
-            return _discrete_laplace_half_width(s, beta)
-        if self.kind == "laplace":
-            return s * math.log(1.0 / beta)
-        if self.kind == "discrete-gaussian":
-            return discrete_gaussian_upper_quantile(s, beta / 2.0)
-        if self.kind == "gaussian":
-            return s * _normal_two_sided(beta)
-        if self.kind == "gumbel":
-            return gumbel_gap(s, int(p["spread"]), beta)
-        if self.kind == "exponential":
-            return s * math.log(p["spread"] / beta)
-        if self.kind == "exponential-mechanism":
-            return s * (p["log_outcomes"] + math.log(1.0 / beta))
-        raise ValueError(f"{self.kind} noise has no interval of its own")
+        """h with P(this draw's error > h) <= β (the kind's one tail,
+        :data:`dp_spark.noise.kinds.KINDS`); for the selections, the bound on
+        their utility loss. ValueError for a kind without one (gem,
+        sparse-vector, binary-tree)."""
+        return NOISE_KINDS[self.kind].half_width(self.scale, beta, self.parameters)
+
+    def cost(self):
+        """What this record's draws cost together (the kind's privacy map of
+        a statistic of this sensitivity: pure ε or ρ-zCDP), or None for a kind
+        whose module charges it (gumbel, sparse-vector)."""
+        rule = NOISE_KINDS[self.kind].cost
+        return None if rule is None else rule(self.scale, self.sensitivity, self.parameters)
 
     def describe(self) -> str:
         """The record as a phrase for an error statement, e.g. "discrete
         Laplace noise of scale 2.02 (standard deviation 2.83) on a count of
         sensitivity 1"."""
-        what = KINDS[self.kind]
-        if self.kind in ("discrete-laplace", "laplace", "gumbel", "exponential"):
+        kind = NOISE_KINDS[self.kind]
+        what = kind.phrase
+        if kind.scale_words == "of scale":
             what += f" of scale {self.scale:.3g}"
-        elif self.kind in ("discrete-gaussian", "gaussian", "binary-tree"):
+        elif kind.scale_words == "with sigma":
             what += f" with sigma {self.scale:.4g}"
-        if self.std is not None and self.kind not in ("gaussian",):
-            bound = "at most " if self.kind in ("discrete-gaussian", "binary-tree") else ""
+        if self.std is not None and kind.states_std:
+            bound = "at most " if kind.std_at_most else ""
             if self.kind != "discrete-gaussian" or self.std != self.scale:
                 what += f" (standard deviation {bound}{self.std:.3g})"
             else:
@@ -195,3 +161,58 @@ def noise_to_dicts(records) -> list[dict[str, Any]]:
 def noise_from_dicts(records) -> tuple[NoiseDraw, ...]:
     """Records from a report (an older report without ``noise``: none)."""
     return tuple(NoiseDraw.from_dict(r) for r in (records or ()))
+
+
+#: Relative slack of the check below: scales are rounded up, costs computed in floats.
+_SLACK = 1e-9
+
+
+def _rho(record) -> float:
+    """A record's cost as ρ-zCDP: its own, or its pure ε's (ε²/2; ε²/8 for a
+    bounded-range selection, Cesar & Rogers 2021)."""
+    cost = record.cost()
+    if isinstance(cost, ZCDP):
+        return cost.rho
+    return cost.epsilon ** 2 / 8 if record.parameters.get("bounded_range") else pure_to_zcdp(cost.epsilon)
+
+
+def _total(records, amount) -> float:
+    """The records' costs composed: summed, except that the records marked
+    ``parallel`` (one per part of a split over disjoint groups, each costed
+    as if a person's every group were in it) count once, at their largest."""
+    parallel = [amount(r) for r in records if r.parameters.get("parallel")]
+    return sum(amount(r) for r in records if not r.parameters.get("parallel")) + max(parallel, default=0.0)
+
+
+def _within(records, cost: Mapping[str, Any]) -> bool:
+    """Whether the costs of ``records`` (all with a cost) fit in one budget
+    step's ``cost`` (its report form: kind and ε, δ or ρ)."""
+    costs = [r.cost() for r in records]
+    if cost["kind"] == "pure-dp" or (cost["kind"] == "approx-dp" and all(isinstance(c, PureDP) for c in costs)):
+        if not all(isinstance(c, PureDP) for c in costs):
+            return False
+        return _total(records, lambda r: r.cost().epsilon) <= cost["epsilon"] * (1 + _SLACK)
+    if cost["kind"] == "zcdp":
+        return _total(records, _rho) <= cost["rho"] * (1 + _SLACK)
+    # an (ε, δ) step holding one Gaussian: its exact δ at the step's ε (Balle & Wang 2018)
+    if len(records) == 1 and isinstance(costs[0], ZCDP):
+        r = records[0]
+        return analytic_gaussian_delta(r.scale, r.sensitivity, cost["epsilon"]) <= cost["delta"] * (1 + _SLACK)
+    return False
+
+
+def overspent_steps(noise, budget_split) -> list[str]:
+    """The budget steps (labels) whose records' costs add up to more than
+    the step's cost (Σ cost(records of a step) <= the step's cost, each by
+    its kind's privacy map: :meth:`NoiseDraw.cost`); steps holding a record
+    whose kind has no closed-form cost (gumbel, sparse-vector) are left to
+    their module. Public values only: the records and the split."""
+    by_step: dict[str, list] = {}
+    for record in noise:
+        by_step.setdefault(record.step, []).append(record)
+    out = []
+    for part in budget_split:
+        records = by_step.get(part["step"], [])
+        if records and all(r.cost() is not None for r in records) and not _within(records, part):
+            out.append(part["step"])
+    return out

@@ -75,10 +75,9 @@ import pyarrow as pa
 from pyspark.sql import types as T
 
 from dp_spark.accounting import PrivacyFilter
-from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD
 from dp_spark.mechanisms.continual_distinct.mechanisms import counts_by_group, group_factor, merged_records
 from dp_spark.noise.records import KINDS
-from dp_spark.plan import Plan
+from dp_spark.plan import Plan, release_api
 from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES, error_assumption
 from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.releases.groups import report_groups
@@ -225,28 +224,8 @@ def build_release(
 
 # ------------------------------------------------------------------ the release
 
-def continual_distinct(
-    df,
-    *,
-    rho: float,
-    horizon: int,
-    method: str = DEFAULT_METHOD,
-    time_col: str = "time",
-    item_col: str = "item",
-    op_col: str = "op",
-    max_flippancy: int | None = None,
-    beta: float = 0.05,
-    delta: float = 1e-6,
-    origin=None,
-    step_size=None,
-    shards: int | None = None,
-    seed: int | None = None,
-    budget: PrivacyFilter | None = None,
-    ledger=None,
-    group_by: str | None = None,
-    groups=None,
-    max_groups: int | None = None,
-) -> Release:
+@release_api(make_plan)  # the signature: Params' API fields, budget=, ledger= (one declaration)
+def continual_distinct(df, plan: Plan, budget, ledger) -> Release:
     """Release the number of present items at every step under item-level ρ-zCDP.
 
     Jain et al. (NeurIPS 2023): Algorithm 3 with lazy trees and the recompute
@@ -306,10 +285,6 @@ def continual_distinct(
     value problems inside rows drop the event (``RULES``), so whether the
     release raises never depends on the rows.
     """
-    plan = make_plan(rho=rho, horizon=horizon, method=method, time_col=time_col, item_col=item_col,
-                     op_col=op_col, max_flippancy=max_flippancy, beta=beta, delta=delta, origin=origin,
-                     step_size=step_size, shards=shards, seed=seed, group_by=group_by, groups=groups,
-                     max_groups=max_groups)
     return run(plan, df, budget=budget, ledger=ledger)
 
 

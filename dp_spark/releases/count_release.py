@@ -46,11 +46,7 @@ import pandas as pd
 from pyspark.sql import types as T
 from scipy.special import ndtr
 
-from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.count_release import (
-    ACCURACY_FACTOR,
-    DELTA_MIN,
-    EPSILON_MIN,
     gaussian_threshold_select,
     keyed_noisy_counts,
     noise_key,
@@ -59,7 +55,7 @@ from dp_spark.mechanisms.count_release import (
 )
 from dp_spark.mechanisms.count_release.loop import COUNT_STEP, SELECTION_STEP
 from dp_spark.noise.records import KINDS
-from dp_spark.plan import Plan
+from dp_spark.plan import Plan, release_api
 from dp_spark.plans.count_release import calibration, plan as make_plan
 from dp_spark.releases.groups import report_groups
 from dp_spark.releases.template import run_release
@@ -76,30 +72,8 @@ _STOPPED = {
 }
 
 
-def count_release(
-    df,
-    *,
-    rho: float,
-    delta: float,
-    method: str = "pcr",
-    person_col: str = "person_id",
-    item_col: str = "item",
-    relative_error: float = 0.1,
-    kbar: int = 10000,
-    max_items: int | None = None,
-    alpha: float = 0.5,
-    count_threshold: bool = False,
-    epsilon_min: float = EPSILON_MIN,
-    delta_min: float = DELTA_MIN,
-    accuracy_factor: float = ACCURACY_FACTOR,
-    conversion_delta: float | None = None,
-    seed: int | None = None,
-    budget: PrivacyFilter | None = None,
-    ledger=None,
-    group_by: str | None = None,
-    groups=None,
-    max_groups: int | None = None,
-) -> Release:
+@release_api(make_plan)  # the signature: Params' API fields, budget=, ledger= (one declaration)
+def count_release(df, plan: Plan, budget, ledger) -> Release:
     """Release noisy counts of distinct persons per item, with their σ.
 
     Guarantee: person-level δ-approximate ρ-zCDP (add or remove one person
@@ -139,11 +113,6 @@ def count_release(
     rows (with ``group``). Rows with a null group or a group outside the
     keys are dropped.
     """
-    plan = make_plan(rho=rho, delta=delta, method=method, person_col=person_col, item_col=item_col,
-                     relative_error=relative_error, kbar=kbar, max_items=max_items, alpha=alpha,
-                     count_threshold=count_threshold, epsilon_min=epsilon_min, delta_min=delta_min,
-                     accuracy_factor=accuracy_factor, conversion_delta=conversion_delta, seed=seed,
-                     group_by=group_by, groups=groups, max_groups=max_groups)
     return run(plan, df, budget=budget, ledger=ledger)
 
 

@@ -108,20 +108,19 @@ from functools import partial
 import numpy as np
 from pyspark.sql import types as T
 
-from dp_spark.accounting import PrivacyFilter
 from dp_spark.io import spark_frame
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
 from dp_spark.mechanisms.distinct_count.cap_bound import (JOINT_SAMPLERS, budget_of, cap_candidates, cap_choice_record,
-                                                          cap_epsilon, choose_cap_and_bound, group_records,
+                                                          choose_cap_and_bound, group_records,
                                                           joint_count_records, joint_margins, joint_shares,
-                                                          pure_epsilon, release_at_bound, release_groups)
-from dp_spark.plan import Plan
+                                                          release_at_bound, release_groups)
+from dp_spark.noise.kinds import epsilon_for
+from dp_spark.plan import Plan, release_api
 from dp_spark.plans.distinct_count import person_sample, plan as make_plan
 from dp_spark.releases.groups import groups_frame, report_groups
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.settings.distinct_count import (
-    DEFAULT_EDGE_LIMIT,
     SELECTION_BETA,
     bound_candidates,
     candidate_betas,
@@ -220,25 +219,8 @@ def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng, persons=None) 
     return (counted[None] if caps is None else counted), how, noise
 
 
-def distinct_count(
-    df,
-    *,
-    epsilon: float,
-    method: str = "greedy",
-    person_col: str = "person_id",
-    item_col: str = "item",
-    beta: float = 0.05,
-    max_bound: int | None = None,
-    shards: int | None = None,
-    edge_limit: int = DEFAULT_EDGE_LIMIT,
-    seed: int | None = None,
-    budget: PrivacyFilter | None = None,
-    ledger=None,
-    group_by: str | None = None,
-    groups=None,
-    max_groups: int | None = None,
-    noise: str | None = None,
-) -> Release:
+@release_api(make_plan)  # the signature: Params' API fields, budget=, ledger= (one declaration)
+def distinct_count(df, plan: Plan, budget, ledger) -> Release:
     """Release the number of distinct items in ``df`` under person-level ε-DP.
 
     A person is everything that shares one ``person_col`` value; neighbouring
@@ -287,9 +269,6 @@ def distinct_count(
     discrete Gaussian noise with √m scaling); an ungrouped release is pure
     ε-DP (``"laplace"``).
     """
-    plan = make_plan(epsilon=epsilon, beta=beta, max_bound=max_bound, method=method, shards=shards,
-                     edge_limit=edge_limit, person_col=person_col, item_col=item_col, seed=seed,
-                     group_by=group_by, groups=groups, max_groups=max_groups, noise=noise)
     return run(plan, df, budget=budget, ledger=ledger)
 
 
@@ -312,17 +291,17 @@ def _body(plan: Plan, edge_df, rng, local, source=None) -> Release:
     keys, m = p.keys_and_cap()
     cands, (_, caps) = bound_candidates(p.max_bound), _caps(plan)
     pre = next((split.cost(s) for s in ("shards", "matching") if s in split), None)  # at most one of them
-    at, how, noise = _bounded_counts(edge_df, plan, pure_epsilon(pre), rng, persons)  # NON-PRIVATE
+    at, how, noise = _bounded_counts(edge_df, plan, epsilon_for(pre), rng, persons)  # NON-PRIVATE
     kind, count = budget_of(split.cost("count"))
     joint = m is None
     if not keys:  # nothing to choose, nothing drawn
         released, per_group = [], {}
     elif joint:  # (m̂, l̂) by GEM at the max_groups step, then every group's count at them
-        epsilon = cap_epsilon(split.cost("max_groups"))
+        epsilon = epsilon_for(split.cost("max_groups"), bounded_range=JOINT_SAMPLERS[kind] == "exponential")
         k, j = choose_cap_and_bound(at, caps, cands, joint_margins(caps, cands, p.beta, kind, count), epsilon, rng,
                                     sampler=JOINT_SAMPLERS[kind])
         m, bound = caps[k], cands[j]
-        noise.append(cap_choice_record(caps, cands, epsilon))
+        noise.append(cap_choice_record(caps, cands, epsilon, JOINT_SAMPLERS[kind]))
         released = release_at_bound(at[k, :, j], m, bound, p.beta, rng, noise=kind, count=count)
         per_group = {"max_groups": m, "max_groups_chosen": JOINT_CHOSEN, "max_groups_candidates": caps,
                      "bound": bound, "bound_chosen": "jointly with the group cap (one bound for all groups)",

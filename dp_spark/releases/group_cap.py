@@ -14,7 +14,7 @@ groups. :func:`choose_and_cap` does both for any grouped edge table:
 
 m is a released DP value: the rest of the release runs conditioned on it
 (adaptive basic composition), so its per-group ε'/m is sound for the chosen
-m. Used by the grouped top-k (:mod:`dp_spark.releases.grouped_top_k`). The
+m. Used by the grouped top-k (:mod:`dp_spark.releases.top_k`). The
 grouped distinct-count made this choice too; it now chooses m together with
 its bound l by what its counts' noise costs
 (:mod:`dp_spark.mechanisms.distinct_count.cap_bound`), since the rows kept
@@ -23,8 +23,7 @@ ignore that a larger m multiplies every group's noise by m.
 
 from __future__ import annotations
 
-from dp_spark.mechanisms.groups import choose_max_groups
-from dp_spark.noise.records import NoiseDraw
+from dp_spark.mechanisms.groups import cap_record, choose_max_groups
 from dp_spark.stages.groups import cap_groups, groups_per_person_histogram
 
 #: GEM's failure probability in the private choice of the group cap.
@@ -42,10 +41,7 @@ def choose_cap(edge_df, n_keys: int, epsilon: float, rng):
     histogram = groups_per_person_histogram(edge_df, top)
     m = int(choose_max_groups(histogram, epsilon, rng, method="gem", beta=CAP_GEM_BETA))
     del histogram  # non-private
-    drawn = NoiseDraw("max_groups", "gem", scale=2.0 / epsilon, std=None, sensitivity=1.0,
-                      target=f"the group cap m in 1..{top} (scores: rows kept, sensitivity m)",
-                      parameters={"beta": CAP_GEM_BETA})
-    return m, drawn
+    return m, cap_record(top, epsilon, CAP_GEM_BETA)
 
 
 def choose_and_cap(edge_df, n_keys: int, epsilon: float, rng):

@@ -70,10 +70,9 @@ import logging
 
 from pyspark.sql import functions as F
 
-from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.set_union import SEQUENTIAL, SetUnionPlan, ThresholdStep, derive_randomness
 from dp_spark.mechanisms.set_union import shard_cutoff as cutoff_per_shard
-from dp_spark.plan import Plan
+from dp_spark.plan import Plan, release_api
 from dp_spark.plans.set_union import mechanism_plan, plan as make_plan
 from dp_spark.releases.groups import report_groups
 from dp_spark.releases.template import run_release
@@ -88,13 +87,8 @@ log = logging.getLogger(__name__)
 _LIKELY = 0.95
 
 
-def set_union(
-    df, *, epsilon: float, delta: float, method: str = "policy-gaussian", person_col: str = "person_id",
-    item_col: str = "item", max_items: int = 100, alpha: float = 2.0, shards: int | None = None,
-    count: bool = True, shard_cutoff: str = "scaled", partitions: int | None = None,
-    seed: int | None = None, budget: PrivacyFilter | None = None, ledger=None, group_by: str | None = None,
-    groups=None, max_groups: int | None = None,
-) -> Release:
+@release_api(make_plan)  # the signature: Params' API fields, budget=, ledger= (one declaration)
+def set_union(df, plan: Plan, budget, ledger) -> Release:
     """Release as many items of ``df`` as possible under person-level (ε, δ)-DP.
 
     Gopi et al.'s DP Set Union (ICML 2020, Algorithm 1): a person is every
@@ -149,9 +143,6 @@ def set_union(
     released items. Rows with a null group or a group outside the keys are
     dropped.
     """
-    plan = make_plan(epsilon=epsilon, delta=delta, method=method, person_col=person_col, item_col=item_col,
-                     max_items=max_items, alpha=alpha, shards=shards, count=count, shard_cutoff=shard_cutoff,
-                     partitions=partitions, seed=seed, group_by=group_by, groups=groups, max_groups=max_groups)
     return run(plan, df, budget=budget, ledger=ledger)
 
 

@@ -14,6 +14,8 @@ without ``groups``), the plan's "group_keys" step releases them
 (:mod:`dp_spark.releases.group_keys`) and the edge table is restricted and
 capped to them as to public keys → the release's body: its Spark stage,
 its mechanism and its report, with the run's own noise generator → the
+release's noise records checked against its budget split (Σ cost of a
+step's records <= the step's cost: :func:`check_noise_charged`) → the
 release recorded in the ledger (a keyed run) before it is returned.
 
 A keyed run is marked 'drawn' in the ledger before its first privacy draw:
@@ -45,12 +47,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from dp_spark import noise
-from dp_spark.errors import ParameterError
+from dp_spark.errors import AccountingError, ParameterError
 from dp_spark.io import spark_frame
 from dp_spark.ledger import budget as ledger_budget
 from dp_spark.ledger import budget_or_ledger
 from dp_spark.ledger.budget import LedgerBudget, draw_mark, recorded_release, replay_of, replayed
 from dp_spark.ledger.rules import RecordedMeanwhile
+from dp_spark.noise.records import overspent_steps
 from dp_spark.noise.rng import first_use_generator
 from dp_spark.public_inputs import refuse_private_as_public
 from dp_spark.releases import group_keys
@@ -153,4 +156,18 @@ def run_release(
             release = body(plan, edge_df, rng, local)
     except RecordedMeanwhile as exc:  # another run under the key recorded first; this one drew nothing
         return replay_of(exc.run)
+    check_noise_charged(release)
     return ledger_budget.record_release(budget, release)  # recorded in the ledger (a keyed run) before it leaves
+
+
+def check_noise_charged(release) -> None:
+    """Σ cost(records of a step) <= the step's cost, for every step of the
+    release's budget split (each record's cost by its kind's privacy map:
+    :func:`dp_spark.noise.records.overspent_steps`). A failure is a defect:
+    :class:`~dp_spark.errors.AccountingError`, the release withheld before
+    it is recorded or returned. Public values only (records and split)."""
+    over = overspent_steps(release.noise, release.budget_split)
+    if over:
+        raise AccountingError(
+            "dp_spark defect: the noise drawn for budget step(s) " + "; ".join(repr(s) for s in over) +
+            " would cost more than the step charged; the release is withheld. Please report it.")

@@ -112,16 +112,16 @@ import pandas as pd
 from pyspark.sql import types as T
 
 from dp_spark.accounting import PrivacyFilter
-from dp_spark.accounting.exact import exact, ratio_down, sqrt_down
+from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_threshold
-from dp_spark.mechanisms.top_k._common import group_share
+from dp_spark.mechanisms.top_k import group_share, unknown_domain_calibration, unknown_domain_threshold
 from dp_spark.mechanisms.top_k.auto import AutoChoice, auto_share, choose_mechanism
 from dp_spark.mechanisms.top_k.error import CONFIDENCE, grouped_domain_top_k, selection_noise
 from dp_spark.mechanisms.top_k.unknown_domain import grouped_unknown_domain
 from dp_spark.mechanisms.top_k.zcdp import grouped_zcdp_top_k, zcdp_selection_noise
+from dp_spark.noise.kinds import epsilon_for
 from dp_spark.noise.records import NoiseDraw
-from dp_spark.plan import MAX_PUBLIC_GROUPS, Plan
+from dp_spark.plan import MAX_PUBLIC_GROUPS, Plan, release_api
 from dp_spark.plans.top_k import (DOMAIN_METHODS, MAX_GROUPED_SUMMARY, MAX_JOINT_ENTRIES, NAMES, unknown_domain_zcdp)
 from dp_spark.plans.top_k import plan as make_plan
 from dp_spark.releases.group_cap import CHOSEN, choose_and_cap
@@ -151,26 +151,8 @@ def _domain_items(domain, item_col: str):
     return domain
 
 
-def top_k(
-    df,
-    *,
-    epsilon: float,
-    k: int,
-    delta: float = 0.0,
-    method: str = "auto",
-    person_col: str = "person_id",
-    item_col: str = "item",
-    domain=None,
-    kbar: int | None = None,
-    persons: int | None = None,
-    seed: int | None = None,
-    budget: PrivacyFilter | None = None,
-    ledger=None,
-    group_by: str | None = None,
-    groups=None,
-    max_groups: int | None = None,
-    noise: str | None = None,
-) -> Release:
+@release_api(make_plan)  # the signature: Params' API fields, budget=, ledger= (one declaration)
+def top_k(df, plan: Plan, budget, ledger) -> Release:
     """Release the k items with the most distinct persons, in rank order.
 
     Person-level privacy (add or remove one person with all rows). Guarantee:
@@ -221,9 +203,6 @@ def top_k(
     √m scaling (:mod:`dp_spark.mechanisms.top_k.zcdp`); a weaker guarantee
     than ε-DP, stated with its (ε, δ) equivalent.
     """
-    plan = make_plan(epsilon=epsilon, k=k, delta=delta, method=method, person_col=person_col, item_col=item_col,
-                     kbar=kbar, persons=persons, seed=seed, domain=domain, group_by=group_by, groups=groups,
-                     max_groups=max_groups, noise=noise)  # every parameter checked first
     return run(plan, df, budget=budget, ledger=ledger)
 
 
@@ -290,7 +269,9 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     if m is None and not keys:  # a private key step released no key: no cap to choose, nothing drawn
         m = 1
     if m is None:
-        m, edge_df, drawn = choose_and_cap(edge_df, len(keys), _cap_epsilon(plan), rng)
+        # GEM sampled by the exponential mechanism: ε-bounded range, √(8ρ_cap) under zCDP (Cesar & Rogers 2021)
+        m, edge_df, drawn = choose_and_cap(edge_df, len(keys), epsilon_for(plan.split.cost("max_groups"),
+                                                                           bounded_range=True), rng)
         cap_noise.append(drawn)
         how = {"max_groups": m, "max_groups_chosen": CHOSEN}
     items = p.domain if p.domain_size is not None else None
@@ -303,15 +284,6 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
                                  f"{selection.record.target}", **({} if keys else {"draws": 0}))
     return _groups_report(plan, keys, m, selection, {**how, **selection.how}, local, edge_df, [*cap_noise, record],
                           items)
-
-
-def _cap_epsilon(plan: Plan) -> float:
-    """The ε of the group cap's GEM: the step's ε, or under zCDP √(8ρ_cap)
-    rounded down (an exponential mechanism: ε-bounded range, so
-    ε²/8-zCDP, Cesar & Rogers 2021)."""
-    if plan.params.gaussian:
-        return sqrt_down(8 * exact(plan.split.cost("max_groups").rho))
-    return plan.split.epsilon("max_groups")
 
 
 @dataclass(frozen=True)

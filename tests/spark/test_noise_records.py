@@ -10,11 +10,17 @@ kinds each case's records must have, and any further check of them
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jsonschema
 import pytest
 
+import dp_spark
+from dp_spark.accounting import ZCDP, PureDP
+from dp_spark.errors import AccountingError
+from dp_spark.noise.kinds import KINDS
+from dp_spark.noise.records import overspent_steps
 from dp_spark.report import Release
 from tests.spark.seeded import seeded_cases, seeded_release
 
@@ -72,3 +78,35 @@ def test_error_statements_are_made_from_the_records(spark):
     assert bounded.noise[0].describe() in bounded.errors["selected"]
     union = seeded_release(spark, "set_union/policy-gaussian")
     assert union.noise[0].describe() in union.errors["items"]
+
+
+@pytest.mark.parametrize("case", sorted(seeded_cases()))
+def test_the_records_of_each_step_cost_what_the_step_charged(spark, case):
+    """Σ cost(records of a step) <= the step's cost (issue 37 §3, checked by
+    every release before it is recorded); and where every record of a step
+    has a closed-form cost, they add up to the step's cost (to rounding): a
+    record stating less sensitivity or more noise than was drawn would pass
+    the bound and fail here. pcr's budget split is what it spent, so the same holds."""
+    release = seeded_release(spark, case)
+    assert overspent_steps(release.noise, release.budget_split) == [], case
+    for part in release.budget_split:
+        records = [r for r in release.noise if r.step == part["step"]]
+        costs = [r.cost() for r in records]
+        if not records or any(c is None for c in costs) or part["kind"] == "approx-dp" and part["delta"] > 0:
+            continue
+        unit = "rho" if part["kind"] == "zcdp" else "epsilon"
+        spent = sum(c.rho if isinstance(c, ZCDP) else (c.epsilon ** 2 / 2 if unit == "rho" else c.epsilon)
+                    for c in costs)
+        assert spent == pytest.approx(part[unit], rel=1e-6), (case, part["step"], spent)
+
+
+def test_a_release_whose_noise_would_cost_more_than_its_step_is_withheld(spark, monkeypatch):
+    """The check runs in the release flow: a record costing more than its
+    step (here: discrete Laplace said to cost 100 ε) stops the release before
+    it is recorded or returned, with a message naming the step only."""
+    kind = KINDS["discrete-laplace"]
+    monkeypatch.setitem(KINDS, "discrete-laplace", dataclasses.replace(kind, cost=lambda *a: PureDP(100.0)))
+    df = spark.createDataFrame([(p, f"i{p % 7}") for p in range(50)], "person_id long, item string")
+    with pytest.raises(AccountingError, match="count") as raised:
+        dp_spark.distinct_count(df, epsilon=1.0, max_bound=4, shards=1, seed=3)
+    assert "withheld" in str(raised.value)

@@ -72,7 +72,15 @@ from dp_spark.mechanisms.continual_distinct.tree import BinaryTreeMechanism, num
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
 from dp_spark.noise.records import NoiseDraw
 
-__all__ = ["AutoPlan", "auto_plan", "auto_run", "best_block", "BaselinePhase"]
+__all__ = ["AutoPlan", "auto_plan", "auto_run", "baseline_record", "best_block", "BaselinePhase"]
+
+
+def baseline_record(step: str, sigma: float, draws: int, target: str) -> NoiseDraw:
+    """The record of ``draws`` recompute counts with N_Z(0, σ²) each: the
+    vector of counts, each moving by at most 1 under either neighbouring
+    relation, has ℓ2 sensitivity √draws (so its cost is draws/(2σ²) of ρ)."""
+    return NoiseDraw(step, "discrete-gaussian", scale=sigma, std=sigma, sensitivity=math.sqrt(draws), draws=draws,
+                     target=target, parameters={"norm": 2})
 
 
 def best_block(length: int, rho: float, quantile: float, step_change: int | None = 1) -> int:
@@ -291,9 +299,8 @@ def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
         counts = np.cumsum(np.asarray(summaries.z, dtype=np.int64))
         steps = np.arange(start, T + 1, baseline.block)
         noisy = counts[steps - 1] + discrete_gaussian_batch(baseline.sigma2, steps.shape[0], rng)
-        noise += (NoiseDraw(rest_step, "discrete-gaussian", scale=baseline.sigma, std=baseline.sigma,
-                            sensitivity=1.0, draws=int(steps.shape[0]),
-                            target=f"the distinct count every {baseline.block} steps from step {start}"),)
+        noise += (baseline_record(rest_step, baseline.sigma, int(steps.shape[0]),
+                                  f"the distinct count every {baseline.block} steps from step {start}"),)
         which = (np.arange(start, T + 1) - start) // baseline.block
         estimates[start - 1 :] = noisy[which]
         std[start - 1 :] = baseline.sigma

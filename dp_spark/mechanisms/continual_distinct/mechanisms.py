@@ -186,7 +186,7 @@ import numpy as np
 from dp_spark.accounting.exact import exact, float_down, float_up, remainder, share_down
 from dp_spark import checks as _checks
 from dp_spark.summaries.continual_distinct import StreamSummaries
-from dp_spark.mechanisms.continual_distinct.auto import auto_plan, auto_run
+from dp_spark.mechanisms.continual_distinct.auto import auto_plan, auto_run, baseline_record
 from dp_spark.mechanisms.continual_distinct.svt import SparseVector
 from dp_spark.mechanisms.continual_distinct.relations import DEFAULT_RELATION, check_relation, relation_statement, sensitivity_factor
 from dp_spark.mechanisms.continual_distinct.tree import (
@@ -198,7 +198,6 @@ from dp_spark.mechanisms.continual_distinct.tree import (
 )
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
-from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.rng import check_rng
 
 __all__ = [
@@ -565,9 +564,8 @@ def _baseline(
         parameters={**plan.to_dict(), "relation": relation},
         notes=tuple(notes),
         relation=relation,
-        noise=(NoiseDraw(_baseline_label(plan), "discrete-gaussian", scale=plan.sigma, std=plan.sigma,
-                         sensitivity=1.0, draws=plan.releases,
-                         target=f"the distinct count every {plan.block} steps"),),
+        noise=(baseline_record(_baseline_label(plan), plan.sigma, plan.releases,
+                               f"the distinct count every {plan.block} steps"),),
     )
 
 

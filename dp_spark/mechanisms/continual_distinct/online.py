@@ -36,7 +36,7 @@ import numpy as np
 
 from dp_spark import checks as _checks
 from dp_spark.accounting import ZCDP, PrivacyFilter
-from dp_spark.mechanisms.continual_distinct.auto import BaselinePhase, auto_plan
+from dp_spark.mechanisms.continual_distinct.auto import BaselinePhase, auto_plan, baseline_record
 from dp_spark.mechanisms.continual_distinct.mechanisms import (
     DEFAULT_METHOD,
     MECHANISMS,
@@ -319,10 +319,8 @@ class ContinualCounter:
             plan = self._recompute
             draws = -(-self._t // plan.block)  # one draw at each of the steps 1, 1 + B, ... so far
             if draws:
-                records.append(NoiseDraw(
-                    _BASELINE_STEP.format(releases=plan.releases, block=plan.block), "discrete-gaussian",
-                    scale=plan.sigma, std=plan.sigma, sensitivity=1.0, draws=draws,
-                    target=f"the distinct count every {plan.block} steps"))
+                records.append(baseline_record(_BASELINE_STEP.format(releases=plan.releases, block=plan.block),
+                                               plan.sigma, draws, f"the distinct count every {plan.block} steps"))
         else:
             records += self._auto_records()
         return tuple(records)
@@ -359,9 +357,8 @@ class ContinualCounter:
         phase = self._phase
         if phase is not None and self._t >= phase.start:
             draws = (self._t - phase.start) // phase.block + 1  # steps start, start + B, ... so far
-            records.append(NoiseDraw(rest_step, "discrete-gaussian", scale=phase.sigma, std=phase.sigma,
-                                     sensitivity=1.0, draws=draws,
-                                     target=f"the distinct count every {phase.block} steps from step {phase.start}"))
+            records.append(baseline_record(rest_step, phase.sigma, draws,
+                                           f"the distinct count every {phase.block} steps from step {phase.start}"))
         return records
 
     def to_dict(self) -> dict:

@@ -290,7 +290,7 @@ def release_group_zcdp_at(values, epsilon_select: float, sigmas: dict[int, float
     noise = (
         NoiseDraw("select", "gem", scale=2.0 / epsilon_select, std=None, sensitivity=1.0,
                   target="the per-person bound (scores c_l − m_l of sensitivity l)",
-                  parameters=selection_parameters(cands, gem_beta)),
+                  parameters={**selection_parameters(cands, gem_beta), "bounded_range": True}),  # ZCDP_SAMPLER
         NoiseDraw("count", "discrete-gaussian", scale=sigma, std=sigma, sensitivity=float(bound),
                   target=f"the count with at most {bound} items per person"),
     )

@@ -1,8 +1,8 @@
 """The per-group distinct-count (issue 24), numpy only: every group's
 release at a cap of m groups per person (:func:`release_groups`, vectorised
 over groups; an ungrouped release is its one group at m = 1), the budget
-each step's mechanism runs at (:func:`budget_of`, :func:`pure_epsilon`,
-:func:`cap_epsilon`), the records of the groups' draws, and the joint
+each step's mechanisms run at (:func:`budget_of`; a selection's ε:
+:func:`dp_spark.noise.kinds.epsilon_for`), the records of the groups' draws, and the joint
 private choice of the group cap m and the bound l.
 
 Input: the NON-PRIVATE per-group greedy counts ``at[k, g, j]`` = c_{g,m_k,l_j}
@@ -55,7 +55,7 @@ import math
 import numpy as np
 
 from dp_spark.accounting import ZCDP
-from dp_spark.accounting.exact import exact, ratio_down, sqrt_down
+from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.bound import release_from_counts, release_group_zcdp_at
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
@@ -65,9 +65,9 @@ from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile, discrete_laplace_upper_quantile
 from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS, candidate_betas, gem_shifts
 
-__all__ = ["JOINT_SAMPLERS", "budget_of", "cap_candidates", "cap_choice_record", "cap_epsilon", "choose_cap_and_bound",
+__all__ = ["JOINT_SAMPLERS", "budget_of", "cap_candidates", "cap_choice_record", "choose_cap_and_bound",
            "count_noise", "group_records", "joint_count_records", "joint_margins", "joint_scores", "joint_shares",
-           "pure_epsilon", "release_at_bound", "release_groups"]
+           "release_at_bound", "release_groups"]
 
 NOISES = ("laplace", "gaussian")
 #: The joint choice's sampler per noise kind: under zCDP the exponential mechanism (bounded range: module doc).
@@ -78,22 +78,6 @@ def budget_of(cost) -> tuple[str, float]:
     """(the noise kind, the value its mechanism runs at) of a plan step's
     cost: ("gaussian", ρ) for a ρ-zCDP step, ("laplace", ε) for a pure one."""
     return ("gaussian", cost.rho) if isinstance(cost, ZCDP) else ("laplace", cost.epsilon)
-
-
-def pure_epsilon(cost) -> float:
-    """The ε a pure ε-DP mechanism runs at on a step of cost ``cost``: its
-    ε, or under ρ-zCDP √(2ρ) (ε-DP ⇒ ε²/2-zCDP, Bun–Steinke 2016), rounded
-    down; 0.0 for no step (``None``)."""
-    if cost is None:
-        return 0.0
-    return sqrt_down(2 * exact(cost.rho)) if isinstance(cost, ZCDP) else cost.epsilon
-
-
-def cap_epsilon(cost) -> float:
-    """The ε of the joint cap-and-bound GEM on a step of cost ``cost`` (an
-    exponential mechanism: ε-bounded range, so ε²/8-zCDP, Cesar–Rogers
-    2021): its ε, or √(8ρ) under ρ-zCDP."""
-    return sqrt_down(8 * exact(cost.rho)) if isinstance(cost, ZCDP) else cost.epsilon
 
 
 def release_groups(at_candidates: np.ndarray, candidates, max_bound: int, max_groups: int, beta: float,
@@ -148,8 +132,11 @@ def joint_shares(m: int, noise: str, count: float) -> dict:
 
 def _vector_record(record: NoiseDraw, draws: int, noise: str, m: int, bound: int, target: str) -> NoiseDraw:
     """One record for ``draws`` identical count draws at ``bound``: under
-    zCDP with the ℓ2 sensitivity √m·l of the vector over groups."""
-    extra, parameters = {}, {**record.parameters, "bound": bound}  # "bound": the HTML panel's record
+    zCDP with the ℓ2 sensitivity √m·l of the vector over groups. Marked
+    ``parallel``: the groups are disjoint parts of one step, each record's
+    cost bounding the step's (a person is in at most m groups in all)."""
+    extra = {}
+    parameters = {**record.parameters, "bound": bound, "parallel": True}  # "bound": the HTML panel's record
     if noise == "gaussian":
         extra = {"sensitivity": group_noise_scale(m, bound, rho=1.0).sensitivity}
         parameters["norm"] = 2
@@ -185,13 +172,16 @@ def joint_count_records(released: list[dict], noise: str, m: int) -> list[NoiseD
                            f"the count with at most {bound} items per person of every group (cap {m}, bound {bound})")]
 
 
-def cap_choice_record(caps, bounds, epsilon: float) -> NoiseDraw:
-    """The record of :func:`choose_cap_and_bound`'s draw at ``epsilon``."""
+def cap_choice_record(caps, bounds, epsilon: float, sampler: str) -> NoiseDraw:
+    """The record of :func:`choose_cap_and_bound`'s draw at ``epsilon`` with
+    ``sampler`` (the exponential mechanism is ε-bounded range: ε²/8-zCDP)."""
+    bounded_range = {"bounded_range": True} if sampler == "exponential" else {}
     return NoiseDraw("max_groups", "gem", scale=2.0 / epsilon, std=None, sensitivity=1.0,
                      target=f"the group cap m in {', '.join(map(str, caps))} and the bound l in "
                             f"{', '.join(map(str, bounds))}, jointly (scores: summed counts minus margins, "
                             "sensitivity m·l)",
-                     parameters={"beta": SELECTION_BETA, "candidate_betas": candidate_betas(len(bounds))})
+                     parameters={"beta": SELECTION_BETA, "candidate_betas": candidate_betas(len(bounds)),
+                                 **bounded_range})
 
 
 def cap_candidates(n_keys: int) -> list[int]:

@@ -41,6 +41,7 @@ idealised real-valued mechanism (no defence against floating-point side
 channels). Error messages never quote a count: counts are private.
 """
 
+from dp_spark.mechanisms.top_k._common import group_share
 from dp_spark.mechanisms.top_k.joint import (
     JointLogWeights,
     joint_top_k,
@@ -60,6 +61,7 @@ __all__ = [
     "UnknownDomainResult",
     "cdp_peel_epsilon_per_step",
     "cdp_peel_top_k",
+    "group_share",
     "joint_top_k",
     "joint_top_k_log_weights",
     "pnf_joint_top_k",

@@ -58,6 +58,7 @@ selection on neighbouring counts against its bounded-range bound).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -122,9 +123,11 @@ def gumbel_peel_top_k(counts: ArrayLike, k: int, epsilon_step: float, rng: np.ra
 
 def zcdp_selection_noise(method: str, k: int, epsilon: float, size: int) -> NoiseDraw:
     """The record of one group's draws at ``epsilon`` (ε_g of the joint
-    mechanism, or the peel's per-round ε') on ``size`` domain items."""
+    mechanism, or the peel's per-round ε') on ``size`` domain items; the
+    joint one is sampled by the exponential mechanism: ε-bounded range."""
     if _method(method) == "joint":
-        return selection_noise("joint", k, epsilon, 0.0, size)
+        record = selection_noise("joint", k, epsilon, 0.0, size)
+        return dataclasses.replace(record, parameters={**record.parameters, "bounded_range": True})
     scale = ratio_up(1.0, epsilon)
     return NoiseDraw("selection", "gumbel", scale=scale, std=scale * _GUMBEL_STD, sensitivity=1.0, draws=size,
                      target=f"each of the {size} domain counts (one-shot top-{k}, per-round ε' = {epsilon:.6g})",
