@@ -12,6 +12,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from dp_spark.releases import RELEASES
+
 from tests.unit.helpers import assert_one_line_error, run_cli as _run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,7 +120,7 @@ def test_console_script_subprocess(tmp_path):
     assert KEYS <= set(json.loads(out_path.read_text())["result"])
 
 
-@pytest.mark.parametrize("name", ["distinct-count", "top-k", "count-release", "set-union", "continual-distinct"])
+@pytest.mark.parametrize("name", list(RELEASES))
 def test_the_cli_builds_the_plan_once_and_runs_the_release_on_it(capsys, spark, monkeypatch, name):
     """The plan the CLI checks (dry run, budget) is the plan the release
     spends: ``spec.run(plan, df, ...)``, never the keyword function, which
@@ -127,7 +129,6 @@ def test_the_cli_builds_the_plan_once_and_runs_the_release_on_it(capsys, spark, 
     import importlib
 
     from dp_spark.cli import main
-    from dp_spark.releases import RELEASES
 
     spec = RELEASES[name]
     plans = importlib.import_module(f"dp_spark.plans.{spec.python_name}")

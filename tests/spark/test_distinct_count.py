@@ -210,8 +210,10 @@ def test_parameter_limits_name_the_limit_and_the_reason(small):
 
 
 def _record(r):
-    """A noise record up to its wording (target, step label) and the grouped count's "bound" parameter."""
-    return (r.kind, r.scale, r.std, r.sensitivity, r.draws, {k: v for k, v in r.parameters.items() if k != "bound"})
+    """A noise record up to its wording (target, step label), the grouped count's "bound" parameter and its
+    "parallel" mark (a part of its step over disjoint groups: the one group is the whole step)."""
+    return (r.kind, r.scale, r.std, r.sensitivity, r.draws,
+            {k: v for k, v in r.parameters.items() if k not in ("bound", "parallel")})
 
 
 @pytest.mark.parametrize("seed", [11, 12])

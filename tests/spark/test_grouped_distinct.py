@@ -216,10 +216,13 @@ def test_a_private_cap_under_zcdp_is_the_joint_choice_by_the_exponential_mechani
     assert sum(s["rho"] for s in release.budget_split) == pytest.approx(0.5)
     assert "exponential mechanism" in release.budget_split[0]["step"]
     (count,) = [r for r in release.noise if r.kind == "discrete-gaussian"]
-    assert count.draws == 3 and count.parameters == {"bound": bound, "norm": 2}
+    assert count.draws == 3 and count.parameters == {"bound": bound, "norm": 2, "parallel": True}
     assert count.sensitivity == pytest.approx(math.sqrt(m) * bound)
     assert count.scale >= math.sqrt(m) * bound / math.sqrt(2 * release.budget_split[1]["rho"])
     assert release.parameters["rho_per_group"] == pytest.approx(release.budget_split[1]["rho"] / m)
+    (choice,) = [r for r in release.noise if r.kind == "gem"]  # the exponential mechanism: ε²/8-zCDP
+    assert choice.parameters["bounded_range"] is True
+    assert choice.cost().epsilon ** 2 / 8 == pytest.approx(release.budget_split[0]["rho"], rel=1e-6)
 
 
 def test_zcdp_per_group_is_asked_for_by_name_and_charged_as_rho(spark, table):

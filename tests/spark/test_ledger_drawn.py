@@ -72,6 +72,8 @@ def _cases():
                     plans, "DOMAIN_METHODS", ()) else {}
                 out[f"{name}/plain/{method}"] = (name, dict(example, method=method, **domain,
                                                             **METHOD_NEEDS.get((name, method), {})))
+        if "group_by" not in spec.plan_parameters():
+            continue  # a release without groups has no grouped form
         grouped = dict(example, group_by="country", max_groups=2)
         out[f"{name}/public"] = (name, dict(grouped, groups=KEYS))
         if not spec.example.zcdp:  # private keys are an (ε, δ) step: refused for a ρ-zCDP release

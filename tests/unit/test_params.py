@@ -18,8 +18,9 @@ from dp_spark.commands.base import INPUT_OPTIONS, READ_OPTIONS, RUN_OPTIONS, opt
 from dp_spark.config import load_config
 from dp_spark.errors import ParameterError
 from dp_spark.plan import Plan, Split, Step, field_default, params_fields
+from dp_spark.releases import RELEASES as REGISTRY
 
-RELEASES = ["distinct_count", "set_union", "top_k", "count_release", "continual_distinct"]
+RELEASES = [spec.python_name for spec in REGISTRY.values()]
 
 #: Options a command has that are no release parameter (input, outputs,
 #: budget, demo data, --domain read by the command, --stream's own).

@@ -187,8 +187,7 @@ def test_each_plan_names_its_release_and_privacy_unit():
 #: added to by hand (to be read from RELEASES; not this file's to change):
 #: path -> how many. Nothing else may list them all.
 _KNOWN_RELEASE_TABLES = {
-    "tests/unit/test_params.py": 2,  # RELEASES (a list of the Python names) and CLI_ONLY
-    "tests/spark/test_cli.py": 1,  # the parametrize list of the plan-once test
+    "tests/unit/test_params.py": 1,  # CLI_ONLY (each command's options that are no release parameter)
 }
 
 
