@@ -133,7 +133,7 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     ``max_items`` pairs per person over all groups (ℓ2 sensitivity √m):
     :mod:`dp_spark.stages.group_items`. ``max_groups``, if given, is a
     per-person cap the template applied first."""
-    composite = Composite.of(edge_df, plan.params.groups)
+    composite = Composite.of(edge_df, plan.params.groups, private="group_keys" in plan.split)
     edge_df = composite.edges(edge_df)
     if plan.params.method == "pcr":
         rows, values, errors, split, noise = _pcr(edge_df, plan, rng)

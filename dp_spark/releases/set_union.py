@@ -163,7 +163,7 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     ungrouped ones (:mod:`dp_spark.stages.group_items`); ``max_groups``, if
     given, is a per-person cap the template applied first."""
     numeric = mechanism_plan(plan)
-    composite = Composite.of(edge_df, plan.params.groups)
+    composite = Composite.of(edge_df, plan.params.groups, private="group_keys" in plan.split)
     # never the number of keys: with keys chosen privately it is drawn, and not shown before the record
     items = _released_items(composite.edges(edge_df), plan, numeric, rng)
     log.info("set-union: released items materialized")

@@ -167,7 +167,9 @@ def check_noise_charged(release) -> None:
     :class:`~dp_spark.errors.AccountingError`, the release withheld before
     it is recorded or returned. Public values only (records and split)."""
     over = overspent_steps(release.noise, release.budget_split)
-    if over:
+    if over:  # the steps by position: a label may hold released values, not shown before the record
+        labels = [part["step"] for part in release.budget_split]
         raise AccountingError(
-            "dp_spark defect: the noise drawn for budget step(s) " + "; ".join(repr(s) for s in over) +
-            " would cost more than the step charged; the release is withheld. Please report it.")
+            f"dp_spark defect: {release.name}'s noise for budget step(s) "
+            + ", ".join(str(labels.index(s) + 1) for s in over) + f" of {len(labels)} would cost more than the "
+            "step charged; the release is withheld. Please report it.")

@@ -67,24 +67,30 @@ class Composite:
     """The composite key of one run: its keys (a grouped run's public or
     released keys, in canonical order; ungrouped, the one constant group),
     the group column's type and whether the item is a whole number (schema
-    only: nothing read)."""
+    only: nothing read). ``identity``: the item is its own key (one key
+    known publicly: ungrouped, or one public key); keys chosen privately
+    always take the composite path, so the Spark work before the record
+    never shows whether one key or more was released."""
 
     keys: tuple
     group_type: object
     integral: bool
+    identity: bool = False
 
     @classmethod
-    def of(cls, edge_df: DataFrame, groups) -> "Composite":
+    def of(cls, edge_df: DataFrame, groups, private: bool = False) -> "Composite":
         """The run's composite key: ``groups`` (``params.groups``, None when ungrouped: the one key
-        :data:`~dp_spark.stages.edges.UNGROUPED`) and the edge table's schema."""
+        :data:`~dp_spark.stages.edges.UNGROUPED`; ``private``: released by the private key step) and
+        the edge table's schema."""
         keys = (UNGROUPED,) if groups is None else tuple(groups)
-        return cls(keys, edge_df.schema[GROUP].dataType, isinstance(item_type(edge_df), T.LongType))
+        return cls(keys, edge_df.schema[GROUP].dataType, isinstance(item_type(edge_df), T.LongType),
+                   identity=len(keys) == 1 and not private)
 
     def edges(self, edge_df: DataFrame) -> DataFrame:
         """(person, item): the run's edge table with ``item`` the composite
         string ``"<group_index>:<item>"``, or the item itself with one key
         (module doc). Lazy; per row."""
-        if len(self.keys) == 1:
+        if self.identity:
             return edge_df.select(PERSON, ITEM)
         composite = F.concat(F.col(GROUP_INDEX).cast("string"), F.lit(SEPARATOR), F.col(ITEM).cast("string"))
         return edge_df.select(PERSON, composite.alias(ITEM))
@@ -95,7 +101,7 @@ class Composite:
         a broadcast of the keys; with one key, that key) and the item (long
         when ``integral``). Released values and public keys only."""
         rest = [c for c in frame.columns if c != ITEM]
-        if len(self.keys) == 1:
+        if self.identity:
             return frame.select(F.lit(self.keys[0]).cast(self.group_type).alias(group_by), ITEM, *rest)
         schema = T.StructType([T.StructField(GROUP_INDEX, T.IntegerType(), False),
                                T.StructField(group_by, self.group_type, False)])
@@ -105,7 +111,7 @@ class Composite:
 
     def parse(self, value) -> tuple[int, object]:
         """(group index, item) of one released composite key."""
-        if len(self.keys) == 1:
+        if self.identity:
             return 0, value
         index, _, item = str(value).partition(SEPARATOR)
         return int(index), (int(item) if self.integral else item)
@@ -113,7 +119,7 @@ class Composite:
     def per_group(self, frame: DataFrame) -> list[int]:
         """The number of released composite items of each key (post-processing
         of the released set; at most one row per key is collected)."""
-        if len(self.keys) == 1:
+        if self.identity:
             return [int(frame.count())]
         counts = [0] * len(self.keys)
         for row in frame.groupBy(_index_of().alias(GROUP_INDEX)).count().collect():  # <= G rows of released sizes

@@ -121,7 +121,7 @@ def test_with_one_key_the_composite_key_is_the_item(spark):
     composite key is the item itself, of its own type, and splits back to
     (the key, the item)."""
     longs = spark.createDataFrame([(1, 7, 0), (2, -3, 0), (2, 7, 0)], f"{PERSON} long, {ITEM} long, {GROUP_INDEX} int")
-    one = Composite((5,), T.IntegerType(), True)
+    one = Composite((5,), T.IntegerType(), True, identity=True)
     edges = one.edges(longs)
     assert edges.columns == [PERSON, ITEM] and str(edges.schema[ITEM].dataType) == "LongType()"
     assert sorted(r[ITEM] for r in edges.collect()) == [-3, 7, 7]
@@ -129,14 +129,19 @@ def test_with_one_key_the_composite_key_is_the_item(spark):
     assert sorted((r["g"], r[ITEM]) for r in back.collect()) == [(5, -3), (5, 7), (5, 7)]
     assert str(back.schema["g"].dataType) == "IntegerType()"
     assert one.per_group(edges.select(ITEM)) == [3]
-    assert one.parse(-3) == (0, -3) and Composite(("k",), T.StringType(), False).parse("0:a") == (0, "0:a")
+    assert one.parse(-3) == (0, -3) and Composite(("k",), T.StringType(), False, True).parse("0:a") == (0, "0:a")
 
 
 def test_an_ungrouped_run_is_the_one_key_run(spark):
     """Composite.of: an ungrouped run's keys are the one constant group."""
     edges = edge_table(spark.createDataFrame([(1, 2)], "person_id long, item long"), "person_id", "item")
-    assert Composite.of(edges, None) == Composite((UNGROUPED,), T.LongType(), True)
+    assert Composite.of(edges, None) == Composite((UNGROUPED,), T.LongType(), True, identity=True)
     assert Composite.of(edges, ("a", "b")).keys == ("a", "b")
+    assert Composite.of(edges, ("a",)).identity  # one public key: the item is its own key
+    # one key released by the private key step: the composite path, as for two or more, so the
+    # Spark work before the record does not show that exactly one key was released
+    assert not Composite.of(edges, ("a",), private=True).identity
+    assert not Composite.of(edges, ("a", "b")).identity
 
 
 @pytest.fixture(scope="module")

@@ -103,10 +103,12 @@ def test_the_records_of_each_step_cost_what_the_step_charged(spark, case):
 def test_a_release_whose_noise_would_cost_more_than_its_step_is_withheld(spark, monkeypatch):
     """The check runs in the release flow: a record costing more than its
     step (here: discrete Laplace said to cost 100 ε) stops the release before
-    it is recorded or returned, with a message naming the step only."""
+    it is recorded or returned, with a message naming the step by its
+    position only (a label may hold released values)."""
     kind = KINDS["discrete-laplace"]
     monkeypatch.setitem(KINDS, "discrete-laplace", dataclasses.replace(kind, cost=lambda *a: PureDP(100.0)))
     df = spark.createDataFrame([(p, f"i{p % 7}") for p in range(50)], "person_id long, item string")
-    with pytest.raises(AccountingError, match="count") as raised:
+    with pytest.raises(AccountingError, match="budget step") as raised:
         dp_spark.distinct_count(df, epsilon=1.0, max_bound=4, shards=1, seed=3)
-    assert "withheld" in str(raised.value)
+    assert "step(s) 2 of 2 " in str(raised.value) and "withheld" in str(raised.value)
+    assert "discrete Laplace" not in str(raised.value)  # the step's label is not quoted

@@ -14,6 +14,7 @@ from scipy import integrate
 from scipy.stats import norm
 
 from dp_spark.accounting import ZCDP, PureDP
+from dp_spark.mechanisms.continual_distinct.mechanisms import merged_records
 from dp_spark.noise import make_rng
 from dp_spark.noise.kinds import KINDS, analytic_gaussian_delta
 from dp_spark.noise.records import KINDS as PHRASES
@@ -114,8 +115,8 @@ def test_a_bounded_range_selection_costs_an_eighth_of_its_epsilon_squared_under_
 
 
 def test_parallel_records_of_a_step_count_once_at_their_largest():
-    """Per-group counts split by their bound: each record is costed as if a
-    person's every group were in it, so together they cost their largest."""
+    """Per-group counts split by their bound: the records cover disjoint
+    groups of one step, so together they count once, at their largest."""
     by_bound = [NoiseDraw("s", "discrete-laplace", scale=2.0 * b, std=None, sensitivity=2.0 * b, draws=3,
                           parameters={"bound": b, "parallel": True}) for b in (1, 4, 16)]  # m = 2: ε = 1 each
     assert overspent_steps(by_bound, _split(kind="pure-dp", epsilon=1.0)) == []
@@ -123,3 +124,31 @@ def test_parallel_records_of_a_step_count_once_at_their_largest():
     assert overspent_steps(plain, _split(kind="pure-dp", epsilon=1.0)) == ["s"]
     louder = dataclasses.replace(by_bound[0], scale=1.0)  # ε = 2 for that part
     assert overspent_steps([louder, *by_bound[1:]], _split(kind="pure-dp", epsilon=1.0)) == ["s"]
+
+
+def test_rounds_compose_round_by_round_under_zcdp():
+    peel = NoiseDraw("s", "exponential", scale=1.5, std=1.5, sensitivity=1.0, draws=None,
+                     parameters={"spread": 9, "rounds": 3})  # ε' = 2/3 per round, ε = 2 in all
+    rho = 3 * (2 / 3) ** 2 / 2  # not (3ε')²/2 = 2
+    assert overspent_steps([peel], _split(kind="zcdp", rho=rho * 1.0001, delta=0.0)) == []
+    assert overspent_steps([peel], _split(kind="zcdp", rho=rho * 0.99, delta=0.0)) == ["s"]
+
+
+def test_grouped_continual_records_whose_paths_differ_by_group_pass_their_step():
+    """Each group's counter took its own path (a recompute baseline from its
+    own step), so its records differ; merged, they are parts over disjoint
+    groups of one step, charged factor·ρ_g (a false failure withheld a
+    correct grouped run at large T and ρ, depending on the data)."""
+    def group(start):
+        tree = NoiseDraw("rest", "binary-tree", scale=1.0, std=1.0, sensitivity=math.sqrt(2.0), draws=7,
+                         parameters={"levels": 3, "flippancy_bound": 1, "norm": 2})  # ρ = 1
+        base = NoiseDraw("rest", "discrete-gaussian", scale=1.0, std=1.0, sensitivity=math.sqrt(2.0), draws=2,
+                         target=f"from step {start}", parameters={"norm": 2})  # ρ = 1
+        return [tree, base]
+
+    records = merged_records([group(s) for s in (5, 9, 13, 17)], factor=2)
+    label = records[0].step
+    assert all(r.parameters.get("parallel") for r in records) and len(records) == 5
+    assert overspent_steps(records, [{"step": label, "kind": "zcdp", "rho": 4.0, "delta": 0.0}]) == []
+    one = merged_records([group(5)], factor=1)
+    assert not any("parallel" in r.parameters for r in one)  # one group: the ungrouped records, unchanged

@@ -770,11 +770,14 @@ def grouped_budget_split(parts: list[tuple[str, float]], factor: int,
 def merged_records(per_group: list[tuple], factor: int) -> list:
     """Every group's noise records as one list: records equal but for their
     number of draws are merged (their draws added); each is charged to its
-    grouped step (:func:`grouped_label`). Public values only."""
+    grouped step (:func:`grouped_label`). With more than one group each is
+    marked ``parallel``: the groups' counters are disjoint parts of the step
+    (their paths, and so their records, differ by group). Public values only."""
     merged: dict = {}
+    mark = {"parallel": True} if len(per_group) > 1 else {}
     for records in per_group:
         for r in records:
-            r = r.at(grouped_label(r.step, factor))
+            r = dataclasses.replace(r.at(grouped_label(r.step, factor)), parameters={**r.parameters, **mark})
             key = dataclasses.replace(r, draws=None)
             key = (key.step, key.kind, key.scale, key.std, key.sensitivity, key.target,
                    tuple(sorted((k, repr(v)) for k, v in key.parameters.items())))

@@ -133,8 +133,8 @@ def joint_shares(m: int, noise: str, count: float) -> dict:
 def _vector_record(record: NoiseDraw, draws: int, noise: str, m: int, bound: int, target: str) -> NoiseDraw:
     """One record for ``draws`` identical count draws at ``bound``: under
     zCDP with the ℓ2 sensitivity √m·l of the vector over groups. Marked
-    ``parallel``: the groups are disjoint parts of one step, each record's
-    cost bounding the step's (a person is in at most m groups in all)."""
+    ``parallel``: the records of different bounds cover disjoint groups of
+    one step (the Σ-cost check counts them once, at the largest)."""
     extra = {}
     parameters = {**record.parameters, "bound": bound, "parallel": True}  # "bound": the HTML panel's record
     if noise == "gaussian":
