@@ -1,13 +1,7 @@
-"""Privacy accounting: costs, conversions, composition and a privacy filter.
-
-Pure numpy-free Python (stdlib only). See ``costs`` (PureDP, ApproxDP, ZCDP),
-``conversions`` (zCDP <-> (ε, δ), pure/bounded-range/Gaussian -> zCDP),
-``composition`` (``compose``), ``filter`` (``PrivacyFilter``, exact on
-the decimals written: 0.9 then 0.1 fill 1, no overspend; the ledger counts
-through the same ``amounts``/``fits``) and ``exact`` (``written``: the
-decimal a parameter was written as; ``calibrate``: the float a mechanism
-runs at, at most that decimal; directed rounding: costs and noise scales
-up, remaining budgets down).
+"""Privacy accounting in stdlib-only Python: ``costs`` (PureDP, ApproxDP, ZCDP), ``conversions``,
+``composition`` (``compose``), ``filter`` (``PrivacyFilter``, exact on the decimals written; the ledger
+counts through the same functions) and ``exact`` (exact arithmetic with directed rounding: costs and
+noise scales up, remaining budgets down).
 """
 
 from dp_spark.accounting.composition import compose, convert_cost

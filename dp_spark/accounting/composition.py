@@ -1,10 +1,8 @@
 """Basic composition across kinds of privacy cost.
 
-Sequential composition adds ε (and δ) for (approximate) DP and adds ρ (and
-δ) for δ-approximate zCDP (Bun–Steinke 2016). Mixing kinds converts to the
-weakest notion present: pure DP -> (ε, 0)-DP, and pure ε-DP -> (ε²/2)-zCDP
-(Bun–Steinke 2016, Proposition 1.4). An (ε, δ)-DP cost cannot be turned into a
-zCDP cost, so mixing approximate DP with zCDP is refused.
+Composition adds ε (and δ) for (approximate) DP and ρ (and δ) for δ-approximate zCDP (Bun–Steinke
+2016). Mixed kinds convert to the weakest present: pure DP -> (ε, 0)-DP, pure ε-DP -> (ε²/2)-zCDP
+(Bun–Steinke 2016, Proposition 1.4). (ε, δ)-DP does not imply zCDP, so mixing those two is refused.
 """
 
 from __future__ import annotations
@@ -37,13 +35,8 @@ def zero_cost(kind: str) -> PrivacyCost:
 
 
 def convert_cost(cost: PrivacyCost, kind: str) -> PrivacyCost:
-    """Restate ``cost`` as a cost of ``kind`` when that is valid, else raise ParameterError.
-
-    Valid conversions: same kind (unchanged); PureDP(ε) -> ApproxDP(ε, 0);
-    PureDP(ε) -> ZCDP(ε²/2). Everything else (approximate DP or zCDP into
-    pure DP, approximate DP into zCDP, zCDP into approximate DP without a
-    chosen δ') is refused.
-    """
+    """Restate ``cost`` as a cost of ``kind``: same kind unchanged, PureDP(ε) -> ApproxDP(ε, 0) or
+    ZCDP(ε²/2); anything else raises ParameterError."""
     check_cost(cost)
     if kind not in _KINDS:
         raise ParameterError(f"unknown privacy kind {kind!r}; use one of {sorted(_KINDS)}")
@@ -77,12 +70,8 @@ def _target_kind(costs: list[PrivacyCost]) -> str:
 
 
 def compose(costs: Iterable[PrivacyCost]) -> PrivacyCost:
-    """Return the basic composition of ``costs`` (a total privacy cost).
-
-    All PureDP -> PureDP (ε add); PureDP with ApproxDP -> ApproxDP (ε and δ
-    add); anything with ZCDP -> ZCDP (PureDP ε counts as ε²/2; ρ and δ add);
-    ApproxDP with ZCDP -> ParameterError. The empty composition is PureDP(0).
-    """
+    """The basic composition of ``costs`` in the weakest kind present (module docstring); ApproxDP with
+    ZCDP raises ParameterError; the empty composition is PureDP(0)."""
     items = [check_cost(cost, "each composed cost") for cost in costs]
     if not items:
         return PureDP(0.0)

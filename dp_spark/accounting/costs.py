@@ -1,14 +1,10 @@
 """Privacy costs and guarantees: pure DP, approximate DP and (δ-approximate) zCDP.
 
-A cost is what one release spends; a guarantee is the same object stated for
-a whole job. Values are validated on construction: zero is allowed (so sums
-can start at zero), negative, NaN and infinite values are refused, and δ must
-lie in [0, 1). ``a + b`` composes two costs of the same kind by basic
-composition (ε and δ add for (approximate) DP; ρ and δ add for
-zCDP, Bun–Steinke 2016), exactly, on the decimals written (what budgets
-count: ``accounting.filter``), stated as the smallest float whose decimal is
-not below the sum (``exact.written_up``: 0.1 + 0.2 is 0.3).
-``compose`` mixes kinds.
+A cost is what one release spends; a guarantee is the same object stated for a whole job. Construction
+validates: zero is allowed, negative, NaN and infinite values are refused, δ lies in [0, 1). ``a + b``
+composes two costs of one kind (ε and δ add; ρ and δ add for zCDP, Bun–Steinke 2016) exactly on the
+decimals written, stated as the smallest float whose decimal is not below the sum
+(``exact.written_up``: 0.1 + 0.2 is 0.3). ``compose`` mixes kinds.
 """
 
 from __future__ import annotations
@@ -25,13 +21,9 @@ __all__ = ["PureDP", "ApproxDP", "ZCDP", "PrivacyCost", "cost_from_dict"]
 
 
 def _fmt(value: float) -> str:
-    """Shortest faithful text for a parameter: 1 -> "1", 0.5 -> "0.5", 1e-06 -> "1e-06".
-
-    A step's amount calibrated one float below a short decimal
-    (:func:`~dp_spark.accounting.exact.calibrate`: 0.1 runs at
-    0.09999999999999999) reads as that decimal, the amount charged for it:
-    a person reads "ε = 0.1", never less than the step may spend. The
-    exact value stays in ``to_dict()``."""
+    """Shortest faithful text of a parameter (1 -> "1", 1e-06 -> "1e-06"). An amount calibrated one
+    float below a short decimal (0.09999999999999999 for 0.1) reads as that decimal, the amount charged;
+    ``to_dict()`` keeps the exact value."""
     if value.is_integer() and abs(value) < 1e16:
         return str(int(value))
     if math.isfinite(value) and value > 0:
@@ -120,10 +112,7 @@ class ApproxDP(_CostMixin):
 
 @dataclass(frozen=True)
 class ZCDP(_CostMixin):
-    """δ-approximate ρ-zero-concentrated differential privacy (Bun–Steinke 2016).
-
-    ``delta = 0`` is plain ρ-zCDP.
-    """
+    """δ-approximate ρ-zero-concentrated differential privacy (Bun–Steinke 2016); δ = 0: plain ρ-zCDP."""
 
     rho: float
     delta: float = 0.0
@@ -140,11 +129,8 @@ class ZCDP(_CostMixin):
         return ZCDP(_add(self.rho, same.rho), _add_delta(self.delta, same.delta))
 
     def to_approx(self, delta_prime: float) -> ApproxDP:
-        """Return the implied (ε, δ + δ')-DP guarantee, ε = ρ + 2·sqrt(ρ·ln(1/δ')).
-
-        Bun–Steinke 2016, Proposition 1.3, applied outside the δ event.
-        ``delta_prime`` must lie in (0, 1) and δ + δ' must stay below 1.
-        """
+        """The implied (ε, δ + δ')-DP guarantee, ε = ρ + 2·sqrt(ρ·ln(1/δ')) (Bun–Steinke 2016,
+        Proposition 1.3, outside the δ event); δ' in (0, 1), δ + δ' below 1."""
         epsilon = zcdp_to_approx_epsilon(self.rho, delta_prime)
         return ApproxDP(epsilon, _add_delta(self.delta, float(delta_prime)))
 
@@ -163,8 +149,7 @@ PrivacyCost = PureDP | ApproxDP | ZCDP
 
 
 def _add(first: float, second: float) -> float:
-    """first + second, exactly, as the decimals written, rounded up (a
-    composed cost is never understated)."""
+    """first + second exactly, as the decimals written, rounded up (never understated)."""
     return written_up(written(first) + written(second))
 
 
@@ -178,8 +163,7 @@ def _add_delta(first: float, second: float) -> float:
 
 
 def cost_from_dict(data: dict) -> "PureDP | ApproxDP | ZCDP":
-    """The cost whose ``to_dict()`` is ``data`` (a ledger row, a report's
-    ``privacy`` block: extra keys are ignored)."""
+    """The cost whose ``to_dict()`` is ``data`` (a ledger row, a report's ``privacy``; extra keys ignored)."""
     kind = data["kind"]
     if kind == PureDP.kind:
         return PureDP(data["epsilon"])

@@ -1,39 +1,26 @@
 """A privacy filter: a budget that refuses any release that would overspend it.
 
-The filter lets a job choose each release's privacy cost adaptively (after
-seeing earlier outputs) while the total guarantee stays the budget:
+The filter lets a job choose each release's cost adaptively (after seeing earlier outputs) while the
+total guarantee stays the budget:
 
-- zCDP budget ρ (with δ): each spend adds its ρ and its δ separately; as long
-  as Σρᵢ <= ρ and Σδᵢ <= δ the whole interaction is δ-approximate ρ-zCDP
-  (the fully adaptive zCDP filter of Whitehouse, Ramdas, Rogers and Wu,
+- zCDP budget ρ (with δ): ρ and δ add separately; while Σρᵢ <= ρ and Σδᵢ <= δ the whole interaction is
+  δ-approximate ρ-zCDP (the fully adaptive zCDP filter of Whitehouse, Ramdas, Rogers and Wu,
   "Fully-Adaptive Composition in Differential Privacy", ICML 2023);
-- (ε, δ) budget: ε and δ add (basic composition, which remains valid as a
-  filter: Rogers, Roth, Ullman and Vadhan, "Privacy Odometers and Filters",
-  NeurIPS 2016);
-- pure ε budget: ε adds (same source).
+- (ε, δ) budget: ε and δ add (basic composition remains valid as a filter: Rogers, Roth, Ullman and
+  Vadhan, "Privacy Odometers and Filters", NeurIPS 2016); pure ε budget: ε adds (same source).
 
-Costs are checked before any data is read. A refusal changes nothing and its
-message quotes only parameters (the requested cost and the remaining budget).
+Costs are checked before any data is read; a refusal changes nothing and quotes only parameters.
 
-Exact comparison of the decimals written, no slack (the rule): every amount
-counts as the decimal it was written as (``Fraction(repr(x))``: 0.1 is 1/10,
-0.9 is 9/10; :func:`dp_spark.accounting.exact.written`); spent amounts are
-summed as exact fractions and a spend is accepted only if the exact sum stays
-at most the exact budget. So 0.9 then 0.1 fit a budget of 1 (and nothing
-more does), three spends of 0.1 fit a budget of 0.3, and δ and ρ sums are
-exact too. This is sound because no mechanism runs above the decimal it is
-charged: a release's plan calibrates each privacy parameter to the largest
-float at or below its decimal (:func:`dp_spark.accounting.exact.calibrate`,
-applied by :func:`dp_spark.plan.builds`), and a budget's own statements are
-rounded to the safe side as decimals: :attr:`remaining` down (spending it
-always fits), :attr:`spent` up. The PrivacyFilter and the persisted ledger
-(:mod:`dp_spark.ledger`) count through the same functions here
-(:func:`amounts`, :func:`fits`), so they accept and refuse alike.
+The rule: every amount counts as the decimal it was written as (:func:`dp_spark.accounting.exact.written`:
+0.1 is 1/10), sums are exact fractions, and a spend is accepted only if the exact sum stays within the
+exact budget, no slack: 0.9 then 0.1 fit a budget of 1, and nothing more does. Sound because no
+mechanism runs above the decimal it is charged (:func:`dp_spark.accounting.exact.calibrate`, applied by
+:func:`dp_spark.plan.builds`), and the budget's statements round to the safe side: :attr:`remaining`
+down (spending it always fits), :attr:`spent` up. The ledger (:mod:`dp_spark.ledger`) counts through
+the same :func:`amounts` and :func:`fits`, so both accept and refuse alike.
 
-``as_written=False``: a mechanism's own filter over values it computed and
-uses as they are (binary floats: a Private Count Release loop, the
-continual trees) counts every amount, its budget included, as the exact
-binary value of the float instead.
+``as_written=False``: a mechanism's own filter over the binary floats it computed (the Private Count
+Release loop, the continual trees) counts every amount, budget included, as its exact binary value.
 """
 
 from __future__ import annotations
@@ -54,11 +41,9 @@ def _components(cost: PrivacyCost) -> dict[str, float]:
 
 
 def amounts(cost: PrivacyCost, kind: str, as_written: bool = True) -> dict[str, Fraction]:
-    """The exact amounts ``cost`` spends from a budget of ``kind``: each
-    float as the decimal written (``as_written``) or as its binary value;
-    pure ε counts as ρ = ε²/2 exactly in a zCDP budget (Bun–Steinke 2016,
-    Prop. 1.4), as (ε, 0) in an (ε, δ) one. The caller checks that the
-    cost can be counted in ``kind`` (``convert_cost``)."""
+    """The exact amounts ``cost`` spends from a budget of ``kind``, each float as its written decimal
+    (``as_written``) or binary value; pure ε counts as ρ = ε²/2 in a zCDP budget (Bun–Steinke 2016,
+    Prop. 1.4), as (ε, 0) in an (ε, δ) one. The caller checks the conversion (``convert_cost``)."""
     value = written if as_written else exact
     if isinstance(cost, PureDP) and kind == ZCDP.kind:
         return {"rho": value(cost.epsilon) ** 2 / 2, "delta": Fraction(0)}
@@ -73,12 +58,9 @@ def fits(limit: dict[str, Fraction], spent: dict[str, Fraction], extra: dict[str
 
 
 def stated(kind: str, values: dict[str, Fraction], up: bool, as_written: bool = True) -> PrivacyCost:
-    """A cost of ``kind`` stating exact ``values`` as floats rounded to the
-    safe side: ``up`` (a total spent, never understated) or down (what is
-    left, floored at 0: spending it always fits), as decimals written
-    (``as_written``: a total spent as its decimal; what is left as the
-    largest float whose decimal and binary value are both within it, so a
-    mechanism run at it never spends more than is left) or as binary values."""
+    """A cost of ``kind`` stating exact ``values`` rounded to the safe side: ``up`` (a total spent) or
+    down (what is left, floored at 0), as decimals (``as_written``: ``written_up`` / ``left_down``) or
+    as binary values."""
     if up:
         rounding = written_up if as_written else float_up
         floats = {k: rounding(v) for k, v in values.items()}
@@ -97,13 +79,10 @@ def _from_components(kind: str, values: dict[str, float]) -> PrivacyCost:
 
 
 class PrivacyFilter:
-    """Track spending against a fixed budget (a PureDP, ApproxDP or ZCDP).
+    """Spending against a fixed budget (PureDP, ApproxDP or ZCDP), compared exactly (module docstring).
 
-    ``spend`` converts a cost to the budget's kind when valid (PureDP ε counts
-    as ApproxDP(ε, 0) or as ZCDP(ε²/2)); other mixes raise ParameterError.
-    Amounts are compared exactly, as the decimals written (module docstring:
-    no slack, no overspend); ``as_written=False``: as binary values (a
-    mechanism's own filter).
+    ``spend`` converts a cost to the budget's kind when valid (``convert_cost``); other mixes raise
+    ParameterError.
     """
 
     def __init__(self, budget: PrivacyCost, *, as_written: bool = True) -> None:
@@ -122,16 +101,13 @@ class PrivacyFilter:
 
     @property
     def spent(self) -> PrivacyCost:
-        """The composed total spent so far, in the budget's kind (exact sum,
-        rounded up: never understated)."""
+        """The total spent so far in the budget's kind (exact sum, rounded up)."""
         return stated(self._budget.kind, self._spent, up=True, as_written=self._as_written)
 
     @property
     def remaining(self) -> PrivacyCost:
-        """Budget minus spent, per component, exact and rounded down (so
-        spending ``remaining`` always fits, and its binary value, which a
-        mechanism run at it uses, is within it too: 0.1 left states
-        0.09999999999999999), floored at zero."""
+        """Budget minus spent per component, exact, rounded down (:func:`stated`), floored at 0: spending
+        it always fits, and so does its binary value (0.1 left states 0.09999999999999999)."""
         left = {k: self._limit[k] - self._spent[k] for k in self._limit}
         return stated(self._budget.kind, left, up=False, as_written=self._as_written)
 
@@ -155,22 +131,13 @@ class PrivacyFilter:
         return amounts(cost, self._budget.kind, self._as_written)
 
     def can_spend(self, cost: PrivacyCost) -> bool:
-        """Return whether ``spend(cost)`` would be accepted (changes nothing).
-
-        Raises ParameterError for a cost that cannot be counted in the
-        budget's kind, as ``spend`` would.
-        """
+        """Whether ``spend(cost)`` would be accepted (changes nothing); ParameterError as ``spend``."""
         self._converted(cost)
         return fits(self._limit, self._spent, self._amounts(cost))
 
     def spend(self, cost: PrivacyCost, label: str = "") -> PrivacyCost:
-        """Record ``cost`` under ``label`` if it fits, and return it in the budget's kind.
-
-        Raises BudgetExceededError, leaving the filter unchanged, if the running
-        total (ρ and δ separately for zCDP; ε and δ for approximate DP; ε for
-        pure DP) would exceed the budget at all (exact comparison of the
-        decimals written, see the module docstring).
-        """
+        """Record ``cost`` under ``label`` and return it in the budget's kind; BudgetExceededError,
+        leaving the filter unchanged, if any component of the running total would exceed the budget."""
         if not isinstance(label, str):
             raise ParameterError(f"label must be a str, got {type(label).__name__}")
         converted = self._converted(cost)
