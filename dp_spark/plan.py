@@ -1,30 +1,20 @@
 """A release's plan: everything decided from its parameters alone.
 
-Every release builds a frozen :class:`Plan` before it touches data: the
-parameters validated (by :mod:`dp_spark.checks`), the guarantee the release
-spends, how that is split between its steps, and what will be released.
-The Python API, the command line and the jobs all build the same plan from
-the same function (``dp_spark.plans.<release>.plan``), so no check, cost or
-budget split is written twice; ``dp-spark <release> --dry-run`` prints it
-without starting Spark. Nothing here imports pyspark.
+Every release builds a frozen :class:`Plan` before it touches data: the validated parameters
+(:mod:`dp_spark.checks`), the guarantee spent, its split between steps and what will be released. The
+Python API, the CLI (``--dry-run`` prints the plan without starting Spark) and the jobs all build it
+with ``dp_spark.plans.<release>.plan``. Nothing here imports pyspark.
 
-Each release declares its parameters once, in a frozen ``Params``
-dataclass (:func:`param` fields: default, help, public limit, CLI type and
-default where they differ); constructing it runs the checks, and
-:func:`builds` turns ``derive(params) -> Plan`` into the release's ``plan``
-with the keyword signature of its fields. A plan's budget split is typed
-(:class:`Split` of named :class:`Step`: ``plan.split.epsilon("count")``),
-never decoded by position.
+A release declares its parameters once, as :func:`param` fields of a frozen ``Params`` dataclass whose
+construction runs the checks; :func:`builds` turns ``derive(params) -> Plan`` into its ``plan``. The
+budget split is typed (:class:`Split` of named :class:`Step`), never decoded by position.
 
-Calibration (issue 22): budgets count a privacy parameter as the decimal it
-was written as (:func:`dp_spark.accounting.exact.written`), so no mechanism
-may run above that decimal. :func:`builds` is the one place that ensures
-it: the plan's guarantee, parameters and texts come from the parameters as
-given (what is charged and reported), while its budget split and
-``plan.params`` (what the release hands its mechanisms) come from the
-parameters calibrated (:data:`PRIVACY_FIELDS`, each the largest float at or
-below its decimal: :func:`dp_spark.accounting.exact.calibrate`).
-``plan.given`` keeps the ``Params`` as given.
+Calibration: budgets count a privacy parameter as the decimal it was written as
+(:func:`dp_spark.accounting.exact.written`), so no mechanism may run above that decimal. :func:`builds`
+ensures it: guarantee, parameters and texts come from the parameters as given (``plan.given``: what is
+charged and reported); the budget split and ``plan.params`` (what the mechanisms get) from the
+:data:`PRIVACY_FIELDS` calibrated to the largest float at or below their decimal
+(:func:`dp_spark.accounting.exact.calibrate`).
 """
 
 from __future__ import annotations
@@ -58,14 +48,10 @@ def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
 def param(default: Any = MISSING, help: str = "", *, limit: Any = None, choices: tuple | None = None,
           cli: bool = True, api: bool = True, cli_type: Callable | None = None, cli_default: Any = MISSING,
           flag: bool = False) -> Any:
-    """A field of a release's ``Params`` with what the API, the CLI and the
-    YAML configs derive from it: ``default`` (none: required), ``help``
-    (the CLI's help text), ``limit`` (the public limit, where there is one),
-    ``choices``; ``cli=False``: a Python-only parameter (no flag, no YAML
-    key); ``api=False``: the release function does not take it (the plan
-    does: e.g. a size the release computes); ``cli_type`` (default: the
-    default's type) and ``cli_default`` (where the command line's differs,
-    e.g. a demo ε where the API requires one); ``flag``: a switch."""
+    """A field of a release's ``Params``, read by the API, the CLI and the YAML configs: ``default``
+    (none: required), ``help`` (CLI help), ``limit`` (public limit), ``choices``; ``cli=False``: Python
+    only; ``api=False``: the plan takes it, the release function does not; ``cli_type`` (default: the
+    default's type); ``cli_default`` where the CLI's differs (e.g. a demo ε); ``flag``: a switch."""
     metadata = {"help": help, "limit": limit, "choices": choices, "cli": cli, "api": api,
                 "cli_type": cli_type, "cli_default": default if cli_default is MISSING else cli_default,
                 "flag": flag}
@@ -75,8 +61,7 @@ def param(default: Any = MISSING, help: str = "", *, limit: Any = None, choices:
 
 
 def params_fields(params_cls, *, api: bool | None = None, cli: bool | None = None) -> tuple:
-    """The fields of a ``Params`` class, in order, optionally only those the
-    release function (``api=True``) or the command line (``cli=True``) takes."""
+    """The fields of a ``Params`` class in order, optionally only the API's or the CLI's."""
     out = []
     for f in dataclasses.fields(params_cls):
         if api is not None and f.metadata.get("api", True) != api:
@@ -93,8 +78,7 @@ def field_default(f) -> Any:
 
 
 def keyword_signature(params_cls, *, api: bool | None = None) -> inspect.Signature:
-    """The keyword-only signature the fields of ``params_cls`` make (the
-    required ones first, then the others in field order)."""
+    """The keyword-only signature of ``params_cls``'s fields, required ones first."""
     fields = params_fields(params_cls, api=api)
     ordered = [f for f in fields if f.default is MISSING] + [f for f in fields if f.default is not MISSING]
     return inspect.Signature([
@@ -103,16 +87,11 @@ def keyword_signature(params_cls, *, api: bool | None = None) -> inspect.Signatu
 
 
 def release_api(plan_builder):
-    """Decorate a release's ``run_plan(df, plan, budget, ledger)`` into its
-    public ``dp_spark.<name>(df, *, ..., budget=None, ledger=None)``,
-    declared once: the keyword parameters are the release's ``Params`` API
-    fields (``plan_builder.Params``, with their defaults), so the signature
-    the user, ``help()`` and the docs see is read from the one declaration.
-    A call binds the keywords to that signature (a TypeError for an unknown
-    or missing one, as a written signature gives), builds the plan
-    (``plan_builder(**keywords)``: every check, before any data is read) and
-    hands it to the decorated function (which runs the one release flow).
-    The decorated function's name and docstring are the release's."""
+    """Decorate ``run_plan(df, plan, budget, ledger)`` into the public
+    ``dp_spark.<name>(df, *, ..., budget=None, ledger=None)`` whose keywords are the API fields of
+    ``plan_builder.Params``. A call binds them (TypeError for an unknown or missing one), builds the
+    plan (every check, before any data is read) and passes it on. Name and docstring are
+    ``run_plan``'s."""
     kinds = inspect.Parameter
     own = plan_builder.Params.__dict__.get("__annotations__", {})  # the release's own fields before the shared ones
     keywords = sorted(keyword_signature(plan_builder.Params, api=True).parameters.values(),
@@ -141,17 +120,13 @@ def set_checked(params, **values) -> None:
         object.__setattr__(params, name, value)
 
 
-#: The privacy parameters a plan charges (its guarantee's ε, ρ, δ), by the
-#: names every release's ``Params`` uses; :func:`builds` calibrates them.
+#: The ``Params`` names of the privacy parameters a plan charges; :func:`builds` calibrates them.
 PRIVACY_FIELDS = ("epsilon", "rho", "delta")
 
 
 def calibrated(params):
-    """``params`` with each privacy parameter (:data:`PRIVACY_FIELDS`)
-    replaced by the float a mechanism is calibrated to: the largest float at
-    or below the decimal written (``exact.calibrate``: 0.1 -> the float
-    below it, 0.5 -> 0.5). ``params`` itself when nothing changes; the
-    checks are not run again (the given values passed them)."""
+    """``params`` with each of :data:`PRIVACY_FIELDS` replaced by ``exact.calibrate`` of it (0.1 -> the
+    float below it, 0.5 -> 0.5); ``params`` itself when nothing changes. The checks are not rerun."""
     changes = {}
     for name in PRIVACY_FIELDS:
         value = getattr(params, name, None)
@@ -165,9 +140,8 @@ def calibrated(params):
 
 
 def _check_calibration(charged, runs_at) -> None:
-    """Every component the mechanisms run at (exact binary value) is at most
-    the decimal charged: the soundness of counting decimals (a plan whose
-    guarantee is not stated from its privacy parameters would fail here)."""
+    """Assert that every component the mechanisms run at (exact binary value) is at most the decimal
+    charged: what makes counting decimals sound."""
     given, used = charged.to_dict(), runs_at.to_dict()
     if given["kind"] != used["kind"] or any(
             exact(used[k]) > written(v) for k, v in given.items() if k != "kind"):
@@ -175,19 +149,13 @@ def _check_calibration(charged, runs_at) -> None:
 
 
 def builds(params_cls):
-    """Decorate ``derive(params) -> Plan`` into the release's ``plan``:
-    ``plan(params)`` or ``plan(**keywords)`` (then ``params_cls(**keywords)``
-    checks them first), with the keyword signature of ``params_cls`` (what
-    the CLI and the docs read). The one calibration hook (module
-    docstring): the guarantee, parameters and texts are derived from the
-    parameters as given (``plan.given``), the budget split from the
-    calibrated ones, which the Plan carries as ``params``."""
+    """Decorate ``derive(params) -> Plan`` into the release's ``plan(params)`` or ``plan(**keywords)``
+    (checked by ``params_cls`` first), with the keyword signature of ``params_cls``. The one
+    calibration hook (module docstring)."""
 
     def wrap(derive):
         def derived(params) -> tuple["Plan", Any]:
-            """(plan, the Params its release runs with): with keys chosen
-            privately (``groups=None``), the plan with its "group keys"
-            step first and the release's own steps on the rest of ε."""
+            """(plan, the Params its release runs with); private keys: :func:`with_private_keys`."""
             if getattr(params, "keys_chosen_privately", lambda: False)():
                 return with_private_keys(derive, params)
             return derive(params), params
@@ -224,9 +192,8 @@ def builds(params_cls):
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a plan's budget split: ``name`` (what the release code
-    asks for: ``plan.split.epsilon("count")``), ``label`` (the words in the
-    report's budget split) and ``cost``."""
+    """One step of a budget split: ``name`` (what the release code asks for), ``label`` (the report's
+    words) and ``cost``."""
 
     name: str | None
     label: str
@@ -235,9 +202,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Split:
-    """A plan's budget split, in the order spent, by step name. The
-    release asks for a share by name (``split.epsilon("count")``; 0.0 for a
-    step the plan does not have), never by position."""
+    """A plan's budget split in the order spent, addressed by step name (``split.epsilon("count")``)."""
 
     steps: tuple[Step, ...] = ()
 
@@ -266,20 +231,14 @@ class Split:
 class Plan:
     """What a release will do, before any data is read.
 
-    ``guarantee``: the total it spends (a :class:`~dp_spark.PureDP`,
-    :class:`~dp_spark.ApproxDP` or :class:`~dp_spark.ZCDP` cost), checked
-    against the budget before reading. ``steps``: the split of that total,
-    ``(label, cost)`` in the order spent (given as :class:`Step` objects to
-    name them; ``split`` is the typed, named form); the parts never add up
-    to more than the total. ``params``: the release's typed, checked
-    ``Params`` with the privacy parameters calibrated (set by the plan
-    builder, :func:`builds`: what the release hands its mechanisms);
-    ``given``: the ``Params`` as given; ``runs_at``: the guarantee at the
-    calibrated values (each component at most the decimal charged).
-    ``parameters``: every validated parameter as given, by the names
-    the API, the CLI and the YAML config share. ``releases``: what will be
-    released, in words. ``equivalent``: the (ε, δ) equivalent of a zCDP
-    guarantee, where one is reported.
+    ``guarantee``: the total spent (a :class:`~dp_spark.PureDP`, :class:`~dp_spark.ApproxDP` or
+    :class:`~dp_spark.ZCDP` cost), checked against the budget before reading. ``steps``: its split,
+    ``(label, cost)`` in the order spent (given as :class:`Step` to name them; ``split`` is the named
+    form); the parts never add up to more than the total. Set by :func:`builds`: ``params``, the
+    checked ``Params`` calibrated (what the mechanisms get); ``given``, as given; ``runs_at``, the
+    guarantee at the calibrated values. ``parameters``: every validated parameter as given, by the
+    names API, CLI and YAML share. ``releases``: what is released, in words. ``equivalent``: the (ε, δ)
+    equivalent of a zCDP guarantee, where reported.
     """
 
     release: str
@@ -310,8 +269,7 @@ class Plan:
     # -- the budget -----------------------------------------------------------
 
     def check(self, budget) -> None:
-        """Refuse (BudgetExceededError) if ``budget`` cannot pay for this
-        release. Reads no data and spends nothing."""
+        """BudgetExceededError if ``budget`` cannot pay for this release; reads no data, spends nothing."""
         if budget is None or budget.can_spend(self.guarantee):
             return
         name = getattr(budget, "name", None)
@@ -323,12 +281,9 @@ class Plan:
         )
 
     def spend(self, budget=None) -> PrivacyFilter:
-        """Charge the guarantee to ``budget`` (a PrivacyFilter or a ledger
-        budget; refused before any data is read if it would overspend), then
-        return this run's own filter with every step charged, in order: the
-        release draws its noise only within what this filter holds: the
-        guarantee at the calibrated values (``runs_at``), counted as the
-        binary values the mechanisms use (each at most the decimal charged)."""
+        """Charge the guarantee to ``budget`` (a PrivacyFilter or ledger budget; refused before any data
+        is read if it would overspend), then return the run's own filter over ``runs_at`` (binary values)
+        with every step charged in order: the release draws noise only within it."""
         if budget is not None:
             budget.spend(self.guarantee, label=self.release)
         local = PrivacyFilter(self.guarantee if self.runs_at is None else self.runs_at, as_written=False)
@@ -374,8 +329,7 @@ class Plan:
 
 
 def privacy_document(guarantee, equivalent, privacy_unit: str, neighbouring: str) -> dict[str, Any]:
-    """The ``privacy`` section of a plan or report: the guarantee spent, its
-    (ε, δ) equivalent where one applies, and the privacy unit."""
+    """The ``privacy`` section of a plan or report: guarantee, (ε, δ) equivalent if any, privacy unit."""
     doc: dict[str, Any] = {**guarantee.to_dict(), "description": guarantee.describe()}
     doc.setdefault("delta", 0.0)
     if equivalent is not None:
@@ -395,9 +349,8 @@ def _jsonable(mapping: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
-    """A run's budget from its ``--budget-*`` values (None if none given):
-    ρ (with δ) gives a zCDP filter, ε with δ > 0 an (ε, δ) filter, ε alone a
-    pure ε filter."""
+    """A run's budget from its ``--budget-*`` values (None if none): ρ (with δ) a zCDP filter, ε with
+    δ > 0 an (ε, δ) filter, ε alone a pure ε filter."""
     if epsilon is None and rho is None:
         if delta is not None:
             raise ParameterError("budget_delta needs budget_epsilon or budget_rho.")
@@ -411,50 +364,35 @@ def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
     return PrivacyFilter(ApproxDP(e, d) if d > 0 else PureDP(e))
 
 
-# -- the group parameters (issue 24), declared once ---------------------------------
+# -- the group parameters, declared once ---------------------------------------------
 
-#: Most public group keys one release takes (``groups=``). Three things grow
-#: with it: the driver receives the per-group summary, O(groups × summary)
-#: numbers (distinct-count: one count per bound candidate, at most 11); the
-#: mechanism runs once per group on the driver; and the grouped greedy
-#: holds at most 2^10 groups (``stages.distinct.GROUP_INDEX_BITS``). Counted
-#: on the public keys only, never the data.
+#: Most public group keys one release takes (``groups=``), counted on the keys, never the data: the
+#: driver receives O(groups × summary) numbers and runs the mechanism once per group, and the grouped
+#: greedy holds at most 2^10 groups (``stages.distinct.GROUP_INDEX_BITS``).
 MAX_PUBLIC_GROUPS = 1024
-#: Groups whose released values the JSON report carries (the first in the
-#: canonical, sorted order of the keys: dp_spark.releases.groups.canonical_keys);
+#: Groups the JSON report carries (the first in :func:`dp_spark.releases.groups.canonical_keys` order);
 #: every group is in ``release.groups`` and ``--groups-output``.
 REPORT_GROUPS = 100
 
-#: groups=None: the share of ε the private choice of the keys spends (a
-#: set-union on the group column), and its δ: a release with a δ of its own
-#: pays the keys' δ out of it (:func:`keys_delta`: min(KEYS_DELTA,
-#: KEYS_DELTA_SHARE·δ)), so the whole stays the (ε, δ) given; a pure-ε
-#: release (no δ, or δ = 0) becomes (ε, KEYS_DELTA)-DP. Stated in the plan,
-#: the report's privacy section and its budget split.
+#: groups=None: the keys' set-union spends ε·KEYS_EPSILON_SHARE and δ_k = :func:`keys_delta`.
 KEYS_EPSILON_SHARE = 0.1
 KEYS_DELTA = 1e-6
 KEYS_DELTA_SHARE = 0.1
-#: The per-person bound Δ0 of the keys' set-union when max_groups is not
-#: given (set-union's own default); with max_groups=m it is m.
+#: Δ0 of the keys' set-union without max_groups (set-union's default); with max_groups=m it is m.
 KEYS_MAX_PER_PERSON = 100
-#: The set-union policy the keys are chosen with: the weighted-Gaussian
-#: histogram, whose weights are exact integer units, so the step adds exact
-#: discrete Gaussian noise and compares with an integer threshold
-#: (:mod:`dp_spark.mechanisms.set_union.discrete`; the policy histograms'
-#: float weights have no grid with a data-independent sensitivity).
+#: The keys' set-union policy: its weights are integer units, so the step adds exact discrete Gaussian
+#: noise against an integer threshold (:mod:`dp_spark.mechanisms.set_union.discrete`); the policy
+#: histograms' float weights have no grid with a data-independent sensitivity.
 KEYS_POLICY = "weighted-gaussian"
 
 
 def key_mechanism(epsilon: float, delta: float, per_person: int):
-    """The constants of the keys' set-union (grid, discrete Gaussian σ,
-    integer threshold): :func:`dp_spark.mechanisms.set_union.plan_discrete_set_union`
-    at (ε_k, δ_k) and Δ0 = ``per_person`` (what the step and the audit tier
-    run). Built by :func:`with_private_keys` when the plan is made (so a bad
-    (ε_k, δ_k) is refused before anything is read) and again by
+    """The keys' set-union constants (grid, discrete Gaussian σ, integer threshold):
+    :func:`dp_spark.mechanisms.set_union.plan_discrete_set_union` at (ε_k, δ_k), Δ0 = ``per_person``.
+    Built when the plan is made (a bad (ε_k, δ_k) is refused before anything is read) and by
     :mod:`dp_spark.releases.group_keys` to run the step."""
-    # mechanisms.set_union imports scipy.special and scipy.optimize: 450-550 ms measured, against ~30 ms for this
-    # module, which the ledger, the report and every plan import; only a plan with private group keys needs it
-    from dp_spark.mechanisms.set_union import plan_discrete_set_union  # lazy: scipy, 450-550 ms (see above)
+    # every plan imports this module (~30 ms); only a plan with private group keys needs scipy
+    from dp_spark.mechanisms.set_union import plan_discrete_set_union  # lazy: scipy, 450-550 ms
 
     return plan_discrete_set_union(epsilon, delta, per_person)
 
@@ -468,38 +406,26 @@ KEYS_REFUSED = ("group_by without groups= chooses the keys privately with a set-
 
 
 def keys_delta(delta: float | None) -> float:
-    """The δ of the private key step for a release whose own δ is ``delta``
-    (None or 0.0: a pure-ε release). With δ > 0 the keys take
-    min(KEYS_DELTA, KEYS_DELTA_SHARE·δ) out of it and the release runs on
-    the rest, so the whole is the (ε, δ) given. Why a tenth, capped at
-    KEYS_DELTA: δ enters the keys' set-union (its threshold, Gopi et al.
-    Theorem 4.1) and the δ-releases' thresholds (set-union's ρ, Unknown
-    Domain Gumbel's) only through ln(1/δ), so the release keeps 90% of δ at
-    a cost of ln(1/0.9) ≈ 0.1 in that logarithm, and the keys' threshold
-    grows by ln 10 over one at δ; the cap keeps the key step never weaker
-    than the pure release's (ε_k, KEYS_DELTA). Pure-ε release: KEYS_DELTA,
-    added on top (there is no δ to take it from). Public values only."""
+    """δ_k of the private key step for a release whose own δ is ``delta`` (public values only).
+
+    δ > 0: min(KEYS_DELTA, KEYS_DELTA_SHARE·δ), taken out of δ, so the whole stays the (ε, δ) given.
+    δ enters the keys' threshold (Gopi et al. Theorem 4.1) and the δ-releases' thresholds only through
+    ln(1/δ), so the release keeps 90% of δ at a cost of ln(1/0.9) ≈ 0.1 there; the cap keeps the key
+    step no weaker than a pure release's. None or 0.0 (pure ε): KEYS_DELTA, added on top."""
     if delta is None or delta == 0.0:
         return KEYS_DELTA
     return min(KEYS_DELTA, delta * KEYS_DELTA_SHARE)
 
 
 def with_private_keys(derive, params) -> tuple["Plan", Any]:
-    """The plan of a grouped release whose keys are chosen privately
-    (``groups=None``), generic over releases, and the Params its release
-    runs with. Budget (basic composition): the step "group_keys" spends
-    (KEYS_EPSILON_SHARE·ε, δ_k) on a set-union of the group column
-    (:mod:`dp_spark.releases.group_keys`); the release's own plan is
-    ``derive`` on the rest: its Params' ``epsilon`` replaced by ε − ε_k
-    and, for a release with a δ > 0, its ``delta`` by δ − δ_k (exactly:
-    :func:`~dp_spark.accounting.exact.remainder`), so its body cannot
-    spend more; its steps after the keys'. δ_k = :func:`keys_delta`.
+    """(plan, Params the release runs with) of a grouped release whose keys are chosen privately
+    (``groups=None``), for any release; public values only.
 
-    The guarantee: a release with δ > 0 is (ε, δ)-DP in all, as given
-    (ε_k + ε_rest <= ε and δ_k + δ_rest <= δ exactly; basic composition);
-    a pure-ε release (no δ, or δ = 0) is (ε, KEYS_DELTA)-DP. A ρ-zCDP
-    release is refused (ParameterError): an (ε, δ) step has no sound ρ-zCDP
-    conversion. Public values only."""
+    The step "group_keys" spends (KEYS_EPSILON_SHARE·ε, δ_k = :func:`keys_delta`) on a set-union of the
+    group column (:mod:`dp_spark.releases.group_keys`); then ``derive`` on the rest: ``epsilon`` ε − ε_k
+    and, with δ > 0, ``delta`` δ − δ_k (exactly: :func:`~dp_spark.accounting.exact.remainder`). By basic
+    composition the whole is (ε, δ)-DP as given, or (ε, KEYS_DELTA)-DP for a pure-ε release. A ρ-zCDP
+    release is refused (ParameterError): an (ε, δ) step has no sound ρ-zCDP conversion."""
     epsilon = getattr(params, "epsilon", None)
     if not isinstance(epsilon, float):
         raise ParameterError(KEYS_REFUSED)
@@ -557,11 +483,9 @@ def _is_spark_frame(value) -> bool:
 
 
 def public_keys(value) -> tuple | None:
-    """A list-like of public group keys as a tuple of distinct keys in the
-    given order (ints or strings, one kind, no None); None for a path or a
-    DataFrame (read before spending, by the release template). ParameterError
-    for anything else, and for more than :data:`MAX_PUBLIC_GROUPS` keys (a
-    public count)."""
+    """A list-like of public keys as a tuple of distinct keys in order (all ints or all strings); None
+    for a path or a DataFrame (the release reads those before spending). ParameterError for anything
+    else and for more than :data:`MAX_PUBLIC_GROUPS` keys."""
     if value is None or isinstance(value, str) or _is_spark_frame(value):
         return None
     if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
@@ -586,8 +510,8 @@ def public_keys(value) -> tuple | None:
 
 
 def check_group_column(group_by: str, reserved, **columns) -> None:
-    """The group column differs from the person and item columns and from
-    the per-value columns of ``release.groups`` (public names only)."""
+    """ParameterError unless the group column differs from ``columns`` and from ``reserved`` (the
+    columns of ``release.groups``)."""
     checks.distinct_columns(**columns, group_by=group_by)
     if group_by in reserved:
         raise ParameterError(f"group_by {group_by!r} is a column name of release.groups ({', '.join(reserved)}); "
@@ -596,19 +520,12 @@ def check_group_column(group_by: str, reserved, **columns) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class GroupParams:
-    """The group parameters every grouped release takes (issue 24), declared
-    once: a release's ``Params`` that groups subclasses this and calls
-    :meth:`check_groups` in its ``__post_init__``; a release without them
-    simply does not take them. ``group_by``: the column whose values split
-    the release; ``groups``: the public keys (a list, a one-column Spark
-    DataFrame or a file path; every key is released, also one without rows);
-    ``max_groups``: m, the most groups a person contributes to;
-    ``max_groups=None`` lets the release choose m privately (a charged step
-    of its split). ``groups=None`` with ``group_by``: the keys are chosen
-    privately by a set-union on the group column, a step of every such
-    release's plan (:func:`with_private_keys`: generic, no per-release
-    code); the released keys then act as public. Refused (ParameterError,
-    before anything is read) for a release whose guarantee is ρ-zCDP."""
+    """The group parameters, declared once: a grouped release's ``Params`` subclasses this and calls
+    :meth:`check_groups` in its ``__post_init__``. ``group_by``: the column splitting the release;
+    ``groups``: the public keys (list, one-column Spark DataFrame or file path; every key is released,
+    also one without rows); ``max_groups``: m, the most groups a person contributes to (None: chosen
+    privately, a charged step). ``groups=None``: the keys are chosen privately
+    (:func:`with_private_keys`) and then act as public; refused for a ρ-zCDP release."""
 
     group_by: str | None = param(None, GROUP_BY_HELP, cli_type=str)
     groups: Any = param(None, GROUPS_HELP, cli_type=str)
@@ -635,13 +552,11 @@ class GroupParams:
             set_checked(self, max_groups=checks.integer(self.max_groups, "max_groups", 1, MAX_GROUPS_LIMIT))
 
     def keys_chosen_privately(self) -> bool:
-        """``group_by`` without ``groups``: the keys are released by the
-        plan's "group keys" step (:func:`with_private_keys`)."""
+        """``group_by`` without ``groups`` (:func:`with_private_keys`)."""
         return self.group_by is not None and self.groups is None
 
     def group_parameters(self) -> dict[str, Any]:
-        """The group parameters as the plan and the report state them ({}
-        when not grouped, so an ungrouped report is unchanged)."""
+        """The group parameters as the plan and report state them ({} when not grouped)."""
         if self.group_by is None:
             return {}
         if self.groups is None:
