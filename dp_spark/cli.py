@@ -236,7 +236,7 @@ def _run(args, command: str) -> int:
     _RUN["budget"] = budget  # main's failure messages say whether it was charged
     plan.check(budget)
     replaying = _recorded_run(budget, plan)  # a retry of a released run under its key: replayed
-    if keyed:  # its own earlier reports may be rewritten by its replay (issue 42 §3)
+    if keyed:  # its own earlier reports may be rewritten by its replay
         check_keyed_reports(opts, None if replaying is None else replaying.get("report_created"))
     if replaying is not None:
         _refuse_lost_outputs(opts, replaying)  # before Spark starts
@@ -247,7 +247,7 @@ def _run(args, command: str) -> int:
     held: list = []
     # table:db.name outputs: checked in the catalog and claimed (a new one
     # created as an empty placeholder) before anything is charged, so a run
-    # racing for the name is refused before it spends (issue 42 §3, T07/T08);
+    # racing for the name is refused before it spends;
     # a claim not written into is dropped however the run ends (an error,
     # Ctrl-C, SIGTERM). A claim left by a killed run: dp_spark.tables.
     with tables.claims(held):
@@ -264,7 +264,7 @@ def _run(args, command: str) -> int:
         # Artifacts, then the HTML and JSON reports (a report means all outputs
         # exist); a failed write says what was written and that the budget is
         # spent. The outputs come before the printed result (recorded in the
-        # ledger before all this), so a closed stdout loses nothing (issue 42 §3);
+        # ledger before all this), so a closed stdout loses nothing;
         # a failed write still prints the result.
         try:
             notes = write_outputs(cmd, release, opts)
@@ -342,8 +342,8 @@ EXIT_TERMINATED = 143
 
 
 def _quiet_interrupts() -> None:
-    """Ctrl-C: one line and exit 130; SIGTERM the same, exit 143 (it ended
-    the process silently with −15, also after the charge). pyspark's own
+    """Ctrl-C: one line and exit 130; SIGTERM the same, exit 143 (never a
+    silent −15, also after the charge). pyspark's own
     SIGINT handler cancels the jobs through the gateway while the main
     thread is inside a gateway call, which logs py4j tracebacks; this one
     just interrupts, with py4j's logging silenced (the JVM ends with the

@@ -177,7 +177,7 @@ def check_run_paths(command, opts, problems: list | None = None, keyed: bool = F
         problems.append(message)
 
     _check_table_names(command, opts, refuse)
-    for name in OUTPUT_PATHS:  # issue 42 §5: '' wrote nothing silently, '-' wrote a file named '-'
+    for name in OUTPUT_PATHS:
         if opts.get(name) == "":
             refuse(f"{_flag(name)} is empty: give a path, or leave {_flag(name)} out.")
         elif opts.get(name) == "-":
@@ -292,9 +292,9 @@ def check_keyed_reports(opts, replay_created: str | None) -> None:
     """A keyed run's existing JSON and HTML reports (after
     ``check_run_paths(keyed=True)``): replaced only with --overwrite, or when
     this run replays the recorded release that wrote them (``replay_created``
-    its ``created``): issue 42 §3 — a run that died between its two writes
-    (HTML written, JSON not) was retried by the DAG, which passes no
-    --overwrite, and refused forever. The replay writes the same release."""
+    its ``created``), so the retry of a run that died between its two
+    writes (HTML written, JSON not) is not refused. The replay writes the
+    same release."""
     for name in REPORTS:
         out = _local_path(opts.get(name))
         if out is not None:
@@ -381,7 +381,7 @@ def write_outputs(command, release, opts) -> list[str]:
     written, what was not, and that the privacy was spent. Prints nothing:
     returns the lines the CLI prints after the result (the reports written,
     a hint about outputs not asked for; none with --quiet), so that every
-    output exists before anything reaches stdout (issue 42 §3)."""
+    output exists before anything reaches stdout."""
     writes = planned_writes(command, release, opts)
     done: list[str] = []
     for i, (option, path, write) in enumerate(writes):
@@ -428,7 +428,7 @@ def missing_output_hint(command, opts, release=None) -> str | None:
     """A release whose main result is a table that this run writes nowhere:
     where it can go (a set-union's items, a continual series); and, with
     ``release``, a released list longer than the screen shows when no report
-    is written (count-release's counts: issue 42 §1 found 232 of 242 gone)."""
+    is written (count-release's counts)."""
     writers = command.writers
     if opts.get("group_by"):  # a grouped run's values go to --groups-output only (no items output, no series)
         if "groups" in writers and not opts.get("groups_output"):
