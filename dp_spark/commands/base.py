@@ -168,7 +168,9 @@ class Command:
     defaults before the plan; ``load_table(spark, opts) -> (df, opts)``;
     ``run(spark, plan, df, opts, budget)`` where the call is not the plain
     :func:`run_release`; ``series_path(opts)``: where the series goes when
-    ``--series`` is not given (continual-distinct)."""
+    ``--series`` is not given (continual-distinct). ``cli_only``: its
+    options that are neither a ``Params`` field nor an input, output,
+    budget or run option (continual-distinct's demo and ``--stream`` ones)."""
 
     name: str
     help: str
@@ -180,6 +182,7 @@ class Command:
     load_table: Callable | None = None
     run: Callable | None = None
     series_path: Callable[[dict], str | None] | None = None
+    cli_only: tuple[str, ...] = ()
 
     def output_path(self, option: str, opts) -> str | None:
         """Where the output ``option`` goes this run: the option, or for the
@@ -412,8 +415,8 @@ def check_input_options(opts: dict[str, Any]) -> None:
     file named like a pattern is read as that file, a CSV one is refused:
     :func:`dp_spark.io.refuse_csv_literal_glob`), the column names are plain
     top-level names, the --groups file exists, neither --groups nor --domain
-    is the --input path, holds it or lies inside it (issue 42 §2, G29; the
-    release checks the files Spark reads again), and a ledger to charge can
+    is the --input path, holds it or lies inside it (the release checks
+    the files Spark reads again), and a ledger to charge can
     be written."""
     if opts.get("input"):
         check_input_path(str(opts["input"]))

@@ -35,13 +35,13 @@ from dp_spark.io import (check_values_parse, is_local, local_path, parse_event_c
                          string_time_kind, write_dataframe_atomic)
 from dp_spark.marking import COLUMN, mark_pandas
 from dp_spark.plans.continual_distinct import Params, origin_value
+from dp_spark.releases import RELEASES
 from dp_spark.streaming.checkpoint import DEMO_DIR, StepSink, local_directory, refuse_foreign_checkpoint
 from dp_spark.streaming.demo import write_demo_files
 from dp_spark.streaming.options import (validate_files_per_step, validate_state_partitions, validate_timeout,
                                         validate_trigger)
 
 NAME = "continual-distinct"
-HELP = "differentially private number of present items at every step of an insert/delete stream"
 
 DEMO_STREAM_HORIZON = 32  # public default of the built-in demo stream (no --input) only
 DEMO_COLUMNS = {"time_col": "time", "item_col": "item", "op_col": "op"}  # the built-in data's columns
@@ -305,5 +305,7 @@ def _write_remote(release, path: str, fmt: str, overwrite: bool = False) -> None
 
 WRITERS = {"series": write_series, "groups": groups_writer("per-group series")}
 
-COMMAND = Command(NAME, HELP, OPTIONS, WRITERS, validate=validate, plan_options=plan_options, load_table=load_table,
-                  run=run, series_path=series_path)
+COMMAND = Command(NAME, RELEASES[NAME].help, OPTIONS, WRITERS, validate=validate, plan_options=plan_options,
+                  load_table=load_table, run=run, series_path=series_path,
+                  cli_only=("demo_flippancy", "checkpoint", "sink", "files_per_step", "trigger", "timeout",
+                            "state_partitions"))

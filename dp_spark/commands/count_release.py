@@ -5,9 +5,9 @@ from __future__ import annotations
 from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Command, Option, check_group_outputs, groups_writer, items_writer
 from dp_spark.commands.params import release_options
 from dp_spark.plans.count_release import Params
+from dp_spark.releases import RELEASES
 
 NAME = "count-release"
-HELP = "differentially private item counts near a target relative error (Private Count Release)"
 
 OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_OPTIONS) + (
     Option("items_output", str, None, "also write the released items here as Parquet (atomically)"),
@@ -29,4 +29,4 @@ def plan_options(opts):
     return check_group_outputs(opts, "per-group rows", "items_output")
 
 
-COMMAND = Command(NAME, HELP, OPTIONS, WRITERS, plan_options=plan_options)
+COMMAND = Command(NAME, RELEASES[NAME].help, OPTIONS, WRITERS, plan_options=plan_options)

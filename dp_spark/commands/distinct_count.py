@@ -5,9 +5,9 @@ from __future__ import annotations
 from dp_spark.commands.base import INPUT_OPTIONS, RUN_OPTIONS, Command, Option, check_group_outputs, groups_writer
 from dp_spark.commands.params import release_options
 from dp_spark.plans.distinct_count import Params
+from dp_spark.releases import RELEASES
 
 NAME = "distinct-count"
-HELP = "differentially private count of distinct items, with a lower bound"
 
 OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_OPTIONS) + (
     Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "
@@ -29,4 +29,4 @@ def plan_options(opts):
     return check_group_outputs(opts, "per-group values")
 
 
-COMMAND = Command(NAME, HELP, OPTIONS, WRITERS, plan_options=plan_options)
+COMMAND = Command(NAME, RELEASES[NAME].help, OPTIONS, WRITERS, plan_options=plan_options)

@@ -11,17 +11,15 @@ from __future__ import annotations
 from dp_spark.commands.base import (
     INPUT_OPTIONS, RUN_OPTIONS, Command, Option, check_group_outputs, groups_writer, items_writer, run_release,
 )
-from dp_spark.commands.params import release_options
+from dp_spark.commands.params import budget_options, release_options
 from dp_spark.plans.top_k import DEMO_DELTA, Params
+from dp_spark.releases import RELEASES
 
 NAME = "top-k"
-HELP = "differentially private top-k items by number of distinct persons"
 
 OPTIONS = INPUT_OPTIONS + release_options(Params, declared=INPUT_OPTIONS + RUN_OPTIONS) + (
     Option("items_output", str, None, "also write the released items here as Parquet (atomically)"),
-    Option("budget_epsilon", float, None, "total ε budget; the run is refused before reading "
-           "data if the release would exceed it"),
-    Option("budget_delta", float, None, "total δ budget (with --budget-epsilon; default 0)"),
+    *budget_options(Params),
     Option("groups_output", str, None, "with --group-by: write every group's released items (the group column, "
            "rank, item, error) here: Parquet, CSV (a path ending in .csv) or table:db.name (atomically)"),
 ) + RUN_OPTIONS
@@ -55,4 +53,4 @@ def plan_options(opts):
     return check_group_outputs(opts, "per-group items", "items_output")
 
 
-COMMAND = Command(NAME, HELP, OPTIONS, WRITERS, complete=complete, plan_options=plan_options, run=run)
+COMMAND = Command(NAME, RELEASES[NAME].help, OPTIONS, WRITERS, complete=complete, plan_options=plan_options, run=run)

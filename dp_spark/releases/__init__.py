@@ -5,18 +5,19 @@ return a :class:`dp_spark.report.Release`. The only layer that knows both.
 command line says it) -> its :class:`ReleaseSpec`. Everything that lists the
 releases reads it: the lazy exports of :mod:`dp_spark`
 (``dp_spark.distinct_count``, ...), the ``dp-spark`` subcommands
-(:data:`dp_spark.commands.COMMANDS`), the scripts in ``jobs/``, the HTML
-report's charts, the report schema's ``release`` enum and the tests' case
+(:data:`dp_spark.commands.COMMANDS`), ``jobs/release.py``, the HTML
+report's charts, the report schema's ``release`` names and the tests' case
 tables (``tests/unit/test_registry.py`` checks that each agrees).
 
 A release named ``x-y`` lives in files named by its Python name ``x_y``:
 ``dp_spark/releases/x_y.py`` (the function ``x_y(df, *, ...)``, which builds
 the plan and calls ``run(plan, df, ...)``: the release's body run through
-the one flow of :mod:`dp_spark.releases.template`),
-``dp_spark/plans/x_y.py`` (``plan(...)``), ``dp_spark/commands/x_y.py``
-(the subcommand's options) and ``jobs/x_y.py``. The spec resolves them on
-first use, so importing this module (and so ``import dp_spark``) imports
-neither pyspark nor any release.
+the one flow of :mod:`dp_spark.releases.template`) and
+``dp_spark/plans/x_y.py`` (``Params`` and ``plan(...)``). Its subcommand is
+built from this spec and its ``Params`` unless it has hooks of its own
+(``dp_spark/commands/x_y.py``). The spec resolves them on first use, so
+importing this module (and so ``import dp_spark``) imports neither pyspark
+nor any release.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ class ReleaseSpec:
     #: Its small seeded demo (:class:`Example`), run by every table of the
     #: tests and examples that runs each release.
     example: Example
+    #: One line saying what it releases (``dp-spark --help``).
+    help: str | None = None
     #: The Spark DataFrames it returns beside its report
     #: (``Release.artifacts``; the CLI writes ``items`` with
     #: ``--items-output``, ``series`` with ``--series``).
@@ -105,9 +108,9 @@ class ReleaseSpec:
         return importlib.import_module(f"dp_spark.plans.{self.python_name}").plan
 
     @property
-    def job(self) -> str:
-        """The spark-submit script, relative to the checkout."""
-        return f"jobs/{self.python_name}.py"
+    def params(self) -> type:
+        """Its typed parameters ``dp_spark.plans.<python_name>.Params`` (no pyspark)."""
+        return importlib.import_module(f"dp_spark.plans.{self.python_name}").Params
 
     def run(self, plan, df, **keywords: Any):
         """Run the release on a plan already built (``spec.plan(...)``; the
@@ -149,13 +152,18 @@ def _registry(*specs: ReleaseSpec) -> Mapping[str, ReleaseSpec]:
 #: Every release, in the order the command line, README and report list them.
 RELEASES: Mapping[str, ReleaseSpec] = _registry(
     ReleaseSpec("distinct-count", privacy_unit="person", chart="_distinct_count_chart",
-                example=Example("persons", epsilon=1.0, method="greedy", max_bound=4)),
+                example=Example("persons", epsilon=1.0, method="greedy", max_bound=4),
+                help="differentially private count of distinct items, with a lower bound"),
     ReleaseSpec("top-k", privacy_unit="person", chart="_top_k_chart", artifacts=("items",),
-                example=Example("persons", epsilon=1.0, delta=1e-6, k=3, method="auto")),
+                example=Example("persons", epsilon=1.0, delta=1e-6, k=3, method="auto"),
+                help="differentially private top-k items by number of distinct persons"),
     ReleaseSpec("count-release", privacy_unit="person", chart="_count_release_chart", artifacts=("items",),
-                example=Example("persons", rho=0.5, delta=1e-6, method="pcr", kbar=20)),
+                example=Example("persons", rho=0.5, delta=1e-6, method="pcr", kbar=20),
+                help="differentially private item counts near a target relative error (Private Count Release)"),
     ReleaseSpec("set-union", privacy_unit="person", chart="_set_union_chart", artifacts=("items",),
-                example=Example("persons", epsilon=1.0, delta=1e-6, method="policy-gaussian", max_items=4)),
+                example=Example("persons", epsilon=1.0, delta=1e-6, method="policy-gaussian", max_items=4),
+                help="differentially private set union: release as many items as possible (partition selection)"),
     ReleaseSpec("continual-distinct", privacy_unit="item", chart="_continual_chart", artifacts=("series",),
-                example=Example("events", rho=0.5, horizon=64, method="auto")),
+                example=Example("events", rho=0.5, horizon=64, method="auto"),
+                help="differentially private number of present items at every step of an insert/delete stream"),
 )

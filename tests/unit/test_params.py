@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import importlib
 import inspect
 from pathlib import Path
 
 import pytest
 import yaml
 
-from dp_spark.commands.base import INPUT_OPTIONS, READ_OPTIONS, RUN_OPTIONS, options_of
+from dp_spark.commands import COMMANDS
+from dp_spark.commands.base import ARTIFACT_OPTION, ARTIFACT_OUTPUTS, INPUT_OPTIONS, READ_OPTIONS, RUN_OPTIONS, options_of
+from dp_spark.commands.params import budget_options, default_command
 from dp_spark.config import load_config
 from dp_spark.errors import ParameterError
 from dp_spark.plan import Plan, Split, Step, field_default, params_fields
@@ -22,19 +23,16 @@ from dp_spark.releases import RELEASES as REGISTRY
 
 RELEASES = [spec.python_name for spec in REGISTRY.values()]
 
-#: Options a command has that are no release parameter (input, outputs,
-#: budget, demo data, --domain read by the command, --stream's own).
+#: Options a command has that are no release parameter: the shared input
+#: and run options, the outputs of its artifacts, its budget; any other is
+#: one the command declares itself (``Command.cli_only``).
 SHARED = {o.name for o in INPUT_OPTIONS + READ_OPTIONS + RUN_OPTIONS}
-CLI_ONLY = {
-    "distinct_count": {"budget_epsilon", "budget_rho", "groups_output"},
-    "set_union": {"items_output", "budget_epsilon", "budget_delta", "groups_output"},
-    "top_k": {"items_output", "budget_epsilon", "budget_delta", "groups_output"},
-    "count_release": {"items_output", "budget_rho", "budget_delta", "groups_output"},
-    "continual_distinct": {"demo_flippancy", "series", "budget_rho", "checkpoint", "sink", "files_per_step",
-                           "trigger", "timeout", "state_partitions", "groups_output"},
-}
+BUDGETS = {"budget_epsilon", "budget_delta", "budget_rho"}
+
+
 def _modules(name):
-    return importlib.import_module(f"dp_spark.plans.{name}"), importlib.import_module(f"dp_spark.commands.{name}").COMMAND
+    spec = REGISTRY[name.replace("_", "-")]
+    return spec.params, COMMANDS[spec.name]
 
 
 def _declared_by(name) -> str | None:
@@ -58,10 +56,10 @@ def _keywords(function, skip=()) -> dict:
 
 @pytest.mark.parametrize("name", RELEASES)
 def test_params_is_a_frozen_keyword_dataclass(name):
-    plans, _ = _modules(name)
-    assert dataclasses.is_dataclass(plans.Params)
-    assert plans.Params.__dataclass_params__.frozen
-    for f in dataclasses.fields(plans.Params):
+    params, _ = _modules(name)
+    assert dataclasses.is_dataclass(params)
+    assert params.__dataclass_params__.frozen
+    for f in dataclasses.fields(params):
         assert f.kw_only and f.metadata.get("help"), f"{name}.{f.name} needs help text"
 
 
@@ -74,15 +72,16 @@ def test_the_release_function_is_declared_by_its_plan_and_so_by_its_params(name)
 
 @pytest.mark.parametrize("name", RELEASES)
 def test_the_plan_signature_is_the_params_fields(name):
-    plans, _ = _modules(name)
-    assert _keywords(plans.plan) == {f.name: field_default(f) for f in dataclasses.fields(plans.Params)}
+    params, _ = _modules(name)
+    plan = REGISTRY[name.replace("_", "-")].plan_function
+    assert _keywords(plan) == {f.name: field_default(f) for f in dataclasses.fields(params)}
 
 
 @pytest.mark.parametrize("name", RELEASES)
 def test_the_cli_options_are_the_cli_fields_and_the_declared_cli_only_ones(name):
-    plans, command = _modules(name)
+    params, command = _modules(name)
     options = {o.name: o for o in options_of(command)}
-    fields = params_fields(plans.Params, cli=True)
+    fields = params_fields(params, cli=True)
     for f in fields:
         assert f.name in options, f"--{f.name.replace('_', '-')} is missing from dp-spark {command.name}"
         opt = options[f.name]
@@ -91,29 +90,75 @@ def test_the_cli_options_are_the_cli_fields_and_the_declared_cli_only_ones(name)
         assert tuple(opt.choices or ()) == tuple(f.metadata.get("choices") or ()), f.name
         assert opt.flag == bool(f.metadata.get("flag")), f.name
     extra = set(options) - {f.name for f in fields} - SHARED
-    assert extra == CLI_ONLY[name], "a CLI option that is a release parameter belongs in Params"
-    for f in params_fields(plans.Params, cli=False):
+    outputs = extra & set(ARTIFACT_OUTPUTS)
+    assert outputs == {ARTIFACT_OPTION[artifact] for artifact in command.writers}, "an output option per writer"
+    assert extra & BUDGETS, f"dp-spark {command.name} has no --budget-* option"
+    assert extra - BUDGETS - outputs == set(command.cli_only), \
+        "a CLI option that is a release parameter belongs in Params (else in its Command's cli_only)"
+    for f in params_fields(params, cli=False):
         assert f.name not in options, f"{f.name} is marked Python-only but is a CLI option"
 
 
 @pytest.mark.parametrize("name", RELEASES)
 def test_the_yaml_config_takes_every_cli_field_and_nothing_else(name, tmp_path):
-    plans, command = _modules(name)
+    params, command = _modules(name)
     allowed = {o.name for o in options_of(command)}
-    fields = params_fields(plans.Params, cli=True)
+    fields = params_fields(params, cli=True)
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump({f.name.replace("_", "-"): 1 for f in fields}), encoding="utf-8")
     assert set(load_config(str(config), allowed)) == {f.name for f in fields}
-    for f in params_fields(plans.Params, cli=False):
+    for f in params_fields(params, cli=False):
         config.write_text(f"{f.name}: 1\n", encoding="utf-8")
         with pytest.raises(ParameterError, match="unknown option"):
             load_config(str(config), allowed)
-    shipped = yaml.safe_load((_root() / "conf" / f"{name}.yaml").read_text(encoding="utf-8")) or {}
+    conf = _root() / "conf" / f"{name}.yaml"  # an example config is optional
+    shipped = (yaml.safe_load(conf.read_text(encoding="utf-8")) or {}) if conf.is_file() else {}
     assert {str(k).replace("-", "_") for k in shipped} <= allowed
 
 
 def _root() -> Path:
     return Path(__file__).resolve().parents[2]
+
+
+# -- the default command of a release without hooks ----------------------------------------
+
+
+def test_a_release_without_hooks_gets_a_command_from_its_spec_and_params():
+    """The input options, its Params' CLI fields, an output option per
+    artifact (and --groups-output with group_by), the budget of its
+    guarantee, the run options; the help line from its spec. Built here for
+    top-k, whose own module adds hooks to the same flags."""
+    spec = REGISTRY["top-k"]
+    command = default_command(spec)
+    fields = [f.name for f in params_fields(spec.params, cli=True) if f.name not in SHARED]
+    assert (command.name, command.help) == (spec.name, spec.help)
+    assert [o.name for o in command.options] == ([o.name for o in INPUT_OPTIONS] + fields
+                                                 + ["items_output", "groups_output", "budget_epsilon", "budget_delta"]
+                                                 + [o.name for o in RUN_OPTIONS])
+    assert {o.name for o in command.options} == {o.name for o in COMMANDS["top-k"].options}
+    assert set(command.writers) == {"items", "groups"} and command.run is None and command.cli_only == ()
+    with pytest.raises(ParameterError, match="give --group-by"):
+        command.plan_options({"groups_output": "g.parquet"})
+    with pytest.raises(ParameterError, match="drop --items-output"):
+        command.plan_options({"group_by": "g", "items_output": "i.parquet"})
+
+
+def test_the_budget_options_follow_the_guarantee():
+    assert [(o.name, o.help) for o in budget_options(REGISTRY["count-release"].params)] == [
+        ("budget_rho", "total ρ budget; the run is refused before reading data if the release would exceed it"),
+        ("budget_delta", "total δ budget (with --budget-rho; default 0)")]
+    assert [o.name for o in budget_options(REGISTRY["distinct-count"].params)] == ["budget_epsilon"]
+    top_k = {o.name: o.help for o in COMMANDS["top-k"].options}
+    assert top_k["budget_epsilon"] == ("total ε budget; the run is refused before reading data if the release "
+                                       "would exceed it")
+    assert top_k["budget_delta"] == "total δ budget (with --budget-epsilon; default 0)"
+
+
+def test_a_default_command_needs_a_help_line_and_writers_it_knows():
+    with pytest.raises(TypeError, match="help="):
+        default_command(dataclasses.replace(REGISTRY["top-k"], help=None))
+    with pytest.raises(TypeError, match="no default writer for its 'series'"):
+        default_command(REGISTRY["continual-distinct"])
 
 
 # -- Params checks, plan(params), the typed split ------------------------------------------
