@@ -17,6 +17,10 @@ from a checkout whose venv is not activated, set that one variable::
 (with the venv activated, ``python3`` is already the venv's). On a cluster
 the executors need dp_spark too: install it there and set
 ``spark.pyspark.python``, or pass a zip of ``dp_spark/`` with ``--py-files``.
+
+Any release also runs through ``jobs/release.py``, its name first
+(``spark-submit jobs/release.py distinct-count --epsilon 1``): a new release
+needs no script of its own.
 """
 
 import os
@@ -72,10 +76,10 @@ def stderr_to_spark_submit_stderr() -> bool:
     return True
 
 
-def run(command: str) -> int:
-    """Run ``dp-spark <command>`` with this script's arguments; ``command`` is
-    a key of :data:`dp_spark.releases.RELEASES` (tests/unit/test_registry.py
-    checks every script in jobs/)."""
+def run(command: str, argv: list[str] | None = None) -> int:
+    """Run ``dp-spark <command>`` with ``argv`` (default: this script's
+    arguments); ``command`` is a key of :data:`dp_spark.releases.RELEASES`
+    (tests/unit/test_registry.py checks every script in jobs/)."""
     try:
         import dp_spark  # noqa: F401
     except ImportError:  # a checkout without installing
@@ -88,4 +92,4 @@ def run(command: str) -> int:
     spark_logs_at_warn()
     from dp_spark.cli import main
 
-    return main([command, *sys.argv[1:]])
+    return main([command, *(sys.argv[1:] if argv is None else argv)])

@@ -4,7 +4,8 @@ privacy-budget ledger.
 One SparkSubmitOperator task per release of dp_spark's registry
 (``dp_spark.releases.RELEASES``, read from the checkout): ``jobs/<release>.py
 --config conf/<release>.yaml`` (edit the YAML files to point ``input:`` at your
-tables), each with
+tables; a release without its own script runs as ``jobs/release.py <name>``,
+one without a config file with its example's parameters), each with
 
 * ``--ledger LEDGER --ledger-budget BUDGET --run-key <dag>/<run_id>/<task>``:
   the release is charged to a named budget of the ledger before any data is
@@ -107,10 +108,20 @@ def _registry():
     return registry
 
 
-#: task id -> (job script, options writing the release's data outputs, whether
-#: it spends from the zCDP budget): one task per release of the registry, in its order.
+def _job(spec) -> tuple[str, list[str]]:
+    """The release's spark-submit script and its first arguments: its own
+    script (else jobs/release.py and its name) and its config file (else its
+    example's parameters)."""
+    own, conf = HOME / "jobs" / f"{spec.python_name}.py", HOME / "conf" / f"{spec.python_name}.yaml"
+    script, args = (own, []) if own.is_file() else (HOME / "jobs" / "release.py", [spec.name])
+    return str(script), args + (["--config", str(conf)] if conf.is_file() else spec.example.argv())
+
+
+#: task id -> ((job script, its first arguments), options writing the release's
+#: data outputs, whether it spends from the zCDP budget): one task per release
+#: of the registry, in its order.
 RELEASES = {
-    spec.python_name: (spec.python_name,
+    spec.python_name: (_job(spec),
                        {ARTIFACT_FLAGS[a]: f"{spec.python_name}_{a}.parquet" for a in spec.artifacts},
                        spec.example.zcdp)
     for spec in _registry().values()
@@ -121,15 +132,15 @@ ZCDP_RELEASES = tuple(task_id for task_id, (_, _, zcdp) in RELEASES.items() if z
 
 def release_arguments(task_id: str) -> list[str]:
     """The job's command line (Jinja-templated by Airflow at run time)."""
-    job, outputs, _ = RELEASES[task_id]
+    (_, first), outputs, _ = RELEASES[task_id]
     run_dir = f"{OUT}/{{{{ ds }}}}"
     args = [
-        "--config", str(HOME / "conf" / f"{job}.yaml"),
+        *first,
         "--ledger", LEDGER,
         "--ledger-budget", ZCDP_BUDGET if task_id in ZCDP_RELEASES else BUDGET,
         "--run-key", f"{{{{ dag.dag_id }}}}/{{{{ run_id }}}}/{task_id}",
-        "--output", f"{run_dir}/{job}_report.json",
-        "--report-html", f"{run_dir}/{job}_report.html",
+        "--output", f"{run_dir}/{task_id}_report.json",
+        "--report-html", f"{run_dir}/{task_id}_report.html",
     ]
     for flag, name in outputs.items():
         args += [flag, f"{run_dir}/{name}"]
@@ -156,13 +167,13 @@ with DAG(
     tags=["dp_spark", "privacy"],
 ) as dag:
     previous = None
-    for task_id, (job, _, _) in RELEASES.items():
+    for task_id, ((script, _), _, _) in RELEASES.items():
         task = SparkSubmitOperator(
             task_id=task_id,
             conn_id=CONN_ID,
-            application=str(HOME / "jobs" / f"{job}.py"),
+            application=script,
             application_args=release_arguments(task_id),
-            name=f"dp_spark-{job}",
+            name=f"dp_spark-{task_id}",
             conf=spark_conf(),
             trigger_rule="all_done",
         )

@@ -52,15 +52,20 @@ def test_the_dag_runs_every_release():
     source = (REPO / "examples" / "airflow" / "dp_release_dag.py").read_text()
     tree = ast.parse(source)
     keep = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.Assign, ast.AnnAssign))
-            and (not isinstance(n, ast.FunctionDef) or n.name == "_registry")
+            and (not isinstance(n, ast.FunctionDef) or n.name in ("_registry", "_job"))
             and "SparkSubmitOperator" not in ast.unparse(n)]
     namespace = {"__file__": str(REPO / "examples" / "airflow" / "dp_release_dag.py"), "os": os, "Path": Path}
     exec(compile(ast.Module(body=keep, type_ignores=[]), "dag", "exec"), namespace)
     assert list(namespace["RELEASES"]) == TASKS == [spec.python_name for spec in RELEASES.values()]
     assert set(namespace["ZCDP_RELEASES"]) == {"count_release", "continual_distinct"}
-    for task_id, (job, outputs, _) in namespace["RELEASES"].items():
-        assert (REPO / "jobs" / f"{job}.py").is_file() and (REPO / "conf" / f"{job}.yaml").is_file()
-        assert set(outputs) == {namespace["ARTIFACT_FLAGS"][a] for a in RELEASES[task_id.replace("_", "-")].artifacts}
+    for task_id, ((script, first), outputs, _) in namespace["RELEASES"].items():
+        spec = RELEASES[task_id.replace("_", "-")]
+        own = REPO / "jobs" / f"{task_id}.py"
+        assert Path(script) == (own if own.is_file() else REPO / "jobs" / "release.py") and Path(script).is_file()
+        conf = REPO / "conf" / f"{task_id}.yaml"
+        assert first == ([] if own.is_file() else [spec.name]) + (
+            ["--config", str(conf)] if conf.is_file() else spec.example.argv())
+        assert set(outputs) == {namespace["ARTIFACT_FLAGS"][a] for a in spec.artifacts}
 
 
 def _airflow_venv() -> Path:
@@ -180,10 +185,12 @@ def test_dagbag_loads_the_dag_with_one_spark_submit_per_release(airflow_env, tmp
     for i, task_id in enumerate(TASKS):
         task = tasks[task_id]
         assert task["operator"] == "SparkSubmitOperator"
-        assert task["application"] == str(REPO / "jobs" / f"{task_id}.py")
+        own = REPO / "jobs" / f"{task_id}.py"
+        assert task["application"] == str(own if own.is_file() else REPO / "jobs" / "release.py")
         assert Path(task["application"]).is_file()
         args = task["args"]
-        assert args[args.index("--config") + 1] == str(REPO / "conf" / f"{task_id}.yaml")
+        if (REPO / "conf" / f"{task_id}.yaml").is_file():
+            assert args[args.index("--config") + 1] == str(REPO / "conf" / f"{task_id}.yaml")
         assert args[args.index("--ledger") + 1] == str(out_dir / "ledger.db")
         zcdp = task_id in ("count_release", "continual_distinct")
         assert args[args.index("--ledger-budget") + 1] == ("daily-zcdp" if zcdp else "daily")
