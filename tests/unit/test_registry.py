@@ -1,8 +1,10 @@
 """One registry of the releases, ``dp_spark.releases.RELEASES``: every place
 that lists the releases agrees with it (the lazy exports, the ``dp-spark``
 subcommands, the scripts in jobs/, the HTML report's charts, the report
-schema's ``release`` enum, the example configs), and a release added to it
-without one of its files fails here, naming what is missing."""
+schema's release names), and a release added to it without one of its files
+fails here, naming what is missing. A release needs no command module, job
+script, config or schema entry of its own: its subcommand is built from its
+spec and ``Params``, ``jobs/release.py`` runs it by name."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 import dp_spark
@@ -31,9 +34,18 @@ def _job_command(path: Path) -> str | None:
     return None
 
 
-def _schema_names() -> list[str]:
-    schema = json.loads((REPO / "dp_spark" / "schemas" / "release.schema.json").read_text())
-    return schema["properties"]["release"]["enum"]
+def _schema() -> dict:
+    return json.loads((REPO / "dp_spark" / "schemas" / "release.schema.json").read_text())
+
+
+def _schema_named() -> set[str]:
+    """The releases the schema's conditions name (``{"release": {"const": ...}}``)."""
+    named = set()
+    for rule in _schema()["allOf"]:
+        release = rule["if"].get("properties", {}).get("release")
+        if release is not None:
+            named.add(release["const"])
+    return named
 
 
 def missing_files(spec: ReleaseSpec) -> list[str]:
@@ -42,19 +54,15 @@ def missing_files(spec: ReleaseSpec) -> list[str]:
     from dp_spark import html_report
 
     py = spec.python_name
-    problems = [f"no module {module}" for module in (spec.module, f"dp_spark.plans.{py}", f"dp_spark.commands.{py}")
+    problems = [f"no module {module}" for module in (spec.module, f"dp_spark.plans.{py}")
                 if importlib.util.find_spec(module) is None]
-    job = REPO / spec.job
-    if not job.is_file():
-        problems.append(f"no job script {spec.job}")
-    elif _job_command(job) != spec.name:
-        problems.append(f"{spec.job} runs {_job_command(job)!r}, not {spec.name!r}")
-    if not (REPO / "conf" / f"{py}.yaml").is_file():
-        problems.append(f"no example config conf/{py}.yaml")
+    if not spec.help:
+        problems.append("no help line (ReleaseSpec help=...: what dp-spark --help says it releases)")
+    job = REPO / "jobs" / f"{py}.py"  # optional: jobs/release.py runs every release
+    if job.is_file() and _job_command(job) != spec.name:
+        problems.append(f"jobs/{py}.py runs {_job_command(job)!r}, not {spec.name!r}")
     if spec.chart is not None and not callable(getattr(html_report, spec.chart, None)):
         problems.append(f"no chart function dp_spark.html_report.{spec.chart}")
-    if spec.name not in _schema_names():
-        problems.append(f"{spec.name!r} is not in the report schema's release enum")
     own = f"tests/spark/test_{py}.py"
     if not (REPO / own).is_file():
         problems.append(f"no test module {own}")
@@ -82,9 +90,8 @@ def test_a_release_added_without_its_files_fails_loudly():
                                          example=Example("persons", epsilon=1.0, method="x")))
     assert problems == [
         "no module dp_spark.releases.new_release", "no module dp_spark.plans.new_release",
-        "no module dp_spark.commands.new_release", "no job script jobs/new_release.py",
-        "no example config conf/new_release.yaml", "no chart function dp_spark.html_report._new_release_chart",
-        "'new-release' is not in the report schema's release enum", "no test module tests/spark/test_new_release.py"]
+        "no help line (ReleaseSpec help=...: what dp-spark --help says it releases)",
+        "no chart function dp_spark.html_report._new_release_chart", "no test module tests/spark/test_new_release.py"]
 
 
 def test_a_spec_states_its_chart_and_its_example():
@@ -138,9 +145,33 @@ def test_the_subcommands_are_the_releases():
     assert [name for name in subcommands if name not in ("ledger", "sample-data")] == list(RELEASES)
 
 
-def test_the_jobs_are_the_releases():
-    jobs = {path.name: _job_command(path) for path in (REPO / "jobs").glob("*.py") if path.name != "_entry.py"}
-    assert jobs == {Path(spec.job).name: name for name, spec in RELEASES.items()}
+def test_each_job_script_runs_the_release_it_is_named_for():
+    """A release's own script (optional: the five have one) is
+    ``jobs/<python_name>.py`` running ``run("<name>")``; jobs/release.py runs
+    the release named first."""
+    jobs = {path.stem: _job_command(path) for path in (REPO / "jobs").glob("*.py")
+            if path.name not in ("_entry.py", "release.py")}
+    assert jobs and all(command in RELEASES and RELEASES[command].python_name == stem
+                        for stem, command in jobs.items()), jobs
+    assert _job_command(REPO / "jobs" / "release.py") is None
+
+
+def _job(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "jobs" / "release.py"), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_generic_job_runs_any_release_by_name():
+    """jobs/release.py RELEASE: the command line of ``dp-spark RELEASE`` (a
+    dry run here: no Spark); no release, or another name, refused."""
+    spec = RELEASES["top-k"]
+    ran = _job(spec.name, "--dry-run", "--quiet", *spec.example.argv())
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert json.loads(ran.stdout)["release"] == spec.name
+    missing = _job()
+    assert missing.returncode == 1 and "usage:" in missing.stderr
+    unknown = _job("no-such-release", "--dry-run")
+    assert unknown.returncode == 1 and "is not a release" in unknown.stderr
 
 
 def test_the_charts_are_the_releases():
@@ -150,11 +181,21 @@ def test_the_charts_are_the_releases():
     assert all(_CHARTS[name].__name__ == RELEASES[name].chart for name in _CHARTS)
 
 
-def test_the_report_schema_names_exactly_the_releases():
-    assert sorted(_schema_names()) == sorted(RELEASES)
+def test_the_report_schema_takes_the_releases_and_shapes_only_theirs():
+    """A release's name needs no entry in the schema: every name of the
+    registry is a valid ``release``, a malformed one is not, and each
+    result shape the schema states is that of a release of the registry."""
     from dp_spark.report import report_schema
 
-    assert sorted(report_schema()["properties"]["release"]["enum"]) == sorted(RELEASES)
+    schema = report_schema()
+    assert schema == _schema()
+    release = {"type": "object", "properties": {"release": schema["properties"]["release"]}}
+    for name in RELEASES:
+        jsonschema.validate({"release": name}, release)
+    for bad in ("Top-K", "top_k", "top-k ", "", "-top"):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"release": bad}, release)
+    assert _schema_named() and _schema_named() <= set(RELEASES)
 
 
 def test_the_registry_imports_no_release_and_no_pyspark():
@@ -186,9 +227,7 @@ def test_each_plan_names_its_release_and_privacy_unit():
 #: Literals today that name every release, each a table a new release must be
 #: added to by hand (to be read from RELEASES; not this file's to change):
 #: path -> how many. Nothing else may list them all.
-_KNOWN_RELEASE_TABLES = {
-    "tests/unit/test_params.py": 1,  # CLI_ONLY (each command's options that are no release parameter)
-}
+_KNOWN_RELEASE_TABLES: dict[str, int] = {}
 
 
 def release_tables(path: Path) -> int:
