@@ -1,12 +1,6 @@
-"""One plan builder per release (``dp_spark.plans.<release>.plan``).
-
-Each module has the release's ``Params`` (a frozen dataclass: every
-parameter's name, default, help and public limit; constructing one checks
-every value with :mod:`dp_spark.checks`) and ``plan(params)`` (also
-``plan(**keywords)``, which builds the ``Params`` first), returning a frozen :class:`dp_spark.plan.Plan`:
-the guarantee, its split between steps, what will be released. The Python
-API, the CLI (also ``--dry-run``) and the jobs all call these, so no check,
-cost or budget split is written twice. Nothing here imports pyspark.
+"""One plan builder per release: each module has the release's ``Params`` (every parameter's default,
+help and public limit; construction runs the checks) and ``plan(params)`` or ``plan(**keywords)``,
+returning a frozen :class:`dp_spark.plan.Plan`. Nothing here imports pyspark.
 """
 
 #: Help texts several releases' parameters share (the CLI's --help).

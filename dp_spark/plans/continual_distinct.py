@@ -1,27 +1,21 @@
 """The continual-distinct plan: parameters, ρ and its split (Jain et al. 2023).
 
-Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements
-in the Turnstile Model with Differential Privacy under Continual
-Observation" (NeurIPS 2023). The release spends item-level ρ-zCDP for the
-whole series of ``horizon`` steps, reported with its (ε, δ) equivalent
-ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun–Steinke 2016, Prop. 1.3; ``delta`` costs
-nothing extra). The split of ρ between the mechanism's parts depends on the
-public parameters only (``dp_spark.mechanisms.continual_distinct.budget_split``
-over the tree horizon, the next power of two of ``horizon``):
+Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements in the Turnstile Model
+with Differential Privacy under Continual Observation" (NeurIPS 2023). The release spends item-level
+ρ-zCDP for the whole series of ``horizon`` steps, reported with its (ε, δ) equivalent
+ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun–Steinke 2016, Prop. 1.3; ``delta`` costs nothing extra). The split of
+ρ depends on public parameters only (``dp_spark.mechanisms.continual_distinct.budget_split`` over the
+tree horizon, the next power of two of ``horizon``):
 
-- ``method="auto"`` (default): ρ_svt to the sparse vector (Algorithm 2),
-  the rest to binary trees (Algorithm 1) started lazily, then the recompute
-  baseline (or all of ρ to the baseline when no tree can beat it);
-- ``"adaptive"`` (Algorithm 3): ρ/2 to the sparse vector, ρ/(2(J + 1)) to
-  each of the J + 1 trees;
+- ``method="auto"`` (default): ρ_svt to the sparse vector (Algorithm 2), the rest to binary trees
+  (Algorithm 1) started lazily, then the recompute baseline (or all of ρ to the baseline when no tree
+  can beat it);
+- ``"adaptive"`` (Algorithm 3): ρ/2 to the sparse vector, ρ/(2(J + 1)) to each of the J + 1 trees;
 - ``"bounded"`` (Algorithm 1, needs ``max_flippancy``): all of ρ to one tree;
 - ``"baseline"``: all of ρ to the periodic-recompute counts.
 
-The parameter limits that size driver memory and Spark work
-(``MAX_HORIZON``, ``MAX_SHARDS``) and the time-mapping parameter checks live
-in :mod:`dp_spark.settings.continual_distinct` (re-exported here), where the
-Spark stage (:mod:`dp_spark.stages.continual`) applies the same functions.
-Nothing here imports pyspark.
+The size limits (``MAX_HORIZON``, ``MAX_SHARDS``) and time-mapping checks are re-exported from
+:mod:`dp_spark.settings.continual_distinct`, which the Spark stage shares. Nothing here imports pyspark.
 """
 
 from __future__ import annotations
@@ -146,7 +140,7 @@ origin_value.__name__ = "a number or an ISO date/time"
 #: The columns of a grouped run's ``release.groups`` besides the group column.
 GROUPS_OUTPUT_COLUMNS = ("step", "count", "std", "error_bound", "error")
 
-#: A grouped run's m: required (module docstring, "Groups").
+#: A grouped run's m is required (:mod:`dp_spark.mechanisms.continual_distinct.mechanisms`, "Groups").
 MAX_GROUPS_REQUIRED = (
     "group_by needs max_groups= (--max-groups), the most groups one item's events count in: "
     "continual-distinct does not choose it privately (a private choice would have to be charged "
@@ -157,13 +151,9 @@ MAX_GROUPS_REQUIRED = (
 
 @dataclass(frozen=True, kw_only=True)
 class Params(GroupParams):
-    """Every continual-distinct parameter: its default, help (the CLI's),
-    public limit; constructing one checks them all (before any data is
-    read). The release function's keywords, the CLI flags and the YAML keys
-    are these fields (``stream`` is the plan's and the CLI's: the Structured
-    Streaming form, ``dp_spark.streaming``, whose guarantee also assumes a
-    data-independent step grid, ``GRID_CONDITION``; ``origin``,
-    ``step_size`` and ``shards`` are checked but do not apply to it)."""
+    """Every continual-distinct parameter (default, CLI help, public limit), checked on construction.
+    ``stream`` (plan and CLI only) runs the Structured Streaming form (``dp_spark.streaming``), whose
+    guarantee also assumes ``GRID_CONDITION``; ``origin``, ``step_size`` and ``shards`` do not apply to it."""
 
     # The group flags' help says the item-level rules (GroupParams' text is the person-level releases').
     group_by: str | None = param(None, "release one series per key of this column (needs --groups and "
@@ -235,9 +225,7 @@ class Params(GroupParams):
 
 @builds(Params)
 def plan(params: Params) -> Plan:
-    """The continual-distinct release's plan (item-level ρ-zCDP for the
-    whole series) from its checked parameters (``plan(rho=..., horizon=...,
-    ...)`` checks them first)."""
+    """The continual-distinct release's plan (item-level ρ-zCDP for the whole series)."""
     p = params
     rho, horizon, method, max_flippancy, beta, delta, stream = (
         p.rho, p.horizon, p.method, p.max_flippancy, p.beta, p.delta, p.stream)
@@ -246,9 +234,8 @@ def plan(params: Params) -> Plan:
     tree_horizon = next_power_of_two(horizon)
     w = effective_flippancy(max_flippancy, tree_horizon)
     grouped = p.group_by is not None
-    if grouped:  # each group's counter at ρ_g = ρ/factor; one item's neighbour changes <= factor counters
-        # G, the number of public keys, when the plan knows it (a list); a file's or a DataFrame's keys: the
-        # release template reads them before spending and the release rebuilds the plan with G
+    if grouped:  # each group's counter at ρ/factor; one item's neighbour changes <= factor counters
+        # G is known for a list; a file's or DataFrame's keys are read before spending and the plan rebuilt
         n_groups = len(p.groups) if isinstance(p.groups, tuple) else None
         factor = group_factor(method, p.max_groups, n_groups)
         rho_group = group_rho(rho, method, p.max_groups, n_groups)

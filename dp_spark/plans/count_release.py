@@ -1,21 +1,16 @@
 """The count-release plan: parameters, (ρ, δ) and its split (Rogers 2024).
 
-Rogers, "Private Count Release: A Simple and Scalable Approach for Private
-Data Analytics" (arXiv 2403.05073); ALGORITHMS.md 5.2-5.3. The release is
-person-level δ-approximate ρ-zCDP, stated with its (ε, δ + δ') equivalent
-ε = ρ + 2·sqrt(ρ·ln(1/δ')), δ' = ``conversion_delta`` (default δ).
+Rogers, "Private Count Release: A Simple and Scalable Approach for Private Data Analytics" (arXiv
+2403.05073); ALGORITHMS.md 5.2-5.3. Person-level δ-approximate ρ-zCDP, stated with its (ε, δ + δ')
+equivalent ε = ρ + 2·sqrt(ρ·ln(1/δ')), δ' = ``conversion_delta`` (default δ). Budget split, from the
+parameters alone:
 
-Budget split, from the parameters alone:
-
-- ``method="pcr"`` (Algorithm 2): one step, the whole (ρ, δ), spent
-  adaptively by the Private Count Release loop under its privacy filter
-  (Unknown Domain Gumbel selections at a growing ε and discrete Gaussian
-  counts; see :mod:`dp_spark.mechanisms.count_release.loop`). How much the
-  selections and the counts actually took, and the part the filter held
-  unused, is data-dependent and is reported in the release's budget split.
-- ``method="bounded"`` (the contribution-bounding baseline): Gaussian-
-  threshold partition selection (α·ρ, all of δ) and discrete Gaussian counts
-  (the rest of ρ), calibrated by
+- ``method="pcr"`` (Algorithm 2): one step, the whole (ρ, δ), spent adaptively by the Private Count
+  Release loop under its privacy filter (Unknown Domain Gumbel selections at a growing ε, discrete
+  Gaussian counts: :mod:`dp_spark.mechanisms.count_release.loop`); what each part took, and what the
+  filter held unused, is data-dependent and reported in the release's budget split.
+- ``method="bounded"`` (the contribution-bounding baseline): Gaussian-threshold partition selection
+  (α·ρ, all of δ) and discrete Gaussian counts (the rest of ρ), calibrated by
   :func:`dp_spark.mechanisms.count_release.bounded_plan`.
 """
 
@@ -34,9 +29,8 @@ from dp_spark.plans import ITEM_COL_HELP, PERSON_COL_HELP, RHO_HELP_TAIL, SEED_H
 RELEASE = "count-release"
 METHODS = ("pcr", "bounded")
 
-#: Public upper limits of the sizing parameters, checked before Spark starts:
-#: pcr collects the k̄ + 1 largest counts to the driver and runs up to k̄
-#: rounds there; bounded keeps up to m items per person (sensitivity sqrt(m)).
+#: Public limits, checked before Spark starts: pcr collects the k̄ + 1 largest counts to the driver and
+#: runs up to k̄ rounds there; bounded keeps up to m items per person (sensitivity sqrt(m)).
 KBAR_LIMIT = 1_000_000
 MAX_ITEMS_LIMIT = 100_000
 KBAR_WHY = " (that many counts are collected to the driver; lower kbar)"
@@ -47,9 +41,8 @@ PCR_STEP = ("Private Count Release loop: Unknown Domain Gumbel selections and di
 
 
 def calibration(plan: Plan) -> BoundedPlan:
-    """The bounded baseline's public calibration (σ_s, τ, σ_c, T) of a
-    ``method="bounded"`` plan: a function of its parameters only, at the
-    calibrated ρ and δ (``plan.params``: at most the decimals charged)."""
+    """The public calibration (σ_s, τ, σ_c, T) of a ``method="bounded"`` plan, from its parameters only,
+    at the calibrated ρ and δ (``plan.params``)."""
     return bounded_plan(plan.params.rho, plan.params.delta, plan["max_items"], plan["alpha"], plan["relative_error"])
 
 
@@ -74,14 +67,9 @@ MAX_GROUPS_MEANING = ("optional: each person keeps the rows of at most m of thei
 
 @dataclass(frozen=True, kw_only=True)
 class Params(GroupParams):
-    """Every count-release parameter: its default, help (the CLI's), public
-    limit; constructing one checks them all (before any data is read),
-    including the loop's own rule that one round fits (``method="pcr"``).
-    The release function's keywords, the CLI flags and the YAML keys are
-    these fields. The group parameters (``group_by``, ``groups``,
-    ``max_groups``) are :class:`~dp_spark.plan.GroupParams`'; grouped, the
-    one mechanism runs on the composite key (group, item) and
-    ``max_groups`` is an optional cap (:data:`MAX_GROUPS_MEANING`)."""
+    """Every count-release parameter (default, CLI help, public limit), checked on construction,
+    including the loop's rule that one round fits (``method="pcr"``). Grouped, the one mechanism runs on
+    the composite key (group, item) and ``max_groups`` is an optional cap (:data:`MAX_GROUPS_MEANING`)."""
 
     rho: float = param(help=f"ρ: the release is δ-approximate ρ-zCDP; {RHO_HELP_TAIL}", cli_default=0.5)
     delta: float = param(help="δ of the δ-approximate ρ-zCDP guarantee", cli_default=1e-6)
@@ -122,7 +110,7 @@ class Params(GroupParams):
         self.check_groups()  # then the group column's name (group_by None: nothing to clash)
         check_group_column(self.group_by, GROUP_COLUMNS, person_col=self.person_col, item_col=self.item_col)
         if self.method == "pcr":
-            # ε*, δ*, a, and the rule that at least one round fits (the loop's own check)
+            # ε*, δ*, a and the rule that one round fits (the loop's own check)
             *_, epsilon_min, delta_min, accuracy_factor = check_pcr_parameters(
                 self.rho, self.delta, self.relative_error, self.kbar, self.epsilon_min, self.delta_min,
                 self.accuracy_factor)
@@ -137,8 +125,7 @@ class Params(GroupParams):
 
 @builds(Params)
 def plan(params: Params) -> Plan:
-    """The count-release's plan (person-level δ-approximate ρ-zCDP) from its
-    checked parameters (``plan(rho=..., delta=..., ...)`` checks them first)."""
+    """The count-release's plan (person-level δ-approximate ρ-zCDP)."""
     p = params
     rho, delta, kbar, max_items = p.rho, p.delta, p.kbar, p.max_items
     parameters = {

@@ -2,30 +2,22 @@
 
 Budget split (basic composition, total ε-DP), from the parameters alone:
 
-- ``method="greedy"`` with ``shards=None``: ε/100 for a discrete Laplace
-  count of persons that picks the number of greedy shards;
-- ``method="matching"``: ε/100 for the private size check of the truncated
-  (person, item) pairs (see :mod:`dp_spark.releases.distinct_count`);
-- the rest ε' in two halves: the Generalized Exponential Mechanism's
-  normalised scores (denominators max(l, l'), sampled by permute-and-flip:
-  :func:`dp_spark.mechanisms.distinct_count.select_bound`) pick the
-  per-person bound among the public candidates l = 1, 4, 16, 64, … (powers of
-  ``BOUND_GRID_RATIO`` below ``max_bound``, and ``max_bound``:
-  :func:`bound_candidates`; ``max_bound`` defaults to 65,536, 1,024 for
-  matching), each candidate with its own GEM threshold
-  (:func:`candidate_betas`: t = (2/ε)·ln 20 for 1, 4, 16, 64, larger for the
-  far ones), the discrete Laplace mechanism
-  releases the count.
+- ``method="greedy"`` with ``shards=None``: ε/100 for a discrete Laplace count of persons that picks
+  the number of greedy shards; ``method="matching"``: ε/100 for the private size check of the
+  truncated (person, item) pairs (:mod:`dp_spark.releases.distinct_count`);
+- the rest ε' in halves: the Generalized Exponential Mechanism (scores normalised by max(l, l'),
+  permute-and-flip: :func:`dp_spark.mechanisms.distinct_count.select_bound`) picks the per-person bound
+  among the public :func:`bound_candidates` l = 1, 4, 16, 64, … below ``max_bound``, and ``max_bound``,
+  each with its own GEM threshold (:func:`candidate_betas`: t = (2/ε)·ln 20 for 1, 4, 16, 64, larger
+  for the far ones); the discrete Laplace mechanism releases the count.
 
-Per group (``group_by``) with a given ``max_groups`` m: the same steps
-per group at ε/m, or, with ``noise="gaussian"`` (asked for by name), ρ-zCDP
-with ρ = ε²/2: the same shares of ρ, the bound choice and the discrete
-Gaussian count per group (:mod:`dp_spark.mechanisms.distinct_count.bound`).
-With ``max_groups=None``: [shards ε/100], ε/4 for the joint choice of the cap
-m and ONE bound l for all groups (GEM over Σ_g (c_{g,m,l} − margin(m, l)),
-sensitivity m·l: :mod:`dp_spark.mechanisms.distinct_count.cap_bound`), the
-rest for the counts (each group at ε_count/m); under zCDP the same shares of
-ρ (the choice by the exponential mechanism at √(8ρ_cap)).
+Per group (``group_by``) with a given ``max_groups`` m: the same steps per group at ε/m, or, with
+``noise="gaussian"`` (asked for by name), ρ-zCDP with ρ = ε²/2: the same shares of ρ, the bound choice
+and the discrete Gaussian count per group (:mod:`dp_spark.mechanisms.distinct_count.bound`). With
+``max_groups=None``: [shards ε/100], ε/4 for the joint choice of the cap m and ONE bound l for all
+groups (GEM over Σ_g (c_{g,m,l} − margin(m, l)), sensitivity m·l:
+:mod:`dp_spark.mechanisms.distinct_count.cap_bound`), the rest for the counts (each group at
+ε_count/m); under zCDP the same shares of ρ (the choice by the exponential mechanism at √(8ρ_cap)).
 """
 
 from __future__ import annotations
@@ -62,20 +54,13 @@ from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the 
 )
 
 RELEASE = "distinct-count"
-#: The one key of an ungrouped run (:meth:`Params.keys_and_cap`): the edge
-#: table's constant group (:data:`dp_spark.stages.edges.UNGROUPED`; pyspark is not imported here).
+#: The one key of an ungrouped run: the edge table's constant group (``stages.edges.UNGROUPED``).
 UNGROUPED_KEY = 0
 SHARD_EPSILON_SHARE = 0.01
 MATCHING_EPSILON_SHARE = 0.01
-#: The automatic shard count reads the persons of a fixed 1-in-r hash sample
-#: of the ids (public), then scales the noisy count up: r =
-#: :func:`person_sample` of the step's ε, at most PERSON_SAMPLE = 64 (was a
-#: fixed 16; issue 26: at 20M rows the count took 2.40 s at 1 in 16 and 1.37
-#: s at 1 in 64, near the scan's cost) and small enough that the noise, scale
-#: r/ε_shards persons, stays within SAMPLE_NOISE_PERSONS = 6,400 (3% of a
-#: shard of 200,000 persons): r = 64 from ε = 1 (ε_shards = ε/100), 16 at
-#: ε = 0.25, 1 (every person) below ε = 0.02. Sampling error about
-#: sqrt(r·persons).
+#: The automatic shard count reads the persons of a fixed, public 1-in-r hash sample and scales the noisy
+#: count up; r = :func:`person_sample` (64 from ε = 1, 16 at ε = 0.25, 1 below ε = 0.02). Sampling error
+#: about sqrt(r·persons). PERSON_SAMPLE chosen by measurement: see benchmarks/distinct_count_speed.py.
 PERSON_SAMPLE = 64
 SAMPLE_NOISE_PERSONS = 6_400
 SHARD_STEP = ("shard count (discrete Laplace on the number of persons in a fixed hash sample of 1 in up to "
@@ -83,10 +68,9 @@ SHARD_STEP = ("shard count (discrete Laplace on the number of persons in a fixed
 
 
 def person_sample(epsilon_shards: float) -> int:
-    """1 in how many persons the automatic shard count reads (public: a
-    function of the shard step's ε only): the largest power of two r <=
-    PERSON_SAMPLE with r/ε_shards <= SAMPLE_NOISE_PERSONS (the count's noise
-    scale in persons, scaled up by r), or 1."""
+    """1 in how many persons the automatic shard count reads, from the step's ε only: the largest power
+    of two r <= PERSON_SAMPLE whose noise scale r/ε_shards (in persons) is at most SAMPLE_NOISE_PERSONS
+    (3% of a 200,000-person shard), or 1."""
     r = PERSON_SAMPLE
     while r > 1 and r > SAMPLE_NOISE_PERSONS * float(epsilon_shards) * (1 + 1e-9):
         r //= 2
@@ -98,21 +82,15 @@ SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with m
                f"{SELECTION_BETA / SELECTION_REFERENCE_CANDIDATES:g} per candidate for the first "
                f"{SELECTION_REFERENCE_CANDIDATES}, {FAR_DECAY} times less for each further one)")
 COUNT_STEP = "count (discrete Laplace mechanism)"
-#: The share of ε and the label of the grouped top-k's choice of the cap m
-#: (GEM over the rows kept: :mod:`dp_spark.releases.group_cap`); the grouped
-#: distinct-count chooses m with its bound instead (JOINT_CAP_*, below).
+#: Share of ε of the grouped top-k's choice of the cap m (GEM over the rows kept:
+#: :mod:`dp_spark.releases.group_cap`); the grouped distinct-count uses JOINT_CAP_* instead.
 MAX_GROUPS_EPSILON_SHARE = 0.05
-#: The noise of a grouped release: "laplace" (pure ε-DP: discrete Laplace
-#: m·ℓ/ε' per group, selections at ε'/m) or "gaussian" (ρ-zCDP with
-#: ρ = ε²/2, the zCDP level pure ε-DP implies: discrete Gaussian
-#: √m·ℓ/√(2ρ') per group, selections at √(8ρ'/m); module
-#: dp_spark.mechanisms.distinct_count.bound).
+#: The noise of a grouped release: "laplace" (pure ε-DP: discrete Laplace m·ℓ/ε' per group, selections
+#: at ε'/m) or "gaussian" (ρ-zCDP with ρ = ε²/2, the zCDP level pure ε-DP implies: discrete Gaussian
+#: √m·ℓ/√(2ρ') per group, selections at √(8ρ'/m); :mod:`dp_spark.mechanisms.distinct_count.bound`).
 NOISES = ("laplace", "gaussian")
-#: ``noise=None`` with ``group_by``: "laplace", the guarantee the caller
-#: asked for (``epsilon=`` is a pure ε-DP budget). "gaussian" is far more
-#: accurate at the zCDP level ρ = ε²/2 that ε implies (benchmarks/README.md,
-#: "Grouped distinct-count (issue 24)"), but that is a weaker guarantee than
-#: ε-DP (≈ (ε + 2√(ρ ln 1/δ), δ)-DP), so it must be asked for by name.
+#: ``noise=None`` with ``group_by``: "laplace", the pure ε-DP the caller asked for. "gaussian" is far more
+#: accurate (benchmarks/grouped.py) but a weaker guarantee (≈ (ε + 2√(ρ ln 1/δ), δ)-DP): asked for by name.
 DEFAULT_GROUPED_NOISE = "laplace"
 GAUSSIAN_SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scores with max(l, l') denominators, "
                         "exponential mechanism (ε-bounded range, so ε²/8-zCDP), over l = 1, 4, 16, 64, ... "
@@ -122,11 +100,8 @@ GAUSSIAN_SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scor
 GAUSSIAN_COUNT_STEP = "count (discrete Gaussian mechanism)"
 MAX_GROUPS_STEP = ("group cap m (Generalized Exponential Mechanism over the rows kept, sum over persons of "
                    "min(groups, m), sensitivity m, for m = 1..M, M the number of public keys)")
-#: The share of ε of the joint choice of the group cap m and one bound l for
-#: all groups (``max_groups=None``). Measured on MovieLens 100K by genre
-#: (benchmarks/README.md, "Grouped distinct-count (issue 24)"): the error
-#: is flat for shares 0.15–0.4 and worse at 0.05 and 0.5; 0.25 is the middle
-#: of the flat band.
+#: Share of ε of the joint choice of the cap m and one bound l (``max_groups=None``): the middle of the
+#: band where the error is flat, chosen by measurement: see benchmarks/grouped.py.
 JOINT_CAP_EPSILON_SHARE = 0.25
 JOINT_CAP_STEP = ("group cap m and bound l, jointly (Generalized Exponential Mechanism scores with max(m·l, m'·l') "
                   "denominators over sum over groups of (count at cap m and bound l minus its noise margin), "
@@ -139,11 +114,7 @@ JOINT_COUNT_STEP = "count at the chosen m and l (discrete {noise} mechanism), pe
 
 @dataclass(frozen=True, kw_only=True)
 class Params(GroupParams):
-    """Every distinct-count parameter: its default, help (the CLI's), public
-    limit; constructing one checks them all (before any data is read). The
-    release function's keywords, the CLI flags and the YAML keys are these
-    fields (tests/unit/test_params.py). The group parameters (``group_by``,
-    ``groups``, ``max_groups``) are :class:`~dp_spark.plan.GroupParams`'."""
+    """Every distinct-count parameter (default, CLI help, public limit), checked on construction."""
 
     epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
     beta: float = param(0.05, "the lower bound holds with probability 1 - beta")
@@ -192,18 +163,14 @@ class Params(GroupParams):
                                      "is not available per group.")
 
     def keys_and_cap(self) -> tuple[tuple | None, int | None]:
-        """(the keys a run releases, the cap m of groups per person; None:
-        chosen privately with the bound). An ungrouped run is the one-key
-        grouped run: the edge table's constant group, m = 1 (the release
-        has one body). The keys of a grouped run are those of its spent plan
-        (public, or released by its key step)."""
+        """(keys released, cap m of groups per person; None: chosen privately with the bound). An
+        ungrouped run is the one-key grouped run (:data:`UNGROUPED_KEY`, m = 1)."""
         return ((UNGROUPED_KEY,), 1) if self.group_by is None else (self.groups, self.max_groups)
 
 
 @builds(Params)
 def plan(params: Params) -> Plan:
-    """The distinct-count release's plan (ε-DP, person level) from its
-    checked parameters (``plan(epsilon=..., ...)`` checks them first)."""
+    """The distinct-count release's plan (ε-DP, person level; zCDP with ``noise="gaussian"``)."""
     p = params
     epsilon, method, shards = p.epsilon, p.method, p.shards
     if method == "greedy" and shards is None:
@@ -242,12 +209,10 @@ def plan(params: Params) -> Plan:
 
 
 def _gaussian_plan(p: Params, pre: list) -> Plan:
-    """The grouped ρ-zCDP plan, ρ = ε²/2 (rounded up): the pure steps'
-    shares of ε become the same shares of ρ (each such step runs a pure
-    mechanism at √(2ρ_step), so ρ_step-zCDP, Bun–Steinke 2016 Prop. 1.4;
-    the group-cap GEM at √(8ρ_step), an exponential mechanism, ε-bounded
-    range, so ε²/8-zCDP), the rest ρ' in halves for the selections and the
-    counts (with max_groups=None, all of ρ' for the counts) (:mod:`dp_spark.mechanisms.distinct_count.bound`)."""
+    """The grouped ρ-zCDP plan, ρ = :func:`grouped_rho`: the pure steps' shares of ε become the same
+    shares of ρ (a pure mechanism at √(2ρ_step) is ρ_step-zCDP, Bun–Steinke 2016 Prop. 1.4; the group-cap
+    GEM at √(8ρ_step) is ε-bounded range, so ε²/8-zCDP); the rest ρ' in halves for selections and counts
+    (max_groups=None: all for the counts) (:mod:`dp_spark.mechanisms.distinct_count.bound`)."""
     rho = grouped_rho(p.epsilon)
     shares = [s.cost / p.epsilon * rho for s in pre]
     rest = remainder(rho, *shares)
@@ -273,11 +238,8 @@ def _gaussian_plan(p: Params, pre: list) -> Plan:
 
 
 def _check_joint(p: Params, noise: str, count: float) -> None:
-    """The joint choice's scores must be exact in float64
-    (:func:`~dp_spark.mechanisms.distinct_count.cap_bound.check_exact_scores`):
-    refused here, from public parameters, before anything is read. A list of
-    keys gives G; keys from a file or a DataFrame (or chosen privately) are
-    counted at their limit, MAX_PUBLIC_GROUPS."""
+    """Refuse, before reading, a joint choice whose scores are inexact in float64 (``check_exact_scores``);
+    G is a list's length, else the limit MAX_PUBLIC_GROUPS."""
     n_keys = len(p.groups) if isinstance(p.groups, tuple) and p.groups else MAX_PUBLIC_GROUPS
     select = p.epsilon * JOINT_CAP_EPSILON_SHARE  # the choice's ε (under zCDP √(8ρ_cap): bounded below here)
     if noise == "gaussian":
@@ -286,10 +248,8 @@ def _check_joint(p: Params, noise: str, count: float) -> None:
 
 
 def grouped_rho(epsilon: float) -> float:
-    """ρ = ε²/2 of the zCDP plan, rounded up (``pure_to_zcdp``) and then to
-    a float whose exact binary value is at most its written decimal, so the
-    charged decimal covers what the mechanisms run at under either reading
-    (``plan._check_calibration``)."""
+    """ρ = ε²/2 rounded up (``pure_to_zcdp``), then to a float whose binary value is at most its written
+    decimal, so the charged decimal covers what the mechanisms run at (``plan._check_calibration``)."""
     rho = pure_to_zcdp(epsilon)
     while math.isfinite(rho) and Fraction(rho) > written(rho):
         rho = math.nextafter(rho, math.inf)
@@ -297,9 +257,8 @@ def grouped_rho(epsilon: float) -> float:
 
 
 def gaussian_label(label: str, max_groups: int | None, how: str) -> str:
-    """A step's label in a grouped ρ-zCDP run: the step runs once per group
-    at ρ/m (``how``); a person's ≤ m groups compose to ρ, the others do not
-    change. m = 1: the full ρ per group."""
+    """A step's label in a grouped ρ-zCDP run: once per group at ρ/m (``how``); a person's ≤ m groups
+    compose to ρ, the others do not change."""
     if max_groups == 1:
         return f"{label}, per group at this full ρ (one group per person: parallel composition)"
     m = "m for the privately chosen cap m" if max_groups is None else str(max_groups)
@@ -332,11 +291,9 @@ def _releases(p: Params) -> str:
 
 
 def grouped_label(label: str, max_groups: int) -> str:
-    """A step's label in a grouped run: the step runs once per group at its
-    ε/m; a person's rows are in at most m groups (the cap), so the step
-    costs that person at most m·(ε/m) = ε (basic composition over their
-    groups; the groups are disjoint sub-tables otherwise: parallel
-    composition). m = 1: every group gets the step's full ε."""
+    """A step's label in a grouped run: once per group at ε/m; a person's rows are in at most m groups,
+    so it costs them at most m·(ε/m) = ε (basic composition over those, parallel composition across the
+    disjoint rest)."""
     if max_groups is None:
         return (f"{label}, per group at ε/m for the privately chosen cap m (each person in at most m groups: "
                 "basic composition over them, parallel composition across the others)")

@@ -1,20 +1,16 @@
 """The set-union plan: parameters, (ε, δ) and its split (Gopi et al., ICML 2020).
 
-DP Set Union, Algorithm 1 of Gopi, Gulhane, Kulkarni, Shen, Shokouhi,
-Yekhanin, "Differentially Private Set Union" (ICML 2020), with the update
-policy named by ``method``. The release is person-level (ε, δ)-DP; its two
-steps, from the parameters alone (the constants of
-:func:`dp_spark.mechanisms.set_union.plan_set_union`):
+DP Set Union, Algorithm 1 of Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin, "Differentially
+Private Set Union" (ICML 2020), with the update policy ``method``. Person-level (ε, δ)-DP in two steps,
+from the parameters alone (:func:`dp_spark.mechanisms.set_union.plan_set_union`):
 
-- the noisy histogram: Laplace noise (ε, 0) for ``count`` (ℓ1 sensitivity
-  Δ0), ``weighted-laplace`` and ``policy-laplace`` (ℓ1 sensitivity 1), or the
-  analytic Gaussian mechanism (ε, δ/2) for the Gaussian policies (ℓ2
-  sensitivity 1);
-- the threshold ρ: an item only the added person holds is released with
-  probability at most δ (Laplace) or δ/2 (Gaussian) — (0, δ) resp. (0, δ/2).
+- the noisy histogram: Laplace noise (ε, 0) for ``count`` (ℓ1 sensitivity Δ0), ``weighted-laplace`` and
+  ``policy-laplace`` (ℓ1 sensitivity 1), or the analytic Gaussian mechanism (ε, δ/2) for the Gaussian
+  policies (ℓ2 sensitivity 1);
+- the threshold ρ: an item only the added person holds is released with probability at most δ
+  (Laplace) or δ/2 (Gaussian): (0, δ) resp. (0, δ/2).
 
-This module is the one home of the release's parameter checks and of their
-public limits (each names the resource it protects). No pyspark.
+No pyspark.
 """
 
 from __future__ import annotations
@@ -33,9 +29,7 @@ RELEASE = "set-union"
 METHODS = POLICIES
 ALGORITHM = "Gopi et al. 2020, DP Set Union (Algorithm 1)"
 
-#: Public upper limits on the parameters that size memory or work. Each
-#: names the resource it protects; all are checked before any data is read
-#: or Spark starts.
+#: Public limits of the parameters that size memory or work, checked before Spark starts.
 MAX_ITEMS_LIMIT = 100_000
 SHARDS_LIMIT = 4_096
 PARTITIONS_LIMIT = 100_000
@@ -69,8 +63,7 @@ def _alpha(value) -> float:
 
 
 def budget_steps(numeric: SetUnionPlan) -> list[Step]:
-    """The two steps of the release's (ε, δ) (module docstring), labelled
-    with their public constants."""
+    """The two steps of the release's (ε, δ) (module docstring), labelled with their public constants."""
     if numeric.noise == "laplace":
         noise_step = (
             f"noisy histogram: Laplace mechanism, scale {numeric.scale:.4g}, "
@@ -101,13 +94,8 @@ MAX_GROUPS_MEANING = ("optional: each person keeps the rows of at most m of thei
 
 @dataclass(frozen=True, kw_only=True)
 class Params(GroupParams):
-    """Every set-union parameter: its default, help (the CLI's), public
-    limit; constructing one checks them all (before any data is read). The
-    release function's keywords, the CLI flags and the YAML keys are these
-    fields (``count`` and ``partitions`` are Python-only). The group
-    parameters (``group_by``, ``groups``, ``max_groups``) are
-    :class:`~dp_spark.plan.GroupParams`'; grouped, the one mechanism runs on
-    the composite key (group, item) and ``max_groups`` is an optional cap
+    """Every set-union parameter (default, CLI help, public limit), checked on construction. Grouped, the
+    one mechanism runs on the composite key (group, item) and ``max_groups`` is an optional cap
     (:data:`MAX_GROUPS_MEANING`)."""
 
     epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
@@ -147,11 +135,8 @@ class Params(GroupParams):
 
 @builds(Params)
 def plan(params: Params) -> Plan:
-    """The set-union release's plan (person-level (ε, δ)-DP, Gopi et al.'s
-    Algorithm 1 with policy ``method``) from its checked parameters
-    (``plan(epsilon=..., ...)`` checks them first; an ε whose calibration
-    overflows is refused here). ``shards`` of a sequential policy defaults
-    to :data:`~dp_spark.summaries.set_union.DEFAULT_SHARDS` (8, fixed)."""
+    """The set-union release's plan (module docstring); an ε whose calibration overflows is refused.
+    ``shards`` of a sequential policy defaults to :data:`~dp_spark.summaries.set_union.DEFAULT_SHARDS`."""
     p = params
     numeric = plan_set_union(p.epsilon, p.delta, p.max_items, p.method, p.alpha)  # refuses an ε that overflows
     parameters = {
@@ -184,11 +169,8 @@ def plan(params: Params) -> Plan:
 
 
 def mechanism_plan(release_plan: Plan) -> SetUnionPlan:
-    """The mechanism's numeric constants (noise scale, ρ, Γ) of a checked
-    release plan: :func:`dp_spark.mechanisms.set_union.plan_set_union` on its
-    parameters (deterministic, so the same constants the plan's budget split
-    names), at the calibrated ε and δ (``plan.params``: at most the decimals
-    charged, :func:`dp_spark.plan.builds`)."""
+    """The mechanism's constants (noise scale, ρ, Γ) of a release plan: the deterministic
+    :func:`dp_spark.mechanisms.set_union.plan_set_union` at the calibrated ε and δ (``plan.params``)."""
     p = release_plan.parameters
     return plan_set_union(release_plan.params.epsilon, release_plan.params.delta, p["max_items"], p["method"],
                           p["alpha"])

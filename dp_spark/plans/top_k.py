@@ -1,39 +1,30 @@
 """The top-k plan: parameters, the guarantee and its split (ALGORITHMS.md 3, 5.1).
 
-Every top-k parameter is checked here, once, for the Python API, the CLI
-(also ``--dry-run``) and the jobs. The guarantee and the budget split follow
-from the parameters alone:
+The guarantee and the budget split follow from the parameters alone:
 
-- ``joint``, ``pnf-joint``, ``pnf-peel`` (Gillenwater et al. ICML 2022,
-  Algorithm 1, its permute-and-flip variant, Algorithm 2): ε-DP, one step;
-- ``cdp-peel`` (Durfee & Rogers 2019; Gillenwater et al. Lemma 4.2):
-  (ε, δ)-DP, or ε-DP when δ = 0, one step;
-- ``unknown-domain`` (Rogers 2024, Algorithm 1, Theorem 4): (ε, δ)-DP, one
-  step (δ/2-approximate kε'²/8-zCDP, converted with δ/2);
-- ``auto`` with a public domain (:mod:`dp_spark.mechanisms.top_k.auto`):
-  ε·s on its private choice, s = ``auto_share(k, ε, δ, d)`` (public; no such
-  step when s = 0), and the rest (with δ) on the selection by the mechanism
-  it picks. The steps are the same whatever it picks, so the split does not
-  depend on the data; with δ > 0 the release is charged (ε, δ) even when it
-  picks a pure mechanism. ``auto`` without a domain is ``unknown-domain``.
+- ``joint``, ``pnf-joint``, ``pnf-peel`` (Gillenwater et al. ICML 2022, Algorithm 1, its
+  permute-and-flip variant, Algorithm 2): ε-DP, one step;
+- ``cdp-peel`` (Durfee & Rogers 2019; Gillenwater et al. Lemma 4.2): (ε, δ)-DP, or ε-DP when δ = 0;
+- ``unknown-domain`` (Rogers 2024, Algorithm 1, Theorem 4): (ε, δ)-DP, one step (δ/2-approximate
+  kε'²/8-zCDP, converted with δ/2);
+- ``auto`` with a public domain (:mod:`dp_spark.mechanisms.top_k.auto`): ε·s on its private choice,
+  s = ``auto_share(k, ε, δ, d)`` (public; no such step when s = 0), the rest (with δ) on the selection
+  by the mechanism it picks. The steps do not depend on the pick, so neither does the split; with
+  δ > 0 the release is charged (ε, δ) even when it picks a pure mechanism. Without a domain ``auto`` is
+  ``unknown-domain``.
 
-Per group (``group_by``) the selection runs once per group at ε'/m (and
-δ/m), basic composition over a person's ≤ m groups; with
-``noise="gaussian"`` (asked for by name, per group only, with a public
-domain) the release is instead ρ-zCDP with ρ = ε²/2 (the zCDP level pure
-ε-DP implies; a weaker guarantee than ε-DP): the same shares of ρ, each
-group's bounded-range selection (``joint`` at √(8ρ'/m), or ``cdp-peel`` at
-√(8ρ'/(m·k)) per round, the default) costing ρ'/m
-(:mod:`dp_spark.mechanisms.top_k.zcdp`), and the private cap m, when
-chosen, by GEM's exponential mechanism at √(8ρ_cap).
+Per group (``group_by``) the selection runs once per group at ε'/m (and δ/m), basic composition over a
+person's ≤ m groups. ``noise="gaussian"`` (asked for by name, per group only, with a public domain)
+makes the release ρ-zCDP with ρ = ε²/2 instead (the zCDP level pure ε-DP implies; a weaker guarantee
+than ε-DP): the same shares of ρ, each group's bounded-range selection (``joint`` at √(8ρ'/m), or the
+default ``cdp-peel`` at √(8ρ'/(m·k)) per round) costing ρ'/m (:mod:`dp_spark.mechanisms.top_k.zcdp`; a
+person's ≤ m groups compose to ρ', the others do not change), and a private cap m by GEM's exponential
+mechanism at √(8ρ_cap): ε-bounded range, so ρ_cap-zCDP.
 
-A plan reads no data, and not the domain either: ``domain`` only says
-whether a public domain is given (a list, a public DataFrame, or on the
-command line a path), and ``domain_size`` is its number of items when known.
-The release reads the domain (public data) before spending anything and
-rebuilds the plan with its size, so the size limits below are always
-checked before a budget is charged; ``--dry-run`` does not read the domain
-file and cannot check them.
+A plan reads no data, not even the domain: ``domain`` only says whether a public domain is given, and
+``domain_size`` is its size when known. The release reads the (public) domain before spending and
+rebuilds the plan with its size, so the size limits are checked before any charge; ``--dry-run``
+cannot check them.
 """
 
 from __future__ import annotations
@@ -54,31 +45,21 @@ RELEASE = "top-k"
 METHODS = ("auto", "joint", "pnf-joint", "pnf-peel", "cdp-peel", "unknown-domain")
 DOMAIN_METHODS = ("joint", "pnf-joint", "pnf-peel", "cdp-peel")
 DEFAULT_KBAR = 1000
-#: δ the command line uses when none is given and the mechanism needs one
-#: (as conf/top_k.yaml has): without it the command with no flags would
-#: refuse on the built-in data (:func:`dp_spark.commands.top_k.complete`).
+#: δ the CLI uses when the mechanism needs one and none is given (:func:`dp_spark.commands.top_k.complete`).
 DEMO_DELTA = 1e-6
 
-#: Public upper limits, checked before any data is read; each names the
-#: resource it protects.
+#: Public limits, checked before any data is read; each names the resource it protects.
 MAX_K = 1000  # k items are ranked; the joint samplers' work grows as d·k
 MAX_KBAR = 100_000  # unknown-domain collects kbar + 1 (item, count) rows to the driver
 MAX_DOMAIN = 10_000_000  # one count per domain item is collected to the driver
 MAX_JOINT_ENTRIES = 10**9  # joint / pnf-joint may sweep all d·k entries of their matrix
 #: a grouped run collects G·(kbar + 1) (group, item, count) rows, or G·d domain counts, to the driver
 MAX_GROUPED_SUMMARY = 2_000_000
-#: The mechanisms a grouped run may name (every one: each runs per group at ε/m, δ/m);
-#: ``auto`` per group runs a pure joint mechanism chosen from public parameters
-#: (with a domain) or unknown-domain (without): no private choice per group.
-GROUPED_METHODS = METHODS
 
-#: The noise of a grouped release, as the grouped distinct-count's: "laplace" (the default: each group's
-#: selection at ε'/m and δ/m, pure ε-DP or (ε, δ)-DP as the mechanism is) or "gaussian" (ρ-zCDP with
-#: ρ = ε²/2, √m scaling: each group's bounded-range selection at ρ'/m; dp_spark.mechanisms.top_k.zcdp).
+#: The noise of a grouped release (module docstring): "laplace" (the default) or "gaussian".
 NOISES = ("laplace", "gaussian")
-#: ``method="auto"`` with ``noise="gaussian"``: the per-group mechanism. One-shot Gumbel (CDP-Peel) gains
-#: √k from zCDP composition over its k rounds, the joint mechanism does not; on MovieLens by genre it is
-#: the more accurate of the two (benchmarks/grouped_top_k_2026-11-28.md).
+#: ``method="auto"`` with ``noise="gaussian"``: CDP-Peel gains √k from zCDP composition over its k
+#: rounds, the joint mechanism does not; chosen by measurement: see benchmarks/grouped_top_k_2026-11-28.md.
 ZCDP_AUTO = "cdp-peel"
 #: δ' of the (ε, δ') equivalent a ρ-zCDP grouped top-k states (ε = ρ + 2√(ρ ln(1/δ')), Bun & Steinke 2016).
 ZCDP_EQUIVALENT_DELTA = 1e-6
@@ -107,18 +88,15 @@ AUTO_PUBLIC_DELTA_STEP = ("selection with the mechanism auto chose from public p
 
 
 def limit(value: int, name: str, maximum: int, why: str) -> int:
-    """``value`` if it is at most the public limit ``maximum``, else a
-    ParameterError saying why the limit exists."""
+    """``value`` if at most the public limit ``maximum``, else ParameterError saying ``why``."""
     if value > maximum:
         raise ParameterError(f"{name}={value:,} is above the limit of {maximum:,}: {why}. Lower {name}.")
     return value
 
 
 def resolve_method(method: str, has_domain: bool) -> str:
-    """The mechanism ``method`` names, before any data is read: ``auto``
-    stays ``auto`` with a public domain (the choice is made on the driver)
-    and is ``unknown-domain`` without one; a domain mechanism without a
-    domain is refused (ParameterError)."""
+    """The mechanism ``method`` names: ``auto`` stays ``auto`` with a public domain and is
+    ``unknown-domain`` without; a domain mechanism without a domain raises ParameterError."""
     checks.choice(method, "method", METHODS)
     if method == "auto":
         return "auto" if has_domain else "unknown-domain"
@@ -149,11 +127,9 @@ def check_domain_size(size, k: int, mechanism: str) -> int:
 
 
 def grouped_mechanism(method: str, has_domain: bool, k: int, domain_size) -> str:
-    """The mechanism every group of a grouped run uses (public parameters
-    only): ``method``'s, except ``auto`` with a domain, which is the pure
-    joint mechanism auto would pick from public parameters (``pnf-joint``,
-    or ``joint`` past its entries limit; :func:`~dp_spark.mechanisms.top_k.auto.public_choice`
-    with δ = 0): a private choice per group would spend a share in every group."""
+    """The mechanism of every group of a grouped run, from public parameters: ``method``'s, except
+    ``auto`` with a domain: :func:`~dp_spark.mechanisms.top_k.auto.public_choice` at δ = 0, as a private
+    choice per group would spend a share in every group."""
     mechanism = resolve_method(method, has_domain)
     if mechanism == "auto":
         return public_choice(k, 1.0, 0.0, domain_size)
@@ -161,11 +137,8 @@ def grouped_mechanism(method: str, has_domain: bool, k: int, domain_size) -> str
 
 
 def zcdp_mechanism(method: str, has_domain: bool) -> str:
-    """The per-group mechanism of a ``noise="gaussian"`` grouped run, from
-    public parameters: ``joint`` or ``cdp-peel`` (both bounded-range:
-    :mod:`dp_spark.mechanisms.top_k.zcdp`), ``auto`` = :data:`ZCDP_AUTO`.
-    Refused (ParameterError) without a public domain and for the
-    permute-and-flip mechanisms."""
+    """The per-group mechanism of a ``noise="gaussian"`` run: ``joint`` or ``cdp-peel`` (bounded range),
+    ``auto`` = :data:`ZCDP_AUTO`; ParameterError without a public domain and for the other methods."""
     checks.choice(method, "method", METHODS)
     if not has_domain:
         raise ParameterError(
@@ -184,27 +157,23 @@ def zcdp_mechanism(method: str, has_domain: bool) -> str:
 
 
 def guarantee_of(mechanism: str, epsilon: float, delta: float):
-    """The privacy cost a top-k release spends (known before reading data):
-    (ε, δ) for ``cdp-peel``, ``unknown-domain`` and ``auto`` when δ > 0
-    (``auto`` whichever mechanism it then picks), else ε."""
+    """The cost a top-k release spends: (ε, δ) for ``cdp-peel``, ``unknown-domain`` and ``auto`` (any
+    pick) when δ > 0, else ε."""
     if mechanism in ("cdp-peel", "unknown-domain", "auto") and delta > 0:
         return ApproxDP(epsilon, delta)
     return PureDP(epsilon)
 
 
 def unknown_domain_zcdp(epsilon: float, delta: float, k: int) -> ZCDP:
-    """Unknown Domain Gumbel's own guarantee at the per-item ε' that makes it
-    (ε, δ)-DP: δ/2-approximate (kε'²/8)-zCDP (Rogers 2024, Theorem 4)."""
+    """Unknown Domain Gumbel's guarantee at the per-item ε' that makes it (ε, δ)-DP: δ/2-approximate
+    (kε'²/8)-zCDP (Rogers 2024, Theorem 4)."""
     eps_item, d_thr, _ = unknown_domain_calibration(epsilon, delta, k)
     return ZCDP(k * eps_item**2 / 8.0, d_thr)
 
 
 def _grouped_steps(p) -> list:
-    """A grouped run's split: with ``max_groups=None`` the private choice of
-    the group cap m (ε·MAX_GROUPS_EPSILON_SHARE, GEM; as the grouped
-    distinct-count), then the selection, run once per group at ε'/m and δ/m
-    (a person's rows are in at most m groups: basic composition over them,
-    parallel composition across the others; m = 1: every group gets ε')."""
+    """A grouped run's split: with ``max_groups=None`` the private cap m (ε·MAX_GROUPS_EPSILON_SHARE,
+    GEM), then the selection per group at ε'/m and δ/m (:func:`grouped_label`)."""
     mechanism = grouped_mechanism(p.method, p.has_domain, p.k, p.domain_size)
     pre = []
     if p.max_groups is None:
@@ -218,7 +187,7 @@ def _grouped_steps(p) -> list:
 
 
 def _steps(mechanism: str, k: int, epsilon: float, delta: float, kbar: int, domain_size) -> list:
-    """The budget split, in the order spent (see the module docstring)."""
+    """The budget split in the order spent (module docstring)."""
     cost = guarantee_of(mechanism, epsilon, delta)
     if mechanism == "auto":
         share = checks.nonnegative(auto_share(k, epsilon, delta, domain_size), "auto's share of epsilon")
@@ -242,21 +211,9 @@ def _steps(mechanism: str, k: int, epsilon: float, delta: float, kbar: int, doma
 
 @dataclass(frozen=True, kw_only=True)
 class Params(GroupParams):
-    """Every top-k parameter: its default, help (the CLI's), public limit;
-    constructing one checks them all (before any data is read). The release
-    function's keywords, the CLI flags and the YAML keys are these fields
-    (``domain_size`` is the plan's alone: the release sets it once it has
-    read the domain).
-
-    ``domain``: anything but None says a public domain is given (it is not
-    read here; on the command line a path); ``domain_size``: its number of
-    items, when known (then its public limits are checked). ``kbar``
-    defaults to max(1000, 2k); ``persons`` is an optional public number of
-    persons (only used to judge the error bound). The group parameters
-    (``group_by``, ``groups``, ``max_groups``) are
-    :class:`~dp_spark.plan.GroupParams`' (the grouped top-k:
-    :mod:`dp_spark.releases.top_k`, the same body as the ungrouped one).
-    """
+    """Every top-k parameter (default, CLI help, public limit), checked on construction. ``domain``:
+    anything but None says a public domain is given (not read here); ``domain_size``: its number of
+    items, set by the release once it has read the domain (then the limits are checked)."""
 
     k: int = param(help="number of items to release, in rank order", limit=MAX_K, cli_default=10, cli_type=int)
     epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
@@ -329,8 +286,7 @@ class Params(GroupParams):
 
     @property
     def mechanism(self) -> str:
-        """The mechanism ``method`` names (:func:`resolve_method`); a grouped
-        run's per-group one (:func:`grouped_mechanism`)."""
+        """The mechanism ``method`` names; per group in a grouped run."""
         if self.gaussian:
             return zcdp_mechanism(self.method, self.has_domain)
         if self.group_by is not None:
@@ -345,9 +301,7 @@ class Params(GroupParams):
 
 @builds(Params)
 def plan(params: Params) -> Plan:
-    """The top-k release's plan (person level; ε-DP or (ε, δ)-DP by
-    ``method``, see the module docstring) from its checked parameters
-    (``plan(epsilon=..., k=..., ...)`` checks them first)."""
+    """The top-k release's plan (person level; ε-DP or (ε, δ)-DP by ``method``: module docstring)."""
     p = params
     k, epsilon, delta, kbar, domain_size, has_domain = p.k, p.epsilon, p.delta, p.kbar, p.domain_size, p.has_domain
     mechanism = p.mechanism
@@ -384,18 +338,9 @@ def plan(params: Params) -> Plan:
 
 
 def _gaussian_plan(p, parameters: dict, releases: str, notes: tuple) -> Plan:
-    """The grouped ρ-zCDP plan (``noise="gaussian"``), ρ = ε²/2 rounded up
-    (:func:`dp_spark.plans.distinct_count.grouped_rho`, as the grouped
-    distinct-count): with ``max_groups=None`` the cap m's share of ε
-    (MAX_GROUPS_EPSILON_SHARE) becomes the same share of ρ (GEM's
-    exponential mechanism at √(8ρ_cap): ε-bounded range, so ρ_cap-zCDP), and
-    the rest ρ' is the selection, each group's bounded-range mechanism at
-    ρ'/m (:mod:`dp_spark.mechanisms.top_k.zcdp`): a person's ≤ m groups
-    compose to ρ', the other groups do not change. In all ρ-zCDP; its
-    (ε, δ') equivalent at δ' = ZCDP_EQUIVALENT_DELTA is stated. Keys chosen
-    privately (``groups=None``) are refused by
-    :func:`dp_spark.plan.with_private_keys` (an (ε, δ) step has no sound
-    ρ-zCDP form), before anything is read."""
+    """The grouped ρ-zCDP plan (``noise="gaussian"``, module docstring), ρ =
+    :func:`~dp_spark.plans.distinct_count.grouped_rho`, stating its (ε, δ') equivalent at
+    ZCDP_EQUIVALENT_DELTA. Private keys are refused by :func:`dp_spark.plan.with_private_keys`."""
     rho = grouped_rho(p.epsilon)
     mechanism = p.mechanism
     steps = []
