@@ -1,20 +1,16 @@
 """A release's plan: everything decided from its parameters alone.
 
 Every release builds a frozen :class:`Plan` before it touches data: the validated parameters
-(:mod:`dp_spark.checks`), the guarantee spent, its split between steps and what will be released. The
-Python API, the CLI (``--dry-run`` prints the plan without starting Spark) and the jobs all build it
-with ``dp_spark.plans.<release>.plan``. Nothing here imports pyspark.
-
-A release declares its parameters once, as :func:`param` fields of a frozen ``Params`` dataclass whose
-construction runs the checks; :func:`builds` turns ``derive(params) -> Plan`` into its ``plan``. The
-budget split is typed (:class:`Split` of named :class:`Step`), never decoded by position.
+(:mod:`dp_spark.checks`, run by constructing the release's ``Params`` of :func:`param` fields), the
+guarantee spent, its split between steps and what will be released. The Python API, the CLI
+(``--dry-run`` prints the plan without starting Spark) and the jobs all build it with
+``dp_spark.plans.<release>.plan``. Nothing here imports pyspark.
 
 Calibration: budgets count a privacy parameter as the decimal it was written as
 (:func:`dp_spark.accounting.exact.written`), so no mechanism may run above that decimal. :func:`builds`
 ensures it: guarantee, parameters and texts come from the parameters as given (``plan.given``: what is
 charged and reported); the budget split and ``plan.params`` (what the mechanisms get) from the
-:data:`PRIVACY_FIELDS` calibrated to the largest float at or below their decimal
-(:func:`dp_spark.accounting.exact.calibrate`).
+:data:`PRIVACY_FIELDS` calibrated (:func:`dp_spark.accounting.exact.calibrate`).
 """
 
 from __future__ import annotations
@@ -40,9 +36,6 @@ FORMAT_VERSION = "2.0"
 
 def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping))
-
-
-# -- typed parameters ---------------------------------------------------------------
 
 
 def param(default: Any = MISSING, help: str = "", *, limit: Any = None, choices: tuple | None = None,
@@ -187,9 +180,6 @@ def builds(params_cls):
     return wrap
 
 
-# -- the typed budget split ---------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Step:
     """One step of a budget split: ``name`` (what the release code asks for), ``label`` (the report's
@@ -231,14 +221,12 @@ class Split:
 class Plan:
     """What a release will do, before any data is read.
 
-    ``guarantee``: the total spent (a :class:`~dp_spark.PureDP`, :class:`~dp_spark.ApproxDP` or
-    :class:`~dp_spark.ZCDP` cost), checked against the budget before reading. ``steps``: its split,
-    ``(label, cost)`` in the order spent (given as :class:`Step` to name them; ``split`` is the named
-    form); the parts never add up to more than the total. Set by :func:`builds`: ``params``, the
-    checked ``Params`` calibrated (what the mechanisms get); ``given``, as given; ``runs_at``, the
-    guarantee at the calibrated values. ``parameters``: every validated parameter as given, by the
-    names API, CLI and YAML share. ``releases``: what is released, in words. ``equivalent``: the (ε, δ)
-    equivalent of a zCDP guarantee, where reported.
+    ``guarantee``: the total spent (a PureDP, ApproxDP or ZCDP cost), checked against the budget before
+    reading. ``steps``: its split, ``(label, cost)`` in the order spent (given as :class:`Step` to name
+    them; ``split`` is the named form); the parts never add up to more than the total. Set by
+    :func:`builds`: ``params`` (calibrated), ``given`` and ``runs_at`` (the guarantee at the calibrated
+    values). ``parameters``: every validated parameter as given, by the names API, CLI and YAML share.
+    ``releases``: what is released, in words. ``equivalent``: a zCDP guarantee's (ε, δ), where reported.
     """
 
     release: str
@@ -266,8 +254,6 @@ class Plan:
         """A parameter: ``plan["epsilon"]``."""
         return self.parameters[name]
 
-    # -- the budget -----------------------------------------------------------
-
     def check(self, budget) -> None:
         """BudgetExceededError if ``budget`` cannot pay for this release; reads no data, spends nothing."""
         if budget is None or budget.can_spend(self.guarantee):
@@ -293,8 +279,6 @@ class Plan:
 
     def budget_split(self) -> list[dict[str, Any]]:
         return [{"step": label, **cost.to_dict()} for label, cost in self.steps]
-
-    # -- documents --------------------------------------------------------------
 
     def privacy(self) -> dict[str, Any]:
         return privacy_document(self.guarantee, self.equivalent, self.privacy_unit, self.neighbouring)
@@ -364,8 +348,6 @@ def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
     return PrivacyFilter(ApproxDP(e, d) if d > 0 else PureDP(e))
 
 
-# -- the group parameters, declared once ---------------------------------------------
-
 #: Most public group keys one release takes (``groups=``), counted on the keys, never the data: the
 #: driver receives O(groups × summary) numbers and runs the mechanism once per group, and the grouped
 #: greedy holds at most 2^10 groups (``stages.distinct.GROUP_INDEX_BITS``).
@@ -387,10 +369,8 @@ KEYS_POLICY = "weighted-gaussian"
 
 
 def key_mechanism(epsilon: float, delta: float, per_person: int):
-    """The keys' set-union constants (grid, discrete Gaussian σ, integer threshold):
-    :func:`dp_spark.mechanisms.set_union.plan_discrete_set_union` at (ε_k, δ_k), Δ0 = ``per_person``.
-    Built when the plan is made (a bad (ε_k, δ_k) is refused before anything is read) and by
-    :mod:`dp_spark.releases.group_keys` to run the step."""
+    """The keys' set-union constants: :func:`dp_spark.mechanisms.set_union.plan_discrete_set_union` at
+    (ε_k, δ_k), Δ0 = ``per_person``; built by the plan too, so a bad (ε_k, δ_k) is refused before reading."""
     # every plan imports this module (~30 ms); only a plan with private group keys needs scipy
     from dp_spark.mechanisms.set_union import plan_discrete_set_union  # lazy: scipy, 450-550 ms
 
@@ -522,10 +502,9 @@ def check_group_column(group_by: str, reserved, **columns) -> None:
 class GroupParams:
     """The group parameters, declared once: a grouped release's ``Params`` subclasses this and calls
     :meth:`check_groups` in its ``__post_init__``. ``group_by``: the column splitting the release;
-    ``groups``: the public keys (list, one-column Spark DataFrame or file path; every key is released,
-    also one without rows); ``max_groups``: m, the most groups a person contributes to (None: chosen
-    privately, a charged step). ``groups=None``: the keys are chosen privately
-    (:func:`with_private_keys`) and then act as public; refused for a ρ-zCDP release."""
+    ``groups``: the public keys (list, one-column Spark DataFrame or file path; all released, also those
+    without rows; None: chosen privately, :func:`with_private_keys`, refused for a ρ-zCDP release);
+    ``max_groups``: m, the most groups a person contributes to (None: chosen privately, a charged step)."""
 
     group_by: str | None = param(None, GROUP_BY_HELP, cli_type=str)
     groups: Any = param(None, GROUPS_HELP, cli_type=str)

@@ -1,19 +1,16 @@
 """Exact arithmetic on privacy parameters, with directed rounding back to floats.
 
-Every float is an exact binary rational (0.1 is 0.1000000000000000055511151231257827…), and float sums
-or products rounded to nearest can land below the true value. The accounting works on
-:class:`fractions.Fraction` copies and rounds back in the direction that never understates privacy
-loss: a cost (ε, ρ, δ spent, a composed total) **up** (:func:`float_up`); a share a mechanism may still
-spend (what remains, a split's last part) **down** (:func:`float_down`, :func:`remainder`); a noise
-scale Δ/ε **up** (:func:`ratio_up`).
+Every float is an exact binary rational (0.1 is 0.1000000000000000055511151231257827…), and float
+arithmetic rounded to nearest can land below the true value. The accounting computes on
+:class:`fractions.Fraction` and rounds back the way that never understates privacy loss: costs (ε, ρ,
+δ spent, composed totals) and noise scales up (:func:`float_up`, :func:`ratio_up`), what a mechanism
+may still spend down (:func:`float_down`, :func:`remainder`).
 
-Budgets count a privacy parameter as the decimal it was written as (:func:`written`:
-``Fraction(repr(x))``, 0.1 counts as 1/10), so 0.9 then 0.1 fit a budget of 1. That is sound because no
-mechanism is calibrated above that decimal: :func:`calibrate` (applied once, by
-:func:`dp_spark.plan.builds`) gives the largest float at or below it. What a budget states back is on
-the safe side: spent as a decimal (:func:`written_up`); left under both readings, binary and decimal
-(:func:`left_down`), so a mechanism run at it never spends more than is left; computed costs safe
-under both (:func:`cost_up`).
+Budgets count a parameter as the decimal it was written as (:func:`written`: 0.1 counts as 1/10), so
+0.9 then 0.1 fit a budget of 1. Sound because no mechanism is calibrated above that decimal
+(:func:`calibrate`, applied by :func:`dp_spark.plan.builds`). What a budget states back is on the safe
+side: spent as a decimal (:func:`written_up`), left under both readings, binary and decimal
+(:func:`left_down`), computed costs under both (:func:`cost_up`).
 """
 
 from __future__ import annotations

@@ -11,13 +11,12 @@ total guarantee stays the budget:
 
 Costs are checked before any data is read; a refusal changes nothing and quotes only parameters.
 
-The rule: every amount counts as the decimal it was written as (:func:`dp_spark.accounting.exact.written`:
-0.1 is 1/10), sums are exact fractions, and a spend is accepted only if the exact sum stays within the
-exact budget, no slack: 0.9 then 0.1 fit a budget of 1, and nothing more does. Sound because no
-mechanism runs above the decimal it is charged (:func:`dp_spark.accounting.exact.calibrate`, applied by
-:func:`dp_spark.plan.builds`), and the budget's statements round to the safe side: :attr:`remaining`
-down (spending it always fits), :attr:`spent` up. The ledger (:mod:`dp_spark.ledger`) counts through
-the same :func:`amounts` and :func:`fits`, so both accept and refuse alike.
+The rule: amounts count as the decimals written (:func:`dp_spark.accounting.exact.written`: 0.1 is
+1/10), summed exactly; a spend is accepted only if the sum stays within the exact budget, no slack: 0.9
+then 0.1 fit a budget of 1, and nothing more does. Sound because no mechanism runs above the decimal
+it is charged (:mod:`dp_spark.accounting.exact`); :attr:`remaining` rounds down (spending it always
+fits), :attr:`spent` up. The ledger (:mod:`dp_spark.ledger`) counts through the same :func:`amounts`
+and :func:`fits`, so both accept and refuse alike.
 
 ``as_written=False``: a mechanism's own filter over the binary floats it computed (the Private Count
 Release loop, the continual trees) counts every amount, budget included, as its exact binary value.
@@ -28,7 +27,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from dp_spark.accounting.composition import check_cost, convert_cost
-from dp_spark.accounting.costs import ApproxDP, PrivacyCost, PureDP, ZCDP
+from dp_spark.accounting.costs import ApproxDP, PrivacyCost, PureDP, ZCDP, cost_from_dict
 from dp_spark.accounting.exact import exact, float_down, float_up, left_down, written, written_up
 from dp_spark.errors import BudgetExceededError, ParameterError
 
@@ -67,15 +66,7 @@ def stated(kind: str, values: dict[str, Fraction], up: bool, as_written: bool = 
     else:
         rounding = left_down if as_written else float_down
         floats = {k: rounding(max(Fraction(0), v)) for k, v in values.items()}
-    return _from_components(kind, floats)
-
-
-def _from_components(kind: str, values: dict[str, float]) -> PrivacyCost:
-    if kind == PureDP.kind:
-        return PureDP(values["epsilon"])
-    if kind == ApproxDP.kind:
-        return ApproxDP(values["epsilon"], values["delta"])
-    return ZCDP(values["rho"], values["delta"])
+    return cost_from_dict({"kind": kind, **floats})
 
 
 class PrivacyFilter:
@@ -91,8 +82,6 @@ class PrivacyFilter:
         self._limit = amounts(self._budget, self._budget.kind, self._as_written)
         self._spent = {key: Fraction(0) for key in self._limit}
         self._ledger: list[tuple[str, PrivacyCost]] = []
-
-    # ---------------------------------------------------------------- state
 
     @property
     def budget(self) -> PrivacyCost:
@@ -115,8 +104,6 @@ class PrivacyFilter:
     def ledger(self) -> list[tuple[str, PrivacyCost]]:
         """A copy of the accepted spends, as (label, cost as given), in order."""
         return list(self._ledger)
-
-    # ---------------------------------------------------------------- spending
 
     def _converted(self, cost: PrivacyCost) -> PrivacyCost:
         check_cost(cost)
