@@ -6,8 +6,8 @@
     dp_spark.count_release(df, rho=0.25, delta=1e-6, ledger=ledger.budget("team-a"))
     # (budget= takes the same object, or a per-run PrivacyFilter)
 
-See ``dp_spark.ledger.ledger`` for the composition rules, run keys and the
-stream key. Pure Python (sqlite3; psycopg for PostgreSQL), no pyspark.
+Composition rules, run keys and the stream key: :mod:`dp_spark.ledger.ledger`. Pure Python (sqlite3; psycopg
+for PostgreSQL), no pyspark.
 """
 
 from dp_spark.ledger.budget import LedgerBudget, budget_or_ledger

@@ -1,17 +1,11 @@
-"""A ledger budget usable wherever a release takes ``budget=`` (a PrivacyFilter).
+"""A ledger budget usable wherever a release takes ``budget=`` (like a PrivacyFilter).
 
-It has the methods the releases call (``spend(cost, label)``, ``can_spend``)
-and the filter's ``budget``, ``spent`` and ``remaining``, read from the
-ledger, so the same budget is shared by every process using the ledger.
-
-With a run key, each release binds its identity (:func:`bind_release`:
-release name, parameters, input, and the digest of the public keys and
-domain it read) before it spends, returns the recorded release of an
-earlier run with that identity instead of drawing noise (:func:`replayed`),
-marks the run 'drawn' before its first privacy draw (:func:`draw_mark`: the
-release template calls it on the first use of the run's noise generator)
-and records what it released before returning it (:func:`record_release`).
-See :mod:`dp_spark.ledger.ledger`.
+It has the methods the releases call (``spend(cost, label)``, ``can_spend``) and the filter's ``budget``,
+``spent`` and ``remaining``, read from the ledger, so every process using the ledger shares the budget. The
+functions below are a keyed release's steps: bind its identity before it spends (:func:`bind_release`),
+return a recorded release instead of drawing (:func:`replayed`), mark the run 'drawn' before its first
+privacy draw (:func:`draw_mark`), and record what it released before returning it (:func:`record_release`).
+The rules are in :mod:`dp_spark.ledger.ledger`.
 """
 
 from __future__ import annotations
@@ -29,14 +23,10 @@ from dp_spark.report import Release
 class LedgerBudget:
     """Spend from a named budget of a persisted ledger.
 
-    ``run_key``: charges of this object are the run's charges, numbered in
-    order; each belongs to one release with one parameter set and one input.
-    A retry with the same key and identity reuses a charge under which
-    nothing was drawn, and replays a recorded release; any other use of the
-    key (another identity, a run that drew and did not record) is refused.
-    ``once``: the key may be charged only once (a continual stream, keyed by
-    its checkpoint and sink). ``input``: the input's name, part of a keyed
-    run's identity; ``outputs``: what the run writes (recorded, and named in
+    ``run_key``: this object's charges are the run's charges, numbered in order, each belonging to one
+    release with one parameter set and one input (the retry rules: :mod:`dp_spark.ledger.ledger`). ``once``:
+    the key may be charged only once (a continual stream, keyed by its checkpoint and sink). ``input``: the
+    input's name, part of a keyed run's identity; ``outputs``: what the run writes (recorded, and named in
     refusals)."""
 
     def __init__(self, ledger, name: str, run_key: str | None = None, *, once: bool = False,
@@ -51,7 +41,7 @@ class LedgerBudget:
         self.input = input
         self.outputs = {k: str(v) for k, v in (outputs or {}).items() if v is not None}
         self.identity: dict | None = None  # bound by each release (bind_release) before it spends
-        self._fixed_identity: dict | None = None  # the CLI's, for its one release (fix_identity)
+        self._fixed_identity: dict | None = None  # fix_identity's
         self._next_seq = 0
         self._last_seq: int | None = None
         self.reused = False
@@ -82,39 +72,32 @@ class LedgerBudget:
 
     @property
     def run_state(self) -> str | None:
-        """The state this object left the run of its last charge in:
-        'charged' (nothing drawn under it by this object), 'drawn' (it marked
-        the run before drawing), 'released' (its release was recorded, or
-        replayed); None when unkeyed or not charged yet. For the CLI's
-        failure message (what a retry under the key gets)."""
+        """The state this object left the run of its last charge in ('charged', 'drawn', 'released'); None
+        when unkeyed or not charged yet. For the CLI's failure message."""
         if not self.keyed or self._last_seq is None:
             return None
         return self.run.state if self.run is not None else CHARGED
 
     def fix_identity(self, identity: dict) -> None:
-        """Set the run's identity (release, parameters, input) for every
-        release spending from this budget: the command line's, from its
-        options, known before the release starts (so ``Plan.check`` refuses
-        a mismatch before Spark starts)."""
+        """Set the run's identity (release, parameters, input) for every release spending from this budget:
+        the CLI's, known from its options before Spark starts (so ``Plan.check`` refuses a mismatch early)."""
         self.identity = self._fixed_identity = dict(identity)
 
     # ---------------------------------------------------------------- spending
 
     def can_spend(self, cost) -> bool:
-        """Whether ``spend(cost)`` would be accepted now (changes nothing).
-
-        Under a run key it agrees with ``spend``: a retry of an earlier run
-        with another identity is refused here too (ParameterError), and one
-        that reuses or replays an earlier charge counts as accepted."""
+        """Whether ``spend(cost)`` would be accepted now (changes nothing). Under a run key it agrees with
+        ``spend``: another identity is refused here too (ParameterError), and a reused or replayed charge
+        counts as accepted."""
         state = self.ledger.state(self.name)
         counted_as(cost, state.total.kind, self.name)  # refuses a cost the budget cannot count
         if self.once and self._has_key_charge():
-            return True  # a stream's resume spends nothing (a re-created stream is refused by spend)
+            return True  # a stream's resume spends nothing
         if self.keyed:
             run = self.ledger.check_run(self.name, self.run_key, self._next_seq, self.identity, cost,
                                         self._label())
             if run is not None:
-                return True  # reused (nothing drawn under it) or replayed (nothing drawn); 'drawn': refused
+                return True  # reused or replayed ('drawn' was refused by check_run)
         return state.fits(cost)  # exactly as charge() and the PrivacyFilter decide
 
     def _has_key_charge(self) -> bool:
@@ -126,10 +109,9 @@ class LedgerBudget:
     def spend(self, cost, label: str = ""):
         """Charge ``cost`` under ``label`` if the budget holds it; return it as counted.
 
-        Raises BudgetExceededError (nothing recorded) when it would not fit.
-        Under a run key whose earlier run with this identity was released,
-        nothing is charged and ``self.record`` holds that run's Release (the
-        release replays it: :func:`replayed`)."""
+        Raises BudgetExceededError (nothing recorded) when it would not fit. When this identity's earlier
+        run under the key was released, nothing is charged and ``self.record`` holds its Release (replayed:
+        :func:`replayed`)."""
         if not isinstance(label, str):
             raise ParameterError(f"label must be a str, got {type(label).__name__}")
         charge = self.ledger.charge(
@@ -144,14 +126,10 @@ class LedgerBudget:
         return charge.counted
 
     def mark_drawn(self, seq: int | None = None) -> None:
-        """Record, in its own committed transaction, that the run of charge
-        ``seq`` (default: the last charge) is about to make its first
-        privacy draw ('charged' → 'drawn';
-        :meth:`dp_spark.ledger.ledger.Ledger.mark_drawn`). Refused when
-        another run under the key drew first (``self.run`` then holds the
-        run as the ledger has it, so the CLI's failure line says what a
-        retry gets); RecordedMeanwhile when it recorded its release
-        meanwhile (return that one)."""
+        """Record, in its own committed transaction, that the run of charge ``seq`` (default: the last) is
+        about to make its first privacy draw (:meth:`dp_spark.ledger.ledger.Ledger.mark_drawn`). On a
+        refusal ``self.run`` holds the run as the ledger has it (for the CLI's failure line);
+        RecordedMeanwhile: return that release."""
         seq = self._last_seq if seq is None else seq
         if not self.keyed or seq is None:
             raise ParameterError("only a keyed ledger budget that was charged marks a run 'drawn'.")
@@ -171,9 +149,8 @@ class LedgerBudget:
 
 
 def budget_or_ledger(budget, ledger):
-    """The spending object of a release called with ``budget=`` (a
-    PrivacyFilter or a LedgerBudget) or ``ledger=`` (a LedgerBudget, from
-    ``open_ledger(path).budget(name, run_key=...)``); not both."""
+    """The spending object of a release called with ``budget=`` (a PrivacyFilter or a LedgerBudget) or
+    ``ledger=`` (a LedgerBudget); not both."""
     if ledger is None:
         return budget
     if budget is not None:
@@ -190,9 +167,8 @@ def budget_or_ledger(budget, ledger):
 
 
 def input_name(df) -> str | None:
-    """A DataFrame's name for a keyed run's identity: the files it reads
-    (``inputFiles()``: paths, public metadata; no data is read), or None
-    when it reads none (an in-memory frame) or the name is unavailable."""
+    """A DataFrame's name for a keyed run's identity: the files it reads (``inputFiles()``: public metadata,
+    no data read), or None when it reads none or the client cannot say."""
     try:
         files = sorted(str(f) for f in df.inputFiles())
     except Exception:  # noqa: BLE001 - e.g. a source or client without inputFiles
@@ -201,21 +177,17 @@ def input_name(df) -> str | None:
 
 
 def keys_digest(keys) -> str:
-    """sha256 of a tuple of public group keys (their JSON, in order): a
-    keyed run's identity holds what the keys are, not only where they came
-    from, so a changed key file or list is a different run."""
+    """sha256 of public group keys (their JSON, in order): a keyed run's identity holds what the keys are,
+    not only where they came from."""
     text = json.dumps([[type(k).__name__, k] for k in keys], ensure_ascii=False, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def file_digest(path: str) -> str:
-    """sha256 of a local public file's bytes, or of a directory's files
-    (each relative path and its bytes, in sorted order: a Spark-written
-    Parquet/CSV directory); a URI (``scheme://``), ``table:`` name or glob
-    is not read here ("unread: ..."). For the CLI's identity of a keyed run
-    (``--groups``), known before Spark starts; whatever the source, the
-    identity also holds the digest of the keys the release read
-    (:func:`read_identity`, bound by :func:`bind_release`)."""
+    """sha256 of a local public file's bytes, or of a directory's files (relative paths and bytes, sorted);
+    a URI, ``table:`` name or glob is not read ("unread: ..."). For the CLI's identity of a keyed run
+    (``--groups``) before Spark starts; the release adds the digest of the keys it read
+    (:func:`read_identity`)."""
     text = str(path)
     if "://" in text or text.startswith("table:") or not os.path.exists(text):
         return f"unread: {text}"
@@ -235,11 +207,9 @@ def file_digest(path: str) -> str:
 
 
 def groups_identity(plan) -> dict | None:
-    """The group part of a keyed run's identity (None for an ungrouped
-    plan): the group column, the cap m (``max_groups``, None: chosen
-    privately) and the public keys' digest (:func:`keys_digest`; "chosen
-    privately" when ``groups=None``). Called after the template resolved
-    the keys (a file's or a DataFrame's keys are read by then)."""
+    """The group part of a keyed run's identity (None for an ungrouped plan): the group column, the cap
+    ``max_groups`` and the public keys' digest ("chosen privately" when ``groups=None``). Called once the
+    template resolved the keys."""
     p = getattr(plan, "params", None)
     group_by = getattr(p, "group_by", None)
     if group_by is None:
@@ -250,13 +220,10 @@ def groups_identity(plan) -> dict | None:
 
 
 def read_identity(plan) -> dict:
-    """The parts of a keyed run's identity known once the release has read
-    its public inputs (:data:`dp_spark.ledger.ledger.READ_PARTS`):
-    ``groups`` (:func:`groups_identity`: the public keys' digest) for a
-    grouped plan, ``domain`` (the digest of top-k's public domain items, as
-    normalised by the release) when the plan holds one. Called after the
-    template resolved them (``grouped_edges``, top-k's ``prepare``), so a
-    key table or domain changed under the same name is another run."""
+    """The parts of a keyed run's identity known once the release has read its public inputs
+    (:data:`dp_spark.ledger.ledger.READ_PARTS`): ``groups`` (:func:`groups_identity`) and ``domain`` (the
+    digest of top-k's normalised public domain), so keys or a domain changed under the same name make
+    another run."""
     out = {}
     if (groups := groups_identity(plan)) is not None:
         out["groups"] = groups
@@ -267,13 +234,10 @@ def read_identity(plan) -> dict:
 
 
 def bind_release(budget, plan, df=None) -> None:
-    """Give a keyed ledger budget the identity of the release about to spend
-    from it: the release name, the plan's parameters as given, the input
-    (the budget's ``input`` name, else the files ``df`` reads) and the
-    digests of the public keys and domain the release read
-    (:func:`read_identity`); each release of a budget object binds its own.
-    Does nothing for other budgets; a budget whose identity the CLI fixed
-    keeps it, with those digests added. Reads no data."""
+    """Give a keyed ledger budget the identity of the release about to spend from it: release name,
+    parameters as given, input (the budget's ``input``, else the files ``df`` reads) and
+    :func:`read_identity`. Each release binds its own; an identity the CLI fixed is kept, with those digests
+    added. Other budgets: nothing. Reads no data."""
     if not isinstance(budget, LedgerBudget) or not budget.keyed:
         return
     if budget._fixed_identity is not None:
@@ -292,11 +256,9 @@ def bind_release(budget, plan, df=None) -> None:
 
 
 def recorded_release(budget, plan, df=None):
-    """Bind the release's identity (:func:`bind_release`) and, when the
-    budget's run key already released this identity at this step, return
-    the recorded Release (the step is then used; nothing is read, checked
-    or charged). None otherwise: the release goes on to ``plan.spend``,
-    which decides again in its own transaction (:func:`replayed`)."""
+    """Bind the release's identity (:func:`bind_release`) and, when the run key already released this
+    identity at this step, return the recorded Release (nothing is read, checked or charged). None
+    otherwise: ``plan.spend`` decides again in its own transaction."""
     bind_release(budget, plan, df)
     if not isinstance(budget, LedgerBudget) or not budget.keyed:
         return None
@@ -311,32 +273,26 @@ def recorded_release(budget, plan, df=None):
 
 
 def replayed(budget):
-    """The recorded Release of an earlier run under the budget's key with
-    the same identity (no data is read, no noise drawn), or None."""
+    """The recorded Release of an earlier run under the budget's key with the same identity (no data read,
+    no noise drawn), or None."""
     if not isinstance(budget, LedgerBudget) or budget.record is None:
         return None
     return replay_of(budget.run)
 
 
 def draw_mark(budget):
-    """The callback the release template runs once, before the first use of
-    the run's noise generator (:func:`dp_spark.noise.rng.first_use_generator`):
-    ``budget.mark_drawn`` for a charged keyed ledger budget, which records
-    the run 'drawn' in its own committed transaction before anything is
-    drawn; None (no callback, no cost) for every other budget (a filter, an
-    unkeyed ledger budget, a stream's once key). The callback marks the
-    charge made for this release (its number is bound now), even if the
-    same budget object charges again before the first draw."""
+    """The callback the release template runs before the first use of the run's noise generator
+    (:func:`dp_spark.noise.rng.first_use_generator`): ``mark_drawn`` of this release's charge (its number
+    bound now) for a charged keyed ledger budget; None for every other budget."""
     if not isinstance(budget, LedgerBudget) or not budget.keyed or budget._last_seq is None:
         return None
     return functools.partial(budget.mark_drawn, budget._last_seq)
 
 
 def record_release(budget, release):
-    """Record ``release`` as the keyed run's release (state 'released', one
-    transaction) before it is returned; returns what the caller must return:
-    ``release``, or the release another process recorded first under the
-    same key (a replay; ``release`` is then dropped, never shown)."""
+    """Record ``release`` as the keyed run's release (one transaction) before it is returned; returns what
+    the caller must return: ``release``, or the release another process recorded first under the key
+    (``release`` is then dropped, never shown)."""
     if not isinstance(budget, LedgerBudget) or not budget.keyed or budget._last_seq is None:
         return release
     run, recorded = budget.ledger.record_release(budget.name, budget.run_key, budget._last_seq,

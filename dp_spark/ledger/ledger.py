@@ -1,69 +1,45 @@
 """A persisted privacy-budget ledger: named budgets and every charge against them.
 
-A budget is a total guarantee (``PureDP``, ``ApproxDP`` or ``ZCDP``). A charge
-is recorded, under a lock on its budget, before the release reads any data,
-and only if the composed total still fits; it is never refunded (a crashed
-run keeps its charge). Composition is the project's basic composition, stated
-in the budget's kind (``dp_spark.accounting.convert_cost``): ε adds for a
-pure budget; ε and δ add for an (ε, δ) budget (pure ε counted as (ε, 0));
-ρ and δ add for a zCDP budget (pure ε counted as ρ = ε²/2, Bun–Steinke 2016,
-Proposition 1.4). Amounts count as the decimals written, summed exactly
-(0.9 then 0.1 fit a budget of 1), through the same functions as the
-in-memory :class:`~dp_spark.accounting.PrivacyFilter`
-(:func:`dp_spark.accounting.filter.amounts`, ``fits``), so the two accept
-and refuse alike. Each charge row stores the exact amounts it counts, as
-decimal text, under ``"exact"`` in its ``counted`` JSON (the floats beside
-them are unchanged; older dp_spark versions ignore the key). A charge
-recorded before that key existed is counted, as then, at the exact binary
-values of its stored floats (its release ran at those values). Summing per component is valid for adaptively chosen
-charges (a privacy filter: Rogers–Roth–Ullman–Vadhan 2016 for (ε, δ);
-Whitehouse–Ramdas–Rogers–Wu 2023 for zCDP). (ε, δ) charges cannot enter a
-zCDP budget and zCDP charges cannot enter an (ε, δ) budget without a chosen
-δ', so those are refused.
+A budget is a total guarantee (``PureDP``, ``ApproxDP`` or ``ZCDP``). A charge is recorded, under a lock on
+its budget, before the release reads any data, and only if the composed total still fits; it is never
+refunded (a crashed run keeps its charge). Composition is basic composition in the budget's kind
+(``dp_spark.accounting.convert_cost``): ε adds for a pure budget; ε and δ add for an (ε, δ) budget (pure ε
+counted as (ε, 0)); ρ and δ add for a zCDP budget (pure ε counted as ρ = ε²/2, Bun–Steinke 2016, Proposition
+1.4). Summing per component is valid for adaptively chosen charges (a privacy filter:
+Rogers–Roth–Ullman–Vadhan 2016 for (ε, δ); Whitehouse–Ramdas–Rogers–Wu 2023 for zCDP). (ε, δ) charges cannot
+enter a zCDP budget, nor zCDP charges an (ε, δ) budget without a chosen δ': both are refused.
 
-Run keys: a charge made with a run key (e.g. an Airflow run id) belongs to
-one release with one parameter set and one input (its *identity*, recorded
-in ``dp_runs`` with the charge; for a grouped release or a public domain it
-also holds the digest of the public keys and domain the release read). A
-keyed run is 'charged' when its charge is recorded (before the data is
-read), 'drawn' once it is about to make its first privacy draw (recorded in
-its own transaction, committed before that draw: :meth:`Ledger.mark_drawn`),
-'released' when its Release is recorded. A retry under the key:
+Amounts count as the decimals written, summed exactly (0.9 then 0.1 fit a budget of 1), through the
+functions of the in-memory :class:`~dp_spark.accounting.PrivacyFilter`
+(:func:`dp_spark.accounting.filter.amounts`, ``fits``), so the two accept and refuse alike. A charge row
+stores them as decimal text under ``"exact"`` in its ``counted`` JSON, beside the floats; a row without that
+key counts at the exact binary values of its floats (what its release ran at).
 
-- with another identity (another release, other parameters, another input,
-  other public keys or domain) is refused (ParameterError naming the earlier
-  run);
-- while the run is 'charged' (it drew nothing: it failed before its first
-  draw, e.g. in its Spark stage) reuses the charge and runs again;
-- once the run is 'drawn' and not 'released' (it drew noise and was
-  interrupted before its record: what it drew may have been seen, and a
-  second draw under the same charge would be a second release) is refused:
-  a new run key is needed, and the earlier charge stays;
-- once the run is 'released' (its Release was recorded, in one transaction,
-  before it was returned, printed or written) gets the recorded Release back
-  unchanged: no data is read and no noise is drawn. Averaging many runs under
-  one key therefore learns nothing more than one run: every charge draws at
-  most once.
+Run keys: a charge made with a run key (e.g. an Airflow run id) belongs to one release with one parameter
+set and one input (its *identity*, recorded in ``dp_runs``; for a grouped release or a public domain it also
+holds the digest of the public keys and domain the release read). A keyed run is 'charged' when its charge
+is recorded (before the data is read), 'drawn' just before its first privacy draw (its own committed
+transaction: :meth:`Ledger.mark_drawn`), 'released' when its Release is recorded. A retry under the key:
 
-Two processes racing on one key: both may reuse a 'charged' run; the first
-to mark it 'drawn' draws, the other is refused at its mark (before drawing)
-or, when the first has recorded by then, returns that release.
+- with another identity is refused (ParameterError naming the earlier run);
+- while the run is 'charged' (it drew nothing) reuses the charge and runs again;
+- once it is 'drawn' and not 'released' is refused: what it drew may have been seen, and a second draw under
+  the same charge would be a second release; a new run key is needed and the charge stays;
+- once it is 'released' (recorded in one transaction before the Release was returned, printed or written)
+  gets the recorded Release back unchanged: no data is read and no noise drawn. Averaging many runs under
+  one key therefore learns nothing more than one run: every charge draws at most once.
 
-A keyed charge of a ledger made before ``dp_runs`` existed has no record of
-what it released, so a retry under its key is refused. A "once" key (a
-continual stream's checkpoint + sink) may be charged only once: a second
-charge means the stream is being re-created and would publish its steps
-again with new noise, so it is refused. A once key has no run row and no
-'drawn' state (the stream's own rules).
+Two processes racing on one key: both may reuse a 'charged' run; the first to mark it 'drawn' draws, the
+other is refused at its mark (before drawing) or, when the first has recorded by then, returns that release.
 
-Ledgers of earlier versions: the states are the ``state`` column's text, so
-an older ledger needs no new column; its 'charged' runs (which may have
-drawn and shown what they drew) are marked 'drawn' once, when this version
-first opens it for writing (:func:`dp_spark.ledger.store.migrate`). While
-a run is 'drawn' its ``identity`` column holds the fingerprint prefixed with
-``drawn:`` (restored when it is released), so a dp_spark version that knows no
-'drawn' state refuses a retry of it as another identity instead of drawing
-again under its charge.
+A keyed charge without a ``dp_runs`` row (a ledger older than that table) has no record of what it released,
+so a retry under its key is refused. A "once" key (a continual stream's checkpoint + sink) may be charged
+only once: a second charge would publish the stream's steps again with new noise. A once key has no run row
+and no 'drawn' state.
+
+Older ledgers are migrated when first opened for writing (:func:`dp_spark.ledger.store.migrate`); a 'drawn'
+run's identity is stored prefixed (:data:`~dp_spark.ledger.store.DRAWN_IDENTITY`), so that a version without
+the 'drawn' state refuses its retry as another identity instead of drawing again.
 """
 
 from __future__ import annotations
@@ -88,10 +64,8 @@ from dp_spark.ledger.store import DRAWN_IDENTITY, open_store
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,99}$")
 
-#: Parts of a keyed run's identity that the release binds only once it has
-#: read its public inputs (the digest of its public group keys, of top-k's
-#: domain): a check made before (the CLI's, before Spark starts) compares the
-#: rest.
+#: Parts of a keyed run's identity bound only once the release has read its public inputs (the digests of
+#: its group keys and of top-k's domain); a check made before compares the rest.
 READ_PARTS = ("groups", "domain")
 
 
@@ -113,15 +87,13 @@ def check_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class BudgetState:
-    """A budget's total, composed spent, what is left, and the rule used."""
+    """A budget's total, composed spent, charge count, and the rule used."""
 
     name: str
     total: object
     spent: object
     charges: int
-    #: The exact sum of every counted charge (the decimals written; a charge
-    #: recorded before exact amounts were stored: its floats' binary values):
-    #: compared exactly, with no slack, as the privacy filter does.
+    #: The exact sum of every counted charge (:func:`_counted_amounts`), compared with no slack.
     exact_spent: dict | None = None
 
     @property
@@ -136,9 +108,8 @@ class BudgetState:
 
     @property
     def left(self):
-        """Total minus spent, exact, stated as floats whose decimals and
-        binary values are both not above it (spending ``left`` always fits,
-        and a mechanism run at it spends no more), floored at zero."""
+        """Total minus spent, exact, stated as floats whose decimal and binary values are both at most it
+        (spending ``left`` always fits), floored at zero."""
         limit, spent = self.limit, self._spent()
         return stated(self.total.kind, {k: limit[k] - spent.get(k, 0) for k in limit}, up=False)
 
@@ -147,9 +118,8 @@ class BudgetState:
         return RULES[self.total.kind]
 
     def fits(self, cost) -> bool:
-        """Whether ``cost`` (countable in the budget's kind) fits what is
-        left, exactly: :func:`dp_spark.accounting.filter.fits` on the
-        decimals written, as the privacy filter decides."""
+        """Whether ``cost`` (countable in the budget's kind) fits what is left, exactly, as the privacy
+        filter decides (:func:`dp_spark.accounting.filter.fits`)."""
         return fits(self.limit, self._spent(), amounts(cost, self.total.kind))
 
 
@@ -212,12 +182,11 @@ class Ledger:
 
     def history(self, name: str | None = None) -> list[dict]:
         """Every charge (optionally of one budget), oldest first."""
-        query = ("SELECT budget, seq, release, cost, counted, rule, run_key, parameters, created "
+        query = ("SELECT budget, seq, release, cost, counted, rule, run_key, key_seq, parameters, created "
                  "FROM dp_charges")
         params: tuple = ()
         if name is not None:
             query, params = query + " WHERE budget = ?", (name,)
-        query = query.replace("run_key, parameters", "run_key, key_seq, parameters")
         with self._store.transaction() as cur:
             rows = cur.execute(query + " ORDER BY created, budget, seq", params)
             runs = {(r[0], r[1], int(r[2])): (r[3], json.loads(r[4])) for r in
@@ -230,8 +199,7 @@ class Ledger:
                 entry[key] = json.loads(entry[key])
             key_seq = entry.pop("key_seq")
             if entry["run_key"] is not None:
-                # 'charged' / 'released' and the outputs named; None: a stream's once key or a charge
-                # recorded before run states existed
+                # the run's state and outputs; None: a stream's once key or a charge without a run row
                 entry["state"], entry["outputs"] = runs.get((entry["budget"], entry["run_key"], key_seq),
                                                             (None, None))
             out.append(entry)
@@ -244,24 +212,18 @@ class Ledger:
                outputs: dict | None = None) -> "Charge":
         """Record ``cost`` against budget ``name`` if it fits; return a :class:`Charge`.
 
-        One transaction with the budget locked. With a run key (not ``once``)
-        the charge belongs to ``identity`` (release, parameters, input; by
-        default the release name and cost): a run of the key and sequence
-        number with another identity is refused, a 'charged' one is reused,
-        a 'drawn' one is refused (a new run key is needed), a 'released' one
-        is returned with its record (``Charge.record``; the caller replays it
-        and draws nothing). A ``once`` key is refused when charged before.
-        Otherwise the composed total plus the charge must fit the budget, or
+        One transaction with the budget locked. With a run key (not ``once``) the charge belongs to
+        ``identity`` (release, parameters, input; default: the release name and cost), and an earlier run of
+        the key and sequence number is handled as the module docstring says (refused, reused, or returned
+        with its record in ``Charge.record`` for the caller to replay). A ``once`` key is refused when
+        charged before. Otherwise the composed total plus the charge must fit the budget, or
         BudgetExceededError is raised and nothing is recorded."""
         identity = _identity_doc(identity, release, cost)
         with self._store.transaction(lock_budget=name) as cur:
             state = self._state(cur, name)
             counted = counted_as(cost, state.total.kind, name)
             if run_key is not None:
-                earlier = cur.execute(
-                    "SELECT cost, release, created FROM dp_charges WHERE budget = ? AND run_key = ? AND key_seq = ?",
-                    (name, run_key, key_seq),
-                )
+                earlier = _earlier_charge(cur, name, run_key, key_seq)
                 if earlier:
                     if once:
                         _refuse_once(earlier[0], run_key)
@@ -295,17 +257,12 @@ class Ledger:
 
     def check_run(self, name: str, run_key: str, key_seq: int, identity: dict | None, cost,
                   release: str) -> "Run | None":
-        """What ``charge`` would do with this key and sequence number, without
-        recording anything: None (a new charge: the budget must hold it), or
-        the earlier run (reused or replayed); refuses as ``charge`` would
-        (another identity, a 'drawn' run). An identity without the parts a
-        release binds once it has read its public inputs (:data:`READ_PARTS`,
-        e.g. the CLI's before Spark starts) is compared on the rest."""
+        """What :meth:`charge` would do with this key and sequence number, recording nothing: None (a new
+        charge) or the earlier run (reused or replayed); refuses as :meth:`charge` would. An identity
+        without the parts bound once the release has read its public inputs (:data:`READ_PARTS`, e.g. the
+        CLI's before Spark starts) is compared on the rest."""
         with self._store.transaction() as cur:
-            earlier = cur.execute(
-                "SELECT cost, release, created FROM dp_charges WHERE budget = ? AND run_key = ? AND key_seq = ?",
-                (name, run_key, key_seq),
-            )
+            earlier = _earlier_charge(cur, name, run_key, key_seq)
             if not earlier:
                 return None
             run = self._run(cur, name, run_key, key_seq)
@@ -316,15 +273,11 @@ class Ledger:
             return run
 
     def mark_drawn(self, name: str, run_key: str, key_seq: int) -> "Run":
-        """Mark the keyed run 'drawn' ('charged' → 'drawn'), in its own
-        transaction with the budget locked, committed before the run's first
-        privacy draw (:meth:`dp_spark.ledger.budget.LedgerBudget.mark_drawn`): a retry
-        under the key is refused from then on, until the run records its
-        release. Refuses to let a second run draw under the charge: when the
-        run is already 'drawn' (another run under the key drew and has not
-        recorded), ParameterError; when it is 'released' (another run recorded
-        meanwhile), :class:`RecordedMeanwhile` carrying that run."""
-        # a failure (a full disk) rolls the mark back: the run stays 'charged' and drew nothing
+        """Mark the keyed run 'drawn' (from 'charged') in its own transaction with the budget locked,
+        committed before the run's first privacy draw: from then on a retry under the key is refused until
+        the run records its release. When another run under the key drew first: ParameterError; when it
+        recorded its release meanwhile: :class:`RecordedMeanwhile` carrying that run."""
+        # a failure (a full disk) rolls the mark back: the run stays 'charged'
         stopped = "The run stopped before drawing any noise, so a retry under the key reuses that charge."
         with self._store.transaction(lock_budget=name, outcome=_charged(name, run_key, key_seq, stopped)) as cur:
             run = self._run(cur, name, run_key, key_seq)
@@ -347,12 +300,10 @@ class Ledger:
 
     def record_release(self, name: str, run_key: str, key_seq: int, record: dict,
                        outputs: dict | None = None) -> tuple["Run", bool]:
-        """Mark the keyed run 'released' with ``record`` (the Release's JSON
-        report), in one transaction, before the release leaves the process
-        (from 'drawn', or from 'charged' for a run that drew nothing).
-        Returns the run as recorded and whether ``record`` is what was
-        recorded: False when another process under the same key recorded its
-        release first (the caller must then return that one and drop its own)."""
+        """Mark the keyed run 'released' with ``record`` (the Release's JSON report), in one transaction,
+        before the release leaves the process. Returns the run as recorded and whether ``record`` is what
+        was recorded (False: another process under the key recorded first, and the caller must return that
+        release instead)."""
         with self._store.transaction(lock_budget=name, outcome=_charged(name, run_key, key_seq)) as cur:
             run = self._run(cur, name, run_key, key_seq)
             if run is None:
@@ -396,12 +347,10 @@ class Ledger:
                outputs: dict | None = None) -> LedgerBudget:
         """A budget object for the ``budget=`` argument of every release function.
 
-        ``input``: with a run key, the name of the release's input as you
-        know it (a path, a table, a snapshot id): part of the run's identity.
-        Without it a release names its DataFrame by the files it reads
-        (``DataFrame.inputFiles()``); a keyed run on a DataFrame read from no
-        files needs ``input``. ``outputs``: what the run will write (shown in
-        refusals of later retries)."""
+        ``input``: with a run key, the name of the release's input as you know it (a path, a table, a
+        snapshot id), part of the run's identity; without it a release names its DataFrame by the files it
+        reads (``DataFrame.inputFiles()``), so a keyed run on a DataFrame read from no files needs
+        ``input``. ``outputs``: what the run will write (shown in refusals of later retries)."""
         self.state(check_name(name))  # refuses an unknown budget now
         return LedgerBudget(self, name, run_key=run_key, once=once, parameters=parameters, input=input,
                             outputs=outputs)
@@ -435,9 +384,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Charge:
-    """What :meth:`Ledger.charge` did: the cost as counted, whether an
-    earlier charge of the run key was reused, and the recorded Release (its
-    JSON report) when that run was already released (then: replay it)."""
+    """What :meth:`Ledger.charge` did: the cost as counted, whether an earlier charge of the run key was
+    reused, and the recorded Release (its JSON report) when that run was already released (then: replay it)."""
 
     counted: object
     reused: bool
@@ -446,21 +394,23 @@ class Charge:
 
 
 def _counted_doc(cost, counted) -> dict:
-    """A charge's ``counted`` column: the cost as counted in the budget's
-    kind (floats, as before) and, under ``"exact"``, the exact amounts it
-    counts (the decimals written, as decimal text: lossless)."""
+    """A charge's ``counted`` column: the cost as counted in the budget's kind (floats) and, under
+    ``"exact"``, the exact amounts as decimal text."""
     exact_amounts = amounts(cost, counted.kind)
     return {**counted.to_dict(), "exact": {k: decimal_text(v) for k, v in exact_amounts.items()}}
 
 
 def _counted_amounts(doc: dict) -> dict:
-    """The exact amounts a stored charge counts: its ``"exact"`` decimals,
-    or for a charge recorded before they were stored, the exact binary
-    values of its floats (what the release then ran at, and what was then
-    compared)."""
+    """The exact amounts a stored charge counts: its ``"exact"`` decimals, else its floats' exact binary
+    values."""
     if "exact" in doc:
         return {k: Fraction(v) for k, v in doc["exact"].items()}
     return {k: exact(v) for k, v in _fields(cost_from_dict(doc)).items()}
+
+
+def _earlier_charge(cur, name: str, run_key: str, key_seq: int) -> list[tuple]:
+    return cur.execute("SELECT cost, release, created FROM dp_charges WHERE budget = ? AND run_key = ? AND key_seq = ?",
+                       (name, run_key, key_seq))
 
 
 def _canonical(doc) -> str:
@@ -472,8 +422,8 @@ def _fingerprint(identity: dict) -> str:
 
 
 def _identity_doc(identity: dict | None, release: str, cost) -> dict:
-    """The identity of a keyed charge: the given one (release, parameters,
-    input), or for a bare ``spend`` the label and the cost."""
+    """The identity of a keyed charge: the given one (release, parameters, input), or for a bare ``spend``
+    the label and the cost."""
     doc = dict(identity) if identity else {"release": release}
     doc.setdefault("release", release)
     doc["cost"] = cost.to_dict()
@@ -491,9 +441,8 @@ def _differences(earlier: dict, now: dict) -> str:
 
 
 def _parameter_changes(earlier: dict, now: dict, most: int = 4) -> str:
-    """" (max_bound: 100 → 65536, …)": which public parameters differ, so a
-    retry after an upgrade whose default changed can give the recorded value
-    (issue 36: distinct-count's max_bound default went from 100 to 65,536)."""
+    """" (max_bound: 100 → 65536, …)": which public parameters differ, so a retry after an upgrade that
+    changed a default can pass the recorded value."""
     before, after = earlier.get("parameters"), now.get("parameters")
     if not isinstance(before, dict) or not isinstance(after, dict):
         return ""
@@ -504,9 +453,7 @@ def _parameter_changes(earlier: dict, now: dict, most: int = 4) -> str:
     return f" ({', '.join(listed)}{', …' if len(keys) > most else ''})"
 
 
-#: What a keyed run whose release could not be recorded (a full disk) left,
-#: by the state it stays in: the release is not returned, printed or
-#: written; a 'drawn' run's key is refused from then on.
+#: What a keyed run whose release could not be recorded (a full disk) left, by the state it stays in.
 _UNRECORDED = {
     CHARGED: ("Its release was not recorded, so it was not returned, printed or written; it drew no noise, so a "
               "retry under the key reuses that charge."),
@@ -533,9 +480,8 @@ def _unread(described: dict, identity: dict) -> dict:
 
 def _check_run(run: Run | None, charge_row, identity: dict, cost, run_key: str, key_seq: int, *,
                before_reading: bool = False) -> None:
-    """Refuse a retry the earlier keyed run does not allow (see the module
-    doc). ``before_reading``: ``identity`` may lack the parts bound once
-    the release has read its public inputs; the rest is compared."""
+    """Refuse a retry the earlier keyed run does not allow (module docstring). ``before_reading``:
+    ``identity`` may lack the :data:`READ_PARTS`; the rest is compared."""
     earlier_cost, earlier_release, when = cost_from_dict(json.loads(charge_row[0])), charge_row[1], charge_row[2]
     if run is None:
         raise ParameterError(
@@ -576,10 +522,9 @@ def _refuse_once(row, run_key: str) -> None:
 
 
 def open_ledger(location, create: bool = False, read_only: bool = False) -> Ledger:
-    """Open the ledger at ``location`` (a file path, ``sqlite:///path`` or a
-    ``postgresql://`` URL). A missing file is created only with ``create``; a
-    file or database that is not a dp_spark ledger is refused unchanged.
-    ``read_only``: nothing is written (``dp-spark ledger show`` / ``history``)."""
+    """Open the ledger at ``location`` (a file path, ``sqlite:///path`` or a ``postgresql://`` URL). A
+    missing file is created only with ``create``; a file or database that is not a dp_spark ledger is
+    refused unchanged. ``read_only``: nothing is written (``dp-spark ledger show`` / ``history``)."""
     if location is None or str(location).strip() == "":
         raise InputError("give the ledger's path or postgresql:// URL.")
     return Ledger(location, create, read_only)

@@ -1,9 +1,5 @@
-"""The ledger's rules: how a charge is counted in a budget's kind, and the
-states of a keyed run.
-
-Both the ledger (:mod:`dp_spark.ledger.ledger`) and the budget object the
-releases spend from (:mod:`dp_spark.ledger.budget`) apply them; they live
-here so that neither of those modules imports the other both ways (issue 23).
+"""The ledger's rules: how a charge is counted in a budget's kind, and the states of a keyed run. Shared by
+:mod:`dp_spark.ledger.ledger` and :mod:`dp_spark.ledger.budget`, so that neither imports the other.
 """
 
 from __future__ import annotations
@@ -19,18 +15,14 @@ RULES = {
                "(Bun–Steinke 2016, Prop. 1.4)",
 }
 
-#: The states of a keyed run: 'charged' (recorded before the data is read;
-#: nothing drawn under the charge yet), 'drawn' (recorded, in its own
-#: transaction, before the run's first privacy draw: from then on a retry
-#: under the key is refused, a new run key is needed), 'released' (its
-#: Release recorded before it left the process; a retry replays it).
+#: The states of a keyed run (:mod:`dp_spark.ledger.ledger`): 'charged' (nothing drawn under the charge yet),
+#: 'drawn' (about to draw or drawn: a retry needs a new run key), 'released' (a retry replays its record).
 CHARGED, DRAWN, RELEASED = "charged", "drawn", "released"
 
 
 class RecordedMeanwhile(ParameterError):
-    """Raised when a keyed run is about to draw (``Ledger.mark_drawn``) and
-    another run under its key recorded its release while it ran: this run
-    must not draw, and returns that release (``run``: the recorded run)."""
+    """Raised when a keyed run is about to draw (``Ledger.mark_drawn``) and another run under its key
+    recorded its release meanwhile: this run must not draw, and returns that release (``run``)."""
 
     def __init__(self, run) -> None:
         super().__init__(f"{run.describe()}; another run under the key recorded its release while this one "

@@ -1,12 +1,10 @@
-"""Where a ledger lives: an SQLite file (standard library) or a PostgreSQL
-database (``postgresql://…``, through the optional ``psycopg`` driver).
+"""Where a ledger lives: an SQLite file (standard library) or a PostgreSQL database (``postgresql://…``,
+through the optional ``psycopg`` driver).
 
-Both backends give the ledger one primitive, :meth:`Store.transaction`: a
-transaction that holds an exclusive lock on one budget until it commits, so
-that checking what is left and recording a charge happen as one step even
-when several processes (a scheduler's workers) charge the same budget at once.
-SQLite takes the database's write lock (``BEGIN IMMEDIATE``); PostgreSQL
-locks the budget's row (``SELECT … FOR UPDATE``).
+Both give the ledger one primitive, :meth:`Store.transaction`: a transaction holding an exclusive lock on
+one budget until it commits, so that checking what is left and recording a charge are one step even when
+several processes charge the same budget at once. SQLite takes the database's write lock (``BEGIN
+IMMEDIATE``); PostgreSQL locks the budget's row (``SELECT … FOR UPDATE``).
 """
 
 from __future__ import annotations
@@ -43,16 +41,9 @@ SCHEMA = (
         created TEXT NOT NULL,
         PRIMARY KEY (budget, seq)
     )""",
-    # One row per keyed charge (run key and step): what the run is (release,
-    # parameters, input: ``identity`` is the SHA-256 of ``described``), its
-    # state ('charged': nothing drawn under it yet; 'drawn': about to draw or
-    # drawn, not recorded (``identity`` then prefixed 'drawn:', so a version
-    # without this state refuses a retry); 'released': ``record`` holds the
-    # Release's JSON report, recorded before the release was returned,
-    # printed or written) and the outputs it named. Added after 0.1.0: a
-    # ledger made before gets this table when opened; its charges are kept as
-    # they were. The 'drawn' state needs no new column; the 'charged' rows a
-    # version without it left are migrated to 'drawn' once (:func:`migrate`).
+    # One row per keyed charge (run key and step): the run's identity (``identity`` is the SHA-256 of
+    # ``described``; prefixed 'drawn:' while 'drawn'), its state (:mod:`dp_spark.ledger.rules`), the Release's
+    # JSON report once 'released', and the outputs it named. An older ledger gets this table when opened.
     """CREATE TABLE IF NOT EXISTS dp_runs (
         budget TEXT NOT NULL,
         run_key TEXT NOT NULL,
@@ -67,8 +58,7 @@ SCHEMA = (
         released TEXT,
         PRIMARY KEY (budget, run_key, key_seq)
     )""",
-    # Facts about the ledger itself: which one-time migrations it has had
-    # (:func:`migrate`). Added with the 'drawn' state (issue 35).
+    # Facts about the ledger itself: which one-time migrations it has had (:func:`migrate`).
     """CREATE TABLE IF NOT EXISTS dp_meta (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
@@ -77,25 +67,18 @@ SCHEMA = (
 
 #: dp_meta's key of the 'drawn' state's migration (:func:`migrate`).
 DRAWN_MIGRATION = "runs_drawn_state"
-#: The prefix of a 'drawn' run's identity column (an older dp_spark version
-#: then refuses a retry of the run instead of drawing again).
+#: The prefix of a 'drawn' run's identity column (an older dp_spark version then refuses a retry).
 DRAWN_IDENTITY = "drawn:"
 
 
 def migrate(execute) -> None:
-    """The one-time migrations of a ledger opened for writing, run in the
-    transaction (SQLite: the write lock; PostgreSQL: the schema's advisory
-    lock) that created the tables. ``execute(sql)`` returns the rows.
+    """The one-time migrations of a ledger opened for writing, in the transaction that created the tables.
+    ``execute(sql)`` returns the rows.
 
-    The 'drawn' state (issue 35): a version without it reused a 'charged'
-    run's charge on a retry and drew again, but such a run may have drawn
-    and shown what it drew before it was interrupted (a log line, a
-    progress line). So every 'charged' run of a ledger that has not had this
-    migration is marked 'drawn' (its identity prefixed as
-    :mod:`dp_spark.ledger.ledger` does): a retry under its key is refused
-    (a new run key is needed; the charge stays), never a second draw. A
-    ledger created by this version records the migration when it is made,
-    so its own 'charged' runs (nothing drawn) keep their charge."""
+    The 'drawn' state: a ledger without it may hold 'charged' runs that drew and showed their noise before
+    they were interrupted, so every such run is marked 'drawn' (identity prefixed as
+    :mod:`dp_spark.ledger.ledger` does): a retry under its key is refused, never a second draw. A ledger
+    created by this version records the migration at once, so its own 'charged' runs keep their charge."""
     if execute(f"SELECT value FROM dp_meta WHERE key = '{DRAWN_MIGRATION}'"):
         return
     execute(f"UPDATE dp_runs SET state = 'drawn', identity = '{DRAWN_IDENTITY}' || identity "
@@ -110,19 +93,16 @@ def is_database_url(location: str) -> bool:
     return str(location).startswith(POSTGRES_SCHEMES)
 
 
-#: The tables every dp_spark ledger has (dp_runs was added later and is
-#: created in an older ledger when it is opened for writing).
+#: The tables every dp_spark ledger has (an older one gets dp_runs when opened for writing).
 LEDGER_TABLES = ("dp_budgets", "dp_charges")
 
 
 def open_store(location, create: bool = False, read_only: bool = False) -> "Store":
     """The store at ``location``: a PostgreSQL URL, ``sqlite:///path`` or a path.
 
-    A missing SQLite file is created only with ``create=True`` (``dp-spark
-    ledger create``); a release naming a ledger that does not exist is refused.
-    An existing database that is not a dp_spark ledger is refused without a
-    byte changed. ``read_only`` (``ledger show``, ``ledger history``): nothing
-    is ever written, not even the tables of a newer version."""
+    A missing SQLite file is created only with ``create=True`` (``dp-spark ledger create``). An existing
+    database that is not a dp_spark ledger is refused without a byte changed. ``read_only`` (``ledger
+    show``, ``ledger history``): nothing is ever written, not even the tables of a newer version."""
     text = str(location)
     if is_database_url(text):
         return PostgresStore(text, read_only)
@@ -133,8 +113,7 @@ def open_store(location, create: bool = False, read_only: bool = False) -> "Stor
     return SQLiteStore(Path(text), create, read_only)
 
 
-#: What a failed ledger transaction left, by default: its changes are rolled
-#: back, and a charge is only ever recorded by one (:meth:`Store.transaction`).
+#: What a failed ledger transaction left, by default (its changes are rolled back).
 NOTHING_CHARGED = "Nothing was charged."
 
 
@@ -154,12 +133,8 @@ class Store:
 
 
 class _Cursor:
-    """execute(sql, params) -> list of rows, with '?' placeholders.
-
-    ``outcome``: the sentence a failure of the transaction ends with (what
-    was and was not spent: the caller knows, e.g. a keyed run's charge was
-    committed before its release is recorded); the caller may set it once it
-    has read the state it depends on."""
+    """execute(sql, params) -> list of rows, with '?' placeholders. ``outcome``: the sentence a failure of
+    the transaction ends with (what was and was not spent), set by the caller once it knows."""
 
     def __init__(self, store: Store, raw, outcome: str = NOTHING_CHARGED) -> None:
         self._store, self._raw = store, raw
@@ -177,10 +152,8 @@ class _Cursor:
 
 
 def _sqlite_problem(where: str, exc: BaseException, outcome: str = NOTHING_CHARGED) -> str:
-    """One line saying what is wrong with an SQLite ledger file (never a bare
-    'unexpected OperationalError'), ending with ``outcome``: what the failed
-    transaction (rolled back by SQLite or by :meth:`SQLiteStore.transaction`)
-    left spent."""
+    """One line saying what is wrong with an SQLite ledger file, ending with ``outcome``: what the failed
+    (rolled back) transaction left spent."""
     text = _first_line(exc).lower()
     name = getattr(exc, "sqlite_errorname", "") or ""
     if name == "SQLITE_READONLY_ROLLBACK":
@@ -200,17 +173,14 @@ def _sqlite_problem(where: str, exc: BaseException, outcome: str = NOTHING_CHARG
     return f"the ledger {where!r} {what}.{' ' + outcome if outcome else ''}"
 
 
-#: Below this many free bytes a disk counts as full (SQLite writes in pages
-#: of 4 KiB and a charge's journal holds a few of them).
+#: Below this many free bytes a disk counts as full (a charge's journal holds a few 4 KiB pages).
 FULL_DISK_BYTES = 1 << 20
 
 
 def _disk_problem(where: str, exc: BaseException, name: str) -> str:
-    """Why SQLite could not write (or read) the ledger file, as far as can be
-    told: SQLITE_FULL, or a write error on a disk with (almost) no space
-    left, is a full disk; a write error on a disk with room left is a
-    file-size limit (``ulimit -f``), a quota or a failing disk; a read error
-    is the disk. The free space is the ledger's folder's, a public fact."""
+    """Why SQLite could not write (or read) the ledger file, as far as can be told from the error and the
+    free space of the ledger's folder (a public fact): a full disk, a file-size limit or quota, or a failing
+    disk."""
     said = f"SQLite: {_first_line(exc)}" + (f", {name}" if name else "")
     free = _free_bytes(where)
     if name.startswith(("SQLITE_IOERR_READ", "SQLITE_IOERR_SHORT_READ")):
@@ -224,10 +194,8 @@ def _disk_problem(where: str, exc: BaseException, name: str) -> str:
 
 
 def _unfinished_write(where: str) -> str:
-    """A read-only open that found a hot rollback journal (SQLite's
-    SQLITE_READONLY_ROLLBACK): a writer stopped mid-transaction (killed, or
-    on a full disk) and only a writer may roll it back. The transaction was
-    not committed (its commit deletes the journal), so it charged nothing."""
+    """A read-only open that found a hot rollback journal: a writer stopped mid-transaction (so it charged
+    nothing), and only a writer may roll it back."""
     return (f"holds an unfinished write ({where + '-journal'!r}, left by a run stopped while writing it, e.g. "
             "on a full disk; it charged nothing) that only a writer can roll back, and 'ledger show' and 'ledger "
             f"history' never write: open it once for writing, e.g. sqlite3 {shlex.quote(where)} "
@@ -250,12 +218,8 @@ def _bytes(n: int) -> str:
 
 
 def _rollback(conn) -> None:
-    """Roll back ``conn``'s open transaction, if SQLite has not already: after
-    SQLITE_FULL or SQLITE_IOERR it may roll back on its own, and a ROLLBACK
-    then fails ('cannot rollback - no transaction is active'), which must not
-    hide the error that ended the transaction. A ROLLBACK that itself fails
-    leaves the journal, which the next connection rolls back (SQLite's
-    atomic commit): nothing of the transaction is ever kept."""
+    """Roll back ``conn``'s open transaction unless SQLite already did (a second ROLLBACK must not hide the
+    error). A failed ROLLBACK leaves the journal, which the next connection rolls back."""
     if conn.in_transaction:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
@@ -279,8 +243,7 @@ class SQLiteStore(Store):
         created = not path.exists()
         try:
             if read_only:
-                # mode=ro: SQLite itself refuses every write, so a file that is
-                # not ours is never turned into a database or given our tables.
+                # mode=ro: SQLite refuses every write, so a file not ours is never given our tables
                 self._conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0,
                                              isolation_level=None)
             else:
@@ -311,10 +274,8 @@ class SQLiteStore(Store):
             raise InputError(f"cannot open the ledger {str(path)!r}: {_first_line(exc)}") from None
 
     def _abandon(self, created: bool) -> None:
-        """After a failed open: close the connection and, when this open made
-        the file (``ledger create`` on a full disk) and nothing was written to
-        it, remove it again, so no empty file is left where the ledger was to
-        be (a later release would call it 'not a dp_spark ledger')."""
+        """After a failed open: close the connection and remove the file if this open made it and wrote
+        nothing (so no empty 'not a dp_spark ledger' file is left)."""
         conn = getattr(self, "_conn", None)
         if conn is not None:
             _rollback(conn)
@@ -344,10 +305,9 @@ class SQLiteStore(Store):
 
     @contextlib.contextmanager
     def transaction(self, lock_budget: str | None = None, outcome: str = NOTHING_CHARGED):
-        """One transaction holding the write lock. Any failure (a statement,
-        the COMMIT: a full disk, a file-size limit) rolls it back and raises
-        one line ending with the cursor's ``outcome`` (what is spent): SQLite
-        commits all of a transaction or none of it."""
+        """One transaction holding the write lock. Any failure (a statement, the COMMIT) rolls it back and
+        raises one line ending with the cursor's ``outcome``: SQLite commits all of a transaction or none of
+        it."""
         try:
             self._conn.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -421,15 +381,13 @@ class PostgresStore(Store):
         self._conn.close()
 
 
-#: Query parameters of a connection URL whose values are secrets (libpq's
-#: password and sslpassword, and any key naming a secret, token or key).
+#: Query parameters of a connection URL whose values are secrets (password, sslpassword, tokens, keys).
 _SECRET_KEY = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
 
 
 def _redacted(url: str) -> str:
-    """The URL with every credential masked, for messages: the password of
-    ``user:password@host`` and the value of any secret query parameter
-    (``?password=…``, ``sslpassword=…``, ``…token=…``)."""
+    """The URL with every credential masked, for messages: the password of ``user:password@host`` and the
+    value of any secret query parameter."""
     try:
         parts = urlsplit(url)
         if parts.password is not None:
