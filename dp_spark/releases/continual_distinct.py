@@ -2,65 +2,51 @@
 
 Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements in
 the Turnstile Model with Differential Privacy under Continual Observation"
-(NeurIPS 2023). An event table ``(time, item, op)`` — op +1 inserts the item,
-−1 deletes it (likes and unlikes, sessions opening and closing) — becomes a
-time series: for every step t = 1..T a private estimate of D(t), the number
-of items whose count is positive at the end of step t.
+(NeurIPS 2023). An event table ``(time, item, op)`` (op +1 inserts the item,
+−1 deletes it) becomes a time series: for every step t = 1..T a private
+estimate of D(t), the number of items whose count is positive at the end of
+step t.
 
-Privacy unit: an ITEM, not a person. Neighbouring event tables differ by
-any subset of the events of one item (the paper's Definition 1.2: those
-events replaced by no-ops; removing all of an item's events is one case);
-the guarantee is item-level ρ-zCDP for the whole series under that relation
+Privacy unit: an ITEM, not a person. Neighbouring event tables differ by any
+subset of the events of one item (the paper's Definition 1.2: those events
+replaced by no-ops). The guarantee is item-level ρ-zCDP for the whole series
 (sensitivity ℓ2² ≤ 4·w·L per tree, ``mechanisms.continual_distinct.relations``),
 reported with its (ε, δ) equivalent ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun–Steinke
 2016, Prop. 1.3).
 
-Pipeline: plan (``dp_spark.plans.continual_distinct``: checks, ρ and its
-split, before any data is read) → the event table
-(``dp_spark.stages.continual.grouped_events``: the valid events with their
-group, a constant when ungrouped) → Spark stage
-``dp_spark.stages.continual.grouped_cells`` (no noise; O(G·T log T) numbers
-reach the driver) → ``dp_spark.mechanisms.continual_distinct.counts_by_group``
-(numpy; one counter per group, all noise from an OS-seeded generator) →
-``Release`` whose ``series``
-(a Spark DataFrame, one row per step: step, estimate, std, error_bound,
-flippancy_bound) is an artifact and whose report is ``to_dict()``. Parameters
-are checked and ρ is split by the plan (``dp_spark.plans.continual_distinct``)
-before any data is read. Mechanisms (``method=``):
+Pipeline: plan (``dp_spark.plans.continual_distinct``: checks and ρ's split,
+before any data is read) → event table
+(``dp_spark.stages.continual.grouped_events``) → Spark stage
+(``grouped_cells``, no noise; O(G·T log T) numbers reach the driver) →
+``dp_spark.mechanisms.continual_distinct.counts_by_group`` (numpy, one
+counter per group, noise from an OS-seeded generator) → ``Release`` with the
+``series`` artifact. Mechanisms (``method=``):
 
-- ``"auto"`` (default) — Algorithm 3 with lazily started trees and the
+- ``"auto"`` (default): Algorithm 3 with lazily started trees and the
   recompute baseline past the crossover (Section 3.3's "best of both
-  worlds"; ``dp_spark.mechanisms.continual_distinct.auto``); needs no
-  flippancy bound.
-- ``"adaptive"`` — Algorithm 3: binary-tree mechanisms for w = 2^j, j = 0..J,
-  switched by the sparse vector technique (Algorithm 2) on the number of items
-  whose flippancy exceeds the current w; needs no flippancy bound. Budget: ρ/2
-  to the sparse vector, ρ/(2(J + 1)) to each tree.
-- ``"bounded"`` — Algorithm 1 with a known bound ``max_flippancy`` (rounded
-  up to a power of two): Gaussian binary tree, σ² = w·L/(2ρ), over the
-  w-truncated stream; error grows with √w, not with T.
-- ``"baseline"`` — the paper's Theorem 3.10 comparison, implemented as
-  periodic recompute (the count every B steps, Gaussian noise, held between).
+  worlds"; ``dp_spark.mechanisms.continual_distinct.auto``).
+- ``"adaptive"``: Algorithm 3, binary-tree mechanisms for w = 2^j, j = 0..J,
+  switched by the sparse vector technique (Algorithm 2) on the number of
+  items whose flippancy exceeds the current w. Budget: ρ/2 to the sparse
+  vector, ρ/(2(J + 1)) to each tree.
+- ``"bounded"``: Algorithm 1 with a known ``max_flippancy`` (rounded up to a
+  power of two): Gaussian binary tree, σ² = w·L/(2ρ), over the w-truncated
+  stream; error grows with √w, not with T.
+- ``"baseline"``: the paper's Theorem 3.10 comparison as periodic recompute
+  (the count every B steps, Gaussian noise, held between).
 
-Constants that are this project's (the paper's are not legible in its seed
-text) are stated in ``dp_spark.mechanisms.continual_distinct.mechanisms``; every privacy claim
-rests on a sensitivity bound proved there and property-tested on random
-neighbouring streams.
+The project's own constants (the paper's are not legible in its seed text)
+and the sensitivity bounds behind every privacy claim (property-tested on
+random neighbouring streams): ``dp_spark.mechanisms.continual_distinct.mechanisms``.
 
-Grouped (issue 24; ``group_by=``, public ``groups=``, ``max_groups=`` m):
-the same body — an ungrouped run is the one-group run (the constant group,
-m = 1, the whole ρ). Before anything is spent the release template
-(:mod:`dp_spark.releases.groups`) restricts the valid events to the public
-keys and caps every ITEM to at most m of its groups (a per-item
-transformation); keys × tree horizon is limited up front
-(``MAX_GROUPED_STEPS``). One Spark pass gives every group's flip cells and
-each group's counter spends ρ/min(2m, G), ρ/min(m, G) for "bounded" (G
-public keys; proof: :mod:`dp_spark.mechanisms.continual_distinct.mechanisms`,
-"Groups"): item-level ρ-zCDP for all groups' series together; each group's
-bounds hold with probability >= 1 − β, all G groups' with >= 1 − G·β.
-``release.groups`` (the group column under its own name, ``step``,
-``count``, ``std``, ``error_bound``, ``error``) holds released values only;
-the report carries each group's last step for the first REPORT_GROUPS keys.
+Grouped (``group_by=``, public ``groups=``, ``max_groups=`` m): the same
+body (ungrouped: one group, m = 1). Before anything is spent the template
+restricts the events to the keys and caps every ITEM to m of its groups (a
+per-item transformation). Each group's counter spends ρ/min(2m, G),
+ρ/min(m, G) for "bounded" (proof:
+:mod:`dp_spark.mechanisms.continual_distinct.mechanisms`, "Groups"):
+item-level ρ-zCDP for all series together; each group's bounds hold with
+probability >= 1 − β, all G groups' with >= 1 − G·β.
 """
 
 from __future__ import annotations
@@ -115,10 +101,7 @@ def series_frame(steps, estimates, std, error_bound, flippancy_bound) -> pd.Data
 
 
 def series_dataframe(session, series: pd.DataFrame):
-    """The released series as a Spark DataFrame of ``session`` (one row per
-    step, ``SERIES_SCHEMA``), built from the driver-side rows (as an Arrow
-    table: fast for long horizons, and on Spark Connect too): it holds only
-    released values, and its size is the public number of released steps."""
+    """The released series as a Spark DataFrame (``SERIES_SCHEMA``) via Arrow; released values only."""
     schema = pa.schema([("step", pa.int64()), ("estimate", pa.float64()), ("std", pa.float64()),
                         ("error_bound", pa.float64()), ("flippancy_bound", pa.int64())])
     return session.createDataFrame(pa.Table.from_pandas(series, schema=schema, preserve_index=False))
@@ -133,8 +116,8 @@ def series_pandas(series) -> pd.DataFrame:
 
 
 def _noise_words(noise) -> str:
-    """What the estimates' noise is, from the mechanism's records (the
-    sparse vector only chooses; the trees and the baseline add the noise)."""
+    """What the estimates' noise is, from the mechanism's records (the trees
+    and the baseline add noise; the sparse vector only chooses)."""
     added = [r for r in noise if r.kind in ("binary-tree", "discrete-gaussian")]
     if not added:
         return "discrete Gaussian noise"
@@ -181,15 +164,10 @@ def build_release(
 ) -> Release:
     """The Release of a (batch or streamed) series of released estimates.
 
-    ``series`` holds only released values (estimates and their public error
-    statements); it may be shorter than the horizon for a stream still
-    running; it becomes the Spark DataFrame artifact ``series`` of
-    ``session``. ``method``: the mechanism that ran. ``parameters``: the
-    released choices added to the plan's (the bad-input ``RULES`` are
-    added too). A streaming plan's condition (the
-    step grid) is stated in the neighbouring relation and the statement.
-    ``noise``: the mechanism's records of its privacy draws (the error
-    statements name the noise from them).
+    ``series``: released values only (shorter than the horizon for a running
+    stream), the ``series`` artifact of ``session``. ``method``: the mechanism
+    that ran. ``parameters``: released choices added to the plan's. ``noise``:
+    the mechanism's noise records, named by the error statements.
     """
     beta, delta, item_col = plan.params.beta, plan.params.delta, plan.params.item_col
     confidence = 1.0 - beta
@@ -228,71 +206,52 @@ def build_release(
 def continual_distinct(df, plan: Plan, budget, ledger) -> Release:
     """Release the number of present items at every step under item-level ρ-zCDP.
 
-    Jain et al. (NeurIPS 2023): Algorithm 3 with lazy trees and the recompute
-    baseline (``method="auto"``, default), Algorithm 3 (``"adaptive"``),
-    Algorithm 1 (``"bounded"``, needs ``max_flippancy``) or the periodic
-    recompute baseline (``"baseline"``). The guarantee is item-level ρ-zCDP
-    for the whole series (neighbouring tables differ by any subset of one
-    item's events), reported with its (ε, δ) equivalent.
+    Jain et al. (NeurIPS 2023), the mechanisms of the module docstring.
+    Item-level ρ-zCDP for the whole series (neighbouring tables differ by any
+    subset of one item's events), reported with its (ε, δ) equivalent.
 
     Args:
         df: a Spark (or pandas) DataFrame of events: ``time_col`` (integer
             steps, numbers, timestamps or dates), ``item_col``, ``op_col``
             (+1 insert, −1 delete).
-        rho: the zCDP budget spent by the whole series (> 0; required).
-        horizon: number of steps T to release: REQUIRED (ParameterError
-            before any data is read otherwise), a public parameter at most
-            ``MAX_HORIZON``; never derived from the data. Events after step T
-            are dropped.
-        method: "auto", "adaptive", "bounded" or "baseline" (above).
+        rho: the zCDP budget of the whole series (> 0; required).
+        horizon: number of steps T to release: REQUIRED, public, at most
+            ``MAX_HORIZON``. Events after step T are dropped.
+        method: "auto" (default), "adaptive", "bounded" or "baseline".
         max_flippancy: the flippancy bound w for "bounded" only.
         beta: failure probability of the stated error bounds.
         delta: δ of the reported (ε, δ) equivalent (nothing extra is spent).
-        origin, step_size: time → step mapping, step = ⌊(time − origin) /
-            step_size⌋ + 1 (see ``dp_spark.stages.continual``). Integer
-            columns: defaults 1 and 1 (the time is the step). Floating,
-            timestamp and date columns REQUIRE ``origin`` (the start of step
-            1; ParameterError before any data is read otherwise) — it is never
-            derived from the data. Timestamps: step_size in seconds, default
+        origin, step_size: step = ⌊(time − origin) / step_size⌋ + 1
+            (``dp_spark.stages.continual``). Integer columns: defaults 1 and 1.
+            Floating, timestamp and date columns REQUIRE ``origin`` (never
+            derived from the data). Timestamps: step_size in seconds, default
             one day; origin an ISO date/time (UTC unless it says otherwise).
-        shards: item-hash shards of the Spark stage (default two per task
-            slot of the cluster, never the session's shuffle partitions).
+        shards: item-hash shards of the Spark stage (default two per task slot).
         seed: tests and demos only; a seeded release is not for publication.
-        budget: an optional shared :class:`PrivacyFilter` (or ``ledger=``, a
-            persisted one); ρ is spent from it before any data is read, and
-            the release is refused if it would overspend.
-        group_by: a column of the events: release a series per public key
-            (``groups=``: a list, a one-column DataFrame or a file; every
-            key is released, also one without events). ``max_groups`` m,
-            REQUIRED with ``group_by``: each item's events count in at most
-            m of its groups (the first by a public hash order); every
-            group's counter spends ρ/min(2m, G), ρ/min(m, G) for "bounded" (G public keys)
-            (this module's docstring, "Grouped").
-            ``release.groups`` is a Spark DataFrame: the group column, step,
-            count, std, error_bound, error (one row per group and step);
-            groups × the tree horizon is at most ``MAX_GROUPED_STEPS``.
+        budget: an optional shared :class:`PrivacyFilter` (or ``ledger=``); ρ
+            is spent before any data is read; refused if it would overspend.
+        group_by: a series per public key (``groups=``: a list, a one-column
+            DataFrame or a file). ``max_groups`` m, REQUIRED with it: each
+            item's events count in at most m of its groups (the first by a
+            public hash order). ``release.groups``: the group column, step,
+            count, std, error_bound, error; groups × the tree horizon is at most
+            ``MAX_GROUPED_STEPS``.
 
-    Returns a :class:`Release`: ``release.series`` is a Spark DataFrame with
-    one row per step (step, estimate, std, error_bound, flippancy_bound);
-    ``release.result`` holds ``method`` (the mechanism that ran),
-    ``horizon``, ``released_count``, ``final_estimate``, ``final_std``,
-    ``final_error_bound``, ``flippancy_bound``, ``confidence`` and ``notes``;
-    ``release.to_dict()`` is the JSON report (guarantee, budget split, error
-    statements, the bad-input rules applied, parameters).
+    Returns a :class:`Release`: ``release.series`` (step, estimate, std,
+    error_bound, flippancy_bound per step); ``release.result`` holds
+    ``method``, ``horizon``, ``released_count``, ``final_estimate``,
+    ``final_std``, ``final_error_bound``, ``flippancy_bound``, ``confidence``
+    and ``notes``.
 
-    Bad input: schema problems (missing column, unusable type, an item
-    column with inexact equality) are refused before anything is spent;
-    value problems inside rows drop the event (``RULES``), so whether the
-    release raises never depends on the rows.
+    Parameter and schema problems are refused before anything is spent; bad
+    values drop the event (``RULES``), so whether the release raises never
+    depends on the rows.
     """
     return run(plan, df, budget=budget, ledger=ledger)
 
 
 def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Release:
-    """The release on its plan (built once: by :func:`continual_distinct` or
-    the CLI), through the one release flow
-    (:func:`dp_spark.releases.template.run_release`); its input is the
-    event table (:func:`event_table`), not a person-level edge table."""
+    """The release on its plan through :func:`~dp_spark.releases.template.run_release`, on the event table."""
     mappings = []  # the time mapping the event table found (from the schema and the parameters: public)
 
     def events(plan: Plan, df):
@@ -308,12 +267,9 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Relea
 
 
 def event_table(plan: Plan, df):
-    """(the event table, its time mapping) after the schema checks (no data
-    read, before any spending): the three columns, their types, and the time
-    → step mapping (e.g. a timestamp column without ``origin`` is refused
-    here). The table holds the valid events with the group (a constant when
-    ungrouped) and the unit column the template's group cap reads
-    (:func:`dp_spark.stages.continual.grouped_events`; lazy)."""
+    """(the event table, its time mapping) after the schema and time-mapping
+    checks (a timestamp column without ``origin`` is refused here), before any
+    spending and without reading data (:func:`dp_spark.stages.continual.grouped_events`)."""
     p = plan.params
     columns = event_columns(df, p.time_col, p.item_col, p.op_col)
     mapping = time_mapping(columns.kind, p.origin, p.step_size)
@@ -321,11 +277,9 @@ def event_table(plan: Plan, df):
 
 
 def _grouped_size(plan: Plan, events) -> Plan:
-    """A grouped run's keys × tree horizon, limited from the public keys
-    alone (read by the template) before anything is spent; keys from a file
-    or a DataFrame: the plan rebuilt with their number G (the budget factor
-    min(2m, G), :func:`dp_spark.mechanisms.continual_distinct.mechanisms.group_factor`).
-    An ungrouped plan is unchanged (one group at the whole ρ)."""
+    """A grouped run's size limit from the public keys alone, before spending;
+    the plan rebuilt with the number of keys read from a file or a DataFrame.
+    An ungrouped plan is returned unchanged."""
     p = plan.params
     if p.group_by is None:
         return plan
@@ -340,9 +294,8 @@ def _grouped_size(plan: Plan, events) -> Plan:
 
 
 def _body(plan: Plan, events, rng, local, mapping) -> Release:
-    """Stage (every group's per-step summaries, one pass), a counter per
-    group (``counts_by_group``; an ungrouped run: one group at the whole
-    ρ), then the report: the series (ungrouped) or the groups table."""
+    """Stage (one pass), a counter per group, then the report: the series
+    (ungrouped) or the groups table."""
     p = plan.params
     keys = p.groups or (None,)  # an ungrouped run: the one constant group
     log.info("continual-distinct: computing per-step summaries")  # no key count: the rule of tests/audit/test_transcript.py
@@ -406,8 +359,8 @@ def _rows(plan: Plan, keys, results) -> pd.DataFrame:
 
 
 def _groups_frame(spark, name: str, group_type, rows: pd.DataFrame):
-    """``release.groups`` as a Spark DataFrame (via Arrow: up to
-    MAX_GROUPED_STEPS rows, built on the driver from released values)."""
+    """``release.groups`` as a Spark DataFrame via Arrow (released values,
+    at most MAX_GROUPED_STEPS rows)."""
     key = pa.int64() if isinstance(group_type, T.LongType) else pa.string()
     schema = pa.schema([(name, key), ("step", pa.int64()), ("count", pa.int64()), ("std", pa.float64()),
                         ("error_bound", pa.float64()), ("error", pa.string())])
@@ -416,8 +369,8 @@ def _groups_frame(spark, name: str, group_type, rows: pd.DataFrame):
 
 
 def _groups_report(plan: Plan, keys, results, local, group_type, spark, noise) -> Release:
-    """A grouped run's Release: every group's series as ``release.groups``
-    and each group's last step in the report; released values only."""
+    """A grouped run's Release: every group's series as ``release.groups``,
+    each group's last step in the report; released values only."""
     p = plan.params
     m, factor = p.max_groups, plan["group_budget_factor"]
     confidence = 1.0 - p.beta

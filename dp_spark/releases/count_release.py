@@ -2,38 +2,33 @@
 relative error, under person-level δ-approximate ρ-zCDP.
 
 ``dp_spark.count_release(df, *, rho, delta, ...)``: plan
-(:mod:`dp_spark.plans.count_release`), Spark stage
-(:mod:`dp_spark.stages.item_counts`), mechanism
-(:mod:`dp_spark.mechanisms.count_release`).
+(:mod:`dp_spark.plans.count_release`: the guarantee and its split), Spark
+stage (:mod:`dp_spark.stages.item_counts`), mechanism
+(:mod:`dp_spark.mechanisms.count_release`). Rogers, "Private Count Release:
+A Simple and Scalable Approach for Private Data Analytics" (arXiv
+2403.05073); ALGORITHMS.md 5.2-5.3.
 
-Rogers, "Private Count Release: A Simple and Scalable Approach for Private
-Data Analytics" (arXiv 2403.05073); ALGORITHMS.md 5.2-5.3.
-
-``method="pcr"`` (default) — Private Count Release, Algorithm 2: the Spark
-stage collects the k̄+1 largest per-item counts of distinct persons (each
-person adds at most 1 to any count, but may touch all of them; no
-contribution bound to tune); the driver loop
-(:func:`dp_spark.mechanisms.count_release.private_count_release`) finds the top
-remaining item with Unknown Domain Gumbel at a growing ε under a zCDP
+``method="pcr"`` (default, Algorithm 2): the Spark stage collects the k̄+1
+largest per-item counts of distinct persons (each person adds at most 1 to
+any count, but may touch all; no contribution bound); the driver loop
+(:func:`dp_spark.mechanisms.count_release.private_count_release`) finds the
+top remaining item with Unknown Domain Gumbel at a growing ε under a zCDP
 privacy filter and releases its count with discrete Gaussian noise of
-σ = max(σ_r(ε), 2/ε), until ρ or δ would be overspent (or k̄ counts are out).
+σ = max(σ_r(ε), 2/ε), until ρ or δ would be overspent or k̄ counts are out.
 
-``method="bounded"`` — the contribution-bounding ("Plume") baseline: each
-person keeps at most m = ``max_items`` distinct items (salted hash, in
-Spark), Gaussian-threshold partition selection on the bounded data (share α
-of ρ, all of δ), then discrete Gaussian counts of the selected items (the
-rest of ρ, L2 sensitivity sqrt(m)), optionally dropping noisy counts below
-T = (2 + r)σ/r (:mod:`dp_spark.mechanisms.count_release.bounded`). Both noises are drawn inside
-Spark by the mechanism layer's pure functions, keyed per item
-(:mod:`dp_spark.mechanisms.count_release.keyed`); the selected items stay a DataFrame and only the
-released rows reach the driver.
+``method="bounded"``: the contribution-bounding ("Plume") baseline. Each
+person keeps at most m = ``max_items`` distinct items (salted hash),
+Gaussian-threshold partition selection, then discrete Gaussian counts of
+the selected items (L2 sensitivity sqrt(m)), optionally dropping noisy
+counts below T = (2 + r)σ/r (:mod:`dp_spark.mechanisms.count_release.bounded`).
+Both noises are drawn inside Spark, keyed per item
+(:mod:`dp_spark.mechanisms.count_release.keyed`); only released rows reach
+the driver.
 
-Both: δ-approximate ρ-zCDP (add or remove one person), stated with the
-(ε, δ + δ') equivalent, ε = ρ + 2·sqrt(ρ·ln(1/δ')), δ' = ``conversion_delta``
-(default δ). Every released count carries its σ; a pcr count also carries
-the threshold T of the selection that found it and ``p_within_r``, a lower
-bound on the probability that it is within relative error r of the truth
-when the true count is at least T (:func:`dp_spark.mechanisms.count_release.loop.within_relative_error_probability`).
+Every count carries its σ; a pcr count also carries its selection's
+threshold T and ``p_within_r``, a lower bound on the probability of
+relative error <= r when the true count is at least T
+(:func:`dp_spark.mechanisms.count_release.loop.within_relative_error_probability`).
 """
 
 from __future__ import annotations
@@ -76,63 +71,41 @@ _STOPPED = {
 def count_release(df, plan: Plan, budget, ledger) -> Release:
     """Release noisy counts of distinct persons per item, with their σ.
 
-    Guarantee: person-level δ-approximate ρ-zCDP (add or remove one person
-    with all rows), hence (ρ + 2·sqrt(ρ·ln(1/δ')), δ + δ')-DP with
-    δ' = ``conversion_delta`` (default δ). ``method``: ``pcr`` (Private
-    Count Release, Rogers 2024 Algorithm 2; parameters ``relative_error`` r,
-    ``kbar`` k̄, ``epsilon_min`` ε*, ``delta_min`` δ*, ``accuracy_factor``)
-    or ``bounded`` (the contribution-bounding baseline; ``max_items`` m is
-    required, ``alpha`` is the selection's share of ρ, ``count_threshold``
-    drops noisy counts below (2 + r)σ/r). ``budget``: an optional shared
-    zCDP PrivacyFilter (or ``ledger=``, a persisted one), spent before any
-    data is read; the release is refused if it would overspend. ``seed``:
-    tests and demos only (a seeded release is marked not for publication).
-    Rows with a null person or item are dropped.
+    Person-level δ-approximate ρ-zCDP (add or remove one person), hence
+    (ρ + 2·sqrt(ρ·ln(1/δ')), δ + δ')-DP with δ' = ``conversion_delta`` (default
+    δ). ``method``: ``pcr`` (Rogers 2024 Algorithm 2; ``relative_error`` r,
+    ``kbar`` k̄, ``epsilon_min`` ε*, ``delta_min`` δ*, ``accuracy_factor``) or
+    ``bounded`` (``max_items`` m required, ``alpha`` the selection's share of ρ,
+    ``count_threshold`` drops counts below (2 + r)σ/r). ``budget``: an optional
+    shared zCDP PrivacyFilter (or ``ledger=``), spent before any data is read.
+    ``seed``: tests and demos only. Rows with a null person or item are dropped.
 
-    Returns a :class:`~dp_spark.Release` whose ``result`` holds ``items``,
-    a list of {"item", "count", "sigma"} (``pcr`` adds "threshold" and
-    "p_within_r", see the module docstring; largest noisy counts first for
-    ``bounded``, discovery order for ``pcr``), ``released_count``,
-    ``method``, ``rho_spent`` and ``delta_spent``; its ``items`` artifact
-    (``release.items``) is the (rank, item, count, sigma) table as a Spark
-    DataFrame.
+    Returns a :class:`~dp_spark.Release`: ``result`` holds ``items`` ({"item",
+    "count", "sigma"}, pcr adding "threshold" and "p_within_r"; discovery order
+    for pcr, largest noisy counts first for bounded), ``released_count``,
+    ``method``, ``rho_spent`` and ``delta_spent``; ``release.items`` is the
+    (rank, item, count, sigma) Spark DataFrame.
 
-    Per group (issue 24; the same body on the composite key, :mod:`dp_spark.stages.group_items`):
-    ``group_by`` (a column) and ``groups`` (the public keys: a list, a
-    one-column Spark DataFrame or a file path; at most 1,024) run the SAME
-    one mechanism on the composite key (group, item): each person adds at
-    most 1 to each (group, item) count, so the guarantee is the same
-    δ-approximate ρ-zCDP, not divided between groups (``bounded``:
-    ``max_items`` bounds a person's (group, item) pairs over all groups).
-    ``max_groups`` m is optional: given, each person keeps the rows of at
-    most m of their groups first (a per-person transformation); None
-    (default) caps nothing. ``release.groups`` is a Spark DataFrame (the
-    group column, ``item``, ``count``, ``sigma``, ``error``) of the released
-    pairs; the report's ``result["groups"]`` holds the first 100 keys with
-    their number of released counts and ``result["items"]`` those keys'
-    rows (with ``group``). Rows with a null group or a group outside the
-    keys are dropped.
+    Per group: ``group_by`` and ``groups`` (public keys, at most 1,024) run ONE
+    mechanism on the composite key (group, item): the same guarantee, not
+    divided. ``max_groups`` m (optional) caps each person to m groups first.
+    ``release.groups``: the group column, ``item``, ``count``, ``sigma``,
+    ``error``; ``result["groups"]`` the first 100 keys with their released
+    counts, ``result["items"]`` those keys' rows.
     """
     return run(plan, df, budget=budget, ledger=ledger)
 
 
 def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Release:
-    """The release on its plan (built once: by :func:`count_release` or the
-    CLI), through the one release flow (:func:`dp_spark.releases.template.run_release`)."""
+    """The release on its plan through :func:`~dp_spark.releases.template.run_release`."""
     return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend)
 
 
 def _body(plan: Plan, edge_df, rng, local) -> Release:
-    """Stage and mechanism (pcr's loop or the bounded baseline) on the
-    composite key (group, item), then the report: ungrouped, the released
-    items; grouped, the released pairs (:func:`_grouped_release`). An
-    ungrouped run is the one-key run (its composite key is the item).
-    Grouped, the guarantee is the ungrouped one, undivided: each (group,
-    item) count of distinct persons moves by at most 1 per person, all in
-    the same direction (pcr's histogram), and ``bounded`` keeps at most m =
-    ``max_items`` pairs per person over all groups (ℓ2 sensitivity √m):
-    :mod:`dp_spark.stages.group_items`. ``max_groups``, if given, is a
-    per-person cap the template applied first."""
+    """Stage and mechanism on the composite key (group, item), then the report.
+    Grouped, the guarantee is undivided: each (group, item) count moves by at
+    most 1 per person, all one way, and ``bounded`` keeps at most ``max_items``
+    pairs per person over all groups."""
     composite = Composite.of(edge_df, plan.params.groups, private="group_keys" in plan.split)
     edge_df = composite.edges(edge_df)
     if plan.params.method == "pcr":
@@ -166,11 +139,8 @@ def _statement(plan: Plan, released: int) -> str:
 
 
 def _pcr(edge_df, plan: Plan, rng):
-    """Private Count Release (Rogers 2024, Algorithm 2): the k̄+1 largest
-    counts (NON-PRIVATE, never leave this function) through the loop.
-    Returns the released rows, values, errors, the budget split the
-    loop actually spent (selections, counts, the unused rest) and the loop's
-    noise records, each charged to its split step."""
+    """Private Count Release (Rogers 2024, Algorithm 2) on the k̄+1 largest
+    counts (NON-PRIVATE, never leave this function)."""
     kbar, r = plan.params.kbar, plan.params.relative_error
     log.info("count-release: collecting the %d largest item counts", kbar + 1)
     top = stage.top_item_counts(edge_df, kbar)
@@ -222,8 +192,7 @@ def _pcr_split(result, epsilon_min: float, delta_min: float, released: int) -> l
 
 
 def _pcr_accuracy(rows, r, a, noise):
-    """The error statement of the pcr counts (from public values and the
-    loop's noise records only)."""
+    """The pcr counts' error statement (public values and noise records only)."""
     counted = [x for x in noise if x.step == COUNT_STEP]
     kinds = sorted({KINDS[x.kind] for x in counted}) or [KINDS["discrete-gaussian"]]
     sensitivity = max((x.sensitivity for x in counted), default=1.0)
@@ -253,10 +222,8 @@ def _pcr_accuracy(rows, r, a, noise):
 
 
 def _bounded(edge_df, plan: Plan, rng):
-    """The contribution-bounding baseline: selection and counts drawn inside
-    Spark with keyed noise; only the released rows reach the driver.
-    Returns the released rows, values, errors and the noise records of the
-    two keyed draws (made inside Spark)."""
+    """The contribution-bounding baseline, keyed noise drawn inside Spark:
+    the released rows, values, errors and the two draws' noise records."""
     calibrated = calibration(plan)
     use_threshold = plan.params.count_threshold
     salt_select, salt_count = (int(x) for x in rng.integers(0, 2**62, size=2))
@@ -265,8 +232,7 @@ def _bounded(edge_df, plan: Plan, rng):
     select = partial(gaussian_threshold_select, sigma=calibrated.selection_sigma,
                      threshold=calibrated.selection_threshold, key=select_key)
     selected = stage.select_items(stage.bounded_item_counts(edge_df, calibrated.max_items, salt_select), select)
-    # `selected` is used twice below (restriction and the items to count); its
-    # noise is keyed per item, so both evaluations select the same items.
+    # `selected` is evaluated twice; its noise is keyed per item, so both select the same items
     restricted = stage.bounded_item_counts(edge_df, calibrated.max_items, salt_count, restrict_to=selected)
     add_noise = partial(keyed_noisy_counts, sigma=calibrated.count_sigma, key=count_key)
     noisy = stage.noisy_counts_of_items(restricted, selected, add_noise)  # private from here on
@@ -290,8 +256,7 @@ def _bounded(edge_df, plan: Plan, rng):
 
 
 def _bounded_errors(calibrated, use_threshold: bool, noise) -> dict[str, str]:
-    """The error statements of the bounded baseline (public calibration and
-    its noise records only)."""
+    """The bounded baseline's error statements (public calibration and records)."""
     selection, counted = noise
     errors = {
         "items": (
@@ -327,14 +292,9 @@ def _row_error(plan: Plan, row: dict, record) -> str:
 
 
 def _grouped_release(plan: Plan, composite: Composite, rows, values, errors, split, noise, spark) -> Release:
-    """The grouped Release: ``release.groups`` (made on the driver from the
-    released rows, at most k̄ of them: the group column under its own name,
-    ``item`` in its normalised type, ``count``, ``sigma`` and ``error``,
-    that count's own error statement), in discovery order (pcr) or by noisy
-    count (bounded); ``result["groups"]`` the first ``REPORT_GROUPS`` keys
-    with their number of released counts and ``result["items"]`` the rows
-    of those keys (each with ``group``). Released rows (their ``item`` the
-    composite key), public keys and noise records only."""
+    """The grouped Release: ``release.groups`` (each released row with its
+    error statement) and the report's first ``REPORT_GROUPS`` keys. Released
+    rows, public keys and noise records only."""
     p = plan.params
     keys = composite.keys
     counted = [x for x in noise if x.kind == "discrete-gaussian"]

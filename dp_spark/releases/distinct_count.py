@@ -12,92 +12,66 @@ run sharded on Spark), plus the paper's sampling baseline.
 
 Pipeline and budget split (basic composition, total ε-DP):
 
-0. Only for ``method="greedy"`` with ``shards=None`` (automatic): ε/100 —
-   discrete Laplace noise on the number of persons in a fixed 1-in-r hash
-   sample of the input's (non-null) person ids, read from the person column
-   alone (whether a person is in it is a public function of its id, so the
-   count has sensitivity 1), times r,
-   picks the number of greedy shards, one per 200,000 persons. Sharding loses
-   accuracy when shards hold few persons, and a shard count that depended on
-   the true size would break the sensitivity argument; a noisy count keeps it
-   (each fixed shard count gives sensitivity l, and the choice is DP). The
-   sample makes this step's aggregation a 1/r-th of a full distinct-person
-   count's (the scan remains): r = ``person_sample(ε/100)``
-   (:mod:`dp_spark.plans.distinct_count`), 64 from ε = 1, smaller below so
-   that the noise (scale r·100/ε persons) stays within 6,400; its sampling
-   error, about sqrt(r·persons), is small against 200,000 persons per shard.
-   The rest, ε' = 0.99·ε, is split as below; with explicit shards ε' = ε.
-0'. Only for ``method="matching"``: ε/100 — the private size check (Knop &
-   Steinke's exact Algorithm 1 needs the edge list on the driver). Each
-   person is first truncated to its first P = ``max_bound`` distinct items
-   in the public order (xxhash64(item), item) — a per-person transformation,
-   so DC(truncated D; l) keeps sensitivity l and stays <= DC(D; l) — and the
-   number N of truncated pairs (sensitivity P) gets discrete Laplace noise of
-   scale P/(ε/100). Matching runs iff Ñ + m <= ``edge_limit``, with m the
-   (1 − 10⁻⁶) quantile of that noise; otherwise the counts come from the
-   sharded greedy on the full data (same sensitivity l). The choice is
-   post-processing of Ñ, so no refusal depends on the data; P[N >
-   edge_limit | matching chosen] <= 10⁻⁶, and past that probability the
-   limit is a memory sizing only: the pairs are collected, never refused.
+0. Only for ``method="greedy"`` with ``shards=None``: ε/100 of discrete
+   Laplace noise on the number of persons in a fixed 1-in-r hash sample of
+   the person ids (membership is a public function of the id, so
+   sensitivity 1), times r, picks one greedy shard per 200,000 persons. A
+   shard count depending on the true size would break the sensitivity
+   argument; a noisy one keeps it (each fixed shard count gives sensitivity
+   l, and the choice is DP). r = ``person_sample(ε/100)`` keeps the noise
+   within 6,400 persons. The rest, ε' = 0.99·ε, is split as below (with
+   explicit shards ε' = ε).
+0'. Only for ``method="matching"``: ε/100 on the private size check (exact
+   Algorithm 1 needs the edge list on the driver). Each person is truncated
+   to its first P = ``max_bound`` distinct items in the public order
+   (xxhash64(item), item), a per-person transformation, so DC(truncated D; l)
+   keeps sensitivity l and stays <= DC(D; l); the number N of truncated pairs
+   (sensitivity P) gets discrete Laplace noise of scale P/(ε/100). Matching
+   runs iff Ñ + m <= ``edge_limit``, m the (1 − 10⁻⁶) quantile of that
+   noise, else the sharded greedy (same sensitivity l). The choice is
+   post-processing of Ñ, so no refusal depends on the data; past
+   P[N > edge_limit | matching] <= 10⁻⁶ the limit only sizes memory.
 1. Spark stage (no noise): c_l = DC(D; l) or its greedy / sampling lower
    bound for l = 1..L (L = ``max_bound``); each c_l has sensitivity l. The
-   greedy's Spark partitions come from the shard count and the cluster's
-   parallelism, never from the session's shuffle partitions, and each shard
-   lies whole in one partition: the layout changes no count (issue 26).
-2. ε'/2 — the bound choice picks l̂ among the public candidates l = 1, 4,
-   16, 64, … below L and L itself (a function of ``max_bound`` only; L =
-   65,536 by default, 1,024 for matching: issue 36 measured that a top of
-   100 undercounted tables with ~93 or 1,000 items per person by 31 % and
-   91 %) from the
-   Generalized Exponential Mechanism's normalised scores (Algorithm 3) of
-   q_l = c_l − m_l with sensitivities Δ_l = l, each candidate with its own
-   GEM threshold (t = (4/ε')·ln 20 for 1, 4, 16, 64 as in issue 25, a
-   failure share 4 times smaller for each further candidate, so candidates
-   far above the data's scale keep a small total chance; public shifts of
-   the utilities, so any value keeps the choice DP), where m_l is the
-   (1−β) upper quantile of the count noise for bound l (a public constant).
-   Two changes from the paper, each keeping ε'/2-DP: the pairwise
-   denominator is max(l, l') instead of l + l' (every c_l moves by 0..l in
-   the same direction when a person is added, so q_l − q_l' moves by at most
+   greedy's partition layout changes no count.
+2. ε'/2: l̂ is chosen among the public candidates 1, 4, 16, 64, … below L
+   and L (:mod:`dp_spark.settings.distinct_count`) by the Generalized
+   Exponential Mechanism's normalised scores (Algorithm 3) of
+   q_l = c_l − m_l, sensitivities Δ_l = l, m_l the (1−β) upper quantile of
+   the count noise for bound l (public). Each candidate's own GEM threshold
+   is a public shift of its utility, so the choice stays DP. Two changes
+   from the paper, each keeping ε'/2-DP: the pairwise denominator is
+   max(l, l') instead of l + l' (every c_l moves by 0..l in the same
+   direction when a person is added, so q_l − q_l' moves by at most
    max(l, l') and each normalised score by at most 1), and the scores are
-   sampled by permute-and-flip instead of the exponential mechanism (ε'/2-DP
-   on sensitivity-1 scores, never less likely to pick the best). The
-   report's ``parameters`` state the candidates (``bound_candidates``) and
-   ``selection_beta``. The paper uses every l = 1..L with GEM's β = β and
-   the exponential mechanism; issue 25 measured the grid and these changes
-   as better (benchmarks/README.md), issue 36 the top and the β
-   (benchmarks/distinct_count_grid_2026-11-29.md). When l̂ is L, the
-   largest candidate, the report says the bound may cap the estimate
-   (``bound_may_cap``; l̂ is released, so saying so is free).
-3. ε'/2 — discrete Laplace mechanism: X ~ DLap(scale 2l̂/ε'), so the count
-   c_l̂ (sensitivity l̂) gets ε'/2-DP. Released: ``estimate`` = max(0, c_l̂ + X) and
-   ``lower_bound`` = max(0, c_l̂ + X − m_l̂) (post-processing of one draw).
+   sampled by permute-and-flip instead of the exponential mechanism
+   (ε'/2-DP on sensitivity-1 scores, never less likely to pick the best).
+   The grid and these changes were chosen by measurement: see
+   benchmarks/README.md and benchmarks/distinct_count_grid_2026-11-29.md.
+   ``bound_may_cap`` says when l̂ is L (l̂ is released, so this is free).
+3. ε'/2: discrete Laplace mechanism, X ~ DLap(scale 2l̂/ε'), so c_l̂
+   (sensitivity l̂) gets ε'/2-DP. Released: ``estimate`` = max(0, c_l̂ + X)
+   and ``lower_bound`` = max(0, c_l̂ + X − m_l̂) (post-processing).
 
-Per group (issue 24: ``group_by=``, ``groups=`` the public keys or keys
-released by the plan's key step, ``max_groups=`` m), ONE body: an ungrouped
-run is the one-key grouped run (the edge table's constant group, m = 1), so
-steps 0-3 are the per-group release with one group. The template restricts
-the edge table to the keys (:mod:`dp_spark.releases.groups`); the greedy caps
-every person to m groups inside its kernel and runs one greedy per group
-(:func:`dp_spark.stages.distinct.grouped_greedy_counts`: a person moves every
-c_{g,l} by 0..l, one way, in ≤ m groups); every group runs steps 2-3 at ε'/m,
-or under ``noise="gaussian"`` (ρ-zCDP, ρ = ε²/2, asked for by name) with the
-exponential-mechanism choice and discrete Gaussian counts
-(:func:`dp_spark.mechanisms.distinct_count.cap_bound.release_groups`). With
-``max_groups=None`` the cap m and one bound l for all groups are chosen
-jointly at the ``max_groups`` step (ε/4), then every group's count at them
-(:mod:`dp_spark.mechanisms.distinct_count.cap_bound`). Each group's lower
-bound holds with probability >= 1 − β, all G together with >= 1 − G·β.
+Per group (``group_by=``, ``groups=``, ``max_groups=`` m), ONE body: an
+ungrouped run is the one-key run (m = 1). The greedy caps every person to m
+groups inside its kernel (:func:`dp_spark.stages.distinct.grouped_greedy_counts`:
+a person moves every c_{g,l} by 0..l, one way, in ≤ m groups); every group
+runs steps 2-3 at ε'/m, or under ``noise="gaussian"`` (ρ-zCDP, ρ = ε²/2) with
+the exponential-mechanism choice and discrete Gaussian counts. With
+``max_groups=None``, m and one bound l for all groups are chosen jointly
+(ε/4; :mod:`dp_spark.mechanisms.distinct_count.cap_bound`). Each group's
+lower bound holds with probability >= 1 − β, all G with >= 1 − G·β.
 
 Lower-bound property: P[X > m_l̂] <= β, so with probability >= 1 − β,
 lower_bound <= c_l̂ <= DC(D; l̂) <= DC(D).
 
-Difference from the paper: the paper adds continuous Laplace noise; the count
-is an integer, so we add exact discrete Laplace noise (no floating-point
-attack) and use its exact quantile as the margin m_l (the paper's
-(2l/ε)·ln(1/(2β)) is the continuous analogue). The reference code subtracts
-half that margin with the total ε; we subtract the full one, which is what
-makes the 1 − β statement true.
+Difference from the paper: it adds continuous Laplace noise; the count is an
+integer, so we add exact discrete Laplace noise (no floating-point attack)
+and use its exact quantile as the margin m_l (the paper's (2l/ε)·ln(1/(2β))
+is the continuous analogue). The reference code subtracts half that margin
+with the total ε; we subtract the full one, which makes the 1 − β statement
+true.
 """
 
 from __future__ import annotations
@@ -139,14 +113,9 @@ JOINT_CHOSEN = ("privately, jointly with one bound l for all groups (GEM over th
 
 
 def greedy_shards(person_df, shards: int | None, epsilon: float, rng) -> tuple[int, dict, list]:
-    """(shards, the released parameters saying how they were chosen, the
-    noise records of the choice): ``shards`` when given (spending nothing),
-    else step 0 of the module doc at ``epsilon`` (pure ε-DP): the noisy
-    count of the persons of ``person_df`` in a fixed 1-in-r hash sample
-    (r = :func:`~dp_spark.plans.distinct_count.person_sample` (ε)),
-    one shard per 200,000 persons. Its own Spark job, before the greedy's:
-    the shard count fixes the greedy's layout (issue 26 measured folding it
-    into the greedy's pass as worse: benchmarks/README.md)."""
+    """(shards, the released parameters of the choice, its noise records):
+    ``shards`` when given, else step 0 of the module docstring (ε-DP at
+    ``epsilon``), its own Spark job (chosen by measurement: benchmarks/README.md)."""
     if shards is not None:
         return int(shards), {"shards_chosen": "by the caller", "shards": int(shards)}, []
     log.info("distinct-count: choosing the number of greedy shards from a noisy sampled person count")
@@ -160,9 +129,8 @@ def greedy_shards(person_df, shards: int | None, epsilon: float, rng) -> tuple[i
 
 
 def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, rng) -> tuple[np.ndarray, dict, list]:
-    """Matching with its private size check (step 0' of the module doc).
-    Returns NON-PRIVATE counts, the released parameters of the choice and
-    the record of the size check's draw."""
+    """Matching with its private size check (step 0'): NON-PRIVATE counts,
+    the released parameters of the choice and the size check's noise record."""
     pairs = matching_pairs(edge_df, max_bound).persist()
     try:
         noisy_pairs, drawn = noisy_size(count_pairs(pairs), max_bound, epsilon_check, rng,
@@ -181,23 +149,18 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
 
 
 def _caps(plan: Plan) -> tuple[int, list | tuple | None]:
-    """(the number of groups counted, the group caps counted at) of a run:
-    the keys (one virtual group, discarded, when a private key step
-    released none: the same Spark pass); every cap candidate when m is
-    chosen with the bound, else m (None: no cap, when m >= the keys)."""
+    """(groups counted: one virtual group when no key was released; caps
+    counted at: every candidate when m is chosen with the bound, else (m,), or
+    None when m >= the keys)."""
     keys, m = plan.params.keys_and_cap()
     n_keys = max(len(keys), 1)
     return n_keys, cap_candidates(n_keys) if m is None else (None if m >= n_keys else (m,))
 
 
 def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng, persons=None) -> tuple[np.ndarray, dict, list]:
-    """NON-PRIVATE ``at[k, g, j]``: group g's count at the k-th cap of
-    :func:`_caps` (k = 0 alone without caps) and bound ``cands[j]``; the
-    released parameters of how they were computed (every data-dependent
-    choice here is noisy and charged, at ``epsilon_pre``) and the records of
-    those choices' draws. ``persons``: the frame whose sampled persons the
-    automatic shard count counts (default: the edge table's). Matching and
-    sampling count one group (the plan refuses them per group)."""
+    """NON-PRIVATE ``at[k, g, j]`` (group g at the k-th cap of :func:`_caps` and
+    bound ``cands[j]``), the released parameters and noise records of the noisy
+    choices at ``epsilon_pre``. Matching and sampling count one group."""
     p = plan.params
     cands = bound_candidates(p.max_bound)
     at_cands = np.asarray(cands) - 1
@@ -212,8 +175,7 @@ def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng, persons=None) 
     if p.method == "sampling":
         counts = bounded_counts_of_edges(edge_df, p.max_bound, "sampling", salt=int(rng.integers(0, 2**62)))
         return counts[at_cands][None, None, :], how, noise
-    # no key (a private key step released none): the same Spark pass on the then empty table (one virtual
-    # group, discarded), so the Spark jobs before the record do not show whether any key was released
+    # no key released: the same Spark pass (one virtual group, discarded), not shown before the record
     n_keys, caps = _caps(plan)
     counted = grouped_greedy_counts(edge_df, p.max_bound, shards, n_keys, cands, caps=caps)
     return (counted[None] if caps is None else counted), how, noise
@@ -223,58 +185,41 @@ def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng, persons=None) 
 def distinct_count(df, plan: Plan, budget, ledger) -> Release:
     """Release the number of distinct items in ``df`` under person-level ε-DP.
 
-    A person is everything that shares one ``person_col`` value; neighbouring
-    tables differ by adding or removing one person with all their rows. The
-    release spends exactly ``epsilon`` (ε/2 choosing the per-person bound
-    among 1, 4, 16, … below ``max_bound`` and ``max_bound`` itself (default
-    65,536; 1,024 for ``matching``) with the Generalized Exponential
-    Mechanism's scores sampled by permute-and-flip, ε/2 for discrete Laplace noise on
-    the bounded count, less ε/100 for a noisy size step when one is needed:
-    see the module docstring) and states a (1 − ``beta``) lower bound.
+    A person is everything sharing one ``person_col`` value; neighbouring tables
+    differ by one person with all their rows. Spends exactly ``epsilon``: ε/2
+    choosing the per-person bound among 1, 4, 16, … below ``max_bound`` and
+    ``max_bound`` itself (default 65,536; 1,024 for ``matching``), ε/2 on
+    discrete Laplace noise on the bounded count, less ε/100 for a noisy size
+    step when needed (module docstring); states a (1 − ``beta``) lower bound.
 
     ``method``: ``greedy`` (default; Knop–Steinke Algorithm 2, sharded on
-    Spark), ``matching`` (exact Algorithm 1 on each person's first
-    ``max_bound`` items, run when a noisy pair count (ε/100) says the edge
-    list fits under ``edge_limit``, else greedy) or ``sampling`` (baseline).
-    ``shards``: greedy (and matching's greedy fallback); None (default)
-    chooses one shard per 200,000 persons from a noisy count, spending ε/100
-    (matching reuses its noisy pair count).
-    ``budget``: an optional shared :class:`~dp_spark.PrivacyFilter` (or
-    ``ledger=``, a persisted one); ε is spent from it before any data is
-    read, and the release is refused if it would overspend.
-    ``seed``: for tests and demos only; a seeded release is marked not for
-    publication. Rows with a null person or item are dropped.
+    Spark), ``matching`` (exact Algorithm 1 on each person's first ``max_bound``
+    items when a noisy pair count (ε/100) fits under ``edge_limit``, else
+    greedy) or ``sampling`` (baseline). ``shards``: for greedy; None chooses one
+    per 200,000 persons from a noisy count (ε/100; matching reuses its pair
+    count). ``budget``: an optional shared :class:`~dp_spark.PrivacyFilter` (or
+    ``ledger=``), spent before any data is read; refused if it would overspend.
+    ``seed``: tests and demos only (marked not for publication). Rows with a
+    null person or item are dropped.
 
-    Returns a :class:`~dp_spark.Release` whose ``result`` holds
-    ``estimate``, ``lower_bound``, ``bound``, ``bound_may_cap`` (l̂ is the
-    largest candidate: persons with more items count at most l̂ of them;
+    Returns a :class:`~dp_spark.Release`; ``result`` holds ``estimate``,
+    ``lower_bound``, ``bound``, ``bound_may_cap`` (l̂ is the largest candidate:
     raise ``max_bound``), ``confidence``, ``method``, ``noise_scale`` and
     ``noise_std``.
 
-    Per group (issue 24; the module doc, "Per group"):
-    ``group_by`` (a column), ``groups`` (the public keys: a list, a
-    one-column Spark DataFrame or a file path; at most 1,024; every key is
-    released, also one without rows) and ``max_groups`` m (each person keeps
-    the rows of at most m of their groups; each group spends ε/m, m = 1 the
-    full ε). ``release.groups`` is a Spark DataFrame: the group column,
-    ``estimate``, ``lower_bound``, ``bound`` and ``error``; the report's
-    ``result["groups"]`` holds the first 100 groups. ``method="greedy"``
-    only. ``max_groups=None`` chooses m and one bound l for all groups
-    jointly (ε/4, GEM over the summed counts minus their noise margins: a
-    step of ``budget_split``; the counts get the rest); ``groups=None``: the keys
-    chosen privately (a set-union on the group column; the release is then
-    (ε, δ)-DP). ``noise``: per group, ``"laplace"`` (the default: pure
-    ε-DP, ε/m per group) or ``"gaussian"`` (asked for by name: ρ-zCDP with
-    ρ = ε²/2, the zCDP level pure ε-DP implies, a weaker guarantee;
-    discrete Gaussian noise with √m scaling); an ungrouped release is pure
-    ε-DP (``"laplace"``).
+    Per group (greedy only; module docstring): ``group_by``, ``groups``
+    (public keys: a list, a one-column Spark DataFrame or a file path; at most
+    1,024; None: chosen privately, the release is then (ε, δ)-DP) and
+    ``max_groups`` m (each group at ε/m). ``release.groups``: the group
+    column, ``estimate``, ``lower_bound``, ``bound``, ``error``;
+    ``result["groups"]`` holds the first 100. ``noise``: ``"laplace"`` (default, ε-DP) or ``"gaussian"`` (ρ-zCDP
+    with ρ = ε²/2, a weaker guarantee, √m scaling).
     """
     return run(plan, df, budget=budget, ledger=ledger)
 
 
 def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Release:
-    """The release on its plan (built once: by :func:`distinct_count` or the
-    CLI), through the one release flow (:func:`dp_spark.releases.template.run_release`)."""
+    """The release on its plan through :func:`~dp_spark.releases.template.run_release`."""
     df = spark_frame(df, "df")  # as run_release does (the same object): the shard count reads its person column
     # ungrouped, the automatic shard count reads the input's person column alone (faster than the edge table)
     source = df if plan.params.group_by is None else None
@@ -283,9 +228,7 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Relea
 
 
 def _body(plan: Plan, edge_df, rng, local, source=None) -> Release:
-    """Stage, mechanism and report, after the plan was spent (the module
-    doc): every run is a grouped one, an ungrouped run its one key at m = 1.
-    ``source``: the input, whose person column alone the shard count reads."""
+    """Stage, mechanism and report; an ungrouped run is its one key at m = 1."""
     p, split = plan.params, plan.split
     persons = None if source is None else person_ids(source, p.person_col)  # after the template's schema checks
     keys, m = p.keys_and_cap()
@@ -321,8 +264,8 @@ def _body(plan: Plan, edge_df, rng, local, source=None) -> Release:
 
 
 def _report(plan: Plan, released, how, local, noise) -> Release:
-    """The Release from released values, public parameters and the records
-    of the privacy draws (``noise``: its error statements are made from them)."""
+    """The ungrouped Release from released values, public parameters and the
+    noise records (its error statements are made from them)."""
     beta, person_col, item_col = plan.params.beta, plan.params.person_col, plan.params.item_col
     confidence = 1.0 - beta
     bound = released["bound"]
@@ -360,8 +303,7 @@ def _report(plan: Plan, released, how, local, noise) -> Release:
 
 
 def _count_error(what: str, count, bound: int, beta: float) -> str:
-    """A count's error statement from the record of its noise (``count``):
-    the kind's one tail at β (the JSON and the HTML state the same)."""
+    """A count's error statement from its noise record: the kind's tail at β."""
     return (f"{what} after keeping at most {bound} items per person (never more than the true count), plus "
             f"{count.describe()}; within ±{count.half_width(beta):,.0f} of that count with probability >= "
             f"{1.0 - beta:.0%}")
@@ -373,8 +315,8 @@ def _release(plan: Plan, local, how, noise, **report) -> Release:
 
 
 def _groups_report(plan: Plan, keys, m, released, how, local, edge_df, noise, joint: bool) -> Release:
-    """The grouped Release: a row per key (``release.groups``, the report's
-    first groups), from released values, public parameters and the records."""
+    """The grouped Release (a row per key in ``release.groups``, the first in
+    the report) from released values, public parameters and the records."""
     p = plan.params
     beta = p.beta
     confidence = 1.0 - beta

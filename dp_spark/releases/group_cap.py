@@ -1,24 +1,17 @@
-"""The private choice of the group cap m, shared by the grouped releases (issue 24).
+"""The private choice of the group cap m for the grouped top-k.
 
-A grouped release with ``max_groups=None`` spends the plan's ``max_groups``
-step (ε₀) on choosing m before its Spark stage, then caps every person to m
-groups. :func:`choose_and_cap` does both for any grouped edge table:
-
-- m in 1..M, M = the number of public keys (a person holds at most M of
-  them), chosen ε₀-DP by :func:`dp_spark.mechanisms.groups.choose_max_groups`
-  (GEM over q_m = Σ_p min(|G_p|, m), sensitivity m) from the NON-PRIVATE
-  groups-per-person histogram (:func:`dp_spark.stages.groups.groups_per_person_histogram`:
-  M numbers reach the driver, the histogram is dropped right after);
-- the edge table capped to m groups per person
-  (:func:`dp_spark.stages.groups.cap_groups`, a per-person transformation).
-
-m is a released DP value: the rest of the release runs conditioned on it
-(adaptive basic composition), so its per-group ε'/m is sound for the chosen
-m. Used by the grouped top-k (:mod:`dp_spark.releases.top_k`). The
-grouped distinct-count made this choice too; it now chooses m together with
-its bound l by what its counts' noise costs
-(:mod:`dp_spark.mechanisms.distinct_count.cap_bound`), since the rows kept
-ignore that a larger m multiplies every group's noise by m.
+With ``max_groups=None`` the release spends the plan's ``max_groups`` step
+(ε₀) on choosing m before its Spark stage, then caps every person to m
+groups (:func:`choose_and_cap`). m in 1..M (M public keys) is chosen ε₀-DP
+by :func:`dp_spark.mechanisms.groups.choose_max_groups` (GEM over
+q_m = Σ_p min(|G_p|, m), sensitivity m) from the NON-PRIVATE
+groups-per-person histogram (M numbers reach the driver); the cap
+(:func:`dp_spark.stages.groups.cap_groups`) is a per-person transformation.
+m is released and the rest runs conditioned on it (adaptive basic
+composition), so its per-group ε'/m is sound. The grouped distinct-count
+chooses m jointly with its bound instead
+(:mod:`dp_spark.mechanisms.distinct_count.cap_bound`): the rows kept ignore
+that a larger m multiplies every group's noise.
 """
 
 from __future__ import annotations
@@ -33,10 +26,8 @@ CHOSEN = "privately (GEM over the rows each cap keeps)"
 
 
 def choose_cap(edge_df, n_keys: int, epsilon: float, rng):
-    """(m, the record of the choice): m in 1..M (M = ``n_keys``) chosen
-    ε-DP from the groups-per-person histogram (module docstring). Logs
-    nothing: M is the number of keys, which a private key step draws, so the
-    caller logs the step (public words only) before it knows M."""
+    """(m, the choice's record): m chosen ε-DP (module docstring). Logs
+    nothing: M may be drawn by a private key step, so the caller logs first."""
     top = int(n_keys)  # with keys chosen privately a drawn number: not shown before the record
     histogram = groups_per_person_histogram(edge_df, top)
     m = int(choose_max_groups(histogram, epsilon, rng, method="gem", beta=CAP_GEM_BETA))
@@ -45,7 +36,6 @@ def choose_cap(edge_df, n_keys: int, epsilon: float, rng):
 
 
 def choose_and_cap(edge_df, n_keys: int, epsilon: float, rng):
-    """(m, the edge table capped to m groups per person, the record of the
-    choice): :func:`choose_cap` then :func:`~dp_spark.stages.groups.cap_groups`."""
+    """(m, the edge table capped to m groups per person, the choice's record)."""
     m, drawn = choose_cap(edge_df, n_keys, epsilon, rng)
     return m, cap_groups(edge_df, m), drawn

@@ -1,24 +1,18 @@
-"""Group keys chosen privately (issue 24): ``group_by=`` without ``groups=``.
+"""Group keys chosen privately: ``group_by=`` without ``groups=``.
 
-Generic over releases: every release whose ``Params`` subclasses
-:class:`dp_spark.plan.GroupParams` gets it from the plan
+Every release with :class:`dp_spark.plan.GroupParams` gets it from the plan
 (:func:`dp_spark.plan.with_private_keys`: the step "group_keys") and the
-release template (:func:`dp_spark.releases.template.run_release`), with no
-per-release code. After the plan is spent, :func:`choose_keys` releases the
-keys; the rest of the release runs exactly as with ``groups=`` those keys.
+template: after the plan is spent, :func:`choose_keys` releases the keys and
+the release runs as with ``groups=`` those keys.
 
-Mechanism and guarantee: Gopi et al.'s DP Set Union run by our set-union
+Mechanism and guarantee: Gopi et al.'s DP Set Union run by the set-union
 stage (:mod:`dp_spark.stages.set_union`) with exact integer noise
-(:mod:`dp_spark.mechanisms.set_union.discrete`, proof there), on the group
-column as the item: the edges (person, group) — a per-person
-transformation of the edge table, so neighbouring tables differ in one
-person's pairs only — each person keeping at most Δ0 distinct keys
-(set-union's own per-person bound, a salted-hash choice of the person's own
-keys): Δ0 = ``max_groups`` m when given, else
-:data:`~dp_spark.plan.KEYS_MAX_PER_PERSON`.
+(:mod:`dp_spark.mechanisms.set_union.discrete`, proof there) on the edges
+(person, group), a per-person transformation of the edge table, each person
+keeping at most Δ0 distinct keys (a salted-hash choice among its own keys):
+Δ0 = ``max_groups`` m when given, else :data:`~dp_spark.plan.KEYS_MAX_PER_PERSON`.
 
-- Charged: the plan's step "group_keys", (ε_k, δ_k) (below), before any
-  data is read.
+- Charged: the plan's step "group_keys", (ε_k, δ_k), before any data is read.
 - Histogram: the weighted-Gaussian policy (:data:`KEY_STEP_POLICY`): a
   person keeping t keys adds ⌊2^30/√t⌋ units of 2^-30 to each (ℓ2 norm
   <= 1; an exact integer sum); floored onto the grid 2^-g, one added
@@ -27,26 +21,23 @@ keys): Δ0 = ``max_groups`` m when given, else
   most ⌊2^g/√j⌋ cells, j the number of such keys
   (tests/spark/test_group_keys.py checks both on random neighbours).
 - Noise: one exact discrete Gaussian N_Z(0, s²) per key (integer s,
-  s² >= Δ²/(2ρ_n)), drawn from the partition's generator (the release's
-  rng's child, or OS entropy unseeded), never a float; ρ_n-zCDP converts to
+  s² >= Δ²/(2ρ_n)) from the partition's generator (a child of the
+  release's rng, or OS entropy unseeded); ρ_n-zCDP converts to
   (ε_k, δ_k/2)-DP (Canonne–Kamath–Steinke 2020, §2.3, Corollary 13).
 - Threshold: the integer R = max_j ⌊a_j/2^(30−g)⌋ + m_j with
   P[N_Z(0, s²) > m_j] <= (δ_k/2)/j: a key only the added person holds is
-  released with probability at most δ_k/2 in all (its δ).
-- So the released key set is (ε_k, δ_k)-DP (ε_k, δ_k/2 + δ_k/2).
+  released with probability at most δ_k/2 in all.
+- So the released key set is (ε_k, δ_k)-DP.
 
-The plan (:func:`dp_spark.plan.with_private_keys`) takes (ε_k, δ_k) out of
-the release's budget: ε_k = KEYS_EPSILON_SHARE·ε and, for a release with a
-δ > 0 (set-union, top-k with δ), δ_k = min(KEYS_DELTA, KEYS_DELTA_SHARE·δ)
-out of that δ; the release's own steps run on the rest, so basic
-composition gives the (ε, δ) given in all. A pure-ε release has no δ to
-take δ_k from: δ_k = KEYS_DELTA and the whole is (ε, KEYS_DELTA)-DP.
+The plan takes ε_k = KEYS_EPSILON_SHARE·ε and, for a release with δ > 0
+(set-union, top-k with δ), δ_k = min(KEYS_DELTA, KEYS_DELTA_SHARE·δ) out of
+the release's budget; its own steps run on the rest, so basic composition
+gives the (ε, δ) given. A pure-ε release has no δ to take δ_k from:
+δ_k = KEYS_DELTA and the whole is (ε, KEYS_DELTA)-DP.
 
 Whether a key appears is the DP decision itself: no key count is refused
-after spending. A run that releases no key returns an empty
-``release.groups``. More than :data:`~dp_spark.plan.MAX_PUBLIC_GROUPS`
-released keys: the first MAX_PUBLIC_GROUPS in sorted order are kept
-(post-processing of the released set; stated in the report).
+after spending. Past :data:`~dp_spark.plan.MAX_PUBLIC_GROUPS` released keys
+the first in sorted order are kept (post-processing, stated in the report).
 """
 
 from __future__ import annotations
@@ -64,13 +55,9 @@ from dp_spark.stages.set_union import materialize
 
 log = logging.getLogger(__name__)
 
-#: The key step's set-union policy (the plan's :data:`~dp_spark.plan.KEYS_POLICY`):
-#: additive, so its histogram is an exact integer sum the exact discrete
-#: Gaussian can be added to (module docstring).
+#: The key step's set-union policy: additive, an exact integer histogram.
 KEY_STEP_POLICY = KEYS_POLICY
-#: The key step's constants at its charged (ε_k, δ_k) and Δ0: the exact set
-#: union's grid, noise σ and integer threshold — the plan's
-#: :func:`~dp_spark.plan.key_mechanism`, which checks them before spending.
+#: The key step's grid, σ and integer threshold at (ε_k, δ_k, Δ0), checked by the plan before spending.
 key_step_plan = key_mechanism
 
 
@@ -80,22 +67,18 @@ def keys_per_person(max_groups: int | None) -> int:
 
 
 def key_edges(edge_df):
-    """(person, item): the edge table's group column as the set-union's item
-    (a per-person transformation; set-union's stage deduplicates the
-    pairs). NON-PRIVATE, lazy."""
+    """(person, item): the group column as the set-union's item (a per-person
+    transformation). NON-PRIVATE, lazy."""
     return edge_df.select(F.col(PERSON), F.col(GROUP).alias(ITEM))
 
 
 def choose_keys(plan, edge_df, rng):
-    """The keys of ``plan.params.group_by`` released by the plan's
-    "group_keys" step, after the plan was spent: (keys tuple in sorted
-    order, the record of the noise, the released facts for the report).
-    One Spark job computes and thresholds the histogram (exact discrete
-    Gaussian noise, integer threshold: :func:`key_step_plan`); only the
-    released keys reach the driver (at most MAX_PUBLIC_GROUPS + 1 of them)."""
-    # mechanisms.set_union imports scipy.special and scipy.optimize (450-550 ms measured); every release
-    # imports this module through the template, only a release with private group keys runs this step
-    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness  # lazy: scipy, 450-550 ms
+    """The keys released by the plan's "group_keys" step, after the plan was
+    spent: (keys in sorted order, the noise record, the released facts). One
+    Spark job computes and thresholds the histogram (:func:`key_step_plan`);
+    only released keys reach the driver (at most MAX_PUBLIC_GROUPS + 1)."""
+    # every release imports this module through the template; only private keys need scipy here
+    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness  # lazy: scipy
 
     p = plan.params
     cost = plan.split.cost("group_keys")
@@ -124,9 +107,8 @@ def choose_keys(plan, edge_df, rng):
 
 
 def keys_reported(release, record, facts):
-    """``release`` with the key step stated: its noise record first, the
-    released facts in ``result`` and ``parameters``, an error statement and
-    a sentence of the statement. Released values and public constants only."""
+    """``release`` with the key step stated (noise record, result, parameters,
+    error statement, statement). Released values and public constants only."""
     p_by = release.parameters.get("group_by")
     eps_k, delta_k = release.parameters.get("group_keys_epsilon"), release.parameters.get("group_keys_delta")
     errors = {**release.errors, "group_keys_released": (

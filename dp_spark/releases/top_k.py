@@ -7,9 +7,9 @@ every parameter, the guarantee and its split), Spark stage
 Person-level DP; neighbouring tables differ by adding or removing one person
 (all of its rows). The Spark stage reduces the table to per-item counts of
 distinct persons (each person adds at most 1 to any count, all counts move
-the same way) — over a public domain (one count per domain item, items absent
-from the data count 0) or, without one, the k̄+1 largest counts. The driver
-then runs one mechanism (ALGORITHMS.md sections 3 and 5.1):
+the same way) over a public domain (items absent from the data count 0) or,
+without one, the k̄+1 largest counts. The driver runs one mechanism
+(ALGORITHMS.md sections 3 and 5.1):
 
 ==================  =============================================  ==================
 method              paper / algorithm                              guarantee
@@ -25,80 +25,43 @@ method              paper / algorithm                              guarantee
                     Rogers 2024 Algorithm 1, Theorem 4)
 ==================  =============================================  ==================
 
-``pnf-joint`` is numerically safe for every input here: its MaxExpo draws are
-evaluated from ln E − ln m in a form accurate for any group size (see
-``dp_spark.mechanisms.top_k.joint._max_exponential``), so the paper's overflow
-for large k does not occur; should a draw ever come out non-finite it refuses
-with a ParameterError naming ``joint`` instead of sampling a wrong distribution.
+All but ``unknown-domain`` need a public domain fixed before seeing the data
+(whether an item appears in the data can depend on one person). ``auto``
+(the default; :mod:`dp_spark.mechanisms.top_k.auto`) is ``unknown-domain``
+without a domain; with one it spends the public share
+``auto_share(k, ε, δ, d)`` of ε (nothing when public parameters suffice) on
+a private choice of the mechanism and runs the chosen one with the rest
+(with δ = 0 only a pure mechanism); the budget split does not depend on the
+pick, ``result["method"]`` names it.
 
-All but ``unknown-domain`` need a public domain fixed before seeing the data:
-using the items observed in the data as the domain is not private (whether
-an item appears at all can depend on one person). ``auto`` (the default;
-:mod:`dp_spark.mechanisms.top_k.auto`) is ``unknown-domain`` without a domain;
-with one it spends the public share ``auto_share(k, ε, δ, d)`` of ε (nothing
-when public parameters suffice, e.g. δ = 0) on a private choice of the
-mechanism (``choose_mechanism``, post-processing of a few noisy order
-statistics) and runs the chosen one with the rest (and δ; with δ = 0 only a
-pure mechanism may run). The budget split shows both parts, the same
-whatever auto picks; ``result["method"]`` says which ran.
+Per group (``group_by``, public keys ``groups``, cap ``max_groups`` m) the same
+body runs; an ungrouped release is the one-key run (constant group, m = 1).
+The template restricts the edge table to the keys and caps every person to m
+groups (:mod:`dp_spark.releases.groups`, a per-person transformation). With
+``max_groups=None``, ε/20 first chooses m by GEM
+(:mod:`dp_spark.releases.group_cap`); m is released and the rest runs
+conditioned on it. One Spark pass gives each group's counts (G·(k̄+1) or
+G·d numbers reach the driver); one person moves each (group, item) count by
+at most 1, all one way, in the ≤ m groups it keeps. Each group then runs the
+mechanism at ε'/m (and δ/m for ``cdp-peel`` and ``unknown-domain``), ε' the
+rest of ε (``auto`` with a domain: the pure joint mechanism picked from
+public parameters): basic composition over a person's m groups, parallel
+across the others, so (ε', δ)-DP, and (ε, δ)-DP with the cap's step.
 
-Per group (issue 24: ``group_by``, public keys ``groups``, cap
-``max_groups`` m) the same body runs: an ungrouped release is the one-key
-grouped run (the edge table's constant group, m = 1; the equivalence is
-tested seeded in tests/spark/test_grouped_top_k.py). The release template
-restricted the edge table to the keys and capped every person to at most
-m of their groups (:mod:`dp_spark.releases.groups`, a per-person
-transformation); steps of the plan (:mod:`dp_spark.plans.top_k`):
-
-0. ``max_groups=None``: ε/20 chooses m in 1..M (M = the number of keys) by
-   GEM over Σ_p min(|G_p|, m) (sensitivity m), then caps
-   (:mod:`dp_spark.releases.group_cap`). m is released; the rest runs
-   conditioned on it.
-1. Spark stage (no noise), one pass: the distinct persons per (group,
-   item), then per group the k̄+1 largest (a window: at most G·(k̄+1) rows
-   reach the driver) or every domain item's count (G·d numbers)
-   (:mod:`dp_spark.stages.item_counts`). Adding or removing one person y
-   moves each (group, item) count by at most 1, all the same way, and only
-   in the ≤ m groups y keeps: within a group, the histogram the mechanisms
-   assume.
-2. Per group, the mechanism at ε'/m (and δ/m for ``cdp-peel`` and
-   ``unknown-domain``), ε' the rest of ε after step 0
-   (:func:`~dp_spark.mechanisms.top_k.error.grouped_domain_top_k`,
-   :func:`~dp_spark.mechanisms.top_k.unknown_domain.grouped_unknown_domain`);
-   ``auto`` with a domain runs the pure joint mechanism auto picks from
-   public parameters (no private choice per group). One person changes the
-   counts of at most m groups: basic composition over them, parallel
-   composition across the others, so (ε', δ)-DP (ε'-DP for the pure
-   mechanisms), (ε, δ)-DP with step 0; m = 1 gives every group ε' (and δ).
-
-``noise="gaussian"`` (per group, with a domain, asked for by name): ρ-zCDP
-with ρ = ε²/2 instead (a weaker guarantee than ε-DP, stated with its
-(ε, δ') equivalent): step 0 spends the same share of ρ (GEM's exponential
-mechanism at √(8ρ_cap): ε-bounded range, so ρ_cap-zCDP, Cesar & Rogers
-2021), step 2 runs in every group a bounded-range mechanism at ρ'/m (the
-joint exponential mechanism at √(8ρ'/m), or one-shot Gumbel top-k, the
-default, at √(8ρ'/(m·k)) per round: :mod:`dp_spark.mechanisms.top_k.zcdp`),
-so the release is ρ_cap + ρ' = ρ (adaptive zCDP composition, Bun & Steinke
-2016): √m scaling instead of 1/m. Keys chosen privately are refused (an
+``noise="gaussian"`` (per group, with a domain, by name): ρ-zCDP with
+ρ = ε²/2 (a weaker guarantee, stated with its (ε, δ') equivalent): the cap's
+exponential mechanism at √(8ρ_cap) is ε-bounded range, so ρ_cap-zCDP (Cesar
+& Rogers 2021), each group's bounded-range selection costs ρ'/m
+(:mod:`dp_spark.mechanisms.top_k.zcdp`), and ρ_cap + ρ' = ρ by adaptive zCDP
+composition (Bun & Steinke 2016). Keys chosen privately are refused (an
 (ε, δ) step has no sound ρ-zCDP form).
 
-Each group's error statement is the ungrouped one at the group's share,
-all G groups' at once with probability >= 1 − G·5% (union bound). Every
-public key is released, also one without rows (its items are then the
-mechanism's pick among zero counts, or none with ⊥ for unknown-domain).
-
-Parameters have public upper limits checked before any data is read
-(:data:`dp_spark.plans.top_k.MAX_K`, ``MAX_KBAR``, ``MAX_DOMAIN``,
-``MAX_JOINT_ENTRIES``).
-
-Only the ordered items are released (no counts). The error statement of each
-mechanism is a bound E, holding with probability at least 95%, on
-max_i (c_(i) − c_{s_i}) (the ℓ∞ error of the paper's experiments), computed
-from public parameters only: "each released item's true count is within E of
-the count at its rank". It is compared with the largest count a user could
-expect — ``persons`` if the user gives it (public), else auto's noisy count
-at rank 1 (already paid for) — and a warning is released when E is more than
-:data:`WARN_FRACTION` of it.
+Only the ordered items are released (no counts), for every public key. The
+error statement is a bound E, with probability >= 95%, on
+max_i (c_(i) − c_{s_i}) (the paper's ℓ∞ error) from public parameters only;
+all G groups at once with probability >= 1 − G·5%. A warning is released
+when E exceeds :data:`WARN_FRACTION` of ``persons`` (public) or of auto's
+noisy count at rank 1 (already paid for).
 """
 
 from __future__ import annotations
@@ -155,75 +118,51 @@ def _domain_items(domain, item_col: str):
 def top_k(df, plan: Plan, budget, ledger) -> Release:
     """Release the k items with the most distinct persons, in rank order.
 
-    Person-level privacy (add or remove one person with all rows). Guarantee:
-    ε-DP for ``joint``, ``pnf-joint``, ``pnf-peel``, ``cdp-peel`` with δ = 0
-    and ``auto`` with δ = 0 (then a pure mechanism); (ε, δ)-DP for
-    ``cdp-peel`` and ``auto`` with δ > 0 (a public share of ε, shown in the
-    budget split, on the private choice, the rest on the chosen mechanism)
-    and for ``unknown-domain`` (the default without a domain; δ/2 for its
-    threshold, δ/2 for the zCDP conversion). See the
-    module docstring for the algorithms (Gillenwater et al. 2022, Algorithms
-    1 and 2; Durfee & Rogers 2019; Rogers 2024, Algorithm 1).
+    Person-level privacy (add or remove one person with all rows): ε-DP for
+    ``joint``, ``pnf-joint``, ``pnf-peel``, and ``cdp-peel`` or ``auto`` with
+    δ = 0; (ε, δ)-DP for ``cdp-peel`` and ``auto`` with δ > 0 and for
+    ``unknown-domain`` (δ/2 for its threshold, δ/2 for the zCDP conversion).
+    Algorithms and papers: the module docstring.
 
     ``method``: ``auto`` (default), ``joint``, ``pnf-joint``, ``pnf-peel``,
-    ``cdp-peel`` or ``unknown-domain``. ``domain``: the public list of
-    possible items (a list/array/Series, or a Spark DataFrame of public items
-    with the item column); items of the data outside it are never released,
-    items of it absent from the data count 0. ``kbar``: for
-    ``unknown-domain``, how many of the largest counts are collected (default
-    max(1000, 2k)). ``persons``: optional public number (or upper bound) of
-    persons, only used to judge the error bound. ``budget``: an optional
-    shared PrivacyFilter (or ``ledger=``, a persisted one), spent before any
-    data is read. ``seed``: tests and demos only (the release is then marked
-    not for publication). Rows with a null person or item are dropped.
+    ``cdp-peel`` or ``unknown-domain``. ``domain``: the public possible items
+    (list/array/Series, or a Spark DataFrame of public items); data items
+    outside it are never released, its items absent from the data count 0.
+    ``kbar``: for ``unknown-domain``, how many of the largest counts are
+    collected (default max(1000, 2k)). ``persons``: optional public number (or
+    upper bound) of persons, only used to judge the error bound. ``budget``: an
+    optional shared PrivacyFilter (or ``ledger=``), spent before any data is
+    read. ``seed``: tests and demos only. Rows with a null person or item are
+    dropped.
 
-    Returns a Release whose ``result["items"]`` lists {"rank", "item"} in
-    order (fewer than k, with ``bottom`` true, when Unknown Domain Gumbel
-    returns ⊥), ``result["method"]`` the mechanism that ran and
-    ``result["released_count"]`` how many items were released; the artifact
-    ``items`` (``release.items``) is the same ranking as a Spark DataFrame
-    (rank, item).
+    Returns a Release: ``result["items"]`` lists {"rank", "item"} in order
+    (fewer than k, with ``bottom`` true, when Unknown Domain Gumbel returns ⊥),
+    ``result["method"]`` the mechanism that ran, ``result["released_count"]``;
+    ``release.items`` is the (rank, item) Spark DataFrame.
 
-    Per group (issue 24; the module docstring):
-    ``group_by`` (a column), ``groups`` (the public keys: a list, a
-    one-column Spark DataFrame or a file path; at most 1,024; every key is
-    released, also one without rows) and ``max_groups`` m (each person keeps
-    the rows of at most m of their groups; each group's selection runs at
-    ε/m, and δ/m for cdp-peel and unknown-domain; m = 1 gives every group the
-    full ε). One Spark pass; ``release.groups`` is a Spark DataFrame: the
-    group column, ``rank``, ``item`` and ``error`` (one row per released
-    item); ``result["items"]`` holds the (group, rank, item) rows and
-    ``result["groups"]`` each group's released count for the first 100
-    groups. ``method="auto"`` runs, per group, the pure joint mechanism with a
-    domain and unknown-domain without one (no private choice per group).
-    ``max_groups=None`` chooses m privately (ε/20, GEM over the rows each cap
-    keeps: a step of ``budget_split``). ``noise="gaussian"`` (per group, with
-    a domain; asked for by name): ρ-zCDP with ρ = ε²/2 instead, each group's
-    bounded-range selection (``auto``: one-shot Gumbel, or ``joint``) at ρ/m,
-    √m scaling (:mod:`dp_spark.mechanisms.top_k.zcdp`); a weaker guarantee
-    than ε-DP, stated with its (ε, δ) equivalent.
+    Per group: ``group_by``, ``groups`` (public keys, at most 1,024) and
+    ``max_groups`` m (each group's selection at ε/m; None: m chosen privately).
+    ``release.groups``: the group column, ``rank``, ``item``, ``error``;
+    ``result["groups"]`` covers the first 100 groups. ``noise="gaussian"``
+    (with a domain): ρ-zCDP with ρ = ε²/2, √m scaling.
     """
     return run(plan, df, budget=budget, ledger=ledger)
 
 
 def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None, domain=None) -> Release:
-    """The release on its plan (built once: by :func:`top_k` or the CLI),
-    through the one release flow (:func:`dp_spark.releases.template.run_release`).
-    ``domain``: the public items when the plan only names them (the CLI's
-    ``--domain PATH``, read by the command); else the plan's own ``domain``."""
+    """The release on its plan through :func:`~dp_spark.releases.template.run_release`.
+    ``domain``: the public items when the plan only names them (the CLI's ``--domain``)."""
     domain = plan.params.domain if domain is None else domain
     return run_release(plan, df, _body, budget=budget, ledger=ledger, before_spend=before_spend,
                        prepare=partial(_with_domain, domain=domain))
 
 
 def _with_domain(plan: Plan, edge_df, domain) -> Plan:
-    """The plan to spend: with a public domain, its normalised items and its
-    size (whose public limits are checked here, before anything is spent)."""
+    """The plan to spend: with a public domain, its normalised items and size
+    (public limits checked here, before anything is spent)."""
     if domain is not None:
-        # The domain is public data: reading it reveals nothing about the table.
         items = stage.normalise_domain(_domain_items(domain, plan.params.item_col), stage.integral_items(edge_df))
-        # keys chosen privately (groups=None): plan.params runs on the rest of ε after the key step; the plan is
-        # rebuilt from the caller's parameters (plan.given), so the key step is charged once, on the full ε
+        # private keys: rebuilt from the caller's parameters, so the key step is charged once, on the full ε
         source = plan.given if "group_keys" in plan.split else plan.params
         rebuilt = make_plan(replace(source, domain=items, domain_size=len(items)))  # the domain's size limits
         if "group_keys" in plan.parameters:  # a grouped run: the template's count of public keys stays stated
@@ -236,11 +175,8 @@ def _with_domain(plan: Plan, edge_df, domain) -> Plan:
 
 
 def _grouped_limits(p) -> None:
-    """A grouped run's public limits, from the number of public keys G (read
-    by the template) and the domain's size, before anything is spent: at most
-    MAX_GROUPED_SUMMARY rows reach the driver (G·(k̄+1) without a domain,
-    G·d with one) and the joint mechanisms sweep at most MAX_JOINT_ENTRIES
-    entries over all groups."""
+    """A grouped run's public size limits (MAX_GROUPED_SUMMARY rows to the
+    driver, MAX_JOINT_ENTRIES for the joint mechanisms), before spending."""
     # keys chosen privately (groups=None): at most MAX_PUBLIC_GROUPS keys are released, a public bound
     n = MAX_PUBLIC_GROUPS if p.groups is None else len(p.groups)
     rows, what = ((n * (p.kbar + 1), f"{n:,} groups × (kbar + 1)") if p.domain_size is None
@@ -257,9 +193,8 @@ def _grouped_limits(p) -> None:
 
 
 def _body(plan: Plan, edge_df, rng, local) -> Release:
-    """Stage, mechanism and report of every run (module docstring): an
-    ungrouped run is the one-key grouped run, its edge table's constant
-    group at cap m = 1; only its report has the ungrouped shape."""
+    """Stage, mechanism and report of every run; an ungrouped run is the
+    one-key grouped run at m = 1 with an ungrouped report."""
     p = plan.params
     grouped = p.group_by is not None
     keys, m = (p.groups, p.max_groups) if grouped else ((UNGROUPED,), 1)
@@ -275,8 +210,7 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
         cap_noise.append(drawn)
         how = {"max_groups": m, "max_groups_chosen": CHOSEN}
     items = p.domain if p.domain_size is not None else None
-    # no key (a private key step released none): the same Spark pass, on the then empty table, and no draw
-    # (zero groups), so the Spark jobs before the record do not show whether any key was released
+    # no key released: the same Spark pass on the empty table, so the jobs do not show it before the record
     selection = _select(plan, edge_df, items, len(keys), m, GROUP_INDEX if grouped else GROUP, rng)
     if not grouped:
         return _report(plan, local, selection, items, edge_df)
@@ -288,8 +222,7 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
 
 @dataclass(frozen=True)
 class _Selection:
-    """What the mechanism released in every group (items in rank order) and
-    the public facts its error statement needs."""
+    """Each group's released items (rank order) and the public facts its error statement needs."""
 
     groups: list  # per group, its released items in rank order
     method: str  # the mechanism that ran
@@ -300,13 +233,11 @@ class _Selection:
 
 
 def _select(plan: Plan, edge_df, items, n_groups: int, m: int, index: str, rng) -> _Selection:
-    """The one Spark pass (per ``index``, the group's position), then on the
-    driver the mechanism the plan names in every group, within its steps."""
+    """The one Spark pass, then the plan's mechanism in every group on the driver."""
     p = plan.params
     k, delta, mechanism = p.k, p.delta, p.mechanism
     where = "" if index == GROUP else " in every group"
-    # the step's line names public parameters only (never the number of keys, which a private key step draws),
-    # and is logged whether or not any key was released
+    # public parameters only: never the number of keys, which a private key step draws
     if items is None:
         log.info("top-k: collecting the %d largest item counts%s", p.kbar + 1, where)
         tops, counts = stage.grouped_top_item_counts(edge_df, n_groups, p.kbar, index), None  # NON-PRIVATE
@@ -343,8 +274,7 @@ def _select(plan: Plan, edge_df, items, n_groups: int, m: int, index: str, rng) 
 
 
 def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]:
-    """auto's private choice with the plan's public share of ε, and the ε
-    of the plan's selection step (what the chosen mechanism runs with)."""
+    """auto's private choice with the plan's share of ε, and the selection step's ε."""
     k, epsilon, delta = plan.params.k, plan.params.epsilon, plan.params.delta
     share = auto_share(k, epsilon, delta, size)  # the share the plan charged (same public inputs)
     paid = plan.split.epsilon("choice")  # 0.0: the plan has no choice step (share 0)
@@ -357,10 +287,8 @@ def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]
 
 
 def _error_texts(selection: _Selection, k, delta, persons) -> tuple[dict, float, str | None]:
-    """(errors, the public ℓ∞ bound E, a warning or None), E from the
-    selection's noise record. The warning compares E with the largest count
-    a user could expect: ``persons`` (public) or auto's noisy count at rank 1
-    (paid for by auto's share)."""
+    """(errors, the public ℓ∞ bound E, a warning or None); the warning compares
+    E with ``persons`` or auto's noisy count at rank 1."""
     method, choice = selection.method, selection.choice
     drawn = selection.record
     bound = drawn.half_width(1.0 - CONFIDENCE)
@@ -396,15 +324,13 @@ def _values(selection: _Selection, rows, k, bound, warning, domain_size) -> dict
 
 
 def _report(plan: Plan, local: PrivacyFilter, selection: _Selection, items, edge_df) -> Release:
-    """An ungrouped run's Release (its one group's items) from released
-    values and public parameters only."""
+    """An ungrouped run's Release, from released values and public parameters only."""
     k, epsilon, delta = plan.params.k, plan.params.epsilon, plan.params.delta
     person_col, item_col = plan.params.person_col, plan.params.item_col
     rows = [{"rank": i + 1, "item": item} for i, item in enumerate(selection.groups[0])]
     errors, bound, warning = _error_texts(selection, k, delta, plan.params.persons)
     if warning is not None and selection.choice is None:
-        # public: the bound of a mechanism named by the parameters against persons=; after auto's private
-        # choice the bound and the noisy top count are drawn, and shown only in the release (after its record)
+        # public without auto's private choice; with it, the warning is shown only in the recorded release
         log.warning("top-k: %s", warning)
     split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]
     if selection.method == "unknown-domain":
@@ -447,9 +373,8 @@ def _items_df(spark, rows, item_type):
 
 
 def _groups_report(plan: Plan, keys, m, selection: _Selection, how, local, edge_df, noise, items) -> Release:
-    """A grouped run's Release: every key's items (``release.groups``) and
-    the first groups' in the report, from released values and public
-    parameters only."""
+    """A grouped run's Release (``release.groups`` and the report's first
+    groups), from released values and public parameters only."""
     p = plan.params
     n, mechanism = len(keys), selection.method
     record = noise[-1]
