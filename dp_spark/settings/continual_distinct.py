@@ -1,12 +1,7 @@
 """The continual-distinct release's public limits and the parameter checks
-that need no data (Jain et al. 2023).
-
-The one home of the limits that size driver memory and Spark work
-(``MAX_HORIZON``, ``MAX_SHARDS``) and of the horizon, shard and time-mapping
-checks: the plan (:mod:`dp_spark.plans.continual_distinct`, which re-exports
-them) and the Spark stage (:mod:`dp_spark.stages.continual`) apply the same
-functions. Nothing here imports pyspark.
-"""
+that need no data (Jain et al. 2023), shared by the plan
+(:mod:`dp_spark.plans.continual_distinct`, which re-exports them) and the
+Spark stage (:mod:`dp_spark.stages.continual`). Nothing here imports pyspark."""
 
 from __future__ import annotations
 
@@ -36,9 +31,9 @@ def next_power_of_two(n: int) -> int:
 
 
 def driver_bytes(horizon: int) -> int:
-    """Approximate driver memory (bytes) of the summaries and mechanism arrays
-    for ``horizon`` steps: DRIVER_BYTES_PER_CELL · T · (log2 T + 2), T the tree
-    horizon (the next power of two). The collected flip cells come on top."""
+    """Approximate driver memory (bytes) of the summaries and mechanism arrays:
+    DRIVER_BYTES_PER_CELL · T · (log2 T + 2), T the tree horizon. The collected
+    flip cells come on top."""
     tree = next_power_of_two(horizon)
     return DRIVER_BYTES_PER_CELL * tree * (tree.bit_length() + 1)
 
@@ -53,7 +48,7 @@ def _horizon_cap_text() -> str:
 
 def validate_horizon(horizon) -> int:
     """The horizon, checked before any data is read: REQUIRED, a whole number
-    in 1..MAX_HORIZON (the cap bounds the driver's arrays)."""
+    in 1..MAX_HORIZON."""
     if horizon is None:
         raise ParameterError(HORIZON_REQUIRED)
     horizon = checks.integer(horizon, "horizon", 1, None, " (the number of steps)")
@@ -63,16 +58,14 @@ def validate_horizon(horizon) -> int:
 
 
 def validate_shards(shards) -> int | None:
-    """``shards`` (None: the default), checked before any data is read: a
-    whole number in 1..MAX_SHARDS."""
+    """``shards`` (None: the default) in 1..MAX_SHARDS, before any data is read."""
     return checks.at_most(shards, "shards", MAX_SHARDS, "each shard is one Python task that emits its own "
                           "(step, level) cells, so work and shuffle grow with the shard count", none_ok=True)
 
 
 def validate_mapping_parameters(origin, step_size) -> None:
-    """Checks of origin / step_size that need no data (before Spark runs);
-    what they mean for a column kind is checked by the stage's
-    ``time_mapping`` once the schema is known."""
+    """Checks of origin / step_size that need no data; their meaning for a
+    column kind is checked by the stage's ``time_mapping``."""
     if step_size is not None:
         checks.positive(step_size, "step_size")
     if origin is not None and (isinstance(origin, (bool, np.bool_))
@@ -82,18 +75,14 @@ def validate_mapping_parameters(origin, step_size) -> None:
         checks.number(origin, "origin")
 
 
-#: Grouped runs (issue 24): the driver receives every group's flip cells and
-#: runs every group's mechanism, so the number of public keys times the tree
-#: horizon is limited to the ungrouped cap on one series' steps: the same
-#: driver memory as the largest ungrouped run (``driver_bytes(MAX_HORIZON)``),
-#: e.g. 1,024 keys (``dp_spark.plan.MAX_PUBLIC_GROUPS``) at 4,096 steps.
+#: Grouped runs: public keys × tree horizon, limited to the ungrouped cap on one series' steps (the
+#: same driver memory as the largest ungrouped run, e.g. 1,024 keys at 4,096 steps).
 MAX_GROUPED_STEPS = MAX_HORIZON
 
 
 def validate_grouped_size(n_groups: int, horizon: int) -> None:
     """Refuse, from the public keys and the horizon alone (before anything is
-    read or spent), a grouped run whose groups × tree horizon exceeds
-    MAX_GROUPED_STEPS."""
+    read or spent), groups × tree horizon above MAX_GROUPED_STEPS."""
     cells = int(n_groups) * next_power_of_two(horizon)
     if cells > MAX_GROUPED_STEPS:
         raise ParameterError(

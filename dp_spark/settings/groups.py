@@ -1,6 +1,5 @@
-"""Public settings of per-group releases (issue 24), shared by the group-cap
-stage (:mod:`dp_spark.stages.groups`) and the choice of the cap
-(:mod:`dp_spark.mechanisms.groups`)."""
+"""Public settings of per-group releases, shared by the group-cap stage and
+the choice of the cap (:mod:`dp_spark.mechanisms.groups`)."""
 
 from __future__ import annotations
 
