@@ -1,31 +1,23 @@
 """Driver-side state of a streaming continual-distinct query, and its sink.
 
-``MechanismCheckpoint`` persists, atomically and as one JSON file, everything
-the driver needs to resume: the ``ContinualCounter`` state (tree partial sums,
-last noisy node values, the sparse vector's level and threshold noise), the
-cumulative sparse-vector query values, the index of the last released step
-with the Spark micro-batch id that produced it, that step's released record,
-the configuration the budget was spent for (everything that fixes what a
-step means: source folder, format, schema, files per step, trigger, horizon,
-mechanism), and — only for seeded runs — the generator state, plus a SHA-256
-checksum of all of it: a file edited by hand (say "step" 10 → 5, which would
-re-draw released steps) or damaged is refused, never used. It is written BEFORE the step's record reaches the sink, so
-once a step's noise has been drawn and saved it is never drawn again: a
-re-executed micro-batch re-writes the saved record instead.
+``MechanismCheckpoint`` persists atomically, as one JSON file with a SHA-256
+checksum, everything the driver needs to resume: the ``ContinualCounter``
+state (partial sums, noisy node values, the sparse vector's state), the last
+released step with its micro-batch id and record, the configuration the
+budget was spent for, and (seeded runs only) the generator state. An edited
+or damaged file, which could re-draw released steps, is refused. It is
+written BEFORE the step's record reaches the sink, so a step's noise is
+never drawn twice.
 
 CONFIDENTIAL: the file holds exact (non-private) partial sums and secret
 noise. Store it like the input data; never publish it.
 
-The file is the only record that ρ was spent and which noise was released.
-If it is lost while Spark's checkpoint (``<checkpoint>/spark``) or the sink's
-step files remain, a fresh state would restart at step 0, spend ρ again and
-publish new noise over released steps; the query refuses that
-(``MechanismCheckpoint.spark_started``, ``StepSink.steps``), and the sink
-never replaces a released record by a different one.
+The file is the only record that ρ was spent: if it is lost while Spark's
+checkpoint or the sink's step files remain, the query refuses to start a
+fresh state (``MechanismCheckpoint.spark_started``, ``StepSink.steps``).
 
-``StepSink`` is the public output: one small JSON file per released step,
-written atomically. Rewriting a step (a re-executed micro-batch) must write
-the same record again; a different record for a released step is refused.
+``StepSink`` is the public output: one JSON file per released step, written
+atomically; a different record for a released step is refused.
 """
 
 from __future__ import annotations
@@ -42,7 +34,7 @@ from dp_spark.io import write_json_atomic
 from dp_spark.marking import mark_record
 
 KIND = "dp_spark.streaming.continual_distinct"
-VERSION = 3  # 3: the configuration fixes the step's meaning (source, schema, files, trigger); checksum
+VERSION = 3  # of the state file's layout
 CHECKSUM = "checksum"
 STATE_FILE = "mechanism.json"
 ERROR_FILE = "input-error.json"
@@ -50,26 +42,18 @@ SPARK_DIR = "spark"
 #: The demo source the command line writes inside the checkpoint folder when
 #: ``--stream`` has no ``--input`` (one event file per step).
 DEMO_DIR = "demo-input"
-#: What the top of a continual-distinct checkpoint folder holds: the
-#: mechanism state, a micro-batch's input error, Spark's own checkpoint, the
-#: command line's demo source (and hidden temporary files of atomic writes).
+#: The top of a continual-distinct checkpoint folder (besides hidden temporary files).
 LAYOUT = frozenset({STATE_FILE, ERROR_FILE, SPARK_DIR, DEMO_DIR})
-#: The top of a Spark Structured Streaming checkpoint (Spark's layout): another
-#: query's checkpoint given as ours holds these where ours holds ``spark/``.
+#: The top of a Spark Structured Streaming checkpoint (ours holds it under ``spark/``).
 SPARK_CHECKPOINT_NAMES = frozenset({"offsets", "commits", "metadata", "sources", "state"})
-#: StepSink's file names (``step-000000001.json``), allowed at the top when
-#: the sink is the checkpoint folder itself.
+#: StepSink's file names, allowed at the top when the sink is the checkpoint folder.
 STEP_FILES = "step-*.json"
-#: The session setting a stateful query's partition count is taken from at its
-#: first start and kept under in the checkpoint's offset log.
+#: The setting Spark takes a stateful query's partitions from at its first start (kept in the offset log).
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
-#: Keys of a saved configuration renamed since checkpoints were first written
-#: (old -> new): issue 23 names the method ``method`` in every layer, where
-#: the checkpoint said ``mechanism``. :meth:`MechanismCheckpoint.load` reads
-#: an old key under its new name (the checksum is checked on the file as
-#: written), so a stream checkpointed before the rename resumes.
+#: Renamed keys of a saved configuration (old -> new), read under the new name by
+#: :meth:`MechanismCheckpoint.load` after the checksum is checked on the file as written.
 RENAMED_KEYS = {"mechanism": "method"}
 
 
@@ -104,19 +88,12 @@ def local_directory(path: str, name: str) -> Path:
 
 
 def refuse_foreign_checkpoint(directory: str | os.PathLike, *, sink=None, source=None) -> None:
-    """Refuse (InputError) a checkpoint folder holding another query's files,
-    before anything is read or spent: Spark's own checkpoint layout at its
-    top (``offsets/``, ``commits/``, ``metadata``: a Spark streaming query
-    that is not ours, or ours given as ``<checkpoint>/spark``), or, where no
-    mechanism state is saved (a new stream), any name outside
-    :data:`LAYOUT`. Accepted: a missing or empty folder (a new stream) and
-    the folder a run of this query wrote (a resume; its state's checksum
-    and configuration are checked when it is loaded, another
-    continual-distinct configuration is refused there). Hidden names (a
-    temporary file of an atomic write, ``.DS_Store``) are not looked at; the
-    query's ``sink`` and ``source`` folders may lie inside it (the sink may
-    be the folder itself: its step files are then allowed). Reads only the
-    folder's listing: names, never contents."""
+    """Refuse (InputError), before anything is read or spent, a checkpoint
+    folder holding another query's files: Spark's checkpoint layout at its top,
+    or, where no mechanism state is saved, any name outside :data:`LAYOUT`
+    (hidden names ignored; the ``sink`` and ``source`` folders may lie inside,
+    the sink may be the folder itself). A missing or empty folder and one this
+    query wrote are accepted. Reads names only, never contents."""
     directory = Path(directory)
     try:
         names = sorted(n for n in os.listdir(directory) if not n.startswith("."))
@@ -177,11 +154,9 @@ class MechanismCheckpoint:
         return self.spark_path.exists()
 
     def spark_state_partitions(self) -> int | None:
-        """The number of state partitions Spark fixed in its checkpoint at the
-        query's first start (``spark.sql.shuffle.partitions`` in the offset
-        log's metadata, which Spark restores on every restart whatever the
-        session says), or None when no query has started here or the log does
-        not say. A public value: the configuration of the first run."""
+        """The state partitions Spark fixed at the query's first start
+        (``spark.sql.shuffle.partitions`` in the offset log, restored on every
+        restart), or None when no query started or the log does not say. Public."""
         offsets = self.spark_path / "offsets"
         try:
             batches = sorted((int(p.name) for p in offsets.iterdir() if p.name.isdigit()), reverse=True)
@@ -233,9 +208,7 @@ class MechanismCheckpoint:
         body = {k: v for k, v in state.items() if k != CHECKSUM}
         write_json_atomic(self.path, {**body, CHECKSUM: state_checksum(body)})
 
-    # A bad event found inside a micro-batch is reported through a file, so the
-    # driver thread sees it even when foreachBatch runs in another process
-    # (Spark Connect).
+    # an error inside a micro-batch goes through a file: foreachBatch may run in another process
     def record_error(self, message: str) -> None:
         write_json_atomic(self.error_path, {"message": message})
 

@@ -1,11 +1,9 @@
-"""Demo input for the streaming mode: one file of events per step.
+"""Demo input for the streaming mode: one JSON-lines file of events per step.
 
-``write_demo_files`` generates the built-in synthetic stream
-(``dp_spark.continual_data.synthetic_stream``, made by Spark) and writes the
-events of steps ``first_step..last_step`` as JSON-lines files
-``events-000001.json`` …, one per step (an empty file for a step without
-events), atomically and with increasing modification times, so that a file
-source with ``maxFilesPerTrigger=1`` sees them in step order. Demo data only.
+The built-in synthetic stream (``dp_spark.continual_data.synthetic_stream``)
+as files ``events-000001.json`` … (empty for a step without events), written
+atomically with increasing modification times, so a file source with
+``maxFilesPerTrigger=1`` sees them in step order. Demo data only.
 """
 
 from __future__ import annotations
@@ -31,10 +29,8 @@ def write_demo_files(
     seed: int = 7,
 ) -> list[Path]:
     """Write the demo stream's files for steps first_step..last_step (default: to the horizon).
-
-    The same ``horizon``, ``items``, ``max_flippancy`` and ``seed`` always give
-    the same events, so files of later steps can be added by a later call.
-    """
+    The same ``horizon``, ``items``, ``max_flippancy`` and ``seed`` give the same
+    events, so a later call can add later steps' files."""
     last_step = horizon if last_step is None else last_step
     if not 1 <= first_step <= last_step <= horizon:
         raise ParameterError("need 1 <= first_step <= last_step <= horizon for the demo files.")

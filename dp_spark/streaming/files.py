@@ -1,23 +1,15 @@
 """The source files of one micro-batch, and the check that each has the stream's columns.
 
-The streaming query reads every file with one schema, fixed when its
-checkpoint was created. A later file written with other column names (a
-renamed field, another export) would then read as rows of nulls — dropped
-as bad events — and its step would be released as a step without events.
-``missing_column`` catches that: before a step is released, each file of
-the micro-batch is read for its own column names (a schema read: a Parquet
-footer, a CSV header) and a file that holds rows but lacks a required column
-fails the step with a one-line InputError (the batch is not committed: fix
-or move the file and restart). An empty file (no rows, no columns) is a step
-without events, as the step grid needs. JSON-lines files are not checked:
-their keys belong to the rows, so a missing key is a bad value (null, the
-event dropped), never a failed step — whether a step fails must not depend
-on one item's events.
+Every file is read with the schema fixed at checkpoint creation, so a file
+with other column names would read as rows of nulls. Before a step is
+released, :func:`missing_column` reads each file's own column names; a file
+with rows but without a required column fails the step with a one-line
+InputError (not committed). JSON-lines files are not checked: a missing key
+is a bad value (the event dropped), since whether a step fails must not
+depend on one item's events.
 
-Which files a micro-batch read is taken from Spark's file-source log in the
-checkpoint (``<checkpoint>/spark/sources/0/<batch id>``, or the compacted
-``<n>.compact`` file holding the entries of every batch up to n): JSON lines
-``{"path": ..., "batchId": ...}`` after a version line.
+The files come from Spark's file-source log in the checkpoint
+(``sources/0/<batch id>`` or ``<n>.compact``: JSON lines after a version line).
 """
 
 from __future__ import annotations
@@ -43,11 +35,8 @@ def batch_files(spark_checkpoint: Path, batch_id: int) -> list[str]:
 
 def missing_column(spark, files: list[str], fmt: str, required: list[str]) -> tuple[str, str] | None:
     """The first (file, column) where a file with columns lacks a required
-    column, or None. Reads each file's schema only (public: no value of the
-    data is used or reported): a Parquet footer, a CSV header. JSON lines are
-    never checked: their keys are part of the rows (a row without a key is a
-    bad value, null and dropped per event), so a file holding only one
-    item's rows must not decide whether the step fails (issue 21 §3)."""
+    column, or None. Reads schemas only (no data value used or reported); JSON
+    lines are never checked (module docstring)."""
     if fmt == "json":
         return None
     for path in files:

@@ -1,22 +1,17 @@
 """Per-item state of the streaming continual-distinct query (Spark side, no noise).
 
-``applyInPandasWithState`` grouped by item keeps, for every item, its count
-and its running flippancy (number of flips so far). Each micro-batch is one
-step: the item's events in the batch are applied with the stream rules
-(``dp_spark.mechanisms.continual_distinct.count_after``: raw-time order, equal times inserts
-first, deletes at zero ignored); if its end-of-step existence changed, the
-item emits one row: the (level, delta, cross) cell of that flip, computed
-by the same kernel as the batch stage (``dp_spark.mechanisms.continual_distinct.flip_cells``).
-Summing these rows per level over a micro-batch gives the step's column of
-``StreamSummaries`` (the driver adds ``cross`` to running totals).
+``applyInPandasWithState`` grouped by item keeps each item's count and
+flippancy. Per micro-batch (one step) the item's events are applied with
+the stream rules (``dp_spark.summaries.continual_distinct.count_after``);
+if its end-of-step existence changed, the item emits the (level, delta,
+cross) cell of that flip (``flip_cells``, the batch stage's kernel), summed
+per level into the step's column of ``StreamSummaries``.
 
-Bad values are dropped per event, as in the batch stage: the query filters
-out rows with an op other than +1/−1 (null included) or a null or
-non-finite time before grouping (``good_events``), and ``update`` ignores
-any such event again. A per-row filter keeps, for every item, a subset of
-its own events, so the item-level sensitivity is unchanged; nothing about
-the dropped events is counted, and a bad value never fails a step.
-Rows here are NON-PRIVATE; only O(log T) sums per step reach the driver.
+Bad values (an op other than ±1, a null or non-finite time) are dropped per
+event, as in the batch stage: a per-row filter keeps a subset of each item's
+own events, so the item-level sensitivity is unchanged and a bad value never
+fails a step. Rows here are NON-PRIVATE; only O(log T) sums per step reach
+the driver.
 """
 
 from __future__ import annotations

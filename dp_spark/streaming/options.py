@@ -1,12 +1,6 @@
-"""The streaming-only options of continual-distinct and their checks (no pyspark).
-
-``files_per_step``, ``trigger``, ``state_partitions`` and ``timeout`` say how
-the Structured Streaming query (``dp_spark.streaming.query``) forms its steps
-and runs; they are not release parameters (the plan,
-``dp_spark.plans.continual_distinct``, holds those), so the command line
-checks them in ``dp_spark.commands.continual_distinct.validate`` and the
-streaming entry point with the same functions, before Spark starts.
-"""
+"""The streaming-only options of continual-distinct and their checks (no pyspark):
+how the query forms its steps and runs, not release parameters. The command
+line and the streaming entry point check them before Spark starts."""
 
 from __future__ import annotations
 
@@ -56,9 +50,7 @@ def validate_trigger(trigger: str) -> str:
 
 
 def step_grid(trigger: str) -> str:
-    """The kind of step grid a (validated) trigger makes: available-now (one
-    group of files_per_step files per step) or interval (one trigger interval
-    per step, empty intervals included)."""
+    """The step grid a validated trigger makes: available-now or interval."""
     return AVAILABLE_NOW if trigger == AVAILABLE_NOW else INTERVAL
 
 

@@ -2,83 +2,47 @@
 
 The online form of the continual-distinct release (Jain, Kalemaj,
 Raskhodnikova, Sivakumar, Smith, NeurIPS 2023; Algorithms 1–3 as in
-``dp_spark.mechanisms.continual_distinct``), on Spark Structured Streaming:
-
-- Source: a directory of event files (JSON lines, CSV with header, Parquet)
-  read with ``readStream``; ``files_per_step`` files per micro-batch.
-- Each micro-batch is one step t (the step grid, below). Per-item state
-  (count, flippancy) lives in Spark (``applyInPandasWithState``,
-  ``dp_spark.streaming.items``); only the step's O(log T) sums reach the driver.
-- The driver feeds them to a ``dp_spark.mechanisms.continual_distinct.ContinualCounter`` (the
-  tree mechanisms and the sparse vector, all noise drawn on the driver from
-  an OS-seeded generator) inside ``foreachBatch``, saves the counter state
-  atomically together with the step index and the micro-batch id
-  (``MechanismCheckpoint``), and only then writes the step's record to the
-  sink (``StepSink``).
-- Restart: Spark's checkpoint (``<checkpoint>/spark``) restores the per-item
-  state and the source offsets; the mechanism checkpoint restores the
-  counter. A micro-batch that Spark re-executes (it had not committed it) and
-  whose step was already saved is not counted again: its saved record is
-  re-written, no noise is drawn. ρ is spent once, when the checkpoint is
-  created; a resumed query spends nothing and its report says so.
-- A new mechanism state is created only in a fresh place: if ``mechanism.json``
-  is missing while ``<checkpoint>/spark`` exists, or the sink already holds
-  step files, the run is refused (InputError; exit 2 from the CLI) — a new
-  state would spend ρ again and re-publish steps with fresh noise. The sink
-  never replaces a released record by a different one.
-- It stops cleanly after step ``horizon``: later micro-batches release nothing.
-- The Release's ``noise`` is the counter's records of its draws so far
-  (``ContinualCounter.noise_records``, from the saved state), as the batch
-  release's; its per-item state has ``state_partitions_for`` partitions
-  (the cluster's parallelism, or what the checkpoint fixed; never the
-  session's shuffle partitions, issue 26).
+``dp_spark.mechanisms.continual_distinct``) on Spark Structured Streaming.
+Each micro-batch of ``files_per_step`` event files is one step t. Per-item
+state lives in Spark (``dp_spark.streaming.items``); only the step's
+O(log T) sums reach the driver, which feeds them to a ``ContinualCounter``
+inside ``foreachBatch`` (all noise drawn there), saves the counter state
+atomically with the step and micro-batch id (``MechanismCheckpoint``), and
+only then writes the step's record to the sink (``StepSink``). A restart
+resumes from both checkpoints; a re-executed micro-batch whose step was
+saved re-writes its record and draws nothing. ρ is spent once, when the
+checkpoint is created; a new mechanism state is refused where
+``<checkpoint>/spark`` or sink step files exist (it would spend ρ again).
 
 The step grid. The neighbouring argument compares two streams step by step,
 so WHICH EVENTS FORM WHICH STEP must not depend on the data: removing one
 item's events must leave every other event in the same step. That holds when
-the file schedule is fixed in advance —
+the file schedule is fixed in advance:
 
 - ``trigger="available-now"`` (preferred): step t is the t-th group of
-  ``files_per_step`` files in the order Spark lists them (modification time).
-  Write one file (set) per fixed period, with an EMPTY file for a period
-  without events (``write_demo_files`` does), never "a file once enough
-  events have accumulated" or "a file only when something happened": then a
-  missing item could remove a file, remove a step and shift every later step.
+  ``files_per_step`` files in Spark's listing order (modification time).
+  Write one file (set) per fixed period, an EMPTY file for a period without
+  events (as ``write_demo_files`` does), never a file cut by content: a
+  missing item could then remove a file and shift every later step.
 - an interval trigger: every trigger interval is one step, with or without
-  new files (the per-item state uses a processing-time timeout, so Spark runs
-  a no-data micro-batch in an interval without files, which this query
-  releases as a step with no change). The grid is then wall-clock processing
-  time: in each run it starts with the first micro-batch that has new files
-  (a restarted query makes no step until a file arrives), it is fixed only
-  while every micro-batch finishes within the interval (Spark skips the
-  ticks a slow batch overran), and there are no steps while the query is
-  stopped. Files must still not be held back or split depending on content.
+  new files. The grid is wall-clock time: in each run it starts with the
+  first micro-batch with new files, it holds only while every batch
+  finishes within the interval (Spark skips overrun ticks), and there are
+  no steps while the query is stopped.
 
-Everything that fixes what a step means is recorded when the checkpoint is
-created and a resumed run with another value is refused (ParameterError
-naming the option): the source folder and format, the files' schema (the
-saved one is used on resume), files_per_step, the trigger, the horizon, the
-method and its parameters. The state file carries a checksum (an edited
-file is refused), and each micro-batch's files are checked for the stream's
-columns before the step is released (``dp_spark.streaming.files``).
+What fixes a step's meaning (source, format, schema, files_per_step,
+trigger, horizon, method and parameters) is recorded at checkpoint creation;
+a resumed run with another value is refused (ParameterError naming the
+option). Each micro-batch's files are checked for the stream's columns
+(``dp_spark.streaming.files``).
 
-Guarantee: item-level ρ-zCDP for the whole series (neighbouring streams differ
-by any subset of one item's events, Definition 1.2), the same mechanisms and error statements as the
-batch release, PROVIDED the step grid above does not depend on the data (the
-report's statement and neighbouring relation say so). Bad input: schema
-problems (a missing column, an unusable or inexact item type) are refused
-before ρ is spent, and a CSV or Parquet source file lacking a column fails
-its step (a JSON row lacking a key is a bad value); bad VALUES are dropped per event, as in the batch release (an op other than ±1,
-a null or non-finite time, a null item) — a per-row filter, so item-level
-sensitivity is unchanged and a bad row never halts the query; deletes of
-absent items are ignored; events in micro-batches after the horizon are not
-counted.
-
-Parameters: the release's (ρ, horizon, method, ...) are checked and ρ split by
-the batch release's plan (``dp_spark.plans.continual_distinct``, with
-``stream=True``); the stream's own options by ``dp_spark.streaming.options``.
-Bounded by design: horizon <= MAX_HORIZON, files_per_step <=
-MAX_FILES_PER_STEP, state_partitions <= MAX_STATE_PARTITIONS.
+Guarantee: item-level ρ-zCDP for the whole series (neighbouring streams
+differ by any subset of one item's events, Definition 1.2), with the batch
+release's mechanisms and error statements, PROVIDED the step grid does not
+depend on the data (the report says so). Schema problems are refused before
+ρ is spent; bad VALUES are dropped per event (a per-row filter: item-level
+sensitivity unchanged). Parameters are checked and ρ split by the batch plan
+(``dp_spark.plans.continual_distinct``, ``stream=True``).
 """
 
 from __future__ import annotations
@@ -140,8 +104,7 @@ from dp_spark.streaming.options import (  # noqa: F401 - MAX_*: re-exported
 log = logging.getLogger(__name__)
 
 ITEM = "item"
-# Resuming with another value of any of these is refused: they fix what a step
-# means, what was spent, or how it is released. Values: the option to name.
+# Resuming with another value of these is refused (they fix what a step means); value: the option's name.
 _CONFIG_KEYS = {
     "rho": "--rho", "horizon": "--horizon", "method": "--method", "max_flippancy": "--max-flippancy",
     "beta": "--beta", "delta": "--delta", "seed": "--seed", "item_col": "--item-col", "op_col": "--op-col",
@@ -167,10 +130,9 @@ def _generator_from(state: dict) -> np.random.Generator:
 class StepWriter:
     """The ``foreachBatch`` function: one micro-batch -> one released step.
 
-    Holds no mechanism state in memory: every call loads the checkpoint, so a
-    re-executed batch and a restarted driver see exactly what was saved.
-    ``files``: (format, required columns) for the per-file column check, or
-    None. ``progress``: print "step t/T released" to stderr after each step.
+    Every call loads the checkpoint, so a re-executed batch and a restarted
+    driver see exactly what was saved. ``files``: (format, required columns)
+    for the per-file check, or None. ``progress``: "step t/T released" on stderr.
     """
 
     def __init__(self, store: MechanismCheckpoint, sink: StepSink, horizon: int, *,
@@ -190,15 +152,13 @@ class StepWriter:
         return self._rng
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        # Always evaluate the whole batch first: Spark commits the per-item
-        # state of every partition only when the batch is fully processed.
+        # evaluate the whole batch first: Spark commits per-item state only for a fully processed batch
         sums = batch_df.groupBy(LEVEL).agg(F.sum(DELTA).alias(DELTA), F.sum(CROSS).alias(CROSS))
         with spark_job("summarising a micro-batch"):
             rows = sums.collect()
         state = self.store.load()
         if batch_id <= state["last_batch_id"]:
-            # Re-execution of a batch whose step is already saved: re-write its
-            # record (idempotent), draw nothing, count nothing.
+            # a re-executed batch whose step is saved: re-write its record, draw and count nothing
             if batch_id == state["last_batch_id"] and state["last_record"] is not None:
                 self._write(state["last_record"])
             return
@@ -244,8 +204,8 @@ class StepWriter:
             print(f"continual-distinct: step {record['step']}/{self.horizon} released", file=sys.stderr, flush=True)
 
     def _check_files(self, spark, batch_id: int, step: int) -> None:
-        """Fail the step (not committed, nothing drawn) if one of its files
-        lacks a column of the stream (``dp_spark.streaming.files``)."""
+        """Fail the step (not committed, nothing drawn) if one of its files lacks
+        a column of the stream."""
         if self.files is None:
             return
         fmt, required = self.files
@@ -274,8 +234,7 @@ def counter_max_level(state: dict) -> int:
 
 
 def _new_state(config: dict, tree_horizon: int, w: int | None, rho: float) -> dict:
-    """A fresh mechanism state; ``rho`` is the plan's calibrated ρ (at most
-    the decimal charged; ``config`` keeps ρ as given)."""
+    """A fresh mechanism state; ``rho`` is the plan's calibrated ρ."""
     counter = ContinualCounter(
         tree_horizon, rho, config["method"], w, beta=config["beta"]
     )
@@ -299,9 +258,7 @@ def _new_state(config: dict, tree_horizon: int, w: int | None, rho: float) -> di
 
 
 def _refuse_new_state_over_old_output(checkpoint_dir, store: MechanismCheckpoint, sink: StepSink) -> None:
-    """A new mechanism state (step 0, ρ spent again) may only start where no
-    query ran and nothing was published: otherwise Spark would resume its old
-    offsets under a fresh counter and released steps would be re-drawn."""
+    """A new mechanism state (ρ spent again) only where no query ran and nothing was published."""
     if store.spark_started():
         raise InputError(
             f"the checkpoint directory {str(checkpoint_dir)!r} holds a Spark checkpoint ({SPARK_DIR}/) but "
@@ -331,8 +288,8 @@ def _refuse_resume_without_spark_state(checkpoint_dir, store: MechanismCheckpoin
 def _saved_state(spark, source: str, config: dict, store: MechanismCheckpoint, sink: StepSink,
                  checkpoint_dir: Path) -> dict | None:
     """The checkpoint's state when resuming (checksum and options checked), or
-    None for a new stream (refused over old output). Sets ``config["schema"]``:
-    the saved one, or the files' schema read now for a new stream. Spends nothing."""
+    None for a new stream (refused over old output). Sets ``config["schema"]``
+    (the saved one, or the files' schema read now). Spends nothing."""
     if store.exists():
         state = store.load()  # checksum verified
         _check_same_config(state["config"], config)
@@ -343,18 +300,15 @@ def _saved_state(spark, source: str, config: dict, store: MechanismCheckpoint, s
         return state
     _refuse_new_state_over_old_output(checkpoint_dir, store, sink)  # before spending
     if config["schema"] is None:
-        # Parquet: the files' footers (metadata); CSV: the header's names, every
-        # column a string; JSON: exactly the stream's columns, as strings. Never
-        # a name or type inferred from the rows (issue 21 §2).
+        # Parquet footers, CSV header names (strings), JSON the stream's columns (strings): never from rows
         columns = [config["time_col"], config["item_col"], config["op_col"]]
         config["schema"] = read_input(spark, source, config["format"], columns=columns).schema.json()
     return None
 
 
 def _check_same_config(saved: dict, config: dict) -> None:
-    """Refuse (one line, naming the option) a resumed run whose options differ
-    from those the checkpoint was created with. ``schema`` None: not given
-    (the saved one is used)."""
+    """Refuse a resumed run whose options differ from the checkpoint's
+    (``schema`` None: the saved one is used)."""
     for key, option in _CONFIG_KEYS.items():
         if key == "schema" and config.get(key) is None:
             continue
@@ -388,8 +342,7 @@ def _stream_format(source: str, fmt: str) -> str:
 
 def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, time_col, item_col, op_col):
     """The event stream (item, op[, order_key]) with bad VALUES dropped per
-    event (an op other than ±1, a null item, a null or non-finite time: a
-    per-row filter). Schema problems raise here, before anything is spent."""
+    event. Schema problems raise here, before anything is spent."""
     reader = spark.readStream.format(fmt).schema(schema).option("maxFilesPerTrigger", int(files_per_step))
     if fmt == "csv":
         reader = reader.option("header", "true")
@@ -409,11 +362,8 @@ def _stream_events(spark, source: str, fmt: str, schema, files_per_step: int, ti
 
 
 def _parsed_strings(stream, time_col: str | None, op_col: str):
-    """String op and time columns (CSV/JSON read without inference) parsed
-    per row: the op as in the batch release (``dp_spark.io.parsed_op``); the
-    time, which only orders the events of one step, as a number, or when it
-    is not one as an ISO date/time in seconds since the epoch. A value that
-    does not parse is null, and its event is dropped."""
+    """String op and time columns (CSV/JSON) parsed per row: the op as in the
+    batch release, the time as a number or ISO date/time; unparsable: dropped."""
     if isinstance(stream.schema[op_col].dataType, T.StringType):
         stream = stream.withColumn(op_col, parsed_op(F.col(op_col)))
     if time_col is not None and isinstance(stream.schema[time_col].dataType, T.StringType):
@@ -450,54 +400,33 @@ def continual_distinct_stream(
 ):
     """Run (or resume) the streaming release; return a Release of the steps released so far.
 
-    Item-level ρ-zCDP for the whole series of ``horizon`` steps (Jain et al.
-    2023, the mechanisms of the batch release, run one step at a time by
-    ``ContinualCounter``), provided the step grid does not depend on the
-    data (module docstring). The release parameters (``rho``, ``horizon``,
-    ``method``, ``max_flippancy``, ``beta``, ``delta``, ``seed``, the
-    columns) are checked, and ρ split, by the same plan as the batch release
+    Item-level ρ-zCDP for the whole series of ``horizon`` steps, provided the
+    step grid does not depend on the data (module docstring). The release
+    parameters are checked, and ρ split, by the batch plan
     (``dp_spark.plans.continual_distinct.plan(..., stream=True)``).
 
-    ``checkpoint``: a local directory holding Spark's checkpoint and the
-    CONFIDENTIAL mechanism state; ``sink``: a local directory getting one
-    JSON record per released step. ``trigger``: "available-now" (preferred:
-    process the files present, ``files_per_step`` per step, then return; run
-    again later to continue) or an interval such as "10 seconds" (every
-    interval is one step, with or without new files; run until the horizon
-    or ``timeout`` seconds). ``horizon`` is required (at most MAX_HORIZON),
-    ``files_per_step`` at most MAX_FILES_PER_STEP, ``state_partitions`` at
-    most MAX_STATE_PARTITIONS; the trigger kind is fixed per checkpoint.
+    ``checkpoint``: a local directory for Spark's checkpoint and the
+    CONFIDENTIAL mechanism state; ``sink``: a local directory getting one JSON
+    record per released step. ``trigger``: "available-now" (process the files
+    present, ``files_per_step`` per step, then return) or an interval such as
+    "10 seconds" (run until the horizon or ``timeout`` seconds). ``horizon``
+    (required) <= MAX_HORIZON, ``files_per_step`` <= MAX_FILES_PER_STEP,
+    ``state_partitions`` <= MAX_STATE_PARTITIONS (:func:`state_partitions_for`;
+    a value differing from the checkpoint's is ignored with a warning).
     ``time_col`` (optional in the files) orders events inside a micro-batch.
-    ``budget``: ρ is spent from it only when a new checkpoint is created;
-    a new checkpoint is refused (InputError) where ``<checkpoint>/spark`` or
-    step files in ``sink`` already exist, and any checkpoint folder holding
-    another query's files (a Spark checkpoint's ``offsets/``, ``commits/``,
-    ``metadata`` at its top; for a new stream, any file of no checkpoint:
-    :func:`~dp_spark.streaming.checkpoint.refuse_foreign_checkpoint`) before
-    anything is read or spent.
-    ``state_partitions``: partitions of the per-item state (default: two per
-    task slot of the cluster, ``dp_spark.stages.partitioning.python_partitions``,
-    never the session's ``spark.sql.shuffle.partitions``); fixed in Spark's
-    checkpoint by its first run: a resumed query keeps that number (a
-    checkpoint created before this default keeps the session's value of its
-    first run), and a different ``state_partitions`` is then ignored with a
-    warning. The report's ``parameters["state_partitions"]`` says which.
-    ``seed``: tests and demos only (the generator state is then checkpointed
-    too, so a resumed seeded run continues the same noise stream).
-    ``schema``: the files' schema (default, fixed when the checkpoint is
-    created, then the saved one: Parquet the files' footers; CSV the header's
-    column names, every column a string; JSON exactly the stream's columns as
-    strings — never a type or name inferred from the rows; string time and op
-    values are parsed per row, a value that does not parse drops its event). ``progress``: a line
-    "step t/T released" on stderr per step. Resuming with any option that
-    fixes what a step means changed is refused (ParameterError naming it).
-    Ctrl-C stops the query between steps and raises KeyboardInterrupt whose
-    message says how many steps are released and where.
+    ``budget``: ρ is spent only when a new checkpoint is created. A checkpoint
+    folder holding another query's files is refused before anything is read or
+    spent (:func:`~dp_spark.streaming.checkpoint.refuse_foreign_checkpoint`).
+    ``seed``: tests and demos only (the generator state is checkpointed too).
+    ``schema``: the files' schema (default: fixed at creation from Parquet
+    footers, the CSV header with string columns, or JSON's stream columns as
+    strings; never inferred from rows). ``progress``: "step t/T released" on
+    stderr per step. Ctrl-C stops the query between steps and raises
+    KeyboardInterrupt saying how many steps are released and where.
 
     Returns a :class:`~dp_spark.Release` like the batch release's (``series``
-    a Spark DataFrame of the released steps, ``result["released_count"]``
-    how many), its parameters adding the stream's (trigger, step grid,
-    checkpoint, sink, whether it resumed).
+    of the released steps, ``result["released_count"]``), its parameters adding
+    the stream's (trigger, step grid, checkpoint, sink, resumed).
     """
     plan = make_plan(rho=rho, horizon=horizon, method=method, time_col=time_col, item_col=item_col,
                      op_col=op_col, max_flippancy=max_flippancy, beta=beta, delta=delta, seed=seed, stream=True)
@@ -537,15 +466,9 @@ def continual_distinct_stream(
 
 
 def state_partitions_for(spark, store: MechanismCheckpoint, requested: int | None) -> int:
-    """The per-item state's partitions (issue 26): the number Spark fixed in
-    the checkpoint at the query's first start, if it has started (a restart
-    cannot change it: Spark restores it from its offset log); else
-    ``requested``; else two per task slot of the cluster
-    (:func:`dp_spark.stages.partitioning.python_partitions`, at most
-    MAX_STATE_PARTITIONS) — public values only, never the session's
-    ``spark.sql.shuffle.partitions``. Every partition runs its items' state
-    update in a Python worker at every step; which partition an item is in
-    changes nothing that is computed or released."""
+    """The per-item state's partitions: what Spark fixed at the query's first
+    start, else ``requested``, else two per task slot (at most
+    MAX_STATE_PARTITIONS). Public; changes nothing computed or released."""
     fixed = store.spark_state_partitions()
     if fixed is not None:
         if requested is not None and requested != fixed:
@@ -559,11 +482,9 @@ def state_partitions_for(spark, store: MechanismCheckpoint, requested: int | Non
 
 def _begin(plan: Plan, budget, store: MechanismCheckpoint, step_sink: StepSink, config: dict,
            state: dict | None) -> dict:
-    """The state to run from. A new stream (``state`` None) spends ρ from
-    ``budget`` (before any data is read) and saves a fresh mechanism state;
-    a resumed one spends nothing and re-writes its last SAVED record (a
-    crash may have come between saving it and writing the sink; no new
-    noise; a different record already there is refused)."""
+    """The state to run from: a new stream spends ρ (before any data is read)
+    and saves a fresh state; a resumed one spends nothing and re-writes its
+    last SAVED record."""
     if state is None:
         if budget is not None:
             if getattr(budget, "run_key", None) is not None:
@@ -578,10 +499,8 @@ def _begin(plan: Plan, budget, store: MechanismCheckpoint, step_sink: StepSink, 
 
 
 def _stream_config(plan: Plan, source: str, fmt: str, files_per_step: int, trigger: str, schema, seed) -> dict:
-    """What the checkpoint records when it is created and a resumed run must
-    repeat (``_check_same_config``). Checkpoints written before issue 23 saved
-    the method under ``mechanism``; :meth:`MechanismCheckpoint.load` reads
-    them under ``method``."""
+    """What the checkpoint records at creation and a resumed run must repeat
+    (``_check_same_config``)."""
     return {
         "rho": plan["rho"], "horizon": plan["horizon"], "method": plan["method"],
         "max_flippancy": plan["max_flippancy"], "beta": plan["beta"], "delta": plan["delta"],
@@ -606,10 +525,8 @@ def _released_records(step_sink: StepSink, state: dict, sink_dir: Path) -> list[
 def _stream_writer(events, has_order: bool, J: int, grid: str, writer: StepWriter, checkpoint_dir: Path,
                    trigger: str):
     """The per-item stateful query feeding ``writer`` (not started)."""
-    # Interval grid: a processing-time timeout makes Spark run a no-data
-    # micro-batch in every interval without files (no timeout is ever set
-    # on an item, so no item times out); released as a step without change.
-    # Available-now must not use it (the query would never end).
+    # interval grid: a processing-time timeout (never set on an item) makes Spark run no-data batches;
+    # available-now must not use it (the query would never end)
     timeout_conf = GroupStateTimeout.NoTimeout if grid == AVAILABLE_NOW else GroupStateTimeout.ProcessingTimeTimeout
     stateful = events.groupBy(ITEM).applyInPandasWithState(
         make_update(J, has_order), OUTPUT_SCHEMA, STATE_SCHEMA, "update", timeout_conf
@@ -625,9 +542,7 @@ def _stream_writer(events, has_order: bool, J: int, grid: str, writer: StepWrite
 
 
 def _stop_between_batches(query, patience: float = 60.0) -> None:
-    """Stop the query, waiting (up to ``patience`` s) until no micro-batch is
-    running, so that no batch is interrupted half-way (it would be redone on
-    restart anyway: nothing of it is released before its state is saved)."""
+    """Stop the query once no micro-batch runs (waiting up to ``patience`` s)."""
     end = time.monotonic() + patience
     while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < end:
         time.sleep(0.05)
@@ -636,11 +551,8 @@ def _stop_between_batches(query, patience: float = 60.0) -> None:
 
 @contextlib.contextmanager
 def _shuffle_partitions(spark, partitions: int):
-    """Set the number of state partitions for a query start (restored after).
-
-    Spark fixes a stateful query's partition count at its first start and
-    keeps it in the checkpoint; later starts ignore this setting (we set the
-    checkpoint's number then, ``state_partitions_for``)."""
+    """Set the state partitions for a query start (restored after); Spark
+    keeps the first start's value in the checkpoint."""
     key = SHUFFLE_PARTITIONS
     previous = spark.conf.get(key)
     spark.conf.set(key, str(int(partitions)))
@@ -652,21 +564,12 @@ def _shuffle_partitions(spark, partitions: int):
 
 @contextlib.contextmanager
 def _quiet_stream_logs(spark):
-    """Keep Spark's own report of a failed query (a Java stack trace that can
-    quote data) off the console while our query runs; dp_spark reports the
-    failure in one line instead.
-
-    Side effect: this sets the log4j logger
-    ``org.apache.spark.sql.execution.streaming`` to OFF for the WHOLE driver
-    JVM while the query runs — every streaming query of that session and of
-    any other thread or notebook cell sharing the JVM loses those logs
-    (errors included) meanwhile. The previous level is restored when the
-    query ends. Two such runs overlapping in one JVM (two threads) each
-    restore the level they found, so the logger can stay OFF after both end
-    if the first one ends first.
-    Classic sessions only: on Spark Connect ``spark.sparkContext`` does not
-    exist, the guarded lookup fails and this is a no-op (the server's logs do
-    not reach this console anyway). ``DP_SPARK_DEBUG=1`` keeps the logs."""
+    """Keep Spark's report of a failed query (a Java stack trace that can quote
+    data) off the console while the query runs; dp_spark reports it in one line.
+    Side effect: the log4j logger ``org.apache.spark.sql.execution.streaming``
+    is OFF for the WHOLE driver JVM meanwhile, then restored (two overlapping
+    runs may leave it OFF). A no-op on Spark Connect; ``DP_SPARK_DEBUG=1``
+    keeps the logs."""
     name = "org.apache.spark.sql.execution.streaming"
     try:
         if os.environ.get("DP_SPARK_DEBUG"):
@@ -686,14 +589,9 @@ def _quiet_stream_logs(spark):
 
 def _run_query(spark, stream_writer, store: MechanismCheckpoint, horizon: int, trigger: str,
                timeout: float | None, state_partitions: int, sink: StepSink) -> None:
-    """Start the query; stop it at the horizon or the timeout; one-line errors.
-
-    With "available-now" the query ends by itself after the files present at
-    its start (batches past the horizon release nothing); with an interval
-    trigger it is stopped between batches once the horizon is reached.
-    Ctrl-C stops the query and re-raises KeyboardInterrupt saying how many
-    steps are released and where (they stay; the next run resumes).
-    """
+    """Start the query; stop it at the horizon (interval trigger) or the
+    timeout; one-line errors. Ctrl-C stops the query and re-raises
+    KeyboardInterrupt saying what is released."""
     try:
         with _shuffle_partitions(spark, state_partitions):
             query = stream_writer.start()
@@ -725,7 +623,7 @@ def _run_query(spark, stream_writer, store: MechanismCheckpoint, horizon: int, t
 
 def _await(query, store: MechanismCheckpoint, horizon: int, trigger: str, deadline: float | None):
     """Wait for the query's end, the horizon (interval trigger) or the
-    deadline. Returns (the query's exception or None, whether we stopped it)."""
+    deadline: (the query's exception or None, whether we stopped it)."""
     try:
         while query.isActive:
             if trigger != AVAILABLE_NOW and store.load()["step"] >= horizon:
@@ -785,12 +683,8 @@ def _stream_notes(plan: Plan, state: dict, config: dict) -> list[str]:
 
 def _release(plan: Plan, spark, local: PrivacyFilter, state, records, config, resumed, checkpoint_dir, sink_dir,
              partitions: int):
-    """The Release of the steps released so far (saved records only). Its
-    ``noise`` is the counter's records of the draws made so far
-    (``ContinualCounter.noise_records``, rebuilt from the saved state: a
-    resumed query reports what an unbroken one does); the JSON report writes
-    them and the error statements name the noise from them, as in the batch
-    release."""
+    """The Release of the steps released so far (saved records; ``noise``
+    rebuilt from the saved counter state)."""
     series = series_frame(
         [r["step"] for r in records],
         [r["estimate"] for r in records],
