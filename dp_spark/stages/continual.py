@@ -1,86 +1,57 @@
 """Spark stage of the continual-distinct release (no privacy noise).
 
-Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements in
-the Turnstile Model with Differential Privacy under Continual Observation"
-(NeurIPS 2023). From an event table ``(time, item, op)`` this stage computes
-exactly the arrays ``dp_spark.mechanisms.continual_distinct.StreamSummaries`` holds — per step the
-change of the number of present items, the same change under flippancy
-truncation at every w = 2^j (Algorithm 1's input), and the number of items
-whose flippancy so far exceeds w (Algorithm 3's sparse-vector queries) — and
-nothing else reaches the driver: one validation row, then at most
-T·(J + 2) (step, level) cells, O(T log T) numbers.
+Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements in the Turnstile Model
+with Differential Privacy under Continual Observation" (NeurIPS 2023). From an event table ``(time,
+item, op)`` this stage computes exactly the arrays of
+``dp_spark.mechanisms.continual_distinct.StreamSummaries``: per step the change of the number of
+present items, the same change under flippancy truncation at every w = 2^j (Algorithm 1's input),
+and the number of items whose flippancy so far exceeds w (Algorithm 3's sparse-vector queries).
+Nothing else reaches the driver: at most T·(J + 2) (step, level) cells. DataFrame API only, so it
+runs on Spark Connect too.
 
-How (DataFrame API only, so it runs on Spark Connect too):
-
-1. Map event times to steps 1..T: step = ⌊(time − origin) / step_size⌋ + 1
-   (``TimeMapping``); T, the horizon, is a REQUIRED public parameter.
-   Integer and floating columns are in their own units;
-   timestamp and date columns in seconds (default step_size one day). An
-   integer column defaults to origin 1, step_size 1 (the time *is* the
-   step); a floating, timestamp or date column NEEDS an explicit origin (the
-   start of step 1): none is ever derived from the data, because the earliest
-   event time is not public.
-2. A per-row filter drops the events the rules below reject (no job, no
-   error, nothing counted).
-3. Items go to shards by ``pmod(murmur3(item), shards)`` — Spark's hash
-   partitioning into ``shards`` partitions (default two per task slot of
-   the cluster, never the session's shuffle partitions); one
-   ``mapInArrow`` pass per partition (= shard) reads the events' Arrow
-   columns into numpy (no pandas) and runs the sequential per-item work with the
-   numpy kernels of ``dp_spark.summaries.continual_distinct`` (sort by item, step, raw
-   time, inserts first; clamped counts; end-of-step existence; running flip
-   number k) and sums the flips per (step, level) cell, level = the smallest
-   j with k <= 2^j. Flips depend on one item's events only, so shard cells
-   add up. A grouped run's events carry their group's index g (the release
-   template adds it; an ungrouped run is the one group 0): the kernel treats
-   (group, item) as the item and keys a cell of step t at g·T + t, so every
-   group's cells come from the same pass (:func:`grouped_cells`).
-4. Each shard packs its non-empty cells into one row per chunk of the cell
-   key range (``dp_spark.summaries.continual_chunks``: key (step − 1)·(J + 2) + level, int32
-   offsets and int64 sums as binary columns), so a few rows per shard and
-   chunk cross the JVM, not one per cell (issue 26: the per-cell rows, ~5.8M shuffled
-   and ~3.2M summed and collected at T = 2^20, cost more than the kernel).
-   The rows are hash-partitioned by chunk into :func:`sum_partitions`
-   partitions and a second ``mapInArrow`` pass adds each chunk's cells
-   exactly (int64); each cell then sits in one row, so at most T·(J + 2)
-   cells reach the driver, as Arrow (:func:`collect_chunk_cells`,
-   ``toArrow``, whatever the session's
-   ``spark.sql.execution.arrow.pyspark.enabled``), and the driver rebuilds
-   the arrays (``summaries_from_cells``). The result equals
-   ``dp_spark.mechanisms.continual_distinct.stream_summaries`` on the same events exactly (tested).
+1. Event times map to steps 1..T: step = ⌊(time − origin) / step_size⌋ + 1 (:class:`TimeMapping`);
+   T, the horizon, is a REQUIRED public parameter. Integer and floating columns are in their own
+   units, timestamp and date columns in seconds (default step_size one day). An integer column
+   defaults to origin 1, step_size 1; a floating, timestamp or date column NEEDS an explicit origin:
+   none is derived from the data, because the earliest event time is not public.
+2. A per-row filter drops the events the rules below reject.
+3. Items go to shards by ``pmod(murmur3(item), shards)``; one ``mapInArrow`` pass per partition runs
+   the per-item kernels of ``dp_spark.summaries.continual_distinct`` (clamped counts, end-of-step
+   existence, running flip number k) and sums the flips per (step, level) cell, level = the smallest
+   j with k <= 2^j. Flips depend on one item's events only, so shard cells add up. A grouped run's
+   events carry their group index g (an ungrouped run is group 0): (group, item) is the item and a
+   cell of step t is keyed at g·T + t, so every group's cells come from the same pass
+   (:func:`grouped_cells`).
+4. Each shard packs its cells into one row per chunk of the cell key range
+   (``dp_spark.summaries.continual_chunks``); the rows are hash-partitioned by chunk into
+   :func:`sum_partitions` partitions and a second pass adds each chunk's cells exactly (int64). Each
+   cell then sits in one row; the driver collects them as Arrow (:func:`collect_chunk_cells`) and
+   rebuilds the arrays (``summaries_from_cells``), equal to
+   ``dp_spark.mechanisms.continual_distinct.stream_summaries`` of the same events (tested).
 
 Rules for bad input (the stage's contract; the release states them):
 
-- Schema problems are public and refused before anything is read or spent
-  (``SchemaError``): a missing column, an unusable type, or an item column
-  whose Spark equality is not byte equality (floats: 0.0 = −0.0; strings with
-  a non-binary collation: 'Bob' = 'bob'), which would let one item count as
-  two (``dp_spark.stages.edges.require_exact_ids``, the person-column check).
-- Value problems inside rows are handled per event, never by an error after
-  the budget is spent: an event is DROPPED if its item is null, its op is not
-  +1 / −1 (null included), its time is null or not finite, or its time maps
-  to a step outside 1..horizon. Dropped events are counted nowhere.
-  Privacy: the filter looks at one row at a time, so it maps every item's
-  events to a subset of that item's own events; neighbouring tables (one
-  item's events added or removed) stay neighbouring, and the item-level
-  sensitivity of every summary is unchanged.
+- Schema problems are public and refused before anything is read or spent (``SchemaError``): a
+  missing column, an unusable type, or an item column whose Spark equality is not byte equality
+  (floats; strings with a non-binary collation), which would let one item count as two
+  (``dp_spark.stages.edges.require_exact_ids``).
+- Value problems are handled per event, never by an error after the budget is spent: an event is
+  DROPPED if its item is null, its op is not +1 / −1 (null included), its time is null or not
+  finite, or its time maps to a step outside 1..horizon. Dropped events are counted nowhere.
+  Privacy: the filter looks at one row at a time, so it maps every item's events to a subset of that
+  item's own events; neighbouring tables (one item's events added or removed) stay neighbouring, and
+  the item-level sensitivity of every summary is unchanged.
 - A delete of an absent item is ignored: counts never go below zero.
-- Input order is irrelevant (events are sorted by time); several events of
-  one step are allowed and applied by raw time, equal times inserts first.
+- Input order is irrelevant (events are sorted by time); several events of one step are applied by
+  raw time, equal times inserts first.
 
-Messages quote parameters, never values from the data. Everything returned
-is NON-PRIVATE: the mechanism layer must add noise before anything is
-published. The horizon and the origin are always parameters, never derived
-from the data.
+Messages quote parameters, never values from the data. Everything returned is NON-PRIVATE: the
+mechanism layer must add noise before anything is published.
 
-Driver memory: the summaries are dense (T, J + 1) int64 arrays, and with the
-mechanism's own arrays the driver holds about ``DRIVER_BYTES_PER_CELL`` bytes
-per (step, level) cell, T·(log2 T + 2) cells (``driver_bytes``; measured
-24 bytes/cell) — about 2.4 GB at the cap ``MAX_HORIZON`` = 2^22 steps, about
-45 GB at 2^26 — plus the collected flip cells (at most T·(J + 2) cells,
-each once, 20 bytes apiece in the Arrow rows plus 32 bytes in the decoded
-arrays). Horizons above the cap are refused before any data is read.
-"""
+Driver memory: the dense summaries and the mechanism's arrays take about ``DRIVER_BYTES_PER_CELL``
+bytes per (step, level) cell, T·(log2 T + 2) cells (``driver_bytes``: about 2.4 GB at the cap
+``MAX_HORIZON`` = 2^22 steps), plus the collected flip cells (at most T·(J + 2)). Horizons above the
+cap are refused before any data is read."""
 
 from __future__ import annotations
 
@@ -89,7 +60,6 @@ import logging
 import math
 import numbers
 from dataclasses import dataclass
-
 from functools import partial
 
 import numpy as np
@@ -133,7 +103,6 @@ GROUP_INDEX = "group_index"
 ITEM = "item"
 OP = "op"
 LEVEL = "level"
-_SHARD = "_shard"
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 SECONDS_PER_DAY = 86_400
@@ -150,13 +119,10 @@ _REFUSED_ITEM = (T.ArrayType, T.MapType, T.StructType, T.BinaryType)
 class TimeMapping:
     """How event times become steps: step = ⌊(raw − origin) / size⌋ + 1.
 
-    ``kind`` is "integer" (raw = the value), "number" (raw = the value as a
-    double) or "timestamp" (raw = microseconds since the Unix epoch, UTC;
-    dates count from their midnight in the session time zone). ``origin`` and
-    ``size`` are in raw units; ``describe()`` restates them for the report
-    (seconds and ISO time for timestamps). Both are parameters, never derived
-    from the data.
-    """
+    ``kind`` is "integer" (raw = the value), "number" (raw = the value as a double) or "timestamp"
+    (raw = microseconds since the Unix epoch, UTC; dates from their midnight in the session time
+    zone). ``origin`` and ``size`` are in raw units, parameters never derived from the data;
+    ``describe()`` restates them for the report."""
 
     kind: str
     origin: int | float
@@ -180,9 +146,9 @@ class TimeMapping:
         return (raw - F.lit(float(self.origin))) / F.lit(float(self.size))
 
     def in_range(self, raw, horizon: int):
-        """A boolean column: ``raw`` is a non-null, finite time of a step in
-        1..horizon. Compares raw values with public bounds only, so nothing
-        can overflow (Spark's ANSI mode would raise on long overflow)."""
+        """A boolean column: ``raw`` is a non-null, finite time of a step in 1..horizon. Compares
+        raw values with public bounds only, so nothing can overflow (ANSI mode would raise on long
+        overflow)."""
         if self.kind == "number":
             scaled = self._scaled(raw)
             return raw.isNotNull() & ~F.isnan(raw) & (scaled >= F.lit(0.0)) & (scaled < F.lit(float(horizon)))
@@ -251,12 +217,9 @@ def _origin_micros(origin) -> int:
 
 
 def time_mapping(kind: str, origin, step_size) -> TimeMapping:
-    """The time → step mapping, from the column kind (schema) and parameters
-    alone: no data is read, and nothing of it is derived from the data.
-
-    A floating ("number") or timestamp/date column needs ``origin``, the
-    start of step 1 (ParameterError otherwise): the earliest event time is a
-    non-private value, so it is never used as a default."""
+    """The time → step mapping from the column kind and parameters alone (no data read). A floating
+    or timestamp/date column needs ``origin``, the start of step 1 (ParameterError otherwise): the
+    earliest event time is not private, so it is never a default."""
     validate_mapping_parameters(origin, step_size)
     if kind == "timestamp":
         if origin is None:
@@ -292,10 +255,9 @@ def time_mapping(kind: str, origin, step_size) -> TimeMapping:
 # ------------------------------------------------------------------ normalised events
 
 def item_column(df: DataFrame, item_col: str):
-    """The item id as a long or string column. Refused (SchemaError, from the
-    schema alone): nested and binary types, and types whose Spark equality is
-    not byte equality (floats, non-binary string collations), which the
-    per-item kernel would split into two items."""
+    """The item id as a long or string column. SchemaError (schema only) for nested and binary types
+    and for types whose Spark equality is not byte equality
+    (:func:`~dp_spark.stages.edges.require_exact_ids`)."""
     dtype = df.schema[item_col].dataType
     if isinstance(dtype, _REFUSED_ITEM):
         raise SchemaError(
@@ -326,9 +288,8 @@ def op_column(df: DataFrame, op_col: str):
 
 @dataclass(frozen=True)
 class EventColumns:
-    """The event table's checked columns (:func:`event_columns`): the time
-    kind and the raw time, item and op as Spark columns. Built once per
-    table: the schema checks run once."""
+    """The event table's checked columns (:func:`event_columns`): the time kind and the raw time,
+    item and op as Spark columns."""
 
     kind: str
     time: object
@@ -337,9 +298,9 @@ class EventColumns:
 
 
 def event_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> EventColumns:
-    """Every schema check of the event table, once (no data read): the three
-    columns exist and differ, the item and op types are usable, the time
-    column's kind. Returns the normalised columns the stage selects."""
+    """Every schema check of the event table, once (no data read): the three columns exist and
+    differ, the item and op types are usable, the time column's kind. Returns the normalised
+    columns."""
     require_columns(df, time_col, item_col, op_col)
     if len({time_col, item_col, op_col}) != 3:
         raise SchemaError("time, item and op must be three different columns.")
@@ -351,15 +312,10 @@ def event_columns(df: DataFrame, time_col: str, item_col: str, op_col: str) -> E
 
 def valid_events(df: DataFrame, columns: EventColumns, mapping: TimeMapping, horizon: int,
                  extra: tuple = ()) -> DataFrame:
-    """Columns step, order_key (raw time; omitted when ``needs_order`` says it
-    adds nothing), item, op (and the ``extra`` columns, e.g. a group) of the
-    events the rules keep; every other row is
-    DROPPED by a per-row filter (no Spark job runs here, nothing is counted or
-    raised): a null item, an op other than +1 / −1 (null included), a null
-    or non-finite time, or a time outside steps 1..horizon. The filter maps each item's events to a subset of its own
-    events, so the item-level sensitivity of everything computed from them
-    is unchanged (module docstring). ``columns``: :func:`event_columns` of
-    ``df`` (the schema checks are not repeated here)."""
+    """Columns step, order_key (raw time; omitted when :func:`needs_order` says it adds nothing),
+    item, op and ``extra`` of the events the rules keep; every other row is DROPPED by a per-row
+    filter (no job, nothing counted or raised). Item-level sensitivity is unchanged (module
+    docstring). ``columns``: :func:`event_columns` of ``df``."""
     out = df.select(columns.time.alias(ORDER), columns.item.alias(ITEM), columns.op.alias(OP), *extra)
     names = [c for c in out.columns if c not in (ORDER, ITEM, OP)]
     keep = F.col(ITEM).isNotNull() & F.col(OP).isin(1, -1) & mapping.in_range(F.col(ORDER), horizon)
@@ -369,9 +325,7 @@ def valid_events(df: DataFrame, columns: EventColumns, mapping: TimeMapping, hor
 
 
 def needs_order(mapping: TimeMapping) -> bool:
-    """Whether raw times can order the events of one step: not when a step is
-    one integer time unit (all its events share one raw time, so the order
-    key adds nothing and is not shipped to the shards)."""
+    """Whether raw times can order the events of one step: not when a step is one integer time unit."""
     return not (mapping.kind == "integer" and int(mapping.size) == 1)
 
 
@@ -390,9 +344,8 @@ CHUNK_SCHEMA = T.StructType(
 
 
 def _partition_chunks(batches, layout: CellChunks):
-    """mapInArrow body: the flip cells of the partition's events — one item
-    shard, whole (:func:`flip_cell_table`), all groups — read from the Arrow
-    columns into numpy (no pandas), one row per non-empty chunk."""
+    """mapInArrow body: the flip cells of the partition's events (whole item shards, all groups),
+    one row per non-empty chunk."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
@@ -410,8 +363,8 @@ def _partition_chunks(batches, layout: CellChunks):
 
 
 def _partition_chunk_sums(batches, layout: CellChunks):
-    """mapInArrow body of the chunk sum: the partition's chunk rows from
-    every item shard, added cell by cell; one row per chunk out."""
+    """mapInArrow body of the chunk sum: the partition's chunk rows from every item shard added cell
+    by cell; one row per chunk."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
@@ -421,37 +374,23 @@ def _partition_chunk_sums(batches, layout: CellChunks):
 
 
 def chunk_layout(spark, tree_horizon: int, max_level: int, shards: int, groups: int = 1) -> CellChunks:
-    """The cell chunks of the stage (``groups`` groups' cells):
-    CHUNKS_PER_PARTITION per partition of the chunk sum
-    (:func:`sum_partitions`); public parameters only."""
+    """The stage's cell chunks for ``groups`` groups: CHUNKS_PER_PARTITION per partition of the
+    chunk sum (:func:`sum_partitions`); public parameters only."""
     return cell_chunks(tree_horizon, max_level, sum_partitions(spark, shards), groups)
 
 
 def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horizon: int,
                     layout: CellChunks | None = None) -> DataFrame:
-    """The (step, level) cells' delta and cross summed over item shards, as
-    chunk rows (``CHUNK_SCHEMA``, :class:`CellChunks`); NON-PRIVATE.
+    """The (step, level) cells' delta and cross summed over item shards, as chunk rows
+    (``CHUNK_SCHEMA``, :class:`CellChunks`); NON-PRIVATE.
 
-    ``steps_df`` has columns step, [order_key,] item, op (``valid_events``).
-    Item x goes to shard pmod(murmur3(x), shards), a fixed function of its
-    id: the events are hash-partitioned by item into ``shards`` partitions
-    (an explicit count, which adaptive execution neither coalesces nor
-    splits), so a partition is one shard (or several whole shards, when
-    Spark merged this repartition with an earlier exchange by item:
-    :mod:`dp_spark.stages.partitioning`), and one Python pass per partition
-    runs the per-item kernel on all of its events and emits its non-empty
-    cells packed in one row per chunk of the key range. An item's flips
-    depend on its own events only, so cells of the shards add up: the chunk
-    rows are hash-partitioned by chunk into :func:`sum_partitions`
-    partitions and a second Python pass adds each chunk's cells (exact
-    int64). Every cell then sits in exactly one row: at most T·(J + 2) cells
-    leave the sum, whatever the shard count (the same sums for every shard
-    count; tested); the shard count is a speed setting. ``layout``: the
-    chunks (default :func:`chunk_layout` now); the caller decoding the rows
-    must decode them with this same layout, so it passes the one it built
-    (the cluster's parallelism, which sizes the default, can change between
-    two calls: executors join or leave).
-    """
+    ``steps_df`` has columns step, [order_key,] item, op (:func:`valid_events`). The events are
+    hash-partitioned by item into ``shards`` partitions (item x in shard pmod(murmur3(x), shards); a
+    partition may hold several whole shards, :mod:`dp_spark.stages.partitioning`), the per-item
+    kernel runs on each, and the chunk rows are summed per chunk in :func:`sum_partitions`
+    partitions. The sums are the same for every shard count (tested). ``layout`` (default
+    :func:`chunk_layout`) must be the one the caller decodes with: the cluster's parallelism, which
+    sizes it, can change between calls."""
     partitions = sum_partitions(steps_df.sparkSession, shards)
     if layout is None:
         layout = chunk_layout(steps_df.sparkSession, tree_horizon, max_level, shards)
@@ -462,14 +401,11 @@ def flip_cell_table(steps_df: DataFrame, max_level: int, shards: int, tree_horiz
 
 
 def collect_chunk_cells(summed: DataFrame, layout: CellChunks) -> dict[str, np.ndarray]:
-    """The summed cells of :func:`flip_cell_table` (chunked by ``layout``,
-    :func:`chunk_layout`) on the driver: int64 arrays group_index, step
-    (1..T), level, delta, cross, one entry per non-empty cell (at most
-    G·T·(J + 2); 20 bytes each in the Arrow rows), several groups' sorted
-    by their key (group, step, level); NON-PRIVATE. Collected as Arrow
-    (``toArrow``, Spark 4's classic and Connect API) whatever the session's
-    ``spark.sql.execution.arrow.pyspark.enabled``: ``toPandas`` follows
-    that setting and without it pickles the rows one by one (issue 26)."""
+    """The summed cells of :func:`flip_cell_table` on the driver: int64 arrays group_index, step
+    (1..T), level, delta, cross, one entry per non-empty cell (at most G·T·(J + 2)), sorted by
+    (group, step, level) when there are several groups; NON-PRIVATE. Collected with ``toArrow``
+    whatever ``spark.sql.execution.arrow.pyspark.enabled`` says (``toPandas`` without it pickles row
+    by row)."""
     keys, delta, cross = unpack(summed.toArrow(), layout)
     if layout.groups > 1:  # each group's cells together (GroupedCells.summaries); one group's need no sort
         order = np.argsort(keys, kind="stable")
@@ -479,19 +415,15 @@ def collect_chunk_cells(summed: DataFrame, layout: CellChunks) -> dict[str, np.n
 
 
 def sum_partitions(spark, shards: int) -> int:
-    """Partitions of the sum of the shards' cells (issue 26; the chunk
-    sum): two per task slot of the cluster, at most the shard count
-    (:func:`dp_spark.stages.partitioning.python_partitions`), never
-    ``spark.sql.shuffle.partitions``. The sums are the same for every count."""
+    """Partitions of the chunk sum: two per task slot, at most the shard count
+    (:func:`dp_spark.stages.partitioning.python_partitions`). The sums are the same for every count."""
     return python_partitions(spark, int(shards))
 
 
 def default_shards(spark) -> int:
-    """The stage's item shards when not given: two per task slot of the
-    cluster (:func:`dp_spark.stages.partitioning.python_partitions`), at
-    most MAX_SHARDS — never ``spark.sql.shuffle.partitions`` (issue 26). On
-    2 cores that is 4, the fastest of 2, 4, 6 and 8 measured
-    (benchmarks/README.md)."""
+    """The stage's item shards when not given: two per task slot
+    (:func:`dp_spark.stages.partitioning.python_partitions`), at most MAX_SHARDS. Chosen by
+    measurement: see benchmarks/README.md."""
     return python_partitions(spark, MAX_SHARDS)
 
 
@@ -499,17 +431,12 @@ def default_shards(spark) -> int:
 
 def grouped_events(df: DataFrame, columns: EventColumns, mapping: TimeMapping, horizon: int,
                    group_col: str | None, time_col: str, item_col: str, op_col: str) -> DataFrame:
-    """The release's event table: the valid events (step, [order_key,]
-    item, op; :func:`valid_events`) with ``group`` and ``person``. ``group``
-    is the normalised ``group_col`` (long or string, like the person-level
-    edge table's; a row with a null group is dropped per row; schema checks:
-    it exists, is none of the event columns, is not all nulls), or the
-    constant :data:`~dp_spark.stages.edges.UNGROUPED` when ``group_col`` is
-    None: an ungrouped run is the one-group run. ``person`` is the item:
-    this release's privacy unit, which the release template's group cap
-    (:func:`dp_spark.stages.groups.cap_groups`, each ``person``'s first m
-    groups in the public order ``(xxhash64(person, group), group)``) caps
-    to at most m groups — a per-item transformation. Lazy: no data is read."""
+    """The release's event table: :func:`valid_events` with ``group`` and ``person``. ``group`` is
+    the normalised ``group_col`` (schema checks of :func:`~dp_spark.stages.edges.group_column`; a
+    row with a null group is dropped), or the constant :data:`~dp_spark.stages.edges.UNGROUPED` when
+    it is None. ``person`` is the item, this release's privacy unit, which the template's group cap
+    (:func:`dp_spark.stages.groups.cap_groups`) caps to at most m groups: a per-item transformation.
+    Lazy."""
     if group_col is None:
         group = F.lit(UNGROUPED).cast("long").alias(GROUP)
     else:
@@ -520,9 +447,8 @@ def grouped_events(df: DataFrame, columns: EventColumns, mapping: TimeMapping, h
 
 @dataclass(frozen=True)
 class GroupedCells:
-    """Every group's summed flip cells (NON-PRIVATE), sorted by (group,
-    step, level); ``summaries(g)`` is group g's ``StreamSummaries`` (built
-    on demand: one group's dense arrays at a time on the driver)."""
+    """Every group's summed flip cells (NON-PRIVATE), sorted by (group, step, level);
+    ``summaries(g)`` builds group g's ``StreamSummaries`` on demand."""
 
     n_groups: int
     tree_horizon: int
@@ -541,21 +467,14 @@ class GroupedCells:
 
 def grouped_cells(events: DataFrame, n_groups: int, tree_horizon: int, shards: int | None = None,
                   max_level: int | None = None) -> GroupedCells:
-    """Every group's flip cells in ONE Spark pass (module docstring, steps
-    3–4): ``events`` has columns step, [order_key,] item, op and
-    ``group_index`` (the key's position in the public keys, added by the
-    release template; absent: one group, 0). Items go to item shards; each
-    shard runs the per-item kernel on virtual items (group, item), so the
-    groups never interact (an item's events in two groups are two
-    independent streams), and a cell of group g at step t is keyed at the
-    virtual step g·T + t of one chunk layout over ``n_groups`` × T steps;
-    at most groups × T × (J + 2) cells reach the driver (the release limits
-    groups × T before anything is read,
-    :func:`dp_spark.settings.continual_distinct.validate_grouped_size`).
-    One group's cells are exactly what the stage gives for that group's
-    events alone (tests/spark/test_grouped_continual.py). ``shards``: item
-    shards (default :func:`default_shards`), a speed setting: the cells are
-    the same for every value."""
+    """Every group's flip cells in ONE Spark pass (module docstring, steps 3–4). ``events``: step,
+    [order_key,] item, op and ``group_index`` (absent: one group, 0). Each shard runs the kernel on
+    virtual items (group, item), so groups never interact, and a cell of group g at step t sits at
+    g·T + t. At most groups × T × (J + 2) cells reach the driver (the release limits groups × T
+    first, :func:`dp_spark.settings.continual_distinct.validate_grouped_size`). One group's cells
+    equal the stage's on that group's events alone (tests/spark/test_grouped_continual.py).
+    ``shards`` (default :func:`default_shards`) is a speed setting: the cells are the same for every
+    value."""
     spark = events.sparkSession
     top = int(tree_horizon).bit_length() - 1
     max_level = top if max_level is None else int(max_level)
@@ -572,12 +491,8 @@ def grouped_cells(events: DataFrame, n_groups: int, tree_horizon: int, shards: i
 
 @dataclass(frozen=True)
 class ContinualStageResult:
-    """The stage's output (NON-PRIVATE summaries plus public bookkeeping).
-
-    ``horizon``: the number of steps to release (a parameter);
-    ``summaries.horizon`` is the tree's horizon, the next power of two >=
-    ``horizon``.
-    """
+    """The stage's output: NON-PRIVATE summaries, ``horizon`` (the number of steps to release; the
+    tree's, ``summaries.horizon``, is the next power of two) and the time mapping."""
 
     summaries: StreamSummaries
     horizon: int
@@ -596,19 +511,14 @@ def continual_summaries(
     max_level: int | None = None,
     shards: int | None = None,
 ) -> ContinualStageResult:
-    """Exact continual-release summaries of an event table (one Spark job):
-    the one-group :func:`grouped_cells` of its valid events.
+    """Exact continual-release summaries of an event table (one Spark job): the one-group
+    :func:`grouped_cells` of its valid events. NON-PRIVATE: pass them through a mechanism of
+    ``dp_spark.mechanisms.continual_distinct`` before releasing anything.
 
-    Returns NON-PRIVATE arrays of the stage (module docstring); the caller
-    must pass them through a mechanism of ``dp_spark.mechanisms.continual_distinct`` before
-    releasing anything. ``horizon`` is REQUIRED (ParameterError before any
-    read otherwise); events outside steps 1..horizon, and rows with a bad
-    value, are dropped per event (``valid_events``). ``max_level`` J defaults
-    to log2 of the tree horizon (then the top level is untruncated).
-    ``shards`` (a speed setting: the summaries are the same for every
-    value) defaults to :func:`default_shards`, two per task slot of the
-    cluster, never the session's shuffle partitions.
-    """
+    ``horizon`` is REQUIRED (ParameterError before any read); events outside 1..horizon and bad rows
+    are dropped per event (:func:`valid_events`). ``max_level`` J defaults to log2 of the tree
+    horizon (the top level untruncated). ``shards`` defaults to :func:`default_shards` (the same
+    summaries for every value)."""
     horizon = validate_horizon(horizon)
     shards = validate_shards(shards)
     columns = event_columns(df, time_col, item_col, op_col)  # the schema checks, once

@@ -1,16 +1,14 @@
 """Spark stages of the distinct-count release (Knop & Steinke, NeurIPS 2023).
 
-Each method reduces the (person, item) table to the vector
-DC(D; l), l = 1..max_bound (or a lower bound of it with the same sensitivity),
-so only ``max_bound`` numbers reach the driver, never per-person data (the
-``matching`` method is the stated exception: it collects the deduplicated
-edge list, each person truncated to a public number of items, once the
-release has decided privately that it fits under ``edge_limit``).
+Each method reduces the (person, item) table to the vector DC(D; l), l = 1..max_bound (or a lower
+bound of it with the same sensitivity), so only ``max_bound`` numbers reach the driver, never
+per-person data. The exception is ``matching``: it collects the deduplicated edge list, each person
+truncated to a public number of items, once the release has decided privately that it fits under
+``edge_limit``.
 
-Every function here returns NON-PRIVATE values. They are private only after
-the mechanism layer adds noise calibrated to their sensitivity (each entry l
-moves by at most l when one person is added or removed).
-"""
+Every function here returns NON-PRIVATE values and draws no noise. They become private only when the
+mechanism layer adds noise calibrated to their sensitivity: entry l moves by at most l when one
+person is added or removed."""
 
 from __future__ import annotations
 
@@ -37,7 +35,6 @@ from dp_spark.summaries.packed_arrays import binary_values
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SHARDS = 16
 ROUND = "round"
 ITEM_KEY = "item_key"
 _SHARD = "_shard"
@@ -58,31 +55,22 @@ _HISTOGRAM_SCHEMA = T.StructType([T.StructField(ROUND, T.BinaryType()), T.Struct
 
 
 def default_shards(spark) -> int:
-    """Data-independent default number of greedy shards for direct callers
-    of the stage (the release passes its own: a noisy choice or the
-    caller's): the cluster's parallelism
-    (:func:`dp_spark.stages.partitioning.cluster_parallelism`), at most
-    MAX_SHARDS. Never ``spark.sql.shuffle.partitions`` (issue 26): the
-    number of shards changes the counts, and a session setting must not."""
+    """Data-independent default number of greedy shards for direct callers of the stage (the release
+    passes its own): the cluster's parallelism
+    (:func:`~dp_spark.stages.partitioning.cluster_parallelism`), at most MAX_SHARDS. Never
+    ``spark.sql.shuffle.partitions``: the shard count changes the counts, and a session setting must
+    not."""
     return min(MAX_SHARDS, cluster_parallelism(spark))
 
 
 def greedy_partitions(spark, shards: int) -> int:
-    """Partitions of the greedy pass for ``shards`` shards, from the shard
-    count and the cluster's task slots only (never the session's shuffle
-    partitions; :mod:`dp_spark.stages.partitioning`): one per shard while
-    that is no more than :func:`~dp_spark.stages.partitioning.python_partitions`
-    (two per slot). Above that, among the divisors of ``shards`` up to that
-    many (partition = shard mod partitions: every partition holds as many
-    shards) and one partition per shard (up to 8 times that many), the
-    count whose slowest slot runs the fewest shards (ceil(partitions /
-    slots) waves of shards / partitions shards each; ties: more partitions,
-    so a slow task leaves work to the others). E.g. 9 shards on 2 slots: 9
-    partitions (5 shards on the busiest slot), not 3 (6). Failing both
-    (many shards, no divisor of at least half the cap): that many
-    partitions, several whole shards each. Only the layout changes: every
-    shard is still one sequence in one task, so the counts are the same for
-    any number of partitions (tested)."""
+    """Partitions of the greedy pass for ``shards`` shards, from the shard count and the cluster's
+    task slots only (:mod:`dp_spark.stages.partitioning`). One per shard up to
+    :func:`~dp_spark.stages.partitioning.python_partitions`; above that, among the divisors of
+    ``shards`` up to that cap (and ``shards`` itself, up to 8 times the cap), the count whose
+    busiest slot runs the fewest shards (ties: more partitions); failing both, the cap. Every shard
+    stays one sequence in one task, so the counts are the same for any number of partitions
+    (tested)."""
     shards, cap = int(shards), python_partitions(spark)
     if shards <= cap:
         return shards
@@ -99,8 +87,8 @@ def greedy_partitions(spark, shards: int) -> int:
 # --------------------------------------------------------------------- greedy
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | pa.Array]:
-    """(codes, the distinct values: a numpy array for integer ids, else the
-    Arrow dictionary): a hash factorisation, no sort. Ids are long or string."""
+    """(codes, the distinct values: a numpy array for long ids, else the Arrow dictionary): a hash
+    factorisation, no sort."""
     column = column.combine_chunks()
     if pa.types.is_integer(column.type):
         codes, uniques = pd.factorize(column.to_numpy(zero_copy_only=False))
@@ -110,8 +98,8 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | pa.Array]:
 
 
 def _value_rank(values: np.ndarray | pa.Array) -> np.ndarray:
-    """The rank of each of :func:`_codes`' distinct values among them, as a
-    sort of the column would order them: longs numerically, strings byte-wise."""
+    """The rank of each of :func:`_codes`' distinct values as a sort would order them (longs
+    numerically, strings byte-wise)."""
     if isinstance(values, np.ndarray):
         order = np.argsort(values, kind="stable")
     else:
@@ -122,11 +110,9 @@ def _value_rank(values: np.ndarray | pa.Array) -> np.ndarray:
 
 
 def _visiting_order(shard_of: np.ndarray, key_of: np.ndarray, rank_of) -> np.ndarray:
-    """The argsort of distinct persons by (shard, order key, value rank):
-    one sort by the 64-bit order key, then a stable sort by shard; the value
-    rank (``rank_of()``, computed only then) decides only between equal keys
-    (xxhash64 collisions, probability about n²/2^65), which fall back to the
-    three-key sort. The same order either way (tested)."""
+    """Argsort of the distinct persons by (shard, order key, value rank): a sort by the 64-bit key,
+    then a stable sort by shard; only when two keys collide (probability about n²/2^65) the
+    three-key sort, with ``rank_of()``. The same order either way (tested)."""
     visit = np.argsort(key_of)
     sorted_key = key_of[visit]
     if np.any(sorted_key[1:] == sorted_key[:-1]):
@@ -140,13 +126,11 @@ def _visiting_order(shard_of: np.ndarray, key_of: np.ndarray, rank_of) -> np.nda
 
 
 def _visit_order(table: pa.Table, shards: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(person code of every row, the visiting position of every distinct
-    person, the shard of every position) for a partition of
-    :func:`sharded_edges` rows: persons are visited by (shard, xxhash64(person),
-    person). Lean rows (a long person, no shard column) get the shard
-    pmod(murmur3(person), ``shards``) and the order key xxhash64(person)
-    computed here from the distinct persons (Spark's hashes bit for bit);
-    other rows carry both, checked to be functions of the person."""
+    """(person code of every row, visiting position of every distinct person, shard of every
+    position) for a partition of :func:`sharded_edges` rows; persons are visited by (shard,
+    xxhash64(person), person). Lean rows get the shard pmod(murmur3(person), ``shards``) and the
+    order key computed here (Spark's hashes bit for bit); other rows carry both, checked to be
+    functions of the person."""
     person, person_values = _codes(table.column(PERSON))
     n_persons = len(person_values)
     if _SHARD not in table.column_names:  # lean rows: the shard and order key from the distinct persons
@@ -171,9 +155,8 @@ def _visit_order(table: pa.Table, shards: int | None) -> tuple[np.ndarray, np.nd
 
 
 def _item_order(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """(each row's item position among the partition's distinct item keys
-    in increasing order, those keys): a hash factorisation of the item key
-    column, then a sort of the distinct keys only."""
+    """(each row's position among the partition's distinct item keys in increasing order, those
+    keys)."""
     item_codes, items = pd.factorize(table.column(_IH).to_numpy())
     item_order = np.argsort(items, kind="stable")
     item_position = np.empty(len(items), dtype=np.int64)
@@ -190,11 +173,9 @@ def _firsts(values: np.ndarray) -> np.ndarray:
 
 
 def _adjacency(owner: np.ndarray, item: np.ndarray, n_owners: int, n_items: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (owner, item) edges sorted by (owner, item): every
-    owner's deduplicated adjacency list, in item order. ``owner`` in
-    0..n_owners-1, ``item`` in 0..n_items-1. One sort of the 64-bit key
-    owner·n_items + item when it fits (below _ONE_KEY_LIMIT), else the same
-    order by a two-key sort."""
+    """The distinct (owner, item) edges sorted by (owner, item), ``owner`` in 0..n_owners-1 and
+    ``item`` in 0..n_items-1: one sort of the key owner·n_items + item below _ONE_KEY_LIMIT, else a
+    two-key sort."""
     if int(n_owners) * max(int(n_items), 1) < _ONE_KEY_LIMIT:
         keys = np.sort(owner * n_items + item)
         return np.divmod(keys[_firsts(keys)], n_items)
@@ -206,27 +187,14 @@ def _adjacency(owner: np.ndarray, item: np.ndarray, n_owners: int, n_items: int)
 
 def _matched_by_shard(batches: Iterator[pa.RecordBatch], max_bound: int,
                       shards: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Run Algorithm 2's greedy on each shard in a partition of rows.
+    """Algorithm 2's greedy on each shard of a partition of :func:`sharded_edges` rows.
 
-    Rows are (shard, person order key, person, item key); the shard and the
-    order key are functions of the person (as :func:`greedy_rounds` builds
-    them). Lean rows (:func:`sharded_edges` of a long person column) are
-    (person, item key) only: the kernel then computes the same shard
-    pmod(hash(person), ``shards``) and order key xxhash64(person) itself, on
-    the distinct persons (:func:`~dp_spark.stages.kernels.murmur3_long`,
-    :func:`~dp_spark.stages.kernels.xxhash64_long`: Spark's hashes bit for
-    bit), so 12 of the 28 bytes a row carried never cross to Python. Inside
-    a shard, persons are visited by (xxhash64(person), person) and each
-    person's items by their key; repeated (person, item) rows are dropped.
-    Yields, per shard, (the keys of the items it matched, in increasing
-    order; their rounds, int32).
-
-    How (the same result as sorting the rows by (shard, person key, person,
-    item key), with less work): persons and items are factorised by hash and
-    only the distinct values are sorted, giving dense codes in visiting
-    order; one sort of the 64-bit (person code, item code) pairs then yields
-    every shard's deduplicated adjacency lists at once.
-    """
+    Full rows are (shard, person order key, person, item key); lean rows (a long person) are
+    (person, item key), and the shard and order key are computed here from the distinct persons
+    (:func:`_visit_order`), so they never cross to Python. Inside a shard persons are visited by
+    (xxhash64(person), person), each person's deduplicated items by key. Yields per shard (the
+    matched item keys in increasing order, their rounds as int32). Only distinct values are sorted;
+    the result equals that of sorting the rows."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
@@ -250,42 +218,32 @@ def _matched_by_shard(batches: Iterator[pa.RecordBatch], max_bound: int,
 
 def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
                       shards: int | None = None) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body of :func:`greedy_rounds`: (item key, round) for every
-    item each shard of the partition matched (:func:`_matched_by_shard`)."""
+    """mapInArrow body of :func:`greedy_rounds`: (item key, round) of :func:`_matched_by_shard`."""
     for keys, rounds in _matched_by_shard(batches, max_bound, shards):
         yield pa.RecordBatch.from_arrays([pa.array(keys, pa.int64()), pa.array(rounds, pa.int32())],
                                          names=[ITEM_KEY, ROUND])
 
 
 def greedy_rounds(edge_df: DataFrame, max_bound: int, shards: int, partitions: int | None = None) -> DataFrame:
-    """(item key, round) for every item some shard's greedy matched, per shard.
+    """(item key, round) for every item some shard's greedy matched: sharded Algorithm 2
+    (ALGORITHMS.md 1.4a).
 
-    Sharded Algorithm 2 (ALGORITHMS.md 1.4a). Person p goes to shard
-    pmod(murmur3(p), shards) — Spark's own hash partitioning, a fixed function
-    of the id. Inside a shard persons are visited in the order of
-    (xxhash64(person), person) and each person's items in the order of the
-    item key xxhash64(item): orders that depend on nothing but the ids, so
-    they are the same in neighbouring data sets. ``shards=1`` is the paper's
-    single-sequence Algorithm 2.
+    Person p goes to shard pmod(murmur3(p), shards), Spark's hash partitioning. Inside a shard
+    persons are visited by (xxhash64(person), person) and each person's items by xxhash64(item):
+    orders fixed by the ids alone, so the same in neighbouring data sets. ``shards=1`` is the
+    paper's single-sequence Algorithm 2. ``partitions`` (default :func:`greedy_partitions`) only
+    lays the shards out over tasks; each shard lies whole in one partition, so the rows do not
+    depend on it.
 
-    ``partitions`` (default :func:`greedy_partitions`: the shard count and
-    the cluster's parallelism, never the session's shuffle partitions) only
-    lays the shards out over Spark tasks: each shard lies whole in one
-    partition, so the rows do not depend on it.
+    Items are identified by their 64-bit key. A collision (probability about n²/2^65 for n items)
+    counts two items once: that only lowers the count (the lower bound stays valid) and leaves
+    privacy intact, since the key is a function of each row alone.
 
-    Items are identified by their 64-bit key. Two distinct items with the
-    same key would count once: that can only lower the count (the lower bound
-    stays valid), happens with probability about n^2 / 2^65 for n distinct
-    items (3e-8 at a million), and leaves privacy intact, since the key is a
-    function of each row alone (neighbouring tables stay neighbours).
-
-    Why the combined count keeps sensitivity l: adding a person changes only
-    its own shard, where (kernel docstring) the matched-by-round-l set grows
-    by at most l items and never shrinks; the union over shards of those sets
-    is monotone in each, so it too grows by at most l. And g_l <= DC(D; l):
-    give each matched item to one person that matched it by round l; nobody
-    receives more than l of its own items.
-    """
+    Sensitivity l: adding a person changes only its own shard, where the set matched by round l
+    grows by at most l items and never shrinks
+    (:func:`~dp_spark.stages.kernels.greedy_match_rounds_reference`); the union over shards is
+    monotone in each, so it too grows by at most l. And g_l <= DC(D; l): give each matched item to
+    one person that matched it by round l; nobody receives more than l of its own items."""
     if partitions is None:
         partitions = greedy_partitions(edge_df.sparkSession, shards)
     return sharded_edges(edge_df, shards, partitions).mapInArrow(
@@ -300,32 +258,20 @@ ROUND_SCHEMA = T.StructType([
 
 def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None, *,
                   extra: tuple = (), split_by: str | None = None) -> DataFrame:
-    """The rows :func:`_greedy_partition` reads, every shard (persons with
-    the same pmod(murmur3(person), shards)) whole in one of ``partitions``
-    partitions (default: one per shard). When ``partitions`` divides
-    ``shards`` the rows are hash-partitioned by person (partition =
-    pmod(murmur3(person), partitions) = shard mod partitions); otherwise by
-    the shard number. Both are explicit counts, which adaptive execution
-    keeps (unless Spark merges the repartition with an earlier exchange of
-    the same partitioning: :mod:`dp_spark.stages.partitioning`; every shard
-    stays whole in one partition, and the kernels cut a partition into its
-    shards, so the counts do not change). A long person column gives lean
-    rows (person, item key): the kernel computes the shard and order key of
-    each distinct person itself (bit for bit the same); other person types
-    give (shard, person order key, person, item key). ``extra``: further
-    columns carried after the item key (the grouped kernel's group index
-    and group order key).
-    ``split_by`` (a column among ``extra``, the grouped kernel's group
-    index when no cap applies): the rows are hash-partitioned by (shard,
-    that column) instead, so every (shard, value) lies whole in one of
-    ``partitions`` partitions (any number >= 1) and a shard's independent
-    groups can run in several tasks. NON-PRIVATE intermediate data."""
+    """The rows the greedy kernels read, every shard (persons with equal pmod(murmur3(person),
+    shards)) whole in one of ``partitions`` partitions (default: one per shard): hash-partitioned by
+    person when ``partitions`` divides ``shards``, else by the shard number; explicit counts, which
+    adaptive execution keeps (if Spark merges the exchange with an earlier one, a partition holds
+    several whole shards: :mod:`dp_spark.stages.partitioning`; the kernels separate them). A long
+    person column gives lean rows (person, item key); other types give (shard, person order key,
+    person, item key). ``extra``: further columns after the item key. ``split_by`` (a column among
+    ``extra``): partition by (shard, that column) instead, so every (shard, value) is whole in one
+    partition, for any ``partitions`` >= 1. NON-PRIVATE intermediate data."""
     shards = int(shards)
     partitions = shards if partitions is None else int(partitions)
     if partitions < 1 or (split_by is None and partitions > shards):
         raise ValueError("sharded_edges: partitions must be between 1 and the number of shards")
-    # The item is hashed before the shuffle, so the shuffle moves a long
-    # instead of the item value (the same key, computed earlier).
+    # hashed before the shuffle: the shuffle moves a long, not the item
     keyed = edge_df.select(PERSON, F.xxhash64(ITEM).alias(_IH), *extra)
     shard = F.pmod(F.hash(PERSON), F.lit(shards)).cast("int")
     lean = isinstance(edge_df.schema[PERSON].dataType, T.LongType)
@@ -342,25 +288,15 @@ def sharded_edges(edge_df: DataFrame, shards: int, partitions: int | None = None
 
 def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: int | None = None, *,
                   buckets: int | None = None, _pack_items: int = _PACK_ITEMS) -> np.ndarray:
-    """NON-PRIVATE: sharded greedy counts g_1..g_L of an edge table
-    (sensitivity l each; see :func:`greedy_rounds`; the same for any
-    ``partitions`` and ``buckets``).
+    """NON-PRIVATE: sharded greedy counts g_1..g_L of an edge table (sensitivity l each:
+    :func:`greedy_rounds`), the same as :func:`counts_from_round_table` of :func:`greedy_rounds`
+    (tested) for any ``partitions`` and ``buckets``.
 
-    The same numbers as :func:`counts_from_round_table` of
-    :func:`greedy_rounds` (tested), combined with less work: every shard's
-    matched items, already sorted by key, are cut into ``buckets`` ranges
-    of the 64-bit key space and each range is shipped packed (one row of
-    label and two binary columns per shard, range and chunk of at most
-    ``_pack_items`` items, :func:`_packed_rounds`), so
-    neither the JVM nor the shuffle handles a row per matched item. A pass
-    per key range (:func:`_combined_rounds`) takes every item's smallest
-    round over the shards and counts the items by it; the driver sums at
-    most ``buckets`` sparse histograms (a pair per round reached). ``buckets``
-    only splits the work; default: two per task slot
-    (:func:`~dp_spark.stages.partitioning.python_partitions`), and at least
-    one per 8 shards, so that a combine task holds at most about 8 shards'
-    matched items. At 20M rows this took 0.5 s off the JVM aggregation it
-    replaces (benchmarks/README.md, "Issue 26 at 20M rows")."""
+    Each shard's matched items are cut into ``buckets`` ranges of the 64-bit key space and shipped
+    packed (:func:`_packed_rounds`); a pass per range (:func:`_combined_rounds`) takes every item's
+    smallest round over the shards and counts items by it, and the driver sums at most ``buckets``
+    sparse histograms. ``buckets`` only splits the work; default two per task slot, at least one per
+    8 shards. Chosen by measurement: see benchmarks/README.md."""
     spark = edge_df.sparkSession
     if partitions is None:
         partitions = greedy_partitions(spark, shards)
@@ -383,10 +319,8 @@ def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: i
 
 
 def _key_cuts(keys: np.ndarray, buckets: int) -> np.ndarray:
-    """Where sorted int64 ``keys`` cross the boundaries of ``buckets`` equal
-    ranges of the 64-bit key space (bucket j: [-2^63 + j·w, -2^63 + (j+1)·w),
-    w = ceil(2^64 / buckets)): ``buckets`` + 1 offsets. Item keys are
-    xxhash64 values, so the ranges are evenly filled."""
+    """Offsets (``buckets`` + 1) where sorted int64 ``keys`` cross the boundaries of ``buckets``
+    equal ranges of the 64-bit key space; xxhash64 keys fill the ranges evenly."""
     width = -(-(1 << 64) // int(buckets))
     bounds = np.array([min(-(1 << 63) + j * width, (1 << 63) - 1) for j in range(1, int(buckets))], dtype=np.int64)
     return np.concatenate([[0], np.searchsorted(keys, bounds), [len(keys)]])
@@ -394,12 +328,10 @@ def _key_cuts(keys: np.ndarray, buckets: int) -> np.ndarray:
 
 def _packed_rounds(batches: Iterator[pa.RecordBatch], max_bound: int, shards: int | None, labels: tuple,
                    pack_items: int = _PACK_ITEMS) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body of :func:`greedy_counts`: each shard's matched items
-    (:func:`_matched_by_shard`, sorted by key) cut into ``len(labels)`` key
-    ranges; per range, rows (labels[j], the keys' int64 bytes, the rounds'
-    int32 bytes) of at most ``pack_items`` items each. Range j's rows carry
-    label j, so ``repartition(len(labels), _bucket)`` sends them to
-    partition j (:func:`~dp_spark.stages.partitioning.partition_labels`)."""
+    """mapInArrow body of :func:`greedy_counts`: each shard's matched items cut into ``len(labels)``
+    key ranges; per range, rows (labels[j], the keys' int64 bytes, the rounds' int32 bytes) of at
+    most ``pack_items`` items. Label j sends a row to partition j under ``repartition(len(labels),
+    _bucket)`` (:func:`~dp_spark.stages.partitioning.partition_labels`)."""
     for keys, rounds in _matched_by_shard(batches, max_bound, shards):
         cuts = _key_cuts(keys, len(labels))
         out_label, out_keys, out_rounds, items = [], [], [], 0
@@ -424,14 +356,9 @@ def _packed_batch(labels: list, keys: list, rounds: list) -> pa.RecordBatch:
 
 
 def _combined_rounds(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body of :func:`greedy_counts`' combine: the packed (key,
-    round) arrays of the partition's key ranges, every item's smallest
-    round over the shards that matched it, and the items counted by that
-    round: one row, (the rounds that occur, int32 bytes; how many items
-    have each as their smallest, int64 bytes) — sparse, so the driver
-    collects at most one pair per round reached per task whatever
-    ``max_bound`` is. Every item's rows lie in this partition (its key
-    range is)."""
+    """mapInArrow body of :func:`greedy_counts`' combine: every item's smallest round over the
+    shards (all its rows are in this partition, as its key range is), counted by that round. One
+    sparse row: (the rounds reached as int32 bytes, the item count of each as int64 bytes)."""
     keys, rounds = [], []
     for batch in batches:
         keys.append(binary_values(batch.column(_KEYS), np.int64)[0])
@@ -452,15 +379,12 @@ def _combined_rounds(batches: Iterator[pa.RecordBatch], max_bound: int) -> Itera
 # ------------------------------------------------------------------- sampling
 
 def sampling_rounds(edge_df: DataFrame, max_bound: int, salt: int) -> DataFrame:
-    """(item, rank) for the sampling baseline: each person ranks its distinct
-    items by a salted hash; keeping ranks <= l is a uniformly random-looking
-    choice of min(l, |u_i|) items, nested across l.
+    """(item, rank) for the sampling baseline: each person ranks its distinct items by a salted
+    hash; keeping ranks <= l is a random-looking choice of min(l, |u_i|) items, nested across l.
 
-    The choice of one person depends only on its own (person, item) ids and the
-    salt, so adding a person adds at most l items to the kept union for bound
-    l and changes nothing else: sensitivity l. (The salt is not privacy noise:
-    the argument holds for any fixed salt.)
-    """
+    A person's choice depends only on its own (person, item) ids and the salt, so adding a person
+    adds at most l items to the kept union for bound l and changes nothing else: sensitivity l. The
+    salt is not privacy noise: the argument holds for any fixed salt."""
     order = Window.partitionBy(PERSON).orderBy(
         F.xxhash64(F.lit(int(salt)), PERSON, ITEM), ITEM
     )
@@ -473,8 +397,8 @@ def sampling_rounds(edge_df: DataFrame, max_bound: int, salt: int) -> DataFrame:
 
 
 def counts_from_round_table(round_df: DataFrame, max_bound: int, key: str = ITEM) -> np.ndarray:
-    """Combine (item, round) rows: round(x) = min over rows; then
-    g_l = #{x : round(x) <= l}. Collects at most ``max_bound`` rows."""
+    """Combine (item, round) rows: round(x) = min over rows; g_l = #{x : round(x) <= l}. Collects at
+    most ``max_bound`` rows."""
     per_item = round_df.groupBy(key).agg(F.min(ROUND).alias(ROUND))
     hist_df = per_item.where(F.col(ROUND) <= max_bound).groupBy(ROUND).count()
     with spark_job("counting matched items per round"):
@@ -490,13 +414,10 @@ def counts_from_round_table(round_df: DataFrame, max_bound: int, key: str = ITEM
 def matching_pairs(edge_df: DataFrame, item_cap: int | None = None) -> DataFrame:
     """The distinct (person, item) pairs exact matching runs on.
 
-    With ``item_cap`` = P, each person keeps only its first P distinct items
-    in the public order (xxhash64(item), item). That is a per-person
-    transformation (a person's kept items depend on its own rows only), so
-    neighbouring tables stay neighbours: DC(truncated D; l) still has
-    sensitivity l, never exceeds DC(D; l), and the number of pairs has
-    sensitivity P. NON-PRIVATE intermediate data.
-    """
+    With ``item_cap`` = P each person keeps its first P distinct items in the public order
+    (xxhash64(item), item): a per-person transformation, so neighbouring tables stay neighbours;
+    DC(truncated D; l) still has sensitivity l and never exceeds DC(D; l), and the number of pairs
+    has sensitivity P. NON-PRIVATE intermediate data."""
     dedup = edge_df.dropDuplicates([PERSON, ITEM])
     if item_cap is None:
         return dedup.select(PERSON, ITEM)  # not the edge table's group column: the pairs are collected
@@ -509,8 +430,8 @@ def matching_pairs(edge_df: DataFrame, item_cap: int | None = None) -> DataFrame
 
 
 def count_pairs(pairs_df: DataFrame) -> int:
-    """NON-PRIVATE: the number of rows of ``matching_pairs`` (sensitivity P
-    when each person is truncated to P items; only used through noise)."""
+    """NON-PRIVATE: the number of rows of :func:`matching_pairs` (sensitivity P when each person is
+    truncated to P items; only used through noise)."""
     with spark_job("counting (person, item) pairs for the matching size check"):
         return int(pairs_df.count())
 
@@ -519,17 +440,13 @@ def matching_counts(
     edge_df: DataFrame, max_bound: int, edge_limit: int | None, *, item_cap: int | None = None,
     pairs: DataFrame | None = None, bounds=None,
 ) -> np.ndarray:
-    """Exact DC(D; l) (Algorithm 1) by maximum flow on the driver, on the
-    pairs of :func:`matching_pairs` (``pairs`` if already built); with
-    ``bounds`` (the release's candidates) at those l only, the entries in
-    between filled from below (:func:`~dp_spark.stages.kernels.flow_bounded_counts`).
+    """Exact DC(D; l) (Algorithm 1) by maximum flow on the driver, on :func:`matching_pairs` (or
+    ``pairs``); with ``bounds`` at those l only
+    (:func:`~dp_spark.stages.kernels.flow_bounded_counts`).
 
-    With an ``edge_limit``, collects at most ``edge_limit + 1`` rows and
-    refuses with a LimitError naming ``greedy`` when more exist: a
-    NON-PRIVATE decision, for direct callers of this stage only. The
-    distinct-count release passes ``edge_limit=None`` after deciding
-    privately that the pairs fit (see ``dp_spark.releases.distinct_count``).
-    """
+    With an ``edge_limit``, collects at most ``edge_limit + 1`` rows and raises LimitError when more
+    exist: a NON-PRIVATE decision, for direct callers only. The distinct-count release passes
+    ``edge_limit=None`` after deciding privately that the pairs fit."""
     if pairs is None:
         pairs = matching_pairs(edge_df, item_cap)
     with spark_job("computing the bounded counts"):  # greedy_counts' words (a noisy choice between them)
@@ -561,18 +478,13 @@ def bounded_distinct_counts(
     salt: int = 0,
     item_cap: int | None = None,
 ) -> np.ndarray:
-    """NON-PRIVATE: the vector (DC(D; l))_{l=1..max_bound} or its greedy /
-    sampling lower bound, as int64 numpy array (entry l-1 is for bound l).
+    """NON-PRIVATE: the vector (DC(D; l))_{l=1..max_bound} or its greedy / sampling lower bound,
+    int64 (entry l-1 is bound l). Each entry has sensitivity l under adding or removing one person
+    and never exceeds DC(D; l).
 
-    For tests, benchmarks and the distinct-count release, which adds noise.
-    Methods: ``greedy`` (sharded Algorithm 2, default), ``matching`` (exact,
-    Algorithm 1; collects the edge list up to ``edge_limit``), ``sampling``
-    (the paper's baseline). Each entry l has sensitivity l under adding or
-    removing one person, and never exceeds the exact DC(D; l).
-    ``item_cap`` (matching only): first truncate each person to that many
-    items in a public hash order (:func:`matching_pairs`). ``edge_limit=None``
-    (matching only) collects without the non-private size refusal.
-    """
+    Methods: ``greedy`` (sharded Algorithm 2), ``matching`` (exact, Algorithm 1; collects the edge
+    list up to ``edge_limit``, None: no non-private size refusal), ``sampling`` (the paper's
+    baseline). ``item_cap`` (matching only): truncate each person first (:func:`matching_pairs`)."""
     validate_stage_parameters(max_bound, method, shards, edge_limit if edge_limit is not None else 1)
     return bounded_counts_of_edges(edges(df, person_col, item_col), max_bound, method, shards=shards,
                                    edge_limit=edge_limit, salt=salt, item_cap=item_cap)
@@ -588,9 +500,8 @@ def bounded_counts_of_edges(
     salt: int = 0,
     item_cap: int | None = None,
 ) -> np.ndarray:
-    """NON-PRIVATE: :func:`bounded_distinct_counts` of an edge table already
-    built (and checked) by :func:`dp_spark.stages.edges.edges`; the
-    parameters are the caller's, already checked (the release's plan)."""
+    """NON-PRIVATE: :func:`bounded_distinct_counts` of an edge table built by
+    :func:`dp_spark.stages.edges.edges`, with parameters already checked."""
     if method == "greedy":
         shards = shards or default_shards(edge_df.sparkSession)
         # not the shard count: it may be a noisy choice, and nothing drawn may leave the process
@@ -605,8 +516,8 @@ def bounded_counts_of_edges(
 
 
 def validate_stage_parameters(max_bound, method, shards, edge_limit) -> None:
-    """The stage's parameters, by the release plan's own checks (method and
-    the public limits of max_bound, shards and edge_limit)."""
+    """The stage's parameters, by the release plan's checks (method; the public limits of max_bound,
+    shards and edge_limit)."""
     checks.choice(method, "method", METHODS)
     limited(max_bound, "max_bound")
     if shards is not None:
@@ -614,13 +525,12 @@ def validate_stage_parameters(max_bound, method, shards, edge_limit) -> None:
     limited(edge_limit, "edge_limit")
 
 
-# ---------------------------------------------------------------- per group (issue 24)
+# ---------------------------------------------------------------- per group
 
 #: The grouped kernel's input column: each row's group index (0..groups-1,
 #: the key's position among the public keys; dp_spark.releases.groups).
 GROUP_INDEX = "group_index"
-#: The grouped kernel holds at most 2^GROUP_INDEX_BITS groups (the public keys' limit, MAX_PUBLIC_GROUPS);
-#: no longer a bit width: the group index travels as its own column.
+#: The grouped kernel holds at most 2^GROUP_INDEX_BITS groups (the public keys' limit, MAX_PUBLIC_GROUPS).
 GROUP_INDEX_BITS = 10
 #: Above this many (virtual person, item) keys a partition sorts its edges by two keys instead of one 64-bit key.
 _ONE_KEY_LIMIT = 1 << 62
@@ -644,20 +554,12 @@ GROUPED_ROUND_SCHEMA = T.StructType([
 
 
 def _group_ranks(pair: np.ndarray, order_key: np.ndarray, groups: int) -> np.ndarray:
-    """The rank (1 = first) of every distinct (person position, group) pair
-    ``pair`` = position·G + group, sorted, among its person's pairs in the
-    public order (xxhash64(person, group), group index): the per-person
-    group cap's order (:func:`dp_spark.stages.groups.cap_groups`, whose
-    ties, at probability 2^-64 per pair of a person's groups, fall to the
-    group value; here to the key's index, the same for integer and string
-    keys). ``order_key``: each pair's xxhash64(person, group).
-
-    How: one sort of a 64-bit key, the person position then the top bits of
-    the order key (sign bit flipped: the signed order); two pairs of one
-    person with equal top bits (probability about k²/2^(64-b) for k groups
-    of a person, b the person position's bits) fall back to the two-key
-    sort, ties of the full key in group order. The same ranks either way
-    (tested)."""
+    """The rank (1 = first) of every distinct sorted pair ``pair`` = person position·G + group among
+    its person's pairs in the public order (``order_key`` = xxhash64(person, group), then group
+    index): the order of :func:`dp_spark.stages.groups.cap_groups` (ties, probability 2^-64 per
+    pair, fall there to the group value, here to the index). One sort of a 64-bit key (person
+    position, top bits of the order key) when it has no ties, else a two-key sort; the same ranks
+    either way (tested)."""
     person = pair // groups
     bits = int(person[-1]).bit_length() if len(person) else 0  # pair is sorted: the last person is the largest
     shift = 63 - bits
@@ -683,16 +585,11 @@ _SPARSE_FACTOR = 4
 
 
 def _virtual_items(group: np.ndarray, key: np.ndarray, sorted_keys: np.ndarray, groups: int, calls: int):
-    """Numbers for the virtual items (group index, item key) of the
-    deduplicated edges (``key``: the position of the item key in
-    ``sorted_keys``): (each edge's number, how many numbers, a function from
-    numbers to (group index, item key) arrays). The greedy only needs equal
-    numbers for equal virtual items, and its result does not depend on which
-    numbers (items are visited in each list's order, not by number). The
-    number is (the group's position among the partition's groups) × keys +
-    key rank, without a hash pass, while that range times ``calls`` (the
-    greedy calls that will allocate arrays over it) stays within
-    _SPARSE_FACTOR × the edges; else a factorisation (dense numbers)."""
+    """Numbers for the virtual items (group index, item key) of the deduplicated edges (``key``:
+    position in ``sorted_keys``): (each edge's number, how many numbers, a map from numbers to
+    (group index, item key) arrays). The greedy needs only equal numbers for equal items. Direct
+    numbers (group position × keys + key rank) while that range times ``calls`` stays within
+    _SPARSE_FACTOR × the edges, else a factorisation."""
     n_keys = len(sorted_keys)
     present = np.flatnonzero(np.bincount(group, minlength=groups))
     local = np.zeros(groups, dtype=np.int64)
@@ -711,30 +608,18 @@ def _virtual_items(group: np.ndarray, key: np.ndarray, sorted_keys: np.ndarray, 
 
 def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int, shards: int | None, groups: int,
                               caps: tuple | None, buckets: tuple | None = None) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body of the grouped greedy: Algorithm 2's greedy run
-    independently for every (cap candidate k, group g), on each shard.
+    """mapInArrow body of the grouped greedy: Algorithm 2's greedy run independently for every (cap
+    candidate k, group g) on each shard. NON-PRIVATE.
 
-    Rows are those of :func:`sharded_edges` plus ``group_index``: without
-    ``caps`` every (shard, group) whole in one partition; with ``caps``
-    every shard (so every row of a person) whole in one partition, and the
-    group order key xxhash64(person, group). An item of group
-    g is a virtual item (g, xxhash64(item)). A virtual person is (person, g)
-    — with ``caps``, (person, g, k) for every candidate k whose cap keeps g
-    among the person's groups (rank of g in the public order <= caps[k],
-    :func:`_group_ranks`) — and holds exactly the person's items of g, in
-    the ungrouped order (by key), as virtual items (k, g, item). So the
-    kernel runs one greedy per (candidate k, shard), visiting that shard's
-    kept virtual persons in the ungrouped order (xxhash64(person), person),
-    then a person's groups by index; two virtual groups never share an item: each (k, g) is the sharded
-    greedy of the rows of g capped at caps[k], exactly as the ungrouped
-    kernel runs it on those rows alone (tested), so
-    the ungrouped kernel's argument holds per virtual group. Emits (k, group
-    index, item key, round) for every matched virtual item (k = 0 without
-    ``caps``); with ``buckets`` (the bound candidates; only when no item can
-    be matched by two greedy calls of the job: one shard), their histogram
-    instead: (k, group index, j, number of items whose round is at most
-    buckets[j] and above buckets[j-1]).
-    NON-PRIVATE."""
+    Rows are :func:`sharded_edges`' plus ``group_index``: without ``caps`` every (shard, group)
+    whole in the partition; with ``caps`` every shard whole, plus the group order key
+    xxhash64(person, group). A virtual person (person, g), with ``caps`` (person, g, k) for every k
+    whose cap keeps g (rank of g <= caps[k], :func:`_group_ranks`), holds the person's items of g as
+    virtual items, in the ungrouped order. Virtual groups never share an item, so each (k, g) is
+    exactly the sharded greedy of g's rows capped at caps[k] (tested), and the ungrouped argument
+    holds per virtual group. Emits (k, group index, item key, round) per matched virtual item (k = 0
+    without ``caps``); with ``buckets`` (only when one greedy call matches an item: one shard) their
+    histogram instead: (k, group index, j, items whose round is in (buckets[j-1], buckets[j]])."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
@@ -756,16 +641,14 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
     if caps is None:
         kept_by_cap = [None]
     else:  # each (person, group)'s rank among the person's groups; cap k keeps ranks <= caps[k]
-        # each pair's order key (a function of the pair) in head order: the rows' pairs factorised, the key
-        # scattered by code, the distinct pairs sorted (they are the heads: every row's pair has an edge)
+        # each pair's order key in head order (the distinct pairs, sorted, are the heads)
         codes, row_pairs = pd.factorize(pair)
         key_of_code = np.empty(len(row_pairs), dtype=np.int64)
         key_of_code[codes] = table.column(_GO).to_numpy()
         order_key = key_of_code[np.argsort(row_pairs)]
         rank = _group_ranks(head_pair, order_key, groups)
         kept_by_cap = [rank <= c for c in caps]
-    # every (candidate, shard) is its own greedy: virtual groups of different candidates, or of one shard's
-    # groups, never share an item, and each keeps the visiting order (person position, then group)
+    # every (candidate, shard) is its own greedy: virtual groups never share an item
     for k, kept in enumerate(kept_by_cap):
         sel_shard, sel_degree = (head_shard, degree) if kept is None else (head_shard[kept], degree[kept])
         sel_items = edge_item if kept is None else edge_item[np.repeat(kept, degree)]
@@ -796,39 +679,23 @@ def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
 
 def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, groups: int, candidates,
                           caps=None, partitions: int | None = None) -> np.ndarray:
-    """NON-PRIVATE: ``out[g, j]`` = the greedy count g_l of group index g at
-    bound l = ``candidates[j]``, for every group and candidate, in one pass;
-    with ``caps`` (increasing group caps m_1 < … < m_K), ``out[k, g, j]``:
-    the same on the rows of every person's first ``caps[k]`` groups in the
-    public order (xxhash64(person, group), group) — :func:`dp_spark.stages.groups.cap_groups`
-    at m_k, applied inside the kernel (no window, no copy of a row in Spark).
+    """NON-PRIVATE: ``out[g, j]`` = the greedy count of group index g at bound ``candidates[j]``, in
+    one pass; with ``caps`` (increasing m_1 < … < m_K) ``out[k, g, j]`` on the rows of every
+    person's first ``caps[k]`` groups in the public order
+    (:func:`dp_spark.stages.groups.cap_groups`, applied inside the kernel).
 
-    The edge table needs ``group_index`` (0..``groups``-1, at most
-    2^GROUP_INDEX_BITS) and, with ``caps``, ``group``. One shuffle
-    (:func:`sharded_edges`: shards pmod(murmur3(person), shards), the same
-    shards as the ungrouped release; laid out by (shard, group) over the
-    cluster's Python partitions without ``caps``, since groups are
-    independent; by shard with ``caps``, which rank a person's groups), then
-    :func:`_grouped_greedy_partition`: each (cap, group) is the sharded
-    greedy (:func:`greedy_rounds`) of that group's rows alone, so groups
-    never interact. When one person y is added, the counts of (k, g) change
-    only if y keeps g under caps[k], and then each by 0..l, never down (the
-    ungrouped argument, per virtual group; the cap is a per-person
-    transformation computed from y's own rows); so at most m_k groups move
-    at cap k. Without ``caps`` nothing is capped: y's groups move (at most
-    m of them only when the caller's m >= the number of keys, so that the
-    cap could not drop a row, as the release ensures). The driver
-    receives at most K × groups × len(candidates) rows (a histogram of
-    matched virtual items by (cap, group, smallest candidate >= its round)).
-
-    Items are identified by their 64-bit key xxhash64(item) within a group,
-    as in the ungrouped release (:func:`greedy_rounds`: a collision only
-    lowers a count and leaves privacy intact). Each group's counts without
-    a cap equal the ungrouped stage's on that group's rows alone, with the
-    same shards (tests/spark/test_grouped_cap_bound.py); so an ungrouped
-    release's edge table (one group, no cap, no ``group_index``: never a
-    grouped run's, whose Spark jobs must not depend on how many keys a
-    private key step released) runs the ungrouped kernel (:func:`greedy_counts`)."""
+    The edge table needs ``group_index`` (0..``groups``-1, at most 2^GROUP_INDEX_BITS) and, with
+    ``caps``, ``group``. Shards are the ungrouped release's; each (cap, group) is the sharded greedy
+    (:func:`greedy_rounds`) of that group's rows alone, so groups never interact. Adding one person
+    y changes the counts of (k, g) only if y keeps g under caps[k], each by 0..l, never down (the
+    ungrouped argument per virtual group; the cap is computed from y's own rows): at most m_k groups
+    move at cap k. Without ``caps`` nothing is capped (y's groups move; at most m only when the
+    caller's m >= the number of keys, as the release ensures). Items are keyed by xxhash64(item)
+    within a group, as in :func:`greedy_rounds`. The driver receives at most K × groups ×
+    len(candidates) rows. An ungrouped release's edge table (one group, no cap, no ``group_index``;
+    never a grouped run's, whose Spark jobs must not depend on how many keys a private key step
+    released) runs :func:`greedy_counts`, with the same counts
+    (tests/spark/test_grouped_cap_bound.py)."""
     if not 1 <= groups <= 1 << GROUP_INDEX_BITS:
         raise ValueError(f"groups must be 1..{1 << GROUP_INDEX_BITS}")
     cands = [int(c) for c in candidates]
@@ -854,8 +721,7 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     n_caps = 1 if caps is None else len(caps)
     hist = np.zeros((n_caps, groups, len(cands)), dtype=np.int64)
     if int(shards) == 1 and _KERNEL_HISTOGRAM:  # one shard: a virtual item is matched by one greedy call at most
-        # the tasks' histograms themselves (at most partitions × caps × groups × candidates rows), summed here:
-        # no aggregation stage
+        # the tasks' histograms (at most partitions × caps × groups × candidates rows), summed here
         with spark_job("counting matched items per group and bound"):
             parts = rows.mapInArrow(partial(kernel, buckets=tuple(cands)), GROUPED_HISTOGRAM_SCHEMA).toArrow()
         np.add.at(hist, (parts.column(_CAND).to_numpy(), parts.column(GROUP_INDEX).to_numpy(),
@@ -876,10 +742,8 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     return out[0] if caps is None else out
 
 
-
 def joint_counts(edge_df: DataFrame, caps, n_keys: int, max_bound: int, shards: int, cands) -> np.ndarray:
-    """NON-PRIVATE: ``at[k, g, j]``, :func:`grouped_greedy_counts` at every
-    cap candidate ``caps[k]`` in one pass, as the release's joint choice runs
-    it (tests/spark/test_grouped_cap_bound.py). Logs nothing (the caps follow
-    the number of keys, which a private key step draws)."""
+    """NON-PRIVATE: ``at[k, g, j]``, :func:`grouped_greedy_counts` at every cap candidate
+    ``caps[k]`` in one pass. Logs nothing: the caps follow the number of keys, which a private key
+    step draws."""
     return grouped_greedy_counts(edge_df, max_bound, shards, n_keys, cands, caps=caps)

@@ -1,14 +1,10 @@
-"""The (person, item) edge table every person-level release starts from.
+"""The (person, item) edge table every person-level release starts from (no privacy noise).
 
-Spark stage, no privacy noise. :func:`edges` is the one builder: every
-person-level release (distinct-count, set-union, top-k, count-release) makes
-its edge table here, so each schema check and the null rule are written once.
-Rule for bad rows: a row whose person or item is null is dropped (a null
-person cannot be protected as a person, and a null item is not an item). How
-many rows were dropped is not reported: it is a non-private count. A column
-that holds only nulls (Spark type ``void``) is refused before any data is
-read: there would be nothing to count.
-"""
+:func:`edges` is the one builder (distinct-count, set-union, top-k, count-release), so each schema
+check and the null rule are written once. A row whose person or item is null is dropped (a null
+person cannot be protected as a person; a null item is not an item); how many were dropped is a
+non-private count and is not reported. A column of only nulls (type ``void``) is refused before any
+data is read."""
 
 from __future__ import annotations
 
@@ -21,10 +17,8 @@ from dp_spark.sparkjobs import spark_job
 
 PERSON = "person"
 ITEM = "item"
-#: The edge table's group column: the release's group key (``group_col``), or
-#: the constant :data:`UNGROUPED` when the release is not grouped, so every
-#: stage downstream sees one shape. A stage that does not group never reads
-#: it and Catalyst prunes the constant from its plan (``tests/spark/test_edges.py``).
+#: The edge table's group column: the release's group key, or the constant :data:`UNGROUPED`, so
+#: every stage sees one shape (Catalyst prunes the constant where unread: tests/spark/test_edges.py).
 GROUP = "group"
 #: The group of every row of an ungrouped release.
 UNGROUPED = 0
@@ -50,11 +44,9 @@ def _collation(dtype) -> str:
 
 
 def require_exact_ids(df: DataFrame, name: str, what: str) -> None:
-    """Schema-only check (no data read) that Spark's equality on column
-    ``name`` is byte equality, as the per-unit kernels assume: floats (0.0
-    equals -0.0) and strings with a non-binary collation ('Bob' equals 'bob')
-    are refused with a one-line SchemaError. ``what`` names the column's role
-    ("person", "item")."""
+    """Schema-only check that Spark's equality on column ``name`` is byte equality, as the per-unit
+    kernels assume: floats (0.0 equals -0.0) and strings with a non-binary collation ('Bob' equals
+    'bob') are refused with a SchemaError. ``what`` names the column's role ("person", "item")."""
     dtype = df.schema[name].dataType
     if isinstance(dtype, (T.FloatType, T.DoubleType)):
         raise SchemaError(
@@ -69,14 +61,9 @@ def require_exact_ids(df: DataFrame, name: str, what: str) -> None:
 
 
 def _normalised(df: DataFrame, name: str, alias: str, *, is_person: bool = False):
-    """Integral ids stay long; other atomic types become strings (injective
-    for the atomic types we accept); nested and binary types are refused.
-
-    Person ids are compared byte for byte downstream, so types where Spark's
-    equality is not byte equality are refused for the person column: floats
-    (0.0 equals -0.0) and strings with a non-binary collation ('Bob' equals
-    'bob'). Otherwise one person could be split in two, doubling what one
-    person can change."""
+    """Integral ids as long, other atomic types as strings (injective for the accepted types);
+    nested and binary types refused. For the person column also :func:`require_exact_ids`: otherwise
+    one person could be split in two, doubling what one person can change."""
     dtype = df.schema[name].dataType
     if isinstance(dtype, _REFUSED):
         raise SchemaError(
@@ -94,17 +81,14 @@ def _normalised(df: DataFrame, name: str, alias: str, *, is_person: bool = False
 
 
 def key_column(df: DataFrame, name: str, alias: str):
-    """Column ``name`` of ``df`` spelled as the edge builder spells a group
-    column (:func:`_normalised`: integral ids as long, other atomic types
-    as Spark's cast to string), so public keys read from a DataFrame or a
-    file match the rows they name."""
+    """Column ``name`` of ``df`` spelled as the edge builder spells a group column
+    (:func:`_normalised`), so public keys read from a DataFrame or a file match the rows they name."""
     return _normalised(df, name, alias)
 
 
 def check_id_columns(df: DataFrame, person_col: str, item_col: str) -> None:
-    """Schema-only checks (no data is read): both columns exist, they differ,
-    and neither is a column of nulls (Spark type ``void``, e.g. a JSON field
-    that is null in every row). Raises SchemaError."""
+    """Schema-only checks (no data read): both columns exist, differ, and neither is all nulls (type
+    ``void``). Raises SchemaError."""
     require_columns(df, person_col, item_col)
     if person_col == item_col:
         raise SchemaError("person and item must be different columns.")
@@ -117,19 +101,12 @@ def check_id_columns(df: DataFrame, person_col: str, item_col: str) -> None:
 
 
 def edges(df: DataFrame, person_col: str, item_col: str, group_col: str | None = None) -> DataFrame:
-    """Columns ``person``, ``item``, ``group`` with null rows dropped (not
-    deduplicated), after :func:`check_id_columns` (schema only: calling it
-    before spending checks the input without reading it).
-
-    The one edge-table builder of the package: every schema check and the
-    null rule happen here, once. ``group_col``: the column whose values
-    split the release into groups (refused like an id column, normalised
-    like the item; a row with a null group is dropped too); None (an
-    ungrouped release): ``group`` is the constant :data:`UNGROUPED`, a
-    literal Catalyst removes from every plan that does not read it.
-
-    NON-PRIVATE intermediate data; never collected by the library.
-    """
+    """Columns ``person``, ``item``, ``group`` with null rows dropped (not deduplicated), after
+    :func:`check_id_columns` (schema only: call it before spending to check the input without
+    reading it). ``group_col`` splits the release into groups (refused like an id column, normalised
+    like the item, null rows dropped); None: ``group`` is the constant :data:`UNGROUPED`, which
+    Catalyst prunes from every plan that does not read it. NON-PRIVATE intermediate data; never
+    collected."""
     check_id_columns(df, person_col, item_col)
     columns = [_normalised(df, person_col, PERSON, is_person=True), _normalised(df, item_col, ITEM)]
     keep = F.col(PERSON).isNotNull() & F.col(ITEM).isNotNull()
@@ -143,22 +120,17 @@ def edges(df: DataFrame, person_col: str, item_col: str, group_col: str | None =
 
 
 def person_ids(df: DataFrame, person_col: str) -> DataFrame:
-    """Column ``person`` of the input as the edge table spells it
-    (:func:`_normalised`), null ids dropped, whatever the row's item: every
-    person of the input. A size estimate that reads this frame reads the
-    person column alone, not the item column the edge table's null rule
-    needs (at 20M rows the sampled person count took 1.0 s on it, 1.7 s on
-    the edge table). Adding or removing one person changes its distinct
-    persons by at most one, as the edge table's.
-
-    Schema checks are :func:`edges`' (built first, as every release does).
-    NON-PRIVATE intermediate data; never collected by the library."""
+    """Column ``person`` as the edge table spells it, null ids dropped whatever the row's item:
+    every person of the input. A size estimate reading it reads the person column alone, not the
+    item column the edge table's null rule needs. Adding or removing one person changes its distinct
+    persons by at most one, as the edge table's. Schema checks are :func:`edges`'. NON-PRIVATE;
+    never collected."""
     return df.select(_normalised(df, person_col, PERSON, is_person=True)).where(F.col(PERSON).isNotNull())
 
 
 def _check_group_column(df: DataFrame, group_col: str, person_col: str, item_col: str) -> None:
-    """Schema-only checks of a group column: it exists, is neither the person
-    nor the item column, and is not a column of nulls."""
+    """Schema-only checks of a group column: it exists, is neither the person nor the item column,
+    and has a usable type (:func:`_check_group_type`)."""
     require_columns(df, group_col)
     if group_col in (person_col, item_col):
         raise SchemaError("the group column must differ from the person and item columns.")
@@ -166,12 +138,10 @@ def _check_group_column(df: DataFrame, group_col: str, person_col: str, item_col
 
 
 def _check_group_type(df: DataFrame, group_col: str) -> None:
-    """A group column's type (schema only, before anything is spent): not all
-    nulls; keys must compare byte for byte as the public keys and the
-    per-group kernels assume, so floats and non-binary collations are
-    refused (:func:`require_exact_ids`: a case-insensitive collation could
-    release one person's spelling of a key), and booleans too (their
-    keys would be matched as 'True' against Spark's 'true')."""
+    """A group column's type (schema only, before anything is spent): not all nulls; floats and
+    non-binary collations refused (:func:`require_exact_ids`: a case-insensitive collation could
+    release one person's spelling of a key), and booleans (their keys would be matched as 'True'
+    against Spark's 'true')."""
     dtype = df.schema[group_col].dataType
     if isinstance(dtype, T.NullType):
         raise SchemaError(f"the group column {group_col!r} holds only nulls (type void); choose another column.")
@@ -181,10 +151,8 @@ def _check_group_type(df: DataFrame, group_col: str) -> None:
 
 
 def group_column(df: DataFrame, group_col: str, other_cols: tuple[str, ...]):
-    """The group column of a table that is not a person edge table (the
-    continual release's events): the same schema checks as :func:`edges`
-    (it exists, is none of ``other_cols``, is not all nulls) and the same
-    normalisation, aliased :data:`GROUP`. Schema only; no data read."""
+    """The group column of a table that is not a person edge table (the continual release's events):
+    the checks and normalisation of :func:`edges`, aliased :data:`GROUP`. Schema only."""
     require_columns(df, group_col)
     if group_col in other_cols:
         raise SchemaError(f"the group column must differ from the {', '.join(other_cols)} columns.")
@@ -202,18 +170,13 @@ PERSON_SAMPLE_SALT = "dp_spark.person_sample"
 
 
 def count_sampled_persons(edge_df: DataFrame, one_in: int) -> int:
-    """NON-PRIVATE: the number of distinct persons p with
-    pmod(xxhash64(salt, p), one_in) = 0, a fixed public function of the id,
-    in a frame with the ``person`` column (an edge table, or
-    :func:`person_ids`).
+    """NON-PRIVATE: the number of distinct persons p with pmod(xxhash64(salt, p), one_in) = 0, in a
+    frame with a ``person`` column (an edge table or :func:`person_ids`).
 
-    Whether a person is in the sample depends on its own id only, so adding
-    or removing one person changes this count by at most 1: sensitivity 1,
-    like the full count, and only ever used through a noisy mechanism.
-    ``one_in`` times it estimates the number of persons (relative standard
-    error about sqrt(one_in / persons)) at a fraction of the full count's
-    cost: the rows outside the sample are dropped before the aggregation.
-    """
+    Membership depends on the person's own id only, so adding or removing a person changes this
+    count by at most 1: sensitivity 1, used only through a noisy mechanism. ``one_in`` times it
+    estimates the number of persons (relative standard error about sqrt(one_in / persons)) at a
+    fraction of the full count's cost."""
     sample = F.pmod(F.xxhash64(F.lit(PERSON_SAMPLE_SALT), PERSON), F.lit(int(one_in))) == 0
     with spark_job(f"counting the persons of a 1-in-{int(one_in)} hash sample"):
         return int(edge_df.where(sample).agg(F.countDistinct(PERSON).alias("n")).collect()[0]["n"])

@@ -1,41 +1,27 @@
-"""Composite (group, item) keys: the Spark stage of set-union and
-count-release, grouped or not (issues 24, 37). No privacy noise; NON-PRIVATE
-outputs.
+"""Composite (group, item) keys: the Spark stage of set-union and count-release, grouped or not. No
+privacy noise; NON-PRIVATE outputs.
 
-Set-union and count-release run their ONE mechanism on the composite key
-(group, item) instead of the item: a person's budget flows across groups, no
-per-group split. An ungrouped run is the one-key run: its keys are the one
-constant group :data:`~dp_spark.stages.edges.UNGROUPED` (:meth:`Composite.of`).
+Set-union and count-release run their ONE mechanism on the composite key (group, item) instead of
+the item: a person's budget flows across groups, with no per-group split. An ungrouped run is the
+one-key run (the constant group :data:`~dp_spark.stages.edges.UNGROUPED`, :meth:`Composite.of`).
 
-- :meth:`Composite.edges`: the edge table of a run (``person``, ``item``,
-  ``group``; grouped, ``group_index``: the public keys' positions, added by
-  :func:`dp_spark.releases.groups.grouped_edges`) with ``item`` replaced by
-  the string ``"<group_index>:<item>"``; with one key (an ungrouped run, or
-  one public key) the item itself, as the index carries nothing. The map
-  (group_index, item) -> composite is injective (the index holds digits
-  only, so the first ``:`` separates it; a whole-number item's decimal text
-  casts back exactly; one key: the identity) and works row by row, so it is
-  a per-person transformation: on add/remove-one-person neighbours the
-  composite tables differ in that person's rows only. Hence every
-  per-person contribution bound of the item-keyed mechanism holds for the
-  composite items (set-union: at most Δ0 distinct composite items per
-  person after its restriction, over all groups together; count-release:
-  each (group, item) count of distinct persons moves by at most 1 per
-  person, all in the same direction); tests/spark/test_group_items.py checks
-  both on random neighbours.
-- :meth:`Composite.split`: a DataFrame of released composite items back to
-  the public group key (under its own name) and the item, in the item's
-  normalised type (long or string): post-processing of released values and
-  the public keys.
-- :meth:`Composite.parse`: the same for one released value on the driver.
-- :meth:`Composite.per_group`: the number of released composite items per
-  group index (post-processing of the released set; at most one row per
-  public key reaches the driver).
+- :meth:`Composite.edges`: the run's edge table with ``item`` replaced by the string
+  ``"<group_index>:<item>"`` (``group_index``: the public keys' positions, added by
+  :func:`dp_spark.releases.groups.grouped_edges`); with one public key the item itself. The map is
+  injective (the index holds digits only, so the first ``:`` separates it; a whole-number item's
+  text casts back exactly) and works row by row: a per-person transformation, so neighbouring
+  composite tables differ in that person's rows only, and every per-person contribution bound of the
+  item-keyed mechanism holds for the composite items (set-union: at most Δ0 distinct composite items
+  per person over all groups; count-release: each (group, item) count moves by at most 1 per person,
+  all in the same direction; tests/spark/test_group_items.py).
+- :meth:`Composite.split`, :meth:`Composite.parse`: released composite items back to (public key,
+  item), in Spark or for one value on the driver: post-processing of released values and public
+  keys.
+- :meth:`Composite.per_group`: the number of released composite items per key (post-processing; at
+  most one row per key reaches the driver).
 
-Which of the two encodings runs depends on the number of keys only (public,
-or released by the private key step before this stage): no log line, job
-description or exception here depends on it.
-"""
+Which encoding runs depends on the number of keys only (public, or released by the private key step
+before this stage): no log line, job description or exception here depends on it."""
 
 from __future__ import annotations
 
@@ -64,13 +50,11 @@ def _item_of(column: str = ITEM, integral: bool = False):
 
 @dataclass(frozen=True)
 class Composite:
-    """The composite key of one run: its keys (a grouped run's public or
-    released keys, in canonical order; ungrouped, the one constant group),
-    the group column's type and whether the item is a whole number (schema
-    only: nothing read). ``identity``: the item is its own key (one key
-    known publicly: ungrouped, or one public key); keys chosen privately
-    always take the composite path, so the Spark work before the record
-    never shows whether one key or more was released."""
+    """The composite key of one run: its keys (a grouped run's public or released keys in canonical
+    order; ungrouped, the one constant group), the group column's type and whether the item is a
+    whole number (schema only). ``identity``: the item is its own key (one key known publicly);
+    privately chosen keys always take the composite path, so the Spark work before the record never
+    shows whether one key or more was released."""
 
     keys: tuple
     group_type: object
@@ -79,27 +63,24 @@ class Composite:
 
     @classmethod
     def of(cls, edge_df: DataFrame, groups, private: bool = False) -> "Composite":
-        """The run's composite key: ``groups`` (``params.groups``, None when ungrouped: the one key
-        :data:`~dp_spark.stages.edges.UNGROUPED`; ``private``: released by the private key step) and
-        the edge table's schema."""
+        """The run's composite key from ``groups`` (``params.groups``; None when ungrouped),
+        ``private`` (released by the private key step) and the edge table's schema."""
         keys = (UNGROUPED,) if groups is None else tuple(groups)
         return cls(keys, edge_df.schema[GROUP].dataType, isinstance(item_type(edge_df), T.LongType),
                    identity=len(keys) == 1 and not private)
 
     def edges(self, edge_df: DataFrame) -> DataFrame:
-        """(person, item): the run's edge table with ``item`` the composite
-        string ``"<group_index>:<item>"``, or the item itself with one key
-        (module doc). Lazy; per row."""
+        """(person, item) with ``item`` the composite string, or the item itself with one key. Lazy;
+        per row."""
         if self.identity:
             return edge_df.select(PERSON, ITEM)
         composite = F.concat(F.col(GROUP_INDEX).cast("string"), F.lit(SEPARATOR), F.col(ITEM).cast("string"))
         return edge_df.select(PERSON, composite.alias(ITEM))
 
     def split(self, frame: DataFrame, group_by: str) -> DataFrame:
-        """(``group_by``, item, the frame's other columns): ``frame``'s
-        composite ``item`` split into the public key (looked up by index in
-        a broadcast of the keys; with one key, that key) and the item (long
-        when ``integral``). Released values and public keys only."""
+        """(``group_by``, item, the other columns): ``frame``'s composite ``item`` split into the
+        public key (by index, from a broadcast of the keys) and the item (long when ``integral``).
+        Released values and public keys only."""
         rest = [c for c in frame.columns if c != ITEM]
         if self.identity:
             return frame.select(F.lit(self.keys[0]).cast(self.group_type).alias(group_by), ITEM, *rest)
@@ -117,8 +98,8 @@ class Composite:
         return int(index), (int(item) if self.integral else item)
 
     def per_group(self, frame: DataFrame) -> list[int]:
-        """The number of released composite items of each key (post-processing
-        of the released set; at most one row per key is collected)."""
+        """The number of released composite items of each key (post-processing; at most one row per
+        key collected)."""
         if self.identity:
             return [int(frame.count())]
         counts = [0] * len(self.keys)

@@ -1,33 +1,21 @@
-"""Per-person group cap and the groups-per-person histogram (issue 24).
+"""Per-person group cap and the groups-per-person histogram. Spark stage, no privacy noise; every
+value here is NON-PRIVATE.
 
-Spark stage, no privacy noise; every value here is NON-PRIVATE.
+Input: an edge table with columns ``person``, ``item`` and ``group``. A row whose group is null is
+dropped, as :mod:`dp_spark.stages.edges` drops null persons and items.
 
-Input: an edge table with columns ``person``, ``item`` and ``group``
-(:data:`dp_spark.stages.edges.PERSON`, ``ITEM``, :data:`GROUP`). A row
-whose group is null is dropped (a null is not a group key), as
-:mod:`dp_spark.stages.edges` drops null persons and items.
+:func:`cap_groups` keeps, for every person p, the rows of at most ``m`` of p's distinct groups G_p:
+those first in the fixed public order ``(xxhash64(person, group), group)``. The kept groups of p
+depend on p's own rows only, so the cap is a per-person transformation: on add/remove-one-person
+neighbours D, D + y the capped tables differ exactly in y's rows, and every sensitivity proved for a
+person holding at most m groups holds for the capped table (ALGORITHMS.md §8). A kept group keeps
+all of p's rows in it. The grouped distinct-count applies the same cap inside its kernel
+(:func:`dp_spark.stages.distinct.grouped_greedy_counts` with ``caps``).
 
-:func:`cap_groups` keeps, for every person p, the rows of at most ``m`` of
-p's distinct groups G_p: those first in the fixed public order
-``(xxhash64(person, group), group)`` (as :mod:`dp_spark.stages.distinct`
-orders a person's items by ``xxhash64``). The kept groups of p depend on p's
-own rows only, so the cap is a per-person transformation: on add/remove-one-
-person neighbours D, D + y the capped tables differ exactly in y's rows, and
-every sensitivity proved for a person holding at most m groups holds for the
-capped table (ALGORITHMS.md §8). No group is cut: a kept group keeps all of
-p's rows in it.
-
-The grouped distinct-count applies the same cap inside its kernel, at one
-or several caps at once (:func:`dp_spark.stages.distinct.grouped_greedy_counts`
-with ``caps``), in this order.
-
-:func:`groups_per_person_histogram` is the summary from which m is chosen
-privately (:func:`dp_spark.mechanisms.groups.choose_max_groups`):
-``h[j-1] = #{p : min(|G_p|, M) = j}`` for j = 1..M, M a public maximum, so
-the driver receives M numbers, never a number of persons' worth. Adding one
-person y changes one entry by +1 (entry min(|G_y|, M)); that is the
-neighbouring relation the mechanism's sensitivity is proved for.
-"""
+:func:`groups_per_person_histogram` is the summary m is chosen from privately
+(:func:`dp_spark.mechanisms.groups.choose_max_groups`): ``h[j-1] = #{p : min(|G_p|, M) = j}`` for j
+= 1..M, M a public maximum, so the driver receives M numbers. Adding one person y changes one entry
+by +1 (entry min(|G_y|, M)): the neighbouring relation the mechanism's sensitivity is proved for."""
 
 from __future__ import annotations
 
@@ -51,23 +39,15 @@ def _valid_groups(edge_df: DataFrame) -> DataFrame:
 
 
 def cap_groups(edge_df: DataFrame, max_groups: int, public_keys: int | None = None) -> DataFrame:
-    """The rows of ``edge_df`` (person, item, group, and any other columns)
-    in the at most ``max_groups`` groups of each person that come first in
-    the public order ``(xxhash64(person, group), group)``; rows with a null
-    group are dropped. A per-person transformation (module docstring): one
-    shuffle by person, a dense rank over the person's rows, no join, nothing
-    collected.
+    """The rows of ``edge_df`` in the at most ``max_groups`` groups of each person that come first
+    in the public order ``(xxhash64(person, group), group)``; null groups dropped. A per-person
+    transformation (module docstring): one shuffle by person, a dense rank, nothing collected.
 
-    ``public_keys`` K: the caller's statement that ``edge_df`` is already
-    restricted to K public keys (every group value is one of K values, as
-    :func:`dp_spark.releases.groups.grouped_edges` makes it). Then, when
-    m = ``max_groups`` >= K, the cap keeps every row with a non-null group
-    and the window is skipped (no shuffle, no sort). Proof: a person's
-    distinct groups G_p are among the K keys, so |G_p| <= K <= m; the dense
-    rank of a row of p is at most |G_p| <= m, so the filter ``rank <= m``
-    keeps every row. The result is the same table, so every statement above
-    (a per-person transformation, at most m groups per person) holds as it
-    stands. The decision reads only m and K, both public."""
+    ``public_keys`` K: the caller's statement that every group value is one of K public keys (as
+    :func:`dp_spark.releases.groups.grouped_edges` makes it). When m = ``max_groups`` >= K the
+    window is skipped: a person's distinct groups are among the K keys, so every dense rank is <=
+    |G_p| <= K <= m and ``rank <= m`` keeps every row; the result is the same table. The decision
+    reads only the public m and K."""
     m = checks.integer(max_groups, "max_groups", 1, MAX_GROUPS_LIMIT)
     # public_keys = 0: a private key step released no key; the restricted table is empty, nothing to cap
     if public_keys is not None and m >= checks.integer(public_keys, "public_keys", 0, None):
@@ -78,10 +58,8 @@ def cap_groups(edge_df: DataFrame, max_groups: int, public_keys: int | None = No
 
 
 def groups_per_person_histogram(edge_df: DataFrame, max_groups_max: int) -> np.ndarray:
-    """NON-PRIVATE: ``h`` of length M = ``max_groups_max`` with ``h[j-1]`` the
-    number of persons whose number of distinct (non-null) groups, capped at
-    M, is j. Persons without a valid row are not counted. One aggregation by
-    person then by the capped count; at most M rows reach the driver."""
+    """NON-PRIVATE: ``h`` of length M = ``max_groups_max``, ``h[j-1]`` the number of persons whose
+    number of distinct non-null groups, capped at M, is j. At most M rows reach the driver."""
     top = checks.integer(max_groups_max, "max_groups_max", 1, MAX_GROUPS_LIMIT)
     per_person = _valid_groups(edge_df).groupBy(PERSON).agg(F.countDistinct(GROUP).alias("n"))
     capped = per_person.select(F.least(F.col("n"), F.lit(top)).alias("n")).groupBy("n").count()

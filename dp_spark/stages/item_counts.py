@@ -1,34 +1,22 @@
-"""Per-item counts of distinct persons: the Spark stage of top-k and count-release.
+"""Per-item counts of distinct persons: the Spark stage of top-k and count-release. No privacy
+noise; every function returns NON-PRIVATE values, private only through the mechanism layer.
 
-Spark stage, no privacy noise of its own. Every function here returns
-NON-PRIVATE values; they become private only in the mechanism layer.
+The statistic: ``count(x)`` = the number of distinct persons with a row holding item x. Adding or
+removing one person changes every count by at most 1, all in the same direction; a person may touch
+every count. This is the histogram the top-k mechanisms (:mod:`dp_spark.mechanisms.top_k`) and
+Private Count Release assume.
 
-The statistic. For every item x, ``count(x)`` = the number of distinct persons
-with at least one row holding x. Adding or removing one person (all of their
-rows) changes every count by at most 1, and all counts move in the same
-direction (up when a person is added, down when removed); a person may touch
-every count. This is the histogram the top-k mechanisms
-(:mod:`dp_spark.mechanisms.top_k`) and Private Count Release assume.
+What reaches the driver is bounded by the job's parameters, never by the number of persons or rows:
 
-What reaches the driver is bounded by the job's parameters, never by the
-number of persons or rows:
+* :func:`top_item_counts`: the k̄+1 largest counts, ties by item ascending (a public rule);
+* :func:`domain_item_counts`: one count per item of a public domain (absent items count 0);
+* :func:`bounded_item_counts`, :func:`select_items`, :func:`noisy_counts_of_items`,
+  :func:`collect_item_counts`: the contribution-bounding baseline. Each person keeps at most m
+  distinct items chosen by a salted hash; the mechanism layer's noisy threshold and count noise run
+  inside ``mapInPandas`` (keyed per item, :mod:`dp_spark.mechanisms.count_release.keyed`), and only
+  the released (item, noisy count) rows are collected.
 
-* :func:`top_item_counts` — the k̄+1 largest counts, ties broken by the item
-  value ascending (a fixed public rule), so exactly k̄+1 rows at most;
-* :func:`domain_item_counts` — the counts of a public domain the user
-  supplies (items absent from the data count 0): one number per domain item;
-* :func:`bounded_item_counts`, :func:`select_items`,
-  :func:`noisy_counts_of_items` and :func:`collect_item_counts` — the
-  contribution-bounding baseline: each person keeps at most m distinct items
-  chosen by a salted hash (uniformly random-looking); the mechanism layer's
-  noisy threshold and its count noise run inside ``mapInPandas`` (noise
-  keyed per item, :mod:`dp_spark.mechanisms.count_release.keyed`), the selected items stay a
-  DataFrame, and only the released (item, noisy count) rows — the output —
-  are collected.
-
-DataFrame API only (built-in functions and ``mapInPandas``), so Spark Connect
-works; actions run inside :func:`dp_spark.sparkjobs.spark_job`.
-"""
+DataFrame API only, so Spark Connect works; actions run inside :func:`dp_spark.sparkjobs.spark_job`."""
 
 from __future__ import annotations
 
@@ -100,11 +88,8 @@ class TopCounts:
 
 
 def top_item_counts(edge_df: DataFrame, kbar: int) -> TopCounts:
-    """Collect the k̄+1 largest counts (at most k̄+1 rows reach the driver).
-
-    Ties are broken by the item value ascending, a public rule that does not
-    depend on who holds the items.
-    """
+    """Collect the k̄+1 largest counts (at most k̄+1 rows), ties by item ascending: a public rule
+    that does not depend on who holds the items."""
     ranked = item_counts(edge_df).orderBy(F.col(COUNT).desc(), F.col(ITEM).asc()).limit(int(kbar) + 1)
     with spark_job("collecting the largest item counts"):
         rows = ranked.collect()
@@ -115,8 +100,8 @@ def top_item_counts(edge_df: DataFrame, kbar: int) -> TopCounts:
 
 
 def top_of_domain(domain: Sequence, counts: np.ndarray, kbar: int) -> TopCounts:
-    """The same summary as :func:`top_item_counts`, taken from the counts of a
-    public domain on the driver (ties: domain order). NON-PRIVATE."""
+    """:func:`top_item_counts`' summary from the counts of a public domain (ties: domain order).
+    NON-PRIVATE."""
     order = np.argsort(-np.asarray(counts, dtype=np.int64), kind="stable")
     head = order[:kbar]
     next_count = int(counts[order[kbar]]) if len(order) > kbar else 0
@@ -124,20 +109,18 @@ def top_of_domain(domain: Sequence, counts: np.ndarray, kbar: int) -> TopCounts:
 
 
 def domain_item_counts(edge_df: DataFrame, domain: Sequence) -> np.ndarray:
-    """int64 counts aligned with ``domain`` (a public list of normalised,
-    distinct items; see :func:`normalise_domain`). Items of the data outside
-    the domain are ignored; domain items absent from the data count 0. At most
-    ``len(domain)`` rows are collected. NON-PRIVATE."""
+    """int64 counts aligned with ``domain`` (public, normalised, distinct:
+    :func:`normalise_domain`); data items outside it are ignored, absent ones count 0. Collects at
+    most ``len(domain)`` rows. NON-PRIVATE."""
     return counts_of_items(item_counts(edge_df), domain)
 
 
 def counts_of_items(counts_df: DataFrame, items: Sequence, group_index: str | None = None,
                     n_groups: int = 1) -> np.ndarray:
-    """int64 counts of an (item, count) DataFrame for the public list
-    ``items`` (absent: 0), in the list's order; with ``group_index``, of a
-    (group_index, item, count) one as an ``n_groups`` × len(``items``)
-    matrix. Collects at most that many rows. NON-PRIVATE. A list of at most
-    :data:`BROADCAST_ITEMS` items is broadcast to the join."""
+    """int64 counts of an (item, count) DataFrame for the public list ``items`` (absent: 0), in its
+    order; with ``group_index``, of a (group_index, item, count) one as an ``n_groups`` ×
+    len(``items``) matrix. Collects at most that many rows; a list of at most
+    :data:`BROADCAST_ITEMS` is broadcast. NON-PRIVATE."""
     by = () if group_index is None else (group_index,)
     out = np.zeros((*(int(n_groups) for _ in by), len(items)), dtype=np.int64)
     if not len(items):
@@ -150,8 +133,7 @@ def counts_of_items(counts_df: DataFrame, items: Sequence, group_index: str | No
         schema,
     )
     if len(items) <= BROADCAST_ITEMS:
-        # The list is already on the driver: broadcasting it keeps the counts
-        # where the aggregation left them (no shuffle and sort of either side).
+        # already on the driver: broadcast, so neither side is shuffled
         dom = F.broadcast(dom)
     joined = counts_df.join(dom, ITEM, "inner").select(*by, _INDEX, COUNT)
     with spark_job("counting persons per domain item of every group" if by else "counting persons per listed item"):
@@ -164,16 +146,13 @@ def counts_of_items(counts_df: DataFrame, items: Sequence, group_index: str | No
 # ------------------------------------------------------- contribution bounding
 
 def bound_contributions(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
-    """(person, item): every person keeps at most ``max_items`` of its distinct
-    items, the ones with the smallest salted hash xxhash64(salt, person, item)
-    (ties by item), i.e. a uniformly random-looking choice.
+    """(person, item): every person keeps at most ``max_items`` distinct items, those with the
+    smallest xxhash64(salt, person, item) (ties by item): a random-looking choice.
 
-    Sensitivity: a person's choice depends only on its own (person, item) ids
-    and the salt, so adding or removing a person changes the kept rows of that
-    person only: at most ``max_items`` per-item counts move, each by 1 (L2
-    sensitivity sqrt(max_items), L-infinity 1). The salt is not privacy noise:
-    the argument holds for every fixed salt.
-    """
+    Sensitivity: a person's choice depends only on its own ids and the salt, so adding or removing a
+    person changes only its own kept rows: at most ``max_items`` counts move, each by 1 (L2
+    sqrt(max_items), L-infinity 1). The salt is not privacy noise: the argument holds for every
+    fixed salt."""
     order = Window.partitionBy(PERSON).orderBy(F.xxhash64(F.lit(int(salt)), PERSON, ITEM), ITEM)
     return (
         edge_df.dropDuplicates([PERSON, ITEM])
@@ -185,18 +164,16 @@ def bound_contributions(edge_df: DataFrame, max_items: int, salt: int) -> DataFr
 
 def bounded_item_counts(edge_df: DataFrame, max_items: int, salt: int,
                         restrict_to: DataFrame | None = None) -> DataFrame:
-    """(item, count) after :func:`bound_contributions`. With ``restrict_to``
-    (a DataFrame with an ``item`` column of public, already released items)
-    the rows are first restricted to those items, then bounded. NON-PRIVATE."""
+    """(item, count) after :func:`bound_contributions`; with ``restrict_to`` (an ``item`` column of
+    public, already released items) restricted to those items first. NON-PRIVATE."""
     if restrict_to is not None:
         edge_df = edge_df.join(restrict_to.select(ITEM), ITEM, "left_semi")
     return bound_contributions(edge_df, max_items, salt).groupBy(ITEM).agg(F.count(F.lit(1)).alias(COUNT))
 
 
 def _select_batches(batches: Iterator[pd.DataFrame], select: Callable) -> Iterator[pd.DataFrame]:
-    """mapInPandas body: ``select(items, counts)`` (a mechanism-layer
-    function holding its own noise key) decides which items of each Arrow
-    batch are kept."""
+    """mapInPandas body: ``select(items, counts)`` (a mechanism-layer function with its own noise
+    key) decides which items of each batch are kept."""
     for batch in batches:
         if not len(batch):
             continue
@@ -206,33 +183,25 @@ def _select_batches(batches: Iterator[pd.DataFrame], select: Callable) -> Iterat
 
 
 def select_items(counts_df: DataFrame, select: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> DataFrame:
-    """(item): the items of an (item, count) DataFrame whose noisy count
-    clears a threshold, decided inside Spark by ``select(items, counts)`` (a
-    picklable pure-numpy function from the mechanism layer, e.g.
-    ``functools.partial(dp_spark.mechanisms.count_release.gaussian_threshold_select, ...)``).
-    Lazy, nothing is collected. ``select`` must key each item's noise by the
-    item (as the mechanism layer's keyed functions do): then every
-    evaluation of the result, and every retried task, selects the same items
-    whatever the partitioning, so the result may be used twice in a plan.
-    The Python pass runs in at most :func:`_python_tasks` partitions."""
+    """(item): the items of an (item, count) DataFrame whose noisy count clears a threshold, decided
+    inside Spark by ``select(items, counts)`` (a picklable pure-numpy mechanism-layer function, e.g.
+    ``functools.partial(dp_spark.mechanisms.count_release.gaussian_threshold_select, ...)``). Lazy.
+    ``select`` must key each item's noise by the item: then every evaluation and retried task
+    selects the same items whatever the partitioning, so the result may be used twice in a plan."""
     schema = T.StructType([T.StructField(ITEM, counts_df.schema[ITEM].dataType, False)])
     return _python_tasks(counts_df.select(ITEM, COUNT)).mapInPandas(partial(_select_batches, select=select), schema)
 
 
 def _python_tasks(df: DataFrame) -> DataFrame:
-    """``df`` in at most two partitions per task slot of the cluster
-    (:func:`dp_spark.stages.partitioning.python_partitions`; ``coalesce``,
-    no shuffle), whatever the session's shuffle partitions and adaptive
-    execution made of the aggregation before it (issue 26: Spark's default
-    200 partitions with adaptive execution off made 200 Python tasks). The
-    noise of these steps is keyed per item, so the output does not depend
-    on the partitioning."""
+    """``df`` coalesced to at most two partitions per task slot
+    (:func:`dp_spark.stages.partitioning.python_partitions`), whatever the session's shuffle
+    partitions. The noise here is keyed per item, so the output does not depend on the partitioning."""
     return df.coalesce(python_partitions(df.sparkSession))
 
 
 def _noise_batches(batches: Iterator[pd.DataFrame], add_noise: Callable) -> Iterator[pd.DataFrame]:
-    """mapInPandas body: ``add_noise(items, counts)`` (a mechanism-layer
-    function holding its own noise key) returns the noisy int64 counts."""
+    """mapInPandas body: ``add_noise(items, counts)`` (a mechanism-layer function with its own noise
+    key) returns the noisy int64 counts."""
     for batch in batches:
         if not len(batch):
             continue
@@ -242,12 +211,11 @@ def _noise_batches(batches: Iterator[pd.DataFrame], add_noise: Callable) -> Iter
 
 def noisy_counts_of_items(counts_df: DataFrame, items_df: DataFrame,
                           add_noise: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> DataFrame:
-    """(item, count): every item of ``items_df`` (distinct, already selected
-    privately) with its count in ``counts_df`` (0 when absent) plus noise
-    drawn inside Spark by ``add_noise(items, counts)`` (a pure-numpy
-    mechanism-layer function keyed per item, e.g.
-    ``functools.partial(dp_spark.mechanisms.count_release.keyed_noisy_counts, ...)``). Lazy; the
-    counts are private only if ``add_noise`` is a DP mechanism for them."""
+    """(item, count): every item of ``items_df`` (distinct, selected privately) with its count in
+    ``counts_df`` (0 when absent) plus noise drawn inside Spark by ``add_noise(items, counts)`` (a
+    pure-numpy mechanism-layer function keyed per item, e.g.
+    ``functools.partial(dp_spark.mechanisms.count_release.keyed_noisy_counts, ...)``). Lazy; private
+    only if ``add_noise`` is a DP mechanism for the counts."""
     joined = (
         items_df.select(ITEM)
         .join(counts_df.select(ITEM, COUNT), ITEM, "left")
@@ -261,11 +229,9 @@ def noisy_counts_of_items(counts_df: DataFrame, items_df: DataFrame,
 
 
 def collect_item_counts(df: DataFrame, minimum: float | None = None) -> tuple[int, list[tuple]]:
-    """Collect an (item, count) DataFrame of RELEASED (already noisy) counts
-    in one Spark job: returns (number of rows, [(item, count), ...] of the
-    rows with count >= ``minimum`` (all when None), largest count first,
-    ties by item). What is collected is the release itself (plus one
-    number), so call it only on the output."""
+    """Collect an (item, count) DataFrame of RELEASED (noisy) counts in one Spark job: (number of
+    rows, [(item, count), ...] with count >= ``minimum`` (all when None), largest first, ties by
+    item). Call it only on the output."""
     if minimum is None:
         ordered = df.select(ITEM, COUNT).orderBy(F.col(COUNT).desc(), F.col(ITEM).asc())
         with spark_job("collecting the released counts"):
@@ -289,13 +255,10 @@ def _python_values(series: pd.Series) -> list:
 def normalise_domain(domain: Iterable, integral: bool) -> list:
     """Check and normalise a public domain (a list of possible items).
 
-    ``integral``: the item column holds integers (then every domain item must
-    be a whole number: an int, an integral float, or a string of digits);
-    otherwise items are compared as strings (non-strings are converted with
-    ``str``). Raises ParameterError for an empty domain, a null item, an item
-    of the wrong kind, or an item listed twice. The domain is public, so the
-    messages may quote its items.
-    """
+    ``integral``: the item column holds integers, so every domain item must be a whole number (int,
+    integral float or digit string); otherwise items are compared as strings (``str``).
+    ParameterError for an empty domain, a null, an item of the wrong kind or an item listed twice;
+    the domain is public, so messages may quote it."""
     if domain is None or isinstance(domain, (str, bytes)) or not isinstance(domain, Iterable):
         raise ParameterError(
             "domain must be a list of the possible items (or, on the command line, "
@@ -346,23 +309,15 @@ _TABULAR = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
 def read_domain(spark, path: str, item_col: str, private=None) -> list:
-    """The raw items of a public domain file (normalise them with
-    :func:`normalise_domain`). ``private``: the release's private input (a
-    Spark DataFrame); a domain file that is, holds or lies inside its files
-    is refused before it is read (ParameterError,
-    :func:`dp_spark.public_inputs.refuse_private_as_public`: paths
-    only, issue 42 G29).
+    """The raw items of a public domain file (normalise them with :func:`normalise_domain`). A file
+    that is, holds or lies inside the files of ``private`` (the release's input DataFrame) is
+    refused before it is read (ParameterError,
+    :func:`dp_spark.public_inputs.refuse_private_as_public`: paths only).
 
-    Formats: ``.csv`` (with a header) and ``.parquet`` / ``.pq`` (file or
-    directory) are read with Spark and the column ``item_col`` is used (or the
-    only column, if there is one); anything else is a text file with one item
-    per line (surrounding whitespace and blank lines ignored). A CSV is read
-    without type inference: every value is the string as written (so "007"
-    stays "007" for a string item column, and :func:`normalise_domain` turns
-    digit strings into integers for an integer one); an empty CSV cell is a
-    null. Raises InputError for a missing or unreadable file, SchemaError for
-    a missing column.
-    """
+    ``.csv`` (with a header; no type inference: "007" stays "007", an empty cell is a null) and
+    ``.parquet`` / ``.pq`` (file or directory) are read with Spark, column ``item_col`` or the only
+    column; anything else is text, one item per line (whitespace and blank lines ignored).
+    InputError for a missing or unreadable file, SchemaError for a missing column."""
     if private is not None:
         refuse_private_as_public(private, domain=path)
     local = not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path) or path.startswith("file:")
@@ -384,7 +339,6 @@ def read_domain(spark, path: str, item_col: str, private=None) -> list:
             with spark_job("reading the domain file"):
                 lines = [row[0] for row in spark.read.text(path).collect()]
         return [line.strip() for line in lines if line.strip()]
-    # CSV cells stay strings: type inference would turn "007" into 7.
     table = read_input(spark, path, fmt, infer_schema=False)
     columns = list(table.columns)
     if item_col in columns:
@@ -401,38 +355,28 @@ def read_domain(spark, path: str, item_col: str, private=None) -> list:
     return [None if (isinstance(v, float) and math.isnan(v)) else v for v in _python_values(pdf[column])]
 
 
-# ------------------------------------------------------------ per group (issue 24)
+# ------------------------------------------------------------ per group
 #
-# The top-k's one pass, per group. The input is the release template's grouped
-# edge table (person, item, group, and ``group_index``: the group's position
-# in the public key tuple, 0..G−1), already capped to at most m groups per
-# person (:func:`dp_spark.stages.groups.cap_groups`), or an ungrouped edge
-# table, whose constant ``group`` (:data:`~dp_spark.stages.edges.UNGROUPED`,
-# 0) is the index of its one group (``group_index=GROUP``: then Spark's
-# top-N and the plain per-item counts above run, the same rows without a
-# window). For every (group, item) the count is the number of distinct
-# persons with a row holding the item in that group. Adding or removing one
-# person y moves each (group, item) count by at most 1, all in the same
-# direction, and only in the ≤ m groups y keeps after the cap
-# (tests/spark/test_grouped_top_k.py checks it on random neighbours).
-# NON-PRIVATE; what reaches the driver is at most G × (k̄ + 1) rows
-# (:func:`grouped_top_item_counts`) or G × d numbers
-# (:func:`grouped_domain_item_counts`), never a number of persons' worth.
+# The top-k's one pass per group, on the release template's grouped edge table (with ``group_index``,
+# the group's position in the public keys), already capped to at most m groups per person
+# (:func:`dp_spark.stages.groups.cap_groups`), or on an ungrouped table (``group_index=GROUP``: its
+# one group; the plain per-item counts above run). Adding or removing one person y moves each
+# (group, item) count by at most 1, all in the same direction, only in the <= m groups y keeps
+# (tests/spark/test_grouped_top_k.py). NON-PRIVATE; at most G × (k̄ + 1) rows or G × d numbers
+# reach the driver.
 
 def grouped_item_counts(edge_df: DataFrame, group_index: str = "group_index") -> DataFrame:
-    """(group_index, item, count): distinct persons per (group, item).
-    NON-PRIVATE; never collected whole by the library."""
+    """(group_index, item, count): distinct persons per (group, item). NON-PRIVATE; never collected
+    whole."""
     return (edge_df.dropDuplicates([group_index, PERSON, ITEM]).groupBy(group_index, ITEM)
             .agg(F.count(F.lit(1)).alias(COUNT)))
 
 
 def grouped_top_item_counts(edge_df: DataFrame, n_groups: int, kbar: int,
                             group_index: str = "group_index") -> list[TopCounts]:
-    """Per group 0..``n_groups``−1, the :class:`TopCounts` of its k̄ largest
-    (group, item) counts and its (k̄+1)-th, taken by a window per group
-    (count descending, item ascending: the ungrouped rule), so at most
-    ``n_groups`` × (k̄ + 1) rows reach the driver. A group without rows gets
-    empty counts and next count 0. NON-PRIVATE."""
+    """Per group 0..``n_groups``−1 the :class:`TopCounts` of its (group, item) counts, by a window
+    per group (count descending, item ascending), so at most ``n_groups`` × (k̄ + 1) rows reach the
+    driver. A group without rows gets empty counts and next count 0. NON-PRIVATE."""
     if group_index == GROUP:  # an ungrouped table: its one group's top is the table's (Spark's top-N)
         return [top_item_counts(edge_df, kbar)]
     order = Window.partitionBy(group_index).orderBy(F.col(COUNT).desc(), F.col(ITEM).asc())
@@ -455,10 +399,9 @@ def grouped_top_item_counts(edge_df: DataFrame, n_groups: int, kbar: int,
 
 def grouped_domain_item_counts(edge_df: DataFrame, domain: Sequence, n_groups: int,
                                group_index: str = "group_index") -> np.ndarray:
-    """int64 matrix ``n_groups`` × len(``domain``): row g, column i is the
-    count of domain item i in group g (0 when absent; items outside the
-    public domain are ignored). At most ``n_groups`` × d rows are collected;
-    a domain of at most :data:`BROADCAST_ITEMS` items is broadcast. NON-PRIVATE."""
+    """int64 ``n_groups`` × len(``domain``) matrix of the counts of each domain item in each group
+    (0 when absent; items outside the domain ignored); at most ``n_groups`` × d rows collected.
+    NON-PRIVATE."""
     if group_index == GROUP:  # an ungrouped table: its one group's counts are the table's
         return domain_item_counts(edge_df, domain)[None, :]
     return counts_of_items(grouped_item_counts(edge_df, group_index), domain, group_index, n_groups)

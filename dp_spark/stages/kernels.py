@@ -1,14 +1,9 @@
-"""Sequential kernels behind the distinct-count stages (numpy/scipy, no Spark).
+"""Sequential kernels behind the distinct-count stages (numpy/scipy, no Spark): the inherently
+sequential parts of Knop & Steinke (NeurIPS 2023), which :mod:`dp_spark.stages.distinct` runs inside
+shards of persons.
 
-These are the pieces of Knop & Steinke (NeurIPS 2023) that are inherently
-sequential. The Spark stages in :mod:`dp_spark.stages.distinct` run them inside
-shards of persons; the tests run them directly on small data.
-
-Nothing here is private: every function computes a NON-PRIVATE summary of the
-data. Privacy comes from the bounded sensitivity these summaries have (proved
-in the docstrings, checked by property tests) and the noise the mechanism
-layer adds afterwards.
-"""
+Every function returns a NON-PRIVATE summary. Privacy comes from the bounded sensitivity of these
+summaries (proved in the docstrings, checked by property tests) and the mechanism layer's noise."""
 
 from __future__ import annotations
 
@@ -20,41 +15,26 @@ from scipy.sparse.csgraph import maximum_flow
 def greedy_match_rounds(
     indptr: np.ndarray, items: np.ndarray, n_items: int, max_bound: int
 ) -> np.ndarray:
-    """Round in which each item is matched by Algorithm 2's incremental greedy.
+    """Round in which each item is matched by Algorithm 2's incremental greedy: bit for bit
+    :func:`greedy_match_rounds_reference` (definition and sensitivity proof there), computed in
+    numpy. NON-PRIVATE.
 
-    The same function as :func:`greedy_match_rounds_reference` (read its
-    docstring for the definition and the sensitivity proof), bit for bit:
-    same arguments, same int32 output (round 1..``max_bound``, 0 =
-    unmatched), computed in numpy instead of a Python loop. NON-PRIVATE.
+    Exact, not an approximation. Each round is the lexicographically first greedy matching between
+    the round's active persons and the free items, edge priority (person, list position), computed
+    in parallel iterations (Blelloch, Fineman and Shun 2012, the locally minimal edge rule) on
+    ``(owner, item)`` arrays holding, in order, only the *free* items of the unresolved persons:
 
-    How (exact, not an approximation). Each round is the lexicographically
-    first greedy matching between the round's active persons and the free
-    items, edge priority (person, position in its list). It is computed in
-    parallel iterations (Blelloch, Fineman and Shun 2012, the locally minimal
-    edge rule) on ``(owner, item)`` arrays that hold, in person order and list
-    order, only the *free* items of the unresolved persons:
-
-    - every unresolved person p proposes x_p, the first item of its free
-      list (everything before it in its full list is used);
+    - every unresolved person p proposes x_p, the first item of its free list;
     - h(x) = the smallest unresolved person whose free list holds x;
-    - p wins iff h(x_p) == p. Sequentially p gets exactly x_p: no unresolved
-      earlier person can ever take x_p (none holds it, and items only get
-      used), resolved earlier persons already hold their own items, and no
-      later person resolved before p took an item p held (p would have
-      been its h). Winners take their items together (distinct items);
-      the rest drop the now-used items and retry. The smallest unresolved
-      person always wins, so every iteration makes progress.
+    - p wins iff h(x_p) == p. Sequentially p gets exactly x_p: no unresolved earlier person can take
+      it (none holds it, and items only get used), resolved earlier persons hold their own items,
+      and no later person resolved before p took an item p held (p would have been its h). Winners
+      take their (distinct) items together; the rest drop the used items and retry. The smallest
+      unresolved person always wins, so every iteration makes progress.
 
-    A person whose free list is empty takes nothing now or later. After a
-    round, the active persons are exactly those with a free item left, so
-    the next round starts from the same arrays minus the used items. When a
-    block's unresolved edges fall below ``_SEQUENTIAL_EDGES`` the plain
-    sequential loop finishes it (a long dependency chain then costs no numpy
-    passes); when a round starts with few edges or few active persons the
-    reference loop runs the remaining rounds. The thresholds were chosen by
-    ``benchmarks/greedy_kernel_speed.py``.
-    Cost per round: O(free edges of the active persons) per iteration.
-    """
+    After a round the active persons are those with a free item left, so the next round starts from
+    the same arrays minus the used items. Small blocks and rounds switch to the sequential loops
+    (thresholds below). Cost per iteration: O(free edges of the active persons)."""
     indptr = np.asarray(indptr)
     n_persons = len(indptr) - 1
     rounds = np.zeros(n_items, dtype=np.int32)
@@ -80,12 +60,10 @@ def greedy_match_rounds(
     return rounds
 
 
-# The hybrid's switches, measured by benchmarks/greedy_kernel_speed.py
-# (--sweep): below _SEQUENTIAL_EDGES unresolved edges the sequential loop
-# finishes a block; a round that starts with fewer than
-# _SEQUENTIAL_ROUND_EDGES edges or _SEQUENTIAL_PERSONS active persons hands
-# all remaining rounds to the reference loop (a few long lists: the
-# reference's pointers move forward once, a numpy round rescans them).
+# The hybrid's switches, chosen by measurement (benchmarks/greedy_kernel_speed.py --sweep): below
+# _SEQUENTIAL_EDGES unresolved edges the sequential loop finishes a block; a round starting with fewer
+# than _SEQUENTIAL_ROUND_EDGES edges or _SEQUENTIAL_PERSONS active persons hands the remaining rounds
+# to the reference loop (whose pointers move forward once; a numpy round rescans long lists).
 _SEQUENTIAL_EDGES = 500
 _SEQUENTIAL_ROUND_EDGES = 5_000
 _SEQUENTIAL_PERSONS = 1_000
@@ -93,14 +71,10 @@ _BLOCK_EDGES = 65_536
 
 
 def _vector_round(owner, item, used, first_holder, rounds, r) -> None:
-    """Round r of the greedy on the free edges ``(owner, item)``, sorted by
-    (owner, list position): marks the items taken used, with round r.
-
-    The persons are taken in consecutive blocks of about ``_BLOCK_EDGES``
-    edges: the greedy restricted to a prefix of the persons is the greedy of
-    that prefix (later persons never change what earlier ones take), so each
-    block is solved exactly after the blocks before it, and starts without
-    the items they used (most of a late block's edges, on popular items)."""
+    """Round r of the greedy on the free edges ``(owner, item)``, sorted by (owner, list position):
+    marks the items taken, with round r. Persons are taken in blocks of about ``_BLOCK_EDGES``
+    edges: later persons never change what earlier ones take, so each block is solved exactly after
+    the ones before it, without the items they used."""
     n = len(owner)
     marks = np.arange(_BLOCK_EDGES, n, _BLOCK_EDGES)
     cuts = np.unique(np.searchsorted(owner, owner[marks], side="left")) if len(marks) else marks
@@ -184,28 +158,23 @@ def greedy_match_rounds_reference(
 ) -> np.ndarray:
     """Round in which each item is matched by Algorithm 2's incremental greedy.
 
-    Persons are ``0..n-1`` in the given (data-independent) order; person ``p``
-    holds the *distinct* items ``items[indptr[p]:indptr[p+1]]``, listed in a
-    fixed data-independent preference order. In round ``r = 1..max_bound``
-    every person, in order, takes the first item of its list that no earlier
-    copy has taken (Knop & Steinke, Algorithm 2, DPApproxDistinctCount). This
-    is the greedy maximal matching of the graph that has ``r`` copies of each
-    person, visiting copies in (round, person) order.
+    Persons are ``0..n-1`` in the given (data-independent) order; person ``p`` holds the *distinct*
+    items ``items[indptr[p]:indptr[p+1]]`` in a fixed data-independent preference order. In round
+    ``r = 1..max_bound`` every person, in order, takes the first item of its list that no earlier
+    copy has taken (Knop & Steinke, Algorithm 2, DPApproxDistinctCount): the greedy maximal matching
+    of the graph with ``r`` copies of each person, copies visited in (round, person) order.
 
-    Returns an int32 array of length ``n_items``: the round in which the item
-    was matched, or 0 if it was not matched within ``max_bound`` rounds. The
-    number of items with round in ``1..l`` is g_l, the greedy count for bound l.
+    Returns int32 of length ``n_items``: the round the item was matched in, 0 if not within
+    ``max_bound`` rounds. The number of items with round in ``1..l`` is g_l, the greedy count for
+    bound l.
 
-    Sensitivity (the claim the privacy proof needs): adding one person y at
-    any position changes every g_l by at most l, never downwards. Step by step,
-    the matched set without y stays a subset of the matched set with y and the
-    difference grows by at most one item per copy of y processed (a non-y copy
-    either takes the same item, or, when its item is in the difference, the
-    next free one, which swaps one element of the difference for another).
-    After round l, y has had l copies, so 0 <= g'_l - g_l <= l.
-    Cost: O(len(items) + sum_p min(deg_p, max_bound)); each pointer only
-    moves forward.
-    """
+    Sensitivity (the claim the privacy proof needs): adding one person y at any position changes
+    every g_l by at most l, never downwards. Step by step, the matched set without y stays a subset
+    of the matched set with y and the difference grows by at most one item per copy of y processed
+    (a non-y copy either takes the same item or, when its item is in the difference, the next free
+    one, which swaps one element of the difference for another). After round l, y has had l copies,
+    so 0 <= g'_l - g_l <= l. Cost: O(len(items) + sum_p min(deg_p, max_bound)); each pointer only
+    moves forward."""
     starts = indptr[:-1].tolist()
     ends = indptr[1:].tolist()
     item_list = items.tolist()
@@ -254,34 +223,26 @@ def flow_bounded_counts(
     max_bound: int,
     bounds=None,
 ) -> np.ndarray:
-    """Exact DC(D; l) for l = 1..max_bound by maximum flow (Algorithm 1's counts).
+    """Exact DC(D; l) for l = 1..max_bound by maximum flow (Algorithm 1's counts). NON-PRIVATE.
 
-    With ``bounds`` (increasing, within 1..max_bound: the release's
-    candidates) the flow is computed at those l only, and entry l − 1 holds
-    DC(D; b) for the largest b in ``bounds`` with b <= l (0 below the
-    first): exact at the bounds, a lower bound elsewhere whose entry still
-    moves by at most b <= l between neighbours. The release reads the
-    bounds' entries only, so a max_bound of thousands costs a handful of
-    flows.
+    The edges ``(person_codes[e], item_codes[e])`` must be distinct. DC(D; l) is the largest number
+    of distinct items covered when each person keeps at most l of its items: the maximum flow source
+    -> person (capacity l) -> item (1) -> sink (1). Sensitivity: it changes by at most l when one
+    person is added or removed (that person's flow is at most l). l -> DC(D; l) is non-decreasing
+    and concave (a parametric minimum cut is a minimum of affine functions of l), so once flat it
+    stays flat: flows stop there and the rest is filled with the last value.
 
-    The edges ``(person_codes[e], item_codes[e])`` must be distinct. DC(D; l)
-    is the largest number of distinct items covered when each person keeps at
-    most l of its items: the maximum flow source -> person (capacity l) ->
-    item (1) -> sink (1). The function l -> DC(D; l) is non-decreasing and
-    concave (a parametric minimum cut is a minimum of affine functions of l),
-    so once it is flat it stays flat: the flow is recomputed only until then,
-    and the remaining entries are filled with the last value.
-
-    Sensitivity: DC(.; l) changes by at most l when one person is added or
-    removed (that person's flow is at most l). NON-PRIVATE.
-    """
+    With ``bounds`` (increasing, within 1..max_bound: the release's candidates) the flow runs at
+    those l only, and entry l − 1 holds DC(D; b) for the largest b in ``bounds`` with b <= l (0
+    below the first): exact at the bounds, a lower bound elsewhere that still moves by at most b <=
+    l between neighbours."""
     out = np.zeros(max_bound, dtype=np.int64)
     if len(person_codes) == 0:
         return out
     source, sink = 0, n_persons + n_items + 1
     n_nodes = n_persons + n_items + 2
     degrees = np.bincount(person_codes, minlength=n_persons)
-    # Items that some person holds: every one of them is matched once l >= max degree.
+    # items some person holds: all matched once l >= max degree
     total = int(np.count_nonzero(np.bincount(item_codes, minlength=n_items)))
     rows = np.concatenate([
         np.zeros(n_persons, dtype=np.int64),               # source -> person
@@ -296,7 +257,7 @@ def flow_bounded_counts(
     caps = np.ones(len(rows), dtype=np.int32)
     graph = csr_matrix((caps, (rows, cols)), shape=(n_nodes, n_nodes))
     graph.sort_indices()
-    # Row 0 of the CSR matrix holds the source edges, in person order.
+    # row 0 of the CSR matrix: the source edges, in person order
     src = slice(graph.indptr[0], graph.indptr[1])
     src_persons = graph.indices[src] - 1
     previous = -1
@@ -329,10 +290,8 @@ def _rotl64(x, r):
 
 
 def xxhash64_long(values, seed: int = 42) -> np.ndarray:
-    """Spark's ``xxhash64(col)`` of a LongType column, bit for bit
-    (``XXH64.hashLong``, Spark's seed 42), as int64: lets the greedy kernel
-    compute its person order key from the distinct persons it receives
-    instead of receiving it with every row (tested against Spark)."""
+    """Spark's ``xxhash64(col)`` of a LongType column bit for bit (``XXH64.hashLong``, seed 42), as
+    int64; tested against Spark."""
     with np.errstate(over="ignore"):
         x = np.asarray(values, dtype=np.int64).view(np.uint64)
         h = np.full(x.shape, np.uint64(seed) + _P5 + np.uint64(8), dtype=np.uint64)
@@ -367,10 +326,8 @@ def _mix_h1(h, k):
 
 
 def murmur3_long(values, seed: int = 42) -> np.ndarray:
-    """Spark's ``hash(col)`` of a LongType column, bit for bit
-    (``Murmur3_x86_32.hashLong``, seed 42), as int32: the greedy kernel's
-    shard of a person, pmod(hash(person), shards), computed on the driver's
-    public shard count from the distinct persons (tested against Spark)."""
+    """Spark's ``hash(col)`` of a LongType column bit for bit (``Murmur3_x86_32.hashLong``, seed
+    42), as int32; tested against Spark."""
     with np.errstate(over="ignore"):
         x = np.asarray(values, dtype=np.int64).view(np.uint64)
         low = (x & np.uint64(0xFFFFFFFF)).astype(np.uint32)

@@ -1,48 +1,33 @@
-"""How many partitions a stage that hands rows to Python uses (issue 26).
+"""How many partitions a stage that hands rows to Python uses.
 
-Every stage whose rows go through a Python worker (``mapInArrow``,
-``mapInPandas``) picks its own number of partitions from public values only:
-the release's public size parameters (shards) and the cluster's parallelism
-(``sparkContext.defaultParallelism``, the number of task slots Spark itself
-sizes jobs by). Never from ``spark.sql.shuffle.partitions``: that setting
-belongs to whoever built the session (Spark's default 200 makes 200 Python
-tasks of a few rows each; a notebook may have set 1) and says nothing about
-how much Python work there is.
+Every stage whose rows go through a Python worker (``mapInArrow``, ``mapInPandas``) picks its number
+of partitions from public values only: the release's size parameters (shards) and the cluster's
+parallelism (``sparkContext.defaultParallelism``). Never from ``spark.sql.shuffle.partitions``: that
+setting belongs to whoever built the session (Spark's default 200 makes 200 tiny Python tasks) and
+says nothing about the Python work.
 
-Each such stage repartitions with an explicit number, ``repartition(n,
-col)``: adaptive query execution neither coalesces nor splits an explicit
-count (it does coalesce ``repartition(col)`` and the exchanges of
-aggregations and ``groupBy().applyInPandas``, measured on Spark 4). The
-partition a row goes to is then a fixed function of its key and ``n``.
-One exception (issue 35, found by tests/spark/test_session_shapes.py): when
-the input is already hash-partitioned by the same key into ``n`` partitions
-(an aggregation or window by that key with ``spark.sql.shuffle.partitions``
-= n, e.g. the grouped releases' per-person group cap), Spark drops the
-repartition as redundant and adaptive execution may coalesce that earlier
-exchange, so a partition holds several of the ``n`` hash groups, each still
-whole. A Python pass may therefore rely on every key's rows being in one
-partition, never on one hash group per partition (set-union's sequential
-pass separates its shards itself).
+Each such stage repartitions with an explicit count, ``repartition(n, col)``, which adaptive query
+execution neither coalesces nor splits, so a row's partition is a fixed function of its key and
+``n``. One exception (tests/spark/test_session_shapes.py): when the input is already
+hash-partitioned by the same key into ``n`` partitions (e.g. an aggregation or window with
+``spark.sql.shuffle.partitions`` = n), Spark drops the repartition and adaptive execution may
+coalesce the earlier exchange, so a partition may hold several whole hash groups. A Python pass may
+rely on every key's rows being in one partition, never on one hash group per partition.
 
-Privacy: nothing here reads data. The cluster's parallelism is not a
-function of the data, and the stages choose partitions only where the
-partitioning does not change what is computed (every result is stated
-per function), or where a seeded run's exact output is the only thing it
-changes (set-union's noise step: every item still gets its own draw).
-"""
+Privacy: nothing here reads data. The cluster's parallelism is not a function of the data, and
+partitions are chosen only where the partitioning does not change what is computed, or changes only
+a seeded run's exact output (set-union's noise step: every item still gets its own draw)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-#: Python tasks per task slot: two, so a slow task (a larger shard, a busy
-#: core) leaves work for the other slots. Measured on 2 cores (continual
-#: distinct, benchmarks/README.md): 4 shards beat 2 and 8.
+#: Python tasks per task slot: two, so a slow task leaves work for the other slots. Chosen by
+#: measurement: see benchmarks/README.md.
 TASKS_PER_SLOT = 2
 
-#: The parallelism assumed when the cluster's cannot be read (Spark Connect
-#: and serverless sessions have no SparkContext and may not set
-#: ``spark.default.parallelism``).
+#: The parallelism assumed when the cluster's cannot be read (Spark Connect and serverless sessions
+#: have no SparkContext and may not set ``spark.default.parallelism``).
 FALLBACK_PARALLELISM = 8
 
 
@@ -68,14 +53,9 @@ def python_partitions(spark, cap: int | None = None) -> int:
 
 
 def partition_labels(partitions: int) -> list[int]:
-    """Long values v_0..v_{n-1} (n = ``partitions``) with pmod(hash(v_j), n)
-    = j, Spark's hash of a long (:func:`dp_spark.stages.kernels.murmur3_long`):
-    rows whose long column holds v_j go to partition j under
-    ``repartition(n, column)``, so n labels fill n partitions one each
-    (small ints would collide: a hash partitioning of 0..n-1 leaves some
-    partitions empty and others doubled). The smallest such v_j >= 0."""
-    # kernels imports scipy.sparse (260-310 ms measured, against ~8 ms for this module), which the
-    # Python workers of every stage that picks its partitions would load with it
+    """Long values v_0..v_{n-1} (n = ``partitions``), the smallest >= 0 with pmod(hash(v_j), n) = j
+    (:func:`dp_spark.stages.kernels.murmur3_long`): under ``repartition(n, column)`` n labels fill n
+    partitions one each (small ints would collide)."""
     from dp_spark.stages.kernels import murmur3_long  # lazy: scipy.sparse, 260-310 ms per worker
 
     n = int(partitions)

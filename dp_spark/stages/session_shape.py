@@ -1,19 +1,12 @@
-"""Whether the session hands the stages' packed columns to Python in a layout
-they read (issue 35): checked before a release spends anything.
+"""Whether the session hands the stages' packed columns to Python in a layout they read: checked
+before a release spends anything.
 
-The stages that ship many numbers as a few rows (distinct-count's combine,
-continual-distinct's chunk sum) pack them as binary values and read them
-back from the Arrow buffers (:func:`dp_spark.summaries.packed_arrays.binary_values`),
-which reads ``binary`` (int32 offsets) and ``large_binary`` (int64 offsets,
-``spark.sql.execution.arrow.useLargeVarTypes=true``) and refuses any other
-type. Which type Spark uses is the session's choice, and a Spark version
-could add another (a view type); the failure would then come from inside a
-Spark job, after the release spent its budget. :func:`check_session` asks
-the session itself instead: one Spark job over a literal row (no data is
-read; nothing private), once per session and Arrow settings, and refuses
-the session with a ParameterError naming the settings when the type is
-neither.
-"""
+The stages that ship many numbers as a few rows pack them as binary values read back by
+:func:`dp_spark.summaries.packed_arrays.binary_values`, which reads ``binary`` and ``large_binary``
+(``spark.sql.execution.arrow.useLargeVarTypes=true``) and refuses any other type. The type is the
+session's choice, and a Spark version could add another; the failure would then come from inside a
+Spark job, after the release spent its budget. :func:`check_session` asks the session instead: one
+job over a literal row (no data read), once per session and Arrow settings."""
 
 from __future__ import annotations
 
@@ -47,9 +40,8 @@ def packed_column_type(spark) -> str:
     from pyspark.sql import functions as F
 
     probe = spark.range(1).select(F.lit(b"\x00").alias("packed"))
-    # no job description of its own: the probe runs once per session and settings, so a description
-    # would make a release's transcript depend on whether it was the session's first (it is public
-    # either way; tests/audit/test_transcript.py compares transcripts exactly)
+    # no job description: it would make a release's transcript depend on whether it was the session's
+    # first (tests/audit/test_transcript.py compares transcripts exactly)
     rows = probe.mapInArrow(_types_seen, "type string").collect()
     return rows[0]["type"]
 

@@ -2,51 +2,29 @@
 
 Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
 
-1. :func:`restricted_sets` — per-person dedup and restriction to at most Δ0
-   items (a window ranks each person's distinct items by a salted hash and
-   keeps ranks ≤ Δ0 before anything is aggregated, so no row ever holds more
-   than Δ0 items): one row (person, items) per person.
-2. :func:`weight_histogram` — the weighted histogram (item, weight) by update
-   policy: exact sums of fixed-point integers for ``count`` / ``weighted-*``,
-   sequential shards (``mapInPandas``) for ``policy-*``, whose shard
-   histograms are added in shard order.
-   The release runs steps 1–2 of the sequential policies fused, as
-   :func:`sequential_histogram` (one shuffle of the edges by person, the
-   restriction and the kernel in one ``mapInArrow`` pass over sorted rows;
-   the same histogram bit for bit).
-3. :func:`released_items` — noise and threshold inside Spark: ``mapInPandas``
-   runs the function the release passes in (the mechanism layer's
-   :class:`dp_spark.mechanisms.set_union.ThresholdStep`, one generator per
-   partition); only the column ``item`` of the released items remains.
-   For the sequential policies the release fuses the shard sum of step 2
-   with step 3 (:func:`released_shard_items`: one shuffle of the shard
-   parts by item, the sum in shard order and the threshold in one Python
-   pass).
+1. :func:`restricted_sets`: per-person dedup and restriction to at most Δ0 items, ranked by a salted
+   hash before anything is aggregated (no row ever holds more than Δ0 items).
+2. :func:`weight_histogram`: the weighted histogram (item, weight): exact sums of fixed-point
+   integers for ``count`` / ``weighted-*``; sequential shards for ``policy-*``, whose shard
+   histograms are added in shard order. The release runs steps 1–2 of the sequential policies fused
+   (:func:`sequential_histogram`: one shuffle, the same histogram bit for bit).
+3. :func:`released_items`: noise and threshold inside Spark, by the function the release passes in
+   (:class:`dp_spark.mechanisms.set_union.ThresholdStep`, one generator per partition); only the
+   column ``item`` of the released items remains. For the sequential policies the release fuses the
+   shard sum with this step (:func:`released_shard_items`).
 
-No privacy noise is drawn in this module, and it imports nothing from the
-mechanism layer: the histogram kernels come from
-:mod:`dp_spark.summaries.set_union` (a noise-free transformation), and step 3
-runs the noise + threshold function it is given (dependency injection)
-inside the executors. The privacy argument (facts (S) and (T))
-is in :mod:`dp_spark.summaries.set_union`; what this module must and does
-guarantee for it is stated at each function: a person's restricted set and
-shard depend only on that person's own rows, and a shard's persons are
-visited in an order that depends only on their ids.
+No privacy noise is drawn in this module, and it imports nothing from the mechanism layer. The
+privacy argument (facts (S) and (T)) is in :mod:`dp_spark.summaries.set_union`; this module
+guarantees what it needs: a person's restricted set and shard depend only on that person's own rows,
+and a shard's persons are visited in an order that depends only on their ids.
 
-Determinism and the trust boundary (why the released DataFrame holds no key
-and never gives a second, different set): the weights entering step 3 are
-bit-identical on every evaluation, whatever the order in which Spark's
-shuffles deliver rows — additive histograms are sums of longs (exact), and
-the sequential policies' shard histograms are computed in a fixed order and
-added in shard order 0, 1, … (never with a floating-point ``sum`` over a
-shuffle, whose result depends on arrival order). The noise of an unseeded
-release is drawn from the executors' OS entropy (the plan holds no noise
-key), so the thresholded DataFrame is evaluated exactly once:
-:func:`materialize` stores its partitions (a local checkpoint) and returns a
-DataFrame whose plan only reads those stored rows — no salt, no pickled
-function, no lineage back to the data. A lost stored block fails the next
-action instead of recomputing (and so redrawing) the noise.
-"""
+Determinism and the trust boundary: the weights entering step 3 are bit-identical on every
+evaluation, whatever order Spark's shuffles deliver rows in (sums of longs; shard histograms
+computed in a fixed order and added in shard order, never a floating-point sum over a shuffle). An
+unseeded release draws its noise from the executors' OS entropy, so the thresholded DataFrame is
+evaluated exactly once: :func:`materialize` stores its partitions and returns a DataFrame whose plan
+only reads them (no salt, no pickled function, no lineage to the data). A lost stored block fails
+the next action instead of redrawing the noise."""
 
 from __future__ import annotations
 
@@ -108,38 +86,26 @@ __all__ = [
 
 
 def default_partitions(spark) -> int:
-    """Partitions of the noise + threshold step when not given: two per task
-    slot of the cluster (:func:`dp_spark.stages.partitioning.python_partitions`),
-    never ``spark.sql.shuffle.partitions`` (issue 26: Spark's default 200
-    made 200 Python tasks). A performance setting only: every item gets its
-    own independent draw whatever the partitioning, so the distribution of
-    the released set does not depend on it (a seeded run's exact set does,
-    and is the same in every session of the same cluster shape)."""
+    """Partitions of the noise + threshold step when not given: two per task slot
+    (:func:`dp_spark.stages.partitioning.python_partitions`), never
+    ``spark.sql.shuffle.partitions``. Every item gets its own independent draw whatever the
+    partitioning, so the distribution of the released set does not depend on it (a seeded run's
+    exact set does, and is the same on every cluster of the same shape)."""
     return python_partitions(spark)
 
 
 # ------------------------------------------------------------ restriction
 
 def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
-    """(person, items): each person's distinct items, at most ``max_items``.
+    """(person, items): each person's distinct items, at most ``max_items`` = Δ0.
 
-    The paper's rule (Algorithm 1, step 2a; reference code: a uniformly random
-    choice without replacement): a person with more than Δ0 distinct items
-    keeps Δ0 of them chosen at random. Here the choice is the Δ0 smallest
-    xxhash64(salt, person, item) (ties by item), which for a fresh random
-    ``salt`` is a uniform-looking random subset, independent across persons,
-    and a deterministic function of the person's own rows and the salt —
-    never of other persons' data, so neighbouring tables give every other
-    person the same set. Persons with at most Δ0 items keep them all.
-
-    Layout: the edges are hash-partitioned by person once (every later step
-    needs only that), the (person, item) pairs are deduplicated, ranked per
-    person by a window ordered by (hash, item) and filtered to rank ≤ Δ0
-    before the per-person aggregation, so a person with millions of rows never becomes
-    one huge row. ``items`` lists the kept items in (hash, item) order — a
-    fixed order, so the sequential kernels see the same sequence on every
-    evaluation.
-    """
+    The paper's rule (Algorithm 1, step 2a) keeps Δ0 items chosen uniformly at random. Here they are
+    the Δ0 smallest xxhash64(salt, person, item) (ties by item): for a fresh random ``salt`` a
+    uniform-looking subset, independent across persons, and a deterministic function of the person's
+    own rows and the salt, so neighbouring tables give every other person the same set. ``items``
+    lists the kept items in (hash, item) order, so the sequential kernels see the same sequence on
+    every evaluation. The rank filter runs before the per-person aggregation, so no row holds more
+    than Δ0 items."""
     salt_col = F.lit(int(salt)).cast("long")
     order = Window.partitionBy(PERSON).orderBy(F.col(_KEY), F.col(ITEM))
     kept = (
@@ -158,19 +124,18 @@ def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
 # --------------------------------------------------------------- histograms
 
 def _largest_integer(guess: Column, fits) -> Column:
-    """The largest whole u with ``fits(u)`` (a monotone test in exact long
-    arithmetic), given a floating-point ``guess`` within one of it."""
+    """The largest whole u with ``fits(u)`` (monotone, exact long arithmetic), given a
+    floating-point ``guess`` within one of it."""
     down = F.when(fits(guess), guess).otherwise(guess - F.lit(1))
     return F.when(fits(down + F.lit(1)), down + F.lit(1)).otherwise(down)
 
 
 def person_units_column(method: str, size: Column) -> Column:
-    """The additive policies' per-item increment of a person keeping ``size``
-    items, in units of 2^-30 rounded DOWN — Spark built-ins computing exactly
-    :func:`dp_spark.mechanisms.set_union.person_units` (a long): 2^30 (count),
-    ⌊2^30/size⌋ (weighted-laplace), ⌊2^30/√size⌋ (weighted-gaussian). The
-    floating-point quotient is only a first guess; the result is the largest
-    u with u·size ≤ 2^30 resp. u²·size ≤ 2^60, checked in long arithmetic."""
+    """The additive policies' per-item increment, in units of 2^-30 rounded DOWN, of a person
+    keeping ``size`` items, as a Spark long column equal to
+    :func:`dp_spark.mechanisms.set_union.person_units`: 2^30 (count), ⌊2^30/size⌋
+    (weighted-laplace), ⌊2^30/√size⌋ (weighted-gaussian), checked in long arithmetic (u·size ≤ 2^30
+    resp. u²·size ≤ 2^60)."""
     one = 1 << UNIT_BITS
     size = size.cast("long")
     if method == "count":
@@ -195,10 +160,9 @@ def _shard_frame(items: list, weights: np.ndarray, shard: int) -> pd.DataFrame:
 def _policy_partition(
     batches: Iterator[pd.DataFrame], method: str, gamma: float
 ) -> Iterator[pd.DataFrame]:
-    """mapInPandas body: run the sequential policy over each shard of the
-    partition, streaming. Rows (one per person) arrive sorted by (shard,
-    xxhash64(person), person), so a shard's persons are contiguous and in
-    the fixed hashed order. Emits (shard, item, weight) per shard."""
+    """mapInPandas body: the sequential policy over each shard of the partition, streaming. Rows
+    (one per person) arrive sorted by (shard, xxhash64(person), person). Emits (shard, item,
+    weight)."""
     shard = None
     code_of: dict = {}
     weights = np.zeros(0, dtype=np.float64)
@@ -233,39 +197,23 @@ def weight_histogram(
     sets_df: DataFrame, method: str, gamma: float | None = None, shards: int = 1,
     partitions: int | None = None,
 ) -> DataFrame:
-    """(item, weight): the summed histogram of Algorithm 1 under the policy ``method``.
+    """(item, weight): the summed histogram of Algorithm 1 under the policy ``method``. NON-PRIVATE.
 
-    ``count`` / ``weighted-laplace`` / ``weighted-gaussian`` are additive
-    (each person adds 1, 1/|S| or 1/√|S| to each kept item), so they are
-    computed as distributed sums and ``shards`` plays no role. Each person's
-    increment is a whole number of units of 2^-30 rounded down
-    (:func:`person_units_column`), the units are summed as longs — exact, so
-    the result does not depend on the order Spark adds them in — and the
-    weight is units·2^-30. Rounding down keeps the ℓ1 (Laplace) / ℓ2
-    (Gaussian) sensitivity ≤ 1 exactly (Count: Δ0) and fact (T)
-    (:mod:`dp_spark.summaries.set_union`). With ``partitions`` the
-    increments are hash-partitioned by item into that many partitions (an
-    explicit count, which adaptive execution keeps) before they are summed,
-    so the histogram comes out laid out as :func:`released_items` needs it,
-    whatever the session's shuffle partitions (the same sums).
+    ``count`` / ``weighted-laplace`` / ``weighted-gaussian`` are additive: each person's per-item
+    increment, in whole units of 2^-30 rounded down (:func:`person_units_column`), is summed as
+    longs, exact in any order; ``shards`` plays no role. With ``partitions`` the increments are
+    hash-partitioned by item into that many partitions before the sum: the layout
+    :func:`released_items` needs, whatever the session's shuffle partitions.
 
-    ``policy-laplace`` / ``policy-gaussian`` are sequential (``gamma`` is the
-    cutoff every shard runs with; see :func:`dp_spark.mechanisms.set_union.shard_cutoff`
-    — privacy holds for any cutoff): person p goes to
-    shard pmod(murmur3(p), shards) (Spark's hash partitioning of the person
-    id, so a shard is a Spark partition); inside a shard persons are visited
-    in the order (xxhash64(person), person), a total order fixed by the ids
-    alone; each shard builds its own histogram with the kernel of
-    :mod:`dp_spark.summaries.set_union` and the shard histograms are added,
-    for each item in shard order 0, 1, … (a fixed sequence of float64
-    additions over at most ``shards`` values, so the same bits on every
-    evaluation). Adding or removing one person changes one shard only, so the
-    sum keeps ℓ1 (Laplace) / ℓ2 (Gaussian) sensitivity ≤ 1, and an item only
-    that person holds occurs in no other shard, so its summed weight is the
-    person's own increment (≤ 1/|T| resp. 1/√|T|). ``shards=1`` is the
-    paper's single sequential pass.
-    NON-PRIVATE output.
-    """
+    ``policy-laplace`` / ``policy-gaussian`` are sequential (``gamma``: every shard's cutoff;
+    privacy holds for any cutoff, :func:`dp_spark.mechanisms.set_union.shard_cutoff`). Person p goes
+    to shard pmod(murmur3(p), shards) and is visited inside it by (xxhash64(person), person), both
+    fixed by the id alone; each shard runs the kernel of :mod:`dp_spark.summaries.set_union` and the
+    shard histograms are added per item in shard order (the same bits on every evaluation).
+    ``shards=1`` is the paper's single sequential pass.
+
+    Facts (S) and (T) (ℓ1 / ℓ2 sensitivity ≤ 1, count Δ0; light new items) hold for the result as
+    :mod:`dp_spark.summaries.set_union` proves them for fixed-point weights and for sharding."""
     method = check_policy(method)
     if method not in SEQUENTIAL:
         per_person = sets_df.withColumn(_UNITS, person_units_column(method, F.size(ITEMS)))
@@ -295,13 +243,9 @@ def weight_histogram(
 
 
 def _kept_mask(person: np.ndarray, item: np.ndarray, max_items: int) -> np.ndarray:
-    """Boolean mask of the rows kept by the restriction: ``person`` and
-    ``item`` (integer codes, equal for equal items) are rows sorted by person
-    visiting order and then by (xxhash64(salt, person, item), item), so a
-    person's rows are contiguous, duplicates of one item are adjacent, and
-    the first ``max_items`` distinct items of each person are the Δ0
-    smallest hashes — exactly :func:`restricted_sets`' rule, computed on the
-    sorted rows."""
+    """Mask of the rows the restriction keeps, on rows sorted by person visiting order then
+    (xxhash64(salt, person, item), item) (``person``, ``item``: integer codes): the first
+    ``max_items`` distinct items of each person, :func:`restricted_sets`' rule."""
     n = len(person)
     new_person = np.ones(n, dtype=bool)
     new_person[1:] = person[1:] != person[:-1]
@@ -314,18 +258,15 @@ def _kept_mask(person: np.ndarray, item: np.ndarray, max_items: int) -> np.ndarr
 
 
 def _local_codes(values: pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """(codes, uniques) of an Arrow column: int64 codes equal for equal
-    values (Arrow's hash encoding, no Python objects) and the distinct
-    values in code order."""
+    """(codes, uniques) of an Arrow column by Arrow's hash encoding."""
     encoded = pc.dictionary_encode(values)
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), encoded.dictionary
 
 
 class _ShardHistogram:
-    """One shard's sequential histogram, built person by person over row
-    chunks: the shard's item codes (in order of first appearance) and their
-    float64 weights as a Python list (the kernel's working form), and the
-    kept rows of the last person seen, who may continue in the next chunk."""
+    """One shard's sequential histogram, fed in row chunks: item codes (order of first appearance),
+    their float64 weights as a list, and the kept rows of the last person seen, who may continue in
+    the next chunk."""
 
     def __init__(self, shard: int, method: str, gamma: float):
         self.shard, self.method, self.gamma = shard, method, gamma
@@ -334,10 +275,8 @@ class _ShardHistogram:
         self.carry_person, self.carry_item = np.zeros(0, dtype=np.int64), None
 
     def feed(self, person: np.ndarray, item: pa.Array, max_items: int) -> None:
-        """The shard's next rows, in the shard's sorted order: restricted
-        (:func:`_kept_mask`) and run through the policy, except the last
-        person's kept rows (at most Δ0), carried over to the next call or
-        :meth:`finish`."""
+        """The shard's next sorted rows, restricted (:func:`_kept_mask`) and run through the policy,
+        except the last person's kept rows (at most Δ0), carried to the next call or :meth:`finish`."""
         if self.carry_item is not None and len(self.carry_person):
             person = np.concatenate((self.carry_person, person))
             item = pa.concat_arrays([self.carry_item, item])
@@ -358,9 +297,8 @@ class _ShardHistogram:
         self.carry_person, self.carry_item = np.zeros(0, dtype=np.int64), None
 
     def update(self, person: np.ndarray, local: np.ndarray, uniques: pa.Array) -> None:
-        """Run the policy over complete persons: ``person`` (sorted rows of
-        whole persons, already restricted) and their items as codes into
-        ``uniques``."""
+        """Run the policy over whole, restricted persons (sorted ``person``; items as codes into
+        ``uniques``)."""
         if not len(person):
             return
         used = np.flatnonzero(np.bincount(local, minlength=len(uniques)))
@@ -384,19 +322,13 @@ class _ShardHistogram:
 def _sequential_rows_partition(
     batches: Iterator[pa.RecordBatch], method: str, gamma: float, max_items: int
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body of :func:`sequential_histogram`: restriction and the
-    sequential policy in one pass over the partition's (shard, person,
-    item) rows, sorted by (xxhash64(person), person, item key). Usually the
-    partition is one shard; it holds several whole shards when Spark merged
-    the stage's repartition by person with an earlier exchange of the same
-    partitioning (e.g. the grouped release's per-person group cap, with the
-    session's shuffle partitions equal to the shard count) and adaptive
-    execution coalesced that exchange. Each shard is then run on its own
-    rows, which keep their sorted order, so every shard's histogram is the
-    same in any layout. A person whose rows continue in the next batch is
-    carried over (only their kept rows, at most Δ0), so a person with
-    millions of rows never becomes one large chunk. Emits (shard, item,
-    weight) for every item of each shard, shards in increasing order."""
+    """mapInArrow body of :func:`sequential_histogram`: restriction and sequential policy in one
+    pass over the partition's (shard, person, item) rows, sorted by (xxhash64(person), person, item
+    key). A partition may hold several whole shards (Spark merged the repartition with an earlier
+    exchange by person: :mod:`dp_spark.stages.partitioning`); each shard runs on its own rows in
+    their sorted order, so every shard's histogram is the same in any layout. A person continuing in
+    the next batch is carried over (kept rows only, at most Δ0). Emits (shard, item, weight), shards
+    in increasing order."""
     hists: dict[int, _ShardHistogram] = {}
     item_type = None
     for batch in batches:
@@ -424,16 +356,10 @@ def _sequential_rows_partition(
 def _shard_histograms(
     edge_df: DataFrame, method: str, max_items: int, salt: int, gamma: float, shards: int
 ) -> DataFrame:
-    """(shard, item, weight): every shard's sequential histogram, at most one
-    row per (item, shard). One shuffle: the edges are hash-partitioned by
-    person into ``shards`` partitions — Spark's hash partitioning puts a row
-    in partition pmod(murmur3(person), shards), which is its shard, so a
-    partition is one shard, or several whole shards when Spark merged this
-    repartition with an earlier exchange by person and adaptive execution
-    coalesced it (:func:`_sequential_rows_partition` separates them) — and
-    sorted inside each by (xxhash64(person), person, xxhash64(salt, person,
-    item), item); the shard, usually constant in a partition, is not a sort
-    key (the sort's prefix is then the person's hash, not a constant)."""
+    """(shard, item, weight): every shard's sequential histogram, at most one row per (item, shard).
+    One shuffle: hash-partitioned by person into ``shards`` partitions (partition = shard =
+    pmod(murmur3(person), shards), or several whole shards: :func:`_sequential_rows_partition`),
+    sorted by (xxhash64(person), person, xxhash64(salt, person, item), item)."""
     salt_col = F.lit(int(salt)).cast("long")
     rows = (
         edge_df.repartition(int(shards), PERSON)
@@ -459,20 +385,10 @@ def _shard_histograms(
 def sequential_histogram(
     edge_df: DataFrame, method: str, max_items: int, salt: int, gamma: float, shards: int
 ) -> DataFrame:
-    """(item, weight): the sequential policies' summed shard histograms,
-    straight from the (person, item) edges — the same histogram, bit for bit,
-    as :func:`weight_histogram` over :func:`restricted_sets` (same shards, same
-    person order, same per-person item order and restriction), with one
-    shuffle of the edges instead of three: the edges are hash-partitioned by
-    person into ``shards`` partitions (partition = shard =
-    pmod(murmur3(person), shards)), sorted by (xxhash64(person), person,
-    xxhash64(salt, person, item), item), and one Python pass per partition
-    (Arrow batches) deduplicates, keeps each person's Δ0 smallest-hash items
-    and runs the policy kernel (:func:`_shard_histograms`). The shard
-    histograms are added in shard order as in :func:`weight_histogram`. Fact
-    (S) and (T): as there — a person's kept items depend on their own rows
-    and the salt, their shard and position on their id. NON-PRIVATE output.
-    """
+    """(item, weight): the sequential policies' summed shard histograms straight from the edges: bit
+    for bit :func:`weight_histogram` over :func:`restricted_sets` (same shards, person order, item
+    order and restriction) with one shuffle instead of three. Facts (S) and (T) as there: a person's
+    kept items depend on its own rows and the salt, its shard and position on its id. NON-PRIVATE."""
     method = check_policy(method)
     if method not in SEQUENTIAL:
         raise ParameterError(f"sequential_histogram is for {', '.join(SEQUENTIAL)}; got {method!r}.")
@@ -480,8 +396,8 @@ def sequential_histogram(
 
 
 def _add_shards(per_shard: DataFrame) -> DataFrame:
-    """At most one row per (item, shard): sort an item's ≤ shards parts by
-    shard and add them left to right, starting from 0.0."""
+    """At most one row per (item, shard): an item's parts sorted by shard and added left to right
+    from 0.0."""
     parts = per_shard.groupBy(ITEM).agg(
         F.array_sort(F.collect_list(F.struct(F.col(_SHARD), F.col(WEIGHT)))).alias(_PARTS)
     )
@@ -492,10 +408,8 @@ def _add_shards(per_shard: DataFrame) -> DataFrame:
 # ------------------------------------------------------- noise + threshold
 
 def _threshold_partition(batches: Iterator[pd.DataFrame], threshold: Threshold) -> Iterator[pd.DataFrame]:
-    """mapInPandas body: keep the items of one partition that ``threshold``
-    releases. ``threshold(p)`` — the mechanism layer's function, made once
-    for this partition (its id arrives as a column) — draws the noise and
-    compares with ρ; this stage draws none."""
+    """mapInPandas body: the items of one partition that ``threshold(p)`` (the mechanism layer's
+    function, made once per partition) releases; it draws the noise, this stage none."""
     mask_of = None
     for batch in batches:
         if not len(batch):
@@ -507,37 +421,24 @@ def _threshold_partition(batches: Iterator[pd.DataFrame], threshold: Threshold) 
 
 
 def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) -> DataFrame:
-    """(item): the items ``threshold`` releases — the private output.
+    """(item): the items ``threshold`` releases: the private output.
 
     ``threshold`` is the release's noise + threshold step
-    (:class:`dp_spark.mechanisms.set_union.ThresholdStep`: weight + noise > ρ,
-    one generator per partition). The histogram is hash-partitioned by item
-    into ``partitions`` partitions (an explicit number, which adaptive
-    execution does not coalesce) and sorted by item inside each, so
-    partition p holds a fixed set of items in a fixed order and uses
-    ``threshold(p)``: every item gets its own draw. With a keyless noise root
-    (unseeded) the draws are fresh OS entropy on every evaluation, so the
-    result must be evaluated once, through :func:`materialize`; with a
-    seeded root the weights are bit-identical on every evaluation
-    (:func:`weight_histogram`) and so is the set. The weights never leave
-    this step. Lazy; the returned plan holds the salt and, when seeded, the
-    noise root (pickled inside ``threshold``): hand users only the
-    materialized result.
+    (:class:`dp_spark.mechanisms.set_union.ThresholdStep`: weight + noise > ρ, one generator per
+    partition). The histogram is hash-partitioned by item into ``partitions`` partitions and sorted
+    by item, so partition p holds a fixed set of items in a fixed order and uses ``threshold(p)``;
+    every item gets its own draw. Unseeded, the draws are fresh OS entropy on every evaluation, so
+    evaluate the result once, through :func:`materialize`; seeded, the weights
+    (:func:`weight_histogram`) and so the set are the same on every evaluation. The weights never
+    leave this step. Lazy; the plan holds the salt and, when seeded, the noise root: hand users only
+    the materialized result.
 
-    Layout (seeded runs): partition p holds the items with
-    pmod(murmur3(item), partitions) = p only if this repartition is kept.
-    When ``hist_df`` comes out of an aggregation already hash-partitioned
-    by item into ``partitions`` partitions under the session's shuffle
-    setting, Spark drops this repartition as redundant and adaptive
-    execution may coalesce the aggregation's partitions, so which seeded
-    generator draws an item's noise would depend on the session. The
-    release's path avoids that: :func:`set_union_items` has
-    :func:`weight_histogram` sum over an explicit partitioning by item into
-    ``partitions`` partitions, which adaptive execution keeps, and
-    :func:`released_shard_items` (the sequential policies) repartitions the
-    output of a Python pass. Every item gets its own independent draw in
-    any case (the distribution of the released set is the same).
-    """
+    Seeded layout: when ``hist_df`` is already hash-partitioned by item into ``partitions``
+    partitions under the session's shuffle setting, Spark drops this repartition and adaptive
+    execution may coalesce, so which generator draws an item's noise would depend on the session.
+    The release's path avoids that (:func:`set_union_items` sums over an explicit partitioning;
+    :func:`released_shard_items` repartitions a Python pass's output). The distribution of the
+    released set is the same in any case."""
     prepared = (
         hist_df.repartition(int(partitions), ITEM)
         .sortWithinPartitions(ITEM)
@@ -548,9 +449,8 @@ def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) ->
 
 
 def _shard_sums(shard_weights: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Each item's parts (rows ``starts[j]`` up to the next start, sorted by
-    shard) added left to right from 0.0 — the same float64 additions in the
-    same order as :func:`_add_shards`, vectorised over the items."""
+    """Each item's parts (rows from ``starts[j]`` to the next start, sorted by shard) added left to
+    right from 0.0: :func:`_add_shards`' additions in the same order, vectorised."""
     sizes = np.diff(np.append(starts, len(shard_weights)))
     total = np.zeros(len(starts), dtype=np.float64)
     for k in range(int(sizes.max()) if len(sizes) else 0):
@@ -560,13 +460,10 @@ def _shard_sums(shard_weights: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 
 def _combine_threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body of :func:`released_shard_items`: rows (item, shard,
-    weight, partition id) sorted by (item, shard); each item's shard parts
-    are added in shard order (:func:`_shard_sums`) and ``threshold(p)`` —
-    the mechanism layer's function, made once for this partition — draws
-    the noise and compares with ρ, one draw per item in item order, as
-    :func:`released_items` does on the summed histogram. An item whose
-    parts continue in the next batch is carried over."""
+    """mapInArrow body of :func:`released_shard_items`: rows (item, shard, weight, partition id)
+    sorted by (item, shard); each item's parts added in shard order (:func:`_shard_sums`), then
+    ``threshold(p)`` draws one noise per item in item order, as :func:`released_items` does. An item
+    continuing in the next batch is carried over."""
     mask_of = None
     carry = None
     for batch in batches:
@@ -597,18 +494,11 @@ def _combine_threshold_partition(batches: Iterator[pa.RecordBatch], threshold: T
 
 
 def released_shard_items(per_shard: DataFrame, threshold: Threshold, partitions: int) -> DataFrame:
-    """(item): what :func:`released_items` releases from
-    ``_add_shards(per_shard)`` hash-partitioned by item into ``partitions``
-    partitions — the same items, bit for bit, for the same ``threshold``
-    (see the caveat there) — with one shuffle instead of two and no JVM
-    aggregation:
-    the (shard, item, weight) parts are hash-partitioned by item into
-    ``partitions`` partitions (the partitioning :func:`released_items` gives
-    the summed histogram, so partition p holds the same items and uses
-    ``threshold(p)``), sorted by (item, shard), and one Python pass per
-    partition adds each item's parts in shard order and thresholds the sum.
-    Lazy; the same trust boundary as :func:`released_items` (hand users only
-    the materialized result)."""
+    """(item): bit for bit what :func:`released_items` releases from ``_add_shards(per_shard)``
+    partitioned by item into ``partitions`` (see the caveat there), with one shuffle and no JVM
+    aggregation: the parts are hash-partitioned by item (partition p holds the same items and uses
+    ``threshold(p)``), sorted by (item, shard), summed and thresholded in one Python pass. Lazy; the
+    same trust boundary as :func:`released_items`."""
     prepared = (
         per_shard.repartition(int(partitions), ITEM)
         .sortWithinPartitions(ITEM, _SHARD)
@@ -630,9 +520,8 @@ def set_union_histogram(
     gamma: float | None = None,
     shards: int | None = None,
 ) -> DataFrame:
-    """NON-PRIVATE (item, weight) histogram of the input under the policy ``method``:
-    steps 1–2 of the pipeline, each sequential shard with the cutoff
-    ``gamma``. Never collected by the library."""
+    """NON-PRIVATE (item, weight) histogram of the input under the policy ``method``: pipeline steps
+    1–2, sequential shards with the cutoff ``gamma``. Never collected by the library."""
     method = check_policy(method)
     edge_df = edges(df, person_col, item_col)
     if method in SEQUENTIAL:
@@ -653,16 +542,12 @@ def set_union_items(
     shards: int | None = None,
     partitions: int | None = None,
 ) -> DataFrame:
-    """The released items (one column ``item``) of DP Set Union: the
-    ``method`` policy histogram of the persons' Δ0 = ``max_items`` items
-    (sequential policies in ``shards`` shards, default
-    :data:`DEFAULT_SHARDS`, each with the cutoff ``gamma``), then
-    ``threshold`` — the mechanism layer's noise + threshold step — in
-    ``partitions`` partitions (default :func:`default_partitions`: two per
-    task slot of the cluster, never the session's shuffle partitions). Its
-    guarantee is the threshold step's ((ε, δ)-DP at person level for the
-    plan it was built from). Lazy: nothing runs until an action on the
-    result."""
+    """The released items (one column ``item``) of DP Set Union: the ``method`` histogram of the
+    persons' Δ0 = ``max_items`` items (sequential policies in ``shards`` shards, default
+    :data:`DEFAULT_SHARDS`, with the cutoff ``gamma``), then ``threshold``, the mechanism layer's
+    noise + threshold step, in ``partitions`` partitions (default :func:`default_partitions`). The
+    guarantee is the threshold step's: (ε, δ)-DP at person level for the plan it was built from.
+    Lazy."""
     return set_union_items_of_edges(edges(df, person_col, item_col), method=method, max_items=max_items,
                                     salt=salt, threshold=threshold, gamma=gamma, shards=shards,
                                     partitions=partitions)
@@ -679,8 +564,8 @@ def set_union_items_of_edges(
     shards: int | None = None,
     partitions: int | None = None,
 ) -> DataFrame:
-    """:func:`set_union_items` of an edge table already built (and checked)
-    by :func:`dp_spark.stages.edges.edges`. Lazy, the same guarantee."""
+    """:func:`set_union_items` of an edge table built by :func:`dp_spark.stages.edges.edges`. Lazy,
+    the same guarantee."""
     partitions = partitions or default_partitions(edge_df.sparkSession)
     method = check_policy(method)
     log.info("set-union: %s histogram (Δ0 = %d)", method, max_items)
@@ -692,15 +577,12 @@ def set_union_items_of_edges(
 
 
 def materialize(items_df: DataFrame) -> DataFrame:
-    """Evaluate the released items once and return a DataFrame reading the
-    stored result (``localCheckpoint(eager=True)``: the partitions are kept
-    by the executors' block managers, memory then disk).
+    """Evaluate the released items once and return a DataFrame reading the stored result
+    (``localCheckpoint(eager=True)``: kept by the executors' block managers, memory then disk). One
+    Spark job.
 
-    The returned DataFrame's plan is a scan of those stored rows: it holds
-    neither the item-sampling salt nor the noise step's function (with its
-    generator state, if seeded), and it has no lineage back to the input, so
-    no later action can re-run the noise step. If a stored block is lost
-    (an executor dies) the next action fails rather than recomputing — a
-    recomputation with fresh noise would be a second release. Runs one
-    Spark job."""
+    Its plan is a scan of the stored rows: it holds neither the salt nor the noise step's function
+    (with its generator state, if seeded), and has no lineage to the input, so no later action can
+    re-run the noise step. If a stored block is lost the next action fails rather than recomputing:
+    fresh noise would be a second release."""
     return items_df.localCheckpoint(eager=True)
