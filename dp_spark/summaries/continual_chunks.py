@@ -1,30 +1,22 @@
 """Flip cells packed in chunks: how the continual-distinct stage moves cells (no noise).
 
 The Spark stage (``dp_spark.stages.continual``) runs the per-item kernels of
-:mod:`dp_spark.summaries.continual_distinct` on item shards; each shard's
-(step, level) cells are summed over the shards. Sent as one Spark row per
-cell, ~5.8M rows were shuffled and ~3.2M summed and collected at T = 2^20,
-which cost more than the kernel itself (issue 26). Here a shard's cells are
-packed instead into one Arrow row per *chunk* of the cell key range:
+:mod:`dp_spark.summaries.continual_distinct` on item shards and sums each shard's (step, level)
+cells over the shards. A shard's cells travel packed in one Arrow row per *chunk* of the cell key
+range, not one Spark row per cell (chosen by measurement: see benchmarks/README.md):
 
-- key of cell (step, level): (step − 1)·(J + 2) + level, in 0..T·(J + 2) − 1;
-  with G groups (the grouped release; one group when ungrouped) a cell of
-  group g at step t has the virtual step g·T + t, so the keys run over
-  0..G·T·(J + 2) − 1 and one group's cells never meet another's;
-- chunk c holds the keys c·span .. (c + 1)·span − 1 (:class:`CellChunks`,
-  from the horizon, J and the chunk count only: public);
-- a row: ``chunk`` (int32), ``cell_key`` (the keys' offsets in the chunk,
-  little-endian int32, sorted), ``delta`` and ``cross`` (the cells' sums,
-  little-endian int64), as binary values.
+- key of cell (step, level): (step − 1)·(J + 2) + level, in 0..T·(J + 2) − 1; with G groups a cell
+  of group g at step t has the virtual step g·T + t, so keys run over 0..G·T·(J + 2) − 1 and groups
+  never meet;
+- chunk c holds the keys c·span .. (c + 1)·span − 1 (:class:`CellChunks`, from public parameters
+  only);
+- a row: ``chunk`` (int32), ``cell_key`` (the keys' offsets in the chunk, little-endian int32,
+  sorted), ``delta`` and ``cross`` (the cells' sums, little-endian int64), as binary values.
 
-:func:`sum_chunk_rows` adds the rows of the same chunks cell by cell (exact
-int64) and emits one row per chunk, so after the sum every cell sits in one
-row: at most T·(J + 2) cells in all. Cells of disjoint item sets add up
-(:func:`dp_spark.summaries.continual_distinct.flip_cells`), so the result
-does not depend on how items were sharded or rows were routed (tested).
-
-Pure numpy and pyarrow (no pyspark); everything here is NON-PRIVATE.
-"""
+:func:`sum_chunk_rows` adds rows of the same chunk cell by cell (exact int64), one row per chunk, so
+after the sum every cell sits in one row: at most T·(J + 2) cells. Cells of disjoint item sets add
+up (:func:`dp_spark.summaries.continual_distinct.flip_cells`), so the result does not depend on how
+items were sharded or rows routed (tested). Pure numpy and pyarrow; everything here is NON-PRIVATE."""
 
 from __future__ import annotations
 
@@ -86,10 +78,8 @@ class CellChunks:
 
 
 def cell_chunks(tree_horizon: int, max_level: int, partitions: int, groups: int = 1) -> CellChunks:
-    """The chunking for a sum in ``partitions`` partitions:
-    CHUNKS_PER_PARTITION chunks per partition, at most one per cell. Offsets
-    inside a chunk fit int32 (G·T·(J + 2) <= 2^22 · 24 at the horizon cap,
-    which also caps groups × T)."""
+    """The chunking for a sum in ``partitions`` partitions: CHUNKS_PER_PARTITION chunks per
+    partition, at most one per cell. Offsets inside a chunk must fit int32 (ValueError otherwise)."""
     total = int(groups) * int(tree_horizon) * (int(max_level) + 2)
     chunks = max(1, min(CHUNKS_PER_PARTITION * int(partitions), total))
     layout = CellChunks(int(tree_horizon), int(max_level), chunks, int(groups))
@@ -117,8 +107,8 @@ def chunk_rows(layout: CellChunks, keys: np.ndarray, delta: np.ndarray, cross: n
 
 
 def item_codes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Equal items → equal int64 codes: Arrow's hash dictionary (one
-    dictionary for all chunks, so codes agree across batches; no pandas)."""
+    """Equal items → equal int64 codes: one Arrow hash dictionary for all chunks, so codes agree
+    across batches."""
     encoded = pc.dictionary_encode(column)
     chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
     parts = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in chunks]
@@ -127,11 +117,10 @@ def item_codes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def shard_chunk_rows(step: np.ndarray, codes: np.ndarray, op: np.ndarray, order: np.ndarray | None,
                      layout: CellChunks, groups: np.ndarray | None = None) -> pa.RecordBatch | None:
-    """One item shard's events (every event of each of its items: steps,
-    item codes, ops, optional order key, optional group index: None is
-    group 0) → its flip cells as chunk rows (None when no item flips). An
-    item's events in two groups are two items (group, item), so the groups
-    never interact, and a flip of group g at step t sits at g·T + t."""
+    """One item shard's events (all events of each of its items; ``order``, ``groups`` optional,
+    None is group 0) → its flip cells as chunk rows (None when no item flips). An item's events in
+    two groups are two items (group, item), so groups never interact; a flip of group g at step t
+    sits at g·T + t."""
     if groups is not None:
         width = int(codes.max()) + 1 if codes.shape[0] else 1
         codes = np.asarray(groups, np.int64) * width + codes  # the virtual item (group, item)

@@ -1,61 +1,46 @@
 """Reference computation of the continual-release summaries from an event list.
 
-This is the pure-numpy definition of what the Spark stage hands the driver for
-continual release of distinct counts (Jain, Kalemaj, Raskhodnikova, Sivakumar,
-Smith, NeurIPS 2023). It is used by tests, by small jobs, and as the oracle the
-Spark stage is checked against. No noise is drawn here: the outputs are exact
-and non-private.
+The pure-numpy definition of what the Spark stage hands the driver for continual release of distinct
+counts (Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, NeurIPS 2023): used by tests, small jobs,
+and as the oracle the Spark stage is checked against. No noise is drawn; the outputs are exact and
+NON-PRIVATE.
 
-Stream semantics (the project's rules; the paper has one update per step and
-lets counts go negative, see below):
+Stream semantics (the project's rules; the paper has one update per step and lets counts go
+negative):
 
-- Events are ``(time, item, op)`` with ``time`` a step in 1..T and ``op`` = +1
-  (insert) or −1 (delete).
-- Count of an item: starts at 0; an insert adds 1; a delete subtracts 1 but a
-  delete of an item whose count is 0 is ignored, so counts never go below
-  zero. (The paper's general turnstile model lets counts go negative; its
-  Section 1.1 notes the results also hold in the strict model. Here the strict
-  rule is enforced by clamping.)
-- Several events in one step are allowed. Within a step they are applied in
-  the order of an optional ``order`` key (the raw event time, when it is finer
-  than the step); events with equal keys (or no key) are applied inserts
-  first, then deletes. Equivalently: the events of one item at one instant
-  change its count by their net sum, clamped at zero. Input order never
-  matters (a distributed table has none), so the result is a function of the
-  multiset of events. The item's existence e_u(t) = [count > 0] is read at
-  the end of the step.
-- Flippancy (Definition 1.3): the number of steps t at which the end-of-step
-  existence changes, e_u(t) ≠ e_u(t−1), with e_u(0) = 0. An item that is
-  inserted and deleted within one step does not flip. Flippancy is therefore at
-  most T, and one step can change the distinct count by more than 1.
+- Events are ``(time, item, op)``, ``time`` a step in 1..T, ``op`` = +1 (insert) or −1 (delete).
+- An item's count starts at 0; an insert adds 1; a delete subtracts 1, but a delete at count 0 is
+  ignored, so counts never go below zero (the strict turnstile model, for which the paper's Section
+  1.1 notes its results also hold).
+- Several events in one step are applied in the order of an optional ``order`` key (the raw event
+  time); equal keys (or no key): inserts first, then deletes. Equivalently, an item's events at one
+  instant change its count by their net sum, clamped at zero. Input order never matters: the result
+  is a function of the multiset of events. Existence e_u(t) = [count > 0] is read at the end of the
+  step.
+- Flippancy (Definition 1.3): the number of steps t with e_u(t) ≠ e_u(t−1), e_u(0) = 0. An item
+  inserted and deleted within one step does not flip; flippancy is at most T, and one step can
+  change the distinct count by more than 1.
 
-Truncation rule used for Algorithm 1 with flippancy bound w ("freeze"): the
-truncated existence is ẽ_u(t) = e_u(min(t, t_w)) where t_w is the step of u's
-w-th flip (t_w = ∞ if u flips fewer than w times). In words: once an item has
-flipped w times all its later updates are ignored and its truncated existence
-stays frozen at its value after the w-th flip. So ẽ_u has at most w flips
-(the property the privacy proof needs), and ẽ_u(t) = e_u(t) whenever u has
-flipped at most w times by step t (so the truncation error at t is at most the
-number of items with flippancy > w by t — the sparse-vector query). The paper
-describes the truncation in prose only ("items are ignored after their
-flippancy exceeds w"); "freeze at the w-th flip" is this project's reading and
-keeps ≤ w flips for every w (forcing the item to 0 at its (w+1)-th flip would
-allow w + 1 flips when w is odd).
+Truncation for Algorithm 1 with flippancy bound w ("freeze"): ẽ_u(t) = e_u(min(t, t_w)), t_w the
+step of u's w-th flip (∞ if fewer). Once an item has flipped w times its later updates are ignored.
+So ẽ_u has at most w flips (the property the privacy proof needs), and ẽ_u(t) = e_u(t) while u has
+flipped at most w times, so the truncation error at t is at most the number of items with flippancy
+> w by t (the sparse-vector query). The paper states the truncation in prose only ("items are
+ignored after their flippancy exceeds w"); freezing at the w-th flip is this project's reading and
+keeps ≤ w flips for every w (forcing the item to 0 at its (w+1)-th flip would allow w + 1 flips when
+w is odd).
 
-Kernels shared with the Spark stage (``dp_spark.stages.continual`` runs them
-on hash shards of items and sums their cells): ``flip_events`` (every flip of
-every item, with its running flip number k), ``flip_cells`` (flips summed per
-(step, level), level = the smallest j with k <= 2^j) and
-``summaries_from_cells`` (cells -> ``StreamSummaries``). An item's flips
-depend on that item's events only, so cells of disjoint item sets add up.
+Kernels shared with the Spark stage, which runs them on hash shards of items: :func:`flip_events`,
+:func:`flip_cells` (flips summed per (step, level), level = the smallest j with k <= 2^j) and
+:func:`summaries_from_cells`. An item's flips depend on its own events only, so cells of disjoint
+item sets add up.
 
-Outputs (``StreamSummaries``), for the horizon T and bounds w_j = 2^j,
-j = 0..J:
+Outputs (:class:`StreamSummaries`) for the horizon T and bounds w_j = 2^j, j = 0..J (entry ``[t-1]``
+is step t):
+
 - ``z[t]``: D(t) − D(t−1), the change of the (untruncated) distinct count;
 - ``z_truncated[j, t]``: Σ_u ẽ_u(t) − ẽ_u(t−1) for w = w_j;
-- ``over_counts[j, t]``: #{u : flippancy of u in steps 1..t > w_j}.
-Arrays use 0-based positions: entry ``[t-1]`` is step t.
-"""
+- ``over_counts[j, t]``: #{u : flippancy of u in steps 1..t > w_j}."""
 
 from __future__ import annotations
 
@@ -106,17 +91,12 @@ def _numeric(values: object, name: str, shape: tuple[int, ...]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class StreamSummaries:
-    """Exact per-step arrays for continual distinct counting (non-private).
+    """Exact per-step arrays for continual distinct counting (NON-PRIVATE).
 
-    Attributes (T = ``horizon``, J = ``max_level``; position t−1 is step t):
-        z: shape (T,), change of the distinct count at each step.
-        z_truncated: shape (J+1, T), row j the change of the count of present
-            items under flippancy truncation at w = 2^j ("freeze" rule).
-        over_counts: shape (J+1, T), row j the number of items whose flippancy
-            so far exceeds 2^j (non-decreasing in t).
-    The constructor checks shapes and finiteness so the Spark stage can build
-    one from collected arrays (integer arrays stay int64, others float64).
-    """
+    T = ``horizon``, J = ``max_level``; position t−1 is step t. ``z`` (T,): change of the distinct
+    count. ``z_truncated`` (J+1, T): row j the change under truncation at w = 2^j. ``over_counts``
+    (J+1, T): row j the number of items whose flippancy so far exceeds 2^j. The constructor checks
+    shapes and finiteness (integer arrays stay int64, others float64)."""
 
     horizon: int
     max_level: int
@@ -212,10 +192,9 @@ class FlipEvents:
 
 
 def _item_step_op_sort(item_idx: np.ndarray, t: np.ndarray, o: np.ndarray) -> np.ndarray:
-    """The permutation ``np.lexsort((-o, t, item_idx))`` gives (stable), as
-    one stable argsort of a packed int64 key (item, step, delete bit) when
-    the values fit in 63 bits — about 3x faster than the 3-key lexsort on a
-    Spark shard. Falls back to lexsort for negative or very large values."""
+    """The permutation of ``np.lexsort((-o, t, item_idx))`` as one stable argsort of a packed int64
+    key (item, step, delete bit) when it fits in 63 bits (chosen by measurement: see
+    benchmarks/README.md), else the lexsort."""
     if item_idx.min() >= 0 and t.min() >= 0:
         step_bits = int(t.max()).bit_length()
         if int(item_idx.max()).bit_length() + step_bits + 1 <= 63:
@@ -227,18 +206,10 @@ def _item_step_op_sort(item_idx: np.ndarray, t: np.ndarray, o: np.ndarray) -> np
 def flip_events(times: object, item_codes: object, ops: object, order: object = None) -> FlipEvents:
     """All flips of a validated event list (vectorised numpy, O(n log n)).
 
-    Args:
-        times: step of each event (ints >= 1).
-        item_codes: integer code of each event's item (any ints; equal codes
-            are the same item).
-        ops: +1 / −1 per event.
-        order: optional key ordering the events of one step (raw event time);
-            ties, and all events when None, are applied inserts first.
-
-    Semantics: the module docstring (clamped counts, end-of-step existence).
-    Inputs are assumed checked (``stream_summaries`` checks them; the Spark
-    stage checks them in Spark before calling this on each shard).
-    """
+    ``times``: step of each event (>= 1); ``item_codes``: integer item codes (equal codes, same
+    item); ``ops``: +1 / −1; ``order``: optional key ordering one step's events (ties and None:
+    inserts first). Semantics: the module docstring. Inputs are assumed checked
+    (:func:`stream_summaries` and the Spark stage check them)."""
     t = np.asarray(times, dtype=np.int64)
     item_idx = np.asarray(item_codes, dtype=np.int64)
     o = np.asarray(ops, dtype=np.int64)
@@ -257,8 +228,7 @@ def flip_events(times: object, item_codes: object, ops: object, order: object = 
     new_item[0] = True
     new_item[1:] = item_s[1:] != item_s[:-1]
     group = np.cumsum(new_item) - 1
-    # Per-item running sum S_k of ops, then the count clamped at zero by the
-    # reflection identity c_k = S_k − min(0, min_{i<=k} S_i).
+    # per-item running sum S_k of ops; the clamped count is c_k = S_k − min(0, min_{i<=k} S_i)
     total = np.cumsum(op_s)
     start_index = np.flatnonzero(new_item)
     before = np.where(start_index > 0, total[start_index - 1], 0)
@@ -296,12 +266,8 @@ def flip_events(times: object, item_codes: object, ops: object, order: object = 
 
 
 def count_after(count: int, ops: object, order: object = None) -> int:
-    """An item's count after applying ``ops`` to ``count`` (the streaming form).
-
-    The same rule as ``flip_events``: events in ``order`` key order, equal
-    keys (or no key) inserts first; a delete at count zero is ignored.
-    Used per item and micro-batch by ``dp_spark.streaming``.
-    """
+    """An item's count after applying ``ops`` to ``count`` (the streaming form, used per item and
+    micro-batch by ``dp_spark.streaming``): :func:`flip_events`' rule."""
     o = np.asarray(ops, dtype=np.int64)
     if order is None:
         sequence = o[np.argsort(-o, kind="stable")]
@@ -314,12 +280,9 @@ def count_after(count: int, ops: object, order: object = None) -> int:
 
 
 def flip_level(flip_index: object, max_level: int) -> np.ndarray:
-    """Level of the k-th flip: the smallest j with k <= 2^j, capped at J + 1.
-
-    A flip of level l counts in the truncated stream of every w_j = 2^j with
-    j >= l (the "freeze at the w-th flip" rule keeps flips 1..w), and in none
-    when l = J + 1 (only in the untruncated z). Works on scalars and arrays.
-    """
+    """Level of the k-th flip: the smallest j with k <= 2^j, capped at J + 1. A flip of level l
+    counts in the truncated stream of every w_j = 2^j with j >= l, in none when l = J + 1. Scalars
+    or arrays."""
     k = np.asarray(flip_index, dtype=np.int64)
     level = np.zeros(k.shape, dtype=np.int64)
     for j in range(int(max_level) + 1):
@@ -330,14 +293,12 @@ def flip_level(flip_index: object, max_level: int) -> np.ndarray:
 def flip_cells(
     flips: FlipEvents, max_level: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Flips summed per (step, level): the sparse form of ``StreamSummaries``.
+    """Flips summed per (step, level): the sparse form of :class:`StreamSummaries`.
 
-    Returns parallel arrays ``(step, level, delta, cross)`` over the non-empty
-    cells, level in 0..J+1 (``flip_level``): ``delta`` the number of
-    up-flips minus down-flips, ``cross`` the number of flips with
-    k = 2^(level−1) + 1, i.e. items whose flippancy first exceeds
-    w = 2^(level−1) at that step. Cells of disjoint item sets add up.
-    """
+    Parallel arrays ``(step, level, delta, cross)`` over the non-empty cells, level in 0..J+1
+    (:func:`flip_level`): ``delta`` up-flips minus down-flips, ``cross`` the flips with k =
+    2^(level−1) + 1 (items whose flippancy first exceeds 2^(level−1) at that step). Cells of
+    disjoint item sets add up."""
     J = _checks.integer(max_level, "max_level", 0)
     width = J + 2
     k = flips.index
@@ -356,12 +317,9 @@ def flip_cells(
 def summaries_from_cells(
     step: object, level: object, delta: object, cross: object, horizon: int, max_level: int | None = None
 ) -> StreamSummaries:
-    """``StreamSummaries`` from (step, level, delta, cross) cells (``flip_cells``).
-
-    Cells may repeat (they are added): the Spark stage passes the sums over
-    item shards. z = Σ_levels delta; z_truncated[j] = Σ_{level <= j} delta;
-    over_counts[j] = running sum over steps of cross at level j + 1.
-    """
+    """:class:`StreamSummaries` from (step, level, delta, cross) cells (:func:`flip_cells`);
+    repeated cells are added. z = Σ_levels delta; z_truncated[j] = Σ_{level <= j} delta;
+    over_counts[j] = running sum over steps of cross at level j + 1."""
     horizon = _checks.horizon(horizon)
     levels = _default_level(horizon, max_level)
     width = levels + 2
@@ -378,12 +336,11 @@ def summaries_from_cells(
         raise ParameterError("cells must have step in 1..horizon and level in 0..max_level+1")
     per_level = np.zeros((width, horizon), dtype=np.int64)
     crossings = np.zeros((width, horizon), dtype=np.int64)
-    flat = lev * horizon + (s - 1)  # 1-d ufunc.at: ~4x faster than the 2-d index pair
+    flat = lev * horizon + (s - 1)  # a 1-d ufunc.at is faster than a 2-d index pair
     np.add.at(per_level.reshape(-1), flat, d)
     np.add.at(crossings.reshape(-1), flat, c)
     z = per_level.sum(axis=0)
-    # Running sums row by row (contiguous adds; numpy's cumsum along axis 0
-    # of a (J + 2, T) array is ~10x slower at T = 2^20). Exact int64 either way.
+    # running sums row by row: contiguous adds, faster than cumsum along axis 0 (benchmarks/README.md)
     truncated = per_level[: levels + 1]
     for j in range(1, levels + 1):
         np.add(truncated[j], truncated[j - 1], out=truncated[j])
@@ -401,22 +358,12 @@ def stream_summaries(
     max_level: int | None = None,
     order: object = None,
 ) -> StreamSummaries:
-    """Compute ``StreamSummaries`` exactly from an event list (vectorised numpy).
+    """:class:`StreamSummaries` of an event list, exactly (vectorised numpy).
 
-    Args:
-        times: step of each event, ints in 1..horizon.
-        items: item label of each event (any sortable labels).
-        ops: +1 (insert) or −1 (delete) per event.
-        horizon: T, a power of two.
-        max_level: J; bounds w_j = 2^j for j = 0..J. Default log2(T) (then
-            w_J = T ≥ any flippancy, so the top row is untruncated).
-        order: optional numbers ordering the events within a step (the raw
-            event times); ties and ``None`` mean "inserts first".
-
-    Semantics: see the module docstring (clamped counts, in-step order by
-    ``order`` then inserts first, end-of-step existence, "freeze at the w-th
-    flip" truncation).
-    """
+    ``times``: steps in 1..horizon; ``items``: any sortable labels; ``ops``: +1 / −1; ``horizon``:
+    T, a power of two; ``max_level``: J (default log2(T): the top row untruncated); ``order``:
+    optional numbers ordering one step's events (ties and None: inserts first). Semantics: the
+    module docstring."""
     horizon = _checks.horizon(horizon)
     levels = _default_level(horizon, max_level)
     t, o, it, key = _check_events(times, items, ops, horizon, order)
@@ -430,12 +377,9 @@ def stream_summaries(
 
 @dataclass(frozen=True)
 class ExistenceTable:
-    """Dense per-item existence vectors (reference for tests and small data).
-
-    ``items`` are the distinct labels (sorted); ``existence[k, t-1]`` is
-    e_u(t) ∈ {0, 1} for u = items[k]; ``flips_so_far[k, t-1]`` is u's flippancy
-    over steps 1..t; ``flippancy[k]`` is its flippancy over the whole horizon.
-    """
+    """Dense per-item existence vectors (reference for tests and small data): ``items`` the sorted
+    distinct labels; ``existence[k, t-1]`` = e_u(t) for u = items[k]; ``flips_so_far[k, t-1]`` u's
+    flippancy over steps 1..t; ``flippancy[k]`` over the whole horizon."""
 
     items: np.ndarray
     existence: np.ndarray
@@ -446,13 +390,9 @@ class ExistenceTable:
 def existence_and_flippancy(
     times: object, items: object, ops: object, horizon: int, order: object = None
 ) -> ExistenceTable:
-    """Existence vectors and flippancy by a direct event-by-event loop.
-
-    An independent, deliberately simple implementation of the stream semantics
-    in the module docstring (pure Python loop over events, O(#items · T)
-    memory) so that ``stream_summaries`` and the Spark stage can be checked
-    against it. Refuses more than 2·10^7 (item, step) cells.
-    """
+    """Existence vectors and flippancy by a deliberately simple event-by-event loop (O(#items · T)
+    memory): the independent implementation :func:`stream_summaries` and the Spark stage are checked
+    against. Refuses more than 2·10^7 (item, step) cells."""
     horizon = _checks.horizon(horizon)
     t, o, it, key = _check_events(times, items, ops, horizon, order)
     labels = np.unique(it) if it.shape[0] else np.asarray([], dtype=it.dtype)
@@ -484,10 +424,7 @@ def existence_and_flippancy(
 
 
 def truncate_existence(existence: np.ndarray, flippancy_bound: int) -> np.ndarray:
-    """Apply the "freeze at the w-th flip" truncation to dense existence rows.
-
-    Row by row: ẽ(t) = e(min(t, t_w)), t_w the step of the row's w-th flip.
-    """
+    """The "freeze at the w-th flip" truncation of dense existence rows: ẽ(t) = e(min(t, t_w))."""
     w = _checks.integer(flippancy_bound, "flippancy_bound", 1)
     e = np.asarray(existence, dtype=np.int8)
     if e.ndim != 2:

@@ -1,15 +1,10 @@
-"""Numpy arrays packed as Arrow binary values (one value per row), read
-back without a Python object per row: the transport of the stages that
-ship many small numbers as a few rows (continual-distinct's cell chunks,
-distinct-count's matched items). pyarrow and numpy only; no pyspark.
+"""Numpy arrays packed as Arrow binary values (one array per row), read back without a Python object
+per row: the transport of the stages that ship many small numbers as a few rows. pyarrow and numpy
+only; NON-PRIVATE values, transport only.
 
-Spark hands a binary column to Python as ``binary`` (int32 offsets) or,
-under ``spark.sql.execution.arrow.useLargeVarTypes=true`` (a user's session
-setting, left as it is), as ``large_binary`` (int64 offsets): both are read
-(issue 35: reading int64 offsets as int32 lost rows, and so changed
-counts). Any other type is refused, never guessed at. NON-PRIVATE values:
-this is transport only.
-"""
+Spark hands a binary column to Python as ``binary`` (int32 offsets) or, under
+``spark.sql.execution.arrow.useLargeVarTypes=true`` (a user's session setting, left as it is), as
+``large_binary`` (int64 offsets): both are read. Any other type is refused, never guessed at."""
 
 from __future__ import annotations
 
@@ -31,13 +26,10 @@ def offset_dtype(arrow_type: pa.DataType) -> np.dtype:
 
 
 def binary_values(column: pa.Array | pa.ChunkedArray, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """(every row's values concatenated, as ``dtype``; how many values each
-    row holds) of a binary or large_binary column whose values are packed
-    ``dtype`` arrays. Read from the column's offsets and data buffers
-    (sliced arrays and chunked arrays too, each chunk by its own offset
-    width); an empty or null value holds none. A TypeError for any other
-    column type; a ValueError for a value whose length is not a whole
-    number of ``dtype`` items (not a packed array)."""
+    """(every row's values concatenated as ``dtype``; how many values each row holds) of a binary or
+    large_binary column of packed ``dtype`` arrays, read from the offsets and data buffers (sliced
+    and chunked arrays too); an empty or null value holds none. TypeError for any other column type;
+    ValueError for a value whose length is not a whole number of ``dtype`` items."""
     dtype = np.dtype(dtype)
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     offset_dtype(column.type)  # an empty chunked array is refused by type too

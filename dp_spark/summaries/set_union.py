@@ -1,83 +1,65 @@
 """DP Set Union's histogram: how one person's items raise it (no noise here).
 
-The update policies are a bounded-sensitivity transformation of the data:
-they draw no noise and release nothing. The Spark stage
-(:mod:`dp_spark.stages.set_union`) runs them over shards of persons; the
-mechanism layer (:mod:`dp_spark.mechanisms.set_union`) adds the noise and
-applies the threshold.
+The update policies are a bounded-sensitivity transformation of the data: they draw no noise and
+release nothing. The Spark stage (:mod:`dp_spark.stages.set_union`) runs them over shards of
+persons; the mechanism layer (:mod:`dp_spark.mechanisms.set_union`) adds the noise and applies the
+threshold.
 
-Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin, "Differentially Private
-Set Union" (ICML 2020), Algorithm 1 step 2b with the update policies of
-Section 2 (Count, after Korolova et al. 2009), Appendix D (Weighted Laplace,
-Weighted Gaussian), Section 3 (Policy Laplace, an ℓ1 descent toward the cutoff
-Γ) and Section 4 (Policy Gaussian, an ℓ2 descent toward Γ).
+Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin, "Differentially Private Set Union" (ICML 2020),
+Algorithm 1 step 2b with the update policies of Section 2 (Count, after Korolova et al. 2009),
+Appendix D (Weighted Laplace, Weighted Gaussian), Section 3 (Policy Laplace, an ℓ1 descent toward
+the cutoff Γ) and Section 4 (Policy Gaussian, an ℓ2 descent toward Γ).
 
-Nothing here is private: a histogram is a NON-PRIVATE summary. It becomes
-private only through :mod:`dp_spark.mechanisms.set_union.thresholding` (noise plus the
-threshold ρ of :mod:`dp_spark.mechanisms.set_union.thresholds`), and that step is sound
-because of the two facts every kernel here guarantees for neighbouring inputs
-H₁ (with person y) and H₂ (without y), persons visited in any fixed order that
-does not depend on the data:
+A histogram is NON-PRIVATE. It becomes private only through
+:mod:`dp_spark.mechanisms.set_union.thresholding` (noise plus the threshold ρ of
+:mod:`dp_spark.mechanisms.set_union.thresholds`), which is sound because every kernel here
+guarantees two facts for neighbouring inputs H₁ (with person y) and H₂ (without y), persons visited
+in any fixed order that does not depend on the data:
 
-(S) sensitivity — ‖H₁ − H₂‖ ≤ 1 in ℓ1 for ``weighted-laplace`` and
-    ``policy-laplace``, in ℓ2 for ``weighted-gaussian`` and
-    ``policy-gaussian``; ``count`` has ℓ1 sensitivity Δ0 (each item moves by
-    at most 1).
-(T) new items are light — the set T = supp(H₁) \\ supp(H₂) of items only y
-    holds has |T| ≤ Δ0 and H₁[u] ≤ 1/|T| (Laplace policies), ≤ 1/√|T|
-    (Gaussian policies), = 1 (count) for u ∈ T.
+(S) sensitivity: ‖H₁ − H₂‖ ≤ 1 in ℓ1 for ``weighted-laplace`` and ``policy-laplace``, in ℓ2 for
+    ``weighted-gaussian`` and ``policy-gaussian``; ``count`` has ℓ1 sensitivity Δ0 (each item moves
+    by at most 1).
+(T) new items are light: T = supp(H₁) \\ supp(H₂), the items only y holds, has |T| ≤ Δ0 and H₁[u] ≤
+    1/|T| (Laplace policies), ≤ 1/√|T| (Gaussian policies), = 1 (count) for u ∈ T.
 
-Proof of (T): only y touches an item of T, and y's set S_y ⊇ T. Count adds 1;
-Weighted adds 1/|S_y| ≤ 1/|T| or 1/√|S_y| ≤ 1/√|T|. In the policies every
-item of T starts at 0, so it has the largest gap Γ among y's items, hence the
-largest increment; the increments of the |T| items of T are equal and their
-ℓ1 (resp. ℓ2) norm is at most y's budget 1, so each is ≤ 1/|T| (resp. 1/√|T|).
-Proof of (S) for the policies: each weight stays ≤ Γ, so one person's update
-is "move the coordinates S_i of H toward the point (Γ, …, Γ) by ℓ1 (resp. ℓ2)
-distance min(1, distance)"; the paper's Lemmas 3.1 / 4.1 show that this map is
-non-expansive in ℓ1 (resp. ℓ2), so the difference y's own update made (norm
-≤ 1) never grows while later persons update. The Count and Weighted updates
-are additive, so (S) is immediate. Both facts are checked by property tests
-on random neighbouring data sets (tests/unit/test_set_union.py): exactly, in
-integer units, for the additive policies; to a floating-point tolerance of
-1e-9 for the sequential ones.
+Proof of (T): only y touches an item of T, and y's set S_y ⊇ T. Count adds 1; Weighted adds 1/|S_y|
+≤ 1/|T| or 1/√|S_y| ≤ 1/√|T|. In the policies every item of T starts at 0, so it has the largest gap
+Γ among y's items, hence the largest increment; the increments of the |T| items of T are equal and
+their ℓ1 (resp. ℓ2) norm is at most y's budget 1, so each is ≤ 1/|T| (resp. 1/√|T|). Proof of (S)
+for the policies: each weight stays ≤ Γ, so one person's update moves the coordinates S_i of H
+toward (Γ, …, Γ) by ℓ1 (resp. ℓ2) distance min(1, distance); by the paper's Lemmas 3.1 / 4.1 this
+map is non-expansive in ℓ1 (resp. ℓ2), so the difference y's own update made (norm ≤ 1) never grows
+while later persons update. Count and Weighted are additive, so (S) is immediate. Property tests
+check both facts on random neighbours (tests/unit/test_set_union.py): exactly, in integer units, for
+the additive policies; to 1e-9 for the sequential ones.
 
-Sharding (how dp_spark runs the sequential policies on Spark): persons are
-split into shards by a hash of their own id, each shard runs the policy alone
-and the shard histograms are added. Adding y changes only y's shard, so the
-sum inherits (S) from that shard; and an item only y holds occurs in no other
-shard, so its summed weight is y's own increment and (T) holds too. Neither
-fact depends on the value of the cutoff, so each shard may run with its own
-cutoff (dp_spark's default is Γ/√shards, :func:`~dp_spark.mechanisms.set_union.shard_cutoff`).
-One shard with cutoff Γ is the paper's algorithm exactly.
+Sharding: persons are split into shards by a hash of their own id, each shard runs the policy alone
+and the shard histograms are added. Adding y changes only y's shard, so the sum inherits (S); an
+item only y holds occurs in no other shard, so its summed weight is y's own increment and (T) holds.
+Neither fact depends on the cutoff, so each shard may run with its own (dp_spark's default is
+Γ/√shards, :func:`~dp_spark.mechanisms.set_union.shard_cutoff`). One shard with cutoff Γ is the
+paper's algorithm exactly.
 
-Fixed-point weights of the additive policies (what makes the Spark sum
-exact): a Count / Weighted person adds to each kept item a whole number of
-units of 2^-30 (:data:`UNIT`), :func:`person_units` — 2^30 (count),
-⌊2^30/|S|⌋ (weighted-laplace), ⌊2^30/√|S|⌋ (weighted-gaussian), all rounded
-DOWN. Rounding down only shrinks the person's vector, so its ℓ1 norm stays
-≤ 1 (|S|·⌊2^30/|S|⌋ ≤ 2^30), its ℓ2 norm ≤ 1 (|S|·⌊2^30/√|S|⌋² ≤ 2^60) and an
-item only they hold weighs ≤ 1/|T| resp. 1/√|T|: (S) and (T) hold exactly,
-with no floating-point tolerance. The histogram is then a sum of integers,
-exact in any order (Spark sums longs), and a weight is units·2^-30, exactly
-representable in float64 below 2^23 (count: always — a whole number times a
-power of two). Cost: each weight is lower by less than one unit (≈ 9.3e-10)
-per person. The sum overflows a long only past 2^33 persons holding one item.
+Fixed-point weights of the additive policies (what makes the Spark sum exact): a Count / Weighted
+person adds to each kept item a whole number of units of 2^-30 (:data:`UNIT`), :func:`person_units`:
+2^30 (count), ⌊2^30/|S|⌋ (weighted-laplace), ⌊2^30/√|S|⌋ (weighted-gaussian), all rounded DOWN.
+Rounding down only shrinks the person's vector, so its ℓ1 norm stays ≤ 1 (|S|·⌊2^30/|S|⌋ ≤ 2^30),
+its ℓ2 norm ≤ 1 (|S|·⌊2^30/√|S|⌋² ≤ 2^60) and an item only they hold weighs ≤ 1/|T| resp. 1/√|T|:
+(S) and (T) hold exactly, with no floating-point tolerance. The histogram is a sum of integers,
+exact in any order, and a weight is units·2^-30, exact in float64 below 2^23 (count: always). Each
+weight is lower by less than one unit (≈ 9.3e-10) per person; the sum overflows a long only past
+2^33 persons holding one item.
 
-The sequential policies stay in float64: rounding each person's increment
-inside the descent would break the non-expansiveness of Lemmas 3.1 / 4.1, and
-rounding a finished shard histogram adds up to one unit to every coordinate
-that differs between neighbours, with no data-independent bound on how many
-do. Their determinism comes instead from a fixed visiting order, a fixed
-item order per person, numpy operations whose result does not depend on the
-CPU (pairwise ``np.sum``, no BLAS ``dot``), and adding the shard histograms in
-shard order (:mod:`dp_spark.stages.set_union`).
+The sequential policies stay in float64: rounding each increment inside the descent would break the
+non-expansiveness of Lemmas 3.1 / 4.1, and rounding a finished shard histogram adds up to one unit
+to every coordinate that differs between neighbours, with no data-independent bound on how many do.
+Their determinism comes from a fixed visiting order, a fixed item order per person, CPU-independent
+numpy operations (pairwise ``np.sum``, no BLAS ``dot``), and adding the shard histograms in shard
+order.
 
-Layout: a shard's persons are given in CSR form — person ``p`` (in visiting
-order) holds the distinct item codes ``codes[indptr[p]:indptr[p + 1]]``,
-already restricted to at most Δ0 items — and ``weights`` is a float64 array
-indexed by item code. Pure numpy; no pyspark, no pandas.
-"""
+Layout: a shard's persons in CSR form: person ``p`` (in visiting order) holds the distinct item
+codes ``codes[indptr[p]:indptr[p + 1]]``, at most Δ0; ``weights`` is a float64 array indexed by item
+code. Pure numpy."""
 
 from __future__ import annotations
 
@@ -137,11 +119,10 @@ def check_policy(method: object) -> str:
 
 
 def person_units(method: str, size: int) -> int:
-    """The per-item increment, in units of 2^-30, of the additive policies for
-    a person keeping ``size`` items, rounded DOWN (exact integer arithmetic):
-    2^30 (count), ⌊2^30/size⌋ (weighted-laplace), ⌊2^30/√size⌋ =
-    isqrt(⌊2^60/size⌋) (weighted-gaussian). The person's vector has ℓ1 norm
-    ≤ 1 (weighted-laplace) resp. ℓ2 norm ≤ 1 (weighted-gaussian)."""
+    """The additive policies' per-item increment in units of 2^-30 for a person keeping ``size``
+    items, rounded DOWN (exact integers): 2^30 (count), ⌊2^30/size⌋ (weighted-laplace), ⌊2^30/√size⌋
+    = isqrt(⌊2^60/size⌋) (weighted-gaussian). The person's vector has ℓ1 norm ≤ 1 (weighted-laplace)
+    resp. ℓ2 norm ≤ 1 (weighted-gaussian)."""
     size = int(size)
     if size < 1:
         raise ParameterError(f"size must be a whole number >= 1; got {size!r}.")
@@ -155,10 +136,8 @@ def person_units(method: str, size: int) -> int:
 
 
 def person_weight(method: str, size: int) -> float:
-    """The per-item increment of the additive policies for a person keeping
-    ``size`` items: 1 (count), 1/size (weighted-laplace), 1/√size
-    (weighted-gaussian), rounded down to the grid of 2^-30
-    (:func:`person_units` · :data:`UNIT`)."""
+    """:func:`person_units` · :data:`UNIT`: 1 (count), 1/size, 1/√size, rounded down to the grid of
+    2^-30."""
     return person_units(method, size) * UNIT
 
 
@@ -186,12 +165,9 @@ def policy_laplace_update(
 ) -> None:
     """Policy Laplace (Section 3, the ℓ1 descent / water-filling update).
 
-    Items of the person below the cutoff Γ are raised at equal rate, each
-    stopping when it reaches Γ, until the person's ℓ1 budget (1) is spent:
-    with gaps g_u = Γ − H[u] > 0, add min(g_u, λ) where λ solves
-    Σ_u min(g_u, λ) = budget, or fill every gap when Σ_u g_u ≤ budget.
-    Weights never exceed Γ (an item that reaches Γ is set to Γ exactly).
-    """
+    The person's items below the cutoff Γ rise at equal rate, each stopping at Γ, until the ℓ1
+    budget (1) is spent: with gaps g_u = Γ − H[u] > 0, add min(g_u, λ) where Σ_u min(g_u, λ) =
+    budget, or fill every gap when Σ_u g_u ≤ budget. Weights never exceed Γ."""
     if not len(codes):
         return
     current = weights[codes]
@@ -217,12 +193,9 @@ def policy_laplace_update(
 def policy_gaussian_update(
     weights: np.ndarray, codes: np.ndarray, gamma: float, budget: float = 1.0
 ) -> None:
-    """Policy Gaussian (Section 4, the ℓ2 descent update).
-
-    With the gap vector g_u = Γ − H[u] over the person's items below Γ and
-    Z = ‖g‖₂, add min(budget, Z)·g_u/Z: the histogram moves straight toward
-    (Γ, …, Γ) by ℓ2 distance at most the budget (1), reaching Γ when Z ≤ 1.
-    """
+    """Policy Gaussian (Section 4, the ℓ2 descent update): with gaps g_u = Γ − H[u] over the
+    person's items below Γ and Z = ‖g‖₂, add min(budget, Z)·g_u/Z: a move toward (Γ, …, Γ) by ℓ2
+    distance at most the budget (1)."""
     if not len(codes):
         return
     current = weights[codes]
@@ -240,8 +213,8 @@ def policy_gaussian_update(
 
 
 def _laplace_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> None:
-    """:func:`policy_laplace_update` on Python floats (one person; the same
-    water-filling, the same IEEE operations in a fixed order)."""
+    """:func:`policy_laplace_update` on Python floats for one person (the same IEEE operations in a
+    fixed order)."""
     active = [(c, gamma - w[c]) for c in codes if w[c] < gamma]
     if not active:
         return
@@ -264,8 +237,7 @@ def _laplace_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> No
 
 
 def _gaussian_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> None:
-    """:func:`policy_gaussian_update` on Python floats (one person): move
-    toward (Γ, …, Γ) by ℓ2 distance min(budget, ‖g‖₂)."""
+    """:func:`policy_gaussian_update` on Python floats for one person."""
     active = [(c, gamma - w[c]) for c in codes if w[c] < gamma]
     if not active:
         return
@@ -281,24 +253,19 @@ def _gaussian_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> N
 
 def _sequential_loop(weights: np.ndarray, indptr: np.ndarray, codes: np.ndarray,
                      method: str, gamma: float) -> None:
-    """The persons of one shard, in order, on Python floats: per person a few
-    scalar operations per item instead of a dozen numpy calls (the kernel is
-    called once per person, and most persons hold few items). Each step is
-    the policy's update map exactly as in :func:`policy_laplace_update` /
-    :func:`policy_gaussian_update` (tests compare them), so facts (S) and
-    (T) hold as proved there; the result is a deterministic function of the
-    inputs (fixed operation order)."""
+    """The persons of one shard, in order, on Python floats (cheaper than numpy calls for the many
+    persons with few items). Each step is exactly :func:`policy_laplace_update` /
+    :func:`policy_gaussian_update` (tested), so (S) and (T) hold; the result is deterministic (fixed
+    operation order)."""
     w = weights.tolist()
     sequential_update(w, indptr, codes, method, gamma)
     weights[:] = w
 
 
 def sequential_update(w: list, indptr, codes, method: str, gamma: float) -> list:
-    """The sequential policy's loop over one shard's persons (CSR ``indptr``,
-    ``codes``) on a Python list of float weights, in place — what
-    :func:`update_histogram` runs, for callers that keep a shard's histogram
-    as a list across many calls (no numpy conversion per call). NON-PRIVATE
-    output; facts (S) and (T) as for :func:`update_histogram`."""
+    """The sequential policy over one shard's persons (CSR ``indptr``, ``codes``) on a Python list
+    of weights, in place: :func:`update_histogram`'s loop, for callers keeping a shard's histogram
+    as a list across calls. NON-PRIVATE; (S) and (T) as there."""
     if method not in SEQUENTIAL:
         raise ParameterError(f"sequential_update is for {', '.join(SEQUENTIAL)}; got {method!r}.")
     if gamma is None or not math.isfinite(gamma) or gamma <= 0:
@@ -319,13 +286,9 @@ def update_histogram(
     method: str,
     gamma: float | None = None,
 ) -> np.ndarray:
-    """Run the policy ``method`` over the persons of one shard, in the given order,
-    updating ``weights`` in place (and returning it).
-
-    This is Algorithm 1's histogram loop (step 2b for every person) of Gopi et
-    al.; ``gamma`` (the cutoff Γ) is required by the policy-* updates.
-    NON-PRIVATE output; facts (S) and (T) of the module docstring hold.
-    """
+    """Algorithm 1's histogram loop (step 2b for every person): the policy ``method`` over one
+    shard's persons in the given order, updating ``weights`` in place (and returning it). ``gamma``
+    (the cutoff Γ) is required by the policy-* updates. NON-PRIVATE; facts (S) and (T) hold."""
     method = check_policy(method)
     indptr = np.asarray(indptr, dtype=np.int64)
     codes = np.asarray(codes, dtype=np.int64)
@@ -354,8 +317,7 @@ def build_histogram(
     method: str,
     gamma: float | None = None,
 ) -> np.ndarray:
-    """A fresh shard histogram: :func:`update_histogram` on zeros of length
-    ``n_items``. Items no person holds keep weight 0 (they are not in the
-    histogram's support and can never be released)."""
+    """:func:`update_histogram` on zeros of length ``n_items``. Items no person holds keep weight 0
+    (outside the support, never released)."""
     weights = np.zeros(int(n_items), dtype=np.float64)
     return update_histogram(weights, indptr, codes, method, gamma)
