@@ -2,25 +2,15 @@
 
 Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting Distinct Elements in
 the Turnstile Model with Differential Privacy under Continual Observation"
-(NeurIPS 2023). Pure numpy; every noise draw is exact integer noise from an
-explicit ``numpy.random.Generator``. Guarantee: item-level ρ-zCDP under
-``relation`` — "subset" (default, the paper's Definition 1.2: any subset of one
-item's events replaced by no-ops) or "item-removal" (``relations``).
+(NeurIPS 2023). Pure numpy, exact integer noise from an explicit
+``numpy.random.Generator``; item-level ρ-zCDP under ``relation`` (:mod:`.relations`).
 
-- ``stream_summaries`` / ``StreamSummaries``: the exact per-step arrays the
-  Spark stage produces (reference implementation), its kernels ``flip_events``,
-  ``flip_cells``, ``flip_level``, ``summaries_from_cells`` (run per item shard
-  by the Spark stage), plus dense references ``existence_and_flippancy``,
-  ``truncate_existence``, ``summaries_from_existence``.
-- ``BinaryTreeMechanism``: Gaussian binary tree, online (checkpointable) and batch.
-- ``SparseVector``: AboveThreshold with a cutoff, ρ-zCDP.
-- ``counts_by_group`` (``mechanisms``): one counter per public group key
-  (an ungrouped release is the one-group call) and the per-group budget.
-- ``continual_counts``: "auto" (``DEFAULT_METHOD``: lazy trees + recompute
-  baseline past the crossover, ``auto``), "bounded" (Algorithm 1), "adaptive"
-  (Algorithm 3), "baseline" (periodic recompute; the Theorem 3.10 comparison);
-  ``budget_split``: the data-independent ledger of each mechanism.
-- ``ContinualCounter``: the same mechanisms one step at a time, for streaming.
+- :mod:`dp_spark.summaries.continual_distinct` (re-exported): the exact
+  per-step arrays (``stream_summaries``) and the kernels the Spark stage runs.
+- :mod:`.tree` (``BinaryTreeMechanism``), :mod:`.svt` (``SparseVector``).
+- :mod:`.mechanisms`: ``continual_counts`` ("auto", "bounded", "adaptive",
+  "baseline"), ``budget_split``, the per-group counters; :mod:`.auto`.
+- :mod:`.online`: ``ContinualCounter``, one step at a time, for streaming.
 """
 
 from dp_spark.mechanisms.continual_distinct.auto import AutoPlan, auto_plan

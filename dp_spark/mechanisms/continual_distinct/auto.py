@@ -1,58 +1,48 @@
 """The default continual-distinct mechanism "auto": lazy trees, then the recompute baseline.
 
 Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith (NeurIPS 2023), Algorithm 3
-with the "best of both worlds" modification of their Section 3.3 (base
-mechanisms: Algorithm 1 for small flippancy bounds, the recompute mechanism
-for the rest), built so that budget goes only where it is used:
+with the "best of both worlds" modification of their Section 3.3 (Algorithm 1
+for small flippancy bounds, the recompute mechanism for the rest), spending
+budget only where it is used.
 
-Phases. Phase j = 0, 1, …, j* is Algorithm 1's binary tree for w_j = 2^j
-(``BinaryTreeMechanism``, discrete Gaussian σ_j² = κ·w_j·L/(2ρ_j)); the last
-phase is the periodic-recompute baseline over the remaining steps. A sparse
-vector (``SparseVector``, ρ_svt = f·ρ, cutoff j* + 1) asks at each step
-whether over_counts[j, t] (items with flippancy > w_j so far) reaches τ_j;
-on "above" the phase advances (several times in one step if need be). The
-output at step t is the current phase's estimate at t.
+Phases j = 0..j* run Algorithm 1's tree for w_j = 2^j (σ_j² = κ·w_j·L/(2ρ_j));
+the last phase is the periodic-recompute baseline over the remaining steps. A
+sparse vector (ρ_svt = f·ρ, cutoff j* + 1) asks at each step whether
+over_counts[j, t] (items with flippancy > w_j so far) reaches τ_j; on "above"
+the phase advances (several times in one step if need be). The output at t is
+the current phase's estimate.
 
-Budget (all public). ρ_rest = ρ − ρ_svt. Tree j, when first used, gets
-ρ_j = g·(1 − g)^j·ρ_rest (g = ``tree_fraction``); the baseline, when started,
-gets everything the started trees left (a zCDP ``PrivacyFilter`` over
-ρ_rest enforces it). j* is the largest level whose tree bound a_j(ρ_j) is at
+Budget (all public): ρ_rest = ρ − ρ_svt. Tree j, when first used, gets
+ρ_j = g·(1 − g)^j·ρ_rest (g = ``tree_fraction``); the baseline gets what the
+started trees left (a zCDP ``PrivacyFilter`` over ρ_rest enforces it). j* is
+the largest level whose tree bound a_j(ρ_j) plus truncation term τ_j + α is at
 most the baseline's bound with the budget it would get instead,
-ρ_rest·(1 − g)^j, counting the tree's truncation term τ_j + α — beyond the
-crossover a tree cannot beat the baseline, so none is run (j* = −1: the baseline alone gets all of ρ; no sparse vector).
-Thresholds τ_j = s·a_j (s = ``threshold_scale``), with
-a_j = σ_j·sqrt(L)·q the tree's simultaneous bound.
+ρ_rest·(1 − g)^j (j* = −1: the baseline alone gets all of ρ; no sparse
+vector). τ_j = s·a_j (s = ``threshold_scale``), a_j = σ_j·sqrt(L)·q.
 
-Privacy (item-level ρ-zCDP under ``relation``; proof). Sensitivities are in
-``dp_spark.mechanisms.continual_distinct.relations``: each sparse-vector query moves by ≤ 1; tree
-j's node vector by ℓ2² ≤ κ·w_j·L; each released count of the baseline by
-≤ 1. (1) The sparse vector only reads over_counts and its own answers, so
-its transcript — the level path, including the baseline's start step s — is
-ρ_svt-zCDP (``dp_spark.mechanisms.continual_distinct.svt``). (2) Given the path, the trees and
-the baseline are fixed mechanisms: tree j with σ_j² (ρ_j-zCDP; its noise is
-drawn lazily, the same joint distribution as drawing all 2T − 1 nodes), the
-baseline releasing m counts from s on with σ_b² = m/(2ρ_b) (ρ_b-zCDP). The
-filter admits a phase only if the total stays ≤ ρ_rest, so for *every*
-path the phases compose (Bun–Steinke 2016, Lemma 2.3) to ≤ ρ_rest-zCDP.
-(3) Adaptive composition of (1) with the path-indexed mechanism of (2), whose
-cost is bounded by ρ_rest uniformly over paths (Bun–Steinke Lemma 2.3; the
-fully adaptive filter of Whitehouse et al. 2023 covers it too), gives
-ρ_svt + ρ_rest = ρ. Releasing only the current phase's estimate at each step,
-and the path, is post-processing. Property-tested in
-``tests/unit/test_continual.py`` (ledger ≤ ρ on every path; sensitivities on
-random neighbour pairs).
+Privacy (item-level ρ-zCDP under ``relation``; sensitivities in
+:mod:`.relations`). (1) The sparse vector reads only over_counts and its own
+answers, so its transcript — the level path, including the baseline's start
+s — is ρ_svt-zCDP (:mod:`.svt`). (2) Given the path, the trees (ρ_j-zCDP;
+lazy node draws have the joint distribution of drawing all 2T − 1) and the
+baseline (m counts from s on, σ_b² = m/(2ρ_b): ρ_b-zCDP) are fixed
+mechanisms, and the filter admits a phase only if the total stays ≤ ρ_rest,
+so for *every* path they compose to ≤ ρ_rest-zCDP (Bun–Steinke 2016, Lemma
+2.3). (3) Adaptive composition of (1) with the path-indexed mechanism of (2),
+bounded by ρ_rest uniformly over paths (Bun–Steinke Lemma 2.3; the fully
+adaptive filter of Whitehouse et al. 2023 covers it too), gives
+ρ_svt + ρ_rest = ρ. Releasing the current phase's estimate and the path is
+post-processing. Property-tested in ``tests/unit/test_continual.py``.
 
-Error (probability ≥ 1 − β: β/2 to the noise, union over the T steps; β/2 to
-the sparse vector): at a tree step, |err_t| ≤ std_t·q + τ_j + α (α the
-sparse vector's accuracy: at "below", fewer than τ_j + α items exceed w_j, and
-only they are truncated; the term is 0 when 2^j ≥ T); at a baseline step,
-|err_t| ≤ σ_b·q + (t − r(t))·Δ where r(t) is the last recompute step and Δ
-the caller's public bound ``max_step_change`` on the count's change per step
-(default 1, the paper's one-update-per-step model: with several events per
-step the staleness term can be larger and the bound does not hold); with
-Δ = None the baseline recomputes every step (B = 1) and the bound is σ_b·q,
-resting on no assumption about the data. Discrete Gaussian noise is σ-subgaussian (CKS 2020), so the Gaussian
-tail bound applies.
+Error (probability ≥ 1 − β: β/2 to the noise, union over T steps; β/2 to the
+sparse vector): at a tree step |err_t| ≤ std_t·q + τ_j + α (α the sparse
+vector's accuracy; the truncation term is 0 when 2^j ≥ T); at a baseline step
+|err_t| ≤ σ_b·q + (t − r(t))·Δ, r(t) the last recompute step and Δ the public
+``max_step_change`` (default 1, the paper's one-update-per-step model; with
+several events per step the bound does not hold); Δ = None recomputes every
+step (B = 1), and the bound σ_b·q rests on no assumption about the data.
+Discrete Gaussian noise is σ-subgaussian (CKS 2020), so the Gaussian tail
+bound applies.
 """
 
 from __future__ import annotations
@@ -84,11 +74,8 @@ def baseline_record(step: str, sigma: float, draws: int, target: str) -> NoiseDr
 
 
 def best_block(length: int, rho: float, quantile: float, step_change: int | None = 1) -> int:
-    """Block B minimising (B − 1)·Δ + sqrt(⌈n/B⌉/(2ρ))·q over n = ``length`` steps (public).
-
-    Δ = ``step_change`` bounds how much the count can move in one step; with
-    Δ = None (unknown) no staleness can be bounded, so B = 1 (a fresh count
-    at every step)."""
+    """Block B minimising (B − 1)·Δ + sqrt(⌈n/B⌉/(2ρ))·q over n = ``length``
+    steps (public); Δ = ``step_change`` None bounds no staleness: B = 1."""
     if step_change is None:
         return 1
     blocks = np.arange(1, length + 1, dtype=np.float64)
@@ -198,16 +185,11 @@ def auto_plan(
 ) -> AutoPlan:
     """Budget split, crossover level j*, σ_j and τ_j of "auto" (public inputs only).
 
-    ``tree_levels``: None (default) picks j* by the crossover rule; an int n
-    forces trees for w = 1, 2, …, 2^(n−1) before the baseline (n = 0: the
-    baseline alone) — a public choice, for callers who know better and tests.
-    ``max_step_change``: a public bound Δ on how much the number of present
-    items can change in one step; default 1, the paper's one-update-per-step
-    model (the same assumption as the "baseline" mechanism). The baseline
-    phase holds counts for B steps and its error bound adds (t − r(t))·Δ,
-    valid only if Δ is (privacy never depends on it). None: no bound known,
-    the baseline recomputes at every step (B = 1) and no error bound rests on
-    an assumption about the data (but the baseline is then much noisier).
+    ``tree_levels``: None picks j* by the crossover rule; n forces trees for
+    w = 1..2^(n−1) before the baseline (n = 0: the baseline alone).
+    ``max_step_change``: the public bound Δ on the count's change per step
+    that the baseline's error bound rests on (privacy never does); None: the
+    baseline recomputes every step (noisier, no assumption).
     """
     T = _checks.horizon(horizon)
     rho = _checks.positive(rho, "rho")
@@ -246,11 +228,9 @@ def auto_plan(
                     s * bounds, q, alpha, max_step_change)
 
 
-# ------------------------------------------------------------------------ batch run
 def _phase_path(over_counts: np.ndarray, plan: AutoPlan, rng) -> tuple[np.ndarray, int | None, tuple]:
     """Sparse vector over the steps: the tree level per step (−1 = baseline),
-    the baseline start and the record of the sparse vector's draws (none when
-    it does not run)."""
+    the baseline start and the sparse vector's record (none if it does not run)."""
     T = plan.horizon
     path = np.full(T, -1, dtype=np.int64)
     if plan.top_level < 0:
@@ -272,9 +252,9 @@ def _phase_path(over_counts: np.ndarray, plan: AutoPlan, rng) -> tuple[np.ndarra
 
 
 def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
-    """Run "auto" on exact ``StreamSummaries``; returns estimates (int64), std, error_bound, path, phases
-    and ``noise``: the records of its draws (sparse vector, each tree that ran, the baseline), each
-    charged to its ``budget_split`` label."""
+    """Run "auto" on exact ``StreamSummaries``: estimates (int64), std,
+    error_bound, path, baseline, ledger and ``noise`` (the records of its
+    draws, charged to its ``budget_split`` labels)."""
     T = plan.horizon
     path, start, noise = _phase_path(summaries.over_counts, plan, rng)
     rest_step = plan.budget_split()[-1][0]  # trees and baseline share the filter's step

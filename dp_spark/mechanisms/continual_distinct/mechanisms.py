@@ -6,108 +6,71 @@ the Turnstile Model with Differential Privacy under Continual Observation"
 stream (``dp_spark.summaries.continual_distinct``); output: one private estimate of the
 number of present items D(t) per step t = 1..T.
 
-Privacy unit and guarantee: item-level ρ-zCDP under ``relation``:
-"subset" (default; the paper's Definition 1.2: any subset of one item's events
-replaced by no-ops) or "item-removal" (all events of one item; narrower).
-Sensitivities and their proofs are in ``dp_spark.mechanisms.continual_distinct.relations``: the
-tree's node vector moves by ℓ2² ≤ κ·w·L (κ = 4 for "subset", 1 for
-"item-removal"), sparse-vector queries and counts by ≤ 1 under both; every σ²
-below carries κ. All noise is exact integer noise (discrete Gaussian and
-discrete Laplace, Canonne–Kamath–Steinke 2020) added to integer statistics:
-released estimates are integers; ``std`` and ``error_bound`` are floats.
-
-"auto" (``DEFAULT_METHOD``) — lazy trees under a zCDP filter, then the
-recompute baseline past the crossover; needs no flippancy bound. See
-``dp_spark.mechanisms.continual_distinct.auto`` for its proof. When no tree can beat the baseline
-at the given public parameters (T, ρ, β, relation) it *is* the baseline.
+Guarantee: item-level ρ-zCDP under ``relation``: "subset" (default; the
+paper's Definition 1.2: any subset of one item's events replaced by no-ops) or
+"item-removal" (all events of one item; narrower). Sensitivities and their
+proofs are in :mod:`.relations`: the tree's node vector moves by
+ℓ2² ≤ κ·w·L (κ = 4 for "subset", 1 for "item-removal"), sparse-vector queries
+and counts by ≤ 1 under both; every σ² below carries κ. All noise is exact
+integer noise (discrete Gaussian and discrete Laplace, Canonne–Kamath–Steinke
+2020) on integer statistics: estimates are integers; ``std`` and
+``error_bound`` are floats.
 
 Mechanisms (``method=`` in ``continual_counts``):
 
-"bounded" — Algorithm 1 (given flippancy bound w). Binary tree mechanism
-    (``BinaryTreeMechanism``) on the w-truncated difference stream
-    z_w[t] = Σ_u ẽ_u(t) − ẽ_u(t−1), per-node noise N_Z(0, σ²), σ² = κ·w·L/(2ρ),
-    L = log2(T) + 1 levels.
+"auto" (``DEFAULT_METHOD``) — lazy trees under a zCDP filter, then the
+    recompute baseline past the crossover; needs no flippancy bound; proof in
+    :mod:`.auto`. When no tree can beat the baseline at the public parameters
+    (T, ρ, β, relation) it *is* the baseline.
 
-    Lemma (sensitivity; our proof, mirroring the paper's Lemma 3.5). The
-    guarantee is stated for the paper's subset relation (Definition 1.2: any
-    subset of one item u's events replaced by no-ops), with ℓ2² ≤ 4·w·L
-    (``relations``: ẽ_u and ẽ'_u may each flip up to w times). The count
-    below is the narrower case x' = x without item u. Every other item's (truncated) existence vector is
-    unchanged, because counts, flips and truncation are per item. A node
-    covering steps a..b holds Σ_{t=a..b} z_w[t] = Σ_v ẽ_v(b) − ẽ_v(a−1), so
-    it changes by exactly ẽ_u(b) − ẽ_u(a−1) ∈ {−1, 0, 1}, which is non-zero
-    only if ẽ_u flips at some step in a..b. The nodes of one level cover
-    disjoint steps and ẽ_u flips at most w times (the "freeze at the w-th
-    flip" rule), so at most w nodes per level change, each by at most 1:
-    ℓ2² ≤ w per level and ≤ w·L over the tree (whole-item removal; for the
-    paper's subset relation the bound is 4·w·L, ``relations``). The discrete
-    Gaussian mechanism then gives κ·w·L/(2σ²) = ρ-zCDP; estimates are
-    post-processing.
-    Error: each estimate's noise is N(0, popcount(t)·σ²) (``std``); with
-    probability ≥ 1 − β all |noise_t| ≤ std_t·sqrt(2 ln(2T/β)) (union bound).
-    That is the error when the stream's maximum flippancy is ≤ w; otherwise
-    add the number of items whose flippancy exceeds w (not released).
-    A ``max_flippancy`` that is not a power of two is rounded up to the next
-    one (the summaries are truncated at powers of two); σ uses the rounded w.
+"bounded" — Algorithm 1 (given flippancy bound w): ``BinaryTreeMechanism``
+    on the w-truncated difference stream z_w[t] = Σ_u ẽ_u(t) − ẽ_u(t−1),
+    σ² = κ·w·L/(2ρ), L = log2(T) + 1: the node vector moves by ℓ2² ≤ κ·w·L
+    (:mod:`.relations` (a)), so ρ-zCDP. Error: each estimate's noise is
+    N(0, popcount(t)·σ²) (``std``); with probability ≥ 1 − β all
+    |noise_t| ≤ std_t·sqrt(2 ln(2T/β)) (union bound), which bounds the error
+    when every item flips at most w times (else add the number of items that
+    flip more; not released). w is rounded up to a power of two (the
+    summaries' truncation levels).
 
-"adaptive" — Algorithm 3 (no flippancy bound needed). Trees M_j as above for
-    w_j = 2^j, j = 0..J (J = ``summaries.max_level``), all on the whole stream,
-    each with ρ_tree = (1 − f)·ρ/(J + 1); a sparse vector (``SparseVector``,
-    ρ_svt = f·ρ, cutoff c = J) on the queries q_t = over_counts[j, t] − τ_j
-    (items with flippancy > w_j so far, sensitivity 1: only u's own indicator
-    can change). Start at j = 0; at each step ask the query for the current j;
-    on "above" set j ← j + 1 and ask again at the same step (so several
-    doublings can happen in one step) until "below" or j = J. The estimate at
-    t is M_j's estimate at t. Default f = 1/2, the split in ALGORITHMS.md §4.4
-    [RECALL; the seed's proof of Theorem 3.1 splits ρ between the trees and the
-    sparse vector but the fractions are not legible there]. Threshold (our
-    choice; the paper's form is not legible): τ_j = s·a_j with
-    a_j = σ_j·sqrt(L)·sqrt(2 ln(4T(J+1)/β)) the simultaneous (β/2) error bound
-    of M_j, s = ``threshold_scale`` (default 1).
-    Privacy: composition, (J+1)·ρ_tree + ρ_svt = ρ; the chosen level path is
-    a function of the sparse-vector answers only, so the output is
-    post-processing and the path itself (``flippancy_bound``) may be released.
-    Error (probability ≥ 1 − β, β/2 to the trees, β/2 to the sparse vector):
-    |error_t| ≤ std_t·sqrt(2 ln(4T(J+1)/β)) + τ_j + α_svt while j(t) < J,
-    where α_svt = 8(ln(T+J) + ln(4J/β))/ε₀ is the sparse-vector accuracy
-    (at "below", fewer than τ_j + α_svt items have flippancy > w_j, and only
-    they make truncation error). At j(t) = J the truncation term is 0 if
-    2^J ≥ T (flippancy never exceeds T) and unbounded otherwise (reported as
-    inf).
+"adaptive" — Algorithm 3 (no flippancy bound): trees M_j for w_j = 2^j,
+    j = 0..J (J = ``summaries.max_level``), on the whole stream, each at
+    ρ_tree = (1 − f)·ρ/(J + 1); a sparse vector (ρ_svt = f·ρ, cutoff J) on
+    q_t = over_counts[j, t] − τ_j (sensitivity 1). From j = 0, each step asks
+    the query for the current j; "above" sets j ← j + 1 and asks again at the
+    same step, until "below" or j = J; the estimate at t is M_j's. Default
+    f = 1/2 (ALGORITHMS.md §4.4 [RECALL]: the paper's split is not legible in
+    the seed); τ_j = s·a_j (our choice), a_j = σ_j·sqrt(L)·sqrt(2 ln(4T(J+1)/β))
+    the simultaneous (β/2) bound of M_j, s = ``threshold_scale`` (default 1).
+    Privacy: composition, (J+1)·ρ_tree + ρ_svt = ρ; the level path depends on
+    the sparse-vector answers only, so it (``flippancy_bound``) may be
+    released. Error (probability ≥ 1 − β, β/2 each): while j(t) < J,
+    |error_t| ≤ std_t·sqrt(2 ln(4T(J+1)/β)) + τ_j + α_svt, α_svt the sparse
+    vector's accuracy (at "below", fewer than τ_j + α_svt items flip more than
+    w_j, and only they are truncated); at j(t) = J the truncation term is 0 if
+    2^J ≥ T, else unbounded (inf).
 
-"baseline" — the comparison of the paper's Theorem 3.10 (a mechanism of Jain,
-    Raskhodnikova, Sivakumar, Smith, ICML 2023, for any function of
-    sensitivity 1; the seed text names it "recompute" but its steps are not
-    legible there). Implemented as periodic recompute (ALGORITHMS.md §4.5
-    [RECALL]): at steps r = 1, 1+B, 1+2B, … release D(r) + N(0, s²) and hold
-    it until the next release. D(r) moves by at most 1 when any subset of one
-    item's events becomes no-ops (only that item's presence at r can change), so the m = ⌈T/B⌉ releases have ℓ2² ≤ m and s² = m/(2ρ) gives ρ-zCDP.
-    B = 1 is "the count at every step as a sensitivity-1 query" (s² = T/(2ρ)).
-    Default B minimises (B − 1) + s_B·sqrt(2 ln(2m/β)) (public quantities only;
-    about (T/ρ)^(1/3) up to logs). Error with probability ≥ 1 − β:
-    ≤ s·sqrt(2 ln(2m/β)) + (t − r(t))·Δ, where Δ bounds the change of D per
-    step: Δ = 1 in the paper's one-update-per-step model, which
-    ``error_bound`` assumes; with several events per step the staleness term
-    can be larger (not released).
+"baseline" — the comparison of the paper's Theorem 3.10 (Jain,
+    Raskhodnikova, Sivakumar, Smith, ICML 2023), implemented as periodic
+    recompute (ALGORITHMS.md §4.5 [RECALL]): at r = 1, 1+B, 1+2B, … release
+    D(r) + N(0, s²), held until the next release. D(r) moves by at most 1, so
+    the m = ⌈T/B⌉ releases have ℓ2² ≤ m and s² = m/(2ρ) gives ρ-zCDP. The
+    default B minimises (B − 1) + s_B·sqrt(2 ln(2m/β)) (public). Error with
+    probability ≥ 1 − β: ≤ s·sqrt(2 ln(2m/β)) + (t − r(t))·Δ, ``error_bound``
+    taking Δ = 1 (one update per step, the paper's model; several events per
+    step can exceed it).
 
-Groups (issue 24) — ``counts_by_group``, ``group_factor``, ``group_rho``,
-``grouped_budget_split``, ``merged_records``. A release grouped by ``group_by`` runs one independent counter
-(:func:`continual_counts`, the same method; :func:`counts_by_group`) per
-public group key, on that group's stream after each ITEM's events are
-capped to at most m of its groups (the m first of the item's own groups in
-a fixed public hash order of (item, group); a per-item transformation, done
-by the Spark stage). This section says how much of ρ each group's counter
-gets, and proves it. An ungrouped release is the one-group run: G = 1, so
-the factor is 1 and its one counter spends the whole ρ.
+Groups — a release grouped by ``group_by`` runs one independent counter
+(:func:`continual_counts`) per public group key on that group's stream, after
+each ITEM's events are capped to at most m of its groups (the first m in a
+fixed public hash order of (item, group); a per-item transformation, done by
+the Spark stage). Ungrouped is the one-group run: factor 1, the whole ρ.
 
 Guarantee: item-level ρ-zCDP for all groups' series together, under the
-release's relation (Jain et al. 2023, Definition 1.2, "subset": any subset
-of one item's events replaced by no-ops).
-
-Proof. Let D' be D with a subset of item x's events removed; the cap keeps
-x's groups G (of D) and G' (of D'), |G|, |G'| <= m, and every other item's
-capped events are identical. In group g the two streams differ only in x's
-events there, and:
+release's relation. Proof. Let D' be D with a subset of item x's events
+removed; the cap keeps x's groups G (of D) and G' (of D'), |G|, |G'| <= m,
+and every other item's capped events are identical. In group g the two
+streams differ only in x's events there, and:
 - g in G ∩ G': x's events E'_g ⊆ E_g: a *subset* pair of group g's stream;
 - g in G \\ G': D has all of x's events E_g, D' none: an *item-removal* pair;
 - g in G' \\ G: D' has all of x's (remaining) events E'_g, D none: an
@@ -116,61 +79,41 @@ events there, and:
 - any other g: identical streams.
 So with k = |G ∩ G'| at most k subset pairs and 2(m − k) item-removal pairs
 change — up to 2m groups (m = 1: x's events in a and b, a kept; remove
-x's a-events and b is kept instead: both a and b change). Each group's
-counter is ρ_g-zCDP under either relation, and the counters use independent
-noise, so the series are (k + 2(m − k))·ρ_g ≤ 2m·ρ_g-zCDP: ``ρ_g = ρ/(2m)``
-(:func:`group_factor` 2m) for "auto", "adaptive" and "baseline", whose
-sparse-vector queries and recompute counts move by ≤ 1 under both relations.
-"bounded" (trees only) needs less: a tree is calibrated to ℓ2² ≤ 4·w·L under
-"subset" and moves by ℓ2² ≤ w·L under item-removal
-(:mod:`.relations`), so the changed groups' trees add up to ℓ2² ≤ k·4wL +
-2(m − k)·wL ≤ m·4wL and ``ρ_g = ρ/m`` suffices (factor m; m = 1: every
-group the full ρ by parallel composition). tests/unit/test_continual_groups.py
-checks every step on random subset and item-removal neighbours.
+x's a-events and b is kept instead). Each counter is ρ_g-zCDP under either
+relation, with independent noise, so the series are
+(k + 2(m − k))·ρ_g ≤ 2m·ρ_g-zCDP: ``ρ_g = ρ/(2m)`` (:func:`group_factor` 2m)
+for "auto", "adaptive" and "baseline". "bounded" (trees only) needs less: a
+tree is calibrated to ℓ2² ≤ 4·w·L under "subset" and moves by ℓ2² ≤ w·L under
+item-removal, so the changed groups' trees add up to
+ℓ2² ≤ k·4wL + 2(m − k)·wL ≤ m·4wL and ``ρ_g = ρ/m`` suffices (factor m).
+Checked on random neighbours in tests/unit/test_continual_groups.py.
 
-Fewer groups than that: with G public keys, only G counters exist, so the
-factor is min(2m, G) (min(m, G) for "bounded"). Proof: every changed group
-is one of the G keys, so at most min(2m, G) counters change, each by at most
-ρ_g (either relation), and the series are min(2m, G)·ρ_g-zCDP. "bounded":
-each changed group's tree moves by ℓ2² ≤ 4·w·L (a subset pair; an
-item-removal pair by ≤ w·L ≤ 4·w·L), and at most G groups change, so the
-sum is ≤ G·4wL; with the bound above, ≤ min(m, G)·4wL, and ρ_g =
-ρ/min(m, G) suffices. G is the number of public keys, known before
-anything is read (the keys are public); it is never a count from the data.
+Fewer groups: with G public keys at most min(2m, G) counters change (every
+changed group is one of the G keys), so the factor is min(2m, G) (for
+"bounded", min(m, G): the changed trees sum to ≤ min(m, G)·4wL). G is the
+number of public keys, never a count from the data.
 
-Rounding (issue 35): the chain from the charge to the noise. The plan
-charges ρ (its calibrated float, the budget of the release's ``local``
-filter, which counts binary values exactly: ``PrivacyFilter(...,
-as_written=False)``, :func:`dp_spark.accounting.filter.fits`). Each
-group's counter runs at ρ_g (:func:`group_rho`) and splits it into the
-per-group parts p_1..p_n of ``budget_split`` (Σ p_i <= ρ_g exactly); its
-noise at part i is calibrated to p_i (σ² >= Δ²/(2·p_i), rounded up onto
-the sampler's grid), so in step i one item's neighbour costs at most
-factor·p_i (above). The grouped step i is charged c_i
+Rounding: the chain from the charge to the noise. The plan charges ρ (the
+budget of the release's ``local`` filter, which counts binary values exactly:
+``PrivacyFilter(..., as_written=False)``, :func:`dp_spark.accounting.filter.fits`).
+Each group's counter runs at ρ_g (:func:`group_rho`) and splits it into the
+parts p_1..p_n of ``budget_split`` (Σ p_i <= ρ_g exactly); its noise at part
+i is calibrated to p_i (σ² >= Δ²/(2·p_i), rounded up onto the sampler's
+grid), so step i costs at most factor·p_i. The grouped step i is charged c_i
 (:func:`grouped_budget_split`), and the chain needs, exactly:
 
-(a) c_i >= factor·p_i for every i: no step spends more than it is
-    charged, so every noise σ is at least the σ an exact-real calibration
-    to the charged share c_i/factor gives;
+(a) c_i >= factor·p_i for every i: no step spends more than it is charged;
 (b) Σ c_i <= ρ: the steps fit the local filter and the guarantee.
 
-c_i = factor·p_i rounded UP (the smallest float at or above it) gives (a).
-For (b), ρ_g leaves room for that rounding: for a float x >= 2^-1022,
-float_up(x) < x + ulp(x) <= x·(1 + 2^-52), so Σ float_up(factor·p_i) <=
-factor·Σ p_i·(1 + 2^-52) <= factor·ρ_g·(1 + 2^-52) <= ρ with ρ_g the
-largest float at or below ρ / (factor·(1 + 2^-52)) (a few ulps below
-ρ/factor; :func:`group_rho`). A factor that is a power of two (1, 2, 4,
-…) needs no room: factor·p_i is then a float (a power-of-two scaling of a
-float in the normal range is exact), and ρ_g = ρ/factor rounded down (m =
-1, "bounded": the full ρ). Given the total ρ, the last step is charged
-what is left of it (``remainder``: the largest float at or below ρ − Σ of
-the others): by (b) that is at least float_up(factor·p_n), so (a) holds for
-it too, and the shares then sum to ρ (exactly, whenever ρ − Σ of the others
-is a float; else to the float just below it). Both are checked exactly
-(:class:`fractions.Fraction`) whenever the split is made, and a violation is
-refused before anything is read (never seen: the bound above is a proof).
-Rounding factor·p_i DOWN (as before) could charge a step less than it
-spends (tests/unit/test_continual_groups.py finds such ρ).
+c_i = factor·p_i rounded UP gives (a). For (b), ρ_g leaves room for that
+rounding: for a float x >= 2^-1022, float_up(x) < x + ulp(x) <= x·(1 + 2^-52),
+so Σ float_up(factor·p_i) <= factor·ρ_g·(1 + 2^-52) <= ρ with ρ_g the largest
+float at or below ρ / (factor·(1 + 2^-52)). A power-of-two factor needs no
+room: factor·p_i is then a float, and ρ_g = ρ/factor rounded down. Given the
+total ρ, the last step is charged what is left of it (``remainder``): by (b)
+that is at least float_up(factor·p_n), so (a) holds for it too. Both are
+checked exactly (:class:`fractions.Fraction`) whenever the split is made, and
+a violation is refused before anything is read.
 """
 
 from __future__ import annotations
@@ -216,6 +159,7 @@ __all__ = [
     "group_rho",
     "grouped_budget_split",
     "grouped_label",
+    "bounded_label", "svt_label", "tree_label", "baseline_label",
     "merged_records",
 ]
 
@@ -281,7 +225,6 @@ class ContinualResult:
         }
 
 
-# ----------------------------------------------------------------------- plans
 def round_up_flippancy(max_flippancy: int) -> int:
     """Smallest power of two ≥ max_flippancy (the truncation levels are powers of two)."""
     w = _checks.integer(max_flippancy, "max_flippancy", 1)
@@ -397,7 +340,6 @@ def recompute_plan(horizon: int, rho: float, beta: float = 0.05, block: int | No
     return RecomputePlan(horizon, rho, block, releases, sigma, quantile, beta)
 
 
-# ---------------------------------------------------------------- mechanisms
 def _bounded(
     summaries: StreamSummaries, rho: float, max_flippancy: int | None, beta: float, relation: str, rng
 ) -> ContinualResult:
@@ -437,23 +379,24 @@ def _bounded(
                     "relation": relation},
         notes=tuple(notes),
         relation=relation,
-        noise=(tree.noise_record(_bounded_label(w), w, relation),),
+        noise=(tree.noise_record(bounded_label(w), w, relation),),
     )
 
 
-def _bounded_label(w: int) -> str:
+# The budget steps each method's records are charged to (the online form's too).
+def bounded_label(w: int) -> str:
     return f"binary tree mechanism (Algorithm 1), flippancy bound w = {w}"
 
 
-def _svt_label(cutoff: int) -> str:
+def svt_label(cutoff: int) -> str:
     return f"sparse vector (Algorithm 2), cutoff {cutoff}"
 
 
-def _tree_label(level: int) -> str:
+def tree_label(level: int) -> str:
     return f"binary tree mechanism, w = {1 << level} (Algorithm 3)"
 
 
-def _baseline_label(plan: "RecomputePlan") -> str:
+def baseline_label(plan: "RecomputePlan") -> str:
     return (f"periodic recompute baseline: {plan.releases} discrete Gaussian counts, one every "
             f"{plan.block} steps")
 
@@ -467,7 +410,7 @@ def _level_path(summaries: StreamSummaries, plan: AdaptivePlan, rng) -> tuple[np
     if J == 0:
         return path, ()
     svt = SparseVector(plan.rho_svt, plan.cutoff)
-    noise = (svt.noise_record(_svt_label(plan.cutoff)),)
+    noise = (svt.noise_record(svt_label(plan.cutoff)),)
     level, start = 0, 0
     while level < J and start < T:
         index = svt.first_above(summaries.over_counts[level, start:], float(plan.thresholds[level]), rng)
@@ -495,7 +438,7 @@ def _adaptive(
     for level in np.unique(path):
         tree = BinaryTreeMechanism(T, float(plan.sigmas[level]))  # σ already on the sampler's grid
         release = tree.batch(summaries.z_truncated[level], rng)
-        noise += (tree.noise_record(_tree_label(int(level)), 1 << int(level), relation),)
+        noise += (tree.noise_record(tree_label(int(level)), 1 << int(level), relation),)
         chosen = path == level
         estimates[chosen] = release.estimates[chosen]
     std = plan.sigmas[path] * np.sqrt(nodes_per_step(T).astype(np.float64))
@@ -564,7 +507,7 @@ def _baseline(
         parameters={**plan.to_dict(), "relation": relation},
         notes=tuple(notes),
         relation=relation,
-        noise=(baseline_record(_baseline_label(plan), plan.sigma, plan.releases,
+        noise=(baseline_record(baseline_label(plan), plan.sigma, plan.releases,
                                f"the distinct count every {plan.block} steps"),),
     )
 
@@ -607,25 +550,22 @@ def budget_split(
     max_flippancy: int | None = None,
     relation: str = DEFAULT_RELATION,
 ) -> list[tuple[str, float]]:
-    """The data-independent ledger of ρ for ``method`` (labels and zCDP ρ's, summing to ρ).
-
-    It depends on public parameters only, so a report may print it whatever
-    the data (the adaptive parts say what they *may* spend, not what the path
-    used).
-    """
+    """The data-independent ledger of ρ for ``method`` (labels and zCDP ρ's,
+    summing to ρ): public parameters only; the adaptive parts say what they
+    *may* spend."""
     rho = _checks.positive(rho, "rho")
     horizon = _checks.horizon(horizon)
     if method == "auto":
         return auto_plan(horizon, rho, beta, relation).budget_split()
     if method == "bounded":
-        return [(_bounded_label(max_flippancy), rho)]
+        return [(bounded_label(max_flippancy), rho)]
     if method == "adaptive":
         J = _checks.log2_exact(horizon)
         plan = adaptive_plan(horizon, J, rho, beta, relation=relation)
-        parts = [(_svt_label(plan.cutoff), plan.rho_svt)] if plan.cutoff else []
-        return parts + [(_tree_label(j), plan.rho_tree) for j in range(J + 1)]
+        parts = [(svt_label(plan.cutoff), plan.rho_svt)] if plan.cutoff else []
+        return parts + [(tree_label(j), plan.rho_tree) for j in range(J + 1)]
     if method == "baseline":
-        return [(_baseline_label(recompute_plan(horizon, rho, beta)), rho)]
+        return [(baseline_label(recompute_plan(horizon, rho, beta)), rho)]
     raise ParameterError(f"method must be one of {', '.join(MECHANISMS)}, got {method!r}")
 
 
@@ -648,30 +588,25 @@ def continual_counts(
     """Private estimate of the number of present items at every step, item-level ρ-zCDP.
 
     Releases one integer estimate per step (plus public std / error bounds),
-    under ``relation`` ("subset": the paper's Definition 1.2, default;
-    "item-removal": narrower). Every noise draw is exact integer noise.
+    under ``relation`` ("subset", default, or "item-removal"); every draw is
+    exact integer noise.
 
     Args:
-        summaries: exact ``StreamSummaries`` (from the Spark stage or
-            ``stream_summaries``).
+        summaries: exact ``StreamSummaries`` (Spark stage or ``stream_summaries``).
         rho: zCDP budget, > 0; the whole of it is spent.
-        method: "auto" (default: lazy trees + baseline, no bound needed),
-            "adaptive" (Algorithm 3), "bounded" (Algorithm 1, needs
-            ``max_flippancy``) or "baseline" (periodic recompute, the Theorem
-            3.10 comparison). See the module docstring for each guarantee.
+        method: "auto" (default), "adaptive", "bounded" (needs
+            ``max_flippancy``) or "baseline": module docstring.
         max_flippancy: the bound w for "bounded" (rounded up to a power of two).
         rng: the generator every noise draw comes from.
         beta: failure probability of the ``error_bound`` statement.
         svt_fraction: "adaptive"/"auto", share of ρ for the sparse vector.
         threshold_scale: "adaptive"/"auto", multiplies the thresholds τ_j.
-        block: "baseline" only, release every ``block`` steps (default: the
-            block minimising the stated bound).
+        block: "baseline" only, release every ``block`` steps (default: the best bound).
         relation: the neighbouring relation the guarantee is stated for.
         tree_fraction: "auto" only, share g of the remaining budget per tree.
         tree_levels: "auto" only, force this many trees (None: the crossover rule).
-        max_step_change: "auto" only, a public bound on the count's change per
-            step (default 1, the paper's model; its error_bound rests on it);
-            None: the baseline phase recomputes every step (``auto_plan``).
+        max_step_change: "auto" only, the public bound on the count's change
+            per step its error_bound rests on (None: recompute every step).
     """
     if not isinstance(summaries, StreamSummaries):
         raise ParameterError("summaries must be a StreamSummaries (see dp_spark.mechanisms.continual_distinct.stream_summaries)")
@@ -699,25 +634,20 @@ def continual_counts(
 def counts_by_group(summaries: Iterable[StreamSummaries], rho: float, method: str = DEFAULT_METHOD,
                     max_flippancy: int | None = None, *, rng: np.random.Generator,
                     beta: float = 0.05) -> tuple[ContinualResult, ...]:
-    """Every group's counter: :func:`continual_counts` (``method``, at
-    ``rho``: a grouped release's ρ_g = :func:`group_rho`, the whole ρ for
-    one group) on each group's ``summaries`` in group order, each drawing
-    its noise from ``rng`` in turn. An ungrouped release is the one-group
-    call. Guarantee: the module docstring, "Groups"."""
+    """:func:`continual_counts` on each group's ``summaries`` in group order at
+    ``rho`` (a grouped release's ρ_g = :func:`group_rho`; the whole ρ for one
+    group), drawing from ``rng`` in turn. Guarantee: module docstring, "Groups"."""
     return tuple(continual_counts(s, rho, method, max_flippancy, rng=rng, beta=beta) for s in summaries)
 
 
-# ---------------------------------------------------------------- groups
-#: The relative room ρ_g leaves below ρ/factor for rounding each grouped
-#: step up: float_up(x) < x·(1 + 2^-52) for every float x >= 2^-1022.
+#: The relative room ρ_g leaves below ρ/factor (module docstring, "Rounding").
 ROUNDING_ROOM = Fraction(1, 2**52)
 
 
 def group_factor(method: str, max_groups: int, n_groups: int | None = None) -> int:
-    """The number of groups' worth of budget one item's neighbour can touch:
-    m for "bounded" (trees only), 2m for the others, and never more than
-    ``n_groups`` G, the number of public keys, when known (min(2m, G),
-    min(m, G); module docstring). None: G not known yet (2m / m, sound)."""
+    """How many groups' worth of budget one item's neighbour can touch: m for
+    "bounded", 2m for the others, at most ``n_groups`` G when known (module
+    docstring, "Groups"); None: G not known yet (2m / m, sound)."""
     m = int(max_groups)
     if m < 1:
         raise ParameterError("max_groups must be at least 1")
@@ -731,10 +661,8 @@ def group_factor(method: str, max_groups: int, n_groups: int | None = None) -> i
 
 def group_rho(rho: float, method: str, max_groups: int, n_groups: int | None = None) -> float:
     """ρ_g, each group's counter's budget: the largest float at or below
-    ρ / (``group_factor``·(1 + 2^-52)), so that the grouped steps, each
-    factor·p_i rounded up, never sum above ρ (module docstring,
-    "Rounding"); a few ulps below ρ/factor. A power-of-two factor needs no
-    room: ρ/factor rounded down."""
+    ρ / (``group_factor``·(1 + 2^-52)), or ρ/factor rounded down for a
+    power-of-two factor (module docstring, "Rounding")."""
     factor = group_factor(method, max_groups, n_groups)
     room = 0 if factor & (factor - 1) == 0 else ROUNDING_ROOM  # a power of two: factor·p_i exact
     return float_down(exact(rho) / (factor * (1 + room)))
@@ -749,12 +677,9 @@ def grouped_label(label: str, factor: int) -> str:
 def grouped_budget_split(parts: list[tuple[str, float]], factor: int,
                          total: float | None = None) -> list[tuple[str, float]]:
     """The grouped release's budget split from one group's (``budget_split``
-    at ρ_g = :func:`group_rho`): step i charged c_i = factor·p_i rounded UP
-    (never less than the step spends), and, given ``total`` (the release's
-    ρ, what the plan charges), the last step charged what is left of it, so
-    the steps sum to ρ. Checked exactly (module docstring, "Rounding"):
-    c_i >= factor·p_i and Σ c_i <= ``total``; ParameterError otherwise
-    (public parameters only, before anything is read)."""
+    at ρ_g): step i charged factor·p_i rounded up and, given ``total`` (the
+    release's ρ), the last step what is left of it. Checked exactly (module
+    docstring, "Rounding"); ParameterError otherwise (public parameters only)."""
     factor = int(factor)
     wanted = [exact(part) * factor for _, part in parts]
     charged = [float_up(w) for w in wanted]
@@ -768,11 +693,10 @@ def grouped_budget_split(parts: list[tuple[str, float]], factor: int,
 
 
 def merged_records(per_group: list[tuple], factor: int) -> list:
-    """Every group's noise records as one list: records equal but for their
-    number of draws are merged (their draws added); each is charged to its
-    grouped step (:func:`grouped_label`). With more than one group each is
-    marked ``parallel``: the groups' counters are disjoint parts of the step
-    (their paths, and so their records, differ by group). Public values only."""
+    """Every group's noise records as one list, each charged to its grouped
+    step (:func:`grouped_label`); records equal but for their number of draws
+    are merged. With several groups each is marked ``parallel`` (the groups'
+    counters are disjoint parts of the step). Public values only."""
     merged: dict = {}
     mark = {"parallel": True} if len(per_group) > 1 else {}
     for records in per_group:

@@ -2,28 +2,21 @@
 
 For the streaming job: the driver keeps a ``ContinualCounter``, feeds it the
 exact per-step columns the Spark stage computed for one micro-batch (step t),
-and writes the returned private estimate. ``to_dict`` / ``from_dict`` let a
-restarted query resume without re-drawing released noise and without spending
-the budget again (ρ is spent once, when the counter is created; the state
-records it).
+and writes the returned private estimate. ρ is spent once, when the counter is
+created; ``to_dict`` / ``from_dict`` let a restarted query resume without
+re-drawing released noise or spending the budget again.
 
-Same mechanisms, guarantees and constants as ``continual_counts`` (see
-``dp_spark.mechanisms.continual_distinct.mechanisms`` and ``dp_spark.mechanisms.continual_distinct.auto``): item-level
-ρ-zCDP under ``relation``, exact integer noise, integer estimates. The online
-and batch forms have the same output distribution; draw order differs (tree
-node noise is drawn lazily, when a node is first used). For "auto" the trees
-are started (and charged, under a zCDP filter over the trees' and baseline's
-share) only when the sparse vector reaches them; the checkpoint records which
-were started, so a restored counter never charges or draws them again.
+Same mechanisms, guarantees and constants as ``continual_counts``
+(:mod:`.mechanisms`, :mod:`.auto`): item-level ρ-zCDP under ``relation``,
+exact integer noise, integer estimates, the same output distribution (tree
+node noise is drawn lazily, when a node is first used, so the draw order
+differs). For "auto" a tree is started and charged only when the sparse
+vector reaches it; the checkpoint records which were, so a restored counter
+never charges or draws them again. ``noise_records()`` returns the batch
+form's records, with ``draws`` counting the draws actually made.
 
-Noise as data: ``noise_records()`` returns a ``NoiseDraw`` per part that
-has drawn (the sparse vector, each tree, the baseline), as the batch form
-does, with ``draws`` counting the draws actually made (lazy trees draw only
-the nodes their estimates use). The counts are in the state (each tree's
-``drawn``), so a restored counter reports what an unbroken one does.
-
-The checkpoint holds exact partial sums and the sparse vector's threshold noise:
-store it like the input data and never publish it.
+The checkpoint holds exact partial sums and the sparse vector's threshold
+noise: store it like the input data and never publish it.
 """
 
 from __future__ import annotations
@@ -41,8 +34,12 @@ from dp_spark.mechanisms.continual_distinct.mechanisms import (
     DEFAULT_METHOD,
     MECHANISMS,
     adaptive_plan,
+    baseline_label,
+    bounded_label,
     recompute_plan,
     round_up_flippancy,
+    svt_label,
+    tree_label,
 )
 from dp_spark.mechanisms.continual_distinct.relations import DEFAULT_RELATION, check_relation
 from dp_spark.mechanisms.continual_distinct.svt import SparseVector
@@ -56,14 +53,6 @@ __all__ = ["ContinualCounter", "StepEstimate"]
 
 _STATE_KIND = "dp_spark.mechanisms.continual_distinct.ContinualCounter"
 _STATE_VERSION = 2
-
-# The budget steps the batch form (``continual_counts``) charges its records
-# to, for the methods whose plan has no public label of its own ("auto"'s
-# plan has: ``AutoPlan.budget_split``); the unit tests check they agree.
-_BOUNDED_STEP = "binary tree mechanism (Algorithm 1), flippancy bound w = {w}"
-_SVT_STEP = "sparse vector (Algorithm 2), cutoff {cutoff}"
-_TREE_STEP = "binary tree mechanism, w = {w} (Algorithm 3)"
-_BASELINE_STEP = "periodic recompute baseline: {releases} discrete Gaussian counts, one every {block} steps"
 
 
 @dataclass(frozen=True)
@@ -80,11 +69,11 @@ class StepEstimate:
 class ContinualCounter:
     """Online continual distinct counter ("auto", "adaptive", "bounded" or "baseline").
 
-    ``step(rng, z=..., z_truncated=..., over_counts=...)`` takes the exact
-    values for the next step t: ``z`` (change of the distinct count; needed by
-    "baseline"), ``z_truncated`` and ``over_counts`` (length max_level + 1
-    columns of ``StreamSummaries`` at step t; "bounded" needs ``z_truncated``,
-    "adaptive" both, "auto" all three).
+    ``step(rng, z=..., z_truncated=..., over_counts=...)`` takes step t's exact
+    values: ``z`` (change of the distinct count), ``z_truncated`` and
+    ``over_counts`` (the length max_level + 1 columns of ``StreamSummaries``).
+    "bounded" needs ``z_truncated``, "adaptive" it and ``over_counts``,
+    "baseline" ``z``, "auto" all three.
     """
 
     def __init__(
@@ -292,34 +281,27 @@ class ContinualCounter:
         staleness = (t - self._last_release) * (plan.max_step_change or 0)  # 0: B = 1 without a bound
         return StepEstimate(t, self._held, phase.sigma, phase.sigma * plan.quantile + staleness, None)
 
-    # ------------------------------------------------------------ noise records
     def noise_records(self) -> tuple[NoiseDraw, ...]:
-        """The records (:class:`~dp_spark.noise.records.NoiseDraw`) of every
-        privacy draw made so far, at the batch form's granularity and in its
-        order: the sparse vector (once it has answered a query; ``draws``
-        None, as in the batch form), one record per tree that has drawn node
-        noise (``draws``: the nodes drawn, :meth:`BinaryTreeMechanism.online_noise_record`),
-        then the recompute baseline (``draws``: its releases so far). Each is
-        charged to the budget step the batch form charges it to.
-
-        Built from the counter's state alone (restored by :meth:`from_dict`),
-        so a restored counter reports what an uninterrupted one does. Public
-        values only: scales and sensitivities follow from the configuration,
-        the counts from the released steps (which tree produced each step,
-        which step was a recompute). A tree restored from a state saved before
-        its draws were counted reports ``draws`` None (unknown)."""
+        """The :class:`~dp_spark.noise.records.NoiseDraw` of every privacy draw
+        so far, at the batch form's granularity, order and budget steps: the
+        sparse vector (once it has answered; ``draws`` None), each tree that has
+        drawn (``draws``: nodes drawn), then the baseline (``draws``: releases
+        so far). Built from the state alone, so a restored counter reports what
+        an uninterrupted one does; public values only (they follow from the
+        configuration and the released steps). A tree restored from a state
+        without a draw count reports ``draws`` None."""
         records: list[NoiseDraw] = []
         if self._method == "bounded":
-            records += self._tree_records({self._w.bit_length() - 1: _BOUNDED_STEP.format(w=self._w)})
+            records += self._tree_records({self._w.bit_length() - 1: bounded_label(self._w)})
         elif self._method == "adaptive":
             if self._svt is not None and self._svt.queries_answered:
-                records.append(self._svt.noise_record(_SVT_STEP.format(cutoff=self._plan.cutoff)))
-            records += self._tree_records({j: _TREE_STEP.format(w=1 << j) for j in range(len(self._trees))})
+                records.append(self._svt.noise_record(svt_label(self._plan.cutoff)))
+            records += self._tree_records({j: tree_label(j) for j in range(len(self._trees))})
         elif self._method == "baseline":
             plan = self._recompute
             draws = -(-self._t // plan.block)  # one draw at each of the steps 1, 1 + B, ... so far
             if draws:
-                records.append(baseline_record(_BASELINE_STEP.format(releases=plan.releases, block=plan.block),
+                records.append(baseline_record(baseline_label(plan),
                                                plan.sigma, draws, f"the distinct count every {plan.block} steps"))
         else:
             records += self._auto_records()
@@ -337,9 +319,7 @@ class ContinualCounter:
         return out
 
     def _tree_may_have_drawn(self, level: int) -> bool:
-        """For a tree whose draw count is unknown (an old state): whether it can
-        have drawn: "bounded" after step 1; "auto" if started; "adaptive" if
-        the sparse vector's level has reached it (levels only rise)."""
+        """Whether a tree with an unknown draw count (an old state) can have drawn."""
         if self._method == "bounded":
             return self._t > 0
         if self._method == "auto":
@@ -394,7 +374,7 @@ class ContinualCounter:
             raise ParameterError(f"state version must be {_STATE_VERSION}; re-create the checkpoint")
         config = dict(state["config"])
         method = config.pop("method", None)
-        legacy = config.pop("mechanism", None)  # a counter saved before issue 23 named the method "mechanism"
+        legacy = config.pop("mechanism", None)  # older states name the method "mechanism"
         counter = cls(
             config.pop("horizon"), config.pop("rho"), legacy if method is None else method,
             config.pop("max_flippancy"), **config

@@ -1,35 +1,32 @@
 """Sparse vector technique (online, with a cutoff) under zCDP.
 
 Stands in for Algorithm 2 of Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith
-(NeurIPS 2023), whose constants are not legible in the seed text. This is the
-standard construction: c rounds of AboveThreshold (Dwork–Roth, "The
-Algorithmic Foundations of Differential Privacy", Algorithm 1 / Theorem 3.23),
-each with its own fresh noisy threshold, halting after the c-th "above".
+(NeurIPS 2023), whose constants are not legible in the seed text: c rounds of
+AboveThreshold (Dwork–Roth, "The Algorithmic Foundations of Differential
+Privacy", Algorithm 1 / Theorem 3.23), each with a fresh noisy threshold,
+halting after the c-th "above". Per round (parameter ε₀), with exact
+discrete Laplace noise and integer queries q:
+    threshold offset η ~ Lap_Z(b₁), b₁ = 2/ε₀ (drawn at the round's first query)
+    each query       ν ~ Lap_Z(b₂), b₂ = 4/ε₀; "above" iff q + ν ≥ ⌈τ⌉ + η
+(b₁, b₂ rounded *up* onto the grid 2^−10: never less noise; for integer
+q + ν − η, "≥ τ" and "≥ ⌈τ⌉" agree).
 
-Per round (privacy parameter ε₀), with exact integer noise (discrete Laplace,
-``dp_spark.noise.discrete_laplace_batch``) and integer queries q:
-    noisy threshold offset  η  ~ Lap_Z(b₁), b₁ = 2/ε₀  (drawn at the round's first query)
-    each query              ν  ~ Lap_Z(b₂), b₂ = 4/ε₀;  answer "above" iff q + ν ≥ ⌈τ⌉ + η
-    (b₁, b₂ rounded *up* onto the grid 2^−10, ``rational_scale``: never less noise)
-    an "above" ends the round. (For integer q + ν − η, "≥ τ" and "≥ ⌈τ⌉" agree.)
+Guarantee: for sensitivity-1 queries (chosen adaptively, thresholds from
+earlier answers only) each round is (1/b₁ + 2/b₂) ≤ ε₀-DP (Dwork–Roth Thm
+3.23; its proof shifts η by 1 and each ν by 2, integer shifts under which
+the discrete Laplace's ratio is at most exp(1/b), as for the continuous one),
+hence ε₀²/2-zCDP (Bun–Steinke 2016, Prop. 1.4); c rounds compose to
+c·ε₀²/2, so ε₀ = sqrt(2ρ/c) makes the whole ρ-zCDP (an unfinished round is
+charged in full). [Standard constants, not confirmed against the paper's
+Algorithm 2 / Theorem 3.7.]
 
-Guarantee. For queries of sensitivity 1 under the neighbouring relation (chosen
-adaptively, and thresholds τ chosen from earlier answers only), each round is
-(1/b₁ + 2/b₂) ≤ ε₀-DP (Dwork–Roth Thm 3.23; its proof shifts η by 1 and each ν
-by 2, integer shifts under which the discrete Laplace's probability ratio is
-at most exp(1/b), exactly as for the continuous one), hence ε₀²/2-zCDP (Bun–Steinke 2016, Prop. 1.4);
-the c rounds compose to c·ε₀²/2-zCDP. We set ε₀ = sqrt(2ρ/c), so the whole
-sparse vector is ρ-zCDP. (A round left unfinished at the end of the stream
-costs no more than a finished one; the full ρ is charged.) [Constants are the
-standard ones, not confirmed against the paper's Algorithm 2 / Theorem 3.7.]
+Accuracy (Dwork–Roth Thm 3.24, union over c rounds): with probability
+≥ 1 − β, over at most k queries every "below" has q < τ + α and every "above"
+q ≥ τ − α, α = 2·b₂·ln(4ck/β) (the discrete Laplace tail
+P[|X| ≥ x] ≤ 2·exp(−x/b) costs the factor 2 in the log).
 
-Accuracy (Dwork–Roth Thm 3.24, union over c rounds): with probability ≥ 1 − β,
-over at most k queries every "below" answer has q < τ + α and every "above"
-has q ≥ τ − α, with α = 2·b₂·ln(4ck/β) (``alpha``; the discrete Laplace's tail
-P[|X| ≥ x] ≤ 2·exp(−x/b) costs the extra factor 2 inside the log).
-
-State (``to_dict``) includes the current round's threshold noise η, which must
-stay secret: store checkpoints like the input data, never publish them.
+``to_dict`` includes the current round's threshold noise η, which must stay
+secret: store checkpoints like the input data, never publish them.
 """
 
 from __future__ import annotations
@@ -57,11 +54,9 @@ _STATE_VERSION = 2
 class SparseVector:
     """Online sparse vector technique with cutoff c, ρ-zCDP for sensitivity-1 queries.
 
-    ``query(value, threshold, rng)`` returns True ("above") or False
-    ("below"). After c "above" answers the instance halts and further queries
-    raise ``ParameterError``. ``first_above`` answers a fixed run of queries
-    at once (same distribution as calling ``query`` on each until the first
-    "above").
+    ``query`` answers True ("above") or False; after c "above" answers further
+    queries raise ``ParameterError``. ``first_above`` answers a run of queries
+    at once (same distribution as ``query`` on each until the first "above").
     """
 
     def __init__(self, rho: float, cutoff: int) -> None:
@@ -92,10 +87,8 @@ class SparseVector:
         return rational_scale(ratio_up(2.0, self._epsilon))
 
     def noise_record(self, step: str) -> NoiseDraw:
-        """The record of this sparse vector's draws (discrete Laplace b₂ per
-        query, b₁ per round's threshold; how many queries it answered follows
-        from the released path only in part, so ``draws`` is None), on
-        queries of sensitivity 1."""
+        """The record of this sparse vector's draws on sensitivity-1 queries
+        (b₂ per query, b₁ per round; ``draws`` None: the path reveals it only in part)."""
         b2 = float(self.query_scale)
         return NoiseDraw(step, "sparse-vector", scale=b2, std=discrete_laplace_std(b2), sensitivity=1.0,
                          draws=None, target="the number of items above each flippancy bound, per step",
@@ -151,14 +144,10 @@ class SparseVector:
     def first_above(
         self, values: object, threshold: float, rng: np.random.Generator, chunk: int = 4096
     ) -> int | None:
-        """Answer the queries ``values`` in order until the first "above".
-
-        Returns the 0-based index of the first "above" (the round ends there;
-        later values are not queried) or None if all were "below". The values
-        must not depend on answers given inside this call (they are all
-        "below" by construction), so this is the same mechanism as repeated
-        ``query`` calls; only the number of noise draws consumed differs.
-        """
+        """Answer ``values`` in order until the first "above"; its 0-based
+        index (the round ends there), or None if all were "below". The values
+        must not depend on answers given inside this call; only the number of
+        noise draws consumed differs from repeated ``query`` calls."""
         check_rng(rng)
         array = integer_vector(values, "values")
         threshold = math.ceil(_checks.finite_number(threshold, "threshold"))

@@ -1,51 +1,31 @@
 """Binary tree mechanism with discrete Gaussian noise (continual prefix sums).
 
-The binary tree (a.k.a. hierarchical) mechanism of Dwork, Naor, Pitassi and
-Rothblum (STOC 2010) and Chan, Shi and Song (2010/2011), in the form used by
-Algorithm 1 of Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith, "Counting
-Distinct Elements in the Turnstile Model with Differential Privacy under
-Continual Observation" (NeurIPS 2023; Definitions 3.3 and 3.4 there).
+Dwork, Naor, Pitassi and Rothblum (STOC 2010) and Chan, Shi and Song
+(2010/2011), in the form of Algorithm 1 of Jain, Kalemaj, Raskhodnikova,
+Sivakumar, Smith (NeurIPS 2023; Definitions 3.3 and 3.4 there).
 
-Tree. For a horizon T = 2^k the tree has L = k + 1 levels. Level i (0 = leaves)
-partitions [1, T] into the T / 2^i dyadic intervals ((n-1)·2^i, n·2^i]. Every
-node I gets its own independent draw Z_I from the discrete Gaussian N_Z(0, σ²)
-(exact integer sampler, ``dp_spark.noise.discrete_gaussian_batch``; the input
-z is integer, so every node value and every estimate is an exact integer —
-no floating-point noise ever touches a released statistic) and releases
-``sum(z[t] for t in I) + Z_I``. The estimate at step t is the sum of the noisy
-nodes of the dyadic decomposition of [1, t] (Definition 3.3): one node at every
-level i whose bit is set in t, namely the node ending at ⌊t / 2^i⌋·2^i. So the
-estimate at t carries popcount(t) ≤ L independent draws and its noise has
-standard deviation at most σ·sqrt(popcount(t)) (``output_std``; the discrete
-Gaussian's variance is at most σ²).
+For T = 2^k the tree has L = k + 1 levels; level i (0 = leaves) partitions
+[1, T] into the dyadic intervals ((n-1)·2^i, n·2^i]. Every node I releases
+``sum(z[t] for t in I) + Z_I`` with an independent Z_I ~ N_Z(0, σ²) (exact
+integer sampler; z is integer, so every estimate is an exact integer). The
+estimate at t sums the nodes of the dyadic decomposition of [1, t], one per
+set bit of t: popcount(t) ≤ L draws, noise std ≤ σ·sqrt(popcount(t))
+(``output_std``).
 
-Privacy (a sensitivity statement, proved where it is used). Releasing all node
-values is the Gaussian mechanism on the vector of all node sums, so if every
-neighbouring input changes that vector by at most Δ₂ in ℓ2, the release is
-Δ₂²/(2σ²)-zCDP (Canonne–Kamath–Steinke 2020, Theorem 4: the discrete
-Gaussian has the continuous one's zCDP bound) and every estimate is
-post-processing. σ² is the exact rational ``sigma2`` (rounded *up* onto a
-binary grid by ``rational_sigma2``, so the cost never exceeds the plan). For Algorithm 1 (``sigma_for_flippancy``): for the
-flippancy-truncated difference stream Δ₂² ≤ κ·w·L, with κ = 4 for the paper's
-item-level relation (any subset of one item's events replaced by no-ops) and
-κ = 1 for the narrower whole-item removal, so σ² = κ·w·L/(2ρ) gives ρ-zCDP
-(proof in ``dp_spark.mechanisms.continual_distinct.relations``; both bounds are tested on random
-neighbouring streams in ``tests/unit/test_continual.py``).
+Privacy: releasing all nodes is the Gaussian mechanism on the vector of node
+sums, so if a neighbour moves it by at most Δ₂ in ℓ2 the release is
+Δ₂²/(2σ²)-zCDP (Canonne–Kamath–Steinke 2020, Theorem 4) and every estimate is
+post-processing. σ² is exact and rounded *up* onto the sampler's grid
+(``rational_sigma2``). For Algorithm 1, Δ₂² ≤ κ·w·L on the w-truncated
+difference stream (κ = 4 "subset", 1 "item-removal"; proof in
+:mod:`.relations`), so σ² = κ·w·L/(2ρ) gives ρ-zCDP.
 
-Draw order (so the online and the batch forms agree for the same generator):
-at step t the nodes that end at t are completed, for levels 0, 1, ..., v(t)
-where 2^v(t) is the largest power of two dividing t, and each gets one draw
-in that level order. ``batch`` draws all 2T − 1 in one vectorised call (same
-distribution; the rejection sampler consumes the generator differently, so the
-online and batch forms agree in distribution, not draw for draw).
-
-Online state (``BinaryTreeMechanism``) is O(L): for each level the exact sum of
-the still-open node and the noisy value of the last completed node, which is
-all the dyadic decomposition of any later prefix needs. ``to_dict`` /
-``from_dict`` checkpoint it without re-drawing released noise. A tree may be
-started late (``start_at``): its node noise is drawn only when a node is first
-used, which gives the same joint distribution as drawing it up front. The state holds
-exact (non-private) partial sums: store it like the input data, never publish it.
+``batch`` draws all 2T − 1 nodes in one call; the online form draws a node's
+noise when an estimate first uses it (same joint distribution, different
+draw order), keeping O(L) state (per level the open node's exact sum and the
+last completed node), which ``to_dict`` / ``from_dict`` checkpoint without
+re-drawing released noise. The state holds exact (non-private) partial sums:
+store it like the input data, never publish it.
 """
 
 from __future__ import annotations
@@ -94,12 +74,8 @@ def nodes_per_step(horizon: int) -> np.ndarray:
 
 
 def node_sums(z: object) -> list[np.ndarray]:
-    """Exact node sums of the tree over ``z`` (length a power of two).
-
-    Entry ``[i][n]`` is ``sum(z[n*2^i : (n+1)*2^i])`` (0-based), the node of
-    level i covering steps n·2^i + 1 .. (n+1)·2^i. This is the vector the
-    Gaussian noise protects; tests use it to check the ℓ2 sensitivity.
-    """
+    """Exact node sums over ``z`` (length a power of two): ``[i][n]`` is
+    ``sum(z[n*2^i : (n+1)*2^i])``, the vector the noise protects."""
     array = np.asarray(z)
     if array.dtype.kind not in "iub":
         array = array.astype(np.float64)
@@ -110,10 +86,8 @@ def node_sums(z: object) -> list[np.ndarray]:
 
 
 def integer_vector(values: object, name: str, length: int | None = None) -> np.ndarray:
-    """Return ``values`` as an int64 array after checking every entry is an integer.
-
-    The tree adds integer noise to integer sums; a non-integral input is
-    refused (the message quotes no entry: entries are data-derived)."""
+    """``values`` as int64, refused unless every entry is an integer (the
+    message quotes no entry: entries are data-derived)."""
     array = np.asarray(values)
     if array.dtype.kind not in "iub":
         floats = _checks.finite_vector(array, name)
@@ -129,12 +103,8 @@ def integer_vector(values: object, name: str, length: int | None = None) -> np.n
 
 
 def sigma2_for_flippancy(horizon: int, rho: float, flippancy_bound: int, relation: str = "subset") -> Fraction:
-    """σ² = κ·w·L/(2ρ), computed exactly and rounded up by ``rational_sigma2``.
-
-    κ·w·L bounds the ℓ2² sensitivity of the node vector (κ = 4 for the paper's
-    relation "subset", 1 for "item-removal"; ``dp_spark.mechanisms.continual_distinct.relations``)
-    and the discrete Gaussian with σ² ≥ Δ₂²/(2ρ) is ρ-zCDP.
-    """
+    """σ² = κ·w·L/(2ρ), exact and rounded up by ``rational_sigma2``: ρ-zCDP
+    for the node vector's ℓ2² sensitivity κ·w·L (:mod:`.relations`)."""
     levels = num_levels(horizon)
     rho = _checks.positive(rho, "rho")
     w = _checks.integer(flippancy_bound, "flippancy_bound", 1)
@@ -172,14 +142,10 @@ def _draw_positions(horizon: int) -> list[np.ndarray]:
 
 @dataclass(frozen=True)
 class TreeRelease:
-    """Result of one batch run of the tree mechanism.
-
-    ``estimates[t-1]`` is the noisy prefix sum at step t (int64); ``std[t-1]``
-    bounds the standard deviation of its noise, σ·sqrt(popcount(t)).
-    ``node_noise[i]`` holds the draws Z_I of level i in node order (for tests;
-    never publish it next to the estimates of a real release — it would let
-    anyone remove the noise).
-    """
+    """One batch run: ``estimates[t-1]`` the noisy prefix sum at step t
+    (int64), ``std[t-1]`` = σ·sqrt(popcount(t)). ``node_noise[i]``: level i's
+    draws, for tests only (published next to the estimates it would remove
+    the noise)."""
 
     estimates: np.ndarray
     std: np.ndarray
@@ -202,17 +168,12 @@ def _as_sigma2(sigma: object = None, sigma2: object = None) -> Fraction:
 
 
 class BinaryTreeMechanism:
-    """Binary tree mechanism for continual prefix sums, discrete Gaussian noise N_Z(0, σ²) per node.
+    """Binary tree mechanism for continual prefix sums, N_Z(0, σ²) per node.
 
-    Online use: call ``step(z_t, rng)`` once per step t = 1..T (z_t an
-    integer); it returns the noisy prefix sum of z_1..z_t (an int). Batch use:
-    ``batch(z, rng)`` on the whole length-T integer array.
-
-    Guarantee: the mechanism is Δ₂²/(2σ²)-zCDP for any neighbouring relation
-    under which the vector of all node sums (``node_sums``) moves by at most Δ₂
-    in ℓ2. Build it with ``for_flippancy(horizon, rho, w, relation)`` to get
-    Algorithm 1 of Jain et al. (NeurIPS 2023): σ² = κ·w·L/(2ρ), item-level
-    ρ-zCDP when fed the w-truncated difference stream.
+    Online: ``step(z_t, rng)`` once per step t = 1..T returns the noisy
+    prefix sum at t; batch: ``batch(z, rng)``. Δ₂²/(2σ²)-zCDP when the node
+    vector (``node_sums``) moves by at most Δ₂ in ℓ2; ``for_flippancy`` gives
+    Algorithm 1 (item-level ρ-zCDP on the w-truncated difference stream).
     """
 
     def __init__(self, horizon: int, sigma: float | None = None, *, sigma2: object = None) -> None:
@@ -262,20 +223,14 @@ class BinaryTreeMechanism:
                          parameters={"levels": self._levels, "flippancy_bound": int(flippancy_bound), "norm": 2})
 
     def online_noise_record(self, step: str, flippancy_bound: int, relation: str = "subset") -> NoiseDraw:
-        """The record of the online form's draws so far: the same record as
-        :meth:`noise_record` (same step, scale, sensitivity, target), with
-        ``draws`` the number of node noises :meth:`estimate` has drawn (each
-        node is drawn once, when an estimate first uses it: T nodes after all
-        T steps of a tree used at every step, against the batch form's
-        2T − 1). The count follows from the public steps at which the tree
-        was used. ``draws`` is None when unknown (a state saved before the
-        count was kept)."""
+        """:meth:`noise_record` with ``draws`` the node noises :meth:`estimate`
+        has drawn (a function of the public steps the tree was used at; None
+        when unknown, a state saved before the count was kept)."""
         return replace(self.noise_record(step, flippancy_bound, relation), draws=self._drawn)
 
     @property
     def drawn(self) -> int | None:
-        """Node noises drawn by the online form so far (None: unknown, restored
-        from a state saved before the count was kept)."""
+        """Node noises drawn by the online form so far (None: unknown)."""
         return self._drawn
 
     @property
@@ -287,7 +242,6 @@ class BinaryTreeMechanism:
         """σ·sqrt(popcount(t)) for t = 1..T: a bound on every estimate's noise std."""
         return self.sigma * np.sqrt(nodes_per_step(self._horizon).astype(np.float64))
 
-    # ------------------------------------------------------------------ online
     def advance(self, z_t: int) -> None:
         """Feed z_t for the next step without releasing anything (no noise drawn)."""
         value = integer_vector([z_t], "z_t")[0]
@@ -323,24 +277,15 @@ class BinaryTreeMechanism:
         return int(sum(self._last_sum[level] + self._last_noise[level] for level in used))
 
     def step(self, z_t: int, rng: np.random.Generator) -> int:
-        """Feed z_t for the next step t and return the noisy prefix sum at t.
-
-        Each node's discrete Gaussian is drawn once, when the node is first
-        used by an estimate; nothing already drawn is ever re-drawn.
-        """
+        """Feed z_t for the next step t and return the noisy prefix sum at t."""
         check_rng(rng)
         self.advance(z_t)
         return self.estimate(rng)
 
     def to_dict(self) -> dict:
-        """Checkpointable online state (JSON-serialisable).
-
-        Holds the exact partial sums of open nodes and of the last completed
-        node per level (non-private: protect it like the input) and the noise
-        of those completed nodes already drawn, and how many node noises the
-        online form has drawn (``drawn``, public: it follows from the steps
-        at which the tree was used; read as unknown when absent).
-        """
+        """Checkpointable online state (JSON): exact partial sums (non-private:
+        protect it like the input), the drawn noise of completed nodes, and
+        ``drawn`` (public)."""
         return {
             "kind": _STATE_KIND,
             "version": _STATE_VERSION,
@@ -379,13 +324,9 @@ class BinaryTreeMechanism:
         mech._drawn = None if drawn is None else _checks.integer(drawn, "state['drawn']", 0, 2 * mech._horizon - 1)
         return mech
 
-    # ------------------------------------------------------------------- batch
     def batch(self, z: object, rng: np.random.Generator) -> TreeRelease:
-        """Run the mechanism on the whole integer stream z (length T) at once.
-
-        Independent of the online state (does not advance it). Draws the
-        2T − 1 node noises in one vectorised call (step-major order).
-        """
+        """Run on the whole integer stream z (length T): all 2T − 1 node noises
+        in one call, step-major order; the online state is untouched."""
         check_rng(rng)
         values = integer_vector(z, "z", self._horizon)
         sums = node_sums(values)
