@@ -1,18 +1,9 @@
-"""Private count release, mechanism layer (pure numpy/scipy, no pyspark).
-
-Rogers, "Private Count Release: A Simple and Scalable Approach for Private
-Data Analytics" (arXiv 2403.05073); ALGORITHMS.md 5.2-5.3.
-
-- :mod:`.loop`: Private Count Release (Algorithm 2), δ-approximate ρ-zCDP:
-  Unknown Domain Gumbel top-1 with growing ε under a privacy filter, then
-  discrete Gaussian noise on the found count; no contribution bound.
-- :mod:`.bounded`: the contribution-bounding ("Plume") baseline's mechanism
-  half, δ-approximate ρ-zCDP: calibration, Gaussian-threshold partition
-  selection and discrete Gaussian counts (pure functions the Spark stage
-  calls inside mapInPandas with an explicit noise key), threshold
-  T = (2+r)σ/r.
-- :mod:`.keyed`: noise keyed per item (keyed BLAKE2b), so draws made inside
-  Spark do not depend on partitioning, batching or task retries.
+"""Private count release, mechanism layer (pure numpy/scipy): Rogers, "Private
+Count Release: A Simple and Scalable Approach for Private Data Analytics"
+(arXiv 2403.05073); ALGORITHMS.md 5.2-5.3. :mod:`.loop`: Private Count Release
+(Algorithm 2), δ-approximate ρ-zCDP, no contribution bound; :mod:`.bounded`:
+the contribution-bounding ("Plume") baseline, δ-approximate ρ-zCDP;
+:mod:`.keyed`: noise keyed per item for draws made inside Spark.
 """
 
 from dp_spark.mechanisms.count_release.bounded import (

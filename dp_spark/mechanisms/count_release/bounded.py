@@ -2,40 +2,31 @@
 Rogers 2024, Section 4; ALGORITHMS.md 5.3): its mechanism half, numpy only.
 
 The Spark stage keeps, per person, at most m distinct items (a salted-hash,
-uniformly random-looking choice), so the vector of per-item counts has L2
-sensitivity sqrt(m) and L-infinity sensitivity 1. Then, with budget (ρ, δ)
-split by α:
+uniformly random-looking choice), so the per-item count vector has L2
+sensitivity sqrt(m) and L-infinity sensitivity 1. With budget (ρ, δ) split by α:
 
-1. Partition selection by Gaussian thresholding (share α·ρ, all of δ): every
-   item present in the bounded data gets count + N(0, σ_s²),
-   σ_s = sqrt(m / (2αρ)), and is kept if that exceeds
-   τ = 1 + σ_s·Φ⁻¹(1 − δ/m). The noise is drawn inside Spark (mapInPandas)
-   by :func:`gaussian_threshold_select`, a pure function of the items, their
-   counts and a secret key: each item's draw is keyed by the item itself
-   (:mod:`dp_spark.mechanisms.count_release.keyed`), so it does not depend on partitioning and a
-   re-evaluated or retried task selects the same items. Guarantee:
-   δ-approximate (αρ)-zCDP — the noisy vector over the items of both
-   neighbours is a Gaussian mechanism (ρ = m/(2σ_s²)); the added person's at
-   most m new items (count 1, absent from the other data set) clear τ with
-   probability at most m·P[N(0, σ_s²) > τ − 1] = δ, and on the complement
-   the two outputs are post-processings of that Gaussian mechanism.
-2. Counts of the selected items (share (1 − α)·ρ): the data restricted to the
-   selected items is bounded again to m items per person and every selected
-   item's count (0 if no kept row holds it) gets exact discrete Gaussian
-   noise N_Z(0, σ_c²), σ_c = sqrt(m/(2(1−α)ρ)): ((1 − α)ρ)-zCDP. Drawn
-   inside Spark too (:func:`keyed_noisy_counts`, one generator per item
-   seeded by the item's keyed digest), so the driver only ever receives the
-   released (item, noisy count) rows.
+1. Partition selection by Gaussian thresholding (α·ρ, all of δ): every item
+   present in the bounded data gets count + N(0, σ_s²), σ_s = sqrt(m/(2αρ)),
+   and is kept if that exceeds τ = 1 + σ_s·Φ⁻¹(1 − δ/m). Drawn inside Spark
+   by :func:`gaussian_threshold_select`, keyed by the item
+   (:mod:`.keyed`), so a re-evaluated or retried task selects the same items.
+   δ-approximate (αρ)-zCDP: the noisy vector over both neighbours' items is a
+   Gaussian mechanism (ρ = m/(2σ_s²)); the added person's at most m new items
+   (count 1) clear τ with probability at most m·P[N(0, σ_s²) > τ − 1] = δ,
+   and on the complement both outputs are post-processings of it.
+2. Counts of the selected items ((1 − α)·ρ): the data restricted to them is
+   bounded again to m items per person and each selected item's count (0 if
+   no kept row holds it) gets exact N_Z(0, σ_c²), σ_c = sqrt(m/(2(1−α)ρ)):
+   ((1 − α)ρ)-zCDP. Drawn inside Spark too (:func:`keyed_noisy_counts`), so
+   the driver only receives the released (item, noisy count) rows.
 3. Optional threshold (post-processing): drop noisy counts below
    T = (2 + r)·σ_c / r, so that (h~ + σ)/(h~ − σ) <= 1 + r for the rest.
 
-Total: δ-approximate ρ-zCDP (composition, Bun–Steinke 2016). Differences
-from the seed: the same m is used for both boundings (the seed recomputes a
-percentile m' on the restricted data, which is not private); sensitivity
-sqrt(m) in step 2, as the seed does (conservative). The selection uses
-floating-point Gaussian noise (Φ⁻¹ of a 53-bit keyed uniform: each item's
-keep/drop probability is the idealised one up to 2⁻⁵³); the released counts
-use the exact integer sampler.
+Total: δ-approximate ρ-zCDP (composition, Bun–Steinke 2016). Unlike the seed,
+both boundings use the same m (the seed's percentile m' on the restricted
+data is not private); step 2 uses sensitivity sqrt(m), as the seed does. The
+selection's floating-point noise (Φ⁻¹ of a 53-bit keyed uniform) gives each
+item the idealised keep probability up to 2⁻⁵³.
 """
 
 from __future__ import annotations
@@ -95,10 +86,8 @@ class BoundedPlan:
 
     @property
     def noise(self) -> tuple[NoiseDraw, NoiseDraw]:
-        """The records of the two keyed draws made inside Spark (steps
-        "selection" and "counts"): N(0, σ_s²) per item of the bounded data and
-        N_Z(0, σ_c²) per selected item (how many is not a public number:
-        ``draws`` None), on counts of ℓ2 sensitivity sqrt(m)."""
+        """The records of the two keyed draws made inside Spark ("selection",
+        "counts"; ``draws`` None: not public), on counts of ℓ2 sensitivity sqrt(m)."""
         sensitivity = math.sqrt(self.max_items)
         return (
             NoiseDraw("selection", "gaussian", scale=self.selection_sigma, std=self.selection_sigma,
@@ -127,12 +116,11 @@ def gaussian_sigma_for(l2_squared: int, rho: float) -> float:
 
 def bounded_plan(rho: float, delta: float, max_items: int, alpha: float = 0.5,
                  relative_error: float = 0.1) -> BoundedPlan:
-    """Calibrate the baseline: σ_s, τ, σ_c and T (see the module docstring).
+    """Calibrate the baseline: σ_s, τ, σ_c and T (module docstring).
 
     ρ > 0, δ in (0, 1), m >= 1 whole, α in (0, 1), r > 0; ParameterError
-    otherwise. ρ_selection = m/(2σ_s²) <= αρ and ρ_counts = m/(2σ_c²) <=
-    ρ − αρ exactly on the floats (σ rounded up, shares rounded down; the two
-    shares sum to at most ρ exactly).
+    otherwise. m/(2σ_s²) <= αρ and m/(2σ_c²) <= ρ − αρ exactly (σ rounded
+    up, shares rounded down, summing to at most ρ).
     """
     rho = checks.positive(rho, "rho")
     delta = checks.open_unit(delta, "delta")
@@ -167,24 +155,19 @@ def _items_and_counts(items, counts):
 
 def gaussian_threshold_select(items, counts, *, sigma: float, threshold: float,
                               key: tuple[int, ...]) -> np.ndarray:
-    """Step 1 for one batch of items (run inside Spark, in mapInPandas):
-    the boolean mask ``counts + N(0, sigma²) > threshold``, where each
-    item's Gaussian draw is keyed by (``key``, the item)
-    (:func:`dp_spark.mechanisms.count_release.keyed.keyed_normals`, stream
-    :data:`SELECTION_STREAM`): one draw per item whatever the batching.
-    ``items``: distinct strings or integers. Pure numpy."""
+    """Step 1 for one batch of distinct (string or integer) items, inside
+    Spark: the mask ``counts + N(0, sigma²) > threshold``, each draw keyed by
+    (``key``, item, :data:`SELECTION_STREAM`), so one per item whatever the batching."""
     items, counts = _items_and_counts(items, counts)
     noise = float(sigma) * keyed_normals(items, key, SELECTION_STREAM)
     return counts.astype(np.float64) + noise > float(threshold)
 
 
 def keyed_noisy_counts(items, counts, *, sigma: float, key: tuple[int, ...]) -> np.ndarray:
-    """Step 2 for one batch of items (run inside Spark, in mapInPandas):
-    int64 ``counts`` plus exact discrete Gaussian noise N_Z(0, sigma²)
-    (Canonne–Kamath–Steinke 2020), each item's draw from its own generator
-    keyed by (``key``, the item) (:func:`dp_spark.mechanisms.count_release.keyed.item_generator`,
-    stream :data:`COUNT_STREAM`), so one draw per item whatever the batching.
-    (m/(2σ²))-zCDP for a count vector of L2 sensitivity sqrt(m)."""
+    """Step 2 for one batch of items, inside Spark: int64 ``counts`` plus
+    exact N_Z(0, sigma²) (Canonne–Kamath–Steinke 2020) from a generator keyed
+    by (``key``, item, :data:`COUNT_STREAM`); (m/(2σ²))-zCDP for a count
+    vector of L2 sensitivity sqrt(m)."""
     items, counts = _items_and_counts(items, counts)
     counts = counts.astype(np.int64)
     noise = np.fromiter((discrete_gaussian(sigma, item_generator(x, key, COUNT_STREAM)) for x in items),

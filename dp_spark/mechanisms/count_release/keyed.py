@@ -1,32 +1,17 @@
-"""Noise keyed per item, for mechanisms whose draws happen inside Spark
-(numpy and the standard library only; no pyspark, no pandas).
+"""Noise keyed per item, for mechanisms whose draws happen inside Spark (numpy only).
 
-A noise draw made inside a distributed stage must not depend on how rows
-are partitioned or batched, nor change when Spark re-runs a task or
-evaluates the same DataFrame twice (a DataFrame used in two places of a
-plan is computed twice). Otherwise one item could receive two different
-noise draws, and the privacy analysis, which assumes one draw per item,
-would no longer hold. Here every item's noise is a pure function of
-
-* a secret 128-bit ``key`` (:func:`noise_key`, drawn from the release's
-  OS-seeded generator; a seeded generator, for tests only, gives a
-  reproducible key),
-* a ``stream`` name that separates purposes (selection noise and count
-  noise never share a draw), and
-* the item's value, encoded injectively (:func:`encode_item`),
-
-through keyed BLAKE2b (a pseudorandom function, RFC 7693): distinct items
-get independent-looking draws, the same item always gets the same one, and
-no one without the key can predict them. Two uses:
-
-* :func:`keyed_normals` — one N(0, 1) draw per item, vectorised: the first
-  64 bits of the item's digest give a uniform u in (0, 1) on a 2⁻⁵³ grid,
-  and the draw is Φ⁻¹(u) (floating point: the guarantee is that of the
-  idealised Gaussian mechanism, like every floating-point sampler in
-  dp_spark);
-* :func:`item_generator` — a ChaCha20 ``numpy.random.Generator`` keyed by
-  the item's 256-bit digest, for exact samplers that consume a stream of bits
-  (the discrete Gaussian of :func:`dp_spark.noise.discrete_gaussian`).
+A draw made inside a distributed stage must not depend on partitioning or
+batching, nor change when Spark re-runs a task or evaluates a DataFrame twice:
+otherwise one item could get two draws, against the privacy analysis's one.
+So every item's noise is keyed BLAKE2b (a pseudorandom function, RFC 7693) of
+a secret 128-bit ``key`` (:func:`noise_key`, from the release's OS-seeded
+generator), a ``stream`` name separating purposes (selection and count noise
+never share a draw) and the item encoded injectively (:func:`encode_item`):
+the same item always gets the same draw, and no one without the key can
+predict it. :func:`keyed_normals` gives one N(0, 1) per item (Φ⁻¹ of a
+uniform on a 2⁻⁵³ grid: the idealised Gaussian mechanism's guarantee, like
+every floating-point sampler here); :func:`item_generator` a ChaCha20
+generator per item, for exact samplers (:func:`dp_spark.noise.discrete_gaussian`).
 """
 
 from __future__ import annotations
@@ -110,11 +95,8 @@ def keyed_normals(items, key, stream: str) -> np.ndarray:
 
 def item_generator(item, key, stream: str) -> np.random.Generator:
     """A generator for one item, keyed by its 256-bit digest: the same
-    stream for the same (key, stream, item), unrelated streams otherwise.
-
-    ChaCha20 (:data:`dp_spark.noise.rng.SECURE_ROUNDS` rounds) with the
-    digest as its 256-bit key: a pseudorandom function's output keying a
-    stream cipher, so the draws are as unpredictable as the secret key
-    (issue 21 §4; before, numpy's PCG64, not a cryptographic generator)."""
+    stream for the same (key, stream, item), unrelated streams otherwise:
+    ChaCha20 (:data:`dp_spark.noise.rng.SECURE_ROUNDS` rounds) keyed by the
+    digest, so the draws are as unpredictable as the secret key."""
     (digest,) = item_digests([item], key, stream, size=32)
     return np.random.Generator(ChaCha(key=int.from_bytes(digest, "big"), rounds=SECURE_ROUNDS))

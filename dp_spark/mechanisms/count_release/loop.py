@@ -1,10 +1,9 @@
 """Private Count Release (Rogers, arXiv 2403.05073, Algorithm 2), numpy only.
 
-Releases as many item counts as the budget allows, each with its own noise
-level σ, without any per-person contribution bound. Input: the k̄ largest
-per-item counts of distinct persons and the (k̄+1)-th (the Spark stage's
-bounded summary). Each count has sensitivity 1 and a person may touch every
-count (ALGORITHMS.md 5.2).
+Releases as many item counts as the budget allows, each with its own σ,
+without a per-person contribution bound. Input: the k̄ largest per-item counts
+of distinct persons and the (k̄+1)-th (the Spark stage's bounded summary). Each
+count has sensitivity 1 and a person may touch every count (ALGORITHMS.md 5.2).
 
 The loop (a privacy filter over δ-approximate zCDP, Whitehouse, Ramdas,
 Rogers and Wu, "Fully-Adaptive Composition in Differential Privacy", ICML
@@ -15,43 +14,34 @@ Rogers and Wu, "Fully-Adaptive Composition in Differential Privacy", ICML
         if s is ⊥: ε = √2·ε
         else: σ = max(σ_r(ε), 2/ε); release h[s] + N_Z(0, σ²); remove s   # 1/(2σ²) <= ε²/8 zCDP
 
-Every step's cost is fixed by earlier outputs only, and the loop runs a step
-only if its largest possible cost (ε²/8 + ε²/8) still fits, so the filter
-never lets the total exceed (ρ, δ): the whole release is δ-approximate
-ρ-zCDP (paper Theorem 6), hence (ρ + 2·sqrt(ρ·ln(1/δ')), δ + δ')-DP for any
-δ' > 0 (the seed's typo 2·sqrt(2 ln(1/δ')) is not used).
+Each step's cost is fixed by earlier outputs, and a step runs only if its
+largest cost (ε²/8 + ε²/8) still fits, so the total never exceeds (ρ, δ): the
+release is δ-approximate ρ-zCDP (paper Theorem 6), hence
+(ρ + 2·sqrt(ρ·ln(1/δ')), δ + δ')-DP for any δ' > 0.
 
-Differences from the paper, and why:
+Differences from the paper:
 
-* k̄_t = k̄ − (items released so far). The paper keeps k̄ fixed and removes
-  released items from h, which needs the top k̄+1+r counts after r releases.
-  We collect the top k̄+1 once and call Theorem 4's mechanism with
-  k̄_t = k̄ − r (threshold T_t = 1 + ln(k̄_t/δ*)/ε, slightly lower than the
-  paper's) on the histogram h_t = h minus the r released items. This is
-  exactly that mechanism on h_t: every released item was in the collected
-  top k̄ (the loop only ever selects from it), so the top k̄_t of h_t are the
-  k̄ − r collected items still alive, and the (k̄_t + 1)-th largest count of
-  h_t is still ``next_count`` = c_(k̄+1) of h (every uncollected count is at
-  most c_(k̄+1), and the collected alive ones at least). Removing released
-  items is post-processing of earlier outputs, and adding or removing one
-  person still moves every count of h_t by at most 1 in the same direction,
-  so Theorem 4 applies to each call with its own k̄_t: the δ* part holds
-  because an item in the top k̄_t of one neighbour but not of the other has
-  count at most (its data set's (k̄_t + 1)-th count) + 1 and so clears the
-  noisy threshold with probability at most e^{−ε(T_t − 1)} = δ*/k̄_t, and
-  there are at most k̄_t such items (see
-  :func:`dp_spark.mechanisms.top_k.unknown_domain_gumbel`). The loop
-  therefore also stops after k̄ releases.
+* k̄_t = k̄ − r after r releases (the paper keeps k̄ and needs the top k̄+1+r
+  counts). We collect the top k̄+1 once and run Theorem 4's mechanism with
+  k̄_t (threshold T_t = 1 + ln(k̄_t/δ*)/ε) on h_t = h minus the r released
+  items. That is exactly the mechanism on h_t: every released item was in the
+  collected top k̄, so the top k̄_t of h_t are the collected items still alive,
+  and its (k̄_t + 1)-th count is still ``next_count`` = c_(k̄+1) of h. Removing
+  released items is post-processing, and one person still moves every count
+  of h_t by at most 1 in the same direction, so Theorem 4 applies to each
+  call: an item in the top k̄_t of one neighbour only has count at most the
+  (k̄_t + 1)-th + 1, so clears the noisy threshold with probability at most
+  e^{−ε(T_t − 1)} = δ*/k̄_t, and there are at most k̄_t such items
+  (:func:`dp_spark.mechanisms.top_k.unknown_domain_gumbel`). The loop stops
+  after k̄ releases.
 * σ_r(ε) = (r/a)·T with a = ``accuracy_factor`` (1.5 in the paper): formula
-  (2) with the k̄_t actually used. An item whose true count is at least T
-  is then within relative error r with probability about 2Φ(a) − 1 (87%)
-  only when σ = σ_r; when the floor σ = 2/ε binds (small r or k̄_t) it is
-  2Φ(rT/σ) − 1, lower. :func:`within_relative_error_probability` gives each
-  released count's exact lower bound, and the release reports it.
-* Counts are integers, so the Gaussian noise is the exact discrete Gaussian
-  N_Z(0, σ²) (Canonne–Kamath–Steinke 2020), which is (1/(2σ²))-zCDP for a
-  count of sensitivity 1 and has standard deviation at most σ (σ is what is
-  reported). The paper uses the continuous Gaussian.
+  (2) with the k̄_t used. A count of at least T is within relative error r
+  with probability about 2Φ(a) − 1 (87%) when σ = σ_r, less when the floor
+  2/ε binds; :func:`within_relative_error_probability` gives each released
+  count's exact lower bound, and the release reports it.
+* Counts are integers, so the noise is the exact discrete Gaussian N_Z(0, σ²)
+  (Canonne–Kamath–Steinke 2020; the paper's is continuous):
+  (1/(2σ²))-zCDP for sensitivity 1, standard deviation at most σ.
 """
 
 from __future__ import annotations
@@ -100,12 +90,10 @@ STOP_KBAR = "kbar"
 
 @dataclass(frozen=True)
 class ReleasedCount:
-    """One released count: ``index`` into the input ``top_counts``, the noisy
-    ``count`` (true count + discrete Gaussian noise), its noise parameter
-    ``sigma`` (standard deviation at most σ), the ``epsilon`` of the
-    selection that found it, the ``round`` (1-based loop iteration) and the
-    ``threshold`` T_t = 1 + ln(k̄_t/δ*)/ε of that selection (public: a
-    function of ε and of how many counts were released before)."""
+    """One released count: ``index`` into ``top_counts``, the noisy
+    ``count``, its noise ``sigma`` (std at most σ), the ``epsilon`` and the
+    ``threshold`` T_t of the selection that found it (public), and the
+    1-based loop ``round``."""
 
     index: int
     count: int
@@ -117,11 +105,9 @@ class ReleasedCount:
 
 @dataclass
 class PCRResult:
-    """What Private Count Release outputs (everything here is releasable: it
-    is a function of the noisy outputs and public parameters only).
-    ``noise``: one record per privacy draw, in the order drawn: each
-    selection's Gumbel draws (step :data:`SELECTION_STEP`) and each released
-    count's discrete Gaussian draw (step :data:`COUNT_STEP`)."""
+    """What Private Count Release outputs: functions of the noisy outputs and
+    public parameters only. ``noise``: the records of its draws in order
+    (selections: :data:`SELECTION_STEP`; counts: :data:`COUNT_STEP`)."""
 
     released: list[ReleasedCount]
     spent: ZCDP
@@ -161,11 +147,8 @@ def check_pcr_parameters(rho, delta, relative_error, kbar, epsilon_min=EPSILON_M
 
 def pcr_sigma(epsilon: float, relative_error: float, kbar: int, delta_min: float,
               accuracy_factor: float = ACCURACY_FACTOR) -> float:
-    """σ = max(σ_r(ε), 2/ε), σ_r(ε) = (r/a)·(1 + ln(k̄/δ*)/ε) (paper formula (2)).
-
-    An item found by Unknown Domain Gumbel most likely has a count c above
-    the threshold T = 1 + ln(k̄/δ*)/ε, and (c + a·σ_r)/c <= 1 + r there. The
-    floor 2/ε keeps the Gaussian step's cost 1/(2σ²) at most ε²/8."""
+    """σ = max(σ_r(ε), 2/ε), σ_r(ε) = (r/a)·(1 + ln(k̄/δ*)/ε) (paper formula
+    (2)); the floor 2/ε keeps the count's cost 1/(2σ²) at most ε²/8."""
     threshold = unknown_domain_threshold(epsilon, delta_min, kbar)
     sigma = max(relative_error / accuracy_factor * threshold, 2.0 / epsilon)
     # 2/ε rounded to nearest may be below 2/ε: round σ up until, exactly on
@@ -185,9 +168,7 @@ def within_relative_error_probability(sigma: float, relative_error: float, count
     θ = Σ_n exp(−2π²σ²n²) >= 1, and since f decreases on [m, ∞),
     Σ_{k>m} f(k) <= ∫_m^∞ f = σ·√(π/2)·erfc(m/(σ√2)). So
     P[|Z| > m] <= 2σ√(π/2)·erfc(m/(σ√2)) / (√(2π)σ) = 2(1 − Φ(m/σ)).
-    Increasing in c: for c at least a threshold T, ``count=T`` bounds it.
-    With σ = σ_r = (r/a)·T and c = T this is about 2Φ(a) − 1 (87% for
-    a = 1.5); when the floor σ = 2/ε binds, it is lower."""
+    Increasing in c: for c at least a threshold T, ``count=T`` bounds it."""
     from scipy.special import ndtr  # lazy: Spark workers load this; +130-370 ms a worker
 
     sigma = float(sigma)
@@ -235,22 +216,16 @@ def private_count_release(
 ) -> PCRResult:
     """Private Count Release (Rogers 2024, Algorithm 2): δ-approximate ρ-zCDP.
 
-    Args:
-        top_counts: the k̄ largest per-item counts of distinct persons (fewer
-            when the histogram has fewer items), any order. NON-PRIVATE.
-        next_count: the (k̄+1)-th largest count, 0 if there is none.
-        rho, delta: the budget; the loop never spends more (paper Theorem 6).
-        relative_error: the target relative error r of a released count.
-        kbar: k̄, the number of counts collected (and the most released).
-        rng: the source of all randomness.
-        epsilon_min, delta_min: the paper's ε* (first selection's ε, grown by
-            √2 after every ⊥) and δ* (each selection's δ).
-        accuracy_factor: the constant a in σ_r(ε) = (r/a)·T (1.5 in the paper).
+    ``top_counts``: the k̄ largest per-item counts of distinct persons (fewer
+    when there are fewer items, any order; NON-PRIVATE); ``next_count``: the
+    (k̄+1)-th, 0 if none; ``rho``, ``delta``: the budget, never exceeded
+    (paper Theorem 6); ``relative_error``: the target r; ``kbar``: k̄, also
+    the most counts released; ``epsilon_min``, ``delta_min``: the paper's ε*
+    (grown by √2 after every ⊥) and δ* (each selection's δ);
+    ``accuracy_factor``: a in σ_r(ε) = (r/a)·T.
 
-    Guarantee: δ-approximate ρ-zCDP for adding or removing one person, when
-    every count is a number of distinct persons (sensitivity 1, a person may
-    touch every count). Returns the released counts (indices into
-    ``top_counts``, noisy counts, σ), the ρ and δ spent and the loop's state.
+    Guarantee: δ-approximate ρ-zCDP, add/remove one person, when every count
+    is a number of distinct persons (sensitivity 1). Returns a :class:`PCRResult`.
     """
     (rho, delta, relative_error, kbar, epsilon_min, delta_min,
      accuracy_factor) = check_pcr_parameters(rho, delta, relative_error, kbar, epsilon_min,
@@ -278,9 +253,7 @@ def private_count_release(
 
 @dataclass(repr=False)  # no repr: it would print the NON-PRIVATE counts
 class _Loop:
-    """The state of Algorithm 2's loop (see the module docstring): the
-    NON-PRIVATE top counts and which are still alive, the privacy filter,
-    the current ε and what has been released."""
+    """The state of Algorithm 2's loop (NON-PRIVATE counts: module docstring)."""
 
     counts: np.ndarray
     base: int
@@ -310,8 +283,7 @@ class _Loop:
         return ZCDP(bounded_range_to_zcdp(self.epsilon), self.delta_min)  # ε²/8, rounded up
 
     def stop_reason(self) -> str | None:
-        """Why the loop stops now (None: the next round's largest cost,
-        selection + count, still fits the filter exactly)."""
+        """Why the loop stops now (None: the next round's largest cost fits exactly)."""
         if self.kbar_t < 1:
             return STOP_KBAR
         left = self.ledger.remaining  # exact, rounded down: x <= left iff x fits, for a float x
