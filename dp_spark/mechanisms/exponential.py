@@ -1,23 +1,14 @@
 """Exponential mechanism, report-noisy-max and permute-and-flip.
 
-Every mechanism here releases one thing only: the *index* of a selected
-candidate. Scores are computed from private data; the guarantee of each
-function holds when every score changes by at most ``sensitivity`` between
-neighbouring data sets (add/remove one privacy unit) and ``sensitivity`` is
-fixed in advance, independently of the data.
-
-Sampling is done in log space. The exponential mechanism is drawn by the
-Gumbel-max trick, ``argmax_i (ε·u_i/(2Δ) + G_i)`` with ``G_i ~ Gumbel(1)``
-i.i.d., which has exactly the distribution ``Pr[i] ∝ exp(ε·u_i/(2Δ))``
-without ever exponentiating a score. Permute-and-flip is drawn as
-report-noisy-max with ``Exp(1)`` noise on the same log-space scale.
-
-Limitation (shared by all floating-point samplers): the draws use numpy's
-floating-point Gumbel/exponential generators, so the guarantee is the one of
-the idealised real-valued mechanism; no defence against floating-point side
-channels (Mironov 2012) is attempted here.
-
-Error messages never quote score values: scores are private.
+Each releases only the *index* of a selected candidate. The guarantees hold
+when every score moves by at most ``sensitivity`` between neighbours
+(add/remove one privacy unit), ``sensitivity`` fixed independently of the
+data. Sampling is in log space: the exponential mechanism by the Gumbel-max
+trick (``argmax_i (ε·u_i/(2Δ) + G_i)``, exactly ``Pr[i] ∝ exp(ε·u_i/(2Δ))``),
+permute-and-flip as report-noisy-max with ``Exp(1)`` noise. The draws use
+numpy's floating-point generators: the guarantee is that of the idealised
+real-valued mechanism (no defence against floating-point side channels,
+Mironov 2012). Error messages never quote scores: they are private.
 """
 
 from __future__ import annotations
@@ -40,25 +31,13 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------
-# validation helpers (shared with gem.py)
-# ---------------------------------------------------------------------------
-
-
 check_rng = checks.rng
-
-
 check_positive_finite = checks.positive
-
-
 _check_bool = checks.boolean
 
 
 def as_score_vector(scores: ArrayLike, *, allow_neg_inf: bool) -> np.ndarray:
-    """Return ``scores`` as a 1-D float64 array, refusing unusable entries.
-
-    Messages say which kind of entry is wrong, never which value it has.
-    """
+    """``scores`` as a 1-D float64 array; unusable entries are refused by kind, never by value."""
     try:
         arr = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError):
@@ -83,11 +62,7 @@ def as_score_vector(scores: ArrayLike, *, allow_neg_inf: bool) -> np.ndarray:
 
 
 def _log_weights(scores: np.ndarray, epsilon: float, sensitivity: float, monotone: bool) -> np.ndarray:
-    """ε·(u_i − max u)/(cΔ) with c = 2 (c = 1 when monotone); −inf stays −inf.
-
-    Shifting by the maximum does not change the distribution and keeps every
-    finite log-weight ≤ 0, so nothing overflows.
-    """
+    """ε·(u_i − max u)/(cΔ), c = 2 (1 when monotone); −inf stays −inf, every finite value ≤ 0."""
     divisor = sensitivity if monotone else 2.0 * sensitivity
     if not math.isfinite(epsilon / divisor):
         raise ParameterError("epsilon / sensitivity overflows; use a smaller epsilon or a larger sensitivity")
@@ -112,11 +87,6 @@ def _exponential_argmax(log_weights: np.ndarray, rng: np.random.Generator) -> in
     return int(np.argmax(noisy))
 
 
-# ---------------------------------------------------------------------------
-# public mechanisms
-# ---------------------------------------------------------------------------
-
-
 def exponential_mechanism(
     scores: ArrayLike,
     epsilon: float,
@@ -126,22 +96,11 @@ def exponential_mechanism(
 ) -> int:
     """Select one candidate with the exponential mechanism (McSherry & Talwar 2007).
 
-    Releases an index ``i`` drawn with ``Pr[i] ∝ exp(ε·u_i / (2Δ))``, where
-    ``u = scores`` and ``Δ = sensitivity``. If every score has sensitivity at
-    most ``Δ`` (fixed independently of the data), the release is ε-DP.
-
-    With ``monotone=True`` the weights are ``exp(ε·u_i / Δ)``; this is ε-DP
-    only if, between any two neighbouring data sets, all scores move in the
-    same direction (e.g. counts under add/remove of one person). Do not set it
-    otherwise.
-
-    A score of ``-inf`` gives its candidate probability 0. NaN and ``+inf``
-    scores are refused, as is a vector whose scores are all ``-inf``.
-
-    Sampling is by the Gumbel-max trick in log space: the index of the largest
-    ``ε·(u_i − max u)/(2Δ) + Gumbel(1)``.
-
-    Returns the selected index (0-based).
+    Releases an index drawn with ``Pr[i] ∝ exp(ε·u_i / (2Δ))`` (Gumbel-max in
+    log space): ε-DP for scores of sensitivity ``Δ``. ``monotone=True`` uses
+    ``exp(ε·u_i / Δ)``, ε-DP only if all scores move in the same direction
+    between neighbours. A ``-inf`` score gets probability 0; NaN, ``+inf`` and
+    all-``-inf`` vectors are refused. Returns the 0-based index.
     """
     rng = check_rng(rng)
     arr = as_score_vector(scores, allow_neg_inf=True)
@@ -157,16 +116,9 @@ def exponential_mechanism_probabilities(
     sensitivity: float,
     monotone: bool = False,
 ) -> np.ndarray:
-    """Exact output distribution of :func:`exponential_mechanism`.
-
-    Returns ``p`` with ``p_i = exp(ε·u_i/(2Δ)) / Σ_j exp(ε·u_j/(2Δ))``
-    (``ε·u_i/Δ`` when ``monotone``), computed by log-sum-exp so that no raw
-    score is exponentiated. ``-inf`` scores get probability exactly 0.
-
-    This is a deterministic function of the (private) scores and is *not*
-    differentially private itself: use it for tests, audits and reporting of
-    the mechanism's behaviour on public or synthetic inputs, never publish it
-    for private scores.
+    """Exact output distribution of :func:`exponential_mechanism`, by
+    log-sum-exp (``-inf`` scores get exactly 0). Not private: for tests,
+    audits and public or synthetic inputs only.
     """
     arr = as_score_vector(scores, allow_neg_inf=True)
     eps = check_positive_finite(epsilon, "epsilon")
@@ -187,19 +139,11 @@ def report_noisy_max(
     noise: Literal["gumbel", "exponential"] = "gumbel",
     monotone: bool = False,
 ) -> int:
-    """Report-noisy-max: release the index of the largest noisy score.
-
-    ``noise="gumbel"`` adds Gumbel noise of scale ``2Δ/ε``; the output has
-    exactly the distribution of the exponential mechanism
-    (:func:`exponential_mechanism`) and is ε-DP for scores of sensitivity Δ.
-
-    ``noise="exponential"`` adds exponential noise of scale ``2Δ/ε``; this is
-    the permute-and-flip mechanism (McKenna & Sheldon 2020; the equivalence is
-    Ding, Kifer, Steinke, Wang & Xiao 2021) and is ε-DP for scores of
-    sensitivity Δ (:func:`permute_and_flip`).
-
-    With ``monotone=True`` the noise scale is ``Δ/ε`` (valid only if all scores
-    move in the same direction between neighbours).
+    """Report-noisy-max: the index of the largest noisy score, ε-DP for
+    scores of sensitivity Δ. ``noise="gumbel"`` (scale ``2Δ/ε``) is the
+    exponential mechanism; ``noise="exponential"`` (scale ``2Δ/ε``) is
+    permute-and-flip (Ding, Kifer, Steinke, Wang & Xiao 2021). ``monotone``
+    halves the scale (valid only for same-direction scores).
     """
     if noise == "gumbel":
         return exponential_mechanism(scores, epsilon, sensitivity, rng, monotone=monotone)
@@ -217,20 +161,13 @@ def permute_and_flip(
 ) -> int:
     """Select one candidate with permute-and-flip (McKenna & Sheldon 2020).
 
-    Definition: visit the candidates in a uniformly random order and accept
-    candidate ``r`` with probability ``exp(ε·(u_r − max u)/(2Δ))``; the first
-    accepted index is released. It is ε-DP for scores of sensitivity Δ (fixed
-    independently of the data), and its expected score is never worse than the
-    exponential mechanism's.
-
-    Implemented as report-noisy-max with exponential noise of scale ``2Δ/ε``
-    (``argmax_i ε·u_i/(2Δ) + Exp(1)``), which has the same output distribution
-    (Ding, Kifer, Steinke, Wang & Xiao 2021). With ``monotone=True`` the scale
-    is ``Δ/ε`` (acceptance probability ``exp(ε·(u_r − max u)/Δ)``), valid only
-    if all scores move in the same direction between neighbours.
-
-    ``-inf`` scores are never selected; NaN/``+inf`` scores and an all-``-inf``
-    vector are refused. Returns the selected index (0-based).
+    Visit the candidates in random order, accept ``r`` with probability
+    ``exp(ε·(u_r − max u)/(2Δ))``, release the first accepted: ε-DP for scores
+    of sensitivity Δ, expected score never worse than the exponential
+    mechanism's. Drawn as report-noisy-max with ``Exp(1)`` noise on
+    ``ε·u_i/(2Δ)`` (the same distribution: Ding, Kifer, Steinke, Wang & Xiao
+    2021). ``monotone`` as in :func:`exponential_mechanism`; ``-inf`` scores
+    are never selected. Returns the 0-based index.
     """
     rng = check_rng(rng)
     arr = as_score_vector(scores, allow_neg_inf=True)

@@ -1,43 +1,29 @@
-"""Per-group releases (issue 24): the private choice of the group cap m and
-the per-group noise scales for a cap m. Pure numpy; never imports pyspark.
+"""Per-group releases: the private choice of the group cap m and the
+per-group noise scales for a cap m. Pure numpy.
 
 Input of :func:`choose_max_groups`: the NON-PRIVATE histogram of groups per
 person from :func:`dp_spark.stages.groups.groups_per_person_histogram`,
-``h[j-1] = #{p : c_p = j}`` with ``c_p = min(|G_p|, M)`` for j = 1..M and M
-(``len(h)``) a public maximum. Neighbouring relation: add/remove one person,
-i.e. one entry of ``h`` moves by ±1 (a person with no valid row moves none).
+``h[j-1] = #{p : c_p = j}``, ``c_p = min(|G_p|, M)``, M = ``len(h)`` public.
+Neighbouring relation: add/remove one person, i.e. one entry of ``h`` moves
+by ±1. Both methods release one m in 1..M under pure ε-DP (``epsilon``, M and
+the parameters chosen independently of the data):
 
-Two methods, each ε-DP (pure) when ``epsilon``, M and its parameters are
-chosen independently of the data; both release one m in 1..M and nothing
-else:
-
-- ``"gem"`` (default): the Generalized Exponential Mechanism
-  (:func:`dp_spark.mechanisms.distinct_count.gem.generalized_exponential`)
-  over the utilities ``q_m = Σ_p min(c_p, m)`` (the rows a cap m keeps, in
-  groups) with sensitivities ``Δ_m = m``. Proof of the sensitivity: adding
-  person y adds ``min(c_y, m)`` ∈ [0, m] to ``q_m`` and changes nothing else.
-  GEM is ε-DP for utilities of per-candidate sensitivity Δ_m. It picks,
-  with probability ≥ 1 − β, an m with ``q_m ≥ max_j (q_j − (4j/ε)·ln(M/β))``:
-  it stops raising m once fewer than about ``(2/ε)·ln(M/β)`` persons hold more
-  groups, the point where a larger m costs more noise (ℓ1 = mℓ) than it keeps
-  data.
+- ``"gem"`` (default): GEM (:func:`dp_spark.mechanisms.distinct_count.gem.generalized_exponential`)
+  over ``q_m = Σ_p min(c_p, m)`` (the rows a cap m keeps) with sensitivities
+  ``Δ_m = m``: adding person y adds ``min(c_y, m)`` ∈ [0, m] to ``q_m`` and
+  changes nothing else. With probability ≥ 1 − β it picks an m with
+  ``q_m ≥ max_j (q_j − (4j/ε)·ln(M/β))``.
 - ``"quantile"``: the exponential mechanism for the ``q``-quantile of c_p,
-  scores ``u(m) = −|(1 − q)·L(m) − q·R(m)|`` with ``L(m) = #{p : c_p ≤ m}``
-  and ``R(m) = #{p : c_p > m}``. Proof of the sensitivity: adding y raises
-  either L(m) by 1 (the inner term moves by 1 − q) or R(m) by 1 (it moves by
-  −q), so ``|Δu(m)| ≤ max(q, 1 − q) =: Δ`` for every m; the exponential
-  mechanism with ``Pr[m] ∝ exp(ε·u(m)/(2Δ))`` is ε-DP.
+  ``u(m) = −|(1 − q)·L(m) − q·R(m)|``, ``L(m) = #{p : c_p ≤ m}``,
+  ``R(m) = #{p : c_p > m}``: adding y raises L(m) or R(m) by 1, moving the
+  inner term by 1 − q or −q, so ``|Δu(m)| ≤ max(q, 1 − q) =: Δ`` and
+  ``Pr[m] ∝ exp(ε·u(m)/(2Δ))`` is ε-DP.
 
-Both are tested against brute force (tests/unit/test_groups_mechanism.py) and
-audited on neighbouring histograms (tests/audit/test_groups_audit.py).
-
-:func:`group_noise_scale` and :func:`group_selection_epsilon` are the
-budget arithmetic for a release capped at m groups per person, each group's
-statistic having per-group sensitivity ℓ (ALGORITHMS.md §8): the vector over
-groups has ℓ1 ≤ m·ℓ and ℓ2 ≤ √m·ℓ, so under pure ε every group gets Laplace
-scale m·ℓ/ε (ε-DP for the whole vector), and under ρ-zCDP every group gets a
-Gaussian σ = √m·ℓ/√(2ρ) (ρ-zCDP for the whole vector). m = 1 is parallel
-composition: every group gets the full budget.
+:func:`group_noise_scale` and :func:`group_selection_epsilon`: the budget
+arithmetic for a release capped at m groups per person with per-group
+sensitivity ℓ (ALGORITHMS.md §8): the vector over groups has ℓ1 ≤ m·ℓ and
+ℓ2 ≤ √m·ℓ, so pure ε gives every group Laplace scale m·ℓ/ε and ρ-zCDP a
+Gaussian σ = √m·ℓ/√(2ρ). m = 1 is parallel composition: the full budget.
 """
 
 from __future__ import annotations
@@ -120,14 +106,10 @@ def quantile_scores(histogram: ArrayLike, quantile: float) -> np.ndarray:
 def choose_max_groups(histogram: ArrayLike, epsilon: float, rng: np.random.Generator, *, method: str = "gem",
                       beta: float = 0.05, quantile: float = 0.9) -> int:
     """Release a group cap m in 1..M (M = ``len(histogram)``) under pure
-    ε-DP, person-level, add/remove one person (module docstring: the
-    methods, their sensitivities and proofs). ``method="gem"``: GEM over
-    ``Σ_p min(c_p, m)`` with Δ_m = m and failure probability ``beta``;
-    ``method="quantile"``: the exponential mechanism for the ``quantile`` of
-    c_p with Δ = max(q, 1 − q). The histogram must come from the data
-    through :func:`dp_spark.stages.groups.groups_per_person_histogram` with a
-    public M. Messages never quote the histogram."""
-    eps = checks.positive(epsilon, "epsilon")  # a step's share (see _budget)
+    ε-DP, add/remove one person (module docstring): ``method="gem"`` with
+    failure probability ``beta``, or ``"quantile"`` for the ``quantile`` of
+    c_p. Messages never quote the histogram."""
+    eps = checks.positive(epsilon, "epsilon")  # a share: see _budget
     rng = checks.rng(rng)
     checks.choice(method, "method", MAX_GROUPS_METHODS)
     if method == "gem":
@@ -140,9 +122,7 @@ def choose_max_groups(histogram: ArrayLike, epsilon: float, rng: np.random.Gener
 
 def cap_record(top: int, epsilon: float, beta: float) -> NoiseDraw:
     """The record of :func:`choose_max_groups`' GEM choice of m in 1..``top``
-    at ``epsilon`` (the exponential mechanism on GEM's normalised scores,
-    scale 2/ε: ε-DP and ε-bounded range, so ε²/8-zCDP), charged to the
-    plan's ``max_groups`` step."""
+    (scale 2/ε; ε-bounded range, so ε²/8-zCDP), step ``max_groups``."""
     return NoiseDraw("max_groups", "gem", scale=2.0 / epsilon, std=None, sensitivity=1.0,
                      target=f"the group cap m in 1..{top} (scores: rows kept, sensitivity m)",
                      parameters={"beta": beta, "bounded_range": True})
@@ -150,15 +130,10 @@ def cap_record(top: int, epsilon: float, beta: float) -> NoiseDraw:
 
 @dataclass(frozen=True)
 class GroupScale:
-    """The noise of each group's statistic under a cap of ``max_groups``
-    groups per person and per-group sensitivity ``bound`` (ℓ).
-
-    ``model`` "pure": Laplace (discrete Laplace for counts) of scale
-    ``scale`` = m·ℓ/ε for every group; the vector over groups has ℓ1
-    sensitivity ``sensitivity`` = m·ℓ, so the release of every group is ε-DP.
-    ``model`` "zcdp": Gaussian (discrete Gaussian) of standard deviation
-    ``scale`` = √m·ℓ/√(2ρ); ℓ2 sensitivity √m·ℓ, so the whole release is
-    ρ-zCDP. Both are rounded up (never less noise than the exact value)."""
+    """The noise of each group's statistic at a cap of m = ``max_groups`` and
+    per-group sensitivity ℓ = ``bound``: ``model`` "pure", (discrete) Laplace
+    ``scale`` = m·ℓ/ε, ℓ1 ``sensitivity`` m·ℓ, ε-DP over all groups; "zcdp",
+    (discrete) Gaussian σ = √m·ℓ/√(2ρ), ℓ2 √m·ℓ, ρ-zCDP. Rounded up."""
 
     max_groups: int
     bound: float
@@ -170,17 +145,14 @@ class GroupScale:
 def _budget(epsilon, rho) -> tuple[str, float]:
     if (epsilon is None) == (rho is None):
         raise ParameterError("give exactly one of epsilon (pure ε-DP) or rho (ρ-zCDP)")
-    # a step's share of the release's budget: the release's own ε / ρ was range-checked by its plan;
-    # a share (ε/4, ε/20, …) may lie below that range and must not be refused after spending
+    # a share may lie below the plan's range for ε / ρ: it must not be refused after spending
     return ("pure", checks.positive(epsilon, "epsilon")) if epsilon is not None else ("zcdp", checks.positive(rho, "rho"))
 
 
 def group_noise_scale(max_groups: int, bound: float, *, epsilon: float | None = None,
                       rho: float | None = None) -> GroupScale:
-    """The per-group noise for a cap of m = ``max_groups`` groups per person,
-    a per-group sensitivity ℓ = ``bound`` and the budget of the noisy step
-    (``epsilon``: pure, Laplace scale m·ℓ/ε; ``rho``: zCDP, Gaussian
-    σ = √m·ℓ/√(2ρ)); see :class:`GroupScale`."""
+    """:class:`GroupScale` for m = ``max_groups``, ℓ = ``bound`` and the
+    noisy step's budget (``epsilon``: pure; ``rho``: zCDP)."""
     m = checks.integer(max_groups, "max_groups", 1, MAX_GROUPS_LIMIT)
     ell = checks.positive(bound, "bound")
     model, value = _budget(epsilon, rho)
@@ -193,12 +165,9 @@ def group_noise_scale(max_groups: int, bound: float, *, epsilon: float | None = 
 
 
 def group_selection_epsilon(max_groups: int, *, epsilon: float | None = None, rho: float | None = None) -> float:
-    """The ε of each per-group selection (an exponential mechanism or GEM
-    run once per group, e.g. choosing ℓ per group) when a person touches at
-    most m = ``max_groups`` groups: ε/m under pure ε (basic composition over
-    the ≤ m groups a person changes), and √(8ρ/m) under ρ-zCDP (an ε_g-DP
-    exponential mechanism is ε_g²/8-zCDP; m of them compose to ρ). Rounded
-    down (never a sharper selection than the budget allows)."""
+    """The ε of each per-group selection when a person touches at most m
+    groups: ε/m under pure ε (basic composition), √(8ρ/m) under ρ-zCDP (an
+    ε_g-DP exponential mechanism is ε_g²/8-zCDP). Rounded down."""
     m = checks.integer(max_groups, "max_groups", 1, MAX_GROUPS_LIMIT)
     model, value = _budget(epsilon, rho)
     if model == "pure":

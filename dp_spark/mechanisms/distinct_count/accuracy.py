@@ -1,16 +1,11 @@
 """The exact output distribution of the distinct-count mechanism (numpy only).
 
-Not a release: a NON-PRIVATE analysis of what :func:`~dp_spark.mechanisms.
-distinct_count.bound.release_at_candidates` would release from given counts,
-with no sampling error. The bound's choice is permute-and-flip on GEM's
-normalised scores, whose exact output distribution is
-:func:`~dp_spark.mechanisms.distinct_count.gem.generalized_permute_and_flip_probabilities`;
-given l̂ the count is c_l̂ plus discrete Laplace noise of a public scale,
-whose pmf is exact. Their mixture is the distribution of ``estimate`` and
-``lower_bound``: the accuracy tier (tests/accuracy/test_distinct_count.py)
-and the grid benchmark (benchmarks/distinct_count_grid.py) read medians and
-tails from it instead of from a few seeded runs, which move by points
-between seeds.
+Not a release: a NON-PRIVATE analysis of what
+:func:`~dp_spark.mechanisms.distinct_count.bound.release_at_candidates` would
+release from given counts: the mixture over l̂ (permute-and-flip on GEM's
+scores, exact) of c_l̂ plus discrete Laplace noise (exact pmf). The accuracy
+tier and benchmarks/distinct_count_grid.py read medians and tails from it
+instead of from seeded runs.
 """
 
 from __future__ import annotations
@@ -27,11 +22,10 @@ __all__ = ["ReleaseDistribution", "release_distribution"]
 
 @dataclass(frozen=True)
 class ReleaseDistribution:
-    """The exact distribution of one release: P[l̂ = l] per candidate, and
-    the quantiles of ``estimate`` = max(c_l̂ + X, 0) and ``lower_bound`` =
-    max(c_l̂ + X − m_l̂, 0), X discrete Laplace of scale s_l̂, from their
-    closed-form CDF (a mixture over l̂; no support is enumerated, so a
-    bound of a million costs no more than a bound of one)."""
+    """The exact distribution of one release: P[l̂ = l] per candidate and the
+    quantiles of ``estimate`` = max(c_l̂ + X, 0) and ``lower_bound`` =
+    max(c_l̂ + X − m_l̂, 0), X discrete Laplace of scale s_l̂, from the
+    closed-form CDF (no support is enumerated)."""
 
     bound_probabilities: dict[int, float]
     values: np.ndarray
@@ -75,11 +69,9 @@ class ReleaseDistribution:
 
 def release_distribution(values, candidates, epsilon: float, beta: float, *,
                          gem_beta: float | None = None) -> ReleaseDistribution:
-    """The exact distribution of the release's ``estimate`` and
-    ``lower_bound`` at ε = ``epsilon`` from the NON-PRIVATE counts
-    ``values[j]`` = c_l at l = ``candidates[j]``, with the release's split,
-    margins and sampler (:func:`~dp_spark.mechanisms.distinct_count.bound.
-    release_at_candidates`)."""
+    """The exact distribution of the release at ε = ``epsilon`` from the
+    NON-PRIVATE counts ``values[j]`` = c_l at l = ``candidates[j]``, with the
+    release's split, margins and sampler."""
     values = np.asarray(values, dtype=np.int64)
     cands = np.asarray(candidates, dtype=np.int64)
     eps_select, eps_count = count_split(epsilon)

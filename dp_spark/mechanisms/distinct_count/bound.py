@@ -1,58 +1,47 @@
 """The distinct-count mechanism (numpy only): Knop & Steinke, "Counting
 Distinct Elements Under Person-Level Differential Privacy" (NeurIPS 2023).
 
-Given the NON-PRIVATE bounded counts c_l = DC(D; l), l = 1..L, each moving
-by 0..l in the same direction between neighbours (adding a person never
-lowers one), :func:`release_at_candidates` spends ε: ε/2 choosing l̂ among
-the public candidates l = 1, 4, 16, 64, … below L and L itself
-(:func:`bound_candidates`) with :func:`select_among`, ε/2 on exact discrete
-Laplace noise of scale 2l̂/ε on c_l̂. It reads the counts at the candidates
-only (:func:`release_from_counts` takes the whole vector c_1..c_L and reads
-those entries). ``lower_bound`` subtracts m_l̂, the (1 − β) quantile of that noise (a
-public constant), so with probability >= 1 − β, lower_bound <= c_l̂ <= DC(D).
-The paper adds continuous Laplace noise; the count is an integer, so we add
-exact discrete Laplace noise and use its exact quantile as the margin.
+Given the NON-PRIVATE bounded counts c_l = DC(D; l), l = 1..L, each moving by
+0..l in the same direction between neighbours (adding a person never lowers
+one), :func:`release_at_candidates` spends ε: ε/2 choosing l̂ among the public
+candidates 1, 4, 16, 64, … below L and L itself (:func:`bound_candidates`),
+ε/2 on exact discrete Laplace noise of scale 2l̂/ε on c_l̂ (the paper's is
+continuous; the count is an integer). ``lower_bound`` subtracts m_l̂, the
+noise's exact (1 − β) quantile (a public constant), so with probability
+>= 1 − β, lower_bound <= c_l̂ <= DC(D). Only the candidates' counts are read.
 
 The choice (:func:`select_among`, ε/2-DP): GEM's normalised scores (the
-paper's Algorithm 3) of q_l = c_l − m_l with sensitivities l, each
-candidate with its own GEM threshold (:func:`selection_scores`: the first
-four keep t = (2/ε)·ln 20, each further one a failure share 4 times
-smaller; issue 36 measured that one t growing with ln k loses Amazon
-Fashion at ε = 0.5, and that one t fixed for all k gives far candidates a
-3 % chance in all), over the candidates, with two changes measured in
-issue 25 (benchmarks/README.md): the pairwise denominator is max(l, l')
-instead of l + l' (valid because every c_l moves in the same direction:
-q_l − q_l' moves by at most max(l, l')), and the scores are sampled by
-permute-and-flip instead of the exponential mechanism (both ε-DP on
-sensitivity-1 scores; permute-and-flip picks the best candidate at least as
-often). The paper chooses among every l = 1..L with GEM's β equal to the
-lower bound's and the exponential mechanism.
+paper's Algorithm 3) of q_l = c_l − m_l with sensitivities l, each candidate
+with its own GEM threshold (:func:`selection_scores`), with two changes from
+the paper: the pairwise denominator is max(l, l') instead of l + l' (valid
+because every c_l moves in the same direction: q_l − q_l' moves by at most
+max(l, l')), and the scores are sampled by permute-and-flip (ε-DP on
+sensitivity-1 scores, never less likely to pick the best candidate). The
+paper chooses among every l = 1..L with the exponential mechanism. Both
+choices were made by measurement: see benchmarks/distinct_count_grid_2026-11-29.md
+and benchmarks/README.md.
 
-Privacy of the choice: each q_l = c_l − m_l moves by 0..l, all in the same
-direction (m_l is a public constant), so each normalised score moves by at
-most 1; the candidate set depends on L only; permute-and-flip on
-sensitivity-1 scores is ε/2-DP at ε/2; the count is ε/2-DP; ε in all (basic
-composition). Tests: tests/unit/test_distinct_mechanism.py (random
-add/remove-one-person neighbours), tests/audit/test_distinct_count_audit.py.
+Privacy of the choice: each q_l moves by 0..l, all in the same direction (m_l
+is public), so each normalised score moves by at most 1; the candidate set
+depends on L only; permute-and-flip on sensitivity-1 scores at ε/2 is
+ε/2-DP; the count is ε/2-DP; ε in all (basic composition).
 
-Per group (:func:`dp_spark.mechanisms.distinct_count.cap_bound.release_groups`,
-vectorised over groups; an ungrouped release is its one group at m = 1):
-under pure ε-DP each group runs :func:`release_at_candidates` at ε/m; under
-ρ-zCDP :func:`release_group_zcdp_at`, whose choice samples GEM's scores by
-the exponential mechanism at ε_g = √(8ρ_select/m): ε_g-bounded range
-(Durfee & Rogers, NeurIPS 2019: with Pr[i] ∝ exp(ε_g·s_i/2) and every s_i
-moving by at most 1, any two outcomes' log-ratios differ by at most ε_g),
-so ε_g²/8 = ρ_select/m-zCDP (Cesar & Rogers, ALT 2021; permute-and-flip
-has no known bounded-range result, so it is not used there), and whose
-count adds discrete Gaussian noise σ_l = √m·l/√(2ρ_count): the vector over
-groups has ℓ2 sensitivity √m·l for a fixed l (Canonne, Kamath & Steinke
-2020), so with l̂ chosen per group each group's count is ρ_count/m-zCDP and
-a person's ≤ m groups compose to ρ_count (Bun & Steinke 2016). Its lower
-bound subtracts the discrete Gaussian's (1 − β) quantile.
+Per group (:func:`dp_spark.mechanisms.distinct_count.cap_bound.release_groups`;
+an ungrouped release is one group at m = 1): under pure ε-DP each group runs
+:func:`release_at_candidates` at ε/m; under ρ-zCDP :func:`release_group_zcdp_at`,
+whose choice samples GEM's scores by the exponential mechanism at
+ε_g = √(8ρ_select/m): ε_g-bounded range (Durfee & Rogers, NeurIPS 2019: with
+Pr[i] ∝ exp(ε_g·s_i/2) and every s_i moving by at most 1, any two outcomes'
+log-ratios differ by at most ε_g), so ε_g²/8 = ρ_select/m-zCDP (Cesar &
+Rogers, ALT 2021; permute-and-flip has no known bounded-range result), and
+whose count adds discrete Gaussian noise σ_l = √m·l/√(2ρ_count): the vector
+over groups has ℓ2 sensitivity √m·l for a fixed l (Canonne, Kamath & Steinke
+2020), so each group's count is ρ_count/m-zCDP and a person's ≤ m groups
+compose to ρ_count (Bun & Steinke 2016). Its lower bound subtracts the
+discrete Gaussian's (1 − β) quantile.
 
-The size decisions before the counts (:func:`choose_shards`,
-:func:`matching_fits`) are post-processing of noisy counts the release
-charges (see :mod:`dp_spark.plans.distinct_count`).
+:func:`choose_shards` and :func:`matching_fits` are post-processing of noisy
+counts the release charges (:mod:`dp_spark.plans.distinct_count`).
 """
 
 from __future__ import annotations
@@ -75,14 +64,9 @@ from dp_spark.settings.distinct_count import (
     gem_shifts,
 )
 
-#: Persons per greedy shard when the release picks the shard count. Fewer,
-#: larger shards are both more accurate (each shard is one greedy sequence;
-#: splitting persons lowers every g_l) and cheaper to combine (an item is
-#: emitted once per shard that matched it). Measured at 20M synthetic rows
-#: (2M persons, 2 cores): 39 shards (50,000 persons) 18.6 s, g_1 = 486,651;
-#: 10 shards 15.6 s, g_1 = 557,939 (benchmarks/README.md, Performance). A
-#: shard of 200,000 persons is about 2M rows at 10 rows per person: one Python
-#: task of a few seconds and a few hundred MB, still one task per shard.
+#: Persons per greedy shard when the release picks the shard count: fewer,
+#: larger shards are more accurate and cheaper to combine. Chosen by
+#: measurement: see benchmarks/README.md, Performance.
 PERSONS_PER_SHARD = 200_000
 #: Probability that the pairs collected for exact matching exceed edge_limit.
 MATCHING_OVERFLOW_PROBABILITY = 1e-6
@@ -102,9 +86,7 @@ def noise_margins(epsilon: float, beta: float, max_bound: int) -> np.ndarray:
 
 def margins_at(epsilon: float, beta: float, bounds) -> np.ndarray:
     """m_l for the given bounds l (the candidates): the smallest integer with
-    P[DLap(2l/ε) > m_l] <= β. Public constants. Only the candidates are
-    ever read, so a release computes these and not all of 1..L (L may be
-    a million)."""
+    P[DLap(2l/ε) > m_l] <= β. Public constants."""
     return np.array([_margin(float(epsilon), float(beta), int(b)) for b in bounds], dtype=np.int64)
 
 
@@ -139,19 +121,14 @@ def select_bound(counts: np.ndarray, epsilon_select: float, margins: np.ndarray,
 
 def select_among(values, candidates, margins, epsilon_select: float, rng: np.random.Generator,
                  gem_beta: float | None = None, *, sampler: str = "permute-and-flip", monotone: bool = True) -> int:
-    """The choice of the bound (ε_select-DP): the released l̂ among
-    ``candidates`` (public), from GEM's normalised scores of q_l = c_l −
-    m_l (``values[j]`` = c_l and ``margins[j]`` = m_l at l =
-    ``candidates[j]``) with sensitivities l and denominators max(l, l')
-    (``monotone``), sampled by permute-and-flip. ``margins`` must be public
-    constants (:func:`margins_at`). Requires every c_l to move by 0..l in
-    the same direction between neighbours (true of every counting method
-    here, and of the per-group counts: ALGORITHMS.md 8). The one selection
-    every distinct-count release uses; a per-group release calls it per
-    group with its own ε share.
-
-    ``sampler="exponential"`` with ``monotone=False`` is the paper's GEM
-    (the previous default), kept for the benchmark's comparison."""
+    """The choice of the bound (ε_select-DP): the released l̂ among the public
+    ``candidates``, from GEM's normalised scores of q_l = c_l − m_l
+    (``values[j]`` = c_l, ``margins[j]`` = m_l at l = ``candidates[j]``) with
+    sensitivities l and denominators max(l, l') (``monotone``), sampled by
+    permute-and-flip. ``margins`` must be public (:func:`margins_at`), and
+    every c_l must move by 0..l in the same direction between neighbours
+    (ALGORITHMS.md 8). ``sampler="exponential"``, ``monotone=False`` is the
+    paper's GEM, for the benchmark's comparison."""
     cands = np.asarray(candidates, dtype=np.int64)
     values = np.asarray(values, dtype=np.int64)
     if cands.ndim != 1 or len(cands) == 0 or cands.min() < 1 or values.shape != cands.shape:
@@ -170,14 +147,11 @@ def select_among(values, candidates, margins, epsilon_select: float, rng: np.ran
 
 def selection_scores(values, candidates, margins, epsilon_select: float,
                      gem_beta: float | None = None) -> tuple[np.ndarray, float]:
-    """(utilities, β) that GEM runs on for the choice at ``epsilon_select``:
-    q_l = c_l − m_l, and with ``gem_beta=None`` (the release) each
-    candidate's own threshold, q_l − ⌈e_l·l⌉ with GEM's β =
-    SELECTION_BETA (:func:`~dp_spark.settings.distinct_count.gem_shifts`:
-    the near candidates keep t = (2/ε)·ln 20, far ones a larger one, so
-    candidates far above the data's scale keep a small total chance). Every
-    shift is a public integer: the utilities stay integers (exact in
-    float64) and move between neighbours exactly as c_l does."""
+    """(utilities, β) of the choice at ``epsilon_select``: q_l = c_l − m_l,
+    and with ``gem_beta=None`` (the release) each candidate's own threshold,
+    q_l − ⌈e_l·l⌉ with β = SELECTION_BETA
+    (:func:`~dp_spark.settings.distinct_count.gem_shifts`). The shifts are
+    public integers: the utilities stay exact and move as c_l does."""
     cands = np.asarray(candidates, dtype=np.int64)
     utilities = np.asarray(values, dtype=np.int64) - np.asarray(margins, dtype=np.int64)
     if gem_beta is not None:
@@ -191,12 +165,9 @@ def release_from_counts(
     *, candidates=None, gem_beta: float | None = None, select_share: float = 0.5,
     sampler: str = "permute-and-flip", monotone: bool = True,
 ) -> dict:
-    """:func:`release_at_candidates` given the whole vector c_1..c_L of
-    NON-PRIVATE counts: the candidates are ``candidates`` or
-    :func:`bound_candidates` (L), L = len(counts); only their entries are
-    read. ``counts`` may also be the values at ``candidates`` alone (as
-    many as them: then both readings agree, since increasing candidates in
-    1..L that are L in number are 1..L)."""
+    """:func:`release_at_candidates` given the NON-PRIVATE vector c_1..c_L
+    (or the values at the candidates alone): the candidates are
+    ``candidates`` or :func:`bound_candidates` (L = len(counts))."""
     counts = np.asarray(counts, dtype=np.int64)
     cands = np.asarray(bound_candidates(len(counts)) if candidates is None else candidates, dtype=np.int64)
     if cands.ndim != 1 or len(cands) == 0 or cands.min() < 1:
@@ -214,20 +185,14 @@ def release_at_candidates(
     *, gem_beta: float | None = None, select_share: float = 0.5,
     sampler: str = "permute-and-flip", monotone: bool = True,
 ) -> dict:
-    """Mechanism half of the release (numpy only), given the NON-PRIVATE
-    counts at the public candidates (``values[j]`` = c_l at l =
-    ``candidates[j]``): :func:`select_among` at ε/2 picks l̂, discrete
-    Laplace at ε/2 releases the count. Returns only released values: l̂,
-    estimate, lower_bound, noise scale, ``bound_is_top`` (l̂ is the largest
-    candidate: the bound may cap the estimate; a function of l̂ only), and
-    ``noise``: the records of its two privacy draws (the choice, step
-    "select"; the count's discrete Laplace noise, step "count"). Total:
-    ε-DP if each c_l moves by 0..l, all in the same direction, between
-    neighbours.
-
-    ``gem_beta``, ``select_share`` (the share of ε the choice spends),
-    ``sampler`` and ``monotone`` exist to measure alternatives
-    (benchmarks); the release uses the defaults, which its plan states."""
+    """The release from the NON-PRIVATE counts at the public candidates
+    (``values[j]`` = c_l at l = ``candidates[j]``): :func:`select_among` at
+    ε/2 picks l̂, discrete Laplace at ε/2 releases the count. Returns released
+    values only: l̂, estimate, lower_bound, noise scale, ``bound_is_top`` (l̂
+    is the largest candidate) and the records of its two draws ("select",
+    "count"). ε-DP if each c_l moves by 0..l, all in the same direction.
+    ``gem_beta``, ``select_share``, ``sampler`` and ``monotone`` exist to
+    measure alternatives; the release uses the defaults."""
     cands = np.asarray(candidates, dtype=np.int64)
     values = np.asarray(values, dtype=np.int64)
     eps_select, eps_count = count_split(epsilon, select_share)
@@ -261,9 +226,8 @@ ZCDP_SAMPLER = "exponential"
 
 
 def gaussian_margins(sigmas: dict[int, float], beta: float, max_bound: int) -> np.ndarray:
-    """m_l for the candidate bounds l (keys of ``sigmas``, σ_l their discrete
-    Gaussian σ): the (1 − β) upper quantile of N_Z(0, σ_l²), an array of
-    length L indexed l − 1 (0 at non-candidates, never read). Public."""
+    """m_l, the (1 − β) upper quantile of N_Z(0, σ_l²) for the candidates
+    (keys of ``sigmas``), length L indexed l − 1 (0 elsewhere). Public."""
     out = np.zeros(max_bound, dtype=np.int64)
     for bound, sigma in sigmas.items():
         out[bound - 1] = discrete_gaussian_upper_quantile(sigma, beta)
@@ -273,12 +237,9 @@ def gaussian_margins(sigmas: dict[int, float], beta: float, max_bound: int) -> n
 def release_group_zcdp_at(values, epsilon_select: float, sigmas: dict[int, float], margins, beta: float,
                           rng: np.random.Generator, *, gem_beta: float | None = None) -> dict:
     """One group's ρ-zCDP release from its NON-PRIVATE counts at the
-    candidates (the keys of ``sigmas``, increasing; ``values[j]`` = c_l and
-    ``margins[j]`` = m_l at the j-th): l̂ chosen by the
-    exponential-mechanism GEM at ``epsilon_select``, then c_l̂ + N_Z(0,
-    σ_l̂²) (module docstring). ``sigmas`` and ``margins`` are public
-    constants of the run. Returns only released values and the records of
-    the two draws, as :func:`release_at_candidates`."""
+    candidates (the keys of ``sigmas``): l̂ by the exponential-mechanism GEM
+    at ``epsilon_select``, then c_l̂ + N_Z(0, σ_l̂²) (module docstring).
+    ``sigmas``, ``margins`` public. Returns as :func:`release_at_candidates`."""
     cands = np.asarray(sorted(sigmas), dtype=np.int64)
     values = np.asarray(values, dtype=np.int64)
     margins = np.asarray(margins, dtype=np.int64)

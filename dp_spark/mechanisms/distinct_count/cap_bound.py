@@ -1,50 +1,32 @@
-"""The per-group distinct-count (issue 24), numpy only: every group's
-release at a cap of m groups per person (:func:`release_groups`, vectorised
-over groups; an ungrouped release is its one group at m = 1), the budget
-each step's mechanisms run at (:func:`budget_of`; a selection's ε:
-:func:`dp_spark.noise.kinds.epsilon_for`), the records of the groups' draws, and the joint
-private choice of the group cap m and the bound l.
+"""The per-group distinct-count (numpy only): every group's release at a cap
+of m groups per person (:func:`release_groups`; an ungrouped release is one
+group at m = 1), the budget each step runs at (:func:`budget_of`), the records
+of the groups' draws, and the joint private choice of the cap m and bound l.
 
 Input: the NON-PRIVATE per-group greedy counts ``at[k, g, j]`` = c_{g,m_k,l_j}
 of the edge table capped to m_k groups per person, for every public cap
-candidate m_k (:func:`cap_candidates`: 1, 2, 4, 8, … ≤ M and M itself, M the
-number of public keys) and every public bound candidate l_j
-(:func:`dp_spark.settings.distinct_count.bound_candidates`), all from one
-Spark pass (:func:`dp_spark.stages.distinct.grouped_greedy_counts` with ``caps``).
+candidate m_k (:func:`cap_candidates`) and bound candidate l_j
+(:func:`dp_spark.settings.distinct_count.bound_candidates`), from one Spark
+pass (:func:`dp_spark.stages.distinct.grouped_greedy_counts` with ``caps``).
 
 Scores: q_{m,l} = Σ_g (c_{g,m,l} − margin(m, l)), margin(m, l) the public
-(1 − β) quantile of the count's noise at cap m and bound l (the noise the
-release then adds: discrete Laplace of scale m·l/ε_count, or the discrete
-Gaussian of σ = √m·l/√(2ρ_count)). So a larger m keeps more distinct items
-but pays m times the noise in every group: the score is the summed lower
+(1 − β) quantile of the count noise at (m, l) (discrete Laplace of scale
+m·l/ε_count, or discrete Gaussian σ = √m·l/√(2ρ_count)): the summed lower
 bounds the release would state.
 
 Sensitivity (add/remove one person y): the cap is a per-person
-transformation, so at cap m the capped tables differ in y's rows only, which
-lie in at most m groups; the per-group greedy counts of a group without y's
-rows do not move, those of a group with y's rows move by 0..l (adding y never
-lowers one: the ungrouped argument per group, tests/spark/
-test_grouped_distinct.py). So q_{m,l} moves by δ_{m,l} ∈ [0, m·l] when y is
-added (and [−m·l, 0] when removed): sensitivity Δ_{m,l} = m·l, and EVERY
-score moves in the same direction (the margins are public constants). That
-is the condition of GEM's ``monotone`` variant (pairwise denominators
-max(Δ_i, Δ_j): :mod:`dp_spark.mechanisms.distinct_count.gem`), so the
-normalised scores have sensitivity 1 and
+transformation, so at cap m the capped tables differ in y's rows only, in at
+most m groups; a group without y's rows keeps its counts, one with them moves
+by 0..l (adding y never lowers one). So q_{m,l} moves by δ_{m,l} ∈ [0, m·l]
+when y is added ([−m·l, 0] when removed): sensitivity m·l, EVERY score moving
+the same way (the margins are public). That is the condition of GEM's
+``monotone`` variant (:mod:`.gem`), so the normalised scores have sensitivity
+1, and ``sampler="permute-and-flip"`` is ε-DP (McKenna & Sheldon 2020),
+``sampler="exponential"`` ε-bounded range, so ε²/8-zCDP (Cesar & Rogers 2021).
+Checked on random neighbours in tests/spark/test_grouped_cap_bound.py.
 
-- ``sampler="permute-and-flip"`` (pure ε): ε-DP (McKenna & Sheldon 2020);
-- ``sampler="exponential"`` (zCDP): the exponential mechanism on
-  sensitivity-1 scores, ε-bounded range, so ε²/8-zCDP (Cesar & Rogers 2021;
-  :mod:`dp_spark.mechanisms.distinct_count.bound`).
-
-tests/spark/test_grouped_cap_bound.py checks the same-sign moves in [0, m·l]
-on random add/remove-one-person neighbours over every (m, l);
-tests/unit/test_cap_bound.py the wiring and the sampler's distribution
-against brute force; tests/audit/test_groups_audit.py the choice's privacy
-loss on neighbouring score tables.
-
-The release then counts each group at the chosen m̂ and the jointly chosen
-l̂, reading c_{g,m̂,l̂} from the same pass (no second cap); choosing l per
-group instead was measured and is not used (benchmarks/README.md).
+The release then counts each group at the chosen (m̂, l̂), reading
+c_{g,m̂,l̂} from the same pass.
 """
 
 from __future__ import annotations
@@ -83,28 +65,18 @@ def budget_of(cost) -> tuple[str, float]:
 def release_groups(at_candidates: np.ndarray, candidates, max_bound: int, max_groups: int, beta: float,
                    rng: np.random.Generator, *, noise: str, select: float, count: float,
                    pure=release_from_counts) -> tuple[list[dict], dict]:
-    """Every group's release from the NON-PRIVATE per-group counts at the
-    candidates (``at_candidates[g, j]``, groups × candidates; the candidates
-    lie in 1..``max_bound``), for a cap of m = ``max_groups`` groups per
-    person; an ungrouped release is one group at m = 1. Groups are drawn in
-    index order. Returns the released dicts (one per group, as
+    """Every group's release, in index order, from the NON-PRIVATE counts
+    ``at_candidates[g, j]`` at the candidates (in 1..``max_bound``), for a cap
+    of m = ``max_groups``. Returns the released dicts (as
     :func:`~dp_spark.mechanisms.distinct_count.bound.release_at_candidates`)
-    and the public per-group budget parameters. Nothing of size
-    ``max_bound`` is built: every step reads the candidates only.
+    and the public per-group budget parameters.
 
-    ``noise="laplace"``: ``select`` and ``count`` are the pure ε of the two
-    steps; per group ``pure`` (:func:`~dp_spark.mechanisms.distinct_count.bound.release_from_counts`,
-    which a caller may wrap: the retry audit sees each draw) on the group's
-    counts at the candidates at (select + count)/m (rounded down; m = 1:
-    exactly select + count): ε-DP in all (basic
-    composition over a person's ≤ m groups). ``noise="gaussian"``: they are
-    the ρ of the two steps; per group :func:`release_group_zcdp_at` at
-    ε_g = √(8·select/m) and σ_l = √m·l/√(2·count): (select + count)-zCDP
-    (:mod:`dp_spark.mechanisms.distinct_count.bound`).
-
-    One bound for all groups (a joint ℓ chosen from the summed counts) was
-    measured and left out for a given m: no better on MovieLens by genre
-    (benchmarks/README.md, "Grouped distinct-count (issue 24)")."""
+    ``noise="laplace"``: ``select`` and ``count`` are the two steps' ε; each
+    group runs ``pure`` (a caller may wrap it to audit each draw) at
+    (select + count)/m rounded down: ε-DP in all (basic composition over a
+    person's ≤ m groups). ``noise="gaussian"``: they are the two steps' ρ;
+    each group runs :func:`release_group_zcdp_at` at ε_g = √(8·select/m) and
+    σ_l = √m·l/√(2·count): (select + count)-zCDP (:mod:`.bound`)."""
     if noise not in NOISES:
         raise ValueError("noise must be 'laplace' or 'gaussian'")
     cands = [int(c) for c in candidates]
@@ -131,10 +103,9 @@ def joint_shares(m: int, noise: str, count: float) -> dict:
 
 
 def _vector_record(record: NoiseDraw, draws: int, noise: str, m: int, bound: int, target: str) -> NoiseDraw:
-    """One record for ``draws`` identical count draws at ``bound``: under
-    zCDP with the ℓ2 sensitivity √m·l of the vector over groups. Marked
-    ``parallel``: the records of different bounds cover disjoint groups of
-    one step (the Σ-cost check counts them once, at the largest)."""
+    """One record for ``draws`` identical count draws at ``bound`` (ℓ2
+    sensitivity √m·l under zCDP), marked ``parallel``: records of different
+    bounds cover disjoint groups of one step."""
     extra = {}
     parameters = {**record.parameters, "bound": bound, "parallel": True}  # "bound": the HTML panel's record
     if noise == "gaussian":
@@ -200,12 +171,9 @@ def cap_candidates(n_keys: int) -> list[int]:
 
 
 def count_noise(max_groups: int, bound: int, noise: str, count: float) -> float:
-    """The scale of every group's count noise at cap m = ``max_groups`` and
-    bound l = ``bound``, a public constant: ``noise="laplace"``, discrete
-    Laplace of scale m·l/ε (``count`` = ε, rounded up: the vector over
-    groups has ℓ1 sensitivity m·l, so ε-DP); ``"gaussian"``, discrete
-    Gaussian σ = √m·l/√(2ρ) (``count`` = ρ, rounded up: ℓ2 sensitivity
-    √m·l, so ρ-zCDP). :func:`dp_spark.mechanisms.groups.group_noise_scale`."""
+    """The public scale of every group's count noise at cap m and bound l
+    (:func:`dp_spark.mechanisms.groups.group_noise_scale`): discrete Laplace
+    m·l/ε (``count`` = ε) or discrete Gaussian σ = √m·l/√(2ρ) (``count`` = ρ)."""
     if noise not in NOISES:
         raise ValueError("noise must be 'laplace' or 'gaussian'")
     if noise == "laplace":
@@ -219,10 +187,8 @@ def _margin(scale: float, noise: str, beta: float) -> int:
 
 
 def joint_margins(caps, bounds, beta: float, noise: str, count: float) -> np.ndarray:
-    """margins[k, j]: the (1 − β) upper quantile of the count noise
-    (:func:`count_noise`) at cap ``caps[k]`` and bound ``bounds[j]``: what
-    the release's ``lower_bound`` subtracts, and the margin of the scores.
-    Public: parameters only."""
+    """margins[k, j]: the (1 − β) upper quantile of the count noise at
+    (``caps[k]``, ``bounds[j]``), what ``lower_bound`` subtracts. Public."""
     return np.array([[_margin(count_noise(m, l, noise, count), noise, beta) for l in bounds] for m in caps],
                     dtype=np.int64)
 
@@ -234,12 +200,11 @@ EXACT_SCORE_LIMIT = 2 ** 52
 
 def check_exact_scores(n_keys: int, bounds, beta: float, noise: str, count: float,
                        select: float | None = None) -> None:
-    """Refuse, from public parameters only, a joint choice whose scores
-    could round in float64: G·margin(M, L) >= 2^52 for G = M = ``n_keys``
-    (the largest cap) and L = the largest bound. The margin grows with m
-    and l, so this bounds every candidate's public term; then a rounding of
-    q could depend on the private Σ_g c, which breaks the sensitivity-1
-    normalised scores. Called by the plan, before anything is read."""
+    """Refuse, from public parameters only (the plan calls it before anything
+    is read), a joint choice whose scores could round in float64:
+    G·margin(M, L) (plus the thresholds' shifts) >= 2^52 for G = M = ``n_keys``.
+    Margins grow with m and l, so this bounds every candidate's public term; a
+    rounding of q could otherwise depend on the private Σ_g c."""
     top = int(n_keys)
     worst = top * _margin(count_noise(top, int(max(bounds)), noise, count), noise, beta)
     if select is not None:  # the per-bound thresholds' shifts (choose_cap_and_bound) at the choice's ε
@@ -258,13 +223,11 @@ def _shift_bound(bounds, top_cap: int, epsilon: float) -> int:
 
 
 def joint_shifts(caps, bounds, epsilon: float) -> np.ndarray:
-    """Public integers by which the joint scores are lowered so that GEM,
-    run with one β = SELECTION_BETA over the K·J candidates, applies to
-    candidate (m_k, l_j) the threshold t = (2/ε)·ln(K/β_j) of its bound's
-    failure share β_j (:func:`~dp_spark.settings.distinct_count.candidate_betas`;
-    with J = 4 bounds this is the previous t = (2/ε)·ln(20·K) for all):
-    ⌈e_j·m_k·l_j⌉, e_j = :func:`~dp_spark.settings.distinct_count.gem_shifts`
-    (J, ε), flattened as :func:`joint_scores`."""
+    """Public integers ⌈e_j·m_k·l_j⌉ (e_j =
+    :func:`~dp_spark.settings.distinct_count.gem_shifts` (J, ε)) lowering the
+    joint scores, so that GEM with one β = SELECTION_BETA gives candidate
+    (m_k, l_j) the threshold of its bound's failure share; flattened as
+    :func:`joint_scores`."""
     e = np.asarray(gem_shifts(len(bounds), epsilon))
     sens = np.outer(np.asarray(caps, dtype=np.float64), np.asarray(bounds, dtype=np.float64) * e)
     return np.ceil(sens).astype(np.int64).ravel()
@@ -289,16 +252,11 @@ def joint_scores(at, caps, bounds, margins) -> tuple[np.ndarray, np.ndarray]:
 
 def choose_cap_and_bound(at, caps, bounds, margins, epsilon: float, rng: np.random.Generator, *,
                          sampler: str = "permute-and-flip", gem_beta: float | None = None) -> tuple[int, int]:
-    """Release (k̂, ĵ): the indices of the chosen cap ``caps[k̂]`` and bound
-    ``bounds[ĵ]``, by GEM's same-direction normalised scores of
-    :func:`joint_scores` (sensitivity 1), sampled by ``sampler``:
-    ``"permute-and-flip"`` is ε-DP, ``"exponential"`` ε-DP and ε-bounded
-    range (ε²/8-zCDP). Requires the counts' same-direction moves (module
-    docstring). Nothing else is released. With ``gem_beta=None`` (the
-    release) each (m, l) gets its bound's own threshold through public
-    integer shifts of the scores (:func:`joint_shifts`): the near bounds
-    keep t = (2/ε)·ln(20·K), far ones a larger one, so bounds far above the
-    data's scale keep a small total chance."""
+    """Release (k̂, ĵ), the indices of the chosen cap and bound, by GEM's
+    same-direction normalised scores of :func:`joint_scores` (sensitivity 1):
+    ``"permute-and-flip"`` ε-DP, ``"exponential"`` ε-DP and ε-bounded range
+    (ε²/8-zCDP); requires the same-direction moves (module docstring).
+    ``gem_beta=None`` (the release): per-bound thresholds (:func:`joint_shifts`)."""
     if sampler not in SELECTION_SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SELECTION_SAMPLERS)}")
     scores, sensitivities = joint_scores(at, caps, bounds, margins)
@@ -312,16 +270,12 @@ def choose_cap_and_bound(at, caps, bounds, margins, epsilon: float, rng: np.rand
 
 def release_at_bound(counts, max_groups: int, bound: int, beta: float, rng: np.random.Generator, *, noise: str,
                      count: float) -> list[dict]:
-    """Every group's count at the chosen cap m̂ = ``max_groups`` and bound
-    l̂ = ``bound`` from its NON-PRIVATE count c_{g,m̂,l̂} (``counts[g]``):
-    c + discrete Laplace of scale m̂·l̂/ε (``noise="laplace"``, ``count`` = ε:
-    for a fixed (m̂, l̂) the vector over groups has ℓ1 sensitivity m̂·l̂, so
-    ε-DP) or c + discrete Gaussian of σ = √m̂·l̂/√(2ρ) (``"gaussian"``,
-    ``count`` = ρ: ℓ2 sensitivity √m̂·l̂, so ρ-zCDP); (m̂, l̂) were released
-    before, so this composes adaptively with their choice. ``lower_bound``
-    subtracts the public margin (:func:`joint_margins`): each group's holds
-    with probability >= 1 − β. Returns, per group, only released values and
-    the record of its draw (``noise``: one record)."""
+    """Every group's count at the released (m̂, l̂) from its NON-PRIVATE
+    c_{g,m̂,l̂}: + discrete Laplace m̂·l̂/ε (ℓ1 sensitivity m̂·l̂ over groups:
+    ε-DP) or + discrete Gaussian √m̂·l̂/√(2ρ) (ℓ2 √m̂·l̂: ρ-zCDP), composing
+    adaptively with the choice. ``lower_bound`` subtracts the public margin
+    (holds per group with probability >= 1 − β). Returns released values and
+    each draw's record."""
     scale = count_noise(max_groups, bound, noise, count)
     margin = _margin(scale, noise, beta)
     laplace = noise == "laplace"

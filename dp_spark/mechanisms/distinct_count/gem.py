@@ -1,49 +1,34 @@
 """Generalized Exponential Mechanism (GEM) of Raskhodnikova & Smith (2016).
 
-Used by Knop & Steinke (NeurIPS 2023, "Counting Distinct Elements Under
-Person-Level DP", Algorithm 3) to choose the per-person contribution bound ℓ:
-candidates have utilities ``q_1..q_k`` whose sensitivities ``Δ_1..Δ_k`` differ
-(``Δ_ℓ = ℓ`` there), and GEM selects a candidate whose utility is close to the
-best one *measured in units of that candidate's own sensitivity*.
+Used by Knop & Steinke (NeurIPS 2023, Algorithm 3) to choose the per-person
+contribution bound ℓ: candidates have utilities ``q_1..q_k`` with differing
+sensitivities ``Δ_1..Δ_k`` (``Δ_ℓ = ℓ``), and GEM selects a candidate close to
+the best *in units of its own sensitivity*. Definition (ALGORITHMS.md 1.5):
+``t = (2/ε)·ln(k/β)``; ``a_i = q_i − t·Δ_i``; normalised score
+``s_i = min_j (a_i − a_j)/(Δ_i + Δ_j)`` (so ``s_i ≤ 0``); release ``i`` with
+``Pr[i] ∝ exp(ε·s_i/2)``.
 
-Definition (ALGORITHMS.md 1.5):
-
-* ``t = (2/ε)·ln(k/β)``;
-* ``a_i = q_i − t·Δ_i``;
-* normalised score ``s_i = min_j (a_i − a_j)/(Δ_i + Δ_j)`` (so ``s_i ≤ 0``);
-* release ``i`` with ``Pr[i] ∝ exp(ε·s_i/2)``.
-
-Privacy: if each ``q_j`` changes by at most ``Δ_j`` between neighbouring data
-sets, with ``Δ_j > 0`` fixed independently of the data, each term
-``(a_i − a_j)/(Δ_i + Δ_j)`` changes by at most 1, hence so does their minimum
+Privacy: if each ``q_j`` moves by at most ``Δ_j`` between neighbours (the Δ
+fixed independently of the data), each term moves by at most 1, hence so does
 ``s_i``; the exponential mechanism on sensitivity-1 scores is ε-DP.
 
-Variant for same-direction neighbours (``monotone=True``, issue 25): if,
-between neighbours, every ``q_j`` moves in the SAME direction by at most
-``Δ_j`` (adding a person never lowers any of them, as with the bounded
-distinct counts c_l: 0 <= c'_l − c_l <= l), then ``a_i − a_j`` moves by
-``δ_i − δ_j ∈ [−Δ_j, Δ_i]``, at most ``max(Δ_i, Δ_j)`` in absolute value, so
+Same-direction variant (``monotone=True``): if every ``q_j`` moves in the SAME
+direction by at most ``Δ_j`` (as the bounded distinct counts c_l:
+0 <= c'_l − c_l <= l), ``a_i − a_j`` moves by ``δ_i − δ_j ∈ [−Δ_j, Δ_i]``, so
 ``s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j)`` still has sensitivity 1 with a
-smaller denominator: a sharper choice for the same ε. These scores are
-computed exactly from the given floats and rounded down to multiples of
-2^-20 (floored at −2^32), so their sensitivity is 1 exactly, with no
-floating-point slack (:func:`_normalized_same_direction`). GEM's utility argument
-is unchanged (``s_î ≥ −t`` gives ``q_î ≥ q_j − t(Δ_j − Δ_î + max(Δ_î, Δ_j))
-≥ q_j − 2tΔ_j``).
+smaller denominator. These scores are computed exactly and rounded down onto
+a grid (:func:`_normalized_same_direction`), so the sensitivity is 1 with no
+floating-point slack. GEM's utility argument is unchanged (``s_î ≥ −t`` gives
+``q_î ≥ q_j − t(Δ_j − Δ_î + max(Δ_î, Δ_j)) ≥ q_j − 2tΔ_j``).
 
-Sampling: :func:`generalized_exponential` draws ``Pr[i] ∝ exp(ε·s_i/2)``;
-:func:`generalized_permute_and_flip` runs permute-and-flip (McKenna &
-Sheldon 2020) on the same sensitivity-1 scores, also ε-DP, and never less
-likely to pick the best candidate (issue 25 measured it sharper:
-benchmarks/README.md).
+:func:`generalized_exponential` samples ``Pr[i] ∝ exp(ε·s_i/2)``;
+:func:`generalized_permute_and_flip` runs permute-and-flip (McKenna & Sheldon
+2020) on the same scores, also ε-DP and never less likely to pick the best.
 
-Normalised scores are computed in O(k log k) (ALGORITHMS.md 1.6):
-``s_i = max{x : a_i − x·Δ_i ≥ g(x)}`` with ``g(x) = max_j (a_j + x·Δ_j)`` the
-upper envelope of the lines of slope ``Δ_j`` and intercept ``a_j``. The line
-of the envelope active at ``x = s_i`` is the minimiser ``j`` of the
-definition; along the envelope (lines sorted by slope) the terms
-``(a_i − a_j)/(Δ_i + Δ_j)`` first decrease then increase, so a binary search
-per ``i`` finds it.
+Normalised scores in O(k log k) (ALGORITHMS.md 1.6): ``s_i = max{x : a_i −
+x·Δ_i ≥ g(x)}`` with ``g(x) = max_j (a_j + x·Δ_j)``, the upper envelope of
+the lines; along it (lines sorted by slope) the terms first decrease then
+increase, so a binary search per ``i`` finds the minimiser.
 """
 
 from __future__ import annotations
@@ -72,11 +57,6 @@ __all__ = [
     "generalized_permute_and_flip",
     "generalized_permute_and_flip_probabilities",
 ]
-
-
-# ---------------------------------------------------------------------------
-# validation
-# ---------------------------------------------------------------------------
 
 
 def _validate(
@@ -124,11 +104,6 @@ def _shifted_utilities(q: np.ndarray, d: np.ndarray, epsilon: float, beta: float
     return a
 
 
-# ---------------------------------------------------------------------------
-# upper envelope of lines y = a_j + Δ_j·x
-# ---------------------------------------------------------------------------
-
-
 def _below_chord(
     x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray
 ) -> np.ndarray:
@@ -138,15 +113,10 @@ def _below_chord(
 
 
 def _upper_envelope(d: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Slopes and intercepts of the lines forming ``x ↦ max_j (a_j + Δ_j x)``.
-
-    In the dual, line (slope Δ, intercept a) is the point (Δ, a) and the lines
-    on the upper envelope are exactly the vertices of the upper convex hull of
-    those points. Returned sorted by increasing slope. O(k log k): a sort,
-    vectorised pruning passes, and (only if pruning stalls, e.g. a concave run
-    followed by a very high last point) one linear pass of the monotone chain
-    in Python.
-    """
+    """Slopes and intercepts of the lines forming ``x ↦ max_j (a_j + Δ_j x)``,
+    by increasing slope: in the dual, the vertices of the upper convex hull of
+    the points (Δ, a). O(k log k): a sort, vectorised pruning passes, and (if
+    pruning stalls) one linear pass of the monotone chain."""
     order = np.lexsort((a, d))  # by slope, then intercept
     xs, ys = d[order], a[order]
     # Parallel lines: only the highest can be on the envelope.
@@ -180,11 +150,6 @@ def _upper_envelope(d: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarra
         hx.append(x)
         hy.append(y)
     return np.asarray(hx), np.asarray(hy)
-
-
-# ---------------------------------------------------------------------------
-# normalised scores
-# ---------------------------------------------------------------------------
 
 
 def _normalized_from_shifted(a: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -235,21 +200,17 @@ SCORE_FLOOR = 2**32
 
 def _normalized_same_direction(q: np.ndarray, d: np.ndarray, epsilon: float, beta: float) -> np.ndarray:
     """``s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j)`` (the ``monotone`` variant),
-    ``a_i = q_i − t·Δ_i``, computed EXACTLY (:class:`fractions.Fraction`)
-    from the given floats q, Δ and the public float t, by the direct formula
-    (O(k²) exact operations: meant for few candidates; the distinct-count
-    release passes at most ten, the powers of 4 up to max_bound <= 10⁶).
-    Then each score is raised to −:data:`SCORE_FLOOR` if below it and
-    rounded DOWN to a multiple of 2^-:data:`SCORE_GRID_BITS`, exactly a float.
+    ``a_i = q_i − t·Δ_i``, computed EXACTLY (:class:`fractions.Fraction`) from
+    the given floats by the direct formula (O(k²): meant for few candidates),
+    then raised to −:data:`SCORE_FLOOR` if below it and rounded DOWN to a
+    multiple of 2^-:data:`SCORE_GRID_BITS`, exactly a float.
 
-    Guarantee: for same-direction neighbours (every q_j moving by δ_j, all δ
-    of one sign, |δ_j| <= Δ_j) the exact scores differ by at most 1 (module
-    docstring); raising to the floor keeps that; and rounding down to the
-    grid g = 2^-20 keeps it EXACTLY, since with X = s/g, Y = s'/g, |X − Y| <= N
-    = 1/g whole, ⌊X⌋ − ⌊Y⌋ < N + 1 and is whole, so <= N. So the returned
-    floats have sensitivity 1 with no rounding slack, max s = 0 exactly (the
-    candidate with the largest a), and they are below the exact scores by
-    less than 2^-20 (above −2^32)."""
+    Guarantee: for same-direction neighbours the exact scores differ by at
+    most 1 (module docstring); the floor keeps that; and rounding down to the
+    grid g = 2^-20 keeps it EXACTLY, since with X = s/g, Y = s'/g,
+    |X − Y| <= N = 1/g whole, ⌊X⌋ − ⌊Y⌋ < N + 1 and is whole, so <= N. So the
+    returned floats have sensitivity 1 with no slack, max s = 0 exactly, and
+    lie below the exact scores by less than 2^-20 (above −2^32)."""
     k = q.shape[0]
     t = Fraction(_threshold(k, epsilon, beta))
     dd = [Fraction(float(x)) for x in d]
@@ -271,26 +232,11 @@ def _normalized(q: np.ndarray, d: np.ndarray, eps: float, b: float, monotone: bo
 def gem_normalized_scores(
     scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float, *, monotone: bool = False
 ) -> np.ndarray:
-    """GEM normalised scores ``s_i = min_j (a_i − a_j)/(Δ_i + Δ_j)``, O(k log k).
-
-    With ``monotone=True``: ``s_i = min_j (a_i − a_j)/max(Δ_i, Δ_j)`` (O(k²)
-    exact operations), sensitivity 1 ONLY if between neighbours all scores
-    move in the same direction (module docstring); the distinct-count counts
-    do. These are computed exactly and rounded down to multiples of 2^-20
-    (raised to −2^32 if below), so the sensitivity is 1 exactly.
-
-    ``a_i = q_i − t·Δ_i`` with ``t = (2/ε)·ln(k/β)``, ``q = scores``,
-    ``Δ = sensitivities`` (Raskhodnikova & Smith 2016; Knop & Steinke 2023,
-    Algorithm 3 and Appendix B). Each ``s_i ≤ 0`` and has sensitivity 1 when
-    each ``q_j`` has sensitivity ``Δ_j``.
-
-    Computed through the upper envelope of the lines ``y = a_j + Δ_j·x`` and a
-    binary search per candidate; agrees with
-    :func:`gem_normalized_scores_naive` up to floating-point rounding.
-
-    This is a deterministic function of private scores and releases nothing by
-    itself; only :func:`generalized_exponential`'s output may be published.
-    """
+    """GEM normalised scores ``s_i = min_j (a_i − a_j)/(Δ_i + Δ_j)`` (module
+    docstring), O(k log k) through the upper envelope; ``monotone=True``: the
+    same-direction scores with denominators ``max(Δ_i, Δ_j)``, exact and on
+    the 2^-20 grid. A deterministic function of private scores: releases
+    nothing itself."""
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
     return _normalized(q, d, eps, b, _flag(monotone))
 
@@ -320,13 +266,8 @@ def gem_normalized_scores_naive(
 def generalized_exponential_probabilities(
     scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float, *, monotone: bool = False
 ) -> np.ndarray:
-    """Exact output distribution of :func:`generalized_exponential`.
-
-    ``p_i = exp(ε·s_i/2) / Σ_j exp(ε·s_j/2)`` over the normalised scores,
-    computed by log-sum-exp (``monotone`` as in :func:`gem_normalized_scores`).
-    Deterministic in the private scores and not private itself: for tests,
-    audits and synthetic inputs only.
-    """
+    """Exact output distribution of :func:`generalized_exponential` (log-sum-exp).
+    Not private: for tests, audits and synthetic inputs only."""
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
     s = _normalized(q, d, eps, b, _flag(monotone))
     logw = (eps / 2.0) * (s - s.max())
@@ -343,29 +284,16 @@ def generalized_exponential(
     *,
     monotone: bool = False,
 ) -> int:
-    """Select a candidate with the Generalized Exponential Mechanism.
+    """Select a candidate with GEM (Raskhodnikova & Smith 2016; Knop &
+    Steinke 2023, Algorithm 3): index ``î`` with ``Pr[i] ∝ exp(ε·s_i/2)`` over
+    the normalised scores (Gumbel-max in log space); 0-based.
 
-    Raskhodnikova & Smith (2016), as Algorithm 3 of Knop & Steinke (2023).
-    Releases an index ``î`` drawn with ``Pr[i] ∝ exp(ε·s_i/2)`` where ``s`` are
-    the normalised scores of :func:`gem_normalized_scores` (sensitivity 1),
-    sampled by Gumbel-max in log space.
-
-    Privacy: ε-DP, provided each ``scores[j]`` changes by at most
-    ``sensitivities[j]`` between neighbouring data sets and the sensitivities,
-    ``beta`` and ``epsilon`` are chosen independently of the data. (In the
-    distinct-count release this is called with ``ε/2`` of the total budget.)
-
-    Utility: with probability at least ``1 − β``,
-    ``q_î ≥ max_j (q_j − (4·Δ_j/ε)·ln(k/β))``, i.e. the selected utility is
-    within ``2t·Δ_j`` of every candidate ``j``'s utility, ``t = (2/ε)ln(k/β)``.
-    (The exponential mechanism gives ``s_î ≥ −t`` w.p. ≥ 1 − β because the
-    best normalised score is 0; ``s_î ≥ −t`` rearranges to the bound.)
-
-    Arguments: ``scores`` (k finite utilities, k ≥ 1), ``sensitivities`` (k
-    positive finite numbers), ``epsilon > 0`` finite, ``beta ∈ (0, 1)``,
-    ``rng`` a ``numpy.random.Generator``; ``monotone`` as in
-    :func:`gem_normalized_scores` (only for scores that all move in the same
-    direction between neighbours). Returns the selected index (0-based).
+    Privacy: ε-DP if each ``scores[j]`` moves by at most ``sensitivities[j]``
+    between neighbours and the sensitivities, ``beta`` and ``epsilon`` do not
+    depend on the data (``monotone``: only if all scores move the same way).
+    Utility: with probability ≥ 1 − β, ``q_î ≥ max_j (q_j − 2t·Δ_j)``,
+    ``t = (2/ε)·ln(k/β)`` (the best normalised score is 0, so ``s_î ≥ −t``
+    w.p. ≥ 1 − β, which rearranges to the bound).
     """
     rng = check_rng(rng)
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
@@ -382,24 +310,14 @@ def generalized_permute_and_flip(
     *,
     monotone: bool = False,
 ) -> int:
-    """GEM's normalised scores, sampled by permute-and-flip (ε-DP).
-
-    The scores ``s`` of :func:`gem_normalized_scores` (``monotone`` as there)
-    have sensitivity 1; permute-and-flip (McKenna & Sheldon 2020) visits the
-    candidates in a random order and accepts ``i`` with probability
-    ``exp(ε·(s_i − max s)/2)``, drawn as report-noisy-max with Exp(1) noise
-    (:func:`dp_spark.mechanisms.exponential.permute_and_flip`). ε-DP under the
-    same conditions as :func:`generalized_exponential` (plus, if
-    ``monotone``, every score moving in the same direction between
-    neighbours). Utility: permute-and-flip outputs ``i`` only if it visits
-    and accepts it, so with probability at most ``exp(ε·(s_i − max s)/2)``;
-    and ``max s = 0`` (every ``s_i <= 0``, and the candidate with the largest
-    ``a_i`` has ``s = 0``). So, with ``t = (2/ε)·ln(k/β)``,
-    ``P[s_î < −t] ≤ k·e^{−εt/2} = β`` (the sampler's coefficient is ε/2
-    rounded down, c, which weakens this to ``k·e^{−ct}``, a factor
-    ``e^{(ε/2 − c)t}`` of at most one ulp of c times t), and GEM's argument
-    from ``s_î ≥ −t`` gives, with probability >= 1 − β,
-    ``q_î ≥ max_j (q_j − 2tΔ_j)``. Returns the index.
+    """GEM's normalised scores sampled by permute-and-flip (McKenna & Sheldon
+    2020; :func:`dp_spark.mechanisms.exponential.permute_and_flip`): ε-DP under
+    the conditions of :func:`generalized_exponential`. Utility: ``i`` is output
+    only if visited and accepted, with probability at most
+    ``exp(ε·(s_i − max s)/2)``, and ``max s = 0``; so
+    ``P[s_î < −t] ≤ k·e^{−εt/2} = β`` (the sampler's coefficient c is ε/2
+    rounded down, weakening this by a factor ``e^{(ε/2 − c)t}``, one ulp of c
+    times t), and w.p. ≥ 1 − β ``q_î ≥ max_j (q_j − 2tΔ_j)``. Returns the index.
     """
     rng = check_rng(rng)
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
@@ -409,17 +327,12 @@ def generalized_permute_and_flip(
 def generalized_permute_and_flip_probabilities(
     scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float, *, monotone: bool = False
 ) -> np.ndarray:
-    """Exact output distribution of :func:`generalized_permute_and_flip`.
-
-    With acceptance probabilities ``p_j = exp(c·(s_j − max s))``, c the
-    sampler's ε/2 rounded down, candidate i is released with probability
-    ``p_i·∫₀¹ Π_{j≠i} (1 − p_j x) dx`` (i is accepted, and every candidate
-    visited before it — each one independently with probability x when i
-    comes at uniform time x — is rejected). The integrand is a polynomial
-    of degree k − 1, integrated exactly by Gauss–Legendre quadrature with
-    ⌈k/2⌉ nodes. O(k²). Deterministic in the private scores and not private:
-    for tests, audits and synthetic inputs only.
-    """
+    """Exact output distribution of :func:`generalized_permute_and_flip`:
+    with ``p_j = exp(c·(s_j − max s))`` (c = ε/2 rounded down), i is released
+    with probability ``p_i·∫₀¹ Π_{j≠i} (1 − p_j x) dx`` (accepted, and every
+    candidate visited before it rejected), a degree k − 1 polynomial
+    integrated exactly by Gauss–Legendre. O(k²). Not private: for tests,
+    audits and synthetic inputs only."""
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
     s = _normalized(q, d, eps, b, _flag(monotone))
     p = np.exp(ratio_down(eps, 2.0) * (s - s.max()))
