@@ -1,28 +1,20 @@
 """DP Set Union (partition selection), mechanism layer: pure numpy/scipy.
 
 Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin, "Differentially Private
-Set Union" (ICML 2020). Releases as many items as possible from the union of
-the persons' item sets under (ε, δ)-DP with each person's whole contribution
+Set Union" (ICML 2020): releases as many items as possible from the union of
+the persons' item sets under (ε, δ)-DP, each person's whole contribution
 protected.
 
-- :mod:`dp_spark.summaries.set_union` (re-exported here): the update
-  policies (count, weighted-laplace, weighted-gaussian, policy-laplace,
-  policy-gaussian) as kernels over one shard of persons, with the
-  sensitivity facts the privacy proof needs, and the fixed-point units
-  (2^-30, rounded down) of the additive policies. They draw no noise.
-- :mod:`.thresholds`: noise scale (Laplace b, analytic Gaussian σ), the
-  threshold ρ of the paper's theorems and the cutoff Γ = ρ + α·scale.
-- :mod:`.discrete`: the exact variant (weighted-Gaussian histogram, exact
-  discrete Gaussian noise, integer threshold) that the private key step of
-  the grouped releases runs (:mod:`dp_spark.releases.group_keys`).
-- :mod:`.thresholding`: the noise + threshold step for one partition, with
-  per-partition generators spawned from one OS-seeded root
-  (:class:`~.thresholding.ThresholdStep`, the function the release hands the
-  Spark stage).
+- :mod:`dp_spark.summaries.set_union` (re-exported): the update policies as
+  kernels over one shard of persons, with the sensitivity facts the proof
+  needs; they draw no noise.
+- :mod:`.thresholds`: noise scale, threshold ρ and cutoff Γ = ρ + α·scale.
+- :mod:`.discrete`: the exact variant (integer statistic, discrete Gaussian,
+  integer threshold) of the grouped releases' private key step.
+- :mod:`.thresholding`: the noise + threshold step per partition
+  (:class:`~.thresholding.ThresholdStep`, handed to the Spark stage).
 
-The release's parameters and their public limits are checked by
-:func:`dp_spark.plans.set_union.plan`. Never imports pyspark or pandas; the
-Spark stages in :mod:`dp_spark.stages.set_union` import nothing from here.
+Parameters are checked by :func:`dp_spark.plans.set_union.plan`.
 """
 
 from dp_spark.summaries.set_union import (

@@ -1,23 +1,16 @@
 """DP Set Union with exact integer noise: the weighted-Gaussian histogram, the
-discrete Gaussian and an integer threshold (issue 35).
+discrete Gaussian and an integer threshold; the private key step of a grouped
+release (:mod:`dp_spark.releases.group_keys`). Every random decision is an
+exact discrete Gaussian draw (Canonne, Kamath, Steinke, "The Discrete Gaussian
+for Differential Privacy", NeurIPS 2020) added to an integer statistic and
+compared with an integer threshold: no float noise, no float comparison.
 
-What the private key step of a grouped release runs
-(:mod:`dp_spark.releases.group_keys`). Every random decision is an exact
-discrete Gaussian draw (Canonne, Kamath, Steinke, "The Discrete Gaussian for
-Differential Privacy", NeurIPS 2020: :func:`dp_spark.noise.discrete_gaussian`
-/ :func:`dp_spark.noise.discrete_gaussian_batch`, integer comparisons of
-uniform integers only) added to an integer statistic and compared with an
-integer threshold; no float noise, no float comparison.
-
-Released: the set of items u of the histogram's support with
-X_u + Z_u > R, where
-
-- H is the ``weighted-gaussian`` histogram of Gopi et al. (Appendix D; the
-  additive policy of :mod:`dp_spark.summaries.set_union`): a person keeping
-  t <= Δ0 items adds a_t = ⌊2^30/√t⌋ units of 2^-30 to each, so H[u] is a
-  whole number U_u of units (the Spark stage sums longs; the mask receives
-  the double U_u·2^-30, exact below 2^53 units, otherwise rounded by the
-  cast, monotonically, to a neighbouring double);
+Released: the items u of the histogram's support with X_u + Z_u > R, where
+- H is the ``weighted-gaussian`` histogram of Gopi et al. (Appendix D;
+  :mod:`dp_spark.summaries.set_union`): a person keeping t <= Δ0 items adds
+  a_t = ⌊2^30/√t⌋ units of 2^-30 to each, so H[u] is a whole number U_u of
+  units (the mask receives the double U_u·2^-30, exact below 2^53 units,
+  otherwise rounded monotonically to a neighbouring double);
 - X_u = ⌊H[u]·2^g⌋ on the grid of 2^-g (``grid_bits`` g, from Δ0 alone);
 - Z_u ~ N_Z(0, s²), independent, s an integer (``sigma``);
 - R an integer (``threshold``).
@@ -57,15 +50,13 @@ change, each by exactly a_t units: U'_u = U_u + a_t for u in S.
     else e^ε·(1 − q)·a + q > (1 − q) + q = 1. Either way P[M(D) ∈ O] <=
     e^ε·P[M(D') ∈ O] + δ_n + δ_t.
 
-Every constant depends on (ε, δ, Δ0) only. The choice of g trades the
-additive slack of (1), about √Δ0 grid cells, against the size of s: 2^g >=
-128·⌈√Δ0⌉ keeps Δ within 1 + 2/128 of the real-valued sensitivity 2^g.
-Cost against the float analytic Gaussian of the set-union release
-(:mod:`.thresholds`): the zCDP conversion (σ 45.8 against 42.8 at ε =
-0.1, δ_n = 5e-8: about 7% more noise) and the weighted policy (the
-paper's Policy Gaussian keeps float weights, whose rounding onto a grid has
-no data-independent sensitivity bound: :mod:`dp_spark.summaries.set_union`).
-Pure numpy, scipy and fractions; never imports pyspark.
+Every constant depends on (ε, δ, Δ0) only. g trades the additive slack of
+(1), about √Δ0 grid cells, against the size of s: 2^g >= 128·⌈√Δ0⌉ keeps Δ
+within 1 + 2/128 of the real-valued sensitivity 2^g. Against the float
+analytic Gaussian (:mod:`.thresholds`) this costs the zCDP conversion and the
+weighted policy (Policy Gaussian's float weights have no data-independent
+sensitivity bound on a grid); figures in
+benchmarks/results/2026-11-29-from-docstrings.md.
 """
 
 from __future__ import annotations
@@ -103,13 +94,10 @@ _SUM_SIGMA = 5000
 
 @dataclass(frozen=True)
 class DiscreteSetUnionPlan:
-    """Every public constant of one exact DP Set Union run (module
-    docstring), all from (ε, δ, Δ0): the grid 2^-``grid_bits``, the integer
-    ℓ2² sensitivity ``l2_squared`` of the grid statistic, the integer noise
-    σ ``sigma`` and threshold ``threshold`` (both in grid cells), ρ_n of the
-    noise and the split of δ. ``rho`` / ``scale`` are the threshold and σ in
-    weight units (for reports); ``method`` the update policy; ``gamma``
-    None (an additive policy has no cutoff)."""
+    """Every public constant of one exact DP Set Union run, from (ε, δ, Δ0):
+    the grid 2^-``grid_bits``, the integer ℓ2² sensitivity ``l2_squared``,
+    the integer ``sigma`` and ``threshold`` (grid cells), ρ_n and the split of
+    δ. ``rho`` / ``scale``: threshold and σ in weight units (for reports)."""
 
     epsilon: float
     delta: float
@@ -150,10 +138,8 @@ class DiscreteSetUnionPlan:
                          parameters={"norm": 2})
 
     def release_probability(self, weight: float) -> float:
-        """P[X + Z > R] for an item of histogram weight ``weight``: exact
-        (:func:`exact_release_probability`) for s <= 5000, else the normal
-        approximation with continuity correction (error statements only);
-        0 for a weight <= 0 (outside the support, never released)."""
+        """P[X + Z > R] at histogram weight ``weight``: exact for s <= 5000,
+        else the normal approximation (error statements only); 0 for weight <= 0."""
         if not weight > 0.0:
             return 0.0
         x = int(grid_statistic(np.array([weight], dtype=np.float64), self.grid_bits)[0])
@@ -223,10 +209,9 @@ def _noise_rho(epsilon: float, delta: float) -> float:
 
 
 def plan_discrete_set_union(epsilon: float, delta: float, max_items: int) -> DiscreteSetUnionPlan:
-    """The constants of the exact set union at (ε, δ) with Δ0 = ``max_items``
-    (module docstring): releasing {u : X_u + Z_u > R} over the weighted-Gaussian
-    histogram is (ε, δ)-DP. Public parameters only; ParameterError for
-    values outside ε > 0, 0 < δ < 1, Δ0 >= 1."""
+    """The constants of the exact set union at (ε, δ), Δ0 = ``max_items``
+    (module docstring): (ε, δ)-DP over the weighted-Gaussian histogram.
+    Public parameters only; ParameterError outside ε > 0, 0 < δ < 1, Δ0 >= 1."""
     epsilon, delta = float(epsilon), float(delta)
     if isinstance(max_items, bool) or not isinstance(max_items, (int, np.integer)) or int(max_items) < 1:
         raise ParameterError(f"max_items must be a whole number >= 1; got {max_items!r}")
@@ -266,12 +251,9 @@ def _draws(plan: DiscreteSetUnionPlan, size: int, rng: np.random.Generator) -> n
 
 
 def discrete_release_mask(weights: np.ndarray, plan: DiscreteSetUnionPlan, rng: np.random.Generator) -> np.ndarray:
-    """Boolean mask of the released items: X + Z > R, one exact discrete
-    Gaussian draw from ``rng`` per item of the support (weight > 0); items
-    of weight <= 0 are never released. Only the comparison leaves this
-    function. Guarantee: the module docstring's, over all partitions, when
-    the weights are the summed ``weighted-gaussian`` histogram (Δ0 = the
-    plan's ``max_items``)."""
+    """Boolean mask of the released items: X + Z > R, one exact draw per item
+    of weight > 0 (others never released). Guarantee: the module docstring's,
+    for the summed ``weighted-gaussian`` histogram at the plan's Δ0."""
     weights = np.asarray(weights, dtype=np.float64)
     check_rng(rng)
     support = weights > 0.0
@@ -284,10 +266,8 @@ def discrete_release_mask(weights: np.ndarray, plan: DiscreteSetUnionPlan, rng: 
 
 
 def exact_release_probability(x: int, plan: DiscreteSetUnionPlan) -> float:
-    """P[x + Z > R], Z ~ N_Z(0, s²), by summing the discrete Gaussian's
-    weights e^(−k²/(2s²)) over |k| <= 40·s + 40 (the rest is below e^(−800)
-    of the sum): the brute-force reference of the tests and of
-    :meth:`DiscreteSetUnionPlan.release_probability`."""
+    """P[x + Z > R], Z ~ N_Z(0, s²), summed over |k| <= 40·s + 40 (the rest
+    is below e^(−800) of the sum): the tests' brute-force reference."""
     s = plan.sigma
     top = 40 * s + 40
     k = np.arange(-top, top + 1, dtype=np.float64)

@@ -1,38 +1,21 @@
 """Noise and threshold of DP Set Union, applied to one partition of the histogram.
 
-Gopi et al., "Differentially Private Set Union" (ICML 2020), Algorithm 1
-step 3: for every item u in the support of the histogram H draw fresh noise
-Z_u (Lap(b) or N(0, σ²), :mod:`dp_spark.mechanisms.set_union.thresholds`) and release u
-iff H[u] + Z_u > ρ. Only the identities of the released items leave this
-function; the noisy weights are discarded (they are not part of the
-mechanism's output). With the histogram facts (S) and (T) of
-:mod:`dp_spark.summaries.set_union` the released set is (ε, δ)-DP.
+Gopi et al., "Differentially Private Set Union" (ICML 2020), Algorithm 1 step
+3: for every item u in the support of the histogram H draw fresh noise Z_u
+(Lap(b) or N(0, σ²), :mod:`.thresholds`) and release u iff H[u] + Z_u > ρ.
+Only the released items' identities leave; with the histogram facts (S) and
+(T) of :mod:`dp_spark.summaries.set_union` the released set is (ε, δ)-DP.
 
-The histogram may be as large as the data's vocabulary, so this runs inside
-Spark, one call per partition (from ``mapInPandas``). Each partition gets its
-own generator from a ``NoiseRoot``:
-
-- unseeded (every publishable release): ``NoiseRoot.from_os()`` holds NO key.
-  Each partition's generator is seeded from the executor's OS entropy at the
-  moment it runs (:func:`dp_spark.noise.make_rng`), so no value that could
-  reproduce the noise ever exists on the driver, in a pickled function, in a
-  query plan or in an event log. The release materializes the thresholded
-  partitions once (:mod:`dp_spark.stages.set_union`, ``materialize``) and
-  hands out a DataFrame that reads those stored rows, so the noise step is
-  never evaluated a second time (a second evaluation would be a second
-  release).
-- seeded (tests and demos only, and marked so): the root holds the state of
-  one child of the release's seeded ``SeedSequence`` and partition p uses the
-  child with spawn key (…, p) — exactly ``SeedSequence.spawn``'s p-th child —
-  so a seeded run is reproducible by anyone who knows the seed.
-
-Either way no draw is shared between partitions or items. Pure numpy; no
-pyspark, no pandas.
-
-The Spark stage never imports this module: the release hands the stage a
-:class:`ThresholdStep` (the plan's constants and the noise root), and the
-stage calls it inside ``mapInPandas`` — once per partition for that
-partition's mask function, then once per batch of (item, weight) rows.
+This runs inside Spark, one call per partition, each with its own generator
+from a ``NoiseRoot``: unseeded (every publishable release), the root holds NO
+key and each partition's generator is seeded from the executor's OS entropy
+(:func:`dp_spark.noise.make_rng`), so nothing that could reproduce the noise
+exists on the driver, in a pickled function, plan or event log; the release
+materializes the thresholded partitions once (:mod:`dp_spark.stages.set_union`),
+so the noise step is never evaluated twice (that would be a second release).
+Seeded (tests and demos only): partition p uses the p-th
+``SeedSequence.spawn`` child of the root, reproducible by anyone with the
+seed. No draw is shared between partitions or items.
 """
 
 from __future__ import annotations
@@ -56,14 +39,9 @@ SALT_RANGE = 2**62
 
 @dataclass(frozen=True)
 class NoiseRoot:
-    """Where the per-partition noise generators come from.
-
-    ``entropy=None`` (:meth:`from_os`, every unseeded release): no key at all;
-    each partition's generator is seeded from the OS entropy of the process
-    that runs it. Otherwise the picklable state of a
-    ``numpy.random.SeedSequence`` (entropy and spawn key) from which
-    per-partition generators are spawned reproducibly (seeded runs: tests
-    and demos only)."""
+    """Where the per-partition generators come from: ``entropy=None``
+    (:meth:`from_os`), OS entropy where each partition runs; otherwise the
+    picklable ``SeedSequence`` state they are spawned from (seeded runs)."""
 
     entropy: int | tuple[int, ...] | None
     spawn_key: tuple[int, ...] = ()
@@ -89,14 +67,11 @@ class NoiseRoot:
 
 
 def derive_randomness(rng: np.random.Generator, keyed: bool = True) -> tuple[int, NoiseRoot]:
-    """Split the release's root generator (``dp_spark.noise.make_rng``, seeded
-    by the OS unless a test seed was given) into two independent children:
-    the salt of the per-person item sampling (not privacy noise: the privacy
-    argument holds for every salt; it only makes each person's choice of Δ0
-    items a fresh uniform-looking sample, as the paper's random choice) and
-    the root of the per-partition noise generators. With ``keyed=False``
-    (unseeded releases) the noise root is :meth:`NoiseRoot.from_os`: it holds
-    no key, so nothing that could reproduce the noise leaves this function."""
+    """Split the release's root generator into (the salt of the per-person
+    item sampling, the noise root). The salt is not privacy noise (the proof
+    holds for every salt); it makes each person's choice of Δ0 items a fresh
+    sample. ``keyed=False`` (unseeded): the root is :meth:`NoiseRoot.from_os`,
+    holding no key."""
     salt_rng, noise_rng = spawn_rngs(check_rng(rng), 2)
     salt = int(salt_rng.integers(0, SALT_RANGE))
     if not keyed:
@@ -112,17 +87,13 @@ def derive_randomness(rng: np.random.Generator, keyed: bool = True) -> tuple[int
 
 def release_mask(weights: np.ndarray, plan: SetUnionPlan | DiscreteSetUnionPlan,
                  rng: np.random.Generator) -> np.ndarray:
-    """Boolean mask of the items released: weight + noise > ρ (Algorithm 1,
-    step 3), one fresh noise draw per item from ``rng``. Items of weight
-    <= 0 are outside the histogram's support and are never released. A
-    :class:`~dp_spark.mechanisms.set_union.discrete.DiscreteSetUnionPlan`
-    (the private key step): exact integer noise and threshold,
-    :func:`~dp_spark.mechanisms.set_union.discrete.discrete_release_mask`.
-
-    Guarantee: over all partitions, the released set is (ε, δ)-DP at
-    ``plan.epsilon``, ``plan.delta`` when the weights are the summed shard
-    histograms of :mod:`dp_spark.summaries.set_union` (facts (S), (T)).
-    Floating-point noise is fine here: only the comparison is released.
+    """Boolean mask of the released items: weight + noise > ρ, one fresh draw
+    per item from ``rng``; weight <= 0 is outside the support, never released.
+    A :class:`~.discrete.DiscreteSetUnionPlan` uses
+    :func:`~.discrete.discrete_release_mask`. Over all partitions the released
+    set is (``plan.epsilon``, ``plan.delta``)-DP for the summed shard
+    histograms (facts (S), (T)); float noise is fine: only the comparison is
+    released.
     """
     if isinstance(plan, DiscreteSetUnionPlan):
         return discrete_release_mask(weights, plan, rng)
@@ -137,19 +108,12 @@ def release_mask(weights: np.ndarray, plan: SetUnionPlan | DiscreteSetUnionPlan,
 
 @dataclass(frozen=True)
 class ThresholdStep:
-    """The noise + threshold step of one release (Algorithm 1, step 3), in
-    the form the Spark stage runs it: ``step(p)`` is the mask function of
-    Spark partition ``p`` — :func:`release_mask` with the plan's constants
-    and the generator ``root.partition_rng(p)``, made once per partition —
-    and ``step(p)(weights)`` the boolean mask of the released items of one
-    batch. Successive batches of a partition continue the same generator,
-    so every item gets its own draw.
-
-    Guarantee: as :func:`release_mask` — over all partitions the released
-    set is (``plan.epsilon``, ``plan.delta``)-DP for the summed shard
-    histograms of :mod:`dp_spark.summaries.set_union`. Picklable (it
-    travels to the executors inside the ``mapInPandas`` function); a keyless
-    root (unseeded) holds nothing that could reproduce the noise."""
+    """The noise + threshold step (Algorithm 1, step 3) as the Spark stage runs
+    it: ``step(p)`` is partition ``p``'s mask function (:func:`release_mask`
+    with ``root.partition_rng(p)``), ``step(p)(weights)`` one batch's mask;
+    batches of a partition continue its generator. Guarantee as
+    :func:`release_mask`. Picklable; a keyless root holds nothing that could
+    reproduce the noise."""
 
     plan: SetUnionPlan | DiscreteSetUnionPlan
     root: NoiseRoot

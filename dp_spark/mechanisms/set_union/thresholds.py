@@ -3,8 +3,7 @@
 Gopi et al., "Differentially Private Set Union" (ICML 2020): Theorem 3.1
 (Policy Laplace, and Weighted Laplace by Theorem D.1), Theorem 4.1 (Policy
 Gaussian, and Weighted Gaussian by Theorem D.2), and the Count baseline of
-Korolova et al. (2009) as the paper states it. With p_t = 1 − (1 − δ)^{1/t}
-(computed as −expm1(log1p(−δ)/t) so that tiny δ does not underflow):
+Korolova et al. (2009) as the paper states it. With p_t = 1 − (1 − δ)^{1/t}:
 
 =====================  =============================  ===================================================
 policy                 noise                          threshold ρ
@@ -14,20 +13,18 @@ weighted/policy-lap.   Lap(b), b = 1/ε                max_{t=1..Δ0} 1/t + Q_b(
 weighted/policy-gau.   N(0, σ²), σ = AGM(ε, δ/2, 1)   max_{t=1..Δ0} 1/√t + σ·Φ⁻¹((1 − δ/2)^{1/t})
 =====================  =============================  ===================================================
 
-Q_b(p) is the exact upper p-quantile of Lap(b): b·ln(1/(2p)) for p ≤ 1/2 (the
-paper's expression) and b·ln(2(1 − p)) for p > 1/2 (:func:`laplace_isf`; the
-two agree wherever the paper's expression is valid).
-AGM is the analytic Gaussian mechanism of Balle & Wang (ICML 2018), the
-smallest σ for which N(0, σ²) noise on a statistic of ℓ2 sensitivity 1 is
-(ε, δ/2)-DP. Γ = ρ + α·b (Laplace) or ρ + α·σ (Gaussian).
+Q_b(p) is the exact upper p-quantile of Lap(b) (:func:`laplace_isf`); AGM the
+analytic Gaussian mechanism of Balle & Wang (ICML 2018), the smallest σ for
+which N(0, σ²) on a statistic of ℓ2 sensitivity 1 is (ε, δ/2)-DP.
+Γ = ρ + α·scale.
 
-Why ρ makes the release (ε, δ)-DP (the papers' proofs): with T the items only
-the extra person holds (|T| = t ≤ Δ0, each of weight ≤ 1/t, 1/√t or 1 —
+Why ρ makes the release (ε, δ)-DP (the papers' proofs): with T the items
+only the extra person holds (|T| = t ≤ Δ0, each of weight ≤ 1/t, 1/√t or 1:
 :mod:`dp_spark.summaries.set_union`, fact (T)), ρ is chosen so that no item of
 T clears the threshold with probability ≥ 1 − δ (Laplace) or 1 − δ/2
 (Gaussian); on that event the output is (ε, 0)-, resp. (ε, δ/2)-DP by the
 Laplace / Gaussian mechanism with sensitivity 1 (Δ0 for count, fact (S)).
-Everything here depends on parameters only; nothing on the data.
+Everything here depends on parameters only.
 """
 
 from __future__ import annotations
@@ -136,14 +133,10 @@ def rho_gaussian(sigma: float, delta: float, max_items: int) -> float:
 
 @dataclass(frozen=True)
 class SetUnionPlan:
-    """Every public constant of one DP Set Union run (depends on parameters only).
-
-    ``noise`` is ``laplace`` (scale b) or ``gaussian`` (σ); ``rho`` the release
-    threshold; ``gamma`` the policy cutoff Γ = ρ + α·scale (None for the
-    count / weighted policies, which do not use it); ``sensitivity`` the ℓ1
-    (Laplace) or ℓ2 (Gaussian) sensitivity of the histogram the noise is
-    calibrated to; ``noise_delta`` / ``threshold_delta`` the two parts of δ.
-    """
+    """Every public constant of one DP Set Union run: ``noise`` laplace (scale
+    b) or gaussian (σ), the threshold ``rho``, the cutoff ``gamma`` (None for
+    count / weighted), the ℓ1 or ℓ2 ``sensitivity`` the noise is calibrated
+    to, and δ's two parts ``noise_delta`` / ``threshold_delta``."""
 
     method: str
     epsilon: float
@@ -161,10 +154,8 @@ class SetUnionPlan:
 
     @property
     def noise_record(self) -> NoiseDraw:
-        """The record of the noise :class:`~dp_spark.mechanisms.set_union.ThresholdStep`
-        draws inside Spark (step "noise"): one Laplace or Gaussian draw per
-        item of the histogram (not a public number: ``draws`` None) on
-        weights of this ℓ1 / ℓ2 sensitivity."""
+        """The record of the noise :class:`~.thresholding.ThresholdStep` draws
+        in Spark: one draw per histogram item (``draws`` None: not public)."""
         laplace = self.noise == "laplace"
         return NoiseDraw("noise", "laplace" if laplace else "gaussian", scale=self.scale,
                          std=math.sqrt(2.0) * self.scale if laplace else self.scale, sensitivity=self.sensitivity,
@@ -189,15 +180,11 @@ class SetUnionPlan:
 def plan_set_union(
     epsilon: float, delta: float, max_items: int, method: str, alpha: float = 2.0
 ) -> SetUnionPlan:
-    """Noise, threshold and cutoff for the policy ``method`` at (ε, δ), Δ0 = ``max_items``,
-    α = ``alpha`` — the constants of the paper's theorems (module docstring).
-    Releasing {u : H[u] + noise_u > ρ} is then (ε, δ)-DP for a histogram with
-    facts (S) and (T) of :mod:`dp_spark.summaries.set_union`.
-
-    The parameters are checked by the release's plan
-    (:func:`dp_spark.plans.set_union.plan`, the one home of those checks and
-    of their public limits), which calls this; the only refusal here is an ε
-    so small that the constants overflow a float."""
+    """Noise, threshold and cutoff of the policy ``method`` at (ε, δ),
+    Δ0 = ``max_items``, α = ``alpha`` (module docstring): releasing
+    {u : H[u] + noise_u > ρ} is then (ε, δ)-DP for a histogram with facts (S)
+    and (T). The parameters are checked by :func:`dp_spark.plans.set_union.plan`;
+    the only refusal here is an ε so small that the constants overflow."""
     method = check_policy(method)
     epsilon, delta, max_items, alpha = float(epsilon), float(delta), int(max_items), float(alpha)
     noise = NOISE_OF[method]
@@ -206,8 +193,7 @@ def plan_set_union(
             f"epsilon = {epsilon:g} is too small: the noise scale or threshold overflows "
             "a float; use a larger epsilon."
         )
-    # Laplace scales rounded up (dp_spark.accounting.exact.ratio_up): more
-    # noise, never less; the thresholds ρ are computed with the same scales.
+    # Laplace scales rounded up (never less noise); the thresholds use the same scales
     if method == "count":
         scale = ratio_up(max_items, epsilon)
         rho = rho_count(epsilon, delta, max_items)
@@ -240,21 +226,14 @@ SHARD_CUTOFFS = ("scaled", "full")
 
 def shard_cutoff(gamma: float, shards: int, rule: str = "scaled") -> float:
     """The cutoff each shard's sequential policy runs with [DERIVED here; not
-    in the paper]: ``full`` — Γ in every shard; ``scaled`` (default) —
-    Γ/√shards. With one shard both are Γ, the paper's algorithm exactly.
-
-    Privacy does not depend on this choice: facts (S) and (T) of
-    :mod:`dp_spark.summaries.set_union` hold for every cutoff > 0 (the
-    property tests draw it at random), and the threshold ρ and the noise are
-    unchanged. It only moves utility. With Γ in every shard, a popular item
-    keeps absorbing its holders' budget until it reaches Γ in each shard (up
-    to shards·Γ in the sum), budget the single pass would have spent on rarer
-    items; Γ/√shards caps that waste at √shards·Γ while a rare item's few
-    holders, one per shard, can still each add up to Γ/√shards. On synthetic
-    Zipf words (300k rows, Δ0 = 10 and 100, ε = 3, δ = e^-10) it recovered most of
-    the loss of sharding: e.g. policy-laplace, Δ0 = 10, 8 shards released
-    1,576 items against 1,286 with ``full`` (1,896 unsharded); policy-gaussian
-    1,702 against 1,596 (1,694 unsharded); Γ/shards was worse than both.
+    in the paper]: ``full``, Γ in every shard; ``scaled`` (default), Γ/√shards.
+    One shard: both are Γ, the paper's algorithm. Privacy does not depend on
+    it (facts (S) and (T) of :mod:`dp_spark.summaries.set_union` hold for
+    every cutoff > 0; ρ and the noise are unchanged); it moves utility only:
+    Γ/√shards caps the budget a popular item absorbs across shards at
+    √shards·Γ while a rare item's holders, one per shard, can still add
+    Γ/√shards each. Chosen by measurement: see
+    benchmarks/results/2026-11-29-from-docstrings.md.
     """
     rule = checks.choice(rule, "shard_cutoff", SHARD_CUTOFFS)
     shards = checks.integer(shards, "shards", 1)  # the public limit is the plan's (dp_spark.plans.set_union)

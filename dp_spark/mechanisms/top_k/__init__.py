@@ -1,44 +1,27 @@
 """Differentially private top-k selection (driver side, numpy only).
 
-Every function here takes a vector of per-item counts and returns item
-*indices* (never counts). The counts are assumed to be **numbers of distinct
-persons per item**: adding or removing one person changes every count by at
-most 1, and all counts move in the same direction (they are monotone). Each
-docstring states the guarantee under that assumption (``sensitivity`` can be
-raised for the joint mechanisms, e.g. 2 for swap neighbours).
+Every function takes per-item counts and returns item *indices*, never
+counts. The counts are **numbers of distinct persons per item**: one person
+moves every count by at most 1, all in the same direction. Each docstring
+states its guarantee under that assumption (``sensitivity`` can be raised for
+the joint mechanisms, e.g. 2 for swap neighbours). ALGORITHMS.md 3 and 5.1:
 
-Mechanisms (ALGORITHMS.md sections 3 and 5.1):
-
-* :func:`joint_top_k` -- the joint exponential mechanism of Gillenwater,
-  Joseph, Munoz Medina and Ribero, "A Joint Exponential Mechanism for
-  Differentially Private Top-k" (ICML 2022), Algorithm 1, sampled exactly in
-  O(d·k·log k + d·log d) time and O(d·k) space, ε-DP.
-* :func:`pnf_joint_top_k` -- its permute-and-flip variant (same paper,
-  Appendix D), ε-DP.
-* :func:`pnf_peel_top_k` -- k rounds of permute-and-flip at ε/k, ε-DP.
-* :func:`cdp_peel_top_k` -- one-shot Gumbel top-k (Durfee & Rogers 2019)
-  accounted with the CDP bound, (ε, δ)-DP.
-* :func:`unknown_domain_gumbel` -- Unknown Domain Gumbel (Durfee & Rogers
+* :func:`joint_top_k`: the joint exponential mechanism of Gillenwater,
+  Joseph, Munoz Medina and Ribero (ICML 2022), Algorithm 1, sampled exactly,
+  ε-DP; :func:`pnf_joint_top_k`: its permute-and-flip variant (Appendix D).
+* :func:`pnf_peel_top_k`: k rounds of permute-and-flip at ε/k, ε-DP.
+* :func:`cdp_peel_top_k`: one-shot Gumbel top-k (Durfee & Rogers 2019),
+  (ε, δ)-DP by the CDP bound.
+* :func:`unknown_domain_gumbel`: Unknown Domain Gumbel (Durfee & Rogers
   2019; Rogers, "Private Count Release", Algorithm 1), δ-approximate
-  (k·ε²/8)-zCDP, for when there is no public list of items.
-* :mod:`dp_spark.mechanisms.top_k.auto` -- the private choice among them
-  behind the release's ``method="auto"``.
+  (k·ε²/8)-zCDP, without a public item list.
+* :mod:`.auto`: the private choice behind ``method="auto"``; :mod:`.error`:
+  the public error bound and per-group runs; :mod:`.zcdp`: the grouped
+  ρ-zCDP form. An ungrouped release is one group at m = 1.
 
-Modules: ``joint`` (the joint mechanisms), ``peeling`` (PNF-Peel, CDP-Peel),
-``unknown_domain``, ``auto``, ``error`` (the release's public error bound),
-``zcdp`` (the grouped ρ-zCDP form); ``_common`` holds the shared argument
-checks and ``group_share`` (ε/m, δ/m). Per group, ``error.grouped_domain_top_k``
-and ``unknown_domain.grouped_unknown_domain`` run the mechanism once per
-group at its share; an ungrouped release is the one group at m = 1.
-The release (plan, Spark stage, this layer, report) is
-:mod:`dp_spark.releases.top_k`.
-
-Randomness comes only from the ``rng`` argument (a ``numpy.random.Generator``).
-Sampling is done in log space: exponential-mechanism draws use the Gumbel-max
-trick, permute-and-flip draws use report-noisy-max with exponential noise.
-Like every floating-point sampler in dp_spark, the guarantee is that of the
-idealised real-valued mechanism (no defence against floating-point side
-channels). Error messages never quote a count: counts are private.
+Randomness comes only from ``rng``; sampling is in log space (Gumbel-max,
+report-noisy-max with exponential noise), so the guarantee is that of the
+idealised real-valued mechanism. Error messages never quote a count.
 """
 
 from dp_spark.mechanisms.top_k._common import group_share

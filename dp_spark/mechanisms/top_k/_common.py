@@ -10,8 +10,7 @@ from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
 
 
-# Counts above this are not exact in float64; the joint mechanisms need exact
-# integer differences (the floor in the utility).
+# Counts above this are not exact in float64 (the joint mechanisms need exact differences).
 _MAX_EXACT_COUNT = 2**53
 
 # Argument checks (dp_spark.checks; messages say what to change, never quote a count).
@@ -66,10 +65,8 @@ def top_k_indices(values: np.ndarray, k: int) -> np.ndarray:
 
 
 def group_share(epsilon: float, delta: float, max_groups: int) -> tuple[float, float]:
-    """(ε/m, δ/m), each rounded down: the budget of one group's selection
-    when a person's rows are in at most m groups, so m shares never exceed
-    (ε, δ) (basic composition over a person's groups; the other groups'
-    inputs do not change: parallel composition). m = 1 (an ungrouped
-    release, one group; or disjoint groups): exactly (ε, δ)."""
+    """(ε/m, δ/m), rounded down: one group's budget when a person is in at
+    most m groups (basic composition over them, parallel across the others);
+    m = 1: exactly (ε, δ)."""
     m = check_int(max_groups, "max_groups", 1)
     return ratio_down(epsilon, m), (ratio_down(delta, m) if delta > 0 else 0.0)

@@ -1,72 +1,37 @@
 """Top-k mechanism choice: ``method="auto"`` (driver side, numpy only).
 
-No single top-k mechanism is best everywhere. Gillenwater et al. (ICML 2022,
-Section 4) find that the joint mechanism "always obtains the strongest
-performance for small k" and beats CDP-Peel (an (ε, δ) method) wherever the
-gaps between the top counts are large, while CDP-Peel wins for larger k on
-flat count profiles. Measured on MovieLens 100K and Amazon Fashion words
-(benchmarks/topk_accuracy.py, issue 14): the joint mechanism's ℓ∞ error
-jumps to a plateau of "random items" once k is past a data-dependent point,
-where CDP-Peel's error grows smoothly until its own noise reaches the size of
-the counts, after which CDP-Peel is random from the first rank and the joint
-mechanism (which still gets the widest-gapped top items) is better again.
+No top-k mechanism is best everywhere: the joint mechanism is strongest for
+small k and wide gaps between the top counts, CDP-Peel (an (ε, δ) method) for
+larger k on flat profiles, until its noise reaches the size of the counts
+(Gillenwater et al., ICML 2022, Section 4; benchmarks/topk_accuracy.py).
+Whenever ``auto`` picks a joint mechanism it runs PNF-Joint (paper Appendix
+D; permute-and-flip is never worse in expected utility, McKenna & Sheldon
+2020, Theorem 2), or Joint (which stops early) past ``PNF_JOINT_MAX_ENTRIES``
+entries d·k. PNF-Peel is never chosen (the joint mechanisms match or beat it).
 
-``auto`` decides as follows, and runs the permute-and-flip form of the joint
-mechanism, PNF-Joint (paper Appendix D), whenever it picks a joint mechanism:
-permute-and-flip is never worse than the exponential mechanism in expected
-utility (McKenna & Sheldon 2020, Theorem 2). PNF-Joint sweeps all d·k
-entries (no early stop), so past ``PNF_JOINT_MAX_ENTRIES`` the exponential
-form (Joint, which stops early) runs instead. PNF-Peel is never chosen: the
-joint mechanisms match or beat it (paper Section 4) in every benchmark cell
-within 1.25×; it can win at small k on tiny counts (a synthetic profile with
-a top count of 80), where every mechanism's error is most of the count.
+1. From public parameters alone, spending nothing: a joint mechanism when
+   δ = 0 (CDP-Peel is not available) or k ≤ ``SMALL_K_PER_EPSILON``·ε (where
+   a private share would cost more than the choice can win).
+2. Otherwise a public share ``AUTO_SHARE`` of ε (ε₀) buys the largest count
+   c_(1) and the k-th largest c_(k), each plus discrete Laplace noise of
+   scale 2/ε₀ (:func:`noisy_rank_counts`; pure ε₀-DP): T₁ and T_k. With
+   ε₁ = ε − ε₀ the joint mechanism is chosen if its utility bound
+   2·k·ln d / ε₁ (paper Theorem 3.3 without the ln 1/β term) is at most
+   ``JOINT_BOUND_FRACTION``·T_k, or if CDP-Peel's noise scale ln d / ε' (the
+   typical maximum of d Gumbel variables of scale 1/ε') is at least
+   ``CDP_NOISE_FRACTION``·T₁ (CDP-Peel close to random even at the top);
+   else if its modelled median error on the power law through (1, T₁) and
+   (k, T_k) (:func:`model_errors`) is at most ``JOINT_ERROR_FRACTION`` times
+   CDP-Peel's; otherwise CDP-Peel. Everything after the noisy counts is
+   post-processing.
 
-1. From public parameters alone, spending nothing on the choice: the joint
-   mechanism when δ = 0 (CDP-Peel is not available) or when
-   k ≤ ``SMALL_K_PER_EPSILON``·ε (the benchmark cells there are won or tied
-   by a joint mechanism, at errors of 0 to a few tens of persons, where a private
-   share would cost more than the choice can win; one exception below).
-2. Otherwise a public share ``AUTO_SHARE`` of ε (ε₀) buys two noisy
-   statistics, the largest count c_(1) and the k-th largest c_(k), each plus
-   discrete Laplace noise of scale 2/ε₀ (:func:`noisy_rank_counts` at ranks 1
-   and k, the exact sampler :func:`dp_spark.noise.discrete_laplace` on the
-   integer order statistics; pure ε₀-DP): T₁ and T_k. With the rest ε₁ = ε − ε₀ it compares two
-   public error scales with them (:func:`error_scales`), then a model:
-
-   * the joint mechanism's utility bound 2·k·ln d / ε₁ (paper Theorem 3.3
-     without the ln 1/β term): if it is at most ``JOINT_BOUND_FRACTION``·T_k
-     the joint mechanism's noise is small against the counts it must rank
-     and it is chosen;
-   * else CDP-Peel's noise scale ln d / ε' (the typical maximum of d Gumbel
-     variables of scale 1/ε', ε' its per-step ε): if it is at least
-     ``CDP_NOISE_FRACTION``·T₁ CDP-Peel is close to random even at the top
-     and the joint mechanism (which still gets the widest-gapped top items)
-     is chosen;
-   * else both mechanisms' median errors are modelled on the power law
-     through (1, T₁) and (k, T_k) (:func:`model_errors`: the joint
-     mechanism's error distribution from the paper's sequence count, CDP-Peel
-     as peeling with exponential mechanisms at ε'), and the joint mechanism
-     is chosen when its modelled error is at most ``JOINT_ERROR_FRACTION``
-     times CDP-Peel's; otherwise CDP-Peel. (The first two tests alone lost by
-     1.3–2.4× on Zipf profiles with large top gaps or counts near 0 at rank
-     k, where the bound 2·k·ln d/ε₁ is far above the joint mechanism's error:
-     benchmarks/topk_auto_2026-11-29.md.)
-
-   Everything after the noisy counts is post-processing.
-
-Guarantee: the choice is ε₀-DP (0-DP in case 1) and the chosen mechanism
-runs with ε₁ (the pure mechanisms) or (ε₁, δ) (CDP-Peel); by basic
-composition ``auto`` is (ε, δ)-DP whichever is chosen (δ is charged even
-when a pure mechanism is chosen: the choice is not known before the data is
-read), and ε-DP when δ = 0. The model and the constants are measured, not
-proven optimal: fitted on MovieLens 100K, Amazon Fashion words, Zipf
-profiles ⌊C/i^s⌋ (s ∈ {0.7, 1, 1.5}, C ∈ {10³, 10⁴}) and a flat profile
-(benchmarks/topk_auto_fit.py, benchmarks/topk_auto_2026-11-29.md; auto is
-within 1.25× of the best shipped mechanism in 105 of 108 cells). The one
-cell still far from the best is public-parameter case 1 at its edge (Zipf
-⌊1000/i⌋, k = 20 = 10ε at ε = 2: the joint mechanism's 66 against CDP-Peel's
-25); a private choice there loses more on MovieLens (4 → 6 at the same k, ε)
-than it gains.
+Guarantee: the choice is ε₀-DP (0-DP in case 1) and the chosen mechanism runs
+with ε₁ (pure) or (ε₁, δ) (CDP-Peel); by basic composition ``auto`` is
+(ε, δ)-DP whichever is chosen (δ is charged even when a pure mechanism is
+chosen: the choice is not known before the data is read), ε-DP when δ = 0.
+The model and constants are measured, not proven optimal: chosen by
+measurement, see benchmarks/topk_auto_fit.py, benchmarks/topk_auto_2026-11-29.md
+and benchmarks/results/2026-11-29-from-docstrings.md.
 """
 
 from __future__ import annotations
@@ -90,13 +55,8 @@ __all__ = ["AUTO_SHARE", "CDP_NOISE_FRACTION", "JOINT_BOUND_FRACTION", "JOINT_ER
            "SMALL_K_PER_EPSILON", "AutoChoice", "auto_anchor_ranks", "auto_share", "choice_stream", "choose_mechanism",
            "error_scales", "model_errors", "noisy_rank_counts", "public_choice", "rule_pick"]
 
-#: share of ε spent on the private choice when one is needed (case 2): discrete Laplace
-#: scale 2/(0.05·ε) = 40/ε persons on each noisy count. Refitted 2026-11-29
-#: (benchmarks/topk_auto_fit.py, benchmarks/topk_auto_2026-11-29.md: 9 count profiles × k ∈ {5, 10,
-#: 20, 50} × ε ∈ {0.5, 1, 2}, δ = 1e-6, 101 trials, common random numbers): over shares
-#: {2.5%, 5%, 10%} × SMALL_K_PER_EPSILON {5 … 10} × JOINT_ERROR_FRACTION {0.5 … 1.0},
-#: (5%, 10, 0.8) has the most cells within 1.25× of the best shipped mechanism (105 of 108);
-#: 2.5% chooses worse, 10% loses more to the smaller selection ε than the choice gains.
+#: share of ε spent on the private choice when one is needed (case 2); chosen
+#: by measurement (module docstring)
 AUTO_SHARE = 0.05
 #: k ≤ this·ε: a joint mechanism, chosen from public parameters (case 1)
 SMALL_K_PER_EPSILON = 10.0
@@ -114,14 +74,11 @@ PNF_JOINT_MAX_ENTRIES = 2 * 10**7
 
 @dataclass(frozen=True)
 class AutoChoice:
-    """What ``auto`` decided. ``epsilon_choice`` was spent on the choice (0
-    when public parameters sufficed); ``epsilon_selection`` is left for the
-    chosen mechanism. ``predicted`` holds the noisy counts at ranks 1 and k
-    (``top_count``, ``kth_count``: whole numbers, as floats) and the two public error scales compared with it
-    (``joint``, ``cdp-peel``; see :func:`error_scales`); DP as
-    post-processing of the noisy count; empty when nothing was spent.
-    ``noise``: the record of the choice's discrete Laplace draws (none when nothing
-    was spent)."""
+    """What ``auto`` decided: ``epsilon_choice`` spent on the choice (0 when
+    public parameters sufficed), ``epsilon_selection`` left for the chosen
+    mechanism; ``predicted``: the noisy counts at ranks 1 and k (``top_count``,
+    ``kth_count``) and the public error scales (:func:`error_scales`), empty
+    when nothing was spent; ``noise``: the choice's draw records."""
 
     method: str
     epsilon_choice: float
@@ -148,10 +105,8 @@ def public_choice(k: int, epsilon: float, delta: float, domain_size: int | None 
 
 
 def auto_share(k: int, epsilon: float, delta: float, domain_size: int | None = None) -> float:
-    """The share of ε that ``auto`` spends on its private choice, from public
-    parameters only: 0 when δ = 0 or k ≤ SMALL_K_PER_EPSILON·ε (the choice
-    needs no data), else AUTO_SHARE. The plan charges it as its own step
-    whatever the choice turns out to be."""
+    """The share of ε ``auto`` spends on its choice (public parameters only):
+    AUTO_SHARE in case 2, else 0; the plan charges it whatever is chosen."""
     return AUTO_SHARE if _needs_data(k, epsilon, delta) else 0.0
 
 
@@ -165,13 +120,11 @@ def noisy_rank_counts(counts: ArrayLike, ranks: np.ndarray, epsilon: float,
                       rng: np.random.Generator) -> np.ndarray:
     """ε-DP noisy values of the sorted counts c_(r) at the given public ranks.
 
-    Adding or removing one person moves every count by at most 1 in the same
-    direction, so every (integer) order statistic c_(r) moves by an integer
-    0 or 1, and the vector of m of them by at most m in ℓ1. Discrete Laplace
-    noise of scale m/ε on each (P[x] ∝ exp(−|x|·ε/m) over the integers, the
-    project's exact sampler :func:`dp_spark.noise.discrete_laplace`, no
-    floating-point draw) is the geometric mechanism: ε-DP for integer
-    statistics of ℓ1 sensitivity m. The counts must be whole numbers.
+    One person moves every count by at most 1 in the same direction, so each
+    integer order statistic moves by 0 or 1 and m of them by at most m in ℓ1:
+    exact discrete Laplace noise of scale m/ε on each
+    (:func:`dp_spark.noise.discrete_laplace`, the geometric mechanism) is
+    ε-DP. The counts must be whole numbers.
     """
     c = as_counts(counts, integral=True).astype(np.int64)
     eps = check_positive(epsilon, "epsilon")
@@ -183,14 +136,11 @@ def noisy_rank_counts(counts: ArrayLike, ranks: np.ndarray, epsilon: float,
 
 
 def choice_stream(rng: np.random.Generator) -> np.random.Generator:
-    """The generator the private choice draws its noise from: a child spawned
-    from ``rng``'s seed sequence (independent of ``rng``'s own stream, which
-    spawning does not advance), so the chosen mechanism then draws from
-    ``rng`` exactly what it would draw run alone with it. Privacy does not
-    depend on this (any independent noise will do); it makes ``auto`` with a
-    given generator the chosen mechanism at ε₁ with the same draws, which the
-    tests and the accuracy benchmark's common random numbers use. A generator
-    whose seed sequence cannot spawn is used as it is."""
+    """The generator of the choice's noise: a child spawned from ``rng``
+    (spawning does not advance ``rng``), so the chosen mechanism then draws
+    what it would draw run alone with ``rng`` (for the tests' and benchmark's
+    common random numbers; privacy needs only independence). A generator that
+    cannot spawn is used as it is."""
     rng = check_rng(rng)
     try:
         return rng.spawn(1)[0]
@@ -199,40 +149,33 @@ def choice_stream(rng: np.random.Generator) -> np.random.Generator:
 
 
 def error_scales(k: int, epsilon: float, delta: float, d: int) -> dict:
-    """The two public error scales the choice compares with the noisy top
-    count, at the selection's (epsilon, delta) on a domain of d items:
-    ``joint`` = 2·k·ln d/ε (the joint mechanism's utility bound, paper
-    Theorem 3.3 without its ln 1/β term) and ``cdp-peel`` = ln d/ε' (the
-    typical maximum of d Gumbel variables of scale 1/ε', ε' CDP-Peel's
-    per-step ε). Public parameters only."""
+    """The public error scales of case 2 at the selection's (epsilon, delta)
+    on d items: ``joint`` = 2·k·ln d/ε, ``cdp-peel`` = ln d/ε' (module docstring)."""
     log_d = math.log(max(int(d), 1))
     return {"joint": 2.0 * k * log_d / epsilon,
             "cdp-peel": log_d / cdp_peel_epsilon_per_step(epsilon, delta, k)}
 
 
 def model_errors(top: float, kth: float, k: int, epsilon: float, delta: float, d: int) -> dict:
-    """Modelled median ℓ∞ errors of the joint mechanism and of CDP-Peel at
-    the selection's (epsilon, delta), from the two noisy counts alone
-    (post-processing: no count is read here).
+    """Modelled median ℓ∞ errors of the joint mechanism and CDP-Peel at the
+    selection's (epsilon, delta), from the two noisy counts alone
+    (post-processing).
 
     The profile is the power law through the two points, c(r) = T₁·r^(−s),
-    s = ln(T₁/T_k)/ln k (T's read as at least 1, T_k at most T₁; s = 1 when
-    k = 1), over the d ranks (public). On it, for errors t on a grid from 0
-    to T₁ (:data:`MODEL_GRID` points) with n_i(t) = #{r : c(r) ≥ c(i) − t}:
+    s = ln(T₁/T_k)/ln k (T's at least 1, T_k at most T₁; s = 1 when k = 1),
+    over the d ranks. For errors t on a grid of :data:`MODEL_GRID` points in
+    [0, T₁], with n_i(t) = #{r : c(r) ≥ c(i) − t}:
 
-    * ``joint``: the number of length-k sequences with ℓ∞ error at most t is
-      N(t) = Π_i (n_i(t) − i + 1) (paper Lemma 3.7's count); the joint
-      mechanism gives error t mass ∝ (N(t) − N(t⁻))·exp(−ε·t/2) (Theorem 3.3's
-      weights); the median of that distribution.
-    * ``cdp-peel``: CDP-Peel is peeling with exponential mechanisms at ε'
-      (Durfee & Rogers 2019, Lemma 4.2): round i among ranks ≥ i puts mass
-      Σ_{r ≥ i, c(r) < c(i) − t} e^{ε'·c(r)} / Σ_{r ≥ i} e^{ε'·c(r)} on an error
-      above t; the t where the product over the k rounds of one minus that
-      mass reaches 1/2.
+    * ``joint``: N(t) = Π_i (n_i(t) − i + 1) sequences have error at most t
+      (paper Lemma 3.7); error t gets mass ∝ (N(t) − N(t⁻))·exp(−ε·t/2)
+      (Theorem 3.3); the median.
+    * ``cdp-peel``: peeling with exponential mechanisms at ε' (Durfee & Rogers
+      2019, Lemma 4.2): round i puts mass
+      Σ_{r ≥ i, c(r) < c(i) − t} e^{ε'·c(r)} / Σ_{r ≥ i} e^{ε'·c(r)} on an
+      error above t; the t where the product over k rounds of one minus that
+      reaches 1/2.
 
-    A model, not a bound: it ignores the tail past rank k (and sees the two
-    counts with the choice's noise); benchmarks/topk_auto_fit.py measures
-    how well the choice it makes does."""
+    A model, not a bound (benchmarks/topk_auto_fit.py measures the choice)."""
     top = max(float(top), 1.0)
     kth = min(max(float(kth), 1.0), top)
     s = max(math.log(top / kth) / math.log(k), 1e-3) if k > 1 else 1.0
@@ -264,9 +207,7 @@ def model_errors(top: float, kth: float, k: int, epsilon: float, delta: float, d
 
 def _private_pick(top, kth, k: int, epsilon: float, delta: float, d: int, joint_bound_fraction: float,
                   cdp_noise_fraction: float, joint_error_fraction: float) -> np.ndarray:
-    """Case 2 of the module docstring: whether the joint mechanism is chosen,
-    from the noisy counts (arrays of them) and public parameters, at the
-    selection's (epsilon, delta) (post-processing)."""
+    """Case 2: whether the joint mechanism is chosen (post-processing of the noisy counts)."""
     top, kth = np.maximum(top, 1.0), np.maximum(kth, 1.0)
     scales = error_scales(k, epsilon, delta, d)
     joint = (scales["joint"] <= joint_bound_fraction * kth) | (scales["cdp-peel"] >= cdp_noise_fraction * top)
@@ -281,11 +222,9 @@ def rule_pick(top, kth, k: int, epsilon: float, delta: float, d: int, share: flo
               cdp_noise_fraction: float = CDP_NOISE_FRACTION,
               joint_error_fraction: float = JOINT_ERROR_FRACTION) -> tuple[np.ndarray, float]:
     """The rule of :func:`choose_mechanism` with its constants as arguments
-    (benchmarks/topk_auto_fit.py scores candidate constants with it on
-    recorded draws): (the mechanism for each pair of noisy counts ``top``,
-    ``kth`` a choice at ``share`` of ``epsilon`` would see, as an array of
-    names; the share of ε spent on the choice, 0 when public parameters
-    suffice and the noisy counts are not used)."""
+    (for benchmarks/topk_auto_fit.py): (the mechanism name per pair of noisy
+    counts ``top``, ``kth``; the share of ε spent, 0 when public parameters
+    suffice)."""
     top = np.atleast_1d(np.asarray(top, dtype=np.float64))
     kth = np.atleast_1d(np.asarray(kth, dtype=np.float64))
     if float(delta) == 0.0 or k <= small_k_per_epsilon * float(epsilon):
@@ -297,17 +236,14 @@ def rule_pick(top, kth, k: int, epsilon: float, delta: float, d: int, share: flo
 
 def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
                      rng: np.random.Generator, share: float | None = None) -> AutoChoice:
-    """Choose the top-k mechanism for ``auto`` (see the module docstring).
+    """Choose the top-k mechanism for ``auto`` (module docstring).
 
-    When public parameters suffice (δ = 0 or k ≤ SMALL_K_PER_EPSILON·ε) the
-    counts are not read and nothing is spent: 0-DP, ``epsilon_choice`` = 0.
-    Otherwise releases only the choice (with the noisy top count and the
-    public error scales in ``predicted``) under ε₀-DP, ε₀ = ``share``·ε
-    (default AUTO_SHARE, which is :func:`auto_share` here): the discrete Laplace
-    mechanism on (c_(1), c_(k)) (ℓ1 sensitivity 2 for distinct-person
-    counts, see :func:`noisy_rank_counts`) followed by post-processing. The caller must
-    run the chosen mechanism with ``epsilon_selection`` (and ``delta`` for
-    cdp-peel).
+    Case 1: the counts are not read, 0-DP, ``epsilon_choice`` = 0. Otherwise
+    releases only the choice (and ``predicted``) under ε₀-DP,
+    ε₀ = ``share``·ε (default AUTO_SHARE): the discrete Laplace mechanism on
+    (c_(1), c_(k)) (:func:`noisy_rank_counts`), then post-processing. The
+    caller runs the chosen mechanism with ``epsilon_selection`` (and ``delta``
+    for cdp-peel).
     """
     eps = check_positive(epsilon, "epsilon")
     dlt = check_delta(delta, allow_zero=True)
@@ -339,10 +275,8 @@ def choose_mechanism(counts: ArrayLike, k: int, epsilon: float, delta: float,
 
 def auto_top_k(counts: ArrayLike, k: int, epsilon: float, delta: float,
                rng: np.random.Generator, share: float | None = None) -> tuple[np.ndarray, AutoChoice]:
-    """(ε, δ)-DP top-k (ε-DP when δ = 0) with the mechanism chosen by
-    :func:`choose_mechanism`: ε₀ on the choice, ε − ε₀ (and δ, for
-    cdp-peel) on the selection, basic composition. Returns (indices in rank
-    order, choice)."""
+    """(ε, δ)-DP top-k (ε-DP when δ = 0) by the mechanism
+    :func:`choose_mechanism` picks: (indices in rank order, choice)."""
     choice = choose_mechanism(counts, k, epsilon, delta, rng, share)
     eps_sel = choice.epsilon_selection
     if choice.method == "joint":

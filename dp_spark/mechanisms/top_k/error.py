@@ -1,13 +1,7 @@
-"""The top-k selections over a public domain, per group, their noise records and error bound.
-
-:func:`grouped_domain_top_k` runs a public-domain mechanism in every group
-(an ungrouped release is one group at m = 1); :func:`selection_noise` is the
-record (:class:`dp_spark.noise.records.NoiseDraw`) of the draws each
-public-domain or unknown-domain mechanism makes;
-:func:`error_bound` is that record's bound at confidence 1 − β. The release
-(:mod:`dp_spark.releases.top_k`) states it with the released items and the
-HTML report (:mod:`dp_spark.html_report`) draws it from the release's
-records; both read it here, below them (issue 23).
+"""Top-k over a public domain per group (:func:`grouped_domain_top_k`; an
+ungrouped release is one group at m = 1), the record of each mechanism's
+draws (:func:`selection_noise`) and its public error bound at confidence
+1 − β (:func:`error_bound`), which the release and the HTML report state.
 """
 
 from __future__ import annotations
@@ -31,16 +25,12 @@ _GUMBEL_STD = math.pi / math.sqrt(6.0)
 
 def selection_noise(method: str, k: int, epsilon: float, delta: float, size: int,
                     step: str = "selection") -> NoiseDraw:
-    """The record of the selection ``method`` makes with ``epsilon`` (and
-    ``delta``) on ``size`` items (d, or k̄ for unknown-domain), counts of
-    sensitivity 1:
-
-    joint / pnf-joint: the (joint) exponential mechanism over d!/(d−k)!
-    sequences, scale 2/ε; pnf-peel: k rounds of exponential noise of scale
-    k/ε on at most d scores; cdp-peel: one Gumbel draw of scale 1/ε' per
-    item (ε' its per-step ε); unknown-domain: Gumbel of scale 1/ε' on the k̄
-    largest counts and the threshold. Scales are those the samplers draw
-    (rounded up: never less noise)."""
+    """The record of ``method``'s draws at ``epsilon`` (and ``delta``) on
+    ``size`` items (d, or k̄ for unknown-domain), counts of sensitivity 1:
+    joint / pnf-joint, the exponential mechanism over d!/(d−k)! sequences
+    (scale 2/ε); pnf-peel, k rounds of exponential noise of scale k/ε;
+    cdp-peel, one Gumbel of scale 1/ε' per item; unknown-domain, Gumbel of
+    scale 1/ε' on the k̄ counts and the threshold. Scales as drawn."""
     if method in ("joint", "pnf-joint"):
         log_sequences = math.lgamma(size + 1) - math.lgamma(size - k + 1)
         return NoiseDraw(step, "exponential-mechanism", scale=2.0 / epsilon, std=None, sensitivity=1.0,
@@ -60,15 +50,10 @@ def selection_noise(method: str, k: int, epsilon: float, delta: float, size: int
 
 def error_bound(method: str, k: int, epsilon: float, delta: float, size: int,
                 beta: float = 1.0 - CONFIDENCE) -> float:
-    """A bound B (public: parameters only) with P[max_i (c_(i) − c_{s_i}) <= B] >= 1 − β:
-    ``selection_noise(...).half_width(β)``.
-
-    joint / pnf-joint: the exponential mechanism's (and permute-and-flip's)
-    utility bound (2/ε)(ln(d!/(d−k)!) + ln(1/β)); pnf-peel: every round's
-    exponential noise (scale k/ε) stays below (k/ε)·ln(dk/β); cdp-peel and
-    unknown-domain: the spread of ``size`` Gumbel draws. ``size`` is d, or k̄
-    for unknown-domain; ``epsilon`` is the ε the selection ran with.
-    """
+    """A public bound B with P[max_i (c_(i) − c_{s_i}) <= B] >= 1 − β:
+    ``selection_noise(...).half_width(β)`` (joint: (2/ε)(ln(d!/(d−k)!) +
+    ln(1/β)); pnf-peel: (k/ε)·ln(dk/β); cdp-peel, unknown-domain: the spread
+    of ``size`` Gumbel draws). ``epsilon``: the ε the selection ran with."""
     return selection_noise(method, k, epsilon, delta, size).half_width(beta)
 
 
@@ -90,14 +75,10 @@ def domain_top_k(method: str, counts, k: int, epsilon: float, delta: float,
 
 def grouped_domain_top_k(method: str, counts, k: int, epsilon: float, delta: float, max_groups: int,
                          rng: np.random.Generator) -> list[np.ndarray]:
-    """Per row g of the G × d matrix ``counts`` (a public domain's counts in
-    group g; one row for an ungrouped release), in order, the indices
-    ``method`` (joint, pnf-joint, pnf-peel, cdp-peel) picks at the group's
-    share (ε/m, δ/m) (:func:`~dp_spark.mechanisms.top_k._common.group_share`).
-    Each group's counts move by at most 1, all the same way, and one person
-    changes at most m groups: (ε, δ)-DP in all, ε-DP for the pure ones
-    (basic composition over a person's groups, parallel composition across
-    the others; m = 1: every group at the full (ε, δ)). Record:
+    """Per row of the G × d matrix ``counts`` (one per group), the indices
+    ``method`` picks at the group's share (ε/m, δ/m) (:func:`group_share`):
+    one person moves each group's counts by at most 1, all the same way, in
+    at most m groups, so (ε, δ)-DP in all (ε-DP for the pure ones). Record:
     ``selection_noise(method, k, ε/m, δ/m, d)``."""
     eps_g, delta_g = group_share(epsilon, delta, max_groups)
     return [domain_top_k(method, row, k, eps_g, delta_g, rng)[0] for row in np.asarray(counts)]

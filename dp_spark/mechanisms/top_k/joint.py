@@ -21,27 +21,18 @@ from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k._common import as_counts, check_int, check_positive, check_rng
 
-# ---------------------------------------------------------------------------
-# joint exponential mechanism: D~ in ascending order, streamed in blocks
-# ---------------------------------------------------------------------------
-#
 # D~[i, j] = c_(i) - c_(j) + (d(k-i-1) + j + 1)/(2dk), 0-based i < k, j < d,
 # c_(0) >= ... >= c_(d-1) (ALGORITHMS.md 3.2). The tie term lies in (0, 1/2]
-# and differs for every entry, so the order of D~ is the lexicographic order of
-# the exact integer pairs (c_(i) - c_(j), d(k-i-1) + j), i.e. of the integer
-#     key(i, j) = (c_(i) - c_(j))·dk + d(k-i-1) + j.
-# We never form D~ in floating point (its tie term, of size 1/(2dk), would be
-# rounded away next to large counts). Rows increase in j, columns decrease in
-# i. For any integer x the entries of row i below x are the columns
-# [0, n_i(x)), and n_i(x) is found by two binary searches in the sorted counts
-# (:func:`_row_counts`). That lets us stream the d·k entries in ascending
-# order, block by block, without materialising the k×d matrix: a block is the
-# set of entries with key in [x_lo, x_hi), i.e. columns [n_i(x_lo), n_i(x_hi))
-# of each row i, and is sorted by merging its k sorted row pieces.
+# and differs for every entry, so D~ is ordered as the exact integer
+#     key(i, j) = (c_(i) - c_(j))·dk + d(k-i-1) + j
+# (never formed in floating point, where the tie term would round away). Rows
+# increase in j, columns decrease in i, so the entries of row i below x are
+# the columns [0, n_i(x)), found by binary search (:func:`_row_counts`): the
+# d·k entries are streamed in ascending order, block by block, without
+# materialising the k×d matrix, each block sorted by merging k row pieces.
 
-
-# The k×d matrix D~ is streamed in ascending order in blocks of this many
-# entries; the running sum of logs is re-anchored exactly at every block start.
+#: Entries per streamed block of D~; the running sum of logs is re-anchored
+#: exactly at every block start.
 _BLOCK = 1 << 17
 
 
@@ -122,21 +113,15 @@ def _joint_entry_blocks(prep: _JointPrep) -> Iterator[tuple[np.ndarray, np.ndarr
     """Steps 4-5 of ALGORITHMS.md 3.2: yield, block by block in ascending D~
     order, ``(rows, cols, floor_diff, log_count)`` for every entry.
 
-    For entry e = D~[r, j]: m(e) = prod_{i != r} (n_i(e) - i) (paper Lemma 3.7),
-    where n_i(e) is the number of entries of row i below e, and m(e) = 0 when
-    a factor is <= 0. Sweeping in ascending order, n_r = j just before (r, j)
-    and j + 1 right after, so with S = sum_i ln(max(n_i - i, 1)):
-      * row i's factor is positive iff its diagonal entry (i, i) is passed, so
-        "every row other than r positive" means k passed diagonal entries, or
-        k - 1 when (r, j) is itself diagonal (j == r); j < r is never valid;
-      * ln m(e) = S - ln(j - r) (own-row term, 0 when j == r);
-      * passing (r, j) adds ln((j + 1 - r)/(j - r)) to S (0 when j <= r).
-    At every block start n_i is known exactly (the block's lower column
-    bounds), so S is recomputed there and the rounding error of the running
-    sum stays within one block. Per block: O(k log d · log(key range)) for the
-    bounds, O(B log k) to merge the k sorted row pieces (numpy's stable sort
-    is a run-merging timsort), O(B) for the sweep; in all O(dk log k) up to
-    the bound searches, and O(d + B) memory.
+    For entry e = D~[r, j]: m(e) = prod_{i != r} (n_i(e) - i) (paper Lemma
+    3.7), n_i(e) the entries of row i below e, m(e) = 0 when a factor is
+    <= 0. Sweeping in ascending order (n_r = j just before (r, j)), with
+    S = sum_i ln(max(n_i - i, 1)): every row other than r is positive iff k
+    diagonal entries are passed (k - 1 when j == r; j < r is never valid);
+    ln m(e) = S - ln(j - r) (0 when j == r); passing (r, j) adds
+    ln((j + 1 - r)/(j - r)) to S. S is recomputed exactly at every block
+    start, so rounding stays within one block. O(dk log k) time up to the
+    bound searches, O(d + B) memory.
     """
     k, d, cs = prep.k, prep.d, prep.cs
     dk = d * k
@@ -172,15 +157,10 @@ def _joint_entry_blocks(prep: _JointPrep) -> Iterator[tuple[np.ndarray, np.ndarr
 
 
 def _joint_sequence(prep: _JointPrep, r_star: int, j_star: int, rng: np.random.Generator) -> np.ndarray:
-    """Step 7: a uniform sequence among those whose largest D~ entry is D~[r*, j*].
-
-    Row r* takes column j*; every other row i (in increasing i) takes a column
-    uniformly from {j' : D~[i, j'] < D~[r*, j*]} minus the columns already
-    taken. Those sets are the prefixes [0, n_i) of the columns, nested in i,
-    and exactly i of their columns are taken when row i is reached, so each
-    row has n_i - i choices and the result is uniform over the entry's group.
-    O(k log d + k²).
-    """
+    """Step 7: a uniform sequence among those whose largest D~ entry is
+    D~[r*, j*]: row r* takes j*, every other row i (increasing) a uniform
+    column of [0, n_i) not yet taken (nested prefixes with i taken: n_i - i
+    choices). O(k log d + k²)."""
     k = prep.k
     n = _row_counts(prep, _key(prep, r_star, j_star))
     if int(n[r_star]) != j_star:  # pragma: no cover
@@ -215,16 +195,13 @@ def _check_joint_args(counts, k, epsilon, sensitivity):
 
 @dataclass(frozen=True)
 class JointLogWeights:
-    """Exact log-weights of the joint mechanism's entry groups (for tests/audits).
-
-    Arrays are indexed by the entries of D~ in ascending order. Entry ``p``
-    stands for the group of length-k sequences (of sorted positions) whose
-    largest D~ entry is ``D~[rows[p], cols[p]]``; ``log_count[p] = ln m`` is
-    the log of the number of such sequences (-inf when none), every one has
-    utility ``-floor_diff[p]``, and ``log_weight[p] = log_count[p] -
-    epsilon*floor_diff[p]/(2*sensitivity)``. ``perm[j]`` is the original index
-    of the item at sorted position j.
-    """
+    """Exact log-weights of the joint mechanism's entry groups (tests/audits),
+    indexed by the entries of D~ in ascending order: entry ``p`` stands for
+    the length-k sequences whose largest entry is ``D~[rows[p], cols[p]]``,
+    ``log_count[p]`` their log number (-inf: none), utility
+    ``-floor_diff[p]``, ``log_weight[p] = log_count[p] -
+    epsilon*floor_diff[p]/(2*sensitivity)``; ``perm[j]``: the original index
+    at sorted position j."""
 
     perm: np.ndarray
     rows: np.ndarray
@@ -244,13 +221,9 @@ class JointLogWeights:
 def joint_top_k_log_weights(
     counts: ArrayLike, k: int, epsilon: float, sensitivity: float = 1
 ) -> JointLogWeights:
-    """Return every entry group's exact log-weight in :func:`joint_top_k`.
-
-    Deterministic (no noise): it exposes the distribution that
-    :func:`joint_top_k` samples, so tests can compare it with a brute-force
-    exponential mechanism. Its output depends on the private counts and must
-    never be released. Same arguments and checks as :func:`joint_top_k`.
-    """
+    """Every entry group's exact log-weight in :func:`joint_top_k`, for
+    comparison with a brute-force exponential mechanism. Depends on the
+    private counts: never release it."""
     c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
     prep = _joint_prepare(c, k)
     parts = list(_joint_entry_blocks(prep))
@@ -278,40 +251,24 @@ def joint_top_k(
     ``u(s) = -max_i (c_(i) - c_{s_i})`` and ``c_(1) >= ... >= c_(d)`` are the
     sorted counts.
 
-    Guarantee: ε-DP (exponential mechanism, McSherry-Talwar) when adding or
-    removing one person changes every count by at most ``sensitivity``
-    (default 1: counts of distinct persons per item, a person adds at most 1
-    to any count but may touch all of them; use 2 for swap neighbours); u
-    then changes by at most ``sensitivity`` too (paper Lemma 3.1). The domain
-    (the list of items behind ``counts``) must be public and fixed in advance;
-    items absent from the data count 0.
+    Guarantee: ε-DP (exponential mechanism, McSherry-Talwar) when one person
+    moves every count by at most ``sensitivity`` (default 1: distinct-person
+    counts; 2 for swap neighbours), so u moves by at most that too (paper
+    Lemma 3.1). The domain (the items behind ``counts``, absent ones counting
+    0) must be public and fixed in advance.
 
-    Exact sampling, in log space (paper Sec. 3.1): sort the counts
-    (O(d log d)); walk the k×d matrix D~ (with the paper's data-independent
-    tie term, compared as exact integers) in ascending order, in blocks, each
-    block merging k sorted row pieces (O(dk log k) in all); sweep it to get
-    ln m(e), the log number of sequences whose largest entry is e (Lemma 3.7,
-    O(dk)); pick an entry by the Gumbel-max trick on
-    ``ln m(e) - epsilon*floor(e)/(2*sensitivity)`` (block by block, keeping
-    the running maximum); then draw a sequence uniformly from that entry's
-    group (O(k log d + k²)). The matrix is never materialised: memory is
-    O(d + block size), within the paper's O(dk). The sweep stops early, still
-    exactly, once the entries not yet swept have total log-weight at most
-    ln(d!/(d−k)!) − ε·floor/(2Δ), far below the best seen: one Gumbel draw
-    then stands for all of them (:func:`_joint_tail`), so on count profiles
-    with a steep head only the items that can enter the top k are visited
-    (d = 10^6, k = 100: well under a second instead of a full d·k sweep).
+    Exact sampling in log space (paper Sec. 3.1): sort the counts; sweep D~
+    (with the paper's data-independent tie term, as exact integers) in
+    ascending blocks to get ln m(e), the log number of sequences whose
+    largest entry is e (Lemma 3.7); pick an entry by Gumbel-max on
+    ``ln m(e) - epsilon*floor(e)/(2*sensitivity)``; draw a sequence uniformly
+    from its group. Memory O(d + block size). The sweep stops early, still
+    exactly, once the unswept entries' total log-weight (at most
+    ln(d!/(d−k)!) − ε·floor/(2Δ)) is far below the best seen: one Gumbel draw
+    stands for all of them (:func:`_joint_tail`).
 
-    Args:
-        counts: 1-D array of non-negative whole-number counts, one per item of
-            the public domain (length d).
-        k: number of items to return, 1 <= k <= d.
-        epsilon: privacy parameter ε > 0.
-        rng: the source of all randomness.
-        sensitivity: Δ, the largest change of any count between neighbours.
-
-    Returns:
-        int64 array of k distinct indices into ``counts``, in rank order.
+    ``counts``: non-negative whole numbers, one per item (length d);
+    1 <= k <= d; ε > 0. Returns k distinct int64 indices in rank order.
     """
     c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
     rng = check_rng(rng)
@@ -337,9 +294,8 @@ def joint_top_k(
     return prep.perm[seq].astype(np.int64)
 
 
-# Stop the sweep once the remaining entries' total log-weight is bounded this
-# far below the largest log-weight seen (their chance to win is then about
-# e^-40 and is still accounted for exactly by _joint_tail).
+#: Stop the sweep once the rest's total log-weight is this far below the best
+#: seen (accounted for exactly by _joint_tail).
 _TAIL_MARGIN = 40.0
 
 
@@ -356,18 +312,11 @@ def _gumbel_block_max(logw, rows, cols, rng, best, best_rc):
 
 
 def _joint_tail(blocks, bound, coef, rng, best, best_rc):
-    """Finish the Gumbel-max over the entries not yet swept, exactly.
-
-    The largest Gumbel-perturbed log-weight of a set of entries with total
-    log-weight L is L + g with g ~ Gumbel(1), and which entry attains it is
-    independent of g, distributed in proportion to the weights. We draw g once;
-    since L <= ``bound``, if ``bound + g`` is below the best score so far no
-    remaining entry can win and the sweep stops (the usual case: the bound is
-    far below). Otherwise the remaining entries are swept to get L exactly and
-    an entry in proportion to the weights (fresh Gumbel-max), and that entry
-    wins iff L + g beats the best score. The output distribution is the
-    exponential mechanism's either way.
-    """
+    """Finish the Gumbel-max over the unswept entries, exactly: their largest
+    perturbed log-weight is L + g (L their total, g ~ Gumbel(1)), the winner
+    among them independent of g and proportional to the weights. Draw g; if
+    ``bound + g`` (L <= bound) is below the best, none can win; else sweep
+    them for L and a winner, which wins iff L + g beats the best."""
     g = float(rng.gumbel())
     if bound + g < best:
         return best, best_rc
@@ -384,24 +333,14 @@ def _joint_tail(blocks, bound, coef, rng, best, best_rc):
     return best, best_rc
 
 
-# ---------------------------------------------------------------------------
-# PNF-Joint
-# ---------------------------------------------------------------------------
-
-
 def _max_exponential(log_m: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Max of m i.i.d. Exp(1) variables, for m = exp(log_m), given E ~ Exp(1).
+    """Max of m i.i.d. Exp(1) variables, m = exp(log_m), given E ~ Exp(1).
 
-    Inverse CDF: P[max <= y] = (1 - e^{-y})^m, so with U = e^{-E} uniform,
-    y = -ln(1 - U^{1/m}) = -ln(1 - exp(-a)) with a = E/m = exp(ln E - ln m).
-    We evaluate -ln(1 - e^{-a}) from t = ln E - ln m without ever forming m or
-    U^{1/m}: -ln(-expm1(-a)) for a <= ln 2, -log1p(-exp(-a)) for a > ln 2
-    (Mächler's log1mexp), and -t + a/2 when t < -40 (a < 5e-18, where the
-    other forms would underflow; the omitted terms are O(a²)). Accurate to a
-    few ulps for every finite ln m, so large groups (m far beyond 2**1024)
-    are handled; the naive form -ln(-expm1(e^{-ln m}·ln U)) of the paper's
-    Eq. (6) returns +inf once e^{-ln m}·ln U underflows (ln m above ~745) and
-    loses all accuracy when U^{1/m} rounds to 1.
+    Inverse CDF: y = -ln(1 - exp(-a)), a = E/m = exp(ln E - ln m), evaluated
+    from t = ln E - ln m without forming m: -ln(-expm1(-a)) for a <= ln 2,
+    -log1p(-exp(-a)) above (Mächler's log1mexp), -t + a/2 when t < -40 (the
+    omitted terms are O(a²)). Accurate to a few ulps for every finite ln m,
+    where the paper's Eq. (6) overflows past ln m ≈ 745.
     """
     e = np.maximum(e, np.finfo(np.float64).tiny)  # E == 0 has probability ~0
     t = np.log(e) - log_m
@@ -425,33 +364,18 @@ def pnf_joint_top_k(
 ) -> np.ndarray:
     """ε-DP top-k by the joint permute-and-flip mechanism (PNF-Joint).
 
-    Gillenwater et al. (ICML 2022), Appendix D (ALGORITHMS.md 3.3): permute-
-    and-flip over all length-k sequences with the joint utility
-    ``u(s) = -max_i (c_(i) - c_{s_i})``, implemented as report-noisy-max with
-    exponential noise (Ding et al. 2021): every sequence gets ``u(s) +
-    Exp(rate epsilon/(2*sensitivity))`` and the largest wins. Sequences are
-    grouped by their largest D~ entry as in :func:`joint_top_k`; a group of m
-    sequences competes with the max of m exponentials (MaxExpo), then a
-    sequence is drawn uniformly inside the winning group.
+    Gillenwater et al. (ICML 2022), Appendix D (ALGORITHMS.md 3.3):
+    permute-and-flip over length-k sequences with ``u(s) = -max_i (c_(i) -
+    c_{s_i})``, as report-noisy-max with ``Exp(rate epsilon/(2*sensitivity))``
+    noise (Ding et al. 2021). Sequences are grouped by their largest D~ entry
+    as in :func:`joint_top_k`; a group of m competes with the max of m
+    exponentials (:func:`_max_exponential`, accurate for every finite ln m,
+    unlike the paper's Eq. (6)), then a sequence is drawn inside the winner.
 
-    Guarantee: ε-DP (permute-and-flip, McKenna & Sheldon 2020, with the
-    non-monotone rate ε/(2Δ): u is not monotone in the data) when adding or
-    removing one person changes every count by at most ``sensitivity``
-    (default 1, distinct-person counts). Public domain required, as for
-    :func:`joint_top_k`.
-
-    Numerical safety: the paper notes its implementation fails for large k
-    because Eq. (6) needs m or 1/m in double precision (m overflows for
-    ln m > ~709; e^{-ln m}·ln U underflows and U^{1/m} rounds to 1, giving an
-    infinite or meaningless MaxExpo draw). This implementation evaluates the
-    MaxExpo inverse CDF from ``ln E - ln m`` (E ~ Exp(1)) in a form accurate to
-    a few ulps for every finite ``ln m`` (see :func:`_max_exponential`), so
-    it has no such regime: it is as safe as :func:`joint_top_k`. As a guard,
-    if any MaxExpo draw still comes out non-finite the call refuses with a
-    ParameterError naming the ``joint`` mechanism instead of returning a
-    sample from a wrong distribution.
-
-    Args and return value as :func:`joint_top_k`.
+    Guarantee: ε-DP (McKenna & Sheldon 2020, with the non-monotone rate
+    ε/(2Δ)) when one person moves every count by at most ``sensitivity``.
+    Public domain. A non-finite draw (a guard) refuses with a ParameterError
+    naming ``joint``. Args and return value as :func:`joint_top_k`.
     """
     c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
     rng = check_rng(rng)
