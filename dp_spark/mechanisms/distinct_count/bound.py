@@ -17,9 +17,9 @@ the paper: the pairwise denominator is max(l, l') instead of l + l' (valid
 because every c_l moves in the same direction: q_l − q_l' moves by at most
 max(l, l')), and the scores are sampled by permute-and-flip (ε-DP on
 sensitivity-1 scores, never less likely to pick the best candidate). The
-paper chooses among every l = 1..L with the exponential mechanism. Both
-choices were made by measurement: see benchmarks/distinct_count_grid_2026-11-29.md
-and benchmarks/README.md.
+paper chooses among every l = 1..L with the exponential mechanism. Chosen
+by measurement: the denominator and sampler in benchmarks/README.md (bound
+selection), the candidates' thresholds in benchmarks/distinct_count_grid_2026-11-29.md.
 
 Privacy of the choice: each q_l moves by 0..l, all in the same direction (m_l
 is public), so each normalised score moves by at most 1; the candidate set
