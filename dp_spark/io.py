@@ -1,13 +1,9 @@
 """Reading inputs and writing outputs.
 
-Inputs: Parquet, CSV with a header row, JSON lines (optionally gzipped), or a
-catalog table written ``table:db.name``. Outputs are written atomically: to a
-temporary name beside the target, then renamed, so a failed run leaves an
-earlier output intact. A DataFrame output may also be a catalog table,
-``table:db.name`` or ``table:name`` (:func:`write_table`): saved with
-``saveAsTable`` to the session's catalog (Hive, Databricks; locally the
-spark-warehouse), marked as dp_spark's with a table property, claimed
-before the release spends its budget (:mod:`dp_spark.tables`).
+Inputs: Parquet, CSV with a header row, JSON lines (optionally compressed), or a catalog table
+``table:db.name``. Outputs are written atomically (to a temporary name beside the target, then renamed), so
+a failed run leaves an earlier output intact. A DataFrame output may also be a catalog table
+(:mod:`dp_spark.tables`).
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ from dp_spark import session
 from dp_spark.errors import InputError, ParameterError, SchemaError
 from dp_spark.marking import mark_folder, mark_output_folder, mark_spark, mark_table_frame, not_ours
 from dp_spark.sparkjobs import describe_failure, error_conditions, spark_exception_types, spark_job
-# Catalog tables as outputs live in dp_spark.tables; their names stay importable from here.
+# re-exported: catalog table outputs live in dp_spark.tables
 from dp_spark.tables import (TABLE_PREFIX, check_table_output, is_table, qualified_table,  # noqa: F401
                              table_name, write_table)
 
@@ -71,19 +67,15 @@ def _glob_escaped(path: str) -> str:
 
 
 def literal_glob(source: str) -> bool:
-    """Whether ``source`` is an existing local file or folder whose name
-    holds glob characters (``data[1].csv``)."""
+    """Whether ``source`` is an existing local file or folder whose name holds glob characters."""
     return bool(is_local(source) and SPARK_GLOB.search(source) and local_path(source).exists())
 
 
 def refuse_csv_literal_glob(source: str, fmt: str, what: str = "input path") -> None:
-    """A CSV file named like a glob pattern cannot be read as that name:
-    Spark's multi-line CSV reader (RFC 4180, :func:`reader_options`) lists
-    its files by the pattern again, unescaped (``data[1].csv`` reads the
-    header of ``data1.csv``, or fails). Refused with the fix (InputError);
-    Parquet and JSON files of such names are read as named. ``fmt``
-    "auto": the format from the name (a name that does not tell it is left
-    to the reader)."""
+    """Refuse (InputError, naming the fix) a CSV file whose name holds glob characters: Spark's multi-line
+    CSV reader lists its files by the pattern again, unescaped (``data[1].csv`` reads ``data1.csv``, or
+    fails). Parquet and JSON files of such names are read as named. ``fmt`` "auto": the format from the name
+    (undecidable: left to the reader)."""
     if not literal_glob(source):
         return
     if fmt == "auto":
@@ -98,16 +90,11 @@ def refuse_csv_literal_glob(source: str, fmt: str, what: str = "input path") -> 
 
 
 def spark_source(source: str) -> str:
-    """``source`` as the JVM should read it. A relative local path is made
-    absolute against this process's current folder: the JVM resolves a
-    relative path against the folder it started in, which is another one
-    after ``os.chdir`` or a notebook's ``%cd``, so dp_spark's checks
-    (Python) and Spark's read would name different files; glob characters in
-    the current folder's own path are escaped (Hadoop's backslash), so only
-    the path as given is a pattern. A local file or folder that exists under
-    its literal name is read as that name (``data[1].csv``: Spark would read
-    the pattern, ``data1.csv``), its glob characters escaped. Other URIs are
-    unchanged."""
+    """``source`` as the JVM should read it. A relative local path is made absolute against this process's
+    current folder (the JVM resolves it against the folder it started in, another one after ``os.chdir``, so
+    dp_spark's checks and Spark's read would name different files), with glob characters of the current
+    folder escaped. A local file or folder existing under its literal name has its glob characters escaped
+    too. Other URIs are unchanged."""
     if not is_local(source) or _WINDOWS_DRIVE.match(source):
         return source
     literal = literal_glob(source)
@@ -117,8 +104,8 @@ def spark_source(source: str) -> str:
 
 
 def detect_format(path: str) -> str:
-    """Format from the path: the file extension (compression suffix ignored),
-    or for a local directory, the extension of the data files inside it."""
+    """Format from the path: the file extension (compression suffix ignored), or for a local directory the
+    extension of the data files inside it."""
     name = path.rstrip("/")
     for suffix in _COMPRESSION:
         if name.endswith(suffix):
@@ -141,8 +128,7 @@ def detect_format(path: str) -> str:
     )
 
 
-#: --bad-rows -> Spark's parse mode for CSV/JSON. "fail" reads in FAILFAST mode
-#: and is checked by :func:`check_rows_parse` before anything is spent.
+#: --bad-rows -> Spark's parse mode for CSV/JSON ("fail": checked by :func:`check_rows_parse`).
 BAD_ROWS_MODES = {"drop": "DROPMALFORMED", "fail": "FAILFAST", None: "PERMISSIVE"}
 
 
@@ -164,9 +150,8 @@ _INFERENCE_REFUSED = (
 def reader_options(fmt: str, *, infer_schema: bool = False, delimiter: str | None = None, header: bool = True,
                    quote: str = '"', encoding: str = "UTF-8", bad_rows: str | None = None,
                    schema: str | None = None) -> dict[str, str]:
-    """Spark reader options for a CSV/JSON input (empty for other formats).
-    Never infers types from the rows (``infer_schema=True`` is refused):
-    CSV columns are strings unless ``schema`` declares them."""
+    """Spark reader options for a CSV/JSON input (empty for other formats). Never infers types from the rows
+    (``infer_schema=True`` is refused): CSV columns are strings unless ``schema`` declares them."""
     if infer_schema:
         raise InputError(_INFERENCE_REFUSED)
     if bad_rows not in BAD_ROWS_MODES:
@@ -182,14 +167,11 @@ def reader_options(fmt: str, *, infer_schema: bool = False, delimiter: str | Non
             "header": str(bool(header)).lower(),
             "inferSchema": "false",
             "sep": _csv_char(delimiter or ",", "delimiter"),
-            # RFC 4180 (what Python's csv module, pandas and Excel write): a quote
-            # inside a quoted field is doubled, and a quoted field may hold line
-            # breaks. Spark's defaults (escape '\\', one record per line) split such a
-            # record and keep the doubled quotes; a backslash is an ordinary character.
-            # The person-level guarantee assumes well-formed RFC 4180: a stray unmatched
-            # quote joins the following rows into one value (one person's row changes
-            # others'); one record per line would split every legitimate quoted line
-            # break into rows of persons that are in no data. Documented in the README.
+            # RFC 4180 (Python's csv, pandas, Excel): a doubled quote inside a quoted field, which may hold
+            # line breaks (Spark's defaults split such a record and keep the doubled quotes); a backslash is
+            # an ordinary character. The person-level guarantee assumes well-formed RFC 4180: a stray quote
+            # joins the following rows into one value (one person's row changes others'; README), and one
+            # record per line would split quoted line breaks into rows of persons in no data.
             "quote": quote_char,
             "escape": quote_char,
             "multiLine": "true",
@@ -219,25 +201,16 @@ def parse_schema(ddl: str | None):
 def read_input(spark, source: str, fmt: str = "auto", *, columns=None, infer_schema: bool = False,
                delimiter: str | None = None, header: bool = True, quote: str = '"', encoding: str = "UTF-8",
                schema: str | None = None, bad_rows: str | None = None):
-    """A DataFrame over ``source``: a path (local or any Hadoop filesystem) or
-    ``table:db.name``. Raises InputError with a one-line message on a missing
-    path, an unknown format, an unreadable file or header.
+    """A DataFrame over ``source``: a path (local or any Hadoop filesystem) or ``table:db.name``. Raises
+    InputError with a one-line message on a missing path, an unknown format, an unreadable file or header.
 
-    No decision about the columns depends on the rows: CSV/JSON are never
-    read with type inference (``infer_schema=True`` is refused). Without
-    ``schema``, every CSV column is a string (names from the header line)
-    and a JSON-lines input is read with exactly ``columns`` (the names the
-    release needs; required for JSON without ``schema``), each a string —
-    JSON numbers keep their text ("7"), a missing key is null (a bad value,
-    dropped by the release). ``schema`` (a DDL string) declares names and
-    types instead. Parquet and tables carry their own schema (metadata).
-    CSV/JSON: ``delimiter`` (default ',', a tab for .tsv/.tab names), ``header``, ``quote``, ``encoding``,
-    and ``bad_rows`` ("drop": rows that do not parse are dropped, never
-    counted; "fail": read in FAILFAST mode, see :func:`check_rows_parse`;
-    None: Spark's permissive default). CSV is read as RFC 4180 (Python's csv
-    module, pandas, Excel): a doubled ``quote`` inside a quoted field is one
-    quote, and a quoted field may hold line breaks (so each CSV file is read
-    whole by one task, not split)."""
+    No decision about the columns depends on the rows: CSV/JSON are never read with type inference. Without
+    ``schema`` (a DDL string declaring names and types), every CSV column is a string (names from the
+    header) and JSON lines are read with exactly ``columns`` (required), each a string: numbers keep their
+    text, a missing key is null. Parquet and tables carry their own schema. CSV/JSON: ``delimiter`` (default
+    ',', a tab for .tsv/.tab), ``header``, ``quote``, ``encoding``, ``bad_rows`` ("drop": rows that do not
+    parse are dropped; "fail": :func:`check_rows_parse`; None: Spark's permissive default). CSV is RFC 4180
+    (:func:`reader_options`), so each CSV file is read whole by one task."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
     if source.startswith("table:") or fmt == "table":
@@ -276,11 +249,9 @@ REPLACEMENT = "\ufffd"
 
 
 def undecodable(df, columns=None):
-    """A condition true on rows where a string column (``columns`` when
-    given, else every string column) holds U+FFFD, the character a decoder
-    puts for bytes that are not in the --encoding: such a value is a bad
-    value (its row is dropped; ``--bad-rows fail`` refuses the input), never
-    read as a merged "caf\ufffd" standing for café, cafè and cafê."""
+    """A condition true on rows where a string column (``columns`` when given, else all) holds U+FFFD, what
+    a decoder puts for bytes not valid in the --encoding: a bad value (the row is dropped; ``--bad-rows
+    fail`` refuses the input), never a merged "caf\ufffd" standing for café, cafè and cafê."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
@@ -315,13 +286,11 @@ def _type_family(arrow_type) -> str:
 
 
 def check_parquet_schemas(spark, source: str) -> None:
-    """Refuse, before anything is read or spent, a Parquet input whose files
-    disagree on a column's type (int64 in one, string in another): Spark
-    takes one file's schema and fails on the other mid-release. The files'
-    footers are metadata (public), so the message names the column, the two
-    types and the files. Local paths: every footer is read with pyarrow
-    (integer widths, float widths, string kinds are reconciled, as Spark
-    reads them); other filesystems: Spark's schema merge of the footers."""
+    """Refuse, before anything is read or spent, a Parquet input whose files disagree on a column's type
+    (Spark would take one file's schema and fail mid-release on the other). Footers are public metadata, so
+    the message names the column, the types and the files. Local paths: every footer is read with pyarrow
+    (integer, float and string widths reconciled as Spark reads them); other filesystems: Spark's schema
+    merge."""
     if not is_local(source):
         try:
             spark.read.option("mergeSchema", "true").parquet(source).columns
@@ -370,10 +339,8 @@ def pattern_matches(local: Path) -> list[str]:
 
 
 def check_input_path(source: str) -> None:
-    """A local input path exists and is readable, or a glob pattern
-    (``dir/*.csv``, Hadoop's syntax: * ? [..] {a,b}) matches at least one file
-    (Spark reads every match). No Spark needed: the CLI checks this before
-    the JVM starts. Other filesystems are left to Spark."""
+    """Refuse a local input path that does not exist or cannot be read, or a glob pattern (Hadoop's syntax)
+    that matches no file. No Spark needed; other filesystems are left to Spark."""
     if str(source).startswith("table:") or not is_local(source):
         return
     local = local_path(source)
@@ -388,9 +355,8 @@ def check_input_path(source: str) -> None:
 
 
 def check_column_names(names) -> None:
-    """Refuse column names Spark would not read as one top-level column: a
-    dot ('item.name' is field 'name' of a struct column 'item') or a
-    backtick. No Spark needed (checked before the JVM starts)."""
+    """Refuse column names Spark would not read as one top-level column (a dot or a backtick). No Spark
+    needed."""
     for name in names:
         if name and ("." in name or "`" in name):
             raise ParameterError(
@@ -451,11 +417,9 @@ def check_header(df, source: str) -> None:
 
 
 def check_rows_parse(df, source: str) -> None:
-    """--bad-rows fail: read every row once (nothing is released or spent)
-    and refuse the input if any row does not parse, or (CSV/JSON) holds a
-    value that is not valid text in the --encoding (:func:`undecodable`). The
-    refusal reveals that such a row exists (never how many or which); it
-    happens before the privacy budget is charged."""
+    """--bad-rows fail: read every row once (nothing released or spent) and refuse the input if a row does
+    not parse or (CSV/JSON) holds a value that is not valid text in the --encoding. The refusal reveals that
+    such a row exists (never how many or which), before the budget is charged."""
     with spark_job(f"checking that every row of {source!r} parses (--bad-rows fail)"):
         df.write.format("noop").mode("overwrite").save()
         found = _is_text_source(source) and df.where(undecodable(df)).limit(1).count() > 0
@@ -483,16 +447,14 @@ def _spark_read(load, what: str):
         df.columns  # forces analysis on Spark Connect too
         return df
     except spark_exception_types() as exc:
-        # One sentence chosen from the error's condition; Spark's own text can
-        # quote data (a malformed header, a bad value), so it is not shown.
+        # Spark's own text can quote data (a malformed header, a bad value): never shown
         raise InputError(f"cannot read {what}: {describe_failure(exc)}") from None
 
 
 def spark_frame(df, name: str = "df"):
-    """``df`` as a Spark DataFrame (classic or Connect): a pandas DataFrame is
-    converted with the active session (it is already on the driver, so
-    nothing is collected); anything else is refused with a message saying
-    what to pass. Every release function calls this first."""
+    """``df`` as a Spark DataFrame (classic or Connect): a pandas DataFrame is converted with the active
+    session (it is on the driver already); anything else is refused saying what to pass. Every release
+    function calls this first."""
     module = type(df).__module__ or ""
     if module.startswith("pyspark.sql"):
         return df
@@ -515,15 +477,13 @@ def spark_frame(df, name: str = "df"):
 
 
 def short_name(name: str) -> str:
-    """The start of a file name, for the temporary names beside it: any name
-    the file system takes as an output leaves room for them (64 bytes at
-    most, never a split character)."""
+    """The start of a file name (at most 64 bytes, never a split character), for temporary names beside it."""
     return os.fsencode(name)[:64].decode("utf-8", "ignore")
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` (UTF-8) to a local path atomically: a temporary file in
-    the same folder, fsynced, then renamed over the target."""
+    """Write ``text`` (UTF-8) to a local path atomically: a temporary file in the same folder, fsynced, then
+    renamed over the target."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{short_name(target.name)}.", suffix=".tmp", dir=target.parent)
@@ -544,9 +504,8 @@ def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
 
 
 def _refuse_foreign(target: Path, path: str) -> None:
-    """Never replace what dp_spark did not write (a folder without its
-    marker, a file that is not one of its outputs); an empty folder may go.
-    Every caller (the CLI, ``Release.write(overwrite=True)``) gets this."""
+    """Refuse to replace what dp_spark did not write (a folder without its marker, a file not one of its
+    outputs); an empty folder may go."""
     if not target.exists() and not target.is_symlink():
         return
 
@@ -558,37 +517,28 @@ def _refuse_foreign(target: Path, path: str) -> None:
         )
 
 
-#: Spark's CSV writer options for RFC 4180 output, which Python's csv module
-#: and pandas read back exactly: a quote inside a value is doubled (Spark's
-#: default escapes it with a backslash), a value holding the separator, a
-#: quote or a line break is quoted, and leading/trailing spaces are kept
-#: (Spark's writer trims them by default).
+#: Spark's CSV writer options for RFC 4180 output, read back exactly by Python's csv and pandas: quotes
+#: doubled, not backslash-escaped, and leading/trailing spaces kept (Spark trims them by default).
 CSV_WRITE_OPTIONS = {"header": "true", "quote": '"', "escape": '"', "ignoreLeadingWhiteSpace": "false",
                      "ignoreTrailingWhiteSpace": "false"}
 
 
 def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = False,
                            overwrite: bool = False) -> None:
-    """Write a Spark DataFrame to a local directory atomically: Spark writes a
-    sibling temporary directory, which then replaces the target. A local
-    folder gets the file ``_DP_SPARK_OUTPUT`` (so a later ``--overwrite``
-    knows dp_spark wrote it); ``seeded``: mark the output "not for
-    publication" (:mod:`dp_spark.marking`). ``table:db.name``: a catalog
-    table (:func:`write_table`; an existing one is refused unless
-    ``overwrite`` (default False: callers pass the user's choice), and
-    replaced only when dp_spark wrote it). For paths,
-    ``overwrite`` is the caller's check (the CLI's ``--overwrite``,
-    ``Release.write``); a folder dp_spark did not write is always refused.
-    CSV is written as RFC 4180 (:data:`CSV_WRITE_OPTIONS`) with a header, and
-    a seeded CSV gets the last column ``not_for_publication`` (True on every
-    row), as the pandas CSVs do: a CSV file keeps no column metadata."""
+    """Write a Spark DataFrame to a local directory atomically (a sibling temporary directory replaces the
+    target), marked with ``_DP_SPARK_OUTPUT`` so a later ``--overwrite`` knows dp_spark wrote it;
+    ``seeded``: marked "not for publication" (:mod:`dp_spark.marking`). ``table:db.name``: a catalog table
+    (:func:`write_table`, which refuses an existing table unless ``overwrite`` and dp_spark wrote it). For
+    paths, ``overwrite`` is the caller's check; a folder dp_spark did not write is always refused. CSV is
+    RFC 4180 (:data:`CSV_WRITE_OPTIONS`); a seeded CSV gets the last column ``not_for_publication``, as a
+    CSV keeps no column metadata."""
     if is_table(path):
         write_table(df, path, seeded=seeded, overwrite=overwrite, fmt="parquet" if fmt == "csv" else fmt)
         return
     df = mark_table_frame(df, seeded) if fmt == "csv" else mark_spark(df, seeded)
     options = CSV_WRITE_OPTIONS if fmt == "csv" else {}
     if not is_local(path):
-        # Object stores have no atomic rename; Spark's committer is the best we get.
+        # object stores have no atomic rename: Spark's committer writes in place
         df.write.mode("overwrite").format(fmt).options(**options).save(path)
         return
     target = local_path(path).resolve()
@@ -611,18 +561,16 @@ def write_dataframe_atomic(df, path: str, fmt: str = "parquet", seeded: bool = F
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-# -- per-row parsing of the numeric columns a release needs (strings read from CSV/JSON) --------
+# -- per-row parsing of the time and op columns read as strings ---------------------------------
 
-#: An integer step as written: optional sign and digits (surrounding spaces allowed).
+#: An integer step as written: optional sign and digits.
 _INTEGER_TEXT = r"^\s*[+-]?[0-9]+\s*$"
 
 
 def string_time_kind(origin) -> str:
-    """How a time column read as strings is parsed, from the PUBLIC
-    parameter ``origin`` alone (never from the rows): "timestamp" when it is
-    an ISO date/time (text or a date), "number" when it is a number that is
-    not whole, else "integer" (whole step numbers; the time is the step by
-    default). Declare another type with --schema (e.g. 'time DOUBLE')."""
+    """How a time column read as strings is parsed, from the PUBLIC parameter ``origin`` alone (never the
+    rows): "timestamp" for an ISO date/time (text or a date), "number" for a number that is not whole, else
+    "integer" (step numbers). Other types: declare them with --schema."""
     if isinstance(origin, (str, _dt.date)):
         return "timestamp"
     if isinstance(origin, numbers.Real) and not isinstance(origin, bool):
@@ -633,10 +581,9 @@ def string_time_kind(origin) -> str:
 
 
 def parsed_time(column, kind: str):
-    """A string time column parsed per row (null where a value does not
-    parse, then dropped by the release): "integer" a whole number (bigint;
-    "2.5" does not parse), "number" a finite or non-finite double,
-    "timestamp" an ISO date or date/time."""
+    """A string time column parsed per row, null where a value does not parse (the release drops it):
+    "integer" a whole number ("2.5" does not parse), "number" a double, "timestamp" an ISO date or
+    date/time."""
     from pyspark.sql import functions as F
 
     text = F.trim(column)
@@ -648,9 +595,8 @@ def parsed_time(column, kind: str):
 
 
 def parsed_op(column):
-    """A string op column parsed per row: 1 for a value reading as +1
-    ("1", "+1", "1.0"), -1 for −1, 0 for any other number, null for text that
-    is not a number (every value but ±1 drops the event)."""
+    """A string op column parsed per row: 1 for a value reading as +1 ("1", "+1", "1.0"), -1 for −1, 0 for
+    any other number, null for non-numbers (every value but ±1 drops the event)."""
     from pyspark.sql import functions as F
 
     value = F.trim(column).try_cast("double")
@@ -658,12 +604,9 @@ def parsed_op(column):
 
 
 def parse_event_columns(df, *, time_col: str | None, op_col: str, time_kind: str):
-    """``df`` with its STRING ``time_col`` / ``op_col`` replaced by their
-    per-row parsed values (:func:`parsed_time`, :func:`parsed_op`); columns of
-    other types are kept as they are (a Parquet file's, a declared --schema's).
-    Returns (the frame, a condition over ``df``'s own columns, true on rows
-    holding a value that does not parse, for ``--bad-rows fail``; None when
-    no column was parsed)."""
+    """``df`` with its STRING ``time_col`` / ``op_col`` replaced by their parsed values (columns of other
+    types kept). Returns (the frame, a condition over ``df``'s columns true on rows holding an unparsable
+    value, for ``--bad-rows fail``; None when no column was parsed)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
@@ -674,7 +617,7 @@ def parse_event_columns(df, *, time_col: str | None, op_col: str, time_kind: str
             continue
         raw = F.col(name)
         value = parse(raw)
-        # empty text is a missing value, not a malformed one (CSV reads it as null anyway)
+        # empty text is missing, not malformed
         unparsed = raw.isNotNull() & (F.length(F.trim(raw)) > 0) & value.isNull()
         bad = unparsed if bad is None else bad | unparsed
         out = out.withColumn(name, value)
@@ -682,9 +625,8 @@ def parse_event_columns(df, *, time_col: str | None, op_col: str, time_kind: str
 
 
 def check_values_parse(df, bad, source: str) -> None:
-    """--bad-rows fail: refuse the input (before anything is spent) if a
-    time or op value does not parse, like a row that does not parse. The
-    refusal reveals that such a value exists (never how many or which)."""
+    """--bad-rows fail: refuse the input (before anything is spent) if a time or op value does not parse.
+    The refusal reveals that such a value exists (never how many or which)."""
     if bad is None:
         return
     with spark_job(f"checking that every time and op value of {source!r} parses (--bad-rows fail)"):

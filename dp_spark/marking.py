@@ -1,37 +1,24 @@
-"""Marks on the outputs of a seeded run: "not for publication".
+"""Marks on dp_spark's outputs: "not for publication" on a seeded run's, and "written by dp_spark" on all.
 
-A ``seed`` makes the noise reproducible, so a seeded run's outputs are NOT
-private (tests and demos only). The JSON report says so; every other
-artifact must say so too, where a reader of that file would see it:
+A ``seed`` makes the noise reproducible, so a seeded run's outputs are NOT private (tests and demos only).
+The JSON report says so; every other artifact says so where its reader sees it:
 
-- Spark-written folders (the items Parquet of set-union, top-k and
-  count-release): every column carries the metadata
-  ``{"dp_spark.not_for_publication": NOTICE}`` (Spark shows it in
-  ``df.schema[col].metadata``; in the Parquet footer it is part of the
-  key-value metadata ``org.apache.spark.sql.parquet.row.metadata`` that
-  pyarrow lists in ``schema.metadata``), and the folder holds a file
-  ``_NOT_FOR_PUBLICATION`` with the notice (readers skip ``_`` files when
-  loading, but a listing shows it);
-- pandas tables written as Parquet or CSV (the continual series): a last
-  column ``not_for_publication`` (True on every row), which pandas, pyarrow
-  and Spark all show, and for Parquet also ``DataFrame.attrs`` (pandas
-  keeps it in the file and restores it on ``read_parquet``);
-- JSON records (the streaming sink): a field ``not_for_publication`` with
-  the notice in every record;
-- catalog tables (``table:db.name``, :func:`dp_spark.tables.write_table`): a
-  last column ``not_for_publication`` (True on every row: a catalog keeps no
-  column metadata), the table property ``dp_spark.not_for_publication`` and
-  the table comment, both the notice (``DESCRIBE TABLE EXTENDED`` shows them).
+- Spark-written folders (the items Parquet of set-union, top-k, count-release): every column carries the
+  metadata ``{"dp_spark.not_for_publication": NOTICE}`` (``df.schema[col].metadata``; in the Parquet
+  footer's ``org.apache.spark.sql.parquet.row.metadata``), and the folder holds a file
+  ``_NOT_FOR_PUBLICATION`` (readers skip ``_`` files; a listing shows it);
+- pandas tables written as Parquet or CSV (the continual series): a last column ``not_for_publication``
+  (True on every row), and for Parquet also ``DataFrame.attrs``;
+- JSON records (the streaming sink): a field ``not_for_publication`` with the notice;
+- catalog tables (:func:`dp_spark.tables.write_table`): the last column ``not_for_publication`` (a catalog
+  keeps no column metadata), and the notice as the table property ``dp_spark.not_for_publication`` and the
+  table comment.
 
-Unseeded runs are written unchanged.
-
-Every output, seeded or not, also says that dp_spark wrote it, so that
-``--overwrite`` replaces only what an earlier run wrote
-(:mod:`dp_spark.commands.outputs`): an output folder holds the file
-``_DP_SPARK_OUTPUT`` (:func:`mark_output_folder`); a catalog table carries
-the table property :data:`TABLE_PROPERTY` (:func:`table_properties`); an HTML report carries
-:data:`HTML_MARKER` in its head; a JSON report is recognised by its
-``release``/``version`` keys and a series file by its columns.
+Unseeded runs are written unchanged. So that ``--overwrite`` replaces only what an earlier run wrote
+(:mod:`dp_spark.commands.outputs`), every output also says that dp_spark wrote it: an output folder holds
+``_DP_SPARK_OUTPUT`` (:func:`mark_output_folder`); a catalog table carries :data:`TABLE_PROPERTY`; an HTML
+report carries :data:`HTML_MARKER`; a JSON report is recognised by its ``release``/``version`` keys and a
+series file by its columns.
 """
 
 from __future__ import annotations
@@ -50,21 +37,19 @@ __all__ = ["KEY", "COLUMN", "MARKER_FILE", "NOTICE", "OUTPUT_MARKER", "HTML_MARK
 KEY = "dp_spark.not_for_publication"
 COLUMN = "not_for_publication"
 MARKER_FILE = "_NOT_FOR_PUBLICATION"
-#: The file in every local output folder dp_spark writes (``--items-output``):
-#: ``--overwrite`` may replace a folder that holds it.
+#: The file in every local output folder dp_spark writes: ``--overwrite`` may replace a folder holding it.
 OUTPUT_MARKER = "_DP_SPARK_OUTPUT"
 #: In the <head> of every HTML report: ``--overwrite`` may replace a file that holds it.
 HTML_MARKER = '<meta name="generator" content="dp_spark">'
-#: The table property of every catalog table dp_spark writes (``table:db.name``):
-#: ``--overwrite`` may replace a table that holds it, and no other.
+#: The table property of every catalog table dp_spark writes: ``--overwrite`` replaces only such tables.
 TABLE_PROPERTY = "dp_spark.output"
 NOTICE = ("NOT FOR PUBLICATION: written by a seeded dp_spark run (tests and demos only); "
           "its noise is reproducible, so these values are NOT differentially private.")
 
 
 def mark_spark(df, seeded: bool):
-    """``df`` with the notice in every column's metadata when ``seeded``
-    (a projection only: no data is read); ``df`` itself otherwise."""
+    """``df`` with the notice in every column's metadata when ``seeded`` (a projection: no data read); else
+    ``df``."""
     if not seeded:
         return df
     from pyspark.sql import functions as F
@@ -76,8 +61,7 @@ def mark_spark(df, seeded: bool):
 
 
 def mark_folder(path: str | os.PathLike, seeded: bool) -> None:
-    """Write ``_NOT_FOR_PUBLICATION`` (the notice) into the output folder
-    ``path`` when ``seeded`` and the path is a local folder."""
+    """Write ``_NOT_FOR_PUBLICATION`` into the local output folder ``path`` when ``seeded``."""
     if not seeded:
         return
     text = str(path)
@@ -89,8 +73,7 @@ def mark_folder(path: str | os.PathLike, seeded: bool) -> None:
 
 
 def mark_output_folder(path: str | os.PathLike) -> None:
-    """Write ``_DP_SPARK_OUTPUT`` into the local output folder ``path`` (the
-    mark that an earlier dp_spark run wrote it; readers skip ``_`` files)."""
+    """Write ``_DP_SPARK_OUTPUT`` (the mark that dp_spark wrote it) into the local output folder ``path``."""
     folder = Path(path)
     if folder.is_dir():
         (folder / OUTPUT_MARKER).write_text(
@@ -98,8 +81,8 @@ def mark_output_folder(path: str | os.PathLike) -> None:
 
 
 def mark_pandas(frame, seeded: bool):
-    """A copy of the pandas ``frame`` with a last column ``not_for_publication``
-    (True) and ``attrs[KEY]`` = the notice when ``seeded``; ``frame`` otherwise."""
+    """A copy of ``frame`` with a last column ``not_for_publication`` (True) and ``attrs[KEY]`` = the notice
+    when ``seeded``; else ``frame``."""
     if not seeded:
         return frame
     marked = frame.copy()
@@ -114,11 +97,9 @@ def mark_record(record: dict, seeded: bool) -> dict:
 
 
 def mark_table_frame(df, seeded: bool):
-    """The Spark ``df`` to save as a catalog table: when ``seeded``, with the
-    notice in every column's metadata (:func:`mark_spark`, kept in the data
-    files' footers) and a last column ``not_for_publication`` (True on every
-    row; a catalog's schema drops column metadata), unless ``df`` has it
-    already; ``df`` itself otherwise. A projection only: no data is read."""
+    """``df`` to save as a catalog table: when ``seeded``, the notice in every column's metadata (kept in
+    the data files' footers) and a last column ``not_for_publication`` unless present (a catalog's schema
+    drops column metadata); else ``df``. A projection: no data read."""
     if not seeded:
         return df
     from pyspark.sql import functions as F
@@ -129,9 +110,8 @@ def mark_table_frame(df, seeded: bool):
 
 
 def table_properties(seeded: bool) -> dict[str, str]:
-    """The table properties of a catalog table dp_spark writes: the mark that
-    dp_spark wrote it (:data:`TABLE_PROPERTY`), and when ``seeded`` the notice
-    under :data:`KEY` and as the table comment."""
+    """The table properties of a catalog table dp_spark writes: :data:`TABLE_PROPERTY`, and when ``seeded``
+    the notice under :data:`KEY` and as the comment."""
     props = {TABLE_PROPERTY: f"written by dp_spark {__version__}; dp-spark --overwrite may replace this table"}
     if seeded:
         props[KEY] = NOTICE
@@ -140,10 +120,9 @@ def table_properties(seeded: bool) -> dict[str, str]:
 
 
 def table_not_ours(spark, name: str) -> str | None:
-    """None when the catalog table ``name`` (qualified, validated) does not
-    exist or was written by dp_spark (its :data:`TABLE_PROPERTY`); otherwise
-    what it is, in words (its kind, never its contents). Reads the catalog's
-    metadata only."""
+    """None when the catalog table ``name`` (qualified, validated) does not exist or carries
+    :data:`TABLE_PROPERTY`; otherwise what it is, in words (its kind, never its contents). Catalog metadata
+    only."""
     if not spark.catalog.tableExists(name):
         return None
     kind = str(getattr(spark.catalog.getTable(name), "tableType", "") or "").upper()
@@ -155,9 +134,7 @@ def table_not_ours(spark, name: str) -> str | None:
     return f"a table ({kind.lower() or 'of unknown type'}) without the property {TABLE_PROPERTY!r}"
 
 
-# What dp_spark wrote: ``--overwrite`` (``dp_spark.commands.outputs``) and
-# ``Release.write(overwrite=True)`` (``dp_spark.io``) replace nothing else.
-
+# What dp_spark wrote: ``--overwrite`` and ``Release.write(overwrite=True)`` replace nothing else.
 _SERIES_COLUMNS = ("step", "estimate", "std", "error_bound", "flippancy_bound")
 
 

@@ -1,31 +1,21 @@
-"""A "public" input that is the private input is refused (issue 42 §2, G29).
+"""Refusing a "public" input that is the private input.
 
-A grouped release given public keys (``groups=`` / ``--groups``) releases
-every key, also one held by a single person, with no DP key selection; top-k
-given a public domain (``domain=`` / ``--domain``) counts every domain item
-without choosing the items privately. Both are sound only when the keys or
-the domain do not come from the private data. When the "public" file is the
-private input itself (also under another name: a hard link, see
-:func:`same_files`; a copy cannot be told apart without reading the
-private bytes, which a refusal may not depend on), contains it (a folder holding an
-input file) or lies inside it (a file inside an input folder), the release
-would publish the private data's keys as if they were public: :func:`refuse_private_as_public`
-refuses it with a one-line ParameterError naming the fix, called by the
-release template (:func:`dp_spark.releases.template.run_release`) before
-the keys or the domain are read and before anything is charged (and by
-:func:`dp_spark.stages.item_counts.read_domain` before it reads a domain
-file).
+A grouped release given public keys (``groups=`` / ``--groups``) releases every key, also one held by a
+single person, with no DP key selection; top-k given a public domain (``domain=`` / ``--domain``) counts
+every domain item without choosing items privately. Both are sound only when the keys or domain do not come
+from the private data. When the "public" source is the private input (also under another name: a hard link,
+:func:`same_files`), contains it (a folder holding an input file) or lies inside it,
+:func:`refuse_private_as_public` refuses it with a one-line ParameterError naming the fix. The release
+template (:func:`dp_spark.releases.template.run_release`) calls it before the keys or domain are read and
+before anything is charged, and :func:`dp_spark.stages.item_counts.read_domain` before it reads a domain
+file.
 
-The decision depends only on paths and file identities (device and
-inode), never on the rows or bytes: the private input's
-locations are ``DataFrame.inputFiles()`` (the files Spark reads: a glob's
-matches, a folder's files, a ``table:``'s files at its catalog location;
-listing them reads no row), the public input's are its path (a local
-path or ``file:`` URI made absolute with symlinks resolved; a local glob
-expanded to its matches; another file system's URI compared lexically), a
-``table:`` name's files, or a public DataFrame's own ``inputFiles()``. A
-list of keys, or a DataFrame built in memory, has no path and stays
-allowed (what the caller builds in memory is the caller's statement).
+The decision depends only on paths and file identities (device and inode), never on rows or bytes: a copy of
+the input cannot be told apart without reading the private bytes, which a refusal may not depend on. The
+private input's locations are ``DataFrame.inputFiles()`` (listing reads no row); the public input's are its
+path (made absolute, symlinks resolved, a local glob expanded; another file system's URI compared
+lexically), a ``table:`` name's files, or a public DataFrame's ``inputFiles()``. A list of keys, or a
+DataFrame built in memory, has no path and stays allowed (the caller's statement).
 """
 
 from __future__ import annotations
@@ -58,13 +48,10 @@ _WHAT = {
 
 @dataclass(frozen=True)
 class Location:
-    """A normalised place on a file system: ``scheme`` "file" for a
-    ``file:`` URI, "" for a bare path (local here, but Spark reads it from
-    the default file system, unknown here: compared with any scheme), else
-    the URI's scheme; ``authority``
-    (a URI's host, lower case; "" when not given); ``parts`` the path's
-    components; ``pattern``: parts hold glob characters (matched with
-    :func:`fnmatch.fnmatchcase` component by component)."""
+    """A normalised place on a file system: ``scheme`` "file" for a ``file:`` URI, "" for a bare path (Spark
+    reads it from the default file system, unknown here: compared with any scheme), else the URI's scheme;
+    ``authority`` the URI's host in lower case ("" when not given); ``parts`` the path's components;
+    ``pattern``: the parts hold glob characters (matched per component with :func:`fnmatch.fnmatchcase`)."""
 
     scheme: str
     authority: str
@@ -85,18 +72,15 @@ def _local(path: str, scheme: str) -> Location:
 
 
 def locations_of_path(path: str) -> list[Location]:
-    """The locations a path names (public): a local path or ``file:`` URI
-    made absolute, symlinks resolved; a local glob's matches (Hadoop's
-    ``{a,b}`` read as ``*``, looser, as :func:`dp_spark.io.check_input_path`
-    does; no match: the pattern itself); any other URI as written,
-    normalised (a glob kept as a pattern)."""
+    """The locations a path names: a local path or ``file:`` URI made absolute, symlinks resolved; a local
+    glob's matches (Hadoop's ``{a,b}`` read as ``*``, as :func:`dp_spark.io.check_input_path` does; no
+    match: the pattern itself); any other URI normalised as written (a glob kept as a pattern)."""
     text = str(path)
     if _URI.match(text) and not _WINDOWS.match(text) and not text.lower().startswith("file:"):
         url = urlparse(text)
         parts = _parts(unquote(url.path))
         return [Location(url.scheme.lower(), url.netloc.lower(), parts, bool(_GLOB.search(url.path)))]
-    # a bare path: local here (symlinks resolved), but Spark reads it from the default file system, which
-    # may be another one (HDFS on a cluster): compared by path with any file system's locations
+    # a bare path: Spark reads it from the default file system (HDFS on a cluster?): compared by path
     scheme = "file" if text.lower().startswith("file:") else ""
     local = unquote(urlparse(text).path) if scheme else text
     if _GLOB.search(local) and not os.path.exists(local):
@@ -108,9 +92,8 @@ def locations_of_path(path: str) -> list[Location]:
 
 
 def locations_of_frame(frame) -> list[Location]:
-    """The files a Spark DataFrame reads (``inputFiles()``: metadata, no row
-    is read), normalised; [] for a frame built in memory, or when the
-    client cannot say."""
+    """The files a Spark DataFrame reads (``inputFiles()``: no row read), normalised; [] for a frame built
+    in memory or when the client cannot say."""
     try:
         files = list(frame.inputFiles())
     except Exception:  # noqa: BLE001 - a source or client without inputFiles: nothing to compare
@@ -119,9 +102,8 @@ def locations_of_frame(frame) -> list[Location]:
 
 
 def locations_of(spark, source) -> list[Location]:
-    """The locations of a public input: a path (:func:`locations_of_path`),
-    a ``table:`` name (its files), a Spark DataFrame (its files); [] for
-    anything else (a list of keys or items)."""
+    """The locations of a public input: a path, a ``table:`` name (its files) or a Spark DataFrame (its
+    files); [] for anything else (a list)."""
     if isinstance(source, str):
         if source.startswith("table:"):
             if spark is None:
@@ -141,8 +123,8 @@ _SAME_SCHEME = {"s3a": "s3", "s3n": "s3"}
 
 
 def _host(authority: str) -> str:
-    """A URI authority's host: no user, no port (``hdfs://nn`` and
-    ``hdfs://nn:8020`` name one file system)."""
+    """A URI authority's host, without user or port (``hdfs://nn`` and ``hdfs://nn:8020`` are one file
+    system)."""
     return authority.rsplit("@", 1)[-1].split(":", 1)[0]
 
 
@@ -164,8 +146,7 @@ def _prefix(short: Location, long: Location) -> bool:
 
 
 def overlap(a: Location, b: Location) -> bool:
-    """Whether ``a`` and ``b`` are the same place or one lies inside the
-    other (a folder holding the other), on one file system."""
+    """Whether ``a`` and ``b`` are the same place or one lies inside the other, on one file system."""
     return _same_file_system(a, b) and (_prefix(a, b) or _prefix(b, a))
 
 
@@ -175,9 +156,7 @@ def overlapping(public: list[Location], private: list[Location]) -> bool:
 
 
 def _local_files(locations: list[Location]) -> list[str]:
-    """The files of the local locations that exist here (a folder's files,
-    walked; a pattern's matches were expanded by :func:`locations_of_path`):
-    their names only, nothing is read."""
+    """The files of the local locations that exist here (folders walked): names only, nothing read."""
     files = []
     for loc in locations:
         if loc.scheme not in ("", "file") or loc.pattern:
@@ -191,12 +170,8 @@ def _local_files(locations: list[Location]) -> list[str]:
 
 
 def same_files(public: list[Location], private: list[Location]) -> bool:
-    """Whether a local public file is one of the private input's files under
-    another name (a hard link, a bind mount: the same device and inode).
-    File identities only, never bytes: whether a run is refused may not
-    depend on what the private files hold (a check of the bytes would tell
-    a copy of the input from a copy of its neighbour). So a copy of the
-    input, or a file derived from it, cannot be told from a public one."""
+    """Whether a local public file is one of the private input's files under another name (a hard link, a
+    bind mount: the same device and inode); file identities only, never bytes (module docstring)."""
     private_files = _local_files(private)
     if not private_files:
         return False
@@ -220,8 +195,7 @@ def _named(source) -> str:
 
 
 def _refuse_overlap(private: list[Location], sources: dict, spark=None) -> None:
-    """The refusal of :func:`refuse_private_as_public` for ``private``
-    locations; ``sources``: public input name -> its source."""
+    """The refusal of :func:`refuse_private_as_public`; ``sources``: public input name -> its source."""
     for name, source in sources.items():
         if source is None or isinstance(source, (list, tuple)):
             continue
@@ -235,11 +209,9 @@ def _refuse_overlap(private: list[Location], sources: dict, spark=None) -> None:
 
 
 def refuse_private_as_public(df, *, groups=None, domain=None) -> None:
-    """Refuse (ParameterError, one line naming the fix) a public keys
-    source ``groups`` or a public domain ``domain`` that is, contains or
-    lies inside the private input ``df`` (a Spark DataFrame; its files by
-    ``inputFiles()``). Paths only (public); nothing is read, nothing is
-    spent. A list, or a DataFrame built in memory, passes."""
+    """Refuse (ParameterError naming the fix) a public keys source ``groups`` or public domain ``domain``
+    that is, contains or lies inside the private input ``df`` (its files by ``inputFiles()``). Paths only;
+    nothing is read or spent. A list, or a DataFrame built in memory, passes."""
     sources = {"groups": groups, "domain": domain}
     if all(s is None or isinstance(s, (list, tuple)) for s in sources.values()):
         return
@@ -249,10 +221,8 @@ def refuse_private_as_public(df, *, groups=None, domain=None) -> None:
 
 
 def refuse_private_paths(input_path: str, *, groups=None, domain=None) -> None:
-    """:func:`refuse_private_as_public` from the paths alone, before Spark
-    starts (the CLI's input checks and its dry run): ``input_path`` the
-    private input's path (a ``table:`` name is left to the release, which
-    knows its files), ``groups``/``domain`` the public inputs' paths."""
+    """:func:`refuse_private_as_public` from paths alone, before Spark starts (the CLI's checks and dry
+    run); a ``table:`` input is left to the release, which knows its files."""
     if not input_path or str(input_path).startswith("table:"):
         return
     sources = {k: v for k, v in {"groups": groups, "domain": domain}.items()

@@ -1,79 +1,37 @@
 """Catalog tables as outputs (``table:db.name`` or ``table:name``).
 
-A DataFrame output (a top-k's or set-union's items, a continual series, the
-per-group values) may be a table of the session's catalog (Hive, Databricks;
-locally the spark-warehouse). It is saved with ``saveAsTable`` and marked as
-dp_spark's with the table property :data:`dp_spark.marking.TABLE_PROPERTY`,
-so that ``--overwrite`` replaces only what dp_spark wrote.
+A DataFrame output may be a table of the session's catalog (Hive, Databricks; locally the spark-warehouse),
+saved with ``saveAsTable`` and marked with :data:`dp_spark.marking.TABLE_PROPERTY`, so that ``--overwrite``
+replaces only what dp_spark wrote. The budget is spent before outputs are written, so a table that cannot be
+written must be found, and its name held, before the charge:
 
-Claimed before the spend, cleaned up on every path (issue 42 §3, T07/T08).
-A run's budget is spent before its outputs are written, so a table that
-cannot be written must be found, and the name held, before the charge:
+1. :func:`check_table_output` refuses what would lose data or cannot be written.
+2. :func:`claim_table` holds the name: a new table is created at once as an empty **placeholder** (one
+   column ``dp_spark_claim``, no rows) carrying :data:`CLAIM_PROPERTY` (run token, process id, host, time:
+   never data) and :data:`PLACEHOLDER_PROPERTY`; the catalog lets one CREATE of a name succeed, so a racing
+   run is refused before it charges. A local placeholder's folder also gets :data:`CLAIM_FILE`, created
+   exclusively, against sessions with another catalog on the same warehouse folder. An existing dp_spark
+   table replaced with ``--overwrite`` is claimed by setting :data:`CLAIM_PROPERTY` on it (it keeps its rows
+   until then).
+3. :func:`write_table` saves the release as a temporary ``dp_spark_tmp_*`` table and, if the claim is still
+   this run's, swaps it in: the target is never seen unmarked, and a failed write loses no earlier table.
+4. :func:`release_claim` (the CLI: :func:`claims` around the run) gives up the claim on every path that did
+   not write it: an exception, Ctrl-C, SIGTERM (``dp_spark.cli.Terminated``).
 
-1. :func:`check_table_output` refuses what would lose data or cannot be
-   written: a bad name, a missing database, a view or a table dp_spark did
-   not write (whatever the flags), a table dp_spark wrote unless
-   ``--overwrite``, a database that takes no new table, and (T07) a
-   non-empty folder where the catalog would store a new table that it does
-   not know (a dropped external table's files, a crashed writer's, another
-   session's): Spark refuses to create a managed table there, so the rename
-   after the release used to fail and leave a ``dp_spark_tmp_*`` table.
-2. :func:`claim_table` then holds the name (T08: two runs racing for one new
-   table both passed the check, both charged, one failed). A new table is
-   created at once as an empty **placeholder** (one column
-   ``dp_spark_claim``, no rows) carrying the table property
-   :data:`CLAIM_PROPERTY` (who holds it: a run token, the process id, the
-   host, the time: never data) and :data:`PLACEHOLDER_PROPERTY`; the catalog
-   lets one CREATE of a name succeed, so a second run is refused before it
-   charges. A local placeholder's folder also gets the file
-   :data:`CLAIM_FILE`, created exclusively, so a session with another
-   catalog on the same warehouse folder (two local ``dp-spark`` processes)
-   finds the folder taken. An existing dp_spark table that ``--overwrite``
-   replaces is claimed by setting :data:`CLAIM_PROPERTY` on it (it keeps its
-   rows until the release replaces them).
-3. After the release, :func:`write_table` writes into the claim: the release
-   is saved as a temporary ``dp_spark_tmp_*`` table, then, if the claim is
-   still this run's, swapped in (the placeholder or earlier table is renamed
-   aside, the release renamed to the target, the old one dropped), so the
-   target is never seen unmarked and a failed write loses no earlier table.
-4. :func:`release_claim` (the CLI: :func:`claims` around the whole run)
-   drops a placeholder still held, or removes the claim property from an
-   earlier table, on every path that did not write it: an exception, Ctrl-C,
-   SIGTERM (``dp_spark.cli.Terminated``). A temporary table is dropped when
-   its write fails; it is kept only when the release was written but could
-   not be renamed, and the error names it (the budget was spent for it).
-
-A claim left by a run that was killed (SIGKILL, a lost machine):
-
-- a placeholder (a catalog entry or a local folder's :data:`CLAIM_FILE`)
-  whose process was on this host and no longer runs holds nothing: the next
-  run takes it over without a flag, so a scheduled retry after a SIGKILL
-  goes through (the example DAG passes no ``--overwrite``);
-- a claim whose process still runs on this host is refused, whatever the
-  flags (wait for it, or stop it);
-- another host's placeholder is refused naming the run (process id, host,
-  time) and the fix: dp_spark cannot see a process on another host, so
-  ``--overwrite`` takes it over **even if that run is alive** (pass it only
-  when no run writes that table); the run whose claim was taken over keeps
-  its release in its temporary table, named in its error;
-- an existing dp_spark table (claimed or not) is replaced only with
-  ``--overwrite``, as before.
-
-A process of this host in another process namespace (a container given
+A claim left by a killed run is taken over without a flag when its process was on this host and is gone (so
+a scheduled retry goes through), never while that process runs, and for another host's placeholder only with
+``--overwrite``, which takes it **even if that run is alive** (dp_spark cannot see another host's processes;
+that run keeps its release in its temporary table, named in its error). An existing dp_spark table is
+replaced only with ``--overwrite``. A process of this host in another process namespace (a container given
 the host's name) looks gone: such runs must not share a warehouse.
 
-Release window (stated, not closed): :func:`release_claim` checks that the
-claim is still this run's, then drops the placeholder (or unsets the
-property); the catalog has no conditional DROP, and a dropped table cannot
-be checked afterwards. A takeover in that instant can only be another
-host's ``--overwrite`` (a run of this host never takes the claim of a
-process still running; a run in another process namespace under this
-host's name could, see above); it loses its claim and, at its write, keeps its
-release in its temporary table and names it (nothing is lost, but that run
-fails after its charge).
+Release window (stated, not closed): :func:`release_claim` checks that the claim is still this run's, then
+drops the placeholder or unsets the property; the catalog has no conditional DROP. A takeover in that
+instant (another host's ``--overwrite``, or another process namespace) makes that run lose its claim: it
+keeps its release in its temporary table and fails after its charge, naming the table.
 
-Everything here reads and writes the catalog's metadata (names, properties,
-folders), never a table's rows; nothing depends on private data.
+Everything here reads and writes the catalog's metadata (names, properties, folders), never a table's rows;
+nothing depends on private data.
 """
 
 from __future__ import annotations
@@ -94,8 +52,7 @@ from dp_spark.marking import TABLE_PROPERTY, mark_table_frame, table_not_ours, t
 from dp_spark.sparkjobs import describe_failure, error_class
 
 TABLE_PREFIX = "table:"
-#: One identifier of a table name: letters, digits and underscores, not
-#: starting with a digit, at most 128 characters (Hive's limit).
+#: One identifier of a table name (at most 128 characters: Hive's limit).
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 #: The table property naming who holds a claim: ``run <token>; pid <pid> on <host>; since <UTC time>``.
 CLAIM_PROPERTY = "dp_spark.claim"
@@ -113,10 +70,8 @@ def is_table(path) -> bool:
 
 
 def table_name(path: str, flag: str = "output") -> str:
-    """The table name of ``table:db.name`` or ``table:name``, validated
-    without Spark: one or two identifiers (letters, digits, underscores, not
-    starting with a digit, each at most 128 characters) joined by a dot.
-    Raises InputError saying what to write."""
+    """The validated name of ``table:db.name`` or ``table:name``: one or two identifiers of letters, digits
+    and underscores, not starting with a digit. Raises InputError saying what to write."""
     name = path[len(TABLE_PREFIX):] if is_table(path) else path
     parts = name.split(".")
     if len(parts) > 2 or not all(_IDENTIFIER.fullmatch(p) for p in parts):
@@ -146,9 +101,7 @@ def _properties(spark, name: str) -> dict[str, str]:
 
 
 def _local_folder(uri: str | None) -> Path | None:
-    """The local folder of a location URI (``file:`` or a plain path), else
-    None. A ``file:`` URI is percent-encoded (the catalog's: a folder with a
-    space is ``wh%20dir``); a plain path is taken as it is."""
+    """The local folder of a location URI (``file:``, percent-decoded, or a plain path as it is), else None."""
     parsed = urlparse(uri or "")
     if not uri or parsed.scheme not in ("", "file"):
         return None
@@ -156,9 +109,8 @@ def _local_folder(uri: str | None) -> Path | None:
 
 
 def table_location(spark, db: str, table: str) -> str | None:
-    """Where the catalog stores a new managed table ``db.table``: the
-    database's location and the table's name in lower case (Spark's default
-    table path); None when the catalog does not say."""
+    """Where the catalog stores a new managed table ``db.table`` (the database's location and the lower-case
+    table name, Spark's default); None when the catalog does not say."""
     try:
         base = spark.catalog.getDatabase(db).locationUri
     except Exception:  # noqa: BLE001 - a catalog that cannot say: Spark's CREATE checks it
@@ -190,14 +142,9 @@ RUNNING, GONE, UNSEEN = "running", "gone", "unseen"
 
 
 def _claim_state(text: str | None) -> tuple[str, int | None]:
-    """(state, process id) of the run holding the claim ``text``:
-    :data:`RUNNING` when its process runs on this host now, :data:`GONE`
-    when it is on this host and no longer runs (killed: it holds nothing),
-    :data:`UNSEEN` for another host's claim or one that names no process
-    (dp_spark cannot see whether it runs). This process's own claim is
-    running when it is in the registry (a run in progress); one not there
-    was left by an earlier call. A process of this host in another process
-    namespace (a container given the host's name) looks gone."""
+    """(state, process id) of the run holding the claim ``text``: :data:`RUNNING` (its process runs on this
+    host; for this process: the claim is in :data:`_CLAIMS`), :data:`GONE` (on this host, no longer running)
+    or :data:`UNSEEN` (another host's, or naming no process)."""
     match = _CLAIM_TEXT.match(text or "")
     if not match or match["host"] != socket.gethostname():
         return UNSEEN, None
@@ -223,8 +170,8 @@ def _still_running(shown: str, claim: str, pid: int, what: str) -> InputError:
 
 
 def _check(spark, path: str, flag: str | None, overwrite: bool) -> tuple[str, str, dict | None]:
-    """The checks of :func:`check_table_output` but the probe: (database,
-    table, the existing table's properties or None for a new table)."""
+    """The checks of :func:`check_table_output` but the probe: (database, table, the existing table's
+    properties or None for a new table)."""
     shown = f"--{flag} {path!r}" if flag else repr(path)
     how = "--overwrite" if flag else "overwrite=True (--overwrite)"
     name = table_name(path, flag or "output")
@@ -264,10 +211,8 @@ def _check(spark, path: str, flag: str | None, overwrite: bool) -> tuple[str, st
 
 
 def _refuse_foreign_folder(spark, shown: str, db: str, table: str, claim: str | None) -> None:
-    """A placeholder whose local folder holds another session's
-    :data:`CLAIM_FILE` (its entry could not be removed when that session won
-    the folder, :func:`_forget_entry`) is not taken over: the swap would
-    delete that session's folder."""
+    """Refuse a placeholder whose local folder holds another session's :data:`CLAIM_FILE` (left by
+    :func:`_forget_entry`): taking it over would delete that session's folder."""
     folder = _local_folder(table_location(spark, db, table))
     other = None
     if folder is not None:
@@ -281,15 +226,9 @@ def _refuse_foreign_folder(spark, shown: str, db: str, table: str, claim: str | 
 
 
 def _check_location(spark, shown: str, db: str, table: str, overwrite: bool) -> None:
-    """T07: a non-empty local folder where the catalog would store the new
-    table (Spark refuses to create a managed table there). Other stores are
-    checked by the catalog when the placeholder is created (:func:`claim_table`).
-    A folder holding nothing but a :data:`CLAIM_FILE` (a local run with its
-    own catalog) is a placeholder holding no release: the claim of a run of
-    this host that is gone (killed) is taken over (the folder is removed,
-    then claimed), so a scheduled retry needs no flag; another host's only
-    with ``overwrite`` (even if that run is alive: dp_spark cannot see it);
-    one whose process still runs here never."""
+    """Refuse a non-empty local folder where the catalog would store the new table (Spark cannot create a
+    managed table there). A folder holding only another catalog's :data:`CLAIM_FILE` is taken over by the
+    module docstring's rules."""
     location = table_location(spark, db, table)
     folder = _local_folder(location)
     if folder is None or not folder.is_dir():
@@ -351,18 +290,14 @@ def _refused_create(shown: str, db: str, exc: BaseException) -> str:
 
 
 def check_table_output(spark, path: str, flag: str, overwrite: bool) -> None:
-    """Refuse, before anything is charged, a table output that would lose
-    data or cannot be written: a bad name; a database that does not exist
-    (none is created); an existing view, or a table dp_spark did not write
-    (without the property :data:`dp_spark.marking.TABLE_PROPERTY`), whatever
-    the flags; a table dp_spark wrote, or another host's claim, unless
-    ``overwrite`` (which takes another host's claim even from a run that is
-    alive); a claim whose process still runs on this host, whatever the flags
-    (a placeholder whose process on this host is gone is taken, no flag);
-    for a new table, a non-empty local folder where the catalog would store
-    it (T07); a database where no table can be created (an empty table is
-    created and dropped there). Reads the catalog's metadata only, never a
-    table's rows; holds nothing (:func:`claim_table` does)."""
+    """Refuse, before anything is charged, a table output that would lose data or cannot be written: a bad
+    name; a database that does not exist (none is created); a view, or a table without
+    :data:`dp_spark.marking.TABLE_PROPERTY`, whatever the flags; a dp_spark table, or another host's claim,
+    unless ``overwrite`` (which takes another host's claim even from a live run); a claim whose process
+    still runs on this host, whatever the flags (a placeholder whose process here is gone is taken without a
+    flag); for a new table, a non-empty local folder where the catalog would store it; a database where no
+    table can be created (an empty table is created and dropped there). Reads the catalog's metadata only;
+    holds nothing (:func:`claim_table` does)."""
     db, _, _ = _check(spark, path, flag, overwrite)
     _probe_database(spark, f"--{flag} {path!r}", db)
 
@@ -372,9 +307,8 @@ def check_table_output(spark, path: str, flag: str, overwrite: bool) -> None:
 
 @dataclass
 class Claim:
-    """A table output held by this process: ``placeholder`` (created by the
-    claim, holding no release) or an earlier dp_spark table claimed for
-    ``--overwrite``. ``text`` is the value of :data:`CLAIM_PROPERTY`."""
+    """A table output held by this process: a ``placeholder`` (created by the claim, no release in it) or an
+    earlier dp_spark table claimed for ``--overwrite``. ``text`` is the value of :data:`CLAIM_PROPERTY`."""
 
     spark: object
     path: str
@@ -404,16 +338,11 @@ _CLAIMS: dict[str, Claim] = {}
 
 
 def claim_table(spark, path: str, flag: str | None, overwrite: bool) -> Claim:
-    """Check the table output ``path`` (:func:`check_table_output`'s rules)
-    and hold it for this run before anything is charged: a new table is
-    created as an empty placeholder carrying :data:`CLAIM_PROPERTY` and
-    :data:`PLACEHOLDER_PROPERTY` (the catalog lets one CREATE succeed: a run
-    racing for the name is refused); an existing dp_spark table (only with
-    ``overwrite``) or a placeholder taken over (its process on this host is
-    gone; another host's only with ``overwrite``) gets
-    :data:`CLAIM_PROPERTY`. Registered for
-    :func:`write_table`; :func:`release_claim` drops it if nothing is
-    written. ``flag``: the CLI flag the messages name (None: the Python API)."""
+    """Check the table output ``path`` (:func:`check_table_output`) and hold it for this run before anything
+    is charged (module docstring, step 2): a new table becomes a placeholder; an existing dp_spark table
+    (only with ``overwrite``) or a placeholder taken over gets :data:`CLAIM_PROPERTY`. The claim is
+    registered for :func:`write_table`; :func:`release_claim` gives it up if nothing is written. ``flag``:
+    the CLI flag the messages name (None: the Python API)."""
     shown = f"--{flag} {path!r}" if flag else repr(path)
     db, table, props = _check(spark, path, flag, overwrite)
     text = _claim_text(uuid.uuid4().hex)
@@ -469,14 +398,9 @@ def _claim_new(spark, path: str, shown: str, db: str, table: str, text: str) -> 
 
 
 def _forget_entry(spark, claim: Claim) -> str:
-    """Drop the catalog's entry of a placeholder whose folder belongs to
-    another session: point it at a fresh empty folder first, and drop it
-    only after that succeeded (a DROP of a managed table deletes its
-    folder). An entry that cannot be moved or dropped is listed in
-    :data:`LEFT` and said in the returned sentence (for the refusal; empty
-    when the entry is gone). One still pointing at the other session's
-    folder must not be dropped; a later run does not take it over
-    (:func:`_refuse_foreign_folder`)."""
+    """Drop the catalog entry of a placeholder whose folder another session won, after moving it to an empty
+    folder (a DROP of a managed table deletes its folder). Returns "" when the entry is gone, else a
+    sentence for the refusal (and the entry is listed in :data:`LEFT`)."""
     aside = tempfile.mkdtemp(prefix="dp_spark_forgotten_claim_")
     os.rmdir(aside)
     entry = f"{claim.db}.{claim.table}"
@@ -497,12 +421,11 @@ def _forget_entry(spark, claim: Claim) -> str:
 
 
 def release_claim(claim: Claim) -> None:
-    """Give up ``claim`` unless its release was written: a placeholder still
-    held is dropped (its folder and :data:`CLAIM_FILE` with it); an earlier
-    table keeps its rows and loses :data:`CLAIM_PROPERTY`. A claim another
-    run took over is left to it (checked before the DROP or ALTER, not
-    after: the window the module docstring states). Raises what the catalog
-    raises (the claim then stays, and a later run's refusal names it)."""
+    """Give up ``claim`` unless its release was written: a placeholder still held is dropped (with its
+    folder and :data:`CLAIM_FILE`); an earlier table keeps its rows and loses :data:`CLAIM_PROPERTY`. A
+    claim another run took over is left to it (checked before the DROP or ALTER: the window the module
+    docstring states). Raises what the catalog raises (the claim then stays, and a later run's refusal names
+    it)."""
     try:
         if claim.written or not claim.held():
             return
@@ -517,11 +440,9 @@ def release_claim(claim: Claim) -> None:
 
 @contextlib.contextmanager
 def claims(held: list[Claim]):
-    """Release every claim of ``held`` that was not written when the block
-    ends, however it ends (an exception, Ctrl-C, SIGTERM as
-    ``dp_spark.cli.Terminated``). A claim that cannot be released (the
-    catalog failed, a second signal) is listed in :data:`LEFT` for the
-    caller's message; the block's own error is raised, not the cleanup's."""
+    """Release every claim of ``held`` that was not written when the block ends, however it ends (an
+    exception, Ctrl-C, SIGTERM). A claim that cannot be released is listed in :data:`LEFT` for the caller's
+    message; the block's own error is raised, not the cleanup's."""
     try:
         yield held
     finally:
@@ -540,18 +461,12 @@ LEFT: list[str] = []
 
 
 def write_table(df, path: str, *, seeded: bool = False, overwrite: bool = False, fmt: str = "parquet") -> None:
-    """Save ``df`` as the catalog table ``table:db.name`` (``saveAsTable``)
-    into this process's claim on it (the CLI claims before the charge,
-    :func:`claim_table`; a caller that did not is claimed here, refused as
-    there: an existing target is replaced only when dp_spark wrote it and
-    ``overwrite``, else InputError with nothing written). The release is
-    first saved as a temporary table in the same database, marked (the
-    property :data:`dp_spark.marking.TABLE_PROPERTY`; ``seeded``: the notice,
-    see :func:`dp_spark.marking.mark_table_frame`), then swapped in for the
-    placeholder or earlier table, so a failed write leaves an earlier table
-    intact and the target is never seen unmarked. The claim is released
-    whatever happens. A claim another run took over (its ``--overwrite``)
-    is not written: SparkJobError naming the table that keeps the release."""
+    """Save ``df`` as the catalog table ``table:db.name`` into this process's claim on it (a caller that did
+    not :func:`claim_table` is claimed here, by the same rules: InputError with nothing written). The
+    release is saved as a temporary table in the same database, marked
+    (:func:`dp_spark.marking.mark_table_frame`; ``seeded``: the notice), then swapped in for the placeholder
+    or earlier table (:func:`_replace_table`). The claim is released whatever happens. A claim another run
+    took over is not written: SparkJobError naming the table that keeps the release."""
     spark = df.sparkSession
     db, table = qualified_table(spark, table_name(path))
     claim = _CLAIMS.get(f"{db}.{table}".lower())
@@ -580,13 +495,9 @@ def write_table(df, path: str, *, seeded: bool = False, overwrite: bool = False,
 
 
 def _replace_table(spark, tmp: str, claim: Claim, path: str) -> None:
-    """Rename the written ``tmp`` to the claimed target so nothing is lost
-    on a failure: the placeholder or earlier table is first renamed to a
-    backup name, dropped only after ``tmp`` became the target; if that
-    rename fails, the backup is renamed back (and a placeholder then
-    dropped by :func:`release_claim`); if that fails too, neither table is
-    dropped and the error says where the new release and the earlier table
-    are."""
+    """Rename the written ``tmp`` to the claimed target, losing nothing on a failure: the current target is
+    renamed to a backup and dropped only after ``tmp`` took its name; if that rename fails the backup is
+    renamed back, and if that fails too neither is dropped and the error says where both are."""
     target, db = claim.target, claim.db
     earlier = "the placeholder (it holds no release)" if claim.placeholder else "the earlier table"
     back = "nothing was there before" if claim.placeholder else "the earlier table is back in place"
