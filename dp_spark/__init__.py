@@ -1,17 +1,13 @@
 """dp_spark: differentially private releases about people, on Apache Spark.
 
-Five releases of one shape, ``dp_spark.<release>(df, *, <privacy>, method=...,
-..., seed=None, budget=None) -> Release``: :func:`distinct_count`,
-:func:`set_union`, :func:`top_k`, :func:`count_release`,
-:func:`continual_distinct`. Each builds a frozen :class:`Plan` from its
-parameters (``dp_spark.plans.<release>``), charges the budget before reading
-data, runs a Spark stage that reduces the data to a bounded summary
-(``dp_spark.stages``), then a driver-side mechanism (pure numpy,
-``dp_spark.mechanisms.<release>``) that draws all privacy noise.
-
-The release functions (one per entry of :data:`dp_spark.releases.RELEASES`)
-are imported lazily, so that ``import dp_spark.noise``
-(or any other mechanism-layer module) never imports pyspark.
+Five releases of one shape, ``dp_spark.<release>(df, *, <privacy>, method=..., ..., seed=None, budget=None)
+-> Release``: :func:`distinct_count`, :func:`set_union`, :func:`top_k`, :func:`count_release`,
+:func:`continual_distinct`. Each builds a frozen :class:`Plan` from its parameters
+(``dp_spark.plans.<release>``), charges the budget before reading data, runs a Spark stage that reduces the
+data to a bounded summary (``dp_spark.stages``), then a driver-side mechanism (pure numpy,
+``dp_spark.mechanisms.<release>``) that draws all privacy noise. The release functions
+(:data:`dp_spark.releases.RELEASES`) are imported lazily, so that importing a mechanism-layer module never
+imports pyspark.
 """
 
 import importlib

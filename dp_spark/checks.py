@@ -1,12 +1,9 @@
 """Every parameter check of dp_spark, in one module (pure Python and numpy).
 
-The release plans, the mechanisms and the samplers all validate through
-these functions, so the same parameter gets the same rule and the same
-message everywhere. Each failure raises :class:`~dp_spark.errors.ParameterError`
-with a message that names the parameter and says what is expected. A message
-may quote a *parameter* the caller chose (ε, ρ, β, a horizon); checks of
-data-derived arrays (:func:`finite_vector`, :func:`finite_number`) never
-quote a value.
+Release plans, mechanisms and samplers all validate through these functions, so a parameter gets the same
+rule and message everywhere. A failure raises :class:`~dp_spark.errors.ParameterError` naming the parameter
+and what is expected. A message may quote a *parameter* the caller chose (ε, ρ, β, a horizon); checks of
+data-derived values (:func:`finite_vector`, :func:`finite_number`) never quote a value.
 """
 
 from __future__ import annotations
@@ -43,21 +40,14 @@ def positive(value: object, name: str, hint: str = "") -> float:
     return x
 
 
-#: The privacy parameters a release accepts (issue 21 §6), checked by every
-#: release's plan before anything is charged or read.
-#:
-#: ε from 1e-6 to 50. Below 1e-6 a sensitivity-1 count gets noise of scale
-#: >= 10⁶ (more for larger sensitivities and for the small shares a release
-#: splits ε into), so no answer means anything, and the noise tails and
-#: thresholds run toward the limits of a float (ε = 1e-300 hung the driver).
-#: Above 50, e^ε > 5·10²¹ bounds nothing: the noise is far below one count
-#: (ε = 1e300 released the exact values). Deployed releases stay well
-#: inside (the US Census 2020 redistricting data spent ε ≈ 20 in total).
+#: The ε a release accepts, checked by every plan before anything is charged or read. Below 1e-6 a
+#: sensitivity-1 count gets noise of scale >= 10⁶, so no answer means anything, and noise tails and
+#: thresholds approach the limits of a float. Above 50, e^ε > 5·10²¹ bounds nothing: the noise is far below
+#: one count. Deployed releases stay well inside (the US Census 2020 redistricting data spent ε ≈ 20 in all).
 EPSILON_RANGE = (1e-6, 50.0)
-#: ρ (zCDP) from 1e-12 to 50. 1e-12 is ρ = ε²/2 at ε ≈ 1.4e-6, the same
-#: noise level as the lowest ε (Gaussian σ ≈ 7·10⁵ per unit of sensitivity);
-#: 50 bounds the mean privacy loss by 50 (ρ-zCDP bounds the KL divergence
-#: by ρ), and converts to ε ≈ 103 at δ = 1e-6: nothing is protected.
+#: The ρ (zCDP) a release accepts. 1e-12 is ρ = ε²/2 at ε ≈ 1.4e-6, the noise level of the lowest ε
+#: (Gaussian σ ≈ 7·10⁵ per unit of sensitivity); 50 bounds the mean privacy loss by 50 (ρ-zCDP bounds the
+#: KL divergence by ρ) and converts to ε ≈ 103 at δ = 1e-6: nothing is protected.
 RHO_RANGE = (1e-12, 50.0)
 
 
@@ -136,8 +126,7 @@ def integer(value: object, name: str, low: int = 1, high: int | None = None, wha
 
 
 def at_most(value: object, name: str, limit: int, why: str, none_ok: bool = False) -> int | None:
-    """A whole number from 1 to a public ``limit`` (None passes with
-    ``none_ok``); the refusal says ``why`` the limit exists."""
+    """A whole number from 1 to a public ``limit`` (None passes with ``none_ok``); the refusal says ``why``."""
     if value is None and none_ok:
         return None
     v = integer(value, name, 1)
@@ -236,8 +225,7 @@ def size(value: object) -> Size:
 
 
 def distinct_columns(**columns: object) -> None:
-    """Parameter check (before Spark starts): the named column options
-    (``person_col=…, item_col=…``) name different columns."""
+    """Check that the named column options (``person_col=…, item_col=…``) name different columns."""
     seen: dict[object, str] = {}
     for option, column in columns.items():
         if column in seen:

@@ -1,15 +1,12 @@
 """YAML job configs: the same options as the command line, as a mapping.
 
-A config file holds the options of one release, with the command-line names
-written either way (``max_bound`` or ``max-bound``). Options given on the
-command line override the file; the release's defaults fill the rest.
+A config file holds the options of one release, named either way (``max_bound`` or ``max-bound``). Options
+given on the command line override the file; the release's defaults fill the rest.
 
-Configs are read strictly, so a file never changes a privacy parameter
-silently: a key given twice (also as ``max_bound`` and ``max-bound``) is
-refused; numbers are YAML 1.2 numbers only (``1:30`` is not 90, ``017`` is
-17, ``1_000`` and base-60 forms are refused), booleans are ``true`` /
-``false``; anchors, aliases and merge keys (``&a``, ``*a``, ``<<``) are
-refused; and a file larger than :data:`MAX_CONFIG_BYTES` is not parsed.
+Configs are read strictly, so a file never changes a privacy parameter silently: a key given twice (also as
+``max_bound`` and ``max-bound``) is refused; numbers are YAML 1.2 numbers only (``1:30`` is not 90, ``017``
+is 17, ``1_000`` and base-60 forms are refused), booleans are ``true`` / ``false``; anchors, aliases and
+merge keys are refused; a file larger than :data:`MAX_CONFIG_BYTES` is not parsed.
 """
 
 from __future__ import annotations
@@ -75,8 +72,7 @@ StrictLoader.add_implicit_resolver(
 StrictLoader.add_implicit_resolver(
     _FLOAT, re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
                        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+0123456789."))
-# YAML 1.1 numbers (base 60 "1:30" = 90, "1_000"): refused, never read as text
-# that Python's int()/float() would turn into another number later.
+# YAML 1.1 numbers ("1:30" = 90, "1_000"): refused, never read as text that int()/float() turn into a number
 StrictLoader.add_implicit_resolver(
     _NOT_A_NUMBER, re.compile(r"^(?=[^_:]*[_:])[-+]?\.?[0-9][0-9_:.]*(?:[eE][-+]?[0-9_]+)?$"),
     list("-+.0123456789"))
@@ -125,8 +121,8 @@ def parse_config(text: str, name: str = "config") -> Any:
 
 
 def load_config(path: str | None, allowed: set[str]) -> dict[str, Any]:
-    """The options in ``path`` (empty without one). Unknown keys are refused,
-    naming the allowed ones, so a typo never silently falls back to a default."""
+    """The options in ``path`` (empty without one). Unknown keys are refused, naming the allowed ones, so a
+    typo never falls back to a default silently."""
     if not path:
         return {}
     file = Path(path)

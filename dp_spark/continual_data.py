@@ -1,24 +1,15 @@
 """Built-in data for continual-distinct: a synthetic insert/delete stream.
 
-``synthetic_stream`` generates an event table ``(time: long, item: string,
-op: int)`` with Spark built-in functions on ``spark.range`` (it never passes
-through the driver), whose maximum flippancy is controlled:
+``synthetic_stream`` generates an event table ``(time: long, item: string, op: int)`` with Spark built-in
+functions on ``spark.range`` (never through the driver). Item i gets a target flippancy f_i in
+1..``max_flippancy`` (item 0 exactly ``max_flippancy`` when it fits the horizon; the others 1 + ⌊U^exponent
+· max_flippancy⌋ with U a fixed hash of the seed and i, so most items flip rarely) and flips at the distinct
+steps among f_i pseudo-random steps (item 0: evenly spaced), alternating insert and delete, so its flippancy
+is at most f_i. To exercise the stream rules, items i ≡ 1 mod 4 have each event doubled and items i ≡ 2 mod
+4 each delete doubled; neither changes existence or flippancy.
 
-- item i gets a target flippancy f_i in 1..``max_flippancy``: item 0 exactly
-  ``max_flippancy`` (when it fits in the horizon), the others
-  1 + ⌊U^exponent · max_flippancy⌋ (U uniform, a fixed hash of the seed and
-  i), so most items flip rarely and a few often;
-- its flips happen at the distinct steps among f_i pseudo-random steps in
-  1..``horizon`` (item 0: evenly spaced), alternating insert, delete, insert…
-  so its flippancy is at most f_i (exactly f_i unless steps collide);
-- to exercise the stream rules, every fourth item (i ≡ 1 mod 4) has each event
-  doubled (its count reaches 2, two deletes bring it back to 0) and every
-  fourth (i ≡ 2 mod 4) has each delete doubled (the second one hits an absent
-  item and is ignored). Neither changes any item's existence or flippancy.
-
-Times are step numbers 1..``horizon`` (the default time mapping of the
-release). The seed makes the table reproducible; it is demo data, not a
-privacy mechanism.
+Times are step numbers 1..``horizon`` (the release's default time mapping). The seed makes the table
+reproducible; it is demo data, not a privacy mechanism.
 """
 
 from __future__ import annotations
@@ -69,11 +60,9 @@ def synthetic_stream(
     exponent: float = 2.0,
     seed: int = 7,
 ) -> DataFrame:
-    """A ``(time, item, op)`` event table with maximum flippancy <= ``max_flippancy``.
-
-    See the module docstring. About ``expected_events(items, max_flippancy)``
-    rows; item 0 reaches flippancy ``min(max_flippancy, horizon)`` exactly.
-    """
+    """A ``(time, item, op)`` event table with maximum flippancy <= ``max_flippancy`` (module docstring), of
+    about ``expected_events(items, max_flippancy)`` rows; item 0 reaches flippancy ``min(max_flippancy,
+    horizon)``."""
     from pyspark.sql import functions as F
 
     items = _whole(items, "items")

@@ -1,9 +1,7 @@
-"""Exception types raised by dp_spark.
-
-One class per category of problem, so callers (and the CLI) can tell a bad
-parameter from a bad table from an overspent budget. Messages say what to
-change. They never contain a value computed from the private data: a refusal
-may reveal *that* a configured limit was crossed, never by how much.
+"""Exception types raised by dp_spark: one class per category of problem, so callers (and the CLI) can tell
+a bad parameter from a bad table from an overspent budget. Messages say what to change and never contain a
+value computed from the private data: a refusal may reveal *that* a configured limit was crossed, never by
+how much.
 """
 
 
@@ -24,9 +22,7 @@ class InputError(DPSparkError):
 
 
 class BudgetExceededError(DPSparkError):
-    """A release would spend more privacy budget than is left.
-
-    Raised before any data is read."""
+    """A release would spend more privacy budget than is left. Raised before any data is read."""
 
 
 class LimitError(DPSparkError):
@@ -45,7 +41,6 @@ class InputReadError(SparkJobError, InputError):
 
 
 class AccountingError(RuntimeError):
-    """The noise a release drew would cost more than the budget step it was
-    charged to (:func:`dp_spark.noise.records.overspent_steps`): a defect in
-    dp_spark, never a bad input. The release is withheld (not recorded, not
-    returned). The message names the steps and public scales only."""
+    """The noise a release drew would cost more than the budget step it was charged to
+    (:func:`dp_spark.noise.records.overspent_steps`): a defect in dp_spark, never a bad input. The release
+    is withheld (not recorded, not returned); the message names steps and public scales only."""

@@ -1,5 +1,4 @@
-"""Numbers as a person reads them, for every renderer (the CLI summary,
-the HTML report and its charts): one rule, so the screen and the page agree."""
+"""Numbers as a person reads them, for every renderer (CLI summary, HTML report, charts), so they agree."""
 
 from __future__ import annotations
 
@@ -9,11 +8,8 @@ __all__ = ["fmt"]
 
 
 def fmt(value) -> str:
-    """A number as a person reads it: 12,345 or 15,244 or 0.1235 or 1.2e-06.
-
-    Scientific notation only below 0.001 and from 10^15 on: a count of
-    15,244 is never shown as 1.524e+04 (values of 1,000 and more are shown
-    to the unit)."""
+    """A number as a person reads it: 12,345 or 0.1235 or 1.2e-06. Scientific notation only below 0.001 and
+    from 10^15 on; values of 1,000 and more are shown to the unit."""
     if value is None:
         return "–"
     if isinstance(value, bool):

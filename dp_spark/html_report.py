@@ -1,33 +1,15 @@
 """One self-contained HTML page per release, for a person to read.
 
-``render(release)`` builds the page from the fields of a
-:class:`~dp_spark.report.Release` only (released values, their error
-statements, the guarantee and its split, the records of its noise draws,
-public parameters): no true (non-private) value can reach it, because a
-Release never holds one. Every interval drawn is a noise record's tail
-(:meth:`dp_spark.noise.records.NoiseDraw.half_width`): this module renders,
-it computes no noise tail itself. The
-charts are inline SVG (:mod:`dp_spark.svg_plots`); the page loads nothing
-from anywhere. ``write_html(path, release)`` writes it atomically.
+``render(release)`` builds the page from the fields of a :class:`~dp_spark.report.Release` only (released
+values, error statements, the guarantee and its split, noise records, public parameters): no true
+(non-private) value can reach it, because a Release never holds one. Every interval drawn is a noise
+record's tail (:meth:`dp_spark.noise.records.NoiseDraw.half_width`); this module computes no noise tail
+itself. Charts are inline SVG (:mod:`dp_spark.svg_plots`), one per release kind (:data:`_CHARTS`); the page
+loads nothing. ``write_html(path, release)`` writes it atomically.
 
-Charts, one per release kind (released quantities only):
-
-* distinct-count: the estimate with its noise interval and the one-sided
-  lower bound;
-* top-k: the released ranking with its error bound;
-* count-release: the released counts with 95% whiskers (their noise records');
-* continual-distinct: the released series with its simultaneous error band;
-* set-union: the number of items each run released (this run, plus earlier
-  runs' reports passed as ``history``).
-
-A grouped release (issue 24: ``result["groups"]``, rows with a ``group``
-field) also gets small multiples: one small chart per group, generic over
-releases — an estimate with its interval and lower bound (``estimate``),
-bars with whiskers (``count``), or the released items in order (``item``)
-— each with its error statement made from the release's noise records. The
-groups are the report's rows only (the first REPORT_GROUPS; no Spark action
-from the page); at most SMALL_MULTIPLES panels, the largest groups by
-released values first when there are more.
+A grouped release (``result["groups"]``, rows with a ``group`` field) also gets small multiples: one panel
+per group of the report's rows (no Spark action from the page), each with its error statement from the noise
+records; at most :data:`SMALL_MULTIPLES`, the largest by released values first.
 """
 
 from __future__ import annotations
@@ -70,13 +52,9 @@ table.kv th{width:22%}
 
 def render(release, ledger: Mapping[str, Any] | None = None,
            history: Sequence[Mapping[str, Any]] | None = None) -> str:
-    """The HTML page of ``release``.
-
-    ``ledger``: the budget ledger's balance after this run (a mapping shown as
-    a table), when the run spent from a ledger (default: the report's
-    "ledger" key or the Release's "ledger" artifact); ``history``: earlier JSON
-    reports of the same release (set-union: their item counts are charted
-    beside this run's)."""
+    """The HTML page of ``release``. ``ledger``: the budget ledger's balance after this run (default: the
+    report's "ledger" key or the Release's "ledger" artifact); ``history``: earlier JSON reports of the same
+    release (set-union charts their item counts)."""
     report = release.to_dict()
     if ledger is None:  # the hook for a ledger-aware run: its report key or Release artifact
         ledger = report.get("ledger") or release.artifacts.get("ledger")
@@ -98,8 +76,7 @@ def render(release, ledger: Mapping[str, Any] | None = None,
 
 
 def write_html(path: str | os.PathLike, release, ledger=None, history=None) -> None:
-    """Write the page to a local ``path`` atomically (a failed write leaves an
-    earlier page intact)."""
+    """Write the page to a local ``path`` atomically."""
     io.write_text_atomic(path, render(release, ledger=ledger, history=history))
 
 
@@ -213,8 +190,7 @@ def _group_rows(release) -> dict:
         return {}
     items = release.values.get("items")
     if _is_list_of_rows(items) and "group" in items[0]:
-        # top-k, count-release: the per-value rows of the groups in the report are in result["items"]
-        # (result["groups"] holds each group's number of released rows); a group without any keeps a panel
+        # top-k, count-release: the per-value rows are in result["items"]; a group without any keeps a panel
         out: dict = {row["group"]: [] for row in rows}
         for item in items:
             out.setdefault(item["group"], []).append(item)
@@ -226,8 +202,7 @@ def _group_rows(release) -> dict:
 
 
 def _group_size(rows: list[dict]) -> float:
-    """A group's size by its RELEASED values: the sum of its released
-    estimates or counts, else its number of released rows."""
+    """A group's size by its RELEASED values: the sum of its estimates or counts, else its number of rows."""
     for column in ("estimate", "count", "released_count"):
         values = [r[column] for r in rows if _is_number(r.get(column))]
         if values:
@@ -317,9 +292,8 @@ def _panel_html(svg: str, text: str) -> str:
 
 
 def _group_record(release, row: Mapping[str, Any], kind: str):
-    """The noise record of one group's released value: among the records
-    of ``kind``, the one whose parameters match the row's fields (e.g. its
-    per-person ``bound``); the only one if there is one; else None."""
+    """The noise record of one group's released value: among the records of ``kind``, the one whose
+    parameters match the row's fields (e.g. its ``bound``); the only one if there is one; else None."""
     records = [r for r in release.noise if r.kind == kind]
     matching = [r for r in records if any(k in row for k in r.parameters)
                 and all(row.get(k) == v for k, v in r.parameters.items() if k in row)]
@@ -340,8 +314,7 @@ def _chart(release, history) -> str:
 
 
 def _noise_of(release, kind: str) -> list:
-    """The release's noise records of ``kind``, in the order drawn (none for a
-    report recorded before releases held them)."""
+    """The release's noise records of ``kind``, in the order drawn."""
     return [r for r in release.noise if r.kind == kind]
 
 
@@ -375,8 +348,7 @@ def _top_k_chart(release, history):
 
 
 def top_k_error_bound(release, confidence: float = 0.95) -> float | None:
-    """The top-k error bound: the selection's noise record's bound (the last
-    record; None for a report recorded before releases held them)."""
+    """The top-k error bound: the selection's (last) noise record's bound; None without records."""
     if not release.noise:
         return None
     bound = release.noise[-1].half_width(1.0 - confidence)
@@ -432,6 +404,5 @@ def _set_union_chart(release, history):
     return svg, caption
 
 
-#: Release name -> its chart, as each release's spec names it (``chart=None``:
-#: drawn without one). A spec naming a function missing here fails on import.
+#: Release name -> its chart, as each release's spec names it (a missing function fails on import).
 _CHARTS = {name: globals()[spec.chart] for name, spec in RELEASES.items() if spec.chart is not None}

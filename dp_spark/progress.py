@@ -1,16 +1,10 @@
 """Where a run is: Spark job descriptions and the CLI's progress lines.
 
-* :func:`set_job_description` names the Spark jobs that follow (the Spark UI
-  and the history server show it), e.g. "dp_spark: counting persons". It is a
-  no-op on Spark Connect (no SparkContext) and when no session runs.
-* :class:`StepHandler` is the CLI's logging handler: every step the releases
-  log (INFO on the ``dp_spark`` logger: "distinct-count: computing bounded
-  counts") becomes the description of the Spark jobs run during that step,
-  and, on a terminal, a progress line with the time since the start. Off a
-  terminal (a scheduler's log, a pipe) or with ``--quiet`` only warnings are
-  printed.
-
-Step messages name phases and public parameters only, never data values.
+:func:`set_job_description` names the Spark jobs that follow in the Spark UI and history server (a no-op on
+Spark Connect and without a session). :class:`StepHandler`, the CLI's logging handler, makes each step the
+releases log (INFO on the ``dp_spark`` logger) the description of that step's Spark jobs and, on a terminal,
+a progress line; off a terminal or with ``--quiet`` only warnings are printed. Step messages name phases and
+public parameters only, never data values.
 """
 
 from __future__ import annotations

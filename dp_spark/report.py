@@ -1,11 +1,9 @@
 """The one result type every release returns, and its JSON report.
 
-A reader of the report alone should know what was released, how private it
-is and how wrong it may be: the guarantee spent (and how it was split), the
-privacy unit and neighbouring relation, the parameters, the released values
-with an error statement for each, whether the run was seeded (then it is not
-for publication), the library version and the time. Only released (noisy)
-values and public parameters ever enter a Release.
+A reader of the report alone should know what was released, how private it is and how wrong it may be: the
+guarantee spent (and its split), the privacy unit and neighbouring relation, the parameters, the released
+values with an error statement for each, whether the run was seeded (then not for publication), the library
+version and the time. Only released (noisy) values and public parameters ever enter a Release.
 """
 
 from __future__ import annotations
@@ -33,8 +31,7 @@ SEEDED_WARNING = (
 
 
 def report_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) every ``Release.to_dict()`` document
-    follows, shipped as ``dp_spark/schemas/release.schema.json``."""
+    """The JSON Schema (draft 2020-12) of ``Release.to_dict()``: ``dp_spark/schemas/release.schema.json``."""
     return json.loads(files("dp_spark").joinpath("schemas/release.schema.json").read_text(encoding="utf-8"))
 
 
@@ -48,24 +45,17 @@ def _version() -> str:
 
 @dataclass(frozen=True)
 class Release:
-    """A differentially private release (frozen): what every
-    ``dp_spark.<release>(df, ...)`` returns.
+    """A differentially private release (frozen): what every ``dp_spark.<release>(df, ...)`` returns.
 
-    ``privacy``: the guarantee spent (and its (ε, δ) equivalent for zCDP),
-    with the privacy unit; ``budget_split``: how it was split between the
-    release's steps; ``statement``: the guarantee and the error in words;
-    ``parameters``: the public parameters; ``seeded``: True for a fixed-seed
-    run (then NOT private, not for publication); ``result`` (also
-    ``values``): the released values, JSON-shaped; ``errors``: one error
-    statement per released value, made from ``noise``: the record of every
-    privacy draw the mechanism made (:class:`~dp_spark.noise.records.NoiseDraw`:
-    budget step, kind, scale, standard deviation, sensitivity; public values
-    only). A key of ``result`` named ``noise`` (set-union's noise kind) is
-    read as ``result["noise"]``: the attribute is the records. ``artifacts``: outputs too large for the
-    report, as Spark DataFrames (``items``, ``series``); write one with
-    :meth:`write`. Every key of ``artifacts`` and of ``result`` is also an
-    attribute (an artifact first): ``release.estimate``, ``release.items``.
-    """
+    ``privacy``: the guarantee spent (with its (ε, δ) equivalent for zCDP) and the privacy unit;
+    ``budget_split``: its split between the release's steps; ``statement``: the guarantee and the error in
+    words; ``parameters``: the public parameters; ``seeded``: True for a fixed-seed run (NOT private, not
+    for publication); ``result`` (also ``values``): the released values, JSON-shaped; ``errors``: one error
+    statement per released value, made from ``noise``, the record of every privacy draw
+    (:class:`~dp_spark.noise.records.NoiseDraw`: public values only). A ``result`` key named ``noise``
+    (set-union's noise kind) is read as ``result["noise"]``. ``artifacts``: outputs too large for the
+    report, as Spark DataFrames (``items``, ``series``; :meth:`write`). Every key of ``artifacts`` and
+    ``result`` is also an attribute (an artifact first): ``release.estimate``, ``release.items``."""
 
     name: str
     privacy_unit: str
@@ -77,21 +67,17 @@ class Release:
     statement: str
     seeded: bool
     budget_split: list[dict[str, Any]] = field(default_factory=list)
-    #: One record per privacy draw (or batch of identical draws), in the
-    #: order drawn; each ``step`` is a ``budget_split`` step's label.
+    #: One record per privacy draw (or batch of identical draws), in order; ``step``: a ``budget_split`` label.
     noise: tuple[NoiseDraw, ...] = ()
     equivalent: Any = None  # (ε, δ) equivalent of a zCDP guarantee
     artifacts: dict[str, Any] = field(default_factory=dict, repr=False)
     version: str = field(default_factory=_version)
     created: str = field(default_factory=_now)
-    #: Set on a release returned from the ledger's record (a retry under a
-    #: run key whose release was recorded): the run key, budget, step, when it
-    #: was released and the outputs it named. Its values are the recorded
-    #: ones, unchanged: no data was read and no noise drawn.
+    #: Set on a release replayed from the ledger's record (run key, budget, step, release time, outputs):
+    #: its values are the recorded ones; no data was read and no noise drawn.
     replay: dict[str, Any] | None = None
 
     def __getattr__(self, name: str) -> Any:
-        # Only called when normal lookup fails.
         for holder in ("artifacts", "values"):
             store = self.__dict__.get(holder)
             if store is not None and name in store:
@@ -110,8 +96,8 @@ class Release:
 
     @property
     def privacy(self) -> dict[str, Any]:
-        """What was spent: the guarantee's kind and amounts, its description,
-        the (ε, δ) equivalent of a zCDP guarantee, the privacy unit."""
+        """What was spent: the guarantee's kind, amounts and description, the (ε, δ) equivalent of a zCDP
+        guarantee, and the privacy unit."""
         return privacy_document(self.guarantee, self.equivalent, self.privacy_unit, self.neighbouring)
 
     def to_dict(self) -> dict[str, Any]:
@@ -139,10 +125,9 @@ class Release:
 
     @classmethod
     def from_record(cls, record: dict[str, Any], replay: dict[str, Any] | None = None) -> "Release":
-        """The Release whose JSON report is ``record`` (as the ledger recorded
-        it), values unchanged; ``replay`` says where it was recorded. Its
-        ``artifacts`` are empty: DataFrame outputs are not recorded. A record
-        written before reports held ``noise`` loads with no noise records."""
+        """The Release whose JSON report is ``record`` (as the ledger recorded it), values unchanged;
+        ``replay`` says where it was recorded. No ``artifacts`` (DataFrames are not recorded); a record
+        without ``noise`` loads with no noise records."""
         privacy = record["privacy"]
         equivalent = privacy.get("approx_dp_equivalent")
         return cls(
@@ -155,10 +140,9 @@ class Release:
         )
 
     def write(self, name: str, path: str, format: str = "parquet", overwrite: bool = False) -> None:
-        """Write the artifact ``name`` (a Spark DataFrame: ``items``,
-        ``series``) to ``path`` (``parquet``, ``csv`` or ``json``),
-        atomically; a seeded release's output is marked not for publication.
-        An existing ``path`` is refused unless ``overwrite``."""
+        """Write the artifact ``name`` (``items``, ``series``) to ``path`` (``parquet``, ``csv`` or
+        ``json``) atomically, marked not for publication when seeded. An existing ``path`` is refused unless
+        ``overwrite``."""
         if name not in self.artifacts:
             raise InputError(f"{self.name} has no artifact {name!r}; it has: {', '.join(self.artifacts) or 'none'}.")
         if os.path.exists(path) and not overwrite:
@@ -170,11 +154,10 @@ class Release:
                   seeded: bool, budget_split: list[dict[str, Any]], parameters: dict[str, Any] | None = None,
                   artifacts: dict[str, Any] | None = None, guarantee: Any = None,
                   noise=()) -> "Release":
-        """The release of ``plan`` (a :class:`dp_spark.plan.Plan`): its name,
-        unit, guarantee and parameters, with the released values. ``parameters``
-        adds released choices (e.g. the shards a noisy count chose). ``noise``:
-        the mechanism's records; a record whose step is the name of one of the
-        plan's steps gets that step's budget-split label."""
+        """The release of ``plan`` (:class:`dp_spark.plan.Plan`): its name, unit, guarantee and parameters,
+        with the released values. ``parameters`` adds released choices (e.g. the shards a noisy count
+        chose); ``noise``: the mechanism's records, a record named after a plan step getting that step's
+        budget-split label."""
         labels = {s.name: s.label for s in plan.split if s.name is not None}
         return cls(
             name=plan.release, privacy_unit=plan.privacy_unit, neighbouring=plan.neighbouring,
@@ -189,10 +172,8 @@ class Release:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     def to_html(self, ledger: dict[str, Any] | None = None, history: list[dict] | None = None) -> str:
-        """One self-contained HTML page for a person to read (see
-        :mod:`dp_spark.html_report`): released values, privacy spent, the
-        error statements and charts of released quantities only. ``ledger``:
-        the budget ledger's balance when the run spent from one."""
+        """One self-contained HTML page (:mod:`dp_spark.html_report`) of released quantities only.
+        ``ledger``: the budget ledger's balance when the run spent from one."""
         return render(self, ledger=ledger, history=history)
 
     def summary(self) -> str:
@@ -232,8 +213,8 @@ SCREEN_ROWS = 10
 
 
 def _listing(value) -> tuple[str, list[str]]:
-    """A released list as a head line and up to SCREEN_ROWS rows: a top-k
-    ranking as "1. item", counts as "item  count (σ s)", strings as they are."""
+    """A released list as a head line and up to SCREEN_ROWS rows: a ranking as "1. item", counts as "item
+    count (σ s)", strings as they are."""
     if not value:
         return "none", []
     if isinstance(value, dict):

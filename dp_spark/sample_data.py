@@ -1,35 +1,17 @@
-"""``dp-spark sample-data DIR``: write the small sample inputs the README's
-recipes read (issue 42 §1), so a newcomer can run every recipe in order
-(``dp-spark sample-data samples && cd samples``).
+"""``dp-spark sample-data DIR``: write the small sample inputs the README's recipes read, so a newcomer can
+run every recipe in order (``dp-spark sample-data samples && cd samples``).
 
-The data is **synthetic and public**: drawn with numpy from fixed seeds
-(no person's data is in it), written with pyarrow, without Spark, in well
-under a second. The same version writes the same bytes every time. Files
-(:data:`FILES`, in this order):
+The data is **synthetic and public**: drawn with numpy from fixed seeds (no person's data is in it) and
+written with pyarrow, without Spark; the same version writes the same bytes every time. :data:`FILES` lists
+the files in order (ratings shaped like MovieLens 100K with a genre column, the movie ids as a public
+domain, the genres and the countries as public group keys, page views with a country, words per person, an
+insert/delete stream); each builder's description says what its file holds.
 
-- ``ratings.parquet``: movie ratings shaped like MovieLens 100K: ``user``
-  (943 users, each with 20 or more ratings, a heavy tail), ``movie`` (1,682
-  movies, power-law popularity), ``rating`` (1..5) and ``genre`` (one per
-  movie, a group column);
-- ``movies.txt``: every movie id, one per line (a public ``--domain``);
-- ``genres.csv``: the genres (column ``genre``: public ``--groups`` keys);
-- ``events.parquet``: page views ``user_id``, ``url``, ``country`` (one
-  country per user, from :data:`dp_spark.datasets.COUNTRIES`);
-- ``keys.csv``: the countries (column ``country``: public ``--groups`` keys
-  of ``events.parquet`` and of the built-in data, ``--group-by country``);
-- ``words.parquet``: ``person_id``, ``item`` (one word per row, Zipf-like
-  word frequencies over made-up words), for set-union;
-- ``stream.parquet``: an insert/delete stream ``time`` (steps 1..4096),
-  ``item``, ``op`` (+1 insert, -1 delete, alternating per item, starting
-  with an insert), for continual-distinct.
-
-Beside them, in a folder it creates, it writes ``.gitignore`` (``*``: the
-folder stays out of git, as a venv does; an existing folder, perhaps a
-repository of the user's, gets none unless an earlier run wrote it) and ``.dp_spark_sample_data.json`` (the SHA-256 of each file it
-wrote). Into an existing folder it writes only if every file it would
-replace is its own earlier output (the bytes it writes now, or the bytes its
-record names); any other file of one of those names is refused before
-anything is written (exit 2), and files of other names are left alone.
+Beside them it writes ``.dp_spark_sample_data.json`` (the SHA-256 of each file) and, in a folder it creates,
+``.gitignore`` (``*``; an existing folder, perhaps the user's repository, gets none unless an earlier run
+wrote it). Into an existing folder it writes only if every file it would replace is its own earlier output
+(the bytes it writes now, or those its record names); otherwise it refuses before writing anything (exit 2).
+Files of other names are left alone.
 """
 
 from __future__ import annotations
@@ -89,8 +71,7 @@ class SampleFile:
 
 
 def _rng(name: str):
-    """A generator of its own per file (seeded by the file's name), so one
-    file's shape can change without changing the others' bytes."""
+    """A generator per file, seeded by its name, so one file's shape can change without changing the others."""
     return np.random.default_rng([20261129, zlib.crc32(name.encode())])
 
 
@@ -222,8 +203,8 @@ FILES = (
 
 
 def sample_files() -> list[tuple[str, bytes, str]]:
-    """(name, bytes, description) of every sample file, in :data:`FILES`
-    order: the same bytes on every call."""
+    """(name, bytes, description) of every sample file, in :data:`FILES` order; the same bytes on every
+    call."""
     return [(f.name, *f.build(_rng(f.name))) for f in FILES]
 
 
@@ -242,9 +223,8 @@ def _recorded(folder: Path) -> dict:
 
 
 def _foreign(folder: Path, planned: dict[str, bytes]) -> list[str]:
-    """The names among ``planned`` that exist in ``folder`` and are not this
-    command's own earlier output (the same bytes now, or the bytes its
-    record names); a folder, a link or an unreadable file is foreign."""
+    """The names among ``planned`` that exist in ``folder`` and are not this command's earlier output (the
+    same bytes now, or those its record names); a folder, a link or an unreadable file is foreign."""
     recorded = _recorded(folder)
     foreign = []
     for name, data in planned.items():
@@ -265,8 +245,7 @@ def _foreign(folder: Path, planned: dict[str, bytes]) -> list[str]:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a new file beside ``path`` (mode from the umask, as
-    any new file) and rename it over ``path``."""
+    """Write ``data`` to a new file beside ``path`` (mode from the umask) and rename it over ``path``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as fh:
@@ -279,11 +258,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def write_samples(directory: str) -> list[str]:
-    """Write the sample files into ``directory`` (created if missing) and
-    return one line per data file (its path and what it holds). Raises
-    :class:`InputError` (nothing written) for a path that is not a folder, a
-    folder that cannot be written, or a file of a sample's name that an
-    earlier run of this command did not write."""
+    """Write the sample files into ``directory`` (created if missing); return one line per data file (its
+    path and what it holds). Raises :class:`InputError`, with nothing written, for a path that is not a
+    folder, a folder that cannot be written, or a file of a sample's name that this command did not write."""
     if not str(directory).strip():
         raise InputError("sample-data needs a folder name (DIR), e.g. dp-spark sample-data samples.")
     folder = Path(directory)
@@ -293,7 +270,7 @@ def write_samples(directory: str) -> list[str]:
     record = {"written_by": "dp-spark sample-data", "files": {name: _digest(data) for name, data, _ in files}}
     planned = {name: data for name, data, _ in files}
     if not folder.exists() or (folder / GITIGNORE).exists():  # a folder of the user's is not hidden from git
-        planned[GITIGNORE] = GITIGNORE_TEXT.encode()  # an existing one: rewritten only if ours (_foreign)
+        planned[GITIGNORE] = GITIGNORE_TEXT.encode()  # an existing one is rewritten only if ours
     if folder.is_dir():
         foreign = _foreign(folder, planned)
         if ((folder / RECORD).exists() or (folder / RECORD).is_symlink()) and not _recorded(folder):

@@ -1,22 +1,16 @@
 """Getting a SparkSession.
 
-``get_session()`` returns the session that is already running (spark-submit,
-Databricks, a notebook, Spark Connect) and only builds a local one when there
-is none, from ``conf/spark-defaults.yaml``. Everything dp_spark runs on Spark
-uses the DataFrame API only (built-in functions, ``mapInPandas``,
-``applyInPandas``), so the same code runs on a classic session and on Spark
-Connect, where RDDs and ``SparkContext`` do not exist.
+``get_session()`` returns the running session (spark-submit, Databricks, a notebook, Spark Connect) and
+builds a local one from ``conf/spark-defaults.yaml`` only when there is none. dp_spark uses the DataFrame
+API only (built-in functions, ``mapInPandas``, ``applyInPandas``), so the same code runs on a classic
+session and on Spark Connect (no RDDs, no ``SparkContext``).
 
-Spark itself shows exact, non-private numbers about the data: the web UI's
-SQL tab and stage pages list row counts of every operator (the exact number
-of persons before noise, for instance), and event logs keep them for the
-history server. A session dp_spark builds therefore always has
-``spark.ui.enabled=false`` and ``spark.eventLog.enabled=false``, whatever
-the defaults file or ``conf`` say, unless the user asks for them with
-``allow_ui=True`` or the environment variable ``DP_SPARK_ALLOW_SPARK_UI=1``
-(README, "Security"). A session someone else started (spark-submit,
-Databricks, a notebook) is used as it is; dp_spark logs a warning when its UI
-or event log is on.
+Spark itself shows exact, non-private numbers about the data: the web UI lists row counts of every operator
+(the exact number of persons before noise, for instance), and event logs keep them for the history server. A
+session dp_spark builds therefore has ``spark.ui.enabled=false`` and ``spark.eventLog.enabled=false``
+whatever the defaults file or ``conf`` say, unless the user asks for them (``allow_ui=True`` or
+``DP_SPARK_ALLOW_SPARK_UI=1``; README, "Security"). A session someone else started is used as it is, with a
+warning when its UI or event log is on.
 """
 
 from __future__ import annotations
@@ -63,12 +57,9 @@ _FALLBACK_DEFAULTS: dict[str, Any] = {
 
 
 def prepare_environment() -> None:
-    """Set the environment pyspark needs on a fresh machine (never overriding).
-
-    Python workers must run the interpreter that runs the driver, or pandas /
-    Arrow UDFs fail with ModuleNotFoundError when a virtualenv's python is run
-    without activating it; and Spark should bind to loopback in local mode.
-    """
+    """Set the environment pyspark needs on a fresh machine (never overriding): Python workers run the
+    driver's interpreter (else pandas / Arrow UDFs fail when a virtualenv's python runs unactivated), and
+    Spark binds to loopback."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -106,9 +97,8 @@ def _log4j_config(defaults) -> Path | None:
 
 
 def active_session():
-    """The running SparkSession (classic or Connect), or None. Without
-    pyspark imported in this process no session can be running: None,
-    without importing it."""
+    """The running SparkSession (classic or Connect), or None; without importing pyspark when it is not
+    imported (then none can be running)."""
     if "pyspark.sql" not in sys.modules:
         return None
     from pyspark.sql import SparkSession
@@ -126,9 +116,8 @@ def ui_allowed(allow_ui: bool | None = None) -> bool:
 
 def session_settings(settings: dict[str, Any], conf: dict[str, str] | None = None,
                      allow_ui: bool | None = None) -> dict[str, str]:
-    """The Spark settings of a session dp_spark builds: the defaults file's
-    ``conf``, then ``conf``, then (unless the UI is allowed)
-    :data:`PRIVATE_SETTINGS`, which win over both."""
+    """The Spark settings of a session dp_spark builds: the defaults file's ``conf``, then ``conf``, then
+    (unless the UI is allowed) :data:`PRIVATE_SETTINGS`, which win."""
     merged = {key: str(value) for key, value in {**settings.get("conf", {}), **(conf or {})}.items()}
     if not ui_allowed(allow_ui):
         merged.update(PRIVATE_SETTINGS)
@@ -136,9 +125,8 @@ def session_settings(settings: dict[str, Any], conf: dict[str, str] | None = Non
 
 
 def warn_if_exposed(spark) -> list[str]:
-    """Log a warning naming the settings of ``spark`` (a session dp_spark did
-    not build) that expose exact row counts: UI or event log enabled.
-    Returns the exposing settings found."""
+    """Log a warning when ``spark`` (a session dp_spark did not build) has its UI or event log on (they
+    expose exact row counts); return those settings."""
     exposed = []
     for key, default in (("spark.ui.enabled", "true"), ("spark.eventLog.enabled", "false")):
         try:
@@ -164,14 +152,9 @@ def get_session(
     log_level: str | None = None,
     allow_ui: bool | None = None,
 ):
-    """Return the active SparkSession, or build a local one.
-
-    An existing session is returned unchanged (its configuration belongs to
-    whoever started it; a warning is logged if its UI or event log is on).
-    Otherwise a session is built from the defaults file, with ``master``,
-    ``conf`` and ``log_level`` overriding it, and with the Spark UI and event
-    log off unless ``allow_ui`` (or DP_SPARK_ALLOW_SPARK_UI=1) asks for them.
-    """
+    """Return the active SparkSession (unchanged; warned about if its UI or event log is on), or build a
+    local one from the defaults file with ``master``, ``conf`` and ``log_level`` overriding it and the UI
+    and event log off unless ``allow_ui`` (or DP_SPARK_ALLOW_SPARK_UI=1) asks for them."""
     existing = active_session()
     if existing is not None:
         warn_if_exposed(existing)
@@ -179,8 +162,7 @@ def get_session(
     if launched_externally():
         from pyspark.sql import SparkSession
 
-        # spark-submit (or SPARK_REMOTE) decided master and settings: the
-        # local defaults must not override them.
+        # spark-submit (or SPARK_REMOTE) decided master and settings: the local defaults must not override them
         spark = SparkSession.builder.getOrCreate()
         _set_log_level(spark, log_level)
         warn_if_exposed(spark)
@@ -194,9 +176,7 @@ def get_session(
     from pyspark.sql import SparkSession
 
     if str(master).startswith("local"):
-        # Everything runs on this machine: Python workers must use this
-        # interpreter and Spark should bind to loopback. On a cluster master
-        # (or under spark-submit) the cluster's own settings stand.
+        # local only: on a cluster master the cluster's own settings stand
         prepare_environment()
     extra = session_settings(settings, conf, allow_ui)
     log4j = _log4j_config(defaults)
@@ -218,9 +198,7 @@ def get_session(
     return spark
 
 
-#: Spark master URLs dp_spark can start a session on (``--master``); any
-#: other text fails inside the JVM with a Java stack trace, so it is refused
-#: first, naming the forms.
+#: Spark master URLs dp_spark accepts (``--master``); others would fail in the JVM with a stack trace.
 _MASTER_FORMS = "local, local[N], local[*], local[N,F], spark://HOST:PORT, sc://HOST:PORT, yarn or k8s://URL"
 _MASTER = re.compile(
     r"^(local(\[(\d+|\*)(,\d+)?\])?"
@@ -229,9 +207,8 @@ _MASTER = re.compile(
     r"|(spark|sc|k8s|mesos)://\S+)$"
 )
 
-#: Smallest file size limit (``ulimit -f``) a local session is started
-#: under: Spark writes shuffle, spill and temporary files of many MiB even
-#: for a small table, and a process over the limit fails mid-job.
+#: Smallest file size limit (``ulimit -f``) a local session starts under: Spark's shuffle and spill files
+#: are many MiB even for a small table, and a process over the limit fails mid-job.
 MIN_FILE_SIZE_LIMIT = 64 * 2**20
 
 
@@ -246,10 +223,9 @@ def check_master(master: str | None) -> None:
 
 
 def check_local_launch() -> None:
-    """Before dp_spark starts a JVM of its own: a usable ``java`` (JAVA_HOME,
-    else PATH) and a file size limit Spark can work under. Each problem is
-    one line naming the fix (InputError), instead of the launcher's shell
-    errors and a gateway failure."""
+    """Before dp_spark starts a JVM: require a usable ``java`` (JAVA_HOME, else PATH) and a file size limit
+    Spark can work under, each refused in one line naming the fix (InputError) instead of the launcher's
+    shell errors."""
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
         java = Path(java_home) / "bin" / "java"
@@ -275,9 +251,8 @@ def check_local_launch() -> None:
 
 
 def launched_externally() -> bool:
-    """True under spark-submit (the JVM gateway already exists and carries
-    spark-submit's --master and --conf) or when SPARK_REMOTE names a Spark
-    Connect server."""
+    """True under spark-submit (the JVM gateway exists, with its --master and --conf) or when SPARK_REMOTE
+    names a Spark Connect server."""
     return bool(os.environ.get("PYSPARK_GATEWAY_PORT") or os.environ.get("SPARK_REMOTE"))
 
 

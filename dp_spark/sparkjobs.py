@@ -1,10 +1,8 @@
 """Running Spark actions without leaking data or Java stack traces.
 
-Spark's own error messages can quote data values (a failed cast shows the
-offending value), so an error raised while a summary is being computed is
-re-raised as :class:`~dp_spark.errors.SparkJobError` naming only the Spark
-error class. Set ``DP_SPARK_DEBUG=1`` to get the original exception chained
-(for debugging on non-sensitive data only).
+Spark's error messages can quote data values (a failed cast shows the value), so an error raised while a
+summary is computed is re-raised as :class:`~dp_spark.errors.SparkJobError` naming only the Spark error
+class. ``DP_SPARK_DEBUG=1`` chains the original exception (for debugging on non-sensitive data only).
 """
 
 from __future__ import annotations
@@ -160,11 +158,10 @@ def spark_job(what: str):
         yield
     except spark_exception_types() as exc:
         if INTERRUPTED.is_set():
-            # Ctrl-C landed inside a gateway call and broke its connection:
-            # the user's interrupt, not a Spark failure
+            # Ctrl-C broke a gateway call: the user's interrupt, not a Spark failure
             raise KeyboardInterrupt from None
         if is_input_failure(exc):
-            # the input files are unusable: a bad input (exit 2), named in one line
+            # unusable input files: a bad input (exit 2)
             error, message = InputReadError, f"cannot read the input while {what}: {describe_failure(exc)}."
         else:
             error, message = SparkJobError, (

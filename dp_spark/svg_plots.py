@@ -1,7 +1,6 @@
-"""Small inline SVG charts for the HTML report (no plotting dependency).
-
-Every function takes released (noisy) values and public parameters only and
-returns one ``<svg>`` element as a string. Nothing here reads data.
+"""Small inline SVG charts for the HTML report (no plotting dependency). Every function takes released
+(noisy) values and public parameters only and returns one ``<svg>`` element as a string; nothing here reads
+data.
 """
 
 from __future__ import annotations
@@ -48,11 +47,11 @@ class _Scale:
         return self.a + (x - self.low) / (self.high - self.low) * (self.b - self.a)
 
 
-def _svg(height: int, body: list[str], title: str) -> str:
+def _svg(height: int, body: list[str], title: str, width: int = WIDTH, font_size: int = 12) -> str:
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(title)}" '
-        f'font-family="system-ui, sans-serif" font-size="12">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
+        f'font-family="system-ui, sans-serif" font-size="{font_size}">'
         f"<title>{escape(title)}</title>{''.join(body)}</svg>"
     )
 
@@ -83,8 +82,7 @@ def _x_axis(scale: _Scale, y: float, low: float, high: float) -> list[str]:
 
 def interval_plot(estimate: float, low: float, high: float, lower_bound: float | None,
                   interval_label: str, bound_label: str) -> str:
-    """A number line: the estimate, its interval [low, high], and a one-sided
-    lower bound drawn as an arrow to the right."""
+    """A number line: the estimate, its interval [low, high], and a one-sided lower bound (an arrow)."""
     points = [estimate, low, high] + ([lower_bound] if lower_bound is not None else [])
     lo, hi = min(points), max(points)
     pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
@@ -107,10 +105,8 @@ def interval_plot(estimate: float, low: float, high: float, lower_bound: float |
 
 
 def ranking_plot(items: Sequence[str], error_bound: float | None) -> str:
-    """The released ranking, rank 1 on top. No counts are released, and the
-    error bound is one number for every rank, so it is drawn once: a bracket
-    beside the whole list with the bound written out (not one equal bar per
-    rank, which would look like equal counts)."""
+    """The released ranking, rank 1 on top. The error bound is one number for every rank, so it is drawn
+    once, as a bracket beside the list (equal bars per rank would look like equal counts)."""
     rows = len(items)
     height = 40 + 26 * max(rows, 1)
     body = [_text(20, 22, "rank", "start", MUTED), _text(70, 22, "released item", "start", MUTED)]
@@ -136,8 +132,7 @@ def ranking_plot(items: Sequence[str], error_bound: float | None) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    """``text`` in at most ``limit`` characters, cut in the middle: long
-    names often share a prefix and differ at the end (a path, a version)."""
+    """``text`` in at most ``limit`` characters, cut in the middle (long names often differ at the end)."""
     if len(text) <= limit:
         return text
     head = (limit - 1) // 2
@@ -169,11 +164,9 @@ def bar_plot(labels: Sequence[str], values: Sequence[float], errors: Sequence[fl
 
 def series_plot(steps: Sequence[int], estimates: Sequence[float], bands: Sequence[float],
                 band_label: str) -> str:
-    """A released series (line) with a ± band around it, and beneath it the
-    band's half-width at each step on its own axis from 0: on the series'
-    scale a band of a few dozen around a count of thousands is thinner than
-    the line, and would otherwise not be seen at all. Infinite band widths
-    (no bound at that step) are left out of both."""
+    """A released series with a ± band, and beneath it the band's half-width per step on its own axis from 0
+    (on the series' scale a narrow band would be thinner than the line). Infinite widths (no bound at a
+    step) are left out."""
     if not steps:
         return _svg(60, [_text(40, 34, "no step was released yet", "start", MUTED)], "released series")
     finite = [(s, e, b) for s, e, b in zip(steps, estimates, bands) if math.isfinite(b)]
@@ -208,8 +201,7 @@ def series_plot(steps: Sequence[int], estimates: Sequence[float], bands: Sequenc
 
 
 def thin(n: int, limit: int = 4096) -> list[int]:
-    """Indices 0..n-1, all of them up to ``limit``; beyond, exactly
-    ``limit`` evenly spaced ones (first and last kept)."""
+    """Indices 0..n-1 up to ``limit`` of them; beyond, ``limit`` evenly spaced ones (first and last kept)."""
     if n <= limit:
         return list(range(n))
     step = (n - 1) / (limit - 1)  # > 1, so the rounded indices are distinct
@@ -221,19 +213,13 @@ PANEL_WIDTH = 250
 
 
 def _panel(height: int, body: list[str], title: str) -> str:
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{PANEL_WIDTH}" height="{height}" '
-        f'viewBox="0 0 {PANEL_WIDTH} {height}" role="img" aria-label="{escape(title)}" '
-        f'font-family="system-ui, sans-serif" font-size="11">'
-        f"<title>{escape(title)}</title>{''.join(body)}</svg>"
-    )
+    return _svg(height, body, title, PANEL_WIDTH, 11)
 
 
 def mini_interval(title: str, estimate: float, half: float | None, lower_bound: float | None, low: float,
                   high: float) -> str:
-    """One group's released estimate on a shared axis [low, high] (the same
-    for every panel, so panels compare), its ± ``half`` noise interval and
-    its one-sided lower bound (a tick)."""
+    """One group's released estimate on an axis [low, high] shared by every panel, with its ± ``half`` noise
+    interval and lower bound (a tick)."""
     scale = _Scale(low, high, 12, PANEL_WIDTH - 12)
     body = [_text(12, 16, _clip(title, 34), "start", INK, 12, "bold"),
             _text(PANEL_WIDTH - 12, 16, fmt(estimate), "end", ACCENT, 12, "bold"),
@@ -253,8 +239,7 @@ def mini_interval(title: str, estimate: float, half: float | None, lower_bound: 
 
 def mini_bars(title: str, labels: Sequence[str], values: Sequence[float], errors: Sequence[float] | None,
               high: float) -> str:
-    """One group's released values as small horizontal bars on a shared
-    scale [0, high], with optional ± whiskers."""
+    """One group's released values as small bars on a shared scale [0, high], with optional ± whiskers."""
     rows = len(labels)
     errs = list(errors) if errors is not None else [0.0] * rows
     scale = _Scale(0.0, high or 1.0, 96, PANEL_WIDTH - 36)
@@ -272,9 +257,8 @@ def mini_bars(title: str, labels: Sequence[str], values: Sequence[float], errors
 
 
 def mini_list(title: str, items: Sequence[str], note: str | None = None) -> str:
-    """One group's released items (a ranking or a set), in released order;
-    ``note``: a line of text instead of the list (e.g. a set-union group's
-    number of released items, when the report holds no item)."""
+    """One group's released items in released order; ``note``: a line of text instead (e.g. a set-union
+    group's number of released items)."""
     body = [_text(12, 16, _clip(title, 34), "start", INK, 12, "bold")]
     if note is not None:
         body.append(_text(12, 36, _clip(note, 40), "start", INK, 10))
