@@ -1,39 +1,50 @@
-"""The noise kinds: one object per kind, holding all of its math (issue 37 §3).
+"""The noise kinds: one object per kind, holding all of its math.
 
 A :class:`NoiseKind` is what a privacy draw's record
 (:class:`~dp_spark.noise.records.NoiseDraw`) names in ``kind``: the exact
-sampler that draws it, the privacy cost of one draw for a sensitivity (pure ε
-or ρ-zCDP), its tail at β (the one interval every table, JSON report and HTML
-page states) and its words in an error statement. Nothing else in dp_spark
-computes a kind's tail or cost. (After OpenDP, which keeps each sampler
-beside its privacy map.)
+sampler that draws it, the privacy cost of its draws for a sensitivity (pure
+ε or ρ-zCDP), its tail at β (the one interval every table, JSON report and
+HTML page states) and its words in an error statement. Nothing else in
+dp_spark computes a kind's tail or cost (after OpenDP, which keeps each
+sampler beside its privacy map).
 
-A record describes ``draws`` independent draws protecting one statistic
-(a number, or a vector over items, groups or steps) whose sensitivity is
-``sensitivity`` (ℓ1, or ℓ2 when ``parameters["norm"] == 2``, as the kind
-needs): its cost is the kind's cost of that statistic, whatever the number of
-draws, times ``parameters["rounds"]`` for a record of sequential rounds
-(peeling). Costs, each the standard privacy map of its mechanism:
+A record describes ``draws`` independent draws protecting one statistic (a
+number, or a vector over items, groups or steps) of sensitivity
+``sensitivity`` (ℓ1, or ℓ2 when ``parameters["norm"] == 2``): its cost is the
+kind's cost of that statistic whatever the number of draws, times
+``parameters["rounds"]`` for sequential rounds (peeling). Per kind, the cost
+(the standard privacy map of its mechanism) and the tail h with
+P(|error| > h) <= β:
 
-- ``laplace``, ``discrete-laplace`` (scale b): ε = Δ₁/b (Dwork et al. 2006;
-  the discrete one: Canonne, Kamath & Steinke 2020, Ghosh et al. 2009).
-- ``gaussian``, ``discrete-gaussian``, ``binary-tree`` (σ on every
-  coordinate or node): ρ = Δ₂²/(2σ²)-zCDP (Bun & Steinke 2016; the discrete
-  Gaussian: Canonne, Kamath & Steinke 2020, Theorem 14); a Gaussian charged
-  to an (ε, δ) step is checked by the analytic Gaussian mechanism's exact δ(ε)
-  (Balle & Wang 2018, Theorem 8).
-- ``exponential-mechanism``, ``gem`` (scale 2Δ/ε: the exponential mechanism
-  or permute-and-flip on scores of sensitivity Δ): ε = 2Δ/scale (McSherry &
-  Talwar 2007; McKenna & Sheldon 2020).
-- ``exponential`` (permute-and-flip as report-noisy-max with Exp(Δ/ε') noise
-  on monotone counts, one round per selected item): ε = rounds·Δ/scale
-  (McKenna & Sheldon 2020, monotone case).
-- ``gumbel``, ``sparse-vector``: no closed-form cost here; their modules state
-  and prove theirs (bounded-range composition, Unknown Domain Gumbel's
-  threshold, the sparse vector's rounds), and their plans charge it.
+- ``laplace`` Lap(b): ε = Δ₁/b (Dwork et al. 2006); h = b·ln(1/β).
+- ``discrete-laplace``, P(x) ∝ exp(−|x|/b): ε = Δ₁/b (Ghosh et al. 2009;
+  Canonne, Kamath & Steinke 2020); h the smallest integer with P(|X| > h) <= β.
+- ``gaussian`` N(0, σ²): ρ = Δ₂²/(2σ²)-zCDP (Bun & Steinke 2016);
+  h = σ·Φ⁻¹(1 − β/2). Charged to an (ε, δ) step, it is checked by the
+  analytic Gaussian mechanism's exact δ(ε) (Balle & Wang 2018, Theorem 8).
+- ``discrete-gaussian`` N_Z(0, σ²): ρ = Δ₂²/(2σ²) (Canonne, Kamath & Steinke
+  2020, Theorem 14); h the smallest integer with 2·P(X > h) <= β, from its
+  own tail (:func:`dp_spark.noise.tails.discrete_gaussian_upper_quantile`),
+  never above ⌈σ·Φ⁻¹(1 − β/2)⌉.
+- ``binary-tree``: a discrete Gaussian on each node of a binary tree; ρ as
+  the discrete Gaussian's for the tree's ℓ2 sensitivity; no interval here
+  (the per-step bound is in the released series).
+- ``exponential-mechanism``, ``gem`` (scale 2Δ/ε on scores of sensitivity
+  Δ): ε = 2Δ/scale (McSherry & Talwar 2007; McKenna & Sheldon 2020); the
+  exponential mechanism's utility loss is at most
+  scale·(log_outcomes + ln(1/β)); GEM has no interval (its β is a parameter).
+- ``exponential`` (permute-and-flip as report-noisy-max, Exp(Δ/ε') on
+  monotone counts, one round per selected item): ε = rounds·Δ/scale (McKenna
+  & Sheldon 2020, monotone case); every draw is below scale·ln(spread/β).
+- ``gumbel`` (report-noisy-max / one-shot top-k on ``spread`` scores): the
+  spread max − min of its draws is at most :func:`gumbel_gap` with
+  probability >= 1 − β.
+- ``gumbel`` and ``sparse-vector`` have no closed-form cost here: their
+  modules prove theirs (bounded-range composition, Unknown Domain Gumbel's
+  threshold, the sparse vector's rounds) and their plans charge it; the
+  sparse vector has no interval (its release states its accuracy).
 
-Tails (``tail(scale, β, parameters)``, h with P(error > h) <= β): see
-:mod:`dp_spark.noise.records`' table. Pure Python and numpy; no pyspark.
+Pure Python and numpy; no pyspark.
 """
 
 from __future__ import annotations

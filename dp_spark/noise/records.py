@@ -14,32 +14,7 @@ number of draws when that number is public (``draws=None`` when it is not,
 e.g. one draw per histogram item). Never a drawn value, a noisy value or a
 true value; :meth:`NoiseDraw.to_dict` refuses any field outside this schema.
 
-Kinds (:data:`KINDS`) and what :meth:`NoiseDraw.half_width` (β) returns:
-
-``discrete-laplace``  P(X = x) ∝ exp(−|x|/scale); the smallest integer h with
-                      P(|X| > h) <= β.
-``laplace``           Lap(scale); scale·ln(1/β) (P(|X| > h) = e^(−h/scale)).
-``discrete-gaussian`` N_Z(0, σ²), σ = scale; the smallest integer h with
-                      P(|X| > h) = 2·P(X > h) <= β, from the discrete Gaussian's own
-                      tail (:func:`dp_spark.noise.tails.discrete_gaussian_upper_quantile`
-                      at β/2; Canonne, Kamath & Steinke 2020), never above
-                      ⌈σ·Φ⁻¹(1 − β/2)⌉. The one tail of this kind: the groups
-                      tables, the JSON and the HTML all state it.
-``gaussian``          N(0, σ²); σ·Φ⁻¹(1 − β/2).
-``gumbel``            Gumbel(scale) on ``spread`` scores (report-noisy-max /
-                      one-shot top-k); with probability >= 1 − β the spread
-                      max − min of ``spread`` draws is at most this.
-``exponential``       Exp(scale) on ``spread`` scores (permute-and-flip as
-                      report-noisy-max); every draw is below scale·ln(spread/β).
-``exponential-mechanism``  the (joint) exponential mechanism / permute-and-flip
-                      over e^``log_outcomes`` outcomes, scale = 2Δ/ε; its
-                      utility loss is at most scale·(log_outcomes + ln(1/β)).
-``gem``               the Generalized Exponential Mechanism (its own β is a
-                      parameter); no interval.
-``sparse-vector``     AboveThreshold rounds with discrete Laplace noise; no interval
-                      (the release states its own accuracy).
-``binary-tree``       discrete Gaussian N_Z(0, σ²) on each node of a binary
-                      tree; the per-step error bound is in the released series.
+The kinds, their costs and their tails: :mod:`dp_spark.noise.kinds`.
 """
 
 from __future__ import annotations
@@ -52,7 +27,8 @@ from dp_spark.accounting import ZCDP, PureDP, pure_to_zcdp
 from dp_spark.noise.kinds import KINDS as NOISE_KINDS
 from dp_spark.noise.kinds import analytic_gaussian_delta, gumbel_gap
 
-__all__ = ["KINDS", "NoiseDraw", "gumbel_gap", "noise_from_dicts", "noise_to_dicts", "overspent_steps"]
+__all__ = ["KINDS", "NoiseDraw", "gumbel_gap", "noise_from_dicts", "noise_to_dicts", "overspent_steps",
+           "uncharged_records"]
 
 #: kind -> how it is said in an error statement (:data:`dp_spark.noise.kinds.KINDS` holds the rest)
 KINDS: Mapping[str, str] = {name: kind.phrase for name, kind in NOISE_KINDS.items()}
@@ -167,43 +143,41 @@ def noise_from_dicts(records) -> tuple[NoiseDraw, ...]:
 _SLACK = 1e-9
 
 
-def _rho(record) -> float:
+def _rho(record, cost) -> float:
     """A record's cost as ρ-zCDP: its own, or its pure ε's (ε²/2; ε²/8 for a
-    bounded-range selection, Cesar & Rogers 2021)."""
-    cost = record.cost()
+    bounded-range selection, Cesar & Rogers 2021), round by round."""
     if isinstance(cost, ZCDP):
         return cost.rho
-    rounds = int(record.parameters.get("rounds", 1))  # sequential rounds compose in ρ round by round
+    rounds = int(record.parameters.get("rounds", 1))
     per_round = cost.epsilon / rounds
     return rounds * (per_round ** 2 / 8 if record.parameters.get("bounded_range") else pure_to_zcdp(per_round))
 
 
-def _total(records, amount) -> float:
-    """The records' costs composed: summed, except that the records marked
-    ``parallel`` (parts of one step over disjoint groups) count once, at
-    their largest. A grouped release's records state each group's share, so
-    for them this bounds each part, not the composition over a person's
-    groups (which their plans state and the audit tier tests)."""
-    parallel = [amount(r) for r in records if r.parameters.get("parallel")]
-    return sum(amount(r) for r in records if not r.parameters.get("parallel")) + max(parallel, default=0.0)
+def _total(charged, amount) -> float:
+    """The costs of ``charged`` ((record, cost) pairs) composed: summed,
+    except that records marked ``parallel`` (parts of one step over disjoint
+    groups) count once, at their largest. A grouped release's records state
+    each group's share, so for them this bounds each part, not the
+    composition over a person's groups (which their plans state and the
+    audit tier tests)."""
+    parallel = [amount(r, c) for r, c in charged if r.parameters.get("parallel")]
+    return sum(amount(r, c) for r, c in charged if not r.parameters.get("parallel")) + max(parallel, default=0.0)
 
 
-def _within(records, cost: Mapping[str, Any]) -> bool:
-    """Whether the costs of ``records`` (all with a cost) fit in one budget
-    step's ``cost`` (its report form: kind and ε, δ or ρ)."""
-    costs = [r.cost() for r in records]
-    if cost["kind"] == "pure-dp" or (cost["kind"] == "approx-dp" and all(isinstance(c, PureDP) for c in costs)):
-        if not all(isinstance(c, PureDP) for c in costs):
-            return False
-        return _total(records, lambda r: r.cost().epsilon) <= cost["epsilon"] * (1 + _SLACK)
-    if cost["kind"] == "zcdp":
-        return _total(records, _rho) <= cost["rho"] * (1 + _SLACK)
+def _within(charged, step: Mapping[str, Any]) -> bool:
+    """Whether the (record, cost) pairs ``charged`` fit in one budget step's
+    cost ``step`` (its report form: kind and ε, δ or ρ)."""
+    pure = all(isinstance(c, PureDP) for _, c in charged)
+    if step["kind"] == "pure-dp" or (step["kind"] == "approx-dp" and pure):
+        return pure and _total(charged, lambda _r, c: c.epsilon) <= step["epsilon"] * (1 + _SLACK)
+    if step["kind"] == "zcdp":
+        return _total(charged, _rho) <= step["rho"] * (1 + _SLACK)
     # an (ε, δ) step holding one Gaussian: by the continuous Gaussian's exact δ at the step's ε (Balle &
     # Wang 2018). For a discrete Gaussian this can understate δ (σ = 1, Δ = 1, ε = 1: 0.127 against
     # 0.141 summed exactly): its own bound (Canonne, Kamath & Steinke 2020, Theorem 7) is not checked yet
-    if len(records) == 1 and isinstance(costs[0], ZCDP) and cost["delta"] > 0:
-        r = records[0]
-        return analytic_gaussian_delta(r.scale, r.sensitivity, cost["epsilon"]) <= cost["delta"] * (1 + _SLACK)
+    if len(charged) == 1 and isinstance(charged[0][1], ZCDP) and step["delta"] > 0:
+        r = charged[0][0]
+        return analytic_gaussian_delta(r.scale, r.sensitivity, step["epsilon"]) <= step["delta"] * (1 + _SLACK)
     return False
 
 
@@ -215,10 +189,15 @@ def overspent_steps(noise, budget_split) -> list[str]:
     their module. Public values only: the records and the split."""
     by_step: dict[str, list] = {}
     for record in noise:
-        by_step.setdefault(record.step, []).append(record)
-    out = []
-    for part in budget_split:
-        records = by_step.get(part["step"], [])
-        if records and all(r.cost() is not None for r in records) and not _within(records, part):
-            out.append(part["step"])
-    return out
+        by_step.setdefault(record.step, []).append((record, record.cost()))
+    return [part["step"] for part in budget_split
+            if (charged := by_step.get(part["step"])) and all(c is not None for _, c in charged)
+            and not _within(charged, part)]
+
+
+def uncharged_records(noise, budget_split) -> int:
+    """How many records name a step the budget split does not have: draws
+    charged to no step, which no check could bound (a defect). Public values
+    only: the records' steps and the split's labels."""
+    labels = {part["step"] for part in budget_split}
+    return sum(1 for record in noise if record.step not in labels)

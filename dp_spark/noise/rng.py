@@ -8,7 +8,7 @@ is ever reused across items or partitions. A fixed integer seed exists only for
 tests and demos: a seeded release is reproducible by anyone who knows the seed
 and therefore carries no privacy guarantee.
 
-Bit generator (issue 21 §4). An unseeded generator — every publishable
+Bit generator. An unseeded generator — every publishable
 release — is **ChaCha20** (``randomgen.ChaCha``, 20 rounds: the stream cipher
 of RFC 8439, also behind Linux's ``getrandom`` and OpenSSL's and BoringSSL's
 ChaCha20 DRBGs), keyed from 256 bits of OS entropy (``secrets``) through a

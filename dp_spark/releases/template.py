@@ -41,7 +41,7 @@ from dp_spark.ledger import budget as ledger_budget
 from dp_spark.ledger import budget_or_ledger
 from dp_spark.ledger.budget import LedgerBudget, draw_mark, recorded_release, replay_of, replayed
 from dp_spark.ledger.rules import RecordedMeanwhile
-from dp_spark.noise.records import overspent_steps
+from dp_spark.noise.records import overspent_steps, uncharged_records
 from dp_spark.noise.rng import first_use_generator
 from dp_spark.public_inputs import refuse_private_as_public
 from dp_spark.releases import group_keys
@@ -136,7 +136,9 @@ def run_release(
 
 def check_noise_charged(release) -> None:
     """Σ cost(records of a step) <= the step's cost for every step of the
-    budget split (:func:`dp_spark.noise.records.overspent_steps`); otherwise an
+    budget split (:func:`dp_spark.noise.records.overspent_steps`), and every
+    record names a step of the split
+    (:func:`dp_spark.noise.records.uncharged_records`); otherwise an
     :class:`~dp_spark.errors.AccountingError` (a defect), the release withheld
     before it is recorded. Public values only."""
     over = overspent_steps(release.noise, release.budget_split)
@@ -146,3 +148,8 @@ def check_noise_charged(release) -> None:
             f"dp_spark defect: {release.name}'s noise for budget step(s) "
             + ", ".join(str(labels.index(s) + 1) for s in over) + f" of {len(labels)} would cost more than the "
             "step charged; the release is withheld. Please report it.")
+    stray = uncharged_records(release.noise, release.budget_split)
+    if stray:
+        raise AccountingError(
+            f"dp_spark defect: {stray} of {release.name}'s noise records name no step of its budget split "
+            "(a draw charged nowhere); the release is withheld. Please report it.")

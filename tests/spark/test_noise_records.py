@@ -21,6 +21,7 @@ from dp_spark.accounting import ZCDP, PureDP
 from dp_spark.errors import AccountingError
 from dp_spark.noise.kinds import KINDS
 from dp_spark.noise.records import overspent_steps
+from dp_spark.releases import template
 from dp_spark.report import Release
 from tests.spark.seeded import seeded_cases, seeded_release
 
@@ -112,3 +113,21 @@ def test_a_release_whose_noise_would_cost_more_than_its_step_is_withheld(spark, 
         dp_spark.distinct_count(df, epsilon=1.0, max_bound=4, shards=1, seed=3)
     assert "step(s) 2 of 2 " in str(raised.value) and "withheld" in str(raised.value)
     assert "discrete Laplace" not in str(raised.value)  # the step's label is not quoted
+
+
+def test_a_release_with_a_draw_charged_to_no_step_is_withheld(spark, monkeypatch):
+    """A record whose step is not in the budget split escapes the per-step
+    check, so the release flow counts such records apart and withholds the
+    release; the message gives their number and no label."""
+    real = template.check_noise_charged
+
+    def relabelled(release):  # the release's records, the last moved to a step the split lacks
+        noise = (*release.noise[:-1], release.noise[-1].at("a step the plan never charged"))
+        return real(dataclasses.replace(release, noise=noise))
+
+    monkeypatch.setattr(template, "check_noise_charged", relabelled)
+    df = spark.createDataFrame([(p, f"i{p % 7}") for p in range(50)], "person_id long, item string")
+    with pytest.raises(AccountingError, match="name no step") as raised:
+        dp_spark.distinct_count(df, epsilon=1.0, max_bound=4, shards=1, seed=3)
+    assert "1 of distinct-count's noise records" in str(raised.value) and "withheld" in str(raised.value)
+    assert "never charged" not in str(raised.value)
