@@ -23,6 +23,7 @@ from dp_spark.html_report import render
 from dp_spark.io import write_dataframe_atomic
 from dp_spark.noise.records import NoiseDraw, noise_from_dicts, noise_to_dicts
 from dp_spark.plan import FORMAT_VERSION, privacy_document
+from dp_spark.releases import RELEASES
 
 SEEDED_WARNING = (
     "This run used a fixed seed (tests and demos only): its noise is "
@@ -31,8 +32,12 @@ SEEDED_WARNING = (
 
 
 def report_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of ``Release.to_dict()``: ``dp_spark/schemas/release.schema.json``."""
-    return json.loads(files("dp_spark").joinpath("schemas/release.schema.json").read_text(encoding="utf-8"))
+    """The JSON Schema (draft 2020-12) of ``Release.to_dict()``:
+    ``dp_spark/schemas/release.schema.json``, whose ``release`` is any
+    well-formed name, narrowed here to the names of the registry."""
+    schema = json.loads(files("dp_spark").joinpath("schemas/release.schema.json").read_text(encoding="utf-8"))
+    schema["properties"]["release"]["enum"] = list(RELEASES)
+    return schema
 
 
 def _now() -> str:

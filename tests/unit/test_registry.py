@@ -182,16 +182,21 @@ def test_the_charts_are_the_releases():
 
 
 def test_the_report_schema_takes_the_releases_and_shapes_only_theirs():
-    """A release's name needs no entry in the schema: every name of the
-    registry is a valid ``release``, a malformed one is not, and each
-    result shape the schema states is that of a release of the registry."""
+    """A release's name needs no entry in the schema file: its pattern takes
+    every well-formed name and refuses a malformed one, the report schema
+    narrows it to exactly the registry's names, and each result shape the
+    schema states is that of a release of the registry."""
     from dp_spark.report import report_schema
 
     schema = report_schema()
+    assert schema["properties"]["release"].pop("enum") == list(RELEASES)
     assert schema == _schema()
     release = {"type": "object", "properties": {"release": schema["properties"]["release"]}}
     for name in RELEASES:
         jsonschema.validate({"release": name}, release)
+    strict = {"type": "object", "properties": {"release": report_schema()["properties"]["release"]}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"release": "count-rows"}, strict)
     for bad in ("Top-K", "top_k", "top-k ", "", "-top"):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"release": bad}, release)
