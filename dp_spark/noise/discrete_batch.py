@@ -21,6 +21,9 @@ exactly the stated distribution (up to the uniformity of ``rng``'s bits).
 - ``discrete_gaussian_batch(sigma2, size, rng)``: P[k] ∝ exp(−k²/(2σ²)) for a
   rational σ² (Alg. 3). Added to an integer statistic of ℓ2 sensitivity Δ it
   is Δ²/(2σ²)-zCDP (CKS 2020, Theorem 4); its variance is at most σ².
+- ``discrete_gaussian_batch_wide(sigma2, size, rng)``: the same distribution for σ² whose
+  acceptance integers exceed int64 (σ below 2^56, e.g. noise on a factorized counter's
+  2^20-scaled integer strategy): the proposal stays in int64, the acceptance test runs on Python ints.
 - ``rational_sigma2(sigma2)``: σ² rounded up onto a binary grid (relative
   change < 2^−19 for σ² ≥ 1), so a mechanism that rounds its σ² with it never spends more than planned.
 """
@@ -40,6 +43,7 @@ __all__ = [
     "bernoulli_exp_batch",
     "discrete_laplace_batch",
     "discrete_gaussian_batch",
+    "discrete_gaussian_batch_wide",
     "rational_sigma2",
     "rational_scale",
 ]
@@ -189,6 +193,16 @@ def rational_scale(scale: float) -> Fraction:
     return Fraction(math.ceil(value * 1024), 1024)
 
 
+def _gaussian_setup(sigma2: object, size: int, rng: np.random.Generator) -> tuple[int, int, int, int]:
+    """(n, d, t, size) for CKS Algorithm 3 with σ² = n/d > 0 and proposal scale t = ⌊σ⌋ + 1."""
+    check_rng(rng)
+    s2 = to_fraction(sigma2, "sigma2")
+    if s2 <= 0:
+        raise ParameterError("sigma2 must be > 0 (the discrete Gaussian's variance parameter)")
+    num, den = s2.numerator, s2.denominator
+    return num, den, math.isqrt(num * den) // den + 1, _check_count(size)
+
+
 def discrete_gaussian_batch(sigma2: object, size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` exact draws with P[k] ∝ exp(−k²/(2σ²)) (CKS Algorithm 3), as int64.
 
@@ -199,13 +213,7 @@ def discrete_gaussian_batch(sigma2: object, size: int, rng: np.random.Generator)
     ratio. Added to an integer statistic of ℓ2 sensitivity Δ the release is
     Δ²/(2σ²)-zCDP (Canonne–Kamath–Steinke 2020).
     """
-    check_rng(rng)
-    s2 = to_fraction(sigma2, "sigma2")
-    if s2 <= 0:
-        raise ParameterError("sigma2 must be > 0 (the discrete Gaussian's variance parameter)")
-    n_draws = _check_count(size)
-    num, den = s2.numerator, s2.denominator
-    t = math.isqrt(num * den) // den + 1  # ⌊σ⌋ + 1
+    num, den, t, n_draws = _gaussian_setup(sigma2, size, rng)
     denominator = 2 * num * den * t * t
     if denominator >= _SAFE // 64 or t * den >= _SAFE:
         raise ParameterError(
@@ -232,3 +240,92 @@ def discrete_gaussian_batch(sigma2: object, size: int, rng: np.random.Generator)
         todo = todo[~accept]
     return out
 
+
+
+_WORD = 2**64  # one uniform 64-bit word decides a wide Bernoulli except with probability 2^−64
+_WHOLE_LIMIT = 2**40  # ⌊γ⌋ above this (probability ~exp(−2^40)) goes to the Fraction path
+
+
+def _bernoulli_wide(nums: list[int], den: int, rng: np.random.Generator) -> np.ndarray:
+    """Bernoulli(num/den) element-wise for Python ints 0 ≤ num ≤ den of any size, exactly.
+
+    A uniform U on [0, 1) is compared with p = num/den through its top 64 bits W (uniform on
+    {0..2^64−1}): with P = ⌊p·2^64⌋, W < P ⇒ U < p and W > P ⇒ U ≥ (P+1)/2^64 > p; on a tie
+    (probability 2^−64) the outcome is U's remaining bits against the remaining fraction
+    frac(p·2^64) = ((num·2^64) mod den)/den, i.e. the same problem again (recursion).
+    """
+    m = len(nums)
+    if m == 0:
+        return np.zeros(0, dtype=bool)
+    if den < _SAFE:
+        return rng.integers(0, den, size=m, dtype=np.int64) < np.asarray(nums, dtype=np.int64)
+    words = rng.integers(0, _WORD - 1, size=m, dtype=np.uint64, endpoint=True).tolist()
+    out = np.zeros(m, dtype=bool)
+    ties, rests = [], []
+    for i, (num, word) in enumerate(zip(nums, words)):
+        top, rest = divmod(num * _WORD, den)
+        if word != top:
+            out[i] = word < top
+        else:
+            ties.append(i)
+            rests.append(rest)
+    if ties:
+        out[ties] = _bernoulli_wide(rests, den, rng)
+    return out
+
+
+def _bernoulli_exp_unit_wide(nums: list[int], den: int, rng: np.random.Generator) -> np.ndarray:
+    """Bernoulli(exp(−num/den)) for Python ints 0 ≤ num ≤ den (CKS Algorithm 1, first part):
+    A_k ~ Bernoulli(num/(den·k)) for k = 1, 2, … until the first failure K; P[K odd] = exp(−num/den)."""
+    result = np.zeros(len(nums), dtype=bool)
+    active = np.arange(len(nums))
+    k = 1
+    while active.shape[0]:
+        success = _bernoulli_wide([nums[i] for i in active.tolist()], den * k, rng)
+        result[active[~success]] = k % 2 == 1
+        active = active[success]
+        k += 1
+    return result
+
+
+def discrete_gaussian_batch_wide(sigma2: object, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` exact draws with P[k] ∝ exp(−k²/(2σ²)) (CKS Algorithm 3), as int64, for large σ².
+
+    The distribution and guarantee of :func:`discrete_gaussian_batch` (added to an integer
+    statistic of ℓ2 sensitivity Δ: Δ²/(2σ²)-zCDP, Canonne–Kamath–Steinke 2020), for σ² whose
+    acceptance integers do not fit int64 (``discrete_gaussian_batch`` refuses σ² ≳ 2^27). The
+    discrete-Laplace proposal of scale t = ⌊σ⌋ + 1 is drawn in int64 (t < 2^56); the acceptance
+    probability exp(−(|Y|·t·d − n)²/(2·n·d·t²)) (σ² = n/d) is split into
+    exp(−1)^⌊γ⌋ · exp(−frac γ): the ⌊γ⌋ Bernoulli(exp(−1)) trials run in int64, the fractional
+    part by Algorithm 1 with every Bernoulli(a/b) decided exactly on Python ints
+    (:func:`_bernoulli_wide`). No floating-point value is computed on the way to a sample.
+    """
+    num, den, t, n_draws = _gaussian_setup(sigma2, size, rng)
+    if t >= _SAFE // 64:
+        raise ParameterError("discrete_gaussian_batch_wide: sigma must be below 2^56; "
+                             "use dp_spark.noise.discrete_gaussian")
+    denominator = 2 * num * den * t * t
+    td = t * den
+    out = np.zeros(n_draws, dtype=np.int64)
+    todo = np.arange(n_draws)
+    while todo.shape[0]:
+        m = todo.shape[0]
+        y = discrete_laplace_batch(t, m, rng)
+        whole = np.zeros(m, dtype=np.int64)
+        rest: list[int] = []
+        huge = []
+        for i, mag in enumerate(np.abs(y).tolist()):
+            q, r = divmod((mag * td - num) ** 2, denominator)
+            if q > _WHOLE_LIMIT:
+                huge.append((i, Fraction((mag * td - num) ** 2, denominator)))
+                q, r = 0, 0
+            whole[i] = q
+            rest.append(r)
+        accept = _exp1_run_at_least(whole, rng)
+        idx = np.flatnonzero(accept)
+        accept[idx] = _bernoulli_exp_unit_wide([rest[i] for i in idx.tolist()], denominator, rng)
+        for i, gamma in huge:  # astronomically rare: exact Fraction path
+            accept[i] = bernoulli_exp_fraction(gamma, rng)
+        out[todo[accept]] = y[accept]
+        todo = todo[~accept]
+    return out

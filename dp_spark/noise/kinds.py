@@ -29,6 +29,11 @@ P(|error| > h) <= β:
 - ``binary-tree``: a discrete Gaussian on each node of a binary tree; ρ as
   the discrete Gaussian's for the tree's ℓ2 sensitivity; no interval here
   (the per-step bound is in the released series).
+- ``factorized-counter``: a discrete Gaussian N_Z(0, σ̌²) on each coordinate of Řx, the
+  integer strategy of a factorized continual counter
+  (:mod:`dp_spark.mechanisms.continual_distinct.factorized`); scale σ̌/2^k and sensitivity
+  √B/2^k in count units, so ρ = Δ₂²/(2σ²) as the discrete Gaussian's (Canonne, Kamath & Steinke
+  2020); no interval here (the per-step bound is in the released series).
 - ``exponential-mechanism``, ``gem`` (scale 2Δ/ε on scores of sensitivity
   Δ): ε = 2Δ/scale (McSherry & Talwar 2007; McKenna & Sheldon 2020); the
   exponential mechanism's utility loss is at most
@@ -176,5 +181,7 @@ KINDS: Mapping[str, NoiseKind] = _kinds(
     NoiseKind("gem", "the Generalized Exponential Mechanism", None, None, None, _selection),
     NoiseKind("sparse-vector", "the sparse vector technique (discrete Laplace noise)", None, discrete_laplace),
     NoiseKind("binary-tree", "discrete Gaussian noise on the nodes of a binary tree", "with sigma",
+              discrete_gaussian, None, _zcdp, std_at_most=True),
+    NoiseKind("factorized-counter", "discrete Gaussian noise on a square-root-factorized counter", "with sigma",
               discrete_gaussian, None, _zcdp, std_at_most=True),
 )
