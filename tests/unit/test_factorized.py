@@ -224,6 +224,37 @@ def test_random_neighbours_move_the_integer_strategy_within_the_bound(case):
         assert sum(v * v for v in moved) <= fz.sensitivity2(horizon, int(w), relation)
 
 
+def test_random_single_item_neighbours_at_a_longer_horizon():
+    """T = 1024, 300 random single-item streams (up to 120 events, both relations, w up to 16),
+    dp_spark's reference existence vectors: every ‖ŘΔ‖² within B_ř(w) exactly, and the item-removal
+    bound nearly reached at w = 1 (the bound is not vacuous)."""
+    horizon = 1024
+    rng = make_rng(5)
+    r = fz.sqrt_int_coefficients(horizon)
+
+    def truncated(times, ops, w):
+        if not times:
+            return np.zeros(horizon, dtype=np.int64)
+        table = existence_and_flippancy(times, [0] * len(times), ops, horizon)
+        return truncate_existence(table.existence, w)[0].astype(np.int64)
+
+    worst = {}
+    for _ in range(300):
+        w = int(rng.choice([1, 2, 4, 8, 16]))
+        n = int(rng.integers(1, 120))
+        times = np.sort(rng.integers(1, horizon + 1, n)).tolist()
+        ops = rng.choice([1, -1], n, p=[0.55, 0.45]).tolist()
+        relation = "subset" if rng.random() < 0.7 else "item-removal"
+        keep = [i for i in range(n) if rng.random() < rng.uniform(0.2, 0.9)] if relation == "subset" else []
+        delta = np.diff(np.concatenate([[0], truncated(times, ops, w)])) - np.diff(
+            np.concatenate([[0], truncated([times[i] for i in keep], [ops[i] for i in keep], w)]))
+        norm2 = sum(v * v for v in fz.toeplitz_int(r, delta).astype(object))
+        bound = fz.sensitivity2(horizon, w, relation)
+        assert norm2 <= bound
+        worst[(relation, w)] = max(worst.get((relation, w), 0.0), norm2 / bound)
+    assert worst[("item-removal", 1)] > 0.99
+
+
 def test_bound_arguments_are_checked():
     with pytest.raises(ParameterError, match="non-increasing"):
         fz.removal_bound(np.array([1, 2, 1, 0]), 4, 1)
