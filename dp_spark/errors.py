@@ -42,5 +42,7 @@ class InputReadError(SparkJobError, InputError):
 
 class AccountingError(RuntimeError):
     """The noise a release drew would cost more than the budget step it was charged to
-    (:func:`dp_spark.noise.records.overspent_steps`): a defect in dp_spark, never a bad input. The release
-    is withheld (not recorded, not returned); the message names steps and public scales only."""
+    (:func:`dp_spark.noise.records.overspent_steps`), or names no step of its budget split
+    (:func:`dp_spark.noise.records.uncharged_records`): a defect in dp_spark, never a bad input. The
+    release is withheld (not recorded, not returned); the message names steps by position and counts
+    records, never a label or a value."""

@@ -18,7 +18,7 @@ Pipeline: plan (``dp_spark.plans.continual_distinct``: checks and ρ's split,
 before any data is read) → event table
 (``dp_spark.stages.continual.grouped_events``) → Spark stage
 (``grouped_cells``, no noise; O(G·T log T) numbers reach the driver) →
-``dp_spark.mechanisms.continual_distinct.counts_by_group`` (numpy, one
+``dp_spark.mechanisms.continual_distinct.mechanisms.counts_by_group`` (numpy, one
 counter per group, noise from an OS-seeded generator) → ``Release`` with the
 ``series`` artifact. Mechanisms (``method=``):
 

@@ -110,11 +110,10 @@ def _registry():
 
 def _job(spec) -> tuple[str, list[str]]:
     """The release's spark-submit script and its first arguments: its own
-    script (else jobs/release.py and its name) and its config file (else its
-    example's parameters)."""
+    script (else jobs/release.py and its name) and its config file."""
     own, conf = HOME / "jobs" / f"{spec.python_name}.py", HOME / "conf" / f"{spec.python_name}.yaml"
     script, args = (own, []) if own.is_file() else (HOME / "jobs" / "release.py", [spec.name])
-    return str(script), args + (["--config", str(conf)] if conf.is_file() else spec.example.argv())
+    return str(script), args + ["--config", str(conf)]
 
 
 #: task id -> ((job script, its first arguments), options writing the release's
@@ -125,6 +124,9 @@ RELEASES = {
                        {ARTIFACT_FLAGS[a]: f"{spec.python_name}_{a}.parquet" for a in spec.artifacts},
                        spec.example.zcdp)
     for spec in _registry().values()
+    # a release runs here only with its config (conf/<name>.yaml naming the input): without one it would read
+    # the built-in synthetic table and still charge the production ledger
+    if (HOME / "conf" / f"{spec.python_name}.yaml").is_file()
 }
 #: releases whose guarantee is zCDP: they spend from the zCDP budget
 ZCDP_RELEASES = tuple(task_id for task_id, (_, _, zcdp) in RELEASES.items() if zcdp)

@@ -17,7 +17,7 @@ Rogers and Wu, "Fully-Adaptive Composition in Differential Privacy", ICML
 Each step's cost is fixed by earlier outputs, and a step runs only if its
 largest cost (ε²/8 + ε²/8) still fits, so the total never exceeds (ρ, δ): the
 release is δ-approximate ρ-zCDP (paper Theorem 6), hence
-(ρ + 2·sqrt(ρ·ln(1/δ')), δ + δ')-DP for any δ' > 0.
+(ρ + 2·sqrt(ρ·ln(1/δ')), δ + δ')-DP for any δ' > 0 (not the seed's typo 2·sqrt(2 ln(1/δ'))).
 
 Differences from the paper:
 
