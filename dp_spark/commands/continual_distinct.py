@@ -57,7 +57,7 @@ OPTIONS = (
     Option("rows", synthetic_rows, 200_000, "events of the built-in synthetic stream (no --input; at most "
            f"{MAX_SYNTHETIC_ROWS:,})"),
     Option("demo_flippancy", int, 16, "largest flippancy of the built-in synthetic stream (no --input)"),
-) + release_options(Params, only=("rho", "horizon", "method", "max_flippancy", "beta", "delta", "origin",
+) + release_options(Params, only=("rho", "horizon", "method", "max_flippancy", "counter", "beta", "delta", "origin",
                                   "step_size", "shards")) + (
     *release_options(Params, only=("group_by", "groups", "max_groups")),
     Option("groups_output", str, None, "with --group-by: write every group's released series (the group column, "

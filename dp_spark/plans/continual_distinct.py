@@ -11,7 +11,9 @@ tree horizon, the next power of two of ``horizon``):
   (Algorithm 1) started lazily, then the recompute baseline (or all of ρ to the baseline when no tree
   can beat it);
 - ``"adaptive"`` (Algorithm 3): ρ/2 to the sparse vector, ρ/(2(J + 1)) to each of the J + 1 trees;
-- ``"bounded"`` (Algorithm 1, needs ``max_flippancy``): all of ρ to one tree;
+- ``"bounded"`` (Algorithm 1, needs ``max_flippancy``): all of ρ to one counter, the binary tree
+  (``counter="tree"``, default) or the square-root factorized counter (``counter="factorized"``,
+  batch and ungrouped only);
 - ``"baseline"``: all of ρ to the periodic-recompute counts.
 
 The size limits (``MAX_HORIZON``, ``MAX_SHARDS``) and time-mapping checks are re-exported from
@@ -26,8 +28,9 @@ from typing import Any
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.continual_distinct.mechanisms import (DEFAULT_METHOD, MECHANISMS, budget_split, group_factor,
-                                                               group_rho, grouped_budget_split, round_up_flippancy)
+from dp_spark.mechanisms.continual_distinct.mechanisms import (COUNTERS, DEFAULT_COUNTER, DEFAULT_METHOD, MECHANISMS,
+                                                               budget_split, check_counter, group_factor, group_rho,
+                                                               grouped_budget_split, round_up_flippancy)
 from dp_spark.plan import GroupParams, Plan, builds, param, set_checked
 from dp_spark.plans import RHO_HELP_TAIL, SEED_HELP
 from dp_spark.settings.continual_distinct import (
@@ -183,6 +186,9 @@ class Params(GroupParams):
                         "baseline (periodic recompute)", choices=METHODS)
     max_flippancy: int | None = param(None, "bounded: how often an item may flip between present and absent",
                                       cli_type=int)
+    counter: str = param(DEFAULT_COUNTER, "bounded: the counter on the w-truncated stream: tree (default, the "
+                         "binary tree of Algorithm 1) or factorized (the square-root factorized counter: lower noise "
+                         "variance at the same ρ; batch, ungrouped runs only)", choices=COUNTERS)
     beta: float = param(0.05, "the error bounds hold with probability 1 - beta")
     delta: float = param(1e-6, "δ of the reported (ε, δ) equivalent (nothing extra is spent)")
     origin: object = param(None, "time of the start of step 1 (a number, or an ISO date/time for timestamp/date "
@@ -205,9 +211,12 @@ class Params(GroupParams):
         set_checked(self, horizon=validate_horizon(self.horizon))
         method, max_flippancy = _method_flippancy(self.method, self.max_flippancy)
         set_checked(self, method=method, max_flippancy=max_flippancy)
+        set_checked(self, counter=check_counter(method, checks.choice(self.counter, "counter", COUNTERS)))
         validate_mapping_parameters(self.origin, self.step_size)
         set_checked(self, shards=validate_shards(self.shards))
         set_checked(self, stream=checks.boolean(self.stream, "stream"))
+        if self.stream and self.counter != DEFAULT_COUNTER:
+            raise ParameterError(f"counter {self.counter!r} is a batch counter; drop --stream or use counter 'tree'.")
         self.check_groups()
         if self.group_by is not None:
             checks.distinct_columns(time_col=self.time_col, item_col=self.item_col, op_col=self.op_col,
@@ -219,6 +228,9 @@ class Params(GroupParams):
                                      f"{', '.join(GROUPS_OUTPUT_COLUMNS)}); rename the group column first.")
             if self.stream:
                 raise ParameterError("group_by is a batch release; drop --stream (or group_by).")
+            if self.counter != DEFAULT_COUNTER:
+                raise ParameterError(f"counter {self.counter!r} is not offered with group_by (its grouped budget "
+                                     "factor is not implemented); use counter 'tree' or drop group_by.")
             if isinstance(self.groups, tuple):
                 validate_grouped_size(len(self.groups), self.horizon)
 
@@ -241,7 +253,7 @@ def plan(params: Params) -> Plan:
         rho_group = group_rho(rho, method, p.max_groups, n_groups)
         split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w), factor, rho)
     else:
-        split = budget_split(method, rho, tree_horizon, beta, w)
+        split = budget_split(method, rho, tree_horizon, beta, w, counter=p.counter)
     steps = [(label, ZCDP(part)) for label, part in split]
     parameters = {
         "rho": rho, "delta": delta, "beta": beta, "method": method, "horizon": horizon,
@@ -249,6 +261,8 @@ def plan(params: Params) -> Plan:
         "tree_horizon": tree_horizon, "max_flippancy": max_flippancy, "flippancy_bound": w,
         "time_col": time_col, "item_col": item_col, "op_col": op_col,
     }
+    if method == "bounded":
+        parameters["counter"] = p.counter
     if stream:
         parameters["mode"] = "stream"
     else:

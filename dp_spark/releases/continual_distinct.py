@@ -31,7 +31,10 @@ counter per group, noise from an OS-seeded generator) → ``Release`` with the
   vector, ρ/(2(J + 1)) to each tree.
 - ``"bounded"``: Algorithm 1 with a known ``max_flippancy`` (rounded up to a
   power of two): Gaussian binary tree, σ² = w·L/(2ρ), over the w-truncated
-  stream; error grows with √w, not with T.
+  stream; error grows with √w, not with T. ``counter="factorized"`` runs
+  the square-root factorized counter on the same stream instead of the
+  tree (batch, ungrouped; ``mechanisms.continual_distinct.factorized``):
+  exact integer noise, per-step variance stated exactly.
 - ``"baseline"``: the paper's Theorem 3.10 comparison as periodic recompute
   (the count every B steps, Gaussian noise, held between).
 
@@ -118,7 +121,7 @@ def series_pandas(series) -> pd.DataFrame:
 def _noise_words(noise) -> str:
     """What the estimates' noise is, from the mechanism's records (the trees
     and the baseline add noise; the sparse vector only chooses)."""
-    added = [r for r in noise if r.kind in ("binary-tree", "discrete-gaussian")]
+    added = [r for r in noise if r.kind in ("binary-tree", "factorized-counter", "discrete-gaussian")]
     if not added:
         return "discrete Gaussian noise"
     kinds = []
@@ -184,6 +187,12 @@ def build_release(
         "notes": list(notes),
     }
     assumption = error_assumption(method, plan["flippancy_bound"])
+    errors = _errors(confidence, assumption, noise)
+    if plan.parameters.get("counter") == "factorized" and last is not None:
+        values["max_std"] = float(series["std"].max())
+        errors["max_std"] = ("the largest per-step noise standard deviation bound over the released steps: the "
+                             "factorized counter's noise variance at step t is sigma^2*S(t), stated exactly and "
+                             "non-decreasing in t, so this is the last released step's")
     provided = f", provided {GRID_CONDITION}" if plan.parameters.get("mode") == "stream" else ""
     statement = (
         f"Item-level {plan.guarantee.describe()}, which implies ({plan.equivalent.epsilon:.3g}, {delta:g})-"
@@ -193,7 +202,7 @@ def build_release(
         f"within its error_bound of the true number of present items{assumption}."
     )
     return Release.from_plan(
-        plan, values=values, errors=_errors(confidence, assumption, noise), statement=statement, seeded=seeded,
+        plan, values=values, errors=errors, statement=statement, seeded=seeded,
         budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger],
         parameters={**parameters, "rules": list(RULES)},
         artifacts={"series": series_dataframe(session, series)}, noise=noise,
@@ -219,6 +228,8 @@ def continual_distinct(df, plan: Plan, budget, ledger) -> Release:
             ``MAX_HORIZON``. Events after step T are dropped.
         method: "auto" (default), "adaptive", "bounded" or "baseline".
         max_flippancy: the flippancy bound w for "bounded" only.
+        counter: "bounded" only: "tree" (default) or "factorized" (the
+            square-root factorized counter; batch and ungrouped only).
         beta: failure probability of the stated error bounds.
         delta: δ of the reported (ε, δ) equivalent (nothing extra is spent).
         origin, step_size: step = ⌊(time − origin) / step_size⌋ + 1
@@ -303,7 +314,7 @@ def _body(plan: Plan, events, rng, local, mapping) -> Release:
     log.info("continual-distinct: running the %s mechanism", p.method)
     results = counts_by_group((cells.summaries(g) for g in range(len(keys))),
                               plan.parameters.get("rho_per_group", p.rho), p.method, plan["flippancy_bound"],
-                              rng=rng, beta=p.beta)
+                              rng=rng, beta=p.beta, counter=p.counter)
     del cells  # non-private; nothing below may use it
     if p.group_by is None:  # the report's shape only: one series, or the groups table
         return _report(plan, results[0], mapping, local, events.sparkSession, p.seed is not None)

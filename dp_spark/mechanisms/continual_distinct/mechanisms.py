@@ -32,6 +32,17 @@ Mechanisms (``method=`` in ``continual_counts``):
     when every item flips at most w times (else add the number of items that
     flip more; not released). w is rounded up to a power of two (the
     summaries' truncation levels).
+    ``counter="factorized"`` runs the square-root factorized counter of
+    :mod:`.factorized` on the same w-truncated stream instead of the tree:
+    y = Ř z_w + N_Z(0, σ̌²)^T with σ̌² = B/(2ρ) (rounded up), B the exact integer
+    ℓ2² sensitivity of Ř z_w (U(w), Lemma A, for "item-removal"; min(4U, V),
+    Lemmas B and C, for "subset"), so ρ-zCDP; the estimates round(A Ř^(−1) y)
+    are post-processing. Error: each estimate's noise has variance at most
+    σ̌²·S_ℓ̌(t) (``std``, increasing in t), is sub-Gaussian with that
+    variance proxy (a linear map of independent discrete Gaussians, CKS 2020),
+    and the rounding adds at most 1/2: with probability ≥ 1 − β all
+    |error_t| ≤ std_t·sqrt(2 ln(2T/β)) + 1/2, under the same flippancy
+    assumption. Not offered for grouped runs (see "Groups").
 
 "adaptive" — Algorithm 3 (no flippancy bound): trees M_j for w_j = 2^j,
     j = 0..J (J = ``summaries.max_level``), on the whole stream, each at
@@ -87,6 +98,13 @@ tree is calibrated to ℓ2² ≤ 4·w·L under "subset" and moves by ℓ2² ≤ 
 item-removal, so the changed groups' trees add up to
 ℓ2² ≤ k·4wL + 2(m − k)·wL ≤ m·4wL and ``ρ_g = ρ/m`` suffices (factor m).
 Checked on random neighbours in tests/unit/test_continual_groups.py.
+The factorized counter ("bounded", ``counter="factorized"``) is not offered
+grouped: calibrated to B = min(4U, V) under "subset", an item-removal pair
+costs U/B of a group's ρ_g, so the changed groups cost up to max(m, 2m·U/B)
+(design notes of issue 38, §2.4); at w = 1 (B = V = 2·S(T/2), U = S(T))
+2U/B is above 1 (≈ 1.05–1.15 for T = 2^16 down to 8), so the tree's factor m
+is not enough there. That factor is not implemented, and
+:func:`group_factor` refuses the counter.
 
 Fewer groups: with G public keys at most min(2m, G) counters change (every
 changed group is one of the G keys), so the factor is min(2m, G) (for
@@ -130,6 +148,8 @@ from dp_spark.accounting.exact import exact, float_down, float_up, remainder, sh
 from dp_spark import checks as _checks
 from dp_spark.summaries.continual_distinct import StreamSummaries
 from dp_spark.mechanisms.continual_distinct.auto import auto_plan, auto_run, baseline_record
+from dp_spark.mechanisms.continual_distinct.factorized import factorized_counts
+from dp_spark.mechanisms.continual_distinct.factorized import sigma2_for_flippancy as factorized_sigma2
 from dp_spark.mechanisms.continual_distinct.svt import SparseVector
 from dp_spark.mechanisms.continual_distinct.relations import DEFAULT_RELATION, check_relation, relation_statement, sensitivity_factor
 from dp_spark.mechanisms.continual_distinct.tree import (
@@ -145,6 +165,8 @@ from dp_spark.noise.rng import check_rng
 
 __all__ = [
     "MECHANISMS",
+    "COUNTERS",
+    "DEFAULT_COUNTER",
     "ContinualResult",
     "AdaptivePlan",
     "RecomputePlan",
@@ -160,11 +182,16 @@ __all__ = [
     "grouped_budget_split",
     "grouped_label",
     "bounded_label", "svt_label", "tree_label", "baseline_label",
+    "check_counter",
     "merged_records",
 ]
 
 MECHANISMS = ("auto", "adaptive", "bounded", "baseline")
 DEFAULT_METHOD = "auto"
+#: The counters "bounded" can run on the w-truncated stream: the binary tree (Algorithm 1 as written)
+#: or the square-root factorized counter (:mod:`.factorized`, issue 38).
+COUNTERS = ("tree", "factorized")
+DEFAULT_COUNTER = "tree"
 
 
 @dataclass(frozen=True)
@@ -341,7 +368,8 @@ def recompute_plan(horizon: int, rho: float, beta: float = 0.05, block: int | No
 
 
 def _bounded(
-    summaries: StreamSummaries, rho: float, max_flippancy: int | None, beta: float, relation: str, rng
+    summaries: StreamSummaries, rho: float, max_flippancy: int | None, beta: float, relation: str, rng,
+    counter: str = DEFAULT_COUNTER,
 ) -> ContinualResult:
     if max_flippancy is None:
         raise ParameterError(
@@ -355,12 +383,19 @@ def _bounded(
             f"(2^max_level = {1 << summaries.max_level}); recompute them with a larger max_level"
         )
     T = summaries.horizon
-    tree = BinaryTreeMechanism.for_flippancy(T, rho, w, relation)
-    release = tree.batch(summaries.z_truncated[summaries.level_of(w)], rng)
+    stream = summaries.z_truncated[summaries.level_of(w)]
     quantile = math.sqrt(2.0 * math.log(2.0 * T / beta))
-    notes = [
-        f"Algorithm 1 (Jain et al. NeurIPS 2023): binary tree with discrete Gaussian noise, "
-        f"sigma^2 = {sensitivity_factor(relation)}*w*L/(2*rho) on the w-truncated difference stream.",
+    if counter == "factorized":
+        release, parameters, head, noise = _factorized_counter(stream, rho, w, relation, rng)
+        rounding = 0.5  # estimates are rounded to whole counts after the noise
+    else:
+        tree = BinaryTreeMechanism.for_flippancy(T, rho, w, relation)
+        release = tree.batch(stream, rng)
+        parameters = {"sigma": tree.sigma, "levels": tree.levels}
+        head = [f"Algorithm 1 (Jain et al. NeurIPS 2023): binary tree with discrete Gaussian noise, "
+                f"sigma^2 = {sensitivity_factor(relation)}*w*L/(2*rho) on the w-truncated difference stream."]
+        noise, rounding = (tree.noise_record(bounded_label(w), w, relation),), 0.0
+    notes = head + [
         "error_bound assumes every item flips at most w times; otherwise add the number of items "
         "with flippancy above w (not released).",
     ]
@@ -372,19 +407,41 @@ def _bounded(
         rho=rho,
         estimates=release.estimates,
         std=release.std,
-        error_bound=release.std * quantile,
+        error_bound=release.std * quantile + rounding,
         beta=beta,
         flippancy_bound=np.full(T, w, dtype=np.int64),
-        parameters={"flippancy_bound": w, "sigma": tree.sigma, "levels": tree.levels, "quantile": quantile,
-                    "relation": relation},
+        parameters={"flippancy_bound": w, **parameters, "quantile": quantile, "relation": relation},
         notes=tuple(notes),
         relation=relation,
-        noise=(tree.noise_record(bounded_label(w), w, relation),),
+        noise=noise,
     )
 
 
+def _factorized_counter(stream: np.ndarray, rho: float, w: int, relation: str, rng) -> tuple:
+    """"bounded" with the square-root factorized counter (module docstring): the release, its
+    parameters, its notes and its noise record."""
+    T = stream.shape[0]
+    sigma2 = factorized_sigma2(T, rho, w, relation)  # exact, count units; σ̌² = 4^k·sigma2 ≥ B/(2ρ)
+    release = factorized_counts(stream, None, rng, flippancy_bound=w, relation=relation,
+                                step=bounded_label(w, "factorized"), sigma2=sigma2)
+    bound = "U(w) (Lemma A)" if relation == "item-removal" else "min(4U(w), V(w)) (Lemmas B, C)"
+    notes = [
+        "Algorithm 1 (Jain et al. NeurIPS 2023) with a square-root factorized counter instead of the binary "
+        "tree: discrete Gaussian noise on the integer strategy R z of the w-truncated difference stream, "
+        f"sigma^2 = B/(2*rho) with B = {bound}, an exact integer bound on the l2^2 sensitivity of R z; the "
+        "estimates are post-processing of the noisy strategy.",
+        "std is the exact per-step noise standard deviation bound sigma*sqrt(S(t)) (non-decreasing in t); "
+        "error_bound = std*sqrt(2 ln(2T/beta)) + 1/2 (the rounding to whole counts).",
+    ]
+    parameters = {"counter": "factorized", "sigma": release.sigma, "sensitivity": release.noise[0].sensitivity,
+                  "std_last": float(release.std[-1]), "std_max": float(np.max(release.std))}
+    return release, parameters, notes, release.noise
+
+
 # The budget steps each method's records are charged to (the online form's too).
-def bounded_label(w: int) -> str:
+def bounded_label(w: int, counter: str = DEFAULT_COUNTER) -> str:
+    if counter == "factorized":
+        return f"square-root factorized counter (Algorithm 1 with a factorized counter), flippancy bound w = {w}"
     return f"binary tree mechanism (Algorithm 1), flippancy bound w = {w}"
 
 
@@ -549,16 +606,18 @@ def budget_split(
     beta: float = 0.05,
     max_flippancy: int | None = None,
     relation: str = DEFAULT_RELATION,
+    counter: str = DEFAULT_COUNTER,
 ) -> list[tuple[str, float]]:
     """The data-independent ledger of ρ for ``method`` (labels and zCDP ρ's,
     summing to ρ): public parameters only; the adaptive parts say what they
-    *may* spend."""
+    *may* spend. ``counter`` ("bounded" only) names the counter in the label."""
     rho = _checks.positive(rho, "rho")
     horizon = _checks.horizon(horizon)
+    counter = check_counter(method, counter)
     if method == "auto":
         return auto_plan(horizon, rho, beta, relation).budget_split()
     if method == "bounded":
-        return [(bounded_label(max_flippancy), rho)]
+        return [(bounded_label(max_flippancy, counter), rho)]
     if method == "adaptive":
         J = _checks.log2_exact(horizon)
         plan = adaptive_plan(horizon, J, rho, beta, relation=relation)
@@ -584,6 +643,7 @@ def continual_counts(
     tree_fraction: float | None = None,
     tree_levels: int | None = None,
     max_step_change: int | None = 1,
+    counter: str = DEFAULT_COUNTER,
 ) -> ContinualResult:
     """Private estimate of the number of present items at every step, item-level ρ-zCDP.
 
@@ -607,6 +667,8 @@ def continual_counts(
         tree_levels: "auto" only, force this many trees (None: the crossover rule).
         max_step_change: "auto" only, the public bound on the count's change
             per step its error_bound rests on (None: recompute every step).
+        counter: "bounded" only: "tree" (default, Algorithm 1's binary tree)
+            or "factorized" (the square-root factorized counter, :mod:`.factorized`).
     """
     if not isinstance(summaries, StreamSummaries):
         raise ParameterError("summaries must be a StreamSummaries (see dp_spark.mechanisms.continual_distinct.stream_summaries)")
@@ -614,10 +676,11 @@ def continual_counts(
     beta = _checks.open_unit(beta, "beta")
     relation = check_relation(relation)
     check_rng(rng)
+    counter = check_counter(method, counter)
     if max_flippancy is not None and method != "bounded":
         raise ParameterError("max_flippancy applies only to method='bounded'; leave it None for the others")
     if method == "bounded":
-        return _bounded(summaries, rho, max_flippancy, beta, relation, rng)
+        return _bounded(summaries, rho, max_flippancy, beta, relation, rng, counter)
     if method == "adaptive":
         return _adaptive(summaries, rho, beta, 0.5 if svt_fraction is None else svt_fraction,
                          1.0 if threshold_scale is None else threshold_scale, relation, rng)
@@ -633,21 +696,37 @@ def continual_counts(
 
 def counts_by_group(summaries: Iterable[StreamSummaries], rho: float, method: str = DEFAULT_METHOD,
                     max_flippancy: int | None = None, *, rng: np.random.Generator,
-                    beta: float = 0.05) -> tuple[ContinualResult, ...]:
+                    beta: float = 0.05, counter: str = DEFAULT_COUNTER) -> tuple[ContinualResult, ...]:
     """:func:`continual_counts` on each group's ``summaries`` in group order at
     ``rho`` (a grouped release's ρ_g = :func:`group_rho`; the whole ρ for one
     group), drawing from ``rng`` in turn. Guarantee: module docstring, "Groups"."""
-    return tuple(continual_counts(s, rho, method, max_flippancy, rng=rng, beta=beta) for s in summaries)
+    return tuple(continual_counts(s, rho, method, max_flippancy, rng=rng, beta=beta, counter=counter)
+                 for s in summaries)
+
+
+def check_counter(method: str, counter: str) -> str:
+    """``counter`` checked: one of :data:`COUNTERS`, and "factorized" only for "bounded"."""
+    if counter not in COUNTERS:
+        raise ParameterError(f"counter must be one of {', '.join(COUNTERS)}, got {counter!r}")
+    if counter != DEFAULT_COUNTER and method != "bounded":
+        raise ParameterError(f"counter {counter!r} applies only to method 'bounded'; leave it {DEFAULT_COUNTER!r} "
+                             f"for {method!r}")
+    return counter
 
 
 #: The relative room ρ_g leaves below ρ/factor (module docstring, "Rounding").
 ROUNDING_ROOM = Fraction(1, 2**52)
 
 
-def group_factor(method: str, max_groups: int, n_groups: int | None = None) -> int:
+def group_factor(method: str, max_groups: int, n_groups: int | None = None,
+                 counter: str = DEFAULT_COUNTER) -> int:
     """How many groups' worth of budget one item's neighbour can touch: m for
     "bounded", 2m for the others, at most ``n_groups`` G when known (module
-    docstring, "Groups"); None: G not known yet (2m / m, sound)."""
+    docstring, "Groups"); None: G not known yet (2m / m, sound). The
+    factorized counter has no grouped factor yet: ParameterError."""
+    if check_counter(method, counter) != DEFAULT_COUNTER:
+        raise ParameterError(f"counter {counter!r} is not offered with group_by (its grouped budget factor is "
+                             "not implemented); use counter 'tree' or an ungrouped release")
     m = int(max_groups)
     if m < 1:
         raise ParameterError("max_groups must be at least 1")
