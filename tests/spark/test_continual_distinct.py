@@ -6,13 +6,22 @@ test_continual_streaming.py. (Seeded runs are for tests only: not private.)"""
 
 from __future__ import annotations
 
-from tests.spark.seeded import nan_to_none
+import numpy as np
+import pytest
+
+import dp_spark
+from dp_spark.accounting import ZCDP, PrivacyFilter
+from dp_spark.errors import ParameterError
+from tests.spark.seeded import EVENTS, nan_to_none
 
 #: case -> (parameters, input kind, the kinds of Release.noise in the order drawn, or None:
 #: checked by check_noise_records); every method
 SEEDED_CASES = {
     "continual_distinct/bounded": (dict(rho=1.0, horizon=64, method="bounded", max_flippancy=4), "events",
                                    ["binary-tree"]),
+    # the same stream and w through the square-root factorized counter (issue 38)
+    "continual_distinct/bounded-factorized": (dict(rho=1.0, horizon=64, method="bounded", max_flippancy=4,
+                                                   counter="factorized"), "events", ["factorized-counter"]),
     "continual_distinct/baseline": (dict(rho=1.0, horizon=64, method="baseline"), "events", ["discrete-gaussian"]),
     # the sparse vector, then one tree per level the path used
     "continual_distinct/adaptive": (dict(rho=1.0, horizon=64, method="adaptive"), "events", None),
@@ -36,6 +45,43 @@ def check_noise_records(case, release):
         assert all(k in ("binary-tree", "discrete-gaussian") for k in kinds[1:])
         used = {int(w) for w in release.series.toPandas()["flippancy_bound"].dropna() if int(w) > 0}
         assert {r.parameters["flippancy_bound"] for r in release.noise if r.kind == "binary-tree"} == used
+    if case == "continual_distinct/bounded-factorized":
+        (record,) = release.noise
+        assert "factorized" in record.step and record.parameters["flippancy_bound"] == 4
+        assert [s["step"] for s in release.to_dict()["budget_split"]] == [record.step]
+
+
+@pytest.mark.parametrize("change", ["add", "remove"])
+def test_factorized_counter_shape_and_refusal_do_not_depend_on_one_item(spark, change, report_schema):
+    """Neighbouring inputs (one item's events added or removed): the factorized counter releases
+    one row per step with the same std and error_bound column (public parameters only), and the
+    grouped refusal comes before any read or spend on either input."""
+    import json
+
+    import jsonschema
+
+    if change == "add":
+        neighbour = EVENTS + [(3, "new", 1), (9, "new", -1), (20, "new", 1)]
+    else:
+        neighbour = [e for e in EVENTS if e[1] != "i0"]
+        assert len(neighbour) < len(EVENTS)
+    kwargs = dict(rho=1.0, horizon=64, method="bounded", max_flippancy=4, counter="factorized", seed=3)
+    series = []
+    for rows in (EVENTS, neighbour):
+        df = spark.createDataFrame(rows, "time long, item string, op int")
+        release = dp_spark.continual_distinct(df, **kwargs)
+        jsonschema.validate(json.loads(json.dumps(release.to_dict())), report_schema)
+        frame = release.series.toPandas()
+        assert len(frame) == 64 and release.result["max_std"] == frame["std"].max() == frame["std"].iloc[-1]
+        series.append(frame)
+        poisoned = df.selectExpr("time", "item", "CAST(raise_error('read!') AS INT) AS op", "'g' AS grp")
+        budget = PrivacyFilter(ZCDP(2.0))
+        with pytest.raises(ParameterError, match="not offered with group_by"):
+            dp_spark.continual_distinct(poisoned, **{**kwargs, "seed": None}, group_by="grp", groups=["g"],
+                                        max_groups=1, budget=budget)
+        assert budget.spent.rho == 0.0
+    for column in ("std", "error_bound"):
+        np.testing.assert_array_equal(series[0][column], series[1][column])
 
 
 SEEDED_VALUES = {
@@ -251,6 +297,62 @@ SEEDED_VALUES = {
             'method': 'bounded',
             'notes': [
                 'Algorithm 1 (Jain et al. NeurIPS 2023): binary tree with discrete Gaussian noise, sigma^2 = 4*w*L/(2*rho) on the w-truncated difference stream.',
+                'error_bound assumes every item flips at most w times; otherwise add the number of items with flippancy above w (not released).',
+            ],
+            'released_count': 64,
+        },
+    },
+    'continual_distinct/bounded-factorized': {
+        'series': {
+            'error_bound': [
+                15.952931449487842, 17.776902586349586, 18.722832966179052, 19.35182428959953, 19.819559432994648,
+                20.190281759605814, 20.49647821438222, 20.756778957476644, 20.982827731897594, 21.18237306861661,
+                21.360824121506678, 21.522102163472802, 21.66913755313209, 21.80417823038237, 21.92898203411546,
+                22.044950085383366, 22.153218719135936, 22.254719215579737, 22.350225046098668, 22.440387685788256,
+                22.525755346818276, 22.60679949329811, 22.683925734248966, 22.75748437910248, 22.82778245225302,
+                22.89508940287935, 22.95964216904767, 23.0216510018511, 23.081303988338465, 23.13876847360246,
+                23.19419499828848, 23.24771949856308, 23.29946402729225, 23.349541078514118, 23.39805063341549,
+                23.445086729180872, 23.49073221758253, 23.535065712733434, 23.578158902660853, 23.620076649085444,
+                23.66087963443256, 23.700625036403427, 23.739363705578885, 23.77714420795423, 23.814012417609455,
+                23.85000947008118, 23.88517466586986, 23.919544177395366, 23.95315296916772, 23.986032687239895,
+                24.018213509807886, 24.049723590468027, 24.0805892742465, 24.110836781788382, 24.14048862774016,
+                24.16956752332805, 24.198095006587938, 24.226090852242695, 24.25357392217529, 24.280562266028358,
+                24.3070725166449, 24.33312137621617, 24.358724298326084, 24.383895580263776,
+            ],
+            'estimate': [
+                6.0, 0.0, 6.0, 7.0, 8.0, 15.0, 12.0, 7.0, 8.0, 12.0, 10.0, 6.0, 9.0, 6.0, 7.0, 6.0, 10.0, 6.0, -2.0,
+                -1.0, 2.0, 2.0, 1.0, -1.0, 1.0, 0.0, -1.0, 2.0, 2.0, 5.0, 8.0, 6.0, 6.0, 3.0, 1.0, -8.0, -3.0, -3.0,
+                -3.0, -1.0, -3.0, -11.0, -4.0, -2.0, -3.0, 7.0, 4.0, 0.0, -3.0, -4.0, -10.0, -12.0, -5.0, 2.0, 0.0,
+                -5.0, -4.0, -4.0, -3.0, 5.0, -3.0, 3.0, 7.0, 4.0,
+            ],
+            'std': [
+                3.900523991285004, 4.360918396191033, 4.599683717364606, 4.75844943475171, 4.876511962521498,
+                4.970087174045508, 5.047375203297807, 5.1130785487574, 5.170136244943499, 5.2205041234114615,
+                5.265547526039825, 5.30625623389973, 5.343369908208626, 5.377455958686223, 5.408958087085342,
+                5.43822995486471, 5.465558387973726, 5.491178453836343, 5.515285386845422, 5.538043627919382,
+                5.559591553050345, 5.580048166006348, 5.599515847861393, 5.618083021342709, 5.635827183462441,
+                5.652816346752033, 5.669110317508739, 5.6847621658853384, 5.699819367537098, 5.714324162575615,
+                5.728314549448037, 5.7418248402381735, 5.754885842701402, 5.767525951818704, 5.779770404162122,
+                5.791642935959015, 5.803164460090961, 5.814354819798365, 5.825232110086122, 5.835812702909184,
+                5.846111915313168, 5.8561441797050335, 5.86592233144299, 5.8754586292256805, 5.884764652276776,
+                5.893850783749013, 5.902726943607765, 5.91140226224955, 5.919885565178492, 5.928184840276321,
+                5.936307704918285, 5.944261265443934, 5.952052171685827, 5.959687042081087, 5.96717155962385,
+                5.9745114569275675, 5.9817121704769605, 5.9887786916732555, 5.9957157815048285, 6.002527995939873,
+                6.009219533327637, 6.0157946095217865, 6.022257125211004, 6.028610689219898,
+            ],
+        },
+        'values': {
+            'confidence': 0.95,
+            'final_error_bound': 24.383895580263776,
+            'final_estimate': 4.0,
+            'final_std': 6.028610689219898,
+            'flippancy_bound': 4,
+            'horizon': 64,
+            'max_std': 6.028610689219898,
+            'method': 'bounded',
+            'notes': [
+                'Algorithm 1 (Jain et al. NeurIPS 2023) with a square-root factorized counter instead of the binary tree: discrete Gaussian noise on the integer strategy R z of the w-truncated difference stream, sigma^2 = B/(2*rho) with B = min(4U(w), V(w)) (Lemmas B, C), an exact integer bound on the l2^2 sensitivity of R z; the estimates are post-processing of the noisy strategy.',
+                'std is the exact per-step noise standard deviation bound sigma*sqrt(S(t)) (non-decreasing in t); error_bound = std*sqrt(2 ln(2T/beta)) + 1/2 (the rounding to whole counts).',
                 'error_bound assumes every item flips at most w times; otherwise add the number of items with flippancy above w (not released).',
             ],
             'released_count': 64,

@@ -762,6 +762,7 @@ def test_mechanism_layer_does_not_import_spark_or_pandas():
 
 # ---------------------------------------------------------------- "auto", exact noise, error bounds
 from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, MECHANISMS, budget_split  # noqa: E402
+from dp_spark.mechanisms.continual_distinct.mechanisms import bounded_label, group_factor  # noqa: E402
 from dp_spark.mechanisms.continual_distinct.auto import auto_plan, auto_run  # noqa: E402
 
 
@@ -790,8 +791,56 @@ def test_no_continual_path_draws_continuous_noise():
         counter = ContinualCounter(64, 0.5, mechanism, **kwargs)
         for t in range(64):
             assert isinstance(counter.step(gen, **_columns(s, t)).estimate, int)
+    out = continual_counts(s, 0.5, "bounded", max_flippancy=4, counter="factorized", rng=gen)
+    assert out.estimates.dtype == np.int64
+    json.dumps(out.to_dict())
     with pytest.raises(AssertionError, match="continuous"):
         gen.normal()
+
+
+@pytest.mark.parametrize("relation", ["subset", "item-removal"])
+def test_bounded_factorized_counter_states_its_exact_variance(relation):
+    """counter="factorized": the same w-truncated stream as the tree, noise calibrated to the
+    relation's exact sensitivity (U(w) for item removal, min(4U, V) for subset) at the whole ρ, and
+    std is the exact per-step bound σ̌·sqrt(S_ℓ̌(t)) (factorized.factorized_variance with bits = k):
+    non-decreasing, so the last step's is the largest; below the tree's at the same ρ and w."""
+    from dp_spark.mechanisms.continual_distinct.factorized import DEFAULT_BITS, factorized_variance, sensitivity2
+
+    rng = np.random.default_rng(23)
+    horizon = 256
+    s = stream_summaries(*_synthetic_stream(rng, horizon, 300, 4), horizon)
+    out = continual_counts(s, 0.5, "bounded", max_flippancy=3, counter="factorized", relation=relation,
+                           rng=np.random.default_rng(0))
+    tree = continual_counts(s, 0.5, "bounded", max_flippancy=3, relation=relation, rng=np.random.default_rng(0))
+    assert out.parameters["flippancy_bound"] == 4 and out.parameters["counter"] == "factorized"
+    np.testing.assert_allclose(out.std ** 2, factorized_variance(horizon, 0.5, 4, relation, bits=DEFAULT_BITS),
+                               rtol=1e-12)
+    assert np.all(np.diff(out.std) >= 0) and out.parameters["std_max"] == out.parameters["std_last"] == out.std[-1]
+    assert out.std[-1] < tree.std.max()
+    (record,) = out.noise
+    assert record.kind == "factorized-counter" and record.step == bounded_label(4, "factorized")
+    assert record.step != bounded_label(4) and "factorized" in record.step
+    assert record.cost().rho <= 0.5 and record.parameters["flippancy_bound"] == 4
+    assert record.sensitivity ** 2 == pytest.approx(sensitivity2(horizon, 4, relation) / 4.0 ** DEFAULT_BITS)
+    assert any("rounded up" in n for n in out.notes) and any("factorized" in n for n in out.notes)
+    json.dumps(out.to_dict())
+
+
+def test_counter_is_checked_and_only_for_bounded():
+    s = stream_summaries([1, 2], ["a", "b"], [1, 1], 8)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ParameterError, match="counter must be one of tree, factorized"):
+        continual_counts(s, 1.0, "bounded", max_flippancy=2, counter="smooth", rng=rng)
+    for method in ("auto", "adaptive", "baseline"):
+        with pytest.raises(ParameterError, match="applies only to method 'bounded'"):
+            continual_counts(s, 1.0, method, counter="factorized", rng=rng)
+        with pytest.raises(ParameterError, match="applies only to method 'bounded'"):
+            budget_split(method, 1.0, 8, counter="factorized")
+    with pytest.raises(ParameterError, match="not offered with group_by"):
+        group_factor("bounded", 1, counter="factorized")
+    assert budget_split("bounded", 1.0, 8, max_flippancy=2) == [(bounded_label(2), 1.0)]
+    assert budget_split("bounded", 1.0, 8, max_flippancy=2, counter="factorized") == [
+        (bounded_label(2, "factorized"), 1.0)]
 
 
 def test_default_method_is_auto_and_listed():
@@ -854,7 +903,7 @@ def _one_update_per_step(rng, horizon, max_flips):
 
 @pytest.mark.parametrize("mechanism,kwargs", [
     ("auto", {}), ("auto", {"tree_levels": 3}), ("bounded", {"max_flippancy": 4}), ("baseline", {}),
-    ("adaptive", {}),
+    ("adaptive", {}), ("bounded", {"max_flippancy": 4, "counter": "factorized"}),
 ])
 def test_error_bound_covers_the_truth_in_1_minus_beta_of_runs(mechanism, kwargs):
     """Every released step's error_bound is simultaneous over steps, given the
@@ -899,6 +948,19 @@ def test_plan_splits_rho_as_the_mechanism_layer_over_the_tree_horizon(method, ex
     assert continual_plan(rho=0.5, horizon=100).parameters["method"] == DEFAULT_METHOD
 
 
+def test_plan_names_the_bounded_counter_in_its_step():
+    """counter="factorized": the plan's one step is the mechanism layer's factorized label at the
+    whole ρ (the tree's label otherwise), and the plan states the counter."""
+    plan = continual_plan(rho=0.5, horizon=100, method="bounded", max_flippancy=3, counter="factorized")
+    assert [(label, cost.rho) for label, cost in plan.steps] == budget_split(
+        "bounded", 0.5, 128, 0.05, 4, counter="factorized")
+    assert "factorized" in plan.steps[0][0] and plan["counter"] == "factorized"
+    assert plan.spend().spent.rho <= 0.5
+    tree = continual_plan(rho=0.5, horizon=100, method="bounded", max_flippancy=3)
+    assert tree["counter"] == "tree" and "binary tree" in tree.steps[0][0]
+    assert "counter" not in continual_plan(rho=0.5, horizon=100).parameters  # only "bounded" has one
+
+
 @pytest.mark.parametrize("kwargs,fragment", [
     ({"rho": 0.0}, "rho must be a positive finite number"),
     ({"horizon": None}, "horizon is required"),
@@ -916,6 +978,12 @@ def test_plan_splits_rho_as_the_mechanism_layer_over_the_tree_horizon(method, ex
     ({"step_size": 0}, "step_size must be a positive finite number"),
     ({"origin": [1]}, "origin must be a number, an ISO date/time string or a datetime"),
     ({"seed": -1}, "seed must be a whole number >= 0"),
+    ({"method": "bounded", "max_flippancy": 2, "counter": "smooth"}, "counter must be one of tree, factorized"),
+    ({"counter": "factorized"}, "counter 'factorized' applies only to method 'bounded'"),
+    ({"method": "adaptive", "counter": "factorized"}, "counter 'factorized' applies only to method 'bounded'"),
+    ({"method": "bounded", "max_flippancy": 2, "counter": "factorized", "stream": True}, "is a batch counter"),
+    ({"method": "bounded", "max_flippancy": 2, "counter": "factorized", "group_by": "g", "groups": ["a", "b"],
+      "max_groups": 1}, "not offered with group_by"),
 ])
 def test_plan_refuses_bad_parameters(kwargs, fragment):
     with pytest.raises(ParameterError, match=fragment):
