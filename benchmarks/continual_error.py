@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/continual_error.py [--log2-horizons 12 16]
         [--flippancies 1 2 8 32 256] [--items 3000] [--reps 3] [--rho 0.5]
-        [--relation subset|item-removal] [--with-adaptive]
+        [--relation subset|item-removal] [--with-adaptive] [--counters]
         [--speed-events 10000000] [--speed-log2-horizon 20] [--speed-flippancy 16]
         [--skip-speed] [--tmp DIR]
 
@@ -16,6 +16,10 @@
    every mechanism uses the same seed (common random numbers: where "auto" is
    the baseline, their errors are identical). Targets (issue 12): auto ≤ 2.5×
    alg1 for w ≤ 32, and auto ≤ 1.25× min(alg1, baseline) for every w.
+   ``--counters`` (issue 38) prints instead, on the same streams and seeds, the
+   "bounded" method's two counters given the true w (the binary tree and the
+   square-root factorized counter) beside the baseline: the median over runs
+   of max_t |error| and of mean_t |error|, and each counter's stated max std.
 2. Speed of the Spark stage (local[2]) at T = 2^``--speed-log2-horizon`` and
    about ``--speed-events`` events from dp_spark.continual_data.synthetic_stream
    (written once to Parquet in a temporary directory): the stage alone
@@ -70,18 +74,22 @@ def _median_max_error(summaries, truth, mechanism, rho, relation, seeds, **extra
     return float(np.median(errors)), outs
 
 
+def _case(args, log2_t: int, w: int) -> tuple:
+    """(T, number of events, summaries, true counts, seeds) of the stream at (T, w); common random
+    numbers: run r of every mechanism uses the same seed."""
+    T = 1 << log2_t
+    times, items, ops = synthetic_stream(run_rng(log2_t, w), T, args.items, w)
+    summaries = stream_summaries(times, items, ops, T)
+    seeds = [int(run_rng(log2_t, w, rep).integers(2**31)) for rep in range(args.reps)]
+    return T, len(times), summaries, np.cumsum(summaries.z), seeds
+
+
 def accuracy(args) -> None:
     rows = []
     verdicts = []
     for log2_t in args.log2_horizons:
-        T = 1 << log2_t
         for w in args.flippancies:
-            rng = run_rng(log2_t, w)
-            times, items, ops = synthetic_stream(rng, T, args.items, w)
-            summaries = stream_summaries(times, items, ops, T)
-            truth = np.cumsum(summaries.z)
-            # common random numbers: run r of every mechanism uses the same seed
-            seeds = [int(run_rng(log2_t, w, rep).integers(2**31)) for rep in range(args.reps)]
+            T, events, summaries, truth, seeds = _case(args, log2_t, w)
             with Timer() as timer:
                 alg1, _ = _median_max_error(summaries, truth, "bounded", args.rho, args.relation, seeds,
                                             max_flippancy=min(w, T))
@@ -96,7 +104,7 @@ def accuracy(args) -> None:
             ok1 = "-" if w > 32 else ("yes" if r1 <= 2.5 else "NO")
             ok2 = "yes" if r2 <= 1.25 else "NO"
             verdicts += [v for v in (ok1, ok2) if v != "-"]
-            rows.append([f"2^{log2_t}", w, f"{len(times):,}", fmt(alg1), fmt(auto), fmt(base), *extra,
+            rows.append([f"2^{log2_t}", w, f"{events:,}", fmt(alg1), fmt(auto), fmt(base), *extra,
                          fmt(r1, 2), ok1, fmt(r2, 2), ok2, used, fmt(timer.seconds, 1)])
             del summaries
             print(f"  done T=2^{log2_t} w={w} ({timer.seconds:.1f} s)", flush=True)
@@ -109,6 +117,48 @@ def accuracy(args) -> None:
               f"rho = {args.rho}, relation = {args.relation}, {args.items} items; true counts are non-private",
     ))
     print(f"targets met: {verdicts.count('yes')}/{len(verdicts)}")
+
+
+def counters(args) -> None:
+    """"bounded" with counter "tree" and "factorized" (true w) beside the baseline (issue 38)."""
+    rows = []
+    for log2_t in args.log2_horizons:
+        for w in args.flippancies:
+            T, events, summaries, truth, seeds = _case(args, log2_t, w)
+            row = [f"2^{log2_t}", w, f"{events:,}"]
+            maxima = {}
+            with Timer() as timer:
+                for name, method, extra in (("tree", "bounded", {"max_flippancy": min(w, T)}),
+                                            ("factorized", "bounded", {"max_flippancy": min(w, T),
+                                                                       "counter": "factorized"}),
+                                            ("baseline", "baseline", {})):
+                    worst, mean, stated = [], [], 0.0
+                    for seed in seeds:
+                        out = continual_counts(summaries, args.rho, method, rng=np.random.default_rng(seed),
+                                               relation=args.relation, **extra)
+                        error = np.abs(out.estimates - truth)
+                        worst.append(float(np.max(error)))
+                        mean.append(float(np.mean(error)))
+                        stated = float(np.max(out.std))
+                    maxima[name] = float(np.median(worst))
+                    row += [fmt(maxima[name]), fmt(float(np.median(mean)))]
+                    if name != "baseline":
+                        row.append(fmt(stated))
+            row += [fmt(maxima["factorized"] / maxima["tree"], 2),
+                    fmt(maxima["factorized"] / min(maxima["tree"], maxima["baseline"]), 2), fmt(timer.seconds, 1)]
+            rows.append(row)
+            del summaries
+            print(f"  done T=2^{log2_t} w={w} ({timer.seconds:.1f} s)", flush=True)
+    print()
+    print(format_table(
+        ["T", "w", "events", "tree max", "tree mean", "tree std", "fact. max", "fact. mean", "fact. std",
+         "baseline max", "baseline mean", "fact./tree (max)", "fact./min(tree, base)", "secs"],
+        rows,
+        title=f"'bounded' given the true w: tree vs square-root factorized counter vs recompute baseline; "
+              f"median of {args.reps} runs (same seeds for every counter) of max_t and mean_t |error|; std = the "
+              f"stated max per-step noise std; rho = {args.rho}, relation = {args.relation}, {args.items} items; "
+              "true counts are non-private",
+    ))
 
 
 def speed(args) -> None:
@@ -164,6 +214,8 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=3000)
     parser.add_argument("--relation", default="subset", choices=["subset", "item-removal"])
     parser.add_argument("--with-adaptive", action="store_true", help="also run Algorithm 3 as in the paper")
+    parser.add_argument("--counters", action="store_true",
+                        help="instead of the auto table: 'bounded' with the tree and the factorized counter")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--rho", type=float, default=0.5)
     parser.add_argument("--speed-events", type=int, default=10_000_000)
@@ -175,7 +227,7 @@ def main() -> None:
     args = parser.parse_args()
     print(command_line(), flush=True)
     if not args.skip_accuracy:
-        accuracy(args)
+        counters(args) if args.counters else accuracy(args)
     if not args.skip_speed:
         speed(args)
 
