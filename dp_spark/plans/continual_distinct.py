@@ -13,7 +13,7 @@ tree horizon, the next power of two of ``horizon``):
 - ``"adaptive"`` (Algorithm 3): ρ/2 to the sparse vector, ρ/(2(J + 1)) to each of the J + 1 trees;
 - ``"bounded"`` (Algorithm 1, needs ``max_flippancy``): all of ρ to one counter, the binary tree
   (``counter="tree"``, default) or the square-root factorized counter (``counter="factorized"``,
-  batch and ungrouped only);
+  batch only);
 - ``"baseline"``: all of ρ to the periodic-recompute counts.
 
 The size limits (``MAX_HORIZON``, ``MAX_SHARDS``) and time-mapping checks are re-exported from
@@ -81,13 +81,22 @@ def error_assumption(method: str, w: int | None) -> str:
     return ""
 
 
-def grouped_note(method: str, m: int, group_by: str, item_col: str, n_groups: int | None = None) -> str:
+def grouped_note(method: str, m: int, group_by: str, item_col: str, n_groups: int | None = None,
+                 **counter) -> str:
     """The plan's note on a grouped run's budget (proof:
-    :mod:`dp_spark.mechanisms.continual_distinct.mechanisms`, "Groups")."""
+    :mod:`dp_spark.mechanisms.continual_distinct.mechanisms`, "Groups"); ``counter``: the counter's
+    keywords of ``group_factor``."""
     head = (f"Grouped by {group_by}: each {item_col}'s events count in at most {m} of its groups (the first by a "
             "public hash order of (item, group)); ")
-    factor = group_factor(method, m, n_groups)
-    if factor < group_factor(method, m):  # fewer public keys than the counters one item could change
+    factor = group_factor(method, m, n_groups, **counter)
+    full = group_factor(method, m, None, **counter)
+    if counter.get("counter") == "factorized":
+        tail = (f"every group's counter spends ρ/{factor}: one item's neighbour changes k groups by a subset of its "
+                f"events (each at most one group's calibrated sensitivity B) and at most 2({m} - k) by all of them "
+                f"(each at most the item-removal bound U <= B), so the changed factorized counters cost at most "
+                f"max(m, ⌈2m·U/B⌉) = {full} groups' worth")
+        return head + tail + (f", and only {n_groups} groups exist." if factor < full else ".")
+    if factor < full:  # fewer public keys than the counters one item could change
         bound = f"min({m}, {n_groups})" if method == "bounded" else f"min({2 * m}, {n_groups})"
         return head + (f"every group's counter spends ρ/{factor} = ρ/{bound}: one item's neighbour changes at most "
                        f"{'m' if method == 'bounded' else '2m'} groups' counters, and only {n_groups} groups exist.")
@@ -99,6 +108,14 @@ def grouped_note(method: str, m: int, group_by: str, item_col: str, n_groups: in
         tail = (f"every group's counter spends ρ/{2 * m}: removing some of one item's events can move its kept "
                 f"groups, so up to {2 * m} counters change (method 'bounded' needs only ρ/{m}).")
     return head + tail
+
+
+def counter_factor_options(counter: str, tree_horizon: int, w: int | None) -> dict:
+    """The counter's keywords of ``group_factor``/``group_rho``: the factorized counter's factor
+    depends on the public (tree horizon, w); the tree's on nothing more."""
+    if counter == DEFAULT_COUNTER:
+        return {}
+    return {"counter": counter, "horizon": tree_horizon, "flippancy_bound": w}
 
 
 def effective_flippancy(max_flippancy: int | None, tree_horizon: int) -> int | None:
@@ -188,7 +205,7 @@ class Params(GroupParams):
                                       cli_type=int)
     counter: str = param(DEFAULT_COUNTER, "bounded: the counter on the w-truncated stream: tree (default, the "
                          "binary tree of Algorithm 1) or factorized (the square-root factorized counter: lower noise "
-                         "variance at the same ρ; batch, ungrouped runs only)", choices=COUNTERS)
+                         "variance at the same ρ; batch runs only)", choices=COUNTERS)
     beta: float = param(0.05, "the error bounds hold with probability 1 - beta")
     delta: float = param(1e-6, "δ of the reported (ε, δ) equivalent (nothing extra is spent)")
     origin: object = param(None, "time of the start of step 1 (a number, or an ISO date/time for timestamp/date "
@@ -228,9 +245,6 @@ class Params(GroupParams):
                                      f"{', '.join(GROUPS_OUTPUT_COLUMNS)}); rename the group column first.")
             if self.stream:
                 raise ParameterError("group_by is a batch release; drop --stream (or group_by).")
-            if self.counter != DEFAULT_COUNTER:
-                raise ParameterError(f"counter {self.counter!r} is not offered with group_by (its grouped budget "
-                                     "factor is not implemented); use counter 'tree' or drop group_by.")
             if isinstance(self.groups, tuple):
                 validate_grouped_size(len(self.groups), self.horizon)
 
@@ -246,12 +260,14 @@ def plan(params: Params) -> Plan:
     tree_horizon = next_power_of_two(horizon)
     w = effective_flippancy(max_flippancy, tree_horizon)
     grouped = p.group_by is not None
+    counter_options = counter_factor_options(p.counter, tree_horizon, w)
     if grouped:  # each group's counter at ρ/factor; one item's neighbour changes <= factor counters
         # G is known for a list; a file's or DataFrame's keys are read before spending and the plan rebuilt
         n_groups = len(p.groups) if isinstance(p.groups, tuple) else None
-        factor = group_factor(method, p.max_groups, n_groups)
-        rho_group = group_rho(rho, method, p.max_groups, n_groups)
-        split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w), factor, rho)
+        factor = group_factor(method, p.max_groups, n_groups, **counter_options)
+        rho_group = group_rho(rho, method, p.max_groups, n_groups, **counter_options)
+        split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w, counter=p.counter), factor,
+                                     rho)
     else:
         split = budget_split(method, rho, tree_horizon, beta, w, counter=p.counter)
     steps = [(label, ZCDP(part)) for label, part in split]
@@ -280,7 +296,7 @@ def plan(params: Params) -> Plan:
     if stream:
         notes.append(f"Streaming: privacy holds provided {GRID_CONDITION}.")
     if grouped:
-        notes.append(grouped_note(method, p.max_groups, p.group_by, item_col, n_groups))
+        notes.append(grouped_note(method, p.max_groups, p.group_by, item_col, n_groups, **counter_options))
     return Plan(
         release=RELEASE,
         guarantee=guarantee,

@@ -33,7 +33,7 @@ counter per group, noise from an OS-seeded generator) → ``Release`` with the
   power of two): Gaussian binary tree, σ² = w·L/(2ρ), over the w-truncated
   stream; error grows with √w, not with T. ``counter="factorized"`` runs
   the square-root factorized counter on the same stream instead of the
-  tree (batch, ungrouped; ``mechanisms.continual_distinct.factorized``):
+  tree (batch only; ``mechanisms.continual_distinct.factorized``):
   exact integer noise, per-step variance stated exactly.
 - ``"baseline"``: the paper's Theorem 3.10 comparison as periodic recompute
   (the count every B steps, Gaussian noise, held between).
@@ -46,7 +46,8 @@ Grouped (``group_by=``, public ``groups=``, ``max_groups=`` m): the same
 body (ungrouped: one group, m = 1). Before anything is spent the template
 restricts the events to the keys and caps every ITEM to m of its groups (a
 per-item transformation). Each group's counter spends ρ/min(2m, G),
-ρ/min(m, G) for "bounded" (proof:
+ρ/min(m, G) for "bounded" and ρ/min(max(m, ⌈2m·U/B⌉), G) for its
+factorized counter (proof:
 :mod:`dp_spark.mechanisms.continual_distinct.mechanisms`, "Groups"):
 item-level ρ-zCDP for all series together; each group's bounds hold with
 probability >= 1 − β, all G groups' with >= 1 − G·β.
@@ -67,7 +68,7 @@ from dp_spark.accounting import PrivacyFilter
 from dp_spark.mechanisms.continual_distinct.mechanisms import counts_by_group, group_factor, merged_records
 from dp_spark.noise.records import KINDS
 from dp_spark.plan import Plan, release_api
-from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES, error_assumption
+from dp_spark.plans.continual_distinct import GRID_CONDITION, RULES, counter_factor_options, error_assumption
 from dp_spark.plans.continual_distinct import plan as make_plan
 from dp_spark.releases.groups import report_groups
 from dp_spark.releases.template import run_release
@@ -229,7 +230,7 @@ def continual_distinct(df, plan: Plan, budget, ledger) -> Release:
         method: "auto" (default), "adaptive", "bounded" or "baseline".
         max_flippancy: the flippancy bound w for "bounded" only.
         counter: "bounded" only: "tree" (default) or "factorized" (the
-            square-root factorized counter; batch and ungrouped only).
+            square-root factorized counter; batch only).
         beta: failure probability of the stated error bounds.
         delta: δ of the reported (ε, δ) equivalent (nothing extra is spent).
         origin, step_size: step = ⌊(time − origin) / step_size⌋ + 1
@@ -295,7 +296,8 @@ def _grouped_size(plan: Plan, events) -> Plan:
     if p.group_by is None:
         return plan
     validate_grouped_size(len(p.groups), p.horizon)
-    if plan["group_budget_factor"] != group_factor(p.method, p.max_groups, len(p.groups)):
+    counter = counter_factor_options(p.counter, plan["tree_horizon"], plan["flippancy_bound"])
+    if plan["group_budget_factor"] != group_factor(p.method, p.max_groups, len(p.groups), **counter):
         rebuilt = make_plan(dataclasses.replace(plan.given, groups=p.groups))  # the public keys, read
         # the source of the keys and their count stay stated as the template put them
         parameters = {**rebuilt.parameters, "groups": plan.parameters["groups"],
@@ -419,6 +421,13 @@ def _groups_report(plan: Plan, keys, results, local, group_type, spark, noise) -
     share = (f"ρ/{factor}" + (" (the full ρ: parallel composition)" if factor == 1 else "")
              + f" (the factor min({'m' if p.method == 'bounded' else '2m'}, G) = min({most}, {len(keys)}): one "
              f"item's neighbour changes at most that many of the {len(keys):,} groups' counters)")
+    if p.counter != "tree":
+        counter = counter_factor_options(p.counter, plan["tree_horizon"], plan["flippancy_bound"])
+        full = group_factor(p.method, m, None, **counter)
+        share = (f"ρ/{factor}" + (" (the full ρ: parallel composition)" if factor == 1 else "")
+                 + f" (the factor min(max(m, ⌈2m·U/B⌉), G) = min({full}, {len(keys)}): the factorized counters one "
+                 f"item's neighbour changes cost at most that many groups' budgets, U and B the counter's "
+                 "item-removal and subset sensitivity bounds)")
     statement = (
         f"Item-level {plan.guarantee.describe()} over all groups' series, which implies "
         f"({plan.equivalent.epsilon:.3g}, {p.delta:g})-differential privacy: the output would be almost as likely "

@@ -42,7 +42,7 @@ Mechanisms (``method=`` in ``continual_counts``):
     variance proxy (a linear map of independent discrete Gaussians, CKS 2020),
     and the rounding adds at most 1/2: with probability ≥ 1 − β all
     |error_t| ≤ std_t·sqrt(2 ln(2T/β)) + 1/2, under the same flippancy
-    assumption. Not offered for grouped runs (see "Groups").
+    assumption. Grouped runs: its own factor (see "Groups").
 
 "adaptive" — Algorithm 3 (no flippancy bound): trees M_j for w_j = 2^j,
     j = 0..J (J = ``summaries.max_level``), on the whole stream, each at
@@ -98,13 +98,20 @@ tree is calibrated to ℓ2² ≤ 4·w·L under "subset" and moves by ℓ2² ≤ 
 item-removal, so the changed groups' trees add up to
 ℓ2² ≤ k·4wL + 2(m − k)·wL ≤ m·4wL and ``ρ_g = ρ/m`` suffices (factor m).
 Checked on random neighbours in tests/unit/test_continual_groups.py.
-The factorized counter ("bounded", ``counter="factorized"``) is not offered
-grouped: calibrated to B = min(4U, V) under "subset", an item-removal pair
-costs U/B of a group's ρ_g, so the changed groups cost up to max(m, 2m·U/B)
-(design notes of issue 38, §2.4); at w = 1 (B = V = 2·S(T/2), U = S(T))
-2U/B is above 1 (≈ 1.05–1.15 for T = 2^16 down to 8), so the tree's factor m
-is not enough there. That factor is not implemented, and
-:func:`group_factor` refuses the counter.
+The factorized counter ("bounded", ``counter="factorized"``) has its own
+factor, from public (T, w) only (:func:`factorized_group_factor`). Each
+group's counter is calibrated to B = B_ř(w) = min(4U, V), the exact integer
+bound on ‖ŘΔ‖² for a subset pair of its stream (:mod:`.factorized`,
+Lemmas B and C); an item-removal pair moves it by ‖ŘΔ‖² ≤ U = U_ř(w)
+(Lemma A), so it costs U/B of the group's ρ_g (the zCDP cost of the discrete
+Gaussian is ‖ŘΔ‖²/(2σ̌²) with σ̌² ≥ B/(2ρ_g)). The changed groups cost at most
+(k + 2(m − k)·U/B)·ρ_g ≤ max(m, 2m·U/B)·ρ_g (linear in k ∈ [0, m]; design
+notes of issue 38, §2.4), and the factor is max(m, ⌈2m·U/B⌉). For w ≥ 4,
+B = 4U and this is m; at w = 2, 2U/B ≈ 0.6 and it is m; at w = 1
+(B = V = 2·S(T/2), U = S(T)) 2U/B ≈ 1.05–1.15 (T = 2^16 down to 8) and
+the factor is ⌈2m·U/B⌉ > m: the tree's m would not be enough there. Every
+changed group costs at most ρ_g (U ≤ B, checked), so with G public keys the
+factor is also at most G.
 
 Fewer groups: with G public keys at most min(2m, G) counters change (every
 changed group is one of the G keys), so the factor is min(2m, G) (for
@@ -149,6 +156,7 @@ from dp_spark import checks as _checks
 from dp_spark.summaries.continual_distinct import StreamSummaries
 from dp_spark.mechanisms.continual_distinct.auto import auto_plan, auto_run, baseline_record
 from dp_spark.mechanisms.continual_distinct.factorized import factorized_counts
+from dp_spark.mechanisms.continual_distinct.factorized import sensitivity2 as factorized_sensitivity2
 from dp_spark.mechanisms.continual_distinct.factorized import sigma2_for_flippancy as factorized_sigma2
 from dp_spark.mechanisms.continual_distinct.svt import SparseVector
 from dp_spark.mechanisms.continual_distinct.relations import DEFAULT_RELATION, check_relation, relation_statement, sensitivity_factor
@@ -183,6 +191,7 @@ __all__ = [
     "grouped_label",
     "bounded_label", "svt_label", "tree_label", "baseline_label",
     "check_counter",
+    "factorized_group_factor",
     "merged_records",
 ]
 
@@ -718,19 +727,36 @@ def check_counter(method: str, counter: str) -> str:
 ROUNDING_ROOM = Fraction(1, 2**52)
 
 
+def factorized_group_factor(max_groups: int, horizon: int, flippancy_bound: int) -> int:
+    """max(m, ⌈2m·U/B⌉): the groups' worth of budget one item's neighbour can cost a grouped
+    "bounded" release with the factorized counter (module docstring, "Groups"), U and B its exact
+    item-removal and subset bounds at the public (T, w)."""
+    m = _checks.integer(max_groups, "max_groups", 1)
+    removal = factorized_sensitivity2(horizon, flippancy_bound, "item-removal")
+    calibrated = factorized_sensitivity2(horizon, flippancy_bound, "subset")
+    if removal > calibrated:  # B ≥ U holds by construction (V's multiset contains U's); the G cap rests on it
+        raise ParameterError("internal: the factorized counter's subset bound is below its item-removal bound")
+    return max(m, -(-2 * m * removal // calibrated))
+
+
 def group_factor(method: str, max_groups: int, n_groups: int | None = None,
-                 counter: str = DEFAULT_COUNTER) -> int:
+                 counter: str = DEFAULT_COUNTER, horizon: int | None = None,
+                 flippancy_bound: int | None = None) -> int:
     """How many groups' worth of budget one item's neighbour can touch: m for
     "bounded", 2m for the others, at most ``n_groups`` G when known (module
     docstring, "Groups"); None: G not known yet (2m / m, sound). The
-    factorized counter has no grouped factor yet: ParameterError."""
-    if check_counter(method, counter) != DEFAULT_COUNTER:
-        raise ParameterError(f"counter {counter!r} is not offered with group_by (its grouped budget factor is "
-                             "not implemented); use counter 'tree' or an ungrouped release")
+    factorized counter (``counter="factorized"``, "bounded" only) needs the
+    tree ``horizon`` and ``flippancy_bound`` w: :func:`factorized_group_factor`."""
+    counter = check_counter(method, counter)
     m = int(max_groups)
     if m < 1:
         raise ParameterError("max_groups must be at least 1")
-    factor = m if method == "bounded" else 2 * m
+    if counter == "factorized":
+        if horizon is None or flippancy_bound is None:
+            raise ParameterError("the factorized counter's group factor needs the tree horizon and w")
+        factor = factorized_group_factor(m, horizon, flippancy_bound)
+    else:
+        factor = m if method == "bounded" else 2 * m
     if n_groups is None:
         return factor
     if int(n_groups) < 1:
@@ -738,11 +764,12 @@ def group_factor(method: str, max_groups: int, n_groups: int | None = None,
     return min(factor, int(n_groups))
 
 
-def group_rho(rho: float, method: str, max_groups: int, n_groups: int | None = None) -> float:
+def group_rho(rho: float, method: str, max_groups: int, n_groups: int | None = None, **counter) -> float:
     """ρ_g, each group's counter's budget: the largest float at or below
     ρ / (``group_factor``·(1 + 2^-52)), or ρ/factor rounded down for a
-    power-of-two factor (module docstring, "Rounding")."""
-    factor = group_factor(method, max_groups, n_groups)
+    power-of-two factor (module docstring, "Rounding"). ``counter``: the
+    counter's keywords of :func:`group_factor`."""
+    factor = group_factor(method, max_groups, n_groups, **counter)
     room = 0 if factor & (factor - 1) == 0 else ROUNDING_ROOM  # a power of two: factor·p_i exact
     return float_down(exact(rho) / (factor * (1 + room)))
 
