@@ -12,6 +12,7 @@ import pytest
 import dp_spark
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.errors import ParameterError
+from dp_spark.plans.continual_distinct import plan as continual_plan
 from tests.spark.seeded import EVENTS, nan_to_none
 
 #: case -> (parameters, input kind, the kinds of Release.noise in the order drawn, or None:
@@ -52,10 +53,11 @@ def check_noise_records(case, release):
 
 
 @pytest.mark.parametrize("change", ["add", "remove"])
-def test_factorized_counter_shape_and_refusal_do_not_depend_on_one_item(spark, change, report_schema):
+def test_factorized_counter_rows_and_bounds_do_not_depend_on_one_item(spark, change, report_schema):
     """Neighbouring inputs (one item's events added or removed): the factorized counter releases
-    one row per step with the same std and error_bound column (public parameters only), and the
-    grouped refusal comes before any read or spend on either input."""
+    one row per step (per public key and step when grouped) with the same std and error_bound
+    columns (public parameters only), and its refusal with --stream comes before any read or spend
+    on either input."""
     import json
 
     import jsonschema
@@ -65,8 +67,8 @@ def test_factorized_counter_shape_and_refusal_do_not_depend_on_one_item(spark, c
     else:
         neighbour = [e for e in EVENTS if e[1] != "i0"]
         assert len(neighbour) < len(EVENTS)
-    kwargs = dict(rho=1.0, horizon=64, method="bounded", max_flippancy=4, counter="factorized", seed=3)
-    series = []
+    kwargs = dict(rho=1.0, horizon=64, method="bounded", max_flippancy=1, counter="factorized", seed=3)
+    series, grouped = [], []
     for rows in (EVENTS, neighbour):
         df = spark.createDataFrame(rows, "time long, item string, op int")
         release = dp_spark.continual_distinct(df, **kwargs)
@@ -74,14 +76,24 @@ def test_factorized_counter_shape_and_refusal_do_not_depend_on_one_item(spark, c
         frame = release.series.toPandas()
         assert len(frame) == 64 and release.result["max_std"] == frame["std"].max() == frame["std"].iloc[-1]
         series.append(frame)
-        poisoned = df.selectExpr("time", "item", "CAST(raise_error('read!') AS INT) AS op", "'g' AS grp")
+        keyed = df.selectExpr("*", "CAST(time % 3 AS STRING) AS grp")
+        by_group = dp_spark.continual_distinct(keyed, **kwargs, group_by="grp", groups=["0", "1", "2", "x"],
+                                               max_groups=1)
+        jsonschema.validate(json.loads(json.dumps(by_group.to_dict())), report_schema)
+        assert by_group.parameters["group_budget_factor"] == 2  # w = 1: above the tree's m = 1
+        table = by_group.groups.toPandas().sort_values(["grp", "step"])
+        assert len(table) == 4 * 64
+        grouped.append(table.reset_index(drop=True))
+        poisoned = df.selectExpr("time", "item", "CAST(raise_error('read!') AS INT) AS op")
         budget = PrivacyFilter(ZCDP(2.0))
-        with pytest.raises(ParameterError, match="not offered with group_by"):
-            dp_spark.continual_distinct(poisoned, **{**kwargs, "seed": None}, group_by="grp", groups=["g"],
-                                        max_groups=1, budget=budget)
+        with pytest.raises(ParameterError, match="is a batch counter"):
+            continual_plan(**{**kwargs, "seed": None}, stream=True)
+        with pytest.raises(ParameterError, match="applies only to method 'bounded'"):
+            dp_spark.continual_distinct(poisoned, rho=1.0, horizon=64, counter="factorized", budget=budget)
         assert budget.spent.rho == 0.0
     for column in ("std", "error_bound"):
         np.testing.assert_array_equal(series[0][column], series[1][column])
+        np.testing.assert_array_equal(grouped[0][column], grouped[1][column])
 
 
 SEEDED_VALUES = {

@@ -836,7 +836,7 @@ def test_counter_is_checked_and_only_for_bounded():
             continual_counts(s, 1.0, method, counter="factorized", rng=rng)
         with pytest.raises(ParameterError, match="applies only to method 'bounded'"):
             budget_split(method, 1.0, 8, counter="factorized")
-    with pytest.raises(ParameterError, match="not offered with group_by"):
+    with pytest.raises(ParameterError, match="needs the tree horizon and w"):
         group_factor("bounded", 1, counter="factorized")
     assert budget_split("bounded", 1.0, 8, max_flippancy=2) == [(bounded_label(2), 1.0)]
     assert budget_split("bounded", 1.0, 8, max_flippancy=2, counter="factorized") == [
@@ -961,6 +961,27 @@ def test_plan_names_the_bounded_counter_in_its_step():
     assert "counter" not in continual_plan(rho=0.5, horizon=100).parameters  # only "bounded" has one
 
 
+@pytest.mark.parametrize("max_flippancy,m,keys,factor", [(1, 1, 3, 2), (4, 1, 3, 1), (1, 3, 2, 2), (2, 3, 8, 3),
+                                                          (1, 3, 8, 4)])
+def test_grouped_plan_uses_the_factorized_counters_own_factor(max_flippancy, m, keys, factor):
+    """A grouped factorized plan charges factor = min(max(m, ⌈2m·U/B⌉), G) from public (T, w, m, G)
+    only, never the tree's m: at w = 1 it is above m (2U/B ≈ 1.06 at T = 128)."""
+    from dp_spark.mechanisms.continual_distinct.mechanisms import grouped_budget_split, group_rho
+
+    groups = [f"g{i}" for i in range(keys)]
+    plan = continual_plan(rho=0.5, horizon=100, method="bounded", max_flippancy=max_flippancy, counter="factorized",
+                          group_by="g", groups=groups, max_groups=m)
+    w = plan["flippancy_bound"]
+    options = {"counter": "factorized", "horizon": 128, "flippancy_bound": w}
+    assert plan["group_budget_factor"] == factor == group_factor("bounded", m, keys, **options)
+    assert plan["rho_per_group"] == group_rho(0.5, "bounded", m, keys, **options)
+    split = grouped_budget_split(budget_split("bounded", plan["rho_per_group"], 128, 0.05, w, counter="factorized"),
+                                 factor, 0.5)
+    assert [(label, cost.rho) for label, cost in plan.steps] == split and "factorized" in split[0][0]
+    assert plan.spend().spent.rho <= 0.5
+    assert any(f"= {group_factor('bounded', m, None, **options)} groups' worth" in n for n in plan.notes)
+
+
 @pytest.mark.parametrize("kwargs,fragment", [
     ({"rho": 0.0}, "rho must be a positive finite number"),
     ({"horizon": None}, "horizon is required"),
@@ -982,8 +1003,6 @@ def test_plan_names_the_bounded_counter_in_its_step():
     ({"counter": "factorized"}, "counter 'factorized' applies only to method 'bounded'"),
     ({"method": "adaptive", "counter": "factorized"}, "counter 'factorized' applies only to method 'bounded'"),
     ({"method": "bounded", "max_flippancy": 2, "counter": "factorized", "stream": True}, "is a batch counter"),
-    ({"method": "bounded", "max_flippancy": 2, "counter": "factorized", "group_by": "g", "groups": ["a", "b"],
-      "max_groups": 1}, "not offered with group_by"),
 ])
 def test_plan_refuses_bad_parameters(kwargs, fragment):
     with pytest.raises(ParameterError, match=fragment):

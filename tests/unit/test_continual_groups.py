@@ -33,6 +33,8 @@ from dp_spark.mechanisms.continual_distinct.mechanisms import (
     merged_records,
 )
 from dp_spark.noise.records import NoiseDraw
+from dp_spark.mechanisms.continual_distinct.factorized import sensitivity2 as factorized_sensitivity2
+from dp_spark.mechanisms.continual_distinct.factorized import sqrt_int_coefficients, toeplitz_int
 
 GROUPS = 4
 
@@ -111,6 +113,49 @@ def test_a_neighbour_changes_at_most_2m_groups_each_within_the_ungrouped_bounds(
         assert total <= group_factor("bounded", m, GROUPS) * (1 if whole else 4) * w * levels  # ρ/min(m, G)
     for g in changed:
         assert np.max(np.abs(np.cumsum(xs[g].z) - np.cumsum(ys[g].z))) <= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(grouped_neighbours())
+def test_a_neighbour_costs_the_factorized_counters_at_most_their_group_factor(case):
+    """The factorized counter's grouped factor (mechanisms "Groups"): on random capped subset and
+    whole-item neighbours, the changed groups' integer strategies Ř z_w move by Σ_g ‖ŘΔ_g‖² ≤
+    factor·B exactly (each group calibrated to B = the subset bound, so that is factor groups'
+    worth of ρ_g), with factor = group_factor(..., counter="factorized") at G = 4 keys and unknown G."""
+    horizon, events, neighbour, whole, m = case
+    xs, ys = per_group(capped(events, m), horizon), per_group(capped(neighbour, m), horizon)
+    r = sqrt_int_coefficients(horizon)
+    for j, w in enumerate(xs[0].flippancy_bounds):
+        calibrated = factorized_sensitivity2(horizon, w, "subset")
+        total = 0
+        for g in range(GROUPS):
+            delta = toeplitz_int(r, xs[g].z_truncated[j]).astype(object) - toeplitz_int(r, ys[g].z_truncated[j])
+            moved = sum(int(v) ** 2 for v in delta)
+            assert moved <= calibrated
+            total += moved
+        for n_groups in (GROUPS, None):
+            factor = group_factor("bounded", m, n_groups, counter="factorized", horizon=horizon, flippancy_bound=w)
+            assert total <= factor * calibrated
+
+
+def test_the_factorized_counter_needs_more_than_m_at_w_1():
+    """Why the factorized counter does not reuse the tree's factor m: m = 1, w = 1, item 0 in groups
+    a and b (a first); removing its a-events keeps b instead, so both groups move by an item-removal
+    pair, ‖ŘΔ‖² = U each, and 2U > B (the subset bound V = 2·S(T/2) < 2·S(T) = 2U): more than one
+    group's worth. The factor is 2 there, and m at w = 2."""
+    horizon = 16
+    a, b = sorted(range(GROUPS), key=lambda g: _order(0, g))[:2]
+    events = [(1, 0, 1, 0, a), (1, 0, 1, 0, b)]
+    neighbour = [e for e in events if e[4] == b]
+    xs, ys = per_group(capped(events, 1), horizon), per_group(capped(neighbour, 1), horizon)
+    r = sqrt_int_coefficients(horizon)
+    moved = [sum(int(v) ** 2 for v in toeplitz_int(r, xs[g].z_truncated[0]).astype(object)
+                 - toeplitz_int(r, ys[g].z_truncated[0])) for g in (a, b)]
+    removal, calibrated = factorized_sensitivity2(horizon, 1, "item-removal"), factorized_sensitivity2(horizon, 1)
+    assert moved == [removal, removal] and sum(moved) > calibrated
+    assert group_factor("bounded", 1, counter="factorized", horizon=horizon, flippancy_bound=1) == 2
+    assert group_factor("bounded", 3, counter="factorized", horizon=horizon, flippancy_bound=2) == 3
+    assert group_factor("bounded", 3, 2, counter="factorized", horizon=horizon, flippancy_bound=1) == 2
 
 
 def test_removing_some_of_an_items_events_can_change_2m_groups():
