@@ -1,8 +1,9 @@
-"""Square-root factorized counter for continual distinct counting (issue 38, mechanism layer only).
+"""Square-root factorized counter for continual distinct counting.
 
 Releases the prefix sums D_w(t) = Σ_{s≤t} x_s of the w-truncated difference stream x
 (``summaries.z_truncated[j]``, as the tree of :mod:`.tree` does) under ρ-zCDP for the item-level
-relations of :mod:`.relations`, with exact integer noise. Not wired into any release yet.
+relations of :mod:`.relations`, with exact integer noise: the counter of method "bounded" with
+``counter="factorized"`` (batch only).
 
 Sources. Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith (NeurIPS 2023): the reduction to the
 w-truncated difference stream and the neighbouring relations (Definitions 1.2, 1.3, 3.3, 3.4 and

@@ -106,8 +106,9 @@ Lemmas B and C); an item-removal pair moves it by ‖ŘΔ‖² ≤ U = U_ř(w)
 (Lemma A), so it costs U/B of the group's ρ_g (the zCDP cost of the discrete
 Gaussian is ‖ŘΔ‖²/(2σ̌²) with σ̌² ≥ B/(2ρ_g)). The changed groups cost at most
 (k + 2(m − k)·U/B)·ρ_g ≤ max(m, 2m·U/B)·ρ_g (linear in k ∈ [0, m]; design
-notes of issue 38, §2.4), and the factor is max(m, ⌈2m·U/B⌉). For w ≥ 4,
-B = 4U and this is m; at w = 2, 2U/B ≈ 0.6 and it is m; at w = 1
+notes of issue 38, §2.4), and the factor is max(m, ⌈2m·U/B⌉). For w ≥ 2,
+B > 2U (B = 4U at large T; 2U/B ≈ 0.5–0.6 at w = 2, and at w = 4 for T <= 128)
+and the factor is m; at w = 1
 (B = V = 2·S(T/2), U = S(T)) 2U/B ≈ 1.05–1.15 (T = 2^16 down to 8) and
 the factor is ⌈2m·U/B⌉ > m: the tree's m would not be enough there. Every
 changed group costs at most ρ_g (U ≤ B, checked), so with G public keys the
