@@ -16,10 +16,11 @@
    every mechanism uses the same seed (common random numbers: where "auto" is
    the baseline, their errors are identical). Targets (issue 12): auto ≤ 2.5×
    alg1 for w ≤ 32, and auto ≤ 1.25× min(alg1, baseline) for every w.
-   ``--counters`` (issue 38) prints instead, on the same streams and seeds, the
-   "bounded" method's two counters given the true w (the binary tree and the
-   square-root factorized counter) beside the baseline: the median over runs
-   of max_t |error| and of mean_t |error|, and each counter's stated max std.
+   ``--counters`` prints instead, on the same streams and seeds, "bounded"
+   given the true w with each counter (binary tree, square-root factorized),
+   the baseline, "auto" with tree levels (the default before the factorized
+   counter), "auto" and "select": the median over runs of max_t and mean_t
+   |error|.
 2. Speed of the Spark stage (local[2]) at T = 2^``--speed-log2-horizon`` and
    about ``--speed-events`` events from dp_spark.continual_data.synthetic_stream
    (written once to Parquet in a temporary directory): the stage alone
@@ -119,45 +120,54 @@ def accuracy(args) -> None:
     print(f"targets met: {verdicts.count('yes')}/{len(verdicts)}")
 
 
+#: --counters: (column, method, options) side by side; "today" is the default before issue 38 (auto, tree levels).
+_COLUMNS = (
+    ("tree", "bounded", {"counter": "tree"}),
+    ("factorized", "bounded", {"counter": "factorized"}),
+    ("baseline", "baseline", {}),
+    ("auto (tree)", "auto", {"counter": "tree"}),
+    ("auto", "auto", {}),
+    ("select", "select", {}),
+)
+
+
 def counters(args) -> None:
-    """"bounded" with counter "tree" and "factorized" (true w) beside the baseline (issue 38)."""
+    """The counters and methods of issue 38 on the same streams and seeds: max and mean |error|."""
     rows = []
     for log2_t in args.log2_horizons:
         for w in args.flippancies:
             T, events, summaries, truth, seeds = _case(args, log2_t, w)
             row = [f"2^{log2_t}", w, f"{events:,}"]
-            maxima = {}
+            maxima, chosen = {}, ""
             with Timer() as timer:
-                for name, method, extra in (("tree", "bounded", {"max_flippancy": min(w, T)}),
-                                            ("factorized", "bounded", {"max_flippancy": min(w, T),
-                                                                       "counter": "factorized"}),
-                                            ("baseline", "baseline", {})):
-                    worst, mean, stated = [], [], 0.0
+                for name, method, extra in _COLUMNS:
+                    extra = {**extra, "max_flippancy": min(w, T)} if method == "bounded" else dict(extra)
+                    worst, mean = [], []
                     for seed in seeds:
                         out = continual_counts(summaries, args.rho, method, rng=np.random.default_rng(seed),
                                                relation=args.relation, **extra)
                         error = np.abs(out.estimates - truth)
                         worst.append(float(np.max(error)))
                         mean.append(float(np.mean(error)))
-                        stated = float(np.max(out.std))
+                        if method == "select" and not chosen:
+                            c = out.parameters["choice"]
+                            chosen = f"w={c['flippancy_bound']}" if "flippancy_bound" in c else f"B={c['block']}"
                     maxima[name] = float(np.median(worst))
-                    row += [fmt(maxima[name]), fmt(float(np.median(mean)))]
-                    if name != "baseline":
-                        row.append(fmt(stated))
-            row += [fmt(maxima["factorized"] / maxima["tree"], 2),
-                    fmt(maxima["factorized"] / min(maxima["tree"], maxima["baseline"]), 2), fmt(timer.seconds, 1)]
+                    row.append(f"{fmt(maxima[name])} / {fmt(float(np.median(mean)))}")
+            row += [chosen, fmt(maxima["factorized"] / maxima["tree"], 2),
+                    fmt(maxima["select"] / maxima["auto (tree)"], 2), fmt(maxima["select"] / maxima["baseline"], 2),
+                    fmt(timer.seconds, 1)]
             rows.append(row)
             del summaries
             print(f"  done T=2^{log2_t} w={w} ({timer.seconds:.1f} s)", flush=True)
     print()
     print(format_table(
-        ["T", "w", "events", "tree max", "tree mean", "tree std", "fact. max", "fact. mean", "fact. std",
-         "baseline max", "baseline mean", "fact./tree (max)", "fact./min(tree, base)", "secs"],
+        ["T", "w", "events", *(f"{name} max / mean" for name, _, _ in _COLUMNS), "select ran",
+         "fact./tree", "select/today", "select/baseline", "secs"],
         rows,
-        title=f"'bounded' given the true w: tree vs square-root factorized counter vs recompute baseline; "
-              f"median of {args.reps} runs (same seeds for every counter) of max_t and mean_t |error|; std = the "
-              f"stated max per-step noise std; rho = {args.rho}, relation = {args.relation}, {args.items} items; "
-              "true counts are non-private",
+        title=f"median over {args.reps} runs (same seeds everywhere) of max_t and mean_t |error|; tree and factorized "
+              f"= 'bounded' given the true w; 'auto (tree)' = the default before issue 38; rho = {args.rho}, relation = "
+              f"{args.relation}, {args.items} items; true counts are non-private",
     ))
 
 

@@ -40,6 +40,7 @@ PARAMETERS = frozenset({
     "candidate_betas",  # the distinct-count choice's per-candidate GEM failure shares
     "bound",  # a grouped count's per-person bound (released with each group): the HTML matches a group's record by it
     "bounded_range",  # a selection sampled by the exponential mechanism: ε-bounded range, so ε²/8-zCDP
+    "role",  # "choice" / "statement": a draw that picks a counter or states an error term, added to no estimate
     "parallel",  # one of a step's records over disjoint groups: the check counts them once, at the largest
 })
 

@@ -7,8 +7,13 @@ with Differential Privacy under Continual Observation" (NeurIPS 2023). The relea
 ρ depends on public parameters only (``dp_spark.mechanisms.continual_distinct.budget_split`` over the
 tree horizon, the next power of two of ``horizon``):
 
-- ``method="auto"`` (default): ρ_svt to the sparse vector (Algorithm 2), the rest to binary trees
-  (Algorithm 1) started lazily, then the recompute baseline (or all of ρ to the baseline when no tree
+- ``method="select"`` (the default of a batch run): 5 % of ρ to a noisy choice of one counter (a
+  flippancy bound or a recompute block) from the finished stream, 5 % to a noisy count stating its
+  truncation or staleness, the rest to that counter
+  (:mod:`dp_spark.mechanisms.continual_distinct.select`);
+- ``"auto"`` (the default with ``stream=True``): ρ_svt to the sparse vector (Algorithm 2), the rest to
+  counters (Algorithm 1; the factorized counter or the binary tree per level in a batch run, trees
+  online) started lazily, then the recompute baseline (or all of ρ to the baseline when no counter
   can beat it);
 - ``"adaptive"`` (Algorithm 3): ρ/2 to the sparse vector, ρ/(2(J + 1)) to each of the J + 1 trees;
 - ``"bounded"`` (Algorithm 1, needs ``max_flippancy``): all of ρ to one counter, the binary tree
@@ -28,7 +33,7 @@ from typing import Any
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.continual_distinct.mechanisms import (COUNTERS, DEFAULT_COUNTER, DEFAULT_METHOD, MECHANISMS,
+from dp_spark.mechanisms.continual_distinct.mechanisms import (COUNTERS, DEFAULT_COUNTER, DEFAULT_METHOD, DEFAULT_STREAM_METHOD, MECHANISMS,
                                                                budget_split, check_counter, group_factor, group_rho,
                                                                grouped_budget_split, round_up_flippancy)
 from dp_spark.plan import GroupParams, Plan, builds, param, set_checked
@@ -78,7 +83,7 @@ def error_assumption(method: str, w: int | None) -> str:
         return f", provided no item flips more than {w} times (otherwise add the number of items that do)"
     if method in ("baseline", "auto"):
         return ", provided the count changes by at most 1 per step (staleness between recomputes)"
-    return ""
+    return ""  # "select" states its truncation or staleness from a noisy count; "adaptive" from its sparse vector
 
 
 def grouped_note(method: str, m: int, group_by: str, item_col: str, n_groups: int | None = None,
@@ -198,9 +203,11 @@ class Params(GroupParams):
                          "taken from the data; events after step T are dropped); the built-in data defaults to "
                          "1024 steps (32 with --stream)", limit=MAX_HORIZON,
                          cli_default=None, cli_type=int)  # the CLI fills the demo's (commands.plan_options)
-    method: str = param(DEFAULT_METHOD, f"one of {', '.join(METHODS)}: auto (default: trees then recompute, no "
-                        "bound needed), adaptive (Algorithm 3), bounded (Algorithm 1, needs --max-flippancy), "
-                        "baseline (periodic recompute)", choices=METHODS)
+    method: str | None = param(None, f"one of {', '.join(METHODS)}: {DEFAULT_METHOD} (the default of a batch run: "
+                               "one counter chosen privately from the finished stream, error bound without "
+                               f"assumptions), {DEFAULT_STREAM_METHOD} (the default with --stream: counters then "
+                               "recompute, switched by a sparse vector), adaptive (Algorithm 3), bounded (Algorithm 1, "
+                               "needs --max-flippancy), baseline (periodic recompute)", choices=METHODS, cli_type=str)
     max_flippancy: int | None = param(None, "bounded: how often an item may flip between present and absent",
                                       cli_type=int)
     counter: str = param(DEFAULT_COUNTER, "bounded: the counter on the w-truncated stream: tree (default, the "
@@ -226,12 +233,17 @@ class Params(GroupParams):
         set_checked(self, delta=checks.open_unit(self.delta, "delta"))
         checks.seed(self.seed)
         set_checked(self, horizon=validate_horizon(self.horizon))
-        method, max_flippancy = _method_flippancy(self.method, self.max_flippancy)
+        stream = checks.boolean(self.stream, "stream")
+        default = DEFAULT_STREAM_METHOD if stream else DEFAULT_METHOD
+        method, max_flippancy = _method_flippancy(default if self.method is None else self.method, self.max_flippancy)
         set_checked(self, method=method, max_flippancy=max_flippancy)
         set_checked(self, counter=check_counter(method, checks.choice(self.counter, "counter", COUNTERS)))
         validate_mapping_parameters(self.origin, self.step_size)
         set_checked(self, shards=validate_shards(self.shards))
         set_checked(self, stream=checks.boolean(self.stream, "stream"))
+        if self.stream and self.method == "select":
+            raise ParameterError("method 'select' reads the finished stream: batch only; drop --stream or use "
+                                 "method 'auto'.")
         if self.stream and self.counter != DEFAULT_COUNTER:
             raise ParameterError(f"counter {self.counter!r} is a batch counter; drop --stream or use counter 'tree'.")
         self.check_groups()

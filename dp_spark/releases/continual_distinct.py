@@ -122,7 +122,8 @@ def series_pandas(series) -> pd.DataFrame:
 def _noise_words(noise) -> str:
     """What the estimates' noise is, from the mechanism's records (the trees
     and the baseline add noise; the sparse vector only chooses)."""
-    added = [r for r in noise if r.kind in ("binary-tree", "factorized-counter", "discrete-gaussian")]
+    added = [r for r in noise if r.kind in ("binary-tree", "factorized-counter", "discrete-gaussian")
+             and r.parameters.get("role") is None]  # "select"'s choice and statement draws add nothing
     if not added:
         return "discrete Gaussian noise"
     kinds = []

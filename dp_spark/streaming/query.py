@@ -65,7 +65,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.io import detect_format, parsed_op, read_input, spark_source
-from dp_spark.mechanisms.continual_distinct import DEFAULT_METHOD, ContinualCounter
+from dp_spark.mechanisms.continual_distinct import DEFAULT_STREAM_METHOD, ContinualCounter
 from dp_spark.errors import InputError, ParameterError, SparkJobError
 from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
@@ -381,7 +381,7 @@ def continual_distinct_stream(
     sink: str,
     rho: float,
     horizon: int,
-    method: str = DEFAULT_METHOD,
+    method: str = DEFAULT_STREAM_METHOD,
     max_flippancy: int | None = None,
     time_col: str | None = "time",
     item_col: str = "item",

@@ -237,7 +237,7 @@ def test_the_flip_cell_sum_never_uses_the_sessions_shuffle_partitions(spark):
 
 
 #: Every method the grouped form supports, with its parameters (issue 37 §1).
-METHODS = {"auto": {}, "adaptive": {}, "bounded": {"max_flippancy": 4}, "baseline": {}}
+METHODS = {"auto": {}, "select": {}, "adaptive": {}, "bounded": {"max_flippancy": 4}, "baseline": {}}
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))

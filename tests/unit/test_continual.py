@@ -843,11 +843,17 @@ def test_counter_is_checked_and_only_for_bounded():
         (bounded_label(2, "factorized"), 1.0)]
 
 
-def test_default_method_is_auto_and_listed():
-    assert DEFAULT_METHOD == "auto" and DEFAULT_METHOD in MECHANISMS
+def test_default_method_is_select_in_batch_and_auto_online():
+    from dp_spark.mechanisms.continual_distinct import DEFAULT_STREAM_METHOD
+    from dp_spark.plans.continual_distinct import plan as continual_plan
+
+    assert (DEFAULT_METHOD, DEFAULT_STREAM_METHOD) == ("select", "auto")
+    assert {DEFAULT_METHOD, DEFAULT_STREAM_METHOD} <= set(MECHANISMS)
     s = stream_summaries([1], ["a"], [1], 8)
-    assert continual_counts(s, 1.0, rng=np.random.default_rng(0)).method == "auto"
+    assert continual_counts(s, 1.0, rng=np.random.default_rng(0)).method == "select"
     assert ContinualCounter(8, 1.0).to_dict()["config"]["method"] == "auto"
+    assert continual_plan(rho=1.0, horizon=8)["method"] == "select"
+    assert continual_plan(rho=1.0, horizon=8, stream=True)["method"] == "auto"
 
 
 @settings(max_examples=60, deadline=None)
@@ -988,7 +994,7 @@ def test_grouped_plan_uses_the_factorized_counters_own_factor(max_flippancy, m, 
     ({"horizon": 0}, "horizon must be a whole number"),
     ({"horizon": 2.5}, "horizon must be a whole number"),
     ({"horizon": MAX_HORIZON + 1}, r"at most 2\^22 = 4,194,304 steps"),
-    ({"method": "magic"}, "method must be one of auto, adaptive, bounded, baseline"),
+    ({"method": "magic"}, "method must be one of auto, select, adaptive, bounded, baseline"),
     ({"method": "bounded"}, "method 'bounded' needs max_flippancy"),
     ({"max_flippancy": 4}, "max_flippancy applies only to method 'bounded'"),
     ({"method": "bounded", "max_flippancy": 0}, "max_flippancy must be a whole number"),

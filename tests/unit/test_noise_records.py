@@ -165,15 +165,16 @@ def test_continual_counts_return_a_record_per_mechanism_run(method, options):
     result = continual_counts(summaries, 2.0, method, rng=rng, **options)
     kinds = [r.kind for r in result.noise]
     used = {int(w) for w in (result.flippancy_bound if result.flippancy_bound is not None else []) if w > 0}
-    trees = [r for r in result.noise if r.kind == "binary-tree"]
+    trees = [r for r in result.noise if r.kind in ("binary-tree", "factorized-counter")]  # one per level run
     assert {r.parameters["flippancy_bound"] for r in trees} == used
-    assert all(r.draws == 2 * T - 1 and r.scale > 0 for r in trees)
+    assert all(r.draws == (2 * T - 1 if r.kind == "binary-tree" else T) and r.scale > 0 for r in trees)
     if method in ("auto", "adaptive") and trees:
         assert kinds[0] == "sparse-vector"
     if method == "auto" and not options:
-        assert kinds == ["discrete-gaussian"]  # no tree beats the baseline at T = 64
+        assert kinds == ["discrete-gaussian"]  # no counter beats the baseline at T = 64
     if method == "auto" and options:
-        assert trees, "tree_levels=3 starts at least the first tree"
+        assert trees, "tree_levels=3 starts at least the first counter"
+        assert {r.kind for r in trees} == {"factorized-counter"}  # each level's smaller noise bound
     if method == "baseline":
         (record,) = result.noise
         assert record.draws == result.parameters["releases"] and record.scale == result.parameters["sigma"]

@@ -16,6 +16,7 @@ the Turnstile Model with Differential Privacy under Continual Observation"
 from dp_spark.mechanisms.continual_distinct.auto import AutoPlan, auto_plan
 from dp_spark.mechanisms.continual_distinct.mechanisms import (
     DEFAULT_METHOD,
+    DEFAULT_STREAM_METHOD,
     MECHANISMS,
     AdaptivePlan,
     ContinualResult,
@@ -56,6 +57,7 @@ from dp_spark.mechanisms.continual_distinct.tree import (
 
 __all__ = [
     "DEFAULT_METHOD",
+    "DEFAULT_STREAM_METHOD",
     "DEFAULT_RELATION",
     "RELATIONS",
     "AutoPlan",

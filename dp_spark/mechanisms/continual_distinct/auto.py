@@ -56,6 +56,9 @@ import numpy as np
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.accounting.exact import exact, float_down, remainder
 from dp_spark import checks as _checks
+from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.continual_distinct.factorized import factorized_counts, max_variance_factor
+from dp_spark.mechanisms.continual_distinct.factorized import sigma2_for_flippancy as factorized_sigma2
 from dp_spark.mechanisms.continual_distinct.relations import check_relation, sensitivity_factor
 from dp_spark.mechanisms.continual_distinct.svt import SparseVector
 from dp_spark.mechanisms.continual_distinct.tree import BinaryTreeMechanism, num_levels
@@ -129,13 +132,16 @@ class AutoPlan:
     quantile: float
     svt_alpha: float
     max_step_change: int | None = None
+    counters: tuple[str, ...] = ()  # per level: "tree" or "factorized"
+    bounds: tuple[float, ...] = ()  # per level: the counter's noise bound a_j (largest std × q)
 
     @property
     def cutoff(self) -> int:
         return self.top_level + 1
 
     def tree_bound(self, level: int) -> float:
-        return math.sqrt(self.sigma2[level]) * math.sqrt(num_levels(self.horizon)) * self.quantile
+        """a_j: the level's counter's noise bound (largest per-step std × q)."""
+        return self.bounds[level]
 
     def to_dict(self) -> dict:
         return {
@@ -147,6 +153,7 @@ class AutoPlan:
             "tree_flippancy_bounds": [1 << j for j in range(self.top_level + 1)],
             "rho_per_tree_if_used": list(self.tree_rho),
             "sigma_per_tree": [math.sqrt(s) for s in self.sigma2],
+            "counter_per_tree": list(self.counters),
             "thresholds": [float(t) for t in self.thresholds],
             "quantile": self.quantile,
             "sparse_vector_alpha": self.svt_alpha,
@@ -172,6 +179,27 @@ def _quantile(horizon: int, beta_noise: float) -> float:
     return math.sqrt(2.0 * math.log(2.0 * horizon / beta_noise))
 
 
+#: The counters "auto" may run per level: "best" takes the one with the smaller noise bound.
+AUTO_COUNTERS = ("best", "tree", "factorized")
+
+
+def level_counter(horizon: int, rho: float, flippancy_bound: int, relation: str, quantile: float,
+                  counter: str = "best") -> tuple[str, Fraction, float]:
+    """(counter, σ², a) for one level from public inputs: the binary tree (σ² = κ·w·L/(2ρ), largest
+    std σ·√L) or the factorized counter (σ² from :func:`.factorized.sigma2_for_flippancy`, largest
+    std σ·√(4^k S_ℓ̌(T))); a = largest std × ``quantile``. "best": the smaller a (tree on a tie)."""
+    L = num_levels(horizon)
+    options = []
+    if counter in ("best", "tree"):
+        s2 = rational_sigma2(Fraction(sensitivity_factor(relation) * flippancy_bound * L) / (2 * Fraction(rho)))
+        options.append((math.sqrt(s2) * math.sqrt(L) * quantile, 0, "tree", s2))
+    if counter in ("best", "factorized"):
+        s2 = factorized_sigma2(horizon, rho, flippancy_bound, relation)
+        options.append((math.sqrt(float(s2) * max_variance_factor(horizon)) * quantile, 1, "factorized", s2))
+    bound, _, name, s2 = min(options)
+    return name, s2, bound
+
+
 def auto_plan(
     horizon: int,
     rho: float,
@@ -182,14 +210,17 @@ def auto_plan(
     threshold_scale: float = 0.5,
     tree_levels: int | None = None,
     max_step_change: int | None = 1,
+    counter: str = "best",
 ) -> AutoPlan:
-    """Budget split, crossover level j*, σ_j and τ_j of "auto" (public inputs only).
+    """Budget split, crossover level j*, each level's counter, σ_j and τ_j of "auto" (public inputs only).
 
-    ``tree_levels``: None picks j* by the crossover rule; n forces trees for
+    ``tree_levels``: None picks j* by the crossover rule; n forces counters for
     w = 1..2^(n−1) before the baseline (n = 0: the baseline alone).
     ``max_step_change``: the public bound Δ on the count's change per step
     that the baseline's error bound rests on (privacy never does); None: the
     baseline recomputes every step (noisier, no assumption).
+    ``counter``: each level's counter, "best" (default: the smaller noise
+    bound, :func:`level_counter`), "tree" or "factorized".
     """
     T = _checks.horizon(horizon)
     rho = _checks.positive(rho, "rho")
@@ -198,34 +229,37 @@ def auto_plan(
     f = _checks.open_unit(svt_fraction, "svt_fraction")
     g = _checks.open_unit(tree_fraction, "tree_fraction")
     s = _checks.positive(threshold_scale, "threshold_scale")
+    if counter not in AUTO_COUNTERS:
+        raise ParameterError(f"counter must be one of {', '.join(AUTO_COUNTERS)}, got {counter!r}")
     if tree_levels is not None:
         tree_levels = _checks.integer(tree_levels, "tree_levels", 0, _checks.log2_exact(T) + 1)
     if max_step_change is not None:
         max_step_change = _checks.integer(max_step_change, "max_step_change", 1)
-    L, J = num_levels(T), _checks.log2_exact(T)
+    J = _checks.log2_exact(T)
     q = _quantile(T, beta / 2.0)
     rest = remainder(rho, f * rho)  # ρ_svt + ρ_rest ≤ ρ exactly
-    tree_rho, sigma2 = [], []
+    tree_rho, sigma2, counters, bounds = [], [], [], []
     for j in range(J + 1):
         rho_j = float_down(exact(g) * (1 - exact(g)) ** j * exact(rest))  # Σ_j ρ_j < ρ_rest exactly
-        s2 = rational_sigma2(Fraction(sensitivity_factor(relation) * (1 << j) * L) / (2 * Fraction(rho_j)))
-        tree = math.sqrt(s2) * math.sqrt(L) * q
+        name, s2, a = level_counter(T, rho_j, 1 << j, relation, q, counter)
+        total = a
         if (1 << j) < T:  # truncation: threshold + the sparse vector's accuracy with cutoff j + 1
-            tree += s * tree + SparseVector(f * rho, j + 1).alpha(T + j + 1, beta / 2.0)
+            total += s * a + SparseVector(f * rho, j + 1).alpha(T + j + 1, beta / 2.0)
         instead = BaselinePhase.plan(T, 1, (1.0 - g) ** j * rest, q, max_step_change).bound(q, max_step_change)
-        if (tree > instead) if tree_levels is None else j >= tree_levels:
+        if (total > instead) if tree_levels is None else j >= tree_levels:
             break
         tree_rho.append(rho_j)
         sigma2.append(s2)
+        counters.append(name)
+        bounds.append(a)
     top = len(tree_rho) - 1
     if top < 0:
         return AutoPlan(T, rho, beta, relation, 0.0, rho, g, -1, (), (), np.zeros(0), _quantile(T, beta), 0.0,
                         max_step_change)
-    bounds = np.array([math.sqrt(v) * math.sqrt(L) * q for v in sigma2])
     svt = SparseVector(f * rho, top + 1)
     alpha = svt.alpha(T + top + 1, beta / 2.0)
     return AutoPlan(T, rho, beta, relation, f * rho, rest, g, top, tuple(tree_rho), tuple(sigma2),
-                    s * bounds, q, alpha, max_step_change)
+                    s * np.asarray(bounds), q, alpha, max_step_change, tuple(counters), tuple(bounds))
 
 
 def _phase_path(over_counts: np.ndarray, plan: AutoPlan, rng) -> tuple[np.ndarray, int | None, tuple]:
@@ -265,9 +299,14 @@ def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
     for level in np.unique(path[path >= 0]).tolist():
         ledger.spend(ZCDP(plan.tree_rho[level]), label=f"tree w={1 << level}")
         chosen = path == level
-        tree = BinaryTreeMechanism(T, sigma2=plan.sigma2[level])
-        release = tree.batch(summaries.z_truncated[level], rng)
-        noise += (tree.noise_record(rest_step, 1 << level, plan.relation),)
+        if plan.counters[level] == "factorized":
+            release = factorized_counts(summaries.z_truncated[level], None, rng, flippancy_bound=1 << level,
+                                        relation=plan.relation, step=rest_step, sigma2=plan.sigma2[level])
+            noise += release.noise
+        else:
+            tree = BinaryTreeMechanism(T, sigma2=plan.sigma2[level])
+            release = tree.batch(summaries.z_truncated[level], rng)
+            noise += (tree.noise_record(rest_step, 1 << level, plan.relation),)
         estimates[chosen] = release.estimates[chosen]
         std[chosen] = release.std[chosen]
         truncation = 0.0 if (1 << level) >= T else float(plan.thresholds[level]) + plan.svt_alpha

@@ -85,6 +85,7 @@ __all__ = [
     "FactorizedRelease",
     "factorized_counts",
     "factorized_variance",
+    "max_variance_factor",
     "partial_square_sums",
     "prefix_coefficients",
     "removal_bound",
@@ -282,6 +283,17 @@ def prefix_coefficients(horizon: int, bits: int = DEFAULT_BITS) -> np.ndarray:
     """ℓ̌ = the coefficients of 1/((1−z)·ř(z)) (float64, read-only): A Ř^(−1) is their lower-
     triangular Toeplitz matrix, so the estimates' noise is (ℓ̌ * Z)_t (ℓ̌ ≈ 2^(−k) c)."""
     return _prefix_coefficients(_checks.horizon(horizon), _checks.integer(bits, "bits", 1, _MAX_BITS))
+
+
+@lru_cache(maxsize=64)
+def _max_variance_factor(horizon: int, bits: int) -> float:
+    return float(4**bits) * float(partial_square_sums(_prefix_coefficients(horizon, bits))[-1])
+
+
+def max_variance_factor(horizon: int, bits: int = DEFAULT_BITS) -> float:
+    """4^k·S_ℓ̌(T): the largest per-step noise variance of :func:`factorized_counts` (at t = T, the
+    variance σ̌²·S_ℓ̌(t) being non-decreasing) per unit of σ² in count units (float, for planning)."""
+    return _max_variance_factor(_checks.horizon(horizon), _checks.integer(bits, "bits", 1, _MAX_BITS))
 
 
 def tree_variance(horizon: int, rho: float, flippancy_bound: int, relation: str = "subset") -> np.ndarray:

@@ -159,6 +159,7 @@ from dp_spark.mechanisms.continual_distinct.auto import auto_plan, auto_run, bas
 from dp_spark.mechanisms.continual_distinct.factorized import factorized_counts
 from dp_spark.mechanisms.continual_distinct.factorized import sensitivity2 as factorized_sensitivity2
 from dp_spark.mechanisms.continual_distinct.factorized import sigma2_for_flippancy as factorized_sigma2
+from dp_spark.mechanisms.continual_distinct.select import select_plan, select_run
 from dp_spark.mechanisms.continual_distinct.svt import SparseVector
 from dp_spark.mechanisms.continual_distinct.relations import DEFAULT_RELATION, check_relation, relation_statement, sensitivity_factor
 from dp_spark.mechanisms.continual_distinct.tree import (
@@ -185,6 +186,7 @@ __all__ = [
     "continual_counts",
     "budget_split",
     "DEFAULT_METHOD",
+    "DEFAULT_STREAM_METHOD",
     "counts_by_group",
     "group_factor",
     "group_rho",
@@ -196,8 +198,10 @@ __all__ = [
     "merged_records",
 ]
 
-MECHANISMS = ("auto", "adaptive", "bounded", "baseline")
-DEFAULT_METHOD = "auto"
+MECHANISMS = ("auto", "select", "adaptive", "bounded", "baseline")
+#: The default of a batch release ("select" reads the finished stream) and of the online counter.
+DEFAULT_METHOD = "select"
+DEFAULT_STREAM_METHOD = "auto"
 #: The counters "bounded" can run on the w-truncated stream: the binary tree (Algorithm 1 as written)
 #: or the square-root factorized counter (:mod:`.factorized`, issue 38).
 COUNTERS = ("tree", "factorized")
@@ -609,6 +613,29 @@ def _auto(summaries: StreamSummaries, rho: float, beta: float, relation: str, op
                            flippancy, parameters, tuple(notes), relation, out["noise"])
 
 
+def _select(summaries: StreamSummaries, rho: float, beta: float, relation: str, rng) -> ContinualResult:
+    plan = select_plan(summaries.horizon, rho, beta, relation)
+    out = select_run(summaries, plan, rng)
+    T = summaries.horizon
+    choice = out["choice"]
+    if "flippancy_bound" in choice:
+        what = (f"the {choice['counter']} counter on the stream truncated at flippancy {choice['flippancy_bound']} "
+                f"(Algorithm 1 of Jain et al., NeurIPS 2023)")
+        term = "the number of items that flip more than the bound (stated from a noisy count)"
+        flippancy = np.full(T, choice["flippancy_bound"], dtype=np.int64)
+    else:
+        what = f"the recompute baseline every {choice['block']} steps"
+        term = "the count's largest change within a block (stated from a noisy count)"
+        flippancy = None
+    notes = (
+        f"select: one counter chosen privately from the finished stream ran over all steps: {what}.",
+        f"error_bound per step: noise bound + {term}; it needs no assumption about the data.",
+    )
+    parameters = {**plan.to_dict(), "choice": choice, "levels": num_levels(T)}
+    return ContinualResult("select", T, rho, out["estimates"], out["std"], out["error_bound"], beta,
+                           flippancy, parameters, notes, relation, out["noise"])
+
+
 def budget_split(
     method: str,
     rho: float,
@@ -626,6 +653,8 @@ def budget_split(
     counter = check_counter(method, counter)
     if method == "auto":
         return auto_plan(horizon, rho, beta, relation).budget_split()
+    if method == "select":
+        return select_plan(horizon, rho, beta, relation).budget_split()
     if method == "bounded":
         return [(bounded_label(max_flippancy, counter), rho)]
     if method == "adaptive":
@@ -654,6 +683,7 @@ def continual_counts(
     tree_levels: int | None = None,
     max_step_change: int | None = 1,
     counter: str = DEFAULT_COUNTER,
+    level_counter: str = "best",
 ) -> ContinualResult:
     """Private estimate of the number of present items at every step, item-level ρ-zCDP.
 
@@ -664,7 +694,7 @@ def continual_counts(
     Args:
         summaries: exact ``StreamSummaries`` (Spark stage or ``stream_summaries``).
         rho: zCDP budget, > 0; the whole of it is spent.
-        method: "auto" (default), "adaptive", "bounded" (needs
+        method: "select" (default), "auto", "adaptive", "bounded" (needs
             ``max_flippancy``) or "baseline": module docstring.
         max_flippancy: the bound w for "bounded" (rounded up to a power of two).
         rng: the generator every noise draw comes from.
@@ -679,6 +709,9 @@ def continual_counts(
             per step its error_bound rests on (None: recompute every step).
         counter: "bounded" only: "tree" (default, Algorithm 1's binary tree)
             or "factorized" (the square-root factorized counter, :mod:`.factorized`).
+        level_counter: "auto" only, each level's counter: "best" (default, the
+            smaller noise bound: :func:`.auto.level_counter`), "tree" (as the
+            online counter runs) or "factorized".
     """
     if not isinstance(summaries, StreamSummaries):
         raise ParameterError("summaries must be a StreamSummaries (see dp_spark.mechanisms.continual_distinct.stream_summaries)")
@@ -696,10 +729,13 @@ def continual_counts(
                          1.0 if threshold_scale is None else threshold_scale, relation, rng)
     if method == "baseline":
         return _baseline(summaries, rho, beta, block, relation, rng)
+    if method == "select":
+        return _select(summaries, rho, beta, relation, rng)
     if method == "auto":
         options = {k: v for k, v in (("svt_fraction", svt_fraction), ("threshold_scale", threshold_scale),
                                      ("tree_fraction", tree_fraction), ("tree_levels", tree_levels)) if v is not None}
         options["max_step_change"] = max_step_change
+        options["counter"] = level_counter
         return _auto(summaries, rho, beta, relation, options, rng)
     raise ParameterError(f"method must be one of {', '.join(MECHANISMS)}, got {method!r}")
 

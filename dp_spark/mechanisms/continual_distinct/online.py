@@ -31,7 +31,7 @@ from dp_spark import checks as _checks
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.mechanisms.continual_distinct.auto import BaselinePhase, auto_plan, baseline_record
 from dp_spark.mechanisms.continual_distinct.mechanisms import (
-    DEFAULT_METHOD,
+    DEFAULT_STREAM_METHOD,
     MECHANISMS,
     adaptive_plan,
     baseline_label,
@@ -80,7 +80,7 @@ class ContinualCounter:
         self,
         horizon: int,
         rho: float,
-        method: str = DEFAULT_METHOD,
+        method: str = DEFAULT_STREAM_METHOD,
         max_flippancy: int | None = None,
         *,
         max_level: int | None = None,
@@ -102,6 +102,9 @@ class ContinualCounter:
             raise ParameterError(f"method must be one of {', '.join(MECHANISMS)}, got {method!r}")
         if max_flippancy is not None and method != "bounded":
             raise ParameterError("max_flippancy applies only to method='bounded'; leave it None for the others")
+        if method == "select":
+            raise ParameterError("method 'select' chooses its counter from the finished stream: batch only; "
+                                 "use 'auto' online")
         self._method = method
         self._relation = check_relation(relation)
         self._config = {
@@ -143,7 +146,8 @@ class ContinualCounter:
             options = {k: v for k, v in (("svt_fraction", svt_fraction), ("threshold_scale", threshold_scale),
                                          ("tree_fraction", tree_fraction), ("tree_levels", tree_levels)) if v is not None}
             options["max_step_change"] = max_step_change
-            self._auto = auto_plan(self._horizon, self._rho, self._beta, self._relation, **options)
+            # the online counter runs trees at every level (the factorized counter is batch only)
+            self._auto = auto_plan(self._horizon, self._rho, self._beta, self._relation, counter="tree", **options)
             if self._auto.top_level > self._max_level:
                 raise ParameterError("method 'auto' needs max_level >= its top tree level; raise max_level")
             self._trees = [BinaryTreeMechanism(self._horizon, sigma2=s2) for s2 in self._auto.sigma2]
