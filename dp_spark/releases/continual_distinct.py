@@ -22,9 +22,16 @@ before any data is read) → event table
 counter per group, noise from an OS-seeded generator) → ``Release`` with the
 ``series`` artifact. Mechanisms (``method=``):
 
-- ``"auto"`` (default): Algorithm 3 with lazily started trees and the
-  recompute baseline past the crossover (Section 3.3's "best of both
-  worlds"; ``dp_spark.mechanisms.continual_distinct.auto``).
+- ``"select"`` (default of a batch run): one counter chosen privately from
+  the finished stream — Algorithm 1 at a flippancy bound, or the recompute
+  baseline at a block — with 90 % of ρ, and its truncation or staleness
+  stated from a noisy count, so the error bound needs no assumption about
+  the data (``dp_spark.mechanisms.continual_distinct.select``).
+- ``"auto"`` (default with ``--stream``): Algorithm 3 with lazily started
+  counters (per level the factorized counter or the tree, whichever has the
+  smaller noise bound; trees online) and the recompute baseline past the
+  crossover (Section 3.3's "best of both worlds";
+  ``dp_spark.mechanisms.continual_distinct.auto``).
 - ``"adaptive"``: Algorithm 3, binary-tree mechanisms for w = 2^j, j = 0..J,
   switched by the sparse vector technique (Algorithm 2) on the number of
   items whose flippancy exceeds the current w. Budget: ρ/2 to the sparse
@@ -228,7 +235,8 @@ def continual_distinct(df, plan: Plan, budget, ledger) -> Release:
         rho: the zCDP budget of the whole series (> 0; required).
         horizon: number of steps T to release: REQUIRED, public, at most
             ``MAX_HORIZON``. Events after step T are dropped.
-        method: "auto" (default), "adaptive", "bounded" or "baseline".
+        method: "select" (default), "auto" (the default with --stream),
+            "adaptive", "bounded" or "baseline".
         max_flippancy: the flippancy bound w for "bounded" only.
         counter: "bounded" only: "tree" (default) or "factorized" (the
             square-root factorized counter; batch only).

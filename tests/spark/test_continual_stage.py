@@ -157,7 +157,7 @@ def test_release_report_and_series(events, report_schema):
     assert report["release"] == "continual-distinct" and report["privacy"]["privacy_unit"] == "item"
     assert report["privacy"]["kind"] == "zcdp" and report["privacy"]["rho"] == 0.5
     assert report["privacy"]["approx_dp_equivalent"]["delta"] == 1e-6
-    assert report["parameters"]["method"] == "auto" and report["result"]["method"] == "auto"
+    assert report["parameters"]["method"] == "select" and report["result"]["method"] == "select"
     assert report["result"]["released_count"] == 100 and report["result"]["horizon"] == 100
     assert report["result"]["final_estimate"] == series.estimate.iloc[-1]
     assert sum(part["rho"] for part in report["budget_split"]) == pytest.approx(0.5)
@@ -165,10 +165,13 @@ def test_release_report_and_series(events, report_schema):
     assert report["parameters"]["tree_horizon"] == 128 and report["parameters"]["horizon_given"] is True
     assert "item" in report["statement"] and "not a person" in report["statement"]
     assert len(report["parameters"]["rules"]) == 4
-    # The default ("auto") states its bound assuming <= 1 change per step, which this fixture
-    # (several events per step) breaks; the assumption is in the statement. Algorithm 3's
-    # bound needs no such assumption: check that one holds.
-    assert "at most 1 per step" in report["statement"]
+    # The default ("select") states its bound without assumptions: it holds on this fixture (several
+    # events per step). "auto" states its bound assuming <= 1 change per step, which this fixture
+    # breaks: the assumption is in its statement. Algorithm 3's bound needs none: check that one holds.
+    assert "per step" not in report["statement"]
+    assert np.all(np.abs(series.estimate - truth) <= series.error_bound)
+    auto = dp_spark.continual_distinct(df, rho=0.5, horizon=100, method="auto", seed=1)
+    assert "at most 1 per step" in auto.to_dict()["statement"]
     adaptive = dp_spark.continual_distinct(df, rho=0.5, horizon=100, method="adaptive", seed=1).series.toPandas()
     assert np.all(np.abs(adaptive.estimate - truth) <= adaptive.error_bound)  # the stated bound holds
     again = dp_spark.continual_distinct(df, rho=0.5, horizon=100, seed=1)
@@ -187,7 +190,8 @@ def test_every_mechanism_is_exact_when_the_noise_vanishes(events, monkeypatch):
     explicitly, for itself only."""
     monkeypatch.setattr(checks, "RHO_RANGE", (checks.RHO_RANGE[0], 1e12))
     df, truth = events
-    for method, extra in (("auto", {}), ("adaptive", {}), ("bounded", {"max_flippancy": 4}), ("baseline", {})):
+    for method, extra in (("select", {}), ("auto", {}), ("adaptive", {}), ("bounded", {"max_flippancy": 4}),
+                          ("baseline", {})):
         release = dp_spark.continual_distinct(df, rho=1e12, horizon=100, method=method, seed=2, **extra)
         assert release.result["method"] == method and release.parameters["method"] == method
         np.testing.assert_allclose(release.series.toPandas().estimate, truth, atol=0.05)
@@ -205,7 +209,7 @@ def test_release_refuses_bad_parameters_and_overspending_before_reading(spark, e
         ({"rho": 0.0}, "rho"),
         ({"rho": 1.0, "method": "bounded"}, "max_flippancy"),
         ({"rho": 1.0, "max_flippancy": 4}, "only to method 'bounded'"),
-        ({"rho": 1.0, "method": "magic"}, "method must be one of auto, adaptive, bounded, baseline"),
+        ({"rho": 1.0, "method": "magic"}, "method must be one of auto, select, adaptive, bounded, baseline"),
         ({"rho": 1.0, "horizon": -3}, "horizon"),
         ({"rho": 1.0, "step_size": 0}, "step_size"),
         ({"rho": 1.0, "horizon": 2**22 + 1}, r"at most 2\^22"),
@@ -236,7 +240,7 @@ def test_cli_built_in_stream_writes_series_and_report(capsys, tmp_path, spark):
                           "--output", str(report_path))
     assert code == 0, err
     report = json.loads(report_path.read_text())
-    assert report["result"]["horizon"] == 64 and report["result"]["method"] == "auto"
+    assert report["result"]["horizon"] == 64 and report["result"]["method"] == "select"
     assert report["privacy"]["privacy_unit"] == "item" and report["result"]["released_count"] == 64
     series = pd.read_parquet(tmp_path / "report_series.parquet")  # default: beside the report
     assert series.step.tolist() == list(range(1, 65)) and "estimate" in series

@@ -1,11 +1,15 @@
-"""The default continual-distinct mechanism "auto": lazy trees, then the recompute baseline.
+"""The streaming default continual-distinct mechanism "auto": lazy counters, then the recompute baseline.
 
 Jain, Kalemaj, Raskhodnikova, Sivakumar, Smith (NeurIPS 2023), Algorithm 3
 with the "best of both worlds" modification of their Section 3.3 (Algorithm 1
 for small flippancy bounds, the recompute mechanism for the rest), spending
 budget only where it is used.
 
-Phases j = 0..j* run Algorithm 1's tree for w_j = 2^j (σ_j² = κ·w_j·L/(2ρ_j));
+Phases j = 0..j* run Algorithm 1's counter for w_j = 2^j: the binary tree
+(σ_j² = κ·w_j·L/(2ρ_j)) or the factorized counter of :mod:`.factorized`
+(σ_j² = B(w_j)/(2ρ_j)), whichever has the smaller noise bound a_j at the
+public (T, ρ_j, w_j, relation) (:func:`level_counter`; ``counter="tree"``
+forces trees, as the online counter runs);
 the last phase is the periodic-recompute baseline over the remaining steps. A
 sparse vector (ρ_svt = f·ρ, cutoff j* + 1) asks at each step whether
 over_counts[j, t] (items with flippancy > w_j so far) reaches τ_j; on "above"
@@ -18,7 +22,8 @@ started trees left (a zCDP ``PrivacyFilter`` over ρ_rest enforces it). j* is
 the largest level whose tree bound a_j(ρ_j) plus truncation term τ_j + α is at
 most the baseline's bound with the budget it would get instead,
 ρ_rest·(1 − g)^j (j* = −1: the baseline alone gets all of ρ; no sparse
-vector). τ_j = s·a_j (s = ``threshold_scale``), a_j = σ_j·sqrt(L)·q.
+vector). τ_j = s·a_j (s = ``threshold_scale``), a_j = the counter's largest
+per-step noise std × q (a tree's σ_j·sqrt(L)).
 
 Privacy (item-level ρ-zCDP under ``relation``; sensitivities in
 :mod:`.relations`). (1) The sparse vector reads only over_counts and its own
@@ -26,7 +31,9 @@ answers, so its transcript — the level path, including the baseline's start
 s — is ρ_svt-zCDP (:mod:`.svt`). (2) Given the path, the trees (ρ_j-zCDP;
 lazy node draws have the joint distribution of drawing all 2T − 1) and the
 baseline (m counts from s on, σ_b² = m/(2ρ_b): ρ_b-zCDP) are fixed
-mechanisms, and the filter admits a phase only if the total stays ≤ ρ_rest,
+mechanisms (a level's counter is ρ_j-zCDP whichever it is, and like the
+trees' lazy draws its noise is drawn for all steps), and the filter admits a
+phase only if the total stays ≤ ρ_rest,
 so for *every* path they compose to ≤ ρ_rest-zCDP (Bun–Steinke 2016, Lemma
 2.3). (3) Adaptive composition of (1) with the path-indexed mechanism of (2),
 bounded by ρ_rest uniformly over paths (Bun–Steinke Lemma 2.3; the fully

@@ -18,10 +18,19 @@ integer noise (discrete Gaussian and discrete Laplace, Canonne–Kamath–Steink
 
 Mechanisms (``method=`` in ``continual_counts``):
 
-"auto" (``DEFAULT_METHOD``) — lazy trees under a zCDP filter, then the
-    recompute baseline past the crossover; needs no flippancy bound; proof in
-    :mod:`.auto`. When no tree can beat the baseline at the public parameters
-    (T, ρ, β, relation) it *is* the baseline.
+"select" (``DEFAULT_METHOD``, batch only) — one counter (Algorithm 1 at a
+    flippancy bound 2^j, or the recompute baseline at a block B) chosen
+    privately from the finished stream by its noise bound plus a noisy
+    truncation or staleness count, which a second noisy count then states;
+    the chosen counter gets 90 % of ρ. Proof and error statement in
+    :mod:`.select`.
+
+"auto" (``DEFAULT_STREAM_METHOD``, the online default) — lazy counters under
+    a zCDP filter, then the recompute baseline past the crossover; needs no
+    flippancy bound; proof in :mod:`.auto`. Each level runs the counter with
+    the smaller noise bound (factorized or tree; ``level_counter``; the
+    online counter runs trees). When no counter can beat the baseline at the
+    public parameters (T, ρ, β, relation) it *is* the baseline.
 
 "bounded" — Algorithm 1 (given flippancy bound w): ``BinaryTreeMechanism``
     on the w-truncated difference stream z_w[t] = Σ_u ẽ_u(t) − ẽ_u(t−1),
