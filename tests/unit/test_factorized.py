@@ -17,10 +17,12 @@ from scipy import stats
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.continual_distinct import factorized as fz
 from dp_spark.mechanisms.continual_distinct.tree import BinaryTreeMechanism
+from dp_spark.noise import discrete_batch
 from dp_spark.noise.discrete_batch import (
     _bernoulli_wide,
     discrete_gaussian_batch,
     discrete_gaussian_batch_wide,
+    discrete_laplace_batch,
 )
 from dp_spark.noise.rng import make_rng
 from dp_spark.summaries.continual_distinct import existence_and_flippancy, truncate_existence
@@ -375,6 +377,55 @@ def test_wide_bernoulli_is_exact_at_a_wide_denominator_and_on_ties():
     assert _bernoulli_wide([num], den, _ScriptedWords([top, next_top + 1])).tolist() == [False]
     assert _bernoulli_wide([num], den, _ScriptedWords([top - 1])).tolist() == [True]
     assert _bernoulli_wide([num], den, _ScriptedWords([top + 1])).tolist() == [False]
+
+
+def _forced_geometric(count):
+    """Stands in for the Bernoulli(exp(−1)) success count: every draw is ``count`` (an event of
+    probability e^−count per draw, forced to reach the int64 edge of the proposal X = U + t·V)."""
+
+    def geometric(n, rng):
+        return np.full(n, count, dtype=np.int64)
+
+    return geometric
+
+
+def test_discrete_laplace_proposal_never_wraps_past_int64(monkeypatch):
+    """X = U + t·V at a scale the batch sampler accepts (t = 2^56 − 1) and a geometric count that
+    takes t·V past 2^63 (V = 256: t·V ≡ −256 mod 2^64, a small wrapped value in int64): the sampler
+    forms X exactly and raises when the draw itself does not fit int64, and returns the exact
+    ⌊X/s⌋ when it does (s = 7)."""
+    t = 2**56 - 1
+    monkeypatch.setattr(discrete_batch, "_geometric_exp1", _forced_geometric(256))
+    with pytest.raises(ParameterError, match="exceeds int64"):
+        discrete_laplace_batch(t, 50, make_rng(41))
+    draws = np.abs(discrete_laplace_batch(Fraction(t, 7), 200, make_rng(42)).astype(object))
+    assert all(256 * t // 7 <= d <= (257 * t - 1) // 7 for d in draws)  # U < t
+    monkeypatch.setattr(discrete_batch, "_geometric_exp1", _forced_geometric(100))  # fits: exact in int64
+    draws = np.abs(discrete_laplace_batch(t, 200, make_rng(43)).astype(object))
+    assert all(100 * t <= d <= 101 * t - 1 for d in draws)
+
+
+def test_wide_sampler_keeps_the_int64_proposal_below_2_48(monkeypatch):
+    """Above σ = 2^48 the wide sampler draws in Python ints (no int64 discrete-Laplace proposal,
+    whose t·V could leave int64 with probability e^−(2^63/t)), with the right law: σ ≈ 2^50,
+    400 draws, mean and variance against 0 and σ²; at σ ≈ 2^40 the int64 proposal is used."""
+    scales = []
+    proposal = discrete_batch.discrete_laplace_batch
+
+    def spy(scale, size, rng):
+        scales.append(int(scale))
+        return proposal(scale, size, rng)
+
+    monkeypatch.setattr(discrete_batch, "discrete_laplace_batch", spy)
+    sigma2 = 2**100 + 12345
+    draws = discrete_gaussian_batch_wide(sigma2, 400, make_rng(44))
+    assert draws.dtype == np.int64 and not scales
+    values = draws.astype(float)
+    sigma = math.sqrt(sigma2)
+    assert abs(values.mean()) < 5 * sigma / math.sqrt(values.shape[0])
+    assert abs(values.var() / sigma2 - 1) < 5 * math.sqrt(2 / values.shape[0])
+    discrete_gaussian_batch_wide(2**80 + 1, 10, make_rng(45))
+    assert scales and max(scales) < 2**48
 
 
 # ---------------------------------------------------------------- the batch mechanism
