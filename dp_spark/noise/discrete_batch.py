@@ -20,7 +20,7 @@ exactly the stated distribution (up to the uniformity of ``rng``'s bits).
   ``rational_scale`` rounds a float scale up onto a 2^−10 grid.
 - ``discrete_gaussian_batch(sigma2, size, rng)``: P[k] ∝ exp(−k²/(2σ²)) for a
   rational σ² (Alg. 3). Added to an integer statistic of ℓ2 sensitivity Δ it
-  is Δ²/(2σ²)-zCDP (CKS 2020, Theorem 4); its variance is at most σ².
+  is Δ²/(2σ²)-zCDP (CKS 2020, Theorem 14); its variance is at most σ².
 - ``discrete_gaussian_batch_wide(sigma2, size, rng)``: the same distribution for σ² whose
   acceptance integers exceed int64 (e.g. noise on a factorized counter's 2^20-scaled integer
   strategy): for σ < 2^48 the proposal stays in int64 and the acceptance test runs on Python ints;
