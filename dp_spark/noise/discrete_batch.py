@@ -37,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from dp_spark.errors import ParameterError
-from dp_spark.noise.discrete import _discrete_gaussian_one, bernoulli_exp_fraction, to_fraction
+from dp_spark.noise.discrete import bernoulli_exp_fraction, discrete_laplace, to_fraction
 from dp_spark.noise.rng import check_rng
 
 __all__ = [
@@ -318,11 +318,14 @@ def discrete_gaussian_batch_wide(sigma2: object, size: int, rng: np.random.Gener
     computed on the way to a sample.
     """
     num, den, t, n_draws = _gaussian_setup(sigma2, size, rng)
-    if t >= _WIDE_PROPOSAL_LIMIT:  # exact in Python ints, one draw at a time
-        exact = Fraction(num, den)
+    if t >= _WIDE_PROPOSAL_LIMIT:  # Algorithm 3 in Python ints and Fractions, one draw at a time
+        shift, two_sigma2 = Fraction(num, den * t), Fraction(2 * num, den)
         out = np.zeros(n_draws, dtype=np.int64)
         for i in range(n_draws):
-            value = _discrete_gaussian_one(exact, t, rng)
+            while True:
+                value = discrete_laplace(t, rng)  # exact Python int
+                if bernoulli_exp_fraction((abs(value) - shift) ** 2 / two_sigma2, rng):
+                    break
             if abs(value) > _INT64_MAX:
                 raise ParameterError("discrete_gaussian_batch_wide: a draw exceeds int64; "
                                      "use dp_spark.noise.discrete_gaussian")
