@@ -111,7 +111,8 @@ def _projections(case, z, sigma2, seed, capture) -> np.ndarray:
         if not out:  # the known contribution of earlier blocks: Ř_BIG·tiled minus each block's own
             earlier = strategy.astype(np.int64) - np.tile(own, blocks)
         samples = (y - earlier).reshape(blocks, horizon) - reference
-        out.append(samples @ u)  # exact int64: |u| < 2^22, |sample| < 2^30, T ≤ 16
+        assert int(np.max(np.abs(samples))) < 2**36 and int(np.max(np.abs(u))) < 2**22
+        out.append(samples @ u)  # exact in int64: T·2^36·2^22 < 2^63
     sigma = math.sqrt(noise_var)
     return np.concatenate(out)[:TRIALS] / (sigma * math.sqrt(float(u @ u)))
 
