@@ -20,10 +20,11 @@ exactly the stated distribution (up to the uniformity of ``rng``'s bits).
   ``rational_scale`` rounds a float scale up onto a 2^−10 grid.
 - ``discrete_gaussian_batch(sigma2, size, rng)``: P[k] ∝ exp(−k²/(2σ²)) for a
   rational σ² (Alg. 3). Added to an integer statistic of ℓ2 sensitivity Δ it
-  is Δ²/(2σ²)-zCDP (CKS 2020, Theorem 4); its variance is at most σ².
+  is Δ²/(2σ²)-zCDP (CKS 2020, Theorem 14); its variance is at most σ².
 - ``discrete_gaussian_batch_wide(sigma2, size, rng)``: the same distribution for σ² whose
-  acceptance integers exceed int64 (σ below 2^56, e.g. noise on a factorized counter's
-  2^20-scaled integer strategy): the proposal stays in int64, the acceptance test runs on Python ints.
+  acceptance integers exceed int64 (e.g. noise on a factorized counter's 2^20-scaled integer
+  strategy): for σ < 2^48 the proposal stays in int64 and the acceptance test runs on Python ints;
+  larger σ go to the Fraction-based scalar sampler of ``dp_spark.noise.discrete``.
 - ``rational_sigma2(sigma2)``: σ² rounded up onto a binary grid (relative
   change < 2^−19 for σ² ≥ 1), so a mechanism that rounds its σ² with it never spends more than planned.
 """
@@ -36,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from dp_spark.errors import ParameterError
-from dp_spark.noise.discrete import bernoulli_exp_fraction, to_fraction
+from dp_spark.noise.discrete import bernoulli_exp_fraction, discrete_laplace, to_fraction
 from dp_spark.noise.rng import check_rng
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 _SAFE = 2**62  # products are checked against this before they are formed
+_INT64_MAX = 2**63 - 1
 
 
 def rational_sigma2(sigma2: object) -> Fraction:
@@ -159,7 +161,10 @@ def discrete_laplace_batch(scale: object, size: int, rng: np.random.Generator) -
     V = geometric count of Bernoulli(exp(−1)) successes; X = U + t·V has
     P[X = x] ∝ exp(−x/t); Y = ⌊X/s⌋ has P[Y = y] ∝ exp(−y·s/t); a fair sign
     is attached, rejecting (negative, 0). Adding it with b = Δ/ε to an
-    integer statistic of ℓ1 sensitivity Δ is ε-DP.
+    integer statistic of ℓ1 sensitivity Δ is ε-DP. X is formed in int64 only
+    where it fits (V ≤ (2^63 − t)/t), otherwise in Python ints; a draw beyond
+    int64 (probability below exp(−2^63/t + 1), i.e. below e^−127 for t < 2^56)
+    raises instead of wrapping.
     """
     check_rng(rng)
     b = to_fraction(scale, "scale")
@@ -177,7 +182,15 @@ def discrete_laplace_batch(scale: object, size: int, rng: np.random.Generator) -
         u = rng.integers(0, t, size=m, dtype=np.int64)
         accept = bernoulli_exp_batch(u, np.full(m, t, dtype=np.int64), rng)
         v = _geometric_exp1(m, rng)
-        y = (u + t * v) // s
+        fits = v <= (_INT64_MAX - (t - 1)) // t  # then u + t·v ≤ 2^63 − 1
+        y = np.zeros(m, dtype=np.int64)
+        y[fits] = (u[fits] + t * v[fits]) // s
+        for i in np.flatnonzero(~fits):  # exact in Python ints
+            value = (int(u[i]) + t * int(v[i])) // s
+            if value > _INT64_MAX:
+                raise ParameterError("discrete_laplace_batch: a draw exceeds int64; "
+                                     "use dp_spark.noise.discrete_laplace for this scale")
+            y[i] = value
         negative = rng.integers(0, 2, size=m, dtype=np.int64) == 1
         accept &= ~(negative & (y == 0))
         out[todo[accept]] = np.where(negative, -y, y)[accept]
@@ -244,6 +257,7 @@ def discrete_gaussian_batch(sigma2: object, size: int, rng: np.random.Generator)
 
 _WORD = 2**64  # one uniform 64-bit word decides a wide Bernoulli except with probability 2^−64
 _WHOLE_LIMIT = 2**40  # ⌊γ⌋ above this (probability ~exp(−2^40)) goes to the Fraction path
+_WIDE_PROPOSAL_LIMIT = 2**48  # proposal scale t from which the wide sampler draws in Python ints
 
 
 def _bernoulli_wide(nums: list[int], den: int, rng: np.random.Generator) -> np.ndarray:
@@ -293,17 +307,30 @@ def discrete_gaussian_batch_wide(sigma2: object, size: int, rng: np.random.Gener
 
     The distribution and guarantee of :func:`discrete_gaussian_batch` (added to an integer
     statistic of ℓ2 sensitivity Δ: Δ²/(2σ²)-zCDP, Canonne–Kamath–Steinke 2020), for σ² whose
-    acceptance integers do not fit int64 (``discrete_gaussian_batch`` refuses σ² ≳ 2^27). The
-    discrete-Laplace proposal of scale t = ⌊σ⌋ + 1 is drawn in int64 (t < 2^56); the acceptance
-    probability exp(−(|Y|·t·d − n)²/(2·n·d·t²)) (σ² = n/d) is split into
+    acceptance integers do not fit int64 (``discrete_gaussian_batch`` refuses σ² ≳ 2^27). For
+    t = ⌊σ⌋ + 1 < 2^48 the discrete-Laplace proposal of scale t is drawn in int64 (its
+    t·V stays below 2^63 unless V ≥ 2^15, probability e^−32768, and even then it is formed
+    exactly); the acceptance probability exp(−(|Y|·t·d − n)²/(2·n·d·t²)) (σ² = n/d) is split into
     exp(−1)^⌊γ⌋ · exp(−frac γ): the ⌊γ⌋ Bernoulli(exp(−1)) trials run in int64, the fractional
     part by Algorithm 1 with every Bernoulli(a/b) decided exactly on Python ints
-    (:func:`_bernoulli_wide`). No floating-point value is computed on the way to a sample.
+    (:func:`_bernoulli_wide`). Larger σ are drawn one at a time by the Fraction-based sampler of
+    :mod:`dp_spark.noise.discrete` (exact at any size, slower). No floating-point value is
+    computed on the way to a sample.
     """
     num, den, t, n_draws = _gaussian_setup(sigma2, size, rng)
-    if t >= _SAFE // 64:
-        raise ParameterError("discrete_gaussian_batch_wide: sigma must be below 2^56; "
-                             "use dp_spark.noise.discrete_gaussian")
+    if t >= _WIDE_PROPOSAL_LIMIT:  # Algorithm 3 in Python ints and Fractions, one draw at a time
+        shift, two_sigma2 = Fraction(num, den * t), Fraction(2 * num, den)
+        out = np.zeros(n_draws, dtype=np.int64)
+        for i in range(n_draws):
+            while True:
+                value = discrete_laplace(t, rng)  # exact Python int
+                if bernoulli_exp_fraction((abs(value) - shift) ** 2 / two_sigma2, rng):
+                    break
+            if abs(value) > _INT64_MAX:
+                raise ParameterError("discrete_gaussian_batch_wide: a draw exceeds int64; "
+                                     "use dp_spark.noise.discrete_gaussian")
+            out[i] = value
+        return out
     denominator = 2 * num * den * t * t
     td = t * den
     out = np.zeros(n_draws, dtype=np.int64)

@@ -14,7 +14,7 @@ set bit of t: popcount(t) ≤ L draws, noise std ≤ σ·sqrt(popcount(t))
 
 Privacy: releasing all nodes is the Gaussian mechanism on the vector of node
 sums, so if a neighbour moves it by at most Δ₂ in ℓ2 the release is
-Δ₂²/(2σ²)-zCDP (Canonne–Kamath–Steinke 2020, Theorem 4) and every estimate is
+Δ₂²/(2σ²)-zCDP (Canonne–Kamath–Steinke 2020, Theorem 14) and every estimate is
 post-processing. σ² is exact and rounded *up* onto the sampler's grid
 (``rational_sigma2``). For Algorithm 1, Δ₂² ≤ κ·w·L on the w-truncated
 difference stream (κ = 4 "subset", 1 "item-removal"; proof in
