@@ -17,7 +17,7 @@ fitted by NNLS to the square root's coefficients). Writes the committed table mo
 ``measure``: at each T, the max variance (sensitivity bound × S_ℓ(T), the sound dyadic bound the
 counter uses, Lemma D's slack included) of the table's BLT against the square root's (real c,
 the same Lemmas), at w = 1, 8, 32 under both relations, and the streaming step's cost (µs/step,
-``--steps`` steps of ``BLTCounter.step`` including one exact discrete Gaussian draw, and of its data
+min(``--steps``, T) steps of ``BLTCounter.step`` including one exact discrete Gaussian draw, and of its data
 side alone) for 4 and 5 buffers.
 """
 
@@ -171,22 +171,23 @@ def run_measure(args) -> None:
                 for n in (4, 5):
                     params = blt.table_params(horizon, w, buffers=n)
                     sens = blt.sensitivity_bound(params, horizon, w, relation) / 2.0 ** params.bits
-                    blt_max = sens * sens * blt.prefix_square_sums(params, horizon)
+                    blt_max = sens * sens * blt.prefix_square_sums_gram(params, horizon)
                     print(f"T=2^{log_t} w={w:<2} {relation:12s} n={n}: BLT max var/(1/2ρ) {blt_max:10.4f}, "
                           f"sqrt {sqrt_max:10.4f}, ratio {blt_max / sqrt_max:.4f}", flush=True)
         for n in (4, 5):
             counter = blt.BLTCounter.for_flippancy(horizon, 0.5, 8, "subset", params=blt.table_params(horizon, 8, n))
             rng = make_rng(1)
-            xs = rng.integers(-1, 2, size=args.steps).tolist()
+            steps = min(args.steps, horizon)
+            xs = rng.integers(-1, 2, size=steps).tolist()
             t0 = time.perf_counter()
             for x in xs:
                 counter.step(x, rng)
-            full = (time.perf_counter() - t0) / args.steps * 1e6
+            full = (time.perf_counter() - t0) / steps * 1e6
             data = blt.BLTCounter.for_flippancy(horizon, 0.5, 8, "subset", params=blt.table_params(horizon, 8, n))
             t0 = time.perf_counter()
             for x in xs:
                 data.release(data.advance(x))
-            side = (time.perf_counter() - t0) / args.steps * 1e6
+            side = (time.perf_counter() - t0) / steps * 1e6
             print(f"T=2^{log_t} n={n}: step {full:7.1f} µs (with the exact draw), data+noise side without the draw "
                   f"{side:5.2f} µs", flush=True)
 
