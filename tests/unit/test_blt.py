@@ -15,6 +15,8 @@ from hypothesis import given, settings
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.continual_distinct import blt
 from dp_spark.mechanisms.continual_distinct import factorized as fz
+from dp_spark.mechanisms.continual_distinct._blt_table import TABLE
+from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide
 from dp_spark.noise.rng import make_rng
 from tests.unit.test_continual import _summaries
 from tests.unit.test_factorized import _neighbouring_streams
@@ -67,8 +69,6 @@ def test_every_table_entry_has_a_stable_inverse_and_its_gram_form_is_accurate():
     1 up to rounding: a buffer with d = 1 and a negligible scale puts an eigenvalue within 1e-10 of
     1), and up to T = 2^12 the Gram doubling S_ℓ(t) (what ``std`` and the fit use) equals the direct
     series at t = T/2 and T."""
-    from dp_spark.mechanisms.continual_distinct._blt_table import TABLE
-
     for n, entries in TABLE.items():
         for log_t, log_w in entries:
             horizon = 1 << log_t
@@ -252,7 +252,6 @@ def test_estimates_are_post_processing_of_the_noisy_strategy():
     x = make_rng(5).integers(-1, 2, size=horizon).tolist()
     counter = blt.BLTCounter.for_flippancy(horizon, 0.5, 1, "subset")
     batch = blt.blt_counts(x, counter, make_rng(2))
-    from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide
     rng = make_rng(2)
     noise = [int(discrete_gaussian_batch_wide(counter.sigma2, 1, rng)[0]) for _ in range(horizon)]
     side = blt.BLTCounter(horizon, counter.params, counter.sigma2)

@@ -3,7 +3,7 @@
 Releases, one step at a time, noisy prefix sums D_w(t) = Σ_{s≤t} x_s of the w-truncated difference
 stream x (as the tree of :mod:`.tree` and the square-root counter of :mod:`.factorized` do) under
 ρ-zCDP for the item-level relations of :mod:`.relations`, with exact integer noise, integer outputs,
-n integers and n + 1 floats of state and a step cost independent of t.
+n integers and 2n + 3 floats of state and a step cost independent of t (O(n) plus one exact draw).
 
 Sources. Dvijotham, McMahan, Pillutla, Steinke, Thakurta, "Efficient and Near-Optimal Noise
 Generation for Streaming Differential Privacy" (arXiv 2404.16706, 2024): the BLT family
@@ -27,7 +27,11 @@ Closed forms (:func:`strategy_square_sums`, :func:`prefix_square_sums`, checked 
 series in the tests). S_r(n) = Σ_{k<n} r_k² = 1 + Σ_ij s_i s_j Σ_{k<n−1} (d_i d_j)^k. The inverse C^(−1)
 runs the same buffers on its own output: x_t = y_t − sᵀb(t−1), b(t) = M b(t−1) + 1·y_t with
 M = diag(d) − 1sᵀ, so ℓ_k = Σ_{j≤k} (C^(−1))_{j0} = 1 − sᵀ(I−M)^(−1)(I−M^(k))1 = α + Σ_m β_m λ_m^k
-(λ the eigenvalues of M) and S_ℓ(t) = Σ_{k<t} ℓ_k² is a sum of geometric series.
+(λ the eigenvalues of M) and S_ℓ(t) = Σ_{k<t} ℓ_k² is a sum of geometric series. Where M's
+eigenvectors are ill-conditioned (a buffer with d = 1 and a negligible scale) that form loses
+accuracy, so what the counter states and the fit minimises is computed without it: the counter
+runs the inverse on a unit impulse beside the data (ℓ_k and S_ℓ(t) in O(n) per step), and
+:func:`prefix_square_sums_gram` sums the Gram matrix of (ℓ_k, M^k 1) by doubling.
 
 Sensitivity (:func:`sensitivity_bound`). An integer upper sequence R_j ≥ 2^30 r_j, non-increasing, is
 computed exactly by ceiling fixed-point recurrences (no floating point); U_R(w) (item removal,
@@ -389,8 +393,9 @@ class BLTCounter:
     """The streaming BLT counter (module docstring): ``step(x_t, rng)`` → (estimate_t, std_t).
 
     ``sigma2`` is σ̌² on the 2^K grid (exact rational); :meth:`for_flippancy` calibrates it to ρ.
-    Data side: n Python ints; noise side: n + 1 floats; :meth:`to_dict` / :meth:`from_dict`
-    restore bit-exactly (floats as ``float.hex``). The state is confidential (exact data sums)."""
+    Data side: n Python ints; noise side: n + 1 floats, and n + 2 for the stated variance;
+    :meth:`to_dict` / :meth:`from_dict` restore bit-exactly (floats as ``float.hex``). The state is
+    confidential (exact data sums)."""
 
     def __init__(self, horizon: int, params: BLTParams, sigma2: object, sensitivity: int | None = None) -> None:
         self.horizon = _checks.horizon(horizon)  #: T (public)
