@@ -10,10 +10,17 @@ Same mechanisms, guarantees and constants as ``continual_counts``
 (:mod:`.mechanisms`, :mod:`.auto`): item-level ρ-zCDP under ``relation``,
 exact integer noise, integer estimates, the same output distribution (tree
 node noise is drawn lazily, when a node is first used, so the draw order
-differs). For "auto" a tree is started and charged only when the sparse
-vector reaches it; the checkpoint records which were, so a restored counter
-never charges or draws them again. ``noise_records()`` returns the batch
-form's records, with ``draws`` counting the draws actually made.
+differs). The one exception is "bounded" with ``counter="factorized"``: the
+batch form's square-root counter needs the whole stream, so the online form
+runs the buffered-linear-Toeplitz counter of :mod:`.blt` (Dvijotham, McMahan,
+Pillutla, Steinke, Thakurta 2024; O(buffers) state and step cost), a different
+factorization with the same guarantee (ρ-zCDP on the w-truncated stream under
+``relation``, proof in :mod:`.blt`) and a stated per-step variance within a
+few percent of the square root's. For "auto" a tree is started and charged
+only when the sparse vector reaches it; the checkpoint records which were,
+so a restored counter never charges or draws them again. ``noise_records()``
+returns the batch form's records, with ``draws`` counting the draws actually
+made.
 
 The checkpoint holds exact partial sums and the sparse vector's threshold
 noise: store it like the input data and never publish it.
@@ -30,12 +37,15 @@ import numpy as np
 from dp_spark import checks as _checks
 from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.mechanisms.continual_distinct.auto import BaselinePhase, auto_plan, baseline_record
+from dp_spark.mechanisms.continual_distinct.blt import BLTCounter
 from dp_spark.mechanisms.continual_distinct.mechanisms import (
+    DEFAULT_COUNTER,
     DEFAULT_STREAM_METHOD,
     MECHANISMS,
     adaptive_plan,
     baseline_label,
     bounded_label,
+    check_counter,
     recompute_plan,
     round_up_flippancy,
     svt_label,
@@ -52,7 +62,8 @@ from dp_spark.noise.rng import check_rng
 __all__ = ["ContinualCounter", "StepEstimate"]
 
 _STATE_KIND = "dp_spark.mechanisms.continual_distinct.ContinualCounter"
-_STATE_VERSION = 2
+_STATE_VERSION = 3
+_READABLE_VERSIONS = (2, 3)  # version 2: no counter (always the tree)
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,9 @@ class StepEstimate:
 
 class ContinualCounter:
     """Online continual distinct counter ("auto", "adaptive", "bounded" or "baseline").
+
+    ``counter`` ("bounded" only): "tree" (default, the binary tree) or "factorized" (the BLT
+    counter of :mod:`.blt`).
 
     ``step(rng, z=..., z_truncated=..., over_counts=...)`` takes step t's exact
     values: ``z`` (change of the distinct count), ``z_truncated`` and
@@ -92,6 +106,7 @@ class ContinualCounter:
         tree_fraction: float | None = None,
         tree_levels: int | None = None,
         max_step_change: int | None = 1,
+        counter: str = DEFAULT_COUNTER,
     ) -> None:
         self._horizon = _checks.horizon(horizon)
         self._rho = _checks.positive(rho, "rho")
@@ -106,6 +121,7 @@ class ContinualCounter:
             raise ParameterError("method 'select' chooses its counter from the finished stream: batch only; "
                                  "use 'auto' online")
         self._method = method
+        self._counter = check_counter(method, counter)
         self._relation = check_relation(relation)
         self._config = {
             "horizon": self._horizon,
@@ -121,6 +137,7 @@ class ContinualCounter:
             "tree_fraction": tree_fraction,
             "tree_levels": tree_levels,
             "max_step_change": max_step_change,
+            "counter": self._counter,
         }
         self._t = 0
         self._levels = num_levels(self._horizon)
@@ -130,8 +147,12 @@ class ContinualCounter:
             self._w = round_up_flippancy(max_flippancy)
             if self._w > (1 << self._max_level):
                 raise ParameterError("max_flippancy exceeds 2^max_level; raise max_level")
-            sigma2 = sigma2_for_flippancy(self._horizon, self._rho, self._w, self._relation)
-            self._trees = [BinaryTreeMechanism(self._horizon, sigma2=sigma2)]
+            if self._counter == "factorized":
+                self._blt = BLTCounter.for_flippancy(self._horizon, self._rho, self._w, self._relation)
+                self._trees = []
+            else:
+                sigma2 = sigma2_for_flippancy(self._horizon, self._rho, self._w, self._relation)
+                self._trees = [BinaryTreeMechanism(self._horizon, sigma2=sigma2)]
             self._quantile = math.sqrt(2.0 * math.log(2.0 * self._horizon / self._beta))
         elif method == "adaptive":
             self._plan = adaptive_plan(
@@ -199,7 +220,14 @@ class ContinualCounter:
             raise ParameterError("the horizon is reached; start a new counter (and budget) for more steps")
         t = self._t + 1
         popcount = bin(t).count("1")
-        if self._method == "bounded":
+        if self._method == "bounded" and self._counter == "factorized":
+            column = self._column(z_truncated, "z_truncated")
+            estimate, std = self._blt.step(int(column[_checks.log2_exact(self._w)]), rng)
+            # sub-Gaussian tail of Σ ℓ_j Z_j (each Z_j σ̌²-sub-Gaussian, CKS 2020) with a union bound
+            # over T steps, plus the final rounding and the fixed-point bias (module blt)
+            bound = std * self._quantile + 0.5 + self._blt.bias_bound()
+            result = StepEstimate(t, estimate, std, bound, self._w)
+        elif self._method == "bounded":
             column = self._column(z_truncated, "z_truncated")
             tree = self._trees[0]
             estimate = tree.step(int(column[_checks.log2_exact(self._w)]), rng)
@@ -295,7 +323,10 @@ class ContinualCounter:
         configuration and the released steps). A tree restored from a state
         without a draw count reports ``draws`` None."""
         records: list[NoiseDraw] = []
-        if self._method == "bounded":
+        if self._method == "bounded" and self._counter == "factorized":
+            if self._blt.steps_done:
+                records.append(self._blt.noise_record(bounded_label(self._w, "factorized"), self._w, self._relation))
+        elif self._method == "bounded":
             records += self._tree_records({self._w.bit_length() - 1: bounded_label(self._w)})
         elif self._method == "adaptive":
             if self._svt is not None and self._svt.queries_answered:
@@ -350,6 +381,8 @@ class ContinualCounter:
         state: dict = {"kind": _STATE_KIND, "version": _STATE_VERSION, "config": dict(self._config), "t": self._t}
         if self._method in ("bounded", "adaptive"):
             state["trees"] = [tree.to_dict() for tree in self._trees]
+        if self._method == "bounded" and self._counter == "factorized":
+            state["blt"] = self._blt.to_dict()
         if self._method == "adaptive":
             state["level"] = self._level
             state["svt"] = None if self._svt is None else self._svt.to_dict()
@@ -374,8 +407,8 @@ class ContinualCounter:
         """Restore a counter saved by ``to_dict``; no noise is re-drawn, no budget re-spent."""
         if not isinstance(state, dict) or state.get("kind") != _STATE_KIND:
             raise ParameterError("state is not a saved ContinualCounter (wrong or missing 'kind')")
-        if state.get("version") != _STATE_VERSION:
-            raise ParameterError(f"state version must be {_STATE_VERSION}; re-create the checkpoint")
+        if state.get("version") not in _READABLE_VERSIONS:
+            raise ParameterError(f"state version must be one of {_READABLE_VERSIONS}; re-create the checkpoint")
         config = dict(state["config"])
         method = config.pop("method", None)
         legacy = config.pop("mechanism", None)  # older states name the method "mechanism"
@@ -395,6 +428,8 @@ class ContinualCounter:
             ):
                 raise ParameterError("state trees do not match the saved configuration; re-create the checkpoint")
             counter._trees = trees
+        if counter._method == "bounded" and counter._counter == "factorized":
+            counter._restore_blt(state)
         if counter._method == "adaptive":
             counter._level = _checks.integer(state["level"], "state['level']", 0, counter._max_level)
             counter._svt = None if state["svt"] is None else SparseVector.from_dict(state["svt"])
@@ -405,6 +440,18 @@ class ContinualCounter:
         if counter._method == "auto":
             counter._restore_auto(state)
         return counter
+
+    def _restore_blt(self, state: dict) -> None:
+        """The BLT counter's saved state, checked against the one the configuration builds."""
+        fresh = self._blt
+        saved = state.get("blt")
+        if not isinstance(saved, dict):
+            raise ParameterError("state has no BLT counter; re-create the checkpoint")
+        restored = BLTCounter.from_dict(saved, sensitivity=fresh.sensitivity_int)
+        if (restored.params != fresh.params or restored.sigma2 != fresh.sigma2 or restored.horizon != fresh.horizon
+                or restored.steps_done != self._t):
+            raise ParameterError("state BLT counter does not match the saved configuration; re-create the checkpoint")
+        self._blt = restored
 
     def _restore_auto(self, state: dict) -> None:
         top = self._auto.top_level
