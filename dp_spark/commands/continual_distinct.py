@@ -231,6 +231,7 @@ def _stream(spark, source, fmt, opts, budget_filter):
         horizon=opts["horizon"],
         method=opts["method"],
         max_flippancy=opts["max_flippancy"],
+        counter=opts["counter"],
         time_col=opts["time_col"],
         item_col=opts["item_col"],
         op_col=opts["op_col"],

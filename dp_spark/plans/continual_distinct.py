@@ -17,8 +17,8 @@ tree horizon, the next power of two of ``horizon``):
   can beat it);
 - ``"adaptive"`` (Algorithm 3): ρ/2 to the sparse vector, ρ/(2(J + 1)) to each of the J + 1 trees;
 - ``"bounded"`` (Algorithm 1, needs ``max_flippancy``): all of ρ to one counter, the binary tree
-  (``counter="tree"``, default) or the square-root factorized counter (``counter="factorized"``,
-  batch only);
+  (``counter="tree"``, default) or a factorized counter (``counter="factorized"``: the square root
+  in batch runs, its buffered-linear-Toeplitz approximation when streamed);
 - ``"baseline"``: all of ρ to the periodic-recompute counts.
 
 The size limits (``MAX_HORIZON``, ``MAX_SHARDS``) and time-mapping checks are re-exported from
@@ -211,8 +211,8 @@ class Params(GroupParams):
     max_flippancy: int | None = param(None, "bounded: how often an item may flip between present and absent",
                                       cli_type=int)
     counter: str = param(DEFAULT_COUNTER, "bounded: the counter on the w-truncated stream: tree (default, the "
-                         "binary tree of Algorithm 1) or factorized (the square-root factorized counter: lower noise "
-                         "variance at the same ρ; batch runs only)", choices=COUNTERS)
+                         "binary tree of Algorithm 1) or factorized (the square-root factorized counter, its BLT "
+                         "approximation with --stream: lower noise variance at the same ρ)", choices=COUNTERS)
     beta: float = param(0.05, "the error bounds hold with probability 1 - beta")
     delta: float = param(1e-6, "δ of the reported (ε, δ) equivalent (nothing extra is spent)")
     origin: object = param(None, "time of the start of step 1 (a number, or an ISO date/time for timestamp/date "
@@ -244,8 +244,6 @@ class Params(GroupParams):
         if self.stream and self.method == "select":
             raise ParameterError("method 'select' reads the finished stream: batch only; drop --stream or use "
                                  "method 'auto'.")
-        if self.stream and self.counter != DEFAULT_COUNTER:
-            raise ParameterError(f"counter {self.counter!r} is a batch counter; drop --stream or use counter 'tree'.")
         self.check_groups()
         if self.group_by is not None:
             checks.distinct_columns(time_col=self.time_col, item_col=self.item_col, op_col=self.op_col,

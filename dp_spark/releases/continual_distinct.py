@@ -40,7 +40,8 @@ counter per group, noise from an OS-seeded generator) → ``Release`` with the
   power of two): Gaussian binary tree, σ² = w·L/(2ρ), over the w-truncated
   stream; error grows with √w, not with T. ``counter="factorized"`` runs
   the square-root factorized counter on the same stream instead of the
-  tree (batch only; ``mechanisms.continual_distinct.factorized``):
+  tree (``mechanisms.continual_distinct.factorized``; streamed, its
+  buffered-linear-Toeplitz approximation ``mechanisms.continual_distinct.blt``):
   exact integer noise, per-step variance stated exactly.
 - ``"baseline"``: the paper's Theorem 3.10 comparison as periodic recompute
   (the count every B steps, Gaussian noise, held between).
@@ -239,7 +240,7 @@ def continual_distinct(df, plan: Plan, budget, ledger) -> Release:
             "adaptive", "bounded" or "baseline".
         max_flippancy: the flippancy bound w for "bounded" only.
         counter: "bounded" only: "tree" (default) or "factorized" (the
-            square-root factorized counter; batch only).
+            square-root factorized counter; streamed, its BLT approximation).
         beta: failure probability of the stated error bounds.
         delta: δ of the reported (ε, δ) equivalent (nothing extra is spent).
         origin, step_size: step = ⌊(time − origin) / step_size⌋ + 1

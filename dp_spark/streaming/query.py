@@ -66,6 +66,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.io import detect_format, parsed_op, read_input, spark_source
 from dp_spark.mechanisms.continual_distinct import DEFAULT_STREAM_METHOD, ContinualCounter
+from dp_spark.mechanisms.continual_distinct.mechanisms import DEFAULT_COUNTER
 from dp_spark.errors import InputError, ParameterError, SparkJobError
 from dp_spark.noise import make_rng
 from dp_spark.plan import Plan
@@ -110,7 +111,10 @@ _CONFIG_KEYS = {
     "beta": "--beta", "delta": "--delta", "seed": "--seed", "item_col": "--item-col", "op_col": "--op-col",
     "time_col": "--time-col", "step_grid": "--trigger", "trigger": "--trigger", "source": "--input",
     "format": "--format", "files_per_step": "--files-per-step", "schema": "the input files' schema",
+    "counter": "--counter",
 }
+# A key older checkpoints lack, and the value they ran with.
+_CONFIG_DEFAULTS = {"counter": DEFAULT_COUNTER}
 
 
 def _now() -> str:
@@ -236,7 +240,7 @@ def counter_max_level(state: dict) -> int:
 def _new_state(config: dict, tree_horizon: int, w: int | None, rho: float) -> dict:
     """A fresh mechanism state; ``rho`` is the plan's calibrated ρ."""
     counter = ContinualCounter(
-        tree_horizon, rho, config["method"], w, beta=config["beta"]
+        tree_horizon, rho, config["method"], w, beta=config["beta"], counter=config.get("counter", DEFAULT_COUNTER)
     )
     J = tree_horizon.bit_length() - 1
     state: dict[str, Any] = {
@@ -312,7 +316,7 @@ def _check_same_config(saved: dict, config: dict) -> None:
     for key, option in _CONFIG_KEYS.items():
         if key == "schema" and config.get(key) is None:
             continue
-        if saved.get(key) != config.get(key):
+        if saved.get(key, _CONFIG_DEFAULTS.get(key)) != config.get(key):
             if key == "schema":
                 was = "another schema of the input files"
             else:
@@ -383,6 +387,7 @@ def continual_distinct_stream(
     horizon: int,
     method: str = DEFAULT_STREAM_METHOD,
     max_flippancy: int | None = None,
+    counter: str = DEFAULT_COUNTER,
     time_col: str | None = "time",
     item_col: str = "item",
     op_col: str = "op",
@@ -429,7 +434,8 @@ def continual_distinct_stream(
     the stream's (trigger, step grid, checkpoint, sink, resumed).
     """
     plan = make_plan(rho=rho, horizon=horizon, method=method, time_col=time_col, item_col=item_col,
-                     op_col=op_col, max_flippancy=max_flippancy, beta=beta, delta=delta, seed=seed, stream=True)
+                     op_col=op_col, max_flippancy=max_flippancy, counter=counter, beta=beta, delta=delta, seed=seed,
+                     stream=True)
     refuse_seeded_ledger(seed, budget)  # a seeded run is not private: never charges a ledger (nothing read yet)
     files_per_step = validate_files_per_step(files_per_step)
     trigger = validate_trigger(trigger)
@@ -508,6 +514,7 @@ def _stream_config(plan: Plan, source: str, fmt: str, files_per_step: int, trigg
         "time_col": plan["time_col"], "step_grid": step_grid(trigger), "trigger": trigger,
         "source": _source_text(source), "format": fmt, "files_per_step": files_per_step,
         "schema": None if schema is None else schema.json(),
+        "counter": plan.parameters.get("counter", DEFAULT_COUNTER),
     }
 
 

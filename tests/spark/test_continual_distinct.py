@@ -94,8 +94,8 @@ def test_factorized_counter_rows_and_bounds_do_not_depend_on_one_item(spark, cha
         grouped.append(table.reset_index(drop=True))
         poisoned = df.selectExpr("time", "item", "CAST(raise_error('read!') AS INT) AS op")
         budget = PrivacyFilter(ZCDP(2.0))
-        with pytest.raises(ParameterError, match="is a batch counter"):
-            continual_plan(**{**kwargs, "seed": None}, stream=True)
+        streamed = continual_plan(**{**kwargs, "seed": None}, stream=True)  # streamed: the BLT counter
+        assert streamed.parameters["counter"] == "factorized" and streamed.steps == continual_plan(**kwargs).steps
         with pytest.raises(ParameterError, match="applies only to method 'bounded'"):
             dp_spark.continual_distinct(poisoned, rho=1.0, horizon=64, counter="factorized", budget=budget)
         assert budget.spent.rho == 0.0

@@ -1008,7 +1008,6 @@ def test_grouped_plan_uses_the_factorized_counters_own_factor(max_flippancy, m, 
     ({"method": "bounded", "max_flippancy": 2, "counter": "smooth"}, "counter must be one of tree, factorized"),
     ({"counter": "factorized"}, "counter 'factorized' applies only to method 'bounded'"),
     ({"method": "adaptive", "counter": "factorized"}, "counter 'factorized' applies only to method 'bounded'"),
-    ({"method": "bounded", "max_flippancy": 2, "counter": "factorized", "stream": True}, "is a batch counter"),
 ])
 def test_plan_refuses_bad_parameters(kwargs, fragment):
     with pytest.raises(ParameterError, match=fragment):
