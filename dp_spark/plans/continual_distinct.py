@@ -278,8 +278,9 @@ def plan(params: Params) -> Plan:
         rho_group = group_rho(rho, method, p.max_groups, n_groups, **counter_options)
         split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w, counter=p.counter), factor,
                                      rho)
-    else:
-        split = budget_split(method, rho, tree_horizon, beta, w, counter=p.counter)
+    else:  # the online counter runs trees at every level of "auto"
+        split = budget_split(method, rho, tree_horizon, beta, w, counter=p.counter,
+                             level_counter="tree" if stream else "best")
     steps = [(label, ZCDP(part)) for label, part in split]
     parameters = {
         "rho": rho, "delta": delta, "beta": beta, "method": method, "horizon": horizon,

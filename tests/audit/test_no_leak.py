@@ -225,7 +225,12 @@ def test_cli_continual_distinct_leaks_nothing(tmp_path, events, capfd, dp_logs):
     leaks = captured_leaks(capfd, dp_logs, EVENT_SENTINELS)
     assert code == 0
     leaks["report"] = json_leaks(json.loads(report.read_text()), EVENT_SENTINELS)
-    leaks["series file"] = file_leaks(series, EVENT_SENTINELS)
+    # The estimates are the true counts plus a discrete Gaussian of σ ~ 2 at this horizon: a draw of 0 shows the
+    # true count (probability ~0.2 per release; select's block baseline reuses a release for B steps). Every other
+    # column must be clean, and the estimates must carry noise.
+    frame = pd.read_csv(series)
+    leaks["series file"] = frame_leaks(frame.drop(columns=["estimate"]), EVENT_SENTINELS)
+    assert frame["estimate"].ne(FINAL).sum() >= len(frame) // 2
     assert_clean(leaks)
 
 

@@ -166,3 +166,23 @@ def test_select_is_batch_only_and_grouped_at_factor_2m():
     with pytest.raises(ParameterError, match="batch only"):
         ContinualCounter(64, 0.5, "select")
     assert group_factor("select", 3) == 6 and group_factor("select", 3, 4) == 4
+
+
+def test_the_streamed_auto_plan_is_the_online_counters_split():
+    """At T = 2^18, ρ = 0.5 a factorized level beats the baseline but no tree does: the stream's plan
+    must split ρ as the online counter (trees) runs, so its records name steps of that split."""
+    from dp_spark.plans.continual_distinct import plan as continual_plan
+
+    horizon, rho = 1 << 18, 0.5
+    batch = continual_plan(rho=rho, horizon=horizon)
+    streamed = continual_plan(rho=rho, horizon=horizon, stream=True)
+    assert streamed["method"] == "auto"
+    assert [label for label, _ in streamed.steps] == [label for label, _ in budget_split(
+        "auto", rho, horizon, level_counter="tree")]
+    assert budget_split("auto", rho, horizon) != budget_split("auto", rho, horizon, level_counter="tree")
+    counter = ContinualCounter(horizon, rho, "auto")
+    z = {"z": 0, "z_truncated": np.zeros(19, dtype=np.int64), "over_counts": np.zeros(19, dtype=np.int64)}
+    counter.step(np.random.default_rng(0), **z)
+    labels = [{"step": label} for label, _ in streamed.steps]
+    assert counter.noise_records() and not uncharged_records(counter.noise_records(), labels)
+    assert batch["method"] == "select"

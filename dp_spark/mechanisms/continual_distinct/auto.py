@@ -72,7 +72,8 @@ from dp_spark.mechanisms.continual_distinct.tree import BinaryTreeMechanism, num
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch, rational_sigma2
 from dp_spark.noise.records import NoiseDraw
 
-__all__ = ["AutoPlan", "auto_plan", "auto_run", "baseline_record", "best_block", "BaselinePhase"]
+__all__ = ["AutoPlan", "auto_plan", "auto_run", "baseline_record", "best_block", "BaselinePhase", "level_counter",
+           "union_quantile"]
 
 
 def baseline_record(step: str, sigma: float, draws: int, target: str) -> NoiseDraw:
@@ -175,14 +176,15 @@ class AutoPlan:
         return [
             (f"sparse vector (Algorithm 2), cutoff {self.cutoff}", self.rho_svt),
             (
-                "binary trees (Algorithm 1) started lazily when the sparse vector reaches them "
+                "counters (Algorithm 1) started lazily when the sparse vector reaches them "
                 f"({trees}), then the recompute baseline with all that is left; zCDP filter",
                 self.rho_rest,
             ),
         ]
 
 
-def _quantile(horizon: int, beta_noise: float) -> float:
+def union_quantile(horizon: int, beta_noise: float) -> float:
+    """sqrt(2 ln(2n/β)): a two-sided Gaussian tail at β/n each, union over n values (σ-subgaussian noise)."""
     return math.sqrt(2.0 * math.log(2.0 * horizon / beta_noise))
 
 
@@ -243,7 +245,7 @@ def auto_plan(
     if max_step_change is not None:
         max_step_change = _checks.integer(max_step_change, "max_step_change", 1)
     J = _checks.log2_exact(T)
-    q = _quantile(T, beta / 2.0)
+    q = union_quantile(T, beta / 2.0)
     rest = remainder(rho, f * rho)  # ρ_svt + ρ_rest ≤ ρ exactly
     tree_rho, sigma2, counters, bounds = [], [], [], []
     for j in range(J + 1):
@@ -261,7 +263,7 @@ def auto_plan(
         bounds.append(a)
     top = len(tree_rho) - 1
     if top < 0:
-        return AutoPlan(T, rho, beta, relation, 0.0, rho, g, -1, (), (), np.zeros(0), _quantile(T, beta), 0.0,
+        return AutoPlan(T, rho, beta, relation, 0.0, rho, g, -1, (), (), np.zeros(0), union_quantile(T, beta), 0.0,
                         max_step_change)
     svt = SparseVector(f * rho, top + 1)
     alpha = svt.alpha(T + top + 1, beta / 2.0)
@@ -304,7 +306,7 @@ def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
     std = np.zeros(T, dtype=np.float64)
     bound = np.zeros(T, dtype=np.float64)
     for level in np.unique(path[path >= 0]).tolist():
-        ledger.spend(ZCDP(plan.tree_rho[level]), label=f"tree w={1 << level}")
+        ledger.spend(ZCDP(plan.tree_rho[level]), label=f"{plan.counters[level]} w={1 << level}")
         chosen = path == level
         if plan.counters[level] == "factorized":
             release = factorized_counts(summaries.z_truncated[level], None, rng, flippancy_bound=1 << level,
@@ -317,7 +319,8 @@ def auto_run(summaries, plan: AutoPlan, rng: np.random.Generator) -> dict:
         estimates[chosen] = release.estimates[chosen]
         std[chosen] = release.std[chosen]
         truncation = 0.0 if (1 << level) >= T else float(plan.thresholds[level]) + plan.svt_alpha
-        bound[chosen] = release.std[chosen] * plan.quantile + truncation
+        rounding = 0.5 if plan.counters[level] == "factorized" else 0.0  # its estimates are rounded
+        bound[chosen] = release.std[chosen] * plan.quantile + truncation + rounding
     baseline = None
     if start is not None:
         baseline = BaselinePhase.plan(T, start, ledger.remaining.rho, plan.quantile, plan.max_step_change)

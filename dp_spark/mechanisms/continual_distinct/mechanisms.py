@@ -102,7 +102,7 @@ change — up to 2m groups (m = 1: x's events in a and b, a kept; remove
 x's a-events and b is kept instead). Each counter is ρ_g-zCDP under either
 relation, with independent noise, so the series are
 (k + 2(m − k))·ρ_g ≤ 2m·ρ_g-zCDP: ``ρ_g = ρ/(2m)`` (:func:`group_factor` 2m)
-for "auto", "adaptive" and "baseline". "bounded" (trees only) needs less: a
+for "select", "auto", "adaptive" and "baseline". "bounded" (trees only) needs less: a
 tree is calibrated to ℓ2² ≤ 4·w·L under "subset" and moves by ℓ2² ≤ w·L under
 item-removal, so the changed groups' trees add up to
 ℓ2² ≤ k·4wL + 2(m − k)·wL ≤ m·4wL and ``ρ_g = ρ/m`` suffices (factor m).
@@ -653,15 +653,18 @@ def budget_split(
     max_flippancy: int | None = None,
     relation: str = DEFAULT_RELATION,
     counter: str = DEFAULT_COUNTER,
+    level_counter: str = "best",
 ) -> list[tuple[str, float]]:
     """The data-independent ledger of ρ for ``method`` (labels and zCDP ρ's,
     summing to ρ): public parameters only; the adaptive parts say what they
-    *may* spend. ``counter`` ("bounded" only) names the counter in the label."""
+    *may* spend. ``counter`` ("bounded" only) names the counter in the label;
+    ``level_counter`` ("auto" only) is the levels' counter choice the run uses
+    ("tree" for the online counter): it moves the crossover, so the split."""
     rho = _checks.positive(rho, "rho")
     horizon = _checks.horizon(horizon)
     counter = check_counter(method, counter)
     if method == "auto":
-        return auto_plan(horizon, rho, beta, relation).budget_split()
+        return auto_plan(horizon, rho, beta, relation, counter=level_counter).budget_split()
     if method == "select":
         return select_plan(horizon, rho, beta, relation).budget_split()
     if method == "bounded":

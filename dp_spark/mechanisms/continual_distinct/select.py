@@ -37,8 +37,9 @@ The three compose to ρ_sel + ρ_est + ρ_c ≤ ρ. Releasing the choice, the es
 statement is post-processing.
 
 Error (probability ≥ 1 − β: β/2 to the counter's noise, union over T steps, q = sqrt(2 ln(2T/(β/2)));
-β/2 to the one-sided statement, q₁ = sqrt(2 ln(2/β))): |err_t| ≤ std_t·q + u (for a block, q over
-its ⌈T/B⌉ releases: every step reuses its release's draw). Discrete Gaussian
+β/2 to the one-sided statement, q₁ = sqrt(2 ln(2/β))): |err_t| ≤ std_t·q + u, plus 1/2 for the
+factorized counter (its estimates are rounded); for a block, q is over its ⌈T/B⌉ releases (every
+step reuses its release's draw). Discrete Gaussian
 noise is σ-subgaussian (CKS 2020), so the Gaussian tail applies. Batch only: the choice reads the
 whole stream, which a streaming counter has not seen yet (streams use "auto").
 """
@@ -54,7 +55,7 @@ import numpy as np
 from dp_spark import checks as _checks
 from dp_spark.accounting.exact import exact, float_down, remainder
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.continual_distinct.auto import _quantile, baseline_record, level_counter
+from dp_spark.mechanisms.continual_distinct.auto import baseline_record, level_counter, union_quantile
 from dp_spark.mechanisms.continual_distinct.factorized import factorized_counts
 from dp_spark.mechanisms.continual_distinct.relations import check_relation
 from dp_spark.mechanisms.continual_distinct.tree import BinaryTreeMechanism
@@ -148,10 +149,10 @@ def select_plan(horizon: int, rho: float, beta: float = 0.05, relation: str = "s
     rho_sel = float_down(exact(fs) * exact(rho))
     rho_est = float_down(exact(fe) * exact(rho))
     rho_c = remainder(remainder(rho, rho_sel), rho_est)
-    q = _quantile(T, beta / 2.0)
+    q = union_quantile(T, beta / 2.0)
     blocks = _blocks(T)
     block_sigma2 = tuple(rational_sigma2(Fraction(-(-T // b)) / (2 * Fraction(rho_c))) for b in blocks)
-    block_bounds = tuple(math.sqrt(s) * _quantile(-(-T // b), beta / 2.0) for s, b in zip(block_sigma2, blocks))
+    block_bounds = tuple(math.sqrt(s) * union_quantile(-(-T // b), beta / 2.0) for s, b in zip(block_sigma2, blocks))
     levels, counters, sigma2, bounds = [], [], [], []
     for j in range(_checks.log2_exact(T) + 1):
         name, s2, a = level_counter(T, rho_c, 1 << j, relation, q)
@@ -215,6 +216,7 @@ def select_run(summaries, plan: SelectPlan, rng: np.random.Generator) -> dict:
             release = tree.batch(summaries.z_truncated[j], rng)
             noise.append(tree.noise_record(steps[2], w, plan.relation))
         estimates, std, q = release.estimates, release.std, plan.quantile
+        rounding = 0.5 if plan.level_counters[choice] == "factorized" else 0.0  # its estimates are rounded
         chosen = {"flippancy_bound": w, "counter": plan.level_counters[choice], "truncation_bound": stated}
     else:
         index = choice - len(plan.levels)
@@ -225,8 +227,9 @@ def select_run(summaries, plan: SelectPlan, rng: np.random.Generator) -> dict:
                                      f"the distinct count every {block} steps"))
         estimates = drawn[np.arange(T) // block]
         std = np.full(T, math.sqrt(sigma2))
-        q = _quantile(int(release_steps.shape[0]), plan.beta / 2.0)  # one draw per release, reused until the next
+        q = union_quantile(int(release_steps.shape[0]), plan.beta / 2.0)  # one draw per release, reused until the next
+        rounding = 0.0
         chosen = {"block": block, "counter": "recompute baseline", "staleness_bound": stated}
     return {"estimates": np.asarray(estimates, dtype=np.int64), "std": np.asarray(std, dtype=np.float64),
-            "error_bound": np.asarray(std, dtype=np.float64) * q + stated, "choice": chosen,
+            "error_bound": np.asarray(std, dtype=np.float64) * q + stated + rounding, "choice": chosen,
             "noise": tuple(noise)}
