@@ -380,7 +380,12 @@ def _shard_histograms(
     order = [_ORDER, PERSON, _KEY, ITEM]
     freq = []
     if method in BY_FREQUENCY:
-        parted = parted.groupBy(PERSON, ITEM).agg(F.count(F.lit(1)).alias(_FREQ))
+        # the count must leave each person's rows in one partition: the planner reuses the person
+        # partitioning by default (no second exchange), but with spark.sql.requireAllClusterKeysForDistribution
+        # it re-shuffles by (person, item), and a person split over partitions would spend its budget once
+        # per partition; the repartition by person after the count is free by default and restores it otherwise
+        parted = (parted.groupBy(PERSON, ITEM).agg(F.count(F.lit(1)).alias(_FREQ))
+                  .repartition(int(shards), PERSON))
         order = [_ORDER, PERSON, F.col(_FREQ).desc(), _KEY, ITEM]
         freq = [_FREQ]
     rows = (

@@ -76,6 +76,25 @@ def test_the_frequency_count_adds_no_shuffle(spark):
     assert "HashAggregate" in greedy._jdf.queryExecution().executedPlan().toString()
 
 
+def test_one_person_spends_one_budget_whatever_the_planner_does(spark):
+    """With spark.sql.requireAllClusterKeysForDistribution on (and adaptive execution off, so tiny data
+    is not coalesced into one partition) the planner re-shuffles the frequency count by (person, item):
+    one person holding 40 items must still spend at most 1 and keep at most Δ0 = 3 items (it spent 4 and
+    kept 12 over 4 partitions before the count was repartitioned by person)."""
+    df = spark.createDataFrame(rows_of({0: {f"i{j}": 1 + j % 3 for j in range(40)}}), SCHEMA)
+    before = {k: spark.conf.get(k) for k in ("spark.sql.requireAllClusterKeysForDistribution",
+                                             "spark.sql.adaptive.enabled")}
+    try:
+        spark.conf.set("spark.sql.requireAllClusterKeysForDistribution", "true")
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
+        rows = _shard_histograms(edges(df, "person_id", "item"), GREEDY, 3, 7, 0.5, 4).collect()
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
+    weights = [r["weight"] for r in rows]
+    assert len(weights) <= 3 and sum(weights) <= 1.0 + 1e-9
+
+
 @pytest.fixture(scope="module")
 def words(spark):
     """300 persons: 40 shared words with person-dependent repeats, and one

@@ -52,8 +52,9 @@ a shard are visited in an order fixed by their ids.
     P[some item of T released] = 1 − e^{−Σ φ(h_u)}
     ≤ 1 − (1 − q(1))·(1 − q(0))^{Δ0 − 1} =: f(ρ), and :func:`rho_greedy` is
     the smallest ρ ≥ 1 with f(ρ) ≤ δ (to a relative margin of 1e-9 on δ,
-    far above the floats' error). Only the one item y partly fills can carry
-    weight; the Δ0 − 1 others cost q(0) each, which is what ρ pays for the
+    far above the floats' error). At the vertex one item carries the whole
+    weight (when the cutoff is below 1, y fills several items to it, but the
+    convexity argument already covers every such split); the Δ0 − 1 others cost q(0) each, which is what ρ pays for the
     fixed candidate set (Lemma: f(ρ) ≤ ½·e^{−ρ/b}·(e^{1/b} + Δ0 − 1), the
     union bound, the bisection's upper end).
 (4) Both directions, as in Gopi et al.'s Lemma A.1 (written out in
