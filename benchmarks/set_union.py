@@ -1,7 +1,7 @@
 """DP Set Union (Gopi et al., ICML 2020) with dp_spark: release sizes and sharding.
 
     .venv/bin/python benchmarks/set_union.py [--runs 5] [--rows 2000000]
-        [--max-items 1 10 50 100 200 300] [--shards-sweep 1 2 8 32] [--sweep-runs 3]
+        [--max-items 1 10 50 100 200 300] [--methods policy-greedy ...] [--shards-sweep 1 2 8 32] [--sweep-runs 3]
         [--sweep-max-items 100] [--seed 0] [--data ../shared/data] [--json out.json]
 
 Settings of the paper's Table 2: ε = 3, δ = e^-10, α = 2, one pass.
@@ -15,13 +15,15 @@ policy and Δ0, on
     default 2M; 200k persons, 100k-word vocabulary, Zipf 1.05 words); the
     histogram is built once per (policy, Δ0) with one salt and each run
     redraws the noise only (the histogram dominates the cost at this size).
+Policy Greedy (Carvalho, Wang, Gondara, AAAI 2022) keeps each person's Δ0
+most frequent items instead of a sample (its restriction), from the same salt.
 Both next to the paper's Reddit figures (Table 2; the Reddit file is not
 available, so compare the ordering and the shape in Δ0, not the numbers).
 The sequential policies use dp_spark's defaults (8 shards, each with the
 cutoff Γ/√8); the shards sweep shows what that costs.
 
-Table 3 — the shards sweep: the full ``dp_spark.set_union`` call (policy
-Laplace and Gaussian, Δ0 = ``--sweep-max-items``) on the synthetic data with
+Table 3 — the shards sweep: the full ``dp_spark.set_union`` call (the
+sequential policies of ``--methods``, Δ0 = ``--sweep-max-items``) on the synthetic data with
 shards = 1, 2, 8, 32, each shard with the default cutoff Γ/√shards and with
 Γ: released items (mean ± sd) and wall time (median) per call, next to a
 non-private floor (distinct items of the same table).
@@ -59,7 +61,7 @@ DATA_FILE = Path("amazon-fashion-5core") / "AMAZON_FASHION_5.json.gz"
 EPSILON = 3.0
 DELTA = math.exp(-10)
 ALPHA = 2.0
-POLICIES = ("count", "weighted-laplace", "weighted-gaussian", "policy-laplace", "policy-gaussian")
+POLICIES = ("count", "weighted-laplace", "weighted-gaussian", "policy-laplace", "policy-gaussian", "policy-greedy")
 
 # Gopi et al., supplement Table 2 (Reddit unigrams, ε = 3, δ = e^-10, α = 2,
 # one pass, mean ± sd over 5 user orders), from ALGORITHMS.md 2.5.
@@ -79,6 +81,14 @@ def parse_args(argv=None):
     p.add_argument("--runs", type=int, default=5, help="runs per (policy, Δ0) cell (default 5)")
     p.add_argument("--rows", type=int, default=2_000_000, help="synthetic rows (default 2M)")
     p.add_argument("--max-items", type=int, nargs="+", default=[1, 10, 50, 100, 200, 300])
+    p.add_argument("--methods", nargs="+", choices=POLICIES, default=list(POLICIES),
+                   help="policies of Tables 1 and 2 (default: all)")
+    p.add_argument("--shards", type=int, default=None,
+                   help="person shards of the sequential policies in Tables 1 and 2 (default: dp_spark's 8)")
+    p.add_argument("--persons", type=int, default=None, help="synthetic persons (default rows/10)")
+    p.add_argument("--vocabulary", type=int, default=None, help="synthetic vocabulary (default rows/20)")
+    p.add_argument("--person-exponent", type=float, default=0.7,
+                   help="synthetic person activity exponent (default 0.7; 0 = every person alike)")
     p.add_argument("--shards-sweep", type=int, nargs="+", default=[1, 2, 8, 32])
     p.add_argument("--sweep-runs", type=int, default=3)
     p.add_argument("--sweep-max-items", type=int, default=100)
@@ -122,33 +132,40 @@ def mean_sd(values) -> str:
     return f"{a.mean():,.1f} ± {a.std(ddof=1) if len(a) > 1 else 0.0:,.1f}"
 
 
-def grid(spark, edge_df, max_items_list, runs, seed, table, resample, shards):
-    """released[(policy, Δ0)] = list of release sizes; seconds[(policy, Δ0)]."""
-    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness, plan_set_union, shard_cutoff
+def grid(spark, edge_df, max_items_list, runs, seed, table, resample, shards, methods=POLICIES):
+    """released[(policy, Δ0)] = list of release sizes; seconds[(policy, Δ0)]. Policy Greedy's sets
+    keep each person's most frequent items in that order (its restriction), the others' a salted-hash
+    sample; both from the same salt."""
+    from dp_spark.mechanisms.set_union import (BY_FREQUENCY, ThresholdStep, derive_randomness, plan_set_union,
+                                               shard_cutoff)
     from dp_spark.stages.set_union import released_items, restricted_sets, weight_histogram
+
+    def restrict(d0, salt):
+        kinds = {p in BY_FREQUENCY for p in methods}
+        return {kind: restricted_sets(edge_df, d0, salt, by_frequency=kind).cache() for kind in kinds}
 
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
     released, seconds = {}, {}
     for d_index, d0 in enumerate(max_items_list):
-        plans = {p: plan_set_union(EPSILON, DELTA, d0, p, ALPHA) for p in POLICIES}
+        plans = {p: plan_set_union(EPSILON, DELTA, d0, p, ALPHA) for p in methods}
         fixed_sets = None
         if not resample:
             salt, _ = derive_randomness(run_rng(seed, table, d_index, 999))
-            fixed_sets = restricted_sets(edge_df, d0, salt).cache()
+            fixed_sets = restrict(d0, salt)
         hists = {}
         for run in range(runs):
             if resample:
                 salt, _ = derive_randomness(run_rng(seed, table, d_index, run, 999))
-                sets = restricted_sets(edge_df, d0, salt).cache()
+                sets = restrict(d0, salt)
             else:
                 sets = fixed_sets
-            for p_index, policy in enumerate(POLICIES):
+            for policy in methods:
                 plan = plans[policy]
-                _, root = derive_randomness(run_rng(seed, table, d_index, run, p_index))
+                _, root = derive_randomness(run_rng(seed, table, d_index, run, POLICIES.index(policy)))
                 with Timer() as t:
                     if resample or policy not in hists:
                         gamma = shard_cutoff(plan.gamma, shards) if plan.gamma is not None else None
-                        hist = weight_histogram(sets, policy, gamma, shards)
+                        hist = weight_histogram(sets[policy in BY_FREQUENCY], policy, gamma, shards)
                         if not resample:
                             hist = hist.cache()
                             hists[policy] = hist
@@ -158,20 +175,21 @@ def grid(spark, edge_df, max_items_list, runs, seed, table, resample, shards):
                 released.setdefault((policy, d0), []).append(int(n))
                 seconds.setdefault((policy, d0), []).append(t.seconds)
             if resample:
-                sets.unpersist()
+                for frame in sets.values():
+                    frame.unpersist()
         for hist in hists.values():
             hist.unpersist()
-        if fixed_sets is not None:
-            fixed_sets.unpersist()
+        for frame in (fixed_sets or {}).values():
+            frame.unpersist()
         print(f"  Δ0 = {d0}: done", flush=True)
     return released, seconds
 
 
-def grid_table(title, released, seconds, max_items_list, with_paper):
-    headers = ["Δ0"] + list(POLICIES) + (["paper Reddit: policy-lap.", "policy-gau."] if with_paper else [])
+def grid_table(title, released, seconds, max_items_list, with_paper, methods=POLICIES):
+    headers = ["Δ0"] + list(methods) + (["paper Reddit: policy-lap.", "policy-gau."] if with_paper else [])
     rows = []
     for d0 in max_items_list:
-        row = [str(d0)] + [mean_sd(released[(p, d0)]) for p in POLICIES]
+        row = [str(d0)] + [mean_sd(released[(p, d0)]) for p in methods]
         if with_paper:
             paper = PAPER_REDDIT.get(d0, {})
             row += [paper.get("policy-laplace", "-"), paper.get("policy-gaussian", "-")]
@@ -194,12 +212,12 @@ def main(argv=None) -> int:
     from dp_spark.stages.edges import edges
     from dp_spark.stages.set_union import DEFAULT_SHARDS
 
-    shards = DEFAULT_SHARDS
+    shards = args.shards or DEFAULT_SHARDS
     print("dp_spark benchmark: DP Set Union (Gopi et al., ICML 2020)")
     print(f"command: {command_line()}")
     print("session: " + ", ".join(f"{k}={v}" for k, v in session_summary(spark).items()))
     print(f"ε = {EPSILON:g}, δ = e^-10, α = {ALPHA:g}, one pass; sequential policies in {shards} "
-          f"shards with cutoff Γ/√{shards} (the defaults); runs per cell = {args.runs}")
+          f"shards with cutoff Γ/√{shards} (defaults: 8 shards, Γ/√8); runs per cell = {args.runs}")
     print(f"SEEDED (base seed {args.seed}): the released sizes below are NOT differentially "
           "private and NOT for publication.")
     print()
@@ -210,9 +228,11 @@ def main(argv=None) -> int:
         print(f"Amazon Fashion words: {data_path} (read in place)")
         print(data_line(edge_df))
         with Timer() as t:
-            released, seconds = grid(spark, edge_df, args.max_items, args.runs, args.seed, 1, True, shards)
+            released, seconds = grid(spark, edge_df, args.max_items, args.runs, args.seed, 1, True, shards,
+                                     args.methods)
         grid_table(f"Table 1. Amazon Fashion words: items released (mean ± sd, {args.runs} runs; "
-                   "item sampling and noise redrawn per run)", released, seconds, args.max_items, True)
+                   "item sampling and noise redrawn per run)", released, seconds, args.max_items, True,
+                   args.methods)
         print(f"(Table 1 total: {t.seconds:.0f} s)\n")
         out["tables"]["amazon"] = {f"{p}|{d}": v for (p, d), v in released.items()}
         edge_df.unpersist()
@@ -221,20 +241,22 @@ def main(argv=None) -> int:
     if "synthetic" not in args.skip or "sweep" not in args.skip:
         tmp = Path(tempfile.mkdtemp(prefix="dp_spark_set_union_bench_"))
         path = tmp / "synthetic.parquet"
-        synthetic_events(spark, rows=args.rows).write.parquet(str(path))
+        synthetic_events(spark, rows=args.rows, persons=args.persons, items=args.vocabulary,
+                         person_exponent=args.person_exponent).write.parquet(str(path))
         synthetic = spark.read.parquet(str(path)).cache()
         synthetic_edges = edges(synthetic, "person_id", "item").cache()
-        print(f"Synthetic Zipf words: dp_spark.datasets.synthetic_events(rows={args.rows:,}) "
+        print(f"Synthetic Zipf words: dp_spark.datasets.synthetic_events(rows={args.rows:,}, "
+              f"persons={args.persons}, items={args.vocabulary}, person_exponent={args.person_exponent:g}) "
               f"written to {path}")
         print(data_line(synthetic_edges))
 
     if "synthetic" not in args.skip:
         with Timer() as t:
             released, seconds = grid(spark, synthetic_edges, args.max_items, args.runs, args.seed, 2,
-                                     False, shards)
+                                     False, shards, args.methods)
         grid_table(f"Table 2. Synthetic Zipf words ({args.rows:,} rows): items released (mean ± sd, "
                    f"{args.runs} runs; histogram once per cell, noise redrawn per run)",
-                   released, seconds, args.max_items, True)
+                   released, seconds, args.max_items, True, args.methods)
         print(f"(Table 2 total: {t.seconds:.0f} s)\n")
         out["tables"]["synthetic"] = {f"{p}|{d}": v for (p, d), v in released.items()}
 
@@ -245,7 +267,9 @@ def main(argv=None) -> int:
             synthetic.agg(F.countDistinct("item")).collect()
         rows = []
         sweep = {}
-        for policy in ("policy-laplace", "policy-gaussian"):
+        from dp_spark.mechanisms.set_union import SEQUENTIAL
+
+        for policy in [m for m in args.methods if m in SEQUENTIAL]:
             for s_index, n_shards in enumerate(args.shards_sweep):
                 cells = {}
                 for rule in ("scaled", "full"):

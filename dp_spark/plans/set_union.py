@@ -4,11 +4,12 @@ DP Set Union, Algorithm 1 of Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin, 
 Private Set Union" (ICML 2020), with the update policy ``method``. Person-level (ε, δ)-DP in two steps,
 from the parameters alone (:func:`dp_spark.mechanisms.set_union.plan_set_union`):
 
-- the noisy histogram: Laplace noise (ε, 0) for ``count`` (ℓ1 sensitivity Δ0), ``weighted-laplace`` and
-  ``policy-laplace`` (ℓ1 sensitivity 1), or the analytic Gaussian mechanism (ε, δ/2) for the Gaussian
-  policies (ℓ2 sensitivity 1);
+- the noisy histogram: Laplace noise (ε, 0) for ``count`` (ℓ1 sensitivity Δ0), ``weighted-laplace``,
+  ``policy-laplace`` and ``policy-greedy`` (ℓ1 sensitivity 1), or the analytic Gaussian mechanism
+  (ε, δ/2) for the Gaussian policies (ℓ2 sensitivity 1);
 - the threshold ρ: an item only the added person holds is released with probability at most δ
-  (Laplace) or δ/2 (Gaussian): (0, δ) resp. (0, δ/2).
+  (Laplace) or δ/2 (Gaussian): (0, δ) resp. (0, δ/2). ``policy-greedy`` (Carvalho, Wang, Gondara,
+  AAAI 2022) has its own ρ (:mod:`dp_spark.mechanisms.set_union.greedy`).
 
 No pyspark.
 """
@@ -28,6 +29,8 @@ from dp_spark.summaries.set_union import DEFAULT_SHARDS, POLICIES, SEQUENTIAL
 RELEASE = "set-union"
 METHODS = POLICIES
 ALGORITHM = "Gopi et al. 2020, DP Set Union (Algorithm 1)"
+#: The policies from a later paper, named in the plan's ``algorithm``.
+ALGORITHM_OF = {"policy-greedy": "Carvalho, Wang, Gondara 2022, Policy Greedy, in " + ALGORITHM}
 
 #: Public limits of the parameters that size memory or work, checked before Spark starts.
 MAX_ITEMS_LIMIT = 100_000
@@ -141,7 +144,8 @@ def plan(params: Params) -> Plan:
     numeric = plan_set_union(p.epsilon, p.delta, p.max_items, p.method, p.alpha)  # refuses an ε that overflows
     parameters = {
         "epsilon": p.epsilon, "delta": p.delta, "method": p.method, "max_items": p.max_items, "alpha": p.alpha,
-        "person_col": p.person_col, "item_col": p.item_col, "noise": numeric.noise, "algorithm": ALGORITHM,
+        "person_col": p.person_col, "item_col": p.item_col, "noise": numeric.noise,
+        "algorithm": ALGORITHM_OF.get(p.method, ALGORITHM),
         "count": p.count, "partitions": p.partitions,
     }
     if p.method in SEQUENTIAL:

@@ -9,11 +9,14 @@
 Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin, "Differentially Private
 Set Union" (ICML 2020), Algorithm 1 with the update policies Count, Weighted
 Laplace / Gaussian (Appendix D) and Policy Laplace / Gaussian (Theorems 3.1,
-4.1), on Spark. Person-level (ε, δ)-DP (add or remove one person):
+4.1), and Policy Greedy (Carvalho, Wang, Gondara, AAAI 2022; its proof and
+threshold in :mod:`dp_spark.mechanisms.set_union.greedy`), on Spark.
+Person-level (ε, δ)-DP (add or remove one person):
 
 1. Spark stage, no noise: each person's distinct items, at most Δ0 chosen by
-   a salted hash of the person's own rows; the weighted histogram under the
-   policy (sequential policies run in shards of persons, histograms added).
+   a salted hash of the person's own rows (Policy Greedy: the person's most
+   frequent, ties by the hash); the weighted histogram under the policy
+   (sequential policies run in shards of persons, histograms added).
 2. Noise and threshold inside Spark, one generator per partition (executor
    OS entropy; seeded runs: spawned from the seed): release u iff
    H[u] + Z_u > ρ. Laplace policies: Z ~ Lap(1/ε) (count: Lap(Δ0/ε)) on ℓ1
@@ -22,7 +25,9 @@ Laplace / Gaussian (Appendix D) and Policy Laplace / Gaussian (Theorems 3.1,
    probability ≤ δ in total. Gaussian policies: σ by the analytic Gaussian
    calibration (Balle & Wang 2018) for (ε, δ/2) and ℓ2 sensitivity 1, ρ with
    failure probability δ/2. (Lemma A.1 of the paper's supplement:
-   conditioning on no new item being released costs δ.)
+   conditioning on no new item being released costs δ.) Policy Greedy:
+   Lap(1/ε) on ℓ1 sensitivity 1, every kept item a candidate (weight 0
+   included), ρ from :func:`~dp_spark.mechanisms.set_union.rho_greedy`.
 
 Released: the set of items (a Spark DataFrame, column ``item``, never
 collected) and its size; the noisy weights are never kept.
@@ -76,7 +81,9 @@ def set_union(df, plan: Plan, budget, ledger) -> Release:
 
     ``method``: ``count`` (Korolova et al. baseline, Lap(Δ0/ε)),
     ``weighted-laplace``, ``weighted-gaussian``, ``policy-laplace``,
-    ``policy-gaussian`` (default). ``alpha``: the policies' cutoff
+    ``policy-gaussian`` (default), ``policy-greedy`` (Carvalho et al., AAAI
+    2022: each person keeps its Δ0 most frequent items and fills them to the
+    cutoff in that order, Laplace noise). ``alpha``: the policies' cutoff
     Γ = ρ + α·(noise scale) (paper's default 2). ``shards``: person shards of
     the sequential policies (default 8, fixed, so the output does not depend on
     the cluster; 1 is the paper's single pass); ``shard_cutoff``: ``scaled``

@@ -44,6 +44,7 @@ from dp_spark.errors import ParameterError
 from dp_spark.stages.partitioning import python_partitions
 from dp_spark.stages.edges import ITEM, PERSON, edges
 from dp_spark.summaries.set_union import (
+    BY_FREQUENCY,
     DEFAULT_SHARDS,
     SEQUENTIAL,
     UNIT,
@@ -63,6 +64,7 @@ _KEY = "_key"
 _RANK = "_rank"
 _UNITS = "_units"
 _PARTS = "_parts"
+_FREQ = "_freq"
 
 #: What the release hands :func:`released_items`: partition id -> that
 #: partition's mask function (weights -> released), e.g.
@@ -96,7 +98,7 @@ def default_partitions(spark) -> int:
 
 # ------------------------------------------------------------ restriction
 
-def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
+def restricted_sets(edge_df: DataFrame, max_items: int, salt: int, by_frequency: bool = False) -> DataFrame:
     """(person, items): each person's distinct items, at most ``max_items`` = Δ0.
 
     The paper's rule (Algorithm 1, step 2a) keeps Δ0 items chosen uniformly at random. Here they are
@@ -105,18 +107,26 @@ def restricted_sets(edge_df: DataFrame, max_items: int, salt: int) -> DataFrame:
     own rows and the salt, so neighbouring tables give every other person the same set. ``items``
     lists the kept items in (hash, item) order, so the sequential kernels see the same sequence on
     every evaluation. The rank filter runs before the per-person aggregation, so no row holds more
-    than Δ0 items."""
+    than Δ0 items.
+
+    ``by_frequency`` (Policy Greedy, Carvalho et al., AAAI 2022: the person's local item frequency):
+    items ranked by the number of the person's rows holding them, most first, then by the same
+    (hash, item); the Δ0 first are kept and listed in that order. Still a function of the person's
+    own rows and the salt."""
     salt_col = F.lit(int(salt)).cast("long")
-    order = Window.partitionBy(PERSON).orderBy(F.col(_KEY), F.col(ITEM))
+    keys = [F.col(_KEY), F.col(ITEM)]
+    if by_frequency:
+        pairs = edge_df.repartition(PERSON).groupBy(PERSON, ITEM).agg(F.count(F.lit(1)).alias(_FREQ))
+        keys = [F.col(_FREQ).desc()] + keys
+    else:
+        pairs = edge_df.repartition(PERSON).dropDuplicates([PERSON, ITEM])  # one shuffle: all need person
     kept = (
-        edge_df.repartition(PERSON)  # one shuffle: dedup, window and grouping all need only person
-        .dropDuplicates([PERSON, ITEM])
-        .withColumn(_KEY, F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)))
-        .withColumn(_RANK, F.row_number().over(order))
+        pairs.withColumn(_KEY, F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)))
+        .withColumn(_RANK, F.row_number().over(Window.partitionBy(PERSON).orderBy(*keys)))
         .where(F.col(_RANK) <= int(max_items))
     )
     grouped = kept.groupBy(PERSON).agg(
-        F.array_sort(F.collect_list(F.struct(F.col(_KEY).alias("h"), F.col(ITEM).alias("i")))).alias(_KEY)
+        F.array_sort(F.collect_list(F.struct(F.col(_RANK).alias("r"), F.col(ITEM).alias("i")))).alias(_KEY)
     )
     return grouped.select(PERSON, F.transform(F.col(_KEY), lambda x: x["i"]).alias(ITEMS))
 
@@ -205,8 +215,10 @@ def weight_histogram(
     hash-partitioned by item into that many partitions before the sum: the layout
     :func:`released_items` needs, whatever the session's shuffle partitions.
 
-    ``policy-laplace`` / ``policy-gaussian`` are sequential (``gamma``: every shard's cutoff;
-    privacy holds for any cutoff, :func:`dp_spark.mechanisms.set_union.shard_cutoff`). Person p goes
+    ``policy-laplace`` / ``policy-gaussian`` / ``policy-greedy`` are sequential (``gamma``: every
+    shard's cutoff; privacy holds for any cutoff, :func:`dp_spark.mechanisms.set_union.shard_cutoff`;
+    ``policy-greedy`` follows each person's list in order, the paper's order being
+    :func:`restricted_sets` with ``by_frequency``, as the release runs it). Person p goes
     to shard pmod(murmur3(p), shards) and is visited inside it by (xxhash64(person), person), both
     fixed by the id alone; each shard runs the kernel of :mod:`dp_spark.summaries.set_union` and the
     shard histograms are added per item in shard order (the same bits on every evaluation).
@@ -359,18 +371,33 @@ def _shard_histograms(
     """(shard, item, weight): every shard's sequential histogram, at most one row per (item, shard).
     One shuffle: hash-partitioned by person into ``shards`` partitions (partition = shard =
     pmod(murmur3(person), shards), or several whole shards: :func:`_sequential_rows_partition`),
-    sorted by (xxhash64(person), person, xxhash64(salt, person, item), item)."""
+    sorted by (xxhash64(person), person, xxhash64(salt, person, item), item). For the policies of
+    ``BY_FREQUENCY`` (Policy Greedy) the rows are first counted per (person, item) inside the same
+    partitioning and each person's items sorted by that count, most first, then as above:
+    :func:`restricted_sets` with ``by_frequency``."""
     salt_col = F.lit(int(salt)).cast("long")
+    parted = edge_df.repartition(int(shards), PERSON)
+    order = [_ORDER, PERSON, _KEY, ITEM]
+    freq = []
+    if method in BY_FREQUENCY:
+        # the count must leave each person's rows in one partition: the planner reuses the person
+        # partitioning by default (no second exchange), but with spark.sql.requireAllClusterKeysForDistribution
+        # it re-shuffles by (person, item), and a person split over partitions would spend its budget once
+        # per partition; the repartition by person after the count is free by default and restores it otherwise
+        parted = (parted.groupBy(PERSON, ITEM).agg(F.count(F.lit(1)).alias(_FREQ))
+                  .repartition(int(shards), PERSON))
+        order = [_ORDER, PERSON, F.col(_FREQ).desc(), _KEY, ITEM]
+        freq = [_FREQ]
     rows = (
-        edge_df.repartition(int(shards), PERSON)
-        .select(
+        parted.select(
             F.pmod(F.hash(PERSON), F.lit(int(shards))).alias(_SHARD),
             F.xxhash64(PERSON).alias(_ORDER),
             PERSON,
             F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)).alias(_KEY),
             ITEM,
+            *freq,
         )
-        .sortWithinPartitions(_ORDER, PERSON, _KEY, ITEM)
+        .sortWithinPartitions(*order)
         .select(_SHARD, PERSON, ITEM)
     )
     schema = T.StructType([

@@ -16,11 +16,16 @@ A histogram is NON-PRIVATE. It becomes private only through
 guarantees two facts for neighbouring inputs H₁ (with person y) and H₂ (without y), persons visited
 in any fixed order that does not depend on the data:
 
-(S) sensitivity: ‖H₁ − H₂‖ ≤ 1 in ℓ1 for ``weighted-laplace`` and ``policy-laplace``, in ℓ2 for
-    ``weighted-gaussian`` and ``policy-gaussian``; ``count`` has ℓ1 sensitivity Δ0 (each item moves
-    by at most 1).
+(S) sensitivity: ‖H₁ − H₂‖ ≤ 1 in ℓ1 for ``weighted-laplace``, ``policy-laplace`` and
+    ``policy-greedy``, in ℓ2 for ``weighted-gaussian`` and ``policy-gaussian``; ``count`` has ℓ1
+    sensitivity Δ0 (each item moves by at most 1).
 (T) new items are light: T = supp(H₁) \\ supp(H₂), the items only y holds, has |T| ≤ Δ0 and H₁[u] ≤
     1/|T| (Laplace policies), ≤ 1/√|T| (Gaussian policies), = 1 (count) for u ∈ T.
+
+``policy-greedy`` (Carvalho, Wang, Gondara, AAAI 2022) has (S) in ℓ1 but a weaker (T), over a
+different support: its support is every item some person keeps (weight 0 included), T is again the
+items only y keeps, |T| ≤ Δ0, and their weights satisfy Σ_{u∈T} H₁[u] ≤ 1 (not 1/|T| each). The proof,
+and the threshold that (T) in this form needs, are in :mod:`dp_spark.mechanisms.set_union.greedy`.
 
 Proof of (T): only y touches an item of T, and y's set S_y ⊇ T. Count adds 1; Weighted adds 1/|S_y|
 ≤ 1/|T| or 1/√|S_y| ≤ 1/√|T|. In the policies every item of T starts at 0, so it has the largest gap
@@ -73,12 +78,15 @@ __all__ = [
     "POLICIES",
     "NOISE_OF",
     "SEQUENTIAL",
+    "HELD_SUPPORT",
+    "BY_FREQUENCY",
     "check_policy",
     "count_update",
     "weighted_laplace_update",
     "weighted_gaussian_update",
     "policy_laplace_update",
     "policy_gaussian_update",
+    "policy_greedy_update",
     "update_histogram",
     "sequential_update",
     "build_histogram",
@@ -90,7 +98,7 @@ __all__ = [
 ]
 
 #: The update policies, in the paper's order of increasing utility.
-POLICIES = ("count", "weighted-laplace", "weighted-gaussian", "policy-laplace", "policy-gaussian")
+POLICIES = ("count", "weighted-laplace", "weighted-gaussian", "policy-laplace", "policy-gaussian", "policy-greedy")
 #: Which noise each policy is paired with (Count is Korolova et al.'s Laplace baseline).
 NOISE_OF = {
     "count": "laplace",
@@ -98,9 +106,16 @@ NOISE_OF = {
     "weighted-gaussian": "gaussian",
     "policy-laplace": "laplace",
     "policy-gaussian": "gaussian",
+    "policy-greedy": "laplace",
 }
 #: Policies whose update depends on the histogram so far (order matters).
-SEQUENTIAL = ("policy-laplace", "policy-gaussian")
+SEQUENTIAL = ("policy-laplace", "policy-gaussian", "policy-greedy")
+#: Policies whose release considers every kept item, weight 0 included (:data:`SEQUENTIAL` others and
+#: the additive policies consider the items of positive weight): their fact (T) needs it.
+HELD_SUPPORT = ("policy-greedy",)
+#: Policies that visit (and keep) a person's items by the person's own frequency, most frequent first
+#: (ties by the salted hash); the others keep Δ0 items by the salted hash alone.
+BY_FREQUENCY = ("policy-greedy",)
 #: The additive policies' weights are whole numbers of units of 2^-UNIT_BITS.
 UNIT_BITS = 30
 #: One unit of weight, 2^-30 (a power of two: units·UNIT is exact in float64).
@@ -212,6 +227,35 @@ def policy_gaussian_update(
     weights[idx] = np.minimum(current[active] + (budget / norm) * g, gamma)
 
 
+def policy_greedy_update(
+    weights: np.ndarray, codes: np.ndarray, gamma: float, budget: float = 1.0
+) -> None:
+    """Policy Greedy (Carvalho, Wang, Gondara, AAAI 2022, the greedy update "GW"): the person's items
+    in the given order (``codes``: the person's own most frequent first, an order that depends on
+    nothing but the person's rows), each item below the cutoff Γ raised to Γ while the budget (1)
+    lasts, the first item it does not cover raised by what is left, the rest unchanged. Items at or
+    above Γ are skipped. The person's increments sum to at most the budget; weights never exceed Γ
+    (unless they already did). Proof of (S) and (T): :mod:`dp_spark.mechanisms.set_union.greedy`."""
+    _greedy_step(weights, np.asarray(codes, dtype=np.int64).tolist(), float(gamma), float(budget))
+
+
+def _greedy_step(w, codes: list, gamma: float, budget: float = 1.0) -> None:
+    """:func:`policy_greedy_update` on a list (or array) of weights for one person, in place: the
+    same IEEE operations in the same order either way."""
+    left = budget
+    for c in codes:
+        current = w[c]
+        if current >= gamma:
+            continue
+        cost = gamma - current
+        if cost < left:
+            w[c] = gamma
+            left -= cost
+        else:  # the budget ends here: the item gets what is left (never above Γ)
+            w[c] = min(current + left, gamma)
+            return
+
+
 def _laplace_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> None:
     """:func:`policy_laplace_update` on Python floats for one person (the same IEEE operations in a
     fixed order)."""
@@ -255,8 +299,8 @@ def _sequential_loop(weights: np.ndarray, indptr: np.ndarray, codes: np.ndarray,
                      method: str, gamma: float) -> None:
     """The persons of one shard, in order, on Python floats (cheaper than numpy calls for the many
     persons with few items). Each step is exactly :func:`policy_laplace_update` /
-    :func:`policy_gaussian_update` (tested), so (S) and (T) hold; the result is deterministic (fixed
-    operation order)."""
+    :func:`policy_gaussian_update` / :func:`policy_greedy_update` (tested), so (S) and (T) hold;
+    the result is deterministic (fixed operation order)."""
     w = weights.tolist()
     sequential_update(w, indptr, codes, method, gamma)
     weights[:] = w
@@ -270,7 +314,8 @@ def sequential_update(w: list, indptr, codes, method: str, gamma: float) -> list
         raise ParameterError(f"sequential_update is for {', '.join(SEQUENTIAL)}; got {method!r}.")
     if gamma is None or not math.isfinite(gamma) or gamma <= 0:
         raise ParameterError(f"method {method!r} needs a finite cutoff gamma > 0; got {gamma!r}.")
-    step = _laplace_step if method == "policy-laplace" else _gaussian_step
+    step = {"policy-laplace": _laplace_step, "policy-gaussian": _gaussian_step,
+            "policy-greedy": _greedy_step}[method]
     flat = np.asarray(codes, dtype=np.int64).tolist()
     bounds = np.asarray(indptr, dtype=np.int64).tolist()
     for lo, hi in zip(bounds[:-1], bounds[1:]):

@@ -30,13 +30,17 @@ from dp_spark.errors import BudgetExceededError, ParameterError, SchemaError
 from dp_spark.noise import make_rng
 from dp_spark.plans.set_union import plan as release_plan
 from dp_spark.mechanisms.set_union import (
+    BY_FREQUENCY,
+    HELD_SUPPORT,
     POLICIES,
     SEQUENTIAL,
+    NOISE_OF,
     NoiseRoot,
     build_histogram,
     derive_randomness,
     person_units,
     plan_set_union,
+    shard_cutoff,
 )
 from dp_spark.stages.edges import edges
 from dp_spark.stages.set_union import (
@@ -116,7 +120,7 @@ def emulate(sets_rows, policy, gamma, shards):
         flat = np.array([c for x in item_sets for c in x], dtype=np.int64)
         h = build_histogram(indptr, flat, len(codes), policy, gamma)
         for item, code in codes.items():
-            if h[code] > 0:
+            if h[code] > 0 or (policy in HELD_SUPPORT and code < len(h)):  # greedy: kept items at 0 too
                 total[item] = total.get(item, 0.0) + float(h[code])
     return total
 
@@ -148,7 +152,8 @@ def test_fused_sequential_histogram_equals_sets_then_kernel(spark, small, policy
     hot = [(77_777, f"w{i % 700}") for i in range(3_000)] + [(77_778, "w1")] * 50
     df = small.union(spark.createDataFrame(hot, SCHEMA))
     edge_df = edges(df, "person_id", "item")
-    want = weight_histogram(restricted_sets(edge_df, 6, salt=9), policy, 2.0, 3)
+    sets_df = restricted_sets(edge_df, 6, salt=9, by_frequency=policy in BY_FREQUENCY)  # the release's order
+    want = weight_histogram(sets_df, policy, 2.0, 3)
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     old = spark.conf.get(key)
     try:
@@ -207,11 +212,14 @@ def neighbour_facts(h_with, h_without, policy, max_items):
     if not set(h_without) <= set(h_with):
         bad.append("support")
     diff = np.array([h_with[u] - h_without.get(u, 0.0) for u in items])
-    norm = np.abs(diff).sum() if policy.endswith("laplace") else np.sqrt(diff @ diff)
+    norm = np.abs(diff).sum() if NOISE_OF[policy] == "laplace" else np.sqrt(diff @ diff)
     if norm > 1 + 1e-9:
         bad.append("S")
     new = set(h_with) - set(h_without)
-    if new:
+    if policy in HELD_SUPPORT:  # greedy: H' >= H, the new kept items weigh <= 1 in total
+        if diff.min(initial=0) < -1e-9 or len(new) > max_items or sum(h_with[u] for u in new) > 1 + 1e-9:
+            bad.append("T")
+    elif new:
         cap = 1 / len(new) if policy.endswith("laplace") else 1 / math.sqrt(len(new))
         if len(new) > max_items or any(h_with[u] > cap + 1e-12 for u in new):
             bad.append("T")
@@ -258,6 +266,8 @@ def test_sharded_policy_histograms_keep_sensitivity_on_random_neighbours(spark, 
         assert changed >= len(pairs) - 1
         new = set(h[f"{policy}|add"]) - set(h[f"{policy}|base"])
         assert new == {"only1", "only2", "only3"}
+        if policy in HELD_SUPPORT:  # only the first of them in 4242's order gets weight
+            assert sorted(h[f"{policy}|add"][u] for u in new)[:2] == [0.0, 0.0]
         assert {"new0"} <= set(h[f"{policy}|add_random"]) - set(h[f"{policy}|base"])
         # another input layout, the same bits (shard histograms added in shard order)
         assert h[f"{policy}|base_shuffled"] == h[f"{policy}|base"]
@@ -287,12 +297,16 @@ def test_items_only_one_person_holds_are_released_with_probability_at_most_delta
     rate = len(hit) / PROBES
     plan = plan_set_union(eps, delta, max_items, policy)
     weight = {"count": 1.0, "weighted-laplace": 1 / 3, "policy-laplace": 1 / 3}.get(policy, 1 / math.sqrt(3))
-    exact = 1 - (1 - plan.release_probability(weight)) ** 3
+    weights = [weight] * 3
+    if policy in HELD_SUPPORT:  # greedy: the probe's first item gets min(1, Γ per shard), the others 0
+        weights = build_histogram(np.array([0, 3]), np.arange(3), 3, policy, shard_cutoff(plan.gamma, 4)).tolist()
+        assert sorted(weights) == [0.0, 0.0, 1.0]
+    exact = 1 - np.prod([1 - plan.release_probability(w) for w in weights])
     bound = delta if plan.noise == "laplace" else delta / 2
     assert exact <= bound * (1 + 1e-9)
     assert rate <= bound + 4.5 * math.sqrt(bound * (1 - bound) / PROBES)
     assert abs(rate - exact) <= 4.5 * math.sqrt(exact * (1 - exact) / PROBES) + 1 / PROBES
-    if policy == "count":
+    if policy == "count" or policy in HELD_SUPPORT:
         assert exact == pytest.approx(delta)  # the bound is attained: this check can fail
     assert sum(1 for x in released if x.startswith("c")) >= 10  # common items do come out
 

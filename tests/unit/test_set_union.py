@@ -22,6 +22,7 @@ from scipy import integrate, stats
 
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.set_union import (
+    HELD_SUPPORT,
     POLICIES,
     SEQUENTIAL,
     NoiseRoot,
@@ -37,6 +38,7 @@ from dp_spark.mechanisms.set_union import (
     person_weight,
     plan_set_union,
     policy_gaussian_update,
+    policy_greedy_update,
     policy_laplace_update,
     release_mask,
     rho_count,
@@ -237,8 +239,8 @@ def random_case(rng, max_items):
     return n_items, sets
 
 
-@pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("shards", [1, 3])
+@pytest.mark.parametrize("policy", [p for p in POLICIES if p not in HELD_SUPPORT])  # greedy: its own (T),
+@pytest.mark.parametrize("shards", [1, 3])  # tests/unit/test_set_union_greedy.py
 def test_sensitivity_and_new_item_weights_on_random_neighbours(policy, shards):
     rng = np.random.default_rng(100 + POLICIES.index(policy) + 10 * shards)
     new_items = reached = 0
@@ -614,12 +616,13 @@ def test_mechanism_layer_imports_neither_pyspark_nor_pandas():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
-@pytest.mark.parametrize("policy", SEQUENTIAL)
+@pytest.mark.parametrize("policy", [p for p in SEQUENTIAL if p != "policy-greedy"])  # greedy: one step both
 def test_scalar_person_loop_equals_the_numpy_updates(policy):
     # update_histogram runs the sequential policies on Python floats (speed);
     # the numpy updates are the reference: same weights on random shards.
     rng = np.random.default_rng(5)
-    step = policy_laplace_update if policy == "policy-laplace" else policy_gaussian_update
+    step = {"policy-laplace": policy_laplace_update, "policy-gaussian": policy_gaussian_update,
+            "policy-greedy": policy_greedy_update}[policy]
     for _ in range(200):
         n_items, gamma = int(rng.integers(1, 30)), float(rng.uniform(0.2, 6.0))
         sets = [rng.choice(n_items, int(rng.integers(0, min(n_items, 12) + 1)), replace=False)

@@ -9,6 +9,8 @@ protected.
   kernels over one shard of persons, with the sensitivity facts the proof
   needs; they draw no noise.
 - :mod:`.thresholds`: noise scale, threshold ρ and cutoff Γ = ρ + α·scale.
+- :mod:`.greedy`: Policy Greedy (Carvalho, Wang, Gondara, AAAI 2022): its
+  privacy proof and threshold.
 - :mod:`.discrete`: the exact variant (integer statistic, discrete Gaussian,
   integer threshold) of the grouped releases' private key step.
 - :mod:`.thresholding`: the noise + threshold step per partition
@@ -18,7 +20,9 @@ Parameters are checked by :func:`dp_spark.plans.set_union.plan`.
 """
 
 from dp_spark.summaries.set_union import (
+    BY_FREQUENCY,
     DEFAULT_SHARDS,
+    HELD_SUPPORT,
     NOISE_OF,
     POLICIES,
     SEQUENTIAL,
@@ -30,6 +34,7 @@ from dp_spark.summaries.set_union import (
     person_units,
     person_weight,
     policy_gaussian_update,
+    policy_greedy_update,
     policy_laplace_update,
     sequential_update,
     update_histogram,
@@ -43,6 +48,7 @@ from dp_spark.mechanisms.set_union.discrete import (
     grid_statistic,
     plan_discrete_set_union,
 )
+from dp_spark.mechanisms.set_union.greedy import greedy_failure, rho_greedy
 from dp_spark.mechanisms.set_union.thresholding import NoiseRoot, ThresholdStep, derive_randomness, release_mask
 from dp_spark.mechanisms.set_union.thresholds import (
     SHARD_CUTOFFS,
@@ -62,6 +68,8 @@ __all__ = [
     "POLICIES",
     "NOISE_OF",
     "SEQUENTIAL",
+    "HELD_SUPPORT",
+    "BY_FREQUENCY",
     "check_policy",
     "person_weight",
     "person_units",
@@ -72,6 +80,7 @@ __all__ = [
     "weighted_gaussian_update",
     "policy_laplace_update",
     "policy_gaussian_update",
+    "policy_greedy_update",
     "update_histogram",
     "sequential_update",
     "build_histogram",
@@ -84,6 +93,8 @@ __all__ = [
     "rho_count",
     "rho_laplace",
     "rho_gaussian",
+    "rho_greedy",
+    "greedy_failure",
     "SHARD_CUTOFFS",
     "shard_cutoff",
     "DEFAULT_SHARDS",

@@ -30,6 +30,7 @@ from dp_spark.noise import make_rng, spawn_rngs
 from dp_spark.noise.rng import check_rng
 from dp_spark.mechanisms.set_union.discrete import DiscreteSetUnionPlan, discrete_release_mask
 from dp_spark.mechanisms.set_union.thresholds import SetUnionPlan
+from dp_spark.summaries.set_union import HELD_SUPPORT
 
 __all__ = ["NoiseRoot", "ThresholdStep", "derive_randomness", "release_mask"]
 
@@ -88,7 +89,9 @@ def derive_randomness(rng: np.random.Generator, keyed: bool = True) -> tuple[int
 def release_mask(weights: np.ndarray, plan: SetUnionPlan | DiscreteSetUnionPlan,
                  rng: np.random.Generator) -> np.ndarray:
     """Boolean mask of the released items: weight + noise > ρ, one fresh draw
-    per item from ``rng``; weight <= 0 is outside the support, never released.
+    per item from ``rng``; weight <= 0 is outside the support, never released,
+    except for the policies of ``HELD_SUPPORT`` (``policy-greedy``), whose
+    support is every kept item, weight 0 included (:mod:`.greedy`, step (3)).
     A :class:`~.discrete.DiscreteSetUnionPlan` uses
     :func:`~.discrete.discrete_release_mask`. Over all partitions the released
     set is (``plan.epsilon``, ``plan.delta``)-DP for the summed shard
@@ -103,7 +106,8 @@ def release_mask(weights: np.ndarray, plan: SetUnionPlan | DiscreteSetUnionPlan,
         noise = rng.laplace(0.0, plan.scale, weights.shape)
     else:
         noise = rng.normal(0.0, plan.scale, weights.shape)
-    return (weights > 0.0) & (weights + noise > plan.rho)
+    support = weights >= 0.0 if plan.method in HELD_SUPPORT else weights > 0.0
+    return support & (weights + noise > plan.rho)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ policy                 noise                          threshold ρ
 count                  Lap(b), b = Δ0/ε               1 + Q_b(p_Δ0)
 weighted/policy-lap.   Lap(b), b = 1/ε                max_{t=1..Δ0} 1/t + Q_b(p_t)
 weighted/policy-gau.   N(0, σ²), σ = AGM(ε, δ/2, 1)   max_{t=1..Δ0} 1/√t + σ·Φ⁻¹((1 − δ/2)^{1/t})
+policy-greedy          Lap(b), b = 1/ε                min ρ ≥ 1: 1 − (1 − ½e^{−(ρ−1)/b})(1 − ½e^{−ρ/b})^{Δ0−1} ≤ δ
 =====================  =============================  ===================================================
 
 Q_b(p) is the exact upper p-quantile of Lap(b) (:func:`laplace_isf`); AGM the
@@ -24,6 +25,8 @@ only the extra person holds (|T| = t ≤ Δ0, each of weight ≤ 1/t, 1/√t or 
 T clears the threshold with probability ≥ 1 − δ (Laplace) or 1 − δ/2
 (Gaussian); on that event the output is (ε, 0)-, resp. (ε, δ/2)-DP by the
 Laplace / Gaussian mechanism with sensitivity 1 (Δ0 for count, fact (S)).
+Policy Greedy (Carvalho et al., AAAI 2022) has a weaker fact (T) over every
+kept item, weight 0 included, hence its own ρ: :mod:`.greedy`.
 Everything here depends on parameters only.
 """
 
@@ -39,6 +42,7 @@ from dp_spark import checks
 from dp_spark.accounting.exact import ratio_up
 from dp_spark.errors import ParameterError
 from dp_spark.noise.records import NoiseDraw
+from dp_spark.mechanisms.set_union.greedy import rho_greedy
 from dp_spark.summaries.set_union import NOISE_OF, SEQUENTIAL, check_policy
 
 __all__ = [
@@ -198,6 +202,10 @@ def plan_set_union(
         scale = ratio_up(max_items, epsilon)
         rho = rho_count(epsilon, delta, max_items)
         sensitivity, norm, noise_delta, threshold_delta = float(max_items), "l1", 0.0, delta
+    elif method == "policy-greedy":
+        scale = ratio_up(1.0, epsilon)
+        rho = rho_greedy(epsilon, delta, max_items)
+        sensitivity, norm, noise_delta, threshold_delta = 1.0, "l1", 0.0, delta
     elif noise == "laplace":
         scale = ratio_up(1.0, epsilon)
         rho = rho_laplace(epsilon, delta, max_items)
