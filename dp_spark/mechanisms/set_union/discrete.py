@@ -28,8 +28,8 @@ change, each by exactly a_t units: U'_u = U_u + a_t for u in S.
     so it moves ⌊U/c⌋ by at most one. Other coordinates are equal. So
     ‖X' − X‖₂² <= Δ² = max_{t<=Δ0} t·d_t² (an integer, ``l2_squared``).
     On the items of supp(H), the vector X + Z is then Δ²/(2s²)-zCDP (CKS
-    2020, Theorem 4, for each integer coordinate; Rényi divergences of
-    independent coordinates add), and s² >= Δ²/(2ρ_n) (exactly) with ρ_n
+    2020, Theorem 14 of the full version, arXiv 2004.00010: the discrete
+    Gaussian on an integer vector of ℓ2 sensitivity Δ), and s² >= Δ²/(2ρ_n) (exactly) with ρ_n
     chosen so that ρ_n-zCDP implies (ε, δ_n)-DP by CKS 2020, §2.3, Corollary 13
     (for every order α > 1, δ = e^((α−1)(αρ−ε))/(α−1)·(1 − 1/α)^α; checked
     at one α with a margin on ln δ far above the floats' error). The
