@@ -645,7 +645,7 @@ def test_an_ungrouped_release_is_the_one_key_grouped_release(spark, method):
 SEEDED_CASES = {
     f"set_union/{m}": (dict(epsilon=2.0, delta=1e-5, method=m, max_items=3), "persons", [kind])
     for m, kind in (("count", "laplace"), ("weighted-laplace", "laplace"), ("weighted-gaussian", "gaussian"),
-                    ("policy-laplace", "laplace"), ("policy-gaussian", "gaussian"))
+                    ("policy-laplace", "laplace"), ("policy-gaussian", "gaussian"), ("policy-greedy", "laplace"))
 }
 
 
@@ -686,6 +686,24 @@ SEEDED_VALUES = {
             'released_count': 30,
             'shards': 8,
             'threshold': 10.188063471689944,
+        },
+    },
+    'set_union/policy-greedy': {
+        'items': [
+            'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
+            'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+        ],
+        'values': {
+            'cutoff': 7.529660630900388,
+            'cutoff_per_shard': 2.662137046071521,
+            'max_items': 3,
+            'method': 'policy-greedy',
+            'noise': 'laplace',
+            'noise_scale': 0.5,
+            'released_count': 30,
+            'shards': 8,
+            'threshold': 6.529660630900388,
         },
     },
     'set_union/policy-laplace': {
