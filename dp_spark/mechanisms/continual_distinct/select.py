@@ -39,9 +39,9 @@ statement is post-processing.
 Error (probability ≥ 1 − β: β/2 to the counter's noise, union over T steps, q = sqrt(2 ln(2T/(β/2)));
 β/2 to the one-sided statement, q₁ = sqrt(2 ln(2/β))): |err_t| ≤ std_t·q + u, plus 1/2 for the
 factorized counter (its estimates are rounded); for a block, q is over its ⌈T/B⌉ releases (every
-step reuses its release's draw). Discrete Gaussian
-noise is σ-subgaussian (CKS 2020), so the Gaussian tail applies. Batch only: the choice reads the
-whole stream, which a streaming counter has not seen yet (streams use "auto").
+step reuses its release's draw). Discrete Gaussian noise is σ-subgaussian (CKS 2020), so the
+Gaussian tail applies. Batch only: the choice reads the whole stream, which a streaming counter has
+not seen yet (streams use "auto").
 """
 
 from __future__ import annotations
