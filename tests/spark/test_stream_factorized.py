@@ -9,8 +9,8 @@ import json
 import pytest
 
 from dp_spark.errors import ParameterError
-from tests.spark.test_continual_streaming import HORIZON, _steps, _write_step
-from tests.spark.test_stream_noise_and_partitions import _offline, _run
+from tests.spark.test_continual_streaming import HORIZON, _write_step
+from tests.spark.test_stream_noise_and_partitions import _offline, _run, _whole_and_parts
 
 
 def test_streamed_factorized_counter_equals_the_online_counter_and_resumes(spark, tmp_path, report_schema):
@@ -19,14 +19,7 @@ def test_streamed_factorized_counter_equals_the_online_counter_and_resumes(spark
     checkpoint names the counter, and resuming it with counter "tree" is refused."""
     import jsonschema
 
-    steps = _steps(seed=7)
-    whole, parts = tmp_path / "whole", tmp_path / "parts"
-    whole.mkdir()
-    parts.mkdir()
-    for step in range(1, HORIZON + 1):
-        _write_step(whole, step, steps[step])
-    for step in (1, 2):
-        _write_step(parts, step, steps[step])
+    steps, whole, parts = _whole_and_parts(tmp_path)
     options = {"method": "bounded", "max_flippancy": 2, "counter": "factorized"}
     unbroken = _run(spark, whole, tmp_path, "whole", **options)
     estimates, records = _offline(steps, "bounded", HORIZON, max_flippancy=2, counter="factorized")

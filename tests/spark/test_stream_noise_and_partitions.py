@@ -31,6 +31,20 @@ def _offline(steps, method: str, released: int, **kwargs):
     return estimates, counter.noise_records()
 
 
+def _whole_and_parts(tmp_path):
+    """The seeded steps, a source directory holding all of them ("whole") and one holding steps 1-2
+    ("parts", for a query stopped and resumed)."""
+    steps = _steps(seed=7)
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    whole.mkdir()
+    parts.mkdir()
+    for step in range(1, HORIZON + 1):
+        _write_step(whole, step, steps[step])
+    for step in (1, 2):
+        _write_step(parts, step, steps[step])
+    return steps, whole, parts
+
+
 def _run(spark, source, tmp_path, name: str, **options):
     return continual_distinct_stream(spark, str(source), checkpoint=str(tmp_path / f"ckpt-{name}"),
                                      sink=str(tmp_path / f"out-{name}"), rho=RHO, horizon=HORIZON, seed=SEED,
@@ -47,14 +61,7 @@ def test_streamed_release_reports_its_noise_and_a_restart_reports_the_same(spark
     default state partitions (a session with 5 shuffle partitions: not used)."""
     import jsonschema
 
-    steps = _steps(seed=7)
-    whole, parts = tmp_path / "whole", tmp_path / "parts"
-    whole.mkdir()
-    parts.mkdir()
-    for step in range(1, HORIZON + 1):
-        _write_step(whole, step, steps[step])
-    for step in (1, 2):
-        _write_step(parts, step, steps[step])
+    steps, whole, parts = _whole_and_parts(tmp_path)
     options = {"method": method, "max_flippancy": kwargs.get("max_flippancy")}
 
     previous = spark.conf.get("spark.sql.shuffle.partitions")

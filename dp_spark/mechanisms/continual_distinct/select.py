@@ -46,6 +46,7 @@ not seen yet (streams use "auto").
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -166,7 +167,7 @@ def select_plan(horizon: int, rho: float, beta: float = 0.05, relation: str = "s
                       tuple(sigma2), tuple(bounds), blocks, block_sigma2, block_bounds, Fraction(0), q,
                       math.sqrt(2.0 * math.log(2.0 / beta)))
     sel2 = rational_sigma2(Fraction(plan.select_sensitivity2) / (2 * Fraction(rho_sel)))
-    return SelectPlan(**{**plan.__dict__, "select_sigma2": sel2})
+    return dataclasses.replace(plan, select_sigma2=sel2)
 
 
 def staleness(counts: np.ndarray, block: int) -> int:
