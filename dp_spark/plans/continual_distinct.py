@@ -15,7 +15,8 @@ tree horizon, the next power of two of ``horizon``):
   counters (Algorithm 1; the factorized counter or the binary tree per level in a batch run, trees
   online) started lazily, then the recompute baseline (or all of ρ to the baseline when no counter
   can beat it);
-- ``"adaptive"`` (Algorithm 3): ρ/2 to the sparse vector, ρ/(2(J + 1)) to each of the J + 1 trees;
+- ``"adaptive"`` (Algorithm 3): ρ/2 to the sparse vector, ρ/(2(J + 1)) to each of the J + 1 counters
+  (per level the factorized counter or the binary tree in a batch run, trees online);
 - ``"bounded"`` (Algorithm 1, needs ``max_flippancy``): all of ρ to one counter, the binary tree
   (``counter="tree"``, default) or a factorized counter (``counter="factorized"``: the square root
   in batch runs, its buffered-linear-Toeplitz approximation when streamed);
@@ -278,7 +279,7 @@ def plan(params: Params) -> Plan:
         rho_group = group_rho(rho, method, p.max_groups, n_groups, **counter_options)
         split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w, counter=p.counter), factor,
                                      rho)
-    else:  # the online counter runs trees at every level of "auto"
+    else:  # the online counter runs trees at every level of "auto" and "adaptive"
         split = budget_split(method, rho, tree_horizon, beta, w, counter=p.counter,
                              level_counter="tree" if stream else "best")
     steps = [(label, ZCDP(part)) for label, part in split]

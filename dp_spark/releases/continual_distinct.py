@@ -153,7 +153,7 @@ def _errors(confidence: float, assumption: str, noise=()) -> dict:
             f"error_bound (series column; this is the last step's){assumption}"
         ),
         "flippancy_bound": (
-            "the flippancy bound w whose tree produced the last estimate (for 'adaptive', chosen by "
+            "the flippancy bound w whose counter produced the last estimate (for 'adaptive', chosen by "
             "the sparse vector: a released, private quantity)"
         ),
         "series": (

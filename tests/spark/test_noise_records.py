@@ -26,8 +26,9 @@ from dp_spark.report import Release
 from tests.spark.seeded import seeded_cases, seeded_release
 
 #: budget steps that draw nothing themselves (set-union's threshold is a
-#: constant; pcr's unused rest; trees and auto parts the path never reached)
-_NO_DRAW = ("threshold", "held by the privacy filter", "binary tree mechanism, w =", "binary trees (Algorithm 1)")
+#: constant; pcr's unused rest; adaptive's counters and auto parts the path never reached)
+_NO_DRAW = ("threshold", "held by the privacy filter", "binary tree mechanism, w =", "factorized counter, w =",
+            "binary trees (Algorithm 1)")
 
 
 def test_every_case_has_expected_records():

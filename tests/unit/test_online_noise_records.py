@@ -144,7 +144,7 @@ def test_records_equal_the_batch_forms_where_the_draws_are_the_same(method, kwar
     the sparse vector's noise negligible, so both take the same path."""
     T = 128
     s = _stream(5, T, n_items=100, max_flips=4)
-    online_levels = {"level_counter": "tree"} if method == "auto" else {}  # the online auto runs trees
+    online_levels = {"level_counter": "tree"} if method in ("auto", "adaptive") else {}  # online: trees
     batch = continual_counts(s, 1e6, method, rng=np.random.default_rng(42), **kwargs, **online_levels)
     counter = ContinualCounter(T, 1e6, method, **kwargs)
     out = _run(counter, s, np.random.default_rng(42), range(T))

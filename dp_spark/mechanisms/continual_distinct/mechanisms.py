@@ -53,19 +53,25 @@ Mechanisms (``method=`` in ``continual_counts``):
     |error_t| ≤ std_t·sqrt(2 ln(2T/β)) + 1/2, under the same flippancy
     assumption. Grouped runs: its own factor (see "Groups").
 
-"adaptive" — Algorithm 3 (no flippancy bound): trees M_j for w_j = 2^j,
+"adaptive" — Algorithm 3 (no flippancy bound): counters M_j for w_j = 2^j,
     j = 0..J (J = ``summaries.max_level``), on the whole stream, each at
-    ρ_tree = (1 − f)·ρ/(J + 1); a sparse vector (ρ_svt = f·ρ, cutoff J) on
+    ρ_tree = (1 − f)·ρ/(J + 1) — per level the binary tree or the factorized
+    counter, whichever has the smaller noise bound at the public
+    (T, ρ_tree, w_j, relation) (``level_counter="best"``, the batch default;
+    the online counter runs trees); a sparse vector (ρ_svt = f·ρ, cutoff J) on
     q_t = over_counts[j, t] − τ_j (sensitivity 1). From j = 0, each step asks
     the query for the current j; "above" sets j ← j + 1 and asks again at the
     same step, until "below" or j = J; the estimate at t is M_j's. Default
     f = 1/2 (ALGORITHMS.md §4.4 [RECALL]: the paper's split is not legible in
     the seed); τ_j = s·a_j (our choice), a_j = σ_j·sqrt(L)·sqrt(2 ln(4T(J+1)/β))
-    the simultaneous (β/2) bound of M_j, s = ``threshold_scale`` (default 1).
+    the simultaneous (β/2) bound of a tree M_j (a factorized M_j: its largest
+    per-step std σ̌_j·√(S_ℓ̌(T)) in place of σ_j·√L), s = ``threshold_scale``
+    (default 1).
     Privacy: composition, (J+1)·ρ_tree + ρ_svt = ρ; the level path depends on
     the sparse-vector answers only, so it (``flippancy_bound``) may be
     released. Error (probability ≥ 1 − β, β/2 each): while j(t) < J,
-    |error_t| ≤ std_t·sqrt(2 ln(4T(J+1)/β)) + τ_j + α_svt, α_svt the sparse
+    |error_t| ≤ std_t·sqrt(2 ln(4T(J+1)/β)) + τ_j + α_svt (+ 1/2, the
+    rounding, at a factorized level), α_svt the sparse
     vector's accuracy (at "below", fewer than τ_j + α_svt items flip more than
     w_j, and only they are truncated); at j(t) = J the truncation term is 0 if
     2^J ≥ T, else unbounded (inf).
@@ -164,7 +170,7 @@ import numpy as np
 from dp_spark.accounting.exact import exact, float_down, float_up, remainder, share_down
 from dp_spark import checks as _checks
 from dp_spark.summaries.continual_distinct import StreamSummaries
-from dp_spark.mechanisms.continual_distinct.auto import auto_plan, auto_run, baseline_record
+from dp_spark.mechanisms.continual_distinct.auto import AUTO_COUNTERS, auto_plan, auto_run, baseline_record, level_counter
 from dp_spark.mechanisms.continual_distinct.factorized import factorized_counts
 from dp_spark.mechanisms.continual_distinct.factorized import sensitivity2 as factorized_sensitivity2
 from dp_spark.mechanisms.continual_distinct.factorized import sigma2_for_flippancy as factorized_sigma2
@@ -296,6 +302,11 @@ class AdaptivePlan:
     tree_quantile: float
     svt_alpha: float
     beta: float
+    counters: tuple[str, ...] = ()  # per level: "tree" or "factorized" (:func:`.auto.level_counter`)
+    sigma2: tuple[Fraction, ...] = ()  # per level: the counter's exact σ² (count units)
+
+    def counter(self, level: int) -> str:
+        return self.counters[level] if self.counters else "tree"
 
     def to_dict(self) -> dict:
         return {
@@ -304,6 +315,7 @@ class AdaptivePlan:
             "rho_sparse_vector": self.rho_svt,
             "sparse_vector_cutoff": self.cutoff,
             "sigma_per_level": [float(s) for s in self.sigmas],
+            "counter_per_level": [self.counter(j) for j in range(self.max_level + 1)],
             "thresholds": [float(s) for s in self.thresholds],
             "tree_quantile": self.tree_quantile,
             "sparse_vector_alpha": self.svt_alpha,
@@ -318,8 +330,13 @@ def adaptive_plan(
     svt_fraction: float = 0.5,
     threshold_scale: float = 1.0,
     relation: str = DEFAULT_RELATION,
+    counter: str = "tree",
 ) -> AdaptivePlan:
-    """Budget split, per-level σ_j and thresholds τ_j of Algorithm 3 (see module doc)."""
+    """Budget split, per-level counter, σ_j and thresholds τ_j of Algorithm 3 (see module doc).
+
+    ``counter``: each level's counter, "tree" (default; the online counter's), "factorized" or
+    "best" (the smaller noise bound at the public (T, ρ_tree, 2^j, relation):
+    :func:`.auto.level_counter`). τ_j = s·a_j, a_j the counter's largest per-step std × q."""
     horizon = _checks.horizon(horizon)
     top = _checks.log2_exact(horizon)
     max_level = _checks.integer(max_level, "max_level", 0, top)
@@ -334,16 +351,22 @@ def adaptive_plan(
     else:
         rho_svt = svt_fraction * rho
         rho_tree = share_down(remainder(rho, rho_svt), max_level + 1)  # shares sum to <= rho exactly
-    sigmas = np.array([sigma_for_flippancy(horizon, rho_tree, 1 << j, relation) for j in range(max_level + 1)])
+    if counter not in AUTO_COUNTERS:
+        raise ParameterError(f"counter must be one of {', '.join(AUTO_COUNTERS)}, got {counter!r}")
     tree_quantile = math.sqrt(2.0 * math.log(4.0 * horizon * (max_level + 1) / beta))
-    thresholds = threshold_scale * sigmas * math.sqrt(levels) * tree_quantile
+    # (counter, exact σ², a_j) per level; a tree's σ² is tree.sigma2_for_flippancy's, a_j = σ_j·√L·q
+    chosen = [level_counter(horizon, rho_tree, 1 << j, relation, tree_quantile, counter)
+              for j in range(max_level + 1)]
+    sigmas = np.array([math.sqrt(s2) for _, s2, _ in chosen])
+    thresholds = threshold_scale * np.array([a for _, _, a in chosen])
     if cutoff:
         svt = SparseVector(rho_svt, cutoff)
         svt_alpha = svt.alpha(horizon + cutoff, beta / 2.0)
     else:
         svt_alpha = 0.0
     return AdaptivePlan(
-        horizon, max_level, rho, rho_tree, rho_svt, cutoff, sigmas, thresholds, tree_quantile, svt_alpha, beta
+        horizon, max_level, rho, rho_tree, rho_svt, cutoff, sigmas, thresholds, tree_quantile, svt_alpha, beta,
+        tuple(name for name, _, _ in chosen), tuple(s2 for _, s2, _ in chosen),
     )
 
 
@@ -476,6 +499,13 @@ def tree_label(level: int) -> str:
     return f"binary tree mechanism, w = {1 << level} (Algorithm 3)"
 
 
+def level_label(level: int, counter: str = "tree") -> str:
+    """The budget step of "adaptive"'s counter at ``level`` (the tree's label for a tree)."""
+    if counter == "factorized":
+        return f"factorized counter, w = {1 << level} (Algorithm 3)"
+    return tree_label(level)
+
+
 def baseline_label(plan: "RecomputePlan") -> str:
     return (f"periodic recompute baseline: {plan.releases} discrete Gaussian counts, one every "
             f"{plan.block} steps")
@@ -506,32 +536,44 @@ def _level_path(summaries: StreamSummaries, plan: AdaptivePlan, rng) -> tuple[np
 
 def _adaptive(
     summaries: StreamSummaries, rho: float, beta: float, svt_fraction: float, threshold_scale: float,
-    relation: str, rng,
+    relation: str, rng, counter: str = "best",
 ) -> ContinualResult:
     T, J = summaries.horizon, summaries.max_level
-    plan = adaptive_plan(T, J, rho, beta, svt_fraction, threshold_scale, relation)
+    plan = adaptive_plan(T, J, rho, beta, svt_fraction, threshold_scale, relation, counter)
     path, noise = _level_path(summaries, plan, rng)
     estimates = np.zeros(T, dtype=np.int64)
-    # Each tree M_j is run over the whole stream; only its estimates at the
-    # steps where it is selected are released (post-processing). Trees never
+    std = np.zeros(T, dtype=np.float64)
+    rounding = np.zeros(T, dtype=np.float64)
+    # Each counter M_j is run over the whole stream; only its estimates at the
+    # steps where it is selected are released (post-processing). Counters never
     # selected need not be sampled: the output distribution is the same.
-    for level in np.unique(path):
-        tree = BinaryTreeMechanism(T, float(plan.sigmas[level]))  # σ already on the sampler's grid
-        release = tree.batch(summaries.z_truncated[level], rng)
-        noise += (tree.noise_record(tree_label(int(level)), 1 << int(level), relation),)
+    for level in np.unique(path).tolist():
+        label = level_label(level, plan.counter(level))
+        if plan.counter(level) == "factorized":
+            release = factorized_counts(summaries.z_truncated[level], None, rng, flippancy_bound=1 << level,
+                                        relation=relation, step=label, sigma2=plan.sigma2[level])
+            noise += release.noise
+            level_std = release.std
+        else:
+            tree = BinaryTreeMechanism(T, float(plan.sigmas[level]))  # σ already on the sampler's grid
+            release = tree.batch(summaries.z_truncated[level], rng)
+            noise += (tree.noise_record(label, 1 << level, relation),)
+            level_std = plan.sigmas[level] * np.sqrt(nodes_per_step(T).astype(np.float64))
         chosen = path == level
         estimates[chosen] = release.estimates[chosen]
-    std = plan.sigmas[path] * np.sqrt(nodes_per_step(T).astype(np.float64))
+        std[chosen] = level_std[chosen]
+        rounding[chosen] = 0.5 if plan.counter(level) == "factorized" else 0.0  # its estimates are rounded
     truncation = np.where(path < J, plan.thresholds[path] + plan.svt_alpha, 0.0)
     if (1 << J) < T:
         truncation = np.where(path == J, np.inf, truncation)
     notes = [
-        "Algorithm 3 (Jain et al. NeurIPS 2023): trees for w = 2^j, j = 0..J, switched by a "
+        "Algorithm 3 (Jain et al. NeurIPS 2023): counters for w = 2^j, j = 0..J (per level the binary "
+        "tree or the factorized counter, whichever has the smaller noise bound), switched by a "
         "sparse vector on the number of items whose flippancy exceeds the current w.",
         "Budget split (ALGORITHMS.md 4.4, not confirmed from the paper): svt_fraction*rho to the "
         "sparse vector, the rest equally over the J+1 trees.",
-        "error_bound = tree noise bound + truncation bound (threshold + sparse-vector accuracy), "
-        "with probability >= 1 - beta overall.",
+        "error_bound = counter noise bound (+ 1/2 for a factorized counter's rounding) + truncation bound "
+        "(threshold + sparse-vector accuracy), with probability >= 1 - beta overall.",
     ]
     if J == 0:
         notes.append("max_level = 0: a single tree (w = 1) gets the whole budget; no sparse vector runs.")
@@ -546,7 +588,7 @@ def _adaptive(
         rho=rho,
         estimates=estimates,
         std=std,
-        error_bound=std * plan.tree_quantile + truncation,
+        error_bound=std * plan.tree_quantile + truncation + rounding,
         beta=beta,
         flippancy_bound=(1 << path).astype(np.int64),
         parameters=parameters,
@@ -658,8 +700,9 @@ def budget_split(
     """The data-independent ledger of ρ for ``method`` (labels and zCDP ρ's,
     summing to ρ): public parameters only; the adaptive parts say what they
     *may* spend. ``counter`` ("bounded" only) names the counter in the label;
-    ``level_counter`` ("auto" only) is the levels' counter choice the run uses
-    ("tree" for the online counter): it moves the crossover, so the split."""
+    ``level_counter`` ("auto" and "adaptive") is the levels' counter choice the
+    run uses ("tree" for the online counter): it names each level's counter and
+    moves "auto"'s crossover, so the split."""
     rho = _checks.positive(rho, "rho")
     horizon = _checks.horizon(horizon)
     counter = check_counter(method, counter)
@@ -671,9 +714,9 @@ def budget_split(
         return [(bounded_label(max_flippancy, counter), rho)]
     if method == "adaptive":
         J = _checks.log2_exact(horizon)
-        plan = adaptive_plan(horizon, J, rho, beta, relation=relation)
+        plan = adaptive_plan(horizon, J, rho, beta, relation=relation, counter=level_counter)
         parts = [(svt_label(plan.cutoff), plan.rho_svt)] if plan.cutoff else []
-        return parts + [(tree_label(j), plan.rho_tree) for j in range(J + 1)]
+        return parts + [(level_label(j, plan.counter(j)), plan.rho_tree) for j in range(J + 1)]
     if method == "baseline":
         return [(baseline_label(recompute_plan(horizon, rho, beta)), rho)]
     raise ParameterError(f"method must be one of {', '.join(MECHANISMS)}, got {method!r}")
@@ -721,9 +764,9 @@ def continual_counts(
             per step its error_bound rests on (None: recompute every step).
         counter: "bounded" only: "tree" (default, Algorithm 1's binary tree)
             or "factorized" (the square-root factorized counter, :mod:`.factorized`).
-        level_counter: "auto" only, each level's counter: "best" (default, the
-            smaller noise bound: :func:`.auto.level_counter`), "tree" (as the
-            online counter runs) or "factorized".
+        level_counter: "auto" and "adaptive", each level's counter: "best"
+            (default, the smaller noise bound: :func:`.auto.level_counter`),
+            "tree" (as the online counter runs) or "factorized".
     """
     if not isinstance(summaries, StreamSummaries):
         raise ParameterError("summaries must be a StreamSummaries (see dp_spark.mechanisms.continual_distinct.stream_summaries)")
@@ -738,7 +781,7 @@ def continual_counts(
         return _bounded(summaries, rho, max_flippancy, beta, relation, rng, counter)
     if method == "adaptive":
         return _adaptive(summaries, rho, beta, 0.5 if svt_fraction is None else svt_fraction,
-                         1.0 if threshold_scale is None else threshold_scale, relation, rng)
+                         1.0 if threshold_scale is None else threshold_scale, relation, rng, level_counter)
     if method == "baseline":
         return _baseline(summaries, rho, beta, block, relation, rng)
     if method == "select":

@@ -16,7 +16,7 @@ runs the buffered-linear-Toeplitz counter of :mod:`.blt` (Dvijotham, McMahan,
 Pillutla, Steinke, Thakurta 2024; O(buffers) state and step cost), a different
 factorization with the same guarantee (ρ-zCDP on the w-truncated stream under
 ``relation``, proof in :mod:`.blt`) and a stated per-step variance within a
-few percent of the square root's. The other: "auto" runs a tree at every
+few percent of the square root's. The other: "auto" and "adaptive" run a tree at every
 level (the batch form's ``level_counter="tree"``; in a batch run each level
 takes the smaller-bound counter, usually the factorized one), and its budget
 split is planned that way (``budget_split(..., level_counter="tree")``);
