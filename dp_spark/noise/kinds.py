@@ -182,6 +182,7 @@ KINDS: Mapping[str, NoiseKind] = _kinds(
     NoiseKind("sparse-vector", "the sparse vector technique (discrete Laplace noise)", None, discrete_laplace),
     NoiseKind("binary-tree", "discrete Gaussian noise on the nodes of a binary tree", "with sigma",
               discrete_gaussian, None, _zcdp, std_at_most=True),
-    NoiseKind("factorized-counter", "discrete Gaussian noise on a square-root-factorized counter", "with sigma",
+    NoiseKind("factorized-counter", "discrete Gaussian noise on a factorized counter (the square-root "
+              "factorization; streamed, its buffered-linear-Toeplitz approximation)", "with sigma",
               discrete_gaussian, None, _zcdp, std_at_most=True),
 )

@@ -12,11 +12,12 @@ tree horizon, the next power of two of ``horizon``):
   truncation or staleness, the rest to that counter
   (:mod:`dp_spark.mechanisms.continual_distinct.select`);
 - ``"auto"`` (the default with ``stream=True``): ρ_svt to the sparse vector (Algorithm 2), the rest to
-  counters (Algorithm 1; the factorized counter or the binary tree per level in a batch run, trees
-  online) started lazily, then the recompute baseline (or all of ρ to the baseline when no counter
+  counters (Algorithm 1; per level the factorized counter — online the streaming BLT counter — or the
+  binary tree) started lazily, then the recompute baseline (or all of ρ to the baseline when no counter
   can beat it);
 - ``"adaptive"`` (Algorithm 3): ρ/2 to the sparse vector, ρ/(2(J + 1)) to each of the J + 1 counters
-  (per level the factorized counter or the binary tree in a batch run, trees online);
+  (per level the factorized counter or the binary tree, whichever has the smaller noise bound; online
+  the factorized counter is the streaming BLT counter);
 - ``"bounded"`` (Algorithm 1, needs ``max_flippancy``): all of ρ to one counter, the binary tree
   (``counter="tree"``, default) or a factorized counter (``counter="factorized"``: the square root
   in batch runs, its buffered-linear-Toeplitz approximation when streamed);
@@ -279,9 +280,8 @@ def plan(params: Params) -> Plan:
         rho_group = group_rho(rho, method, p.max_groups, n_groups, **counter_options)
         split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w, counter=p.counter), factor,
                                      rho)
-    else:  # the online counter runs trees at every level of "auto" and "adaptive"
-        split = budget_split(method, rho, tree_horizon, beta, w, counter=p.counter,
-                             level_counter="tree" if stream else "best")
+    else:  # the online counter's factorized levels ("auto", "adaptive") are BLT counters
+        split = budget_split(method, rho, tree_horizon, beta, w, counter=p.counter, online=stream)
     steps = [(label, ZCDP(part)) for label, part in split]
     parameters = {
         "rho": rho, "delta": delta, "beta": beta, "method": method, "horizon": horizon,

@@ -112,9 +112,12 @@ _CONFIG_KEYS = {
     "time_col": "--time-col", "step_grid": "--trigger", "trigger": "--trigger", "source": "--input",
     "format": "--format", "files_per_step": "--files-per-step", "schema": "the input files' schema",
     "counter": "--counter",
+    "level_counter": "the version that made the checkpoint (its auto/adaptive levels ran binary trees only)",
 }
 # A key older checkpoints lack, and the value they ran with.
-_CONFIG_DEFAULTS = {"counter": DEFAULT_COUNTER}
+_CONFIG_DEFAULTS = {"counter": DEFAULT_COUNTER, "level_counter": None}
+#: The online counter's levels ("auto", "adaptive"): the BLT counter or the tree, the smaller bound.
+_LEVEL_COUNTER = "best"
 
 
 def _now() -> str:
@@ -240,7 +243,8 @@ def counter_max_level(state: dict) -> int:
 def _new_state(config: dict, tree_horizon: int, w: int | None, rho: float) -> dict:
     """A fresh mechanism state; ``rho`` is the plan's calibrated ρ."""
     counter = ContinualCounter(
-        tree_horizon, rho, config["method"], w, beta=config["beta"], counter=config.get("counter", DEFAULT_COUNTER)
+        tree_horizon, rho, config["method"], w, beta=config["beta"], counter=config.get("counter", DEFAULT_COUNTER),
+        level_counter=config.get("level_counter") or _LEVEL_COUNTER,
     )
     J = tree_horizon.bit_length() - 1
     state: dict[str, Any] = {
@@ -515,6 +519,7 @@ def _stream_config(plan: Plan, source: str, fmt: str, files_per_step: int, trigg
         "source": _source_text(source), "format": fmt, "files_per_step": files_per_step,
         "schema": None if schema is None else schema.json(),
         "counter": plan.parameters.get("counter", DEFAULT_COUNTER),
+        "level_counter": _LEVEL_COUNTER if plan["method"] in ("auto", "adaptive") else None,
     }
 
 

@@ -228,6 +228,27 @@ def test_checkpoint_round_trip_mid_stream_is_bit_identical():
         counter.step(0, rng)
 
 
+def test_a_checkpoint_keeps_the_noise_drawn_ahead_and_old_states_load():
+    """The draws made ahead are in the checkpoint (a resumed counter uses them, not fresh ones); a
+    version-1 state (no draws ahead) loads and draws afresh; more draws ahead than steps left is
+    refused."""
+    horizon = 64
+    counter = blt.BLTCounter.for_flippancy(horizon, 0.3, 4, "subset")
+    rng = make_rng(4)
+    counter.step(1, rng)
+    saved = json.loads(json.dumps(counter.to_dict()))
+    assert saved["version"] == 2 and len(saved["pending"]) == horizon - 1
+    restored = blt.BLTCounter.from_dict(saved)
+    exhausted = make_rng(0)
+    exhausted.bit_generator.state = rng.bit_generator.state
+    assert [restored.step(1, exhausted)[0] for _ in range(5)] == [counter.step(1, rng)[0] for _ in range(5)]
+    old = {**saved, "version": 1}
+    del old["pending"]
+    assert blt.BLTCounter.from_dict(old).to_dict()["pending"] == []
+    with pytest.raises(ParameterError, match="more pre-drawn noise than steps remain"):
+        blt.BLTCounter.from_dict({**saved, "pending": saved["pending"] + ["0"]})
+
+
 def test_batch_form_equals_the_online_form_and_outputs_are_integers():
     """blt_counts (its own loop) and step-by-step use with the same seed give identical estimates
     and std; estimates are Python ints online and int64 in batch; the batch's strategy is Y."""
@@ -246,16 +267,18 @@ def test_batch_form_equals_the_online_form_and_outputs_are_integers():
 
 
 def test_estimates_are_post_processing_of_the_noisy_strategy():
-    """Re-running only the noise side on ỹ = Y + Z (Z from the same generator) reproduces the
-    estimates: what is released is a function of ỹ."""
-    horizon = 64
-    x = make_rng(5).integers(-1, 2, size=horizon).tolist()
-    counter = blt.BLTCounter.for_flippancy(horizon, 0.5, 1, "subset")
-    batch = blt.blt_counts(x, counter, make_rng(2))
-    rng = make_rng(2)
-    noise = [int(discrete_gaussian_batch_wide(counter.sigma2, 1, rng)[0]) for _ in range(horizon)]
-    side = blt.BLTCounter(horizon, counter.params, counter.sigma2)
-    assert [side.release(int(y) + z) for y, z in zip(batch.strategy, noise)] == batch.estimates.tolist()
+    """Re-running only the noise side on ỹ = Y + Z (Z from the same generator, drawn ahead
+    PREFETCH at a time and used in order) reproduces the estimates: what is released is a function
+    of ỹ: one batch at T = 64 (all the steps), two at T = 2048."""
+    assert blt.PREFETCH == 1024
+    for horizon, batches in ((64, (64,)), (2048, (1024, 1024))):
+        x = make_rng(5).integers(-1, 2, size=horizon).tolist()
+        counter = blt.BLTCounter.for_flippancy(horizon, 0.5, 1, "subset")
+        batch = blt.blt_counts(x, counter, make_rng(2))
+        rng = make_rng(2)
+        noise = [int(v) for n in batches for v in discrete_gaussian_batch_wide(counter.sigma2, n, rng)]
+        side = blt.BLTCounter(horizon, counter.params, counter.sigma2)
+        assert [side.release(int(y) + z) for y, z in zip(batch.strategy, noise)] == batch.estimates.tolist()
 
 
 def test_calibration_and_noise_record_cost_rho():

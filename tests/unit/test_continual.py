@@ -1059,16 +1059,14 @@ def test_plan_refuses_bad_parameters(kwargs, fragment):
 
 def test_stream_plan_states_the_step_grid_condition():
     """The streaming plan is the batch plan plus its assumption: the same
-    split of ρ (the online counter runs a tree at every level, so its labels
-    name trees where the batch run's name its factorized levels), the
-    step-grid condition in the neighbouring relation, and no batch
-    time-mapping parameters."""
+    split of ρ (labelled as the online counter runs its levels: the BLT counter
+    or the tree), the step-grid condition in the neighbouring relation, and no
+    batch time-mapping parameters."""
     batch = continual_plan(rho=0.5, horizon=64, method="adaptive")
     stream = continual_plan(rho=0.5, horizon=64, method="adaptive", stream=True)
     assert [cost for _, cost in stream.steps] == [cost for _, cost in batch.steps]
     assert stream.guarantee == batch.guarantee
-    assert all("binary tree" in label for label, _ in stream.steps[1:])
-    assert any("factorized" in label for label, _ in batch.steps[1:])
+    assert [(label, cost.rho) for label, cost in stream.steps] == budget_split("adaptive", 0.5, 64, online=True)
     assert GRID_CONDITION in stream.neighbouring and stream["mode"] == "stream"
     assert "origin" not in stream.parameters and "origin" in batch.parameters
 

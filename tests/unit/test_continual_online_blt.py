@@ -1,6 +1,7 @@
-"""The online counter's "bounded" method with counter="factorized" runs the BLT counter
-(dp_spark.mechanisms.continual_distinct.blt): its estimates, noise records and checkpoints
-(state version 3; version-2 checkpoints still load)."""
+"""The online counter runs the BLT counter (dp_spark.mechanisms.continual_distinct.blt) for
+"bounded" with counter="factorized" and at the levels of "auto" and "adaptive" where its bound is
+the smaller: its estimates, noise records and checkpoints (state version 4; versions 2 and 3 still
+load, as trees)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def test_factorized_noise_record_counts_the_draws_and_costs_rho():
 
 
 def test_factorized_checkpoint_restart_resumes_bit_identically():
-    """Saving after 23 of 64 steps (through JSON, state version 3) and resuming gives the same
+    """Saving after 23 of 64 steps (through JSON, state version 4) and resuming gives the same
     later estimates and records as the uninterrupted counter; a tampered BLT state is refused."""
     T = 64
     s = _stream(3, T)
@@ -67,7 +68,7 @@ def test_factorized_checkpoint_restart_resumes_bit_identically():
     rng = np.random.default_rng(77)
     got = [first.step(rng, **_columns(s, t)) for t in range(23)]
     saved = json.loads(json.dumps(first.to_dict()))
-    assert saved["version"] == 3 and saved["config"]["counter"] == "factorized" and saved["blt"]["t"] == 23
+    assert saved["version"] == 4 and saved["config"]["counter"] == "factorized" and saved["blt"]["t"] == 23
     resumed = ContinualCounter.from_dict(saved)
     got += [resumed.step(rng, **_columns(s, t)) for t in range(23, T)]
     assert got == expected
@@ -87,23 +88,26 @@ def test_factorized_checkpoint_restart_resumes_bit_identically():
 
 @pytest.mark.parametrize("method, kwargs", [("bounded", {"max_flippancy": 2}), ("auto", {}), ("adaptive", {})])
 def test_a_version_two_checkpoint_still_loads(method, kwargs):
-    """A state saved by version 2 (no counter in the config: always the tree) resumes as the tree
-    and draws what the uninterrupted counter draws; it is saved back as version 3."""
+    """A state saved by version 2 (no counter and no level_counter in the config: trees at every
+    level) resumes as trees and draws what the uninterrupted tree counter draws; it is saved back
+    as version 4 with level_counter "tree"."""
     T = 32
     s = _stream(4, T)
-    full = ContinualCounter(T, 0.5, method, **kwargs)
+    trees = {"level_counter": "tree"}  # what versions 2 and 3 ran
+    full = ContinualCounter(T, 0.5, method, **kwargs, **trees)
     rng = np.random.default_rng(9)
     expected = [full.step(rng, **_columns(s, t)) for t in range(T)]
-    first = ContinualCounter(T, 0.5, method, **kwargs)
+    first = ContinualCounter(T, 0.5, method, **kwargs, **trees)
     rng = np.random.default_rng(9)
     got = [first.step(rng, **_columns(s, t)) for t in range(11)]
     old = json.loads(json.dumps(first.to_dict()))
     old["version"] = 2
-    del old["config"]["counter"]
+    del old["config"]["counter"], old["config"]["level_counter"]
     resumed = ContinualCounter.from_dict(old)
     got += [resumed.step(rng, **_columns(s, t)) for t in range(11, T)]
     assert got == expected
-    assert resumed.to_dict()["version"] == 3 and resumed.to_dict()["config"]["counter"] == "tree"
+    saved = resumed.to_dict()
+    assert saved["version"] == 4 and saved["config"]["counter"] == "tree" and saved["config"]["level_counter"] == "tree"
     old["version"] = 1
     with pytest.raises(ParameterError, match="version"):
         ContinualCounter.from_dict(old)
@@ -116,4 +120,93 @@ def test_factorized_counter_only_for_bounded_and_table_parameters_used():
         ContinualCounter(32, 0.5, "bounded", 2, counter="sqrt")
     counter = ContinualCounter(1024, 0.5, "bounded", 8, counter="factorized")
     assert counter.to_dict()["blt"]["params"] == table_params(1024, 8).to_dict()
-    assert online_module._STATE_VERSION == 3
+    assert online_module._STATE_VERSION == 4
+
+
+# ------------------------------------------------ "auto" and "adaptive" online: BLT counters per level
+
+LEVELED = [("adaptive", {}), ("auto", {"tree_levels": 3})]
+
+
+@pytest.mark.parametrize("method, kwargs", LEVELED)
+def test_online_levels_run_the_blt_counter_where_its_bound_is_smaller(method, kwargs):
+    """By default ("best") every level whose BLT bound beats the tree's runs a BLTCounter calibrated
+    to that level's (T, ρ_j, 2^j, relation); "tree" keeps binary trees. The records of the levels the
+    path reached are "factorized-counter" records charged to steps of the stream plan's split (the
+    online budget_split), at most their share, with draws = steps fed; unreached levels record nothing."""
+    from dp_spark.mechanisms.continual_distinct import budget_split
+
+    T, rho = 256, 0.5
+    s = _stream(11, T, n_items=150, max_flips=5)
+    counter = ContinualCounter(T, rho, method, **kwargs)
+    plan = counter._plan if method == "adaptive" else counter._auto
+    counters = plan.counters
+    assert "factorized" in counters
+    for j, level in enumerate(counter._trees):
+        assert isinstance(level, BLTCounter) == (counters[j] == "factorized")
+    trees = ContinualCounter(T, rho, method, level_counter="tree", **kwargs)
+    assert not any(isinstance(level, BLTCounter) for level in trees._trees)
+    rng = np.random.default_rng(5)
+    out = [counter.step(rng, **_columns(s, t)) for t in range(T)]
+    split = dict(budget_split(method, rho, T, online=True) if method == "adaptive" else plan.budget_split())
+    reached = {int(math.log2(x.flippancy_bound)) for x in out if x.flippancy_bound}
+    records = [r for r in counter.noise_records() if r.kind == "factorized-counter"]
+    assert {int(math.log2(r.parameters["flippancy_bound"])) for r in records} == {
+        j for j in reached if counters[j] == "factorized"}
+    for record in counter.noise_records():
+        assert record.step in split
+        assert record.cost() is None or record.cost().rho <= split[record.step] * (1 + 1e-9)
+    fed = counter._trees[0].steps_done
+    assert all(r.draws == fed for r in records) and fed > 0
+
+
+@pytest.mark.parametrize("method, kwargs", LEVELED)
+def test_online_blt_levels_resume_bit_identically(method, kwargs):
+    """A checkpoint after 23 of 64 steps (through JSON) resumes with the same later estimates, std,
+    bounds, records and state as the uninterrupted counter, BLT levels and their draws made ahead
+    included; a BLT level's state swapped for a tree's is refused."""
+    T = 64
+    s = _stream(3, T)
+    full = ContinualCounter(T, 0.5, method, **kwargs)
+    rng = np.random.default_rng(13)
+    expected = [full.step(rng, **_columns(s, t)) for t in range(T)]
+    first = ContinualCounter(T, 0.5, method, **kwargs)
+    rng = np.random.default_rng(13)
+    got = [first.step(rng, **_columns(s, t)) for t in range(23)]
+    saved = json.loads(json.dumps(first.to_dict()))
+    assert saved["version"] == 4 and saved["config"]["level_counter"] == "best"
+    assert any(tree["kind"].endswith("BLTCounter") for tree in saved["trees"])
+    resumed = ContinualCounter.from_dict(saved)
+    got += [resumed.step(rng, **_columns(s, t)) for t in range(23, T)]
+    assert got == expected
+    assert resumed.noise_records() == full.noise_records() and resumed.to_dict() == full.to_dict()
+    bad = json.loads(json.dumps(saved))
+    bad["config"]["level_counter"] = "tree"
+    with pytest.raises(ParameterError):
+        ContinualCounter.from_dict(bad)
+
+
+@pytest.mark.parametrize("method, kwargs", LEVELED)
+def test_online_blt_levels_bounds_cover_the_truth(method, kwargs):
+    """Every step's error_bound (BLT std × the level quantile + rounding + fixed-point bias +
+    truncation) holds simultaneously in ≥ 1 − β of 150 runs (β = 0.2; binomial 1e-4 lower tail
+    ≥ 0.69) on a stream of one update per step and flippancy ≤ 4, and the BLT levels lower the
+    median largest error against trees."""
+    from tests.unit.test_continual import _one_update_per_step
+    from dp_spark.mechanisms.continual_distinct import stream_summaries
+
+    T, beta, runs = 256, 0.2, 150
+    s = stream_summaries(*_one_update_per_step(np.random.default_rng(2718), T, 4), T)
+    truth = np.cumsum(s.z)
+    covered, errors = 0, {"best": [], "tree": []}
+    for run in range(runs):
+        for levels in ("best", "tree") if run < 20 else ("best",):
+            counter = ContinualCounter(T, 0.3, method, beta=beta, level_counter=levels, **kwargs)
+            rng = np.random.default_rng(run)
+            out = [counter.step(rng, **_columns(s, t)) for t in range(T)]
+            error = np.abs(np.array([x.estimate for x in out]) - truth)
+            if levels == "best":
+                covered += bool(np.all(error <= np.array([x.error_bound for x in out])))
+            errors[levels].append(error.max())
+    assert covered / runs >= 0.69
+    assert np.median(errors["best"][:20]) < np.median(errors["tree"])

@@ -169,18 +169,22 @@ def test_select_is_batch_only_and_grouped_at_factor_2m():
 
 
 def test_the_streamed_auto_plan_is_the_online_counters_split():
-    """At T = 2^18, ρ = 0.5 a factorized level beats the baseline but no tree does: the stream's plan
-    must split ρ as the online counter (trees) runs, so its records name steps of that split."""
+    """At T = 2^18, ρ = 0.5 a factorized level beats the baseline but no tree does, and the online
+    counter's factorized level is the BLT counter, not the batch square root: the stream's plan must
+    split ρ as the online counter runs (its BLT level started), so its records name steps of that
+    split; with trees only the split would be the baseline's alone."""
     from dp_spark.plans.continual_distinct import plan as continual_plan
 
     horizon, rho = 1 << 18, 0.5
     batch = continual_plan(rho=rho, horizon=horizon)
     streamed = continual_plan(rho=rho, horizon=horizon, stream=True)
     assert streamed["method"] == "auto"
-    assert [label for label, _ in streamed.steps] == [label for label, _ in budget_split(
-        "auto", rho, horizon, level_counter="tree")]
-    assert budget_split("auto", rho, horizon) != budget_split("auto", rho, horizon, level_counter="tree")
+    online = budget_split("auto", rho, horizon, online=True)
+    assert [(label, cost.rho) for label, cost in streamed.steps] == online
+    assert budget_split("auto", rho, horizon, level_counter="tree") != online
+    assert len(online) == 2  # the sparse vector, then the counters and baseline under the filter
     counter = ContinualCounter(horizon, rho, "auto")
+    assert counter.to_dict()["trees"][0]["kind"].endswith("BLTCounter")
     z = {"z": 0, "z_truncated": np.zeros(19, dtype=np.int64), "over_counts": np.zeros(19, dtype=np.int64)}
     counter.step(np.random.default_rng(0), **z)
     labels = [{"step": label} for label, _ in streamed.steps]

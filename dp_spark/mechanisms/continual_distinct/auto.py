@@ -64,6 +64,7 @@ from dp_spark.accounting import ZCDP, PrivacyFilter
 from dp_spark.accounting.exact import exact, float_down, remainder
 from dp_spark import checks as _checks
 from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.continual_distinct.blt import BLTCounter
 from dp_spark.mechanisms.continual_distinct.factorized import factorized_counts, max_variance_factor
 from dp_spark.mechanisms.continual_distinct.factorized import sigma2_for_flippancy as factorized_sigma2
 from dp_spark.mechanisms.continual_distinct.relations import check_relation, sensitivity_factor
@@ -193,16 +194,22 @@ AUTO_COUNTERS = ("best", "tree", "factorized")
 
 
 def level_counter(horizon: int, rho: float, flippancy_bound: int, relation: str, quantile: float,
-                  counter: str = "best") -> tuple[str, Fraction, float]:
+                  counter: str = "best", online: bool = False) -> tuple[str, Fraction, float]:
     """(counter, σ², a) for one level from public inputs: the binary tree (σ² = κ·w·L/(2ρ), largest
     std σ·√L) or the factorized counter (σ² from :func:`.factorized.sigma2_for_flippancy`, largest
-    std σ·√(4^k S_ℓ̌(T))); a = largest std × ``quantile``. "best": the smaller a (tree on a tie)."""
+    std σ·√(4^k S_ℓ̌(T)); ``online``: the streaming BLT counter of :mod:`.blt`, σ² = σ̌²/4^K in count
+    units, largest std :meth:`.blt.BLTCounter.std` (T)); a = largest std × ``quantile``. "best": the
+    smaller a (tree on a tie)."""
     L = num_levels(horizon)
     options = []
     if counter in ("best", "tree"):
         s2 = rational_sigma2(Fraction(sensitivity_factor(relation) * flippancy_bound * L) / (2 * Fraction(rho)))
         options.append((math.sqrt(s2) * math.sqrt(L) * quantile, 0, "tree", s2))
-    if counter in ("best", "factorized"):
+    if counter in ("best", "factorized") and online:
+        blt = BLTCounter.for_flippancy(horizon, rho, flippancy_bound, relation)
+        s2 = blt.sigma2 / 4 ** blt.params.bits
+        options.append((blt.std(horizon) * quantile, 1, "factorized", s2))
+    elif counter in ("best", "factorized"):
         s2 = factorized_sigma2(horizon, rho, flippancy_bound, relation)
         options.append((math.sqrt(float(s2) * max_variance_factor(horizon)) * quantile, 1, "factorized", s2))
     bound, _, name, s2 = min(options)
@@ -220,6 +227,7 @@ def auto_plan(
     tree_levels: int | None = None,
     max_step_change: int | None = 1,
     counter: str = "best",
+    online: bool = False,
 ) -> AutoPlan:
     """Budget split, crossover level j*, each level's counter, σ_j and τ_j of "auto" (public inputs only).
 
@@ -229,7 +237,9 @@ def auto_plan(
     that the baseline's error bound rests on (privacy never does); None: the
     baseline recomputes every step (noisier, no assumption).
     ``counter``: each level's counter, "best" (default: the smaller noise
-    bound, :func:`level_counter`), "tree" or "factorized".
+    bound, :func:`level_counter`), "tree" or "factorized"; ``online``: the
+    factorized counter is the streaming BLT counter (:mod:`.blt`), as the
+    online counter runs it.
     """
     T = _checks.horizon(horizon)
     rho = _checks.positive(rho, "rho")
@@ -250,7 +260,7 @@ def auto_plan(
     tree_rho, sigma2, counters, bounds = [], [], [], []
     for j in range(J + 1):
         rho_j = float_down(exact(g) * (1 - exact(g)) ** j * exact(rest))  # Σ_j ρ_j < ρ_rest exactly
-        name, s2, a = level_counter(T, rho_j, 1 << j, relation, q, counter)
+        name, s2, a = level_counter(T, rho_j, 1 << j, relation, q, counter, online)
         total = a
         if (1 << j) < T:  # truncation: threshold + the sparse vector's accuracy with cutoff j + 1
             total += s * a + SparseVector(f * rho, j + 1).alpha(T + j + 1, beta / 2.0)

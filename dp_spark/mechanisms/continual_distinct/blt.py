@@ -3,7 +3,8 @@
 Releases, one step at a time, noisy prefix sums D_w(t) = Σ_{s≤t} x_s of the w-truncated difference
 stream x (as the tree of :mod:`.tree` and the square-root counter of :mod:`.factorized` do) under
 ρ-zCDP for the item-level relations of :mod:`.relations`, with exact integer noise, integer outputs,
-n integers and 2n + 3 floats of state and a step cost independent of t (O(n) plus one exact draw).
+n integers and 2n + 3 floats of state (plus at most ``PREFETCH`` pre-drawn noise values) and a step
+cost independent of t (O(n) plus one exact draw, made ahead in batches of ``PREFETCH``).
 
 Sources. Dvijotham, McMahan, Pillutla, Steinke, Thakurta, "Efficient and Near-Optimal Noise
 Generation for Streaming Differential Privacy" (arXiv 2404.16706, 2024): the BLT family
@@ -110,7 +111,12 @@ _UPPER_BITS = 30  # R_j ≥ 2^30 r_j: R_j² ≤ 2^60 keeps the weights of the su
 _FIXED_POINT = 64  # bits of the ceiling recurrences for s_i d_i^k
 _MAX_HORIZON = 1 << 25
 _STATE_KIND = "dp_spark.mechanisms.continual_distinct.BLTCounter"
-_STATE_VERSION = 1
+_STATE_VERSION = 2
+_READABLE_VERSIONS = (1, 2)  # version 1 had no pre-drawn noise
+#: Noise is drawn this many steps ahead (fewer near the horizon) in one vectorised call: the
+#: draws are i.i.d. and independent of the data, so drawing Z_t before x_t arrives leaves the
+#: joint distribution of (ỹ_t) unchanged; it makes a step's draw ~5 µs instead of ~300 µs.
+PREFETCH = 1024
 
 
 def blt_bits(horizon: int) -> int:
@@ -393,7 +399,8 @@ class BLTCounter:
     """The streaming BLT counter (module docstring): ``step(x_t, rng)`` → (estimate_t, std_t).
 
     ``sigma2`` is σ̌² on the 2^K grid (exact rational); :meth:`for_flippancy` calibrates it to ρ.
-    Data side: n Python ints; noise side: n + 1 floats, and n + 2 for the stated variance;
+    Data side: n Python ints; noise side: n + 1 floats, n + 2 for the stated variance, and the
+    noise drawn ahead (up to :data:`PREFETCH` ints, drawn before the data of their steps);
     :meth:`to_dict` / :meth:`from_dict` restore bit-exactly (floats as ``float.hex``). The state is
     confidential (exact data sums)."""
 
@@ -417,6 +424,7 @@ class BLTCounter:
         self._impulse = [0.0] * params.buffers  # the inverse run on a unit impulse: ℓ_k, S_ℓ incrementally
         self._ell = 0.0
         self._ell_sq = 0.0
+        self._pending: list[int] = []  # noise drawn ahead for the next steps (confidential)
 
     @classmethod
     def for_flippancy(cls, horizon: int, rho: float, flippancy_bound: int, relation: str = "subset",
@@ -482,13 +490,15 @@ class BLTCounter:
         return self.sigma * math.sqrt(self._ell_sq)
 
     def step(self, x: int, rng: np.random.Generator) -> tuple[int, float]:
-        """Consume x_t (an integer) and return (estimate_t, std_t); one discrete Gaussian draw."""
+        """Consume x_t (an integer) and return (estimate_t, std_t); one discrete Gaussian draw (taken
+        from the draws made ahead, :data:`PREFETCH` at a time)."""
         check_rng(rng)
         if self._t >= self.horizon:
             raise ParameterError("the horizon is reached; start a new counter (and budget) for more steps")
         y = self.advance(x)
-        noise = int(discrete_gaussian_batch_wide(self._sigma2, 1, rng)[0])
-        estimate = self.release(y + noise)
+        if not self._pending:
+            self._pending = _draw_ahead(self._sigma2, self.horizon - self._t, rng)
+        estimate = self.release(y + self._pending.pop())
         std = self._track_variance()
         self._t += 1
         return estimate, std
@@ -521,6 +531,7 @@ class BLTCounter:
             "impulse": [v.hex() for v in self._impulse],
             "ell": self._ell.hex(),
             "ell_sq": self._ell_sq.hex(),
+            "pending": [str(v) for v in self._pending],
         }
 
     @classmethod
@@ -528,8 +539,8 @@ class BLTCounter:
         """Restore a counter saved by :meth:`to_dict`; nothing is re-drawn."""
         if not isinstance(state, dict) or state.get("kind") != _STATE_KIND:
             raise ParameterError("state is not a saved BLTCounter (wrong or missing 'kind')")
-        if state.get("version") != _STATE_VERSION:
-            raise ParameterError(f"BLTCounter state version must be {_STATE_VERSION}")
+        if state.get("version") not in _READABLE_VERSIONS:
+            raise ParameterError(f"BLTCounter state version must be one of {_READABLE_VERSIONS}")
         params = BLTParams.from_dict(state["params"])
         num, den = (int(v) for v in state["sigma2"])
         counter = cls(int(state["horizon"]), params, Fraction(num, den), sensitivity)
@@ -546,7 +557,17 @@ class BLTCounter:
         counter._ell_sq = float.fromhex(state["ell_sq"])
         if len(counter._impulse) != params.buffers:
             raise ParameterError("BLTCounter state has the wrong number of buffers")
+        counter._pending = [int(v) for v in state.get("pending", [])]
+        if len(counter._pending) > counter.horizon - counter._t:
+            raise ParameterError("BLTCounter state holds more pre-drawn noise than steps remain")
         return counter
+
+
+def _draw_ahead(sigma2: Fraction, remaining: int, rng: np.random.Generator) -> list[int]:
+    """min(PREFETCH, remaining) i.i.d. N_Z(0, σ̌²) draws, in the order the steps use them (pop from
+    the end)."""
+    draws = discrete_gaussian_batch_wide(sigma2, min(PREFETCH, remaining), rng)
+    return [int(v) for v in draws[::-1]]
 
 
 @dataclass(frozen=True)
@@ -578,6 +599,7 @@ def blt_counts(stream: object, counter: BLTCounter, rng: np.random.Generator) ->
     total = float.fromhex(state["total"])
     impulse = [float.fromhex(v) for v in state["impulse"]]
     ell, ell_sq = float.fromhex(state["ell"]), float.fromhex(state["ell_sq"])
+    pending = [int(v) for v in state["pending"]]
     sigma2, sigma, start = counter.sigma2, counter.sigma, counter.steps_done
     n = values.shape[0]
     estimates = np.empty(n, dtype=np.int64)
@@ -590,7 +612,9 @@ def blt_counts(stream: object, counter: BLTCounter, rng: np.random.Generator) ->
             y += (g * b) >> k
         buffers = [((dn * b) >> k) + scaled for dn, b in zip(decays, buffers)]
         strategy[t] = y
-        noisy = y + int(discrete_gaussian_batch_wide(sigma2, 1, rng)[0])
+        if not pending:
+            pending = _draw_ahead(sigma2, counter.horizon - start - t, rng)
+        noisy = y + pending.pop()
         xhat, noise_buffers = _inverse_step(d, s, noise_buffers, math.ldexp(float(noisy), -k))
         total += xhat
         estimates[t] = int(round(total))

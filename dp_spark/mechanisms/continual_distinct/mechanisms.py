@@ -331,12 +331,14 @@ def adaptive_plan(
     threshold_scale: float = 1.0,
     relation: str = DEFAULT_RELATION,
     counter: str = "tree",
+    online: bool = False,
 ) -> AdaptivePlan:
     """Budget split, per-level counter, σ_j and thresholds τ_j of Algorithm 3 (see module doc).
 
     ``counter``: each level's counter, "tree" (default; the online counter's), "factorized" or
     "best" (the smaller noise bound at the public (T, ρ_tree, 2^j, relation):
-    :func:`.auto.level_counter`). τ_j = s·a_j, a_j the counter's largest per-step std × q."""
+    :func:`.auto.level_counter`; ``online``: the factorized counter is the streaming BLT counter).
+    τ_j = s·a_j, a_j the counter's largest per-step std × q."""
     horizon = _checks.horizon(horizon)
     top = _checks.log2_exact(horizon)
     max_level = _checks.integer(max_level, "max_level", 0, top)
@@ -355,7 +357,7 @@ def adaptive_plan(
         raise ParameterError(f"counter must be one of {', '.join(AUTO_COUNTERS)}, got {counter!r}")
     tree_quantile = math.sqrt(2.0 * math.log(4.0 * horizon * (max_level + 1) / beta))
     # (counter, exact σ², a_j) per level; a tree's σ² is tree.sigma2_for_flippancy's, a_j = σ_j·√L·q
-    chosen = [level_counter(horizon, rho_tree, 1 << j, relation, tree_quantile, counter)
+    chosen = [level_counter(horizon, rho_tree, 1 << j, relation, tree_quantile, counter, online)
               for j in range(max_level + 1)]
     sigmas = np.array([math.sqrt(s2) for _, s2, _ in chosen])
     thresholds = threshold_scale * np.array([a for _, _, a in chosen])
@@ -696,25 +698,27 @@ def budget_split(
     relation: str = DEFAULT_RELATION,
     counter: str = DEFAULT_COUNTER,
     level_counter: str = "best",
+    online: bool = False,
 ) -> list[tuple[str, float]]:
     """The data-independent ledger of ρ for ``method`` (labels and zCDP ρ's,
     summing to ρ): public parameters only; the adaptive parts say what they
     *may* spend. ``counter`` ("bounded" only) names the counter in the label;
     ``level_counter`` ("auto" and "adaptive") is the levels' counter choice the
-    run uses ("tree" for the online counter): it names each level's counter and
-    moves "auto"'s crossover, so the split."""
+    run uses: it names each level's counter and moves "auto"'s crossover, so
+    the split; ``online``: the split of the online counter (its factorized
+    levels are BLT counters)."""
     rho = _checks.positive(rho, "rho")
     horizon = _checks.horizon(horizon)
     counter = check_counter(method, counter)
     if method == "auto":
-        return auto_plan(horizon, rho, beta, relation, counter=level_counter).budget_split()
+        return auto_plan(horizon, rho, beta, relation, counter=level_counter, online=online).budget_split()
     if method == "select":
         return select_plan(horizon, rho, beta, relation).budget_split()
     if method == "bounded":
         return [(bounded_label(max_flippancy, counter), rho)]
     if method == "adaptive":
         J = _checks.log2_exact(horizon)
-        plan = adaptive_plan(horizon, J, rho, beta, relation=relation, counter=level_counter)
+        plan = adaptive_plan(horizon, J, rho, beta, relation=relation, counter=level_counter, online=online)
         parts = [(svt_label(plan.cutoff), plan.rho_svt)] if plan.cutoff else []
         return parts + [(level_label(j, plan.counter(j)), plan.rho_tree) for j in range(J + 1)]
     if method == "baseline":

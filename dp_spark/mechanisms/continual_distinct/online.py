@@ -10,24 +10,28 @@ Same mechanisms, guarantees and constants as ``continual_counts``
 (:mod:`.mechanisms`, :mod:`.auto`): item-level ρ-zCDP under ``relation``,
 exact integer noise, integer estimates, the same output distribution (tree
 node noise is drawn lazily, when a node is first used, so the draw order
-differs). The one exception is "bounded" with ``counter="factorized"``: the
-batch form's square-root counter needs the whole stream, so the online form
-runs the buffered-linear-Toeplitz counter of :mod:`.blt` (Dvijotham, McMahan,
-Pillutla, Steinke, Thakurta 2024; O(buffers) state and step cost), a different
+differs). The exception is the factorized counter: the batch form's
+square-root counter needs the whole stream, so the online form runs the
+buffered-linear-Toeplitz counter of :mod:`.blt` (Dvijotham, McMahan, Pillutla,
+Steinke, Thakurta 2024; O(buffers) state and step cost), a different
 factorization with the same guarantee (ρ-zCDP on the w-truncated stream under
 ``relation``, proof in :mod:`.blt`) and a stated per-step variance within a
-few percent of the square root's. The other: "auto" and "adaptive" run a tree at every
-level (the batch form's ``level_counter="tree"``; in a batch run each level
-takes the smaller-bound counter, usually the factorized one), and its budget
-split is planned that way (``budget_split(..., level_counter="tree")``);
-"select" is batch only. For "auto" a tree is started and charged
-only when the sparse vector reaches it; the checkpoint records which were,
-so a restored counter never charges or draws them again. ``noise_records()``
+few percent of the square root's: for "bounded" with ``counter="factorized"``,
+and at each level of "auto" and "adaptive" whose BLT bound beats the tree's
+(``level_counter="best"``, the default; the plan is
+``budget_split(..., online=True)``). A level's BLT counter runs, and draws,
+from step 1, because its estimate at t depends on all its earlier noise;
+drawing noise whose result is never released costs nothing, so only a level
+the path reaches is charged and recorded (a tree draws lazily instead).
+"select" is batch only. For "auto" a counter is started and charged only
+when the sparse vector reaches it; the checkpoint records which were, so a
+restored counter never charges or draws them again. ``noise_records()``
 returns the batch form's records, with ``draws`` counting the draws actually
-made.
+used.
 
-The checkpoint holds exact partial sums and the sparse vector's threshold
-noise: store it like the input data and never publish it.
+The checkpoint holds exact partial sums, the sparse vector's threshold noise
+and the BLT counters' noise drawn ahead: store it like the input data and
+never publish it.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import numpy as np
 
 from dp_spark import checks as _checks
 from dp_spark.accounting import ZCDP, PrivacyFilter
-from dp_spark.mechanisms.continual_distinct.auto import BaselinePhase, auto_plan, baseline_record
+from dp_spark.mechanisms.continual_distinct.auto import AUTO_COUNTERS, BaselinePhase, auto_plan, baseline_record
 from dp_spark.mechanisms.continual_distinct.blt import BLTCounter
 from dp_spark.mechanisms.continual_distinct.mechanisms import (
     DEFAULT_COUNTER,
@@ -50,10 +54,10 @@ from dp_spark.mechanisms.continual_distinct.mechanisms import (
     baseline_label,
     bounded_label,
     check_counter,
+    level_label,
     recompute_plan,
     round_up_flippancy,
     svt_label,
-    tree_label,
 )
 from dp_spark.mechanisms.continual_distinct.relations import DEFAULT_RELATION, check_relation
 from dp_spark.mechanisms.continual_distinct.svt import SparseVector
@@ -66,8 +70,9 @@ from dp_spark.noise.rng import check_rng
 __all__ = ["ContinualCounter", "StepEstimate"]
 
 _STATE_KIND = "dp_spark.mechanisms.continual_distinct.ContinualCounter"
-_STATE_VERSION = 3
-_READABLE_VERSIONS = (2, 3)  # version 2: no counter (always the tree)
+_STATE_VERSION = 4
+# version 2: no counter (always the tree); versions 2-3: no level_counter ("auto"/"adaptive" ran trees)
+_READABLE_VERSIONS = (2, 3, 4)
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,12 @@ class ContinualCounter:
     """Online continual distinct counter ("auto", "adaptive", "bounded" or "baseline").
 
     ``counter`` ("bounded" only): "tree" (default, the binary tree) or "factorized" (the BLT
-    counter of :mod:`.blt`).
+    counter of :mod:`.blt`). ``level_counter`` ("auto" and "adaptive"): each flippancy level's
+    counter, "best" (default: the BLT counter or the tree, whichever has the smaller noise bound
+    at the public (T, ρ_j, 2^j, relation), :func:`.auto.level_counter` with ``online=True``),
+    "tree" or "factorized". A level's BLT counter runs (and draws) from step 1, since its
+    estimate at t depends on all its earlier noise; only a level the path reaches is released
+    and charged (a tree draws lazily instead).
 
     ``step(rng, z=..., z_truncated=..., over_counts=...)`` takes step t's exact
     values: ``z`` (change of the distinct count), ``z_truncated`` and
@@ -111,6 +121,7 @@ class ContinualCounter:
         tree_levels: int | None = None,
         max_step_change: int | None = 1,
         counter: str = DEFAULT_COUNTER,
+        level_counter: str = "best",
     ) -> None:
         self._horizon = _checks.horizon(horizon)
         self._rho = _checks.positive(rho, "rho")
@@ -127,6 +138,9 @@ class ContinualCounter:
         self._method = method
         self._counter = check_counter(method, counter)
         self._relation = check_relation(relation)
+        if level_counter not in AUTO_COUNTERS:
+            raise ParameterError(f"level_counter must be one of {', '.join(AUTO_COUNTERS)}, got {level_counter!r}")
+        self._level_counter = level_counter
         self._config = {
             "horizon": self._horizon,
             "rho": self._rho,
@@ -142,6 +156,7 @@ class ContinualCounter:
             "tree_levels": tree_levels,
             "max_step_change": max_step_change,
             "counter": self._counter,
+            "level_counter": level_counter,
         }
         self._t = 0
         self._levels = num_levels(self._horizon)
@@ -162,20 +177,28 @@ class ContinualCounter:
             self._plan = adaptive_plan(
                 self._horizon, self._max_level, self._rho, self._beta,
                 0.5 if svt_fraction is None else svt_fraction, 1.0 if threshold_scale is None else threshold_scale,
-                self._relation,
+                self._relation, level_counter, online=True,
             )
-            self._trees = [BinaryTreeMechanism(self._horizon, float(s)) for s in self._plan.sigmas]
+            self._trees = [
+                BLTCounter.for_flippancy(self._horizon, self._plan.rho_tree, 1 << j, self._relation)
+                if self._plan.counter(j) == "factorized" else BinaryTreeMechanism(self._horizon, float(sigma))
+                for j, sigma in enumerate(self._plan.sigmas)
+            ]
             self._svt = SparseVector(self._plan.rho_svt, self._plan.cutoff) if self._plan.cutoff else None
             self._level = 0
         elif method == "auto":
             options = {k: v for k, v in (("svt_fraction", svt_fraction), ("threshold_scale", threshold_scale),
                                          ("tree_fraction", tree_fraction), ("tree_levels", tree_levels)) if v is not None}
             options["max_step_change"] = max_step_change
-            # the online counter runs trees at every level (the factorized counter is batch only)
-            self._auto = auto_plan(self._horizon, self._rho, self._beta, self._relation, counter="tree", **options)
+            self._auto = auto_plan(self._horizon, self._rho, self._beta, self._relation, counter=level_counter,
+                                   online=True, **options)
             if self._auto.top_level > self._max_level:
                 raise ParameterError("method 'auto' needs max_level >= its top tree level; raise max_level")
-            self._trees = [BinaryTreeMechanism(self._horizon, sigma2=s2) for s2 in self._auto.sigma2]
+            self._trees = [
+                BLTCounter.for_flippancy(self._horizon, self._auto.tree_rho[j], 1 << j, self._relation)
+                if self._auto.counters[j] == "factorized" else BinaryTreeMechanism(self._horizon, sigma2=s2)
+                for j, s2 in enumerate(self._auto.sigma2)
+            ]
             self._svt = SparseVector(self._auto.rho_svt, self._auto.cutoff) if self._auto.cutoff else None
             self._level = 0 if self._auto.top_level >= 0 else -1
             self._started: list[int] = []
@@ -240,8 +263,7 @@ class ContinualCounter:
         elif self._method == "adaptive":
             column = self._column(z_truncated, "z_truncated")
             over = self._column(over_counts, "over_counts")
-            for j, tree in enumerate(self._trees):
-                tree.advance(int(column[j]))
+            latest = self._feed_levels(column, rng)
             J = self._max_level
             while self._level < J and self._svt is not None and not self._svt.halted:
                 level = self._level
@@ -249,19 +271,40 @@ class ContinualCounter:
                     break
                 self._level += 1
             level = self._level
-            std = float(self._plan.sigmas[level]) * math.sqrt(popcount)
             if level < J:
                 truncation = float(self._plan.thresholds[level]) + self._plan.svt_alpha
             else:
                 truncation = 0.0 if (1 << J) >= self._horizon else math.inf
-            estimate = self._trees[level].estimate(rng)
-            result = StepEstimate(t, estimate, std, std * self._plan.tree_quantile + truncation, 1 << level)
+            estimate, std, extra = self._level_estimate(level, latest, popcount, float(self._plan.sigmas[level]), rng)
+            result = StepEstimate(t, estimate, std, std * self._plan.tree_quantile + truncation + extra, 1 << level)
         elif self._method == "auto":
             result = self._auto_step(t, popcount, rng, z, z_truncated, over_counts)
         else:
             result = self._baseline_step(t, rng, z, self._recompute)
         self._t = t
         return result
+
+    def _feed_levels(self, column: np.ndarray, rng) -> dict[int, tuple[int, float]]:
+        """Step t's truncated change into every level's counter: a tree adds it to its partial sums
+        (it draws only when asked for an estimate); a BLT counter steps, drawing its noise, and its
+        (estimate, std) is returned by level."""
+        latest = {}
+        for j, counter in enumerate(self._trees):
+            if isinstance(counter, BLTCounter):
+                latest[j] = counter.step(int(column[j]), rng)
+            else:
+                counter.advance(int(column[j]))
+        return latest
+
+    def _level_estimate(self, level: int, latest: dict, popcount: int, sigma: float, rng) -> tuple[int, float, float]:
+        """(estimate, std, the bound's extra term) of the current level's counter at this step: a
+        tree's lazily drawn estimate (std σ·√popcount(t)), or the BLT counter's (its rounding 1/2
+        and fixed-point bias added to the bound, module blt)."""
+        counter = self._trees[level]
+        if isinstance(counter, BLTCounter):
+            estimate, std = latest[level]
+            return estimate, std, 0.5 + counter.bias_bound()
+        return counter.estimate(rng), sigma * math.sqrt(popcount), 0.0
 
     def _count_step(self, z: object) -> None:
         if z is None:
@@ -290,11 +333,11 @@ class ContinualCounter:
         """One step of "auto" (``dp_spark.mechanisms.continual_distinct.auto``): trees, sparse vector, then baseline."""
         plan = self._auto
         self._count_step(z)
+        latest: dict = {}
         if self._level >= 0:
             column = self._column(z_truncated, "z_truncated")
             over = self._column(over_counts, "over_counts")
-            for j, tree in enumerate(self._trees):
-                tree.advance(int(column[j]))
+            latest = self._feed_levels(column, rng)
             while self._level >= 0 and self._svt.query(int(over[self._level]), float(plan.thresholds[self._level]), rng):
                 self._level = self._level + 1 if self._level < plan.top_level else -1
             if self._level < 0:  # switch: the baseline gets what the started trees left
@@ -307,9 +350,9 @@ class ContinualCounter:
             if level not in self._started:
                 self._auto_ledger().spend(ZCDP(plan.tree_rho[level]))  # raises if it would not fit
                 self._started.append(level)
-            std = math.sqrt(plan.sigma2[level]) * math.sqrt(popcount)
             truncation = 0.0 if (1 << level) >= self._horizon else float(plan.thresholds[level]) + plan.svt_alpha
-            return StepEstimate(t, self._trees[level].estimate(rng), std, std * plan.quantile + truncation, 1 << level)
+            estimate, std, extra = self._level_estimate(level, latest, popcount, math.sqrt(plan.sigma2[level]), rng)
+            return StepEstimate(t, estimate, std, std * plan.quantile + truncation + extra, 1 << level)
         phase = self._phase
         if (t - phase.start) % phase.block == 0:
             self._held = self._count + int(discrete_gaussian_batch(phase.sigma2, 1, rng)[0])
@@ -335,7 +378,7 @@ class ContinualCounter:
         elif self._method == "adaptive":
             if self._svt is not None and self._svt.queries_answered:
                 records.append(self._svt.noise_record(svt_label(self._plan.cutoff)))
-            records += self._tree_records({j: tree_label(j) for j in range(len(self._trees))})
+            records += self._tree_records({j: level_label(j, self._plan.counter(j)) for j in range(len(self._trees))})
         elif self._method == "baseline":
             plan = self._recompute
             draws = -(-self._t // plan.block)  # one draw at each of the steps 1, 1 + B, ... so far
@@ -352,13 +395,18 @@ class ContinualCounter:
         out = []
         for j, step in sorted(steps.items()):
             tree = self._trees[0] if self._method == "bounded" else self._trees[j]
+            if isinstance(tree, BLTCounter):  # it draws at every step; released (and recorded) once reached
+                if tree.steps_done and self._tree_may_have_drawn(j):
+                    out.append(tree.noise_record(step, 1 << j, self._relation))
+                continue
             if tree.drawn == 0 or (tree.drawn is None and not self._tree_may_have_drawn(j)):
                 continue
             out.append(tree.online_noise_record(step, 1 << j, self._relation))
         return out
 
     def _tree_may_have_drawn(self, level: int) -> bool:
-        """Whether a tree with an unknown draw count (an old state) can have drawn."""
+        """Whether a tree with an unknown draw count (an old state) can have drawn; for a BLT
+        level, whether its estimates were released (the path reached it)."""
         if self._method == "bounded":
             return self._t > 0
         if self._method == "auto":
@@ -414,6 +462,7 @@ class ContinualCounter:
         if state.get("version") not in _READABLE_VERSIONS:
             raise ParameterError(f"state version must be one of {_READABLE_VERSIONS}; re-create the checkpoint")
         config = dict(state["config"])
+        config.setdefault("level_counter", "tree")  # versions 2-3 ran trees at every level
         method = config.pop("method", None)
         legacy = config.pop("mechanism", None)  # older states name the method "mechanism"
         counter = cls(
@@ -422,13 +471,18 @@ class ContinualCounter:
         )
         counter._t = _checks.integer(state["t"], "state['t']", 0, counter._horizon)
         if counter._method in ("bounded", "adaptive", "auto"):
-            trees = [BinaryTreeMechanism.from_dict(s) for s in state["trees"]]
+            saved = state["trees"]
+            if not isinstance(saved, list) or len(saved) != len(counter._trees):
+                raise ParameterError("state trees do not match the saved configuration; re-create the checkpoint")
+            trees = [BLTCounter.from_dict(s, sensitivity=fresh.sensitivity_int) if isinstance(fresh, BLTCounter)
+                     else BinaryTreeMechanism.from_dict(s) for s, fresh in zip(saved, counter._trees)]
             fed = counter._t
             if counter._method == "auto" and state.get("phase") is not None:
                 # "auto" stops feeding its trees once the baseline starts (at the phase's first step)
                 fed = min(fed, _checks.integer(state["phase"].get("start"), "phase start", 1, counter._horizon))
             if len(trees) != len(counter._trees) or any(
-                a.sigma != b.sigma or a.steps_done != fed for a, b in zip(trees, counter._trees)
+                a.sigma != b.sigma or a.steps_done != fed or getattr(a, "params", None) != getattr(b, "params", None)
+                for a, b in zip(trees, counter._trees)
             ):
                 raise ParameterError("state trees do not match the saved configuration; re-create the checkpoint")
             counter._trees = trees
