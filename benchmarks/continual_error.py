@@ -19,8 +19,9 @@
    ``--counters`` prints instead, on the same streams and seeds, "bounded"
    given the true w with each counter (binary tree, square-root factorized),
    the baseline, "auto" with tree levels (the default before the factorized
-   counter), "auto" and "select": the median over runs of max_t and mean_t
-   |error|.
+   counter), "auto", "select" and the streamed default (the online counter's
+   "auto", BLT or tree levels, fed the same summaries step by step): the
+   median over runs of max_t and mean_t |error|.
 2. Speed of the Spark stage (local[2]) at T = 2^``--speed-log2-horizon`` and
    about ``--speed-events`` events from dp_spark.continual_data.synthetic_stream
    (written once to Parquet in a temporary directory): the stage alone
@@ -47,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Timer, command_line, fmt, format_table, run_rng  # noqa: E402
 
-from dp_spark.mechanisms.continual_distinct import continual_counts, stream_summaries  # noqa: E402
+from dp_spark.mechanisms.continual_distinct import ContinualCounter, continual_counts, stream_summaries  # noqa: E402
 
 
 def synthetic_stream(rng: np.random.Generator, horizon: int, items: int, w: int):
@@ -125,10 +126,20 @@ _COLUMNS = (
     ("tree", "bounded", {"counter": "tree"}),
     ("factorized", "bounded", {"counter": "factorized"}),
     ("baseline", "baseline", {}),
-    ("auto (tree)", "auto", {"counter": "tree"}),
+    ("auto (tree)", "auto", {"level_counter": "tree"}),
     ("auto", "auto", {}),
     ("select", "select", {}),
+    ("auto (stream)", "online", {}),
 )
+
+
+def _online(summaries, rho: float, relation: str, rng) -> np.ndarray:
+    """The streamed default (``ContinualCounter``, "auto": BLT or tree levels, then the baseline) fed
+    the same summaries one step at a time: its estimates."""
+    counter = ContinualCounter(summaries.horizon, rho, "auto", relation=relation, max_level=summaries.max_level)
+    z, zt, over = summaries.z, summaries.z_truncated, summaries.over_counts
+    return np.array([counter.step(rng, z=int(z[t]), z_truncated=zt[:, t], over_counts=over[:, t]).estimate
+                     for t in range(summaries.horizon)])
 
 
 def counters(args) -> None:
@@ -144,6 +155,12 @@ def counters(args) -> None:
                     extra = {**extra, "max_flippancy": min(w, T)} if method == "bounded" else dict(extra)
                     worst, mean = [], []
                     for seed in seeds:
+                        if method == "online":
+                            estimates = _online(summaries, args.rho, args.relation, np.random.default_rng(seed))
+                            error = np.abs(estimates - truth)
+                            worst.append(float(np.max(error)))
+                            mean.append(float(np.mean(error)))
+                            continue
                         out = continual_counts(summaries, args.rho, method, rng=np.random.default_rng(seed),
                                                relation=args.relation, **extra)
                         error = np.abs(out.estimates - truth)

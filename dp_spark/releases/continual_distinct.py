@@ -28,14 +28,16 @@ counter per group, noise from an OS-seeded generator) → ``Release`` with the
   stated from a noisy count, so the error bound needs no assumption about
   the data (``dp_spark.mechanisms.continual_distinct.select``).
 - ``"auto"`` (default with ``--stream``): Algorithm 3 with lazily started
-  counters (per level the factorized counter or the tree, whichever has the
-  smaller noise bound; trees online) and the recompute baseline past the
+  counters (planned by the trees' crossover rule; per level the factorized
+  counter — online its BLT approximation — or the tree, whichever has the
+  smaller noise bound) and the recompute baseline past the
   crossover (Section 3.3's "best of both worlds";
   ``dp_spark.mechanisms.continual_distinct.auto``).
-- ``"adaptive"``: Algorithm 3, binary-tree mechanisms for w = 2^j, j = 0..J,
-  switched by the sparse vector technique (Algorithm 2) on the number of
-  items whose flippancy exceeds the current w. Budget: ρ/2 to the sparse
-  vector, ρ/(2(J + 1)) to each tree.
+- ``"adaptive"``: Algorithm 3, counters for w = 2^j, j = 0..J (per level the
+  factorized counter — online its BLT approximation — or the binary tree,
+  whichever has the smaller noise bound), switched by the sparse vector
+  technique (Algorithm 2) on the number of items whose flippancy exceeds the
+  current w. Budget: ρ/2 to the sparse vector, ρ/(2(J + 1)) to each counter.
 - ``"bounded"``: Algorithm 1 with a known ``max_flippancy`` (rounded up to a
   power of two): Gaussian binary tree, σ² = w·L/(2ρ), over the w-truncated
   stream; error grows with √w, not with T. ``counter="factorized"`` runs

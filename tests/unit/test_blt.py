@@ -249,6 +249,15 @@ def test_a_checkpoint_keeps_the_noise_drawn_ahead_and_old_states_load():
         blt.BLTCounter.from_dict({**saved, "pending": saved["pending"] + ["0"]})
 
 
+def test_the_batch_form_refuses_a_counter_holding_draws_ahead():
+    """blt_counts leaves its counter unchanged, so from a counter holding draws ahead every run (and
+    the counter's own later steps) would reuse them: refused."""
+    counter = blt.BLTCounter.for_flippancy(64, 0.5, 1, "subset")
+    counter.step(0, make_rng(1))
+    with pytest.raises(ParameterError, match="no noise drawn ahead"):
+        blt.blt_counts([0] * 8, counter, make_rng(2))
+
+
 def test_batch_form_equals_the_online_form_and_outputs_are_integers():
     """blt_counts (its own loop) and step-by-step use with the same seed give identical estimates
     and std; estimates are Python ints online and int64 in batch; the batch's strategy is Y."""

@@ -648,6 +648,9 @@ def test_adaptive_runs_each_levels_smaller_bound_counter():
                 else:
                     expected = plan.sigmas[level] * np.sqrt(nodes_per_step(horizon))
                 np.testing.assert_allclose(out.std[at], expected[at])
+                truncation = plan.thresholds[level] + plan.svt_alpha if level < s.max_level else 0.0
+                rounding = 0.5 if plan.counter(level) == "factorized" else 0.0  # the factorized estimates are rounded
+                np.testing.assert_allclose(out.error_bound[at], expected[at] * q + truncation + rounding)
     assert np.median(errors["best"]) < np.median(errors["tree"])
 
 

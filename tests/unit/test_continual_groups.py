@@ -251,9 +251,14 @@ def _charged_chain(rho, method, m, n_groups, horizon=16, w=4):
     elif method == "baseline":
         rp = recompute_plan(horizon, rho_g, 0.05)
         noise = [(rp.sigma2, Fraction(rp.releases))]
-    elif method == "adaptive":
-        ap = adaptive_plan(horizon, num_levels(horizon) - 1, rho_g, 0.05)
-        trees = [(sigma2_for_flippancy(horizon, ap.rho_tree, 1 << j), Fraction(kappa * (1 << j) * levels))
+    elif method == "adaptive":  # each level's counter as the grouped run draws it ("best": factorized or tree)
+        from dp_spark.mechanisms.continual_distinct.factorized import DEFAULT_BITS, sensitivity2
+
+        ap = adaptive_plan(horizon, num_levels(horizon) - 1, rho_g, 0.05, counter="best")
+        assert "factorized" in ap.counters
+        trees = [(ap.sigma2[j], Fraction(sensitivity2(horizon, 1 << j), 4**DEFAULT_BITS))
+                 if ap.counter(j) == "factorized" else
+                 (sigma2_for_flippancy(horizon, ap.rho_tree, 1 << j), Fraction(kappa * (1 << j) * levels))
                  for j in range(ap.max_level + 1)]
         noise = [None] * (len(parts) - len(trees)) + trees  # the sparse vector's part first (no Gaussian)
     else:

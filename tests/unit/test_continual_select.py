@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.continual_distinct import ContinualCounter, continual_counts, stream_summaries
-from dp_spark.mechanisms.continual_distinct.auto import level_counter
+from dp_spark.mechanisms.continual_distinct.auto import auto_plan, level_counter
 from dp_spark.mechanisms.continual_distinct.mechanisms import budget_split, group_factor
 from dp_spark.mechanisms.continual_distinct.select import select_plan, select_run, staleness
 from dp_spark.noise.records import overspent_steps, uncharged_records
@@ -169,20 +169,21 @@ def test_select_is_batch_only_and_grouped_at_factor_2m():
 
 
 def test_the_streamed_auto_plan_is_the_online_counters_split():
-    """At T = 2^18, ρ = 0.5 a factorized level beats the baseline but no tree does, and the online
-    counter's factorized level is the BLT counter, not the batch square root: the stream's plan must
-    split ρ as the online counter runs (its BLT level started), so its records name steps of that
-    split; with trees only the split would be the baseline's alone."""
+    """At T = 2^18, ρ = 50 the crossover (the trees' rule) plans one level, and the online counter
+    runs it as the BLT counter (smaller bound), not the batch square root: the stream's plan must
+    split ρ as the online counter runs, so its records name steps of that split and the level's
+    counter is calibrated at the plan's ρ_0."""
     from dp_spark.plans.continual_distinct import plan as continual_plan
 
-    horizon, rho = 1 << 18, 0.5
+    horizon, rho = 1 << 18, 50.0
     batch = continual_plan(rho=rho, horizon=horizon)
     streamed = continual_plan(rho=rho, horizon=horizon, stream=True)
     assert streamed["method"] == "auto"
     online = budget_split("auto", rho, horizon, online=True)
     assert [(label, cost.rho) for label, cost in streamed.steps] == online
-    assert budget_split("auto", rho, horizon, level_counter="tree") != online
     assert len(online) == 2  # the sparse vector, then the counters and baseline under the filter
+    plan = auto_plan(horizon, rho, online=True)
+    assert plan.top_level == 0 and plan.counters == ("factorized",)
     counter = ContinualCounter(horizon, rho, "auto")
     assert counter.to_dict()["trees"][0]["kind"].endswith("BLTCounter")
     z = {"z": 0, "z_truncated": np.zeros(19, dtype=np.int64), "over_counts": np.zeros(19, dtype=np.int64)}
@@ -190,3 +191,18 @@ def test_the_streamed_auto_plan_is_the_online_counters_split():
     labels = [{"step": label} for label, _ in streamed.steps]
     assert counter.noise_records() and not uncharged_records(counter.noise_records(), labels)
     assert batch["method"] == "select"
+
+
+@pytest.mark.parametrize("online", [False, True])
+def test_auto_plans_levels_by_the_trees_rule_whatever_counter_runs_them(online):
+    """A level the data leaves wastes its budget, so "auto" plans the same levels (crossover j*) and
+    the same split whichever counter runs them; the smaller-bound counter only replaces the tree
+    at a planned level. (With the factorized bound in the rule, T = 2^20, ρ = 0.5 started a w = 1
+    counter that streams with w ≥ 2 left at once: largest error 428 against the trees' 314.)"""
+    for log2_t, rho in ((12, 0.5), (18, 0.5), (18, 50.0), (20, 0.5), (20, 8.0), (20, 32.0)):
+        T = 1 << log2_t
+        tree, best = auto_plan(T, rho, counter="tree"), auto_plan(T, rho, online=online)
+        assert best.top_level == tree.top_level and best.tree_rho == tree.tree_rho, (log2_t, rho)
+        assert best.budget_split() == tree.budget_split()
+        assert all(b <= t for b, t in zip(best.bounds, tree.bounds))
+    assert auto_plan(1 << 20, 32.0, online=online).counters == ("factorized", "factorized")

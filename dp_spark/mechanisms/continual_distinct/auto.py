@@ -9,7 +9,7 @@ Phases j = 0..j* run Algorithm 1's counter for w_j = 2^j: the binary tree
 (σ_j² = κ·w_j·L/(2ρ_j)) or the factorized counter of :mod:`.factorized`
 (σ_j² = B(w_j)/(2ρ_j)), whichever has the smaller noise bound a_j at the
 public (T, ρ_j, w_j, relation) (:func:`level_counter`; ``counter="tree"``
-forces trees, as the online counter runs);
+forces trees; ``online``: the factorized counter is the streaming BLT counter);
 the last phase is the periodic-recompute baseline over the remaining steps. A
 sparse vector (ρ_svt = f·ρ, cutoff j* + 1) asks at each step whether
 over_counts[j, t] (items with flippancy > w_j so far) reaches τ_j; on "above"
@@ -19,11 +19,15 @@ the current phase's estimate.
 Budget (all public): ρ_rest = ρ − ρ_svt. Tree j, when first used, gets
 ρ_j = g·(1 − g)^j·ρ_rest (g = ``tree_fraction``); the baseline gets what the
 started trees left (a zCDP ``PrivacyFilter`` over ρ_rest enforces it). j* is
-the largest level whose tree bound a_j(ρ_j) plus truncation term τ_j + α is at
-most the baseline's bound with the budget it would get instead,
-ρ_rest·(1 − g)^j (j* = −1: the baseline alone gets all of ρ; no sparse
-vector). τ_j = s·a_j (s = ``threshold_scale``), a_j = the counter's largest
-per-step noise std × q (a tree's σ_j·sqrt(L)).
+the largest level whose *tree's* bound a_j(ρ_j) plus truncation term
+s·a_j + α is at most the baseline's bound with the budget it would get
+instead, ρ_rest·(1 − g)^j (j* = −1: the baseline alone gets all of ρ; no
+sparse vector), whichever counter then runs the level: a started level the
+data leaves wastes its budget, and the factorized counter's smaller bound
+in this rule started levels that streams of flippancy ≥ 2 left at once
+(T = 2^20, ρ = 0.5: largest error 428 against the trees' 314). τ_j = s·a_j
+(s = ``threshold_scale``), a_j = the running counter's largest per-step
+noise std × q (a tree's σ_j·sqrt(L)).
 
 Privacy (item-level ρ-zCDP under ``relation``; sensitivities in
 :mod:`.relations`). (1) The sparse vector reads only over_counts and its own
@@ -261,9 +265,12 @@ def auto_plan(
     for j in range(J + 1):
         rho_j = float_down(exact(g) * (1 - exact(g)) ** j * exact(rest))  # Σ_j ρ_j < ρ_rest exactly
         name, s2, a = level_counter(T, rho_j, 1 << j, relation, q, counter, online)
-        total = a
+        # the crossover is the tree's rule whatever the level runs: a level the data leaves wastes
+        # its budget, and a smaller bound would start levels the trees' rule does not
+        a_rule = a if name == "tree" else level_counter(T, rho_j, 1 << j, relation, q, "tree")[2]
+        total = a_rule
         if (1 << j) < T:  # truncation: threshold + the sparse vector's accuracy with cutoff j + 1
-            total += s * a + SparseVector(f * rho, j + 1).alpha(T + j + 1, beta / 2.0)
+            total += s * a_rule + SparseVector(f * rho, j + 1).alpha(T + j + 1, beta / 2.0)
         instead = BaselinePhase.plan(T, 1, (1.0 - g) ** j * rest, q, max_step_change).bound(q, max_step_change)
         if (total > instead) if tree_levels is None else j >= tree_levels:
             break

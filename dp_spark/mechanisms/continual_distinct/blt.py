@@ -584,13 +584,16 @@ def blt_counts(stream: object, counter: BLTCounter, rng: np.random.Generator) ->
     """Run ``counter``'s recurrence over the whole integer column ``stream`` from its current state
     (its own loop, the same operations in the same order and the same draws as :meth:`BLTCounter.step`,
     so the results are identical): the batch form of the streaming counter. ``counter`` is left
-    unchanged."""
+    unchanged, so it must hold no noise drawn ahead (refused otherwise: every run would reuse it)."""
     check_rng(rng)
     values = integer_vector(stream, "stream")
     params = counter.params
     k = params.bits
     if counter.steps_done + values.shape[0] > counter.horizon:
         raise ParameterError("the stream is longer than the counter's remaining horizon")
+    if counter._pending:  # the counter is left unchanged, so its draws ahead would be used twice
+        raise ParameterError("blt_counts runs from a counter with no noise drawn ahead (a fresh counter, or one "
+                             "restored before its first step); this one's draws would be reused")
     decays, scales = params.decays, params.scales
     d, s = params.d.tolist(), params.s.tolist()
     state = counter.to_dict()

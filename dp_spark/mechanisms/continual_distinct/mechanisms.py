@@ -27,9 +27,10 @@ Mechanisms (``method=`` in ``continual_counts``):
 
 "auto" (``DEFAULT_STREAM_METHOD``, the online default) — lazy counters under
     a zCDP filter, then the recompute baseline past the crossover; needs no
-    flippancy bound; proof in :mod:`.auto`. Each level runs the counter with
-    the smaller noise bound (factorized or tree; ``level_counter``; the
-    online counter runs trees). When no counter can beat the baseline at the
+    flippancy bound; proof in :mod:`.auto`. The levels are planned by the
+    trees' crossover rule; each runs the counter with the smaller noise bound
+    (factorized or tree; ``level_counter``; online the factorized counter is
+    the streaming BLT counter). When no tree can beat the baseline at the
     public parameters (T, ρ, β, relation) it *is* the baseline.
 
 "bounded" — Algorithm 1 (given flippancy bound w): ``BinaryTreeMechanism``
@@ -57,8 +58,8 @@ Mechanisms (``method=`` in ``continual_counts``):
     j = 0..J (J = ``summaries.max_level``), on the whole stream, each at
     ρ_tree = (1 − f)·ρ/(J + 1) — per level the binary tree or the factorized
     counter, whichever has the smaller noise bound at the public
-    (T, ρ_tree, w_j, relation) (``level_counter="best"``, the batch default;
-    the online counter runs trees); a sparse vector (ρ_svt = f·ρ, cutoff J) on
+    (T, ρ_tree, w_j, relation) (``level_counter="best"``, the default; online
+    the factorized counter is the streaming BLT counter); a sparse vector (ρ_svt = f·ρ, cutoff J) on
     q_t = over_counts[j, t] − τ_j (sensitivity 1). From j = 0, each step asks
     the query for the current j; "above" sets j ← j + 1 and asks again at the
     same step, until "below" or j = J; the estimate at t is M_j's. Default
@@ -335,7 +336,7 @@ def adaptive_plan(
 ) -> AdaptivePlan:
     """Budget split, per-level counter, σ_j and thresholds τ_j of Algorithm 3 (see module doc).
 
-    ``counter``: each level's counter, "tree" (default; the online counter's), "factorized" or
+    ``counter``: each level's counter, "tree" (default: Algorithm 3 as published), "factorized" or
     "best" (the smaller noise bound at the public (T, ρ_tree, 2^j, relation):
     :func:`.auto.level_counter`; ``online``: the factorized counter is the streaming BLT counter).
     τ_j = s·a_j, a_j the counter's largest per-step std × q."""
@@ -770,7 +771,7 @@ def continual_counts(
             or "factorized" (the square-root factorized counter, :mod:`.factorized`).
         level_counter: "auto" and "adaptive", each level's counter: "best"
             (default, the smaller noise bound: :func:`.auto.level_counter`),
-            "tree" (as the online counter runs) or "factorized".
+            "tree" (Algorithm 3 and "auto" as published) or "factorized".
     """
     if not isinstance(summaries, StreamSummaries):
         raise ParameterError("summaries must be a StreamSummaries (see dp_spark.mechanisms.continual_distinct.stream_summaries)")

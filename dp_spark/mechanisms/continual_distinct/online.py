@@ -186,6 +186,7 @@ class ContinualCounter:
             ]
             self._svt = SparseVector(self._plan.rho_svt, self._plan.cutoff) if self._plan.cutoff else None
             self._level = 0
+            self._released: list[int] = []  # levels whose estimates were released (a BLT level draws from step 1)
         elif method == "auto":
             options = {k: v for k, v in (("svt_fraction", svt_fraction), ("threshold_scale", threshold_scale),
                                          ("tree_fraction", tree_fraction), ("tree_levels", tree_levels)) if v is not None}
@@ -276,6 +277,8 @@ class ContinualCounter:
             else:
                 truncation = 0.0 if (1 << J) >= self._horizon else math.inf
             estimate, std, extra = self._level_estimate(level, latest, popcount, float(self._plan.sigmas[level]), rng)
+            if level not in self._released:
+                self._released.append(level)
             result = StepEstimate(t, estimate, std, std * self._plan.tree_quantile + truncation + extra, 1 << level)
         elif self._method == "auto":
             result = self._auto_step(t, popcount, rng, z, z_truncated, over_counts)
@@ -411,6 +414,8 @@ class ContinualCounter:
             return self._t > 0
         if self._method == "auto":
             return level in self._started
+        if isinstance(self._trees[level], BLTCounter):
+            return level in self._released
         return self._t > 0 and level <= self._level
 
     def _auto_records(self) -> list[NoiseDraw]:
@@ -438,6 +443,7 @@ class ContinualCounter:
         if self._method == "adaptive":
             state["level"] = self._level
             state["svt"] = None if self._svt is None else self._svt.to_dict()
+            state["released"] = list(self._released)
         if self._method in ("baseline", "auto"):
             state["count"] = self._count
             state["held"] = self._held
@@ -481,8 +487,8 @@ class ContinualCounter:
                 # "auto" stops feeding its trees once the baseline starts (at the phase's first step)
                 fed = min(fed, _checks.integer(state["phase"].get("start"), "phase start", 1, counter._horizon))
             if len(trees) != len(counter._trees) or any(
-                a.sigma != b.sigma or a.steps_done != fed or getattr(a, "params", None) != getattr(b, "params", None)
-                for a, b in zip(trees, counter._trees)
+                a.sigma2 != b.sigma2 or a.steps_done != fed or getattr(a, "params", None) != getattr(b, "params", None)
+                or a.horizon != b.horizon for a, b in zip(trees, counter._trees)
             ):
                 raise ParameterError("state trees do not match the saved configuration; re-create the checkpoint")
             counter._trees = trees
@@ -491,6 +497,9 @@ class ContinualCounter:
         if counter._method == "adaptive":
             counter._level = _checks.integer(state["level"], "state['level']", 0, counter._max_level)
             counter._svt = None if state["svt"] is None else SparseVector.from_dict(state["svt"])
+            # versions 2-3 ran trees only, whose records follow their own draw counts
+            released = state.get("released", list(range(counter._level + 1)) if counter._t else [])
+            counter._released = [_checks.integer(v, "state['released']", 0, counter._level) for v in released]
         if counter._method in ("baseline", "auto"):
             counter._count = _checks.integer(state["count"], "state['count']", -(2**62))
             counter._held = _checks.integer(state["held"], "state['held']", -(2**62))
