@@ -40,7 +40,9 @@ Fashion words (``amazon``), and the default Zipf table at 2M and 20M rows
 item is not released; Raman, Dick, Joseph, ICLR 2026, report it beside the
 item count because the two can disagree) and the call's wall time against a
 plain ``groupBy(item).count()`` of the same cached table (warmed once, then
-timed once).
+timed once). ``sips`` (the multi-round exact weighted Gaussian,
+dp_spark.mechanisms.set_union.sips) runs at the stage level (edges and its
+rounds; no report or ledger), the others through ``dp_spark.set_union``.
 
 Everything released here is SEEDED (run i of a cell uses
 SeedSequence([seed, table, cell, i])): NOT differentially private, not for
@@ -89,6 +91,9 @@ PAPER_REDDIT = {
 }
 
 
+#: Methods Table 4 runs at the stage level (the release API does not offer them yet): the
+#: multi-round exact weighted Gaussian (dp_spark.mechanisms.set_union.sips), edges + rounds.
+STAGE_ONLY = ("sips",)
 #: Table 4's tables, in the order run.
 MASS_DATA = ("review-words", "movielens", "amazon", "zipf-2m", "zipf-20m")
 #: synthetic_events arguments of the synthetic tables of Table 4.
@@ -106,8 +111,8 @@ def parse_args(argv=None):
     p.add_argument("--runs", type=int, default=5, help="runs per (policy, Δ0) cell (default 5)")
     p.add_argument("--rows", type=int, default=2_000_000, help="synthetic rows (default 2M)")
     p.add_argument("--max-items", type=int, nargs="+", default=[1, 10, 50, 100, 200, 300])
-    p.add_argument("--methods", nargs="+", choices=POLICIES, default=list(POLICIES),
-                   help="policies of Tables 1 and 2 (default: all)")
+    p.add_argument("--methods", nargs="+", choices=POLICIES + STAGE_ONLY, default=None,
+                   help="policies of Tables 1, 2 and 4 (default: all; sips in Table 4 only)")
     p.add_argument("--shards", type=int, default=None,
                    help="person shards of the sequential policies in Tables 1 and 2 (default: dp_spark's 8)")
     p.add_argument("--persons", type=int, default=None, help="synthetic persons (default rows/10)")
@@ -127,6 +132,10 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.runs < 1 or args.sweep_runs < 1:
         p.error("--runs and --sweep-runs must be >= 1")
+    if args.methods is None:
+        args.methods = list(POLICIES) + (list(STAGE_ONLY) if args.mass else [])
+    if not args.mass and set(args.methods) & set(STAGE_ONLY):
+        p.error("sips runs in Table 4 (--mass) only")
     return args
 
 
@@ -254,6 +263,23 @@ def mass_source(spark, name: str, data_dir: Path, tmp: Path):
     return spark.read.parquet(str(path)).cache(), f"{name}: dp_spark.datasets.synthetic_events({shown})"
 
 
+def sips_items(df, max_items: int, seed: int):
+    """The multi-round exact weighted Gaussian at (ε, δ) = (3, e^-10) on (person_id, item), at the stage
+    level: edges, then the rounds of dp_spark.mechanisms.set_union.sips (SEEDED)."""
+    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness
+    from dp_spark.mechanisms.set_union.sips import plan_sips
+    from dp_spark.stages.edges import edges
+    from dp_spark.stages.set_union import rounds_items_of_edges
+
+    plan = plan_sips(EPSILON, DELTA, max_items)
+    rng = np.random.default_rng(seed)
+    rounds = []
+    for r in plan.rounds:
+        salt, root = derive_randomness(rng)
+        rounds.append((salt, ThresholdStep(r, root)))
+    return rounds_items_of_edges(edges(df, "person_id", "item"), max_items=max_items, rounds=rounds)
+
+
 def missing_mass(pairs, total: int, items) -> float:
     """The share of the distinct (person, item) pairs ``pairs`` (``total`` of them) whose item is not
     among the released ``items`` (a DataFrame with an ``item`` column). NON-PRIVATE input, SEEDED output."""
@@ -282,13 +308,18 @@ def mass_table(spark, args) -> dict:
                 df.groupBy("item").count().count()
             rows, cells = [], {}
             for policy in args.methods:
-                seed = int(run_rng(args.seed, 4, t_index, POLICIES.index(policy)).integers(0, 2**31))
+                seed = int(run_rng(args.seed, 4, t_index, (POLICIES + STAGE_ONLY).index(policy)).integers(0, 2**31))
                 with Timer() as t:
-                    release = dp_spark.set_union(df, epsilon=EPSILON, delta=DELTA, max_items=args.mass_max_items,
-                                                 method=policy, alpha=ALPHA, seed=seed)
-                    released = release.released_count
-                mass = missing_mass(pairs, total, release.items)
-                release.items.unpersist()
+                    if policy in STAGE_ONLY:
+                        items = sips_items(df, args.mass_max_items, seed)
+                        released = items.count()
+                    else:
+                        release = dp_spark.set_union(df, epsilon=EPSILON, delta=DELTA,
+                                                     max_items=args.mass_max_items, method=policy, alpha=ALPHA,
+                                                     seed=seed)
+                        released, items = release.released_count, release.items
+                mass = missing_mass(pairs, total, items)
+                items.unpersist()
                 cells[policy] = {"released": int(released), "missing_mass": mass, "seconds": t.seconds}
                 rows.append([policy, f"{released:,}", f"{mass:.4f}", f"{t.seconds:.1f}",
                              f"{t.seconds / floor.seconds:.2f}"])
