@@ -28,6 +28,22 @@ shards = 1, 2, 8, 32, each shard with the default cutoff Γ/√shards and with
 Γ: released items (mean ± sd) and wall time (median) per call, next to a
 non-private floor (distinct items of the same table).
 
+Table 4 (``--mass``, instead of Tables 1-3) — items and missing mass: one
+full ``dp_spark.set_union`` call per method at ε = 3, δ = e^-10, α = 2,
+Δ0 = ``--mass-max-items`` (100), on each table of ``--mass-data``: the
+review-word shape (``review-words``: 50,000 persons with ~130 distinct words
+each from a Zipf(1.05) vocabulary of 100,000: 8.85M rows, person exponent 0),
+MovieLens 100K (``movielens``: person = user id, item = movie id), Amazon
+Fashion words (``amazon``), and the default Zipf table at 2M and 20M rows
+(``zipf-2m``, ``zipf-20m``). Per method: the released items, the missing mass
+(the share of the distinct (person, item) pairs of the UNBOUNDED input whose
+item is not released; Raman, Dick, Joseph, ICLR 2026, report it beside the
+item count because the two can disagree) and the call's wall time against a
+plain ``groupBy(item).count()`` of the same cached table (warmed once, then
+timed once). ``sips`` (the multi-round exact weighted Gaussian,
+dp_spark.mechanisms.set_union.sips) runs at the stage level (edges and its
+rounds; no report or ledger), the others through ``dp_spark.set_union``.
+
 Everything released here is SEEDED (run i of a cell uses
 SeedSequence([seed, table, cell, i])): NOT differentially private, not for
 publication. Lines marked NON-PRIVATE are exact statistics of the data.
@@ -75,14 +91,28 @@ PAPER_REDDIT = {
 }
 
 
+#: Methods Table 4 runs at the stage level (the release API does not offer them yet): the
+#: multi-round exact weighted Gaussian (dp_spark.mechanisms.set_union.sips), edges + rounds.
+STAGE_ONLY = ("sips",)
+#: Table 4's tables, in the order run.
+MASS_DATA = ("review-words", "movielens", "amazon", "zipf-2m", "zipf-20m")
+#: synthetic_events arguments of the synthetic tables of Table 4.
+MASS_SYNTHETIC = {
+    "review-words": dict(rows=8_850_000, persons=50_000, items=100_000, person_exponent=0.0),
+    "zipf-2m": dict(rows=2_000_000),
+    "zipf-20m": dict(rows=20_000_000),
+}
+MOVIELENS_FILE = Path("movielens-100k") / "u.data"
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     p.add_argument("--runs", type=int, default=5, help="runs per (policy, Δ0) cell (default 5)")
     p.add_argument("--rows", type=int, default=2_000_000, help="synthetic rows (default 2M)")
     p.add_argument("--max-items", type=int, nargs="+", default=[1, 10, 50, 100, 200, 300])
-    p.add_argument("--methods", nargs="+", choices=POLICIES, default=list(POLICIES),
-                   help="policies of Tables 1 and 2 (default: all)")
+    p.add_argument("--methods", nargs="+", choices=POLICIES + STAGE_ONLY, default=None,
+                   help="policies of Tables 1, 2 and 4 (default: all; sips in Table 4 only)")
     p.add_argument("--shards", type=int, default=None,
                    help="person shards of the sequential policies in Tables 1 and 2 (default: dp_spark's 8)")
     p.add_argument("--persons", type=int, default=None, help="synthetic persons (default rows/10)")
@@ -93,11 +123,19 @@ def parse_args(argv=None):
     p.add_argument("--sweep-runs", type=int, default=3)
     p.add_argument("--sweep-max-items", type=int, default=100)
     p.add_argument("--skip", choices=["amazon", "synthetic", "sweep"], nargs="*", default=[])
+    p.add_argument("--mass", action="store_true", help="run Table 4 (items and missing mass) instead of 1-3")
+    p.add_argument("--mass-data", nargs="+", choices=MASS_DATA, default=list(MASS_DATA[:-1]),
+                   help="the tables of Table 4 (default: all but zipf-20m)")
+    p.add_argument("--mass-max-items", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     if args.runs < 1 or args.sweep_runs < 1:
         p.error("--runs and --sweep-runs must be >= 1")
+    if args.methods is None:
+        args.methods = list(POLICIES) + (list(STAGE_ONLY) if args.mass else [])
+    if not args.mass and set(args.methods) & set(STAGE_ONLY):
+        p.error("sips runs in Table 4 (--mass) only")
     return args
 
 
@@ -200,8 +238,123 @@ def grid_table(title, released, seconds, max_items_list, with_paper, methods=POL
     print()
 
 
+def movielens_edges(spark, path: Path):
+    """(person_id, item) = (user id, movie id) of MovieLens 100K's u.data (tab-separated), read in place."""
+    from pyspark.sql import functions as F
+
+    raw = spark.read.csv(str(path), sep="\t", schema="user long, movie long, rating int, ts long")
+    return raw.select(F.col("user").alias("person_id"), F.col("movie").cast("string").alias("item"))
+
+
+def mass_source(spark, name: str, data_dir: Path, tmp: Path):
+    """The (person_id, item) table ``name`` of Table 4, cached, and a line saying where it came from."""
+    from dp_spark.datasets import synthetic_events
+
+    if name == "movielens":
+        path = (data_dir / MOVIELENS_FILE).resolve()
+        return movielens_edges(spark, path).cache(), f"MovieLens 100K: {path} (read in place)"
+    if name == "amazon":
+        path = (data_dir / DATA_FILE).resolve()
+        return amazon_edges(spark, path).cache(), f"Amazon Fashion words: {path} (read in place)"
+    kwargs = MASS_SYNTHETIC[name]
+    path = tmp / f"{name}.parquet"
+    synthetic_events(spark, **kwargs).select("person_id", "item").write.parquet(str(path))
+    shown = ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v:g}" for k, v in kwargs.items())
+    return spark.read.parquet(str(path)).cache(), f"{name}: dp_spark.datasets.synthetic_events({shown})"
+
+
+def sips_items(df, max_items: int, seed: int):
+    """The multi-round exact weighted Gaussian at (ε, δ) = (3, e^-10) on (person_id, item), at the stage
+    level: edges, then the rounds of dp_spark.mechanisms.set_union.sips (SEEDED)."""
+    from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness
+    from dp_spark.mechanisms.set_union.sips import plan_sips
+    from dp_spark.stages.edges import edges
+    from dp_spark.stages.set_union import rounds_items_of_edges
+
+    plan = plan_sips(EPSILON, DELTA, max_items)
+    rng = np.random.default_rng(seed)
+    rounds = []
+    for r in plan.rounds:
+        salt, root = derive_randomness(rng)
+        rounds.append((salt, ThresholdStep(r, root)))
+    return rounds_items_of_edges(edges(df, "person_id", "item"), max_items=max_items, rounds=rounds)
+
+
+def missing_mass(pairs, total: int, items) -> float:
+    """The share of the distinct (person, item) pairs ``pairs`` (``total`` of them) whose item is not
+    among the released ``items`` (a DataFrame with an ``item`` column). NON-PRIVATE input, SEEDED output."""
+    kept = pairs.join(items.select("item").distinct(), "item", "left_semi").count()
+    return 1.0 - kept / total if total else 0.0
+
+
+def mass_table(spark, args) -> dict:
+    """Table 4 (module docstring): per table of ``--mass-data`` and method, released items, missing
+    mass and seconds against groupBy(item).count()."""
+    import dp_spark
+    from pyspark.sql import functions as F
+
+    out = {}
+    tmp = Path(tempfile.mkdtemp(prefix="dp_spark_set_union_mass_"))
+    try:
+        for t_index, name in enumerate(args.mass_data):
+            df, where = mass_source(spark, name, args.data, tmp)
+            print(where, flush=True)
+            df.count()
+            pairs = df.select("person_id", "item").dropDuplicates().cache()
+            total = pairs.count()
+            print(data_line(df.select(F.col("person_id").alias("person"), "item")))
+            df.groupBy("item").count().count()  # warm-up
+            with Timer() as floor:
+                df.groupBy("item").count().count()
+            rows, cells = [], {}
+            for policy in args.methods:
+                seed = int(run_rng(args.seed, 4, t_index, (POLICIES + STAGE_ONLY).index(policy)).integers(0, 2**31))
+                with Timer() as t:
+                    if policy in STAGE_ONLY:
+                        items = sips_items(df, args.mass_max_items, seed)
+                        released = items.count()
+                    else:
+                        release = dp_spark.set_union(df, epsilon=EPSILON, delta=DELTA,
+                                                     max_items=args.mass_max_items, method=policy, alpha=ALPHA,
+                                                     seed=seed)
+                        released, items = release.released_count, release.items
+                mass = missing_mass(pairs, total, items)
+                items.unpersist()
+                cells[policy] = {"released": int(released), "missing_mass": mass, "seconds": t.seconds}
+                rows.append([policy, f"{released:,}", f"{mass:.4f}", f"{t.seconds:.1f}",
+                             f"{t.seconds / floor.seconds:.2f}"])
+                print(f"  {name}, {policy}: done", flush=True)
+            print(format_table(
+                ["method", "released items", "missing mass", "seconds", "× groupBy"], rows,
+                f"Table 4. {name}: one seeded call per method, ε = {EPSILON:g}, δ = e^-10, α = {ALPHA:g}, "
+                f"Δ0 = {args.mass_max_items}; missing mass over the {total:,} distinct (person, item) pairs "
+                "of the unbounded input",
+            ))
+            print(f"non-private floor: groupBy(item).count() on the same cached table: {floor.seconds:.1f} s\n",
+                  flush=True)
+            out[name] = {"pairs": total, "groupby_seconds": floor.seconds, "methods": cells}
+            pairs.unpersist()
+            df.unpersist()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.mass:
+        spark = start_session("dp_spark benchmark: set_union missing mass")
+        print("dp_spark benchmark: DP Set Union, items and missing mass (Table 4)")
+        print(f"command: {command_line()}")
+        print("session: " + ", ".join(f"{k}={v}" for k, v in session_summary(spark).items()))
+        print(f"SEEDED (base seed {args.seed}): the released sizes below are NOT differentially "
+              "private and NOT for publication.")
+        print()
+        tables = mass_table(spark, args)
+        if args.json:
+            write_json(args.json, {"args": {k: str(v) for k, v in vars(args).items()}, "tables": {"mass": tables}})
+            print(f"results written to {args.json}")
+        return 0
     data_path = (args.data / DATA_FILE).resolve()
     if "amazon" not in args.skip and not data_path.is_file():
         print(f"error: {data_path} not found (set --data)", file=sys.stderr)

@@ -4,9 +4,10 @@ DP Set Union, Algorithm 1 of Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin, 
 Private Set Union" (ICML 2020), with the update policy ``method``. Person-level (ε, δ)-DP in two steps,
 from the parameters alone (:func:`dp_spark.mechanisms.set_union.plan_set_union`):
 
-- the noisy histogram: Laplace noise (ε, 0) for ``count`` (ℓ1 sensitivity Δ0), ``weighted-laplace``,
-  ``policy-laplace`` and ``policy-greedy`` (ℓ1 sensitivity 1), or the analytic Gaussian mechanism
-  (ε, δ/2) for the Gaussian policies (ℓ2 sensitivity 1);
+- the noisy histogram: exact discrete Laplace noise on the grid of 2^-20, the weights rounded to it
+  at random (ε, 0) for ``count`` (ℓ1 sensitivity Δ0), ``weighted-laplace``, ``policy-laplace`` and
+  ``policy-greedy`` (ℓ1 sensitivity 1) (:mod:`dp_spark.mechanisms.set_union.laplace_grid`), or the
+  analytic Gaussian mechanism (ε, δ/2) for the Gaussian policies (ℓ2 sensitivity 1);
 - the threshold ρ: an item only the added person holds is released with probability at most δ
   (Laplace) or δ/2 (Gaussian): (0, δ) resp. (0, δ/2). ``policy-greedy`` (Carvalho, Wang, Gondara,
   AAAI 2022) has its own ρ (:mod:`dp_spark.mechanisms.set_union.greedy`).
@@ -69,8 +70,8 @@ def budget_steps(numeric: SetUnionPlan) -> list[Step]:
     """The two steps of the release's (ε, δ) (module docstring), labelled with their public constants."""
     if numeric.noise == "laplace":
         noise_step = (
-            f"noisy histogram: Laplace mechanism, scale {numeric.scale:.4g}, "
-            f"l1 sensitivity {numeric.sensitivity:g}"
+            f"noisy histogram: discrete Laplace mechanism on the grid of 2^-{numeric.grid_bits} (weights rounded "
+            f"to it at random), scale {numeric.scale:.4g}, l1 sensitivity {numeric.sensitivity:g}"
         )
     else:
         noise_step = (

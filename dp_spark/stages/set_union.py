@@ -603,6 +603,31 @@ def set_union_items_of_edges(
     return released_items(hist_df, threshold, partitions)
 
 
+def rounds_items_of_edges(
+    edge_df: DataFrame,
+    *,
+    max_items: int,
+    rounds: list[tuple[int, Threshold]],
+    partitions: int | None = None,
+) -> DataFrame:
+    """The multi-round exact weighted Gaussian (:mod:`dp_spark.mechanisms.set_union.sips`) on an edge
+    table: round i drops the items released by the earlier rounds from every person's rows (a left
+    anti join on the released items, public DP output), then runs :func:`set_union_items_of_edges`
+    (``weighted-gaussian``, Δ0 = ``max_items``) with its own salt and threshold step
+    (``rounds[i]``); each round's items are stored (:func:`materialize`, one job a round) before the
+    next round reads them. Returns the union of the rounds' stored items (disjoint), each item once.
+    The guarantee is the module's for the rounds' plans."""
+    released = None
+    for salt, threshold in rounds:
+        part = edge_df if released is None else edge_df.join(released, ITEM, "left_anti")
+        items = materialize(set_union_items_of_edges(part, method="weighted-gaussian", max_items=max_items,
+                                                     salt=salt, threshold=threshold, partitions=partitions))
+        released = items if released is None else released.unionByName(items)
+    if released is None:
+        raise ParameterError("the multi-round set union needs at least one round")
+    return released
+
+
 def materialize(items_df: DataFrame) -> DataFrame:
     """Evaluate the released items once and return a DataFrame reading the stored result
     (``localCheckpoint(eager=True)``: kept by the executors' block managers, memory then disk). One

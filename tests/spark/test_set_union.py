@@ -306,8 +306,10 @@ def test_items_only_one_person_holds_are_released_with_probability_at_most_delta
     assert exact <= bound * (1 + 1e-9)
     assert rate <= bound + 4.5 * math.sqrt(bound * (1 - bound) / PROBES)
     assert abs(rate - exact) <= 4.5 * math.sqrt(exact * (1 - exact) / PROBES) + 1 / PROBES
-    if policy == "count" or policy in HELD_SUPPORT:
-        assert exact == pytest.approx(delta)  # the bound is attained: this check can fail
+    if policy == "count" or policy in HELD_SUPPORT:  # the bound is attained: this check can fail
+        # the grid's integer threshold is the least one up to a cell of slack: two cells lower exceeds δ
+        lower = dataclasses.replace(plan, rho=plan.rho - math.ldexp(2.0, -plan.grid_bits))
+        assert 1 - np.prod([1 - lower.release_probability(w) for w in weights]) > delta
     assert sum(1 for x in released if x.startswith("c")) >= 10  # common items do come out
 
 
@@ -644,8 +646,9 @@ def test_an_ungrouped_release_is_the_one_key_grouped_release(spark, method):
 
 SEEDED_CASES = {
     f"set_union/{m}": (dict(epsilon=2.0, delta=1e-5, method=m, max_items=3), "persons", [kind])
-    for m, kind in (("count", "laplace"), ("weighted-laplace", "laplace"), ("weighted-gaussian", "gaussian"),
-                    ("policy-laplace", "laplace"), ("policy-gaussian", "gaussian"), ("policy-greedy", "laplace"))
+    for m, kind in (("count", "discrete-laplace"), ("weighted-laplace", "discrete-laplace"),
+                    ("weighted-gaussian", "gaussian"), ("policy-laplace", "discrete-laplace"),
+                    ("policy-gaussian", "gaussian"), ("policy-greedy", "discrete-laplace"))
 }
 
 
@@ -665,9 +668,9 @@ SEEDED_VALUES = {
             'max_items': 3,
             'method': 'count',
             'noise': 'laplace',
-            'noise_scale': 1.5,
+            'noise_scale': 1.5000004777684808,
             'released_count': 28,
-            'threshold': 18.877580859598144,
+            'threshold': 18.87758731842041,
         },
     },
     'set_union/policy-gaussian': {
@@ -695,15 +698,15 @@ SEEDED_VALUES = {
             'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
-            'cutoff': 7.529660630900388,
-            'cutoff_per_shard': 2.662137046071521,
+            'cutoff': 7.529667856171727,
+            'cutoff_per_shard': 2.662139600590701,
             'max_items': 3,
             'method': 'policy-greedy',
             'noise': 'laplace',
-            'noise_scale': 0.5,
+            'noise_scale': 0.5000004777684808,
             'released_count': 30,
             'shards': 8,
-            'threshold': 6.529660630900388,
+            'threshold': 6.529666900634766,
         },
     },
     'set_union/policy-laplace': {
@@ -713,15 +716,15 @@ SEEDED_VALUES = {
             'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
-            'cutoff': 7.409889142205142,
-            'cutoff_per_shard': 2.6197914301469125,
+            'cutoff': 7.409895898774266,
+            'cutoff_per_shard': 2.619793818954835,
             'max_items': 3,
             'method': 'policy-laplace',
             'noise': 'laplace',
-            'noise_scale': 0.5,
+            'noise_scale': 0.5000004777684808,
             'released_count': 30,
             'shards': 8,
-            'threshold': 6.409889142205142,
+            'threshold': 6.409894943237305,
         },
     },
     'set_union/weighted-gaussian': {
@@ -749,9 +752,9 @@ SEEDED_VALUES = {
             'max_items': 3,
             'method': 'weighted-laplace',
             'noise': 'laplace',
-            'noise_scale': 0.5,
+            'noise_scale': 0.5000004777684808,
             'released_count': 29,
-            'threshold': 6.409889142205142,
+            'threshold': 6.409894943237305,
         },
     },
 }

@@ -11,6 +11,7 @@ about 4.5 standard deviations.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 import subprocess
@@ -47,6 +48,7 @@ from dp_spark.mechanisms.set_union import (
     shard_cutoff,
     update_histogram,
 )
+from dp_spark.mechanisms.set_union.laplace_grid import grid_scale
 from dp_spark.noise import make_rng
 from dp_spark.plans.set_union import ALPHA_LIMIT, MAX_ITEMS_LIMIT, PARTITIONS_LIMIT, SHARDS_LIMIT
 from dp_spark.plans.set_union import plan as release_plan
@@ -410,13 +412,15 @@ def test_gaussian_privacy_profile_against_numerical_integration(sigma, eps):
 
 def test_plan_constants():
     lap = plan_set_union(2.0, 1e-4, 10, "policy-laplace", alpha=3.0)
-    assert lap.noise == "laplace" and lap.scale == 0.5 and lap.gamma == pytest.approx(lap.rho + 1.5)
+    # the exact grid's scale: β cells with e^(1/β) − 1 <= ε/2^20, a relative ~ε·2^-21 above 1/ε
+    assert lap.noise == "laplace" and lap.grid_bits == 20 and lap.gamma == pytest.approx(lap.rho + 3.0 * lap.scale)
+    assert lap.scale == math.ldexp(float(grid_scale(2.0, 1.0)), -20) and 0.5 < lap.scale < 0.5 * (1 + 2.0 * 2.0**-20)
     assert (lap.noise_delta, lap.threshold_delta) == (0.0, 1e-4)
     gau = plan_set_union(2.0, 1e-4, 10, "policy-gaussian")
     assert gau.scale == analytic_gaussian_sigma(2.0, 5e-5) and gau.norm == "l2"
     assert gau.noise_delta + gau.threshold_delta == pytest.approx(1e-4)
     cnt = plan_set_union(2.0, 1e-4, 10, "count")
-    assert cnt.scale == 5.0 and cnt.sensitivity == 10 and cnt.gamma is None
+    assert 5.0 < cnt.scale < 5.0 * (1 + 2.0 * 2.0**-20) and cnt.sensitivity == 10 and cnt.gamma is None
     assert plan_set_union(2.0, 1e-4, 10, "weighted-gaussian").gamma is None
     for plan in (lap, gau, cnt):  # the error statement's helpers invert each other
         assert plan.release_probability(plan.weight_for(0.95)) == pytest.approx(0.95)
@@ -525,21 +529,25 @@ def extra_person_release_rate(policy, max_items, t, trials, seed, eps=1.0, delta
     rng = make_rng(seed)
     released = release_mask(np.tile(w, trials), plan, rng).reshape(trials, t).any(axis=1)
     per_item = np.array([plan.release_probability(x) for x in w])
-    return released.mean(), 1 - np.prod(1 - per_item), plan
+    return released.mean(), 1 - np.prod(1 - per_item), plan, w
 
 
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("max_items, t", [(1, 1), (4, 4), (4, 2)])
 def test_an_item_only_one_person_holds_is_released_with_probability_at_most_delta(policy, max_items, t):
     trials = 40_000
-    rate, exact, plan = extra_person_release_rate(policy, max_items, t, trials, seed=7)
+    rate, exact, plan, w = extra_person_release_rate(policy, max_items, t, trials, seed=7)
     bound = plan.delta if plan.noise == "laplace" else plan.delta / 2
     sd = math.sqrt(bound * (1 - bound) / trials)
     assert exact <= bound * (1 + 1e-9)  # the threshold's guarantee, exactly
     assert rate <= bound + 4.5 * sd
     assert abs(rate - exact) <= 4.5 * math.sqrt(exact * (1 - exact) / trials) + 1e-9
     if max_items == 1 or (policy == "count" and t == max_items):  # tight: the test can fail
-        assert exact == pytest.approx(bound, rel=1e-6)
+        if plan.grid_bits is None:
+            assert exact == pytest.approx(bound, rel=1e-6)
+        else:  # the grid's threshold is the least integer up to its one cell of slack: two cells lower fails
+            lower = dataclasses.replace(plan, rho=plan.rho - math.ldexp(2.0, -plan.grid_bits))
+            assert 1 - np.prod([1 - lower.release_probability(x) for x in w]) > bound
 
 
 def test_the_statistical_check_fails_for_a_wrong_threshold():
@@ -553,9 +561,12 @@ def test_the_statistical_check_fails_for_a_wrong_threshold():
 
 
 def test_release_mask_never_releases_items_outside_the_support():
-    plan = SetUnionPlan("count", 1.0, 0.1, 1, 2.0, "laplace", 1.0, -100.0, None, 1.0, "l1", 0.0, 0.1)
+    plan = SetUnionPlan("count", 1.0, 0.1, 1, 2.0, "laplace", 1.0, -100.0, None, 1.0, "l1", 0.0, 0.1, 20)
     mask = release_mask(np.array([0.0, 0.0, 1.0, -1.0]), plan, make_rng(1))
     assert mask.tolist() == [False, False, True, False]
+    off_grid = dataclasses.replace(plan, grid_bits=None)  # Laplace noise in floats is refused
+    with pytest.raises(ParameterError):
+        release_mask(np.array([1.0]), off_grid, make_rng(1))
 
 
 def test_partition_generators_are_reproducible_and_distinct():

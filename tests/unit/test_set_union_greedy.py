@@ -30,6 +30,7 @@ from dp_spark.mechanisms.set_union import (
 )
 from dp_spark.accounting.exact import ratio_up
 from dp_spark.mechanisms.set_union.greedy import GREEDY_MARGIN
+from dp_spark.mechanisms.set_union.laplace_grid import greedy_grid_threshold, grid_scale
 from dp_spark.plans.set_union import Params
 from dp_spark.plans.set_union import plan as release_plan
 
@@ -302,8 +303,14 @@ def test_the_greedy_plan():
     plan = plan_set_union(epsilon, delta, 100, GREEDY, alpha=2.0)
     assert GREEDY in SEQUENTIAL and GREEDY in HELD_SUPPORT
     assert plan.noise == "laplace" and plan.norm == "l1" and plan.sensitivity == 1.0
-    assert plan.scale == ratio_up(1.0, epsilon)
-    assert plan.rho == rho_greedy(epsilon, delta, 100)
+    # exact discrete Laplace on the grid of 2^-20: its scale and integer threshold, in weight units,
+    # within a relative ε·2^-20 (plus three cells for ρ) of the real-valued mechanism's
+    beta = grid_scale(epsilon, 1.0)
+    assert plan.grid_bits == 20 and plan.scale == math.ldexp(float(beta), -20)
+    assert ratio_up(1.0, epsilon) < plan.scale < ratio_up(1.0, epsilon) * (1 + epsilon * 2.0**-20)
+    assert plan.rho == math.ldexp(greedy_grid_threshold(float(beta), delta, 100), -20)
+    real = rho_greedy(epsilon, delta, 100)  # the threshold grows with the scale, plus the grid's cells
+    assert real < plan.rho < real * (1 + epsilon * 2.0**-20) + 3 * 2.0**-20
     assert plan.gamma == plan.rho + 2.0 * plan.scale
     assert plan.noise_delta == 0.0 and plan.threshold_delta == delta
     release = release_plan(Params(epsilon=epsilon, delta=delta, method=GREEDY))

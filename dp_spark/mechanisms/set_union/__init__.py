@@ -11,6 +11,11 @@ protected.
 - :mod:`.thresholds`: noise scale, threshold ρ and cutoff Γ = ρ + α·scale.
 - :mod:`.greedy`: Policy Greedy (Carvalho, Wang, Gondara, AAAI 2022): its
   privacy proof and threshold.
+- :mod:`.laplace_grid`: the Laplace policies' exact noise step (random
+  rounding onto a grid, discrete Laplace, integer threshold) and its proof.
+- :mod:`.sips`: rounds of the exact weighted Gaussian, released items
+  removed between rounds (DP-SIPS, Swanberg, Desfontaines, Haney 2023):
+  constants, proof and a numpy reference run.
 - :mod:`.discrete`: the exact variant (integer statistic, discrete Gaussian,
   integer threshold) of the grouped releases' private key step.
 - :mod:`.thresholding`: the noise + threshold step per partition

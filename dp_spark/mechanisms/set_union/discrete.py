@@ -78,8 +78,8 @@ from dp_spark.noise.rng import check_rng
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.summaries.set_union import UNIT_BITS, person_units
 
-__all__ = ["EXACT_POLICY", "DiscreteSetUnionPlan", "plan_discrete_set_union", "grid_statistic",
-           "discrete_release_mask", "exact_release_probability"]
+__all__ = ["EXACT_POLICY", "DiscreteSetUnionPlan", "plan_discrete_set_union", "plan_discrete_round", "zcdp_for_dp",
+           "grid_statistic", "discrete_release_mask", "exact_release_probability"]
 
 #: The update policy of the exact mechanism: additive, so its histogram is an exact integer sum.
 EXACT_POLICY = "weighted-gaussian"
@@ -191,7 +191,7 @@ def _best_log_delta(rho: float, epsilon: float) -> tuple[float, float]:
 _LOG_MARGIN = 1e-6
 
 
-def _noise_rho(epsilon: float, delta: float) -> float:
+def zcdp_for_dp(epsilon: float, delta: float) -> float:
     """The largest ρ_n (to 2^-40 relative, by bisection) for which the
     discrete Gaussian's ρ_n-zCDP gives (ε, δ)-DP by CKS 2020, §2.3, Corollary 13,
     at some order α (checked with a margin on ln δ)."""
@@ -222,9 +222,20 @@ def plan_discrete_set_union(epsilon: float, delta: float, max_items: int) -> Dis
     threshold_delta = float(exact(delta) - exact(noise_delta))  # exact: δ/2 of a float is a float
     if exact(noise_delta) + exact(threshold_delta) > exact(delta) or noise_delta <= 0.0:
         raise ParameterError(f"delta = {delta:g} is too small to split")
+    return plan_discrete_round(epsilon, delta, max_items, zcdp_for_dp(epsilon, noise_delta), noise_delta,
+                               threshold_delta)
+
+
+def plan_discrete_round(epsilon: float, delta: float, max_items: int, noise_rho: float, noise_delta: float,
+                        threshold_delta: float) -> DiscreteSetUnionPlan:
+    """The constants of one exact set union whose noise is ``noise_rho``-zCDP
+    (s² >= Δ²/(2ρ), exactly) and whose threshold fails with probability at
+    most ``threshold_delta`` (module docstring, (1) and (2)); ``epsilon``,
+    ``delta`` and ``noise_delta`` are recorded for the report (the caller
+    checks that ρ converts to them). Public parameters only."""
+    max_items = int(max_items)
     grid_bits = _grid_bits(max_items)
     l2_squared = _l2_squared(max_items, grid_bits)
-    noise_rho = _noise_rho(epsilon, noise_delta)
     need = Fraction(l2_squared) / (2 * exact(noise_rho))  # s² >= Δ²/(2ρ_n), exactly
     sigma = math.isqrt(math.ceil(need))
     if sigma * sigma < need:

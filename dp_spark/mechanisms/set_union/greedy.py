@@ -10,7 +10,9 @@ frequency: how many of the person's rows hold the item, most first; ties by a
 salted hash of (person, item)), raises each item below the cutoff Γ to Γ while
 its budget 1 lasts, gives the first item it cannot cover what is left, and
 stops. Released: {u kept by some person : H[u] + Z_u > ρ}, Z_u ~ Lap(b) i.i.d.,
-b = 1/ε rounded up. Guarantee: person-level (ε, δ)-DP for adding or removing
+b = 1/ε rounded up (the real-valued mechanism; what runs is its exact
+counterpart on a grid, whose threshold :mod:`.laplace_grid` derives by the
+same steps from the discrete tail). Guarantee: person-level (ε, δ)-DP for adding or removing
 one person, at every cutoff Γ > 0 (so every shard cutoff), every salt and
 every Δ0.
 

@@ -19,6 +19,14 @@ analytic Gaussian mechanism of Balle & Wang (ICML 2018), the smallest σ for
 which N(0, σ²) on a statistic of ℓ2 sensitivity 1 is (ε, δ/2)-DP.
 Γ = ρ + α·scale.
 
+The Laplace rows are the papers' real-valued mechanisms. What runs is their
+exact counterpart on the grid of 2^-20 (:mod:`.laplace_grid`): the weight
+rounded to the grid at random, discrete Laplace noise of scale β cells with
+e^(1/β) − 1 <= ε/(2^20·Δ₁), and an integer threshold R computed the same way
+from the discrete tail; the plan states them in weight units (``scale`` =
+β·2^-20, ``rho`` = R·2^-20, ``grid_bits`` = 20). They exceed the table's by a
+relative ~ε·2^-21 (the threshold also by up to three cells).
+
 Why ρ makes the release (ε, δ)-DP (the papers' proofs): with T the items
 only the extra person holds (|T| = t ≤ Δ0, each of weight ≤ 1/t, 1/√t or 1:
 :mod:`dp_spark.summaries.set_union`, fact (T)), ρ is chosen so that no item of
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
@@ -42,7 +51,13 @@ from dp_spark import checks
 from dp_spark.accounting.exact import ratio_up
 from dp_spark.errors import ParameterError
 from dp_spark.noise.records import NoiseDraw
-from dp_spark.mechanisms.set_union.greedy import rho_greedy
+from dp_spark.mechanisms.set_union.laplace_grid import (
+    GRID_BITS,
+    grid_release_probability,
+    grid_scale,
+    grid_threshold_of,
+    grid_weight_for,
+)
 from dp_spark.summaries.set_union import NOISE_OF, SEQUENTIAL, check_policy
 
 __all__ = [
@@ -114,7 +129,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 def rho_count(epsilon: float, delta: float, max_items: int) -> float:
     """Count (Korolova et al. 2009, as in Gopi et al.): Lap(Δ0/ε) noise;
     every item of T has weight 1 and |T| ≤ Δ0, so ρ = 1 + Q_{Δ0/ε}(p_{Δ0})."""
-    scale = ratio_up(max_items, epsilon)  # Δ0/ε rounded up, as the noise drawn
+    scale = ratio_up(max_items, epsilon)  # Δ0/ε rounded up (the real-valued mechanism)
     return float(1.0 + laplace_isf(scale, per_item_tail(delta, max_items)))
 
 
@@ -122,7 +137,7 @@ def rho_laplace(epsilon: float, delta: float, max_items: int) -> float:
     """Weighted / Policy Laplace (Theorems 3.1, D.1): Lap(1/ε) noise;
     ρ = max_{t=1..Δ0} 1/t + Q_{1/ε}(p_t)."""
     t = np.arange(1, max_items + 1, dtype=np.float64)
-    scale = ratio_up(1.0, epsilon)  # 1/ε rounded up, as the noise drawn
+    scale = ratio_up(1.0, epsilon)  # 1/ε rounded up (the real-valued mechanism)
     return float(np.max(1.0 / t + laplace_isf(scale, per_item_tail(delta, t))))
 
 
@@ -140,7 +155,10 @@ class SetUnionPlan:
     """Every public constant of one DP Set Union run: ``noise`` laplace (scale
     b) or gaussian (σ), the threshold ``rho``, the cutoff ``gamma`` (None for
     count / weighted), the ℓ1 or ℓ2 ``sensitivity`` the noise is calibrated
-    to, and δ's two parts ``noise_delta`` / ``threshold_delta``."""
+    to, and δ's two parts ``noise_delta`` / ``threshold_delta``. ``grid_bits``
+    (Laplace policies): the noise is exact discrete Laplace on the grid of
+    2^-grid_bits (:mod:`.laplace_grid`), ``scale`` and ``rho`` its β and R in
+    weight units; None: float Gaussian noise."""
 
     method: str
     epsilon: float
@@ -155,27 +173,55 @@ class SetUnionPlan:
     norm: str
     noise_delta: float
     threshold_delta: float
+    grid_bits: int | None = None
+
+    @property
+    def grid_beta(self) -> float:
+        """β, the discrete Laplace scale in grid cells (Laplace policies)."""
+        return math.ldexp(self.scale, self.grid_bits)
+
+    @property
+    def grid_threshold(self) -> int:
+        """R, the integer threshold in grid cells (Laplace policies)."""
+        return math.ceil(math.ldexp(self.rho, self.grid_bits))
 
     @property
     def noise_record(self) -> NoiseDraw:
         """The record of the noise :class:`~.thresholding.ThresholdStep` draws
-        in Spark: one draw per histogram item (``draws`` None: not public)."""
+        in Spark: one draw per histogram item (``draws`` None: not public).
+        On the grid the ℓ1 sensitivity is stated with the random rounding's
+        factor β·(e^(1/β) − 1) (:mod:`.laplace_grid`, Lemma), so that
+        sensitivity/scale is the privacy loss the proof bounds by ε."""
+        target = "each item's histogram weight (released if above the threshold)"
+        if self.grid_bits is not None:
+            beta = self.grid_beta
+            p = math.exp(-1.0 / beta)
+            return NoiseDraw("noise", "discrete-laplace", scale=self.scale,
+                             std=math.ldexp(math.sqrt(2.0 * p) / -math.expm1(-1.0 / beta), -self.grid_bits),
+                             sensitivity=self.sensitivity * beta * math.expm1(1.0 / beta),
+                             draws=None, target=target, parameters={"norm": 1})
         laplace = self.noise == "laplace"
         return NoiseDraw("noise", "laplace" if laplace else "gaussian", scale=self.scale,
                          std=math.sqrt(2.0) * self.scale if laplace else self.scale, sensitivity=self.sensitivity,
-                         draws=None, target="each item's histogram weight (released if above the threshold)",
+                         draws=None, target=target,
                          parameters={"norm": 1 if self.norm == "l1" else 2})
 
     def release_probability(self, weight: float) -> float:
         """P[weight + noise > ρ]: the chance an item of this histogram weight
-        is released (public math, for error statements and tests)."""
+        is released (public math, for error statements and tests); on the
+        grid the exact P[⌊x⌋ + B + Z > R] of :mod:`.laplace_grid`."""
+        if self.grid_bits is not None:
+            return grid_release_probability(weight, self.grid_beta, self.grid_threshold, self.grid_bits)
         x = (self.rho - weight) / self.scale
         if self.noise == "laplace":
             return float(0.5 * math.exp(-x)) if x >= 0 else float(1.0 - 0.5 * math.exp(x))
         return float(ndtr(-x))
 
     def weight_for(self, probability: float) -> float:
-        """The histogram weight at which an item is released with ``probability``."""
+        """The histogram weight at which an item is released with ``probability``
+        (on the grid: a grid weight released with at least it, for p >= 1/2)."""
+        if self.grid_bits is not None:
+            return grid_weight_for(probability, self.grid_beta, self.grid_threshold, self.grid_bits)
         if self.noise == "laplace":
             return float(self.rho - laplace_isf(self.scale, probability))
         return float(self.rho + self.scale * ndtri(probability))
@@ -197,19 +243,17 @@ def plan_set_union(
             f"epsilon = {epsilon:g} is too small: the noise scale or threshold overflows "
             "a float; use a larger epsilon."
         )
-    # Laplace scales rounded up (never less noise); the thresholds use the same scales
-    if method == "count":
-        scale = ratio_up(max_items, epsilon)
-        rho = rho_count(epsilon, delta, max_items)
-        sensitivity, norm, noise_delta, threshold_delta = float(max_items), "l1", 0.0, delta
-    elif method == "policy-greedy":
-        scale = ratio_up(1.0, epsilon)
-        rho = rho_greedy(epsilon, delta, max_items)
-        sensitivity, norm, noise_delta, threshold_delta = 1.0, "l1", 0.0, delta
-    elif noise == "laplace":
-        scale = ratio_up(1.0, epsilon)
-        rho = rho_laplace(epsilon, delta, max_items)
-        sensitivity, norm, noise_delta, threshold_delta = 1.0, "l1", 0.0, delta
+    grid_bits = None
+    if noise == "laplace":  # exact discrete Laplace on the grid (.laplace_grid), stated in weight units
+        sensitivity, norm, noise_delta, threshold_delta = (float(max_items) if method == "count" else 1.0,
+                                                           "l1", 0.0, delta)
+        grid_bits = GRID_BITS
+        beta = grid_scale(epsilon, sensitivity, grid_bits)
+        scale = float(beta)
+        if Fraction(scale) < beta:  # never less noise than β
+            scale = math.nextafter(scale, math.inf)
+        scale = math.ldexp(scale, -grid_bits)
+        rho = math.ldexp(grid_threshold_of(method, float(beta), delta, max_items, grid_bits), -grid_bits)
     else:
         scale = analytic_gaussian_sigma(epsilon, delta / 2.0, 1.0)
         rho = rho_gaussian(scale, delta, max_items)
@@ -224,7 +268,7 @@ def plan_set_union(
         method=method, epsilon=epsilon, delta=delta, max_items=max_items, alpha=alpha,
         noise=noise, scale=float(scale), rho=float(rho), gamma=gamma,
         sensitivity=sensitivity, norm=norm, noise_delta=noise_delta,
-        threshold_delta=threshold_delta,
+        threshold_delta=threshold_delta, grid_bits=grid_bits,
     )
 
 
