@@ -20,8 +20,10 @@
    given the true w with each counter (binary tree, square-root factorized),
    the baseline, "auto" with tree levels (the default before the factorized
    counter), "auto", "select" and the streamed default (the online counter's
-   "auto", BLT or tree levels, fed the same summaries step by step): the
-   median over runs of max_t and mean_t |error|.
+   "auto", BLT or tree levels, fed the same summaries step by step), and
+   "adaptive" with tree levels (Algorithm 3 as published) and with the
+   smaller-bound counter per level: the median over runs of max_t and mean_t
+   |error|.
 2. Speed of the Spark stage (local[2]) at T = 2^``--speed-log2-horizon`` and
    about ``--speed-events`` events from dp_spark.continual_data.synthetic_stream
    (written once to Parquet in a temporary directory): the stage alone
@@ -130,6 +132,8 @@ _COLUMNS = (
     ("auto", "auto", {}),
     ("select", "select", {}),
     ("auto (stream)", "online", {}),
+    ("adaptive (tree)", "adaptive", {"level_counter": "tree"}),
+    ("adaptive", "adaptive", {}),
 )
 
 
@@ -173,14 +177,14 @@ def counters(args) -> None:
                     row.append(f"{fmt(maxima[name])} / {fmt(float(np.median(mean)))}")
             row += [chosen, fmt(maxima["factorized"] / maxima["tree"], 2),
                     fmt(maxima["select"] / maxima["auto (tree)"], 2), fmt(maxima["select"] / maxima["baseline"], 2),
-                    fmt(timer.seconds, 1)]
+                    fmt(maxima["adaptive"] / maxima["adaptive (tree)"], 2), fmt(timer.seconds, 1)]
             rows.append(row)
             del summaries
             print(f"  done T=2^{log2_t} w={w} ({timer.seconds:.1f} s)", flush=True)
     print()
     print(format_table(
         ["T", "w", "events", *(f"{name} max / mean" for name, _, _ in _COLUMNS), "select ran",
-         "fact./tree", "select/today", "select/baseline", "secs"],
+         "fact./tree", "select/today", "select/baseline", "adaptive/(tree)", "secs"],
         rows,
         title=f"median over {args.reps} runs (same seeds everywhere) of max_t and mean_t |error|; tree and factorized "
               f"= 'bounded' given the true w; 'auto (tree)' = the default before issue 38; rho = {args.rho}, relation = "
