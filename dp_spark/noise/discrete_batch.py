@@ -41,6 +41,7 @@ from dp_spark.noise.discrete import bernoulli_exp_fraction, discrete_laplace, to
 from dp_spark.noise.rng import check_rng
 
 __all__ = [
+    "bernoulli_double",
     "bernoulli_exp_batch",
     "discrete_laplace_batch",
     "discrete_gaussian_batch",
@@ -69,6 +70,30 @@ def rational_sigma2(sigma2: object) -> Fraction:
     bits = 21 if magnitude >= 0 else 11  # below σ² = 1 a coarser grid keeps n·d small
     grid = 1 << max(0, bits - magnitude)
     return Fraction(math.ceil(value * grid), grid)
+
+
+def bernoulli_double(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Bernoulli(p) element-wise for doubles p in [0, 1), exactly: p·2^64 =
+    m + r (m an integer, r in [0, 1), both exact); a uniform 64-bit integer U
+    decides (U < m: 1, U > m: 0) and a tie (probability 2^-64) recurses on r.
+    P[1] = m/2^64 + r/2^64 = p. Only integer comparisons. (The random rounding of
+    :mod:`dp_spark.mechanisms.set_union.laplace_grid`, whose privacy map covers it.)"""
+    p = np.asarray(p, dtype=np.float64).reshape(-1)
+    if p.size and not (np.all(p >= 0.0) and np.all(p < 1.0)):
+        raise ParameterError("bernoulli_double needs probabilities in [0, 1)")
+    out = np.zeros(p.size, dtype=bool)
+    todo = np.arange(p.size)
+    rest = p
+    while todo.size:
+        scaled = np.ldexp(rest, 64)
+        whole = np.floor(scaled)
+        u = rng.integers(0, 2**64, size=todo.size, dtype=np.uint64)
+        m = whole.astype(np.uint64)
+        out[todo[u < m]] = True
+        tie = u == m
+        rest = (scaled - whole)[tie]
+        todo = todo[tie]
+    return out
 
 
 def _bernoulli_ratio(num: np.ndarray, den: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -20,13 +20,13 @@ from dp_spark.mechanisms.set_union import (
 )
 from dp_spark.mechanisms.set_union import laplace_grid
 from dp_spark.mechanisms.set_union.laplace_grid import (
-    bernoulli_double,
     greedy_grid_failure,
     grid_release_probability,
     grid_scale,
     laplace_grid_mask,
     tail_above,
 )
+from dp_spark.noise.discrete_batch import bernoulli_double
 from tests.unit.test_set_union_discrete import NoFloatDraws
 
 LAPLACE = ("count", "weighted-laplace", "policy-laplace", "policy-greedy")

@@ -15,7 +15,7 @@ included, for ``policy-greedy``) with X_u + Z_u > R, where
 - x_u = H[u]·2^g is the weight on the grid of 2^-g (g = :data:`GRID_BITS`;
   a product by a power of two, exact in float64);
 - X_u = ⌊x_u⌋ + B_u, B_u ~ Bernoulli(x_u − ⌊x_u⌋): the weight rounded to the
-  grid at random (unbiased), B_u drawn exactly (:func:`bernoulli_double`);
+  grid at random (unbiased), B_u drawn exactly (:func:`dp_spark.noise.discrete_batch.bernoulli_double`);
 - Z_u ~ discrete Laplace(β), P[Z = k] ∝ e^(−|k|/β), β a multiple of 2^-10
   (:func:`dp_spark.noise.discrete_batch.discrete_laplace_batch`), i.i.d.;
 - R an integer, the threshold ρ = R·2^-g rounded up onto the grid.
@@ -82,10 +82,10 @@ import numpy as np
 
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete import discrete_laplace
-from dp_spark.noise.discrete_batch import discrete_laplace_batch, rational_scale
+from dp_spark.noise.discrete_batch import bernoulli_double, discrete_laplace_batch, rational_scale
 from dp_spark.noise.rng import check_rng
 
-__all__ = ["GRID_BITS", "GRID_MARGIN", "bernoulli_double", "grid_scale", "tail_above",
+__all__ = ["GRID_BITS", "GRID_MARGIN", "grid_scale", "tail_above",
            "grid_release_probability", "grid_weight_for", "laplace_grid_threshold",
            "greedy_grid_failure", "greedy_grid_threshold", "grid_threshold_of", "GridMask", "laplace_grid_mask"]
 
@@ -97,29 +97,6 @@ GRID_MARGIN = 1e-9
 _LOG_MARGIN = 1e-12
 #: Largest β·2^10 the int64 batch sampler takes; above, the exact Fraction sampler.
 _BATCH_NUMERATOR = 2**55
-
-
-def bernoulli_double(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Bernoulli(p) element-wise for doubles p in [0, 1), exactly: p·2^64 =
-    m + r (m an integer, r in [0, 1), both exact); a uniform 64-bit integer U
-    decides (U < m: 1, U > m: 0) and a tie (probability 2^-64) recurses on r.
-    P[1] = m/2^64 + r/2^64 = p. Only integer comparisons."""
-    p = np.asarray(p, dtype=np.float64).reshape(-1)
-    if p.size and not (np.all(p >= 0.0) and np.all(p < 1.0)):
-        raise ParameterError("bernoulli_double needs probabilities in [0, 1)")
-    out = np.zeros(p.size, dtype=bool)
-    todo = np.arange(p.size)
-    rest = p
-    while todo.size:
-        scaled = np.ldexp(rest, 64)
-        whole = np.floor(scaled)
-        u = rng.integers(0, 2**64, size=todo.size, dtype=np.uint64)
-        m = whole.astype(np.uint64)
-        out[todo[u < m]] = True
-        tie = u == m
-        rest = (scaled - whole)[tie]
-        todo = todo[tie]
-    return out
 
 
 def grid_scale(epsilon: float, sensitivity: float, grid_bits: int = GRID_BITS) -> Fraction:
@@ -249,7 +226,7 @@ BLOCK = 4096
 class GridMask:
     """The mask of one stream of items (one Spark partition, batch after batch): item i of the
     stream gets the i-th discrete Laplace draw and the i-th uniform 64-bit integer of the
-    rounding (:func:`bernoulli_double`) of ``rng``'s blocks of :data:`BLOCK` items, so the draws of
+    rounding (:func:`dp_spark.noise.discrete_batch.bernoulli_double`) of ``rng``'s blocks of :data:`BLOCK` items, so the draws of
     an item do not depend on where the batches break (a rejection sampler run per batch would).
     Items outside the support use up their slot and are never released. Guarantee as
     :func:`laplace_grid_mask`."""
