@@ -348,6 +348,9 @@ def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
     return PrivacyFilter(ApproxDP(e, d) if d > 0 else PureDP(e))
 
 
+#: δ' of the (ε, δ') equivalent a ρ-zCDP grouped release states when the user gave no δ
+#: (ε = ρ + 2√(ρ ln(1/δ')), Bun & Steinke 2016, Proposition 1.3).
+ZCDP_EQUIVALENT_DELTA = 1e-6
 #: Most public group keys one release takes (``groups=``), counted on the keys, never the data: the
 #: driver receives O(groups × summary) numbers and runs the mechanism once per group, and the grouped
 #: greedy holds at most 2^10 groups (``stages.distinct.GROUP_INDEX_BITS``).

@@ -31,7 +31,8 @@ from dp_spark.accounting import ZCDP, PureDP, pure_to_zcdp, remainder
 from dp_spark.accounting.exact import written
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.cap_bound import check_exact_scores
-from dp_spark.plan import GroupParams, MAX_PUBLIC_GROUPS, Plan, Step, builds, check_group_column, param, set_checked
+from dp_spark.plan import (ZCDP_EQUIVALENT_DELTA, GroupParams, MAX_PUBLIC_GROUPS, Plan, Step, builds,
+                           check_group_column, param, set_checked)
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the stage and mechanism share, re-exported
     BOUND_GRID_RATIO,
@@ -229,6 +230,7 @@ def _gaussian_plan(p: Params, pre: list) -> Plan:
     return Plan(
         release=RELEASE,
         guarantee=ZCDP(rho),
+        equivalent=ZCDP(rho).to_approx(ZCDP_EQUIVALENT_DELTA),
         steps=steps,
         parameters={**_parameters(p, "discrete gaussian"), "rho": rho},
         privacy_unit="person",

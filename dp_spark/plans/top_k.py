@@ -36,7 +36,8 @@ from dp_spark.accounting import ApproxDP, PureDP, ZCDP, remainder
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import cdp_peel_epsilon_per_step, unknown_domain_calibration
 from dp_spark.mechanisms.top_k.auto import auto_share, public_choice
-from dp_spark.plan import GroupParams, Plan, Step, builds, check_group_column, param, set_checked
+from dp_spark.plan import (ZCDP_EQUIVALENT_DELTA, GroupParams, Plan, Step, builds, check_group_column, param,
+                           set_checked)
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.plans.distinct_count import (MAX_GROUPS_EPSILON_SHARE, MAX_GROUPS_STEP, gaussian_label, grouped_label,
                                            grouped_rho)
@@ -61,8 +62,6 @@ NOISES = ("laplace", "gaussian")
 #: ``method="auto"`` with ``noise="gaussian"``: CDP-Peel gains √k from zCDP composition over its k
 #: rounds, the joint mechanism does not; chosen by measurement: see benchmarks/grouped_top_k_2026-11-28.md.
 ZCDP_AUTO = "cdp-peel"
-#: δ' of the (ε, δ') equivalent a ρ-zCDP grouped top-k states (ε = ρ + 2√(ρ ln(1/δ')), Bun & Steinke 2016).
-ZCDP_EQUIVALENT_DELTA = 1e-6
 ZCDP_CAP_STEP = (" (sampled by the exponential mechanism at √(8ρ): ε-bounded range, so ε²/8-zCDP, Cesar & "
                  "Rogers 2021)")
 ZCDP_SELECTION = {

@@ -360,7 +360,8 @@ def _groups_report(plan: Plan, keys, m, released, how, local, edge_df, noise, jo
         share = "the full ρ (parallel composition)" if m == 1 else f"ρ/{m}"
         guarantee = (f"Person-level {plan.guarantee.rho:g}-zero-concentrated differential privacy (ρ-zCDP, ρ = ε²/2 "
                      f"for ε = {plan.given.epsilon:g}: the zCDP level that {plan.given.epsilon:g}-differential "
-                     "privacy implies; not itself pure ε-DP) over all groups")
+                     f"privacy implies; not itself pure ε-DP) over all groups, which implies "
+                     f"({plan.equivalent.epsilon:.3g}, {plan.equivalent.delta:g})-differential privacy")
         how_noise = "discrete Gaussian noise, √m scaling"
     else:
         share = "the full ε (parallel composition)" if m == 1 else f"ε/{m}"

@@ -242,6 +242,9 @@ def test_zcdp_per_group_is_asked_for_by_name_and_charged_as_rho(spark, table):
     assert all(s["kind"] == "zcdp" for s in release.budget_split)
     assert sum(s["rho"] for s in release.budget_split) == pytest.approx(0.5)
     assert "0.5-zero-concentrated" in release.statement and "not itself pure ε-DP" in release.statement
+    equivalent = release.to_dict()["privacy"]["approx_dp_equivalent"]
+    assert equivalent["delta"] == 1e-6 and f"({equivalent['epsilon']:.3g}, 1e-06)-differential privacy" in \
+        release.statement
     counts = [r for r in release.noise if r.kind == "discrete-gaussian"]
     assert counts and sum(r.draws for r in counts) == 4
     for r in counts:

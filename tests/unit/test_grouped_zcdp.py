@@ -143,6 +143,11 @@ def test_plan_gaussian_per_group_is_zcdp_at_rho_epsilon_squared_over_two():
     grouped = plan(epsilon=1.0, group_by="g", groups=keys, max_groups=2, noise="gaussian")
     assert grouped.guarantee == ZCDP(pure_to_zcdp(1.0)) and grouped.guarantee.rho == 0.5
     assert grouped.parameters["noise"] == "discrete gaussian" and grouped.parameters["rho"] == 0.5
+    # its (ε, δ') equivalent at δ' = 1e-6 (Bun & Steinke 2016: ε = ρ + 2√(ρ ln(1/δ'))), as top-k's states
+    assert grouped.equivalent.delta == 1e-6
+    assert grouped.equivalent.epsilon == pytest.approx(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)), rel=1e-9)
+    assert grouped.to_dict()["privacy"]["approx_dp_equivalent"]["delta"] == 1e-6
+    assert plan(epsilon=1.0, group_by="g", groups=keys, max_groups=2).equivalent is None  # pure: none needed
     costs = [s.cost for s in grouped.split]
     assert all(isinstance(c, ZCDP) for c in costs) and sum(c.rho for c in costs) <= 0.5
     assert sum(c.rho for c in costs) == pytest.approx(0.5)
