@@ -27,6 +27,7 @@ from dp_spark.mechanisms.set_union.gaussian_grid import (
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide
 from tests.unit.test_set_union import random_case, sharded_histogram
 from tests.unit.test_set_union_discrete import NoFloatDraws, pmf
+from tests.unit.test_set_union_laplace_grid import assert_batch_invariant
 
 
 @pytest.mark.parametrize("method", GAUSSIAN_POLICIES)
@@ -158,17 +159,6 @@ def test_the_plan_release_probability_matches_the_mask(method):
 @pytest.mark.parametrize("method", GAUSSIAN_POLICIES)
 def test_an_items_draws_do_not_depend_on_where_the_batches_break(method):
     plan = plan_set_union(1.0, 0.05, 3, method)
-    weights = np.random.default_rng(3).uniform(-0.5, 2 * plan.rho, 3 * gaussian_grid.BLOCK + 17)
-    root = NoiseRoot(99, (2,))
-    step = ThresholdStep(plan, root)(1)
-    assert isinstance(step, GaussianGridMask)
-    whole = step(weights)
-    assert 0 < whole.sum() < whole.size
-    for cuts in ([5, 4096, 4100, 9000], [1, 2, 3, 8191, 12000], list(range(0, weights.size, 997))):
-        mask_of = ThresholdStep(plan, root)(1)
-        got = np.concatenate([mask_of(part) for part in np.split(weights, cuts)])
-        assert np.array_equal(got, whole)
-    rng = root.partition_rng(1)  # per-batch draws (no blocks): a different stream
-    per_batch = np.concatenate([gaussian_grid_mask(part, plan.scale, plan.rho, rng, plan.grid_bits)
-                                for part in np.split(weights, [5, 4096, 4100, 9000])])
-    assert not np.array_equal(per_batch, whole)
+    assert isinstance(ThresholdStep(plan, NoiseRoot(1))(0), GaussianGridMask)
+    assert_batch_invariant(plan, gaussian_grid.BLOCK,
+                           lambda part, rng: gaussian_grid_mask(part, plan.scale, plan.rho, rng, plan.grid_bits))
