@@ -53,10 +53,11 @@ change, each by exactly a_t units: U'_u = U_u + a_t for u in S.
 Every constant depends on (ε, δ, Δ0) only. g trades the additive slack of
 (1), about √Δ0 grid cells, against the size of s: 2^g >= 128·⌈√Δ0⌉ keeps Δ
 within 1 + 2/128 of the real-valued sensitivity 2^g. Against the float
-analytic Gaussian (:mod:`.thresholds`) this costs the zCDP conversion and the
-weighted policy (Policy Gaussian's float weights have no data-independent
-sensitivity bound on a grid); figures in
-benchmarks/results/2026-11-29-from-docstrings.md.
+analytic Gaussian this costs the zCDP conversion and the weighted policy
+(Policy Gaussian's float weights have a data-independent sensitivity bound on
+a grid only with an additive √N term, N bounded by the int64 row count:
+:mod:`.gaussian_grid`, which keeps that term small with a finer grid than
+this step's); figures in benchmarks/results/2026-11-29-from-docstrings.md.
 """
 
 from __future__ import annotations
