@@ -53,14 +53,14 @@ def test_the_decision_is_the_integer_comparison_with_the_blocks_draws(method):
     plan = plan_set_union(0.5, 1e-5, 4, method)
     g, s, r = plan.grid_bits, plan.grid_sigma, plan.grid_threshold
     weights = np.random.default_rng(1).uniform(-1.0, 2 * plan.rho, 5000)
-    weights[:3] = [2.0**30, np.inf, 2.0**22]  # capped at 2^(62 − g): X = 2^62, no overflow
+    weights[:3] = [2.0**30, np.inf, 2.0**22]  # capped at 2^22: X = 2^(22 + g), no overflow
     got = gaussian_grid_mask(weights, plan.scale, plan.rho, np.random.default_rng(9), g)
     rng = np.random.default_rng(9)
     z = np.concatenate([discrete_gaussian_batch_wide(s * s, gaussian_grid.BLOCK, rng) for _ in range(2)])[:5000]
-    x = [math.floor(math.ldexp(min(float(w), 2.0 ** (62 - g)), g)) for w in weights]
+    x = [math.floor(math.ldexp(min(float(w), 2.0**22), g)) for w in weights]
     want = np.array([w > 0 and xi + int(zi) > r for w, xi, zi in zip(weights, x, z)])
     assert np.array_equal(got, want) and got[:3].all()
-    assert gaussian_grid_cells(weights[:3], g).tolist() == [2**62] * 3
+    assert gaussian_grid_cells(weights[:3], g).tolist() == [2 ** (22 + g)] * 3
 
 
 @lru_cache(maxsize=None)
@@ -162,3 +162,13 @@ def test_an_items_draws_do_not_depend_on_where_the_batches_break(method):
     assert isinstance(ThresholdStep(plan, NoiseRoot(1))(0), GaussianGridMask)
     assert_batch_invariant(plan, gaussian_grid.BLOCK,
                            lambda part, rng: gaussian_grid_mask(part, plan.scale, plan.rho, rng, plan.grid_bits))
+
+
+@pytest.mark.parametrize("grid_bits", [30, 32, 40])
+def test_the_weighted_units_are_whole_cells_up_to_the_cap(grid_bits):
+    """The weighted histogram's long sum U of units 2^-30, cast to a double as the stage does: X is
+    exactly min(U, 2^52)·2^(g − 30) at every g, also where the cast rounds (U > 2^53)."""
+    units = [1, 12345, 2**52 - 1, 2**52, 2**52 + 1, 2**53 + 1, 2**60 + 7, 2**62 - 1]
+    weights = np.array([float(u) for u in units]) * 2.0**-30
+    got = gaussian_grid_cells(weights, grid_bits).tolist()
+    assert got == [min(u, 2**52) << (grid_bits - 30) for u in units]

@@ -10,10 +10,13 @@ for the conversion to (ε, δ)) added to an integer statistic and compared with
 an integer threshold: no float noise, no float comparison of a noisy value.
 
 Released: the items u of the support (weight > 0) with X_u + Z_u > R, where
-- C = 2^(62 − g) is a public cap and X_u = ⌊min(H[u], C)·2^g⌋, the weight
-  floored onto the grid of 2^-g (g = ``grid_bits``, from (ε, δ) alone:
-  :func:`plan_gaussian_grid`); min, the product by a power of two and the
-  floor of doubles are exact, and X_u <= 2^62 fits an int64;
+- C = 2^22 is a public cap (it moves utility only: an item at the cap is
+  released with probability P[Z > R − C·2^g], 1 to double precision while
+  R·2^-g + 40σ < 2^22, e.g. ε >= 1e-4 at Δ0 <= 100, δ = 1e-6) and
+  X_u = ⌊min(H[u], C)·2^g⌋, the weight floored onto the grid of 2^-g
+  (g = ``grid_bits`` <= 40, from (ε, δ) alone: :func:`plan_gaussian_grid`);
+  min, the product by a power of two and the floor of doubles are exact, and
+  X_u <= 2^62 fits an int64;
 - Z_u ~ N_Z(0, s²), i.i.d., s an integer (``sigma``), drawn by
   :func:`dp_spark.noise.discrete_batch.discrete_gaussian_batch_wide`;
 - R an integer (``threshold``).
@@ -35,9 +38,9 @@ person y, H and H' the summed shard histograms (:mod:`dp_spark.summaries.set_uni
       (integer) square, within 2^-8.5 relative of 2^g at g = 40.
     - ``weighted-gaussian``: the histogram is a sum of whole units of 2^-30
       (a person keeping t items adds a_t = ⌊2^30/√t⌋ to each) cast once to a
-      double. Below 2^52 units (a weight below C = 2^22 for g <= 40) the cast
-      is exact; above, it is monotone and C is a double, so min(·, C) gives C
-      exactly when the exact weight is >= C. So W is the cap of the exact
+      double. Below 2^52 units (a weight below C = 2^22) the cast is exact;
+      above, it is monotone and C is a double, so min(·, C) gives C exactly
+      when the exact weight is >= C. So W is the cap of the exact
       sum, and for g >= 30 (always: :data:`MIN_GRID_BITS`), X_u = min(U_u·2^(g−30),
       2^62) is exact: only the t items of S_y move, each by at most
       a_t·2^(g−30), so Δ² = max_{t <= Δ0} t·(a_t·2^(g−30))² <= 4^g, no slack.
@@ -103,10 +106,10 @@ __all__ = ["GAUSS_GRID_BITS", "GAUSSIAN_POLICIES", "MIN_GRID_BITS", "ROW_ROOT", 
 
 #: The finest grid: 2^-40 weight units a cell (X <= 2^62 under the cap C = 2^22).
 GAUSS_GRID_BITS = 40
+#: The cap C = 2^CAP_BITS on a weight (module docstring): the weighted policy's cast is exact below it.
+CAP_BITS = 22
 #: The coarsest: the weighted policy's units of 2^-30 stay whole cells (module docstring, (1)).
 MIN_GRID_BITS = 30
-#: X = ⌊min(H, C)·2^g⌋ <= 2^CAP_TOTAL_BITS: C = 2^(CAP_TOTAL_BITS − g).
-CAP_TOTAL_BITS = 62
 #: s < 2^SIGMA_BITS: the exact sampler's int64 proposal (t = s + 1 < 2^48), with a factor 2 to spare.
 SIGMA_BITS = 47
 #: A > √N for every N <= 2^63 − 1 coordinates (module docstring, (1)).
@@ -207,8 +210,10 @@ def plan_gaussian_grid(method: str, epsilon: float, delta: float, max_items: int
 
 
 def gaussian_grid_cells(weights: np.ndarray, grid_bits: int) -> np.ndarray:
-    """X = ⌊min(weight, 2^(62 − g))·2^g⌋ as int64, exactly (module docstring)."""
-    cap = math.ldexp(1.0, CAP_TOTAL_BITS - grid_bits)
+    """X = ⌊min(weight, 2^22)·2^g⌋ as int64, exactly (module docstring), for g <= 40."""
+    if not grid_bits <= GAUSS_GRID_BITS:
+        raise ParameterError("the Gaussian grid is at most 2^-40")
+    cap = math.ldexp(1.0, CAP_BITS)
     capped = np.minimum(np.asarray(weights, dtype=np.float64), cap)
     return np.floor(np.ldexp(capped, grid_bits)).astype(np.int64)
 
