@@ -40,10 +40,11 @@ person y, H and H' the summed shard histograms (:mod:`dp_spark.summaries.set_uni
       (a person keeping t items adds a_t = ⌊2^30/√t⌋ to each) cast once to a
       double. Below 2^52 units (a weight below C = 2^22) the cast is exact;
       above, it is monotone and C is a double, so min(·, C) gives C exactly
-      when the exact weight is >= C. So W is the cap of the exact
-      sum, and for g >= 30 (always: :data:`MIN_GRID_BITS`), X_u = min(U_u·2^(g−30),
-      2^62) is exact: only the t items of S_y move, each by at most
-      a_t·2^(g−30), so Δ² = max_{t <= Δ0} t·(a_t·2^(g−30))² <= 4^g, no slack.
+      when the exact weight is >= C. So W is the cap of the exact sum, and
+      for g >= 30 (always: :data:`MIN_GRID_BITS`) X_u = min(U_u, 2^52)·2^(g−30)
+      exactly: only the t items of S_y move, each by at most a_t·2^(g−30)
+      (min is 1-Lipschitz), so Δ² = max_{t <= Δ0} t·(a_t·2^(g−30))² <= 4^g,
+      no slack.
     The released set on supp(H) is a post-processing of (X_u + Z_u) there,
     which is Δ²/(2s²)-zCDP (CKS 2020, Theorem 14); s² >= Δ²/(2ρ_n), exactly,
     with ρ_n from :func:`.discrete.zcdp_for_dp` (ρ_n-zCDP implies (ε, δ_n)-DP
