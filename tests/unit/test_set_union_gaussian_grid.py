@@ -172,3 +172,9 @@ def test_the_weighted_units_are_whole_cells_up_to_the_cap(grid_bits):
     weights = np.array([float(u) for u in units]) * 2.0**-30
     got = gaussian_grid_cells(weights, grid_bits).tolist()
     assert got == [min(u, 2**52) << (grid_bits - 30) for u in units]
+
+
+def test_a_delta_too_small_for_the_threshold_is_refused():
+    with pytest.raises(ParameterError, match="too small for the threshold"):
+        plan_gaussian_grid("policy-gaussian", 1.0, 5e-323, 100)
+    assert plan_gaussian_grid("policy-gaussian", 1.0, 1e-300, 100).threshold > 0

@@ -117,6 +117,8 @@ SIGMA_BITS = 47
 ROW_ROOT = math.isqrt(2**63 - 1) + 1
 #: The policies this module serves.
 GAUSSIAN_POLICIES = ("weighted-gaussian", "policy-gaussian")
+#: The smallest normal double: δ_t/Δ0 below it is refused (its tail quantile's 1/β overflows).
+_SMALLEST_NORMAL = 2.0**-1022
 #: Items a :class:`GaussianGridMask` draws for at a time: a fixed block, whatever the batches.
 BLOCK = 4096
 
@@ -190,6 +192,8 @@ def plan_gaussian_grid(method: str, epsilon: float, delta: float, max_items: int
     if not (math.isfinite(epsilon) and epsilon > 0 and 0.0 < delta < 1.0 and max_items >= 1):
         raise ParameterError("the Gaussian grid needs epsilon > 0, 0 < delta < 1 and max_items >= 1")
     noise_delta, threshold_delta = split_delta(delta)
+    if not ratio_down(threshold_delta, max_items) >= _SMALLEST_NORMAL:  # the tail quantiles need 1/β finite
+        raise ParameterError(f"delta = {delta:g} is too small for the threshold of {max_items} items per person")
     noise_rho = zcdp_for_dp(epsilon, noise_delta)
     if grid_bits is None:
         for bits in range(GAUSS_GRID_BITS, MIN_GRID_BITS - 1, -1):
