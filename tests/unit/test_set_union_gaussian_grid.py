@@ -24,6 +24,7 @@ from dp_spark.mechanisms.set_union.gaussian_grid import (
     new_item_cells,
     plan_gaussian_grid,
 )
+from dp_spark.mechanisms.set_union.thresholds import _double_up
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide
 from tests.unit.test_set_union import random_case, sharded_histogram
 from tests.unit.test_set_union_discrete import NoFloatDraws, pmf
@@ -178,3 +179,16 @@ def test_a_delta_too_small_for_the_threshold_is_refused():
     with pytest.raises(ParameterError, match="too small for the threshold"):
         plan_gaussian_grid("policy-gaussian", 1.0, 5e-323, 100)
     assert plan_gaussian_grid("policy-gaussian", 1.0, 1e-300, 100).threshold > 0
+
+
+@pytest.mark.parametrize("method", GAUSSIAN_POLICIES)
+def test_the_smallest_epsilon_plans_and_reads_back_at_least_its_integers(method):
+    """ε = 1e-6 (the range's end): g = 30 (policy: R above 2^53 cells); the plan's doubles, read back by
+    the mask, are never below the integers the proof needs."""
+    grid = plan_gaussian_grid(method, 1e-6, 1e-6, 100)
+    plan = plan_set_union(1e-6, 1e-6, 100, method)
+    assert grid.grid_bits == plan.grid_bits == 30 and (grid.threshold > 2**53) == (method == "policy-gaussian")
+    mask = GaussianGridMask(plan.scale, plan.rho, np.random.default_rng(0), plan.grid_bits)
+    assert grid.sigma <= mask.sigma <= grid.sigma * (1 + 2.0**-52) and mask.sigma == plan.grid_sigma
+    assert grid.threshold <= mask.threshold <= grid.threshold * (1 + 2.0**-52)
+    assert [_double_up(n) for n in (2**53 + 1, 2**53 + 3, 2**60 - 1, 7)] == [2.0**53 + 2, 2.0**53 + 4, 2.0**60, 7.0]

@@ -78,10 +78,12 @@ The grid: the discrete Gaussian is drawn exactly and fast for s < 2^48
 (:func:`~dp_spark.noise.discrete_batch.discrete_gaussian_batch_wide`'s int64
 proposal); g is the largest value <= 40 with s < 2^47 (g >= 30; below, for an ε
 so small that s >= 2^47 at g = 30, the same exact sampler draws one at a
-time). The plan states s and R in weight units (``scale`` = s·2^-g, ``rho``
-= R·2^-g, both exact doubles, ``grid_bits`` = g); :class:`GaussianGridMask`
-reads them back exactly, rounding up, so a plan altered by hand is never run
-with less noise or a lower threshold than it states.
+time; s < 2^58 and R < 2^62, else the plan refuses ε). The plan states s and
+R in weight units (``scale`` = s·2^-g, ``rho`` = R·2^-g, exact doubles below
+2^53 cells, else rounded up); :class:`GaussianGridMask` reads them back
+rounding up, so it never runs with less noise or a lower threshold than the
+plan's (nor than a plan altered by hand states). The decision is computed as
+Z > R − X, which no int64 overflow can reach (X <= 2^62, 0 <= R < 2^62).
 """
 
 from __future__ import annotations
@@ -208,8 +210,8 @@ def plan_gaussian_grid(method: str, epsilon: float, delta: float, max_items: int
     threshold = max(new_item_cells(method, j, max_items, grid_bits)
                     + discrete_gaussian_upper_quantile(float(sigma), ratio_down(threshold_delta, j))
                     for j in range(1, max_items + 1))
-    if not threshold < 1 << 53:
-        raise ParameterError(f"epsilon = {epsilon:g} is too small: the threshold overflows; use a larger epsilon")
+    if not (sigma < 1 << 58 and threshold < 1 << 62):  # int64 draws (but with probability e^-512) and R
+        raise ParameterError(f"epsilon = {epsilon:g} is too small: the noise scale overflows; use a larger epsilon")
     return GaussianGrid(grid_bits=grid_bits, l2_squared=l2_squared, sigma=sigma, threshold=int(threshold),
                         noise_rho=noise_rho, noise_delta=noise_delta, threshold_delta=threshold_delta)
 
@@ -280,7 +282,7 @@ class GaussianGridMask:
         out = np.zeros(flat.size, dtype=bool)
         idx = np.flatnonzero(flat > 0.0)
         if idx.size:
-            out[idx] = gaussian_grid_cells(flat[idx], self.grid_bits) + noise[idx] > self.threshold
+            out[idx] = noise[idx] > self.threshold - gaussian_grid_cells(flat[idx], self.grid_bits)  # no overflow
         return out.reshape(weights.shape)
 
 

@@ -254,6 +254,12 @@ class SetUnionPlan:
         return float(self.rho + self.scale * ndtri(probability))
 
 
+def _double_up(n: int) -> float:
+    """The least double >= the integer n."""
+    value = float(n)
+    return math.nextafter(value, math.inf) if int(value) < n else value
+
+
 def plan_set_union(
     epsilon: float, delta: float, max_items: int, method: str, alpha: float = 2.0
 ) -> SetUnionPlan:
@@ -284,8 +290,8 @@ def plan_set_union(
     else:  # exact discrete Gaussian on the grid (.gaussian_grid), stated in weight units
         grid = plan_gaussian_grid(method, epsilon, delta, max_items)
         grid_bits = grid.grid_bits
-        scale = math.ldexp(grid.sigma, -grid_bits)  # s < 2^53, R < 2^53: exact doubles
-        rho = math.ldexp(grid.threshold, -grid_bits)
+        scale = math.ldexp(_double_up(grid.sigma), -grid_bits)  # exact below 2^53 cells, else rounded up
+        rho = math.ldexp(_double_up(grid.threshold), -grid_bits)
         root = math.sqrt(grid.l2_squared)
         if root * root < grid.l2_squared:  # never state less sensitivity than Δ
             root = math.nextafter(root, math.inf)
