@@ -6,8 +6,9 @@ from the parameters alone (:func:`dp_spark.mechanisms.set_union.plan_set_union`)
 
 - the noisy histogram: exact discrete Laplace noise on the grid of 2^-20, the weights rounded to it
   at random (ε, 0) for ``count`` (ℓ1 sensitivity Δ0), ``weighted-laplace``, ``policy-laplace`` and
-  ``policy-greedy`` (ℓ1 sensitivity 1) (:mod:`dp_spark.mechanisms.set_union.laplace_grid`), or the
-  analytic Gaussian mechanism (ε, δ/2) for the Gaussian policies (ℓ2 sensitivity 1);
+  ``policy-greedy`` (ℓ1 sensitivity 1) (:mod:`dp_spark.mechanisms.set_union.laplace_grid`), or, for the
+  Gaussian policies, exact discrete Gaussian noise on a grid of 2^-g (g <= 40) added to the capped weight
+  floored onto it, ρ_n-zCDP converted to (ε, δ/2) (:mod:`dp_spark.mechanisms.set_union.gaussian_grid`);
 - the threshold ρ: an item only the added person holds is released with probability at most δ
   (Laplace) or δ/2 (Gaussian): (0, δ) resp. (0, δ/2). ``policy-greedy`` (Carvalho, Wang, Gondara,
   AAAI 2022) has its own ρ (:mod:`dp_spark.mechanisms.set_union.greedy`).
@@ -75,8 +76,8 @@ def budget_steps(numeric: SetUnionPlan) -> list[Step]:
         )
     else:
         noise_step = (
-            f"noisy histogram: Gaussian mechanism (analytic calibration), sigma {numeric.scale:.4g}, "
-            "l2 sensitivity 1"
+            f"noisy histogram: discrete Gaussian mechanism on the grid of 2^-{numeric.grid_bits} (weights capped "
+            f"and floored onto it), sigma {numeric.scale:.4g}, l2 sensitivity {numeric.sensitivity:.6g}"
         )
     threshold_step = (
         f"threshold rho = {numeric.rho:.4g}: items held only by the added person stay "

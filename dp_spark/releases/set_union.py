@@ -22,12 +22,17 @@ Person-level (ε, δ)-DP (add or remove one person):
    H[u] + Z_u > ρ. Laplace policies: Z ~ Lap(1/ε) (count: Lap(Δ0/ε)) on ℓ1
    sensitivity 1 (count: Δ0), so the noisy histogram on the neighbour's
    support is ε-DP, and ρ releases an item only the extra person holds with
-   probability ≤ δ in total. Gaussian policies: σ by the analytic Gaussian
-   calibration (Balle & Wang 2018) for (ε, δ/2) and ℓ2 sensitivity 1, ρ with
-   failure probability δ/2. (Lemma A.1 of the paper's supplement:
+   probability ≤ δ in total. Gaussian policies: Gaussian noise for (ε, δ/2)
+   on ℓ2 sensitivity 1, ρ with failure probability δ/2. (Lemma A.1 of the paper's supplement:
    conditioning on no new item being released costs δ.) Policy Greedy:
    Lap(1/ε) on ℓ1 sensitivity 1, every kept item a candidate (weight 0
    included), ρ from :func:`~dp_spark.mechanisms.set_union.rho_greedy`.
+   What runs is the exact counterpart on integers: discrete Laplace on the
+   weight rounded at random onto a grid of 2^-20
+   (:mod:`dp_spark.mechanisms.set_union.laplace_grid`), discrete Gaussian on
+   the capped weight floored onto a grid of 2^-g, g <= 40, calibrated through
+   ρ-zCDP (:mod:`dp_spark.mechanisms.set_union.gaussian_grid`), each with an
+   integer threshold.
 
 Released: the set of items (a Spark DataFrame, column ``item``, never
 collected) and its size; the noisy weights are never kept.

@@ -48,6 +48,7 @@ from dp_spark.mechanisms.set_union import (
     shard_cutoff,
     update_histogram,
 )
+from dp_spark.mechanisms.set_union.gaussian_grid import ROW_ROOT, plan_gaussian_grid
 from dp_spark.mechanisms.set_union.laplace_grid import grid_scale
 from dp_spark.noise import make_rng
 from dp_spark.plans.set_union import ALPHA_LIMIT, MAX_ITEMS_LIMIT, PARTITIONS_LIMIT, SHARDS_LIMIT
@@ -417,7 +418,12 @@ def test_plan_constants():
     assert lap.scale == math.ldexp(float(grid_scale(2.0, 1.0)), -20) and 0.5 < lap.scale < 0.5 * (1 + 2.0 * 2.0**-20)
     assert (lap.noise_delta, lap.threshold_delta) == (0.0, 1e-4)
     gau = plan_set_union(2.0, 1e-4, 10, "policy-gaussian")
-    assert gau.scale == analytic_gaussian_sigma(2.0, 5e-5) and gau.norm == "l2"
+    # the exact grid's: s cells with s² >= Δ²/(2ρ_n), Δ = 2^40 + ⌈√(2^63)⌉, ρ_n-zCDP giving (2, 5e-5)
+    grid = plan_gaussian_grid("policy-gaussian", 2.0, 1e-4, 10)
+    assert gau.grid_bits == grid.grid_bits == 40 and gau.norm == "l2"
+    assert (gau.scale, gau.rho) == (math.ldexp(grid.sigma, -40), math.ldexp(grid.threshold, -40))
+    assert gau.sensitivity == pytest.approx(1 + ROW_ROOT * 2.0**-40, rel=1e-15)
+    assert gau.scale**2 >= gau.sensitivity**2 / (2 * grid.noise_rho) > analytic_gaussian_sigma(2.0, 5e-5) ** 2
     assert gau.noise_delta + gau.threshold_delta == pytest.approx(1e-4)
     cnt = plan_set_union(2.0, 1e-4, 10, "count")
     assert 5.0 < cnt.scale < 5.0 * (1 + 2.0 * 2.0**-20) and cnt.sensitivity == 10 and cnt.gamma is None
@@ -543,7 +549,7 @@ def test_an_item_only_one_person_holds_is_released_with_probability_at_most_delt
     assert rate <= bound + 4.5 * sd
     assert abs(rate - exact) <= 4.5 * math.sqrt(exact * (1 - exact) / trials) + 1e-9
     if max_items == 1 or (policy == "count" and t == max_items):  # tight: the test can fail
-        if plan.grid_bits is None:
+        if plan.noise == "gaussian":  # a grid of 2^-40: a cell moves the tail by a relative ~2^-40
             assert exact == pytest.approx(bound, rel=1e-6)
         else:  # the grid's threshold is the least integer up to its one cell of slack: two cells lower fails
             lower = dataclasses.replace(plan, rho=plan.rho - math.ldexp(2.0, -plan.grid_bits))

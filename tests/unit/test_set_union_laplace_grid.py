@@ -220,7 +220,15 @@ def test_an_items_draws_do_not_depend_on_where_the_batches_break(method):
     any split into batches, across the sampler's blocks, gives the one-call
     mask; drawing per batch with the rejection samplers would not."""
     plan = plan_set_union(1.0, 0.05, 3, method)
-    weights = np.random.default_rng(3).uniform(-0.5, 2 * plan.rho, 3 * laplace_grid.BLOCK + 17)
+    assert_batch_invariant(plan, laplace_grid.BLOCK,
+                           lambda part, rng: laplace_grid_mask(part, plan.scale, plan.rho, method in HELD_SUPPORT, rng))
+
+
+def assert_batch_invariant(plan, block: int, per_batch_mask) -> None:
+    """A partition's stream of 3 blocks and a bit through ``ThresholdStep(plan, root)(1)``: every split
+    into batches gives the one-call mask; ``per_batch_mask(part, rng)`` (the mask drawing per batch)
+    on the same generator gives a different one."""
+    weights = np.random.default_rng(3).uniform(-0.5, 2 * plan.rho, 3 * block + 17)
     root = NoiseRoot(99, (2,))
     whole = ThresholdStep(plan, root)(1)(weights)
     assert 0 < whole.sum() < whole.size
@@ -229,6 +237,5 @@ def test_an_items_draws_do_not_depend_on_where_the_batches_break(method):
         got = np.concatenate([mask_of(part) for part in np.split(weights, cuts)])
         assert np.array_equal(got, whole)
     rng = root.partition_rng(1)  # per-batch draws (no blocks): a different stream
-    per_batch = np.concatenate([laplace_grid_mask(part, plan.scale, plan.rho, method in HELD_SUPPORT, rng)
-                                for part in np.split(weights, [5, 4096, 4100, 9000])])
+    per_batch = np.concatenate([per_batch_mask(part, rng) for part in np.split(weights, [5, 4096, 4100, 9000])])
     assert not np.array_equal(per_batch, whole)

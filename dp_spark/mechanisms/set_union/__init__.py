@@ -13,6 +13,8 @@ protected.
   privacy proof and threshold.
 - :mod:`.laplace_grid`: the Laplace policies' exact noise step (random
   rounding onto a grid, discrete Laplace, integer threshold) and its proof.
+- :mod:`.gaussian_grid`: the Gaussian policies' exact noise step (capped
+  weight floored onto a grid, discrete Gaussian, integer threshold) and its proof.
 - :mod:`.sips`: rounds of the exact weighted Gaussian, released items
   removed between rounds (DP-SIPS, Swanberg, Desfontaines, Haney 2023):
   constants, proof and a numpy reference run.

@@ -53,10 +53,11 @@ change, each by exactly a_t units: U'_u = U_u + a_t for u in S.
 Every constant depends on (ε, δ, Δ0) only. g trades the additive slack of
 (1), about √Δ0 grid cells, against the size of s: 2^g >= 128·⌈√Δ0⌉ keeps Δ
 within 1 + 2/128 of the real-valued sensitivity 2^g. Against the float
-analytic Gaussian (:mod:`.thresholds`) this costs the zCDP conversion and the
-weighted policy (Policy Gaussian's float weights have no data-independent
-sensitivity bound on a grid); figures in
-benchmarks/results/2026-11-29-from-docstrings.md.
+analytic Gaussian this costs the zCDP conversion and the weighted policy
+(Policy Gaussian's float weights have a data-independent sensitivity bound on
+a grid only with an additive √N term, N bounded by the int64 row count:
+:mod:`.gaussian_grid`, which keeps that term small with a finer grid than
+this step's); figures in benchmarks/results/2026-11-29-from-docstrings.md.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.summaries.set_union import UNIT_BITS, person_units
 
 __all__ = ["EXACT_POLICY", "DiscreteSetUnionPlan", "plan_discrete_set_union", "plan_discrete_round", "zcdp_for_dp",
-           "grid_statistic", "discrete_release_mask", "exact_release_probability"]
+           "split_delta", "grid_statistic", "discrete_release_mask", "exact_release_probability"]
 
 #: The update policy of the exact mechanism: additive, so its histogram is an exact integer sum.
 EXACT_POLICY = "weighted-gaussian"
@@ -208,6 +209,15 @@ def zcdp_for_dp(epsilon: float, delta: float) -> float:
     return lo
 
 
+def split_delta(delta: float) -> tuple[float, float]:
+    """(δ_n, δ_t) = (δ/2, δ − δ/2), both exact doubles summing to at most δ exactly."""
+    noise_delta = delta / 2.0
+    threshold_delta = float(exact(delta) - exact(noise_delta))  # exact: δ/2 of a float is a float
+    if exact(noise_delta) + exact(threshold_delta) > exact(delta) or noise_delta <= 0.0:
+        raise ParameterError(f"delta = {delta:g} is too small to split")
+    return noise_delta, threshold_delta
+
+
 def plan_discrete_set_union(epsilon: float, delta: float, max_items: int) -> DiscreteSetUnionPlan:
     """The constants of the exact set union at (ε, δ), Δ0 = ``max_items``
     (module docstring): (ε, δ)-DP over the weighted-Gaussian histogram.
@@ -218,10 +228,7 @@ def plan_discrete_set_union(epsilon: float, delta: float, max_items: int) -> Dis
     if not (math.isfinite(epsilon) and epsilon > 0 and 0.0 < delta < 1.0):
         raise ParameterError("the exact set union needs epsilon > 0 and 0 < delta < 1")
     max_items = int(max_items)
-    noise_delta = delta / 2.0
-    threshold_delta = float(exact(delta) - exact(noise_delta))  # exact: δ/2 of a float is a float
-    if exact(noise_delta) + exact(threshold_delta) > exact(delta) or noise_delta <= 0.0:
-        raise ParameterError(f"delta = {delta:g} is too small to split")
+    noise_delta, threshold_delta = split_delta(delta)
     return plan_discrete_round(epsilon, delta, max_items, zcdp_for_dp(epsilon, noise_delta), noise_delta,
                                threshold_delta)
 

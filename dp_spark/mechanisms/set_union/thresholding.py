@@ -3,8 +3,8 @@
 Gopi et al., "Differentially Private Set Union" (ICML 2020), Algorithm 1 step
 3: for every item u in the support of the histogram H draw fresh noise Z_u
 and release u iff H[u] + Z_u > ρ: exact discrete Laplace on a grid for the
-Laplace policies (:mod:`.laplace_grid`), N(0, σ²) for the Gaussian ones
-(:mod:`.thresholds`).
+Laplace policies (:mod:`.laplace_grid`), exact discrete Gaussian on a grid
+for the Gaussian ones (:mod:`.gaussian_grid`).
 Only the released items' identities leave; with the histogram facts (S) and
 (T) of :mod:`dp_spark.summaries.set_union` the released set is (ε, δ)-DP.
 
@@ -32,6 +32,7 @@ from dp_spark.noise import make_rng, spawn_rngs
 from dp_spark.noise.rng import check_rng
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.set_union.discrete import DiscreteSetUnionPlan, discrete_release_mask
+from dp_spark.mechanisms.set_union.gaussian_grid import GaussianGridMask, gaussian_grid_mask
 from dp_spark.mechanisms.set_union.laplace_grid import GridMask, laplace_grid_mask
 from dp_spark.mechanisms.set_union.thresholds import SetUnionPlan
 from dp_spark.summaries.set_union import HELD_SUPPORT
@@ -99,21 +100,18 @@ def release_mask(weights: np.ndarray, plan: SetUnionPlan | DiscreteSetUnionPlan,
     A :class:`~.discrete.DiscreteSetUnionPlan` uses
     :func:`~.discrete.discrete_release_mask`; a Laplace plan (``grid_bits``
     set) the exact discrete Laplace on the grid,
-    :func:`~.laplace_grid.laplace_grid_mask`; a Gaussian plan float normal
-    noise. Over all partitions the released set is (``plan.epsilon``,
+    :func:`~.laplace_grid.laplace_grid_mask`; a Gaussian plan the exact
+    discrete Gaussian on the grid, :func:`~.gaussian_grid.gaussian_grid_mask`;
+    a plan without a grid is refused (no float noise). Over all partitions the released set is (``plan.epsilon``,
     ``plan.delta``)-DP for the summed shard histograms (facts (S), (T)).
     """
     if isinstance(plan, DiscreteSetUnionPlan):
         return discrete_release_mask(weights, plan, rng)
+    if plan.grid_bits is not None and plan.noise == "gaussian":
+        return gaussian_grid_mask(weights, plan.scale, plan.rho, rng, plan.grid_bits)
     if plan.grid_bits is not None:
         return laplace_grid_mask(weights, plan.scale, plan.rho, plan.method in HELD_SUPPORT, rng, plan.grid_bits)
-    weights = np.asarray(weights, dtype=np.float64)
-    check_rng(rng)
-    if plan.noise == "laplace":
-        raise ParameterError("a Laplace set-union plan runs on the grid (grid_bits); float Laplace noise is refused")
-    noise = rng.normal(0.0, plan.scale, weights.shape)
-    support = weights >= 0.0 if plan.method in HELD_SUPPORT else weights > 0.0
-    return support & (weights + noise > plan.rho)
+    raise ParameterError("a set-union plan runs on the grid (grid_bits); float Laplace or Gaussian noise is refused")
 
 
 @dataclass(frozen=True)
@@ -122,8 +120,9 @@ class ThresholdStep:
     it: ``step(p)`` is partition ``p``'s mask function (:func:`release_mask`
     with ``root.partition_rng(p)``), ``step(p)(weights)`` one batch's mask;
     batches of a partition continue its generator, and an item's draws do not
-    depend on where the batches break (for a Laplace plan the
-    :class:`~.laplace_grid.GridMask` of the partition draws in fixed blocks).
+    depend on where the batches break (the partition's
+    :class:`~.laplace_grid.GridMask` or :class:`~.gaussian_grid.GaussianGridMask`
+    draws in fixed blocks).
     Guarantee as :func:`release_mask`. Picklable; a keyless root holds nothing
     that could reproduce the noise."""
 
@@ -133,6 +132,8 @@ class ThresholdStep:
     def __call__(self, partition: int) -> Callable[[np.ndarray], np.ndarray]:
         rng = self.root.partition_rng(int(partition))
         plan = self.plan
+        if isinstance(plan, SetUnionPlan) and plan.grid_bits is not None and plan.noise == "gaussian":
+            return GaussianGridMask(plan.scale, plan.rho, rng, plan.grid_bits)
         if isinstance(plan, SetUnionPlan) and plan.grid_bits is not None:
             return GridMask(plan.scale, plan.rho, plan.method in HELD_SUPPORT, rng, plan.grid_bits)
         return partial(release_mask, plan=plan, rng=rng)

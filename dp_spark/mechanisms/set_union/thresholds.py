@@ -26,6 +26,11 @@ e^(1/β) − 1 <= ε/(2^20·Δ₁), and an integer threshold R computed the same
 from the discrete tail; the plan states them in weight units (``scale`` =
 β·2^-20, ``rho`` = R·2^-20, ``grid_bits`` = 20). They exceed the table's by a
 relative ~ε·2^-21 (the threshold also by up to three cells).
+The Gaussian rows are likewise the papers' mechanisms; what runs is the exact
+discrete Gaussian on the grid of 2^-g, g <= 40 (:mod:`.gaussian_grid`): the
+capped weight floored onto the grid, N_Z(0, s²) noise with s² >= Δ²/(2ρ_n),
+ρ_n-zCDP converted to (ε, δ/2), and an integer threshold R from the discrete
+tail; ``scale`` = s·2^-g, ``rho`` = R·2^-g, ``sensitivity`` = Δ·2^-g.
 
 Why ρ makes the release (ε, δ)-DP (the papers' proofs): with T the items
 only the extra person holds (|T| = t ≤ Δ0, each of weight ≤ 1/t, 1/√t or 1:
@@ -51,6 +56,11 @@ from dp_spark import checks
 from dp_spark.accounting.exact import ratio_up
 from dp_spark.errors import ParameterError
 from dp_spark.noise.records import NoiseDraw
+from dp_spark.noise.tails import discrete_gaussian_upper_quantile
+from dp_spark.mechanisms.set_union.gaussian_grid import (
+    gaussian_grid_release_probability,
+    plan_gaussian_grid,
+)
 from dp_spark.mechanisms.set_union.laplace_grid import (
     GRID_BITS,
     grid_release_probability,
@@ -156,9 +166,10 @@ class SetUnionPlan:
     b) or gaussian (σ), the threshold ``rho``, the cutoff ``gamma`` (None for
     count / weighted), the ℓ1 or ℓ2 ``sensitivity`` the noise is calibrated
     to, and δ's two parts ``noise_delta`` / ``threshold_delta``. ``grid_bits``
-    (Laplace policies): the noise is exact discrete Laplace on the grid of
-    2^-grid_bits (:mod:`.laplace_grid`), ``scale`` and ``rho`` its β and R in
-    weight units; None: float Gaussian noise."""
+    (always set by :func:`plan_set_union`): the noise is exact discrete Laplace
+    (:mod:`.laplace_grid`: ``scale`` and ``rho`` its β and R in weight units)
+    or exact discrete Gaussian (:mod:`.gaussian_grid`: its s and R in weight
+    units, ``sensitivity`` its ℓ2 Δ) on the grid of 2^-grid_bits."""
 
     method: str
     epsilon: float
@@ -181,8 +192,13 @@ class SetUnionPlan:
         return math.ldexp(self.scale, self.grid_bits)
 
     @property
+    def grid_sigma(self) -> int:
+        """s, the discrete Gaussian's integer scale in grid cells (Gaussian policies)."""
+        return math.ceil(math.ldexp(self.scale, self.grid_bits))
+
+    @property
     def grid_threshold(self) -> int:
-        """R, the integer threshold in grid cells (Laplace policies)."""
+        """R, the integer threshold in grid cells."""
         return math.ceil(math.ldexp(self.rho, self.grid_bits))
 
     @property
@@ -193,6 +209,9 @@ class SetUnionPlan:
         factor β·(e^(1/β) − 1) (:mod:`.laplace_grid`, Lemma), so that
         sensitivity/scale is the privacy loss the proof bounds by ε."""
         target = "each item's histogram weight (released if above the threshold)"
+        if self.grid_bits is not None and self.noise == "gaussian":
+            return NoiseDraw("noise", "discrete-gaussian", scale=self.scale, std=self.scale,
+                             sensitivity=self.sensitivity, draws=None, target=target, parameters={"norm": 2})
         if self.grid_bits is not None:
             beta = self.grid_beta
             p = math.exp(-1.0 / beta)
@@ -209,7 +228,10 @@ class SetUnionPlan:
     def release_probability(self, weight: float) -> float:
         """P[weight + noise > ρ]: the chance an item of this histogram weight
         is released (public math, for error statements and tests); on the
-        grid the exact P[⌊x⌋ + B + Z > R] of :mod:`.laplace_grid`."""
+        grid the exact P[⌊x⌋ + B + Z > R] of :mod:`.laplace_grid`, resp. P[X + Z > R] of
+        :mod:`.gaussian_grid` (the normal approximation for s > 5000 cells)."""
+        if self.grid_bits is not None and self.noise == "gaussian":
+            return gaussian_grid_release_probability(weight, self.grid_sigma, self.grid_threshold, self.grid_bits)
         if self.grid_bits is not None:
             return grid_release_probability(weight, self.grid_beta, self.grid_threshold, self.grid_bits)
         x = (self.rho - weight) / self.scale
@@ -220,11 +242,22 @@ class SetUnionPlan:
     def weight_for(self, probability: float) -> float:
         """The histogram weight at which an item is released with ``probability``
         (on the grid: a grid weight released with at least it, for p >= 1/2)."""
+        if self.grid_bits is not None and self.noise == "gaussian":
+            if not 0.5 <= probability < 1.0:
+                raise ParameterError("weight_for needs a probability in [0.5, 1)")
+            m = discrete_gaussian_upper_quantile(float(self.grid_sigma), 1.0 - probability)
+            return math.ldexp(self.grid_threshold + 1 + m, -self.grid_bits)
         if self.grid_bits is not None:
             return grid_weight_for(probability, self.grid_beta, self.grid_threshold, self.grid_bits)
         if self.noise == "laplace":
             return float(self.rho - laplace_isf(self.scale, probability))
         return float(self.rho + self.scale * ndtri(probability))
+
+
+def _double_up(n: int) -> float:
+    """The least double >= the integer n."""
+    value = float(n)
+    return math.nextafter(value, math.inf) if int(value) < n else value
 
 
 def plan_set_union(
@@ -254,10 +287,16 @@ def plan_set_union(
             scale = math.nextafter(scale, math.inf)
         scale = math.ldexp(scale, -grid_bits)
         rho = math.ldexp(grid_threshold_of(method, float(beta), delta, max_items, grid_bits), -grid_bits)
-    else:
-        scale = analytic_gaussian_sigma(epsilon, delta / 2.0, 1.0)
-        rho = rho_gaussian(scale, delta, max_items)
-        sensitivity, norm, noise_delta, threshold_delta = 1.0, "l2", delta / 2.0, delta / 2.0
+    else:  # exact discrete Gaussian on the grid (.gaussian_grid), stated in weight units
+        grid = plan_gaussian_grid(method, epsilon, delta, max_items)
+        grid_bits = grid.grid_bits
+        scale = math.ldexp(_double_up(grid.sigma), -grid_bits)  # exact below 2^53 cells, else rounded up
+        rho = math.ldexp(_double_up(grid.threshold), -grid_bits)
+        root = math.sqrt(grid.l2_squared)
+        if root * root < grid.l2_squared:  # never state less sensitivity than Δ
+            root = math.nextafter(root, math.inf)
+        sensitivity, norm = math.ldexp(root, -grid_bits), "l2"
+        noise_delta, threshold_delta = grid.noise_delta, grid.threshold_delta
     gamma = rho + alpha * scale if method in SEQUENTIAL else None
     if not all(math.isfinite(x) for x in (scale, rho, gamma if gamma is not None else 0.0)):
         raise ParameterError(
