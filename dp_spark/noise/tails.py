@@ -160,7 +160,7 @@ def discrete_gaussian_upper_quantile(sigma: float, beta: float) -> int:
     P[X >= t] <= e^(−t²/(2σ²))), which caps the search. β in (0, 1)."""
     sigma = positive_finite(sigma, "sigma")
     beta = probability(beta, "beta")
-    cap = math.ceil(sigma * math.sqrt(2.0 * math.log(1.0 / beta)))
+    cap = math.ceil(sigma * math.sqrt(-2.0 * math.log(beta)))  # not log(1/β): 1/β overflows for a subnormal β
     if not cap < _MAX_QUANTILE:
         raise ParameterError(f"the noise scale {sigma:g} is too large: its tail quantile does not fit a float; "
                              "use a larger privacy parameter")

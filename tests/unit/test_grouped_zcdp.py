@@ -41,6 +41,14 @@ def test_discrete_gaussian_quantile_is_valid_and_tight(sigma, beta):
     assert m <= math.ceil(sigma * math.sqrt(2 * math.log(1 / beta)))  # never above the sub-Gaussian bound
 
 
+def test_discrete_gaussian_quantile_at_a_subnormal_beta():
+    """β below the smallest normal double: 1/β overflows, so the sub-Gaussian cap is computed from
+    −ln β; the quantile is finite and at most that cap."""
+    beta = 5e-324
+    m = discrete_gaussian_upper_quantile(2.0, beta)
+    assert 0 < m <= math.ceil(2.0 * math.sqrt(-2.0 * math.log(beta)))
+
+
 def test_discrete_gaussian_quantile_refuses_bad_input():
     with pytest.raises(ParameterError):
         discrete_gaussian_upper_quantile(0.0, 0.05)
