@@ -242,17 +242,24 @@ def random_case(rng, max_items):
     return n_items, sets
 
 
+def random_sharded_case(rng, shards, case=random_case):
+    """One random neighbour test's input: (max_items, n_items, sets, persons, shard_of, order_of),
+    each person's shard and order a fixed function of its id, drawn in that order from ``rng``."""
+    max_items = int(rng.integers(1, 6))
+    n_items, sets = case(rng, max_items)
+    persons = list(sets)
+    shard_of = {p: int(rng.integers(0, shards)) for p in persons}
+    order_of = {p: float(rng.random()) for p in persons}
+    return max_items, n_items, sets, persons, shard_of, order_of
+
+
 @pytest.mark.parametrize("policy", [p for p in POLICIES if p not in HELD_SUPPORT])  # greedy: its own (T),
 @pytest.mark.parametrize("shards", [1, 3])  # tests/unit/test_set_union_greedy.py
 def test_sensitivity_and_new_item_weights_on_random_neighbours(policy, shards):
     rng = np.random.default_rng(100 + POLICIES.index(policy) + 10 * shards)
     new_items = reached = 0
     for case in range(150):
-        max_items = int(rng.integers(1, 6))
-        n_items, sets = random_case(rng, max_items)
-        persons = list(sets)
-        shard_of = {p: int(rng.integers(0, shards)) for p in persons}  # a fixed function of the id
-        order_of = {p: float(rng.random()) for p in persons}
+        max_items, n_items, sets, persons, shard_of, order_of = random_sharded_case(rng, shards)
         gamma = float(rng.uniform(0.3, 3.0)) if policy in SEQUENTIAL else None
         extra = persons[int(rng.integers(0, len(persons)))]
         h1 = sharded_histogram(persons, sets, n_items, policy, gamma, shards, shard_of, order_of)

@@ -26,7 +26,7 @@ from dp_spark.mechanisms.set_union.gaussian_grid import (
 )
 from dp_spark.mechanisms.set_union.thresholds import _double_up
 from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide
-from tests.unit.test_set_union import random_case, sharded_histogram
+from tests.unit.test_set_union import random_sharded_case, sharded_histogram
 from tests.unit.test_set_union_discrete import NoFloatDraws, pmf
 from tests.unit.test_set_union_laplace_grid import assert_batch_invariant
 
@@ -79,11 +79,7 @@ def test_sensitivity_and_new_items_on_random_neighbours(method, shards):
     over_real = new_seen = 0
     closest = math.inf
     for case in range(200):
-        max_items = int(rng.integers(1, 6))
-        n_items, sets = random_case(rng, max_items)
-        persons = list(sets)
-        shard_of = {p: int(rng.integers(0, shards)) for p in persons}
-        order_of = {p: float(rng.random()) for p in persons}
+        max_items, n_items, sets, persons, shard_of, order_of = random_sharded_case(rng, shards)
         plan = plan_set_union(1.0, 1e-6, max_items, method)
         gamma = plan.gamma
         extra = persons[int(rng.integers(0, len(persons)))]

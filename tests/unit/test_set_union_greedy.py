@@ -33,6 +33,7 @@ from dp_spark.mechanisms.set_union.greedy import GREEDY_MARGIN
 from dp_spark.mechanisms.set_union.laplace_grid import greedy_grid_threshold, grid_scale
 from dp_spark.plans.set_union import Params
 from dp_spark.plans.set_union import plan as release_plan
+from tests.unit.test_set_union import random_sharded_case
 
 TOL = 1e-9
 GREEDY = "policy-greedy"
@@ -159,11 +160,7 @@ def test_sensitivity_and_new_items_on_random_neighbours(shards):
     rng = np.random.default_rng(400 + shards)
     cascades = new_cases = 0
     for case in range(600):
-        max_items = int(rng.integers(1, 6))
-        n_items, sets = random_case(rng, max_items)
-        persons = list(sets)
-        shard_of = {p: int(rng.integers(0, shards)) for p in persons}
-        order_of = {p: float(rng.random()) for p in persons}
+        max_items, n_items, sets, persons, shard_of, order_of = random_sharded_case(rng, shards, random_case)
         gamma = float(rng.choice([rng.uniform(0.2, 1.0), rng.uniform(1.0, 3.0)]))
         y = persons[int(rng.integers(0, len(persons)))]
         others = [p for p in persons if p != y]
