@@ -21,7 +21,7 @@ keeping at most Δ0 distinct keys (a salted-hash choice among its own keys):
   most ⌊2^g/√j⌋ cells, j the number of such keys
   (tests/spark/test_group_keys.py checks both on random neighbours).
 - Noise: one exact discrete Gaussian N_Z(0, s²) per key (integer s,
-  s² >= Δ²/(2ρ_n)) from the partition's generator (a child of the
+  s² >= Δ²/(2ρ_n)) from its noise bucket's generator (a child of the
   release's rng, or OS entropy unseeded); ρ_n-zCDP converts to
   (ε_k, δ_k/2)-DP (Canonne–Kamath–Steinke 2020, §2.3, Corollary 13).
 - Threshold: the integer R = max_j ⌊a_j/2^(30−g)⌋ + m_j with

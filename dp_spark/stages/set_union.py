@@ -9,8 +9,10 @@ Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
    histograms are added in shard order. The release runs steps 1–2 of the sequential policies fused
    (:func:`sequential_histogram`: one shuffle, the same histogram bit for bit).
 3. :func:`released_items`: noise and threshold inside Spark, by the function the release passes in
-   (:class:`dp_spark.mechanisms.set_union.ThresholdStep`, one generator per partition); only the
-   column ``item`` of the released items remains. For the sequential policies the release fuses the
+   (:class:`dp_spark.mechanisms.set_union.ThresholdStep`, one generator per noise bucket: an item's
+   bucket is pmod(xxhash64(item), :data:`NOISE_BUCKETS`), public and fixed by the item alone, so a
+   seeded release is the same whatever the partitioning); only the column ``item`` of the released
+   items remains. For the sequential policies the release fuses the
    shard sum with this step (:func:`released_shard_items`).
 
 No privacy noise is drawn in this module, and it imports nothing from the mechanism layer. The
@@ -59,22 +61,28 @@ ITEMS = "items"
 WEIGHT = "weight"
 _SHARD = "_shard"
 _ORDER = "_order"
-_PID = "_pid"
 _KEY = "_key"
 _RANK = "_rank"
 _UNITS = "_units"
 _PARTS = "_parts"
 _FREQ = "_freq"
+_BUCKET = "_bucket"
 
-#: What the release hands :func:`released_items`: partition id -> that
-#: partition's mask function (weights -> released), e.g.
+#: Noise buckets of the threshold step: item u draws from the generator of bucket
+#: pmod(xxhash64(u), NOISE_BUCKETS), in item order within its bucket. A fixed public number, so
+#: which draw an item gets never depends on the cluster; it bounds the step's parallelism.
+NOISE_BUCKETS = 4096
+
+#: What the release hands :func:`released_items`: (bucket, number of its items) -> that bucket's
+#: mask function (weights -> released), called once with all the bucket's weights, e.g.
 #: :class:`dp_spark.mechanisms.set_union.ThresholdStep`.
-Threshold = Callable[[int], Callable[[np.ndarray], np.ndarray]]
+Threshold = Callable[[int, int], Callable[[np.ndarray], np.ndarray]]
 
 __all__ = [
     "ITEMS",
     "WEIGHT",
     "DEFAULT_SHARDS",
+    "NOISE_BUCKETS",
     "default_partitions",
     "person_units_column",
     "restricted_sets",
@@ -90,9 +98,8 @@ __all__ = [
 def default_partitions(spark) -> int:
     """Partitions of the noise + threshold step when not given: two per task slot
     (:func:`dp_spark.stages.partitioning.python_partitions`), never
-    ``spark.sql.shuffle.partitions``. Every item gets its own independent draw whatever the
-    partitioning, so the distribution of the released set does not depend on it (a seeded run's
-    exact set does, and is the same on every cluster of the same shape)."""
+    ``spark.sql.shuffle.partitions``. Every item gets its own independent draw from its noise
+    bucket's generator, so the released set, also a seeded one, does not depend on it."""
     return python_partitions(spark)
 
 
@@ -212,8 +219,9 @@ def weight_histogram(
     ``count`` / ``weighted-laplace`` / ``weighted-gaussian`` are additive: each person's per-item
     increment, in whole units of 2^-30 rounded down (:func:`person_units_column`), is summed as
     longs, exact in any order; ``shards`` plays no role. With ``partitions`` the increments are
-    hash-partitioned by item into that many partitions before the sum: the layout
-    :func:`released_items` needs, whatever the session's shuffle partitions.
+    hash-partitioned by noise bucket (:func:`noise_bucket`) into that many partitions before the
+    sum and the result keeps the bucket column: the layout :func:`released_items` needs, with no
+    second shuffle.
 
     ``policy-laplace`` / ``policy-gaussian`` / ``policy-greedy`` are sequential (``gamma``: every
     shard's cutoff; privacy holds for any cutoff, :func:`dp_spark.mechanisms.set_union.shard_cutoff`;
@@ -230,10 +238,12 @@ def weight_histogram(
     if method not in SEQUENTIAL:
         per_person = sets_df.withColumn(_UNITS, person_units_column(method, F.size(ITEMS)))
         exploded = per_person.select(_UNITS, F.explode(ITEMS).alias(ITEM))
+        keys = [ITEM]
         if partitions is not None:
-            exploded = exploded.repartition(int(partitions), ITEM)
-        summed = exploded.groupBy(ITEM).agg(F.sum(_UNITS).alias(_UNITS))
-        return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT))
+            exploded = exploded.withColumn(_BUCKET, noise_bucket(F.col(ITEM))).repartition(int(partitions), _BUCKET)
+            keys = [_BUCKET, ITEM]  # clustered by the bucket: no second exchange
+        summed = exploded.groupBy(*keys).agg(F.sum(_UNITS).alias(_UNITS))
+        return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT), *keys[:-1])
     keyed = (
         sets_df.repartition(int(shards), PERSON)
         .select(
@@ -434,17 +444,51 @@ def _add_shards(per_shard: DataFrame) -> DataFrame:
 
 # ------------------------------------------------------- noise + threshold
 
-def _threshold_partition(batches: Iterator[pd.DataFrame], threshold: Threshold) -> Iterator[pd.DataFrame]:
-    """mapInPandas body: the items of one partition that ``threshold(p)`` (the mechanism layer's
-    function, made once per partition) releases; it draws the noise, this stage none."""
-    mask_of = None
+def noise_bucket(item: Column) -> Column:
+    """An item's noise bucket: pmod(xxhash64(item), :data:`NOISE_BUCKETS`), public and a function
+    of the item alone."""
+    return F.pmod(F.xxhash64(item), F.lit(NOISE_BUCKETS)).cast("int")
+
+
+def _whole_buckets(batches: Iterator[pa.RecordBatch], bucket: int) -> Iterator[tuple[int, pa.Table]]:
+    """(bucket, its rows) for every bucket of a partition whose rows arrive sorted by bucket (column
+    ``bucket`` of each batch): a bucket's rows are gathered across batches, so each bucket is seen
+    once and whole, wherever the batches break."""
+    held: list[pa.RecordBatch] = []
+    current = None
     for batch in batches:
-        if not len(batch):
+        if not batch.num_rows:
             continue
-        if mask_of is None:
-            mask_of = threshold(int(batch[_PID].iloc[0]))
-        mask = mask_of(batch[WEIGHT].to_numpy(dtype=np.float64))
-        yield batch.loc[mask, [ITEM]]
+        ids = batch.column(bucket).to_numpy(zero_copy_only=False)
+        cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+        for start, stop in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(ids)]))):
+            b = int(ids[start])
+            if current is not None and b != current:
+                yield current, pa.Table.from_batches(held)
+                held = []
+            current = b
+            held.append(batch.slice(int(start), int(stop - start)))
+    if held:
+        yield current, pa.Table.from_batches(held)
+
+
+def _threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body of :func:`released_items`: rows (item, weight, bucket) sorted by (bucket,
+    item); each bucket's items go through ``threshold(bucket, size)`` (the mechanism layer's
+    function, one call a bucket, exactly one draw an item); this stage draws none."""
+    for bucket, rows in _whole_buckets(batches, 2):
+        weight = rows.column(1).to_numpy()
+        mask = threshold(bucket, len(weight))(weight)
+        yield pa.RecordBatch.from_arrays([rows.column(0).combine_chunks().filter(pa.array(mask))], names=[ITEM])
+
+
+def _bucketed(df: DataFrame, partitions: int, *order: str) -> DataFrame:
+    """``df`` with its noise bucket, hash-partitioned by it into ``partitions`` partitions and
+    sorted by (bucket, ``order``): every bucket whole in one partition, its rows in a fixed order.
+    A partitioning Spark already has (or coalesces) keeps buckets whole as well."""
+    if _BUCKET not in df.columns:
+        df = df.withColumn(_BUCKET, noise_bucket(F.col(ITEM)))
+    return df.repartition(int(partitions), _BUCKET).sortWithinPartitions(_BUCKET, *order)
 
 
 def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) -> DataFrame:
@@ -452,27 +496,17 @@ def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) ->
 
     ``threshold`` is the release's noise + threshold step
     (:class:`dp_spark.mechanisms.set_union.ThresholdStep`: weight + noise > ρ, one generator per
-    partition). The histogram is hash-partitioned by item into ``partitions`` partitions and sorted
-    by item, so partition p holds a fixed set of items in a fixed order and uses ``threshold(p)``;
-    every item gets its own draw. Unseeded, the draws are fresh OS entropy on every evaluation, so
-    evaluate the result once, through :func:`materialize`; seeded, the weights
-    (:func:`weight_histogram`) and so the set are the same on every evaluation. The weights never
-    leave this step. Lazy; the plan holds the salt and, when seeded, the noise root: hand users only
-    the materialized result.
-
-    Seeded layout: when ``hist_df`` is already hash-partitioned by item into ``partitions``
-    partitions under the session's shuffle setting, Spark drops this repartition and adaptive
-    execution may coalesce, so which generator draws an item's noise would depend on the session.
-    The release's path avoids that (:func:`set_union_items` sums over an explicit partitioning;
-    :func:`released_shard_items` repartitions a Python pass's output). The distribution of the
-    released set is the same in any case."""
-    prepared = (
-        hist_df.repartition(int(partitions), ITEM)
-        .sortWithinPartitions(ITEM)
-        .select(ITEM, WEIGHT, F.spark_partition_id().alias(_PID))
-    )
+    noise bucket). The histogram is hash-partitioned by noise bucket (:func:`noise_bucket`) into
+    ``partitions`` partitions and sorted by (bucket, item), so bucket b's items, in item order, use
+    ``threshold(b, size)``: every item gets its own draw, and which draw depends on the item and its
+    bucket's items only, never on ``partitions``, the session's shuffle settings or adaptive
+    execution. Unseeded, the draws are fresh OS entropy on every evaluation, so evaluate the result
+    once, through :func:`materialize`; seeded, the weights (:func:`weight_histogram`) and so the set
+    are the same on every evaluation. The weights never leave this step. Lazy; the plan holds the
+    salt and, when seeded, the noise root: hand users only the materialized result."""
+    prepared = _bucketed(hist_df, partitions, ITEM).select(ITEM, WEIGHT, _BUCKET)
     schema = T.StructType([T.StructField(ITEM, hist_df.schema[ITEM].dataType)])
-    return prepared.mapInPandas(partial(_threshold_partition, threshold=threshold), schema)
+    return prepared.mapInArrow(partial(_threshold_partition, threshold=threshold), schema)
 
 
 def _shard_sums(shard_weights: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -487,50 +521,27 @@ def _shard_sums(shard_weights: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 
 def _combine_threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body of :func:`released_shard_items`: rows (item, shard, weight, partition id)
-    sorted by (item, shard); each item's parts added in shard order (:func:`_shard_sums`), then
-    ``threshold(p)`` draws one noise per item in item order, as :func:`released_items` does. An item
-    continuing in the next batch is carried over."""
-    mask_of = None
-    carry = None
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        if mask_of is None:
-            mask_of = threshold(int(batch.column(3)[0].as_py()))
-        item = batch.column(0)
-        weight = batch.column(2).to_numpy(zero_copy_only=False)
-        if carry is not None:
-            item = pa.concat_arrays([carry[0], item])
-            weight = np.concatenate((carry[1], weight))
-        n = len(item)
-        new_item = np.ones(n, dtype=bool)
-        if n > 1:
+    """mapInArrow body of :func:`released_shard_items`: rows (item, shard, weight, bucket) sorted by
+    (bucket, item, shard); within each whole bucket, each item's parts added in shard order
+    (:func:`_shard_sums`), then ``threshold(bucket, size)`` draws one noise per item in item order,
+    as :func:`released_items` does."""
+    for bucket, rows in _whole_buckets(batches, 3):
+        item = rows.column(0).combine_chunks()
+        weight = rows.column(2).to_numpy()
+        new_item = np.ones(len(item), dtype=bool)
+        if len(item) > 1:
             new_item[1:] = pc.not_equal(item[1:], item[:-1]).to_numpy(zero_copy_only=False)
         starts = np.flatnonzero(new_item)
-        last = int(starts[-1])  # the last item may continue in the next batch
-        carry = (item[last:], weight[last:])
-        starts = starts[:-1]
-        if len(starts):
-            released = mask_of(_shard_sums(weight[:last], starts))
-            yield pa.RecordBatch.from_arrays([item.take(pa.array(starts[released]))], names=[ITEM])
-    if carry is not None:
-        released = mask_of(_shard_sums(carry[1], np.zeros(1, dtype=np.int64)))
-        yield pa.RecordBatch.from_arrays([carry[0].take(pa.array(np.zeros(1, dtype=np.int64)[released]))],
-                                         names=[ITEM])
+        released = threshold(bucket, len(starts))(_shard_sums(weight, starts))
+        yield pa.RecordBatch.from_arrays([item.take(pa.array(starts[released]))], names=[ITEM])
 
 
 def released_shard_items(per_shard: DataFrame, threshold: Threshold, partitions: int) -> DataFrame:
-    """(item): bit for bit what :func:`released_items` releases from ``_add_shards(per_shard)``
-    partitioned by item into ``partitions`` (see the caveat there), with one shuffle and no JVM
-    aggregation: the parts are hash-partitioned by item (partition p holds the same items and uses
-    ``threshold(p)``), sorted by (item, shard), summed and thresholded in one Python pass. Lazy; the
-    same trust boundary as :func:`released_items`."""
-    prepared = (
-        per_shard.repartition(int(partitions), ITEM)
-        .sortWithinPartitions(ITEM, _SHARD)
-        .select(ITEM, _SHARD, WEIGHT, F.spark_partition_id().alias(_PID))
-    )
+    """(item): bit for bit what :func:`released_items` releases from ``_add_shards(per_shard)``,
+    with one shuffle and no JVM aggregation: the parts are hash-partitioned by noise bucket, sorted
+    by (bucket, item, shard), summed and thresholded in one Python pass. Lazy; the same trust
+    boundary as :func:`released_items`."""
+    prepared = _bucketed(per_shard, partitions, ITEM, _SHARD).select(ITEM, _SHARD, WEIGHT, _BUCKET)
     schema = T.StructType([T.StructField(ITEM, per_shard.schema[ITEM].dataType)])
     return prepared.mapInArrow(partial(_combine_threshold_partition, threshold=threshold), schema)
 

@@ -168,27 +168,48 @@ def test_fused_sequential_histogram_equals_sets_then_kernel(spark, small, policy
 @pytest.mark.parametrize("policy", SEQUENTIAL)
 def test_fused_sum_and_threshold_equals_summed_histogram_then_threshold(spark, small, policy):
     # The release's path for the sequential policies (shard parts shuffled by
-    # item, summed in shard order and thresholded in one Python pass) must
-    # release exactly the items of the summed histogram thresholded in the
-    # same partitions with the same seeded generators — also with tiny Arrow
-    # batches, so that an item's shard parts straddle batch boundaries.
+    # noise bucket, summed in shard order and thresholded in one Python pass)
+    # must release exactly the items of the summed histogram thresholded with
+    # the same seeded bucket generators — in any number of partitions and with
+    # tiny Arrow batches, so that buckets and an item's shard parts straddle
+    # batch boundaries.
     from dp_spark.mechanisms.set_union import ThresholdStep
     from dp_spark.stages.set_union import _shard_histograms, released_items, released_shard_items
 
     edge_df = edges(small, "person_id", "item")
     numeric = plan_set_union(1.0, 0.2, 6, policy)
     step = ThresholdStep(numeric, NoiseRoot(123, ()))
-    partitions = 5  # not the session's shuffle partitions: released_items keeps its repartition
     want = sorted(r["item"] for r in released_items(
-        sequential_histogram(edge_df, policy, 6, 9, 2.0, 3), step, partitions).collect())
+        sequential_histogram(edge_df, policy, 6, 9, 2.0, 3), step, 5).collect())
     assert 0 < len(want) < small.select("item").distinct().count()
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     old = spark.conf.get(key)
     try:
-        for batch in ("2", "7", old):
+        for batch, partitions in (("2", 1), ("7", 5), (old, 13)):
             spark.conf.set(key, batch)
             got = released_shard_items(_shard_histograms(edge_df, policy, 6, 9, 2.0, 3), step, partitions)
             assert sorted(r["item"] for r in got.collect()) == want
+    finally:
+        spark.conf.set(key, old)
+
+
+@pytest.mark.parametrize("method", ["weighted-gaussian", "policy-gaussian", "policy-laplace"])
+def test_a_seeded_release_is_the_same_in_any_partitioning(spark, small, method):
+    # Each item's noise comes from its public noise bucket's generator, so the
+    # released set of a seeded run does not depend on how many partitions the
+    # noise step runs in, nor on the input's partitioning or Arrow batch size.
+    from dp_spark.stages.set_union import NOISE_BUCKETS
+
+    kwargs = dict(epsilon=1.0, delta=0.05, max_items=5, method=method, seed=11, count=False)
+    want = sorted(r["item"] for r in dp_spark.set_union(small, **kwargs, partitions=1).items.collect())
+    assert 0 < len(want) < small.select("item").distinct().count() and NOISE_BUCKETS > 13
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    old = spark.conf.get(key)
+    try:
+        for batch, partitions, parts in (("3", 7, 1), (old, 13, 9)):
+            spark.conf.set(key, batch)
+            got = dp_spark.set_union(small.repartition(parts), **kwargs, partitions=partitions)
+            assert sorted(r["item"] for r in got.items.collect()) == want
     finally:
         spark.conf.set(key, old)
 
@@ -676,8 +697,8 @@ SEEDED_VALUES = {
     'set_union/policy-gaussian': {
         'items': [
             'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
-            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
-            'item27', 'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
+            'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
             'cutoff': 15.387387450077767,
@@ -686,7 +707,7 @@ SEEDED_VALUES = {
             'method': 'policy-gaussian',
             'noise': 'gaussian',
             'noise_scale': 2.2273636769505174,
-            'released_count': 29,
+            'released_count': 28,
             'shards': 8,
             'threshold': 10.932660096176733,
         },
@@ -694,8 +715,8 @@ SEEDED_VALUES = {
     'set_union/policy-greedy': {
         'items': [
             'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
-            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
-            'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
+            'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
             'cutoff': 7.529667856171727,
@@ -704,7 +725,7 @@ SEEDED_VALUES = {
             'method': 'policy-greedy',
             'noise': 'laplace',
             'noise_scale': 0.5000004777684808,
-            'released_count': 30,
+            'released_count': 29,
             'shards': 8,
             'threshold': 6.529666900634766,
         },
@@ -712,8 +733,8 @@ SEEDED_VALUES = {
     'set_union/policy-laplace': {
         'items': [
             'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
-            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
-            'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
+            'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
             'cutoff': 7.409895898774266,
@@ -722,7 +743,7 @@ SEEDED_VALUES = {
             'method': 'policy-laplace',
             'noise': 'laplace',
             'noise_scale': 0.5000004777684808,
-            'released_count': 30,
+            'released_count': 29,
             'shards': 8,
             'threshold': 6.409894943237305,
         },
@@ -730,15 +751,15 @@ SEEDED_VALUES = {
     'set_union/weighted-gaussian': {
         'items': [
             'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
-            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
-            'item27', 'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
+            'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
             'max_items': 3,
             'method': 'weighted-gaussian',
             'noise': 'gaussian',
             'noise_scale': 2.2212283424833004,
-            'released_count': 29,
+            'released_count': 28,
             'threshold': 10.904136110523723,
         },
     },
@@ -746,14 +767,14 @@ SEEDED_VALUES = {
         'items': [
             'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
             'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
-            'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+            'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
             'max_items': 3,
             'method': 'weighted-laplace',
             'noise': 'laplace',
             'noise_scale': 0.5000004777684808,
-            'released_count': 29,
+            'released_count': 28,
             'threshold': 6.409894943237305,
         },
     },

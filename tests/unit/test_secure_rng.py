@@ -52,7 +52,7 @@ def test_children_keep_the_parents_rounds():
 
 def test_set_union_partitions_of_an_unseeded_release_draw_from_chacha20():
     salt, root = derive_randomness(make_rng(), keyed=False)
-    assert not root.keyed and _is_chacha20(root.partition_rng(0))
+    assert not root.keyed and _is_chacha20(root.bucket_rng(0))
 
 
 def test_seeded_generators_stay_pcg64_and_unchanged():
@@ -61,7 +61,7 @@ def test_seeded_generators_stay_pcg64_and_unchanged():
     assert rng.random() == np.random.Generator(np.random.PCG64(np.random.SeedSequence(42))).random()
     assert isinstance(spawn_rngs(make_rng(1), 1)[0].bit_generator, np.random.PCG64)
     seeded_root = derive_randomness(make_rng(3), keyed=True)[1]
-    assert isinstance(seeded_root.partition_rng(2).bit_generator, np.random.PCG64)
+    assert isinstance(seeded_root.bucket_rng(2).bit_generator, np.random.PCG64)
 
 
 def test_item_generators_are_chacha20_keyed_by_the_digest():

@@ -584,9 +584,9 @@ def test_release_mask_never_releases_items_outside_the_support():
 
 def test_partition_generators_are_reproducible_and_distinct():
     root = NoiseRoot(12345, (1,))
-    a = root.partition_rng(3).random(5)
-    assert np.array_equal(a, NoiseRoot(12345, (1,)).partition_rng(3).random(5))
-    assert not np.array_equal(a, root.partition_rng(4).random(5))
+    a = root.bucket_rng(3).random(5)
+    assert np.array_equal(a, NoiseRoot(12345, (1,)).bucket_rng(3).random(5))
+    assert not np.array_equal(a, root.bucket_rng(4).random(5))
     # partition p's generator is the root's p-th spawned child
     child = np.random.SeedSequence(12345, spawn_key=(1,)).spawn(4)[3]
     assert np.array_equal(a, np.random.Generator(np.random.PCG64(child)).random(5))
@@ -603,30 +603,29 @@ def test_randomness_comes_from_the_os_unless_seeded():
     # a generator seeded with a sequence of ints works too (benchmarks do that)
     seq_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([1, 2, 3])))
     _, root = derive_randomness(seq_rng)
-    assert root.partition_rng(0).random() == root.partition_rng(0).random()
+    assert root.bucket_rng(0).random() == root.bucket_rng(0).random()
 
 
-def test_threshold_step_is_release_mask_with_the_partition_generator():
-    # What the Spark stage runs per partition: one generator per partition,
-    # continued across that partition's batches, exactly release_mask's draws.
+def test_threshold_step_is_release_mask_with_the_bucket_generator():
+    # What the Spark stage runs per noise bucket: the bucket's generator, all its items in one call,
+    # exactly one draw an item: release_mask's draws.
     plan = plan_set_union(1.0, 0.05, 3, "policy-laplace")
     root = NoiseRoot(424242, (0,))
     weights = np.linspace(0.0, 2 * plan.rho, 600)
     step = pickle.loads(pickle.dumps(ThresholdStep(plan, root)))  # it travels to the executors
-    for partition in (0, 5):
-        mask_of = step(partition)
-        got = np.concatenate([mask_of(weights[:250]), mask_of(weights[250:])])
-        want = release_mask(weights, plan, root.partition_rng(partition))
+    for bucket in (0, 5):
+        got = step(bucket, weights.size)(weights)
+        want = release_mask(weights, plan, root.bucket_rng(bucket))
         assert np.array_equal(got, want) and 0 < got.sum() < len(got)
-    assert not np.array_equal(step(0)(weights), step(1)(weights))  # partitions draw independently
+    assert not np.array_equal(step(0, 600)(weights), step(1, 600)(weights))  # buckets draw independently
     unkeyed = ThresholdStep(plan, NoiseRoot.from_os())  # unseeded: fresh OS entropy every time
-    assert not np.array_equal(unkeyed(0)(weights), unkeyed(0)(weights))
+    assert not np.array_equal(unkeyed(0, 600)(weights), unkeyed(0, 600)(weights))
 
 
 def test_keyless_root_holds_nothing_and_draws_fresh_os_entropy():
     root = NoiseRoot.from_os()
     assert not root.keyed and root.entropy is None and root.spawn_key == ()
-    assert root.partition_rng(0).random() != root.partition_rng(0).random()
+    assert root.bucket_rng(0).random() != root.bucket_rng(0).random()
     salt, unkeyed = derive_randomness(make_rng(9), keyed=False)
     assert unkeyed == root and salt == derive_randomness(make_rng(9))[0]
     assert derive_randomness(make_rng(9))[1].keyed

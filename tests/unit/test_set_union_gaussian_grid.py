@@ -49,15 +49,16 @@ def test_a_plan_without_a_grid_is_refused():
 
 
 @pytest.mark.parametrize("method", GAUSSIAN_POLICIES)
-def test_the_decision_is_the_integer_comparison_with_the_blocks_draws(method):
-    """The mask is ⌊min(w, C)·2^g⌋ + Z > R with Z the stream's i-th exact draw, the weight capped."""
+def test_the_decision_is_the_integer_comparison_with_the_draws(method):
+    """The mask is ⌊min(w, C)·2^g⌋ + Z > R with Z the i-th of exactly len(weights) exact draws, the
+    weight capped."""
     plan = plan_set_union(0.5, 1e-5, 4, method)
     g, s, r = plan.grid_bits, plan.grid_sigma, plan.grid_threshold
     weights = np.random.default_rng(1).uniform(-1.0, 2 * plan.rho, 5000)
     weights[:3] = [2.0**30, np.inf, 2.0**22]  # capped at 2^22: X = 2^(22 + g), no overflow
     got = gaussian_grid_mask(weights, plan.scale, plan.rho, np.random.default_rng(9), g)
     rng = np.random.default_rng(9)
-    z = np.concatenate([discrete_gaussian_batch_wide(s * s, gaussian_grid.BLOCK, rng) for _ in range(2)])[:5000]
+    z = discrete_gaussian_batch_wide(s * s, weights.size, rng)
     x = [math.floor(math.ldexp(min(float(w), 2.0**22), g)) for w in weights]
     want = np.array([w > 0 and xi + int(zi) > r for w, xi, zi in zip(weights, x, z)])
     assert np.array_equal(got, want) and got[:3].all()

@@ -77,7 +77,7 @@ def test_the_noise_is_an_integer_on_the_grid(monkeypatch):
     weights = np.array([(r - 1) * cell, r * cell, (r + 1) * cell, 0.0])
     mask = release_mask(weights, plan, np.random.default_rng(1))
     assert mask.tolist() == [False, False, True, False]
-    assert calls == [(grid_scale(2.0, 1.0), laplace_grid.BLOCK)]  # one block of draws at the plan's β
+    assert calls == [(grid_scale(2.0, 1.0), weights.size)]  # exactly one draw per item, at the plan's β
 
 
 @pytest.mark.parametrize("beta", [0.7, 2.0, 5.0])
@@ -236,6 +236,6 @@ def assert_batch_invariant(plan, block: int, per_batch_mask) -> None:
         mask_of = ThresholdStep(plan, root)(1)
         got = np.concatenate([mask_of(part) for part in np.split(weights, cuts)])
         assert np.array_equal(got, whole)
-    rng = root.partition_rng(1)  # per-batch draws (no blocks): a different stream
+    rng = root.bucket_rng(1)  # per-batch draws (no blocks): a different stream
     per_batch = np.concatenate([per_batch_mask(part, rng) for part in np.split(weights, [5, 4096, 4100, 9000])])
     assert not np.array_equal(per_batch, whole)

@@ -20,7 +20,7 @@ protected.
   constants, proof and a numpy reference run.
 - :mod:`.discrete`: the exact variant (integer statistic, discrete Gaussian,
   integer threshold) of the grouped releases' private key step.
-- :mod:`.thresholding`: the noise + threshold step per partition
+- :mod:`.thresholding`: the noise + threshold step per noise bucket
   (:class:`~.thresholding.ThresholdStep`, handed to the Spark stage).
 
 Parameters are checked by :func:`dp_spark.plans.set_union.plan`.

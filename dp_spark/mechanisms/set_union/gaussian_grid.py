@@ -249,15 +249,19 @@ def _draws(sigma: int, size: int, rng: np.random.Generator) -> np.ndarray:
 
 
 class GaussianGridMask:
-    """The mask of one stream of items (one Spark partition, batch after batch): item i of the
-    stream gets the i-th discrete Gaussian draw of ``rng``'s blocks of :data:`BLOCK` draws, so an
-    item's draw does not depend on where the batches break (the rejection sampler run per batch
-    would). Items outside the support (weight <= 0) use up their slot and are never released.
+    """The mask of one stream of items (one noise bucket, batch after batch): item i of the
+    stream gets the i-th discrete Gaussian draw of ``rng``'s blocks of ``block`` draws (default
+    :data:`BLOCK`), so an item's draw does not depend on where the batches break (the rejection
+    sampler run per batch would); a caller passing the whole stream in one call gives its length as
+    ``block`` and draws exactly that many. Items outside the support (weight <= 0) use up their
+    slot and are never released.
     s = ⌈``scale``·2^g⌉, R = ⌈``rho``·2^g⌉ (never below the plan's). Guarantee as
     :func:`gaussian_grid_mask`."""
 
-    def __init__(self, scale: float, rho: float, rng: np.random.Generator, grid_bits: int):
+    def __init__(self, scale: float, rho: float, rng: np.random.Generator, grid_bits: int,
+                 block: int = BLOCK):
         self.grid_bits = int(grid_bits)
+        self.block = max(1, int(block))
         self.sigma = math.ceil(math.ldexp(float(scale), self.grid_bits))
         self.threshold = math.ceil(math.ldexp(float(rho), self.grid_bits))
         if self.sigma < 1:
@@ -269,8 +273,8 @@ class GaussianGridMask:
         noise = [self._noise]
         have = self._noise.size
         while have < size:  # block after block: the same draws however the items are batched
-            noise.append(_draws(self.sigma, BLOCK, self.rng))
-            have += BLOCK
+            noise.append(_draws(self.sigma, self.block, self.rng))
+            have += self.block
         self._noise = np.concatenate(noise)
         out, self._noise = self._noise[:size], self._noise[size:]
         return out
@@ -289,7 +293,7 @@ class GaussianGridMask:
 def gaussian_grid_mask(weights: np.ndarray, scale: float, rho: float, rng: np.random.Generator,
                        grid_bits: int) -> np.ndarray:
     """Boolean mask of the released items: X + Z > R over the support (module docstring), one exact
-    discrete Gaussian draw per item (:class:`GaussianGridMask`). Guarantee: the module docstring's,
+    discrete Gaussian draw per item (:class:`GaussianGridMask`, exactly ``len(weights)`` draws). Guarantee: the module docstring's,
     (ε, δ)-DP for a plan of :func:`dp_spark.mechanisms.set_union.plan_set_union` with a Gaussian
     policy."""
-    return GaussianGridMask(scale, rho, rng, grid_bits)(weights)
+    return GaussianGridMask(scale, rho, rng, grid_bits, block=np.size(weights))(weights)

@@ -224,20 +224,22 @@ BLOCK = 4096
 
 
 class GridMask:
-    """The mask of one stream of items (one Spark partition, batch after batch): item i of the
+    """The mask of one stream of items (one noise bucket, batch after batch): item i of the
     stream gets the i-th discrete Laplace draw and the i-th uniform 64-bit integer of the
-    rounding (:func:`dp_spark.noise.discrete_batch.bernoulli_double`) of ``rng``'s blocks of :data:`BLOCK` items, so the draws of
-    an item do not depend on where the batches break (a rejection sampler run per batch would).
-    Items outside the support use up their slot and are never released. Guarantee as
-    :func:`laplace_grid_mask`."""
+    rounding (:func:`dp_spark.noise.discrete_batch.bernoulli_double`) of ``rng``'s blocks of
+    ``block`` items (default :data:`BLOCK`), so the draws of an item do not depend on where the
+    batches break (a rejection sampler run per batch would); a caller passing the whole stream in
+    one call gives its length as ``block`` and draws exactly that many. Items outside the support
+    use up their slot and are never released. Guarantee as :func:`laplace_grid_mask`."""
 
     def __init__(self, scale: float, rho: float, held_support: bool, rng: np.random.Generator,
-                 grid_bits: int = GRID_BITS):
+                 grid_bits: int = GRID_BITS, block: int = BLOCK):
         self.beta = rational_scale(math.ldexp(float(scale), grid_bits))  # never below the plan's β
         self.threshold = math.ceil(math.ldexp(float(rho), grid_bits))  # never below the plan's R
         self.held_support = bool(held_support)
         self.rng = check_rng(rng)
         self.grid_bits = int(grid_bits)
+        self.block = max(1, int(block))
         self._noise = np.zeros(0, dtype=np.int64)
         self._uniform = np.zeros(0, dtype=np.uint64)
 
@@ -245,9 +247,9 @@ class GridMask:
         noise, uniform = [self._noise], [self._uniform]
         have = self._noise.size
         while have < size:  # block after block: the same draws however the items are batched
-            noise.append(_laplace_draws(self.beta, BLOCK, self.rng))
-            uniform.append(self.rng.integers(0, 2**64, size=BLOCK, dtype=np.uint64))
-            have += BLOCK
+            noise.append(_laplace_draws(self.beta, self.block, self.rng))
+            uniform.append(self.rng.integers(0, 2**64, size=self.block, dtype=np.uint64))
+            have += self.block
         self._noise, self._uniform = np.concatenate(noise), np.concatenate(uniform)
         noise, uniform = self._noise[:size], self._uniform[:size]
         self._noise, self._uniform = self._noise[size:], self._uniform[size:]
@@ -282,6 +284,6 @@ def laplace_grid_mask(weights: np.ndarray, scale: float, rho: float, held_suppor
                       rng: np.random.Generator, grid_bits: int = GRID_BITS) -> np.ndarray:
     """Boolean mask of the released items: ⌊x⌋ + B + Z > R over the support (module docstring),
     β = ``scale``·2^g rounded up onto 2^-10, R = ⌈``rho``·2^g⌉; one rounding and one noise draw per
-    item (:class:`GridMask`). Guarantee: the module docstring's, for a plan of
-    :func:`dp_spark.mechanisms.set_union.plan_set_union`."""
-    return GridMask(scale, rho, held_support, rng, grid_bits)(weights)
+    item (:class:`GridMask`, exactly one block of ``len(weights)`` draws). Guarantee: the module
+    docstring's, for a plan of :func:`dp_spark.mechanisms.set_union.plan_set_union`."""
+    return GridMask(scale, rho, held_support, rng, grid_bits, block=np.size(weights))(weights)

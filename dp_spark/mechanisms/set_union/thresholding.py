@@ -1,4 +1,4 @@
-"""Noise and threshold of DP Set Union, applied to one partition of the histogram.
+"""Noise and threshold of DP Set Union, applied to one noise bucket of the histogram.
 
 Gopi et al., "Differentially Private Set Union" (ICML 2020), Algorithm 1 step
 3: for every item u in the support of the histogram H draw fresh noise Z_u
@@ -8,16 +8,23 @@ for the Gaussian ones (:mod:`.gaussian_grid`).
 Only the released items' identities leave; with the histogram facts (S) and
 (T) of :mod:`dp_spark.summaries.set_union` the released set is (ε, δ)-DP.
 
-This runs inside Spark, one call per partition, each with its own generator
-from a ``NoiseRoot``: unseeded (every publishable release), the root holds NO
-key and each partition's generator is seeded from the executor's OS entropy
+This runs inside Spark, one call per noise bucket: the items are split into a
+fixed number of buckets by a public hash of the item alone
+(:data:`dp_spark.stages.set_union.NOISE_BUCKETS`), and bucket b's items, in
+item order, take the draws of bucket b's own generator from a ``NoiseRoot``.
+Unseeded (every publishable release), the root holds NO key and each bucket's
+generator is seeded from the executor's OS entropy
 (:func:`dp_spark.noise.make_rng`), so nothing that could reproduce the noise
 exists on the driver, in a pickled function, plan or event log; the release
-materializes the thresholded partitions once (:mod:`dp_spark.stages.set_union`),
+materializes the thresholded items once (:mod:`dp_spark.stages.set_union`),
 so the noise step is never evaluated twice (that would be a second release).
-Seeded (tests and demos only): partition p uses the p-th
-``SeedSequence.spawn`` child of the root, reproducible by anyone with the
-seed. No draw is shared between partitions or items.
+Seeded (tests and demos only): bucket b uses the root's ``SeedSequence``
+child with spawn key ``(..., b)``, reproducible by anyone with the seed; which
+draw an item gets depends on the item, its bucket's items and the seed, never
+on the number of Spark partitions or tasks. No draw is shared between buckets
+or items; every draw is independent of the data (how many draws a bucket
+makes depends on how many items it holds, not what they are), so each
+item's noise is a fresh exact draw as Algorithm 1 needs.
 """
 
 from __future__ import annotations
@@ -62,13 +69,13 @@ class NoiseRoot:
         """True when the root holds a reproducible key (a seeded run)."""
         return self.entropy is not None
 
-    def partition_rng(self, partition: int) -> np.random.Generator:
-        """The generator of Spark partition ``partition``: fresh OS entropy
+    def bucket_rng(self, bucket: int) -> np.random.Generator:
+        """The generator of noise bucket ``bucket``: fresh OS entropy
         (keyless root), or the root's child with spawn key
-        ``spawn_key + (partition,)``."""
+        ``spawn_key + (bucket,)``."""
         if self.entropy is None:
             return make_rng()
-        seq = np.random.SeedSequence(self.entropy, spawn_key=self.spawn_key + (int(partition),))
+        seq = np.random.SeedSequence(self.entropy, spawn_key=self.spawn_key + (int(bucket),))
         return np.random.Generator(np.random.PCG64(seq))
 
 
@@ -117,23 +124,26 @@ def release_mask(weights: np.ndarray, plan: SetUnionPlan | DiscreteSetUnionPlan,
 @dataclass(frozen=True)
 class ThresholdStep:
     """The noise + threshold step (Algorithm 1, step 3) as the Spark stage runs
-    it: ``step(p)`` is partition ``p``'s mask function (:func:`release_mask`
-    with ``root.partition_rng(p)``), ``step(p)(weights)`` one batch's mask;
-    batches of a partition continue its generator, and an item's draws do not
-    depend on where the batches break (the partition's
+    it: ``step(b)`` is noise bucket ``b``'s mask function (:func:`release_mask`
+    with ``root.bucket_rng(b)``), ``step(b)(weights)`` one batch's mask;
+    batches of a bucket continue its generator, and an item's draws do not
+    depend on where the batches break (the bucket's
     :class:`~.laplace_grid.GridMask` or :class:`~.gaussian_grid.GaussianGridMask`
-    draws in fixed blocks).
+    draws in fixed blocks). ``step(b, size)``: the caller passes the bucket's
+    ``size`` items in one call, and exactly ``size`` draws are made (blocks of
+    ``size``), as the Spark stage does.
     Guarantee as :func:`release_mask`. Picklable; a keyless root holds nothing
     that could reproduce the noise."""
 
     plan: SetUnionPlan | DiscreteSetUnionPlan
     root: NoiseRoot
 
-    def __call__(self, partition: int) -> Callable[[np.ndarray], np.ndarray]:
-        rng = self.root.partition_rng(int(partition))
+    def __call__(self, bucket: int, size: int | None = None) -> Callable[[np.ndarray], np.ndarray]:
+        rng = self.root.bucket_rng(int(bucket))
         plan = self.plan
+        block = {} if size is None else {"block": int(size)}
         if isinstance(plan, SetUnionPlan) and plan.grid_bits is not None and plan.noise == "gaussian":
-            return GaussianGridMask(plan.scale, plan.rho, rng, plan.grid_bits)
+            return GaussianGridMask(plan.scale, plan.rho, rng, plan.grid_bits, **block)
         if isinstance(plan, SetUnionPlan) and plan.grid_bits is not None:
-            return GridMask(plan.scale, plan.rho, plan.method in HELD_SUPPORT, rng, plan.grid_bits)
+            return GridMask(plan.scale, plan.rho, plan.method in HELD_SUPPORT, rng, plan.grid_bits, **block)
         return partial(release_mask, plan=plan, rng=rng)
