@@ -70,8 +70,11 @@ _BUCKET = "_bucket"
 
 #: Noise buckets of the threshold step: item u draws from the generator of bucket
 #: pmod(xxhash64(u), NOISE_BUCKETS), in item order within its bucket. A fixed public number, so
-#: which draw an item gets never depends on the cluster; it bounds the step's parallelism.
-NOISE_BUCKETS = 4096
+#: which draw an item gets never depends on the cluster. It bounds the step's parallelism (256
+#: tasks) and sets its fixed cost (a generator and one exact-sampler call per bucket: about 3 ms
+#: each for the discrete Gaussian, so 4,096 buckets cost ~7 s of CPU per release, 256 under 1 s);
+#: a bucket's rows are held at once (about 1/256 of the distinct items).
+NOISE_BUCKETS = 256
 
 #: What the release hands :func:`released_items`: (bucket, number of its items) -> that bucket's
 #: mask function (weights -> released), called once with all the bucket's weights, e.g.

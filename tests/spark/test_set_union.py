@@ -697,8 +697,8 @@ SEEDED_VALUES = {
     'set_union/policy-gaussian': {
         'items': [
             'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
-            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
-            'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
+            'item27', 'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
             'cutoff': 15.387387450077767,
@@ -707,7 +707,7 @@ SEEDED_VALUES = {
             'method': 'policy-gaussian',
             'noise': 'gaussian',
             'noise_scale': 2.2273636769505174,
-            'released_count': 28,
+            'released_count': 29,
             'shards': 8,
             'threshold': 10.932660096176733,
         },
@@ -715,8 +715,8 @@ SEEDED_VALUES = {
     'set_union/policy-greedy': {
         'items': [
             'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
-            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
-            'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
+            'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
             'cutoff': 7.529667856171727,
@@ -725,7 +725,7 @@ SEEDED_VALUES = {
             'method': 'policy-greedy',
             'noise': 'laplace',
             'noise_scale': 0.5000004777684808,
-            'released_count': 29,
+            'released_count': 30,
             'shards': 8,
             'threshold': 6.529666900634766,
         },
@@ -733,8 +733,8 @@ SEEDED_VALUES = {
     'set_union/policy-laplace': {
         'items': [
             'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
-            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
-            'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
+            'item27', 'item28', 'item29', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
             'cutoff': 7.409895898774266,
@@ -743,7 +743,7 @@ SEEDED_VALUES = {
             'method': 'policy-laplace',
             'noise': 'laplace',
             'noise_scale': 0.5000004777684808,
-            'released_count': 29,
+            'released_count': 30,
             'shards': 8,
             'threshold': 6.409894943237305,
         },
@@ -751,15 +751,15 @@ SEEDED_VALUES = {
     'set_union/weighted-gaussian': {
         'items': [
             'item0', 'item1', 'item10', 'item11', 'item12', 'item13', 'item14', 'item15', 'item16', 'item17',
-            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item27',
-            'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
+            'item18', 'item19', 'item2', 'item20', 'item21', 'item22', 'item23', 'item24', 'item25', 'item26',
+            'item27', 'item28', 'item3', 'item4', 'item5', 'item6', 'item7', 'item8', 'item9',
         ],
         'values': {
             'max_items': 3,
             'method': 'weighted-gaussian',
             'noise': 'gaussian',
             'noise_scale': 2.2212283424833004,
-            'released_count': 28,
+            'released_count': 29,
             'threshold': 10.904136110523723,
         },
     },
