@@ -22,7 +22,7 @@ import inspect
 import json
 from dataclasses import MISSING, dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from dp_spark import checks
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP, ZCDP, compose
@@ -351,9 +351,11 @@ def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
 #: δ' of the (ε, δ') equivalent a ρ-zCDP grouped release states when the user gave no δ
 #: (ε = ρ + 2√(ρ ln(1/δ')), Bun & Steinke 2016, Proposition 1.3).
 ZCDP_EQUIVALENT_DELTA = 1e-6
-#: Most public group keys one release takes (``groups=``), counted on the keys, never the data: the
-#: driver receives O(groups × summary) numbers and runs the mechanism once per group, and the grouped
-#: greedy holds at most 2^10 groups (``stages.distinct.GROUP_INDEX_BITS``).
+#: Most group keys (public, or kept of the privately chosen) a release takes by default
+#: (``GroupParams.MAX_KEYS``), counted on the keys, never the data: the driver receives O(groups ×
+#: summary) numbers and runs the mechanism once per group, and the grouped greedy holds at most 2^10
+#: groups (``stages.distinct.GROUP_INDEX_BITS``). A release whose per-group work stays in Spark and
+#: Arrow arrays takes :data:`dp_spark.keys.MAX_GROUP_KEYS`.
 MAX_PUBLIC_GROUPS = 1024
 #: Groups the JSON report carries (the first in :func:`dp_spark.releases.groups.canonical_keys` order);
 #: every group is in ``release.groups`` and ``--groups-output``.
@@ -451,7 +453,7 @@ def with_private_keys(derive, params) -> tuple["Plan", Any]:
 GROUP_BY_HELP = ("release one value per key of this column (public keys: --groups); every person's rows "
                  "count in at most --max-groups of their groups")
 GROUPS_HELP = (f"file of the public group keys (one column; CSV/Parquet/JSON, at most {MAX_PUBLIC_GROUPS:,} "
-               "keys), all released, also those without rows; in Python also a list or a one-column Spark "
+               "keys, 1,000,000 for set-union), all released, also those without rows; in Python also a list or a one-column Spark "
                "DataFrame; omitted: the keys are chosen privately (a set-union on the group column, "
                f"ε·{KEYS_EPSILON_SHARE:g} and δ = min({KEYS_DELTA:g}, δ·{KEYS_DELTA_SHARE:g}) out of the "
                f"release's (ε, δ); a pure-ε release becomes (ε, {KEYS_DELTA:g})-DP)")
@@ -465,10 +467,19 @@ def _is_spark_frame(value) -> bool:
     return type(value).__name__ == "DataFrame" and type(value).__module__.startswith("pyspark")
 
 
-def public_keys(value) -> tuple | None:
+def keys_limit_reason(limit: int) -> str:
+    """Why a release takes at most ``limit`` keys (public words for refusals and docs)."""
+    if limit > MAX_PUBLIC_GROUPS:
+        return ("its per-group work runs in Spark and on Arrow arrays; the keys are held as one array on the "
+                "driver")
+    return ("it brings every group's summary to the driver and runs each group's mechanism there in turn; "
+            "set-union takes up to 1,000,000 keys")
+
+
+def public_keys(value, limit: int = MAX_PUBLIC_GROUPS) -> tuple | None:
     """A list-like of public keys as a tuple of distinct keys in order (all ints or all strings); None
     for a path or a DataFrame (the release reads those before spending). ParameterError for anything
-    else and for more than :data:`MAX_PUBLIC_GROUPS` keys."""
+    else and for more than ``limit`` keys."""
     if value is None or isinstance(value, str) or _is_spark_frame(value):
         return None
     if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
@@ -486,9 +497,9 @@ def public_keys(value) -> tuple | None:
     keys = tuple(dict.fromkeys(keys))
     if not keys:
         raise ParameterError("groups: give at least one public key.")
-    if len(keys) > MAX_PUBLIC_GROUPS:
-        raise ParameterError(f"groups: {len(keys):,} public keys; at most {MAX_PUBLIC_GROUPS:,} (the driver "
-                             "receives every group's summary and runs each group's mechanism).")
+    if len(keys) > limit:
+        raise ParameterError(f"groups: {len(keys):,} public keys; at most {limit:,} for this release "
+                             f"({keys_limit_reason(limit)}).")
     return keys
 
 
@@ -509,6 +520,9 @@ class GroupParams:
     without rows; None: chosen privately, :func:`with_private_keys`, refused for a ρ-zCDP release);
     ``max_groups``: m, the most groups a person contributes to (None: chosen privately, a charged step)."""
 
+    #: Most keys the release takes, public or kept of the privately chosen (module constants).
+    MAX_KEYS: ClassVar[int] = MAX_PUBLIC_GROUPS
+
     group_by: str | None = param(None, GROUP_BY_HELP, cli_type=str)
     groups: Any = param(None, GROUPS_HELP, cli_type=str)
     max_groups: int | None = param(None, MAX_GROUPS_HELP, cli_type=int)
@@ -525,7 +539,7 @@ class GroupParams:
         if self.groups is None:  # keys chosen privately: a charged step (with_private_keys)
             if not isinstance(getattr(self, "epsilon", None), float):
                 raise ParameterError(KEYS_REFUSED)
-        keys = public_keys(self.groups)
+        keys = public_keys(self.groups, type(self).MAX_KEYS)
         if keys is not None:
             set_checked(self, groups=keys)
         elif isinstance(self.groups, str) and not self.groups.strip():

@@ -16,6 +16,7 @@ import json
 import os
 
 from dp_spark.errors import ParameterError
+from dp_spark.keys import GroupKeys
 from dp_spark.ledger.rules import CHARGED, DRAWN, RELEASED, RecordedMeanwhile, counted_as
 from dp_spark.report import Release
 
@@ -178,7 +179,10 @@ def input_name(df) -> str | None:
 
 def keys_digest(keys) -> str:
     """sha256 of public group keys (their JSON, in order): a keyed run's identity holds what the keys are,
-    not only where they came from."""
+    not only where they came from. A :class:`~dp_spark.keys.GroupKeys` digests itself chunk by chunk,
+    to the same bytes."""
+    if isinstance(keys, GroupKeys):
+        return keys.digest()
     text = json.dumps([[type(k).__name__, k] for k in keys], ensure_ascii=False, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -216,7 +220,7 @@ def groups_identity(plan) -> dict | None:
         return None
     keys = p.groups
     return {"group_by": group_by, "max_groups": p.max_groups,
-            "keys": keys_digest(keys) if isinstance(keys, tuple) else "chosen privately"}
+            "keys": keys_digest(keys) if isinstance(keys, (tuple, GroupKeys)) else "chosen privately"}
 
 
 def read_identity(plan) -> dict:

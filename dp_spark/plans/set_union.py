@@ -19,10 +19,12 @@ No pyspark.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from dp_spark import checks
 from dp_spark.accounting import ApproxDP
 from dp_spark.errors import ParameterError
+from dp_spark.keys import MAX_GROUP_KEYS
 from dp_spark.mechanisms.set_union import SHARD_CUTOFFS, SetUnionPlan, plan_set_union
 from dp_spark.plan import GroupParams, Plan, Step, builds, check_group_column, param, set_checked
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
@@ -101,7 +103,10 @@ MAX_GROUPS_MEANING = ("optional: each person keeps the rows of at most m of thei
 class Params(GroupParams):
     """Every set-union parameter (default, CLI help, public limit), checked on construction. Grouped, the
     one mechanism runs on the composite key (group, item) and ``max_groups`` is an optional cap
-    (:data:`MAX_GROUPS_MEANING`)."""
+    (:data:`MAX_GROUPS_MEANING`). Up to :data:`~dp_spark.keys.MAX_GROUP_KEYS` keys: the per-group work
+    is the one Spark stage on composite keys and per-group counts in arrays."""
+
+    MAX_KEYS: ClassVar[int] = MAX_GROUP_KEYS
 
     epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
     delta: float = param(help="privacy parameter δ spent by the release (0 < δ < 1)", cli_default=1e-6)

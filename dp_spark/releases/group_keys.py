@@ -36,7 +36,7 @@ gives the (ε, δ) given. A pure-ε release has no δ to take δ_k from:
 δ_k = KEYS_DELTA and the whole is (ε, KEYS_DELTA)-DP.
 
 Whether a key appears is the DP decision itself: no key count is refused
-after spending. Past :data:`~dp_spark.plan.MAX_PUBLIC_GROUPS` released keys
+after spending. Past the release's limit (``Params.MAX_KEYS``) of released keys
 the first in sorted order are kept (post-processing, stated in the report).
 """
 
@@ -47,7 +47,7 @@ import logging
 
 from pyspark.sql import functions as F
 
-from dp_spark.plan import KEYS_MAX_PER_PERSON, KEYS_POLICY, MAX_PUBLIC_GROUPS, key_mechanism
+from dp_spark.plan import KEYS_MAX_PER_PERSON, KEYS_POLICY, key_mechanism
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages import set_union as set_union_stage
 from dp_spark.stages.edges import GROUP, ITEM, PERSON
@@ -76,7 +76,7 @@ def choose_keys(plan, edge_df, rng):
     """The keys released by the plan's "group_keys" step, after the plan was
     spent: (keys in sorted order, the noise record, the released facts). One
     Spark job computes and thresholds the histogram (:func:`key_step_plan`);
-    only released keys reach the driver (at most MAX_PUBLIC_GROUPS + 1)."""
+    only released keys reach the driver, as one Arrow array (at most the release's ``MAX_KEYS`` + 1)."""
     # every release imports this module through the template; only private keys need scipy here
     from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness  # lazy: scipy
 
@@ -92,11 +92,12 @@ def choose_keys(plan, edge_df, rng):
     log.info("group keys: choosing the keys of %s privately (set-union)", p.group_by)
     with spark_job("choosing the group keys privately (set-union on the group column)"):
         items = materialize(lazy)
-    released = [r[ITEM] for r in items.orderBy(F.col(ITEM)).limit(MAX_PUBLIC_GROUPS + 1).collect()]  # DP output
+    limit = type(p).MAX_KEYS
+    released = items.orderBy(F.col(ITEM)).limit(limit + 1).toArrow().column(ITEM)  # DP output, as Arrow
     items.unpersist()
     del lazy, root, salt
-    truncated = len(released) > MAX_PUBLIC_GROUPS
-    keys = tuple(released[:MAX_PUBLIC_GROUPS])
+    truncated = len(released) > limit
+    keys = released.slice(0, limit)
     label = next(s.label for s in plan.split if s.name == "group_keys")
     record = dataclasses.replace(numeric.noise_record, step=label,
                                  target=f"each {p.group_by} key's histogram weight (released if above the threshold)")
@@ -120,8 +121,9 @@ def keys_reported(release, record, facts):
         f"probability at most {delta_k / 2:g} in all (the threshold's part of δ); keys with few persons are "
         "missing by design")}
     if facts["group_keys_truncated"]:
-        errors["group_keys_truncated"] = (f"more than {MAX_PUBLIC_GROUPS:,} keys were released; the first "
-                                          f"{MAX_PUBLIC_GROUPS:,} in sorted order are kept (post-processing)")
+        kept = facts["group_keys_released"]
+        errors["group_keys_truncated"] = (f"more than {kept:,} keys were released; the first {kept:,} in sorted "
+                                          "order are kept (post-processing)")
     values = {**release.values, "group_keys_released": facts["group_keys_released"],
               "group_keys_truncated": facts["group_keys_truncated"]}
     parameters = {**release.parameters, "group_keys_threshold": facts["group_keys_threshold"],

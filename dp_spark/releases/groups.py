@@ -2,8 +2,8 @@
 
 Used by :func:`dp_spark.releases.template.run_release` for ``Params`` with
 ``group_by`` (:class:`dp_spark.plan.GroupParams`): :func:`resolve_keys` reads
-the PUBLIC keys before anything is spent (more than
-:data:`~dp_spark.plan.MAX_PUBLIC_GROUPS` refused from the keys alone);
+the PUBLIC keys before anything is spent (more than the release's limit,
+``Params.MAX_KEYS``, refused from the keys alone);
 :func:`grouped_edges` restricts the edge table to them and caps each person
 to m groups (:func:`dp_spark.stages.groups.cap_groups`). Both are per-person
 transformations: add/remove-one-person neighbours differ in that person's
@@ -27,16 +27,19 @@ from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError
 from dp_spark.io import read_input
-from dp_spark.plan import MAX_PUBLIC_GROUPS, REPORT_GROUPS, set_checked
+from dp_spark.keys import GroupKeys
+from dp_spark.plan import REPORT_GROUPS, keys_limit_reason, set_checked
 from dp_spark.stages.edges import GROUP, key_column
+from dp_spark.stages.group_items import join_keys, key_frame
 from dp_spark.stages.groups import cap_groups
 
 GROUP_INDEX = "group_index"
 
 
-def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
-    """The sorted distinct keys of a PUBLIC one-column frame (or its ``group_by``
-    column); the empty string is a key, a null key (a CSV's empty field) is refused."""
+def _keys_of_frame(frame, group_by: str, what: str, limit: int):
+    """The distinct keys of a PUBLIC one-column frame (or its ``group_by`` column) as an Arrow array
+    (collected with ``toArrow``, never as Rows), at most ``limit``; the empty string is a key, a null
+    key (a CSV's empty field) is refused."""
     columns = list(frame.columns)
     if group_by in columns:
         column = group_by
@@ -51,78 +54,62 @@ def _keys_of_frame(frame, group_by: str, what: str) -> tuple:
 
     # the edge builder's spelling (Spark's cast to string), so a key matches the rows it names;
     # one more than the limit, besides a null
-    rows = frame.select(key_column(frame, column, "k")).distinct().limit(MAX_PUBLIC_GROUPS + 2).collect()
-    keys = [r["k"] for r in rows if r["k"] is not None]
-    if len(keys) > MAX_PUBLIC_GROUPS:
-        raise ParameterError(f"groups: {what} holds more than {MAX_PUBLIC_GROUPS:,} public keys (the limit: the "
-                             "driver receives every group's summary and runs each group's mechanism).")
-    if len(keys) < len(rows):
+    keys = frame.select(key_column(frame, column, "k")).distinct().limit(int(limit) + 2).toArrow().column("k")
+    valid = len(keys) - keys.null_count
+    if valid > limit:
+        raise ParameterError(f"groups: {what} holds more than {limit:,} public keys, this release's limit "
+                             f"({keys_limit_reason(limit)}).")
+    if keys.null_count:
         raise ParameterError(f"groups: {what} holds an empty or null key (Spark reads an empty CSV field as "
                              "null, so a blank key cannot be told from a missing one); remove it, or give the "
                              "empty-string key in a Parquet or JSON file or a list, where it is a key of its own.")
-    if not keys:
+    if not valid:
         raise ParameterError(f"groups: {what} holds no key.")
-    return tuple(sorted(keys, key=lambda k: (str(type(k)), k)))
+    return keys
 
 
 def canonical_keys(typed: list) -> tuple:
     """The keys in the canonical order every grouped release shares: by (type
     name, value), whole numbers by value, strings (also date, timestamp and
-    decimal keys) by code point, as Spark's ``orderBy`` sorts released keys."""
+    decimal keys) by code point, as Spark's ``orderBy`` sorts released keys
+    (:class:`dp_spark.keys.GroupKeys` holds them in this order)."""
     return tuple(sorted(typed, key=lambda k: (type(k).__name__, k)))
 
 
-def resolve_keys(spark, groups, group_by: str) -> tuple:
-    """The public keys of ``groups=`` as a tuple (a DataFrame's or a file's
-    sorted). Reads only the public input."""
-    if isinstance(groups, tuple):
+def resolve_keys(spark, groups, group_by: str, limit: int):
+    """The public keys of ``groups=``: a tuple or :class:`~dp_spark.keys.GroupKeys` as given, or a
+    DataFrame's or a file's distinct keys as an Arrow array (at most ``limit``). Reads only the
+    public input."""
+    if isinstance(groups, (tuple, GroupKeys)):
         return groups
     if isinstance(groups, str):
         frame = read_input(spark, groups, "auto", columns=[group_by])
-        return _keys_of_frame(frame, group_by, f"the file {groups}")
-    return _keys_of_frame(groups, group_by, "the groups DataFrame")
+        return _keys_of_frame(frame, group_by, f"the file {groups}", limit)
+    return _keys_of_frame(groups, group_by, "the groups DataFrame", limit)
 
 
-def _typed_keys(keys: tuple, group_type) -> list:
-    """The keys in the edge table's group type (long or string); a non-whole
-    key for a whole-number column is refused."""
-    if isinstance(group_type, T.LongType):
-        out = []
-        for k in keys:
-            try:
-                out.append(int(k) if not isinstance(k, float) or k.is_integer() else None)
-            except (TypeError, ValueError):
-                out.append(None)
-            if out[-1] is None:
-                raise ParameterError(f"groups: the group column holds whole numbers; the key {k!r} is not one.")
-        return out
-    return [str(k) for k in keys]
-
-
-def grouped_edges(plan, edge_df, keys: tuple | None = None, cap: bool = True):
+def grouped_edges(plan, edge_df, keys=None, cap: bool = True):
     """(plan, edge table) of a grouped run: the plan with ``params.groups``
-    resolved to the key tuple (and their number in its parameters); the edge
-    table restricted to the keys (``group_index`` added) and capped to
-    ``max_groups`` per person. Lazy; only the public keys are read. ``keys``:
-    those a private key step released (possibly none: an empty table).
-    ``cap=False``: not capped (``run_release(caps_in_stage=True)``)."""
+    resolved to the keys (:class:`~dp_spark.keys.GroupKeys`; their number in
+    its parameters); the edge table restricted to the keys (``group_index``
+    added) and capped to ``max_groups`` per person. Lazy; only the public keys
+    are read. ``keys``: those a private key step released (possibly none: an
+    empty table). ``cap=False``: not capped (``run_release(caps_in_stage=True)``)."""
     p = plan.params
     spark = edge_df.sparkSession
-    keys = resolve_keys(spark, p.groups, p.group_by) if keys is None else tuple(keys)
+    limit = type(p).MAX_KEYS
+    given = resolve_keys(spark, p.groups, p.group_by, limit) if keys is None else keys
     group_type = edge_df.schema[GROUP].dataType
-    typed = _typed_keys(keys, group_type)
-    if len(set(typed)) != len(typed):  # public keys only (released keys are distinct values of the column)
-        raise ParameterError("groups: two keys are the same value in the group column's type.")
-    typed = list(canonical_keys(typed))  # the group index depends on the key SET only (module doc)
+    typed = given if isinstance(given, GroupKeys) else GroupKeys.of(given, isinstance(group_type, T.LongType))
+    if len(typed) > limit:  # a list is checked by the plan, a frame above; released keys are truncated
+        raise ParameterError(f"groups: {len(typed):,} keys; at most {limit:,} ({keys_limit_reason(limit)}).")
 
-    schema = T.StructType([T.StructField(GROUP, group_type, False), T.StructField(GROUP_INDEX, T.IntegerType(), False)])
-    key_df = spark.createDataFrame([(k, i) for i, k in enumerate(typed)], schema)
-    restricted = edge_df.join(F.broadcast(key_df), on=GROUP, how="inner")
+    restricted = join_keys(edge_df, key_frame(spark, typed, group_type), GROUP, len(typed))
     # max_groups=None: the body caps after choosing m; m >= #keys keeps every row (no window)
     capped = (restricted if p.max_groups is None or not cap
               else cap_groups(restricted, p.max_groups, public_keys=len(typed)))
     params = copy.copy(p)  # the keys were checked (public) or released (private): no re-check, () allowed
-    set_checked(params, groups=tuple(typed))
+    set_checked(params, groups=typed)
     parameters = {**plan.parameters, "group_keys": len(typed)}
     plan = dataclasses.replace(plan, steps=tuple(plan.split), parameters=parameters, params=params)
     return plan, capped

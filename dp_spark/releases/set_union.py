@@ -61,9 +61,8 @@ from pyspark.sql import functions as F
 
 from dp_spark.mechanisms.set_union import SEQUENTIAL, SetUnionPlan, ThresholdStep, derive_randomness
 from dp_spark.mechanisms.set_union import shard_cutoff as cutoff_per_shard
-from dp_spark.plan import Plan, release_api
+from dp_spark.plan import REPORT_GROUPS, Plan, release_api
 from dp_spark.plans.set_union import mechanism_plan, plan as make_plan
-from dp_spark.releases.groups import report_groups
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.sparkjobs import spark_job
@@ -104,7 +103,7 @@ def set_union(df, plan: Plan, budget, ledger) -> Release:
     and, for the sequential policies, ``cutoff``, ``shards`` and
     ``cutoff_per_shard``.
 
-    Per group: ``group_by`` and ``groups`` (public keys, at most 1,024) run ONE
+    Per group: ``group_by`` and ``groups`` (public keys, at most 1,000,000) run ONE
     mechanism on the composite key (group, item); Δ0 bounds a person's pairs
     over all groups, so the guarantee is the same (ε, δ), not divided.
     ``max_groups`` m (optional) caps each person to m groups first.
@@ -127,7 +126,7 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     items = _released_items(composite.edges(edge_df), plan, numeric, rng)
     log.info("set-union: released items materialized")
     per_group = composite.per_group(items) if plan.params.count else None
-    values = _values(plan, numeric, sum(per_group) if per_group is not None else None)
+    values = _values(plan, numeric, int(per_group.sum()) if per_group is not None else None)
     errors = _errors(plan, numeric, values)
     if plan.params.group_by is None:  # the report's shape only: the released items
         return _report(plan, numeric, values, errors, local, artifacts={"items": items})
@@ -225,15 +224,16 @@ def _grouped_report(plan: Plan, numeric: SetUnionPlan, composite: Composite, ite
     error = (f"this pair was released by one set union over (group, {p.item_col}) pairs: {errors['items']}; "
              f"the threshold counts persons over all groups (Δ0 = {numeric.max_items} pairs per person)")
     frame = composite.split(items, p.group_by).withColumn("error", F.lit(error))
-    rows = [{"group": k, **({"released_count": per_group[i]} if per_group is not None else {})}
-            for i, k in enumerate(composite.keys)]
-    shown, more = report_groups(rows)
-    values.update({"groups": shown, "groups_released": len(rows), "groups_in_report": len(shown)})
+    n = len(composite.keys)
+    shown = [{"group": k, **({"released_count": int(per_group[i])} if per_group is not None else {})}
+             for i, k in enumerate(composite.keys.head(REPORT_GROUPS))]
+    more = n > len(shown)
+    values.update({"groups": shown, "groups_released": n, "groups_in_report": len(shown)})
     errors["groups"] = (f"each public key of {p.group_by} with the number of its ({p.group_by}, {p.item_col}) "
                         "pairs released (exact size of that part of the released set); the pairs are in "
                         "release.groups / --groups-output, each row with its error statement")
     if more:
-        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} keys (the keys' "
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {n:,} keys (the keys' "
                                       "sorted order); every released pair is in release.groups and --groups-output")
     m = p.max_groups
     cap = (f" Each person's rows count in at most {m} of their {p.group_by} groups." if m is not None else "")

@@ -18,7 +18,9 @@ one-key run (the constant group :data:`~dp_spark.stages.edges.UNGROUPED`, :meth:
   item), in Spark or for one value on the driver: post-processing of released values and public
   keys.
 - :meth:`Composite.per_group`: the number of released composite items per key (post-processing; at
-  most one row per key reaches the driver).
+  most one count per key reaches the driver, as Arrow).
+- :func:`key_frame`, :func:`join_keys`: the key table (key, group index) made from the keys' Arrow
+  array, and the join with it.
 
 Which encoding runs depends on the number of keys only (public, or released by the private key step
 before this stage): no log line, job description or exception here depends on it."""
@@ -27,16 +29,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dp_spark.keys import GroupKeys
 from dp_spark.stages.edges import GROUP, ITEM, PERSON, UNGROUPED, item_type
 
 #: Separates the group index from the item in a composite key.
 SEPARATOR = ":"
 #: The group index column of a grouped edge table (dp_spark.releases.groups.GROUP_INDEX).
 GROUP_INDEX = "group_index"
+#: Keys up to which the key table is broadcast to the executors; a shuffle join above.
+BROADCAST_KEYS = 100_000
+
+
+def key_frame(spark, keys: GroupKeys, group_type, group_column: str = GROUP):
+    """The key table (``group_column``, ``group_index``): key i of ``keys`` with index i, made from
+    the Arrow array (no Python list of keys); its values and order are public."""
+    schema = T.StructType([T.StructField(group_column, group_type, False),
+                           T.StructField(GROUP_INDEX, T.IntegerType(), False)])
+    table = pa.table({group_column: keys.arrow, GROUP_INDEX: pa.array(np.arange(len(keys), dtype=np.int32))})
+    return spark.createDataFrame(table, schema)
+
+
+def join_keys(frame, key_df, on: str, n_keys: int):
+    """``frame`` inner-joined with the key table ``key_df`` on ``on``: broadcast up to
+    :data:`BROADCAST_KEYS` keys, a shuffle join above (a broadcast of 10^6 keys would hold tens of
+    MB in every executor)."""
+    return frame.join(F.broadcast(key_df) if n_keys <= BROADCAST_KEYS else key_df, on=on, how="inner")
 
 
 def _index_of(column: str = ITEM):
@@ -56,17 +79,22 @@ class Composite:
     privately chosen keys always take the composite path, so the Spark work before the record never
     shows whether one key or more was released."""
 
-    keys: tuple
+    keys: GroupKeys
     group_type: object
     integral: bool
     identity: bool = False
 
     @classmethod
     def of(cls, edge_df: DataFrame, groups, private: bool = False) -> "Composite":
-        """The run's composite key from ``groups`` (``params.groups``; None when ungrouped),
-        ``private`` (released by the private key step) and the edge table's schema."""
-        keys = (UNGROUPED,) if groups is None else tuple(groups)
-        return cls(keys, edge_df.schema[GROUP].dataType, isinstance(item_type(edge_df), T.LongType),
+        """The run's composite key from ``groups`` (``params.groups``: :class:`~dp_spark.keys.GroupKeys`;
+        None when ungrouped), ``private`` (released by the private key step) and the edge table's
+        schema."""
+        group_type = edge_df.schema[GROUP].dataType
+        if groups is None:
+            keys = GroupKeys.of([UNGROUPED], isinstance(group_type, T.LongType))
+        else:
+            keys = groups if isinstance(groups, GroupKeys) else GroupKeys.of(groups, isinstance(group_type, T.LongType))
+        return cls(keys, group_type, isinstance(item_type(edge_df), T.LongType),
                    identity=len(keys) == 1 and not private)
 
     def edges(self, edge_df: DataFrame) -> DataFrame:
@@ -79,16 +107,14 @@ class Composite:
 
     def split(self, frame: DataFrame, group_by: str) -> DataFrame:
         """(``group_by``, item, the other columns): ``frame``'s composite ``item`` split into the
-        public key (by index, from a broadcast of the keys) and the item (long when ``integral``).
-        Released values and public keys only."""
+        public key (by index, joined with the key table :func:`key_frame`) and the item (long when
+        ``integral``). Released values and public keys only."""
         rest = [c for c in frame.columns if c != ITEM]
         if self.identity:
             return frame.select(F.lit(self.keys[0]).cast(self.group_type).alias(group_by), ITEM, *rest)
-        schema = T.StructType([T.StructField(GROUP_INDEX, T.IntegerType(), False),
-                               T.StructField(group_by, self.group_type, False)])
-        key_df = frame.sparkSession.createDataFrame(list(enumerate(self.keys)), schema)
+        key_df = key_frame(frame.sparkSession, self.keys, self.group_type, group_by)
         split = frame.select(_index_of().alias(GROUP_INDEX), _item_of(ITEM, self.integral).alias(ITEM), *rest)
-        return split.join(F.broadcast(key_df), on=GROUP_INDEX, how="inner").select(group_by, ITEM, *rest)
+        return join_keys(split, key_df, GROUP_INDEX, len(self.keys)).select(group_by, ITEM, *rest)
 
     def parse(self, value) -> tuple[int, object]:
         """(group index, item) of one released composite key."""
@@ -97,12 +123,12 @@ class Composite:
         index, _, item = str(value).partition(SEPARATOR)
         return int(index), (int(item) if self.integral else item)
 
-    def per_group(self, frame: DataFrame) -> list[int]:
-        """The number of released composite items of each key (post-processing; at most one row per
-        key collected)."""
+    def per_group(self, frame: DataFrame) -> np.ndarray:
+        """The number of released composite items of each key, an int64 array indexed by group index
+        (post-processing; at most one count per key collected, as Arrow)."""
         if self.identity:
-            return [int(frame.count())]
-        counts = [0] * len(self.keys)
-        for row in frame.groupBy(_index_of().alias(GROUP_INDEX)).count().collect():  # <= G rows of released sizes
-            counts[int(row[GROUP_INDEX])] = int(row["count"])
+            return np.array([frame.count()], dtype=np.int64)
+        counts = np.zeros(len(self.keys), dtype=np.int64)
+        table = frame.groupBy(_index_of().alias(GROUP_INDEX)).count().toArrow()  # <= G released sizes
+        counts[table.column(GROUP_INDEX).to_numpy()] = table.column("count").to_numpy()
         return counts

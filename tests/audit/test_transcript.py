@@ -73,7 +73,7 @@ from dp_spark.releases import RELEASES
 
 #: The two noise draws of every case (seeded, so a failure reproduces; the two draws of the
 #: matching+edge_limit variant choose differently: exact matching, then the greedy).
-SEEDS = (11, 14)
+SEEDS = (11, 13)
 #: ε of the cases whose keys are chosen privately (module docstring).
 PRIVATE_KEYS_EPSILON = 30.0
 #: The groups of the demo tables and the public keys given (one key without rows).

@@ -289,13 +289,13 @@ def test_keys_from_a_dataframe_are_spelled_as_the_rows_group_column(spark, kind)
     """Keys read from a DataFrame (or a file) match the rows they name: the edge builder casts a date,
     timestamp or decimal group column to Spark's string; Python's str() spelled 10:00:00.5 as
     10:00:00.500000 and a decimal 0 as 0E-7, so such a group silently matched no row (review finding)."""
-    from dp_spark.releases.groups import _typed_keys, resolve_keys
-    from pyspark.sql import types as T
+    from dp_spark.keys import GroupKeys
+    from dp_spark.releases.groups import resolve_keys
 
     values = {"timestamp": ["2024-01-01 10:00:00.5", "2024-01-02 00:00:00"],
               "decimal(10,7)": ["0", "1.25"], "date": ["2024-01-01", "2024-03-09"]}[kind]
     rows = spark.createDataFrame([(1, "a", v) for v in values], "person_id long, item string, g string") \
         .select("person_id", "item", F.col("g").cast(kind).alias("g"))
-    keys = _typed_keys(resolve_keys(spark, rows.select("g"), "g"), T.StringType())
+    keys = list(GroupKeys.of(resolve_keys(spark, rows.select("g"), "g", 1024), whole=False))
     spelled = {r[0] for r in rows.select(F.col("g").cast("string")).collect()}
     assert set(keys) == spelled

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from pyspark.sql import types as T
 
+from dp_spark.keys import GroupKeys
 from dp_spark.mechanisms.set_union import ThresholdStep, derive_randomness
 from dp_spark.mechanisms.set_union.sips import plan_sips
 from dp_spark.stages.edges import GROUP, edges
@@ -68,7 +69,7 @@ def test_the_rounds_grouped_on_the_composite_key(words):
     edge_df = edges(words, "person_id", "item", group_col="g")
     keys = spark.createDataFrame([(k, i) for i, k in enumerate(("even", "odd"))],
                                  f"{GROUP} string, {GROUP_INDEX} int")
-    composite = Composite(("even", "odd"), T.StringType(), False)
+    composite = Composite(GroupKeys.of(("even", "odd"), whole=False), T.StringType(), False)
     got = rounds_items_of_edges(composite.edges(edge_df.join(keys, on=GROUP)), max_items=8,
                                 rounds=_rounds(plan, np.random.default_rng(2)))
     pairs = {(r["g"], r["item"]) for r in composite.split(got, "g").collect()}
