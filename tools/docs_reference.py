@@ -78,13 +78,13 @@ def cli_reference() -> str:
     from dp_spark.plan import params_fields
     from dp_spark.releases import RELEASES
 
-    shared = {o.name for o in INPUT_OPTIONS + READ_OPTIONS + RUN_OPTIONS}
+    shared = INPUT_OPTIONS + READ_OPTIONS + RUN_OPTIONS  # a command's own option of a shared name is its own
     out = ["Every release command also takes `--config PATH` (a YAML file of the options below, keyed by the "
            "YAML key; a flag given on the command line wins) and the shared options listed at the end.", ""]
     for name, command in COMMANDS.items():
         spec = RELEASES[name]
         fields = {f.name: f for f in params_fields(spec.params)}
-        own = [o for o in options_of(command) if o.name not in shared]
+        own = [o for o in options_of(command) if o not in shared]
         out += [f"## `dp-spark {name}`", "", _cell(command.help) + ".", "",
                 f"Python: `dp_spark.{spec.python_name}(df, ...)`; its keywords are the fields of "
                 f"`{spec.params.__module__}.{spec.params.__qualname__}` (column *Python default*).", ""]
