@@ -51,23 +51,26 @@ def _type_name(opt) -> str:
 
 
 def _options_table(options, fields) -> list[str]:
-    rows = ["| flag | YAML key | type | CLI default | Python default | public limit | what it sets |",
-            "|---|---|---|---|---|---|---|"]
+    """One list item per option, on one line: the flag, what it sets, then its YAML key, type, defaults
+    (the command line's and, for a ``Params`` field, Python's) and public limit."""
+    rows = []
     for opt in options:
         f = fields.get(opt.name)
-        if f is not None:
-            py_default = "required" if f.default is dataclasses.MISSING else _code(f.default)
-            if not f.metadata.get("api", True):
-                py_default = "(plan only)"
-            limit = _code(f.metadata.get("limit")) if f.metadata.get("limit") is not None else ""
-        else:
-            py_default, limit = "(command line only)", ""
-        flag = f"`{opt.flag_name}`" + (f" / `--no-{opt.flag_name[2:]}`" if opt.negatable else "")
-        kind = _type_name(opt)
+        facts = [f"YAML `{opt.name}`", _type_name(opt)]
         if opt.choices:
-            kind += ": " + ", ".join(f"`{c}`" for c in opt.choices)
-        default = "off" if opt.flag else _code(opt.default)
-        rows.append(f"| {flag} | `{opt.name}` | {kind} | {default} | {py_default} | {limit} | {_cell(opt.help)} |")
+            facts[-1] += ": " + ", ".join(f"`{c}`" for c in opt.choices)
+        if not opt.flag:
+            facts.append(f"default {_code(opt.default)}" if opt.default is not None else "no default")
+        if f is None:
+            facts.append("command line only")
+        elif not f.metadata.get("api", True):
+            facts.append("plan only")
+        else:
+            facts.append("Python: required" if f.default is dataclasses.MISSING else f"Python default `{f.default!r}`")
+        if f is not None and f.metadata.get("limit") is not None:
+            facts.append(f"public limit {_code(f.metadata['limit'])}")
+        flag = f"`{opt.flag_name}`" + (f" / `--no-{opt.flag_name[2:]}`" if opt.negatable else "")
+        rows.append(f"- {flag}: {_cell(opt.help)} *({'; '.join(facts)})*")
     return rows
 
 
@@ -87,7 +90,8 @@ def cli_reference() -> str:
         own = [o for o in options_of(command) if o not in shared]
         out += [f"## `dp-spark {name}`", "", _cell(command.help) + ".", "",
                 f"Python: `dp_spark.{spec.python_name}(df, ...)`; its keywords are the fields of "
-                f"`{spec.params.__module__}.{spec.params.__qualname__}` (column *Python default*).", ""]
+                f"`{spec.params.__module__}.{spec.params.__qualname__}` (each option below "
+                f"gives its Python default beside the command line's).", ""]
         out += _options_table(own, fields)
         python_only = [f for f in params_fields(spec.params, api=True, cli=False)]
         if python_only:

@@ -66,13 +66,13 @@ def test_every_option_of_every_release_command_is_in_the_cli_reference():
         section = section[:section.index("\n## ")]
         shared = page[page.index("## Options every release shares"):]
         for opt in options_of(command):
-            row = next((line for line in (section + shared).splitlines() if line.startswith(f"| `{opt.flag_name}`")),
+            row = next((line for line in (section + shared).splitlines() if line.startswith(f"- `{opt.flag_name}`")),
                        None)
             assert row is not None, (name, opt.flag_name)
-            assert f"`{opt.name}`" in row and docs_reference._cell(opt.help) in row, (name, opt.flag_name)
+            assert f"YAML `{opt.name}`" in row and docs_reference._cell(opt.help) in row, (name, opt.flag_name)
         for f in params_fields(RELEASES[name].params, cli=True):  # one declaration: the Params field's help
             row = next(line for line in (section + shared).splitlines()
-                       if line.startswith(f"| `--{f.name.replace('_', '-')}`"))
+                       if line.startswith(f"- `--{f.name.replace('_', '-')}`"))
             assert docs_reference._cell(f.metadata["help"]) in row, (name, f.name)
 
 
@@ -90,7 +90,7 @@ def test_the_cli_reference_follows_a_changed_params_field():
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    row = next(line for line in proc.stdout.splitlines() if line.startswith("| `--beta`"))
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("- `--beta`"))
     assert "a help text written only by this test" in row
 
 
