@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from dp_spark.releases import RELEASES
 from tests.examples.test_readme_recipes import SKIPPED, _shell_directory, recipe_lines, run_recipe_line
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,8 +65,9 @@ def test_the_docs_pages_hold_runnable_examples():
     run = [(page, lang) for page in PAGES for lang, _, reason in blocks((REPO / page).read_text())
            if lang in ("bash", "python") and reason is None]
     assert len(run) >= 15 and {lang for _, lang in run} == {"bash", "python"}
-    for release in ("distinct-count", "set-union", "top-k", "count-release", "continual-distinct"):
+    for release in RELEASES:  # every release has its page, with a command and a Python example that run
         page = f"docs/releases/{release}.md"
+        assert page in PAGES, f"{release} has no page {page}"
         assert {lang for p, lang in run if p == page} == {"bash", "python"}, f"{page}: no runnable example"
 
 
