@@ -143,7 +143,7 @@ SKIPPED = {
         "pip-installs the documentation tools: .ci/run installs them and builds the site with --strict",
     ".venv/bin/mkdocs serve":
         "a web server that runs until stopped: tests/examples/test_docs_site.py builds the same site",
-    ".venv/bin/mkdocs build --strict -d site":
+    ".venv/bin/mkdocs build --strict -d /tmp/dp_spark_site":
         "the documentation build: .ci/run runs it (into a temporary folder) after the tests",
 }
 
