@@ -135,6 +135,16 @@ def api_reference() -> str:
         else:
             out += [f"::: {module}.{attr}", "    options:", "      show_root_heading: false",
                     "      show_root_toc_entry: false", ""]
+    from dp_spark.releases import RELEASES
+
+    out += ["## Release parameters (`Params`)", "",
+            "Each release declares its parameters once, as the frozen dataclass `Params` of its plan module; the "
+            "Python keywords, the command line flags and the YAML keys are built from it "
+            "([command line reference](cli.md)).", ""]
+    for spec in RELEASES.values():
+        out += [f"### `{spec.params.__module__}.Params`", "", f"::: {spec.params.__module__}.Params",
+                "    options:", "      show_root_heading: false", "      show_root_toc_entry: false",
+                "      heading_level: 4", ""]
     return "\n".join(out) + "\n"
 
 
