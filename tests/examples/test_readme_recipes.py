@@ -2,8 +2,10 @@
 in document order, in one folder (the ``dp-spark`` lines in process on the
 shared session, ``cd`` honoured, the lines needing another program listed
 with the reason they are not run here), its spark-submit line (from the
-checkout, venv not activated, with only the variables the line sets) and its
-Spark Connect example."""
+checkout, venv not activated, with only the variables the line sets), and the
+Spark Connect example of the documentation's platforms page (a session of its
+own, so run in a subprocess). The docs pages' other blocks and the README's
+Python blocks: test_docs_examples.py."""
 
 from __future__ import annotations
 
@@ -55,15 +57,16 @@ def test_readme_spark_submit_line_runs_at_warn(tmp_path):
 
 
 def _connect_example() -> str:
-    section = README[README.index("**Spark Connect.**"):]
+    page = (REPO / "docs" / "platforms.md").read_text()
+    section = page[page.index("## Spark Connect"):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
 @pytest.mark.connect
-def test_readme_spark_connect_example(tmp_path):
+def test_spark_connect_example(tmp_path):
     from dp_spark.sample_data import sample_files
 
-    # the example reads the samples folder's events.parquet (dp-spark sample-data), as the README says
+    # the example reads the samples folder's events.parquet (dp-spark sample-data), as the page says
     (tmp_path / "events.parquet").write_bytes(next(data for name, data, _ in sample_files()
                                                    if name == "events.parquet"))
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
@@ -136,8 +139,12 @@ SKIPPED = {
     "spark.ui.enabled=false jobs/distinct_count.py --config conf/distinct_count.yaml --report-html "
     "distinct_count_job_report.html":
         "spark-submit, a JVM of its own: test_readme_spark_submit_line_runs_at_warn runs it as a subprocess",
-    "python3 -m venv airflow-venv && airflow-venv/bin/pip install '.[airflow]'":
-        "pip-installs Airflow into a venv of its own: tests/examples/test_airflow_dag.py builds that venv",
+    ".venv/bin/pip install -q -e '.[docs]'":
+        "pip-installs the documentation tools: .ci/run installs them and builds the site with --strict",
+    ".venv/bin/mkdocs serve":
+        "a web server that runs until stopped: tests/examples/test_docs_site.py builds the same site",
+    ".venv/bin/mkdocs build --strict -d /tmp/dp_spark_site":
+        "the documentation build: .ci/run runs it (into a temporary folder) after the tests",
 }
 
 #: Flags naming what a recipe writes (checked to exist after it ran): the CLI's output options.
@@ -228,6 +235,30 @@ def test_the_recipe_lines_are_read_in_order():
     assert joined and "--epsilon 1" in joined[0]  # a continuation line joined to its first
 
 
+def run_recipe_line(line: str, capsys, cd) -> list[str]:
+    """Run one recipe line (not in SKIPPED) as :func:`commands` reads it, in
+    process: each dp-spark command must exit 0 and write what it names (a JSON
+    file that parses). Returns the dp-spark commands run."""
+    ran = []
+    for program, words in commands(line):
+        if program == "cd":
+            cd(words[0])
+            continue
+        if program == "spark-submit":  # the job runs `dp-spark <release>` (jobs/_entry.py): in process
+            script = Path(words[0])
+            assert script.is_file(), f"{line}: {script} does not exist from {os.getcwd()}"
+            words = [re.search(r'run\("([a-z-]+)"\)', script.read_text()).group(1), *words[1:]]
+        command = shlex.join(["dp-spark", *words])
+        code, out, err = run_cli(capsys, *words)
+        assert code == 0, f"{command}\n{out[-2000:]}{err[-3000:]}"
+        for path in _written(words):
+            assert Path(path).exists(), f"{command}: {path} was not written\n{out[-2000:]}"
+            if path.endswith(".json"):
+                json.loads(Path(path).read_text())
+        ran.append(command)
+    return ran
+
+
 def test_every_readme_recipe_runs_in_order_in_one_folder(spark, tmp_path, capsys):
     """From a fresh folder, as a newcomer would after the install: each recipe
     line in document order; the first runnable one writes the sample inputs
@@ -241,26 +272,11 @@ def test_every_readme_recipe_runs_in_order_in_one_folder(spark, tmp_path, capsys
             if line in SKIPPED:
                 skipped.append(line)
                 continue
-            for program, words in commands(line):
-                if program == "cd":
-                    cd(words[0])
-                    continue
-                if program == "spark-submit":  # the job runs `dp-spark <release>` (jobs/_entry.py): in process
-                    script = Path(words[0])
-                    assert script.is_file(), f"{line}: {script} does not exist from {os.getcwd()}"
-                    words = [re.search(r'run\("([a-z-]+)"\)', script.read_text()).group(1), *words[1:]]
-                command = shlex.join(["dp-spark", *words])
-                code, out, err = run_cli(capsys, *words)
-                assert code == 0, f"{command}\n{out[-2000:]}{err[-3000:]}"
-                for path in _written(words):
-                    assert Path(path).exists(), f"{command}: {path} was not written\n{out[-2000:]}"
-                    if path.endswith(".json"):
-                        json.loads(Path(path).read_text())
-                ran.append(command)
+            ran += run_recipe_line(line, capsys, cd)
     for line in skipped:
         print(f"not run ({SKIPPED[line]}): {line}")
     assert sorted(skipped) == sorted(SKIPPED), "a SKIPPED line is no longer in the README: drop it from SKIPPED"
-    assert ran[0] == "dp-spark sample-data samples" and len(ran) >= 10
+    assert ran[0] == "dp-spark sample-data samples" and len(ran) >= 6
     assert any("--group-by country" in r and "--input" not in r for r in ran)  # per group, on the built-in data
     assert (tmp_path / "samples" / "countries.parquet").is_dir()  # the outputs are in the samples folder
 
