@@ -357,7 +357,7 @@ ZCDP_EQUIVALENT_DELTA = 1e-6
 #: groups (``stages.distinct.GROUP_INDEX_BITS``). A release whose per-group work stays in Spark and
 #: Arrow arrays takes :data:`dp_spark.keys.MAX_GROUP_KEYS`.
 MAX_PUBLIC_GROUPS = 1024
-#: Groups the JSON report carries (the first in :func:`dp_spark.releases.groups.canonical_keys` order);
+#: Groups the JSON report carries (the first in :class:`dp_spark.keys.GroupKeys` order);
 #: every group is in ``release.groups`` and ``--groups-output``.
 REPORT_GROUPS = 100
 

@@ -12,7 +12,7 @@ rows only, which lie in at most m groups. :func:`groups_frame` and
 
 Every key is released, also one with no rows: whether a group appears never
 depends on the data. All releases key their work on the keys' canonical
-order (:func:`canonical_keys`: per-group noise drawn in index order, the
+order (:class:`dp_spark.keys.GroupKeys`: per-group noise drawn in index order, the
 composite (group index, item) key hashed), so the output, also a seeded one,
 depends on the key SET only.
 """
@@ -66,14 +66,6 @@ def _keys_of_frame(frame, group_by: str, what: str, limit: int):
     if not valid:
         raise ParameterError(f"groups: {what} holds no key.")
     return keys
-
-
-def canonical_keys(typed: list) -> tuple:
-    """The keys in the canonical order every grouped release shares: by (type
-    name, value), whole numbers by value, strings (also date, timestamp and
-    decimal keys) by code point, as Spark's ``orderBy`` sorts released keys
-    (:class:`dp_spark.keys.GroupKeys` holds them in this order)."""
-    return tuple(sorted(typed, key=lambda k: (type(k).__name__, k)))
 
 
 def resolve_keys(spark, groups, group_by: str, limit: int):
