@@ -1,0 +1,165 @@
+"""Grouped releases at many keys: time against the plain query, and the driver's peak memory.
+
+    flock /tmp/dp_spark_bench.lock .venv/bin/python -m benchmarks.grouped_scale \
+        [--rows 2000000 20000000] [--keys 1000 10000 100000 1000000] [--releases set-union] \
+        [--reps 2] [--quick] [--json out.json]
+
+Data: dp_spark.datasets.synthetic_events(rows) written once per size to Parquet in a temporary
+directory; the group column is pmod(xxhash64(person_id, item), K) for K keys, so a person and an
+item spread over many groups. The public keys are ``spark.range(K)`` (a DataFrame: all K keys are
+released, also those without rows).
+
+Each (rows, K) runs in its own Python process with its own Spark session (local[2]), so each
+process's peak memory is that configuration's. In one process, interleaved over ``--reps`` rounds
+after one untimed warm-up of each: the plain query the release replaces and the release.
+
+- set-union: ``select(g, item).distinct()`` counted (NON-PRIVATE) against ``dp_spark.set_union``
+  (policy-gaussian defaults, groups = the K keys, unseeded; the released pairs counted).
+
+Printed per configuration: median seconds of each, their ratio (target <= 2.5), the driver
+Python process's peak resident memory (VmHWM, /proc/self/status: the whole process, Spark's py4j
+client included) and its resident memory before the first release, and the JVM heap's peak (all
+heap pools' peak usage after a reset before the first release; in local mode the JVM is driver
+and executors at once, so this bounds the driver JVM from above). Target: driver memory flat in
+K, well under 1 GiB at 100,000 keys. Released values are thrown away; nothing is published.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._common import REPO_ROOT, start_session
+
+RELEASES = ("set-union",)
+
+
+def machine_load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return -1
+
+
+def _heap_pools(spark):
+    mf = spark._jvm.java.lang.management.ManagementFactory
+    return [p for p in mf.getMemoryPoolMXBeans() if str(p.getType()) == "Heap memory"]
+
+
+def _contenders(spark, release: str, path: str, keys: int):
+    import dp_spark
+    from pyspark.sql import functions as F
+
+    events = spark.read.parquet(path).select(
+        "person_id", "item", F.pmod(F.xxhash64("person_id", "item"), F.lit(keys)).alias("g"))
+    key_df = spark.range(keys).select(F.col("id").alias("g"))
+    if release == "set-union":
+        def plain():
+            events.select("g", "item").distinct().write.format("noop").mode("overwrite").save()
+
+        def private():
+            out = dp_spark.set_union(events, person_col="person_id", item_col="item", group_by="g",
+                                     groups=key_df, epsilon=1.0, delta=1e-6, count=True)
+            out.groups.write.format("noop").mode("overwrite").save()
+        return plain, private
+    raise SystemExit(f"unknown release {release!r}")
+
+
+def one(args) -> dict:
+    """One configuration in this process (the child's entry point)."""
+    spark = start_session(f"grouped-scale-{args.release}-{args.keys}")
+    plain, private = _contenders(spark, args.release, args.path, args.keys)
+    plain()  # warm-up (untimed)
+    rss_before = _status_kib("VmRSS")
+    pools = _heap_pools(spark)
+    for pool in pools:
+        pool.resetPeakUsage()
+    private()  # warm-up (untimed): also the first release, so the peaks below include it
+    times = {"plain": [], "release": []}
+    for _ in range(args.reps):
+        for name, fn in (("plain", plain), ("release", private)):
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    heap_peak = sum(int(p.getPeakUsage().getUsed()) for p in pools)
+    out = {
+        "release": args.release, "rows": args.rows, "keys": args.keys,
+        "plain_s": statistics.median(times["plain"]), "release_s": statistics.median(times["release"]),
+        "runs": times, "python_peak_mib": _status_kib("VmHWM") / 1024,
+        "python_rss_before_mib": rss_before / 1024, "jvm_heap_peak_mib": heap_peak / 2**20,
+    }
+    out["ratio"] = out["release_s"] / out["plain_s"]
+    spark.stop()
+    return out
+
+
+def write_data(rows: int, directory: Path) -> str:
+    from dp_spark.datasets import synthetic_events
+
+    path = directory / f"events-{rows}.parquet"
+    if not path.exists():
+        spark = start_session("grouped-scale-data")
+        synthetic_events(spark, rows).select("person_id", "item").write.parquet(str(path))
+        spark.stop()
+    return str(path)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=int, nargs="+", default=[2_000_000, 20_000_000])
+    p.add_argument("--keys", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
+    p.add_argument("--releases", nargs="+", choices=RELEASES, default=list(RELEASES))
+    p.add_argument("--reps", type=int, default=2)
+    p.add_argument("--quick", action="store_true", help="200k rows, 1,000 and 100,000 keys, one rep (smoke)")
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--tmp", type=Path, default=None)
+    p.add_argument("--child", nargs=4, metavar=("RELEASE", "ROWS", "KEYS", "PATH"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        release, rows, keys, path = args.child
+        child = argparse.Namespace(release=release, rows=int(rows), keys=int(keys), path=path, reps=args.reps)
+        print("RESULT " + json.dumps(one(child)), flush=True)
+        return 0
+    if args.quick:
+        args.rows, args.keys, args.reps = [200_000], [1_000, 100_000], 1
+    results = []
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        print(f"load at start {machine_load()}", flush=True)
+        for rows in args.rows:
+            path = write_data(rows, Path(tmp))
+            for release in args.releases:
+                for keys in args.keys:
+                    cmd = [sys.executable, "-m", "benchmarks.grouped_scale", "--reps", str(args.reps),
+                           "--child", release, str(rows), str(keys), path]
+                    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True,
+                                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+                    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+                    if line is None:
+                        print(f"{release} rows={rows:,} keys={keys:,} FAILED:\n{done.stderr[-3000:]}", flush=True)
+                        continue
+                    r = json.loads(line[len("RESULT "):])
+                    results.append(r)
+                    print(f"{release:10s} rows={rows:>11,} keys={keys:>9,}  plain {r['plain_s']:7.2f} s  "
+                          f"release {r['release_s']:7.2f} s  ratio {r['ratio']:5.2f}  python peak "
+                          f"{r['python_peak_mib']:6.0f} MiB (before {r['python_rss_before_mib']:.0f})  "
+                          f"JVM heap peak {r['jvm_heap_peak_mib']:6.0f} MiB", flush=True)
+        print(f"load at end {machine_load()}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
