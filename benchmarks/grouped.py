@@ -152,9 +152,9 @@ def movielens_by_genre(spark, data: Path):
 def key_order() -> tuple:
     """The genres in the release's canonical key order (its group indices,
     its noise draws and ``release.groups``): sorted, not u.item's order."""
-    from dp_spark.releases.groups import canonical_keys
+    from dp_spark.keys import GroupKeys
 
-    return tuple(canonical_keys(list(GENRES)))
+    return tuple(GroupKeys.of(list(GENRES), whole=False))
 
 
 def _restricted(spark, edges_df):
