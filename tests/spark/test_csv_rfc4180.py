@@ -87,7 +87,7 @@ def test_a_quote_the_user_sets_is_its_own_escape(spark, tmp_path):
 def test_a_keys_file_and_a_domain_file_read_as_pythons_csv_module_reads_them(spark, tmp_path):
     path = tmp_path / "keys.csv"
     expected = _write_with_csv_module(path, ["country"], [[v] for v in TRICKY])
-    assert sorted(resolve_keys(spark, str(path), "country")) == sorted(r[0] for r in expected[1:])
+    assert sorted(resolve_keys(spark, str(path), "country", 1024).to_pylist()) == sorted(r[0] for r in expected[1:])
     assert sorted(read_domain(spark, str(path), "country")) == sorted(r[0] for r in expected[1:])
 
 
