@@ -52,7 +52,11 @@ class GroupKeys(Sequence):
         import pyarrow as pa  # lazy: the plan layer imports this module
         import pyarrow.compute as pc
 
-        array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(list(values))
+        try:
+            array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(list(values))
+        except (OverflowError, UnicodeEncodeError, pa.ArrowException) as exc:  # e.g. beyond 64 bits, a lone surrogate
+            raise ParameterError(f"groups: a key cannot be held as a whole number of 64 bits or a string "
+                                 f"({type(exc).__name__}).") from None
         if isinstance(array, pa.ChunkedArray):
             array = array.combine_chunks()
         if array.null_count:
@@ -62,9 +66,9 @@ class GroupKeys(Sequence):
             try:
                 array = pc.cast(array, target)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                bad = _first_not_whole(array) if whole else None
+                bad = _first_refused(array, target)
                 raise ParameterError(f"groups: the group column holds whole numbers; the key {bad!r} is not one."
-                                     if whole else "groups: the keys cannot be read as strings.") from None
+                                     if whole else f"groups: the key {bad!r} cannot be read as a string.") from None
         if len(pc.unique(array)) != len(array):
             raise ParameterError("groups: two keys are the same value in the group column's type.")
         return cls(array.take(pc.sort_indices(array)))
@@ -122,13 +126,16 @@ class GroupKeys(Sequence):
         return f"GroupKeys({len(self):,} {'whole-number' if self.whole else 'string'} keys)"
 
 
-def _first_not_whole(array):
-    """The first value of ``array`` that is not a whole number (for the refusal; keys are public)."""
-    for value in array.to_pylist():
-        try:
-            if isinstance(value, float) and not value.is_integer():
-                return value
-            int(value)
-        except (TypeError, ValueError):
-            return value
+def _first_refused(array, target):
+    """The first value of ``array`` that Arrow does not cast to ``target`` (for the refusal; keys are
+    public), searched in chunks."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for start in range(0, len(array), _CHUNK):
+        for value in array.slice(start, _CHUNK):
+            try:
+                pc.cast(pa.array([value.as_py()], array.type), target)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return value.as_py()
     return None

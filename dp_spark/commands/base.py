@@ -302,7 +302,7 @@ def items_writer(attribute: str, what: str, single_file: bool = False):
 
 def groups_writer(what: str = "per-group values"):
     """A ``Command.writers`` entry: write ``release.groups`` (a Spark DataFrame,
-    at most MAX_PUBLIC_GROUPS rows) to ``--groups-output``: one CSV file's
+    one row per released group value) to ``--groups-output``: one CSV file's
     folder when the path ends in ``.csv``, else Parquet, or ``table:db.name``;
     atomically, with the output marking of every DataFrame output."""
 

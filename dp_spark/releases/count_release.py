@@ -106,7 +106,8 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     Grouped, the guarantee is undivided: each (group, item) count moves by at
     most 1 per person, all one way, and ``bounded`` keeps at most ``max_items``
     pairs per person over all groups."""
-    composite = Composite.of(edge_df, plan.params.groups, private="group_keys" in plan.split)
+    composite = Composite.of(edge_df, plan.params.groups, private="group_keys" in plan.split,
+                             limit=type(plan.params).MAX_KEYS)
     edge_df = composite.edges(edge_df)
     if plan.params.method == "pcr":
         rows, values, errors, split, noise = _pcr(edge_df, plan, rng)

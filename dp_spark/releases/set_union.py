@@ -121,7 +121,8 @@ def run(plan: Plan, df, *, budget=None, ledger=None, before_spend=None) -> Relea
 def _body(plan: Plan, edge_df, rng, local) -> Release:
     """Stage and mechanism on the composite key (group, item), then the report."""
     numeric = mechanism_plan(plan)
-    composite = Composite.of(edge_df, plan.params.groups, private="group_keys" in plan.split)
+    composite = Composite.of(edge_df, plan.params.groups, private="group_keys" in plan.split,
+                             limit=type(plan.params).MAX_KEYS)
     # never the number of keys: with keys chosen privately it is drawn, and not shown before the record
     items = _released_items(composite.edges(edge_df), plan, numeric, rng)
     log.info("set-union: released items materialized")

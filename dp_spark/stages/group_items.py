@@ -55,11 +55,13 @@ def key_frame(spark, keys: GroupKeys, group_type, group_column: str = GROUP):
     return spark.createDataFrame(table, schema)
 
 
-def join_keys(frame, key_df, on: str, n_keys: int):
-    """``frame`` inner-joined with the key table ``key_df`` on ``on``: broadcast up to
-    :data:`BROADCAST_KEYS` keys, a shuffle join above (a broadcast of 10^6 keys would hold tens of
-    MB in every executor)."""
-    return frame.join(F.broadcast(key_df) if n_keys <= BROADCAST_KEYS else key_df, on=on, how="inner")
+def join_keys(frame, key_df, on: str, bound: int):
+    """``frame`` inner-joined with the key table ``key_df`` on ``on``: broadcast when ``bound`` (a
+    PUBLIC bound on the number of keys: their number when they are public, the release's limit when
+    they were chosen privately, so the Spark work does not show how many were released) is at most
+    :data:`BROADCAST_KEYS`, a shuffle join above (a broadcast of 10^6 keys would hold tens of MB in
+    every executor)."""
+    return frame.join(F.broadcast(key_df) if bound <= BROADCAST_KEYS else key_df, on=on, how="inner")
 
 
 def _index_of(column: str = ITEM):
@@ -83,19 +85,20 @@ class Composite:
     group_type: object
     integral: bool
     identity: bool = False
+    bound: int | None = None
 
     @classmethod
-    def of(cls, edge_df: DataFrame, groups, private: bool = False) -> "Composite":
+    def of(cls, edge_df: DataFrame, groups, private: bool = False, limit: int | None = None) -> "Composite":
         """The run's composite key from ``groups`` (``params.groups``: :class:`~dp_spark.keys.GroupKeys`;
-        None when ungrouped), ``private`` (released by the private key step) and the edge table's
-        schema."""
+        None when ungrouped), ``private`` (released by the private key step; ``limit``: the release's
+        public key limit, the bound its key table's join uses) and the edge table's schema."""
         group_type = edge_df.schema[GROUP].dataType
         if groups is None:
             keys = GroupKeys.of([UNGROUPED], isinstance(group_type, T.LongType))
         else:
             keys = groups if isinstance(groups, GroupKeys) else GroupKeys.of(groups, isinstance(group_type, T.LongType))
         return cls(keys, group_type, isinstance(item_type(edge_df), T.LongType),
-                   identity=len(keys) == 1 and not private)
+                   identity=len(keys) == 1 and not private, bound=limit if private else len(keys))
 
     def edges(self, edge_df: DataFrame) -> DataFrame:
         """(person, item) with ``item`` the composite string, or the item itself with one key. Lazy;
@@ -114,7 +117,8 @@ class Composite:
             return frame.select(F.lit(self.keys[0]).cast(self.group_type).alias(group_by), ITEM, *rest)
         key_df = key_frame(frame.sparkSession, self.keys, self.group_type, group_by)
         split = frame.select(_index_of().alias(GROUP_INDEX), _item_of(ITEM, self.integral).alias(ITEM), *rest)
-        return join_keys(split, key_df, GROUP_INDEX, len(self.keys)).select(group_by, ITEM, *rest)
+        bound = len(self.keys) if self.bound is None else self.bound
+        return join_keys(split, key_df, GROUP_INDEX, bound).select(group_by, ITEM, *rest)
 
     def parse(self, value) -> tuple[int, object]:
         """(group index, item) of one released composite key."""

@@ -459,6 +459,7 @@ def _whole_buckets(batches: Iterator[pa.RecordBatch], bucket: int) -> Iterator[t
     once and whole, wherever the batches break."""
     held: list[pa.RecordBatch] = []
     current = None
+    seen: set[int] = set()
     for batch in batches:
         if not batch.num_rows:
             continue
@@ -469,6 +470,10 @@ def _whole_buckets(batches: Iterator[pa.RecordBatch], bucket: int) -> Iterator[t
             if current is not None and b != current:
                 yield current, pa.Table.from_batches(held)
                 held = []
+            if b != current:
+                if b in seen:  # a bucket seen twice would reuse its generator's draws: never unsorted input
+                    raise RuntimeError("dp_spark defect: a noise bucket arrived in two runs; its rows must be sorted")
+                seen.add(b)
             current = b
             held.append(batch.slice(int(start), int(stop - start)))
     if held:

@@ -136,7 +136,8 @@ def test_with_one_key_the_composite_key_is_the_item(spark):
 def test_an_ungrouped_run_is_the_one_key_run(spark):
     """Composite.of: an ungrouped run's keys are the one constant group."""
     edges = edge_table(spark.createDataFrame([(1, 2)], "person_id long, item long"), "person_id", "item")
-    assert Composite.of(edges, None) == Composite(GroupKeys.of((UNGROUPED,), whole=True), T.LongType(), True, identity=True)
+    assert Composite.of(edges, None) == Composite(GroupKeys.of((UNGROUPED,), whole=True), T.LongType(), True,
+                                                  identity=True, bound=1)
     assert list(Composite.of(edges, (3, 1)).keys) == [1, 3]  # canonical order, in the group column's type
     assert Composite.of(edges, (3,)).identity  # one public key: the item is its own key
     # one key released by the private key step: the composite path, as for two or more, so the

@@ -61,7 +61,7 @@ def test_set_union_takes_100k_public_keys_from_a_dataframe(spark, events, collec
 
 
 def test_the_key_table_does_not_depend_on_how_the_keys_were_given(spark, events):
-    # the same key set as a list, a reordered DataFrame and a file: the same release and identity
+    # the same key set as a list and as a reordered DataFrame: the same release and identity
     some = list(range(0, 200 * 500, 250))[::-1]  # 400 keys, half without rows
     frame = spark.createDataFrame([(k,) for k in some], "g long").repartition(5)
     kwargs = dict(person_col="person", item_col="item", group_by="g", epsilon=2.0, delta=1e-5, max_items=5,

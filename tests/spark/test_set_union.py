@@ -779,3 +779,51 @@ SEEDED_VALUES = {
         },
     },
 }
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_each_bucket_is_thresholded_once_whole_wherever_the_batches_break(fused):
+    # The Python pass behind released_items / released_shard_items: rows sorted by (bucket, item[,
+    # shard]) arrive in Arrow batches broken anywhere (empty batches too); each bucket must reach
+    # threshold(bucket, size) exactly once with all its items (a second call would reuse the bucket's
+    # seeded draws), and every item must come out once. Unsorted input is refused.
+    import random
+
+    import pyarrow as pa
+
+    from dp_spark.stages.set_union import _combine_threshold_partition, _threshold_partition
+
+    rng = random.Random(5)
+    for _ in range(200):
+        rows = []
+        for bucket in sorted(rng.sample(range(256), rng.randint(1, 6))):
+            for item in sorted(rng.sample(range(1000), rng.randint(1, 8))):
+                for shard in (sorted(rng.sample(range(5), rng.randint(1, 3))) if fused else [0]):
+                    rows.append((f"i{item:04d}", shard, rng.random(), bucket))
+        batches, i = [], 0
+        while i < len(rows):
+            part = rows[i:i + rng.randint(0, 4)]
+            i += len(part)
+            columns = [pa.array([r[0] for r in part], pa.string()), pa.array([r[1] for r in part], pa.int32()),
+                       pa.array([r[2] for r in part], pa.float64()), pa.array([r[3] for r in part], pa.int32())]
+            names = ["item", "_shard", "weight", "_bucket"]
+            keep = [0, 1, 2, 3] if fused else [0, 2, 3]
+            batches.append(pa.RecordBatch.from_arrays([columns[k] for k in keep], names=[names[k] for k in keep]))
+        calls = []
+
+        def threshold(bucket, size):
+            calls.append((bucket, size))
+            return lambda w: np.ones(len(w), dtype=bool) if len(w) == size else pytest.fail("partial bucket")
+
+        body = _combine_threshold_partition if fused else _threshold_partition
+        out = [x for batch in body(iter(batches), threshold) for x in batch.column(0).to_pylist()]
+        items = sorted({(r[3], r[0]) for r in rows})
+        assert out == [item for _, item in items]
+        sizes = {}
+        for bucket, _ in items:
+            sizes[bucket] = sizes.get(bucket, 0) + 1
+        assert sorted(calls) == sorted(sizes.items()) and len(calls) == len(sizes)
+    twice = pa.RecordBatch.from_arrays([pa.array(["a", "b", "c"]), pa.array([1.0, 1.0, 1.0]), pa.array([3, 4, 3])],
+                                       names=["item", "weight", "_bucket"])
+    with pytest.raises(RuntimeError, match="two runs"):
+        list(_threshold_partition(iter([twice]), lambda b, n: (lambda w: np.ones(len(w), dtype=bool))))

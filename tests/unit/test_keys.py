@@ -67,3 +67,12 @@ def test_a_list_of_keys_is_refused_above_the_releases_limit():
     with pytest.raises(ParameterError, match="at most 1,024 for this release"):
         public_keys(range(MAX_PUBLIC_GROUPS + 1))
     assert len(public_keys(range(5000), limit=keys_module.MAX_GROUP_KEYS)) == 5000
+
+
+def test_a_refusal_names_the_key_it_refuses():
+    with pytest.raises(ParameterError, match="the key ' 12' is not one"):
+        GroupKeys.of(["3", " 12"], whole=True)
+    with pytest.raises(ParameterError, match="64 bits"):
+        GroupKeys.of([2**70], whole=True)
+    with pytest.raises(ParameterError, match="UnicodeEncodeError"):
+        GroupKeys.of(["a\ud800"], whole=False)

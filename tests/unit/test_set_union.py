@@ -587,7 +587,7 @@ def test_partition_generators_are_reproducible_and_distinct():
     a = root.bucket_rng(3).random(5)
     assert np.array_equal(a, NoiseRoot(12345, (1,)).bucket_rng(3).random(5))
     assert not np.array_equal(a, root.bucket_rng(4).random(5))
-    # partition p's generator is the root's p-th spawned child
+    # bucket b's generator is the root's child with spawn key (..., b)
     child = np.random.SeedSequence(12345, spawn_key=(1,)).spawn(4)[3]
     assert np.array_equal(a, np.random.Generator(np.random.PCG64(child)).random(5))
 

@@ -52,8 +52,8 @@ SALT_RANGE = 2**62
 
 @dataclass(frozen=True)
 class NoiseRoot:
-    """Where the per-partition generators come from: ``entropy=None``
-    (:meth:`from_os`), OS entropy where each partition runs; otherwise the
+    """Where the noise buckets' generators come from: ``entropy=None``
+    (:meth:`from_os`), OS entropy where each bucket runs; otherwise the
     picklable ``SeedSequence`` state they are spawned from (seeded runs)."""
 
     entropy: int | tuple[int, ...] | None
