@@ -123,7 +123,9 @@ class Params(GroupParams):
     item_col: str = param("item", ITEM_COL_HELP)
     count: bool = param(True, "also release the number of released items", cli=False)
     partitions: int | None = param(None, "partitions of the noise step (default: two per task slot of the "
-                                   "cluster)", limit=PARTITIONS_LIMIT,
+                                   "cluster; performance only: the released set does not depend on it, and "
+                                   "more than 256, the noise buckets, leave some partitions empty)",
+                                   limit=PARTITIONS_LIMIT,
                                    cli=False)
     seed: int | None = param(None, SEED_HELP, cli_type=int)
 
