@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from dp_spark.errors import ParameterError
 
@@ -30,6 +30,22 @@ MAX_GROUP_KEYS = 1_000_000
 
 #: Keys converted to Python values at a time (iteration, digest).
 _CHUNK = 65_536
+
+
+def json_digest(chunks: Iterable[list]) -> str:
+    """sha256 of the JSON list ``[[type name, key], ...]`` of the keys given in ``chunks`` (lists of
+    Python values), written compactly (no spaces, UTF-8): the digest of a keyed run's public keys or
+    domain (:func:`dp_spark.ledger.budget.keys_digest`), streamed so no whole text is built."""
+    digest = hashlib.sha256(b"[")
+    first = True
+    for chunk in chunks:
+        if not chunk:
+            continue
+        text = ",".join(json.dumps([type(k).__name__, k], ensure_ascii=False, separators=(",", ":")) for k in chunk)
+        digest.update((b"" if first else b",") + text.encode("utf-8"))
+        first = False
+    digest.update(b"]")
+    return "sha256:" + digest.hexdigest()
 
 
 class GroupKeys(Sequence):
@@ -104,16 +120,8 @@ class GroupKeys(Sequence):
         return self._values.slice(0, int(n)).to_pylist()
 
     def digest(self) -> str:
-        """sha256 of the keys' JSON, byte for byte :func:`dp_spark.ledger.budget.keys_digest` of the
-        same keys as a tuple (a keyed run's identity), computed chunk by chunk."""
-        digest = hashlib.sha256(b"[")
-        for start in range(0, len(self), _CHUNK):
-            chunk = self._values.slice(start, _CHUNK).to_pylist()
-            text = ",".join(json.dumps([type(k).__name__, k], ensure_ascii=False, separators=(",", ":"))
-                            for k in chunk)
-            digest.update(((b"," if start else b"") + text.encode("utf-8")))
-        digest.update(b"]")
-        return "sha256:" + digest.hexdigest()
+        """sha256 of the keys' JSON (:func:`json_digest`, chunk by chunk): a keyed run's identity."""
+        return json_digest(self._values.slice(start, _CHUNK).to_pylist() for start in range(0, len(self), _CHUNK))
 
     def __eq__(self, other) -> bool:
         if isinstance(other, GroupKeys):

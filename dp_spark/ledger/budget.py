@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 
 from dp_spark.errors import ParameterError
-from dp_spark.keys import GroupKeys
+from dp_spark.keys import GroupKeys, json_digest
 from dp_spark.ledger.rules import CHARGED, DRAWN, RELEASED, RecordedMeanwhile, counted_as
 from dp_spark.report import Release
 
@@ -179,12 +178,9 @@ def input_name(df) -> str | None:
 
 def keys_digest(keys) -> str:
     """sha256 of public group keys (their JSON, in order): a keyed run's identity holds what the keys are,
-    not only where they came from. A :class:`~dp_spark.keys.GroupKeys` digests itself chunk by chunk,
-    to the same bytes."""
-    if isinstance(keys, GroupKeys):
-        return keys.digest()
-    text = json.dumps([[type(k).__name__, k] for k in keys], ensure_ascii=False, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    not only where they came from (:func:`dp_spark.keys.json_digest`; a
+    :class:`~dp_spark.keys.GroupKeys` streams its chunks)."""
+    return keys.digest() if isinstance(keys, GroupKeys) else json_digest([list(keys)])
 
 
 def file_digest(path: str) -> str:
