@@ -16,7 +16,7 @@ DEFAULT_EDGE_LIMIT = 20_000_000
 #: the items run out); "matching" defaults to 4^5, as its size check has sensitivity max_bound.
 #: SELECTION_BETA: GEM's utility parameter, t = (2/ε)·ln(k/β), any public value keeping privacy;
 #: each candidate gets its own threshold (:func:`candidate_betas`). Chosen by measurement: see
-#: benchmarks/distinct_count_grid_2026-11-29.md.
+#: benchmarks/results/2026-11-29-distinct-count-grid.md.
 BOUND_GRID_RATIO = 4
 DEFAULT_MAX_BOUND = 4 ** 8  # 65,536
 MATCHING_MAX_BOUND = 4 ** 5  # 1,024

@@ -423,7 +423,7 @@ def sum_partitions(spark, shards: int) -> int:
 def default_shards(spark) -> int:
     """The stage's item shards when not given: two per task slot
     (:func:`dp_spark.stages.partitioning.python_partitions`), at most MAX_SHARDS. Chosen by
-    measurement: see benchmarks/README.md."""
+    measurement: benchmarks/results/2026-11-26-stream-state-partitions.md."""
     return python_partitions(spark, MAX_SHARDS)
 
 

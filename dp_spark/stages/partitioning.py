@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 #: Python tasks per task slot: two, so a slow task leaves work for the other slots. Chosen by
-#: measurement: see benchmarks/README.md.
+#: measurement: benchmarks/results/2026-11-26-distinct-count-20m-evening.md and
+#: 2026-11-26-stream-state-partitions.md.
 TASKS_PER_SLOT = 2
 
 #: The parallelism assumed when the cluster's cannot be read (Spark Connect and serverless sessions

@@ -3,7 +3,7 @@
 The Spark stage (``dp_spark.stages.continual``) runs the per-item kernels of
 :mod:`dp_spark.summaries.continual_distinct` on item shards and sums each shard's (step, level)
 cells over the shards. A shard's cells travel packed in one Arrow row per *chunk* of the cell key
-range, not one Spark row per cell (chosen by measurement: see benchmarks/README.md):
+range, not one Spark row per cell (chosen by measurement: benchmarks/results/2026-11-26-continual-packed-chunks.md):
 
 - key of cell (step, level): (step − 1)·(J + 2) + level, in 0..T·(J + 2) − 1; with G groups a cell
   of group g at step t has the virtual step g·T + t, so keys run over 0..G·T·(J + 2) − 1 and groups

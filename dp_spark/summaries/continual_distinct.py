@@ -193,8 +193,8 @@ class FlipEvents:
 
 def _item_step_op_sort(item_idx: np.ndarray, t: np.ndarray, o: np.ndarray) -> np.ndarray:
     """The permutation of ``np.lexsort((-o, t, item_idx))`` as one stable argsort of a packed int64
-    key (item, step, delete bit) when it fits in 63 bits (chosen by measurement: see
-    benchmarks/README.md), else the lexsort."""
+    key (item, step, delete bit) when it fits in 63 bits (chosen by measurement:
+    benchmarks/results/2026-11-23-speed-all-1824.md), else the lexsort."""
     if item_idx.min() >= 0 and t.min() >= 0:
         step_bits = int(t.max()).bit_length()
         if int(item_idx.max()).bit_length() + step_bits + 1 <= 63:
@@ -340,7 +340,8 @@ def summaries_from_cells(
     np.add.at(per_level.reshape(-1), flat, d)
     np.add.at(crossings.reshape(-1), flat, c)
     z = per_level.sum(axis=0)
-    # running sums row by row: contiguous adds, faster than cumsum along axis 0 (benchmarks/README.md)
+    # running sums row by row: contiguous adds, faster than cumsum along axis 0
+    # (benchmarks/results/2026-11-26-continual-packed-chunks.md)
     truncated = per_level[: levels + 1]
     for j in range(1, levels + 1):
         np.add(truncated[j], truncated[j - 1], out=truncated[j])

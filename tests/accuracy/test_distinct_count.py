@@ -10,7 +10,7 @@ whatever they become. Each test compares the median lower bound and the
 median estimate with the truth (NON-PRIVATE) and with the best fixed l in
 hindsight (the candidate a user who knew the data would set, its count
 alone at the full ε), with thresholds from the measurements of 2026-11-29
-(benchmarks/distinct_count_grid_2026-11-29.md, ``--small`` sizes here) and
+(benchmarks/results/2026-11-29-distinct-count-grid.md, ``--small`` sizes here) and
 margins a real regression breaks.
 
 Measured at these sizes (median lower bound / median estimate, % of the

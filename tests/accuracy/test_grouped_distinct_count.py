@@ -18,7 +18,7 @@ against the release). Then, for RUNS seeds each (numpy only):
 Error: the median over genres × runs of |estimate − truth| / truth (truth
 per genre NON-PRIVATE). Measured 2026-11-29 with RUNS = 30: default
 0.1569, hand-rolled 0.2807, ratio 0.559 (with the issue-25 bound grid,
-l <= 100, the benchmark measured 0.949: benchmarks/README.md, "Grouped
+l <= 100, the benchmark measured 0.949: benchmarks/results/2026-11-26-grouped-distinct-count.md, "Grouped
 distinct-count"). The default must stay at most 0.65× the split.
 """
 

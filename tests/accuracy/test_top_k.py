@@ -21,7 +21,7 @@ default: ``auto`` picks a pure mechanism from public parameters) and
 δ = 1e-6 (the benchmark's: ``auto`` spends 5 % of ε on choosing between
 the joint mechanism and CDP-Peel when k > 10ε).
 
-Measured 2026-11-29 after auto's refit (benchmarks/topk_auto_2026-11-29.md)
+Measured 2026-11-29 after auto's refit (benchmarks/results/2026-11-29-topk-auto.md)
 by this file (``pytest -s tests/accuracy/test_top_k.py`` prints each cell;
 seed key (SEED, shape, δ, k, trial), TRIALS = 51), median ℓ∞ in persons
 (``TODAY``: default/best):
