@@ -14,9 +14,11 @@ live in that tier's conftest.py.
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -141,6 +143,25 @@ def pytest_ignore_collect(collection_path, config):
 
 
 # -- shared fixtures ----------------------------------------------------------------
+
+
+#: Tests marked ``connect`` start a local Spark Connect server, which listens on the fixed port
+#: 15002: under pytest-xdist two workers could start one at once. Each holds this machine-wide lock.
+CONNECT_LOCK = Path(tempfile.gettempdir()) / "dp_spark_tests_spark_connect.lock"
+
+
+@pytest.fixture(autouse=True)
+def _one_spark_connect_server_at_a_time(request):
+    """Serialises the ``connect`` tests across processes (pytest-xdist workers, other checkouts)."""
+    if request.node.get_closest_marker("connect") is None:
+        yield
+        return
+    with open(CONNECT_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")

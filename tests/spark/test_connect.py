@@ -14,6 +14,7 @@ import sys
 import textwrap
 
 import jsonschema
+import pytest
 
 SCRIPT = textwrap.dedent(
     """
@@ -39,6 +40,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.connect
 def test_distinct_count_on_spark_connect(tmp_path, report_schema):
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1"}

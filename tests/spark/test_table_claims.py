@@ -431,11 +431,30 @@ def test_an_entry_that_cannot_be_moved_off_the_other_sessions_folder_is_named_an
 # -- real signals, real processes ----------------------------------------------------------
 
 
-def _cli(cwd: Path, *argv: str) -> subprocess.Popen:
-    exe = Path(sys.executable).parent / "dp-spark"
+def _cli(cwd: Path, *argv: str, pause_after_charge: bool = False) -> subprocess.Popen:
+    """The CLI in a process of its own. ``pause_after_charge``: the process sleeps right after its
+    ledger charge (Ledger.charge patched in that process only), so a signal sent once the charge is
+    seen arrives while the release runs, however loaded the machine (not a race against its end)."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.Popen([str(exe), *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    if not pause_after_charge:
+        return subprocess.Popen([str(Path(sys.executable).parent / "dp-spark"), *argv], cwd=cwd,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen([sys.executable, "-c", _PAUSED, *argv], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+_PAUSED = """
+import sys, time
+from dp_spark.ledger.ledger import Ledger
+from dp_spark.cli import main
+charge = Ledger.charge
+def paused(self, *args, **kwargs):
+    out = charge(self, *args, **kwargs)
+    time.sleep(600)  # ended by the test's signal
+    return out
+Ledger.charge = paused
+sys.exit(main(sys.argv[1:]))
+"""
 
 
 def _wait_until(ready, proc: subprocess.Popen, what: str, timeout: float = 180) -> None:
@@ -446,16 +465,15 @@ def _wait_until(ready, proc: subprocess.Popen, what: str, timeout: float = 180) 
         time.sleep(0.05)
 
 
-BIG = ["top-k", "--rows", "2000000", "--master", "local[1]", "--k", "3", "--epsilon", "1", "--delta", "1e-6",
-       "--quiet"]
+RUN = ["top-k", "--master", "local[1]", "--k", "3", "--epsilon", "1", "--delta", "1e-6", "--quiet"]
 
 
 def test_sigterm_drops_the_claim_and_a_sigkilled_runs_claim_is_taken_over_by_a_retry(capsys, spark, tmp_path,
                                                                                       ledger):
     """Real processes, each with its own (in-memory) catalog on the
     warehouse folder of its working directory: SIGTERM during the release
-    (once the run's charge is in its ledger, seconds before its end) drops
-    the claim; a SIGKILLed run leaves its claim folder, which a later run of
+    (once the run's charge is in its ledger; the process then waits, so the
+    signal never races the release's end) drops the claim; a SIGKILLed run leaves its claim folder, which a later run of
     this host takes over without --overwrite (a scheduled retry)."""
     import signal
 
@@ -464,7 +482,8 @@ def test_sigterm_drops_the_claim_and_a_sigkilled_runs_claim_is_taken_over_by_a_r
     own = tmp_path / "own.db"  # the first run's ledger: its charge marks the start of its release
     with open_ledger(own, create=True) as led:
         led.create_budget("eps", ApproxDP(20.0, 1e-3))
-    proc = _cli(tmp_path, *BIG, *charged(own), "--items-output", "table:default.t")
+    proc = _cli(tmp_path, *RUN, "--rows", "20000", *charged(own), "--items-output", "table:default.t",
+                pause_after_charge=True)
     try:
         _wait_until(lambda: charges(own) == 1, proc, "the charge")
         assert claim_file.is_file()  # claimed before the charge
@@ -475,7 +494,7 @@ def test_sigterm_drops_the_claim_and_a_sigkilled_runs_claim_is_taken_over_by_a_r
     assert not (warehouse / "t").exists()  # the claim was dropped
     assert not [p for p in warehouse.iterdir() if p.name.startswith("dp_spark_")]
 
-    proc = _cli(tmp_path, *BIG, "--items-output", "table:default.t")
+    proc = _cli(tmp_path, *RUN, "--rows", "2000000", "--items-output", "table:default.t")  # killed long before its end
     try:
         _wait_until(claim_file.exists, proc, "the claim")
     finally:
