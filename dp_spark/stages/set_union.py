@@ -43,7 +43,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError
-from dp_spark.stages.partitioning import python_partitions
+from dp_spark.stages.partitioning import partition_labels, python_partitions
 from dp_spark.stages.edges import ITEM, PERSON, edges
 from dp_spark.summaries.set_union import (
     BY_FREQUENCY,
@@ -213,18 +213,15 @@ def _policy_partition(
         yield _shard_frame(list(code_of), weights, shard)
 
 
-def weight_histogram(
-    sets_df: DataFrame, method: str, gamma: float | None = None, shards: int = 1,
-    partitions: int | None = None,
-) -> DataFrame:
+def weight_histogram(sets_df: DataFrame, method: str, gamma: float | None = None, shards: int = 1) -> DataFrame:
     """(item, weight): the summed histogram of Algorithm 1 under the policy ``method``. NON-PRIVATE.
 
     ``count`` / ``weighted-laplace`` / ``weighted-gaussian`` are additive: each person's per-item
     increment, in whole units of 2^-30 rounded down (:func:`person_units_column`), is summed as
-    longs, exact in any order; ``shards`` plays no role. With ``partitions`` the increments are
-    hash-partitioned by noise bucket (:func:`noise_bucket`) into that many partitions before the
-    sum and the result keeps the bucket column: the layout :func:`released_items` needs, with no
-    second shuffle.
+    longs, exact in any order; ``shards`` plays no role. The sum is an ordinary aggregation by item
+    (partial sums before Spark's shuffle); only the histogram, one row per item, is then moved to
+    its noise bucket's partition by :func:`released_items`. (Shuffling the exploded rows by bucket
+    instead skips the partial sums and puts at most 256 distinct keys on the heavy stage.)
 
     ``policy-laplace`` / ``policy-gaussian`` / ``policy-greedy`` are sequential (``gamma``: every
     shard's cutoff; privacy holds for any cutoff, :func:`dp_spark.mechanisms.set_union.shard_cutoff`;
@@ -241,12 +238,8 @@ def weight_histogram(
     if method not in SEQUENTIAL:
         per_person = sets_df.withColumn(_UNITS, person_units_column(method, F.size(ITEMS)))
         exploded = per_person.select(_UNITS, F.explode(ITEMS).alias(ITEM))
-        keys = [ITEM]
-        if partitions is not None:
-            exploded = exploded.withColumn(_BUCKET, noise_bucket(F.col(ITEM))).repartition(int(partitions), _BUCKET)
-            keys = [_BUCKET, ITEM]  # clustered by the bucket: no second exchange
-        summed = exploded.groupBy(*keys).agg(F.sum(_UNITS).alias(_UNITS))
-        return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT), *keys[:-1])
+        summed = exploded.groupBy(ITEM).agg(F.sum(_UNITS).alias(_UNITS))
+        return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT))
     keyed = (
         sets_df.repartition(int(shards), PERSON)
         .select(
@@ -490,13 +483,24 @@ def _threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold
         yield pa.RecordBatch.from_arrays([rows.column(0).combine_chunks().filter(pa.array(mask))], names=[ITEM])
 
 
+def _bucket_partition(partitions: int) -> Column:
+    """The partitioning column that sends noise bucket b to partition b mod ``partitions``: the
+    buckets spread evenly (⌈256/P⌉ or ⌊256/P⌋ each for P ≤ 256), where hashing the bucket id itself
+    (Spark's Murmur3, then mod P) leaves partitions idle and piles buckets on others. The labels
+    (:func:`dp_spark.stages.partitioning.partition_labels`) depend on ``partitions`` alone: public."""
+    keys = F.array(*[F.lit(int(k)).cast("long") for k in partition_labels(partitions)])  # hashed as longs
+    return F.element_at(keys, F.pmod(F.col(_BUCKET), F.lit(int(partitions))) + F.lit(1))
+
+
 def _bucketed(df: DataFrame, partitions: int, *order: str) -> DataFrame:
-    """``df`` with its noise bucket, hash-partitioned by it into ``partitions`` partitions and
-    sorted by (bucket, ``order``): every bucket whole in one partition, its rows in a fixed order.
-    A partitioning Spark already has (or coalesces) keeps buckets whole as well."""
+    """``df`` with its noise bucket, partitioned into ``partitions`` partitions with bucket b in
+    partition b mod ``partitions`` (:func:`_bucket_partition`), and sorted by (bucket, ``order``):
+    every bucket whole in one partition, its rows in a fixed order. A coalescing of partitions
+    (adaptive execution) keeps buckets whole as well."""
     if _BUCKET not in df.columns:
         df = df.withColumn(_BUCKET, noise_bucket(F.col(ITEM)))
-    return df.repartition(int(partitions), _BUCKET).sortWithinPartitions(_BUCKET, *order)
+    return (df.repartition(int(partitions), _bucket_partition(partitions))
+            .sortWithinPartitions(_BUCKET, *order))
 
 
 def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) -> DataFrame:
@@ -618,7 +622,7 @@ def set_union_items_of_edges(
     if method in SEQUENTIAL:
         per_shard = _shard_histograms(edge_df, method, max_items, salt, gamma, shards or DEFAULT_SHARDS)
         return released_shard_items(per_shard, threshold, partitions)
-    hist_df = weight_histogram(restricted_sets(edge_df, max_items, salt), method, partitions=partitions)
+    hist_df = weight_histogram(restricted_sets(edge_df, max_items, salt), method)
     return released_items(hist_df, threshold, partitions)
 
 

@@ -827,3 +827,24 @@ def test_each_bucket_is_thresholded_once_whole_wherever_the_batches_break(fused)
                                        names=["item", "weight", "_bucket"])
     with pytest.raises(RuntimeError, match="two runs"):
         list(_threshold_partition(iter([twice]), lambda b, n: (lambda w: np.ones(len(w), dtype=bool))))
+
+
+@pytest.mark.parametrize("partitions", [1, 7, 128, 300])
+def test_noise_buckets_spread_evenly_over_the_threshold_partitions(spark, partitions):
+    """Bucket b of the threshold step lands in partition b mod P, so P <= 256 partitions each get
+    ⌊256/P⌋ or ⌈256/P⌉ whole buckets (hashing the bucket id left 15 of 128 partitions idle and
+    piled 8 buckets on the fullest); above 256 the extra partitions stay empty."""
+    from dp_spark.stages.set_union import NOISE_BUCKETS, _BUCKET, _bucketed
+
+    items = spark.range(5_000).select(F.col("id").cast("string").alias("item"))  # every bucket has items
+    coalesce = spark.conf.get("spark.sql.adaptive.coalescePartitions.enabled")
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")  # partition ids as planned
+    try:
+        parts = (_bucketed(items, partitions, "item").select(F.spark_partition_id().alias("p"), _BUCKET)
+                 .distinct().groupBy("p").agg(F.collect_set(_BUCKET).alias("b")).collect())
+    finally:
+        spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", coalesce)
+    seen = {r["p"]: set(r["b"]) for r in parts}
+    assert sorted(b for bs in seen.values() for b in bs) == list(range(NOISE_BUCKETS))  # each bucket in one partition
+    assert all(b % partitions == p for p, bs in seen.items() for b in bs)
+    assert len(seen) == min(partitions, NOISE_BUCKETS)
