@@ -9,7 +9,9 @@ loads nothing. ``write_html(path, release)`` writes it atomically.
 
 A grouped release (``result["groups"]``, rows with a ``group`` field) also gets small multiples: one panel
 per group of the report's rows (no Spark action from the page), each with its error statement from the noise
-records; at most :data:`SMALL_MULTIPLES`, the largest by released values first.
+records; at most :data:`SMALL_MULTIPLES`, the largest by released values first. With ``result["group_sizes"]``
+(:func:`dp_spark.group_sizes.size_summary`: every group's released size, summarised in the release)
+the section adds the distribution of all groups' sizes and the largest groups of all, however many keys.
 """
 
 from __future__ import annotations
@@ -228,7 +230,24 @@ def _group_section(release) -> str:
              + (f"; {released:,} groups were released in all (every one in release.groups / --groups-output)"
                 if _is_number(released) and released > len(groups) else "")
              + ". Each panel states its own error.</p>")
-    return _section("Per group", intro + "<div class=\"multiples\">" + "".join(panels) + "</div>")
+    return _section("Per group", _sizes(release) + intro + "<div class=\"multiples\">" + "".join(panels) + "</div>")
+
+
+def _sizes(release) -> str:
+    """The distribution of every group's released size and the largest groups of all
+    (``result["group_sizes"]``, released values only); '' without it."""
+    sizes = release.values.get("group_sizes")
+    if not isinstance(sizes, Mapping) or not sizes.get("counts"):
+        return ""
+    edges, counts, measure = sizes["edges"], sizes["counts"], str(sizes.get("measure", "size"))
+    labels = [f"{fmt(a)} to {fmt(b)}" if b - a > 1 else fmt(a) for a, b in zip(edges, edges[1:])]
+    chart = plots.bar_plot(labels, [float(c) for c in counts], None, f"groups by {measure}")
+    largest = "".join(f"<tr><td>{escape(str(r['group']))}</td><td>{escape(fmt(r['size']))}</td></tr>"
+                      for r in sizes.get("largest", []))
+    return (f"<p class=\"sub\">All {int(sizes['groups']):,} groups by {escape(measure)} (bins from "
+            "released values; ranges include their lower end):</p>" + chart
+            + f"<p class=\"sub\">The largest groups of all by {escape(measure)}:</p>"
+            + f"<table><tr><th>group</th><th>{escape(measure)}</th></tr>{largest}</table>")
 
 
 def _panels(release, ordered) -> list[str]:

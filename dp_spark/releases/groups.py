@@ -123,3 +123,4 @@ def report_groups(rows: list[dict]) -> tuple[list[dict], bool]:
     """The first REPORT_GROUPS rows for the JSON report (canonical key order),
     and whether more exist."""
     return [dict(r) for r in rows[:REPORT_GROUPS]], len(rows) > REPORT_GROUPS
+

@@ -59,6 +59,7 @@ import logging
 
 from pyspark.sql import functions as F
 
+from dp_spark.group_sizes import size_summary
 from dp_spark.mechanisms.set_union import SEQUENTIAL, SetUnionPlan, ThresholdStep, derive_randomness
 from dp_spark.mechanisms.set_union import shard_cutoff as cutoff_per_shard
 from dp_spark.plan import REPORT_GROUPS, Plan, release_api
@@ -230,6 +231,10 @@ def _grouped_report(plan: Plan, numeric: SetUnionPlan, composite: Composite, ite
              for i, k in enumerate(composite.keys.head(REPORT_GROUPS))]
     more = n > len(shown)
     values.update({"groups": shown, "groups_released": n, "groups_in_report": len(shown)})
+    if per_group is not None:  # every group's number of released pairs, summarised (post-processing)
+        values["group_sizes"] = size_summary(composite.keys, per_group, f"released {p.item_col} values")
+        errors["group_sizes"] = (f"every {p.group_by} group's number of released pairs (exact sizes of the "
+                                 "released set's parts): the largest groups and how many groups fall in each range")
     errors["groups"] = (f"each public key of {p.group_by} with the number of its ({p.group_by}, {p.item_col}) "
                         "pairs released (exact size of that part of the released set); the pairs are in "
                         "release.groups / --groups-output, each row with its error statement")

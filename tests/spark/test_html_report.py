@@ -251,3 +251,24 @@ def test_help_groups_the_flags_and_shows_no_empty_defaults(capsys):
     for heading in ("input:", "release:", "output and run:"):
         assert heading in text
     assert "(default: None)" not in text and "--report-html PATH" in text and "--epsilon X" in text
+
+
+def test_the_grouped_page_shows_every_groups_size_distribution_and_the_largest_of_all(grouped, no_spark_actions):
+    """Issue 40: with result["group_sizes"] (every group's released size, summarised in the release)
+    the page adds the histogram of all groups and the largest groups of all, not only of the report's
+    first rows; no Spark action."""
+    import dataclasses
+
+    import numpy as np
+
+    from dp_spark.group_sizes import size_summary
+
+    release = grouped["distinct-count-grouped"]
+    keys = [f"g{i:06d}" for i in range(100_000)]  # far more groups than the report's rows
+    sizes = np.arange(100_000) % 997
+    summary = size_summary(keys, sizes, "estimate")
+    page = render(dataclasses.replace(release, values={**release.values, "group_sizes": summary}))
+    assert "All 100,000 groups by estimate" in page and "The largest groups of all by estimate" in page
+    assert all(f"<td>{r['group']}</td>" in page for r in summary["largest"])
+    assert 'aria-label="groups by estimate"' in page or "groups by estimate" in page
+    assert "All 100,000 groups" not in render(release)  # nothing without the summary

@@ -56,6 +56,13 @@ def test_set_union_takes_100k_public_keys_from_a_dataframe(spark, events, collec
     assert 0 < len(pairs) == r["released_count"] and all(p["g"] % 500 == 0 for p in pairs)
     shown = {g["group"]: g["released_count"] for g in r["groups"]}
     assert sum(shown.values()) == sum(1 for p in pairs if p["g"] < 100)
+    sizes = r["group_sizes"]  # every key's number of released pairs, summarised (issue 40's HTML report)
+    per_key = {}
+    for p in pairs:
+        per_key[p["g"]] = per_key.get(p["g"], 0) + 1
+    assert sizes["groups"] == KEYS and sum(sizes["counts"]) == KEYS and sizes["counts"][0] == KEYS - len(per_key)
+    want = sorted(per_key.items(), key=lambda kv: (-kv[1], kv[0]))[:len(sizes["largest"])]
+    assert [(g["group"], g["size"]) for g in sizes["largest"]] == want
     assert max(during, default=0) < 1_000  # no O(keys) collect: keys and per-key counts travel as Arrow
     assert collected_rows[len(during)] == len(pairs)  # the hook sees collects
 
