@@ -136,6 +136,7 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
         calibrated, noisy = _bounded_counts(edge_df, plan, rng)
         minimum = calibrated.count_threshold if plan.params.count_threshold else None
         if grouped:  # the released pairs stay in Spark (as many as the data gives)
+            log.info("count-release: counting the selected pairs, kept in Spark")
             released, n_selected = stage.store_item_counts(noisy, minimum=minimum)
             pairs = _bounded_pairs(plan, composite, released, calibrated)
             values = _bounded_values(plan, calibrated, [], n_selected)
