@@ -22,6 +22,7 @@ from dp_spark.keys import MAX_GROUP_KEYS
 from dp_spark.plans.count_release import Params
 from dp_spark.releases.count_release import REPORT_ROWS
 from dp_spark.stages.session_shape import check_session
+from tests.spark.test_session_shapes import MATRIX_SHAPES, settings
 from tests.unit import helpers
 
 KEYS = 100_000
@@ -133,6 +134,21 @@ def test_the_same_release_from_a_key_list_and_a_reordered_key_frame(spark, event
     assert a.result["released_count"] == b.groups.count() > 0
     assert sorted(map(tuple, a.groups.collect())) == sorted(map(tuple, b.groups.collect()))
     assert a.budget_split == b.budget_split and a.noise == b.noise
+
+
+@pytest.mark.parametrize("kwargs", [BOUNDED, PCR], ids=["bounded", "pcr"])
+def test_the_seeded_grouped_release_is_the_same_in_a_hostile_session(spark, events, kwargs):
+    """64-bit Arrow offsets, Arrow batches of 7 rows, ANSI off, adaptive execution off and one shuffle
+    partition: the same report and release.groups as the project's session (the stored pairs, the per-key
+    numbers and the report's rows travel as Arrow)."""
+    def run():
+        release = dp_spark.count_release(events, **COMMON, **kwargs, groups=_keys_frame(spark, 1_000), seed=8)
+        return release.result, sorted(map(tuple, release.groups.collect()))
+
+    plain = run()
+    with settings(spark, MATRIX_SHAPES["all-hostile"]):
+        hostile = run()
+    assert plain[0]["released_count"] > 0 and hostile == plain
 
 
 def test_bounded_release_groups_is_evaluated_once(spark, events):
