@@ -151,6 +151,16 @@ def test_the_seeded_grouped_release_is_the_same_in_a_hostile_session(spark, even
     assert plain[0]["released_count"] > 0 and hostile == plain
 
 
+@pytest.mark.parametrize("kwargs", [BOUNDED, PCR], ids=["bounded", "pcr"])
+def test_keys_without_rows_release_nothing_in_the_same_shape(spark, events, kwargs):
+    release = dp_spark.count_release(events, **COMMON, **kwargs, groups=list(range(100_000, 100_150)), seed=9)
+    r = release.result
+    assert r["released_count"] == 0 and r["items"] == [] and r["groups_released"] == 150
+    assert r["groups"] == [{"group": k, "released_count": 0} for k in range(100_000, 100_100)]
+    assert release.groups.count() == 0
+    assert release.groups.schema.simpleString() == "struct<g:bigint,item:string,count:bigint,sigma:double,error:string>"
+
+
 def test_bounded_release_groups_is_evaluated_once(spark, events):
     """release.groups reads the stored pairs: its plan neither re-runs the noise step nor reads the
     input (every action returns the same rows, also after the input's cache is dropped)."""
