@@ -17,10 +17,12 @@ parameters alone:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
 from dp_spark.errors import ParameterError
+from dp_spark.keys import MAX_GROUP_KEYS
 from dp_spark.mechanisms.count_release.bounded import BoundedPlan, bounded_plan
 from dp_spark.mechanisms.count_release.loop import ACCURACY_FACTOR, DELTA_MIN, EPSILON_MIN, check_pcr_parameters
 from dp_spark.plan import GroupParams, Plan, Step, builds, check_group_column, param, set_checked
@@ -69,7 +71,11 @@ MAX_GROUPS_MEANING = ("optional: each person keeps the rows of at most m of thei
 class Params(GroupParams):
     """Every count-release parameter (default, CLI help, public limit), checked on construction,
     including the loop's rule that one round fits (``method="pcr"``). Grouped, the one mechanism runs on
-    the composite key (group, item) and ``max_groups`` is an optional cap (:data:`MAX_GROUPS_MEANING`)."""
+    the composite key (group, item) and ``max_groups`` is an optional cap (:data:`MAX_GROUPS_MEANING`). Up to
+    :data:`~dp_spark.keys.MAX_GROUP_KEYS` keys: the per-group work is the one Spark stage on composite keys,
+    the bounded baseline's released pairs stay in Spark, and the per-key numbers are one array."""
+
+    MAX_KEYS: ClassVar[int] = MAX_GROUP_KEYS
 
     rho: float = param(help=f"ρ: the release is δ-approximate ρ-zCDP; {RHO_HELP_TAIL}", cli_default=0.5)
     delta: float = param(help="δ of the δ-approximate ρ-zCDP guarantee", cli_default=1e-6)

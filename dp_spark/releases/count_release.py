@@ -23,7 +23,14 @@ the selected items (L2 sensitivity sqrt(m)), optionally dropping noisy
 counts below T = (2 + r)σ/r (:mod:`dp_spark.mechanisms.count_release.bounded`).
 Both noises are drawn inside Spark, keyed per item
 (:mod:`dp_spark.mechanisms.count_release.keyed`); only released rows reach
-the driver.
+the driver, and grouped not even those: the released (group, item) pairs are
+stored by the executors once (:func:`dp_spark.stages.item_counts.store_item_counts`)
+and ``release.groups`` reads them; the driver gets one number per key (numpy)
+and the report's first rows.
+
+Grouped, up to :data:`dp_spark.keys.MAX_GROUP_KEYS` public keys: they are one
+Arrow array on the driver and a Spark join, and nothing per key is a Python
+object (pcr's per-key numbers are a numpy count of its at most k̄ rows).
 
 Every count carries its σ; a pcr count also carries its selection's
 threshold T and ``p_within_r``, a lower bound on the probability of
@@ -34,10 +41,13 @@ relative error <= r when the true count is at least T
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from scipy.special import ndtr
 
@@ -50,15 +60,20 @@ from dp_spark.mechanisms.count_release import (
 )
 from dp_spark.mechanisms.count_release.loop import COUNT_STEP, SELECTION_STEP
 from dp_spark.noise.records import KINDS
-from dp_spark.plan import Plan, release_api
+from dp_spark.plan import REPORT_GROUPS, Plan, release_api
 from dp_spark.plans.count_release import calibration, plan as make_plan
-from dp_spark.releases.groups import report_groups
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
+from dp_spark.sparkjobs import spark_job
 from dp_spark.stages import item_counts as stage
 from dp_spark.stages.group_items import Composite
 
 log = logging.getLogger(__name__)
+
+#: Most released rows of the report's first keys the JSON report holds (a grouped run: the largest
+#: noisy counts first for ``bounded``, discovery order for ``pcr``); every row is in ``release.groups``.
+#: A public bound on what a grouped run collects to the driver besides one number per key.
+REPORT_ROWS = 10_000
 
 _STOPPED = {
     "rho": "the next round would have exceeded rho",
@@ -86,12 +101,13 @@ def count_release(df, plan: Plan, budget, ledger) -> Release:
     ``method``, ``rho_spent`` and ``delta_spent``; ``release.items`` is the
     (rank, item, count, sigma) Spark DataFrame.
 
-    Per group: ``group_by`` and ``groups`` (public keys, at most 1,024) run ONE
-    mechanism on the composite key (group, item): the same guarantee, not
+    Per group: ``group_by`` and ``groups`` (public keys, at most 1,000,000) run
+    ONE mechanism on the composite key (group, item): the same guarantee, not
     divided. ``max_groups`` m (optional) caps each person to m groups first.
     ``release.groups``: the group column, ``item``, ``count``, ``sigma``,
-    ``error``; ``result["groups"]`` the first 100 keys with their released
-    counts, ``result["items"]`` those keys' rows.
+    ``error``, every released pair (``bounded``: kept in Spark, evaluated once);
+    ``result["groups"]`` the first 100 keys with their numbers of released
+    pairs, ``result["items"]`` at most 10,000 of those keys' rows.
     """
     return run(plan, df, budget=budget, ledger=ledger)
 
@@ -109,19 +125,35 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     composite = Composite.of(edge_df, plan.params.groups, private="group_keys" in plan.split,
                              limit=type(plan.params).MAX_KEYS)
     edge_df = composite.edges(edge_df)
+    grouped = plan.params.group_by is not None
     if plan.params.method == "pcr":
         rows, values, errors, split, noise = _pcr(edge_df, plan, rng)
+        if grouped:
+            return _grouped_release(plan, composite, _pcr_pairs(plan, composite, rows, noise, edge_df.sparkSession),
+                                    values, errors, split, noise)
     else:
-        rows, values, errors, noise = _bounded(edge_df, plan, rng)
         split = [{"step": label, **cost.to_dict()} for label, cost in local.ledger]  # fixed by the plan
+        calibrated, noisy = _bounded_counts(edge_df, plan, rng)
+        minimum = calibrated.count_threshold if plan.params.count_threshold else None
+        if grouped:  # the released pairs stay in Spark (as many as the data gives)
+            log.info("count-release: counting the selected pairs, kept in Spark")
+            released, n_selected = stage.store_item_counts(noisy, minimum=minimum)
+            pairs = _bounded_pairs(plan, composite, released, calibrated)
+            values = _bounded_values(plan, calibrated, [], n_selected)
+            return _grouped_release(plan, composite, pairs, values, _bounded_errors(calibrated, minimum is not None,
+                                                                                    calibrated.noise),
+                                    split, calibrated.noise)
+        log.info("count-release: counting the selected items")
+        n_selected, pairs = stage.collect_item_counts(noisy, minimum=minimum)
+        rows = [{"item": item, "count": count, "sigma": calibrated.count_sigma} for item, count in pairs]
+        values = _bounded_values(plan, calibrated, rows, n_selected)
+        errors, noise = _bounded_errors(calibrated, minimum is not None, calibrated.noise), calibrated.noise
     spark = edge_df.sparkSession
-    if plan.params.group_by is None:  # the report's shape only: the released items
-        return Release.from_plan(
-            plan, values=values, errors=errors, statement=_statement(plan, len(rows)),
-            seeded=plan.params.seed is not None, budget_split=split,
-            artifacts={"items": _items_df(spark, rows, composite.integral)}, noise=noise,
-        )
-    return _grouped_release(plan, composite, rows, values, errors, split, noise, spark)
+    return Release.from_plan(  # ungrouped: the released items
+        plan, values=values, errors=errors, statement=_statement(plan, len(rows)),
+        seeded=plan.params.seed is not None, budget_split=split,
+        artifacts={"items": _items_df(spark, rows, composite.integral)}, noise=noise,
+    )
 
 
 def _statement(plan: Plan, released: int) -> str:
@@ -222,11 +254,11 @@ def _pcr_accuracy(rows, r, a, noise):
 # -------------------------------------------------------------- bounded
 
 
-def _bounded(edge_df, plan: Plan, rng):
-    """The contribution-bounding baseline, keyed noise drawn inside Spark:
-    the released rows, values, errors and the two draws' noise records."""
+def _bounded_counts(edge_df, plan: Plan, rng):
+    """The contribution-bounding baseline's calibration and its noisy counts (item, count) of the
+    selected items, a lazy DataFrame: both noises are drawn inside Spark, keyed per item
+    (:mod:`dp_spark.mechanisms.count_release.keyed`), so every evaluation gives the same rows."""
     calibrated = calibration(plan)
-    use_threshold = plan.params.count_threshold
     salt_select, salt_count = (int(x) for x in rng.integers(0, 2**62, size=2))
     select_key, count_key = noise_key(rng), noise_key(rng)
     log.info("count-release: bounding to %d items per person, Gaussian-threshold selection", calibrated.max_items)
@@ -236,12 +268,14 @@ def _bounded(edge_df, plan: Plan, rng):
     # `selected` is evaluated twice; its noise is keyed per item, so both select the same items
     restricted = stage.bounded_item_counts(edge_df, calibrated.max_items, salt_count, restrict_to=selected)
     add_noise = partial(keyed_noisy_counts, sigma=calibrated.count_sigma, key=count_key)
-    noisy = stage.noisy_counts_of_items(restricted, selected, add_noise)  # private from here on
-    log.info("count-release: counting the selected items")
-    n_selected, released = stage.collect_item_counts(
-        noisy, minimum=calibrated.count_threshold if use_threshold else None)
-    rows = [{"item": item, "count": count, "sigma": calibrated.count_sigma} for item, count in released]
-    values = {
+    return calibrated, stage.noisy_counts_of_items(restricted, selected, add_noise)  # private from here on
+
+
+def _bounded_values(plan: Plan, calibrated, rows: list[dict], n_selected: int) -> dict:
+    """The bounded baseline's ``result`` (released values and public calibration); grouped, the
+    caller sets ``items`` and ``released_count``."""
+    use_threshold = plan.params.count_threshold
+    return {
         "items": rows,
         "released_count": len(rows),
         "method": "bounded",
@@ -252,8 +286,6 @@ def _bounded(edge_df, plan: Plan, rng):
         "selection_threshold": calibrated.selection_threshold,
         "count_threshold": calibrated.count_threshold if use_threshold else None,
     }
-    noise = calibrated.noise
-    return rows, values, _bounded_errors(calibrated, use_threshold, noise), noise
 
 
 def _bounded_errors(calibrated, use_threshold: bool, noise) -> dict[str, str]:
@@ -292,44 +324,101 @@ def _row_error(plan: Plan, row: dict, record) -> str:
             f"{record.describe()}: the noise is within ±{half:,.0f} with probability >= 95%")
 
 
-def _grouped_release(plan: Plan, composite: Composite, rows, values, errors, split, noise, spark) -> Release:
-    """The grouped Release: ``release.groups`` (each released row with its
-    error statement) and the report's first ``REPORT_GROUPS`` keys. Released
-    rows, public keys and noise records only."""
+@dataclass(frozen=True)
+class _Pairs:
+    """A grouped run's released (group, item) pairs: ``frame`` (``release.groups``: every pair, a Spark
+    DataFrame), ``per_group`` (int64, the pairs of each key, by group index) and ``shown`` (the report's
+    rows: pairs of the first :data:`~dp_spark.plan.REPORT_GROUPS` keys, at most :data:`REPORT_ROWS`).
+    Released values and public keys only."""
+
+    frame: object
+    per_group: np.ndarray
+    shown: list[dict]
+
+
+def _bounded_pairs(plan: Plan, composite: Composite, released, calibrated) -> _Pairs:
+    """The released pairs of ``released`` (the stored noisy counts of the composite items, already
+    cut by the count threshold) in Spark: split into (group, item) by the key table, the one σ and the
+    one error text (every count has the same noise record) as literal columns. Only the number of
+    pairs per key (Arrow, at most one per key) and at most :data:`REPORT_ROWS` rows of the report's
+    first keys reach the driver; the same Spark jobs run whatever was released."""
     p = plan.params
-    keys = composite.keys
+    (_, counted) = calibrated.noise
+    error = _row_error(plan, {}, counted)
+    frame = (composite.split(released.withColumn("sigma", F.lit(float(calibrated.count_sigma))), p.group_by)
+             .withColumn("error", F.lit(error)))
+    with spark_job("counting the released pairs of every group"):
+        per_group = composite.per_group(released)  # <= G numbers, as Arrow
+    head = composite.keys.head(REPORT_GROUPS)
+    # largest noisy counts first, as ungrouped; ties by key and item (a public rule)
+    first = (frame.where(F.col(p.group_by).isin(head))
+             .orderBy(F.col("count").desc(), F.col(p.group_by).asc(), F.col("item").asc())
+             .limit(REPORT_ROWS)
+             .select(F.col(p.group_by).alias("group"), "item", "count", "sigma"))
+    with spark_job("collecting the released counts of the report's first groups"):
+        shown = first.toArrow().to_pylist()  # at most REPORT_ROWS rows
+    return _Pairs(frame, per_group, shown)
+
+
+def _pcr_pairs(plan: Plan, composite: Composite, rows: list[dict], noise, spark) -> _Pairs:
+    """The pcr loop's released rows (at most k̄, a public bound; each with its own noise record and
+    error text) as (group, item) pairs: the frame from Arrow arrays, the per-key numbers with numpy."""
+    p = plan.params
     counted = [x for x in noise if x.kind == "discrete-gaussian"]
-    if len(counted) == 1:  # bounded: one record for every count
-        counted = counted * len(rows)
-    out, per_group = [], [0] * len(keys)
-    for row, record in zip(rows, counted, strict=True):
-        index, item = composite.parse(row["item"])
-        named = {"group": keys[index], **row, "item": item}
-        named["error"] = _row_error(plan, named, record)
-        out.append(named)
-        per_group[index] += 1
-    shown, more = report_groups([{"group": k, "released_count": n} for k, n in zip(keys, per_group)])
-    in_report = {g["group"] for g in shown}
-    values = {**values,
-              "items": [{k: v for k, v in r.items() if k != "error"} for r in out if r["group"] in in_report],
-              "groups": shown, "groups_released": len(keys), "groups_in_report": len(shown)}
-    errors = {**errors,
-              "items": (f"each released count is one ({p.group_by}, {p.item_col}) pair's; " + errors["items"]
-                        + " Each row of release.groups / --groups-output states its own error."),
-              "groups": (f"each public key of {p.group_by} with the number of its pairs whose count was released "
-                         "(the released rows are in release.groups / --groups-output)")}
-    if more:
-        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(keys):,} keys (public key "
-                                      "order) and their rows; every released count is in release.groups")
-    schema = T.StructType([
-        T.StructField(p.group_by, composite.group_type, False),
+    parsed = [composite.parse(row["item"]) for row in rows]
+    index = np.fromiter((i for i, _ in parsed), dtype=np.int64, count=len(parsed))
+    groups = composite.keys.arrow.take(pa.array(index, type=pa.int64()))
+    named = [{"group": g, **row, "item": item}
+             for g, row, (_, item) in zip(groups.to_pylist(), rows, parsed, strict=True)]
+    errors = [_row_error(plan, row, record) for row, record in zip(named, counted, strict=True)]
+    item_type = pa.int64() if composite.integral else pa.string()
+    table = pa.table({
+        p.group_by: groups,
+        "item": pa.array([row["item"] for row in named], type=item_type),
+        "count": pa.array([int(row["count"]) for row in named], type=pa.int64()),
+        "sigma": pa.array([float(row["sigma"]) for row in named], type=pa.float64()),
+        "error": pa.array(errors, type=pa.string()),
+    })
+    frame = spark.createDataFrame(table, _groups_schema(plan, composite))
+    shown = [row for row, i in zip(named, index) if i < REPORT_GROUPS][:REPORT_ROWS]
+    return _Pairs(frame, np.bincount(index, minlength=len(composite.keys)).astype(np.int64), shown)
+
+
+def _groups_schema(plan: Plan, composite: Composite):
+    """``release.groups``' schema: the group column, item, count, sigma, error."""
+    return T.StructType([
+        T.StructField(plan.params.group_by, composite.group_type, False),
         T.StructField("item", T.LongType() if composite.integral else T.StringType(), False),
         T.StructField("count", T.LongType(), False),
         T.StructField("sigma", T.DoubleType(), False),
         T.StructField("error", T.StringType(), False),
     ])
-    frame = spark.createDataFrame([(r["group"], r["item"], int(r["count"]), float(r["sigma"]), r["error"])
-                                   for r in out], schema)
+
+
+def _grouped_release(plan: Plan, composite: Composite, pairs: _Pairs, values, errors, split, noise) -> Release:
+    """The grouped Release: ``release.groups`` (every released pair with its error statement) and the
+    report's first ``REPORT_GROUPS`` keys with their numbers of pairs and at most :data:`REPORT_ROWS`
+    of their rows. Released values, public keys and noise records only; nothing per key in a Python
+    list (the per-key numbers are one numpy array)."""
+    p = plan.params
+    keys, per_group = composite.keys, pairs.per_group
+    head = keys.head(REPORT_GROUPS)
+    shown = [{"group": k, "released_count": int(n)} for k, n in zip(head, per_group[:len(head)])]
+    in_head = int(per_group[:len(head)].sum())
+    released = int(per_group.sum())
+    report_rows = [{k: v for k, v in r.items() if k != "error"} for r in pairs.shown]
+    values = {**values, "items": report_rows, "released_count": released,
+              "groups": shown, "groups_released": len(keys), "groups_in_report": len(shown)}
+    cut = (f" The report holds the {len(report_rows):,} largest of the {in_head:,} counts of its first keys."
+           if in_head > len(report_rows) else "")
+    errors = {**errors,
+              "items": (f"each released count is one ({p.group_by}, {p.item_col}) pair's; " + errors["items"]
+                        + " Each row of release.groups / --groups-output states its own error." + cut),
+              "groups": (f"each public key of {p.group_by} with the number of its pairs whose count was released "
+                         "(the released rows are in release.groups / --groups-output)")}
+    if len(keys) > len(shown):
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(keys):,} keys (public key "
+                                      "order) and their rows; every released count is in release.groups")
     guarantee, equivalent = plan.guarantee, plan.equivalent
     m = p.max_groups
     cap = f" Each person's rows count in at most {m} of their {p.group_by} groups." if m is not None else ""
@@ -338,11 +427,11 @@ def _grouped_release(plan: Plan, composite: Composite, rows, values, errors, spl
         f"δ = {equivalent.delta:.3g})-differential privacy: the output would be almost as likely if any one "
         f"person (every row with the same {p.person_col}) were removed or added. One release runs on the "
         f"({p.group_by}, {p.item_col}) pairs, so the budget is not split between groups.{cap} Released: "
-        f"{len(out)} pairs with their number of distinct persons plus Gaussian noise of the stated sigma."
+        f"{released} pairs with their number of distinct persons plus Gaussian noise of the stated sigma."
     )
     return Release.from_plan(
         plan, values=values, errors=errors, statement=statement, seeded=p.seed is not None, budget_split=split,
-        artifacts={"groups": frame}, noise=noise,
+        artifacts={"groups": pairs.frame}, noise=noise,
     )
 
 

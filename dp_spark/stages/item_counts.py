@@ -11,10 +11,12 @@ What reaches the driver is bounded by the job's parameters, never by the number 
 * :func:`top_item_counts`: the k̄+1 largest counts, ties by item ascending (a public rule);
 * :func:`domain_item_counts`: one count per item of a public domain (absent items count 0);
 * :func:`bounded_item_counts`, :func:`select_items`, :func:`noisy_counts_of_items`,
-  :func:`collect_item_counts`: the contribution-bounding baseline. Each person keeps at most m
-  distinct items chosen by a salted hash; the mechanism layer's noisy threshold and count noise run
-  inside ``mapInPandas`` (keyed per item, :mod:`dp_spark.mechanisms.count_release.keyed`), and only
-  the released (item, noisy count) rows are collected.
+  :func:`collect_item_counts`, :func:`store_item_counts`: the contribution-bounding baseline. Each
+  person keeps at most m distinct items chosen by a salted hash; the mechanism layer's noisy
+  threshold and count noise run inside ``mapInPandas`` (keyed per item,
+  :mod:`dp_spark.mechanisms.count_release.keyed`), and only the released (item, noisy count) rows
+  are collected (ungrouped) or stored by the executors (grouped: one row per released (group, item)
+  pair, as many as the data gives, stay in Spark).
 
 DataFrame API only, so Spark Connect works; actions run inside :func:`dp_spark.sparkjobs.spark_job`."""
 
@@ -40,6 +42,7 @@ from dp_spark.public_inputs import refuse_private_as_public
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import GROUP, ITEM, PERSON, check_id_columns, edges, item_type  # noqa: F401 - check_id_columns re-exported
 from dp_spark.stages.partitioning import python_partitions
+from dp_spark.stages.set_union import materialize
 
 log = logging.getLogger(__name__)
 
@@ -244,6 +247,23 @@ def collect_item_counts(df: DataFrame, minimum: float | None = None) -> tuple[in
     pairs = [(row_[ITEM], int(row_[COUNT])) for row_ in row["_kept"]]
     pairs.sort(key=lambda pair: (-pair[1], pair[0]))
     return int(row["_rows"]), pairs
+
+
+def store_item_counts(df: DataFrame, minimum: float | None = None) -> tuple[DataFrame, int]:
+    """Evaluate an (item, count) DataFrame of RELEASED (noisy) counts once and keep it in Spark:
+    (the stored rows with count >= ``minimum``, all when None: a lazy filter over the store; the
+    number of stored rows, before that filter). Two Spark jobs whatever the data, nothing but one
+    number collected.
+
+    The store is :func:`dp_spark.stages.set_union.materialize` (a local checkpoint): the returned
+    DataFrame's plan reads the stored rows, so it holds neither the noise function nor its key, and
+    no later action (``release.groups``, ``--groups-output``) re-runs the noise step or re-reads the
+    input. Call it only on the output of a DP mechanism."""
+    with spark_job("computing and storing the released counts"):
+        stored = materialize(df.select(ITEM, COUNT))
+        total = stored.count()
+    kept = stored if minimum is None else stored.where(F.col(COUNT) >= F.lit(float(minimum)))
+    return kept, int(total)
 
 
 def _python_values(series: pd.Series) -> list:
