@@ -51,6 +51,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from scipy.special import ndtr
 
+from dp_spark.group_sizes import size_summary
 from dp_spark.mechanisms.count_release import (
     gaussian_threshold_select,
     keyed_noisy_counts,
@@ -416,6 +417,9 @@ def _grouped_release(plan: Plan, composite: Composite, pairs: _Pairs, values, er
                         + " Each row of release.groups / --groups-output states its own error." + cut),
               "groups": (f"each public key of {p.group_by} with the number of its pairs whose count was released "
                          "(the released rows are in release.groups / --groups-output)")}
+    values["group_sizes"] = size_summary(keys, per_group, f"released ({p.group_by}, {p.item_col}) counts")
+    errors["group_sizes"] = (f"every {p.group_by} group's number of released counts: the largest groups and how "
+                             "many groups fall in each range (post-processing of the released pairs)")
     if len(keys) > len(shown):
         errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(keys):,} keys (public key "
                                       "order) and their rows; every released count is in release.groups")

@@ -112,6 +112,10 @@ def test_100k_public_keys_from_a_dataframe(spark, events, true_counts, driver_ca
     # the report: the first 100 keys' numbers and rows, matching release.groups
     shown = {g["group"]: g["released_count"] for g in r["groups"]}
     assert shown == {k: int((pairs["g"] == k).sum()) for k in range(100)}
+    sizes = r["group_sizes"]  # every key's number of released pairs, summarised for the HTML report
+    per_key = pairs.groupby("g").size()
+    assert sizes["groups"] == KEYS and sum(sizes["counts"]) == KEYS and sizes["counts"][0] == KEYS - len(per_key)
+    assert sizes["largest"][0]["size"] == per_key.max() and sizes["largest"][0]["group"] == per_key.idxmax()
     head = pairs[pairs["g"] < 100]
     assert sorted((x["group"], x["item"], x["count"]) for x in r["items"]) == \
         sorted(zip(head["g"], head["item"], head["count"]))
