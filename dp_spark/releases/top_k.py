@@ -40,13 +40,39 @@ The template restricts the edge table to the keys and caps every person to m
 groups (:mod:`dp_spark.releases.groups`, a per-person transformation). With
 ``max_groups=None``, ε/20 first chooses m by GEM
 (:mod:`dp_spark.releases.group_cap`); m is released and the rest runs
-conditioned on it. One Spark pass gives each group's counts (G·(k̄+1) or
-G·d numbers reach the driver); one person moves each (group, item) count by
-at most 1, all one way, in the ≤ m groups it keeps. Each group then runs the
-mechanism at ε'/m (and δ/m for ``cdp-peel`` and ``unknown-domain``), ε' the
-rest of ε (``auto`` with a domain: the pure joint mechanism picked from
-public parameters): basic composition over a person's m groups, parallel
-across the others, so (ε', δ)-DP, and (ε, δ)-DP with the cap's step.
+conditioned on it. One Spark pass gives each group's counts; one person
+moves each (group, item) count by at most 1, all one way, in the ≤ m groups
+it keeps. Each group then runs the mechanism at ε'/m (and δ/m for
+``cdp-peel`` and ``unknown-domain``), ε' the rest of ε (``auto`` with a
+domain: the pure joint mechanism picked from public parameters): basic
+composition over a person's m groups, parallel across the others, so
+(ε', δ)-DP, and (ε, δ)-DP with the cap's step. The cap's choice (and
+ungrouped ``auto``'s) is one draw on the driver.
+
+Where the groups run (up to 100,000 keys, :data:`Params.MAX_KEYS`): on the
+executors (:mod:`dp_spark.stages.top_k_groups`): the (group, item) counts
+are hash-partitioned by group index and each group's, whole and in a
+canonical order (domain order, or count descending then item), goes to
+:class:`~dp_spark.mechanisms.top_k.groups.GroupSelection` in one task; only
+the released (group index, rank, item, ⊥) rows leave, nothing per group
+reaches the driver but the report's first 100 groups (a filter on the
+public index) and the released total. An ungrouped run calls the same
+selection in group 0 on the driver. Both compositions above need the
+groups' draws independent: group g draws only from ``root.stream(g)``
+(:class:`dp_spark.noise.rng.StreamRoot`), derived from a per-release root by
+the public index g. Unseeded, the root holds no key: each stream is a fresh
+ChaCha20 generator keyed from the OS entropy of the process running the
+group, so streams are independent and nothing that could reproduce a draw
+exists on the driver, in the task closure, a plan, a job description, a
+DataFrame column or a log (nothing on the executors logs, and no count
+leaves them). The selection is therefore evaluated exactly once: it is
+stored by a local checkpoint before the report reads it, and
+``release.groups`` reads the stored rows (a lost block fails the next
+action rather than drawing again). Seeded (tests only), stream g is the
+seed's SeedSequence child g: the output is the same on the driver and the
+executors and whatever the partitioning. Which rows exist depends on the
+keys and the mechanism's output only: every key has its k items (domain
+methods) or its items and ⊥ (unknown-domain), also without rows.
 
 ``noise="gaussian"`` (per group, with a domain, by name): ρ-zCDP with
 ρ = ε²/2 (a weaker guarantee, stated with its (ε, δ') equivalent): the cap's
@@ -146,7 +172,7 @@ def top_k(df, plan: Plan, budget, ledger) -> Release:
     ``result["method"]`` the mechanism that ran, ``result["released_count"]``;
     ``release.items`` is the (rank, item) Spark DataFrame.
 
-    Per group: ``group_by``, ``groups`` (public keys, at most 1,024) and
+    Per group: ``group_by``, ``groups`` (public keys, at most 100,000) and
     ``max_groups`` m (each group's selection at ε/m; None: m chosen privately).
     ``release.groups``: the group column, ``rank``, ``item``, ``error``;
     ``result["groups"]`` covers the first 100 groups. ``noise="gaussian"``
