@@ -18,8 +18,7 @@ Every group index 0..G−1 gets one row of its own (a ``spark.range`` of the pub
 with no count), so a group without rows still runs its mechanism (all zeros, or ⊥) and has its row:
 whether a group appears never depends on the data. The rows are hash-partitioned by group index and
 sorted by (group index, count descending, item ascending) inside each partition; the Python pass
-(``mapInArrow``) sees each group once and whole (:func:`dp_spark.stages.set_union._whole_buckets`),
-so what a group's mechanism gets, and with a seeded root what it draws, never depends on the
+(``mapInArrow``) sees each group once and whole (:func:`_complete_groups`), so what a group's mechanism gets, and with a seeded root what it draws, never depends on the
 partitioning. Nothing on the executors logs.
 
 The output (``group_index``, ``rank``, ``_key``, ``bottom``) is the private output: ``_key`` the
@@ -43,7 +42,6 @@ from pyspark.sql import types as T
 from dp_spark.stages.edges import ITEM, item_type
 from dp_spark.stages.item_counts import BROADCAST_ITEMS, COUNT, grouped_item_counts
 from dp_spark.stages.partitioning import python_partitions
-from dp_spark.stages.set_union import _whole_buckets
 
 GROUP_INDEX = "group_index"
 RANK = "rank"
@@ -83,34 +81,93 @@ def _group_counts(edge_df: DataFrame, kbar: int | None, domain: DataFrame | None
             .select(GROUP_INDEX, F.col(ITEM).alias(KEY), COUNT))
 
 
+class _Selected:
+    """The released rows of the groups of one partition, gathered until a batch is written."""
+
+    def __init__(self) -> None:
+        self.groups: list[np.ndarray] = []
+        self.ranks: list[np.ndarray] = []
+        self.rows: list[np.ndarray] = []  # row index into the batch's keys; -1: ⊥ only (null key)
+        self.bottoms: list[np.ndarray] = []
+
+    def add(self, group: int, rows: np.ndarray, bottom: bool) -> None:
+        n = len(rows)
+        self.groups.append(np.full(max(n, 1), group, dtype=np.int32))
+        self.ranks.append(np.arange(1, n + 1, dtype=np.int32) if n else np.zeros(1, dtype=np.int32))
+        self.rows.append(rows.astype(np.int64) if n else np.full(1, -1, dtype=np.int64))
+        self.bottoms.append(np.full(max(n, 1), bool(bottom) or not n))
+
+    def batch(self, keys: pa.Array | None) -> pa.RecordBatch:
+        """One output batch (group_index, rank, _key, bottom): ``_key`` the rows' ``keys`` (None: the
+        rows are the keys, domain positions); rank and key null on a ⊥-only row."""
+        rows = np.concatenate(self.rows)
+        none = rows < 0
+        ranks = np.concatenate(self.ranks)
+        index = pa.array(np.where(none, 0, rows), mask=none, type=pa.int64())
+        taken = index if keys is None else keys.take(index)
+        return pa.RecordBatch.from_arrays(
+            [pa.array(np.concatenate(self.groups)), pa.array(ranks, mask=none), taken,
+             pa.array(np.concatenate(self.bottoms))], names=[GROUP_INDEX, RANK, KEY, BOTTOM])
+
+
+def _complete_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    """(rows, starts): the partition's rows in chunks holding whole groups only (a group's rows may
+    arrive over several batches: the last group of a chunk is carried to the next), ``starts`` the
+    row where each group begins (and the end). Groups arrive sorted by index; a group seen twice
+    would draw its stream twice: refused (a defect)."""
+    carry: pa.Table | None = None
+    last = -1
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        table = pa.Table.from_batches([batch])
+        if carry is not None:
+            table = pa.concat_tables([carry, table])
+        chunk = table.combine_chunks().to_batches()[0]
+        ids = chunk.column(0).to_numpy(zero_copy_only=False)
+        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        if (np.diff(ids[starts]) <= 0).any() or ids[0] <= last:
+            raise RuntimeError("dp_spark defect: a group arrived in two runs; its rows must be sorted")
+        whole = int(starts[-1])  # the last group may continue in the next batch
+        carry = pa.Table.from_batches([chunk.slice(whole)])
+        if whole:
+            last = int(ids[whole - 1])
+            yield chunk.slice(0, whole), np.r_[starts[:-1], whole]
+    if carry is not None and carry.num_rows:
+        chunk = carry.combine_chunks().to_batches()[0]
+        ids = chunk.column(0).to_numpy(zero_copy_only=False)
+        if ids[0] <= last:
+            raise RuntimeError("dp_spark defect: a group arrived in two runs; its rows must be sorted")
+        yield chunk, np.r_[np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]), len(ids)]
+
+
 def _select_partition(batches: Iterator[pa.RecordBatch], select: Select, kbar: int, size: int | None,
                       top: bool) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`group_selections`: rows (group_index, _key, count) sorted by (group,
-    count descending with the group's own null-count row last, key); one ``select`` call per group,
-    on the k̄ largest counts (``top``) or the domain's ``size`` counts in domain order."""
-    for group, rows in _whole_buckets(batches, 0):
-        count = rows.column(2).combine_chunks()
-        present = pc.is_valid(count)
-        keys = rows.column(1).combine_chunks().filter(present)
-        values = count.filter(present).to_numpy(zero_copy_only=False).astype(np.int64)
-        if size is not None:  # the domain's counts in domain order; keys are domain positions
-            dense = np.zeros(size, dtype=np.int64)
-            dense[keys.to_numpy(zero_copy_only=False).astype(np.int64)] = values
-            order = np.argsort(-dense, kind="stable") if top else np.arange(size)  # ties: domain order
-            keys, values = pa.array(order, type=pa.int64()), dense[order]
-        if top:  # the k̄ largest, and the (k̄+1)-th
-            chosen, bottom = select(group, values[:kbar], float(values[kbar]) if len(values) > kbar else 0.0)
-        else:
-            chosen, bottom = select(group, values, 0.0)
-        released = keys.take(pa.array(np.asarray(chosen, dtype=np.int64)))
-        n = len(released)
-        ranks = pa.array(np.arange(1, n + 1, dtype=np.int32)) if n else pa.nulls(1, pa.int32())
-        released = released if n else pa.nulls(1, keys.type)
-        length = max(n, 1)  # ⊥ only: one row, rank and key null
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(np.full(length, group, dtype=np.int32)), ranks, released,
-             pa.array(np.full(length, bool(bottom) or not n))],
-            names=[GROUP_INDEX, RANK, KEY, BOTTOM])
+    count descending, key), each group ending with its own null-count row; one ``select`` call per
+    group, on the k̄ largest counts (``top``) or the domain's ``size`` counts in domain order."""
+    for chunk, starts in _complete_groups(batches):
+        ids = chunk.column(0).to_numpy(zero_copy_only=False)
+        keys = chunk.column(1)
+        counts = chunk.column(2).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        positions = keys.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64) if size is not None else None
+        out = _Selected()
+        for lo, hi in zip(starts[:-1], starts[1:]):
+            hi -= 1  # the group's own null-count row comes last
+            values = counts[lo:hi]
+            if size is not None:  # the domain's counts in domain order; keys are domain positions
+                dense = np.zeros(size, dtype=np.int64)
+                dense[positions[lo:hi]] = values
+                order = np.argsort(-dense, kind="stable") if top else np.arange(size)  # ties: domain order
+                values, rows = dense[order], order
+            else:
+                rows = np.arange(lo, hi)
+            if top:  # the k̄ largest, and the (k̄+1)-th
+                chosen, bottom = select(int(ids[lo]), values[:kbar], float(values[kbar]) if len(values) > kbar else 0.0)
+            else:
+                chosen, bottom = select(int(ids[lo]), values, 0.0)
+            out.add(int(ids[lo]), rows[np.asarray(chosen, dtype=np.int64)], bottom)
+        yield out.batch(keys if size is None else None)
 
 
 def group_selections(edge_df: DataFrame, n_groups: int, select: Select, *, kbar: int,
