@@ -8,12 +8,15 @@ old 1,024."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
 import dp_spark
 from dp_spark.accounting import ApproxDP, PrivacyFilter
 from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.top_k.groups import GroupSelection
+from dp_spark.noise.rng import StreamRoot
 from dp_spark.plans.top_k import MAX_TOP_K_KEYS, Params
 from dp_spark.stages import top_k_groups
 from tests.spark.test_many_groups import collected_rows  # noqa: F401 - the fixture counting DataFrame.collect rows
@@ -149,3 +152,39 @@ def test_the_selection_draws_per_group_whatever_the_other_groups(spark, events):
     large = _groups(dp_spark.top_k(events, groups=keys + [10**9 + j for j in range(50)], **kwargs))
     assert large[large["g"] < 10**9].reset_index(drop=True).equals(small)
     assert np.all(large.groupby("g").size() == 2)
+
+
+def _partition_rows(rng, groups: int):
+    """(group_index, _key, count) rows as the stage sorts them: per group its counts descending, then
+    its own null-count row; some groups without counts."""
+    ids, keys, counts, nulls = [], [], [], []
+    for g in range(groups):
+        n = int(rng.integers(0, 12))
+        values = np.sort(rng.integers(1, 40, size=n))[::-1]
+        ids += [g] * (n + 1)
+        keys += [f"i{j}" for j in range(n)] + [None]
+        counts += values.tolist() + [0]
+        nulls += [False] * n + [True]
+    return pa.RecordBatch.from_arrays([pa.array(np.array(ids, dtype=np.int32)), pa.array(keys, pa.string()),
+                                       pa.array(counts, pa.int64(), mask=np.array(nulls))],
+                                      names=["group_index", "_key", "count"])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_python_pass_is_the_same_wherever_the_batches_break(seed):
+    """The per-group pass alone (no Spark): the same released rows from one batch and from the rows broken
+    into batches anywhere (a group over several batches), with a seeded root; a group arriving twice is
+    refused, as it would draw its stream twice."""
+    rng = np.random.default_rng(seed)
+    rows = _partition_rows(rng, 60)
+    select = GroupSelection.laplace("unknown-domain", 3, 6.0, 1e-6, 1, 8, StreamRoot(seed, ()))
+    whole = pa.Table.from_batches(list(top_k_groups._select_partition(iter([rows]), select, 8, None, True)))
+    cuts = np.sort(rng.choice(np.arange(1, rows.num_rows), size=25, replace=False))
+    pieces = [rows.slice(a, b - a) for a, b in zip(np.r_[0, cuts], np.r_[cuts, rows.num_rows])]
+    broken = pa.Table.from_batches(list(top_k_groups._select_partition(iter(pieces), select, 8, None, True)))
+    assert broken.equals(whole)
+    assert sorted(set(whole.column("group_index").to_pylist())) == list(range(60))  # every group its rows
+    assert 0 < whole.column("rank").null_count < 60  # some groups release items, some only ⊥
+    twice = [rows.slice(0, 30), rows.slice(0, 30)]
+    with pytest.raises(RuntimeError, match="two runs"):
+        list(top_k_groups._select_partition(iter(twice), select, 8, None, True))
