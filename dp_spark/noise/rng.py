@@ -35,6 +35,7 @@ from __future__ import annotations
 import numbers
 import secrets
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 from randomgen import ChaCha
@@ -42,7 +43,8 @@ from randomgen import ChaCha
 from dp_spark import checks
 from dp_spark.errors import ParameterError
 
-__all__ = ["make_rng", "spawn_rngs", "check_rng", "secure_generator", "first_use_generator", "SECURE_ROUNDS"]
+__all__ = ["make_rng", "spawn_rngs", "check_rng", "secure_generator", "first_use_generator", "SECURE_ROUNDS",
+           "StreamRoot"]
 
 #: ChaCha rounds of every unseeded generator (the standard ChaCha20).
 SECURE_ROUNDS = 20
@@ -156,3 +158,44 @@ def first_use_generator(rng: np.random.Generator, on_first_use) -> np.random.Gen
 
 
 check_rng = checks.rng  # one rule for every sampler (dp_spark.checks)
+
+
+@dataclass(frozen=True)
+class StreamRoot:
+    """One release's source of independent streams indexed by a PUBLIC number (a group's index in
+    the canonical keys), so each unit's draws do not depend on where it runs (driver or executor,
+    which task, how many partitions). Picklable: a task closure carries it.
+
+    Unseeded (every publishable release): ``entropy`` None, the root holds NO key, and
+    :meth:`stream` returns a fresh ChaCha20 generator keyed from the OS entropy of the process that
+    calls it (:func:`make_rng`): nothing that could reproduce the noise exists on the driver, in a
+    pickled function, a plan or a log, and streams are independent (independent 256-bit keys). Such
+    a release must evaluate its draws once (a local checkpoint), as a second evaluation draws anew.
+    Seeded (tests and demos only, not private): ``entropy`` and ``spawn_key`` are a child
+    ``SeedSequence`` of the release's seeded generator, and stream i is its child with spawn key
+    ``spawn_key + (i,)``: reproducible by anyone with the seed, the same on every evaluation.
+    The derivation is :class:`dp_spark.mechanisms.set_union.NoiseRoot`'s (its ``bucket_rng``)."""
+
+    entropy: int | tuple[int, ...] | None
+    spawn_key: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, rng: np.random.Generator, keyed: bool) -> "StreamRoot":
+        """The root of a release whose generator is ``rng`` (read once: a child is spawned, so a
+        keyed ledger run is marked drawn first): ``keyed`` (seeded runs) the child's SeedSequence
+        state, else a keyless root."""
+        (child,) = spawn_rngs(check_rng(rng), 1)
+        if not keyed:
+            return cls(None)
+        sequence = child.bit_generator.seed_seq
+        raw = sequence.entropy
+        entropy = int(raw) if isinstance(raw, (int, np.integer)) else tuple(int(v) for v in raw)
+        return cls(entropy, tuple(int(v) for v in sequence.spawn_key))
+
+    def stream(self, index: int) -> np.random.Generator:
+        """The generator of unit ``index`` (a non-negative int): keyless, fresh OS entropy
+        (ChaCha20); keyed, PCG64 on the SeedSequence child ``spawn_key + (index,)``."""
+        if self.entropy is None:
+            return make_rng()
+        child = np.random.SeedSequence(self.entropy, spawn_key=(*self.spawn_key, int(index)))
+        return np.random.Generator(np.random.PCG64(child))

@@ -30,6 +30,7 @@ cannot check them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from dp_spark import checks
 from dp_spark.accounting import ApproxDP, PureDP, ZCDP, remainder
@@ -54,8 +55,12 @@ MAX_K = 1000  # k items are ranked; the joint samplers' work grows as d·k
 MAX_KBAR = 100_000  # unknown-domain collects kbar + 1 (item, count) rows to the driver
 MAX_DOMAIN = 10_000_000  # one count per domain item is collected to the driver
 MAX_JOINT_ENTRIES = 10**9  # joint / pnf-joint may sweep all d·k entries of their matrix
-#: a grouped run collects G·(kbar + 1) (group, item, count) rows, or G·d domain counts, to the driver
-MAX_GROUPED_SUMMARY = 2_000_000
+#: a grouped run hands G·(kbar + 1) (group, item, count) rows, or G·d domain counts, to the per-group
+#: mechanisms on the executors (each group's in one task; nothing per group reaches the driver)
+MAX_GROUPED_SUMMARY = 2 * 10**9
+#: public keys a grouped run takes (and privately chosen keys it keeps): each group's mechanism runs on
+#: the executors, the keys are one Arrow array on the driver (issue 40)
+MAX_TOP_K_KEYS = 100_000
 
 #: The noise of a grouped release (module docstring): "laplace" (the default) or "gaussian".
 NOISES = ("laplace", "gaussian")
@@ -213,6 +218,8 @@ class Params(GroupParams):
     """Every top-k parameter (default, CLI help, public limit), checked on construction. ``domain``:
     anything but None says a public domain is given (not read here); ``domain_size``: its number of
     items, set by the release once it has read the domain (then the limits are checked)."""
+
+    MAX_KEYS: ClassVar[int] = MAX_TOP_K_KEYS
 
     k: int = param(help="number of items to release, in rank order", limit=MAX_K, cli_default=10, cli_type=int)
     epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)

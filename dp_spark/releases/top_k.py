@@ -40,13 +40,39 @@ The template restricts the edge table to the keys and caps every person to m
 groups (:mod:`dp_spark.releases.groups`, a per-person transformation). With
 ``max_groups=None``, ε/20 first chooses m by GEM
 (:mod:`dp_spark.releases.group_cap`); m is released and the rest runs
-conditioned on it. One Spark pass gives each group's counts (G·(k̄+1) or
-G·d numbers reach the driver); one person moves each (group, item) count by
-at most 1, all one way, in the ≤ m groups it keeps. Each group then runs the
-mechanism at ε'/m (and δ/m for ``cdp-peel`` and ``unknown-domain``), ε' the
-rest of ε (``auto`` with a domain: the pure joint mechanism picked from
-public parameters): basic composition over a person's m groups, parallel
-across the others, so (ε', δ)-DP, and (ε, δ)-DP with the cap's step.
+conditioned on it. One Spark pass gives each group's counts; one person
+moves each (group, item) count by at most 1, all one way, in the ≤ m groups
+it keeps. Each group then runs the mechanism at ε'/m (and δ/m for
+``cdp-peel`` and ``unknown-domain``), ε' the rest of ε (``auto`` with a
+domain: the pure joint mechanism picked from public parameters): basic
+composition over a person's m groups, parallel across the others, so
+(ε', δ)-DP, and (ε, δ)-DP with the cap's step. The cap's choice (and
+ungrouped ``auto``'s) is one draw on the driver.
+
+Where the groups run (up to 100,000 keys, :data:`Params.MAX_KEYS`): on the
+executors (:mod:`dp_spark.stages.top_k_groups`): the (group, item) counts
+are hash-partitioned by group index and each group's, whole and in a
+canonical order (domain order, or count descending then item), goes to
+:class:`~dp_spark.mechanisms.top_k.groups.GroupSelection` in one task; only
+the released (group index, rank, item, ⊥) rows leave, nothing per group
+reaches the driver but the report's first 100 groups (a filter on the
+public index) and the released total. An ungrouped run calls the same
+selection in group 0 on the driver. Both compositions above need the
+groups' draws independent: group g draws only from ``root.stream(g)``
+(:class:`dp_spark.noise.rng.StreamRoot`), derived from a per-release root by
+the public index g. Unseeded, the root holds no key: each stream is a fresh
+ChaCha20 generator keyed from the OS entropy of the process running the
+group, so streams are independent and nothing that could reproduce a draw
+exists on the driver, in the task closure, a plan, a job description, a
+DataFrame column or a log (nothing on the executors logs, and no count
+leaves them). The selection is therefore evaluated exactly once: it is
+stored by a local checkpoint before the report reads it, and
+``release.groups`` reads the stored rows (a lost block fails the next
+action rather than drawing again). Seeded (tests only), stream g is the
+seed's SeedSequence child g: the output is the same on the driver and the
+executors and whatever the partitioning. Which rows exist depends on the
+keys and the mechanism's output only: every key has its k items (domain
+methods) or its items and ⊥ (unknown-domain), also without rows.
 
 ``noise="gaussian"`` (per group, with a domain, by name): ρ-zCDP with
 ρ = ε²/2 (a weaker guarantee, stated with its (ε, δ') equivalent): the cap's
@@ -72,27 +98,33 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 import pandas as pd
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.accounting import PrivacyFilter
 from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
+from dp_spark.keys import GroupKeys
 from dp_spark.mechanisms.top_k import group_share, unknown_domain_calibration, unknown_domain_threshold
 from dp_spark.mechanisms.top_k.auto import AutoChoice, auto_share, choose_mechanism
-from dp_spark.mechanisms.top_k.error import CONFIDENCE, grouped_domain_top_k, selection_noise
-from dp_spark.mechanisms.top_k.unknown_domain import grouped_unknown_domain
-from dp_spark.mechanisms.top_k.zcdp import grouped_zcdp_top_k, zcdp_selection_noise
+from dp_spark.mechanisms.top_k.error import CONFIDENCE, selection_noise
+from dp_spark.mechanisms.top_k.groups import GroupSelection
+from dp_spark.mechanisms.top_k.zcdp import zcdp_selection_noise
 from dp_spark.noise.kinds import epsilon_for
 from dp_spark.noise.records import NoiseDraw
-from dp_spark.plan import MAX_PUBLIC_GROUPS, Plan, release_api
-from dp_spark.plans.top_k import (DOMAIN_METHODS, MAX_GROUPED_SUMMARY, MAX_JOINT_ENTRIES, NAMES, unknown_domain_zcdp)
+from dp_spark.noise.rng import StreamRoot
+from dp_spark.plan import REPORT_GROUPS, Plan, release_api
+from dp_spark.plans.top_k import DOMAIN_METHODS, MAX_GROUPED_SUMMARY, NAMES, unknown_domain_zcdp
 from dp_spark.plans.top_k import plan as make_plan
 from dp_spark.releases.group_cap import CHOSEN, choose_and_cap
-from dp_spark.releases.groups import GROUP_INDEX, groups_frame, report_groups
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
+from dp_spark.sparkjobs import spark_job
 from dp_spark.stages import item_counts as stage
+from dp_spark.stages import top_k_groups as groups_stage
 from dp_spark.stages.edges import GROUP, UNGROUPED
+from dp_spark.stages.group_items import GROUP_INDEX, join_keys, key_frame
+from dp_spark.stages.set_union import materialize
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +172,7 @@ def top_k(df, plan: Plan, budget, ledger) -> Release:
     ``result["method"]`` the mechanism that ran, ``result["released_count"]``;
     ``release.items`` is the (rank, item) Spark DataFrame.
 
-    Per group: ``group_by``, ``groups`` (public keys, at most 1,024) and
+    Per group: ``group_by``, ``groups`` (public keys, at most 100,000) and
     ``max_groups`` m (each group's selection at ε/m; None: m chosen privately).
     ``release.groups``: the group column, ``rank``, ``item``, ``error``;
     ``result["groups"]`` covers the first 100 groups. ``noise="gaussian"``
@@ -175,26 +207,23 @@ def _with_domain(plan: Plan, edge_df, domain) -> Plan:
 
 
 def _grouped_limits(p) -> None:
-    """A grouped run's public size limits (MAX_GROUPED_SUMMARY rows to the
-    driver, MAX_JOINT_ENTRIES for the joint mechanisms), before spending."""
-    # keys chosen privately (groups=None): at most MAX_PUBLIC_GROUPS keys are released, a public bound
-    n = MAX_PUBLIC_GROUPS if p.groups is None else len(p.groups)
+    """A grouped run's public size limit: G·(k̄ + 1) or G·d counts go through the per-group
+    mechanisms on the executors (at most MAX_GROUPED_SUMMARY), checked before spending. The joint
+    mechanisms' d·k is checked per group by the plan (no process holds more than one group's)."""
+    # keys chosen privately (groups=None): at most MAX_KEYS keys are kept, a public bound
+    n = type(p).MAX_KEYS if p.groups is None else len(p.groups)
     rows, what = ((n * (p.kbar + 1), f"{n:,} groups × (kbar + 1)") if p.domain_size is None
                   else (n * p.domain_size, f"{n:,} groups × {p.domain_size:,} domain items"))
     if rows > MAX_GROUPED_SUMMARY:
-        raise ParameterError(f"{what} = {rows:,} counts would reach the driver, above the limit of "
-                             f"{MAX_GROUPED_SUMMARY:,}; use fewer groups, a smaller kbar or a smaller domain.")
-    if p.mechanism in ("joint", "pnf-joint") and p.domain_size is not None:
-        entries = n * p.domain_size * p.k
-        if entries > MAX_JOINT_ENTRIES:
-            raise ParameterError(f"groups × domain size × k = {entries:,} is above the limit of "
-                                 f"{MAX_JOINT_ENTRIES:,} for the joint mechanisms; lower k, use fewer groups "
-                                 "or use method 'cdp-peel' or 'pnf-peel'.")
+        raise ParameterError(f"{what} = {rows:,} counts would go through the per-group mechanisms, above the "
+                             f"limit of {MAX_GROUPED_SUMMARY:,}; use fewer groups, a smaller kbar or a smaller "
+                             "domain.")
 
 
 def _body(plan: Plan, edge_df, rng, local) -> Release:
-    """Stage, mechanism and report of every run; an ungrouped run is the
-    one-key grouped run at m = 1 with an ungrouped report."""
+    """Stage, mechanism and report of every run: an ungrouped run is the
+    one-key run (group 0 of the release's streams) on the driver, a grouped
+    run selects in every group on the executors."""
     p = plan.params
     grouped = p.group_by is not None
     keys, m = (p.groups, p.max_groups) if grouped else ((UNGROUPED,), 1)
@@ -210,10 +239,10 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
         cap_noise.append(drawn)
         how = {"max_groups": m, "max_groups_chosen": CHOSEN}
     items = p.domain if p.domain_size is not None else None
-    # no key released: the same Spark pass on the empty table, so the jobs do not show it before the record
-    selection = _select(plan, edge_df, items, len(keys), m, GROUP_INDEX if grouped else GROUP, rng)
     if not grouped:
-        return _report(plan, local, selection, items, edge_df)
+        return _report(plan, local, _select(plan, edge_df, items, rng), items, edge_df)
+    # no key released: the same Spark pass on the empty table, so the jobs do not show it before the record
+    selection = _select_groups(plan, edge_df, items, keys, m, StreamRoot.of(rng, keyed=p.seed is not None))
     record = dataclasses.replace(selection.record, target=f"in each of the {len(keys):,} groups: "
                                  f"{selection.record.target}", **({} if keys else {"draws": 0}))
     return _groups_report(plan, keys, m, selection, {**how, **selection.how}, local, edge_df, [*cap_noise, record],
@@ -222,55 +251,99 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
 
 @dataclass(frozen=True)
 class _Selection:
-    """Each group's released items (rank order) and the public facts its error statement needs."""
+    """The ungrouped run's released items (rank order) and the public facts its error statement needs."""
 
-    groups: list  # per group, its released items in rank order
+    groups: list  # its one group's released items in rank order
     method: str  # the mechanism that ran
+    record: NoiseDraw  # the record of the selection
+    bottoms: list | None = None  # unknown-domain: ⊥ appended
+    choice: AutoChoice | None = None  # auto's choice
+
+
+@dataclass(frozen=True)
+class _GroupsSelection:
+    """A grouped run's released items, stored (group_index, rank, _key, bottom), and the public facts
+    its report needs."""
+
+    stored: object  # the stored private output (stages.top_k_groups.group_selections, materialized)
+    method: str  # the mechanism that ran in every group
     record: NoiseDraw  # the record of one group's selection (at the group's share)
-    how: dict  # the per-group share, for a grouped report's parameters
-    bottoms: list | None = None  # unknown-domain: per group, ⊥ appended
-    choice: AutoChoice | None = None  # auto's choice (ungrouped only)
+    how: dict  # the per-group share, for the report's parameters
+    domain: object = None  # the public domain table (domain positions -> items), or None
 
 
-def _select(plan: Plan, edge_df, items, n_groups: int, m: int, index: str, rng) -> _Selection:
-    """The one Spark pass, then the plan's mechanism in every group on the driver."""
+def _selection_of(plan: Plan, mechanism: str, m: int, epsilon: float, root: StreamRoot):
+    """The per-group selection (:class:`GroupSelection`) of the plan's guarantee at a cap of m."""
+    p = plan.params
+    if p.gaussian:
+        return GroupSelection.zcdp(mechanism, p.k, plan.split.cost("selection").rho, m, root)
+    return GroupSelection.laplace(mechanism, p.k, epsilon, p.delta, m, p.kbar, root)
+
+
+def _select(plan: Plan, edge_df, items, rng) -> _Selection:
+    """The ungrouped run: the stage's one collect, auto's choice (if any) from
+    a child of ``rng``, then the mechanism on the driver in group 0 of the
+    release's streams (:class:`StreamRoot` of ``rng``), as a grouped run's
+    group 0 draws."""
     p = plan.params
     k, delta, mechanism = p.k, p.delta, p.mechanism
-    where = "" if index == GROUP else " in every group"
+    if items is None:
+        log.info("top-k: collecting the %d largest item counts", p.kbar + 1)
+        top = stage.top_item_counts(edge_df, p.kbar)  # NON-PRIVATE
+    else:
+        log.info("top-k: counting persons per domain item (%d items)", len(items))
+        counts = stage.domain_item_counts(edge_df, items)  # NON-PRIVATE
+        top = stage.top_of_domain(items, counts, p.kbar) if mechanism == "unknown-domain" else None
+    if top is not None:  # unknown-domain: the k̄ largest (ties: item, or domain order) and the (k̄+1)-th
+        counts, next_count, items = top.counts, float(top.next_count), top.items
+    else:
+        next_count = 0.0
+    epsilon, choice = plan.split.epsilon("selection"), None
+    if mechanism == "auto":
+        choice, epsilon = _auto_choice(plan, counts, p.domain_size, rng)
+        mechanism = choice.method
+    # a private choice is not logged: nothing drawn leaves the process before the release is recorded
+    log.info("top-k: selecting with %s", mechanism if choice is None else "the privately chosen mechanism")
+    root = StreamRoot.of(rng, keyed=plan.params.seed is not None)  # after auto's child: its draws as before
+    picked, bottom = _selection_of(plan, mechanism, 1, epsilon, root)(0, counts, next_count)
+    chosen = [items[int(i)] for i in picked]
+    del counts, top  # non-private; nothing below may use them
+    size = p.kbar if mechanism == "unknown-domain" else p.domain_size
+    record = selection_noise(mechanism, k, epsilon, delta, size)
+    return _Selection([chosen], mechanism, record, [bottom] if mechanism == "unknown-domain" else None, choice)
+
+
+def _select_groups(plan: Plan, edge_df, items, keys, m: int, root: StreamRoot) -> _GroupsSelection:
+    """A grouped run: every group's mechanism on the executors
+    (:func:`dp_spark.stages.top_k_groups.group_selections`), evaluated once and stored."""
+    p = plan.params
+    mechanism = p.mechanism
+    epsilon = None if p.gaussian else plan.split.epsilon("selection")  # the ρ-zCDP form reads ρ
+    spark = edge_df.sparkSession
     # public parameters only: never the number of keys, which a private key step draws
     if items is None:
-        log.info("top-k: collecting the %d largest item counts%s", p.kbar + 1, where)
-        tops, counts = stage.grouped_top_item_counts(edge_df, n_groups, p.kbar, index), None  # NON-PRIVATE
+        log.info("top-k: the %d largest item counts in every group, selected on the executors", p.kbar + 1)
+        domain = None
     else:
-        log.info("top-k: counting persons per domain item (%d items)%s", len(items), where)
-        counts = stage.grouped_domain_item_counts(edge_df, items, n_groups, index)  # NON-PRIVATE
-        tops = [stage.top_of_domain(items, row, p.kbar) for row in counts] if mechanism == "unknown-domain" else None
+        log.info("top-k: counting persons per domain item (%d items) in every group, selected on the executors",
+                 len(items))
+        domain = groups_stage.domain_frame(spark, items, _item_type(edge_df))
+    selection = _selection_of(plan, mechanism, m, epsilon, root)
+    lazy = groups_stage.group_selections(edge_df, len(keys), selection, kbar=p.kbar, domain=domain,
+                                         size=None if items is None else len(items), top=not selection.domain)
+    with spark_job("selecting the top items of every group"):
+        stored = materialize(lazy)  # evaluated once: unseeded draws are fresh on every evaluation
     if p.gaussian:
         rho = plan.split.cost("selection").rho
-        picked, epsilon = grouped_zcdp_top_k(mechanism, counts, k, rho, m, rng)
-        del counts  # non-private; nothing below may use it
         per = "epsilon_per_round_per_group" if mechanism == "cdp-peel" else "epsilon_per_group"
-        return _Selection([[items[int(i)] for i in ix] for ix in picked], mechanism,
-                          zcdp_selection_noise(mechanism, k, epsilon, len(items)),
-                          {per: epsilon, "rho_per_group": ratio_down(rho, m), "method_per_group": mechanism})
-    epsilon, choice = plan.split.epsilon("selection"), None
-    if mechanism == "unknown-domain":
-        results = grouped_unknown_domain(tops, k, epsilon, delta, p.kbar, m, rng)
-        chosen = [[top.items[i] for i in r.indices] for top, r in zip(tops, results)]
-        bottoms = [r.bottom for r in results]
-    else:
-        if mechanism == "auto":  # the plan resolves auto per group from public parameters: one group here
-            choice, epsilon = _auto_choice(plan, counts[0], len(items), rng)
-            mechanism = choice.method
-        # a private choice is not logged: nothing drawn leaves the process before the release is recorded
-        log.info("top-k: selecting with %s", mechanism if choice is None else "the privately chosen mechanism")
-        picked = grouped_domain_top_k(mechanism, counts, k, epsilon, delta, m, rng)
-        chosen, bottoms = [[items[int(i)] for i in ix] for ix in picked], None
-    del tops, counts  # non-private; nothing below may use them
-    eps_group, delta_group = group_share(epsilon, delta, m)
-    record = selection_noise(mechanism, k, eps_group, delta_group, p.kbar if bottoms is not None else len(items))
+        return _GroupsSelection(stored, mechanism, zcdp_selection_noise(mechanism, p.k, selection.epsilon, len(items)),
+                                {per: selection.epsilon, "rho_per_group": ratio_down(rho, m),
+                                 "method_per_group": mechanism}, domain)
+    eps_group, delta_group = group_share(epsilon, p.delta, m)
+    size = p.kbar if mechanism == "unknown-domain" else len(items)
+    record = selection_noise(mechanism, p.k, eps_group, delta_group, size)
     how = {"epsilon_per_group": eps_group, "delta_per_group": delta_group, "method_per_group": mechanism}
-    return _Selection(chosen, mechanism, record, how, bottoms, choice)
+    return _GroupsSelection(stored, mechanism, record, how, domain)
 
 
 def _auto_choice(plan: Plan, counts, size: int, rng) -> tuple[AutoChoice, float]:
@@ -372,9 +445,32 @@ def _items_df(spark, rows, item_type):
     return spark.createDataFrame(pdf, schema)
 
 
-def _groups_report(plan: Plan, keys, m, selection: _Selection, how, local, edge_df, noise, items) -> Release:
-    """A grouped run's Release (``release.groups`` and the report's first
-    groups), from released values and public parameters only."""
+def _groups_frame(plan: Plan, keys, selection: _GroupsSelection, edge_df):
+    """(group_index, the group column, rank, item, bottom) of the stored selection: the public keys
+    and the public domain joined in (post-processing); ``bound`` for the keys' join is public (the
+    release's key limit when a private key step released them)."""
+    p = plan.params
+    spark = edge_df.sparkSession
+    frame = selection.stored
+    if selection.domain is not None:
+        size = p.domain_size
+        frame = groups_stage.with_domain(frame, selection.domain.withColumnRenamed(groups_stage.INDEX,
+                                                                                groups_stage.KEY),
+                                         size, groups_stage.KEY, "left")
+    else:
+        frame = frame.withColumnRenamed(groups_stage.KEY, "item")
+    bound = type(p).MAX_KEYS if "group_keys" in plan.split else len(keys)
+    group_type = edge_df.schema[GROUP].dataType
+    if not isinstance(keys, GroupKeys):  # a rebuilt plan's keys: the same canonical order
+        keys = GroupKeys.of(keys, isinstance(group_type, T.LongType))
+    key_df = key_frame(spark, keys, group_type, p.group_by)
+    return join_keys(frame, key_df, GROUP_INDEX, bound).select(GROUP_INDEX, p.group_by, "rank", "item", "bottom")
+
+
+def _groups_report(plan: Plan, keys, m, selection: _GroupsSelection, how, local, edge_df, noise, items) -> Release:
+    """A grouped run's Release: ``release.groups`` from the stored selection,
+    the report's first REPORT_GROUPS groups (by a public filter on the group
+    index) and the released total, from released values and public parameters only."""
     p = plan.params
     n, mechanism = len(keys), selection.method
     record = noise[-1]
@@ -382,24 +478,24 @@ def _groups_report(plan: Plan, keys, m, selection: _Selection, how, local, edge_
     simultaneous = max(0.0, 1.0 - n * (1.0 - CONFIDENCE))
     within = (f"with probability >= {CONFIDENCE:.0%}, each released item's true count in this group is within "
               f"{bound:,.1f} of the group's count at its rank ({NAMES[mechanism]} at this group's share)")
-    rows, summaries = [], []
-    for g, (key, chosen) in enumerate(zip(keys, selection.groups)):
-        for rank, item in enumerate(chosen, start=1):
-            rows.append({"group": key, "rank": rank, "item": item, "error": within})
-        if not chosen:  # ⊥ only: the key is still released (public), with no item
-            rows.append({"group": key, "rank": None, "item": None,
-                         "error": "no item of this group cleared Unknown Domain Gumbel's noisy threshold (⊥)"})
-        summary = {"group": key, "released_count": len(chosen)}
-        if selection.bottoms is not None:
-            summary["bottom"] = bool(selection.bottoms[g])
-        summaries.append(summary)
-    shown, more = report_groups(summaries)
-    shown_keys = {s["group"] for s in shown}
+    bottom_error = "no item of this group cleared Unknown Domain Gumbel's noisy threshold (⊥)"
+    joined = _groups_frame(plan, keys, selection, edge_df)
+    with spark_job("collecting the first groups' released items"):
+        head = joined.where(F.col(GROUP_INDEX) < REPORT_GROUPS).toArrow().to_pylist()  # <= REPORT_GROUPS·k rows
+        released = selection.stored.where(F.col("rank").isNotNull()).count()
+    head.sort(key=lambda r: (r[GROUP_INDEX], r["rank"] or 0))
+    summaries = [{"group": key, "released_count": 0} for key in keys[:REPORT_GROUPS]]
+    for row in head:
+        summary = summaries[row[GROUP_INDEX]]
+        summary["released_count"] += row["rank"] is not None
+        if mechanism == "unknown-domain":
+            summary["bottom"] = bool(row["bottom"])
+    shown, more = summaries, n > len(summaries)
     values = {
-        "items": [{"group": r["group"], "rank": r["rank"], "item": r["item"]} for r in rows
-                  if r["group"] in shown_keys and r["rank"] is not None],
+        "items": [{"group": r[p.group_by], "rank": r["rank"], "item": r["item"]} for r in head
+                  if r["rank"] is not None],
         "k": p.k,
-        "released_count": sum(s["released_count"] for s in summaries),
+        "released_count": int(released),
         "method": mechanism,
         "error_bound": round(bound, 1),
         "confidence": CONFIDENCE,
@@ -442,8 +538,9 @@ def _groups_report(plan: Plan, keys, m, selection: _Selection, how, local, edge_
         f"{spends}. Released: up to {p.k} {p.item_col} values per group, in order"
         + (", from the public domain" if items is not None else "") + "; no counts are released."
     )
-    frame = groups_frame(edge_df.sparkSession, plan, edge_df.schema[GROUP].dataType, rows,
-                         [("rank", T.IntegerType()), ("item", _item_type(edge_df))])
+    error = F.when(F.col("rank").isNull(), F.lit(bottom_error)).otherwise(F.lit(within))
+    frame = (joined.orderBy(GROUP_INDEX, "rank")
+             .select(p.group_by, "rank", F.col("item").cast(_item_type(edge_df)).alias("item"), error.alias("error")))
     split = [{"step": label, **c.to_dict()} for label, c in local.ledger]
     return Release.from_plan(
         plan, values=values, errors=errors, statement=statement, seeded=p.seed is not None,

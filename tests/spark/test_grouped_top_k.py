@@ -108,7 +108,9 @@ SEEDED_GROUPED = {
     "g0": ["i1", "i2", "i3"],
     "g1": ["i2", "i3", "i41"],
     "g2": ["i3", "i4", "i42"],
-    "empty": ["i4", "i29", "i20"],  # moved when the keys took their canonical order ("empty" is drawn first)
+    # moved when the keys took their canonical order, and again when each group drew from its own stream
+    # (issue 40: the group's index derives it, so driver and executors draw the same)
+    "empty": ["i31", "i43", "i21"],
 }
 
 
@@ -223,8 +225,8 @@ def test_refusals_come_before_anything_is_spent(spark, table):
     with pytest.raises(ParameterError, match="max_groups"):
         dp_spark.top_k(table, epsilon=1.0, k=2, domain=DOMAIN, group_by="country", groups=["g0"], max_groups=0,
                        budget=budget)
-    many = [f"k{j}" for j in range(1000)]  # 1,000 groups × (kbar + 1) = 100,001,000 rows: refused from public sizes
-    with pytest.raises(ParameterError, match="would reach the driver"):
+    many = [f"k{j}" for j in range(30_000)]  # 30,000 groups × (kbar + 1) = 3,000,030,000 counts: refused from sizes
+    with pytest.raises(ParameterError, match="would go through the per-group mechanisms"):
         dp_spark.top_k(table, epsilon=1.0, delta=1e-6, k=2, kbar=100_000, group_by="country", groups=many,
                        max_groups=1, budget=budget)
     with pytest.raises(ParameterError, match="delta"):  # unknown-domain per group still needs δ

@@ -426,7 +426,7 @@ SEEDED_VALUES = {
             'items': [
                 {'item': 'item0', 'rank': 1},
                 {'item': 'item1', 'rank': 2},
-                {'item': 'item3', 'rank': 3},
+                {'item': 'item21', 'rank': 3},
             ],
             'k': 3,
             'method': 'cdp-peel',
@@ -451,17 +451,13 @@ SEEDED_VALUES = {
     },
     'top_k/auto-no-domain': {
         'values': {
-            'bottom': False,
+            'bottom': True,
             'error_bound': 18.8,
             'error_warning': None,
-            'items': [
-                {'item': 'item0', 'rank': 1},
-                {'item': 'item1', 'rank': 2},
-                {'item': 'item2', 'rank': 3},
-            ],
+            'items': [{'item': 'item0', 'rank': 1}, {'item': 'item1', 'rank': 2}],
             'k': 3,
             'method': 'unknown-domain',
-            'released_count': 3,
+            'released_count': 2,
         },
     },
     'top_k/cdp-peel': {
@@ -517,7 +513,7 @@ SEEDED_VALUES = {
             'items': [
                 {'item': 'item0', 'rank': 1},
                 {'item': 'item1', 'rank': 2},
-                {'item': 'item4', 'rank': 3},
+                {'item': 'item3', 'rank': 3},
             ],
             'k': 3,
             'method': 'pnf-peel',
@@ -526,17 +522,13 @@ SEEDED_VALUES = {
     },
     'top_k/unknown-domain': {
         'values': {
-            'bottom': False,
+            'bottom': True,
             'error_bound': 18.8,
             'error_warning': None,
-            'items': [
-                {'item': 'item0', 'rank': 1},
-                {'item': 'item1', 'rank': 2},
-                {'item': 'item2', 'rank': 3},
-            ],
+            'items': [{'item': 'item0', 'rank': 1}, {'item': 'item1', 'rank': 2}],
             'k': 3,
             'method': 'unknown-domain',
-            'released_count': 3,
+            'released_count': 2,
         },
     },
 }

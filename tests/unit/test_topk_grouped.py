@@ -5,6 +5,7 @@ tests/spark/test_grouped_top_k.py, the privacy audit tests/audit/test_topk_audit
 
 from __future__ import annotations
 
+import pickle
 from typing import NamedTuple
 
 import numpy as np
@@ -15,7 +16,10 @@ from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import unknown_domain_calibration, unknown_domain_gumbel
 from dp_spark.mechanisms.top_k._common import group_share
 from dp_spark.mechanisms.top_k.error import domain_top_k, grouped_domain_top_k
+from dp_spark.mechanisms.top_k.groups import GroupSelection
 from dp_spark.mechanisms.top_k.unknown_domain import grouped_unknown_domain
+from dp_spark.mechanisms.top_k.zcdp import grouped_zcdp_top_k
+from dp_spark.noise.rng import StreamRoot
 
 
 class TopCounts(NamedTuple):
@@ -64,3 +68,54 @@ def test_a_larger_cap_means_more_noise_per_group():
     hits = {m: sum(grouped_domain_top_k("joint", counts, 1, 2.0, 0.0, m, np.random.default_rng(s))[0][0] == 0
                    for s in range(400)) for m in (1, 8)}
     assert hits[1] > hits[8] + 100
+
+
+# -- each group's own stream (issue 40): the selection the executors and the driver both run ---------------
+
+
+def _root(seed: int = 5) -> StreamRoot:
+    return StreamRoot.of(np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed))), keyed=True)
+
+
+@pytest.mark.parametrize("method, delta", [("joint", 0.0), ("pnf-joint", 0.0), ("pnf-peel", 0.0),
+                                           ("cdp-peel", 1e-6)])
+def test_a_groups_selection_is_the_ungrouped_mechanism_on_its_own_stream(method, delta):
+    counts = np.random.default_rng(2).integers(0, 60, size=(5, 25))
+    root = _root()
+    select = GroupSelection.laplace(method, 3, 2.0, delta, 3, 1000, root)
+    eps_g, delta_g = group_share(2.0, delta, 3)
+    for g in (4, 0, 2):  # any order: group g's draws depend on g only
+        got, bottom = select(g, counts[g])
+        want = domain_top_k(method, counts[g], 3, eps_g, delta_g, root.stream(g))[0]
+        assert got.tolist() == want.tolist() and not bottom
+    assert select(1, counts[1])[0].tolist() == select(1, counts[1])[0].tolist()  # seeded: the same on every call
+
+
+def test_unknown_domain_and_zcdp_selections_are_the_ungrouped_mechanisms_at_the_groups_share():
+    root = _root(8)
+    top = np.array([90, 80, 70, 10, 5])
+    got, bottom = GroupSelection.laplace("unknown-domain", 2, 4.0, 1e-6, 2, 5, root)(3, top, 0.0)
+    eps_item, d_thr, _ = unknown_domain_calibration(*group_share(4.0, 1e-6, 2), 2)
+    want = unknown_domain_gumbel(top, 2, eps_item, d_thr, 5, root.stream(3), 0.0)
+    assert got.tolist() == want.indices.tolist() and bottom == want.bottom
+    none, bottom = GroupSelection.laplace("unknown-domain", 2, 4.0, 1e-6, 2, 5, root)(0, np.zeros(0, np.int64))
+    assert none.size == 0 and bottom  # a group without items: ⊥
+    counts = np.random.default_rng(4).integers(0, 40, size=30)
+    for method in ("joint", "cdp-peel"):
+        picked, _ = grouped_zcdp_top_k(method, counts[None, :], 3, 0.5, 2, root.stream(6))
+        assert GroupSelection.zcdp(method, 3, 0.5, 2, root)(6, counts)[0].tolist() == picked[0].tolist()
+    with pytest.raises(ParameterError):
+        GroupSelection.laplace("auto", 2, 1.0, 0.0, 1, 5, root)
+
+
+def test_group_streams_are_distinct_and_a_keyless_root_holds_no_key():
+    root = _root()
+    draws = [root.stream(g).integers(0, 2**62, size=4).tolist() for g in range(50)]
+    assert len({tuple(d) for d in draws}) == 50
+    assert pickle.loads(pickle.dumps(root)).stream(7).integers(0, 2**62) == root.stream(7).integers(0, 2**62)
+    keyless = StreamRoot.of(np.random.default_rng(1), keyed=False)
+    assert keyless == StreamRoot(None) and pickle.loads(pickle.dumps(keyless)) == StreamRoot(None)
+    assert keyless.stream(0).integers(0, 2**62) != keyless.stream(0).integers(0, 2**62)  # fresh OS entropy
+    assert type(keyless.stream(0).bit_generator).__name__ == "ChaCha"
+    other = _root(6)
+    assert other.stream(0).integers(0, 2**62) != root.stream(0).integers(0, 2**62)  # another release, another root

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -31,6 +32,7 @@ class UnknownDomainResult:
     noise: tuple = ()
 
 
+@lru_cache(maxsize=64)  # public inputs only; a grouped release asks once per group (exact logarithms: ~0.3 ms)
 def unknown_domain_threshold(epsilon: float, delta: float, kbar: int) -> float:
     """Threshold T = 1 + (1/ε)·ln(k̄/δ) of Unknown Domain Gumbel (seed
     Theorem 4), rounded up: the threshold's δ is k̄·P[G_i − G_0 > T − 1] <=
