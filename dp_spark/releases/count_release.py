@@ -67,7 +67,7 @@ from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages import item_counts as stage
-from dp_spark.stages.group_items import Composite
+from dp_spark.stages.group_items import GROUP_INDEX, Composite
 
 log = logging.getLogger(__name__)
 
@@ -342,7 +342,9 @@ def _bounded_pairs(plan: Plan, composite: Composite, released, calibrated) -> _P
     cut by the count threshold) in Spark: split into (group, item) by the key table, the one σ and the
     one error text (every count has the same noise record) as literal columns. Only the number of
     pairs per key (Arrow, at most one per key) and at most :data:`REPORT_ROWS` rows of the report's
-    first keys reach the driver; the same Spark jobs run whatever was released."""
+    first keys reach the driver. The report's rows are read by group index (the first keys are
+    indices 0..99) from the stored pairs, with no join: a join's plan can skip a job when one side
+    is empty (adaptive execution), which would show before the record whether anything was released."""
     p = plan.params
     (_, counted) = calibrated.noise
     error = _row_error(plan, {}, counted)
@@ -351,13 +353,17 @@ def _bounded_pairs(plan: Plan, composite: Composite, released, calibrated) -> _P
     with spark_job("counting the released pairs of every group"):
         per_group = composite.per_group(released)  # <= G numbers, as Arrow
     head = composite.keys.head(REPORT_GROUPS)
-    # largest noisy counts first, as ungrouped; ties by key and item (a public rule)
-    first = (frame.where(F.col(p.group_by).isin(head))
-             .orderBy(F.col("count").desc(), F.col(p.group_by).asc(), F.col("item").asc())
+    # largest noisy counts first, as ungrouped; ties by key (its index: canonical order) and item (a public rule)
+    first = (composite.indexed(released).where(F.col(GROUP_INDEX) < F.lit(len(head)))
+             .orderBy(F.col("count").desc(), F.col(GROUP_INDEX).asc(), F.col("item").asc())
              .limit(REPORT_ROWS)
-             .select(F.col(p.group_by).alias("group"), "item", "count", "sigma"))
+             .select(GROUP_INDEX, "item", "count"))
     with spark_job("collecting the released counts of the report's first groups"):
-        shown = first.toArrow().to_pylist()  # at most REPORT_ROWS rows
+        table = first.toArrow()  # at most REPORT_ROWS rows
+    sigma = float(calibrated.count_sigma)
+    shown = [{"group": head[i], "item": item, "count": count, "sigma": sigma}
+             for i, item, count in zip(table.column(GROUP_INDEX).to_pylist(), table.column("item").to_pylist(),
+                                       table.column("count").to_pylist())]
     return _Pairs(frame, per_group, shown)
 
 
@@ -410,7 +416,8 @@ def _grouped_release(plan: Plan, composite: Composite, pairs: _Pairs, values, er
     report_rows = [{k: v for k, v in r.items() if k != "error"} for r in pairs.shown]
     values = {**values, "items": report_rows, "released_count": released,
               "groups": shown, "groups_released": len(keys), "groups_in_report": len(shown)}
-    cut = (f" The report holds the {len(report_rows):,} largest of the {in_head:,} counts of its first keys."
+    which = "largest" if p.method == "bounded" else "first found (the loop's order)"
+    cut = (f" The report holds the {len(report_rows):,} {which} of the {in_head:,} counts of its first keys."
            if in_head > len(report_rows) else "")
     errors = {**errors,
               "items": (f"each released count is one ({p.group_by}, {p.item_col}) pair's; " + errors["items"]

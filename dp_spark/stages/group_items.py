@@ -116,9 +116,18 @@ class Composite:
         if self.identity:
             return frame.select(F.lit(self.keys[0]).cast(self.group_type).alias(group_by), ITEM, *rest)
         key_df = key_frame(frame.sparkSession, self.keys, self.group_type, group_by)
-        split = frame.select(_index_of().alias(GROUP_INDEX), _item_of(ITEM, self.integral).alias(ITEM), *rest)
+        split = self.indexed(frame)
         bound = len(self.keys) if self.bound is None else self.bound
         return join_keys(split, key_df, GROUP_INDEX, bound).select(group_by, ITEM, *rest)
+
+    def indexed(self, frame: DataFrame) -> DataFrame:
+        """(``group_index``, item, the other columns): ``frame``'s composite ``item`` split into the
+        group index (0 with one key) and the item, without the key table (no join: a per-row
+        projection). Released values only."""
+        rest = [c for c in frame.columns if c != ITEM]
+        if self.identity:
+            return frame.select(F.lit(0).alias(GROUP_INDEX), ITEM, *rest)
+        return frame.select(_index_of().alias(GROUP_INDEX), _item_of(ITEM, self.integral).alias(ITEM), *rest)
 
     def parse(self, value) -> tuple[int, object]:
         """(group index, item) of one released composite key."""

@@ -252,8 +252,10 @@ def collect_item_counts(df: DataFrame, minimum: float | None = None) -> tuple[in
 def store_item_counts(df: DataFrame, minimum: float | None = None) -> tuple[DataFrame, int]:
     """Evaluate an (item, count) DataFrame of RELEASED (noisy) counts once and keep it in Spark:
     (the stored rows with count >= ``minimum``, all when None: a lazy filter over the store; the
-    number of stored rows, before that filter). Two Spark jobs whatever the data, nothing but one
-    number collected.
+    number of stored rows, before that filter). Nothing but one number collected. Known gap: with
+    adaptive execution on, the number of Spark jobs of the noisy pipeline feeding this store can
+    depend on whether any item cleared the selection (an empty side short-cuts a join), as it does
+    for the ungrouped collect; job counts are visible in Spark's UI before the ledger record.
 
     The store is :func:`dp_spark.stages.set_union.materialize` (a local checkpoint): the returned
     DataFrame's plan reads the stored rows, so it holds neither the noise function nor its key, and

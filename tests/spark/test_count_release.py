@@ -291,7 +291,7 @@ def test_session_built_by_dp_spark_has_no_ui_and_no_event_log(spark):
 #: case -> (parameters, input kind, the kinds of Release.noise in the order drawn, or None:
 #: checked by check_noise_records); every method
 #: The values only a grouped report has (issue 24): the per-key table and its size.
-GROUPED_ONLY = {"groups", "groups_released", "groups_in_report"}
+GROUPED_ONLY = {"groups", "groups_released", "groups_in_report", "group_sizes"}
 
 
 def bare(record):
