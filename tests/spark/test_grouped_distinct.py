@@ -15,7 +15,7 @@ import dp_spark
 from dp_spark import cli
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP
 from dp_spark.errors import ParameterError, SchemaError
-from dp_spark.plan import MAX_PUBLIC_GROUPS
+from dp_spark.plans import distinct_count as plans
 from dp_spark.releases.groups import GROUP_INDEX
 from dp_spark.settings.distinct_count import bound_candidates
 from dp_spark.stages.distinct import grouped_greedy_counts
@@ -134,8 +134,8 @@ def test_refusals_come_before_anything_is_spent(spark, table):
     budget = PrivacyFilter(PureDP(5.0))
     with pytest.raises(SchemaError):
         dp_spark.distinct_count(table, epsilon=1.0, group_by="nope", groups=["a"], max_groups=1, budget=budget)
-    many = spark.range(MAX_PUBLIC_GROUPS + 1).select(F.col("id").cast("string").alias("country"))
-    with pytest.raises(ParameterError, match="more than 1,024 public keys"):
+    many = spark.range(plans.Params.MAX_KEYS + 1).select(F.col("id").cast("string").alias("country"))
+    with pytest.raises(ParameterError, match="more than 100,000 public keys, this release's limit"):
         dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=many, max_groups=1, budget=budget)
     with pytest.raises(ParameterError, match="approx-dp cost from a pure-dp budget"):  # keys chosen privately: (ε, δ)
         dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=None, max_groups=1, budget=budget)
