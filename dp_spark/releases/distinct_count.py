@@ -61,7 +61,9 @@ runs steps 2-3 at ε'/m, or under ``noise="gaussian"`` (ρ-zCDP, ρ = ε²/2) wi
 the exponential-mechanism choice and discrete Gaussian counts. With
 ``max_groups=None``, m and one bound l for all groups are chosen jointly
 (ε/4; :mod:`dp_spark.mechanisms.distinct_count.cap_bound`). Each group's
-lower bound holds with probability >= 1 − β, all G with >= 1 − G·β.
+lower bound holds with probability >= 1 − β, all G with >= 1 − G·β. The
+groups' mechanisms run vectorised over numpy arrays on the driver (up to
+``Params.MAX_KEYS`` = 100,000 keys); ``release.groups`` is built from Arrow.
 
 Lower-bound property: P[X > m_l̂] <= β, so with probability >= 1 − β,
 lower_bound <= c_l̂ <= DC(D; l̂) <= DC(D).
@@ -212,7 +214,7 @@ def distinct_count(df, plan: Plan, budget, ledger) -> Release:
 
     Per group (greedy only; module docstring): ``group_by``, ``groups``
     (public keys: a list, a one-column Spark DataFrame or a file path; at most
-    1,024; None: chosen privately, the release is then (ε, δ)-DP) and
+    100,000; None: chosen privately, the release is then (ε, δ)-DP) and
     ``max_groups`` m (each group at ε/m). ``release.groups``: the group
     column, ``estimate``, ``lower_bound``, ``bound``, ``error``;
     ``result["groups"]`` holds the first 100. ``noise``: ``"laplace"`` (default, ε-DP) or ``"gaussian"`` (ρ-zCDP

@@ -693,8 +693,9 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     ungrouped argument per virtual group; the cap is computed from y's own rows): at most m_k groups
     move at cap k. Without ``caps`` nothing is capped (y's groups move; at most m only when the
     caller's m >= the number of keys, as the release ensures). Items are keyed by xxhash64(item)
-    within a group, as in :func:`greedy_rounds`. The driver receives at most K × groups ×
-    len(candidates) rows. An ungrouped release's edge table (one group, no cap, no ``group_index``;
+    within a group, as in :func:`greedy_rounds`. The driver receives at most (tasks ×) K × groups ×
+    len(candidates) rows, as Arrow (never Rows), summed into one int64 array. An ungrouped
+    release's edge table (one group, no cap, no ``group_index``;
     never a grouped run's, whose Spark jobs must not depend on how many keys a private key step
     released) runs :func:`greedy_counts`, with the same counts
     (tests/spark/test_grouped_cap_bound.py)."""
@@ -710,8 +711,8 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     elif groups == 1 and GROUP_INDEX not in edge_df.columns:  # an ungrouped release: the ungrouped kernel
         return greedy_counts(edge_df, cands[-1], shards, partitions)[np.asarray(cands) - 1][None, :]
     if caps is None:  # groups are independent: every (shard, group) whole in a task, shards split over tasks
-        if partitions is None:
-            partitions = min(python_partitions(edge_df.sparkSession), int(shards) * int(groups))
+        if partitions is None:  # the cluster's, never the number of groups (a private key step may draw it)
+            partitions = python_partitions(edge_df.sparkSession)
         rows = sharded_edges(edge_df, shards, partitions, extra=(F.col(GROUP_INDEX),), split_by=GROUP_INDEX)
     else:  # the cap ranks a person's groups: every person whole in a task (one task per shard)
         if partitions is None:
@@ -742,7 +743,7 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     np.add.at(hist, cell, parts.column(count).to_numpy().astype(np.int64))  # exact int64 sums
     del parts, cell
     hist = hist.reshape(n_caps, groups, len(cands))
-    out = np.cumsum(hist, axis=2)
+    out = np.cumsum(hist, axis=2, out=hist)  # in place: no second caps × groups × candidates array
     return out[0] if caps is None else out
 
 

@@ -1,7 +1,12 @@
 """The per-group distinct-count (numpy only): every group's release at a cap
-of m groups per person (:func:`release_groups`; an ungrouped release is one
-group at m = 1), the budget each step runs at (:func:`budget_of`), the records
-of the groups' draws, and the joint private choice of the cap m and bound l.
+of m groups per person, vectorised over the groups (:func:`release_groups_batch`:
+the per-group loop of the one-group mechanism of :mod:`.bound`, as numpy
+batches; a one-group batch is that mechanism draw for draw), the budget each
+step runs at (:func:`budget_of`), the records of the groups' draws (one per
+step, never one per group), and the joint private choice of the cap m and
+bound l with every group's count at it in one batch (:func:`counts_at_bound`).
+Nothing per group is a Python object: the released values are arrays
+(:class:`GroupRelease`), the records O(candidates).
 
 Input: the NON-PRIVATE per-group greedy counts ``at[k, g, j]`` = c_{g,m_k,l_j}
 of the edge table capped to m_k groups per person, for every public cap
@@ -134,7 +139,8 @@ def _select_record(candidates, epsilon_select: float, groups: int, bounded_range
     if bounded_range:
         parameters["bounded_range"] = True
     return NoiseDraw("select", "gem", scale=2.0 / epsilon_select, std=None, sensitivity=1.0, draws=groups,
-                     target="each group's per-person bound (scores c_l − m_l of sensitivity l)", parameters=parameters)
+                     target="each group's per-person bound (scores c_l − m_l of sensitivity l)",
+                     parameters=parameters)
 
 
 def _count_records(candidates, scales, stds, noise: str) -> tuple:
