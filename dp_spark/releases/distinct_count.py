@@ -156,10 +156,14 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
 def _caps(plan: Plan) -> tuple[int, list | tuple | None]:
     """(groups counted: one virtual group when no key was released; caps
     counted at: every candidate when m is chosen with the bound, else (m,), or
-    None when m >= the keys)."""
+    None when m >= the keys: their number when public, the release's limit
+    when a private key step released them, so which Spark pass runs does not
+    show how many it released; capping at m >= the keys keeps every row, the
+    same counts)."""
     keys, m = plan.params.keys_and_cap()
     n_keys = max(len(keys), 1)
-    return n_keys, cap_candidates(n_keys) if m is None else (None if m >= n_keys else (m,))
+    public = type(plan.params).MAX_KEYS if "group_keys" in plan.split else n_keys
+    return n_keys, cap_candidates(n_keys) if m is None else (None if m >= public else (m,))
 
 
 def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng, persons=None) -> tuple[np.ndarray, dict, list]:

@@ -299,3 +299,22 @@ def test_keys_from_a_dataframe_are_spelled_as_the_rows_group_column(spark, kind)
     keys = list(GroupKeys.of(resolve_keys(spark, rows.select("g"), "g", 1024), whole=False))
     spelled = {r[0] for r in rows.select(F.col("g").cast("string")).collect()}
     assert set(keys) == spelled
+
+
+def test_with_privately_chosen_keys_the_greedy_pass_follows_the_public_limit():
+    """Which grouped greedy pass runs (capped at m, or not capped when m >= the keys) depends on the
+    number of keys only when they are public; released keys use the release's limit, so the Spark
+    work does not show how many a private key step released (capping at m >= the keys keeps every
+    row: the same counts)."""
+    import copy
+    import dataclasses
+
+    from dp_spark.keys import GroupKeys
+    from dp_spark.plan import set_checked
+    from dp_spark.releases.distinct_count import _caps
+
+    for groups, caps in ((None, (5,)), (("a", "b", "c"), None)):
+        plan = plans.plan(epsilon=1.0, group_by="g", groups=groups, max_groups=5)
+        params = copy.copy(plan.params)
+        set_checked(params, groups=GroupKeys.of(["a", "b", "c"], whole=False))  # as grouped_edges does
+        assert _caps(dataclasses.replace(plan, steps=tuple(plan.split), params=params)) == (3, caps)
