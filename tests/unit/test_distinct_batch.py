@@ -201,3 +201,24 @@ def test_counts_at_bound_batch_is_the_scalar_count_in_distribution(noise):
     assert record.draws == n and record.scale == scale and record.parameters["bound"] == 16
     assert [r["bound"] for r in release_at_bound([5, 6], 4, 16, 0.05, np.random.default_rng(1), noise=noise,
                                                  count=0.5)] == [16, 16]
+
+
+def test_any_float_scale_is_drawn_exactly_and_never_refused():
+    """A float scale's exact fraction may not fit the batch's int64 arithmetic (a tiny scale: the
+    denominator; a huge one: the numerator): the scalar exact sampler draws it, with no refusal after
+    spending (a large ε, review finding on the matching shape test)."""
+    from fractions import Fraction
+
+    from dp_spark.noise import discrete_laplace
+    from dp_spark.noise.discrete_batch import discrete_laplace_batch_any
+
+    tiny = 3 / (1e4 * 0.99)
+    assert Fraction(tiny).denominator >= 2**62
+    assert not discrete_laplace_batch_any(tiny, 500, np.random.default_rng(1)).any()  # P[k != 0] ~ e^-3300
+    huge = 2.0**57 + 2.0**5
+    batch = discrete_laplace_batch_any(huge, 2000, np.random.default_rng(2)) / huge
+    scalar = discrete_laplace(huge, np.random.default_rng(3), size=2000) / huge
+    assert stats.ks_2samp(batch, scalar).pvalue > 1e-4 and 0.8 < np.std(batch) / np.sqrt(2) < 1.2
+    released, _ = release_groups_batch(AT, CANDS, 16, 1, 0.05, np.random.default_rng(4), noise="laplace",
+                                       select=5e3, count=5e3)
+    assert np.array_equal(released.estimate, AT[np.arange(len(AT)), released.chosen])  # ε = 10^4: no noise

@@ -54,7 +54,7 @@ import numpy as np
 from dp_spark.accounting import ratio_up, remainder
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
 from dp_spark.noise import discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
-from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide, discrete_laplace_batch
+from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide, discrete_laplace_batch_any
 from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.settings.distinct_count import (
@@ -207,7 +207,7 @@ def release_at_candidates(
     bound = select_among(values, cands, margins, eps_select, rng, gem_beta, sampler=sampler, monotone=monotone)
     j = int(np.flatnonzero(cands == bound)[0])
     scale = ratio_up(2 * bound, 2.0 * eps_count)  # l/ε_count rounded up: never less noise
-    noisy = int(values[j]) + int(discrete_laplace_batch(scale, 1, rng)[0])  # the sampler (and stream) of a batch
+    noisy = int(values[j]) + int(discrete_laplace_batch_any(scale, 1, rng)[0])  # the sampler (and stream) of a batch
     noise = (
         NoiseDraw("select", "gem", scale=2.0 / eps_select, std=None, sensitivity=1.0,
                   target="the per-person bound (scores c_l − m_l of sensitivity l)",

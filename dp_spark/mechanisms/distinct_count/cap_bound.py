@@ -50,7 +50,7 @@ from dp_spark.mechanisms.distinct_count.gem import (exponential_rows, permute_an
                                                     same_direction_scores_batch)
 from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
 from dp_spark.noise import discrete_laplace_std
-from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide, discrete_laplace_batch
+from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide, discrete_laplace_batch_any
 from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile, discrete_laplace_upper_quantile
 from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS, candidate_betas, gem_shifts
@@ -127,7 +127,7 @@ def _count_draws(values: np.ndarray, chosen: np.ndarray, scales, noise: str, rng
         if not at.size:
             continue
         if noise == "laplace":
-            noisy[at] += discrete_laplace_batch(float(scale), at.size, rng)
+            noisy[at] += discrete_laplace_batch_any(float(scale), at.size, rng)
         else:
             noisy[at] += discrete_gaussian_batch_wide(Fraction(float(scale)) ** 2, at.size, rng)
     return noisy
