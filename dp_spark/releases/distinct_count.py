@@ -86,6 +86,7 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dp_spark.group_sizes import size_summary
 from dp_spark.io import spark_frame
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
 from dp_spark.accounting.exact import ratio_down
@@ -382,6 +383,9 @@ def _groups_report(plan: Plan, keys, m, released: GroupRelease | None, how, loca
         "groups": shown,
         "groups_in_report": len(shown),
     }
+    # every group's estimate, summarised (post-processing of released values; empty when no key was released)
+    values["group_sizes"] = size_summary(keys, np.zeros(0) if released is None else released.estimate,
+                                         f"estimated distinct {p.item_col} values")
     errors = {
         "groups": (f"each group's estimate: distinct {p.item_col} values of the group after a per-group bound on "
                    f"items per person, plus that group's {'discrete Gaussian' if gaussian else 'discrete Laplace'} "
@@ -390,6 +394,8 @@ def _groups_report(plan: Plan, keys, m, released: GroupRelease | None, how, loca
                         f">= {confidence:.0%}; all {n_groups:,} groups' at once with probability >= "
                         f"{simultaneous:.0%} (union bound)"),
     }
+    errors["group_sizes"] = (f"every {p.group_by} group's estimate (as in release.groups, each with its own "
+                             "error): the largest groups and how many groups fall in each range")
     errors["groups_bound_may_cap"] = (  # always stated (the report's shape never depends on the bounds)
         f"{at_top:,} group(s) chose the largest bound considered (max_bound = {p.max_bound:,}): "
         f"{cap_note(top, p.max_bound)}" if at_top else

@@ -86,3 +86,14 @@ def test_100k_keys_with_the_cap_and_bound_chosen_jointly(spark, events, collecte
     (count,) = [n for n in release.noise if n.kind == f"discrete-{noise}"]
     assert count.draws == KEYS and count.parameters["bound"] == p["bound"]
     assert release.groups.where(F.col("bound") != p["bound"]).count() == 0
+
+
+def test_the_report_summarises_every_group(spark, events):
+    """result["group_sizes"]: the 12 largest estimates of all 100,000 groups and a histogram of all
+    of them (what the HTML report draws), equal to release.groups' estimates."""
+    release = _run(events, _keys(spark, 4), max_groups=1)
+    sizes = release.result["group_sizes"]
+    assert sizes["groups"] == KEYS and sum(sizes["counts"]) == KEYS and len(sizes["largest"]) == 12
+    top = release.groups.orderBy(F.col("estimate").desc(), "g").limit(12).select("g", "estimate").collect()
+    assert [(g["group"], g["size"]) for g in sizes["largest"]] == [(row["g"], row["estimate"]) for row in top]
+    assert "group_sizes" in release.errors
