@@ -18,6 +18,8 @@ exactly the stated distribution (up to the uniformity of ``rng``'s bits).
 - ``bernoulli_exp_batch(a, b, rng)``: Bernoulli(exp(−a/b)) element-wise (Alg. 1).
 - ``discrete_laplace_batch(b, size, rng)``: P[k] ∝ exp(−|k|/b), rational b > 0 (Alg. 2);
   ``rational_scale`` rounds a float scale up onto a 2^−10 grid.
+- ``discrete_laplace_batch_any(b, size, rng)``: the same for any rational b (the scalar exact
+  sampler where b's numerator or denominator exceeds int64).
 - ``discrete_gaussian_batch(sigma2, size, rng)``: P[k] ∝ exp(−k²/(2σ²)) for a
   rational σ² (Alg. 3). Added to an integer statistic of ℓ2 sensitivity Δ it
   is Δ²/(2σ²)-zCDP (CKS 2020, Theorem 14); its variance is at most σ².
@@ -44,6 +46,7 @@ __all__ = [
     "bernoulli_double",
     "bernoulli_exp_batch",
     "discrete_laplace_batch",
+    "discrete_laplace_batch_any",
     "discrete_gaussian_batch",
     "discrete_gaussian_batch_wide",
     "rational_sigma2",
@@ -221,6 +224,22 @@ def discrete_laplace_batch(scale: object, size: int, rng: np.random.Generator) -
         out[todo[accept]] = np.where(negative, -y, y)[accept]
         todo = todo[~accept]
     return out
+
+
+def discrete_laplace_batch_any(scale: object, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws with P[k] ∝ exp(−|k|/b) for ANY rational scale b > 0 (e.g. a float's exact
+    value, whose numerator or denominator may exceed int64): :func:`discrete_laplace_batch` when b's
+    numerator and denominator fit its int64 arithmetic, else the Fraction-based scalar sampler of
+    :mod:`dp_spark.noise.discrete` one draw at a time (exact at any size). The same distribution
+    either way (CKS 2020, Algorithm 2); the choice is a function of b alone. Adding it with
+    b = Δ/ε to an integer statistic of ℓ1 sensitivity Δ is ε-DP."""
+    b = to_fraction(scale, "scale")
+    if b <= 0:
+        raise ParameterError(f"scale must be > 0, got {float(b)!r}")
+    n = _check_count(size)
+    if b.numerator < _SAFE // 64 and b.denominator < _SAFE:
+        return discrete_laplace_batch(b, n, rng)
+    return np.asarray(discrete_laplace(b, rng, size=n), dtype=np.int64)
 
 
 def rational_scale(scale: float) -> Fraction:

@@ -25,14 +25,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import ClassVar
 
 from dp_spark import checks
 from dp_spark.accounting import ZCDP, PureDP, pure_to_zcdp, remainder
 from dp_spark.accounting.exact import written
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.cap_bound import check_exact_scores
-from dp_spark.plan import (ZCDP_EQUIVALENT_DELTA, GroupParams, MAX_PUBLIC_GROUPS, Plan, Step, builds,
-                           check_group_column, param, set_checked)
+from dp_spark.plan import (ZCDP_EQUIVALENT_DELTA, GroupParams, Plan, Step, builds, check_group_column, param,
+                           set_checked)
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the stage and mechanism share, re-exported
     BOUND_GRID_RATIO,
@@ -57,6 +58,11 @@ from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the 
 RELEASE = "distinct-count"
 #: The one key of an ungrouped run: the edge table's constant group (``stages.edges.UNGROUPED``).
 UNGROUPED_KEY = 0
+#: Most group keys (public, or kept of the privately chosen): every group's mechanism runs vectorised
+#: over numpy arrays on the driver (:func:`dp_spark.mechanisms.distinct_count.cap_bound.release_groups_batch`,
+#: about 0.5 s and tens of MB at 100,000 groups) and the grouped greedy's summary, groups × bound
+#: candidates counts (× the cap candidates with ``max_groups=None``), comes to the driver as Arrow.
+MAX_DISTINCT_GROUP_KEYS = 100_000
 SHARD_EPSILON_SHARE = 0.01
 MATCHING_EPSILON_SHARE = 0.01
 #: The automatic shard count reads the persons of a fixed, public 1-in-r hash sample and scales the noisy
@@ -115,7 +121,10 @@ JOINT_COUNT_STEP = "count at the chosen m and l (discrete {noise} mechanism), pe
 
 @dataclass(frozen=True, kw_only=True)
 class Params(GroupParams):
-    """Every distinct-count parameter (default, CLI help, public limit), checked on construction."""
+    """Every distinct-count parameter (default, CLI help, public limit), checked on construction. Grouped,
+    up to :data:`MAX_DISTINCT_GROUP_KEYS` keys."""
+
+    MAX_KEYS: ClassVar[int] = MAX_DISTINCT_GROUP_KEYS
 
     epsilon: float = param(help=EPSILON_HELP, cli_default=1.0)
     beta: float = param(0.05, "the lower bound holds with probability 1 - beta")
@@ -240,9 +249,10 @@ def _gaussian_plan(p: Params, pre: list) -> Plan:
 
 
 def _check_joint(p: Params, noise: str, count: float) -> None:
-    """Refuse, before reading, a joint choice whose scores are inexact in float64 (``check_exact_scores``);
-    G is a list's length, else the limit MAX_PUBLIC_GROUPS."""
-    n_keys = len(p.groups) if isinstance(p.groups, tuple) and p.groups else MAX_PUBLIC_GROUPS
+    """Refuse, before reading, a joint choice whose scores could leave exact int64 (``check_exact_scores``);
+    G is a list's length, else the limit ``Params.MAX_KEYS`` (a frame's, a file's or privately chosen keys
+    are not counted before reading)."""
+    n_keys = len(p.groups) if isinstance(p.groups, tuple) and p.groups else type(p).MAX_KEYS
     select = p.epsilon * JOINT_CAP_EPSILON_SHARE  # the choice's ε (under zCDP √(8ρ_cap): bounded below here)
     if noise == "gaussian":
         select = 0.99 * math.sqrt(8 * JOINT_CAP_EPSILON_SHARE * grouped_rho(p.epsilon))

@@ -61,7 +61,9 @@ runs steps 2-3 at ε'/m, or under ``noise="gaussian"`` (ρ-zCDP, ρ = ε²/2) wi
 the exponential-mechanism choice and discrete Gaussian counts. With
 ``max_groups=None``, m and one bound l for all groups are chosen jointly
 (ε/4; :mod:`dp_spark.mechanisms.distinct_count.cap_bound`). Each group's
-lower bound holds with probability >= 1 − β, all G with >= 1 − G·β.
+lower bound holds with probability >= 1 − β, all G with >= 1 − G·β. The
+groups' mechanisms run vectorised over numpy arrays on the driver (up to
+``Params.MAX_KEYS`` = 100,000 keys); ``release.groups`` is built from Arrow.
 
 Lower-bound property: P[X > m_l̂] <= β, so with probability >= 1 − β,
 lower_bound <= c_l̂ <= DC(D; l̂) <= DC(D).
@@ -80,18 +82,22 @@ import logging
 from functools import partial
 
 import numpy as np
+import pyarrow as pa
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dp_spark.group_sizes import size_summary
 from dp_spark.io import spark_frame
 from dp_spark.mechanisms.distinct_count import choose_shards, matching_fits, noisy_size, release_from_counts
-from dp_spark.mechanisms.distinct_count.cap_bound import (JOINT_SAMPLERS, budget_of, cap_candidates, cap_choice_record,
-                                                          choose_cap_and_bound, group_records,
-                                                          joint_count_records, joint_margins, joint_shares,
-                                                          release_at_bound, release_groups)
+from dp_spark.accounting.exact import ratio_down
+from dp_spark.keys import GroupKeys
+from dp_spark.mechanisms.distinct_count.cap_bound import (JOINT_SAMPLERS, GroupRelease, budget_of, cap_candidates,
+                                                          cap_choice_record, choose_cap_and_bound, counts_at_bound,
+                                                          joint_margins, joint_shares, release_groups_batch)
 from dp_spark.noise.kinds import epsilon_for
-from dp_spark.plan import Plan, release_api
+from dp_spark.plan import REPORT_GROUPS, Plan, release_api
 from dp_spark.plans.distinct_count import person_sample, plan as make_plan
-from dp_spark.releases.groups import groups_frame, report_groups
+from dp_spark.releases.groups import report_groups
 from dp_spark.releases.template import run_release
 from dp_spark.report import Release
 from dp_spark.settings.distinct_count import (
@@ -151,10 +157,14 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
 def _caps(plan: Plan) -> tuple[int, list | tuple | None]:
     """(groups counted: one virtual group when no key was released; caps
     counted at: every candidate when m is chosen with the bound, else (m,), or
-    None when m >= the keys)."""
+    None when m >= the keys: their number when public, the release's limit
+    when a private key step released them, so which Spark pass runs does not
+    show how many it released; capping at m >= the keys keeps every row, the
+    same counts)."""
     keys, m = plan.params.keys_and_cap()
     n_keys = max(len(keys), 1)
-    return n_keys, cap_candidates(n_keys) if m is None else (None if m >= n_keys else (m,))
+    public = type(plan.params).MAX_KEYS if "group_keys" in plan.split else n_keys
+    return n_keys, cap_candidates(n_keys) if m is None else (None if m >= public else (m,))
 
 
 def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng, persons=None) -> tuple[np.ndarray, dict, list]:
@@ -209,7 +219,7 @@ def distinct_count(df, plan: Plan, budget, ledger) -> Release:
 
     Per group (greedy only; module docstring): ``group_by``, ``groups``
     (public keys: a list, a one-column Spark DataFrame or a file path; at most
-    1,024; None: chosen privately, the release is then (ε, δ)-DP) and
+    100,000; None: chosen privately, the release is then (ε, δ)-DP) and
     ``max_groups`` m (each group at ε/m). ``release.groups``: the group
     column, ``estimate``, ``lower_bound``, ``bound``, ``error``;
     ``result["groups"]`` holds the first 100. ``noise``: ``"laplace"`` (default, ε-DP) or ``"gaussian"`` (ρ-zCDP
@@ -237,29 +247,30 @@ def _body(plan: Plan, edge_df, rng, local, source=None) -> Release:
     at, how, noise = _bounded_counts(edge_df, plan, epsilon_for(pre), rng, persons)  # NON-PRIVATE
     kind, count = budget_of(split.cost("count"))
     joint = m is None
-    if not keys:  # nothing to choose, nothing drawn
-        released, per_group = [], {}
-    elif joint:  # (m̂, l̂) by GEM at the max_groups step, then every group's count at them
+    chosen = {"bound_candidates": cands, "selection_beta": SELECTION_BETA,
+              "selection_candidate_betas": candidate_betas(len(cands))}
+    if p.group_by is None:  # the one key at m = 1: the ungrouped mechanism (looked up here: audits wrap it)
+        one = release_from_counts(at[0][0], ratio_down(budget_of(split.cost("select"))[1] + count, 1), p.beta, rng,
+                                  candidates=cands)
+        del at  # non-private; nothing below may use it
+        return _report(plan, one, {**how, **chosen}, local, [*noise, *one["noise"]])
+    released, per_group = None, {}  # no key released: nothing to choose, nothing drawn
+    if keys and joint:  # (m̂, l̂) by GEM at the max_groups step, then every group's count at them in one batch
         epsilon = epsilon_for(split.cost("max_groups"), bounded_range=JOINT_SAMPLERS[kind] == "exponential")
         k, j = choose_cap_and_bound(at, caps, cands, joint_margins(caps, cands, p.beta, kind, count), epsilon, rng,
                                     sampler=JOINT_SAMPLERS[kind])
         m, bound = caps[k], cands[j]
         noise.append(cap_choice_record(caps, cands, epsilon, JOINT_SAMPLERS[kind]))
-        released = release_at_bound(at[k, :, j], m, bound, p.beta, rng, noise=kind, count=count)
+        released = counts_at_bound(at[k, :, j], m, bound, p.beta, rng, noise=kind, count=count)
         per_group = {"max_groups": m, "max_groups_chosen": JOINT_CHOSEN, "max_groups_candidates": caps,
                      "bound": bound, "bound_chosen": "jointly with the group cap (one bound for all groups)",
                      **joint_shares(m, kind, count)}
-    else:
-        released, per_group = release_groups(at[0], cands, p.max_bound, m, p.beta, rng, noise=kind,
-                                             select=budget_of(split.cost("select"))[1], count=count,
-                                             pure=release_from_counts)  # looked up here: audits wrap it
+    elif keys:  # every group's choice and count, vectorised over the groups
+        released, per_group = release_groups_batch(at[0], cands, p.max_bound, m, p.beta, rng, noise=kind,
+                                                   select=budget_of(split.cost("select"))[1], count=count)
     del at  # non-private; nothing below may use it
-    chosen = {"bound_candidates": cands, "selection_beta": SELECTION_BETA,
-              "selection_candidate_betas": candidate_betas(len(cands))}
-    if p.group_by is None:  # the report's shape only: the one group's values, not a groups table
-        return _report(plan, released[0], {**how, **chosen}, local, [*noise, *released[0]["noise"]])
     how = {**how, **per_group, **chosen} if joint else {**how, **chosen, **per_group}
-    records = (joint_count_records if joint else group_records)(released, kind, m)
+    records = () if released is None else released.records
     return _groups_report(plan, keys, m, released, how, local, edge_df, [*noise, *records], joint)
 
 
@@ -314,47 +325,83 @@ def _release(plan: Plan, local, how, noise, **report) -> Release:
                              budget_split=[{"step": label, **c.to_dict()} for label, c in local.ledger], **report)
 
 
-def _groups_report(plan: Plan, keys, m, released, how, local, edge_df, noise, joint: bool) -> Release:
+def _group_errors(released: GroupRelease, beta: float) -> list[str]:
+    """Each candidate's error statement (a group's is that of its released bound): public values,
+    the count record of one group's draw at that candidate."""
+    return [f"{_count_error('distinct items of this group', r, int(c), beta)}; the lower bound holds with "
+            f"probability >= {1.0 - beta:.0%}" for c, r in zip(released.candidates, released.count_records)]
+
+
+def _groups_frame(spark, plan: Plan, group_type, keys, released: GroupRelease | None):
+    """``release.groups`` from Arrow: the keys' array and the released arrays (no Python row per
+    group), and each row's ``error`` by a Spark expression from its released bound (one statement per
+    candidate bound)."""
+    name = plan.params.group_by
+    schema = T.StructType([T.StructField(name, group_type, False), T.StructField("estimate", T.LongType(), True),
+                           T.StructField("lower_bound", T.LongType(), True),
+                           T.StructField("bound", T.IntegerType(), True)])
+    key_type = pa.int64() if isinstance(group_type, T.LongType) else pa.string()
+    n = 0 if released is None else len(released)
+    keys_array = keys.arrow if isinstance(keys, GroupKeys) else pa.array(list(keys), key_type)
+    empty = np.zeros(0, dtype=np.int64)
+    table = pa.table({name: keys_array.slice(0, n) if n else pa.array([], key_type),
+                      "estimate": pa.array(empty if released is None else released.estimate, pa.int64()),
+                      "lower_bound": pa.array(empty if released is None else released.lower_bound, pa.int64()),
+                      "bound": pa.array(empty if released is None else released.bound, pa.int32())})
+    frame = spark.createDataFrame(table, schema)
+    texts = [] if released is None else _group_errors(released, plan.params.beta)
+    pairs = [x for c, text in zip([] if released is None else released.candidates.tolist(), texts)
+             for x in (F.lit(int(c)), F.lit(text))]
+    error = F.element_at(F.create_map(*pairs), F.col("bound")) if pairs else F.lit(None).cast("string")
+    return frame.withColumn("error", error)
+
+
+def _groups_report(plan: Plan, keys, m, released: GroupRelease | None, how, local, edge_df, noise,
+                   joint: bool) -> Release:
     """The grouped Release (a row per key in ``release.groups``, the first in
     the report) from released values, public parameters and the records."""
     p = plan.params
     beta = p.beta
     confidence = 1.0 - beta
+    n_groups = 0 if released is None else len(released)
     simultaneous = max(0.0, 1.0 - len(keys) * beta)
     gaussian = "rho" in plan.parameters
-    rows = []
-    for key, r in zip(keys, released):
-        # r["noise"][-1]: the count's record (after the per-group selection's, if any)
-        error = (f"{_count_error('distinct items of this group', r['noise'][-1], r['bound'], beta)}; the lower bound "
-                 f"holds with probability >= {confidence:.0%}")
-        rows.append({"group": key, "estimate": r["estimate"], "lower_bound": r["lower_bound"], "bound": r["bound"],
-                     "error": error})
+    first = keys.head(REPORT_GROUPS + 1) if isinstance(keys, GroupKeys) else list(keys)[:REPORT_GROUPS + 1]
+    rows = [] if released is None else [
+        {"group": key, "estimate": int(e), "lower_bound": int(lb), "bound": int(b)}
+        for key, e, lb, b in zip(first, released.estimate[:len(first)].tolist(),
+                                 released.lower_bound[:len(first)].tolist(), released.bound[:len(first)].tolist())]
     shown, more = report_groups(rows)
     top = how["bound_candidates"][-1]
-    at_top = sum(r["bound"] == top for r in released)  # a function of the released bounds only
+    at_top = 0 if released is None else int(np.count_nonzero(released.bound == top))  # released bounds only
     values = {
         "method": p.method,
         "confidence": confidence,
         "simultaneous_confidence": simultaneous,
-        "groups_released": len(rows),
+        "groups_released": n_groups,
         "groups_bound_may_cap": at_top,
-        "groups": [{k: v for k, v in r.items() if k != "error"} for r in shown],
+        "groups": shown,
         "groups_in_report": len(shown),
     }
+    # every group's estimate, summarised (post-processing of released values; empty when no key was released)
+    values["group_sizes"] = size_summary(keys, np.zeros(0) if released is None else released.estimate,
+                                         f"estimated distinct {p.item_col} values")
     errors = {
         "groups": (f"each group's estimate: distinct {p.item_col} values of the group after a per-group bound on "
                    f"items per person, plus that group's {'discrete Gaussian' if gaussian else 'discrete Laplace'} "
                    "noise (each row of release.groups / --groups-output states its own interval)"),
         "lower_bound": (f"each group's true number of distinct items is at least its lower_bound with probability "
-                        f">= {confidence:.0%}; all {len(rows):,} groups' at once with probability >= "
+                        f">= {confidence:.0%}; all {n_groups:,} groups' at once with probability >= "
                         f"{simultaneous:.0%} (union bound)"),
     }
+    errors["group_sizes"] = (f"every {p.group_by} group's estimate (as in release.groups, each with its own "
+                             "error): the largest groups and how many groups fall in each range")
     errors["groups_bound_may_cap"] = (  # always stated (the report's shape never depends on the bounds)
         f"{at_top:,} group(s) chose the largest bound considered (max_bound = {p.max_bound:,}): "
         f"{cap_note(top, p.max_bound)}" if at_top else
         f"no group chose the largest bound considered (max_bound = {p.max_bound:,})")
     if more:
-        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {len(rows):,} groups (the keys' "
+        errors["groups_in_report"] = (f"the report holds the first {len(shown):,} of {n_groups:,} groups (the keys' "
                                       "sorted order); every group is in release.groups and --groups-output")
     if gaussian:
         share = "the full ρ (parallel composition)" if m == 1 else f"ρ/{m}"
@@ -380,12 +427,11 @@ def _groups_report(plan: Plan, keys, m, released, how, local, edge_df, noise, jo
             f"({how_noise})" if joint else
             f"each group's release spends {share} of the selection and count budget ({how_noise})") +
         ". Each group's lower bound holds with probability "
-        f"at least {confidence:.0%}; all {len(rows):,} together with probability at least {simultaneous:.0%}."
-    ) if rows else (
+        f"at least {confidence:.0%}; all {n_groups:,} together with probability at least {simultaneous:.0%}."
+    ) if n_groups else (
         f"{guarantee}: the output would be almost as likely if any one person (every row with the "
         f"same {p.person_col}) were removed or added. No {p.group_by} key was released, so no group's value is."
     )
-    frame = groups_frame(edge_df.sparkSession, plan, edge_df.schema[GROUP].dataType, rows,
-                         [("estimate", T.LongType()), ("lower_bound", T.LongType()), ("bound", T.IntegerType())])
+    frame = _groups_frame(edge_df.sparkSession, plan, edge_df.schema[GROUP].dataType, keys, released)
     return _release(plan, local, how, noise, values=values, errors=errors, statement=statement,
                     artifacts={"groups": frame})

@@ -530,8 +530,10 @@ def validate_stage_parameters(max_bound, method, shards, edge_limit) -> None:
 #: The grouped kernel's input column: each row's group index (0..groups-1,
 #: the key's position among the public keys; dp_spark.releases.groups).
 GROUP_INDEX = "group_index"
-#: The grouped kernel holds at most 2^GROUP_INDEX_BITS groups (the public keys' limit, MAX_PUBLIC_GROUPS).
-GROUP_INDEX_BITS = 10
+#: The grouped kernel holds at most 2^GROUP_INDEX_BITS groups (above every release's key limit,
+#: ``dp_spark.keys.MAX_GROUP_KEYS``). Nothing packs the index into fewer bits: a virtual person is
+#: person position × groups + group index and a histogram cell group × candidates + bucket, in int64.
+GROUP_INDEX_BITS = 20
 #: Above this many (virtual person, item) keys a partition sorts its edges by two keys instead of one 64-bit key.
 _ONE_KEY_LIMIT = 1 << 62
 _CAND = "_cap"
@@ -691,8 +693,9 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     ungrouped argument per virtual group; the cap is computed from y's own rows): at most m_k groups
     move at cap k. Without ``caps`` nothing is capped (y's groups move; at most m only when the
     caller's m >= the number of keys, as the release ensures). Items are keyed by xxhash64(item)
-    within a group, as in :func:`greedy_rounds`. The driver receives at most K × groups ×
-    len(candidates) rows. An ungrouped release's edge table (one group, no cap, no ``group_index``;
+    within a group, as in :func:`greedy_rounds`. The driver receives at most (tasks ×) K × groups ×
+    len(candidates) rows, as Arrow (never Rows), summed into one int64 array. An ungrouped
+    release's edge table (one group, no cap, no ``group_index``;
     never a grouped run's, whose Spark jobs must not depend on how many keys a private key step
     released) runs :func:`greedy_counts`, with the same counts
     (tests/spark/test_grouped_cap_bound.py)."""
@@ -708,8 +711,8 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     elif groups == 1 and GROUP_INDEX not in edge_df.columns:  # an ungrouped release: the ungrouped kernel
         return greedy_counts(edge_df, cands[-1], shards, partitions)[np.asarray(cands) - 1][None, :]
     if caps is None:  # groups are independent: every (shard, group) whole in a task, shards split over tasks
-        if partitions is None:
-            partitions = min(python_partitions(edge_df.sparkSession), int(shards) * int(groups))
+        if partitions is None:  # the cluster's, never the number of groups (a private key step may draw it)
+            partitions = python_partitions(edge_df.sparkSession)
         rows = sharded_edges(edge_df, shards, partitions, extra=(F.col(GROUP_INDEX),), split_by=GROUP_INDEX)
     else:  # the cap ranks a person's groups: every person whole in a task (one task per shard)
         if partitions is None:
@@ -719,13 +722,10 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
     kernel = partial(_grouped_greedy_partition, max_bound=cands[-1], shards=int(shards), groups=int(groups),
                      caps=caps)
     n_caps = 1 if caps is None else len(caps)
-    hist = np.zeros((n_caps, groups, len(cands)), dtype=np.int64)
     if int(shards) == 1 and _KERNEL_HISTOGRAM:  # one shard: a virtual item is matched by one greedy call at most
         # the tasks' histograms (at most partitions × caps × groups × candidates rows), summed here
-        with spark_job("counting matched items per group and bound"):
-            parts = rows.mapInArrow(partial(kernel, buckets=tuple(cands)), GROUPED_HISTOGRAM_SCHEMA).toArrow()
-        np.add.at(hist, (parts.column(_CAND).to_numpy(), parts.column(GROUP_INDEX).to_numpy(),
-                         parts.column(_BUCKET).to_numpy()), parts.column(_COUNT).to_numpy())
+        hist_df = rows.mapInArrow(partial(kernel, buckets=tuple(cands)), GROUPED_HISTOGRAM_SCHEMA)
+        count = _COUNT
     else:  # several shards: an item may be matched in several, its round is the smallest
         per_item = (rows.mapInArrow(kernel, GROUPED_ROUND_SCHEMA)
                     .groupBy(_CAND, GROUP_INDEX, ITEM_KEY).agg(F.min(ROUND).alias(ROUND)))
@@ -734,11 +734,16 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
             bucket = F.when(F.col(ROUND) <= cands[j], F.lit(j)).otherwise(bucket)
         hist_df = (per_item.select(_CAND, GROUP_INDEX, bucket.alias(_BUCKET))
                    .groupBy(_CAND, GROUP_INDEX, _BUCKET).count())
-        with spark_job("counting matched items per group and bound"):
-            collected = hist_df.collect()  # at most caps × groups × len(candidates) rows
-        for row in collected:
-            hist[int(row[_CAND]), int(row[GROUP_INDEX]), int(row[_BUCKET])] += int(row["count"])
-    out = np.cumsum(hist, axis=2)
+        count = "count"
+    with spark_job("counting matched items per group and bound"):
+        parts = hist_df.toArrow()  # as Arrow, never Rows: at most partitions × caps × groups × candidates rows
+    cell = ((parts.column(_CAND).to_numpy().astype(np.int64) * groups
+             + parts.column(GROUP_INDEX).to_numpy()) * len(cands) + parts.column(_BUCKET).to_numpy())
+    hist = np.zeros(n_caps * groups * len(cands), dtype=np.int64)
+    np.add.at(hist, cell, parts.column(count).to_numpy().astype(np.int64))  # exact int64 sums
+    del parts, cell
+    hist = hist.reshape(n_caps, groups, len(cands))
+    out = np.cumsum(hist, axis=2, out=hist)  # in place: no second caps × groups × candidates array
     return out[0] if caps is None else out
 
 

@@ -15,7 +15,7 @@ import dp_spark
 from dp_spark import cli
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP
 from dp_spark.errors import ParameterError, SchemaError
-from dp_spark.plan import MAX_PUBLIC_GROUPS
+from dp_spark.plans import distinct_count as plans
 from dp_spark.releases.groups import GROUP_INDEX
 from dp_spark.settings.distinct_count import bound_candidates
 from dp_spark.stages.distinct import grouped_greedy_counts
@@ -134,8 +134,8 @@ def test_refusals_come_before_anything_is_spent(spark, table):
     budget = PrivacyFilter(PureDP(5.0))
     with pytest.raises(SchemaError):
         dp_spark.distinct_count(table, epsilon=1.0, group_by="nope", groups=["a"], max_groups=1, budget=budget)
-    many = spark.range(MAX_PUBLIC_GROUPS + 1).select(F.col("id").cast("string").alias("country"))
-    with pytest.raises(ParameterError, match="more than 1,024 public keys"):
+    many = spark.range(plans.Params.MAX_KEYS + 1).select(F.col("id").cast("string").alias("country"))
+    with pytest.raises(ParameterError, match="more than 100,000 public keys, this release's limit"):
         dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=many, max_groups=1, budget=budget)
     with pytest.raises(ParameterError, match="approx-dp cost from a pure-dp budget"):  # keys chosen privately: (ε, δ)
         dp_spark.distinct_count(table, epsilon=1.0, group_by="country", groups=None, max_groups=1, budget=budget)
@@ -299,3 +299,22 @@ def test_keys_from_a_dataframe_are_spelled_as_the_rows_group_column(spark, kind)
     keys = list(GroupKeys.of(resolve_keys(spark, rows.select("g"), "g", 1024), whole=False))
     spelled = {r[0] for r in rows.select(F.col("g").cast("string")).collect()}
     assert set(keys) == spelled
+
+
+def test_with_privately_chosen_keys_the_greedy_pass_follows_the_public_limit():
+    """Which grouped greedy pass runs (capped at m, or not capped when m >= the keys) depends on the
+    number of keys only when they are public; released keys use the release's limit, so the Spark
+    work does not show how many a private key step released (capping at m >= the keys keeps every
+    row: the same counts)."""
+    import copy
+    import dataclasses
+
+    from dp_spark.keys import GroupKeys
+    from dp_spark.plan import set_checked
+    from dp_spark.releases.distinct_count import _caps
+
+    for groups, caps in ((None, (5,)), (("a", "b", "c"), None)):
+        plan = plans.plan(epsilon=1.0, group_by="g", groups=groups, max_groups=5)
+        params = copy.copy(plan.params)
+        set_checked(params, groups=GroupKeys.of(["a", "b", "c"], whole=False))  # as grouped_edges does
+        assert _caps(dataclasses.replace(plan, steps=tuple(plan.split), params=params)) == (3, caps)

@@ -392,13 +392,13 @@ def test_split_composes_to_at_most_epsilon_and_noise_matches_the_count_share(eps
     from dp_spark.mechanisms.distinct_count import bound as dc
 
     seen = []
-    real = dc.discrete_laplace
-    dc.discrete_laplace = lambda scale, rng, size=None: (seen.append(scale), real(scale, rng, size))[1]
+    real = dc.discrete_laplace_batch_any
+    dc.discrete_laplace_batch_any = lambda scale, size, rng: (seen.append(scale), real(scale, size, rng))[1]
     try:
         out = release_from_counts(np.arange(1, 21) * 10, epsilon, 0.05, np.random.default_rng(seed),
                                   select_share=share)
     finally:
-        dc.discrete_laplace = real
+        dc.discrete_laplace_batch_any = real
     eps_select = epsilon * share
     from dp_spark.accounting import remainder
 

@@ -46,7 +46,7 @@ def test_an_ungrouped_plan_has_no_group_parameters():
     (dict(groups=[1.5]), "whole number or a string"),
     (dict(groups=[None]), "whole number or a string"),
     (dict(groups=7), "list of public keys"),
-    (dict(groups=[str(i) for i in range(MAX_PUBLIC_GROUPS + 1)]), "at most 1,024"),
+    (dict(groups=[str(i) for i in range(plans.Params.MAX_KEYS + 1)]), "at most 100,000 for this release"),
     (dict(method="matching"), "greedy"),
     (dict(group_by="person_id"), "both name the column"),
     (dict(group_by=" "), "column name"),

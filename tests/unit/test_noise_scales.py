@@ -18,17 +18,17 @@ from dp_spark.mechanisms.top_k import unknown_domain as topk
 @given(st.floats(1e-3, 50), st.integers(0, 2**32 - 1))
 def test_distinct_count_laplace_scale_is_rounded_up(epsilon, seed):
     seen = []
-    real = dc.discrete_laplace
+    real = dc.discrete_laplace_batch_any
 
-    def recording(scale, rng, size=None):
+    def recording(scale, size, rng):
         seen.append(scale)
-        return real(scale, rng, size)
+        return real(scale, size, rng)
 
-    dc.discrete_laplace = recording
+    dc.discrete_laplace_batch_any = recording
     try:
         out = dc.release_from_counts(np.arange(1, 9) * 10, epsilon, 0.05, np.random.default_rng(seed))
     finally:
-        dc.discrete_laplace = real
+        dc.discrete_laplace_batch_any = real
     assert Fraction(seen[0]) >= 2 * out["bound"] / Fraction(epsilon)
 
 

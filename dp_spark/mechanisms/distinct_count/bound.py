@@ -47,12 +47,14 @@ counts the release charges (:mod:`dp_spark.plans.distinct_count`).
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 
 import numpy as np
 
 from dp_spark.accounting import ratio_up, remainder
 from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
-from dp_spark.noise import discrete_gaussian, discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
+from dp_spark.noise import discrete_laplace, discrete_laplace_std, discrete_laplace_upper_quantile
+from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide, discrete_laplace_batch_any
 from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.settings.distinct_count import (
@@ -191,6 +193,10 @@ def release_at_candidates(
     values only: l̂, estimate, lower_bound, noise scale, ``bound_is_top`` (l̂
     is the largest candidate) and the records of its two draws ("select",
     "count"). ε-DP if each c_l moves by 0..l, all in the same direction.
+    The draws are those of a one-group
+    :func:`~dp_spark.mechanisms.distinct_count.cap_bound.release_groups_batch`
+    (the same samplers, in the same order on ``rng``), so an ungrouped run is
+    the one-key grouped run, draw for draw.
     ``gem_beta``, ``select_share``, ``sampler`` and ``monotone`` exist to
     measure alternatives; the release uses the defaults."""
     cands = np.asarray(candidates, dtype=np.int64)
@@ -201,7 +207,7 @@ def release_at_candidates(
     bound = select_among(values, cands, margins, eps_select, rng, gem_beta, sampler=sampler, monotone=monotone)
     j = int(np.flatnonzero(cands == bound)[0])
     scale = ratio_up(2 * bound, 2.0 * eps_count)  # l/ε_count rounded up: never less noise
-    noisy = int(values[j]) + int(discrete_laplace(scale, rng))
+    noisy = int(values[j]) + int(discrete_laplace_batch_any(scale, 1, rng)[0])  # the sampler (and stream) of a batch
     noise = (
         NoiseDraw("select", "gem", scale=2.0 / eps_select, std=None, sensitivity=1.0,
                   target="the per-person bound (scores c_l − m_l of sensitivity l)",
@@ -246,7 +252,7 @@ def release_group_zcdp_at(values, epsilon_select: float, sigmas: dict[int, float
     bound = select_among(values, cands, margins, epsilon_select, rng, gem_beta, sampler=ZCDP_SAMPLER, monotone=True)
     j = int(np.flatnonzero(cands == bound)[0])
     sigma = sigmas[bound]
-    noisy = int(values[j]) + int(discrete_gaussian(sigma, rng))
+    noisy = int(values[j]) + int(discrete_gaussian_batch_wide(Fraction(sigma) ** 2, 1, rng)[0])  # as a batch
     margin = int(margins[j])
     noise = (
         NoiseDraw("select", "gem", scale=2.0 / epsilon_select, std=None, sensitivity=1.0,

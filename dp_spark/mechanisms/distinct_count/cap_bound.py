@@ -1,7 +1,12 @@
 """The per-group distinct-count (numpy only): every group's release at a cap
-of m groups per person (:func:`release_groups`; an ungrouped release is one
-group at m = 1), the budget each step runs at (:func:`budget_of`), the records
-of the groups' draws, and the joint private choice of the cap m and bound l.
+of m groups per person, vectorised over the groups (:func:`release_groups_batch`:
+the per-group loop of the one-group mechanism of :mod:`.bound`, as numpy
+batches; a one-group batch is that mechanism draw for draw), the budget each
+step runs at (:func:`budget_of`), the records of the groups' draws (one per
+step, never one per group), and the joint private choice of the cap m and
+bound l with every group's count at it in one batch (:func:`counts_at_bound`).
+Nothing per group is a Python object: the released values are arrays
+(:class:`GroupRelease`), the records O(candidates).
 
 Input: the NON-PRIVATE per-group greedy counts ``at[k, g, j]`` = c_{g,m_k,l_j}
 of the edge table capped to m_k groups per person, for every public cap
@@ -33,23 +38,26 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from dp_spark.accounting import ZCDP
-from dp_spark.accounting.exact import ratio_down
+from dp_spark.accounting.exact import ratio_down, ratio_up
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.distinct_count.bound import release_from_counts, release_group_zcdp_at
-from dp_spark.mechanisms.distinct_count.gem import generalized_exponential, generalized_permute_and_flip
+from dp_spark.mechanisms.distinct_count.bound import count_split, margins_at, selection_parameters
+from dp_spark.mechanisms.distinct_count.gem import (exponential_rows, permute_and_flip_rows,
+                                                    same_direction_scores_batch)
 from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
-from dp_spark.noise import discrete_gaussian, discrete_laplace, discrete_laplace_std
+from dp_spark.noise import discrete_laplace_std
+from dp_spark.noise.discrete_batch import discrete_gaussian_batch_wide, discrete_laplace_batch_any
 from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile, discrete_laplace_upper_quantile
 from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS, candidate_betas, gem_shifts
 
-__all__ = ["JOINT_SAMPLERS", "budget_of", "cap_candidates", "cap_choice_record", "choose_cap_and_bound",
-           "count_noise", "group_records", "joint_count_records", "joint_margins", "joint_scores", "joint_shares",
-           "release_at_bound", "release_groups"]
+__all__ = ["GroupRelease", "JOINT_SAMPLERS", "budget_of", "cap_candidates", "cap_choice_record",
+           "choose_cap_and_bound", "count_noise", "counts_at_bound", "joint_margins", "joint_scores", "joint_shares",
+           "release_at_bound", "release_groups", "release_groups_batch"]
 
 NOISES = ("laplace", "gaussian")
 #: The joint choice's sampler per noise kind: under zCDP the exponential mechanism (bounded range: module doc).
@@ -62,38 +70,165 @@ def budget_of(cost) -> tuple[str, float]:
     return ("gaussian", cost.rho) if isinstance(cost, ZCDP) else ("laplace", cost.epsilon)
 
 
-def release_groups(at_candidates: np.ndarray, candidates, max_bound: int, max_groups: int, beta: float,
-                   rng: np.random.Generator, *, noise: str, select: float, count: float,
-                   pure=release_from_counts) -> tuple[list[dict], dict]:
-    """Every group's release, in index order, from the NON-PRIVATE counts
-    ``at_candidates[g, j]`` at the candidates (in 1..``max_bound``), for a cap
-    of m = ``max_groups``. Returns the released dicts (as
-    :func:`~dp_spark.mechanisms.distinct_count.bound.release_at_candidates`)
-    and the public per-group budget parameters.
+@dataclasses.dataclass(frozen=True)
+class GroupRelease:
+    """Every group's released values as arrays in group index order, with the public tables they
+    index. ``candidates`` (J,): the bounds considered (one, the chosen l̂, on the joint path);
+    ``chosen`` (G,): each group's released bound as an index into them; ``estimate``,
+    ``lower_bound`` (G,): released; ``scales``, ``stds``, ``margins`` (J,): the count noise's
+    public scale, standard deviation and (1 − β) margin at each candidate; ``count_records`` (J,):
+    the record of ONE group's count draw at each candidate (its error statement is made from it);
+    ``records``: the draws as per-step records (one for the selections, one per bound released for
+    the counts: O(J), never O(G))."""
 
-    ``noise="laplace"``: ``select`` and ``count`` are the two steps' ε; each
-    group runs ``pure`` (a caller may wrap it to audit each draw) at
-    (select + count)/m rounded down: ε-DP in all (basic composition over a
-    person's ≤ m groups). ``noise="gaussian"``: they are the two steps' ρ;
-    each group runs :func:`release_group_zcdp_at` at ε_g = √(8·select/m) and
-    σ_l = √m·l/√(2·count): (select + count)-zCDP (:mod:`.bound`)."""
+    candidates: np.ndarray
+    chosen: np.ndarray
+    estimate: np.ndarray
+    lower_bound: np.ndarray
+    scales: np.ndarray
+    stds: np.ndarray
+    margins: np.ndarray
+    count_records: tuple
+    records: tuple
+
+    @property
+    def bound(self) -> np.ndarray:
+        """Each group's released bound l̂ (G,)."""
+        return self.candidates[self.chosen]
+
+    def __len__(self) -> int:
+        return int(self.chosen.shape[0])
+
+    def as_dicts(self) -> list[dict]:
+        """The per-group dicts of :func:`~dp_spark.mechanisms.distinct_count.bound.release_at_candidates`
+        (for a few groups: tests and benchmarks; a release reads the arrays)."""
+        top = int(self.candidates.max()) if len(self.candidates) else 0
+        select = next((r for r in self.records if r.step == "select"), None)
+        out = []
+        for j, e, lb in zip(self.chosen.tolist(), self.estimate.tolist(), self.lower_bound.tolist()):
+            bound = int(self.candidates[j])
+            out.append({"bound": bound, "estimate": e, "lower_bound": lb, "noise_scale": float(self.scales[j]),
+                        "noise_std": float(self.stds[j]), "margin": int(self.margins[j]), "bound_is_top": bound == top,
+                        "noise": (() if select is None else (dataclasses.replace(select, draws=1),))
+                        + (self.count_records[j],)})
+        return out
+
+
+def _count_draws(values: np.ndarray, chosen: np.ndarray, scales, noise: str, rng: np.random.Generator) -> np.ndarray:
+    """NON-PRIVATE ``values`` (G,) plus each group's count noise at the scale of its chosen candidate:
+    discrete Laplace of scale ``scales[j]`` (P[k] ∝ exp(−|k|/b), b the float's exact value) or
+    discrete Gaussian of σ = ``scales[j]`` (σ² the float's exact square), exactly as the scalar
+    samplers draw them (CKS 2020; :mod:`dp_spark.noise.discrete_batch`). One batch per candidate,
+    candidates in order, each in group index order; which groups share a batch is a function of the
+    released bounds only."""
+    noisy = values.astype(np.int64, copy=True)
+    for j, scale in enumerate(scales):
+        at = np.flatnonzero(chosen == j)
+        if not at.size:
+            continue
+        if noise == "laplace":
+            noisy[at] += discrete_laplace_batch_any(float(scale), at.size, rng)
+        else:
+            noisy[at] += discrete_gaussian_batch_wide(Fraction(float(scale)) ** 2, at.size, rng)
+    return noisy
+
+
+def _select_record(candidates, epsilon_select: float, groups: int, bounded_range: bool) -> NoiseDraw:
+    """The record of ``groups`` per-group bound choices at ``epsilon_select`` each (identical draws)."""
+    parameters = selection_parameters(candidates)
+    if bounded_range:
+        parameters["bounded_range"] = True
+    return NoiseDraw("select", "gem", scale=2.0 / epsilon_select, std=None, sensitivity=1.0, draws=groups,
+                     target="each group's per-person bound (scores c_l − m_l of sensitivity l)",
+                     parameters=parameters)
+
+
+def _count_records(candidates, scales, stds, noise: str) -> tuple:
+    kind = "discrete-laplace" if noise == "laplace" else "discrete-gaussian"
+    return tuple(NoiseDraw("count", kind, scale=float(s), std=float(sd), sensitivity=float(c),
+                           target=f"the count with at most {int(c)} items per person")
+                 for c, s, sd in zip(candidates, scales, stds))
+
+
+def _per_bound_records(candidates, chosen, count_records, noise: str, m: int, every: bool) -> list[NoiseDraw]:
+    """One record per bound some group released (draws: how many groups released it, a function of
+    the released bounds), marked ``parallel``."""
+    out = []
+    for j, n in enumerate(np.bincount(chosen, minlength=len(candidates)).tolist()):
+        if n:
+            bound = int(candidates[j])
+            target = (f"the count with at most {bound} items per person of every group (cap {m}, bound {bound})"
+                      if every else
+                      f"the count with at most {bound} items per person of each group whose bound is {bound}")
+            out.append(_vector_record(count_records[j], n, noise, m, bound, target))
+    return out
+
+
+def release_groups_batch(at_candidates: np.ndarray, candidates, max_bound: int, max_groups: int, beta: float,
+                         rng: np.random.Generator, *, noise: str, select: float,
+                         count: float) -> tuple[GroupRelease | None, dict]:
+    """Every group's release from the NON-PRIVATE counts ``at_candidates[g, j]`` = c_{g,l_j} at the
+    public candidates (in 1..``max_bound``), for a cap of m = ``max_groups`` groups per person,
+    VECTORISED over the G groups: the per-group loop of
+    :func:`~dp_spark.mechanisms.distinct_count.bound.release_at_candidates` (``noise="laplace"``) or
+    :func:`~dp_spark.mechanisms.distinct_count.bound.release_group_zcdp_at` (``"gaussian"``), with the
+    same scores, samplers and noise, in distribution (tests/unit/test_distinct_batch.py). Returns
+    (:class:`GroupRelease`, the public per-group budget parameters); (None, {}) for no group.
+
+    Guarantee. ``noise="laplace"``: ``select`` and ``count`` are the two steps' ε; each group runs at
+    ε_g = (select + count)/m rounded down, split in halves: GEM's same-direction scores
+    (:func:`~dp_spark.mechanisms.distinct_count.gem.same_direction_scores_batch`, the exact scores of
+    the scalar path) sampled by permute-and-flip at ε_g/2, then discrete Laplace of scale l̂/(ε_g/2)
+    on c_{g,l̂}: ε_g-DP per group, so ε-DP over a person's ≤ m groups (basic composition; the other
+    groups' counts do not move: parallel composition). ``noise="gaussian"``: they are the two steps'
+    ρ; the choice by the exponential mechanism at √(8·select/m) (ε-bounded range, so select/m-zCDP)
+    and σ_l = √m·l/√(2·count) (ℓ2 sensitivity √m·l over groups): (select + count)-zCDP. Draws: one
+    (G, J) array for the choices (row g as the g-th sequential call would draw), then the counts
+    (:func:`_count_draws`), all from ``rng``."""
     if noise not in NOISES:
         raise ValueError("noise must be 'laplace' or 'gaussian'")
     cands = [int(c) for c in candidates]
     if cands != sorted(set(cands)) or cands[0] < 1 or cands[-1] > int(max_bound):
         raise ValueError("candidates must increase within 1..max_bound")
-    if len(at_candidates) == 0:  # no group (a private key step released none): nothing drawn
-        return [], {}
-    m = int(max_groups)
-    rows = np.asarray(at_candidates, dtype=np.int64)
+    rows = np.asarray(at_candidates, dtype=np.int64).reshape(-1, len(cands))
+    if rows.shape[0] == 0:  # no group (a private key step released none): nothing drawn
+        return None, {}
+    m, cand = int(max_groups), np.asarray(cands, dtype=np.int64)
     if noise == "gaussian":
-        sigmas = {c: group_noise_scale(m, c, rho=count).scale for c in cands}  # √m·l/√(2ρ), rounded up
-        margins = [discrete_gaussian_upper_quantile(sigmas[c], beta) for c in cands]
+        scales = np.array([group_noise_scale(m, c, rho=count).scale for c in cands])  # √m·l/√(2ρ), rounded up
+        stds = scales
+        margins = np.array([discrete_gaussian_upper_quantile(s, beta) for s in scales], dtype=np.int64)
         epsilon_select = group_selection_epsilon(m, rho=select)  # √(8ρ/m), rounded down
-        released = [release_group_zcdp_at(v, epsilon_select, sigmas, margins, beta, rng) for v in rows]
-        return released, {"epsilon_select_per_group": epsilon_select, "rho_per_group": ratio_down(select + count, m)}
-    epsilon_group = ratio_down(select + count, m)  # m groups' shares never sum above ε' (basic composition)
-    return [pure(v, epsilon_group, beta, rng, candidates=cands) for v in rows], {"epsilon_per_group": epsilon_group}
+        per_group = {"epsilon_select_per_group": epsilon_select, "rho_per_group": ratio_down(select + count, m)}
+        sample = exponential_rows
+    else:
+        epsilon_group = ratio_down(select + count, m)  # m groups' shares never sum above ε' (basic composition)
+        epsilon_select, eps_count = count_split(epsilon_group)
+        margins = margins_at(2.0 * eps_count, beta, cands)
+        scales = np.array([ratio_up(2 * c, 2.0 * eps_count) for c in cands])  # l/ε_count rounded up
+        stds = np.array([discrete_laplace_std(s) for s in scales])
+        per_group = {"epsilon_per_group": epsilon_group}
+        sample = permute_and_flip_rows
+    shifts = np.ceil(np.asarray(gem_shifts(len(cands), epsilon_select)) * cand).astype(np.int64)
+    scores = same_direction_scores_batch(rows - margins[None, :] - shifts[None, :], cand, epsilon_select,
+                                         SELECTION_BETA)
+    chosen = sample(scores, epsilon_select, rng).astype(np.int64)
+    noisy = _count_draws(rows[np.arange(rows.shape[0]), chosen], chosen, scales, noise, rng)
+    count_records = _count_records(cands, scales, stds, noise)
+    records = (_select_record(cands, epsilon_select, rows.shape[0], noise == "gaussian"),
+               *_per_bound_records(cand, chosen, count_records, noise, m, every=False))
+    released = GroupRelease(cand, chosen, np.maximum(noisy, 0), np.maximum(noisy - margins[chosen], 0), scales,
+                            stds, margins, count_records, records)
+    return released, per_group
+
+
+def release_groups(at_candidates: np.ndarray, candidates, max_bound: int, max_groups: int, beta: float,
+                   rng: np.random.Generator, *, noise: str, select: float, count: float) -> tuple[list[dict], dict]:
+    """:func:`release_groups_batch` as per-group dicts (``GroupRelease.as_dicts``), for callers with a
+    few groups (tests, benchmarks); the release reads the arrays."""
+    released, per_group = release_groups_batch(at_candidates, candidates, max_bound, max_groups, beta, rng,
+                                               noise=noise, select=select, count=count)
+    return ([] if released is None else released.as_dicts()), per_group
 
 
 def joint_shares(m: int, noise: str, count: float) -> dict:
@@ -112,35 +247,6 @@ def _vector_record(record: NoiseDraw, draws: int, noise: str, m: int, bound: int
         extra = {"sensitivity": group_noise_scale(m, bound, rho=1.0).sensitivity}
         parameters["norm"] = 2
     return dataclasses.replace(record, draws=draws, **extra, target=target, parameters=parameters)
-
-
-def group_records(released: list[dict], noise: str, m: int) -> list[NoiseDraw]:
-    """The groups' draws (:func:`release_groups`) as records of identical
-    draws: one for the selections (same scale in every group), one per
-    bound for the counts."""
-    selects = [r["noise"][0] for r in released]
-    if not selects:
-        return []
-    out = [dataclasses.replace(selects[0], draws=len(selects),
-                               target="each group's per-person bound (scores c_l − m_l of sensitivity l)")]
-    by_bound: dict[int, list] = {}
-    for r in released:
-        by_bound.setdefault(r["bound"], []).append(r["noise"][1])
-    for bound, records in sorted(by_bound.items()):
-        out.append(_vector_record(records[0], len(records), noise, m, bound,
-                                  f"the count with at most {bound} items per person of each group whose bound is "
-                                  f"{bound}"))
-    return out
-
-
-def joint_count_records(released: list[dict], noise: str, m: int) -> list[NoiseDraw]:
-    """The joint path's count draws (:func:`release_at_bound`) as one
-    record: every group's count at the same (m̂, l̂) has the same scale."""
-    if not released:
-        return []
-    bound = released[0]["bound"]
-    return [_vector_record(released[0]["noise"][0], len(released), noise, m, bound,
-                           f"the count with at most {bound} items per person of every group (cap {m}, bound {bound})")]
 
 
 def cap_choice_record(caps, bounds, epsilon: float, sampler: str) -> NoiseDraw:
@@ -193,18 +299,21 @@ def joint_margins(caps, bounds, beta: float, noise: str, count: float) -> np.nda
                     dtype=np.int64)
 
 
-#: The scores q = Σ_g c − G·margin must be exact in float64 (GEM reads them
-#: as floats, then computes exactly): below 2^52 in size, counts included.
-EXACT_SCORE_LIMIT = 2 ** 52
+#: The public part of the joint scores, G·margin plus the thresholds' shifts, stays below this, so the
+#: int64 scores q = Σ_g c − G·margin − shift stay exact and far inside the scorer's clip
+#: (:func:`~dp_spark.mechanisms.distinct_count.gem.same_direction_scores_batch`, ±2^60).
+EXACT_SCORE_LIMIT = 2 ** 59
 
 
 def check_exact_scores(n_keys: int, bounds, beta: float, noise: str, count: float,
                        select: float | None = None) -> None:
     """Refuse, from public parameters only (the plan calls it before anything
-    is read), a joint choice whose scores could round in float64:
-    G·margin(M, L) (plus the thresholds' shifts) >= 2^52 for G = M = ``n_keys``.
-    Margins grow with m and l, so this bounds every candidate's public term; a
-    rounding of q could otherwise depend on the private Σ_g c."""
+    is read), a joint choice whose scores' public part G·margin(M, L) (plus
+    the thresholds' shifts) reaches :data:`EXACT_SCORE_LIMIT` for G = M =
+    ``n_keys`` (the keys' number, or the release's key limit when it is not
+    known before reading). Margins grow with m and l, so this bounds every
+    candidate's public term; the scores are then exact int64 well inside the
+    scorer's clip, whatever the private Σ_g c (below 2^59 for any real data)."""
     top = int(n_keys)
     worst = top * _margin(count_noise(top, int(max(bounds)), noise, count), noise, beta)
     if select is not None:  # the per-bound thresholds' shifts (choose_cap_and_bound) at the choice's ε
@@ -234,58 +343,68 @@ def joint_shifts(caps, bounds, epsilon: float) -> np.ndarray:
 
 
 def joint_scores(at, caps, bounds, margins) -> tuple[np.ndarray, np.ndarray]:
-    """NON-PRIVATE: (q, Δ) flattened over (k, j) (index k·J + j):
+    """NON-PRIVATE: (q, Δ) flattened over (k, j) (index k·J + j), int64:
     q_{k,j} = Σ_g at[k, g, j] − G·margins[k, j] and Δ_{k,j} = m_k·l_j
     (module docstring). ``margins[k, j]`` must be public constants."""
     at = np.asarray(at, dtype=np.int64)
-    margins = np.asarray(margins, dtype=np.float64)
-    caps_a = np.asarray(caps, dtype=np.float64)
-    bounds_a = np.asarray(bounds, dtype=np.float64)
+    margins = np.asarray(margins, dtype=np.int64)
+    caps_a = np.asarray(caps, dtype=np.int64)
+    bounds_a = np.asarray(bounds, dtype=np.int64)
     if at.ndim != 3 or at.shape[0] != caps_a.size or at.shape[2] != bounds_a.size:
         raise ValueError("at must have shape (caps, groups, bounds)")
     if margins.shape != (caps_a.size, bounds_a.size):
         raise ValueError("margins must have shape (caps, bounds)")
     groups = at.shape[1]
-    scores = at.sum(axis=1).astype(np.float64) - groups * margins
+    scores = at.sum(axis=1) - groups * margins
     return scores.ravel(), np.outer(caps_a, bounds_a).ravel()
 
 
 def choose_cap_and_bound(at, caps, bounds, margins, epsilon: float, rng: np.random.Generator, *,
                          sampler: str = "permute-and-flip", gem_beta: float | None = None) -> tuple[int, int]:
     """Release (k̂, ĵ), the indices of the chosen cap and bound, by GEM's
-    same-direction normalised scores of :func:`joint_scores` (sensitivity 1):
+    same-direction normalised scores of :func:`joint_scores` (sensitivity 1,
+    computed exactly from the int64 scores:
+    :func:`~dp_spark.mechanisms.distinct_count.gem.same_direction_scores_batch`):
     ``"permute-and-flip"`` ε-DP, ``"exponential"`` ε-DP and ε-bounded range
-    (ε²/8-zCDP); requires the same-direction moves (module docstring).
-    ``gem_beta=None`` (the release): per-bound thresholds (:func:`joint_shifts`)."""
+    (ε²/8-zCDP); requires the same-direction moves (module docstring). The
+    draw is that of :func:`~dp_spark.mechanisms.distinct_count.gem.generalized_permute_and_flip`
+    (``generalized_exponential``) on the same scores. ``gem_beta=None`` (the
+    release): per-bound thresholds (:func:`joint_shifts`)."""
     if sampler not in SELECTION_SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SELECTION_SAMPLERS)}")
     scores, sensitivities = joint_scores(at, caps, bounds, margins)
     if gem_beta is None:
         scores = scores - joint_shifts(caps, bounds, epsilon)  # integers: exact (check_exact_scores)
         gem_beta = SELECTION_BETA
-    draw = generalized_permute_and_flip if sampler == "permute-and-flip" else generalized_exponential
-    index = int(draw(scores, sensitivities, epsilon, gem_beta, rng, monotone=True))
+    normalised = same_direction_scores_batch(scores[None, :], sensitivities, epsilon, gem_beta)
+    draw = permute_and_flip_rows if sampler == "permute-and-flip" else exponential_rows
+    index = int(draw(normalised, epsilon, rng)[0])
     return divmod(index, len(bounds))
+
+
+def counts_at_bound(counts, max_groups: int, bound: int, beta: float, rng: np.random.Generator, *, noise: str,
+                    count: float) -> GroupRelease:
+    """Every group's count at the released (m̂, l̂) from its NON-PRIVATE c_{g,m̂,l̂} (``counts``, G),
+    in one batch: + discrete Laplace m̂·l̂/ε (ℓ1 sensitivity m̂·l̂ over groups: ε-DP) or + discrete
+    Gaussian √m̂·l̂/√(2ρ) (ℓ2 √m̂·l̂: ρ-zCDP), composing adaptively with the choice. ``lower_bound``
+    subtracts the public margin (holds per group with probability >= 1 − β). Returns the released
+    arrays (one candidate, l̂) and ONE record for the G identical draws."""
+    values = np.asarray(counts, dtype=np.int64).reshape(-1)
+    scale = count_noise(max_groups, bound, noise, count)
+    margin = _margin(scale, noise, beta)
+    std = discrete_laplace_std(scale) if noise == "laplace" else scale
+    chosen = np.zeros(values.shape[0], dtype=np.int64)
+    noisy = _count_draws(values, chosen, [scale], noise, rng)
+    cand = np.array([int(bound)], dtype=np.int64)
+    count_records = _count_records(cand, [scale], [std], noise)
+    records = tuple(_per_bound_records(cand, chosen, count_records, noise, int(max_groups), every=True))
+    return GroupRelease(cand, chosen, np.maximum(noisy, 0), np.maximum(noisy - margin, 0), np.array([scale]),
+                        np.array([std]), np.array([margin], dtype=np.int64), count_records, records)
 
 
 def release_at_bound(counts, max_groups: int, bound: int, beta: float, rng: np.random.Generator, *, noise: str,
                      count: float) -> list[dict]:
-    """Every group's count at the released (m̂, l̂) from its NON-PRIVATE
-    c_{g,m̂,l̂}: + discrete Laplace m̂·l̂/ε (ℓ1 sensitivity m̂·l̂ over groups:
-    ε-DP) or + discrete Gaussian √m̂·l̂/√(2ρ) (ℓ2 √m̂·l̂: ρ-zCDP), composing
-    adaptively with the choice. ``lower_bound`` subtracts the public margin
-    (holds per group with probability >= 1 − β). Returns released values and
-    each draw's record."""
-    scale = count_noise(max_groups, bound, noise, count)
-    margin = _margin(scale, noise, beta)
-    laplace = noise == "laplace"
-    std = discrete_laplace_std(scale) if laplace else scale
-    kind = "discrete-laplace" if laplace else "discrete-gaussian"
-    out = []
-    for c in np.asarray(counts, dtype=np.int64):
-        noisy = int(c) + int(discrete_laplace(scale, rng) if laplace else discrete_gaussian(scale, rng))
-        record = NoiseDraw("count", kind, scale=scale, std=std, sensitivity=float(bound),
-                           target=f"the count with at most {bound} items per person")
-        out.append({"bound": int(bound), "estimate": max(noisy, 0), "lower_bound": max(noisy - margin, 0),
-                    "noise_scale": scale, "noise_std": std, "margin": margin, "noise": (record,)})
-    return out
+    """:func:`counts_at_bound` as per-group dicts (tests, benchmarks): bound, estimate, lower_bound,
+    noise_scale, noise_std, margin and the draw's record."""
+    released = counts_at_bound(counts, max_groups, bound, beta, rng, noise=noise, count=count)
+    return [{k: v for k, v in r.items() if k != "bound_is_top"} for r in released.as_dicts()]

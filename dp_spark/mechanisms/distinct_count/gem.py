@@ -56,6 +56,9 @@ __all__ = [
     "generalized_exponential_probabilities",
     "generalized_permute_and_flip",
     "generalized_permute_and_flip_probabilities",
+    "exponential_rows",
+    "permute_and_flip_rows",
+    "same_direction_scores_batch",
 ]
 
 
@@ -222,6 +225,104 @@ def _normalized_same_direction(q: np.ndarray, d: np.ndarray, epsilon: float, bet
         s = max(s, Fraction(-SCORE_FLOOR))
         out[i] = math.floor(s * scale) / scale  # an integer below 2^53 over a power of 2: exact
     return out
+
+
+#: :func:`same_direction_scores_batch` computes in int64 while the threshold t stays below this (a
+#: larger t, a tiny ε, goes to the exact Fraction path row by row).
+_BATCH_THRESHOLD_LIMIT = 2**38
+#: ... and clips the utilities to ±2^60 first (then their pairwise differences fit int64).
+_BATCH_UTILITY_LIMIT = 2**62
+UTILITY_CLIP = 2**60
+
+
+def _pair_constants(d: list[int], t: Fraction) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Public per-pair (i, j) integers of the same-direction scores: D = max(Δ_i, Δ_j), W = ⌊2^20·c⌋
+    and R = ⌈D·(2^20·c − W)⌉ for c = t·(Δ_i − Δ_j)/D (exact), and the clip K·D of the utility
+    difference (K = 2^33 + ⌈|c|⌉ + 1). Functions of the candidates, ε and β only."""
+    k, scale = len(d), 2**SCORE_GRID_BITS
+    den, whole, cut, clip = (np.zeros((k, k), dtype=np.int64) for _ in range(4))
+    for i in range(k):
+        for j in range(k):
+            top = max(d[i], d[j])
+            c = t * (d[i] - d[j]) / top
+            w = math.floor(c * scale)
+            den[i, j], whole[i, j] = top, w
+            cut[i, j] = math.ceil(top * (c * scale - w))
+            clip[i, j] = min((2**33 + math.ceil(abs(c)) + 1) * top, _BATCH_UTILITY_LIMIT)
+    return den, whole, cut, clip
+
+
+def same_direction_scores_batch(utilities: ArrayLike, sensitivities, epsilon: float, beta: float) -> np.ndarray:
+    """Row g of the result is ``gem_normalized_scores(utilities[g], sensitivities, epsilon, beta,
+    monotone=True)`` EXACTLY (the same floats), for every row at once: the per-group choice of a
+    grouped release over G groups. ``utilities``: (G, k) whole numbers, first clipped to
+    ±:data:`UTILITY_CLIP` (a 1-Lipschitz monotone map: every utility still moves by at most its Δ, all
+    the same way, so the sensitivity argument holds; no refusal depends on the utilities, and no
+    real count reaches 2^60); ``sensitivities``: k public whole numbers in 1..2^40 (bound
+    candidates, or m·l). A deterministic function of private scores: releases nothing itself; each
+    row keeps sensitivity 1 (module docstring).
+
+    How it is exact in int64: ⌊2^20·(a_i − a_j)/D⌋ (D = max(Δ_i, Δ_j)) = ⌊2^20·A/D − 2^20·c⌋ with
+    A = q_i − q_j private and c = t·(Δ_i − Δ_j)/D public. With A = D·x + y, 2^20·y = D·u + r
+    (0 <= y, r < D), 2^20·A/D = 2^20·x + u + r/D, and with 2^20·c = W + f (0 <= f < 1) the floor is
+    2^20·x + u − W − [r/D < f] = 2^20·x + u − W − [r < ⌈D·f⌉]: integers only, W and ⌈D·f⌉ computed
+    once per pair from Fractions. The floor commutes with min, with the cap at 0 and with the floor
+    at −2^32 (monotone maps onto whole grid values), so s_i = clip(min_j ⌊2^20·x_ij⌋, −2^52, 0)/2^20 as
+    :func:`_normalized_same_direction` rounds it. A is clipped to ±K·D first: beyond it x_ij is
+    above 2^33 (no effect on a min that includes j = i's 0) or below −2^33 (floored to −2^32 either
+    way). Falls back to that function row by row when t >= 2^38."""
+    q = np.asarray(utilities)
+    if q.ndim != 2 or q.dtype.kind not in "iu":
+        raise ParameterError("utilities must be a two-dimensional array of whole numbers (groups × candidates)")
+    q = np.clip(q.astype(np.int64), -UTILITY_CLIP, UTILITY_CLIP)
+    d_arr = np.asarray(sensitivities)
+    if (d_arr.ndim != 1 or d_arr.shape[0] != q.shape[1] or d_arr.dtype.kind not in "iu" or (d_arr < 1).any()
+            or (d_arr > 2**40).any()):
+        raise ParameterError("sensitivities must be one whole number in 1..2^40 per candidate")
+    k = q.shape[1]
+    eps = check_positive_finite(epsilon, "epsilon")
+    d = [int(x) for x in d_arr]
+    t = Fraction(_threshold(k, eps, float(beta)))
+    if t >= _BATCH_THRESHOLD_LIMIT:  # public: the exact Fraction path, one row at a time
+        dd = d_arr.astype(np.float64)
+        return np.array([_normalized_same_direction(row.astype(np.float64), dd, eps, float(beta)) for row in q]
+                        ).reshape(q.shape)
+    den, whole, cut, clip = _pair_constants(d, t)
+    grid = 2**SCORE_GRID_BITS
+    best = np.zeros(q.shape, dtype=np.int64)  # j = i contributes exactly 0
+    for i in range(k):
+        for j in range(k):
+            if i == j:
+                continue
+            diff = np.clip(q[:, i] - q[:, j], -clip[i, j], clip[i, j])
+            x, y = np.divmod(diff, den[i, j])
+            u, r = np.divmod(y << SCORE_GRID_BITS, den[i, j])
+            term = x * grid + u - whole[i, j] - (r < cut[i, j])
+            np.minimum(best[:, i], term, out=best[:, i])
+    np.maximum(best, -SCORE_FLOOR * grid, out=best)
+    return best.astype(np.float64) / grid  # whole numbers below 2^53 over a power of 2: exact
+
+
+def permute_and_flip_rows(scores: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """For every row of ``scores`` (G, k) of sensitivity 1 each, the index
+    :func:`generalized_permute_and_flip` would draw from it (report-noisy-max
+    with Exp(1) noise on c·(s − max s), c = ε/2 rounded down): ε-DP per row
+    (McKenna & Sheldon 2020). One (G, k) draw of ``rng.standard_exponential``,
+    row g holding what the g-th of G sequential calls would draw."""
+    s = np.asarray(scores, dtype=np.float64)
+    coef = ratio_down(check_positive_finite(epsilon, "epsilon"), 2.0)
+    logw = coef * (s - s.max(axis=1, keepdims=True))
+    return np.argmax(logw + check_rng(rng).standard_exponential(size=s.shape), axis=1)
+
+
+def exponential_rows(scores: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """For every row of ``scores`` (G, k) of sensitivity 1 each, the index
+    :func:`generalized_exponential` would draw from it (Gumbel-max on
+    (ε/2)·(s − max s)): ε-DP and ε-bounded range per row. One (G, k) draw of
+    ``rng.gumbel``, row g holding what the g-th of G sequential calls would draw."""
+    s = np.asarray(scores, dtype=np.float64)
+    logw = (check_positive_finite(epsilon, "epsilon") / 2.0) * (s - s.max(axis=1, keepdims=True))
+    return np.argmax(logw + check_rng(rng).gumbel(loc=0.0, scale=1.0, size=s.shape), axis=1)
 
 
 def _normalized(q: np.ndarray, d: np.ndarray, eps: float, b: float, monotone: bool) -> np.ndarray:
