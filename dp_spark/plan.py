@@ -28,6 +28,7 @@ from dp_spark import checks
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP, ZCDP, compose
 from dp_spark.accounting.exact import calibrate, exact, remainder, written
 from dp_spark.errors import BudgetExceededError, ParameterError
+from dp_spark.keys import MAX_GROUP_KEYS
 from dp_spark.settings.groups import MAX_GROUPS_LIMIT
 
 #: Version of the plan and report documents (``to_dict()["version"]``).
@@ -352,10 +353,10 @@ def budget_filter(epsilon=None, delta=None, rho=None) -> PrivacyFilter | None:
 #: (ε = ρ + 2√(ρ ln(1/δ')), Bun & Steinke 2016, Proposition 1.3).
 ZCDP_EQUIVALENT_DELTA = 1e-6
 #: Most group keys (public, or kept of the privately chosen) a release takes by default
-#: (``GroupParams.MAX_KEYS``), counted on the keys, never the data: the driver receives O(groups ×
-#: summary) numbers and runs the mechanism once per group, and the grouped greedy holds at most 2^10
-#: groups (``stages.distinct.GROUP_INDEX_BITS``). A release whose per-group work stays in Spark and
-#: Arrow arrays takes :data:`dp_spark.keys.MAX_GROUP_KEYS`.
+#: (``GroupParams.MAX_KEYS``), counted on the keys, never the data: continual-distinct's, whose driver
+#: runs one counter per group and releases a value per group and step. The others declare their own:
+#: set-union and count-release :data:`dp_spark.keys.MAX_GROUP_KEYS` (per-group work in Spark and Arrow
+#: arrays), distinct-count and top-k 100,000 (per-group arrays on the driver or the executors).
 MAX_PUBLIC_GROUPS = 1024
 #: Groups the JSON report carries (the first in :class:`dp_spark.keys.GroupKeys` order);
 #: every group is in ``release.groups`` and ``--groups-output``.
@@ -452,8 +453,9 @@ def with_private_keys(derive, params) -> tuple["Plan", Any]:
 
 GROUP_BY_HELP = ("release one value per key of this column (public keys: --groups); every person's rows "
                  "count in at most --max-groups of their groups")
-GROUPS_HELP = (f"file of the public group keys (one column; CSV/Parquet/JSON, at most {MAX_PUBLIC_GROUPS:,} "
-               "keys, 1,000,000 for set-union), all released, also those without rows; in Python also a list or a one-column Spark "
+GROUPS_HELP = ("file of the public group keys (one column; CSV/Parquet/JSON; at most 1,000,000 keys for "
+               f"set-union and count-release, 100,000 for distinct-count and top-k, {MAX_PUBLIC_GROUPS:,} for "
+               "continual-distinct), all released, also those without rows; in Python also a list or a one-column Spark "
                "DataFrame; omitted: the keys are chosen privately (a set-union on the group column, "
                f"ε·{KEYS_EPSILON_SHARE:g} and δ = min({KEYS_DELTA:g}, δ·{KEYS_DELTA_SHARE:g}) out of the "
                f"release's (ε, δ); a pure-ε release becomes (ε, {KEYS_DELTA:g})-DP)")
@@ -469,11 +471,14 @@ def _is_spark_frame(value) -> bool:
 
 def keys_limit_reason(limit: int) -> str:
     """Why a release takes at most ``limit`` keys (public words for refusals and docs)."""
-    if limit > MAX_PUBLIC_GROUPS:
+    if limit >= MAX_GROUP_KEYS:
         return ("its per-group work runs in Spark and on Arrow arrays; the keys are held as one array on the "
                 "driver")
-    return ("it brings every group's summary to the driver and runs each group's mechanism there in turn; "
-            "set-union takes up to 1,000,000 keys")
+    if limit > MAX_PUBLIC_GROUPS:
+        return ("its per-group summaries and mechanisms are arrays that grow with the keys (distinct-count's on "
+                "the driver, top-k's on the executors); set-union and count-release take up to 1,000,000 keys")
+    return ("it runs one counter per group on the driver and releases a value per group and step; "
+            "distinct-count and top-k take up to 100,000 keys, set-union and count-release 1,000,000")
 
 
 def public_keys(value, limit: int = MAX_PUBLIC_GROUPS) -> tuple | None:

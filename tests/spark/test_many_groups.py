@@ -1,7 +1,8 @@
 """Grouped releases with many keys: set-union takes up to 1,000,000 public or
 privately chosen keys, held as one Arrow array (GroupKeys) and joined in
-Spark; no per-key Python object reaches or stays on the driver. The other
-releases keep 1,024 keys and say why."""
+Spark; no per-key Python object reaches or stays on the driver. Each release's
+limit is refused with its reason (count-release, distinct-count and top-k at many
+keys: their own test_*_many_groups.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import dp_spark
-from dp_spark.accounting import ApproxDP, PrivacyFilter
+from dp_spark.accounting import ZCDP, ApproxDP, PrivacyFilter
 from dp_spark.errors import ParameterError
 from dp_spark.keys import MAX_GROUP_KEYS, GroupKeys
 from dp_spark.ledger.budget import keys_digest
@@ -91,9 +92,20 @@ def test_more_keys_than_the_limit_are_refused_before_spending(spark, events):
 
 
 def test_a_release_with_a_lower_limit_says_which_and_why(spark, events):
-    budget = PrivacyFilter(ApproxDP(10.0, 1e-3))
+    """continual-distinct keeps 1,024 keys (a counter per group on the driver, a value per group and
+    step); distinct-count and top-k take 100,000; each refusal names its limit and why, before
+    spending."""
+    budget = PrivacyFilter(ZCDP(10.0, 1e-3))
     keys = spark.range(1_025).select(F.col("id").alias("g"))
-    with pytest.raises(ParameterError, match=r"more than 1,024 public keys.*runs each group's mechanism"):
-        dp_spark.distinct_count(events, person_col="person", item_col="item", group_by="g", groups=keys,
-                                epsilon=1.0, budget=budget)
+    stream = events.select((F.col("person") % 4).alias("time"), "item", "g", F.lit(1).alias("op"))
+    with pytest.raises(ParameterError, match=r"more than 1,024 public keys.*one counter per group on the driver"):
+        dp_spark.continual_distinct(stream, group_by="g", groups=keys, rho=1.0, horizon=4, max_groups=1,
+                                    budget=budget)
+    assert budget.spent.rho == 0
+    budget = PrivacyFilter(ApproxDP(10.0, 1e-3))
+    many = spark.range(100_001).select(F.col("id").alias("g"))
+    for release, kwargs in ((dp_spark.distinct_count, {}), (dp_spark.top_k, {"k": 2, "delta": 1e-6})):
+        with pytest.raises(ParameterError, match=r"more than 100,000 public keys.*grow with the keys"):
+            release(events, person_col="person", item_col="item", group_by="g", groups=many, epsilon=1.0,
+                    budget=budget, **kwargs)
     assert budget.spent.epsilon == 0
