@@ -65,7 +65,8 @@ MAX_TOP_K_KEYS = 100_000
 #: The noise of a grouped release (module docstring): "laplace" (the default) or "gaussian".
 NOISES = ("laplace", "gaussian")
 #: ``method="auto"`` with ``noise="gaussian"``: CDP-Peel gains √k from zCDP composition over its k
-#: rounds, the joint mechanism does not; chosen by measurement: see benchmarks/grouped_top_k_2026-11-28.md.
+#: rounds, the joint mechanism does not; chosen by measurement: see
+#: benchmarks/results/2026-11-28-grouped-top-k-zcdp.md.
 ZCDP_AUTO = "cdp-peel"
 ZCDP_CAP_STEP = (" (sampled by the exponential mechanism at √(8ρ): ε-bounded range, so ε²/8-zCDP, Cesar & "
                  "Rogers 2021)")

@@ -47,7 +47,8 @@ Pipeline and budget split (basic composition, total ε-DP):
    sampled by permute-and-flip instead of the exponential mechanism
    (ε'/2-DP on sensitivity-1 scores, never less likely to pick the best).
    The grid and these changes were chosen by measurement: see
-   benchmarks/README.md and benchmarks/distinct_count_grid_2026-11-29.md.
+   benchmarks/results/2026-11-26-distinct-count-bound-selection.md and
+   benchmarks/results/2026-11-29-distinct-count-grid.md.
    ``bound_may_cap`` says when l̂ is L (l̂ is released, so this is free).
 3. ε'/2: discrete Laplace mechanism, X ~ DLap(scale 2l̂/ε'), so c_l̂
    (sensitivity l̂) gets ε'/2-DP. Released: ``estimate`` = max(0, c_l̂ + X)
@@ -121,7 +122,8 @@ JOINT_CHOSEN = ("privately, jointly with one bound l for all groups (GEM over th
 def greedy_shards(person_df, shards: int | None, epsilon: float, rng) -> tuple[int, dict, list]:
     """(shards, the released parameters of the choice, its noise records):
     ``shards`` when given, else step 0 of the module docstring (ε-DP at
-    ``epsilon``), its own Spark job (chosen by measurement: benchmarks/README.md)."""
+    ``epsilon``), its own Spark job (chosen by measurement:
+    benchmarks/results/2026-11-23-speed-all-1824.md)."""
     if shards is not None:
         return int(shards), {"shards_chosen": "by the caller", "shards": int(shards)}, []
     log.info("distinct-count: choosing the number of greedy shards from a noisy sampled person count")

@@ -296,7 +296,7 @@ def greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, partitions: i
     packed (:func:`_packed_rounds`); a pass per range (:func:`_combined_rounds`) takes every item's
     smallest round over the shards and counts items by it, and the driver sums at most ``buckets``
     sparse histograms. ``buckets`` only splits the work; default two per task slot, at least one per
-    8 shards. Chosen by measurement: see benchmarks/README.md."""
+    8 shards. Chosen by measurement: benchmarks/results/2026-11-26-distinct-count-20m-evening.md."""
     spark = edge_df.sparkSession
     if partitions is None:
         partitions = greedy_partitions(spark, shards)

@@ -18,8 +18,9 @@ because every c_l moves in the same direction: q_l − q_l' moves by at most
 max(l, l')), and the scores are sampled by permute-and-flip (ε-DP on
 sensitivity-1 scores, never less likely to pick the best candidate). The
 paper chooses among every l = 1..L with the exponential mechanism. Chosen
-by measurement: the denominator and sampler in benchmarks/README.md (bound
-selection), the candidates' thresholds in benchmarks/distinct_count_grid_2026-11-29.md.
+by measurement: the denominator and sampler in
+benchmarks/results/2026-11-26-distinct-count-bound-selection.md, the candidates' thresholds in
+benchmarks/results/2026-11-29-distinct-count-grid.md.
 
 Privacy of the choice: each q_l moves by 0..l, all in the same direction (m_l
 is public), so each normalised score moves by at most 1; the candidate set
@@ -68,7 +69,7 @@ from dp_spark.settings.distinct_count import (
 
 #: Persons per greedy shard when the release picks the shard count: fewer,
 #: larger shards are more accurate and cheaper to combine. Chosen by
-#: measurement: see benchmarks/README.md, Performance.
+#: measurement: benchmarks/results/2026-11-23-speed-all.md.
 PERSONS_PER_SHARD = 200_000
 #: Probability that the pairs collected for exact matching exceed edge_limit.
 MATCHING_OVERFLOW_PROBABILITY = 1e-6

@@ -30,7 +30,7 @@ with ε₁ (pure) or (ε₁, δ) (CDP-Peel); by basic composition ``auto`` is
 (ε, δ)-DP whichever is chosen (δ is charged even when a pure mechanism is
 chosen: the choice is not known before the data is read), ε-DP when δ = 0.
 The model and constants are measured, not proven optimal: chosen by
-measurement, see benchmarks/topk_auto_fit.py, benchmarks/topk_auto_2026-11-29.md
+measurement, see benchmarks/topk_auto_fit.py, benchmarks/results/2026-11-29-topk-auto.md
 and benchmarks/results/2026-11-29-from-docstrings.md.
 """
 
