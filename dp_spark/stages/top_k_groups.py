@@ -111,29 +111,31 @@ class _Selected:
 
 def _complete_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     """(rows, starts): the partition's rows in chunks holding whole groups only (a group's rows may
-    arrive over several batches: the last group of a chunk is carried to the next), ``starts`` the
+    arrive over several batches: the last group of a chunk is carried to the next, its batches
+    copied together once, when it ends: linear in its rows), ``starts`` the
     row where each group begins (and the end). Groups arrive sorted by index; a group seen twice
     would draw its stream twice: refused (a defect)."""
-    carry: pa.Table | None = None
-    last = -1
+    pending: list[pa.RecordBatch] = []  # the rows of the group carried over, not yet copied together
+    pending_id, last = None, -1
     for batch in batches:
         if not batch.num_rows:
             continue
-        table = pa.Table.from_batches([batch])
-        if carry is not None:
-            table = pa.concat_tables([carry, table])
-        chunk = table.combine_chunks().to_batches()[0]
+        first_id, last_id = batch.column(0)[0].as_py(), batch.column(0)[-1].as_py()
+        if pending and first_id == pending_id == last_id:  # the carried group goes on: copy it once, at its end
+            pending.append(batch)
+            continue
+        chunk = pa.Table.from_batches([*pending, batch]).combine_chunks().to_batches()[0]
         ids = chunk.column(0).to_numpy(zero_copy_only=False)
         starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
         if (np.diff(ids[starts]) <= 0).any() or ids[0] <= last:
             raise RuntimeError("dp_spark defect: a group arrived in two runs; its rows must be sorted")
         whole = int(starts[-1])  # the last group may continue in the next batch
-        carry = pa.Table.from_batches([chunk.slice(whole)])
+        pending, pending_id = [chunk.slice(whole)], int(ids[whole])
         if whole:
             last = int(ids[whole - 1])
             yield chunk.slice(0, whole), np.r_[starts[:-1], whole]
-    if carry is not None and carry.num_rows:
-        chunk = carry.combine_chunks().to_batches()[0]
+    if pending:
+        chunk = pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
         ids = chunk.column(0).to_numpy(zero_copy_only=False)
         if ids[0] <= last:
             raise RuntimeError("dp_spark defect: a group arrived in two runs; its rows must be sorted")
