@@ -1,7 +1,7 @@
 """Grouped releases at many keys: time against the plain query, and the driver's peak memory.
 
     flock /tmp/dp_spark_bench.lock .venv/bin/python -m benchmarks.grouped_scale \
-        [--rows 2000000 20000000] [--keys 1000 10000 100000 1000000] [--releases set-union] \
+        [--rows 2000000 20000000] [--keys 1000 10000 100000 1000000] [--releases set-union distinct-count ...] \
         [--reps 2] [--quick] [--json out.json]
 
 Data: dp_spark.datasets.synthetic_events(rows) written once per size to Parquet in a temporary
@@ -13,8 +13,17 @@ Each (rows, K) runs in its own Python process with its own Spark session (local[
 process's peak memory is that configuration's. In one process, interleaved over ``--reps`` rounds
 after one untimed warm-up of each: the plain query the release replaces and the release.
 
-- set-union: ``select(g, item).distinct()`` counted (NON-PRIVATE) against ``dp_spark.set_union``
-  (policy-gaussian defaults, groups = the K keys, unseeded; the released pairs counted).
+- set-union: ``select(g, item).distinct()`` (NON-PRIVATE) against ``dp_spark.set_union``
+  (policy-gaussian defaults, groups = the K keys, unseeded);
+- distinct-count: ``groupBy(g).agg(countDistinct(item))`` against ``dp_spark.distinct_count``
+  (ε = 1, greedy, max_groups = 4);
+- count-release: ``groupBy(g, item).agg(countDistinct(person))`` against ``dp_spark.count_release``
+  (bounded, ρ = 0.5, δ = 1e-6, max_items = 10, max_groups = 4);
+- top-k: the same counts and a window's top 5 per group against ``dp_spark.top_k`` (k = 5, ε = 1,
+  δ = 1e-6, max_groups = 4).
+
+Every release writes its ``release.groups`` (every group's rows) to Spark's ``noop`` sink, as the
+plain query writes its result.
 
 Printed per configuration: median seconds of each, their ratio (target <= 2.5), the driver
 Python process's peak resident memory (VmHWM, /proc/self/status: the whole process, Spark's py4j
@@ -38,7 +47,11 @@ from pathlib import Path
 
 from benchmarks._common import REPO_ROOT, start_session
 
-RELEASES = ("set-union",)
+RELEASES = ("set-union", "distinct-count", "count-release", "top-k")
+#: The cap on groups per person of the releases that need one (public; the table spreads a person
+#: over many groups), and top-k's k.
+MAX_GROUPS = 4
+TOP_K = 5
 
 
 def machine_load() -> str:
@@ -74,6 +87,40 @@ def _contenders(spark, release: str, path: str, keys: int):
                                      groups=key_df, epsilon=1.0, delta=1e-6, count=True)
             out.groups.write.format("noop").mode("overwrite").save()
         return plain, private
+    if release == "distinct-count":
+        def plain():
+            events.groupBy("g").agg(F.countDistinct("item")).write.format("noop").mode("overwrite").save()
+
+        def private():
+            out = dp_spark.distinct_count(events, person_col="person_id", item_col="item", group_by="g",
+                                          groups=key_df, epsilon=1.0, max_groups=MAX_GROUPS)
+            out.groups.write.format("noop").mode("overwrite").save()
+        return plain, private
+    if release == "count-release":
+        def plain():
+            (events.groupBy("g", "item").agg(F.countDistinct("person_id"))
+             .write.format("noop").mode("overwrite").save())
+
+        def private():
+            out = dp_spark.count_release(events, person_col="person_id", item_col="item", group_by="g",
+                                         groups=key_df, rho=0.5, delta=1e-6, method="bounded", max_items=10,
+                                         max_groups=MAX_GROUPS)
+            out.groups.write.format("noop").mode("overwrite").save()
+        return plain, private
+    if release == "top-k":
+        from pyspark.sql import Window
+
+        def plain():
+            counts = events.groupBy("g", "item").agg(F.countDistinct("person_id").alias("n"))
+            rank = F.row_number().over(Window.partitionBy("g").orderBy(F.desc("n"), "item"))
+            counts.select("g", "item", rank.alias("r")).where(F.col("r") <= TOP_K) \
+                .write.format("noop").mode("overwrite").save()
+
+        def private():
+            out = dp_spark.top_k(events, person_col="person_id", item_col="item", group_by="g", groups=key_df,
+                                 k=TOP_K, epsilon=1.0, delta=1e-6, max_groups=MAX_GROUPS)
+            out.groups.write.format("noop").mode("overwrite").save()
+        return plain, private
     raise SystemExit(f"unknown release {release!r}")
 
 
@@ -103,6 +150,13 @@ def one(args) -> dict:
     out["ratio"] = out["release_s"] / out["plain_s"]
     spark.stop()
     return out
+
+
+def key_limit(release: str) -> int:
+    """The release's public key limit (``Params.MAX_KEYS``)."""
+    import importlib
+
+    return importlib.import_module(f"dp_spark.plans.{release.replace('-', '_')}").Params.MAX_KEYS
 
 
 def write_data(rows: int, directory: Path) -> str:
@@ -141,6 +195,10 @@ def main(argv=None) -> int:
             path = write_data(rows, Path(tmp))
             for release in args.releases:
                 for keys in args.keys:
+                    if keys > key_limit(release):
+                        print(f"{release:10s} rows={rows:>11,} keys={keys:>9,}  skipped: above the release's "
+                              f"limit of {key_limit(release):,} keys", flush=True)
+                        continue
                     cmd = [sys.executable, "-m", "benchmarks.grouped_scale", "--reps", str(args.reps),
                            "--child", release, str(rows), str(keys), path]
                     done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True,
