@@ -638,7 +638,7 @@ def test_dp_spark_set_union_is_the_release_function_after_the_mechanisms_are_imp
 
 #: case -> (parameters, input kind, the kinds of Release.noise in the order drawn); every method
 #: The values only a grouped report has (issue 24): the per-key table and its size.
-GROUPED_ONLY = {"groups", "groups_released", "groups_in_report"}
+GROUPED_ONLY = {"groups", "groups_released", "groups_in_report", "group_sizes"}
 
 
 def bare(record):
@@ -662,6 +662,7 @@ def test_an_ungrouped_release_is_the_one_key_grouped_release(spark, method):
     assert sorted((r["g"], r["item"]) for r in grouped.groups.collect()) == [("k", i) for i in items]
     assert {k: v for k, v in grouped.result.items() if k not in GROUPED_ONLY} == plain.result
     assert grouped.result["groups"] == [{"group": "k", "released_count": len(items)}]
+    assert grouped.result["group_sizes"]["largest"] == [{"group": "k", "size": len(items)}]
     assert [bare(r) for r in grouped.noise] == [bare(r) for r in plain.noise]
 
 
