@@ -35,7 +35,7 @@ from __future__ import annotations
 import numbers
 import secrets
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from randomgen import ChaCha
@@ -163,39 +163,66 @@ check_rng = checks.rng  # one rule for every sampler (dp_spark.checks)
 @dataclass(frozen=True)
 class StreamRoot:
     """One release's source of independent streams indexed by a PUBLIC number (a group's index in
-    the canonical keys), so each unit's draws do not depend on where it runs (driver or executor,
-    which task, how many partitions). Picklable: a task closure carries it.
+    the canonical keys, a noise bucket), so each unit's draws do not depend on where it runs (driver
+    or executor, which task, how many partitions) nor on how often Spark runs it. Picklable: a task
+    closure carries it to the executors.
 
-    Unseeded (every publishable release): ``entropy`` None, the root holds NO key, and
-    :meth:`stream` returns a fresh ChaCha20 generator keyed from the OS entropy of the process that
-    calls it (:func:`make_rng`): nothing that could reproduce the noise exists on the driver, in a
-    pickled function, a plan or a log, and streams are independent (independent 256-bit keys). Such
-    a release must evaluate its draws once (a local checkpoint), as a second evaluation draws anew.
+    Unseeded (every publishable release): ``secret`` is a 256-bit key drawn on the driver from the
+    release's ChaCha20 generator (so a keyed ledger run is marked drawn first), and stream i is the
+    ChaCha20 keystream under that key from counter i·2⁶⁴ (randomgen's 128-bit counter counts 32-bit
+    words; a stream would need 2⁶³ 64-bit draws to reach the next one's start): disjoint blocks of
+    one ChaCha20 keystream, so the streams are independent and unpredictable to anyone without the
+    key (ChaCha20 as a pseudorandom function, as for the release's own generator). A re-executed
+    task — a retry, a speculative copy, a zombie attempt after a fetch failure, a second evaluation
+    of the DataFrame — draws exactly the same values, so no unit ever gets two different draws (the
+    analysis counts one). The key exists only in this object: it is not in its ``repr``, never
+    logged, never in a job description, a plan or a DataFrame column; it travels to the executors
+    inside the pickled task closure, as the count-release's item key does
+    (:mod:`dp_spark.mechanisms.count_release.keyed`; what Spark exposes of closures is in
+    docs/security.md).
     Seeded (tests and demos only, not private): ``entropy`` and ``spawn_key`` are a child
-    ``SeedSequence`` of the release's seeded generator, and stream i is its child with spawn key
-    ``spawn_key + (i,)``: reproducible by anyone with the seed, the same on every evaluation.
-    The derivation is :class:`dp_spark.mechanisms.set_union.NoiseRoot`'s (its ``bucket_rng``)."""
+    ``SeedSequence`` of the release's seeded generator, and stream i is PCG64 on its child with spawn
+    key ``spawn_key + (i,)``: reproducible by anyone with the seed (seeded outputs as before)."""
 
     entropy: int | tuple[int, ...] | None
     spawn_key: tuple[int, ...] = ()
+    secret: int | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, rng: np.random.Generator, keyed: bool) -> "StreamRoot":
-        """The root of a release whose generator is ``rng`` (read once: a child is spawned, so a
-        keyed ledger run is marked drawn first): ``keyed`` (seeded runs) the child's SeedSequence
-        state, else a keyless root."""
+    def of(cls, rng: np.random.Generator, seeded: bool) -> "StreamRoot":
+        """The root of a release whose generator is ``rng``: a child of ``rng`` is spawned (reading
+        ``rng``, so a keyed ledger run is marked drawn first) and read by :meth:`from_child`."""
         (child,) = spawn_rngs(check_rng(rng), 1)
-        if not keyed:
-            return cls(None)
+        return cls.from_child(child, seeded)
+
+    @classmethod
+    def from_child(cls, child: np.random.Generator, seeded: bool) -> "StreamRoot":
+        """The root read from ``child``, a generator of the release's own (spawned for this root
+        only): ``seeded`` its SeedSequence state, else a 256-bit key drawn from it."""
+        check_rng(child)
+        if not seeded:
+            words = child.integers(0, 2**64, size=_ENTROPY_BITS // 64, dtype=np.uint64)
+            return cls(None, (), int.from_bytes(words.astype(">u8").tobytes(), "big"))
         sequence = child.bit_generator.seed_seq
         raw = sequence.entropy
         entropy = int(raw) if isinstance(raw, (int, np.integer)) else tuple(int(v) for v in raw)
         return cls(entropy, tuple(int(v) for v in sequence.spawn_key))
 
+    @property
+    def seeded(self) -> bool:
+        """True when the streams are reproducible from a seed (tests and demos only)."""
+        return self.entropy is not None
+
     def stream(self, index: int) -> np.random.Generator:
-        """The generator of unit ``index`` (a non-negative int): keyless, fresh OS entropy
-        (ChaCha20); keyed, PCG64 on the SeedSequence child ``spawn_key + (index,)``."""
-        if self.entropy is None:
-            return make_rng()
-        child = np.random.SeedSequence(self.entropy, spawn_key=(*self.spawn_key, int(index)))
-        return np.random.Generator(np.random.PCG64(child))
+        """The generator of unit ``index`` (0 <= index < 2⁶⁴): unseeded, ChaCha20 under the root's
+        key from counter index·2⁶⁴; seeded, PCG64 on the SeedSequence child ``spawn_key + (index,)``.
+        The same generator every call."""
+        index = int(index)
+        if not 0 <= index < 2**64:
+            raise ParameterError("a stream index is an int in [0, 2**64)")
+        if self.entropy is not None:
+            child = np.random.SeedSequence(self.entropy, spawn_key=(*self.spawn_key, index))
+            return np.random.Generator(np.random.PCG64(child))
+        if self.secret is None:
+            raise ParameterError("this StreamRoot has neither a seed nor a key: make it with StreamRoot.of")
+        return np.random.Generator(ChaCha(key=self.secret, counter=index << 64, rounds=SECURE_ROUNDS))

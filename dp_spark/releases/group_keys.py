@@ -84,7 +84,7 @@ def choose_keys(plan, edge_df, rng):
     cost = plan.split.cost("group_keys")
     per_person = keys_per_person(p.max_groups)
     numeric = key_step_plan(cost.epsilon, cost.delta, per_person)  # exact: integer noise and threshold
-    salt, root = derive_randomness(rng, keyed=p.seed is not None)
+    salt, root = derive_randomness(rng, seeded=p.seed is not None)
     lazy = set_union_stage.set_union_items_of_edges(
         key_edges(edge_df), method=numeric.method, max_items=per_person, salt=salt,
         threshold=ThresholdStep(numeric, root),

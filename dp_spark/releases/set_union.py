@@ -38,10 +38,12 @@ Released: the set of items (a Spark DataFrame, column ``item``, never
 collected) and its size; the noisy weights are never kept.
 
 Trust boundary: the driver and executors running the call see the data;
-nothing that leaves the call can reproduce the noise (an unseeded release
-creates no noise key). The items are evaluated once inside the call (a local
+nothing that leaves the call can reproduce the noise: an unseeded release's
+noise key (256 bits from its ChaCha20 generator, :class:`dp_spark.noise.rng.StreamRoot`)
+goes to the executors in the task closure only, and a re-run task draws the
+same values. The items are evaluated once inside the call (a local
 checkpoint), so the returned DataFrame's plan holds neither the salt nor the
-noise function and no action re-runs the noise step. The salt is not a
+key and no action re-runs the noise step. The salt is not a
 privacy key: the guarantee holds for every salt.
 
 Differences from the paper: a fixed hash of the person id orders persons in
@@ -140,7 +142,7 @@ def _released_items(edge_df, plan: Plan, numeric: SetUnionPlan, rng):
     salt and noise root go out of scope once the items are stored."""
     sequential = numeric.method in SEQUENTIAL
     shards = plan.parameters.get("shards")
-    salt, root = derive_randomness(rng, keyed=plan.params.seed is not None)
+    salt, root = derive_randomness(rng, seeded=plan.params.seed is not None)
     lazy = set_union_items_of_edges(
         edge_df, method=numeric.method, max_items=numeric.max_items,
         salt=salt, threshold=ThresholdStep(numeric, root),

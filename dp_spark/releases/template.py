@@ -48,7 +48,7 @@ from dp_spark.releases import group_keys
 from dp_spark.releases.group_keys import keys_reported
 from dp_spark.releases.groups import grouped_edges
 from dp_spark.stages import edges as edge_stage
-from dp_spark.stages.session_shape import check_session, check_speculation
+from dp_spark.stages.session_shape import check_session
 
 #: The error of ``seed=`` with a persisted budget (``ledger=``, or a ledger
 #: budget as ``budget=``), in the CLI's words for ``--seed --ledger``.
@@ -113,9 +113,6 @@ def run_release(
     if (replay := recorded_release(budget, plan, df)) is not None:  # a keyed run's identity, bound here
         return replay  # this key released this run before: the recorded release, no data read, no noise
     check_session(df.sparkSession)  # the packed columns' Arrow type, from the session alone: refused unspent
-    grouped = getattr(plan.params, "group_by", None) is not None
-    check_speculation(df.sparkSession, seed is None and (  # public: which releases draw on the executors
-        plan.release == "set-union" or private_keys or (plan.release == "top-k" and grouped)))
     if before_spend is not None:
         before_spend()
     local = plan.spend(budget)  # refuses before any data is read

@@ -60,12 +60,13 @@ public index) and the released total. An ungrouped run calls the same
 selection in group 0 on the driver. Both compositions above need the
 groups' draws independent: group g draws only from ``root.stream(g)``
 (:class:`dp_spark.noise.rng.StreamRoot`), derived from a per-release root by
-the public index g. Unseeded, the root holds no key: each stream is a fresh
-ChaCha20 generator keyed from the OS entropy of the process running the
-group, so streams are independent and nothing that could reproduce a draw
-exists on the driver, in the task closure, a plan, a job description, a
+the public index g. Unseeded, stream g is ChaCha20 under the release's
+256-bit key (drawn from its generator on the driver) from counter g·2⁶⁴:
+disjoint blocks of one keystream, so streams are independent, and a re-run
+task (a retry, a speculative or zombie attempt) draws the same values; the
+key travels in the task closure only, never in a plan, a job description, a
 DataFrame column or a log (nothing on the executors logs, and no count
-leaves them). The selection is therefore evaluated exactly once: it is
+leaves them). The selection is evaluated once: it is
 stored by a local checkpoint before the report reads it, and
 ``release.groups`` reads the stored rows (a lost block fails the next
 action rather than drawing again). Seeded (tests only), stream g is the
@@ -242,7 +243,7 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
     if not grouped:
         return _report(plan, local, _select(plan, edge_df, items, rng), items, edge_df)
     # no key released: the same Spark pass on the empty table, so the jobs do not show it before the record
-    selection = _select_groups(plan, edge_df, items, keys, m, StreamRoot.of(rng, keyed=p.seed is not None))
+    selection = _select_groups(plan, edge_df, items, keys, m, StreamRoot.of(rng, seeded=p.seed is not None))
     record = dataclasses.replace(selection.record, target=f"in each of the {len(keys):,} groups: "
                                  f"{selection.record.target}", **({} if keys else {"draws": 0}))
     return _groups_report(plan, keys, m, selection, {**how, **selection.how}, local, edge_df, [*cap_noise, record],
@@ -304,7 +305,7 @@ def _select(plan: Plan, edge_df, items, rng) -> _Selection:
         mechanism = choice.method
     # a private choice is not logged: nothing drawn leaves the process before the release is recorded
     log.info("top-k: selecting with %s", mechanism if choice is None else "the privately chosen mechanism")
-    root = StreamRoot.of(rng, keyed=plan.params.seed is not None)  # after auto's child: its draws as before
+    root = StreamRoot.of(rng, seeded=plan.params.seed is not None)  # after auto's child: its draws as before
     picked, bottom = _selection_of(plan, mechanism, 1, epsilon, root)(0, counts, next_count)
     chosen = [items[int(i)] for i in picked]
     del counts, top  # non-private; nothing below may use them
@@ -332,7 +333,7 @@ def _select_groups(plan: Plan, edge_df, items, keys, m: int, root: StreamRoot) -
     lazy = groups_stage.group_selections(edge_df, len(keys), selection, kbar=p.kbar, domain=domain,
                                          size=None if items is None else len(items), top=not selection.domain)
     with spark_job("selecting the top items of every group"):
-        stored = materialize(lazy)  # evaluated once: unseeded draws are fresh on every evaluation
+        stored = materialize(lazy)  # evaluated once: the plan holds the key until then
     if p.gaussian:
         rho = plan.split.cost("selection").rho
         per = "epsilon_per_round_per_group" if mechanism == "cdp-peel" else "epsilon_per_group"

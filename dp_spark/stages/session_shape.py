@@ -75,21 +75,3 @@ def check_session(spark) -> None:
             "and any other spark.sql.execution.arrow.* setting) or use a session with Spark's defaults; "
             "nothing was spent.")
 
-
-def check_speculation(spark, executor_draws: bool) -> None:
-    """Refuse (ParameterError, before spending) an unseeded release that draws its noise on the
-    executors (``executor_draws``: set-union's thresholds, a private key step's, grouped top-k's
-    selections) when the session runs speculative tasks: two attempts of one task can both finish
-    and both store their partition, each with fresh draws, and later reads may take either copy —
-    two independent draws published for one charge. A public setting; no data is read."""
-    if not executor_draws:
-        return
-    try:
-        speculation = str(spark.conf.get("spark.speculation", "false")).strip().lower()
-    except Exception:  # noqa: BLE001 - a session that cannot say: Spark's default (off)
-        return
-    if speculation == "true":
-        raise ParameterError(
-            "this release draws its noise on the executors, and the session runs speculative tasks "
-            "(spark.speculation=true): two finished attempts of one task could store different draws. "
-            "Run it in a session with spark.speculation=false; nothing was spent.")

@@ -512,9 +512,11 @@ def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) ->
     ``partitions`` partitions and sorted by (bucket, item), so bucket b's items, in item order, use
     ``threshold(b, size)``: every item gets its own draw, and which draw depends on the item and its
     bucket's items only, never on ``partitions``, the session's shuffle settings or adaptive
-    execution. Unseeded, the draws are fresh OS entropy on every evaluation, so evaluate the result
-    once, through :func:`materialize`; seeded, the weights (:func:`weight_histogram`) and so the set
-    are the same on every evaluation. The weights never leave this step. Lazy; the plan holds the
+    execution. Bucket b's stream is the same on every evaluation (unseeded: ChaCha20 under the
+    release's key, :class:`dp_spark.noise.rng.StreamRoot`), and so are the weights
+    (:func:`weight_histogram`), so a re-run task draws what the first attempt drew; the release
+    still evaluates it once, through :func:`materialize`, for speed and so the returned plan holds
+    neither the salt nor the key. The weights never leave this step. Lazy; the plan holds the
     salt and, when seeded, the noise root: hand users only the materialized result."""
     prepared = _bucketed(hist_df, partitions, ITEM).select(ITEM, WEIGHT, _BUCKET)
     schema = T.StructType([T.StructField(ITEM, hist_df.schema[ITEM].dataType)])

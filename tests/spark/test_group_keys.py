@@ -95,7 +95,8 @@ def test_the_key_step_draws_its_noise_from_the_exact_sampler_only(spark, big, mo
     driver on a generator whose float samplers raise: it releases by the
     exact discrete Gaussian and an integer threshold."""
     import dp_spark.stages.set_union as stage
-    from dp_spark.mechanisms.set_union import DiscreteSetUnionPlan, NoiseRoot
+    from dp_spark.mechanisms.set_union import DiscreteSetUnionPlan
+    from dp_spark.noise.rng import StreamRoot
 
     captured = {}
 
@@ -112,7 +113,7 @@ def test_the_key_step_draws_its_noise_from_the_exact_sampler_only(spark, big, mo
     step = captured["threshold"]
     assert isinstance(step.plan, DiscreteSetUnionPlan) and captured["method"] == KEY_STEP_POLICY
     assert step.plan == key_step_plan(2.0 * KEYS_EPSILON_SHARE, KEYS_DELTA, 2)
-    monkeypatch.setattr(NoiseRoot, "bucket_rng", lambda self, p: NoFloatDraws(np.random.PCG64([7, p])))
+    monkeypatch.setattr(StreamRoot, "stream", lambda self, p: NoFloatDraws(np.random.PCG64([7, p])))
     weights = np.array([0.0, 0.5, step.plan.rho, 2 * step.plan.rho, 1e6])
     mask = step(0)(np.tile(weights, 400)).reshape(400, -1)
     assert not mask[:, 0].any() and mask[:, -1].all()  # outside the support never; far above, always

@@ -89,15 +89,15 @@ def test_every_release_marks_its_run_drawn_before_its_first_draw(spark, ledger_p
     """Through the registry (a release added later is covered): the run's
     generator is untouched when the ledger marks the run 'drawn', the mark
     happens once, the run draws from that generator after it, and the run
-    ends 'released'. Set-union's executor noise (keyless: each partition
-    seeds itself from the OS) is created only after the mark too."""
+    ends 'released'. The executor noise's root (set-union's buckets, top-k's
+    groups: a key drawn from the run's generator) is made only after the mark too."""
     import dp_spark.noise as noise
-    from dp_spark.mechanisms.set_union import thresholding
+    from dp_spark.noise.rng import StreamRoot
 
     name, parameters = CASES[case]
     spec = RELEASES[name]
     made, marks, roots = [], [], []
-    real_make_rng, real_mark, real_from_os = noise.make_rng, LedgerBudget.mark_drawn, thresholding.NoiseRoot.from_os
+    real_make_rng, real_mark, real_from_child = noise.make_rng, LedgerBudget.mark_drawn, StreamRoot.from_child
 
     def make_rng(seed=None):  # the template's (it imports make_rng from dp_spark.noise when it runs)
         rng = real_make_rng(seed)
@@ -109,13 +109,13 @@ def test_every_release_marks_its_run_drawn_before_its_first_draw(spark, ledger_p
         marks.append(_snapshot(made[0]))
         real_mark(self, seq)
 
-    def from_os(cls):
+    def from_child(cls, child, seeded):
         roots.append(len(marks))  # how many marks had been made when executor noise was set up
-        return real_from_os()
+        return real_from_child(child, seeded)
 
     monkeypatch.setattr(noise, "make_rng", make_rng)
     monkeypatch.setattr(LedgerBudget, "mark_drawn", mark_drawn)
-    monkeypatch.setattr(thresholding.NoiseRoot, "from_os", classmethod(from_os))
+    monkeypatch.setattr(StreamRoot, "from_child", classmethod(from_child))
     kind = "zcdp" if spec.example.zcdp else "approx"
     df = spark.createDataFrame(EVENTS if spec.example.input == "events" else PERSONS, SCHEMAS[spec.example.input])
     with open_ledger(ledger_path) as led:

@@ -35,13 +35,13 @@ from dp_spark.mechanisms.set_union import (
     POLICIES,
     SEQUENTIAL,
     NOISE_OF,
-    NoiseRoot,
     build_histogram,
     derive_randomness,
     person_units,
     plan_set_union,
     shard_cutoff,
 )
+from dp_spark.noise.rng import StreamRoot
 from dp_spark.stages.edges import edges
 from dp_spark.stages.set_union import (
     DEFAULT_SHARDS,
@@ -178,7 +178,7 @@ def test_fused_sum_and_threshold_equals_summed_histogram_then_threshold(spark, s
 
     edge_df = edges(small, "person_id", "item")
     numeric = plan_set_union(1.0, 0.2, 6, policy)
-    step = ThresholdStep(numeric, NoiseRoot(123, ()))
+    step = ThresholdStep(numeric, StreamRoot(123, ()))
     want = sorted(r["item"] for r in released_items(
         sequential_histogram(edge_df, policy, 6, 9, 2.0, 3), step, 5).collect())
     assert 0 < len(want) < small.select("item").distinct().count()
@@ -424,10 +424,10 @@ def test_released_items_plan_holds_no_key_and_never_recomputes(small, policy):
     assert release.released_count == len(first) > 0
 
 
-def test_unseeded_noise_has_no_key_and_two_evaluations_agree(small):
-    # Unseeded: the noise root holds no key at all (executor OS entropy), and
+def test_unseeded_noise_is_keyed_by_the_release_and_two_evaluations_agree(small):
+    # Unseeded: the noise root holds a key drawn from the release's ChaCha20 (not the seed path), and
     # the released set is the same on every action (evaluated once).
-    assert derive_randomness(make_rng(), keyed=False)[1] == NoiseRoot.from_os()
+    assert derive_randomness(make_rng(), seeded=False)[1].secret is not None
     release = dp_spark.set_union(small, epsilon=1.0, delta=0.05, max_items=5, method="policy-laplace")
     sets = [sorted(r["item"] for r in release.items.collect()) for _ in range(3)]
     assert sets[0] == sets[1] == sets[2] and release.items.count() == release.released_count

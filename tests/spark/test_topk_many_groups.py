@@ -191,10 +191,9 @@ def test_the_python_pass_is_the_same_wherever_the_batches_break(seed):
 
 
 def test_an_unseeded_release_is_evaluated_once(spark, events):
-    """Review RV12: the executors draw fresh OS entropy on every run of the per-group pass, so the
-    release must store its output once. Every read of release.groups, and the report, shows the same
-    draws; with near-uniform scores at a small ε (pnf-peel) a second evaluation of the pass would
-    differ (fails if the store is dropped)."""
+    """Review RV12: the release stores its per-group output once; every read of release.groups, and
+    the report, shows the same draws (near-uniform scores at a small ε, pnf-peel: the draws decide).
+    That a re-run of the pass draws the same values is tests/spark/test_executor_streams.py's."""
     keys = list(range(0, 200 * 500, 500))
     release = dp_spark.top_k(events, person_col="person", item_col="item", group_by="g", groups=keys,
                              epsilon=0.05, k=3, domain=DOMAIN, method="pnf-peel", max_groups=1)

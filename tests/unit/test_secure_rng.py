@@ -16,7 +16,7 @@ from randomgen import ChaCha
 from scipy import stats
 
 from dp_spark.mechanisms.count_release.keyed import item_generator, noise_key
-from dp_spark.mechanisms.set_union.thresholding import NoiseRoot, derive_randomness
+from dp_spark.mechanisms.set_union.thresholding import derive_randomness
 from dp_spark.mechanisms.top_k.auto import choice_stream
 from dp_spark.noise import discrete_gaussian, discrete_laplace, make_rng, spawn_rngs
 from dp_spark.noise.rng import SECURE_ROUNDS, secure_generator
@@ -51,8 +51,8 @@ def test_children_keep_the_parents_rounds():
 
 
 def test_set_union_partitions_of_an_unseeded_release_draw_from_chacha20():
-    salt, root = derive_randomness(make_rng(), keyed=False)
-    assert not root.keyed and _is_chacha20(root.bucket_rng(0))
+    salt, root = derive_randomness(make_rng(), seeded=False)
+    assert not root.seeded and _is_chacha20(root.stream(0))
 
 
 def test_seeded_generators_stay_pcg64_and_unchanged():
@@ -60,8 +60,8 @@ def test_seeded_generators_stay_pcg64_and_unchanged():
     assert isinstance(rng.bit_generator, np.random.PCG64)
     assert rng.random() == np.random.Generator(np.random.PCG64(np.random.SeedSequence(42))).random()
     assert isinstance(spawn_rngs(make_rng(1), 1)[0].bit_generator, np.random.PCG64)
-    seeded_root = derive_randomness(make_rng(3), keyed=True)[1]
-    assert isinstance(seeded_root.bucket_rng(2).bit_generator, np.random.PCG64)
+    seeded_root = derive_randomness(make_rng(3), seeded=True)[1]
+    assert isinstance(seeded_root.stream(2).bit_generator, np.random.PCG64)
 
 
 def test_item_generators_are_chacha20_keyed_by_the_digest():

@@ -26,7 +26,6 @@ from dp_spark.mechanisms.set_union import (
     HELD_SUPPORT,
     POLICIES,
     SEQUENTIAL,
-    NoiseRoot,
     ThresholdStep,
     UNIT_BITS,
     SetUnionPlan,
@@ -48,6 +47,7 @@ from dp_spark.mechanisms.set_union import (
     shard_cutoff,
     update_histogram,
 )
+from dp_spark.noise.rng import StreamRoot
 from dp_spark.mechanisms.set_union.gaussian_grid import ROW_ROOT, plan_gaussian_grid
 from dp_spark.mechanisms.set_union.laplace_grid import grid_scale
 from dp_spark.noise import make_rng
@@ -583,10 +583,10 @@ def test_release_mask_never_releases_items_outside_the_support():
 
 
 def test_partition_generators_are_reproducible_and_distinct():
-    root = NoiseRoot(12345, (1,))
-    a = root.bucket_rng(3).random(5)
-    assert np.array_equal(a, NoiseRoot(12345, (1,)).bucket_rng(3).random(5))
-    assert not np.array_equal(a, root.bucket_rng(4).random(5))
+    root = StreamRoot(12345, (1,))
+    a = root.stream(3).random(5)
+    assert np.array_equal(a, StreamRoot(12345, (1,)).stream(3).random(5))
+    assert not np.array_equal(a, root.stream(4).random(5))
     # bucket b's generator is the root's child with spawn key (..., b)
     child = np.random.SeedSequence(12345, spawn_key=(1,)).spawn(4)[3]
     assert np.array_equal(a, np.random.Generator(np.random.PCG64(child)).random(5))
@@ -603,33 +603,36 @@ def test_randomness_comes_from_the_os_unless_seeded():
     # a generator seeded with a sequence of ints works too (benchmarks do that)
     seq_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([1, 2, 3])))
     _, root = derive_randomness(seq_rng)
-    assert root.bucket_rng(0).random() == root.bucket_rng(0).random()
+    assert root.stream(0).random() == root.stream(0).random()
 
 
 def test_threshold_step_is_release_mask_with_the_bucket_generator():
     # What the Spark stage runs per noise bucket: the bucket's generator, all its items in one call,
     # exactly one draw an item: release_mask's draws.
     plan = plan_set_union(1.0, 0.05, 3, "policy-laplace")
-    root = NoiseRoot(424242, (0,))
+    root = StreamRoot(424242, (0,))
     weights = np.linspace(0.0, 2 * plan.rho, 600)
     step = pickle.loads(pickle.dumps(ThresholdStep(plan, root)))  # it travels to the executors
     for bucket in (0, 5):
         got = step(bucket, weights.size)(weights)
-        want = release_mask(weights, plan, root.bucket_rng(bucket))
+        want = release_mask(weights, plan, root.stream(bucket))
         assert np.array_equal(got, want) and 0 < got.sum() < len(got)
     assert not np.array_equal(step(0, 600)(weights), step(1, 600)(weights))  # buckets draw independently
-    unkeyed = ThresholdStep(plan, NoiseRoot.from_os())  # unseeded: fresh OS entropy every time
-    assert not np.array_equal(unkeyed(0, 600)(weights), unkeyed(0, 600)(weights))
+    unseeded = pickle.loads(pickle.dumps(ThresholdStep(plan, derive_randomness(make_rng(), seeded=False)[1])))
+    first = unseeded(0, 600)(weights)  # a re-run task (retry, speculative or zombie attempt) draws the same
+    assert np.array_equal(first, unseeded(0, 600)(weights)) and not np.array_equal(first, unseeded(1, 600)(weights))
 
 
-def test_keyless_root_holds_nothing_and_draws_fresh_os_entropy():
-    root = NoiseRoot.from_os()
-    assert not root.keyed and root.entropy is None and root.spawn_key == ()
-    assert root.bucket_rng(0).random() != root.bucket_rng(0).random()
-    salt, unkeyed = derive_randomness(make_rng(9), keyed=False)
-    assert unkeyed == root and salt == derive_randomness(make_rng(9))[0]
-    assert derive_randomness(make_rng(9))[1].keyed
-    assert pickle.loads(pickle.dumps(root)) == root
+def test_an_unseeded_root_is_a_key_drawn_from_the_release_generator():
+    # The key comes from the release's generator (so a keyed ledger run is marked drawn first) and only
+    # from it: two releases with the same generator state get the same key, other states other keys.
+    salt, root = derive_randomness(make_rng(9), seeded=False)
+    assert not root.seeded and root.entropy is None and root.spawn_key == () and 0 < root.secret < 2**256
+    assert salt == derive_randomness(make_rng(9))[0] and derive_randomness(make_rng(9))[1].seeded
+    assert derive_randomness(make_rng(9), seeded=False)[1] == root
+    assert derive_randomness(make_rng(10), seeded=False)[1].secret != root.secret
+    assert pickle.loads(pickle.dumps(root)) == root and str(root.secret) not in repr(root)
+    assert root.stream(0).random() == root.stream(0).random() != root.stream(1).random()
 
 
 def test_mechanism_layer_imports_neither_pyspark_nor_pandas():

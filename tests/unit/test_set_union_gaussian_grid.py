@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.set_union import NoiseRoot, SetUnionPlan, ThresholdStep, plan_set_union, release_mask
+from dp_spark.mechanisms.set_union import SetUnionPlan, ThresholdStep, plan_set_union, release_mask
+from dp_spark.noise.rng import StreamRoot
 from dp_spark.mechanisms.set_union import gaussian_grid
 from dp_spark.mechanisms.set_union.gaussian_grid import (
     GAUSSIAN_POLICIES,
@@ -157,7 +158,7 @@ def test_the_plan_release_probability_matches_the_mask(method):
 @pytest.mark.parametrize("method", GAUSSIAN_POLICIES)
 def test_an_items_draws_do_not_depend_on_where_the_batches_break(method):
     plan = plan_set_union(1.0, 0.05, 3, method)
-    assert isinstance(ThresholdStep(plan, NoiseRoot(1))(0), GaussianGridMask)
+    assert isinstance(ThresholdStep(plan, StreamRoot(1))(0), GaussianGridMask)
     assert_batch_invariant(plan, gaussian_grid.BLOCK,
                            lambda part, rng: gaussian_grid_mask(part, plan.scale, plan.rho, rng, plan.grid_bits))
 

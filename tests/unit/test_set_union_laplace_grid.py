@@ -12,12 +12,12 @@ import pytest
 
 from dp_spark.mechanisms.set_union import (
     HELD_SUPPORT,
-    NoiseRoot,
     ThresholdStep,
     build_histogram,
     plan_set_union,
     release_mask,
 )
+from dp_spark.noise.rng import StreamRoot
 from dp_spark.mechanisms.set_union import laplace_grid
 from dp_spark.mechanisms.set_union.laplace_grid import (
     greedy_grid_failure,
@@ -229,13 +229,13 @@ def assert_batch_invariant(plan, block: int, per_batch_mask) -> None:
     into batches gives the one-call mask; ``per_batch_mask(part, rng)`` (the mask drawing per batch)
     on the same generator gives a different one."""
     weights = np.random.default_rng(3).uniform(-0.5, 2 * plan.rho, 3 * block + 17)
-    root = NoiseRoot(99, (2,))
+    root = StreamRoot(99, (2,))
     whole = ThresholdStep(plan, root)(1)(weights)
     assert 0 < whole.sum() < whole.size
     for cuts in ([5, 4096, 4100, 9000], [1, 2, 3, 8191, 12000], list(range(0, weights.size, 997))):
         mask_of = ThresholdStep(plan, root)(1)
         got = np.concatenate([mask_of(part) for part in np.split(weights, cuts)])
         assert np.array_equal(got, whole)
-    rng = root.bucket_rng(1)  # per-batch draws (no blocks): a different stream
+    rng = root.stream(1)  # per-batch draws (no blocks): a different stream
     per_batch = np.concatenate([per_batch_mask(part, rng) for part in np.split(weights, [5, 4096, 4100, 9000])])
     assert not np.array_equal(per_batch, whole)

@@ -19,7 +19,8 @@ from dp_spark.mechanisms.top_k.error import domain_top_k, grouped_domain_top_k
 from dp_spark.mechanisms.top_k.groups import GroupSelection
 from dp_spark.mechanisms.top_k.unknown_domain import grouped_unknown_domain
 from dp_spark.mechanisms.top_k.zcdp import grouped_zcdp_top_k
-from dp_spark.noise.rng import StreamRoot
+from dp_spark.noise.rng import StreamRoot, secure_generator
+from randomgen import ChaCha
 
 
 class TopCounts(NamedTuple):
@@ -74,7 +75,7 @@ def test_a_larger_cap_means_more_noise_per_group():
 
 
 def _root(seed: int = 5) -> StreamRoot:
-    return StreamRoot.of(np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed))), keyed=True)
+    return StreamRoot.of(np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed))), seeded=True)
 
 
 @pytest.mark.parametrize("method, delta", [("joint", 0.0), ("pnf-joint", 0.0), ("pnf-peel", 0.0),
@@ -108,14 +109,24 @@ def test_unknown_domain_and_zcdp_selections_are_the_ungrouped_mechanisms_at_the_
         GroupSelection.laplace("auto", 2, 1.0, 0.0, 1, 5, root)
 
 
-def test_group_streams_are_distinct_and_a_keyless_root_holds_no_key():
+def test_group_streams_are_distinct_and_an_unseeded_root_is_one_chacha20_keystream():
     root = _root()
     draws = [root.stream(g).integers(0, 2**62, size=4).tolist() for g in range(50)]
     assert len({tuple(d) for d in draws}) == 50
     assert pickle.loads(pickle.dumps(root)).stream(7).integers(0, 2**62) == root.stream(7).integers(0, 2**62)
-    keyless = StreamRoot.of(np.random.default_rng(1), keyed=False)
-    assert keyless == StreamRoot(None) and pickle.loads(pickle.dumps(keyless)) == StreamRoot(None)
-    assert keyless.stream(0).integers(0, 2**62) != keyless.stream(0).integers(0, 2**62)  # fresh OS entropy
-    assert type(keyless.stream(0).bit_generator).__name__ == "ChaCha"
+    release_rng = secure_generator(np.random.SeedSequence(11, pool_size=8))  # a release's ChaCha20
+    unseeded = StreamRoot.of(release_rng, seeded=False)
+    assert unseeded.entropy is None and 0 < unseeded.secret < 2**256 and str(unseeded.secret) not in repr(unseeded)
+    assert unseeded == StreamRoot.of(secure_generator(np.random.SeedSequence(11, pool_size=8)), seeded=False)
+    assert unseeded.stream(3).integers(0, 2**62) == pickle.loads(pickle.dumps(unseeded)).stream(3).integers(0, 2**62)
+    stream = unseeded.stream(0).bit_generator
+    assert type(stream).__name__ == "ChaCha" and stream.state["state"]["rounds"] == 20
+    # group g's stream is the key's one keystream from 32-bit word g·2^64 on (the keystream read from
+    # 32 words before it runs into it): disjoint blocks of one keystream, never shared
+    for g in (1, 5):
+        before = ChaCha(key=unseeded.secret, counter=(g << 64) - 32, rounds=20).random_raw(32)
+        assert np.array_equal(before[16:], unseeded.stream(g).bit_generator.random_raw(16))
+    with pytest.raises(ParameterError):
+        unseeded.stream(2**64)
     other = _root(6)
     assert other.stream(0).integers(0, 2**62) != root.stream(0).integers(0, 2**62)  # another release, another root

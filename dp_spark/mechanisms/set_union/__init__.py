@@ -56,7 +56,7 @@ from dp_spark.mechanisms.set_union.discrete import (
     plan_discrete_set_union,
 )
 from dp_spark.mechanisms.set_union.greedy import greedy_failure, rho_greedy
-from dp_spark.mechanisms.set_union.thresholding import NoiseRoot, ThresholdStep, derive_randomness, release_mask
+from dp_spark.mechanisms.set_union.thresholding import ThresholdStep, derive_randomness, release_mask
 from dp_spark.mechanisms.set_union.thresholds import (
     SHARD_CUTOFFS,
     SetUnionPlan,
@@ -105,7 +105,6 @@ __all__ = [
     "SHARD_CUTOFFS",
     "shard_cutoff",
     "DEFAULT_SHARDS",
-    "NoiseRoot",
     "ThresholdStep",
     "derive_randomness",
     "release_mask",

@@ -12,9 +12,9 @@ basic composition over a person's ≤ m groups, parallel composition over the ot
 all), or ρ/m-zCDP for the bounded-range forms (:mod:`.zcdp`: ρ-zCDP in all). Both compositions
 assume every group's draws independent of every other group's: group g draws only from
 ``root.stream(g)`` (:class:`dp_spark.noise.rng.StreamRoot`), a stream of its own, fixed by the
-public index g (its position in the canonical keys) and the release's root: unseeded, a fresh
-ChaCha20 generator keyed from the OS entropy of the process running the group (no key exists
-anywhere else, so no two groups share one); seeded (tests only), the SeedSequence child
+public index g (its position in the canonical keys) and the release's root: unseeded, ChaCha20
+under the release's 256-bit key from counter g·2⁶⁴ (disjoint blocks of one keystream; a re-run
+task draws the same values); seeded (tests only), the SeedSequence child
 ``(..., g)``. The draws do not depend on which process runs the group, the partitioning, or the
 other groups, so a seeded output is the same on the driver and on the executors, whatever the
 partitioning. The selection returns item indices and ⊥ only, never a count, and logs nothing.
@@ -43,7 +43,7 @@ _DOMAIN = ("joint", "pnf-joint", "pnf-peel", "cdp-peel")
 class GroupSelection:
     """Every group's selection of one release (module docstring): ``method`` at ``epsilon`` (and
     ``delta``) per group, as built by :meth:`laplace` or :meth:`zcdp`; ``root`` the release's streams.
-    Picklable (a task closure carries it; a keyless root holds nothing that reproduces the noise)."""
+    Picklable (a task closure carries it, with the root's key: :class:`~dp_spark.noise.rng.StreamRoot`)."""
 
     method: str
     k: int
