@@ -186,7 +186,7 @@ def worker(version: str, data: Path, draws: int) -> dict:
     out = {"dp_spark": where, "results": [], "constants": []}
     for eps in EPSILONS:
         for cap in CAPS:
-            plan = key_mechanism(*key_budget(eps, DELTA), cap)
+            plan = key_mechanism(ApproxDP(*key_budget(eps, DELTA)), cap)
             gamma = shard_cutoff(plan.gamma, OLD_SHARDS, "scaled") if version == "old" else None
             out["constants"].append({"epsilon": eps, "cap": cap, "sigma": plan.scale, "rho": plan.rho, "gamma": gamma})
     for s, name in enumerate(names):
@@ -196,7 +196,7 @@ def worker(version: str, data: Path, draws: int) -> dict:
         fixed = np.random.default_rng([7, s])  # the stage's unsalted shard and order: fixed per shape
         shard_of, visit = fixed.integers(0, OLD_SHARDS, n_persons), fixed.permutation(n_persons)
         for cap in CAPS:
-            plans = {eps: key_mechanism(*key_budget(eps, DELTA), cap) for eps in EPSILONS}
+            plans = {eps: key_mechanism(ApproxDP(*key_budget(eps, DELTA)), cap) for eps in EPSILONS}
             rows = {eps: {} for eps in EPSILONS}
             for d in range(draws):
                 r_indptr, r_codes = restrict(indptr, codes, cap, np.random.default_rng([11, s, cap, d]))

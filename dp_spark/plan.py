@@ -374,13 +374,17 @@ KEYS_MAX_PER_PERSON = 100
 KEYS_POLICY = "weighted-gaussian"
 
 
-def key_mechanism(epsilon: float, delta: float, per_person: int):
-    """The keys' set-union constants: :func:`dp_spark.mechanisms.set_union.plan_discrete_set_union` at
-    (ε_k, δ_k), Δ0 = ``per_person``; built by the plan too, so a bad (ε_k, δ_k) is refused before reading."""
+def key_mechanism(cost, per_person: int):
+    """The keys' set-union constants for the step's ``cost``, Δ0 = ``per_person``: an ApproxDP(ε_k, δ_k)
+    :func:`dp_spark.mechanisms.set_union.plan_discrete_set_union`, a ZCDP(ρ_k, δ_k) (δ_k-approximate
+    ρ_k-zCDP) :func:`~dp_spark.mechanisms.set_union.plan_discrete_set_union_zcdp`; built by the plan
+    too, so a bad step is refused before reading."""
     # every plan imports this module (~30 ms); only a plan with private group keys needs scipy
-    from dp_spark.mechanisms.set_union import plan_discrete_set_union  # lazy: scipy, 450-550 ms
+    from dp_spark.mechanisms.set_union import plan_discrete_set_union, plan_discrete_set_union_zcdp  # lazy: scipy
 
-    return plan_discrete_set_union(epsilon, delta, per_person)
+    if isinstance(cost, ZCDP):
+        return plan_discrete_set_union_zcdp(cost.rho, cost.delta, per_person)
+    return plan_discrete_set_union(cost.epsilon, cost.delta, per_person)
 
 
 KEYS_STEP = ("group keys (DP set-union on the group column: weighted Gaussian histogram, exact discrete Gaussian "
@@ -389,6 +393,9 @@ KEYS_STEP = ("group keys (DP set-union on the group column: weighted Gaussian hi
 KEYS_REFUSED = ("group_by without groups= chooses the keys privately with a set-union, an (ε, δ) step; this "
                 "release's guarantee is ρ-zCDP, into which an (ε, δ) step does not convert soundly, so give "
                 "the public keys groups= (--groups FILE).")
+#: groups=None in a release given (ρ, δ) (``KEYS_BUDGET = "rho"``): the keys' set-union spends
+#: ρ·KEYS_RHO_SHARE and δ_k = :func:`keys_delta` as a δ_k-approximate ρ_k-zCDP step.
+KEYS_RHO_SHARE = 0.1
 
 
 def keys_delta(delta: float | None) -> float:
@@ -403,6 +410,40 @@ def keys_delta(delta: float | None) -> float:
     return min(KEYS_DELTA, delta * KEYS_DELTA_SHARE)
 
 
+def _with_private_keys_zcdp(derive, params) -> tuple["Plan", Any]:
+    """:func:`with_private_keys` for a release given (ρ, δ), δ-approximate ρ-zCDP (count-release): the
+    step "group_keys" spends ZCDP(KEYS_RHO_SHARE·ρ, δ_k = :func:`keys_delta`) — the keys' exact set-union
+    is δ_k-approximate ρ_k-zCDP (:mod:`dp_spark.mechanisms.set_union.discrete`, (4)) — and ``derive``
+    runs on ρ − ρ_k and δ − δ_k (exactly: :func:`~dp_spark.accounting.exact.remainder`); approximate
+    zCDP composes by adding ρ and δ (Bun & Steinke 2016, Lemma 8.3), so the whole is the (ρ, δ) given."""
+    rho, given_delta = getattr(params, "rho", None), getattr(params, "delta", None)
+    if not isinstance(rho, float) or not isinstance(given_delta, float) or not given_delta > 0.0:
+        raise ParameterError(KEYS_REFUSED)
+    keys_rho, delta_k = rho * KEYS_RHO_SHARE, keys_delta(given_delta)
+    rest = copy.copy(params)
+    set_checked(rest, rho=remainder(rho, keys_rho), delta=remainder(given_delta, delta_k))
+    built = derive(rest)
+    if not isinstance(built.guarantee, ZCDP):
+        raise ParameterError(KEYS_REFUSED)
+    keys_cost = ZCDP(keys_rho, delta_k)
+    per_person = params.max_groups if params.max_groups is not None else KEYS_MAX_PER_PERSON  # set-union's Δ0
+    key_mechanism(keys_cost, per_person)  # the key step's constants: refused here, not after spending
+    guarantee = ZCDP(rho, given_delta)
+    conversion = getattr(params, "conversion_delta", None) or ZCDP_EQUIVALENT_DELTA
+    parameters = {**built.parameters, "rho": rho, "delta": given_delta, "group_keys_rho": keys_rho,
+                  "group_keys_delta": delta_k, "release_rho": rest.rho, "release_delta": rest.delta}
+    note = (f"the group keys are chosen privately: a set-union on {params.group_by} spends "
+            f"ρ = {keys_rho:g} with δ = {delta_k:g} (δ-approximate ρ-zCDP), the release the rest of ρ and δ on "
+            f"the released keys; in all {guarantee.describe()} as given, by composition")
+    plan = dataclasses.replace(
+        built, guarantee=guarantee, parameters=parameters, equivalent=guarantee.to_approx(conversion),
+        steps=(Step("group_keys", KEYS_STEP.format(per_person=per_person), keys_cost), *built.split),
+        notes=(*built.notes, note),
+        releases=f"{built.releases}; the keys of {params.group_by} chosen privately (a set-union)",
+    )
+    return plan, rest
+
+
 def with_private_keys(derive, params) -> tuple["Plan", Any]:
     """(plan, Params the release runs with) of a grouped release whose keys are chosen privately
     (``groups=None``), for any release; public values only.
@@ -411,7 +452,10 @@ def with_private_keys(derive, params) -> tuple["Plan", Any]:
     group column (:mod:`dp_spark.releases.group_keys`); then ``derive`` on the rest: ``epsilon`` ε − ε_k
     and, with δ > 0, ``delta`` δ − δ_k (exactly: :func:`~dp_spark.accounting.exact.remainder`). By basic
     composition the whole is (ε, δ)-DP as given, or (ε, KEYS_DELTA)-DP for a pure-ε release. A ρ-zCDP
-    release is refused (ParameterError): an (ε, δ) step has no sound ρ-zCDP conversion."""
+    release given ε is refused (ParameterError): an (ε, δ) step has no sound ρ-zCDP conversion. A release
+    given (ρ, δ) (``KEYS_BUDGET = "rho"``): :func:`_with_private_keys_zcdp`."""
+    if getattr(type(params), "KEYS_BUDGET", "epsilon") == "rho":
+        return _with_private_keys_zcdp(derive, params)
     epsilon = getattr(params, "epsilon", None)
     if not isinstance(epsilon, float):
         raise ParameterError(KEYS_REFUSED)
@@ -428,7 +472,7 @@ def with_private_keys(derive, params) -> tuple["Plan", Any]:
         raise ParameterError(KEYS_REFUSED)
     keys_cost = ApproxDP(keys_epsilon, delta_k)
     per_person = params.max_groups if params.max_groups is not None else KEYS_MAX_PER_PERSON  # set-union's Δ0
-    key_mechanism(keys_epsilon, delta_k, per_person)  # the key step's constants: refused here, not after spending
+    key_mechanism(keys_cost, per_person)  # the key step's constants: refused here, not after spending
     # the whole: the δ given when the release has one (the parts sum to at most it exactly), else the keys'
     delta = given_delta if has_delta else compose([keys_cost, built.guarantee]).delta
     parameters = {**built.parameters, "epsilon": epsilon, "group_keys_epsilon": keys_epsilon,
@@ -458,7 +502,8 @@ GROUPS_HELP = ("file of the public group keys (one column; CSV/Parquet/JSON; at 
                "continual-distinct), all released, also those without rows; in Python also a list or a one-column Spark "
                "DataFrame; omitted: the keys are chosen privately (a set-union on the group column, "
                f"ε·{KEYS_EPSILON_SHARE:g} and δ = min({KEYS_DELTA:g}, δ·{KEYS_DELTA_SHARE:g}) out of the "
-               f"release's (ε, δ); a pure-ε release becomes (ε, {KEYS_DELTA:g})-DP)")
+               f"release's (ε, δ); a pure-ε release becomes (ε, {KEYS_DELTA:g})-DP; count-release pays "
+               f"ρ·{KEYS_RHO_SHARE:g} and the same δ out of its (ρ, δ))")
 MAX_GROUPS_HELP = ("most groups one person contributes to (m): each person keeps the rows of at most m of "
                    "their groups (a public hash order), and each group's release spends ε/m (m = 1: every "
                    "group gets the full ε by parallel composition); default: chosen privately (a share of ε)")
@@ -527,6 +572,11 @@ class GroupParams:
 
     #: Most keys the release takes, public or kept of the privately chosen (module constants).
     MAX_KEYS: ClassVar[int] = MAX_PUBLIC_GROUPS
+    #: What a private key step (groups=None) is paid from: "epsilon" (an (ε, δ) share of the release's ε,
+    #: :func:`with_private_keys`), "rho" (a δ-approximate ρ-zCDP share of its (ρ, δ)), or None (refused).
+    KEYS_BUDGET: ClassVar[str | None] = "epsilon"
+    #: The refusal of groups=None when the release cannot pay for the key step.
+    KEYS_REFUSAL: ClassVar[str] = KEYS_REFUSED
 
     group_by: str | None = param(None, GROUP_BY_HELP, cli_type=str)
     groups: Any = param(None, GROUPS_HELP, cli_type=str)
@@ -542,8 +592,9 @@ class GroupParams:
         if not isinstance(self.group_by, str) or not self.group_by.strip():
             raise ParameterError("group_by must be a column name.")
         if self.groups is None:  # keys chosen privately: a charged step (with_private_keys)
-            if not isinstance(getattr(self, "epsilon", None), float):
-                raise ParameterError(KEYS_REFUSED)
+            budget = type(self).KEYS_BUDGET
+            if budget is None or not isinstance(getattr(self, budget, None), float):
+                raise ParameterError(type(self).KEYS_REFUSAL)
         keys = public_keys(self.groups, type(self).MAX_KEYS)
         if keys is not None:
             set_checked(self, groups=keys)

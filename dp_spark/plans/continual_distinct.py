@@ -30,7 +30,7 @@ The size limits (``MAX_HORIZON``, ``MAX_SHARDS``) and time-mapping checks are re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from dp_spark import checks
 from dp_spark.accounting import ZCDP
@@ -181,6 +181,12 @@ class Params(GroupParams):
     """Every continual-distinct parameter (default, CLI help, public limit), checked on construction.
     ``stream`` (plan and CLI only) runs the Structured Streaming form (``dp_spark.streaming``), whose
     guarantee also assumes ``GRID_CONDITION``; ``origin``, ``step_size`` and ``shards`` do not apply to it."""
+
+    #: No private key step: its set-union protects persons, and this release's privacy unit is the item.
+    KEYS_BUDGET: ClassVar[str | None] = None
+    KEYS_REFUSAL: ClassVar[str] = ("continual-distinct needs public keys (groups=, --groups FILE): its privacy unit "
+                                   "is the item, and a private choice of the keys (a set-union over persons) does "
+                                   "not protect items.")
 
     # The group flags' help says the item-level rules (GroupParams' text is the person-level releases').
     group_by: str | None = param(None, "release one series per key of this column (needs --groups and "

@@ -76,6 +76,9 @@ class Params(GroupParams):
     the bounded baseline's released pairs stay in Spark, and the per-key numbers are one array."""
 
     MAX_KEYS: ClassVar[int] = MAX_GROUP_KEYS
+    #: groups=None: the keys' set-union is paid as a δ-approximate ρ-zCDP share of (ρ, δ)
+    #: (:func:`dp_spark.plan.with_private_keys`).
+    KEYS_BUDGET: ClassVar[str | None] = "rho"
 
     rho: float = param(help=f"ρ: the release is δ-approximate ρ-zCDP; {RHO_HELP_TAIL}", cli_default=0.5)
     delta: float = param(help="δ of the δ-approximate ρ-zCDP guarantee", cli_default=1e-6)

@@ -206,7 +206,8 @@ def _pcr(edge_df, plan: Plan, rng):
     }
     split = _pcr_split(result, plan.params.epsilon_min, plan.params.delta_min, len(rows))
     labels = {SELECTION_STEP: split[0]["step"], COUNT_STEP: split[1]["step"]}
-    return rows, values, errors, split, tuple(x.at(labels[x.step]) for x in result.noise)
+    keys = [{"step": s.label, **s.cost.to_dict()} for s in plan.split if s.name == "group_keys"]  # spent first
+    return rows, values, errors, keys + split, tuple(x.at(labels[x.step]) for x in result.noise)
 
 
 def _pcr_split(result, epsilon_min: float, delta_min: float, released: int) -> list[dict]:

@@ -21,13 +21,19 @@ keeping at most Δ0 distinct keys (a salted-hash choice among its own keys):
   most ⌊2^g/√j⌋ cells, j the number of such keys
   (tests/spark/test_group_keys.py checks both on random neighbours).
 - Noise: one exact discrete Gaussian N_Z(0, s²) per key (integer s,
-  s² >= Δ²/(2ρ_n)) from its noise bucket's generator (a child of the
-  release's rng, or OS entropy unseeded); ρ_n-zCDP converts to
+  s² >= Δ²/(2ρ_n)) from its noise bucket's stream of the release's
+  :class:`~dp_spark.noise.rng.StreamRoot`; ρ_n-zCDP converts to
   (ε_k, δ_k/2)-DP (Canonne–Kamath–Steinke 2020, §2.3, Corollary 13).
 - Threshold: the integer R = max_j ⌊a_j/2^(30−g)⌋ + m_j with
   P[N_Z(0, s²) > m_j] <= (δ_k/2)/j: a key only the added person holds is
   released with probability at most δ_k/2 in all.
 - So the released key set is (ε_k, δ_k)-DP.
+- A release given (ρ, δ) (count-release, ``KEYS_BUDGET = "rho"``) pays
+  ZCDP(ρ_k, δ_k) instead, ρ_k = KEYS_RHO_SHARE·ρ: s² >= Δ²/(2ρ_k) with no
+  conversion and the threshold at δ_k/j, which makes the key set
+  δ_k-approximate ρ_k-zCDP (the discrete module's (4): Bun & Steinke 2016,
+  Definition 8.1); its own steps run on (ρ − ρ_k, δ − δ_k), and approximate
+  zCDP adds up (their Lemma 8.3) to the (ρ, δ) given.
 
 The plan takes ε_k = KEYS_EPSILON_SHARE·ε and, for a release with δ > 0
 (set-union, top-k with δ), δ_k = min(KEYS_DELTA, KEYS_DELTA_SHARE·δ) out of
@@ -57,7 +63,8 @@ log = logging.getLogger(__name__)
 
 #: The key step's set-union policy: additive, an exact integer histogram.
 KEY_STEP_POLICY = KEYS_POLICY
-#: The key step's grid, σ and integer threshold at (ε_k, δ_k, Δ0), checked by the plan before spending.
+#: The key step's grid, σ and integer threshold at its cost (ε_k, δ_k) or (ρ_k, δ_k) and Δ0, checked by the
+#: plan before spending.
 key_step_plan = key_mechanism
 
 
@@ -83,7 +90,7 @@ def choose_keys(plan, edge_df, rng):
     p = plan.params
     cost = plan.split.cost("group_keys")
     per_person = keys_per_person(p.max_groups)
-    numeric = key_step_plan(cost.epsilon, cost.delta, per_person)  # exact: integer noise and threshold
+    numeric = key_step_plan(cost, per_person)  # exact: integer noise and threshold
     salt, root = derive_randomness(rng, seeded=p.seed is not None)
     lazy = set_union_stage.set_union_items_of_edges(
         key_edges(edge_df), method=numeric.method, max_items=per_person, salt=salt,
@@ -111,14 +118,20 @@ def keys_reported(release, record, facts):
     """``release`` with the key step stated (noise record, result, parameters,
     error statement, statement). Released values and public constants only."""
     p_by = release.parameters.get("group_by")
-    eps_k, delta_k = release.parameters.get("group_keys_epsilon"), release.parameters.get("group_keys_delta")
+    delta_k = release.parameters.get("group_keys_delta")
+    if (rho_k := release.parameters.get("group_keys_rho")) is not None:  # a (ρ, δ) release's key step
+        step = f"δ = {delta_k:g}-approximate ρ = {rho_k:g}-zCDP"
+        threshold_part = delta_k
+    else:
+        step = f"({release.parameters.get('group_keys_epsilon'):g}, {delta_k:g})-DP"
+        threshold_part = delta_k / 2
     errors = {**release.errors, "group_keys_released": (
-        f"the {p_by} keys released by a set-union with exact noise, ({eps_k:g}, {delta_k:g})-DP (a weighted "
+        f"the {p_by} keys released by a set-union with exact noise, {step} (a weighted "
         f"histogram, each person contributing at most {facts['group_keys_per_person']} keys, discrete Gaussian "
         f"noise of σ {record.scale:.4g} and the threshold {facts['group_keys_threshold']:.4g}): a key is released "
         f"with probability at least 95% once its histogram weight reaches {facts['group_keys_likely_weight']:.4g} "
         f"(about that many persons holding only it); the keys one person alone holds are released with "
-        f"probability at most {delta_k / 2:g} in all (the threshold's part of δ); keys with few persons are "
+        f"probability at most {threshold_part:g} in all (the threshold's part of δ); keys with few persons are "
         "missing by design")}
     if facts["group_keys_truncated"]:
         kept = facts["group_keys_released"]
@@ -129,8 +142,8 @@ def keys_reported(release, record, facts):
     parameters = {**release.parameters, "group_keys_threshold": facts["group_keys_threshold"],
                   "group_keys_per_person": facts["group_keys_per_person"]}
     statement = (f"{release.statement} The {p_by} keys were chosen privately ({facts['group_keys_released']:,} "
-                 f"released) by a set-union on {p_by} (exact discrete Gaussian noise, ({eps_k:g}, {delta_k:g})-DP); "
+                 f"released) by a set-union on {p_by} (exact discrete Gaussian noise, {step}); "
                  "with it the whole release is "
-                 f"{release.guarantee.describe()} by basic composition.")
+                 f"{release.guarantee.describe()} by composition.")
     return dataclasses.replace(release, values=values, errors=errors, parameters=parameters, statement=statement,
                                noise=(record, *release.noise))

@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from dp_spark.accounting import ZCDP, ApproxDP
 from dp_spark.mechanisms.exponential import exponential_mechanism
 from dp_spark.mechanisms.groups import choose_max_groups, gem_utilities
 from tests.audit.stats import assert_detects, epsilon_lower_bound
@@ -160,7 +161,7 @@ def test_private_group_keys_exact_neighbour_ratios_stay_within_e_eps_plus_delta(
 
     from dp_spark.releases.group_keys import key_step_plan
 
-    plan = key_step_plan(KEYS_EPSILON, KEYS_DELTA_AUDIT, KEYS_M)
+    plan = key_step_plan(ApproxDP(KEYS_EPSILON, KEYS_DELTA_AUDIT), KEYS_M)
     worst, where, at = _worst_exact_epsilon(plan, plan.delta)
     audit_record(f"group keys (exact discrete set-union), exact over outputs: {where}", plan.epsilon, worst,
                  0, delta=at)
@@ -169,6 +170,60 @@ def test_private_group_keys_exact_neighbour_ratios_stay_within_e_eps_plus_delta(
     assert _worst_exact_epsilon(halved, plan.delta)[0] > plan.epsilon
     low = dataclasses.replace(plan, threshold=plan.threshold // 2)
     assert _worst_exact_epsilon(low, plan.delta)[0] > plan.epsilon
+
+
+KEYS_RHO_AUDIT, KEYS_ZCDP_DELTA = 0.5, 0.05  # a (ρ, δ) release's key step, δ large enough to measure
+
+
+def _renyi(p: np.ndarray, q: np.ndarray, alpha: float) -> float:
+    """D_α(P‖Q) of two distributions over the same outcomes (inf when P charges an outcome Q does not)."""
+    if np.any((p > 0) & (q <= 0)):
+        return math.inf
+    keep = p > 0
+    return float(np.log(np.sum(p[keep] ** alpha * q[keep] ** (1.0 - alpha))) / (alpha - 1.0))
+
+
+def _worst_renyi(plan, delta: float) -> tuple[float, float, str]:
+    """(max over neighbours, background sizes k and orders α of D_α/α both ways between M(D) and
+    M(D + y) given E' = "no key only y holds released"; the largest P[not E']; where the first was)."""
+    worst, failure, where = 0.0, 0.0, ""
+    for name, y in KEY_NEIGHBOURS.items():
+        for k in range(0, int(np.ceil(plan.rho)) + 3):
+            background = [[0, 1, 2]] * k + [[0]] * k
+            n = max(3, max(y) + 1)
+            h, h_y = _key_histogram(background, n), _key_histogram(background + [y], n)
+            d, d_y = _set_probabilities(h, plan), _set_probabilities(h_y, plan)
+            new = sum(1 << i for i in range(n) if h[i] <= 0 < h_y[i])  # the keys only y holds
+            shared = (np.arange(len(d_y)) & new) == 0  # outcomes releasing none of them
+            failure = max(failure, float(d_y[~shared].sum()))
+            given = np.where(shared, d_y, 0.0) / d_y[shared].sum()
+            for alpha in (1.25, 2.0, 4.0, 16.0):
+                for first, second in ((given, d), (d, given)):
+                    ratio = _renyi(first, second, alpha) / alpha
+                    if ratio > worst:
+                        worst, where = ratio, f"{name}, k = {k}, α = {alpha:g}"
+    return worst, failure, where
+
+
+def test_private_group_keys_of_a_zcdp_release_are_approximately_zcdp_exactly(audit_record):
+    """The key step of a (ρ, δ) release (count-release, groups=None: key_step_plan(ZCDP(ρ_k, δ_k)), the
+    discrete module's (4)) at ρ = 0.5, δ = 0.05, Δ0 = 3: for every neighbour of KEY_NEIGHBOURS and
+    background size, EXACTLY over all released key sets, P[a key only y holds is released] <= δ and,
+    given that none is, D_α/α <= ρ both ways at α = 1.25, 2, 4, 16 (δ-approximate ρ-zCDP, Bun & Steinke
+    2016, Definition 8.1). Broken: σ halved exceeds ρ; the threshold halved exceeds δ."""
+    import dataclasses
+
+    from dp_spark.releases.group_keys import key_step_plan
+
+    plan = key_step_plan(ZCDP(KEYS_RHO_AUDIT, KEYS_ZCDP_DELTA), KEYS_M)
+    worst, failure, where = _worst_renyi(plan, KEYS_ZCDP_DELTA)
+    audit_record(f"group keys of a zCDP release, exact D_α/α against ρ: {where}", KEYS_RHO_AUDIT, worst, 0,
+                 delta=failure)
+    assert failure <= KEYS_ZCDP_DELTA and worst <= KEYS_RHO_AUDIT
+    assert worst > 0.2 * KEYS_RHO_AUDIT and failure > 0.05 * KEYS_ZCDP_DELTA  # sharp enough to mean something
+    assert _worst_renyi(dataclasses.replace(plan, sigma=plan.sigma // 2), KEYS_ZCDP_DELTA)[0] > KEYS_RHO_AUDIT
+    assert _worst_renyi(dataclasses.replace(plan, threshold=plan.threshold // 2), KEYS_ZCDP_DELTA)[1] \
+        > KEYS_ZCDP_DELTA
 
 
 KEY_TRIALS = 200_000
@@ -205,7 +260,7 @@ def test_private_group_keys_measured_through_the_exact_sampler(audit_record):
 
     from dp_spark.releases.group_keys import key_step_plan
 
-    plan = key_step_plan(KEYS_EPSILON, KEYS_DELTA_AUDIT, KEYS_M)
+    plan = key_step_plan(ApproxDP(KEYS_EPSILON, KEYS_DELTA_AUDIT), KEYS_M)
     bound = _measured_key_bound(plan, 351)
     audit_record("group keys (exact discrete set-union): person adds a key's weight", plan.epsilon, bound,
                  KEY_TRIALS, delta=plan.noise_delta)

@@ -76,6 +76,9 @@ from dp_spark.releases import RELEASES
 SEEDS = (11, 13)
 #: ε of the cases whose keys are chosen privately (module docstring).
 PRIVATE_KEYS_EPSILON = 30.0
+#: ρ of a (ρ, δ) release's cases whose keys are chosen privately: the key step's ρ/10 puts its threshold
+#: (9.3 weight units at m = 2, δ = 10⁻⁶) among the demo's group sizes, as PRIVATE_KEYS_EPSILON does.
+PRIVATE_KEYS_RHO = 2.0
 #: The groups of the demo tables and the public keys given (one key without rows).
 GROUPS = ("a", "b", "c", "d", "e")
 PUBLIC_KEYS = [*GROUPS, "z"]
@@ -94,7 +97,7 @@ NEEDS = {"domain": DOMAIN, "max_items": 3, "max_flippancy": 4}
 #: noisy pair count (scale 400, margin 5,249; the demo holds about 190 pairs) decides either way;
 #: the grouped distinct-count's and the grouped top-k's ρ-zCDP forms (noise="gaussian", per group only;
 #: top-k's with a domain, its default one-shot Gumbel and the joint mechanism; keys chosen privately are
-#: refused under zCDP, a refusal compared like any other).
+#: refused by these ρ-zCDP forms, a refusal compared like any other).
 VARIANTS = (("top-k", "auto+domain", {"method": "auto", "domain": DOMAIN}, None),
             ("top-k", "gaussian+domain", {"method": "auto", "domain": DOMAIN, "noise": "gaussian"},
              ("public-m", "public-auto", "private-m")),
@@ -183,6 +186,8 @@ def grouping_parameters(spec, grouping: str) -> dict | None:
         out["groups"] = list(PUBLIC_KEYS)
     elif "epsilon" in spec.example.parameters:
         out["epsilon"] = PRIVATE_KEYS_EPSILON
+    elif "rho" in spec.example.parameters:  # count-release: its key step is a share of ρ
+        out["rho"] = PRIVATE_KEYS_RHO
     return out
 
 

@@ -184,15 +184,6 @@ def test_more_keys_than_the_limit_are_refused_before_spending(spark, events):
     assert budget.spent.rho == 0 and budget.ledger == []
 
 
-def test_keys_chosen_privately_stay_refused_before_spending(events):
-    """count-release is ρ-zCDP: the private key step is an (ε, δ) set-union, so groups=None is refused (as
-    for 1,024 keys; docs/groups.md), from the parameters alone."""
-    budget = PrivacyFilter(ZCDP(10.0, 1e-3))
-    with pytest.raises(ParameterError, match="does not convert soundly"):
-        dp_spark.count_release(events, **COMMON, **BOUNDED, groups=None, budget=budget)
-    assert budget.ledger == []
-
-
 def _neighbours(spark, events):
     """D: the events plus 40 pairs (keys 60..99, item "b") of 5 to 9 persons each, around the bounded
     selection's threshold, so what is released varies with the draw and the neighbour; D + y (a person

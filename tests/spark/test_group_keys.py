@@ -56,7 +56,7 @@ def test_the_key_step_keeps_set_unions_bound_on_random_neighbours(spark, seed):
     rng = np.random.default_rng(100 + seed)
     base = rows_of(rng, range(120))
     m = int(rng.integers(1, 4))
-    plan = key_step_plan(1.0, 1e-6, m)
+    plan = key_step_plan(ApproxDP(1.0, 1e-6), m)
     extra = [(999, f"i{j}", "g1") for j in range(int(rng.integers(5, 30)))]  # many rows, one group
     extra += [(999, "x", f"only{j}") for j in range(int(rng.integers(1, 6)))]  # keys nobody else holds
     removed = int(rng.integers(0, 120))
@@ -112,7 +112,7 @@ def test_the_key_step_draws_its_noise_from_the_exact_sampler_only(spark, big, mo
         dp_spark.distinct_count(big, epsilon=2.0, group_by="country", max_groups=2, seed=5)
     step = captured["threshold"]
     assert isinstance(step.plan, DiscreteSetUnionPlan) and captured["method"] == KEY_STEP_POLICY
-    assert step.plan == key_step_plan(2.0 * KEYS_EPSILON_SHARE, KEYS_DELTA, 2)
+    assert step.plan == key_step_plan(ApproxDP(2.0 * KEYS_EPSILON_SHARE, KEYS_DELTA), 2)
     monkeypatch.setattr(StreamRoot, "stream", lambda self, p: NoFloatDraws(np.random.PCG64([7, p])))
     weights = np.array([0.0, 0.5, step.plan.rho, 2 * step.plan.rho, 1e6])
     mask = step(0)(np.tile(weights, 400)).reshape(400, -1)

@@ -181,6 +181,35 @@ def test_a_zcdp_release_refuses_private_keys_before_reading():
         zcdp_plan(group_by="c")
 
 
+def test_a_rho_delta_release_pays_private_keys_as_an_approximate_zcdp_share():
+    """count-release (KEYS_BUDGET "rho"): the key step costs ZCDP(ρ·KEYS_RHO_SHARE, δ_k) and the release
+    runs on the rest, the parts summing to at most (ρ, δ) exactly; the key step's constants are built
+    from ρ_k and δ_k with no conversion (s² >= Δ²/(2ρ_k), the threshold's tail at δ_k). continual-distinct
+    (the item is its unit) refuses groups=None, naming why."""
+    from fractions import Fraction
+
+    from dp_spark.accounting import ZCDP
+    from dp_spark.accounting.exact import exact
+    from dp_spark.plan import KEYS_DELTA, key_mechanism
+    from dp_spark.plans import continual_distinct, count_release
+
+    for method, extra in (("bounded", {"max_items": 4}), ("pcr", {})):
+        plan = count_release.plan(rho=0.8, delta=1e-5, method=method, group_by="c", max_groups=2, **extra)
+        first = plan.split.steps[0]
+        assert plan.guarantee == ZCDP(0.8, 1e-5) and first.name == "group_keys"
+        assert first.cost.rho == pytest.approx(0.08) and first.cost.delta == KEYS_DELTA and "at most 2 keys" in first.label
+        assert sum((exact(st.cost.rho) for st in plan.split), Fraction(0)) <= exact(0.8)
+        assert sum((exact(st.cost.delta) for st in plan.split), Fraction(0)) <= exact(1e-5)
+        assert plan.params.rho == pytest.approx(0.72) and plan.params.delta == pytest.approx(9e-6)
+        assert plan.equivalent == ZCDP(0.8, 1e-5).to_approx(1e-5)  # the whole's (ε, δ + δ'), δ' = δ given
+        assert plan.parameters["group_keys_rho"] == pytest.approx(0.08) and plan.params.keys_chosen_privately()
+    keys = key_mechanism(first.cost, 2)
+    assert keys.sigma ** 2 >= Fraction(keys.l2_squared) / (2 * exact(first.cost.rho)) > (keys.sigma - 1) ** 2
+    assert keys.noise_rho == first.cost.rho and keys.threshold_delta == KEYS_DELTA
+    with pytest.raises(ParameterError, match="privacy unit is the item"):
+        continual_distinct.plan(rho=0.5, horizon=16, group_by="c", max_groups=1)
+
+
 @pytest.mark.parametrize("release, column", [("distinct_count", "estimate"), ("distinct_count", "lower_bound"),
                                              ("distinct_count", "bound"), ("distinct_count", "error"),
                                              ("top_k", "rank"), ("top_k", "error")])

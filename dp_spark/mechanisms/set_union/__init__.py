@@ -54,6 +54,7 @@ from dp_spark.mechanisms.set_union.discrete import (
     discrete_release_mask,
     grid_statistic,
     plan_discrete_set_union,
+    plan_discrete_set_union_zcdp,
 )
 from dp_spark.mechanisms.set_union.greedy import greedy_failure, rho_greedy
 from dp_spark.mechanisms.set_union.thresholding import ThresholdStep, derive_randomness, release_mask
@@ -111,6 +112,7 @@ __all__ = [
     "EXACT_POLICY",
     "DiscreteSetUnionPlan",
     "plan_discrete_set_union",
+    "plan_discrete_set_union_zcdp",
     "discrete_release_mask",
     "grid_statistic",
 ]

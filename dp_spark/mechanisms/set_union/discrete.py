@@ -50,7 +50,19 @@ change, each by exactly a_t units: U'_u = U_u + a_t for u in S.
     else e^ε·(1 − q)·a + q > (1 − q) + q = 1. Either way P[M(D) ∈ O] <=
     e^ε·P[M(D') ∈ O] + δ_n + δ_t.
 
-Every constant depends on (ε, δ, Δ0) only. g trades the additive slack of
+(4) δ-approximate ρ-zCDP, for a ρ-zCDP release (the key step of count-release):
+    (1)–(3) give more than (ε, δ)-DP. Take for M(D') the event E' = "no
+    item of T released" (P[E'] = 1 − q >= 1 − δ_t; an event of the output)
+    and for M(D) the whole space. Given E', M(D') is M(D')|supp(H), as T's
+    noise is independent of the rest: the same post-processing of X' + Z on
+    supp(H) that M(D) is of X + Z, so by (1) the Rényi divergence of every
+    order α between the two, either way, is at most α·Δ²/(2s²) <= α·ρ_n (CKS
+    2020, Theorem 14). That is δ_t-approximate ρ_n-zCDP (Bun & Steinke, TCC
+    2016, Definition 8.1), which composes by adding ρ and δ (their Lemma
+    8.3): :func:`plan_discrete_set_union_zcdp` takes ρ_n = ρ and δ_t = δ
+    directly, with no conversion.
+
+Every constant depends on (ε, δ, Δ0) only (or (ρ, δ, Δ0)). g trades the additive slack of
 (1), about √Δ0 grid cells, against the size of s: 2^g >= 128·⌈√Δ0⌉ keeps Δ
 within 1 + 2/128 of the real-valued sensitivity 2^g. Against the float
 analytic Gaussian this costs the zCDP conversion and the weighted policy
@@ -70,6 +82,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import ndtr
 
+from dp_spark.accounting.conversions import zcdp_to_approx_epsilon
 from dp_spark.accounting.exact import exact, ratio_down
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete import discrete_gaussian
@@ -79,7 +92,8 @@ from dp_spark.noise.rng import check_rng
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 from dp_spark.summaries.set_union import UNIT_BITS, person_units
 
-__all__ = ["EXACT_POLICY", "DiscreteSetUnionPlan", "plan_discrete_set_union", "plan_discrete_round", "zcdp_for_dp",
+__all__ = ["EXACT_POLICY", "DiscreteSetUnionPlan", "plan_discrete_set_union", "plan_discrete_set_union_zcdp",
+           "plan_discrete_round", "zcdp_for_dp",
            "split_delta", "grid_statistic", "discrete_release_mask", "exact_release_probability"]
 
 #: The update policy of the exact mechanism: additive, so its histogram is an exact integer sum.
@@ -231,6 +245,21 @@ def plan_discrete_set_union(epsilon: float, delta: float, max_items: int) -> Dis
     noise_delta, threshold_delta = split_delta(delta)
     return plan_discrete_round(epsilon, delta, max_items, zcdp_for_dp(epsilon, noise_delta), noise_delta,
                                threshold_delta)
+
+
+def plan_discrete_set_union_zcdp(rho: float, delta: float, max_items: int) -> DiscreteSetUnionPlan:
+    """The constants of the exact set union as a δ-approximate ρ-zCDP step at Δ0 = ``max_items``
+    (module docstring, (4)): noise ρ-zCDP on the common support (s² >= Δ²/(2ρ), exactly), the
+    threshold failing with probability at most δ. ``epsilon``/``delta`` of the plan are its
+    (ε, 2δ)-DP reading (ρ-zCDP at δ' = δ plus the threshold's δ), for statements only. Public
+    parameters only; ParameterError outside ρ > 0, 0 < δ < 1/2, Δ0 >= 1."""
+    rho, delta = float(rho), float(delta)
+    if isinstance(max_items, bool) or not isinstance(max_items, (int, np.integer)) or int(max_items) < 1:
+        raise ParameterError(f"max_items must be a whole number >= 1; got {max_items!r}")
+    if not (math.isfinite(rho) and rho > 0 and 0.0 < delta < 0.5):
+        raise ParameterError("the exact set union as approximate zCDP needs rho > 0 and 0 < delta < 1/2")
+    epsilon = zcdp_to_approx_epsilon(rho, delta)
+    return plan_discrete_round(epsilon, 2.0 * delta, int(max_items), rho, delta, delta)
 
 
 def plan_discrete_round(epsilon: float, delta: float, max_items: int, noise_rho: float, noise_delta: float,
