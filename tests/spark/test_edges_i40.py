@@ -1,0 +1,67 @@
+"""Issue 40 follow-ups (three privacy/robustness edges of the grouped releases):
+
+- the grouped distinct-count with privately chosen keys and ``max_groups=None`` counts at the cap
+  candidates of the release's public key limit, whatever number of keys the key step released, and
+  chooses m among the candidates up to that released number;
+- the grouped joint top-k refuses a total work G·d·k above ``MAX_GROUPED_JOINT_WORK`` before
+  anything is read or spent;
+- the groups-per-person histogram reaches the driver as Arrow, also at M = 100,000.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from dp_spark.settings.groups import MAX_GROUPS_LIMIT
+from dp_spark.stages.groups import GROUP, groups_per_person_histogram
+
+EDGE_SCHEMA = "person long, item string, group string"
+
+
+def _person_with_groups(spark, person: int, n_groups: int, offset: int = 0) -> DataFrame:
+    """``person``'s rows in ``n_groups`` distinct groups (two rows in the first: a repeat)."""
+    ids = spark.range(offset, offset + n_groups)
+    rows = ids.select(F.lit(person).cast("long").alias("person"), F.lit("i").alias("item"),
+                      F.concat(F.lit("g"), F.col("id").cast("string")).alias(GROUP))
+    repeat = spark.createDataFrame([(person, "j", f"g{offset}")], EDGE_SCHEMA)
+    return rows.unionByName(repeat)
+
+
+def test_histogram_at_the_largest_cap_comes_as_arrow_and_counts_by_hand(spark, monkeypatch):
+    """M = MAX_GROUPS_LIMIT (100,000) with a few persons, some above M groups (capped at M), one at
+    exactly M, one just below, small ones and a person with only a null group: the histogram equals a
+    brute-force count of the rows, and no DataFrame is collected as Python Rows on the way."""
+    top = MAX_GROUPS_LIMIT
+    assert top == 100_000
+    parts = [_person_with_groups(spark, 1, top + 3), _person_with_groups(spark, 2, top),
+             _person_with_groups(spark, 3, top - 1, offset=7), _person_with_groups(spark, 4, 1),
+             _person_with_groups(spark, 5, 3, offset=top), _person_with_groups(spark, 6, 3, offset=11),
+             spark.createDataFrame([(7, "z", None), (4, "z", None)], EDGE_SCHEMA)]
+    edges = parts[0]
+    for part in parts[1:]:
+        edges = edges.unionByName(part)
+    edges = edges.repartition(3)
+    rows = edges.toPandas()  # the brute force: every row, counted in Python
+    per_person = collections.defaultdict(set)
+    for person, group in zip(rows["person"].tolist(), rows[GROUP].tolist()):
+        if group is not None:
+            per_person[person].add(group)
+    expected = np.zeros(top, dtype=np.int64)
+    for groups in per_person.values():
+        expected[min(len(groups), top) - 1] += 1
+    assert expected[top - 1] == 2 and expected[top - 2] == 1 and expected[2] == 2 and expected[0] == 1
+
+    def no_rows(self, *args, **kwargs):
+        raise AssertionError("the histogram collected Python Rows")
+
+    monkeypatch.setattr(type(edges), "collect", no_rows)  # the session's DataFrame class (classic or Connect)
+    hist = groups_per_person_histogram(edges, top)
+    monkeypatch.undo()
+    assert hist.dtype == np.int64 and hist.shape == (top,)
+    np.testing.assert_array_equal(hist, expected)
+    assert groups_per_person_histogram(edges.limit(0), top).sum() == 0  # no person: all zeros
