@@ -17,6 +17,10 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+import dp_spark
+from dp_spark.accounting import ApproxDP, PrivacyFilter
+from dp_spark.errors import ParameterError
+from dp_spark.plans.top_k import MAX_GROUPED_JOINT_WORK
 from dp_spark.settings.groups import MAX_GROUPS_LIMIT
 from dp_spark.stages.groups import GROUP, groups_per_person_histogram
 
@@ -65,3 +69,34 @@ def test_histogram_at_the_largest_cap_comes_as_arrow_and_counts_by_hand(spark, m
     assert hist.dtype == np.int64 and hist.shape == (top,)
     np.testing.assert_array_equal(hist, expected)
     assert groups_per_person_histogram(edges.limit(0), top).sum() == 0  # no person: all zeros
+
+
+def _jobs_in(spark, group: str) -> list:
+    return list(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def test_grouped_joint_top_k_above_the_total_work_is_refused_before_reading_or_spending(spark, unreadable_events):
+    """G·d·k above MAX_GROUPED_JOINT_WORK: refused before any data is read (the input's files are gone)
+    and before anything is spent, with keys chosen privately (G = the key limit, 100,000; no Spark job
+    at all) and with public keys from a DataFrame (G counted when the keys are read, before spending)."""
+    events = unreadable_events.withColumn("g", F.lit("x"))
+    budget = PrivacyFilter(ApproxDP(5.0, 1e-3))
+    sc = spark.sparkContext
+    sc.setJobGroup("i40-joint-work", "edges test")
+    try:
+        spark.range(3).count()  # the detector sees a job of this thread
+        assert len(_jobs_in(spark, "i40-joint-work")) >= 1
+        sc.setJobGroup("i40-joint-work-private", "edges test")
+        with pytest.raises(ParameterError, match="the keys are chosen privately"):
+            dp_spark.top_k(events, k=26, epsilon=1.0, method="joint", domain=[f"d{j}" for j in range(20_000)],
+                           group_by="g", max_groups=2, budget=budget)
+        assert _jobs_in(spark, "i40-joint-work-private") == []
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    keys = spark.range(1_000).select(F.concat(F.lit("k"), F.col("id").cast("string")).alias("g"))
+    with pytest.raises(ParameterError, match=r"1,000 public keys × domain size 100,001 × k = 500"):
+        dp_spark.top_k(events, k=500, epsilon=1.0, method="pnf-joint", domain=[f"d{j}" for j in range(100_001)],
+                       group_by="g", groups=keys, max_groups=1, budget=budget)
+    assert 1_000 * 100_001 * 500 > MAX_GROUPED_JOINT_WORK
+    assert budget.spent.epsilon == 0.0 and budget.spent.delta == 0.0
