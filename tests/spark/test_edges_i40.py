@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -20,6 +21,9 @@ from pyspark.sql import functions as F
 import dp_spark
 from dp_spark.accounting import ApproxDP, PrivacyFilter
 from dp_spark.errors import ParameterError
+from dp_spark.mechanisms.distinct_count.cap_bound import cap_candidates
+from dp_spark.releases import distinct_count as distinct_release
+from dp_spark.releases import group_keys as key_step
 from dp_spark.plans.top_k import MAX_GROUPED_JOINT_WORK
 from dp_spark.settings.groups import MAX_GROUPS_LIMIT
 from dp_spark.stages.groups import GROUP, groups_per_person_histogram
@@ -100,3 +104,56 @@ def test_grouped_joint_top_k_above_the_total_work_is_refused_before_reading_or_s
                        group_by="g", groups=keys, max_groups=1, budget=budget)
     assert 1_000 * 100_001 * 500 > MAX_GROUPED_JOINT_WORK
     assert budget.spent.epsilon == 0.0 and budget.spent.delta == 0.0
+
+
+def _country_events(spark, extra=()):
+    rng = np.random.default_rng(40)
+    rows = [(p, f"i{int(rng.integers(60))}", f"g{p % 3}") for p in range(900) for _ in range(3)]
+    rows += [(p, f"i{int(rng.integers(60))}", f"g{(p + 1) % 3}") for p in range(0, 900, 4)]  # some in 2 groups
+    return spark.createDataFrame(rows + list(extra), "person_id long, item string, country string")
+
+
+def test_private_keys_count_at_the_limits_caps_whatever_number_of_keys_was_released(spark, monkeypatch):
+    """Neighbouring tables D and D + y, y the only person of a group "rare", where the key step releases
+    "rare" on D + y only (forced by wrapping the step: the released key count differs, 3 against 4):
+    the grouped greedy pass of the joint (m, l) choice gets the same caps, those of the public key limit
+    (100,000), so the Spark work before the record does not show the released count; the choice then
+    scores only the caps up to the released count (m̂ <= it), and its record and parameters name them."""
+    real = key_step.choose_keys
+    passes = []
+
+    def releasing(extra):
+        def choose(plan, edge_df, rng):
+            keys, record, facts = real(plan, edge_df, rng)
+            if extra is not None:  # as if y's group had passed the threshold
+                keys = pa.chunked_array([*keys.chunks, pa.array([extra], keys.type)], keys.type)
+                facts = {**facts, "group_keys_released": len(keys)}
+            return keys, record, facts
+        return choose
+
+    counts = distinct_release.grouped_greedy_counts
+
+    def counting(edge_df, max_bound, shards, groups, candidates, caps=None, partitions=None):
+        passes.append({"max_bound": max_bound, "shards": shards, "candidates": list(candidates),
+                       "caps": None if caps is None else list(caps)})
+        return counts(edge_df, max_bound, shards, groups, candidates, caps=caps, partitions=partitions)
+
+    monkeypatch.setattr(distinct_release, "grouped_greedy_counts", counting)
+    base = _country_events(spark)
+    neighbour = _country_events(spark, extra=[(999, "x", "rare"), (999, "y", "rare"), (999, "x", "g0")])
+    runs = {}
+    for name, df, extra in (("D", base, None), ("D + y", neighbour, "rare")):
+        monkeypatch.setattr(key_step, "choose_keys", releasing(extra))
+        runs[name] = dp_spark.distinct_count(df, epsilon=2.0, group_by="country", max_groups=None, shards=1,
+                                             max_bound=16, seed=5)
+    released = {name: r.result["group_keys_released"] for name, r in runs.items()}
+    assert released == {"D": 3, "D + y": 4}  # seeded: the key step releases g0, g1, g2 of D
+    assert sorted(runs["D + y"].groups.toPandas()["country"]) == ["g0", "g1", "g2", "rare"]
+    assert len(passes) == 2 and passes[0] == passes[1]  # the same pass: caps, shards, bounds
+    assert passes[0]["caps"] == cap_candidates(100_000)
+    for name, release in runs.items():
+        n = released[name]
+        assert release.parameters["max_groups_candidates"] == cap_candidates(n)  # the candidates scored
+        assert 1 <= release.parameters["max_groups"] <= n
+        record = next(r for r in release.noise if r.step.startswith("group cap m and bound l, jointly"))
+        assert f"the group cap m in {', '.join(map(str, cap_candidates(n)))} and" in record.target
