@@ -239,8 +239,10 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
         m = 1
     if m is None:
         # GEM sampled by the exponential mechanism: ε-bounded range, √(8ρ_cap) under zCDP (Cesar & Rogers 2021)
+        # the histogram is counted at the key limit when a private key step released the keys (public)
+        counted = type(p).MAX_KEYS if "group_keys" in plan.split else None
         m, edge_df, drawn = choose_and_cap(edge_df, len(keys), epsilon_for(plan.split.cost("max_groups"),
-                                                                           bounded_range=True), rng)
+                                                                           bounded_range=True), rng, counted)
         cap_noise.append(drawn)
         how = {"max_groups": m, "max_groups_chosen": CHOSEN}
     items = p.domain if p.domain_size is not None else None

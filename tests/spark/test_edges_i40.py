@@ -23,6 +23,7 @@ from dp_spark.accounting import ApproxDP, PrivacyFilter
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.cap_bound import cap_candidates
 from dp_spark.releases import distinct_count as distinct_release
+from dp_spark.releases import group_cap
 from dp_spark.releases import group_keys as key_step
 from dp_spark.plans.top_k import MAX_GROUPED_JOINT_WORK
 from dp_spark.settings.groups import MAX_GROUPS_LIMIT
@@ -113,24 +114,26 @@ def _country_events(spark, extra=()):
     return spark.createDataFrame(rows + list(extra), "person_id long, item string, country string")
 
 
+def _releasing(extra):
+    """The key step, releasing also the key ``extra`` (as if its group had passed the threshold)."""
+    real = key_step.choose_keys
+
+    def choose(plan, edge_df, rng):
+        keys, record, facts = real(plan, edge_df, rng)
+        if extra is not None:
+            keys = pa.chunked_array([*keys.chunks, pa.array([extra], keys.type)], keys.type)
+            facts = {**facts, "group_keys_released": len(keys)}
+        return keys, record, facts
+    return choose
+
+
 def test_private_keys_count_at_the_limits_caps_whatever_number_of_keys_was_released(spark, monkeypatch):
     """Neighbouring tables D and D + y, y the only person of a group "rare", where the key step releases
     "rare" on D + y only (forced by wrapping the step: the released key count differs, 3 against 4):
     the grouped greedy pass of the joint (m, l) choice gets the same caps, those of the public key limit
     (100,000), so the Spark work before the record does not show the released count; the choice then
     scores only the caps up to the released count (m̂ <= it), and its record and parameters name them."""
-    real = key_step.choose_keys
     passes = []
-
-    def releasing(extra):
-        def choose(plan, edge_df, rng):
-            keys, record, facts = real(plan, edge_df, rng)
-            if extra is not None:  # as if y's group had passed the threshold
-                keys = pa.chunked_array([*keys.chunks, pa.array([extra], keys.type)], keys.type)
-                facts = {**facts, "group_keys_released": len(keys)}
-            return keys, record, facts
-        return choose
-
     counts = distinct_release.grouped_greedy_counts
 
     def counting(edge_df, max_bound, shards, groups, candidates, caps=None, partitions=None):
@@ -143,7 +146,7 @@ def test_private_keys_count_at_the_limits_caps_whatever_number_of_keys_was_relea
     neighbour = _country_events(spark, extra=[(999, "x", "rare"), (999, "y", "rare"), (999, "x", "g0")])
     runs = {}
     for name, df, extra in (("D", base, None), ("D + y", neighbour, "rare")):
-        monkeypatch.setattr(key_step, "choose_keys", releasing(extra))
+        monkeypatch.setattr(key_step, "choose_keys", _releasing(extra))
         runs[name] = dp_spark.distinct_count(df, epsilon=2.0, group_by="country", max_groups=None, shards=1,
                                              max_bound=16, seed=5)
     released = {name: r.result["group_keys_released"] for name, r in runs.items()}
@@ -157,3 +160,28 @@ def test_private_keys_count_at_the_limits_caps_whatever_number_of_keys_was_relea
         assert 1 <= release.parameters["max_groups"] <= n
         record = next(r for r in release.noise if r.step.startswith("group cap m and bound l, jointly"))
         assert f"the group cap m in {', '.join(map(str, cap_candidates(n)))} and" in record.target
+
+
+def test_top_k_private_keys_count_the_cap_histogram_at_the_key_limit(spark, monkeypatch):
+    """The grouped top-k's private cap (max_groups=None) on keys a private key step released: on the
+    neighbours above (3 and 4 keys released) the groups-per-person histogram is counted at the same
+    public length, the key limit (100,000), not at the released count; m is chosen in 1..n for the n
+    released keys (its record says so) and the cap keeps at most n groups."""
+    lengths = []
+    histogram = group_cap.groups_per_person_histogram
+
+    def counting(edge_df, max_groups_max):
+        lengths.append(max_groups_max)
+        return histogram(edge_df, max_groups_max)
+
+    monkeypatch.setattr(group_cap, "groups_per_person_histogram", counting)
+    base = _country_events(spark)
+    neighbour = _country_events(spark, extra=[(999, "x", "rare"), (999, "y", "rare"), (999, "x", "g0")])
+    for df, extra, n in ((base, None, 3), (neighbour, "rare", 4)):
+        monkeypatch.setattr(key_step, "choose_keys", _releasing(extra))
+        release = dp_spark.top_k(df, k=2, epsilon=2.0, delta=1e-5, group_by="country", max_groups=None, seed=5)
+        assert release.result["group_keys_released"] == n
+        assert 1 <= release.parameters["max_groups"] <= n
+        record = next(r for r in release.noise if "the group cap m in" in r.target)
+        assert f"the group cap m in 1..{n} " in record.target
+    assert lengths == [100_000, 100_000]
