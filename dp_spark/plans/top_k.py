@@ -61,12 +61,15 @@ MAX_GROUPED_SUMMARY = 2 * 10**9
 #: A grouped run's joint mechanisms (``joint``, ``pnf-joint``; grouped ``auto`` with a domain picks one of
 #: them) may sweep all d·k entries of their matrix in every one of the G groups (a group without rows, all
 #: counts 0, sweeps them all), so G·d·k entries in all on the executors (G: the public keys, or the release's
-#: key limit MAX_TOP_K_KEYS when the keys are chosen privately). Measured on one core of the 2-core
-#: development machine (numpy, under load, tests' CI running): the samplers take at most ~110 ns per entry
-#: (pnf-joint on Zipf counts at d·k = 10^5..10^7; joint 34-47 ns on all-zero counts, 180 ns only at d·k =
-#: 10^5 where the fixed cost dominates), memory O(d) per group (at most ~100 MiB at d = 10^6). 5·10^10
-#: entries are thus at most ~5,500 core-seconds: about 45 minutes on 2 cores, minutes on a cluster.
-MAX_GROUPED_JOINT_WORK = 5 * 10**10
+#: key limit MAX_TOP_K_KEYS when the keys are chosen privately). Measured on the 2-core development machine
+#: while the test suite ran beside (load average 13-17): the samplers alone, one core, take 34-47 ns per
+#: entry (joint, all-zero counts) up to ~110 ns (pnf-joint, Zipf counts), d·k = 10^6..10^7, memory O(d) per
+#: group (<= ~100 MiB at d = 10^6); a grouped release on local[2] at G·d·k = 10^8 (G = 100, d = 50,000,
+#: k = 20, 200,000 rows) took 12.9 s (joint) and 21.0 s (pnf-joint) against 4.7 s for cdp-peel, about 80
+#: and 160 ns per entry beyond it. 2·10^10 entries are then at most ~1 hour of pnf-joint on that loaded
+#: machine (~20 minutes of joint; minutes on a cluster). With keys chosen privately (G = 100,000, d <=
+#: 20,000 by MAX_GROUPED_SUMMARY) that is d·k <= 200,000, e.g. k = 10 at the largest domain.
+MAX_GROUPED_JOINT_WORK = 2 * 10**10
 JOINT_MECHANISMS = ("joint", "pnf-joint")
 #: public keys a grouped run takes (and privately chosen keys it keeps): each group's mechanism runs on
 #: the executors, the keys are one Arrow array on the driver (issue 40)

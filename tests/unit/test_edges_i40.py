@@ -20,43 +20,43 @@ def _keys(n: int) -> list[str]:
 
 @pytest.mark.parametrize("method", ["joint", "pnf-joint"])
 def test_private_keys_count_as_the_key_limit_in_the_joint_work(method):
-    """Keys chosen privately: G is the release's key limit (100,000), so d·k = 500,000 is the most a
-    joint run takes (d = 20,000, the most G·d <= MAX_GROUPED_SUMMARY allows, with k = 25); k = 26 is
+    """Keys chosen privately: G is the release's key limit (100,000), so d·k = 200,000 is the most a
+    joint run takes (d = 20,000, the most G·d <= MAX_GROUPED_SUMMARY allows, with k = 10); k = 11 is
     refused by the plan, with the public quantities named."""
-    assert MAX_TOP_K_KEYS * 20_000 * 25 == MAX_GROUPED_JOINT_WORK
-    at = top_k.plan(k=25, epsilon=1.0, method=method, domain_size=20_000, group_by="g", max_groups=2)
+    assert MAX_TOP_K_KEYS * 20_000 * 10 == MAX_GROUPED_JOINT_WORK
+    at = top_k.plan(k=10, epsilon=1.0, method=method, domain_size=20_000, group_by="g", max_groups=2)
     assert at.params.mechanism == method and "group_keys" in at.split
     with pytest.raises(ParameterError) as refused:
-        top_k.plan(k=26, epsilon=1.0, method=method, domain_size=20_000, group_by="g", max_groups=2)
+        top_k.plan(k=11, epsilon=1.0, method=method, domain_size=20_000, group_by="g", max_groups=2)
     text = str(refused.value)
     assert "100,000 groups (the release's key limit: the keys are chosen privately)" in text
-    assert "20,000" in text and "k = 26" in text and f"{MAX_GROUPED_JOINT_WORK:,}" in text
+    assert "20,000" in text and "k = 11" in text and f"{MAX_GROUPED_JOINT_WORK:,}" in text
     assert "fewer keys (public keys: groups=)" in text and "'cdp-peel' or 'pnf-peel'" in text
 
 
 def test_public_keys_count_as_given_and_the_peeling_methods_are_not_limited():
     keys = _keys(1_000)
-    assert 1_000 * 100_000 * 500 == MAX_GROUPED_JOINT_WORK
-    top_k.plan(k=500, epsilon=1.0, method="joint", domain_size=100_000, group_by="g", groups=keys, max_groups=1)
-    with pytest.raises(ParameterError, match=r"1,000 public keys × domain size 100,001 × k = 500"):
-        top_k.plan(k=500, epsilon=1.0, method="joint", domain_size=100_001, group_by="g", groups=keys,
+    assert 1_000 * 40_000 * 500 == MAX_GROUPED_JOINT_WORK
+    top_k.plan(k=500, epsilon=1.0, method="joint", domain_size=40_000, group_by="g", groups=keys, max_groups=1)
+    with pytest.raises(ParameterError, match=r"1,000 public keys × domain size 40,001 × k = 500"):
+        top_k.plan(k=500, epsilon=1.0, method="joint", domain_size=40_001, group_by="g", groups=keys,
                    max_groups=1)
     for method in ("cdp-peel", "pnf-peel"):  # no k × d sweep: the same sizes are taken
-        top_k.plan(k=500, epsilon=1.0, method=method, domain_size=100_001, group_by="g", groups=keys, max_groups=1)
+        top_k.plan(k=500, epsilon=1.0, method=method, domain_size=40_001, group_by="g", groups=keys, max_groups=1)
     # one key fewer: the same d·k is accepted (the limit is on the total)
-    top_k.plan(k=500, epsilon=1.0, method="joint", domain_size=100_001, group_by="g", groups=keys[:999],
+    top_k.plan(k=500, epsilon=1.0, method="joint", domain_size=40_001, group_by="g", groups=keys[:999],
                max_groups=1)
 
 
 def test_auto_and_the_gaussian_joint_are_limited_as_the_joint_mechanism_they_run():
     keys = _keys(1_000)
     with pytest.raises(ParameterError, match="above the limit"):  # grouped auto with a domain runs a joint kind
-        top_k.plan(k=500, epsilon=1.0, domain_size=100_001, group_by="g", groups=keys, max_groups=1)
+        top_k.plan(k=500, epsilon=1.0, domain_size=40_001, group_by="g", groups=keys, max_groups=1)
     with pytest.raises(ParameterError, match="method 'joint'"):
-        top_k.plan(k=500, epsilon=1.0, method="joint", noise="gaussian", domain_size=100_001, group_by="g",
+        top_k.plan(k=500, epsilon=1.0, method="joint", noise="gaussian", domain_size=40_001, group_by="g",
                    groups=keys, max_groups=1)
     # the gaussian default (cdp-peel) is not limited
-    top_k.plan(k=500, epsilon=1.0, noise="gaussian", domain_size=100_001, group_by="g", groups=keys, max_groups=1)
+    top_k.plan(k=500, epsilon=1.0, noise="gaussian", domain_size=40_001, group_by="g", groups=keys, max_groups=1)
 
 
 def test_an_ungrouped_run_keeps_its_per_group_limit_only():
