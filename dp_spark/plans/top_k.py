@@ -67,7 +67,7 @@ MAX_GROUPED_SUMMARY = 2 * 10**9
 #: group (<= ~100 MiB at d = 10^6); a grouped release on local[2] at G·d·k = 10^8 (G = 100, d = 50,000,
 #: k = 20, 200,000 rows) took 12.9 s (joint) and 21.0 s (pnf-joint) against 4.7 s for cdp-peel, about 80
 #: and 160 ns per entry beyond it. 2·10^10 entries are then at most ~1 hour of pnf-joint on that loaded
-#: machine (~20 minutes of joint; minutes on a cluster). With keys chosen privately (G = 100,000, d <=
+#: machine (~30 minutes of joint; minutes on a cluster). With keys chosen privately (G = 100,000, d <=
 #: 20,000 by MAX_GROUPED_SUMMARY) that is d·k <= 200,000, e.g. k = 10 at the largest domain.
 MAX_GROUPED_JOINT_WORK = 2 * 10**10
 JOINT_MECHANISMS = ("joint", "pnf-joint")
@@ -157,8 +157,8 @@ def check_grouped_joint_work(groups: int, domain_size: int, k: int, mechanism: s
                else f"{groups:,} public keys")
         raise ParameterError(
             f"{who} × domain size {domain_size:,} × k = {k:,} is {work:,} entries, above the limit of "
-            f"{MAX_GROUPED_JOINT_WORK:,} for method {mechanism!r} per group (the joint mechanisms may sweep "
-            "every entry of a k × d matrix in every group, on the executors); give fewer keys"
+            f"{MAX_GROUPED_JOINT_WORK:,} for method {mechanism!r} run in every group (the joint mechanisms may "
+            "sweep every entry of a k × d matrix in each group, on the executors); give fewer keys"
             + (" (public keys: groups=)" if private_keys else "") +
             ", a smaller k or domain, or use method 'cdp-peel' or 'pnf-peel' (peeling, no k × d sweep).")
 
