@@ -58,6 +58,19 @@ MAX_JOINT_ENTRIES = 10**9  # joint / pnf-joint may sweep all d·k entries of the
 #: a grouped run hands G·(kbar + 1) (group, item, count) rows, or G·d domain counts, to the per-group
 #: mechanisms on the executors (each group's in one task; nothing per group reaches the driver)
 MAX_GROUPED_SUMMARY = 2 * 10**9
+#: A grouped run's joint mechanisms (``joint``, ``pnf-joint``; grouped ``auto`` with a domain picks one of
+#: them) may sweep all d·k entries of their matrix in every one of the G groups (a group without rows, all
+#: counts 0, sweeps them all), so G·d·k entries in all on the executors (G: the public keys, or the release's
+#: key limit MAX_TOP_K_KEYS when the keys are chosen privately). Measured on the 2-core development machine
+#: while the test suite ran beside (load average 13-17): the samplers alone, one core, take 34-47 ns per
+#: entry (joint, all-zero counts) up to ~110 ns (pnf-joint, Zipf counts), d·k = 10^6..10^7, memory O(d) per
+#: group (<= ~100 MiB at d = 10^6); a grouped release on local[2] at G·d·k = 10^8 (G = 100, d = 50,000,
+#: k = 20, 200,000 rows) took 12.9 s (joint) and 21.0 s (pnf-joint) against 4.7 s for cdp-peel, about 80
+#: and 160 ns per entry beyond it. 2·10^10 entries are then at most ~1 hour of pnf-joint on that loaded
+#: machine (~30 minutes of joint; minutes on a cluster). With keys chosen privately (G = 100,000, d <=
+#: 20,000 by MAX_GROUPED_SUMMARY) that is d·k <= 200,000, e.g. k = 10 at the largest domain.
+MAX_GROUPED_JOINT_WORK = 2 * 10**10
+JOINT_MECHANISMS = ("joint", "pnf-joint")
 #: public keys a grouped run takes (and privately chosen keys it keeps): each group's mechanism runs on
 #: the executors, the keys are one Arrow array on the driver (issue 40)
 MAX_TOP_K_KEYS = 100_000
@@ -129,6 +142,25 @@ def check_domain_size(size, k: int, mechanism: str) -> int:
             "or use method 'cdp-peel' or 'pnf-peel'."
         )
     return size
+
+
+def check_grouped_joint_work(groups: int, domain_size: int, k: int, mechanism: str, private_keys: bool) -> None:
+    """Refuse, from public values only and before anything is read or spent, a grouped run whose joint
+    mechanism (:data:`JOINT_MECHANISMS`) would sweep more than :data:`MAX_GROUPED_JOINT_WORK` entries in
+    all: G = ``groups`` groups × d = ``domain_size`` × ``k`` (G the release's key limit when the keys are
+    chosen privately: ``private_keys``). The peeling mechanisms' work is O(d + k log d) per group."""
+    if mechanism not in JOINT_MECHANISMS:
+        return
+    work = int(groups) * int(domain_size) * int(k)
+    if work > MAX_GROUPED_JOINT_WORK:
+        who = (f"{groups:,} groups (the release's key limit: the keys are chosen privately)" if private_keys
+               else f"{groups:,} public keys")
+        raise ParameterError(
+            f"{who} × domain size {domain_size:,} × k = {k:,} is {work:,} entries, above the limit of "
+            f"{MAX_GROUPED_JOINT_WORK:,} for method {mechanism!r} run in every group (the joint mechanisms may "
+            "sweep every entry of a k × d matrix in each group, on the executors); give fewer keys"
+            + (" (public keys: groups=)" if private_keys else "") +
+            ", a smaller k or domain, or use method 'cdp-peel' or 'pnf-peel' (peeling, no k × d sweep).")
 
 
 def grouped_mechanism(method: str, has_domain: bool, k: int, domain_size) -> str:
@@ -286,6 +318,10 @@ class Params(GroupParams):
         set_checked(self, persons=None if self.persons is None else checks.whole(self.persons, "persons"))
         if self.domain_size is not None:
             set_checked(self, domain_size=check_domain_size(self.domain_size, k, mechanism))
+            if self.group_by is not None and (self.groups is None or isinstance(self.groups, tuple)):
+                # keys from a file or a DataFrame are counted when read, before spending (releases.top_k)
+                n = type(self).MAX_KEYS if self.groups is None else len(self.groups)
+                check_grouped_joint_work(n, self.domain_size, k, mechanism, self.groups is None)
 
     @property
     def has_domain(self) -> bool:

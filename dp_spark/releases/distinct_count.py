@@ -94,7 +94,8 @@ from dp_spark.accounting.exact import ratio_down
 from dp_spark.keys import GroupKeys
 from dp_spark.mechanisms.distinct_count.cap_bound import (JOINT_SAMPLERS, GroupRelease, budget_of, cap_candidates,
                                                           cap_choice_record, choose_cap_and_bound, counts_at_bound,
-                                                          joint_margins, joint_shares, release_groups_batch)
+                                                          joint_margins, joint_shares, release_groups_batch,
+                                                          scored_caps)
 from dp_spark.noise.kinds import epsilon_for
 from dp_spark.plan import REPORT_GROUPS, Plan, release_api
 from dp_spark.plans.distinct_count import person_sample, plan as make_plan
@@ -159,14 +160,16 @@ def _matching_or_greedy(edge_df, max_bound, shards, edge_limit, epsilon_check, r
 def _caps(plan: Plan) -> tuple[int, list | tuple | None]:
     """(groups counted: one virtual group when no key was released; caps
     counted at: every candidate when m is chosen with the bound, else (m,), or
-    None when m >= the keys: their number when public, the release's limit
-    when a private key step released them, so which Spark pass runs does not
-    show how many it released; capping at m >= the keys keeps every row, the
-    same counts)."""
+    None when m >= the keys). "The keys" is their number when public, the
+    release's limit when a private key step released them, so which Spark pass
+    runs, and at which caps, does not show how many it released: capping at m
+    >= the keys keeps every row (the same counts), and the joint choice scores
+    the candidates up to the released number from the counts at the limit's
+    (:func:`~dp_spark.mechanisms.distinct_count.cap_bound.scored_caps`)."""
     keys, m = plan.params.keys_and_cap()
     n_keys = max(len(keys), 1)
     public = type(plan.params).MAX_KEYS if "group_keys" in plan.split else n_keys
-    return n_keys, cap_candidates(n_keys) if m is None else (None if m >= public else (m,))
+    return n_keys, cap_candidates(public) if m is None else (None if m >= public else (m,))
 
 
 def _bounded_counts(edge_df, plan: Plan, epsilon_pre: float, rng, persons=None) -> tuple[np.ndarray, dict, list]:
@@ -258,12 +261,16 @@ def _body(plan: Plan, edge_df, rng, local, source=None) -> Release:
         return _report(plan, one, {**how, **chosen}, local, [*noise, *one["noise"]])
     released, per_group = None, {}  # no key released: nothing to choose, nothing drawn
     if keys and joint:  # (m̂, l̂) by GEM at the max_groups step, then every group's count at them in one batch
+        # the candidates up to the keys' (released) number, read from the counts at the caps counted
+        caps, rows = scored_caps(caps, len(keys))
+        scored = at if len(rows) == at.shape[0] else at[rows]  # public keys: every counted cap, no copy
         epsilon = epsilon_for(split.cost("max_groups"), bounded_range=JOINT_SAMPLERS[kind] == "exponential")
-        k, j = choose_cap_and_bound(at, caps, cands, joint_margins(caps, cands, p.beta, kind, count), epsilon, rng,
-                                    sampler=JOINT_SAMPLERS[kind])
+        k, j = choose_cap_and_bound(scored, caps, cands, joint_margins(caps, cands, p.beta, kind, count), epsilon,
+                                    rng, sampler=JOINT_SAMPLERS[kind])
         m, bound = caps[k], cands[j]
         noise.append(cap_choice_record(caps, cands, epsilon, JOINT_SAMPLERS[kind]))
-        released = counts_at_bound(at[k, :, j], m, bound, p.beta, rng, noise=kind, count=count)
+        released = counts_at_bound(scored[k, :, j], m, bound, p.beta, rng, noise=kind, count=count)
+        del scored
         per_group = {"max_groups": m, "max_groups_chosen": JOINT_CHOSEN, "max_groups_candidates": caps,
                      "bound": bound, "bound_chosen": "jointly with the group cap (one bound for all groups)",
                      **joint_shares(m, kind, count)}

@@ -115,7 +115,8 @@ from dp_spark.noise.kinds import epsilon_for
 from dp_spark.noise.records import NoiseDraw
 from dp_spark.noise.rng import StreamRoot
 from dp_spark.plan import REPORT_GROUPS, Plan, release_api
-from dp_spark.plans.top_k import DOMAIN_METHODS, MAX_GROUPED_SUMMARY, NAMES, unknown_domain_zcdp
+from dp_spark.plans.top_k import (DOMAIN_METHODS, MAX_GROUPED_SUMMARY, NAMES, check_grouped_joint_work,
+                                 unknown_domain_zcdp)
 from dp_spark.plans.top_k import plan as make_plan
 from dp_spark.releases.group_cap import CHOSEN, choose_and_cap
 from dp_spark.releases.template import run_release
@@ -208,9 +209,11 @@ def _with_domain(plan: Plan, edge_df, domain) -> Plan:
 
 
 def _grouped_limits(p) -> None:
-    """A grouped run's public size limit: G·(k̄ + 1) or G·d counts go through the per-group
-    mechanisms on the executors (at most MAX_GROUPED_SUMMARY), checked before spending. The joint
-    mechanisms' d·k is checked per group by the plan (no process holds more than one group's)."""
+    """A grouped run's public size limits, checked before spending: G·(k̄ + 1) or G·d counts go
+    through the per-group mechanisms on the executors (at most MAX_GROUPED_SUMMARY), and the joint
+    mechanisms' d·k per group (the plan) and G·d·k in all (at most MAX_GROUPED_JOINT_WORK:
+    :func:`~dp_spark.plans.top_k.check_grouped_joint_work`; G known here also for keys read from a
+    file or a DataFrame)."""
     # keys chosen privately (groups=None): at most MAX_KEYS keys are kept, a public bound
     n = type(p).MAX_KEYS if p.groups is None else len(p.groups)
     rows, what = ((n * (p.kbar + 1), f"{n:,} groups × (kbar + 1)") if p.domain_size is None
@@ -219,6 +222,8 @@ def _grouped_limits(p) -> None:
         raise ParameterError(f"{what} = {rows:,} counts would go through the per-group mechanisms, above the "
                              f"limit of {MAX_GROUPED_SUMMARY:,}; use fewer groups, a smaller kbar or a smaller "
                              "domain.")
+    if p.domain_size is not None:
+        check_grouped_joint_work(n, p.domain_size, p.k, p.mechanism, p.groups is None)
 
 
 def _body(plan: Plan, edge_df, rng, local) -> Release:
@@ -235,8 +240,10 @@ def _body(plan: Plan, edge_df, rng, local) -> Release:
         m = 1
     if m is None:
         # GEM sampled by the exponential mechanism: ε-bounded range, √(8ρ_cap) under zCDP (Cesar & Rogers 2021)
+        # the histogram is counted at the key limit when a private key step released the keys (public)
+        counted = type(p).MAX_KEYS if "group_keys" in plan.split else None
         m, edge_df, drawn = choose_and_cap(edge_df, len(keys), epsilon_for(plan.split.cost("max_groups"),
-                                                                           bounded_range=True), rng)
+                                                                           bounded_range=True), rng, counted)
         cap_noise.append(drawn)
         how = {"max_groups": m, "max_groups_chosen": CHOSEN}
     items = p.domain if p.domain_size is not None else None

@@ -59,11 +59,13 @@ def cap_groups(edge_df: DataFrame, max_groups: int, public_keys: int | None = No
 
 def groups_per_person_histogram(edge_df: DataFrame, max_groups_max: int) -> np.ndarray:
     """NON-PRIVATE: ``h`` of length M = ``max_groups_max``, ``h[j-1]`` the number of persons whose
-    number of distinct non-null groups, capped at M, is j. At most M rows reach the driver."""
+    number of distinct non-null groups, capped at M, is j. At most M (capped count, persons) rows
+    reach the driver, as one Arrow table (``toArrow``, never Python Rows: M may be
+    MAX_GROUPS_LIMIT = 100,000), scattered into the int64 array."""
     top = checks.integer(max_groups_max, "max_groups_max", 1, MAX_GROUPS_LIMIT)
     per_person = _valid_groups(edge_df).groupBy(PERSON).agg(F.countDistinct(GROUP).alias("n"))
     capped = per_person.select(F.least(F.col("n"), F.lit(top)).alias("n")).groupBy("n").count()
+    parts = capped.toArrow()  # at most M rows: one per capped count, each value 1..M once
     hist = np.zeros(top, dtype=np.int64)
-    for row in capped.collect():  # at most M rows: one per capped count
-        hist[int(row["n"]) - 1] = int(row["count"])
+    hist[parts.column("n").to_numpy().astype(np.int64) - 1] = parts.column("count").to_numpy().astype(np.int64)
     return hist

@@ -12,7 +12,10 @@ Input: the NON-PRIVATE per-group greedy counts ``at[k, g, j]`` = c_{g,m_k,l_j}
 of the edge table capped to m_k groups per person, for every public cap
 candidate m_k (:func:`cap_candidates`) and bound candidate l_j
 (:func:`dp_spark.settings.distinct_count.bound_candidates`), from one Spark
-pass (:func:`dp_spark.stages.distinct.grouped_greedy_counts` with ``caps``).
+pass (:func:`dp_spark.stages.distinct.grouped_greedy_counts` with ``caps``). With keys a private
+key step released, that pass counts at the candidates of the release's public key limit (so it does
+not depend on the released number n), and the choice scores :func:`cap_candidates` (n), read from
+those counts by :func:`scored_caps`.
 
 Scores: q_{m,l} = Σ_g (c_{g,m,l} − margin(m, l)), margin(m, l) the public
 (1 − β) quantile of the count noise at (m, l) (discrete Laplace of scale
@@ -57,7 +60,7 @@ from dp_spark.settings.distinct_count import SELECTION_BETA, SELECTION_SAMPLERS,
 
 __all__ = ["GroupRelease", "JOINT_SAMPLERS", "budget_of", "cap_candidates", "cap_choice_record",
            "choose_cap_and_bound", "count_noise", "counts_at_bound", "joint_margins", "joint_scores", "joint_shares",
-           "release_at_bound", "release_groups", "release_groups_batch"]
+           "release_at_bound", "release_groups", "release_groups_batch", "scored_caps"]
 
 NOISES = ("laplace", "gaussian")
 #: The joint choice's sampler per noise kind: under zCDP the exponential mechanism (bounded range: module doc).
@@ -274,6 +277,27 @@ def cap_candidates(n_keys: int) -> list[int]:
         m *= 2
     out.append(top)
     return out
+
+
+def scored_caps(counted, n_keys: int) -> tuple[list[int], np.ndarray]:
+    """(the cap candidates the joint choice scores, the row of each in the counts): the candidates
+    are :func:`cap_candidates` (``n_keys``), ``n_keys`` the number of keys the counts cover, read
+    from counts made at the caps ``counted`` (increasing) — :func:`cap_candidates` of the public key
+    limit when a private key step released the keys, so the Spark pass does not depend on how many
+    it released. A candidate below ``n_keys`` is a power of two, counted as itself; the candidate
+    ``n_keys`` reads the first counted cap >= ``n_keys``: a person holds at most ``n_keys`` of the
+    keys, so every cap >= ``n_keys`` keeps every row and has the same counts. The choice is thus
+    exactly the one over :func:`cap_candidates` (``n_keys``) (the same scores, sensitivities m·l and
+    draws), and its candidates, a function of the released number of keys (itself released by the
+    key step, adaptive composition), are the ones it states. Public values only."""
+    caps = cap_candidates(n_keys)
+    counted = [int(c) for c in counted]
+    if counted != sorted(set(counted)):
+        raise ValueError("counted caps must increase")
+    rows = np.searchsorted(np.asarray(counted, dtype=np.int64), np.asarray(caps, dtype=np.int64))
+    if rows[-1] >= len(counted) or any(counted[r] != c for r, c in zip(rows[:-1].tolist(), caps[:-1])):
+        raise ValueError(f"the counts must be at every power of two below {int(n_keys):,} and at a cap >= it")
+    return caps, rows
 
 
 def count_noise(max_groups: int, bound: int, noise: str, count: float) -> float:
