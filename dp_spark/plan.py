@@ -28,7 +28,7 @@ from dp_spark import checks
 from dp_spark.accounting import ApproxDP, PrivacyFilter, PureDP, ZCDP, compose
 from dp_spark.accounting.exact import calibrate, exact, remainder, written
 from dp_spark.errors import BudgetExceededError, ParameterError
-from dp_spark.keys import MAX_GROUP_KEYS
+from dp_spark.keys import MAX_GROUP_KEYS, GroupKeys
 from dp_spark.settings.groups import MAX_GROUPS_LIMIT
 
 #: Version of the plan and report documents (``to_dict()["version"]``).
@@ -526,12 +526,18 @@ def keys_limit_reason(limit: int) -> str:
             "distinct-count and top-k take up to 100,000 keys, set-union and count-release 1,000,000")
 
 
-def public_keys(value, limit: int = MAX_PUBLIC_GROUPS) -> tuple | None:
+def public_keys(value, limit: int = MAX_PUBLIC_GROUPS) -> "tuple | GroupKeys | None":
     """A list-like of public keys as a tuple of distinct keys in order (all ints or all strings); None
-    for a path or a DataFrame (the release reads those before spending). ParameterError for anything
-    else and for more than ``limit`` keys."""
+    for a path or a DataFrame (the release reads those before spending); keys already read
+    (:class:`~dp_spark.keys.GroupKeys`, one Arrow array) unchanged, never copied into Python objects.
+    ParameterError for anything else and for more than ``limit`` keys."""
     if value is None or isinstance(value, str) or _is_spark_frame(value):
         return None
+    if isinstance(value, GroupKeys):  # keys already read and checked (an Arrow array): kept as they are
+        if len(value) > limit:
+            raise ParameterError(f"groups: {len(value):,} public keys; at most {limit:,} for this release "
+                                 f"({keys_limit_reason(limit)}).")
+        return value
     if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
         raise ParameterError("groups must be a list of public keys, a one-column Spark DataFrame or a file path; "
                              f"got {type(value).__name__}.")

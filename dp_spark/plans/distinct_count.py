@@ -106,13 +106,13 @@ GAUSSIAN_SELECT_STEP = ("bound selection (Generalized Exponential Mechanism scor
                         f"{SELECTION_REFERENCE_CANDIDATES}, {FAR_DECAY} times less for each further one)")
 GAUSSIAN_COUNT_STEP = "count (discrete Gaussian mechanism)"
 MAX_GROUPS_STEP = ("group cap m (Generalized Exponential Mechanism over the rows kept, sum over persons of "
-                   "min(groups, m), sensitivity m, for m = 1..M, M the number of public keys)")
+                   "min(groups, m), sensitivity m, for m = 1..M, M the number of keys: public, or released by the key step)")
 #: Share of ε of the joint choice of the cap m and one bound l (``max_groups=None``): the middle of the
 #: band where the error is flat, chosen by measurement: see benchmarks/grouped.py.
 JOINT_CAP_EPSILON_SHARE = 0.25
 JOINT_CAP_STEP = ("group cap m and bound l, jointly (Generalized Exponential Mechanism scores with max(m·l, m'·l') "
                   "denominators over sum over groups of (count at cap m and bound l minus its noise margin), "
-                  "sensitivity m·l, for m = 1, 2, 4, ... and M (M the number of public keys) and l = 1, 4, 16, 64, "
+                  "sensitivity m·l, for m = 1, 2, 4, ... and M (M the number of keys: public, or released by the key step) and l = 1, 4, 16, 64, "
                   f"... below max_bound and max_bound; GEM beta {SELECTION_BETA / SELECTION_REFERENCE_CANDIDATES:g} per "
                   f"bound for the first {SELECTION_REFERENCE_CANDIDATES}, {FAR_DECAY} times less for each further "
                   "one; {sampler})")

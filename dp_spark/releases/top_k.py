@@ -199,9 +199,10 @@ def _with_domain(plan: Plan, edge_df, domain) -> Plan:
         # private keys: rebuilt from the caller's parameters, so the key step is charged once, on the full ε
         source = plan.given if "group_keys" in plan.split else plan.params
         rebuilt = make_plan(replace(source, domain=items, domain_size=len(items)))  # the domain's size limits
-        if "group_keys" in plan.parameters:  # a grouped run: the template's count of public keys stays stated
+        if "group_keys" in plan.parameters:  # a grouped run: the template's count and source of the keys stay stated
             rebuilt = replace(rebuilt, steps=tuple(rebuilt.split),  # (Plan re-derives its split from steps)
-                              parameters={**rebuilt.parameters, "group_keys": plan.parameters["group_keys"]})
+                              parameters={**rebuilt.parameters, "group_keys": plan.parameters["group_keys"],
+                                          "groups": plan.parameters["groups"]})
         plan = rebuilt
     if plan.params.group_by is not None:
         _grouped_limits(plan.params)

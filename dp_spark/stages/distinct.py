@@ -749,6 +749,6 @@ def grouped_greedy_counts(edge_df: DataFrame, max_bound: int, shards: int, group
 
 def joint_counts(edge_df: DataFrame, caps, n_keys: int, max_bound: int, shards: int, cands) -> np.ndarray:
     """NON-PRIVATE: ``at[k, g, j]``, :func:`grouped_greedy_counts` at every cap candidate
-    ``caps[k]`` in one pass. Logs nothing: the caps follow the number of keys, which a private key
-    step draws."""
+    ``caps[k]`` in one pass. Logs nothing. With privately chosen keys the caller passes the cap
+    candidates of the release's public key limit, never of the number of keys the step released."""
     return grouped_greedy_counts(edge_df, max_bound, shards, n_keys, cands, caps=caps)

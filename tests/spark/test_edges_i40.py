@@ -185,3 +185,24 @@ def test_top_k_private_keys_count_the_cap_histogram_at_the_key_limit(spark, monk
         record = next(r for r in release.noise if "the group cap m in" in r.target)
         assert f"the group cap m in 1..{n} " in record.target
     assert lengths == [100_000, 100_000]
+
+
+def test_top_k_with_a_domain_keeps_keys_read_from_a_dataframe_as_arrow(spark, monkeypatch):
+    """Top-k rebuilds its plan with the public domain before spending; keys read from a DataFrame stay
+    one Arrow array (never a Python tuple of every key) and the report still names their source."""
+    from dp_spark import plan as plan_module
+    from dp_spark.keys import GroupKeys
+
+    def no_python_keys(self):
+        raise AssertionError("the keys were copied into Python objects")
+
+    events = spark.createDataFrame([(p, f"i{p % 4}", p % 50) for p in range(400)], "person long, item string, g long")
+    keys = spark.range(3_000).select(F.col("id").alias("g"))
+    real = plan_module.public_keys
+    seen = []
+    monkeypatch.setattr(plan_module, "public_keys", lambda value, *a: seen.append(type(value)) or real(value, *a))
+    monkeypatch.setattr(GroupKeys, "__iter__", no_python_keys)
+    release = dp_spark.top_k(events, person_col="person", item_col="item", group_by="g", groups=keys, k=2,
+                             epsilon=1.0, domain=["i0", "i1", "i2", "i3"], max_groups=1, seed=3)
+    assert GroupKeys in seen  # the rebuild saw the keys already read
+    assert release.parameters["groups"] == "public: a Spark DataFrame" and release.result["groups_released"] == 3_000
