@@ -173,7 +173,14 @@ def worker(version: str, data: Path, draws: int) -> dict:
 
     where = str(Path(dp_spark.__file__).resolve())
     from dp_spark.mechanisms.set_union import build_histogram, release_mask, shard_cutoff
-    from dp_spark.plan import KEYS_POLICY, key_mechanism
+    from dp_spark.accounting import ApproxDP
+    from dp_spark.plan import KEYS_POLICY
+    from dp_spark.plan import key_mechanism as key_mechanism_of_version
+
+    def key_mechanism(cost, cap):  # the old checkout's key_mechanism took (ε, δ, Δ0); today's takes the cost
+        if version == "old":
+            return key_mechanism_of_version(cost.epsilon, cost.delta, cap)
+        return key_mechanism_of_version(cost, cap)
 
     if version == "new":
         from dp_spark.mechanisms.set_union import discrete_release_mask, plan_set_union

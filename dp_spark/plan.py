@@ -420,8 +420,12 @@ def _with_private_keys_zcdp(derive, params) -> tuple["Plan", Any]:
     if not isinstance(rho, float) or not isinstance(given_delta, float) or not given_delta > 0.0:
         raise ParameterError(KEYS_REFUSED)
     keys_rho, delta_k = rho * KEYS_RHO_SHARE, keys_delta(given_delta)
-    rest = copy.copy(params)
-    set_checked(rest, rho=remainder(rho, keys_rho), delta=remainder(given_delta, delta_k))
+    # the rest re-checked as given (e.g. pcr's rule that one round fits): refused here, never after spending
+    try:
+        rest = dataclasses.replace(params, rho=remainder(rho, keys_rho), delta=remainder(given_delta, delta_k))
+    except ParameterError as err:
+        raise ParameterError(f"with the keys chosen privately (ρ·{KEYS_RHO_SHARE:g} and δ = {delta_k:g} spent on "
+                             f"them first), the release's own parameters fail: {err}") from None
     built = derive(rest)
     if not isinstance(built.guarantee, ZCDP):
         raise ParameterError(KEYS_REFUSED)

@@ -186,7 +186,7 @@ class StreamRoot:
 
     entropy: int | tuple[int, ...] | None
     spawn_key: tuple[int, ...] = ()
-    secret: int | None = field(default=None, repr=False)
+    secret: int | None = field(default=None, repr=False, hash=False)  # hash(int) would reveal it
 
     @classmethod
     def of(cls, rng: np.random.Generator, seeded: bool) -> "StreamRoot":
@@ -216,7 +216,8 @@ class StreamRoot:
     def stream(self, index: int) -> np.random.Generator:
         """The generator of unit ``index`` (0 <= index < 2⁶⁴): unseeded, ChaCha20 under the root's
         key from counter index·2⁶⁴; seeded, PCG64 on the SeedSequence child ``spawn_key + (index,)``.
-        The same generator every call."""
+        The same generator every call. Draw from it; never spawn from it (an unseeded stream's
+        children would be keyed by fresh OS entropy: other draws on every re-run task)."""
         index = int(index)
         if not 0 <= index < 2**64:
             raise ParameterError("a stream index is an int in [0, 2**64)")

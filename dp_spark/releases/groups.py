@@ -100,7 +100,7 @@ def grouped_edges(plan, edge_df, keys=None, cap: bool = True):
     restricted = join_keys(edge_df, key_frame(spark, typed, group_type), GROUP, bound)
     # max_groups=None: the body caps after choosing m; m >= #keys keeps every row (no window)
     capped = (restricted if p.max_groups is None or not cap
-              else cap_groups(restricted, p.max_groups, public_keys=len(typed)))
+              else cap_groups(restricted, p.max_groups, public_keys=len(typed) if keys is None else None))
     params = copy.copy(p)  # the keys were checked (public) or released (private): no re-check, () allowed
     set_checked(params, groups=typed)
     parameters = {**plan.parameters, "group_keys": len(typed)}

@@ -17,8 +17,9 @@ Person-level (ε, δ)-DP (add or remove one person):
    a salted hash of the person's own rows (Policy Greedy: the person's most
    frequent, ties by the hash); the weighted histogram under the policy
    (sequential policies run in shards of persons, histograms added).
-2. Noise and threshold inside Spark, one generator per public noise bucket (executor
-   OS entropy; seeded runs: spawned from the seed): release u iff
+2. Noise and threshold inside Spark, one generator per public noise bucket (a
+   :class:`~dp_spark.noise.rng.StreamRoot` stream: ChaCha20 under the release's key;
+   seeded runs: spawned from the seed): release u iff
    H[u] + Z_u > ρ. Laplace policies: Z ~ Lap(1/ε) (count: Lap(Δ0/ε)) on ℓ1
    sensitivity 1 (count: Δ0), so the noisy histogram on the neighbour's
    support is ε-DP, and ρ releases an item only the extra person holds with

@@ -22,11 +22,12 @@ and a shard's persons are visited in an order that depends only on their ids.
 
 Determinism and the trust boundary: the weights entering step 3 are bit-identical on every
 evaluation, whatever order Spark's shuffles deliver rows in (sums of longs; shard histograms
-computed in a fixed order and added in shard order, never a floating-point sum over a shuffle). An
-unseeded release draws its noise from the executors' OS entropy, so the thresholded DataFrame is
-evaluated exactly once: :func:`materialize` stores its partitions and returns a DataFrame whose plan
-only reads them (no salt, no pickled function, no lineage to the data). A lost stored block fails
-the next action instead of redrawing the noise."""
+computed in a fixed order and added in shard order, never a floating-point sum over a shuffle). The
+noise of bucket b is the release's :class:`~dp_spark.noise.rng.StreamRoot` stream b (unseeded:
+ChaCha20 under the release's key), the same on every evaluation; the thresholded DataFrame is still
+evaluated once: :func:`materialize` stores its partitions and returns a DataFrame whose plan only
+reads them (no salt, no key, no pickled function, no lineage to the data). A lost stored block
+fails the next action instead of running the noise step again."""
 
 from __future__ import annotations
 
@@ -517,7 +518,7 @@ def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) ->
     (:func:`weight_histogram`), so a re-run task draws what the first attempt drew; the release
     still evaluates it once, through :func:`materialize`, for speed and so the returned plan holds
     neither the salt nor the key. The weights never leave this step. Lazy; the plan holds the
-    salt and, when seeded, the noise root: hand users only the materialized result."""
+    salt and the noise root (unseeded: its key): hand users only the materialized result."""
     prepared = _bucketed(hist_df, partitions, ITEM).select(ITEM, WEIGHT, _BUCKET)
     schema = T.StructType([T.StructField(ITEM, hist_df.schema[ITEM].dataType)])
     return prepared.mapInArrow(partial(_threshold_partition, threshold=threshold), schema)

@@ -23,8 +23,9 @@ partitioning. Nothing on the executors logs.
 
 The output (``group_index``, ``rank``, ``_key``, ``bottom``) is the private output: ``_key`` the
 item (no domain) or its domain position; a group whose mechanism released nothing has one row with
-rank and key null and ``bottom`` true (⊥). Unseeded, the draws come from the executors' OS entropy:
-the release evaluates the output once (:func:`dp_spark.stages.set_union.materialize`)."""
+rank and key null and ``bottom`` true (⊥). Group g draws from the release's stream g (unseeded:
+ChaCha20 under the release's key, the same on every evaluation); the release evaluates the output
+once (:func:`dp_spark.stages.set_union.materialize`), so the returned plan holds no key."""
 
 from __future__ import annotations
 

@@ -35,8 +35,8 @@ one person added who holds many items in every group — for the item-level
 continual-distinct, one item's events added, flipping at every other step),
 each with two independent noise draws (two seeds), so four transcripts; the
 parts before the record must be identical (timings masked, the input path
-masked). A case whose plan refuses its parameters (a ρ-zCDP release with
-private keys, a method that has no grouped form) compares the refusal's
+masked). A case whose plan refuses its parameters (private keys for
+continual-distinct or a ρ-zCDP form given ε, a method that has no grouped form) compares the refusal's
 text; a case whose plan is built must reach the record in all four runs.
 Each release also runs once per neighbour and seed through the command line
 (:func:`dp_spark.cli.main` in process, ``--verbose``), its stdout and stderr

@@ -83,3 +83,22 @@ def test_neighbours_run_the_same_jobs_with_private_keys(spark, events, driver_ca
     assert first["jobs"] and any("group keys" in job for job in first["jobs"])
     for key, shape in shapes.items():
         assert shape == first, key
+
+
+def test_the_cap_with_private_keys_never_reads_how_many_were_released(events, monkeypatch):
+    """Review RV13: capping persons at m skips its window when m >= the public keys; with keys a private step
+    released, their number must not decide that (it would show in the physical plan): the cap is told no
+    public key count, and caps alike whatever was released."""
+    from dp_spark.releases import groups as groups_module
+
+    seen = []
+    real = groups_module.cap_groups
+
+    def recording(df, m, public_keys=None):
+        seen.append(public_keys)
+        return real(df, m, public_keys=public_keys)
+
+    monkeypatch.setattr(groups_module, "cap_groups", recording)
+    dp_spark.count_release(events, **COMMON, **BOUNDED, max_groups=50, seed=2)  # m above the released count
+    dp_spark.count_release(events, **COMMON, **BOUNDED, max_groups=50, groups=BIG, seed=2)  # public: counted
+    assert seen == [None, len(BIG)]

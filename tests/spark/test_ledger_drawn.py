@@ -76,7 +76,7 @@ def _cases():
             continue  # a release without groups has no grouped form
         grouped = dict(example, group_by="country", max_groups=2)
         out[f"{name}/public"] = (name, dict(grouped, groups=KEYS))
-        if not spec.example.zcdp:  # private keys are an (ε, δ) step: refused for a ρ-zCDP release
+        if spec.plan_function.Params.KEYS_BUDGET is not None:  # continual-distinct refuses private keys
             out[f"{name}/private"] = (name, grouped)
     return out
 

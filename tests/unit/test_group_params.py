@@ -208,6 +208,9 @@ def test_a_rho_delta_release_pays_private_keys_as_an_approximate_zcdp_share():
     assert keys.noise_rho == first.cost.rho and keys.threshold_delta == KEYS_DELTA
     with pytest.raises(ParameterError, match="privacy unit is the item"):
         continual_distinct.plan(rho=0.5, horizon=16, group_by="c", max_groups=1)
+    # review RV13: the rest is checked as given (pcr's one round must fit in δ − δ_k), before spending
+    with pytest.raises(ParameterError, match="keys chosen privately.*below delta_min"):
+        count_release.plan(rho=0.5, delta=1e-6, delta_min=1e-6, group_by="c")
 
 
 @pytest.mark.parametrize("release, column", [("distinct_count", "estimate"), ("distinct_count", "lower_bound"),
