@@ -284,42 +284,56 @@ def _local_codes(values: pa.Array) -> tuple[np.ndarray, pa.Array]:
 
 class _ShardHistogram:
     """One shard's sequential histogram, fed in row chunks: item codes (order of first appearance),
-    their float64 weights as a list, and the kept rows of the last person seen, who may continue in
-    the next chunk."""
+    their float64 weights as a list, and the kept rows of the last run seen (a person, or with
+    ``sort_keys`` every person of the last xxhash64(person) value), which may continue in the next
+    chunk. ``sort_keys``: None when the rows arrive in the full order (xxhash64(person), person,
+    [count desc,] item key, item) from Spark; otherwise they arrive sorted by xxhash64(person) alone
+    and each chunk's whole runs are sorted here by these (column, order) keys, the same order."""
 
-    def __init__(self, shard: int, method: str, gamma: float):
+    def __init__(self, shard: int, method: str, gamma: float, sort_keys: list | None = None):
         self.shard, self.method, self.gamma = shard, method, gamma
+        self.sort_keys = sort_keys
         self.code_of: dict = {}
         self.weights: list = []
-        self.carry_person, self.carry_item = np.zeros(0, dtype=np.int64), None
+        self.carry: pa.Table | None = None
 
-    def feed(self, person: np.ndarray, item: pa.Array, max_items: int) -> None:
-        """The shard's next sorted rows, restricted (:func:`_kept_mask`) and run through the policy,
-        except the last person's kept rows (at most Δ0), carried to the next call or :meth:`finish`."""
-        if self.carry_item is not None and len(self.carry_person):
-            person = np.concatenate((self.carry_person, person))
-            item = pa.concat_arrays([self.carry_item, item])
-        local, uniques = _local_codes(item)
+    def feed(self, rows: pa.Table, max_items: int) -> None:
+        """The shard's next rows (columns ``person``, ``item``, and with ``sort_keys`` their sort
+        columns), restricted (:func:`_kept_mask`) and run through the policy, except the last run's
+        kept rows (at most Δ0 a person), carried to the next call or :meth:`finish`."""
+        if self.carry is not None and self.carry.num_rows:
+            rows = pa.concat_tables([self.carry, rows])
+        run = rows.column(_ORDER if self.sort_keys else PERSON).to_numpy()
+        other = np.flatnonzero(run != run[-1])
+        last = int(other[-1]) + 1 if len(other) else 0  # the last run starts here
+        kept, _, _ = self._kept(rows.slice(last), max_items)
+        self.carry = kept
+        self.update(*self._kept(rows.slice(0, last), max_items))
+
+    def _kept(self, rows: pa.Table, max_items: int) -> tuple[pa.Table, np.ndarray, pa.Array]:
+        """(kept rows, their item codes, the codes' values) of whole runs: sorted (``sort_keys``),
+        then :func:`_kept_mask`."""
+        if not rows.num_rows:
+            return rows, np.zeros(0, dtype=np.int64), pa.array([], type=rows.schema.field(ITEM).type)
+        if self.sort_keys and rows.num_rows > 1:
+            rows = rows.sort_by(self.sort_keys)
+        person = rows.column(PERSON).to_numpy()
+        local, uniques = _local_codes(rows.column(ITEM).combine_chunks())
         kept = np.flatnonzero(_kept_mask(person, local, max_items))
-        person, local = person[kept], local[kept]
-        last = len(person) - 1
-        while last > 0 and person[last - 1] == person[-1]:
-            last -= 1
-        self.carry_person, self.carry_item = person[last:], item.take(pa.array(kept[last:]))
-        self.update(person[:last], local[:last], uniques)
+        return rows.take(pa.array(kept)), local[kept], uniques
 
-    def finish(self) -> None:
-        """Run the policy over the carried last person."""
-        if self.carry_item is not None and len(self.carry_person):
-            local, uniques = _local_codes(self.carry_item)
-            self.update(self.carry_person, local, uniques)
-        self.carry_person, self.carry_item = np.zeros(0, dtype=np.int64), None
+    def finish(self, max_items: int) -> None:
+        """Run the policy over the carried last run."""
+        if self.carry is not None and self.carry.num_rows:
+            self.update(*self._kept(self.carry, max_items))
+        self.carry = None
 
-    def update(self, person: np.ndarray, local: np.ndarray, uniques: pa.Array) -> None:
-        """Run the policy over whole, restricted persons (sorted ``person``; items as codes into
-        ``uniques``)."""
-        if not len(person):
+    def update(self, rows: pa.Table, local: np.ndarray, uniques: pa.Array) -> None:
+        """Run the policy over whole, restricted persons (``rows`` in their order; items as codes
+        into ``uniques``)."""
+        if not rows.num_rows:
             return
+        person = rows.column(PERSON).to_numpy()
         used = np.flatnonzero(np.bincount(local, minlength=len(uniques)))
         code_of = self.code_of
         mapped = np.zeros(len(uniques), dtype=np.int64)
@@ -339,35 +353,33 @@ class _ShardHistogram:
 
 
 def _sequential_rows_partition(
-    batches: Iterator[pa.RecordBatch], method: str, gamma: float, max_items: int
+    batches: Iterator[pa.RecordBatch], method: str, gamma: float, max_items: int, sort_keys: list | None = None
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`sequential_histogram`: restriction and sequential policy in one
-    pass over the partition's (shard, person, item) rows, sorted by (xxhash64(person), person, item
-    key). A partition may hold several whole shards (Spark merged the repartition with an earlier
-    exchange by person: :mod:`dp_spark.stages.partitioning`); each shard runs on its own rows in
-    their sorted order, so every shard's histogram is the same in any layout. A person continuing in
-    the next batch is carried over (kept rows only, at most Δ0). Emits (shard, item, weight), shards
-    in increasing order."""
+    pass over the partition's (shard, person, item[, sort columns]) rows, sorted by
+    (xxhash64(person), person, item key), or by xxhash64(person) alone with ``sort_keys`` (the rest
+    of the order is made here, :class:`_ShardHistogram`). A partition may hold several whole
+    shards (Spark merged the repartition with an earlier exchange by person:
+    :mod:`dp_spark.stages.partitioning`); each shard runs on its own rows in their sorted order, so
+    every shard's histogram is the same in any layout. A person continuing in the next batch is
+    carried over (kept rows only, at most Δ0). Emits (shard, item, weight), shards in increasing
+    order."""
     hists: dict[int, _ShardHistogram] = {}
     item_type = None
     for batch in batches:
         if not batch.num_rows:
             continue
-        item_type = batch.schema.field(2).type
-        shard_ids = batch.column(0).to_numpy(zero_copy_only=False)
-        person, item = batch.column(1).to_numpy(zero_copy_only=False), batch.column(2)
+        item_type = batch.schema.field(ITEM).type
+        rows = pa.Table.from_batches([batch])
+        shard_ids = batch.column(_SHARD).to_numpy(zero_copy_only=False)
         shards = np.unique(shard_ids)
         for shard in shards.tolist():
             if shard not in hists:
-                hists[shard] = _ShardHistogram(shard, method, gamma)
-            if len(shards) == 1:
-                hists[shard].feed(person, item, max_items)
-            else:
-                rows = np.flatnonzero(shard_ids == shard)
-                hists[shard].feed(person[rows], item.take(pa.array(rows)), max_items)
+                hists[shard] = _ShardHistogram(shard, method, gamma, sort_keys)
+            hists[shard].feed(rows if len(shards) == 1 else rows.filter(pa.array(shard_ids == shard)), max_items)
     for shard in sorted(hists):
         hist = hists[shard]
-        hist.finish()
+        hist.finish(max_items)
         if hist.code_of:
             yield hist.batch(item_type)
 
@@ -378,13 +390,19 @@ def _shard_histograms(
     """(shard, item, weight): every shard's sequential histogram, at most one row per (item, shard).
     One shuffle: hash-partitioned by person into ``shards`` partitions (partition = shard =
     pmod(murmur3(person), shards), or several whole shards: :func:`_sequential_rows_partition`),
-    sorted by (xxhash64(person), person, xxhash64(salt, person, item), item). For the policies of
+    in the order (xxhash64(person), person, xxhash64(salt, person, item), item). For the policies of
     ``BY_FREQUENCY`` (Policy Greedy) the rows are first counted per (person, item) inside the same
     partitioning and each person's items sorted by that count, most first, then as above:
-    :func:`restricted_sets` with ``by_frequency``."""
+    :func:`restricted_sets` with ``by_frequency``.
+
+    When person and item are longs or strings of the binary collation (:func:`_binary_ordered`)
+    Spark sorts by xxhash64(person) alone (a radix sort on one long, several times cheaper than the
+    sort on all keys, whose ties within a person go through the row comparator) and the kernel sorts
+    each run of equal xxhash64(person) by the remaining keys with Arrow: the same order, so the same
+    histogram bit for bit."""
     salt_col = F.lit(int(salt)).cast("long")
     parted = edge_df.repartition(int(shards), PERSON)
-    order = [_ORDER, PERSON, _KEY, ITEM]
+    keys = [(_ORDER, "ascending"), (PERSON, "ascending"), (_KEY, "ascending"), (ITEM, "ascending")]
     freq = []
     if method in BY_FREQUENCY:
         # the count must leave each person's rows in one partition: the planner reuses the person
@@ -393,26 +411,29 @@ def _shard_histograms(
         # per partition; the repartition by person after the count is free by default and restores it otherwise
         parted = (parted.groupBy(PERSON, ITEM).agg(F.count(F.lit(1)).alias(_FREQ))
                   .repartition(int(shards), PERSON))
-        order = [_ORDER, PERSON, F.col(_FREQ).desc(), _KEY, ITEM]
+        keys.insert(2, (_FREQ, "descending"))
         freq = [_FREQ]
-    rows = (
-        parted.select(
-            F.pmod(F.hash(PERSON), F.lit(int(shards))).alias(_SHARD),
-            F.xxhash64(PERSON).alias(_ORDER),
-            PERSON,
-            F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)).alias(_KEY),
-            ITEM,
-            *freq,
-        )
-        .sortWithinPartitions(*order)
-        .select(_SHARD, PERSON, ITEM)
+    python_sort = all(_binary_ordered(edge_df.schema[c].dataType) for c in (PERSON, ITEM))
+    rows = parted.select(
+        F.pmod(F.hash(PERSON), F.lit(int(shards))).alias(_SHARD),
+        F.xxhash64(PERSON).alias(_ORDER),
+        PERSON,
+        F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)).alias(_KEY),
+        ITEM,
+        *freq,
     )
+    if python_sort:
+        rows = rows.sortWithinPartitions(_ORDER)
+    else:
+        rows = rows.sortWithinPartitions(*[F.col(c).desc() if o == "descending" else F.col(c) for c, o in keys])
+        rows = rows.select(_SHARD, PERSON, ITEM)
     schema = T.StructType([
         T.StructField(_SHARD, T.IntegerType()),
         T.StructField(ITEM, edge_df.schema[ITEM].dataType),
         T.StructField(WEIGHT, T.DoubleType()),
     ])
-    kernel = partial(_sequential_rows_partition, method=method, gamma=float(gamma), max_items=int(max_items))
+    kernel = partial(_sequential_rows_partition, method=method, gamma=float(gamma), max_items=int(max_items),
+                     sort_keys=keys if python_sort else None)
     return rows.mapInArrow(kernel, schema)
 
 
@@ -474,11 +495,28 @@ def _whole_buckets(batches: Iterator[pa.RecordBatch], bucket: int) -> Iterator[t
         yield current, pa.Table.from_batches(held)
 
 
-def _threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold) -> Iterator[pa.RecordBatch]:
+def _binary_ordered(dtype: T.DataType) -> bool:
+    """True when Arrow's sort orders values of the Spark type ``dtype`` as Spark's sort does: longs,
+    and strings of the default (binary) collation (unsigned byte order in both). Other types (a
+    collated string) keep their order from Spark's own sort."""
+    return isinstance(dtype, T.LongType) or (type(dtype) is T.StringType and dtype == T.StringType())
+
+
+def _in_order(rows: pa.Table, keys: list[str], python_sort: bool) -> pa.Table:
+    """``rows`` sorted by ``keys`` (ascending, a total order on them) when ``python_sort``: the order
+    Spark's ``sortWithinPartitions`` would have given (:func:`_binary_ordered` types only). Otherwise
+    ``rows`` as they came (sorted by Spark)."""
+    return rows.sort_by([(k, "ascending") for k in keys]) if python_sort else rows
+
+
+def _threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold,
+                         python_sort: bool = False) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`released_items`: rows (item, weight, bucket) sorted by (bucket,
-    item); each bucket's items go through ``threshold(bucket, size)`` (the mechanism layer's
-    function, one call a bucket, exactly one draw an item); this stage draws none."""
+    item), or by bucket alone with ``python_sort`` (each bucket is then sorted by item here); each
+    bucket's items go through ``threshold(bucket, size)`` (the mechanism layer's function, one call
+    a bucket, exactly one draw an item); this stage draws none."""
     for bucket, rows in _whole_buckets(batches, 2):
+        rows = _in_order(rows, [ITEM], python_sort)
         weight = rows.column(1).to_numpy()
         mask = threshold(bucket, len(weight))(weight)
         yield pa.RecordBatch.from_arrays([rows.column(0).combine_chunks().filter(pa.array(mask))], names=[ITEM])
@@ -510,7 +548,9 @@ def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) ->
     ``threshold`` is the release's noise + threshold step
     (:class:`dp_spark.mechanisms.set_union.ThresholdStep`: weight + noise > ρ, one generator per
     noise bucket). The histogram is hash-partitioned by noise bucket (:func:`noise_bucket`) into
-    ``partitions`` partitions and sorted by (bucket, item), so bucket b's items, in item order, use
+    ``partitions`` partitions and sorted by (bucket, item) (long items and strings of the binary
+    collation: Spark sorts by bucket alone, a radix sort, and the Python pass sorts each bucket by
+    item with Arrow, the same order), so bucket b's items, in item order, use
     ``threshold(b, size)``: every item gets its own draw, and which draw depends on the item and its
     bucket's items only, never on ``partitions``, the session's shuffle settings or adaptive
     execution. Bucket b's stream is the same on every evaluation (unseeded: ChaCha20 under the
@@ -519,9 +559,10 @@ def released_items(hist_df: DataFrame, threshold: Threshold, partitions: int) ->
     still evaluates it once, through :func:`materialize`, for speed and so the returned plan holds
     neither the salt nor the key. The weights never leave this step. Lazy; the plan holds the
     salt and the noise root (unseeded: its key): hand users only the materialized result."""
-    prepared = _bucketed(hist_df, partitions, ITEM).select(ITEM, WEIGHT, _BUCKET)
+    python_sort = _binary_ordered(hist_df.schema[ITEM].dataType)
+    prepared = _bucketed(hist_df, partitions, *([] if python_sort else [ITEM])).select(ITEM, WEIGHT, _BUCKET)
     schema = T.StructType([T.StructField(ITEM, hist_df.schema[ITEM].dataType)])
-    return prepared.mapInArrow(partial(_threshold_partition, threshold=threshold), schema)
+    return prepared.mapInArrow(partial(_threshold_partition, threshold=threshold, python_sort=python_sort), schema)
 
 
 def _shard_sums(shard_weights: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -535,12 +576,15 @@ def _shard_sums(shard_weights: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return total
 
 
-def _combine_threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold) -> Iterator[pa.RecordBatch]:
+def _combine_threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold,
+                                 python_sort: bool = False) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`released_shard_items`: rows (item, shard, weight, bucket) sorted by
-    (bucket, item, shard); within each whole bucket, each item's parts added in shard order
-    (:func:`_shard_sums`), then ``threshold(bucket, size)`` draws one noise per item in item order,
-    as :func:`released_items` does."""
+    (bucket, item, shard), or by bucket alone with ``python_sort`` (each bucket is then sorted by
+    (item, shard) here, at most one row per pair); within each whole bucket, each item's parts added
+    in shard order (:func:`_shard_sums`), then ``threshold(bucket, size)`` draws one noise per item
+    in item order, as :func:`released_items` does."""
     for bucket, rows in _whole_buckets(batches, 3):
+        rows = _in_order(rows, [ITEM, _SHARD], python_sort)
         item = rows.column(0).combine_chunks()
         weight = rows.column(2).to_numpy()
         new_item = np.ones(len(item), dtype=bool)
@@ -554,11 +598,16 @@ def _combine_threshold_partition(batches: Iterator[pa.RecordBatch], threshold: T
 def released_shard_items(per_shard: DataFrame, threshold: Threshold, partitions: int) -> DataFrame:
     """(item): bit for bit what :func:`released_items` releases from ``_add_shards(per_shard)``,
     with one shuffle and no JVM aggregation: the parts are hash-partitioned by noise bucket, sorted
-    by (bucket, item, shard), summed and thresholded in one Python pass. Lazy; the same trust
+    by (bucket, item, shard) (by bucket in Spark and by (item, shard) in Python for the types of
+    :func:`_binary_ordered`, as :func:`released_items` does), summed and thresholded in one Python
+    pass. Lazy; the same trust
     boundary as :func:`released_items`."""
-    prepared = _bucketed(per_shard, partitions, ITEM, _SHARD).select(ITEM, _SHARD, WEIGHT, _BUCKET)
+    python_sort = _binary_ordered(per_shard.schema[ITEM].dataType)
+    order = [] if python_sort else [ITEM, _SHARD]
+    prepared = _bucketed(per_shard, partitions, *order).select(ITEM, _SHARD, WEIGHT, _BUCKET)
     schema = T.StructType([T.StructField(ITEM, per_shard.schema[ITEM].dataType)])
-    return prepared.mapInArrow(partial(_combine_threshold_partition, threshold=threshold), schema)
+    return prepared.mapInArrow(partial(_combine_threshold_partition, threshold=threshold, python_sort=python_sort),
+                               schema)
 
 
 # ------------------------------------------------------------ entry points

@@ -782,12 +782,15 @@ SEEDED_VALUES = {
 }
 
 
+@pytest.mark.parametrize("python_sort", [False, True])
 @pytest.mark.parametrize("fused", [False, True])
-def test_each_bucket_is_thresholded_once_whole_wherever_the_batches_break(fused):
+def test_each_bucket_is_thresholded_once_whole_wherever_the_batches_break(fused, python_sort):
     # The Python pass behind released_items / released_shard_items: rows sorted by (bucket, item[,
     # shard]) arrive in Arrow batches broken anywhere (empty batches too); each bucket must reach
     # threshold(bucket, size) exactly once with all its items (a second call would reuse the bucket's
-    # seeded draws), and every item must come out once. Unsorted input is refused.
+    # seeded draws), and every item must come out once. Unsorted input is refused. With python_sort
+    # the rows arrive sorted by bucket only (shuffled inside each bucket) and the pass sorts each
+    # bucket itself: the same calls with the same weights in the same order.
     import random
 
     import pyarrow as pa
@@ -801,6 +804,8 @@ def test_each_bucket_is_thresholded_once_whole_wherever_the_batches_break(fused)
             for item in sorted(rng.sample(range(1000), rng.randint(1, 8))):
                 for shard in (sorted(rng.sample(range(5), rng.randint(1, 3))) if fused else [0]):
                     rows.append((f"i{item:04d}", shard, rng.random(), bucket))
+        if python_sort:  # Spark's sort by bucket alone leaves any order inside a bucket
+            rows = sorted(rows, key=lambda r: (r[3], rng.random()))
         batches, i = [], 0
         while i < len(rows):
             part = rows[i:i + rng.randint(0, 4)]
@@ -810,16 +815,26 @@ def test_each_bucket_is_thresholded_once_whole_wherever_the_batches_break(fused)
             names = ["item", "_shard", "weight", "_bucket"]
             keep = [0, 1, 2, 3] if fused else [0, 2, 3]
             batches.append(pa.RecordBatch.from_arrays([columns[k] for k in keep], names=[names[k] for k in keep]))
-        calls = []
+        calls, seen = [], []
 
         def threshold(bucket, size):
             calls.append((bucket, size))
-            return lambda w: np.ones(len(w), dtype=bool) if len(w) == size else pytest.fail("partial bucket")
+
+            def mask(w):
+                if len(w) != size:
+                    pytest.fail("partial bucket")
+                seen.append(list(w))
+                return np.ones(len(w), dtype=bool)
+            return mask
 
         body = _combine_threshold_partition if fused else _threshold_partition
-        out = [x for batch in body(iter(batches), threshold) for x in batch.column(0).to_pylist()]
+        out = [x for batch in body(iter(batches), threshold, python_sort=python_sort) for x in batch.column(0).to_pylist()]
         items = sorted({(r[3], r[0]) for r in rows})
         assert out == [item for _, item in items]
+        by_item: dict = {}
+        for item, shard, weight, bucket in sorted(rows, key=lambda r: (r[3], r[0], r[1])):
+            by_item[(bucket, item)] = by_item.get((bucket, item), 0.0) + weight  # shard order, from 0.0
+        assert [w for ws in seen for w in ws] == [by_item[k] for k in items]  # each item's sum, in item order
         sizes = {}
         for bucket, _ in items:
             sizes[bucket] = sizes.get(bucket, 0) + 1
@@ -849,3 +864,64 @@ def test_noise_buckets_spread_evenly_over_the_threshold_partitions(spark, partit
     assert sorted(b for bs in seen.values() for b in bs) == list(range(NOISE_BUCKETS))  # each bucket in one partition
     assert all(b % partitions == p for p, bs in seen.items() for b in bs)
     assert len(seen) == min(partitions, NOISE_BUCKETS)
+
+
+def test_arrow_sorts_ids_as_spark_does(spark):
+    # The set-union stage leaves part of its sorting to Arrow when the ids are longs or strings of
+    # the binary collation (_binary_ordered): Arrow's order must be Spark's, or a seeded release's
+    # draws would land on other items (and a shard's persons be visited in another order).
+    import pyarrow as pa
+
+    from dp_spark.stages.set_union import _binary_ordered
+    from pyspark.sql import types as T
+
+    strings = ["", "a", "A", "ab", "a\x00", "a b", "Z", "z", "é", "e\u0301", "\u00ff", "\u0100", "中", "😀",
+               "\uffff", "ß", "ss", "10", "9", "-1", "a" * 40, "a" * 39 + "b"]
+    longs = [0, 1, -1, 2**63 - 1, -2**63, 2**31, -2**31 - 1, 7, -7, 10**12]
+    for values, dtype in ((strings, T.StringType()), (longs, T.LongType())):
+        assert _binary_ordered(dtype)
+        frame = spark.createDataFrame([(v,) for v in values], T.StructType([T.StructField("v", dtype)]))
+        want = [r["v"] for r in frame.orderBy("v").collect()]
+        got = pa.table({"v": pa.array(values, type=pa.string() if dtype == T.StringType() else pa.int64())})
+        assert got.sort_by([("v", "ascending")]).column("v").to_pylist() == want
+    assert not _binary_ordered(T.StringType("UTF8_LCASE")) and not _binary_ordered(T.IntegerType())
+
+
+@pytest.mark.parametrize("policy", SEQUENTIAL)
+def test_the_shard_kernel_sorting_runs_itself_equals_the_fully_sorted_input(policy):
+    # _shard_histograms lets Spark sort by xxhash64(person) alone and the kernel sort each run of
+    # equal xxhash64(person) by (person, [count desc,] item key, item): the histogram must be the
+    # one of the fully sorted input, bit for bit, wherever the batches break, with several persons
+    # sharing an xxhash64 value (a collision) and a person's rows spread over many batches.
+    import random
+
+    import pyarrow as pa
+
+    from dp_spark.stages.set_union import _sequential_rows_partition
+
+    rng = random.Random(3)
+    rows = []
+    for person in range(120):
+        order = rng.choice([-5, 0, 9, person * 1000])  # many shared xxhash64 values
+        shard = person % 3
+        for _ in range(rng.choice([1, 2, 5, 60])):
+            item = f"w{min(int(rng.paretovariate(1.2)), 80)}"
+            rows.append((shard, order, person, (person * 7919 + int(item[1:]) * 104729) % 97 - 50, item, rng.randint(1, 4)))
+    keys = [("_order", "ascending"), ("person", "ascending"), ("_key", "ascending"), ("item", "ascending")]
+    if policy == "policy-greedy":
+        keys.insert(2, ("_freq", "descending"))
+    names = ["_shard", "_order", "person", "_key", "item", "_freq"]
+    table = pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
+    table = table.cast(pa.schema([("_shard", pa.int32()), ("_order", pa.int64()), ("person", pa.int64()),
+                                  ("_key", pa.int64()), ("item", pa.string()), ("_freq", pa.int64())]))
+    full = table.sort_by(keys)
+    want = pa.Table.from_batches(list(_sequential_rows_partition(
+        iter(full.select(["_shard", "person", "item"]).to_batches(max_chunksize=11)), method=policy, gamma=2.5,
+        max_items=4)))
+    for size in (1, 7, 64, len(rows)):
+        shuffled = table.take(pa.array(sorted(range(len(rows)), key=lambda i: (rows[i][1], rng.random()))))
+        got = pa.Table.from_batches(list(_sequential_rows_partition(
+            iter(shuffled.to_batches(max_chunksize=size)), method=policy, gamma=2.5, max_items=4, sort_keys=keys)))
+        assert got.num_rows == want.num_rows > 0
+        assert got.sort_by([("_shard", "ascending"), ("item", "ascending")]).equals(
+            want.sort_by([("_shard", "ascending"), ("item", "ascending")]))
