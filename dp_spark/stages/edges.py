@@ -62,7 +62,8 @@ def require_exact_ids(df: DataFrame, name: str, what: str) -> None:
 
 def _normalised(df: DataFrame, name: str, alias: str, *, is_person: bool = False):
     """Integral ids as long, other atomic types as strings (injective for the accepted types);
-    nested and binary types refused. For the person column also :func:`require_exact_ids`: otherwise
+    nested and binary types refused, and strings of a non-binary collation (Spark's equality would not
+    be the kernels' byte equality). For the person column also :func:`require_exact_ids`: otherwise
     one person could be split in two, doubling what one person can change."""
     dtype = df.schema[name].dataType
     if isinstance(dtype, _REFUSED):
@@ -72,6 +73,12 @@ def _normalised(df: DataFrame, name: str, alias: str, *, is_person: bool = False
         )
     if is_person:
         require_exact_ids(df, name, "person")
+    elif isinstance(dtype, T.StringType) and _collation(dtype) != "UTF8_BINARY":
+        # Spark would merge 'A' and 'a' where the Python kernels see two ids: one person's item counted twice
+        raise SchemaError(
+            f"column {name!r} has collation {_collation(dtype)}; ids must compare byte for byte: collate it "
+            "to UTF8_BINARY (after normalising case) first."
+        )
     column = F.col(name)
     if isinstance(dtype, _INTEGRAL):
         return column.cast("long").alias(alias)

@@ -102,6 +102,23 @@ def test_person_ids_must_compare_byte_for_byte(spark):
         dp_spark.distinct_count(lcase, epsilon=1.0, max_bound=3)
 
 
+@pytest.mark.parametrize("release", ["distinct-count", "set-union", "top-k", "count-release"])
+def test_item_ids_of_a_non_binary_collation_are_refused_before_spending(spark, release):
+    """Helper H5's finding: Spark merges 'A' and 'a' of a UTF8_LCASE item column where the Python kernels
+    compare bytes, so one person's item could count twice (set-union's policy, the distinct counts); the
+    schema alone refuses it, before anything is spent."""
+    from dp_spark.accounting import ZCDP, ApproxDP, PrivacyFilter
+    from dp_spark.releases import RELEASES
+
+    df = spark.createDataFrame([(1, "A"), (1, "a"), (2, "b")], "person_id long, item string").select(
+        "person_id", F.expr("collate(item, 'UTF8_LCASE')").alias("item"))
+    spec = RELEASES[release]
+    budget = PrivacyFilter(ZCDP(10.0, 1e-3) if spec.example.zcdp else ApproxDP(10.0, 1e-3))
+    with pytest.raises(SchemaError, match="collation UTF8_LCASE"):
+        spec.function(df, **spec.example.parameters, budget=budget)
+    assert budget.ledger == []
+
+
 @pytest.mark.parametrize(
     "kwargs, error",
     [
