@@ -180,8 +180,9 @@ def get_session(
         prepare_environment()
     extra = session_settings(settings, conf, allow_ui)
     log4j = _log4j_config(defaults)
-    if log4j is not None and "spark.driver.extraJavaOptions" not in extra:
-        extra["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log4j.as_uri()}"
+    java_options = str(extra.get("spark.driver.extraJavaOptions", ""))
+    if log4j is not None and "log4j2.configurationFile" not in java_options:  # other JVM options kept beside it
+        extra["spark.driver.extraJavaOptions"] = f"{java_options} -Dlog4j2.configurationFile={log4j.as_uri()}".strip()
     builder = SparkSession.builder.master(master).appName(
         settings.get("app_name", "dp_spark")
     )

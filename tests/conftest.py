@@ -39,6 +39,10 @@ TEST_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # the JIT's first tier only: the suite's driver JVM runs thousands of small, different queries, so
+    # C2 compilation cost more than it saved (-30 % JVM + Python CPU on a Spark-heavy subset,
+    # benchmarks/results/2026-11-30-test-suite-time.md); semantics are unchanged
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
 }
 
 
