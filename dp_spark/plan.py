@@ -563,6 +563,13 @@ def public_keys(value, limit: int = MAX_PUBLIC_GROUPS) -> "tuple | GroupKeys | N
     return keys
 
 
+def counted_keys(groups) -> int | None:
+    """How many public keys ``groups`` holds when that is known without reading anything: a list's
+    (a tuple) or keys already read (a :class:`~dp_spark.keys.GroupKeys`); None for a file, a DataFrame
+    or privately chosen keys (None)."""
+    return len(groups) if isinstance(groups, (tuple, GroupKeys)) else None
+
+
 def check_group_column(group_by: str, reserved, **columns) -> None:
     """ParameterError unless the group column differs from ``columns`` and from ``reserved`` (the
     columns of ``release.groups``)."""

@@ -38,7 +38,7 @@ from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.continual_distinct.mechanisms import (COUNTERS, DEFAULT_COUNTER, DEFAULT_METHOD, DEFAULT_STREAM_METHOD, MECHANISMS,
                                                                budget_split, check_counter, group_factor, group_rho,
                                                                grouped_budget_split, round_up_flippancy)
-from dp_spark.plan import GroupParams, Plan, builds, param, set_checked
+from dp_spark.plan import GroupParams, Plan, builds, counted_keys, param, set_checked
 from dp_spark.plans import RHO_HELP_TAIL, SEED_HELP
 from dp_spark.settings.continual_distinct import (
     MAX_HORIZON,
@@ -263,8 +263,8 @@ class Params(GroupParams):
                                      f"{', '.join(GROUPS_OUTPUT_COLUMNS)}); rename the group column first.")
             if self.stream:
                 raise ParameterError("group_by is a batch release; drop --stream (or group_by).")
-            if isinstance(self.groups, tuple):
-                validate_grouped_size(len(self.groups), self.horizon)
+            if counted_keys(self.groups) is not None:
+                validate_grouped_size(counted_keys(self.groups), self.horizon)
 
 
 @builds(Params)
@@ -281,7 +281,7 @@ def plan(params: Params) -> Plan:
     counter_options = counter_factor_options(p.counter, tree_horizon, w)
     if grouped:  # each group's counter at ρ/factor; one item's neighbour changes <= factor counters
         # G is known for a list; a file's or DataFrame's keys are read before spending and the plan rebuilt
-        n_groups = len(p.groups) if isinstance(p.groups, tuple) else None
+        n_groups = counted_keys(p.groups)
         factor = group_factor(method, p.max_groups, n_groups, **counter_options)
         rho_group = group_rho(rho, method, p.max_groups, n_groups, **counter_options)
         split = grouped_budget_split(budget_split(method, rho_group, tree_horizon, beta, w, counter=p.counter), factor,

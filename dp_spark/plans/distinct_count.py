@@ -32,8 +32,8 @@ from dp_spark.accounting import ZCDP, PureDP, pure_to_zcdp, remainder
 from dp_spark.accounting.exact import written
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.distinct_count.cap_bound import check_exact_scores
-from dp_spark.plan import (ZCDP_EQUIVALENT_DELTA, GroupParams, Plan, Step, builds, check_group_column, param,
-                           set_checked)
+from dp_spark.plan import (ZCDP_EQUIVALENT_DELTA, GroupParams, Plan, Step, builds, check_group_column, counted_keys,
+                           param, set_checked)
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.settings.distinct_count import (  # noqa: F401 - the settings the stage and mechanism share, re-exported
     BOUND_GRID_RATIO,
@@ -252,7 +252,7 @@ def _check_joint(p: Params, noise: str, count: float) -> None:
     """Refuse, before reading, a joint choice whose scores could leave exact int64 (``check_exact_scores``);
     G is a list's length, else the limit ``Params.MAX_KEYS`` (a frame's, a file's or privately chosen keys
     are not counted before reading)."""
-    n_keys = len(p.groups) if isinstance(p.groups, tuple) and p.groups else type(p).MAX_KEYS
+    n_keys = counted_keys(p.groups) or type(p).MAX_KEYS
     select = p.epsilon * JOINT_CAP_EPSILON_SHARE  # the choice's ε (under zCDP √(8ρ_cap): bounded below here)
     if noise == "gaussian":
         select = 0.99 * math.sqrt(8 * JOINT_CAP_EPSILON_SHARE * grouped_rho(p.epsilon))

@@ -37,8 +37,8 @@ from dp_spark.accounting import ApproxDP, PureDP, ZCDP, remainder
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k import cdp_peel_epsilon_per_step, unknown_domain_calibration
 from dp_spark.mechanisms.top_k.auto import auto_share, public_choice
-from dp_spark.plan import (ZCDP_EQUIVALENT_DELTA, GroupParams, Plan, Step, builds, check_group_column, param,
-                           set_checked)
+from dp_spark.plan import (ZCDP_EQUIVALENT_DELTA, GroupParams, Plan, Step, builds, check_group_column, counted_keys,
+                           param, set_checked)
 from dp_spark.plans import EPSILON_HELP, ITEM_COL_HELP, PERSON_COL_HELP, SEED_HELP
 from dp_spark.plans.distinct_count import (MAX_GROUPS_EPSILON_SHARE, MAX_GROUPS_STEP, gaussian_label, grouped_label,
                                            grouped_rho)
@@ -318,9 +318,9 @@ class Params(GroupParams):
         set_checked(self, persons=None if self.persons is None else checks.whole(self.persons, "persons"))
         if self.domain_size is not None:
             set_checked(self, domain_size=check_domain_size(self.domain_size, k, mechanism))
-            if self.group_by is not None and (self.groups is None or isinstance(self.groups, tuple)):
+            if self.group_by is not None and (self.groups is None or counted_keys(self.groups) is not None):
                 # keys from a file or a DataFrame are counted when read, before spending (releases.top_k)
-                n = type(self).MAX_KEYS if self.groups is None else len(self.groups)
+                n = type(self).MAX_KEYS if self.groups is None else counted_keys(self.groups)
                 check_grouped_joint_work(n, self.domain_size, k, mechanism, self.groups is None)
 
     @property

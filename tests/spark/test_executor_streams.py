@@ -57,10 +57,24 @@ def test_set_union_noise_is_the_same_on_every_evaluation_and_partitioning(zipf_e
     assert others != {tuple(first)}, "other keys never changed the released set: the test would be vacuous"
 
 
-def test_grouped_top_k_selections_are_the_same_on_every_evaluation_and_partitioning(zipf_events):
+@pytest.fixture(scope="module")
+def tied_events(spark):
+    """7 groups; in each, three items held by 30 persons each (a tie) and seven by one person: the three
+    clear the unknown-domain threshold against the 7th count, and which two are released, in which order,
+    is the draws' alone."""
+    rows, person = [], 0
+    for group in range(7):
+        for j in range(10):
+            for _ in range(30 if j < 3 else 1):
+                rows.append((person, f"i{j}", group))
+                person += 1
+    return spark.createDataFrame(rows, "person long, item string, group_index int")
+
+
+def test_grouped_top_k_selections_are_the_same_on_every_evaluation_and_partitioning(tied_events):
     def lazy(root, partitions):
         select = GroupSelection.laplace("unknown-domain", 2, 1.0, 1e-3, 1, 6, root)
-        return top_k_groups.group_selections(zipf_events, 7, select, kbar=6, partitions=partitions)
+        return top_k_groups.group_selections(tied_events, 7, select, kbar=6, partitions=partitions)
 
     def rows(df):
         return sorted(tuple(r) for r in df.collect())
