@@ -53,6 +53,13 @@ def require_exact_ids(df: DataFrame, name: str, what: str) -> None:
             f"{what} column {name!r} holds floating-point numbers, which are not exact "
             "ids; cast it to a whole-number or string type."
         )
+    require_binary_collation(df, name, what)
+
+
+def require_binary_collation(df: DataFrame, name: str, what: str) -> None:
+    """Schema-only: a string column of a non-binary collation is refused with a SchemaError ('Bob'
+    equals 'bob' for Spark, not for the kernels' byte comparisons). Other types pass."""
+    dtype = df.schema[name].dataType
     if isinstance(dtype, T.StringType) and _collation(dtype) != "UTF8_BINARY":
         raise SchemaError(
             f"{what} column {name!r} has collation {_collation(dtype)}; ids must compare "
@@ -73,12 +80,8 @@ def _normalised(df: DataFrame, name: str, alias: str, *, is_person: bool = False
         )
     if is_person:
         require_exact_ids(df, name, "person")
-    elif isinstance(dtype, T.StringType) and _collation(dtype) != "UTF8_BINARY":
-        # Spark would merge 'A' and 'a' where the Python kernels see two ids: one person's item counted twice
-        raise SchemaError(
-            f"column {name!r} has collation {_collation(dtype)}; ids must compare byte for byte: collate it "
-            "to UTF8_BINARY (after normalising case) first."
-        )
+    else:  # Spark would merge 'A' and 'a' where the kernels see two ids: one person's item counted twice
+        require_binary_collation(df, name, alias)
     column = F.col(name)
     if isinstance(dtype, _INTEGRAL):
         return column.cast("long").alias(alias)
