@@ -410,90 +410,85 @@ def keys_delta(delta: float | None) -> float:
     return min(KEYS_DELTA, delta * KEYS_DELTA_SHARE)
 
 
-def _with_private_keys_zcdp(derive, params) -> tuple["Plan", Any]:
-    """:func:`with_private_keys` for a release given (ρ, δ), δ-approximate ρ-zCDP (count-release): the
-    step "group_keys" spends ZCDP(KEYS_RHO_SHARE·ρ, δ_k = :func:`keys_delta`) — the keys' exact set-union
-    is δ_k-approximate ρ_k-zCDP (:mod:`dp_spark.mechanisms.set_union.discrete`, (4)) — and ``derive``
-    runs on ρ − ρ_k and δ − δ_k (exactly: :func:`~dp_spark.accounting.exact.remainder`); approximate
-    zCDP composes by adding ρ and δ (Bun & Steinke 2016, Lemma 8.3), so the whole is the (ρ, δ) given."""
-    rho, given_delta = getattr(params, "rho", None), getattr(params, "delta", None)
-    if not isinstance(rho, float) or not isinstance(given_delta, float) or not given_delta > 0.0:
-        raise ParameterError(KEYS_REFUSED)
-    keys_rho, delta_k = rho * KEYS_RHO_SHARE, keys_delta(given_delta)
-    # the rest re-checked as given (e.g. pcr's rule that one round fits): refused here, never after spending
+def _rest_of(params, keys_text: str, **values):
+    """``params`` with ``values`` (the release's share of the budget once the keys took theirs), every
+    ``Params`` rule re-checked as given (``dataclasses.replace`` runs ``__post_init__``): a rest the release
+    cannot run with (e.g. pcr's one round, a floor on ε) is refused here, before reading, never after
+    the key step spent."""
     try:
-        rest = dataclasses.replace(params, rho=remainder(rho, keys_rho), delta=remainder(given_delta, delta_k))
+        return dataclasses.replace(params, **values)
     except ParameterError as err:
-        raise ParameterError(f"with the keys chosen privately (ρ·{KEYS_RHO_SHARE:g} and δ = {delta_k:g} spent on "
-                             f"them first), the release's own parameters fail: {err}") from None
-    built = derive(rest)
-    if not isinstance(built.guarantee, ZCDP):
-        raise ParameterError(KEYS_REFUSED)
-    keys_cost = ZCDP(keys_rho, delta_k)
-    per_person = params.max_groups if params.max_groups is not None else KEYS_MAX_PER_PERSON  # set-union's Δ0
-    key_mechanism(keys_cost, per_person)  # the key step's constants: refused here, not after spending
-    guarantee = ZCDP(rho, given_delta)
-    conversion = getattr(params, "conversion_delta", None) or ZCDP_EQUIVALENT_DELTA
-    parameters = {**built.parameters, "rho": rho, "delta": given_delta, "group_keys_rho": keys_rho,
-                  "group_keys_delta": delta_k, "release_rho": rest.rho, "release_delta": rest.delta}
-    note = (f"the group keys are chosen privately: a set-union on {params.group_by} spends "
-            f"ρ = {keys_rho:g} with δ = {delta_k:g} (δ-approximate ρ-zCDP), the release the rest of ρ and δ on "
-            f"the released keys; in all {guarantee.describe()} as given, by composition")
-    plan = dataclasses.replace(
-        built, guarantee=guarantee, parameters=parameters, equivalent=guarantee.to_approx(conversion),
-        steps=(Step("group_keys", KEYS_STEP.format(per_person=per_person), keys_cost), *built.split),
-        notes=(*built.notes, note),
-        releases=f"{built.releases}; the keys of {params.group_by} chosen privately (a set-union)",
-    )
-    return plan, rest
+        raise ParameterError(f"with the keys chosen privately ({keys_text} spent on them first), the "
+                             f"release's own parameters fail: {err}") from None
 
 
 def with_private_keys(derive, params) -> tuple["Plan", Any]:
     """(plan, Params the release runs with) of a grouped release whose keys are chosen privately
     (``groups=None``), for any release; public values only.
 
-    The step "group_keys" spends (KEYS_EPSILON_SHARE·ε, δ_k = :func:`keys_delta`) on a set-union of the
-    group column (:mod:`dp_spark.releases.group_keys`); then ``derive`` on the rest: ``epsilon`` ε − ε_k
-    and, with δ > 0, ``delta`` δ − δ_k (exactly: :func:`~dp_spark.accounting.exact.remainder`). By basic
-    composition the whole is (ε, δ)-DP as given, or (ε, KEYS_DELTA)-DP for a pure-ε release. A ρ-zCDP
-    release given ε is refused (ParameterError): an (ε, δ) step has no sound ρ-zCDP conversion. A release
-    given (ρ, δ) (``KEYS_BUDGET = "rho"``): :func:`_with_private_keys_zcdp`."""
-    if getattr(type(params), "KEYS_BUDGET", "epsilon") == "rho":
-        return _with_private_keys_zcdp(derive, params)
-    epsilon = getattr(params, "epsilon", None)
-    if not isinstance(epsilon, float):
-        raise ParameterError(KEYS_REFUSED)
+    The step "group_keys" spends a share of the budget on a set-union of the group column
+    (:mod:`dp_spark.releases.group_keys`), then ``derive`` runs on the rest (exactly:
+    :func:`~dp_spark.accounting.exact.remainder`; the rest re-checked as given, :func:`_rest_of`):
+
+    - a release given ε (``KEYS_BUDGET = "epsilon"``): the keys spend (KEYS_EPSILON_SHARE·ε,
+      δ_k = :func:`keys_delta`), the release ε − ε_k and, with δ > 0, δ − δ_k. By basic composition the
+      whole is (ε, δ)-DP as given, or (ε, KEYS_DELTA)-DP for a pure-ε release. A ρ-zCDP release given ε
+      is refused (ParameterError): an (ε, δ) step has no sound ρ-zCDP conversion.
+    - a release given (ρ, δ), δ-approximate ρ-zCDP (``KEYS_BUDGET = "rho"``, count-release): the keys
+      spend ZCDP(KEYS_RHO_SHARE·ρ, δ_k) — their exact set-union is δ_k-approximate ρ_k-zCDP
+      (:mod:`dp_spark.mechanisms.set_union.discrete`, (4)) — the release ρ − ρ_k and δ − δ_k; approximate
+      zCDP composes by adding ρ and δ (Bun & Steinke 2016, Lemma 8.3), so the whole is the (ρ, δ) given."""
     given_delta = getattr(params, "delta", None)
     has_delta = isinstance(given_delta, float) and given_delta > 0.0
-    keys_epsilon = epsilon * KEYS_EPSILON_SHARE
-    delta_k = keys_delta(given_delta if has_delta else None)
-    rest = copy.copy(params)
-    set_checked(rest, epsilon=remainder(epsilon, keys_epsilon))  # keys + rest <= epsilon exactly
-    if has_delta:
-        set_checked(rest, delta=remainder(given_delta, delta_k))  # keys + rest <= delta exactly
+    if getattr(type(params), "KEYS_BUDGET", "epsilon") == "rho":
+        rho = getattr(params, "rho", None)
+        if not isinstance(rho, float) or not has_delta:
+            raise ParameterError(KEYS_REFUSED)
+        keys_rho, delta_k = rho * KEYS_RHO_SHARE, keys_delta(given_delta)
+        keys_cost = ZCDP(keys_rho, delta_k)
+        rest = _rest_of(params, f"ρ·{KEYS_RHO_SHARE:g} and δ = {delta_k:g}",
+                        rho=remainder(rho, keys_rho), delta=remainder(given_delta, delta_k))
+        guarantee = ZCDP(rho, given_delta)
+        parameters = {"rho": rho, "delta": given_delta, "group_keys_rho": keys_rho, "group_keys_delta": delta_k,
+                      "release_rho": rest.rho, "release_delta": rest.delta}
+        spent = f"ρ = {keys_rho:g} with δ = {delta_k:g} (δ-approximate ρ-zCDP)"
+        whole = f"the release the rest of ρ and δ on the released keys; in all {guarantee.describe()} as given, by composition"
+        conversion = getattr(params, "conversion_delta", None) or ZCDP_EQUIVALENT_DELTA
+        extra = {"equivalent": guarantee.to_approx(conversion)}
+    else:
+        epsilon = getattr(params, "epsilon", None)
+        if not isinstance(epsilon, float):
+            raise ParameterError(KEYS_REFUSED)
+        keys_epsilon = epsilon * KEYS_EPSILON_SHARE
+        delta_k = keys_delta(given_delta if has_delta else None)
+        keys_cost = ApproxDP(keys_epsilon, delta_k)
+        rest = _rest_of(params, f"ε·{KEYS_EPSILON_SHARE:g} and δ = {delta_k:g}",  # keys + rest <= ε, δ exactly
+                        epsilon=remainder(epsilon, keys_epsilon),
+                        **({"delta": remainder(given_delta, delta_k)} if has_delta else {}))
+        parameters = {"epsilon": epsilon, "group_keys_epsilon": keys_epsilon, "group_keys_delta": delta_k,
+                      **({"delta": given_delta, "release_delta": rest.delta} if has_delta else {})}
+        spent = f"(ε = {keys_epsilon:g}, δ = {delta_k:g})"
+        extra = {}
     built = derive(rest)
-    if isinstance(built.guarantee, ZCDP):
+    if isinstance(built.guarantee, ZCDP) != isinstance(keys_cost, ZCDP):
         raise ParameterError(KEYS_REFUSED)
-    keys_cost = ApproxDP(keys_epsilon, delta_k)
+    if not isinstance(keys_cost, ZCDP):
+        # the whole: the δ given when the release has one (the parts sum to at most it exactly), else the keys'
+        delta = given_delta if has_delta else compose([keys_cost, built.guarantee]).delta
+        guarantee = ApproxDP(epsilon, delta)
+        if has_delta:
+            whole = (f"the release the rest of ε and δ − {delta_k:g} on the released keys; in all ({epsilon:g}, "
+                     f"{delta:g})-DP as given, by basic composition")
+        else:
+            whole = (f"the release the rest of ε on the released keys; in all ({epsilon:g}, {delta:g})-DP by basic "
+                     f"composition (the release has no δ of its own to take the keys' δ from)")
     per_person = params.max_groups if params.max_groups is not None else KEYS_MAX_PER_PERSON  # set-union's Δ0
     key_mechanism(keys_cost, per_person)  # the key step's constants: refused here, not after spending
-    # the whole: the δ given when the release has one (the parts sum to at most it exactly), else the keys'
-    delta = given_delta if has_delta else compose([keys_cost, built.guarantee]).delta
-    parameters = {**built.parameters, "epsilon": epsilon, "group_keys_epsilon": keys_epsilon,
-                  "group_keys_delta": delta_k,
-                  **({"delta": given_delta, "release_delta": rest.delta} if has_delta else {})}
-    if has_delta:
-        whole = (f"the release the rest of ε and δ − {delta_k:g} on the released keys; in all ({epsilon:g}, "
-                 f"{delta:g})-DP as given, by basic composition")
-    else:
-        whole = (f"the release the rest of ε on the released keys; in all ({epsilon:g}, {delta:g})-DP by basic "
-                 f"composition (the release has no δ of its own to take the keys' δ from)")
-    note = (f"the group keys are chosen privately: a set-union on {params.group_by} spends "
-            f"(ε = {keys_epsilon:g}, δ = {delta_k:g}), {whole}")
     plan = dataclasses.replace(
-        built, guarantee=ApproxDP(epsilon, delta), parameters=parameters,
+        built, guarantee=guarantee, parameters={**built.parameters, **parameters}, **extra,
         steps=(Step("group_keys", KEYS_STEP.format(per_person=per_person), keys_cost), *built.split),
-        notes=(*built.notes, note),
+        notes=(*built.notes, f"the group keys are chosen privately: a set-union on {params.group_by} spends "
+                             f"{spent}, {whole}"),
         releases=f"{built.releases}; the keys of {params.group_by} chosen privately (a set-union)",
     )
     return plan, rest

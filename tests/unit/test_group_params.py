@@ -295,3 +295,18 @@ def test_a_delta_too_small_for_the_key_step_is_refused_by_the_plan(release):
     with pytest.raises(ParameterError):
         build(5e-323)
     assert build(1e-300).split.cost("group_keys").delta > 0.0
+
+
+@pytest.mark.parametrize("release", ["distinct_count", "set_union", "top_k"])
+def test_the_rest_after_the_keys_share_is_checked_as_given(release):
+    """A release given ε whose keys are chosen privately runs on ε − ε_k: that rest obeys every rule a
+    given ε does (here the floor of checks.EPSILON_RANGE), refused when the plan is built, naming the key
+    step, never run below the floor (review leftover: the ε path stored the rest unchecked)."""
+    from dp_spark.plans import distinct_count, set_union, top_k
+
+    build = {"distinct_count": lambda e: distinct_count.plan(epsilon=e, group_by="c", max_groups=2),
+             "set_union": lambda e: set_union.plan(epsilon=e, delta=1e-6, group_by="c", max_groups=2),
+             "top_k": lambda e: top_k.plan(epsilon=e, delta=1e-6, group_by="c", k=3, max_groups=2)}[release]
+    with pytest.raises(ParameterError, match=r"keys chosen privately \(ε·0\.1 .*epsilon must lie in"):
+        build(1.05e-6)
+    assert build(1.2e-6).params.epsilon >= 1e-6  # the rest at the floor or above runs
