@@ -1,4 +1,11 @@
-"""Issue 24's benchmarks for the grouped distinct-count (the first grouped release).
+"""Grouped releases: every release at 1,000 to 1,000,000 keys (``scale``), and the grouped
+distinct-count's accuracy and speed (the first grouped release).
+
+    .venv/bin/python -m benchmarks.grouped scale [--rows 2000000 20000000] [--keys 1000 10000 100000 1000000]
+        [--releases set-union distinct-count count-release top-k] [--reps 2] [--quick] [--json out.json]
+
+runs :mod:`benchmarks.grouped_scale` (each grouped release against the plain ``groupBy`` query it
+replaces, with the driver's peak memory; its docstring says what is measured). Without ``scale``:
 
     .venv/bin/python -m benchmarks.grouped [--runs 20] [--epsilon 1] [--rows 2000000]
         [--groups 50] [--group-hash pair|person] [--reps 2] [--hand-rolled-sample 5]
@@ -584,6 +591,11 @@ def profile(spark, path: str, G: int, reps: int) -> list:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["scale"]:  # every grouped release at many keys
+        from benchmarks import grouped_scale
+
+        return grouped_scale.main(argv[1:])
     args = parse_args(argv)
     spark = start_session("dp_spark benchmark: grouped", SESSION_CONF)
     print("dp_spark benchmark: grouped distinct-count (issue 24); top-k per genre: when grouped top-k exists")
