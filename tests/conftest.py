@@ -48,6 +48,10 @@ TEST_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Spark caches 100 compiled (Janino) classes by default; a test worker runs the same query shapes again and
+    # again (each release on neighbours and seeds) over a few thousand distinct ones: -7 % of the JVM's CPU on
+    # the transcript audit (benchmarks/results/2026-11-30-test-suite-time.md). A cache size only: the same plans.
+    "spark.sql.codegen.cache.maxEntries": "4000",
 }
 
 

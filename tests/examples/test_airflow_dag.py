@@ -92,7 +92,9 @@ def airflow_env(tmp_path_factory):
     python = venv / "bin" / "python"
     if not _importable(python, env):
         steps = [[sys.executable, "-m", "venv", str(venv)],
-                 [str(python), "-m", "pip", "install", "-q", f"{REPO}[airflow]"]]
+                 # no byte-compiling of the ~100 packages at install (measured: 36.6 -> 30.5 s): Python compiles
+                 # only the modules Airflow imports, when it imports them
+                 [str(python), "-m", "pip", "install", "-q", "--no-compile", f"{REPO}[airflow]"]]
         for cmd in steps:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
             if proc.returncode != 0:
