@@ -118,7 +118,7 @@ def _bernoulli_exp_unit(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) 
     k = 1
     while active.shape[0]:
         bk = b[active]
-        if np.any(bk > _SAFE // k):
+        if bk.max() > _SAFE // k:  # active is not empty here
             raise ParameterError("internal: Bernoulli denominator exceeds int64")
         success = _bernoulli_ratio(a[active], bk * k, rng)
         done = active[~success]
@@ -167,7 +167,7 @@ def bernoulli_exp_batch(a: object, b: object, rng: np.random.Generator) -> np.nd
     check_rng(rng)
     a = np.asarray(a, dtype=np.int64).ravel()
     b = np.asarray(b, dtype=np.int64).ravel()
-    if a.shape != b.shape or np.any(a < 0) or np.any(b < 1):
+    if a.shape != b.shape or (a < 0).any() or (b < 1).any():
         raise ParameterError("bernoulli_exp_batch needs equal-length arrays with a >= 0 and b >= 1")
     whole, rest = np.divmod(a, b)
     ok = _exp1_run_at_least(whole, rng)
