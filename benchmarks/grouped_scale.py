@@ -171,7 +171,8 @@ def write_data(rows: int, directory: Path) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m benchmarks.grouped scale", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, nargs="+", default=[2_000_000, 20_000_000])
     p.add_argument("--keys", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
     p.add_argument("--releases", nargs="+", choices=RELEASES, default=list(RELEASES))

@@ -452,7 +452,8 @@ def with_private_keys(derive, params) -> tuple["Plan", Any]:
         parameters = {"rho": rho, "delta": given_delta, "group_keys_rho": keys_rho, "group_keys_delta": delta_k,
                       "release_rho": rest.rho, "release_delta": rest.delta}
         spent = f"ρ = {keys_rho:g} with δ = {delta_k:g} (δ-approximate ρ-zCDP)"
-        whole = f"the release the rest of ρ and δ on the released keys; in all {guarantee.describe()} as given, by composition"
+        whole = (f"the release the rest of ρ and δ on the released keys; in all {guarantee.describe()} as given, "
+                 "by composition")
         conversion = getattr(params, "conversion_delta", None) or ZCDP_EQUIVALENT_DELTA
         extra = {"equivalent": guarantee.to_approx(conversion)}
     else:
@@ -462,9 +463,14 @@ def with_private_keys(derive, params) -> tuple["Plan", Any]:
         keys_epsilon = epsilon * KEYS_EPSILON_SHARE
         delta_k = keys_delta(given_delta if has_delta else None)
         keys_cost = ApproxDP(keys_epsilon, delta_k)
-        rest = _rest_of(params, f"ε·{KEYS_EPSILON_SHARE:g} and δ = {delta_k:g}",  # keys + rest <= ε, δ exactly
-                        epsilon=remainder(epsilon, keys_epsilon),
-                        **({"delta": remainder(given_delta, delta_k)} if has_delta else {}))
+        try:
+            rest = _rest_of(params, f"ε·{KEYS_EPSILON_SHARE:g} and δ = {delta_k:g}",  # keys + rest <= ε, δ exactly
+                            epsilon=remainder(epsilon, keys_epsilon),
+                            **({"delta": remainder(given_delta, delta_k)} if has_delta else {}))
+        except ParameterError:
+            if isinstance(derive(params).guarantee, ZCDP):  # never private keys, whatever ε: say so first
+                raise ParameterError(KEYS_REFUSED) from None
+            raise
         parameters = {"epsilon": epsilon, "group_keys_epsilon": keys_epsilon, "group_keys_delta": delta_k,
                       **({"delta": given_delta, "release_delta": rest.delta} if has_delta else {})}
         spent = f"(ε = {keys_epsilon:g}, δ = {delta_k:g})"

@@ -302,6 +302,8 @@ def test_the_rest_after_the_keys_share_is_checked_as_given(release):
     """A release given ε whose keys are chosen privately runs on ε − ε_k: that rest obeys every rule a
     given ε does (here the floor of checks.EPSILON_RANGE), refused when the plan is built, naming the key
     step, never run below the floor (review leftover: the ε path stored the rest unchecked)."""
+    from dp_spark.accounting.exact import calibrate, remainder
+    from dp_spark.plan import KEYS_EPSILON_SHARE
     from dp_spark.plans import distinct_count, set_union, top_k
 
     build = {"distinct_count": lambda e: distinct_count.plan(epsilon=e, group_by="c", max_groups=2),
@@ -309,4 +311,10 @@ def test_the_rest_after_the_keys_share_is_checked_as_given(release):
              "top_k": lambda e: top_k.plan(epsilon=e, delta=1e-6, group_by="c", k=3, max_groups=2)}[release]
     with pytest.raises(ParameterError, match=r"keys chosen privately \(ε·0\.1 .*epsilon must lie in"):
         build(1.05e-6)
-    assert build(1.2e-6).params.epsilon >= 1e-6  # the rest at the floor or above runs
+    plan = build(1.2e-6)  # the rest above the floor runs: the given Params but for ε and δ, ε exactly the rest
+    assert plan.params.epsilon == remainder(calibrate(1.2e-6), calibrate(1.2e-6) * KEYS_EPSILON_SHARE) >= 1e-6
+    budget = {name: getattr(plan.given, name) for name in ("epsilon", "delta") if hasattr(plan.given, name)}
+    assert dataclasses.replace(plan.params, **budget) == plan.given
+    if release == "distinct_count":  # a zCDP form never takes private keys: told so, not the floor
+        with pytest.raises(ParameterError, match="ρ-zCDP"):
+            distinct_count.plan(epsilon=1.05e-6, group_by="c", max_groups=2, noise="gaussian")
