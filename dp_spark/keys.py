@@ -12,7 +12,7 @@ partitioned. The index keys every per-group draw and the composite
 :class:`GroupKeys` keeps the O(G) values in one Arrow array on the driver,
 never in a Python list or dict; a body reads a key by index, the JSON report
 its first keys (:meth:`GroupKeys.head`), and Spark joins the key table built
-from the array (:func:`dp_spark.releases.groups.key_frame`).
+from the array (:func:`dp_spark.stages.group_items.key_frame`).
 """
 
 from __future__ import annotations

@@ -109,6 +109,7 @@ from dp_spark.settings.distinct_count import (
     cap_note,
 )
 from dp_spark.stages import edges as edge_stage
+from dp_spark.stages.arrow_frames import arrow_frame
 from dp_spark.stages.distinct import (bounded_counts_of_edges, count_pairs, greedy_counts, grouped_greedy_counts,
                                       matching_counts, matching_pairs)
 from dp_spark.stages.edges import GROUP, person_ids
@@ -357,7 +358,8 @@ def _groups_frame(spark, plan: Plan, group_type, keys, released: GroupRelease | 
                       "estimate": pa.array(empty if released is None else released.estimate, pa.int64()),
                       "lower_bound": pa.array(empty if released is None else released.lower_bound, pa.int64()),
                       "bound": pa.array(empty if released is None else released.bound, pa.int32())})
-    frame = spark.createDataFrame(table, schema)
+    bound = type(plan.params).MAX_KEYS if "group_keys" in plan.split else len(keys)  # public, not how many
+    frame = arrow_frame(spark, table, schema, bound=bound)
     texts = [] if released is None else _group_errors(released, plan.params.beta)
     pairs = [x for c, text in zip([] if released is None else released.candidates.tolist(), texts)
              for x in (F.lit(int(c)), F.lit(text))]

@@ -97,7 +97,7 @@ def grouped_edges(plan, edge_df, keys=None, cap: bool = True):
         raise ParameterError(f"groups: {len(typed):,} keys; at most {limit:,} ({keys_limit_reason(limit)}).")
 
     bound = len(typed) if keys is None else limit  # released keys: the public limit, not their number
-    restricted = join_keys(edge_df, key_frame(spark, typed, group_type), GROUP, bound)
+    restricted = join_keys(edge_df, key_frame(spark, typed, group_type, bound=bound), GROUP, bound)
     # max_groups=None: the body caps after choosing m; m >= #keys keeps every row (no window)
     capped = (restricted if p.max_groups is None or not cap
               else cap_groups(restricted, p.max_groups, public_keys=len(typed) if keys is None else None))

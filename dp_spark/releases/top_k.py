@@ -472,7 +472,7 @@ def _groups_frame(plan: Plan, keys, selection: _GroupsSelection, edge_df):
     group_type = edge_df.schema[GROUP].dataType
     if not isinstance(keys, GroupKeys):  # a rebuilt plan's keys: the same canonical order
         keys = GroupKeys.of(keys, isinstance(group_type, T.LongType))
-    key_df = key_frame(spark, keys, group_type, p.group_by)
+    key_df = key_frame(spark, keys, group_type, p.group_by, bound=bound)
     return join_keys(frame, key_df, GROUP_INDEX, bound).select(GROUP_INDEX, p.group_by, "rank", "item", "bottom")
 
 

@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.keys import GroupKeys
+from dp_spark.stages.arrow_frames import arrow_frame
 from dp_spark.stages.edges import GROUP, ITEM, PERSON, UNGROUPED, item_type
 
 #: Separates the group index from the item in a composite key.
@@ -46,13 +47,14 @@ GROUP_INDEX = "group_index"
 BROADCAST_KEYS = 100_000
 
 
-def key_frame(spark, keys: GroupKeys, group_type, group_column: str = GROUP):
+def key_frame(spark, keys: GroupKeys, group_type, group_column: str = GROUP, *, bound: int):
     """The key table (``group_column``, ``group_index``): key i of ``keys`` with index i, made from
-    the Arrow array (no Python list of keys); its values and order are public."""
+    the Arrow array (no Python list of keys; :func:`~dp_spark.stages.arrow_frames.arrow_frame`, whose
+    path ``bound`` picks: the PUBLIC bound of :func:`join_keys`); its values and order are public."""
     schema = T.StructType([T.StructField(group_column, group_type, False),
                            T.StructField(GROUP_INDEX, T.IntegerType(), False)])
     table = pa.table({group_column: keys.arrow, GROUP_INDEX: pa.array(np.arange(len(keys), dtype=np.int32))})
-    return spark.createDataFrame(table, schema)
+    return arrow_frame(spark, table, schema, bound=bound)
 
 
 def join_keys(frame, key_df, on: str, bound: int):
@@ -115,9 +117,9 @@ class Composite:
         rest = [c for c in frame.columns if c != ITEM]
         if self.identity:
             return frame.select(F.lit(self.keys[0]).cast(self.group_type).alias(group_by), ITEM, *rest)
-        key_df = key_frame(frame.sparkSession, self.keys, self.group_type, group_by)
-        split = self.indexed(frame)
         bound = len(self.keys) if self.bound is None else self.bound
+        key_df = key_frame(frame.sparkSession, self.keys, self.group_type, group_by, bound=bound)
+        split = self.indexed(frame)
         return join_keys(split, key_df, GROUP_INDEX, bound).select(group_by, ITEM, *rest)
 
     def indexed(self, frame: DataFrame) -> DataFrame:

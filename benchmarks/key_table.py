@@ -1,0 +1,82 @@
+"""The key table of a grouped release as a LocalRelation against dp_spark's Arrow chunks.
+
+A table of N public keys (long key, int index) made on the driver from Arrow, three ways: Spark's
+``createDataFrame`` (a LocalRelation below ``spark.sql.execution.arrow.localRelationThreshold``),
+``dp_spark.stages.arrow_frames.arrow_frame`` (IPC chunks above ``LOCAL_ROWS``), and, for scale, the
+same rows already in Spark (``spark.range``). For each: the frame's creation, the mean time of one
+DataFrame call on a plan holding it (a join with 2M rows, then ten ``withColumn``), and a run of that
+join to the noop sink (best of ``--reps``). No data of any person: NON-PRIVATE timings only.
+
+    .venv/bin/python -m benchmarks.key_table --keys 20000 100000 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from benchmarks._common import start_session
+
+
+def _ms_per_call(events, keys) -> float:
+    from pyspark.sql import functions as F
+
+    start = time.perf_counter()
+    frame = events.join(keys, "g")
+    for i in range(10):
+        frame = frame.withColumn(f"c{i}", F.col("item") + i)
+    return (time.perf_counter() - start) / 11 * 1e3
+
+
+def _join_run(events, keys, reps: int) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        start = time.perf_counter()
+        events.join(keys, "g").write.format("noop").mode("overwrite").save()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.key_table", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--keys", type=int, nargs="+", default=[20_000, 100_000, 1_000_000])
+    p.add_argument("--rows", type=int, default=2_000_000, help="rows joined with the key table")
+    p.add_argument("--reps", type=int, default=3)
+    args = p.parse_args(argv)
+
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from dp_spark.stages.arrow_frames import arrow_frame
+
+    spark = start_session("key-table")
+    schema = T.StructType([T.StructField("g", T.LongType(), False), T.StructField("idx", T.IntegerType(), False)])
+    print(f"load at start {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"{'keys':>9} {'way':<16} {'create s':>9} {'ms/call':>8} {'join run s':>11}")
+    for n in args.keys:
+        events = spark.range(args.rows).select((F.col("id") % n).alias("g"), (F.col("id") % 777).alias("item"))
+        table = pa.table({"g": pa.array(np.arange(n, dtype=np.int64)), "idx": pa.array(np.arange(n, dtype=np.int32))})
+        ways = {
+            "createDataFrame": lambda: spark.createDataFrame(table, schema),
+            "arrow_frame": lambda: arrow_frame(spark, table, schema, bound=n),
+            "spark.range": lambda: spark.range(n).select("id", F.col("id").cast("int")).toDF("g", "idx"),
+        }
+        for way, make in ways.items():
+            start = time.perf_counter()
+            keys = make()
+            created = time.perf_counter() - start
+            calls = min(_ms_per_call(events, keys) for _ in range(2))
+            run = _join_run(events, keys, args.reps)
+            print(f"{n:>9,} {way:<16} {created:>9.3f} {calls:>8.1f} {run:>11.2f}", flush=True)
+    print(f"load at end {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
