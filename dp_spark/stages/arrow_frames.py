@@ -30,7 +30,8 @@ def arrow_frame(spark, table: pa.Table, schema, *, bound: int):
     """A DataFrame of ``table``'s rows with the Spark ``schema`` (a StructType whose fields are the
     table's columns, in order). ``bound``: a public bound on ``len(table)`` that picks the path: up to
     :data:`LOCAL_ROWS`, ``spark.createDataFrame(table, schema)``; above, chunks of :data:`CHUNK_ROWS`
-    rows as Arrow IPC streams in a small table, decoded on the executors. Lazy either way; the rows and
+    rows as Arrow IPC streams in a small table, decoded on the executors (a bound below the table's
+    length is the caller's error; the chunks then follow the length). Lazy either way; the rows and
     their order are ``table``'s (within a chunk, and chunk after chunk)."""
     if bound <= LOCAL_ROWS:
         return spark.createDataFrame(table, schema)
@@ -39,8 +40,9 @@ def arrow_frame(spark, table: pa.Table, schema, *, bound: int):
 
     arrow_schema = to_arrow_schema(schema)
     table = table.cast(arrow_schema)
-    streams = [_ipc(batch) for batch in table.to_batches(max_chunksize=CHUNK_ROWS)] or [_ipc(
-        pa.RecordBatch.from_pylist([], schema=arrow_schema))]
+    streams = [_ipc(batch) for batch in table.to_batches(max_chunksize=CHUNK_ROWS)]
+    empty = _ipc(pa.RecordBatch.from_pylist([], schema=arrow_schema))
+    streams += [empty] * (-(-bound // CHUNK_ROWS) - len(streams))  # as many chunk rows as the bound's
     chunks = spark.createDataFrame(pa.table({_CHUNK: pa.array(streams, pa.binary())}),
                                    T.StructType([T.StructField(_CHUNK, T.BinaryType(), False)]))
     return chunks.mapInArrow(_decode, schema)

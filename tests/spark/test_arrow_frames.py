@@ -14,6 +14,7 @@ from pyspark.sql import types as T
 import dp_spark
 from dp_spark.stages import arrow_frames
 from dp_spark.stages.arrow_frames import LOCAL_ROWS, arrow_frame
+from dp_spark.stages.group_items import BROADCAST_KEYS, join_keys
 from tests.spark.test_session_shapes import MATRIX_SHAPES, settings
 
 SCHEMAS = {
@@ -43,18 +44,47 @@ def test_the_rows_in_order_on_either_path(spark, monkeypatch, kind, bound):
     got = arrow_frame(spark, table, SCHEMAS[kind], bound=bound)
     assert ("MapInArrow" in _plan(got)) == (bound > LOCAL_ROWS)  # the path follows the bound alone
     assert_df_equality(got, spark.createDataFrame(table, SCHEMAS[kind]))  # rows, order and schema
-    assert got.rdd.getNumPartitions() <= spark.sparkContext.defaultParallelism
 
 
-def test_the_path_is_the_bounds_not_the_tables_length(spark):
-    """A 3-row table under a large public bound takes the chunked path, and an empty one gives an empty
-    frame: what runs in Spark shows the bound (public), never how many rows there were."""
+def _chunk_rows(frame) -> int:
+    """Rows of the chunk table under a chunked frame's MapInArrow."""
+    return frame._jdf.queryExecution().analyzed().children().apply(0).stats().rowCount().get()
+
+
+def test_the_path_and_the_chunks_are_the_bounds_not_the_tables_length(spark, monkeypatch):
+    """Under one public bound, tables of 0, 3 and 250 rows take the chunked path with the same number
+    of chunk rows, ceil(bound / CHUNK_ROWS) (empty streams pad the shorter ones): what runs in Spark
+    (the plan, its partitions and tasks) shows the bound, never how many rows there were."""
+    monkeypatch.setattr(arrow_frames, "CHUNK_ROWS", 100)
     schema = SCHEMAS["long"]
-    small = arrow_frame(spark, _table("long", 3), schema, bound=10**6)
-    empty = arrow_frame(spark, _table("long", 0), schema, bound=10**6)
-    assert "MapInArrow" in _plan(small) and "MapInArrow" in _plan(empty)
-    assert sorted(r["group_index"] for r in small.collect()) == [0, 1, 2]
-    assert empty.count() == 0 and empty.schema == schema
+    frames = {n: arrow_frame(spark, _table("long", n), schema, bound=LOCAL_ROWS + 1) for n in (0, 3, 250)}
+    assert {n: "MapInArrow" in _plan(f) for n, f in frames.items()} == {0: True, 3: True, 250: True}
+    assert {n: _chunk_rows(f) for n, f in frames.items()} == {n: -(-(LOCAL_ROWS + 1) // 100) for n in frames}
+    assert len({f.rdd.getNumPartitions() for f in frames.values()}) == 1
+    assert sorted(r["group_index"] for r in frames[3].collect()) == [0, 1, 2]
+    assert frames[0].count() == 0 and frames[0].schema == schema
+    assert frames[250].count() == 250
+
+
+@pytest.mark.parametrize("n", [99, 100, 101, 200])
+def test_tables_at_a_chunk_boundary(spark, monkeypatch, n):
+    monkeypatch.setattr(arrow_frames, "CHUNK_ROWS", 100)
+    table = _table("string", n)
+    assert_df_equality(arrow_frame(spark, table, SCHEMAS["string"], bound=LOCAL_ROWS + 1),
+                       spark.createDataFrame(table, SCHEMAS["string"]))
+
+
+@pytest.mark.parametrize("bound", [BROADCAST_KEYS, BROADCAST_KEYS + 1])
+def test_a_key_table_above_the_broadcast_limit_is_not_broadcast(spark, bound):
+    """The chunked frame's size estimate is its chunk table's (a few KB), so Spark would broadcast
+    1,000,000 keys unasked; join_keys broadcasts up to BROADCAST_KEYS keys and hints a sort-merge join
+    above."""
+    table = _table("long", 1_000)
+    keys = arrow_frame(spark, table, SCHEMAS["long"], bound=bound)
+    frame = spark.range(5_000).select((F.col("id") * 3).alias("g"))
+    physical = join_keys(frame, keys, "g", bound)._jdf.queryExecution().executedPlan().toString()
+    assert ("BroadcastHashJoin" in physical) == (bound <= BROADCAST_KEYS)
+    assert ("SortMergeJoin" in physical) == (bound > BROADCAST_KEYS)
 
 
 def test_a_large_table_reaches_the_plan_as_a_few_rows(spark):
@@ -63,8 +93,8 @@ def test_a_large_table_reaches_the_plan_as_a_few_rows(spark):
     table = _table("long", 100_000)
     got = arrow_frame(spark, table, SCHEMAS["long"], bound=100_000)
     local = spark.createDataFrame(table, SCHEMAS["long"])
-    chunk_rows = got._jdf.queryExecution().analyzed().children().apply(0)  # MapInArrow's child
-    assert "LocalRelation" in chunk_rows.toString() and chunk_rows.stats().rowCount().get() == 2
+    assert "LocalRelation" in got._jdf.queryExecution().analyzed().children().apply(0).toString()
+    assert _chunk_rows(got) == 2
     probe = spark.range(0, 1_000_001, 7).select(F.col("id").alias("g"))
     assert probe.join(got, "g").groupBy().sum("group_index").first()[0] == \
         probe.join(local, "g").groupBy().sum("group_index").first()[0]
@@ -101,6 +131,49 @@ def test_a_seeded_grouped_release_is_the_same_whichever_path_its_key_table_took(
         return report, sorted(map(str, out.groups.collect()))
 
     local = run()
-    monkeypatch.setattr(arrow_frames, "LOCAL_ROWS", 0)  # every key table through the chunked path
+    monkeypatch.setattr(arrow_frames, "LOCAL_ROWS", 0)  # every key table through the chunked path,
+    monkeypatch.setattr(arrow_frames, "CHUNK_ROWS", 3)  # in several chunks
     chunked = run()
     assert chunked == local and local[1]
+
+
+PRIVATE_KEY_RUNS = {
+    "distinct-count": (dp_spark.distinct_count, dict(epsilon=2.0, max_groups=None, shards=1, max_bound=16)),
+    "set-union": (dp_spark.set_union, dict(epsilon=2.0, delta=1e-5, count=True)),
+    "count-release": (dp_spark.count_release, dict(rho=2.0, delta=1e-5, method="bounded", max_items=3)),
+    "top-k": (dp_spark.top_k, dict(k=2, epsilon=2.0, delta=1e-5)),
+}
+
+
+@pytest.mark.parametrize("release", sorted(PRIVATE_KEY_RUNS))
+def test_privately_chosen_keys_take_the_path_of_the_key_limit_whatever_was_released(spark, monkeypatch,
+                                                                                   release):
+    """Neighbouring tables D and D + y, y the only person of a group "rare" that the key step releases
+    on D + y only (forced: 3 against 4 keys released): every Arrow table made into a DataFrame (the key
+    table, distinct-count's release.groups) gets the same bound on both, the release's public key
+    limit, so its path and chunks do not show how many keys were released."""
+    from dp_spark.releases import RELEASES
+    from dp_spark.releases import distinct_count as distinct_release
+    from dp_spark.releases import group_keys as key_step
+    from dp_spark.stages import group_items
+    from tests.spark.test_edges_i40 import _country_events, _releasing
+
+    function, kwargs = PRIVATE_KEY_RUNS[release]
+    bounds = []
+
+    def spying(spark_, table, schema, *, bound):
+        bounds[-1].append(bound)
+        return arrow_frame(spark_, table, schema, bound=bound)
+
+    monkeypatch.setattr(group_items, "arrow_frame", spying)
+    monkeypatch.setattr(distinct_release, "arrow_frame", spying)
+    runs = {}
+    for name, extra_rows, extra_key in (("D", (), None), ("D + y", [(999, "x", "rare"), (999, "y", "rare")],
+                                                                   "rare")):
+        monkeypatch.setattr(key_step, "choose_keys", _releasing(extra_key))
+        bounds.append([])
+        runs[name] = function(_country_events(spark, extra_rows), person_col="person_id", item_col="item",
+                              group_by="country", seed=5, **kwargs)
+    assert [r.result["group_keys_released"] for r in runs.values()] == [3, 4]
+    limit = RELEASES[release].plan_function.Params.MAX_KEYS
+    assert bounds[0] == bounds[1] and bounds[0] and set(bounds[0]) == {limit}
