@@ -39,6 +39,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dp_spark.stages.arrow_frames import arrow_frame
 from dp_spark.stages.edges import ITEM, item_type
 from dp_spark.stages.item_counts import BROADCAST_ITEMS, COUNT, grouped_item_counts
 from dp_spark.stages.partitioning import python_partitions
@@ -57,17 +58,18 @@ Select = Callable[[int, np.ndarray, float], tuple[np.ndarray, bool]]
 
 
 def domain_frame(spark, items: Sequence, dtype) -> DataFrame:
-    """The public domain table (``item``, ``_index``): item i of ``items`` at position i."""
+    """The public domain table (``item``, ``_index``): item i of ``items`` at position i (from Arrow:
+    :func:`~dp_spark.stages.arrow_frames.arrow_frame`)."""
     schema = T.StructType([T.StructField(ITEM, dtype, False), T.StructField(INDEX, T.LongType(), False)])
-    pdf = pd.DataFrame({ITEM: pd.Series(list(items), dtype=object),
-                        INDEX: np.arange(len(items), dtype=np.int64)})
-    return spark.createDataFrame(pdf, schema)
+    table = pa.table({ITEM: pa.array(list(items)), INDEX: pa.array(np.arange(len(items), dtype=np.int64))})
+    return arrow_frame(spark, table, schema, bound=len(items))  # the domain's size is public
 
 
 def with_domain(frame: DataFrame, domain: DataFrame, size: int, on, how: str = "inner") -> DataFrame:
     """``frame`` joined with the public domain table on ``on``; broadcast when the domain (its public
-    ``size``) has at most :data:`BROADCAST_ITEMS` items."""
-    return frame.join(F.broadcast(domain) if size <= BROADCAST_ITEMS else domain, on=on, how=how)
+    ``size``) has at most :data:`BROADCAST_ITEMS` items, a sort-merge join above (said by a hint: Spark
+    estimates a table of Arrow chunks at the chunks' size and would broadcast it)."""
+    return frame.join(F.broadcast(domain) if size <= BROADCAST_ITEMS else domain.hint("merge"), on=on, how=how)
 
 
 def _group_counts(edge_df: DataFrame, kbar: int | None, domain: DataFrame | None, size: int | None) -> DataFrame:

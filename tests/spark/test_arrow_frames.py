@@ -4,6 +4,8 @@ by a Python pass above; the same rows in the same order either way, and the same
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -177,3 +179,60 @@ def test_privately_chosen_keys_take_the_path_of_the_key_limit_whatever_was_relea
     assert [r.result["group_keys_released"] for r in runs.values()] == [3, 4]
     limit = RELEASES[release].plan_function.Params.MAX_KEYS
     assert bounds[0] == bounds[1] and bounds[0] and set(bounds[0]) == {limit}
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["ungrouped", "grouped"])
+def test_a_seeded_top_k_over_a_public_domain_is_the_same_whichever_path_and_join_its_domain_took(
+        spark, monkeypatch, grouped):
+    """The public domain table (top-k's counts of the listed items, ungrouped and per group) through
+    arrow_frame: the same seeded release from Spark's path and from chunks, broadcast or (above
+    BROADCAST_ITEMS, lowered here) a sort-merge join, never an unasked broadcast."""
+    from dp_spark.stages import item_counts, top_k_groups
+
+    df = spark.range(3_000).select((F.col("id") % 600).alias("person_id"),
+                                   F.concat(F.lit("i"), (F.col("id") % 11).cast("string")).alias("item"),
+                                   (F.col("id") % 3 * 10).alias("g"))
+    domain = [f"i{j}" for j in range(15)]  # 4 items without rows
+    kwargs = dict(k=3, epsilon=2.0, domain=domain, method="joint", seed=13,
+                  **(dict(group_by="g", groups=[0, 10, 20]) if grouped else {}))
+    plans = []
+    real_join = type(df).join
+
+    def recording(self, other, *args, **kwargs_):
+        joined = real_join(self, other, *args, **kwargs_)
+        if any(c.endswith("index") and c != "group_index" for c in other.columns):  # the domain table
+            plans.append(joined._jdf.queryExecution().executedPlan().toString())
+        return joined
+
+    def run():
+        out = dp_spark.top_k(df, **kwargs)
+        report = out.to_dict()
+        for volatile in ("created", "library"):
+            report.pop(volatile)
+        return report, sorted(map(str, (out.groups if grouped else out.items).collect()))
+
+    local = run()
+    monkeypatch.setattr(arrow_frames, "LOCAL_ROWS", 0)
+    monkeypatch.setattr(arrow_frames, "CHUNK_ROWS", 4)
+    for module in (item_counts, top_k_groups):
+        monkeypatch.setattr(module, "BROADCAST_ITEMS", 5)
+    monkeypatch.setattr(type(df), "join", recording)
+    chunked = run()
+    assert chunked == local and local[1]
+    assert plans and all("MapInArrow" in p and "SortMergeJoin" in p for p in plans)
+    assert not any(re.search(r"(?<!group)_index#", tree) for p in plans for tree in _broadcast_subtrees(p))
+
+
+def _broadcast_subtrees(plan: str) -> list[str]:
+    """The text of every subtree under a BroadcastExchange of a physical plan's string."""
+    lines, out = plan.splitlines(), []
+    for i, line in enumerate(lines):
+        if "BroadcastExchange" in line:
+            depth = len(line) - len(line.lstrip(" :+-"))
+            tree = [line]
+            for below in lines[i + 1:]:
+                if len(below) - len(below.lstrip(" :+-")) <= depth:
+                    break
+                tree.append(below)
+            out.append("\n".join(tree))
+    return out
