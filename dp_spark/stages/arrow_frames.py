@@ -3,8 +3,8 @@ noise; NON-PRIVATE outputs.
 
 ``spark.createDataFrame(arrow_table)`` makes a table below ``spark.sql.execution.arrow.localRelationThreshold``
 (48 MB by default) a ``LocalRelation``: its rows live in the query plan, and every later step on a plan
-that holds 10^6 of them walks them — each DataFrame call 50–65 ms instead of ~5 ms, the frame's creation
-1.4 s, a join of 2M rows with a 10^6-key table 3.2–3.5 s instead of 1.2–1.9 s
+that holds 10^6 of them walks them — each DataFrame call 40–58 ms instead of 3.5 ms, a grouped
+release's join of 2M rows with a 10^6-key table 1.9 s instead of 0.7 s
 (benchmarks/results/2026-11-30-key-table.md). :func:`arrow_frame` keeps small tables on that path and
 sends a larger one as a few Arrow IPC streams, one row each, decoded by a Python pass
 (:func:`_decode`): the plan holds a handful of rows whatever the table's size, on a classic session and on
