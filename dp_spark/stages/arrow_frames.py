@@ -48,6 +48,15 @@ def arrow_frame(spark, table: pa.Table, schema, *, bound: int):
     return chunks.mapInArrow(_decode, schema)
 
 
+def join_public(frame, table, on, *, broadcast: bool, how: str = "inner"):
+    """``frame`` joined with a public ``table`` made by :func:`arrow_frame`: broadcast when ``broadcast``
+    (the caller's choice from a public size), else a sort-merge join, said by a hint: Spark estimates a
+    chunked table at its chunks' few KB and would broadcast it unasked (10^6 keys in every executor)."""
+    from pyspark.sql import functions as F
+
+    return frame.join(F.broadcast(table) if broadcast else table.hint("merge"), on=on, how=how)
+
+
 def _ipc(batch: pa.RecordBatch) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as writer:

@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.keys import GroupKeys
-from dp_spark.stages.arrow_frames import arrow_frame
+from dp_spark.stages.arrow_frames import arrow_frame, join_public
 from dp_spark.stages.edges import GROUP, ITEM, PERSON, UNGROUPED, item_type
 
 #: Separates the group index from the item in a composite key.
@@ -45,8 +45,6 @@ SEPARATOR = ":"
 GROUP_INDEX = "group_index"
 #: Keys up to which the key table is broadcast to the executors; a shuffle join above.
 BROADCAST_KEYS = 100_000
-#: The join hint for more keys: the sort-merge join Spark would choose from the key table's true size.
-_LARGE_KEYS_JOIN = "merge"
 
 
 def key_frame(spark, keys: GroupKeys, group_type, group_column: str = GROUP, *, bound: int):
@@ -64,10 +62,8 @@ def join_keys(frame, key_df, on: str, bound: int):
     PUBLIC bound on the number of keys: their number when they are public, the release's limit when
     they were chosen privately, so the Spark work does not show how many were released) is at most
     :data:`BROADCAST_KEYS`, a shuffle join above (a broadcast of 10^6 keys would hold tens of MB in
-    every executor), said by a hint: a key table above 20,000 rows comes from Arrow chunks whose size
-    Spark estimates at a few KB, so it would broadcast it unasked."""
-    return frame.join(F.broadcast(key_df) if bound <= BROADCAST_KEYS else key_df.hint(_LARGE_KEYS_JOIN),
-                      on=on, how="inner")
+    every executor; :func:`~dp_spark.stages.arrow_frames.join_public`)."""
+    return join_public(frame, key_df, on, broadcast=bound <= BROADCAST_KEYS)
 
 
 def _index_of(column: str = ITEM):

@@ -41,7 +41,7 @@ from dp_spark.errors import InputError, ParameterError, SchemaError
 from dp_spark.io import read_input
 from dp_spark.public_inputs import refuse_private_as_public
 from dp_spark.sparkjobs import spark_job
-from dp_spark.stages.arrow_frames import arrow_frame
+from dp_spark.stages.arrow_frames import arrow_frame, join_public
 from dp_spark.stages.edges import GROUP, ITEM, PERSON, check_id_columns, edges, item_type  # noqa: F401 - check_id_columns re-exported
 from dp_spark.stages.partitioning import python_partitions
 from dp_spark.stages.set_union import materialize
@@ -135,10 +135,8 @@ def counts_of_items(counts_df: DataFrame, items: Sequence, group_index: str | No
     schema = T.StructType([T.StructField(_INDEX, T.LongType(), False), T.StructField(ITEM, dtype, False)])
     table = pa.table({_INDEX: pa.array(np.arange(len(items), dtype=np.int64)), ITEM: pa.array(list(items))})
     dom = arrow_frame(spark, table, schema, bound=len(items))  # the list's length is public
-    # already on the driver: broadcast, so neither side is shuffled; above, a sort-merge join (Spark would
-    # broadcast the chunked table unasked: it estimates its size at its chunks')
-    dom = F.broadcast(dom) if len(items) <= BROADCAST_ITEMS else dom.hint("merge")
-    joined = counts_df.join(dom, ITEM, "inner").select(*by, _INDEX, COUNT)
+    # already on the driver: broadcast, so neither side is shuffled; above, a sort-merge join
+    joined = join_public(counts_df, dom, ITEM, broadcast=len(items) <= BROADCAST_ITEMS).select(*by, _INDEX, COUNT)
     with spark_job("counting persons per domain item of every group" if by else "counting persons per listed item"):
         pdf = joined.toPandas()
     if len(pdf):

@@ -39,7 +39,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dp_spark.stages.arrow_frames import arrow_frame
+from dp_spark.stages.arrow_frames import arrow_frame, join_public
 from dp_spark.stages.edges import ITEM, item_type
 from dp_spark.stages.item_counts import BROADCAST_ITEMS, COUNT, grouped_item_counts
 from dp_spark.stages.partitioning import python_partitions
@@ -67,9 +67,9 @@ def domain_frame(spark, items: Sequence, dtype) -> DataFrame:
 
 def with_domain(frame: DataFrame, domain: DataFrame, size: int, on, how: str = "inner") -> DataFrame:
     """``frame`` joined with the public domain table on ``on``; broadcast when the domain (its public
-    ``size``) has at most :data:`BROADCAST_ITEMS` items, a sort-merge join above (said by a hint: Spark
-    estimates a table of Arrow chunks at the chunks' size and would broadcast it)."""
-    return frame.join(F.broadcast(domain) if size <= BROADCAST_ITEMS else domain.hint("merge"), on=on, how=how)
+    ``size``) has at most :data:`BROADCAST_ITEMS` items, a sort-merge join above
+    (:func:`~dp_spark.stages.arrow_frames.join_public`)."""
+    return join_public(frame, domain, on, broadcast=size <= BROADCAST_ITEMS, how=how)
 
 
 def _group_counts(edge_df: DataFrame, kbar: int | None, domain: DataFrame | None, size: int | None) -> DataFrame:
