@@ -12,8 +12,11 @@ t an integer) and every threshold is computed in int64 from them; the code
 checks, before each computation, that no intermediate exceeds int64, and
 hands the (rare) elements whose numbers would not fit to the Fraction-based
 scalar sampler of ``dp_spark.noise.discrete``, which is exact for any size.
-No floating-point value is computed on the way to a sample, so the output has
-exactly the stated distribution (up to the uniformity of ``rng``'s bits).
+No sample is a rounded floating-point value, so the output has exactly the
+stated distribution (up to the uniformity of ``rng``'s bits). The one place
+doubles appear, the wide sampler's acceptance test, uses them only to settle
+an integer comparison that a proven error bound settles, and the integers
+otherwise: the same outcome on every random word as the all-integer test.
 
 - ``bernoulli_exp_batch(a, b, rng)``: Bernoulli(exp(−a/b)) element-wise (Alg. 1).
 - ``discrete_laplace_batch(b, size, rng)``: P[k] ∝ exp(−|k|/b), rational b > 0 (Alg. 2);
@@ -25,8 +28,9 @@ exactly the stated distribution (up to the uniformity of ``rng``'s bits).
   is Δ²/(2σ²)-zCDP (CKS 2020, Theorem 14); its variance is at most σ².
 - ``discrete_gaussian_batch_wide(sigma2, size, rng)``: the same distribution for σ² whose
   acceptance integers exceed int64 (e.g. noise on a factorized counter's 2^20-scaled integer
-  strategy): for σ < 2^48 the proposal stays in int64 and the acceptance test runs on Python ints;
-  larger σ go to the Fraction-based scalar sampler of ``dp_spark.noise.discrete``.
+  strategy): for σ < 2^48 the proposal stays in int64 and the acceptance test's comparisons are
+  settled in doubles with a proven error bound, else in Python ints (bit for bit the all-integer
+  test's draws); larger σ go to the Fraction-based scalar sampler of ``dp_spark.noise.discrete``.
 - ``rational_sigma2(sigma2)``: σ² rounded up onto a binary grid (relative
   change < 2^−19 for σ² ≥ 1), so a mechanism that rounds its σ² with it never spends more than planned.
 """
@@ -99,15 +103,19 @@ def bernoulli_double(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def _bernoulli_ratio(num: np.ndarray, den: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Bernoulli(num/den) element-wise (0 ≤ num ≤ den, den ≥ 1, int64)."""
+def _bernoulli_ratio(num: np.ndarray, den: np.ndarray | int, rng: np.random.Generator) -> np.ndarray:
+    """Bernoulli(num/den) element-wise (0 ≤ num ≤ den, den ≥ 1, int64; ``den`` an array or one int
+    for all: numpy's bounded integers draw the same words for a bound given once or repeated)."""
     if num.shape[0] == 0:
         return np.zeros(0, dtype=bool)
+    if np.ndim(den) == 0:
+        return rng.integers(0, int(den), size=num.shape[0], dtype=np.int64) < num
     return rng.integers(0, den, dtype=np.int64) < num
 
 
-def _bernoulli_exp_unit(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Bernoulli(exp(−a/b)) for 0 ≤ a ≤ b (CKS Algorithm 1, first part), vectorised.
+def _bernoulli_exp_unit(a: np.ndarray, b: np.ndarray | int, rng: np.random.Generator) -> np.ndarray:
+    """Bernoulli(exp(−a/b)) for 0 ≤ a ≤ b (CKS Algorithm 1, first part), vectorised; ``b`` an
+    array or one int for all.
 
     Draw A_k ~ Bernoulli(a/(b·k)) for k = 1, 2, … until the first failure K;
     P[K odd] = exp(−a/b). Requires b·k < 2^62 for the k reached (checked).
@@ -115,14 +123,29 @@ def _bernoulli_exp_unit(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) 
     n = a.shape[0]
     result = np.zeros(n, dtype=bool)
     active = np.arange(n)
+    scalar = np.ndim(b) == 0
     k = 1
     while active.shape[0]:
-        bk = b[active]
-        if bk.max() > _SAFE // k:  # active is not empty here
+        bk = b if scalar else b[active]
+        if (bk if scalar else bk.max()) > _SAFE // k:  # active is not empty here
             raise ParameterError("internal: Bernoulli denominator exceeds int64")
         success = _bernoulli_ratio(a[active], bk * k, rng)
         done = active[~success]
         result[done] = k % 2 == 1
+        active = active[success]
+        k += 1
+    return result
+
+
+def _bernoulli_exp_minus_one(m: int, rng: np.random.Generator) -> np.ndarray:
+    """Bernoulli(exp(−1)), ``m`` times: :func:`_bernoulli_exp_unit` with a = b = 1 (A_k ~
+    Bernoulli(1/k), the same words), without its per-step checks and copies."""
+    result = np.zeros(m, dtype=bool)
+    active = np.arange(m)
+    k = 1
+    while active.shape[0]:
+        success = rng.integers(0, k, size=active.shape[0], dtype=np.int64) < 1
+        result[active[~success]] = k % 2 == 1
         active = active[success]
         k += 1
     return result
@@ -134,9 +157,8 @@ def _exp1_run_at_least(need: np.ndarray, rng: np.random.Generator) -> np.ndarray
     ok = need == 0
     active = np.flatnonzero(~ok)
     count = np.zeros(n, dtype=np.int64)
-    ones = np.ones(n, dtype=np.int64)
     while active.shape[0]:
-        success = _bernoulli_exp_unit(ones[active], ones[active], rng)
+        success = _bernoulli_exp_minus_one(active.shape[0], rng)
         active = active[success]
         count[active] += 1
         reached = count[active] >= need[active]
@@ -149,9 +171,8 @@ def _geometric_exp1(n: int, rng: np.random.Generator) -> np.ndarray:
     """Number of Bernoulli(exp(−1)) successes before the first failure, n times."""
     count = np.zeros(n, dtype=np.int64)
     active = np.arange(n)
-    ones = np.ones(n, dtype=np.int64)
     while active.shape[0]:
-        success = _bernoulli_exp_unit(ones[active], ones[active], rng)
+        success = _bernoulli_exp_minus_one(active.shape[0], rng)
         active = active[success]
         count[active] += 1
     return count
@@ -173,6 +194,16 @@ def bernoulli_exp_batch(a: object, b: object, rng: np.random.Generator) -> np.nd
     ok = _exp1_run_at_least(whole, rng)
     idx = np.flatnonzero(ok)
     ok[idx] = _bernoulli_exp_unit(rest[idx], b[idx], rng)
+    return ok
+
+
+def _bernoulli_exp(a: np.ndarray, b: int, rng: np.random.Generator) -> np.ndarray:
+    """:func:`bernoulli_exp_batch` for int64 ``a`` >= 0 and one int ``b`` >= 1 for all (the same
+    words), without its argument checks."""
+    whole, rest = np.divmod(a, b)
+    ok = _exp1_run_at_least(whole, rng)
+    idx = np.flatnonzero(ok)
+    ok[idx] = _bernoulli_exp_unit(rest[idx], b, rng)
     return ok
 
 
@@ -208,7 +239,7 @@ def discrete_laplace_batch(scale: object, size: int, rng: np.random.Generator) -
     while todo.shape[0]:
         m = todo.shape[0]
         u = rng.integers(0, t, size=m, dtype=np.int64)
-        accept = bernoulli_exp_batch(u, np.full(m, t, dtype=np.int64), rng)
+        accept = _bernoulli_exp_unit(u, t, rng)  # u < t: bernoulli_exp_batch(u, t)'s draws
         v = _geometric_exp1(m, rng)
         fits = v <= (_INT64_MAX - (t - 1)) // t  # then u + t·v ≤ 2^63 − 1
         y = np.zeros(m, dtype=np.int64)
@@ -289,7 +320,7 @@ def discrete_gaussian_batch(sigma2: object, size: int, rng: np.random.Generator)
         accept = np.zeros(m, dtype=bool)
         idx = np.flatnonzero(fits)
         diff = mag[idx] * td - num
-        accept[idx] = bernoulli_exp_batch(diff * diff, np.full(idx.shape[0], denominator, dtype=np.int64), rng)
+        accept[idx] = _bernoulli_exp(diff * diff, denominator, rng)
         for i in np.flatnonzero(~fits):  # astronomically rare: exact Fraction path
             gamma = Fraction((int(mag[i]) * td - num) ** 2, denominator)
             accept[i] = bernoulli_exp_fraction(gamma, rng)
@@ -318,10 +349,17 @@ def _bernoulli_wide(nums: list[int], den: int, rng: np.random.Generator) -> np.n
     if den < _SAFE:
         return rng.integers(0, den, size=m, dtype=np.int64) < np.asarray(nums, dtype=np.int64)
     words = rng.integers(0, _WORD - 1, size=m, dtype=np.uint64, endpoint=True).tolist()
-    out = np.zeros(m, dtype=bool)
+    return _decide_exactly(np.zeros(m, dtype=bool), range(m), words, nums.__getitem__, den, rng)
+
+
+def _decide_exactly(out: np.ndarray, which, words, num_of, den: int, rng: np.random.Generator) -> np.ndarray:
+    """``out[i]`` for each i of ``which``: Bernoulli(num_of(i)/den) on the 64-bit word ``words[i]``,
+    by :func:`_bernoulli_wide`'s rule (W < P: 1, W > P: 0, a tie: the remaining fraction on fresh
+    words, ties in the order of ``which``). Returns ``out``."""
     ties, rests = [], []
-    for i, (num, word) in enumerate(zip(nums, words)):
-        top, rest = divmod(num * _WORD, den)
+    for i in which:
+        top, rest = divmod(num_of(i) * _WORD, den)
+        word = int(words[i])
         if word != top:
             out[i] = word < top
         else:
@@ -346,7 +384,99 @@ def _bernoulli_exp_unit_wide(nums: list[int], den: int, rng: np.random.Generator
     return result
 
 
-def discrete_gaussian_batch_wide(sigma2: object, size: int, rng: np.random.Generator) -> np.ndarray:
+#: A float interval around γ (:func:`_gamma_intervals`) is γ_f ± 2^-40·(1 + γ_f + 1/σ²_f); the
+#: rounding error it must cover is below 2^-48·(1/(2σ²) + γ) (derivation there): a factor 256 to spare.
+_GAMMA_SLACK = 2.0**-40
+#: A word W is compared with a float bound B = p·2^64 only when they are more than this apart
+#: (:func:`_bernoulli_wide_certified`): it covers W's and B's rounding to doubles (2^10 and 2^11).
+_WORD_MARGIN = 2.0**13
+#: |m'| below this is exact in a double (:func:`_gamma_intervals`).
+_EXACT_DOUBLE = 2**52
+
+
+def _certified_ok(num: int, den: int, t: int) -> bool:
+    """Whether the certified path of :func:`discrete_gaussian_batch_wide` applies to σ² = n/d with
+    proposal scale t: every Bernoulli there has a denominator 2·n·d·t²·k >= 2^62 (so the exact path
+    draws 64-bit words for each, as :func:`_bernoulli_wide` does), and n, d, t·d convert to finite
+    doubles."""
+    return 2 * num * den * t * t >= _SAFE and num.bit_length() < 1000 and (t * den).bit_length() < 1000
+
+
+def _gamma_intervals(mags: np.ndarray, num: int, den: int, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, hi, ok): for each proposal magnitude |Y| a float interval [lo, hi] that holds
+    γ = (|Y|·t·d − n)²/(2·n·d·t²) (the exponent of Algorithm 3's acceptance, σ² = n/d), where
+    ``ok`` (else nothing is claimed).
+
+    With c = ⌊n/(t·d)⌋, r0 = n − c·t·d and m' = |Y| − c (int64; ``ok`` where |m'| < 2^52, exact as
+    a double): |Y|·t·d − n = t·d·x with x = m' − r0/(t·d), so γ = x²/(2σ²). In doubles (unit
+    roundoff u = 2^-53): a = fl(fl(r0)/fl(t·d)) is within 3.01u of r0/(t·d) < 1; x_f = fl(m' − a)
+    within 4u(1 + |x|) of x; s2 = fl(fl(n)/fl(d)) = σ²(1 + e), |e| <= 3.01u; γ_f =
+    fl(fl(x_f²)/fl(2·s2)) = (x_f²/(2σ²))(1 + η), |η| <= 5.1u. As |x_f² − x²| <= 9u(1 + |x|)² <=
+    18u(1 + x²): |γ_f − γ| <= 25u·(1/(2σ²) + γ) < 2^-48·(1/(2σ²) + γ). The interval's half-width
+    2^-40·(1 + γ_f + 1/s2) exceeds that bound by a factor over 200 (γ <= γ_f·(1 + 2^-45) + 2^-48/σ²
+    and 1/σ² <= (1/s2)(1 + 4u)), more than the roundings of lo and hi themselves (u·|γ_f| each)."""
+    gamma, ok = _gamma_estimates(mags, num, den, t)
+    half = _GAMMA_SLACK * (1.0 + gamma + 1.0 / (float(num) / float(den)))
+    return gamma - half, gamma + half, ok
+
+
+def _gamma_estimates(mags: np.ndarray, num: int, den: int, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """(γ_f, ok): the doubles of :func:`_gamma_intervals`' derivation, before the interval."""
+    td = t * den
+    c, r0 = divmod(num, td)
+    m = mags - np.int64(c)  # mags >= 0 and 0 <= c < 2^48 here (t < 2^48): no overflow
+    ok = np.abs(m) < _EXACT_DOUBLE
+    x = m.astype(np.float64) - float(r0) / float(td)
+    s2 = float(num) / float(den)
+    return (x * x) / (2.0 * s2), ok
+
+
+def _bernoulli_wide_certified(p_lo: np.ndarray, p_hi: np.ndarray, num_of, den: int,
+                              rng: np.random.Generator) -> np.ndarray:
+    """:func:`_bernoulli_wide` (Bernoulli(num/den), den >= 2^62) on the same words, with most
+    comparisons made in doubles: ``p_lo[i] <= num_i/den <= p_hi[i]`` (doubles) and ``num_of(i)`` the
+    exact numerator (a Python int, asked for only where the doubles cannot decide).
+
+    For each element one uniform 64-bit word W is drawn, as :func:`_bernoulli_wide` draws it, and
+    the exact rule is W < P (1), W > P (0), W = P (a tie, decided on the remaining fraction), with
+    p = num/den and P = ⌊p·2^64⌋. The bounds may carry one rounding each (``p_lo`` <= p·(1 + u) +
+    ..., at most 2^-53 off as p <= 1: their 2^64 multiples are 2^11 off); W_f = fl(W) is within 2^10
+    of W, fl(L ∓ 2^13) within 2^11 of L ∓ 2^13 (L <= 2^64 + 2^11). So W_f < fl(p_lo·2^64 − 2^13)
+    gives W < p·2^64 − 3·2^10 < P, and W_f > fl(p_hi·2^64 + 2^13) gives W > p·2^64 + 3·2^10 > P.
+    Elsewhere P is computed exactly. The outcome is the exact rule's for every word, so the output,
+    and the words drawn, are :func:`_bernoulli_wide`'s."""
+    m = p_lo.shape[0]
+    if m == 0:
+        return np.zeros(0, dtype=bool)
+    words = rng.integers(0, _WORD - 1, size=m, dtype=np.uint64, endpoint=True)
+    as_float = words.astype(np.float64)
+    out = as_float < np.ldexp(p_lo, 64) - _WORD_MARGIN
+    sure = out | (as_float > np.ldexp(p_hi, 64) + _WORD_MARGIN)
+    return _decide_exactly(out, np.flatnonzero(~sure).tolist(), words, num_of, den, rng)
+
+
+def _bernoulli_exp_unit_certified(f_lo: np.ndarray, f_hi: np.ndarray, num_of, den: int,
+                                  rng: np.random.Generator) -> np.ndarray:
+    """:func:`_bernoulli_exp_unit_wide` (Bernoulli(exp(−num/den)), den >= 2^62) with the
+    comparisons of :func:`_bernoulli_wide_certified`: ``f_lo[i] <= num_i/den <= f_hi[i]``, the k-th
+    Bernoulli's probability num/(den·k) bounded by fl(f_lo/k) and fl(f_hi/k) widened by one
+    rounding (u relative; the word margin covers it). The same words and the same outcomes."""
+    result = np.zeros(f_lo.shape[0], dtype=bool)
+    active = np.arange(f_lo.shape[0])
+    k = 1
+    while active.shape[0]:
+        at = active
+        lo = f_lo[at] / k
+        hi = f_hi[at] / k
+        success = _bernoulli_wide_certified(lo, hi, lambda j, at=at: num_of(int(at[j])), den * k, rng)
+        result[at[~success]] = k % 2 == 1
+        active = at[success]
+        k += 1
+    return result
+
+
+def discrete_gaussian_batch_wide(sigma2: object, size: int, rng: np.random.Generator, *,
+                                 _certified: bool = True) -> np.ndarray:
     """``size`` exact draws with P[k] ∝ exp(−k²/(2σ²)) (CKS Algorithm 3), as int64, for large σ².
 
     The distribution and guarantee of :func:`discrete_gaussian_batch` (added to an integer
@@ -356,10 +486,18 @@ def discrete_gaussian_batch_wide(sigma2: object, size: int, rng: np.random.Gener
     t·V stays below 2^63 unless V ≥ 2^15, probability e^−32768, and even then it is formed
     exactly); the acceptance probability exp(−(|Y|·t·d − n)²/(2·n·d·t²)) (σ² = n/d) is split into
     exp(−1)^⌊γ⌋ · exp(−frac γ): the ⌊γ⌋ Bernoulli(exp(−1)) trials run in int64, the fractional
-    part by Algorithm 1 with every Bernoulli(a/b) decided exactly on Python ints
+    part by Algorithm 1 with every Bernoulli(a/b) decided exactly on a uniform 64-bit word
     (:func:`_bernoulli_wide`). Larger σ are drawn one at a time by the Fraction-based sampler of
-    :mod:`dp_spark.noise.discrete` (exact at any size, slower). No floating-point value is
-    computed on the way to a sample.
+    :mod:`dp_spark.noise.discrete` (exact at any size, slower).
+
+    Where every such Bernoulli's denominator is at least 2^62 (:func:`_certified_ok`; e.g. set
+    union's grid noise, σ ≈ 2^43), ⌊γ⌋ and each word's comparison are first tried in doubles with
+    a proven error bound (:func:`_gamma_intervals`, :func:`_bernoulli_wide_certified`) and made in
+    Python ints only where the bound cannot decide (probability about 2^-39 a comparison): the
+    same decision on every word, so the same draws from the same generator, bit for bit, as the
+    all-integer path (``_certified=False``, kept for that comparison in the tests), 2 to 3 times
+    faster. A float only ever decides a comparison its error bound settles; no sample is a
+    rounded float.
     """
     num, den, t, n_draws = _gaussian_setup(sigma2, size, rng)
     if t >= _WIDE_PROPOSAL_LIMIT:  # Algorithm 3 in Python ints and Fractions, one draw at a time
@@ -377,26 +515,69 @@ def discrete_gaussian_batch_wide(sigma2: object, size: int, rng: np.random.Gener
         return out
     denominator = 2 * num * den * t * t
     td = t * den
+    certified = _certified and _certified_ok(num, den, t)
     out = np.zeros(n_draws, dtype=np.int64)
     todo = np.arange(n_draws)
     while todo.shape[0]:
         m = todo.shape[0]
         y = discrete_laplace_batch(t, m, rng)
-        whole = np.zeros(m, dtype=np.int64)
-        rest: list[int] = []
-        huge = []
-        for i, mag in enumerate(np.abs(y).tolist()):
-            q, r = divmod((mag * td - num) ** 2, denominator)
-            if q > _WHOLE_LIMIT:
-                huge.append((i, Fraction((mag * td - num) ** 2, denominator)))
-                q, r = 0, 0
-            whole[i] = q
-            rest.append(r)
+        mags = np.abs(y)
+        if certified:
+            whole, f_lo, f_hi, rests, huge = _split_gammas(mags, num, den, t, denominator)
+        else:
+            whole = np.zeros(m, dtype=np.int64)
+            rest: list[int] = []
+            huge = []
+            for i, mag in enumerate(mags.tolist()):
+                q, r = divmod((mag * td - num) ** 2, denominator)
+                if q > _WHOLE_LIMIT:
+                    huge.append((i, Fraction((mag * td - num) ** 2, denominator)))
+                    q, r = 0, 0
+                whole[i] = q
+                rest.append(r)
         accept = _exp1_run_at_least(whole, rng)
         idx = np.flatnonzero(accept)
-        accept[idx] = _bernoulli_exp_unit_wide([rest[i] for i in idx.tolist()], denominator, rng)
+        if certified:
+            accept[idx] = _bernoulli_exp_unit_certified(f_lo[idx], f_hi[idx],
+                                                         lambda j: rests(int(idx[j])), denominator, rng)
+        else:
+            accept[idx] = _bernoulli_exp_unit_wide([rest[i] for i in idx.tolist()], denominator, rng)
         for i, gamma in huge:  # astronomically rare: exact Fraction path
             accept[i] = bernoulli_exp_fraction(gamma, rng)
         out[todo[accept]] = y[accept]
         todo = todo[~accept]
     return out
+
+
+def _split_gammas(mags: np.ndarray, num: int, den: int, t: int, denominator: int):
+    """(whole, f_lo, f_hi, rest_of, huge) of the proposals' γ = (|Y|·t·d − n)²/denominator, as the
+    exact loop of :func:`discrete_gaussian_batch_wide` splits it (⌊γ⌋, the remainder, the γ above
+    2^40 sent to the Fraction path with ⌊γ⌋ and remainder 0), with the remainder's fraction given
+    by a float interval [f_lo, f_hi] and ``rest_of(i)`` its exact numerator (Python int, computed
+    on demand). ⌊γ⌋ comes from the interval of :func:`_gamma_intervals` where both ends have the
+    same floor below 2^40; elsewhere (an end near an integer, |m'| >= 2^52, γ near 2^40 or more)
+    from the exact Python-int division, its interval [−1, 2] (every word then decided exactly)."""
+    td = t * den
+    lo, hi, ok = _gamma_intervals(mags, num, den, t)
+    floor_lo = np.floor(lo)
+    certain = ok & (floor_lo == np.floor(hi)) & (hi < _WHOLE_LIMIT)
+    whole = np.where(certain, floor_lo, 0.0).astype(np.int64)
+    f_lo = np.where(certain, lo - floor_lo, -1.0)  # lo − ⌊lo⌋ is exact (Sterbenz)
+    f_hi = np.where(certain, hi - floor_lo, 2.0)
+    exact_rest: dict[int, int] = {}
+    huge = []
+    for i in np.flatnonzero(~certain).tolist():
+        a2 = (int(mags[i]) * td - num) ** 2
+        q, r = divmod(a2, denominator)
+        if q > _WHOLE_LIMIT:
+            huge.append((i, Fraction(a2, denominator)))
+            q, r = 0, 0
+        whole[i] = q
+        exact_rest[i] = r
+
+    def rest_of(i: int) -> int:
+        if i in exact_rest:
+            return exact_rest[i]
+        return (int(mags[i]) * td - num) ** 2 % denominator
+
+    return whole, f_lo, f_hi, rest_of, huge
