@@ -388,7 +388,7 @@ def _bernoulli_exp_unit_wide(nums: list[int], den: int, rng: np.random.Generator
 #: rounding error it must cover is below 2^-48·(1/(2σ²) + γ) (derivation there): a factor 256 to spare.
 _GAMMA_SLACK = 2.0**-40
 #: A word W is compared with a float bound B = p·2^64 only when they are more than this apart
-#: (:func:`_bernoulli_wide_certified`): it covers W's and B's rounding to doubles (2^10 and 2^11).
+#: (:func:`_bernoulli_wide_certified`): it covers W's, B's and the margin's roundings (2^11 each).
 _WORD_MARGIN = 2.0**13
 #: |m'| below this is exact in a double (:func:`_gamma_intervals`).
 _EXACT_DOUBLE = 2**52
@@ -439,10 +439,10 @@ def _bernoulli_wide_certified(p_lo: np.ndarray, p_hi: np.ndarray, num_of, den: i
 
     For each element one uniform 64-bit word W is drawn, as :func:`_bernoulli_wide` draws it, and
     the exact rule is W < P (1), W > P (0), W = P (a tie, decided on the remaining fraction), with
-    p = num/den and P = ⌊p·2^64⌋. The bounds may carry one rounding each (``p_lo`` <= p·(1 + u) +
-    ..., at most 2^-53 off as p <= 1: their 2^64 multiples are 2^11 off); W_f = fl(W) is within 2^10
-    of W, fl(L ∓ 2^13) within 2^11 of L ∓ 2^13 (L <= 2^64 + 2^11). So W_f < fl(p_lo·2^64 − 2^13)
-    gives W < p·2^64 − 3·2^10 < P, and W_f > fl(p_hi·2^64 + 2^13) gives W > p·2^64 + 3·2^10 > P.
+    p = num/den and P = ⌊p·2^64⌋. The bounds may carry one rounding each (``p_lo`` <= p + 2^-53 as
+    p <= 1, so p_lo·2^64 <= p·2^64 + 2^11; likewise ``p_hi``); W_f = fl(W) is within one ulp, 2^11,
+    of W, and fl(L ∓ 2^13) within 2^11 of L ∓ 2^13 (L <= 2^64 + 2^11). So W_f < fl(p_lo·2^64 − 2^13)
+    gives W < p·2^64 − 2^11 < P, and W_f > fl(p_hi·2^64 + 2^13) gives W > p·2^64 + 2^11 > P.
     Elsewhere P is computed exactly. The outcome is the exact rule's for every word, so the output,
     and the words drawn, are :func:`_bernoulli_wide`'s."""
     m = p_lo.shape[0]
