@@ -593,6 +593,9 @@ def profile(spark, path: str, G: int, reps: int) -> list:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["scale"]:  # every grouped release at many keys
+        repo = str(Path(__file__).resolve().parents[1])
+        if repo not in sys.path:  # run as a script (python benchmarks/grouped.py scale): the package's root
+            sys.path.append(repo)
         from benchmarks import grouped_scale
 
         return grouped_scale.main(argv[1:])
