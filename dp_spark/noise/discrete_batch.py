@@ -28,9 +28,10 @@ otherwise: the same outcome on every random word as the all-integer test.
   is Δ²/(2σ²)-zCDP (CKS 2020, Theorem 14); its variance is at most σ².
 - ``discrete_gaussian_batch_wide(sigma2, size, rng)``: the same distribution for σ² whose
   acceptance integers exceed int64 (e.g. noise on a factorized counter's 2^20-scaled integer
-  strategy): for σ < 2^48 the proposal stays in int64 and the acceptance test's comparisons are
-  settled in doubles with a proven error bound, else in Python ints (bit for bit the all-integer
-  test's draws); larger σ go to the Fraction-based scalar sampler of ``dp_spark.noise.discrete``.
+  strategy): for σ < 2^48 the proposal stays in int64 and the acceptance test runs on Python ints,
+  its comparisons settled first in doubles with a proven error bound where every Bernoulli
+  denominator is at least 2^62 (bit for bit the all-integer test's draws); larger σ go to the
+  Fraction-based scalar sampler of ``dp_spark.noise.discrete``.
 - ``rational_sigma2(sigma2)``: σ² rounded up onto a binary grid (relative
   change < 2^−19 for σ² ≥ 1), so a mechanism that rounds its σ² with it never spends more than planned.
 """
@@ -105,7 +106,8 @@ def bernoulli_double(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def _bernoulli_ratio(num: np.ndarray, den: np.ndarray | int, rng: np.random.Generator) -> np.ndarray:
     """Bernoulli(num/den) element-wise (0 ≤ num ≤ den, den ≥ 1, int64; ``den`` an array or one int
-    for all: numpy's bounded integers draw the same words for a bound given once or repeated)."""
+    for all: numpy's int64 bounded integers draw the same words for a bound given once or repeated,
+    an implementation fact of numpy's generator, pinned by tests/unit/test_wide_sampler_certified.py)."""
     if num.shape[0] == 0:
         return np.zeros(0, dtype=bool)
     if np.ndim(den) == 0:
@@ -405,7 +407,9 @@ def _certified_ok(num: int, den: int, t: int) -> bool:
 def _gamma_intervals(mags: np.ndarray, num: int, den: int, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lo, hi, ok): for each proposal magnitude |Y| a float interval [lo, hi] that holds
     γ = (|Y|·t·d − n)²/(2·n·d·t²) (the exponent of Algorithm 3's acceptance, σ² = n/d), where
-    ``ok`` (else nothing is claimed).
+    ``ok`` and both ends are finite (else nothing is claimed: an overflow gives inf or NaN, which
+    :func:`_split_gammas` never takes as certain; an underflow's absolute error, below 2^-1022, is
+    inside the half-width's 2^-40).
 
     With c = ⌊n/(t·d)⌋, r0 = n − c·t·d and m' = |Y| − c (int64; ``ok`` where |m'| < 2^52, exact as
     a double): |Y|·t·d − n = t·d·x with x = m' − r0/(t·d), so γ = x²/(2σ²). In doubles (unit
@@ -441,8 +445,10 @@ def _bernoulli_wide_certified(p_lo: np.ndarray, p_hi: np.ndarray, num_of, den: i
     the exact rule is W < P (1), W > P (0), W = P (a tie, decided on the remaining fraction), with
     p = num/den and P = ⌊p·2^64⌋. The bounds may carry one rounding each (``p_lo`` <= p + 2^-53 as
     p <= 1, so p_lo·2^64 <= p·2^64 + 2^11; likewise ``p_hi``); W_f = fl(W) is within one ulp, 2^11,
-    of W, and fl(L ∓ 2^13) within 2^11 of L ∓ 2^13 (L <= 2^64 + 2^11). So W_f < fl(p_lo·2^64 − 2^13)
-    gives W < p·2^64 − 2^11 < P, and W_f > fl(p_hi·2^64 + 2^13) gives W > p·2^64 + 2^11 > P.
+    of W, and fl(L ∓ 2^13) within 2^11 of L ∓ 2^13 (for L <= 2^64 + 2^11; a larger L, from the
+    loose bounds of :func:`_split_gammas`, only moves words to the exact path). So
+    W_f < fl(p_lo·2^64 − 2^13) gives W < p·2^64 − 2^11 < P, and W_f > fl(p_hi·2^64 + 2^13) gives
+    W > p·2^64 + 2^11 > P.
     Elsewhere P is computed exactly. The outcome is the exact rule's for every word, so the output,
     and the words drawn, are :func:`_bernoulli_wide`'s."""
     m = p_lo.shape[0]
@@ -555,15 +561,19 @@ def _split_gammas(mags: np.ndarray, num: int, den: int, t: int, denominator: int
     2^40 sent to the Fraction path with ⌊γ⌋ and remainder 0), with the remainder's fraction given
     by a float interval [f_lo, f_hi] and ``rest_of(i)`` its exact numerator (Python int, computed
     on demand). ⌊γ⌋ comes from the interval of :func:`_gamma_intervals` where both ends have the
-    same floor below 2^40; elsewhere (an end near an integer, |m'| >= 2^52, γ near 2^40 or more)
-    from the exact Python-int division, its interval [−1, 2] (every word then decided exactly)."""
+    same floor below 2^40; elsewhere (an end near an integer, |m'| >= 2^52, γ near 2^40 or more, an
+    end not finite) from the exact Python-int division, with the interval [−1, 2] (true bounds of a
+    fraction in [0, 1): the k-th word is then decided exactly unless it lies above (2/k)·2^64).
+    Float exceptions are off in this section (under ``np.errstate(all="raise")`` an underflow
+    would raise where the integer path does not); they decide nothing."""
     td = t * den
-    lo, hi, ok = _gamma_intervals(mags, num, den, t)
-    floor_lo = np.floor(lo)
-    certain = ok & (floor_lo == np.floor(hi)) & (hi < _WHOLE_LIMIT)
-    whole = np.where(certain, floor_lo, 0.0).astype(np.int64)
-    f_lo = np.where(certain, lo - floor_lo, -1.0)  # lo − ⌊lo⌋ is exact (Sterbenz)
-    f_hi = np.where(certain, hi - floor_lo, 2.0)
+    with np.errstate(all="ignore"):
+        lo, hi, ok = _gamma_intervals(mags, num, den, t)
+        floor_lo = np.floor(lo)
+        certain = ok & (floor_lo == np.floor(hi)) & (hi < _WHOLE_LIMIT)
+        whole = np.where(certain, floor_lo, 0.0).astype(np.int64)
+        f_lo = np.where(certain, lo - floor_lo, -1.0)  # lo − ⌊lo⌋ is exact (Sterbenz)
+        f_hi = np.where(certain, hi - floor_lo, 2.0)
     exact_rest: dict[int, int] = {}
     huge = []
     for i in np.flatnonzero(~certain).tolist():

@@ -3,15 +3,17 @@
 ``discrete_gaussian_batch_wide`` decides ⌊γ⌋ and each 64-bit word's Bernoulli comparison in doubles
 where a proven error bound settles it, and in Python ints elsewhere. Its claim: the same decision
 on every word as the all-integer path, so the same draws, bit for bit, from the same generator.
-These tests hold it to that claim: against the integer path (``_certified=False``) and against the
-module before the change's own helpers, with every comparison forced onto the exact path, on
-scripted words at the decision boundary, and the error bound of the float interval against exact
-rational arithmetic.
+These tests hold it to that claim: against the integer path (``_certified=False``), against a digest
+of the draws the module made before the change (the helpers both paths share included), with every
+comparison forced onto the exact path, on scripted words at the decision boundary, and the error
+bound of the float interval against exact rational arithmetic.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import math
 from fractions import Fraction
 
@@ -41,13 +43,23 @@ SIGMA2 = [
     20 * 2**40 + 12345,
     rational_sigma2(Fraction(2**81 + 3, 7)),
     (2**47 - 1) ** 2,
+    Fraction(3 * 2**80 + 1, 7),  # denominators that are not powers of two: inexact conversions
+    Fraction(10**26, 3**17),
+    Fraction(3, 2**61),  # 2·n·d·t² = 3·2^62: the certified path's threshold, just above
+    Fraction(1, 2**61),  # exactly 2^62: certified
+    Fraction(3, 2**59),  # 3·2^60, below: the integer path (its Bernoulli draws bounded integers, not words)
     Fraction(41, 8),
     30,
 ]
 
 
+def _state(rng: np.random.Generator) -> str:
+    """The generator's whole state (PCG64's with its buffered half word; ChaCha's arrays as lists)."""
+    return json.dumps(rng.bit_generator.state, sort_keys=True, default=lambda v: np.asarray(v).tolist())
+
+
 def _same_stream(a: np.random.Generator, b: np.random.Generator) -> bool:
-    return a.integers(0, 2**63 - 1, size=4).tolist() == b.integers(0, 2**63 - 1, size=4).tolist()
+    return _state(a) == _state(b)
 
 
 @pytest.mark.parametrize("sigma2", SIGMA2, ids=lambda s: f"2^{math.log2(float(s)):.1f}")
@@ -69,6 +81,37 @@ def test_the_same_on_the_releases_chacha_generator():
     sigma2 = SIGMA2[0]
     assert np.array_equal(discrete_gaussian_batch_wide(sigma2, 5000, rng),
                           discrete_gaussian_batch_wide(sigma2, 5000, twin, _certified=False))
+    assert _same_stream(rng, twin)
+
+
+#: SHA-256 of the draws below and of the generators' states after them, made by the module before the
+#: certified path (commit a4ad5b2): a change of any shared helper's words (the exp(−1) trials, the scalar
+#: bounds, the proposal) changes it, where comparing the two paths of one module could not see it.
+DRAWS_BEFORE_THE_CHANGE = "a33d079183b12751cf9a97c4587ca2cea5174f18ff8869c34064ff764a9a803a"
+
+
+def test_the_module_draws_what_it_drew_before_the_certified_path():
+    digest = hashlib.sha256()
+    calls = [(discrete_batch.discrete_laplace_batch, 1), (discrete_batch.discrete_laplace_batch, Fraction(2**40 + 1, 1024)),
+             (discrete_batch.discrete_gaussian_batch, Fraction(41, 8)), (discrete_batch.discrete_gaussian_batch, 1000),
+             (discrete_gaussian_batch_wide, SIGMA2[0]), (discrete_gaussian_batch_wide, Fraction(3 * 2**80 + 1, 7)),
+             (discrete_gaussian_batch_wide, Fraction(3, 2**59))]
+    for seed in (5, 6):
+        rng = np.random.default_rng(seed)
+        for draw, arg in calls:
+            digest.update(draw(arg, 300, rng).tobytes())
+        a, b = rng.integers(0, 50, 200), rng.integers(1, 20, 200)
+        digest.update(discrete_batch.bernoulli_exp_batch(a, b, rng).tobytes())
+        digest.update(_state(rng).encode())
+    assert digest.hexdigest() == DRAWS_BEFORE_THE_CHANGE
+
+
+def test_float_exceptions_do_not_escape_the_certified_path():
+    """Under np.errstate(all="raise") a σ² whose doubles underflow draws as the integer path does."""
+    sigma2 = Fraction(2 * 3**400 + 1, 3**400)
+    with np.errstate(all="raise"):
+        a = discrete_gaussian_batch_wide(sigma2, 200, make_rng(1))
+    assert np.array_equal(a, discrete_gaussian_batch_wide(sigma2, 200, make_rng(1), _certified=False))
 
 
 def test_every_comparison_forced_onto_the_exact_path_changes_nothing(monkeypatch):
