@@ -501,9 +501,9 @@ def discrete_gaussian_batch_wide(sigma2: object, size: int, rng: np.random.Gener
     a proven error bound (:func:`_gamma_intervals`, :func:`_bernoulli_wide_certified`) and made in
     Python ints only where the bound cannot decide (probability about 2^-39 a comparison): the
     same decision on every word, so the same draws from the same generator, bit for bit, as the
-    all-integer path (``_certified=False``, kept for that comparison in the tests), 2 to 3 times
-    faster. A float only ever decides a comparison its error bound settles; no sample is a
-    rounded float.
+    all-integer path (``_certified=False``, kept for that comparison in the tests), 1.4 to 3 times
+    faster per draw by block size (benchmarks/results/2026-11-30-wide-sampler.md). A float only
+    ever decides a comparison its error bound settles; no sample is a rounded float.
     """
     num, den, t, n_draws = _gaussian_setup(sigma2, size, rng)
     if t >= _WIDE_PROPOSAL_LIMIT:  # Algorithm 3 in Python ints and Fractions, one draw at a time
