@@ -7,8 +7,9 @@ the PUBLIC keys before anything is spent (more than the release's limit,
 :func:`grouped_edges` restricts the edge table to them and caps each person
 to m groups (:func:`dp_spark.stages.groups.cap_groups`). Both are per-person
 transformations: add/remove-one-person neighbours differ in that person's
-rows only, which lie in at most m groups. :func:`groups_frame` and
-:func:`report_groups` shape the released per-group values.
+rows only, which lie in at most m groups. :func:`report_groups` shapes the
+report's first groups (each release builds its ``release.groups`` frame from
+Spark or Arrow arrays of released values).
 
 Every key is released, also one with no rows: whether a group appears never
 depends on the data. All releases key their work on the keys' canonical
@@ -106,17 +107,6 @@ def grouped_edges(plan, edge_df, keys=None, cap: bool = True):
     parameters = {**plan.parameters, "group_keys": len(typed)}
     plan = dataclasses.replace(plan, steps=tuple(plan.split), parameters=parameters, params=params)
     return plan, capped
-
-
-def groups_frame(spark, plan, group_type, rows: list[dict], columns: list[tuple[str, object]]):
-    """``release.groups``: the group column, ``columns`` ((name, Spark type))
-    and ``error``, made on the driver from released values."""
-    name = plan.params.group_by
-    fields = [T.StructField(name, group_type, False)]
-    fields += [T.StructField(c, t, True) for c, t in columns]
-    fields.append(T.StructField("error", T.StringType(), False))
-    data = [tuple([r["group"], *[r[c] for c, _ in columns], r["error"]]) for r in rows]
-    return spark.createDataFrame(data, T.StructType(fields))
 
 
 def report_groups(rows: list[dict]) -> tuple[list[dict], bool]:
