@@ -141,10 +141,12 @@ def _bernoulli_exp_unit(a: np.ndarray, b: np.ndarray | int, rng: np.random.Gener
 
 def _bernoulli_exp_minus_one(m: int, rng: np.random.Generator) -> np.ndarray:
     """Bernoulli(exp(−1)), ``m`` times: :func:`_bernoulli_exp_unit` with a = b = 1 (A_k ~
-    Bernoulli(1/k), the same words), without its per-step checks and copies."""
+    Bernoulli(1/k), the same words), without its per-step checks and copies. A_1 ~ Bernoulli(1)
+    always succeeds and numpy draws no word for the range {0} (checked by the tests' stream pin),
+    so the loop starts at k = 2."""
     result = np.zeros(m, dtype=bool)
     active = np.arange(m)
-    k = 1
+    k = 2
     while active.shape[0]:
         success = rng.integers(0, k, size=active.shape[0], dtype=np.int64) < 1
         result[active[~success]] = k % 2 == 1
