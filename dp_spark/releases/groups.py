@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError

@@ -50,7 +50,8 @@ log = logging.getLogger(__name__)
 
 COUNT = "count"
 RANK = "_rank"
-_INDEX = "_index"
+#: The position column of the public domain table (:func:`domain_frame`).
+INDEX = "_index"
 _LONG_MAX = 2**63 - 1
 #: Public lists of at most this many items are broadcast to the join with the
 #: counts (a size of the public list, never of the data); longer ones are
@@ -120,6 +121,21 @@ def domain_item_counts(edge_df: DataFrame, domain: Sequence) -> np.ndarray:
     return counts_of_items(item_counts(edge_df), domain)
 
 
+def domain_frame(spark, items: Sequence, dtype) -> DataFrame:
+    """The public domain table (``item``, ``_index``): item i of ``items`` at position i, from Arrow
+    (:func:`~dp_spark.stages.arrow_frames.arrow_frame`, its path chosen by the list's public length)."""
+    schema = T.StructType([T.StructField(ITEM, dtype, False), T.StructField(INDEX, T.LongType(), False)])
+    table = pa.table({ITEM: pa.array(list(items)), INDEX: pa.array(np.arange(len(items), dtype=np.int64))})
+    return arrow_frame(spark, table, schema, bound=len(items))
+
+
+def with_domain(frame: DataFrame, domain: DataFrame, size: int, on, how: str = "inner") -> DataFrame:
+    """``frame`` joined with the public domain table on ``on``: broadcast when the domain (its public
+    ``size``) has at most :data:`BROADCAST_ITEMS` items (already on the driver: neither side is
+    shuffled), a sort-merge join above (:func:`~dp_spark.stages.arrow_frames.join_public`)."""
+    return join_public(frame, domain, on, broadcast=size <= BROADCAST_ITEMS, how=how)
+
+
 def counts_of_items(counts_df: DataFrame, items: Sequence, group_index: str | None = None,
                     n_groups: int = 1) -> np.ndarray:
     """int64 counts of an (item, count) DataFrame for the public list ``items`` (absent: 0), in its
@@ -130,17 +146,12 @@ def counts_of_items(counts_df: DataFrame, items: Sequence, group_index: str | No
     out = np.zeros((*(int(n_groups) for _ in by), len(items)), dtype=np.int64)
     if not len(items):
         return out
-    spark = counts_df.sparkSession
-    dtype = counts_df.schema[ITEM].dataType
-    schema = T.StructType([T.StructField(_INDEX, T.LongType(), False), T.StructField(ITEM, dtype, False)])
-    table = pa.table({_INDEX: pa.array(np.arange(len(items), dtype=np.int64)), ITEM: pa.array(list(items))})
-    dom = arrow_frame(spark, table, schema, bound=len(items))  # the list's length is public
-    # already on the driver: broadcast, so neither side is shuffled; above, a sort-merge join
-    joined = join_public(counts_df, dom, ITEM, broadcast=len(items) <= BROADCAST_ITEMS).select(*by, _INDEX, COUNT)
+    dom = domain_frame(counts_df.sparkSession, items, counts_df.schema[ITEM].dataType)
+    joined = with_domain(counts_df, dom, len(items), ITEM).select(*by, INDEX, COUNT)
     with spark_job("counting persons per domain item of every group" if by else "counting persons per listed item"):
         pdf = joined.toPandas()
     if len(pdf):
-        out[tuple(pdf[c].to_numpy(dtype=np.int64) for c in (*by, _INDEX))] = pdf[COUNT].to_numpy(dtype=np.int64)
+        out[tuple(pdf[c].to_numpy(dtype=np.int64) for c in (*by, INDEX))] = pdf[COUNT].to_numpy(dtype=np.int64)
     return out
 
 

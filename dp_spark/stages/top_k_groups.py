@@ -30,46 +30,30 @@ once (:func:`dp_spark.stages.set_union.materialize`), so the returned plan holds
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dp_spark.stages.arrow_frames import arrow_frame, join_public
 from dp_spark.stages.edges import ITEM, item_type
-from dp_spark.stages.item_counts import BROADCAST_ITEMS, COUNT, grouped_item_counts
+from dp_spark.stages.item_counts import (  # noqa: F401 - domain_frame re-exported for the release
+    COUNT, INDEX, domain_frame, grouped_item_counts, with_domain,
+)
 from dp_spark.stages.partitioning import python_partitions
 
 GROUP_INDEX = "group_index"
 RANK = "rank"
 KEY = "_key"
 BOTTOM = "bottom"
-INDEX = "_index"
 _ORDER = "_order"
 
 #: What the release hands :func:`group_selections`: (group index, counts, (k̄+1)-th count) ->
 #: (indices into counts in rank order, ⊥ follows), e.g.
 #: :class:`dp_spark.mechanisms.top_k.groups.GroupSelection`.
 Select = Callable[[int, np.ndarray, float], tuple[np.ndarray, bool]]
-
-
-def domain_frame(spark, items: Sequence, dtype) -> DataFrame:
-    """The public domain table (``item``, ``_index``): item i of ``items`` at position i (from Arrow:
-    :func:`~dp_spark.stages.arrow_frames.arrow_frame`)."""
-    schema = T.StructType([T.StructField(ITEM, dtype, False), T.StructField(INDEX, T.LongType(), False)])
-    table = pa.table({ITEM: pa.array(list(items)), INDEX: pa.array(np.arange(len(items), dtype=np.int64))})
-    return arrow_frame(spark, table, schema, bound=len(items))  # the domain's size is public
-
-
-def with_domain(frame: DataFrame, domain: DataFrame, size: int, on, how: str = "inner") -> DataFrame:
-    """``frame`` joined with the public domain table on ``on``; broadcast when the domain (its public
-    ``size``) has at most :data:`BROADCAST_ITEMS` items, a sort-merge join above
-    (:func:`~dp_spark.stages.arrow_frames.join_public`)."""
-    return join_public(frame, domain, on, broadcast=size <= BROADCAST_ITEMS, how=how)
 
 
 def _group_counts(edge_df: DataFrame, kbar: int | None, domain: DataFrame | None, size: int | None) -> DataFrame:
@@ -180,7 +164,8 @@ def group_selections(edge_df: DataFrame, n_groups: int, select: Select, *, kbar:
     """(group_index, rank, _key, bottom): every group's released items, chosen on the executors by
     ``select`` (module docstring), for the groups 0..``n_groups``−1 (public: the number of public
     keys, or of the keys a private key step released, whose plan shape does not depend on it).
-    ``domain``: the public domain table (:func:`domain_frame`) of ``size`` items, or None;
+    ``domain``: the public domain table (:func:`~dp_spark.stages.item_counts.domain_frame`) of
+    ``size`` items, or None;
     ``top``: the selection reads the k̄ largest counts (ties: item ascending, or domain order) and
     the (k̄+1)-th, else the domain's counts in domain order. ``partitions``: of the Python pass (default two per task slot; performance
     only). Lazy; the private output once evaluated: evaluate it once (module docstring)."""

@@ -187,7 +187,7 @@ def test_a_seeded_top_k_over_a_public_domain_is_the_same_whichever_path_and_join
     """The public domain table (top-k's counts of the listed items, ungrouped and per group) through
     arrow_frame: the same seeded release from Spark's path and from chunks, broadcast or (above
     BROADCAST_ITEMS, lowered here) a sort-merge join, never an unasked broadcast."""
-    from dp_spark.stages import item_counts, top_k_groups
+    from dp_spark.stages import item_counts
 
     df = spark.range(3_000).select((F.col("id") % 600).alias("person_id"),
                                    F.concat(F.lit("i"), (F.col("id") % 11).cast("string")).alias("item"),
@@ -214,8 +214,7 @@ def test_a_seeded_top_k_over_a_public_domain_is_the_same_whichever_path_and_join
     local = run()
     monkeypatch.setattr(arrow_frames, "LOCAL_ROWS", 0)
     monkeypatch.setattr(arrow_frames, "CHUNK_ROWS", 4)
-    for module in (item_counts, top_k_groups):
-        monkeypatch.setattr(module, "BROADCAST_ITEMS", 5)
+    monkeypatch.setattr(item_counts, "BROADCAST_ITEMS", 5)  # the one limit of both domain joins (with_domain)
     monkeypatch.setattr(type(df), "join", recording)
     chunked = run()
     assert chunked == local and local[1]
