@@ -3,12 +3,13 @@
 Each releases only the *index* of a selected candidate. The guarantees hold
 when every score moves by at most ``sensitivity`` between neighbours
 (add/remove one privacy unit), ``sensitivity`` fixed independently of the
-data. Sampling is in log space: the exponential mechanism by the Gumbel-max
-trick (``argmax_i (ε·u_i/(2Δ) + G_i)``, exactly ``Pr[i] ∝ exp(ε·u_i/(2Δ))``),
-permute-and-flip as report-noisy-max with ``Exp(1)`` noise. The draws use
-numpy's floating-point generators: the guarantee is that of the idealised
-real-valued mechanism (no defence against floating-point side channels,
-Mironov 2012). Error messages never quote scores: they are private.
+data. Both are sampled exactly (``dp_spark.noise.selection``): permute-and-flip
+by its definition (a uniform order, each candidate accepted with an exact
+Bernoulli(exp(−c·gap))), the exponential mechanism by rejection from uniform
+proposals with the same Bernoulli; the coefficient c is ε/(2Δ) (ε/Δ when
+monotone) rounded down. So each is ε-DP as the idealised mechanism is, with
+no floating-point side channel (Mironov 2012). Error messages never quote
+scores: they are private.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from numpy.typing import ArrayLike
 from dp_spark import checks
 from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
+from dp_spark.noise.selection import exponential_mechanism_rows, permute_and_flip_rows
 
 __all__ = [
     "exponential_mechanism",
@@ -61,12 +63,17 @@ def as_score_vector(scores: ArrayLike, *, allow_neg_inf: bool) -> np.ndarray:
     return arr
 
 
-def _log_weights(scores: np.ndarray, epsilon: float, sensitivity: float, monotone: bool) -> np.ndarray:
-    """ε·(u_i − max u)/(cΔ), c = 2 (1 when monotone); −inf stays −inf, every finite value ≤ 0."""
+def _coefficient(epsilon: float, sensitivity: float, monotone: bool) -> float:
+    """c = ε/(2Δ) (ε/Δ when monotone) rounded down: never a sharper mechanism than ε allows."""
     divisor = sensitivity if monotone else 2.0 * sensitivity
     if not math.isfinite(epsilon / divisor):
         raise ParameterError("epsilon / sensitivity overflows; use a smaller epsilon or a larger sensitivity")
-    coef = ratio_down(epsilon, divisor)  # rounded down: never a sharper mechanism than ε allows
+    return ratio_down(epsilon, divisor)
+
+
+def _log_weights(scores: np.ndarray, epsilon: float, sensitivity: float, monotone: bool) -> np.ndarray:
+    """c·(u_i − max u) (:func:`_coefficient`); −inf stays −inf, every finite value ≤ 0."""
+    coef = _coefficient(epsilon, sensitivity, monotone)
     top = scores.max()  # finite: at least one finite score, no +inf
     with np.errstate(over="ignore", invalid="ignore"):
         shifted = scores - top  # −inf stays −inf; a huge range may round to −inf (weight 0 anyway)
@@ -75,16 +82,10 @@ def _log_weights(scores: np.ndarray, epsilon: float, sensitivity: float, monoton
     return logw
 
 
-def gumbel_argmax(log_weights: np.ndarray, rng: np.random.Generator) -> int:
-    """Index drawn with Pr[i] ∝ exp(log_weights[i]) (Gumbel-max trick)."""
-    noisy = log_weights + rng.gumbel(loc=0.0, scale=1.0, size=log_weights.shape[0])
-    return int(np.argmax(noisy))
-
-
-def _exponential_argmax(log_weights: np.ndarray, rng: np.random.Generator) -> int:
-    """argmax_i (log_weights[i] + E_i), E_i ~ Exp(1) i.i.d. (permute-and-flip)."""
-    noisy = log_weights + rng.standard_exponential(size=log_weights.shape[0])
-    return int(np.argmax(noisy))
+def _select(sampler, scores: np.ndarray, coefficient: float, rng: np.random.Generator) -> int:
+    """One row through an exact row sampler, over the finite candidates only (−inf: never chosen)."""
+    finite = np.flatnonzero(np.isfinite(scores))
+    return int(finite[int(sampler(scores[finite][None, :], coefficient, rng)[0])])
 
 
 def exponential_mechanism(
@@ -96,8 +97,8 @@ def exponential_mechanism(
 ) -> int:
     """Select one candidate with the exponential mechanism (McSherry & Talwar 2007).
 
-    Releases an index drawn with ``Pr[i] ∝ exp(ε·u_i / (2Δ))`` (Gumbel-max in
-    log space): ε-DP for scores of sensitivity ``Δ``. ``monotone=True`` uses
+    Releases an index drawn with ``Pr[i] ∝ exp(ε·u_i / (2Δ))`` (exactly, by
+    rejection: module docstring): ε-DP and ε-bounded range for scores of sensitivity ``Δ``. ``monotone=True`` uses
     ``exp(ε·u_i / Δ)``, ε-DP only if all scores move in the same direction
     between neighbours. A ``-inf`` score gets probability 0; NaN, ``+inf`` and
     all-``-inf`` vectors are refused. Returns the 0-based index.
@@ -107,7 +108,7 @@ def exponential_mechanism(
     eps = check_positive_finite(epsilon, "epsilon")
     sens = check_positive_finite(sensitivity, "sensitivity")
     mono = _check_bool(monotone, "monotone")
-    return gumbel_argmax(_log_weights(arr, eps, sens, mono), rng)
+    return _select(exponential_mechanism_rows, arr, _coefficient(eps, sens, mono), rng)
 
 
 def exponential_mechanism_probabilities(
@@ -140,10 +141,11 @@ def report_noisy_max(
     monotone: bool = False,
 ) -> int:
     """Report-noisy-max: the index of the largest noisy score, ε-DP for
-    scores of sensitivity Δ. ``noise="gumbel"`` (scale ``2Δ/ε``) is the
-    exponential mechanism; ``noise="exponential"`` (scale ``2Δ/ε``) is
-    permute-and-flip (Ding, Kifer, Steinke, Wang & Xiao 2021). ``monotone``
-    halves the scale (valid only for same-direction scores).
+    scores of sensitivity Δ. With ``noise="gumbel"`` (scale ``2Δ/ε``) its law
+    is the exponential mechanism's, with ``noise="exponential"`` (scale
+    ``2Δ/ε``) permute-and-flip's (Ding, Kifer, Steinke, Wang & Xiao 2021); each
+    is drawn by that mechanism's exact sampler, no noise is added to a float.
+    ``monotone`` halves the scale (valid only for same-direction scores).
     """
     if noise == "gumbel":
         return exponential_mechanism(scores, epsilon, sensitivity, rng, monotone=monotone)
@@ -164,9 +166,8 @@ def permute_and_flip(
     Visit the candidates in random order, accept ``r`` with probability
     ``exp(ε·(u_r − max u)/(2Δ))``, release the first accepted: ε-DP for scores
     of sensitivity Δ, expected score never worse than the exponential
-    mechanism's. Drawn as report-noisy-max with ``Exp(1)`` noise on
-    ``ε·u_i/(2Δ)`` (the same distribution: Ding, Kifer, Steinke, Wang & Xiao
-    2021). ``monotone`` as in :func:`exponential_mechanism`; ``-inf`` scores
+    mechanism's. Sampled exactly by that definition (module docstring).
+    ``monotone`` as in :func:`exponential_mechanism`; ``-inf`` scores
     are never selected. Returns the 0-based index.
     """
     rng = check_rng(rng)
@@ -174,4 +175,4 @@ def permute_and_flip(
     eps = check_positive_finite(epsilon, "epsilon")
     sens = check_positive_finite(sensitivity, "sensitivity")
     mono = _check_bool(monotone, "monotone")
-    return _exponential_argmax(_log_weights(arr, eps, sens, mono), rng)
+    return _select(permute_and_flip_rows, arr, _coefficient(eps, sens, mono), rng)

@@ -513,7 +513,7 @@ SEEDED_VALUES = {
             'items': [
                 {'item': 'item0', 'rank': 1},
                 {'item': 'item1', 'rank': 2},
-                {'item': 'item3', 'rank': 3},
+                {'item': 'item4', 'rank': 3},
             ],
             'k': 3,
             'method': 'pnf-peel',

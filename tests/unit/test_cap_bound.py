@@ -73,7 +73,8 @@ def test_the_choice_is_gem_same_direction_on_the_flattened_grid(sampler, draw):
     margins = joint_margins(caps, bounds, 0.05, "laplace", 0.7)
     q, d = joint_scores(at, caps, bounds, margins)
     for seed in range(20):
-        k, j = choose_cap_and_bound(at, caps, bounds, margins, 0.3, np.random.default_rng(seed), sampler=sampler)
+        k, j = choose_cap_and_bound(at, caps, bounds, margins, 0.3, np.random.default_rng(seed), sampler=sampler,
+                                    gem_beta=0.2)
         flat = draw(q, d, 0.3, 0.2, np.random.default_rng(seed), monotone=True)
         assert (k, j) == divmod(flat, len(bounds))
     with pytest.raises(ValueError):
@@ -94,7 +95,7 @@ def test_the_choice_follows_the_exact_distribution():
         n = 4000
         hits = np.zeros(4)
         for _ in range(n):
-            k, j = choose_cap_and_bound(at, caps, bounds, margins, 2.0, rng, sampler=sampler)
+            k, j = choose_cap_and_bound(at, caps, bounds, margins, 2.0, rng, sampler=sampler, gem_beta=0.2)
             hits[k * 2 + j] += 1
         assert np.abs(hits / n - p).max() < 4 * np.sqrt(p * (1 - p) / n).max() + 1e-3
 

@@ -21,6 +21,7 @@ from dp_spark.mechanisms.distinct_count.gem import (exponential_rows, gem_normal
                                                     generalized_permute_and_flip_probabilities,
                                                     permute_and_flip_rows, same_direction_scores_batch)
 from dp_spark.mechanisms.groups import group_noise_scale, group_selection_epsilon
+from dp_spark.mechanisms.exponential import exponential_mechanism, permute_and_flip
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile
 
 CANDS = [1, 4, 16]
@@ -63,16 +64,17 @@ def test_batch_scores_clip_huge_utilities_without_refusing():
         same_direction_scores_batch(q, np.array([1, 4, 2**41]), 1.0, 0.2)
 
 
-def test_row_samplers_draw_what_sequential_calls_draw():
-    """Row g of the (G, k) draw is what the g-th of G sequential scalar calls draws (same stream)."""
-    s = np.array([[0.0, -1.5, -3.0], [-0.5, 0.0, -9.0], [0.0, 0.0, 0.0], [-2.0, -1.0, 0.0]])
-    pf = permute_and_flip_rows(s, 0.7, np.random.default_rng(5))
-    rng = np.random.default_rng(5)
-    c = ratio_down(0.7, 2.0)
-    assert pf.tolist() == [int(np.argmax(c * (row - row.max()) + rng.standard_exponential(size=3))) for row in s]
-    em = exponential_rows(s, 0.7, np.random.default_rng(6))
-    rng = np.random.default_rng(6)
-    assert em.tolist() == [int(np.argmax(0.35 * (row - row.max()) + rng.gumbel(size=3))) for row in s]
+def test_one_row_samplers_draw_what_the_scalar_samplers_draw():
+    """With G = 1 the row samplers are the scalar GEM samplers: same generator state, same index
+    (the ungrouped release is the one-key grouped release, draw for draw)."""
+    rows = [[0.0, -1.5, -3.0], [-0.5, 0.0, -9.0], [0.0, 0.0, 0.0], [-2.0, -1.0, 0.0]]
+    for seed in range(20):
+        for row in rows:
+            s = np.array([row])
+            pf = permute_and_flip_rows(s, 0.7, np.random.default_rng(seed))
+            em = exponential_rows(s, 0.7, np.random.default_rng(seed))
+            assert pf.tolist() == [permute_and_flip(row, 0.7, 1.0, np.random.default_rng(seed))]
+            assert em.tolist() == [exponential_mechanism(row, 0.7, 1.0, np.random.default_rng(seed))]
 
 
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])

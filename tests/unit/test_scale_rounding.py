@@ -71,14 +71,23 @@ def test_set_union_laplace_scale_rounded_up(policy, numerator):
         assert Fraction(plan.scale) >= Fraction(numerator) / Fraction(eps), eps
 
 
-def test_pnf_peel_scale_rounded_up():
-    from dp_spark.mechanisms.top_k.peeling import pnf_peel_top_k
+def test_pnf_peel_coefficient_rounded_down(monkeypatch):
+    """Each round's permute-and-flip runs at c <= ε/k exactly (the noise scale k/ε rounded up)."""
+    from dp_spark.mechanisms.top_k import peeling
 
+    seen = []
+    real = peeling.permute_and_flip_rows
+
+    def recording(scores, coefficient, rng):
+        seen.append(coefficient)
+        return real(scores, coefficient, rng)
+
+    monkeypatch.setattr(peeling, "permute_and_flip_rows", recording)
     counts = np.array([5, 4, 3, 2, 1])
     for eps in _epsilons(100):
-        rec = _Recorder()
-        pnf_peel_top_k(counts, 3, eps, rec)
-        assert all(Fraction(s) >= Fraction(3) / Fraction(eps) for s in rec.scales), eps
+        seen.clear()
+        peeling.pnf_peel_top_k(counts, 3, eps, np.random.default_rng(0))
+        assert len(seen) == 3 and all(Fraction(c) <= Fraction(eps) / 3 for c in seen), eps
 
 
 def test_auto_choice_scale_rounded_up_and_split_within_budget(monkeypatch):

@@ -185,9 +185,9 @@ def release_groups_batch(at_candidates: np.ndarray, candidates, max_bound: int, 
     on c_{g,l̂}: ε_g-DP per group, so ε-DP over a person's ≤ m groups (basic composition; the other
     groups' counts do not move: parallel composition). ``noise="gaussian"``: they are the two steps'
     ρ; the choice by the exponential mechanism at √(8·select/m) (ε-bounded range, so select/m-zCDP)
-    and σ_l = √m·l/√(2·count) (ℓ2 sensitivity √m·l over groups): (select + count)-zCDP. Draws: one
-    (G, J) array for the choices (row g as the g-th sequential call would draw), then the counts
-    (:func:`_count_draws`), all from ``rng``."""
+    and σ_l = √m·l/√(2·count) (ℓ2 sensitivity √m·l over groups): (select + count)-zCDP. Draws: the G
+    choices in one exact row sampler call (``dp_spark.noise.selection``; one group's draw is the
+    scalar release's from the same state), then the counts (:func:`_count_draws`), all from ``rng``."""
     if noise not in NOISES:
         raise ValueError("noise must be 'laplace' or 'gaussian'")
     cands = [int(c) for c in candidates]

@@ -45,9 +45,9 @@ from dp_spark.mechanisms.exponential import (
     as_score_vector,
     check_positive_finite,
     check_rng,
-    gumbel_argmax,
     permute_and_flip,
 )
+from dp_spark.noise import selection
 
 __all__ = [
     "gem_normalized_scores",
@@ -304,25 +304,21 @@ def same_direction_scores_batch(utilities: ArrayLike, sensitivities, epsilon: fl
 
 
 def permute_and_flip_rows(scores: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
-    """For every row of ``scores`` (G, k) of sensitivity 1 each, the index
-    :func:`generalized_permute_and_flip` would draw from it (report-noisy-max
-    with Exp(1) noise on c·(s − max s), c = ε/2 rounded down): ε-DP per row
-    (McKenna & Sheldon 2020). One (G, k) draw of ``rng.standard_exponential``,
-    row g holding what the g-th of G sequential calls would draw."""
-    s = np.asarray(scores, dtype=np.float64)
+    """For every row of ``scores`` (G, k) of sensitivity 1 each, an index drawn as
+    :func:`generalized_permute_and_flip` draws it (permute-and-flip at c = ε/2 rounded down,
+    sampled exactly: ``dp_spark.noise.selection``): ε-DP per row (McKenna & Sheldon 2020). For
+    G = 1 the same draw as :func:`generalized_permute_and_flip` from the same generator state."""
     coef = ratio_down(check_positive_finite(epsilon, "epsilon"), 2.0)
-    logw = coef * (s - s.max(axis=1, keepdims=True))
-    return np.argmax(logw + check_rng(rng).standard_exponential(size=s.shape), axis=1)
+    return selection.permute_and_flip_rows(np.asarray(scores, dtype=np.float64), coef, check_rng(rng))
 
 
 def exponential_rows(scores: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
-    """For every row of ``scores`` (G, k) of sensitivity 1 each, the index
-    :func:`generalized_exponential` would draw from it (Gumbel-max on
-    (ε/2)·(s − max s)): ε-DP and ε-bounded range per row. One (G, k) draw of
-    ``rng.gumbel``, row g holding what the g-th of G sequential calls would draw."""
-    s = np.asarray(scores, dtype=np.float64)
-    logw = (check_positive_finite(epsilon, "epsilon") / 2.0) * (s - s.max(axis=1, keepdims=True))
-    return np.argmax(logw + check_rng(rng).gumbel(loc=0.0, scale=1.0, size=s.shape), axis=1)
+    """For every row of ``scores`` (G, k) of sensitivity 1 each, an index drawn as
+    :func:`generalized_exponential` draws it (Pr[i] ∝ exp(c·s_i), c = ε/2 rounded down, sampled
+    exactly by rejection: ``dp_spark.noise.selection``): ε-DP and ε-bounded range per row. For
+    G = 1 the same draw as :func:`generalized_exponential` from the same generator state."""
+    coef = ratio_down(check_positive_finite(epsilon, "epsilon"), 2.0)
+    return selection.exponential_mechanism_rows(np.asarray(scores, dtype=np.float64), coef, check_rng(rng))
 
 
 def _normalized(q: np.ndarray, d: np.ndarray, eps: float, b: float, monotone: bool) -> np.ndarray:
@@ -371,7 +367,7 @@ def generalized_exponential_probabilities(
     Not private: for tests, audits and synthetic inputs only."""
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
     s = _normalized(q, d, eps, b, _flag(monotone))
-    logw = (eps / 2.0) * (s - s.max())
+    logw = ratio_down(eps, 2.0) * (s - s.max())
     w = np.exp(logw)
     return np.exp(logw - math.log(float(w.sum())))
 
@@ -386,8 +382,9 @@ def generalized_exponential(
     monotone: bool = False,
 ) -> int:
     """Select a candidate with GEM (Raskhodnikova & Smith 2016; Knop &
-    Steinke 2023, Algorithm 3): index ``î`` with ``Pr[i] ∝ exp(ε·s_i/2)`` over
-    the normalised scores (Gumbel-max in log space); 0-based.
+    Steinke 2023, Algorithm 3): index ``î`` with ``Pr[i] ∝ exp(c·s_i)``, c = ε/2
+    rounded down, over the normalised scores, sampled exactly
+    (:func:`exponential_rows`); 0-based.
 
     Privacy: ε-DP if each ``scores[j]`` moves by at most ``sensitivities[j]``
     between neighbours and the sensitivities, ``beta`` and ``epsilon`` do not
@@ -399,7 +396,7 @@ def generalized_exponential(
     rng = check_rng(rng)
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
     s = _normalized(q, d, eps, b, _flag(monotone))
-    return gumbel_argmax((eps / 2.0) * (s - s.max()), rng)
+    return int(exponential_rows(s[None, :], eps, rng)[0])
 
 
 def generalized_permute_and_flip(

@@ -1,6 +1,7 @@
 """Peeling baselines for top-k: PNF-Peel (k rounds of permute-and-flip at
-ε/k, ε-DP; Gillenwater et al. ICML 2022, Algorithm 2) and CDP-Peel (one-shot
-Gumbel top-k, Durfee & Rogers 2019, (ε, δ)-DP by the CDP bound).
+ε/k, ε-DP; Gillenwater et al. ICML 2022, Algorithm 2; sampled exactly) and
+CDP-Peel (one-shot Gumbel top-k, Durfee & Rogers 2019, (ε, δ)-DP by the CDP
+bound; floating-point Gumbel noise).
 """
 
 from __future__ import annotations
@@ -16,33 +17,36 @@ from dp_spark.accounting.exact import exact, ln_bounds, ratio_up, share_down
 from dp_spark.mechanisms.top_k._common import (
     as_counts, check_delta, check_int, check_positive, check_rng, top_k_indices,
 )
+from dp_spark.noise.selection import permute_and_flip_rows
 
 
 def pnf_peel_top_k(counts: ArrayLike, k: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
     """ε-DP top-k by peeling: k rounds of permute-and-flip at ε/k (PNF-Peel;
     Gillenwater et al., ICML 2022, Algorithm 2; ALGORITHMS.md 3.4).
 
-    Round t adds fresh ``Exp(scale k/ε)`` noise to every item not yet chosen
-    and picks the largest: permute-and-flip as report-noisy-max (Ding et al.
-    2021). Guarantee: ε-DP when one person moves every count by at most 1 *in
-    the same direction*; for such monotone utilities permute-and-flip at ε'
-    needs scale 1/ε', not 2/ε' (McKenna & Sheldon 2020, Remark 1), and
-    restricting to the items not yet chosen keeps them monotone, so each round
-    is ε/k-DP and k rounds compose to ε. The domain must be public. Returns k
-    distinct int64 indices in selection order.
+    Round t runs permute-and-flip over the items not yet chosen with
+    coefficient c = ε/k rounded down: a uniform order, item j accepted with
+    probability exp(−c·(max − c_j)), drawn exactly
+    (:func:`dp_spark.noise.selection.permute_and_flip_rows`; the same law as
+    report-noisy-max with ``Exp(scale k/ε)`` noise, Ding et al. 2021, without
+    floating-point noise). Guarantee: ε-DP when one person moves every count
+    by at most 1 *in the same direction*; for such monotone utilities
+    permute-and-flip at ε' needs c = ε', not ε'/2 (McKenna & Sheldon 2020,
+    Remark 1), and restricting to the items not yet chosen keeps them
+    monotone, so each round is ε/k-DP and k rounds compose to ε. The domain
+    must be public. Returns k distinct int64 indices in selection order.
     """
     c = as_counts(counts, integral=False)
     d = c.shape[0]
     k = check_int(k, "k", 1, d, " (the number of items in counts)")
     eps = check_positive(epsilon, "epsilon")
     rng = check_rng(rng)
-    scale = ratio_up(k, eps)  # k/ε rounded up: more noise, never less
+    coefficient = share_down(eps, k)  # ε/k rounded down: k rounds never exceed ε
     remaining = np.ones(d, dtype=bool)
     out = np.empty(k, dtype=np.int64)
     for t in range(k):
         cand = np.flatnonzero(remaining)
-        noisy = c[cand] + rng.exponential(scale=scale, size=cand.size)
-        pick = int(cand[int(np.argmax(noisy))])
+        pick = int(cand[int(permute_and_flip_rows(c[cand][None, :], coefficient, rng)[0])])
         out[t] = pick
         remaining[pick] = False
     return out
