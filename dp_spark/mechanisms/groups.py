@@ -16,8 +16,10 @@ the parameters chosen independently of the data):
 - ``"quantile"``: the exponential mechanism for the ``q``-quantile of c_p,
   ``u(m) = −|(1 − q)·L(m) − q·R(m)|``, ``L(m) = #{p : c_p ≤ m}``,
   ``R(m) = #{p : c_p > m}``: adding y raises L(m) or R(m) by 1, moving the
-  inner term by 1 − q or −q, so ``|Δu(m)| ≤ max(q, 1 − q) =: Δ`` and
-  ``Pr[m] ∝ exp(ε·u(m)/(2Δ))`` is ε-DP.
+  inner term by 1 − q or −q, so ``|Δu(m)| ≤ max(q, 1 − q)``. The scores are
+  computed exactly and rounded down onto multiples of 2^-20, which adds one
+  grid step: Δ = max(q, 1 − q) + 2^-20 (rounded up), and
+  ``Pr[m] ∝ exp(ε·u(m)/(2Δ))``, sampled exactly, is ε-DP.
 
 :func:`group_noise_scale` and :func:`group_selection_epsilon`: the budget
 arithmetic for a release capped at m groups per person with per-group
@@ -28,7 +30,9 @@ Gaussian σ = √m·ℓ/√(2ρ). m = 1 is parallel composition: the full budget
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -86,21 +90,39 @@ def gem_utilities(histogram: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     return below + levels * above, levels.copy()
 
 
+#: The quantile scores are rounded down onto multiples of 2^-QUANTILE_GRID_BITS.
+QUANTILE_GRID_BITS = 20
+#: |L(m) − q·N| is clipped here (in grid units: 2^32 persons), so every score is an exact double.
+_QUANTILE_CLIP = 2**52
+
+
 def quantile_sensitivity(quantile: float) -> float:
-    """Δ = max(q, 1 − q): the sensitivity of :func:`quantile_scores`."""
-    q = checks.open_unit(quantile, "quantile")
-    return max(q, 1.0 - q)
+    """Δ = max(q, 1 − q) + 2^-20, rounded up: the sensitivity of :func:`quantile_scores` (the
+    exact scores move by at most max(q, 1 − q); rounding them down onto the 2^-20 grid adds at
+    most one grid step)."""
+    q = exact(checks.open_unit(quantile, "quantile"))
+    return float_up(max(q, 1 - q) + Fraction(1, 2**QUANTILE_GRID_BITS))
 
 
 def quantile_scores(histogram: ArrayLike, quantile: float) -> np.ndarray:
-    """NON-PRIVATE: ``u(m) = −|(1 − q)·L(m) − q·R(m)|`` for m = 1..M, with L(m)
-    the persons with c_p ≤ m and R(m) those with c_p > m; each moves by at
-    most :func:`quantile_sensitivity` on add/remove of one person."""
+    """NON-PRIVATE: ``u(m) = −|(1 − q)·L(m) − q·R(m)| = −|L(m) − q·N|`` for m = 1..M, with L(m)
+    the persons with c_p ≤ m, R(m) those with c_p > m and N = L + R, computed exactly from the
+    double q and rounded down onto multiples of 2^-20 (|L − qN| clipped at 2^32, 1-Lipschitz:
+    every score is an exact double); each moves by at most :func:`quantile_sensitivity` on
+    add/remove of one person."""
     h = _histogram(histogram)
-    q = checks.open_unit(quantile, "quantile")
-    at_most = np.cumsum(h).astype(np.float64)
-    above = float(h.sum()) - at_most
-    return -np.abs((1.0 - q) * at_most - q * above)
+    q = exact(checks.open_unit(quantile, "quantile"))
+    target = q * int(h.sum()) * 2**QUANTILE_GRID_BITS  # q·N in grid units, exactly
+    lo, hi = math.floor(target), math.ceil(target)
+    at_most = np.cumsum(h)
+    if int(h.sum()) < 2**40:  # L·2^20 and the target stay inside int64
+        scaled = at_most << QUANTILE_GRID_BITS
+        gap = np.where(scaled >= hi, scaled - lo, hi - scaled)  # ⌈|L·2^20 − target|⌉
+    else:
+        gap = np.array([(a << QUANTILE_GRID_BITS) - lo if (a << QUANTILE_GRID_BITS) >= hi
+                        else hi - (a << QUANTILE_GRID_BITS) for a in at_most.tolist()], dtype=object)
+    gap = np.minimum(gap, _QUANTILE_CLIP).astype(np.int64)
+    return -gap.astype(np.float64) / 2**QUANTILE_GRID_BITS
 
 
 def choose_max_groups(histogram: ArrayLike, epsilon: float, rng: np.random.Generator, *, method: str = "gem",

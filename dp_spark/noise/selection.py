@@ -21,10 +21,16 @@ rejection), the proposals (``Generator.integers``), and Bernoulli(exp(−x))
 for the exact rational ``x = c·(max s − s_j)`` of the doubles given
 (:func:`bernoulli_exp_gap`). So the output has exactly the idealised
 mechanism's distribution for the scores as given (up to the uniformity of
-``rng``'s bits), and its ε is the idealised one: nothing of Mironov's (2012)
-floating-point attack applies. The privacy map assumes that the double
-scores passed in have sensitivity Δ (the caller's obligation, met exactly by
-integer counts and by GEM's grid scores).
+``rng``'s bits), and its ε is the idealised one for those scores: nothing of
+Mironov's (2012) floating-point attack applies. The privacy map assumes that
+the double scores passed in have sensitivity Δ: the caller's obligation, met
+exactly by integer counts, GEM's same-direction grid scores and the group
+cap's quantile grid scores; GEM's general normalised scores (the group cap's
+default choice) are computed in floating point, so theirs holds up to the
+rounding of those scores. Running time and the number of words drawn depend
+on the scores (how many candidates are visited or proposed before one is
+accepted): like every sampler here, these assume an adversary who sees the
+release, not the driver's timing.
 
 Bernoulli(exp(−x)). Let M = 2^e >= x (e >= 0) and y = x/M <= 1; then
 exp(−x) = exp(−y)^M: M independent Bernoulli(exp(−y)) trials must all succeed
@@ -35,7 +41,7 @@ q = y/k, compares a uniform real U = 0.W₁W₂… (64-bit words) with q: W₁ <
 ⌊q·2^64⌋ means U < q, W₁ > ⌊q·2^64⌋ means U > q, a tie looks at the next word
 against the remainder (:func:`_below`, on Python ints: exact). The first
 comparison is settled in doubles where a proven error bound settles it
-(:func:`_bernoulli_bounded`), in Python ints otherwise (probability about
+(:func:`_bernoulli_bounded`), in Python ints otherwise (probability below
 2^-40 a comparison): the outcome is the exact rule's for every word.
 
 Error bound of the doubles. g_f = fl(top − s) and x_f = fl(c·g_f) are
@@ -70,6 +76,7 @@ from typing import Callable
 
 import numpy as np
 
+from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete import bernoulli_exp_fraction
 from dp_spark.noise.rng import check_rng
 
@@ -109,9 +116,8 @@ def _bernoulli_bounded(lo: np.ndarray, hi: np.ndarray, exact: Callable[[int], Fr
         return np.zeros(0, dtype=bool)
     words = rng.integers(0, _WORD - 1, size=m, dtype=np.uint64, endpoint=True)
     as_float = words.astype(np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = as_float < np.ldexp(lo, 64) - _WORD_MARGIN
-        sure = out | (as_float > np.ldexp(hi, 64) + _WORD_MARGIN)
+    out = as_float < np.ldexp(lo, 64) - _WORD_MARGIN  # (under bernoulli_exp_gap's errstate)
+    sure = out | (as_float > np.ldexp(hi, 64) + _WORD_MARGIN)
     for i in np.flatnonzero(~sure).tolist():
         out[i] = _below(int(words[i]), exact(i), rng)
     return out
@@ -165,15 +171,21 @@ def bernoulli_exp_gap(coefficient: float, top: np.ndarray, scores: np.ndarray,
                       rng: np.random.Generator) -> np.ndarray:
     """Bernoulli(exp(−c·(top_i − s_i))) element-wise, exactly, for a finite double c > 0 and
     finite doubles s_i <= top_i (the exact rational of the doubles, not a rounded product).
-    Releases nothing by itself."""
+    Floating-point flags are ignored (no argument uses them; a global ``np.seterr(all="raise")``
+    must not make a draw fail on some scores only). Releases nothing by itself."""
+    with np.errstate(all="ignore"):
+        return _bernoulli_exp_gap(coefficient, top, scores, rng)
+
+
+def _bernoulli_exp_gap(coefficient: float, top: np.ndarray, scores: np.ndarray,
+                       rng: np.random.Generator) -> np.ndarray:
     top = np.asarray(top, dtype=np.float64)
     s = np.asarray(scores, dtype=np.float64)
     n = s.shape[0]
     out = np.zeros(n, dtype=bool)
     if n == 0:
         return out
-    with np.errstate(over="ignore", invalid="ignore"):
-        x = coefficient * (top - s)
+    x = coefficient * (top - s)
     out[s == top] = True  # x = 0: exp(0) = 1, nothing to draw
     small = np.flatnonzero((s != top) & (x < _LARGE))  # x is NaN nowhere: top, s finite and c > 0
 
@@ -226,6 +238,19 @@ def _width(active: int, left: int) -> int:
     return max(1, min(left, _BATCH // max(active, 1)))
 
 
+def _score_rows(scores: np.ndarray) -> np.ndarray:
+    """``scores`` as a (G, k) float64 array, k >= 1, every entry finite or −inf and every row with
+    a finite entry; refused otherwise (a programming error: the callers validate their scores; the
+    message quotes no score)."""
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 2 or s.shape[1] < 1:
+        raise ParameterError("selection scores must be a (groups, candidates) array with a candidate or more")
+    finite = np.isfinite(s)
+    if not (finite | np.isneginf(s)).all() or not finite.any(axis=1).all():
+        raise ParameterError("selection scores must be finite or -inf, with a finite score in every row")
+    return s
+
+
 def permute_and_flip_rows(scores: np.ndarray, coefficient: float, rng: np.random.Generator) -> np.ndarray:
     """Permute-and-flip on every row of ``scores`` (G, k) (finite doubles or −inf, at least one
     finite per row) at coefficient c: per row, a uniform order of the k candidates; the first j
@@ -234,7 +259,7 @@ def permute_and_flip_rows(scores: np.ndarray, coefficient: float, rng: np.random
     ε-DP per row for c <= ε/(2Δ) and scores of sensitivity Δ (c <= ε/Δ for same-direction
     scores) (McKenna & Sheldon 2020). Returns the (G,) indices."""
     rng = check_rng(rng)
-    s = np.asarray(scores, dtype=np.float64)
+    s = _score_rows(scores)
     g, k = s.shape
     top = s.max(axis=1)
     order = rng.permuted(np.tile(np.arange(k, dtype=np.int64), (g, 1)), axis=1)
@@ -260,7 +285,7 @@ def exponential_mechanism_rows(scores: np.ndarray, coefficient: float,
     released), exactly. ε-DP and ε-bounded range per row for c <= ε/(2Δ) and scores of
     sensitivity Δ (McSherry & Talwar 2007). Returns the (G,) indices."""
     rng = check_rng(rng)
-    s = np.asarray(scores, dtype=np.float64)
+    s = _score_rows(scores)
     g, k = s.shape
     top = s.max(axis=1)
     chosen = np.full(g, -1, dtype=np.int64)

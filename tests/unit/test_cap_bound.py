@@ -16,6 +16,7 @@ from dp_spark.mechanisms.distinct_count.cap_bound import (
     count_noise,
     joint_margins,
     joint_scores,
+    joint_shifts,
     release_at_bound,
 )
 from dp_spark.mechanisms.distinct_count.gem import (
@@ -25,6 +26,7 @@ from dp_spark.mechanisms.distinct_count.gem import (
     generalized_permute_and_flip_probabilities,
 )
 from dp_spark.noise.tails import discrete_gaussian_upper_quantile, discrete_laplace_upper_quantile
+from dp_spark.settings.distinct_count import SELECTION_BETA
 
 
 def test_cap_candidates_are_powers_of_two_and_the_number_of_keys():
@@ -79,6 +81,23 @@ def test_the_choice_is_gem_same_direction_on_the_flattened_grid(sampler, draw):
         assert (k, j) == divmod(flat, len(bounds))
     with pytest.raises(ValueError):
         choose_cap_and_bound(at, caps, bounds, margins, 0.3, rng, sampler="uniform")
+
+
+@pytest.mark.parametrize("sampler, draw", [("permute-and-flip", generalized_permute_and_flip),
+                                           ("exponential", generalized_exponential)])
+def test_the_release_choice_is_gem_on_the_shifted_scores(sampler, draw):
+    """gem_beta=None (what the release runs): the per-bound thresholds subtracted, then GEM at
+    SELECTION_BETA, draw for draw."""
+    rng = np.random.default_rng(5)
+    caps, bounds = [1, 2, 4], [1, 4, 16]
+    at = rng.integers(0, 300, size=(3, 5, 3))
+    margins = joint_margins(caps, bounds, 0.05, "laplace", 0.7)
+    q, d = joint_scores(at, caps, bounds, margins)
+    shifted = q - joint_shifts(caps, bounds, 0.3)
+    for seed in range(20):
+        k, j = choose_cap_and_bound(at, caps, bounds, margins, 0.3, np.random.default_rng(seed), sampler=sampler)
+        flat = draw(shifted, d, 0.3, SELECTION_BETA, np.random.default_rng(seed), monotone=True)
+        assert (k, j) == divmod(flat, len(bounds))
 
 
 def test_the_choice_follows_the_exact_distribution():

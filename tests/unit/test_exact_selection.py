@@ -49,6 +49,19 @@ def test_bernoulli_exp_gap_has_the_exact_probability(c, gap, block):
         assert binomial_p(hits, n, math.exp(-1.2 * c * gap)) < P_ACCEPT  # the test can fail
 
 
+def test_elements_with_different_trial_counts_in_one_block():
+    """Gaps 0.3 and 3.0 side by side (M = 1 and M = 4 trials), in small blocks (several trials per
+    numpy call, the unused ones masked) and in one large call: each kind at its own exp(−x)."""
+    n = 60_000
+    for block in (2_000, n):
+        gaps = np.tile([0.3, 3.0], block // 2)
+        rng = np.random.default_rng(block)
+        hits = sum(bernoulli_exp_gap(1.0, gaps, np.zeros(block), rng).reshape(-1, 2).sum(axis=0)
+                   for _ in range(n // block))
+        for kind, gap in enumerate((0.3, 3.0)):
+            assert binomial_p(int(hits[kind]), n // 2, math.exp(-gap)) > P_ACCEPT, (block, gap)
+
+
 def test_gaps_of_zero_accept_without_a_draw_and_huge_gaps_never_accept():
     rng = np.random.default_rng(0)
     state = rng.bit_generator.state
@@ -106,6 +119,37 @@ def test_below_compares_the_uniform_word_by_word():
     assert selection._below(top, p, _Words([top, top + 1])) is False
     assert selection._below(2**64 - 1, Fraction(1), _Words([])) is True  # p = 1: always
     assert selection._below(0, Fraction(0), _Words([0, 0, 5])) is False  # p = 0: never
+
+
+class _Fixed:
+    """A stand-in generator for :func:`selection._bernoulli_bounded`: the given words first, then
+    ``tail`` for every later (tie-breaking) word."""
+
+    def __init__(self, words, tail):
+        self.words, self.tail = np.asarray(words, dtype=np.uint64), tail
+
+    def integers(self, low, high, size=None, dtype=None, endpoint=False):
+        if size is None:
+            return np.uint64(self.tail)
+        out, self.words = self.words[:size], self.words[size:]
+        return out
+
+
+@pytest.mark.parametrize("q", [Fraction(2**40 * 2 + 1, 2**65),  # q·2^64 = 2^40 + 1/2: W = P is a tie
+                               Fraction(1, 3), Fraction(2**53 + 1, 2**62), Fraction(7, 2**70),
+                               Fraction(2**64 - 3, 2**64)])
+def test_words_near_the_boundary_are_decided_as_the_exact_rule(q):
+    """Words within 2^14 of ⌊q·2^64⌋ (and q·2^64's neighbours), against the float bounds the sampler
+    computes from fl(q): every decision is :func:`selection._below`'s (a tie goes on to a word
+    above 2^63, i.e. "no" for q·2^64 − P < 1/2 ... decided exactly either way)."""
+    top = (q.numerator * 2**64) // q.denominator
+    offsets = np.array(sorted({*range(-40, 41), *(s * 2**e for s in (-1, 1) for e in range(6, 15))}))
+    words = [top + int(d) for d in offsets if 0 <= top + int(d) < 2**64]
+    lo, hi = selection._bounds(np.full(len(words), float(q)))
+    for tail in (2**63 + 5, 2**63 - 5):
+        got = selection._bernoulli_bounded(lo, hi, lambda i: q, _Fixed(words, tail))
+        want = [selection._below(w, q, _Fixed([], tail)) for w in words]
+        assert got.tolist() == want
 
 
 def brute_force_pf(scores, c):
@@ -211,3 +255,22 @@ def test_the_float_bounds_hold_the_exact_values():
             for k in (1, 2, 3, 7):
                 lo, hi = selection._bounds(np.array([y[i] / k]))
                 assert Fraction(float(lo[0])) <= exact / m / k <= Fraction(float(hi[0]))
+
+
+def test_rows_without_a_finite_score_or_with_nan_are_refused():
+    from dp_spark.errors import ParameterError
+
+    rng = np.random.default_rng(0)
+    for sampler in (permute_and_flip_rows, exponential_mechanism_rows):
+        for bad in ([[0.0, 1.0], [-np.inf, -np.inf]], [[0.0, np.nan]], [[0.0, np.inf]], [[]], [0.0, 1.0]):
+            with pytest.raises(ParameterError, match="selection scores must"):  # fixed text, no score
+                sampler(np.array(bad, dtype=float), 0.5, rng)
+
+
+def test_float_flags_set_to_raise_do_not_make_a_draw_fail():
+    """A caller's np.seterr(all="raise") must not turn subnormal or huge gaps into an error."""
+    scores = np.array([[0.0, -5e-324, -1.0, -1e308]])
+    with np.errstate(all="raise"):
+        for sampler in (permute_and_flip_rows, exponential_mechanism_rows):
+            for seed in range(20):
+                assert sampler(scores, 0.7, np.random.default_rng(seed))[0] in (0, 1, 2)
