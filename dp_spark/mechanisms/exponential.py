@@ -98,7 +98,8 @@ def exponential_mechanism(
     """Select one candidate with the exponential mechanism (McSherry & Talwar 2007).
 
     Releases an index drawn with ``Pr[i] ∝ exp(ε·u_i / (2Δ))`` (exactly, by
-    rejection: module docstring): ε-DP and ε-bounded range for scores of sensitivity ``Δ``. ``monotone=True`` uses
+    rejection: module docstring): ε-DP and ε-bounded range for scores of
+    sensitivity ``Δ``. ``monotone=True`` uses
     ``exp(ε·u_i / Δ)``, ε-DP only if all scores move in the same direction
     between neighbours. A ``-inf`` score gets probability 0; NaN, ``+inf`` and
     all-``-inf`` vectors are refused. Returns the 0-based index.
