@@ -112,15 +112,14 @@ def quantile_scores(histogram: ArrayLike, quantile: float) -> np.ndarray:
     add/remove of one person."""
     h = _histogram(histogram)
     q = exact(checks.open_unit(quantile, "quantile"))
-    target = q * int(h.sum()) * 2**QUANTILE_GRID_BITS  # q·N in grid units, exactly
+    persons = int(h.sum())
+    target = q * persons * 2**QUANTILE_GRID_BITS  # q·N in grid units, exactly
     lo, hi = math.floor(target), math.ceil(target)
     at_most = np.cumsum(h)
-    if int(h.sum()) < 2**40:  # L·2^20 and the target stay inside int64
-        scaled = at_most << QUANTILE_GRID_BITS
-        gap = np.where(scaled >= hi, scaled - lo, hi - scaled)  # ⌈|L·2^20 − target|⌉
-    else:
-        gap = np.array([(a << QUANTILE_GRID_BITS) - lo if (a << QUANTILE_GRID_BITS) >= hi
-                        else hi - (a << QUANTILE_GRID_BITS) for a in at_most.tolist()], dtype=object)
+    if persons >= 2**40:  # L·2^20 or the target would leave int64: the same arithmetic on Python ints
+        at_most = at_most.astype(object)
+    scaled = at_most << QUANTILE_GRID_BITS
+    gap = np.where(scaled >= hi, scaled - lo, hi - scaled)  # ⌈|L·2^20 − target|⌉
     gap = np.minimum(gap, _QUANTILE_CLIP).astype(np.int64)
     return -gap.astype(np.float64) / 2**QUANTILE_GRID_BITS
 
