@@ -78,16 +78,16 @@ import numpy as np
 
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete import bernoulli_exp_fraction
-# one uniform 64-bit word per comparison, decided in doubles only this far from the scaled bound
-# (three roundings of 2^11): the wide Gaussian sampler's word rule and margin, the same argument
-from dp_spark.noise.discrete_batch import _WORD, _WORD_MARGIN
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["bernoulli_exp_gap", "permute_and_flip_rows", "exponential_mechanism_rows"]
 
+_WORD = 2**64
 #: Relative and absolute widening of every float bound (module docstring: > 8× the rounding error).
 _RELATIVE = 2.0**-48
 _ABSOLUTE = 2.0**-1060
+#: A word is decided in doubles only when it is this far from the scaled bound (three roundings of 2^11).
+_WORD_MARGIN = 2.0**13
 #: x_f at or above this goes to the Fraction-based sampler (M = 2^e stays far inside int64).
 _LARGE = 2.0**60
 #: Below this many active elements, several CKS steps (and trials) are drawn per numpy call.
