@@ -42,7 +42,7 @@ from dp_spark.errors import ParameterError
 from dp_spark.checks import Size, size as check_size
 from dp_spark.noise.rng import check_rng
 
-__all__ = ["bernoulli_exp", "discrete_laplace", "discrete_gaussian"]
+__all__ = ["bernoulli_exp", "discrete_laplace", "discrete_gaussian", "uniform_below"]
 
 IntOrArray = int | np.ndarray
 
@@ -73,7 +73,7 @@ def to_fraction(value: object, name: str) -> Fraction:
     raise ParameterError(f"{name} must be an int, float or Fraction, got {type(value).__name__}")
 
 
-def _uniform_below(d: int, rng: np.random.Generator) -> int:
+def uniform_below(d: int, rng: np.random.Generator) -> int:
     """Return a uniform integer in [0, d) for any Python int d >= 1.
 
     Uses one ``rng.integers`` call when d fits in int64; otherwise draws
@@ -99,7 +99,7 @@ def _uniform_below(d: int, rng: np.random.Generator) -> int:
 
 def _bernoulli(p: Fraction, rng: np.random.Generator) -> bool:
     """Return True with probability exactly p (a Fraction in [0, 1])."""
-    return _uniform_below(p.denominator, rng) < p.numerator
+    return uniform_below(p.denominator, rng) < p.numerator
 
 
 def _bernoulli_exp_at_most_one(gamma: Fraction, rng: np.random.Generator) -> bool:
@@ -154,12 +154,12 @@ def _discrete_laplace_one(numerator: int, denominator: int, rng: np.random.Gener
     """
     t, s = numerator, denominator
     while True:
-        u = _uniform_below(t, rng)
+        u = uniform_below(t, rng)
         if not _bernoulli_exp_at_most_one(Fraction(u, t), rng):
             continue
         x = u + t * _count_exp1_successes(rng)
         y = x // s
-        negative = _uniform_below(2, rng) == 1
+        negative = uniform_below(2, rng) == 1
         if negative and y == 0:
             continue
         return -y if negative else y

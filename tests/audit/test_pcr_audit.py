@@ -11,11 +11,12 @@
 
    The loop is run for real (private_count_release with a budget of exactly
    one round) on a few hundred seeds and must equal, draw for draw, a
-   vectorised replica of the round built from the same public functions
-   (threshold, Gumbel scale, σ) and the same exact samplers; the audit's
-   100,000 runs per input use the replica. The broken variant halves both
-   noise scales (Gumbel β and σ), in the real loop (monkeypatched) and in the
-   replica alike.
+   replica of the round built from the same public functions (threshold,
+   coefficient, σ) and the same exact samplers; the audit's 100,000 runs per
+   input use the replica vectorised (the same exponential mechanism over the
+   item and ⊥, by the row sampler). The broken variant halves both noise
+   scales (the selection's coefficient doubled, σ halved), in the real loop
+   (monkeypatched) and in the replica alike.
 
 2. The bounded baseline (contribution bounding, m = 1): its two noises as
    drawn inside Spark, through the real keyed functions over many distinct
@@ -30,8 +31,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dp_spark.accounting import ZCDP, bounded_range_to_zcdp, gaussian_zcdp, ratio_up
+from dp_spark.accounting import ZCDP, bounded_range_to_zcdp, gaussian_zcdp
 from dp_spark.noise import discrete_gaussian
+from dp_spark.noise.selection import exponential_mechanism_rows
+from dp_spark.noise.weighted import exponential_peel
 from dp_spark.mechanisms.count_release import (
     bounded_plan,
     gaussian_threshold_select,
@@ -71,32 +74,28 @@ def _real_round(count: int, seed: int) -> int | None:
     return res.released[0].count if res.released else None
 
 
+def _bottom_score() -> float:
+    """⊥'s score in a round with an empty base: T (already a double; T + 0 needs no rounding)."""
+    return T
+
+
 def _replica_round(count: int, rng: np.random.Generator, scale: float = 1.0) -> int | None:
-    """One round in the loop's order of draws: the noisy threshold's Gumbel,
-    the item's Gumbel (Unknown Domain Gumbel, k = 1, empty base), then the
-    discrete Gaussian count. ``scale`` multiplies both noise scales."""
-    beta = ratio_up(1.0, EPS) * scale
-    threshold = T + float(rng.gumbel(scale=beta))
-    noisy = count + rng.gumbel(scale=beta, size=1)
-    if not noisy[0] > threshold:
+    """One round in the loop's order of draws: Unknown Domain Gumbel (k = 1, empty base) as the
+    exponential mechanism over the item and ⊥ at coefficient ε (the one-shot Gumbel(1/ε) it
+    equals), then the discrete Gaussian count. ``scale`` multiplies both noise scales (the
+    coefficient is divided by it)."""
+    chosen = exponential_peel(np.array([float(count), _bottom_score()]), EPS / scale, 1, rng, stop=1)
+    if chosen.shape[0] == 0:
         return None
     return count + int(discrete_gaussian(pcr_sigma(EPS, R, KBAR, DELTA_STAR) * scale, rng))
 
 
 def _halve_pcr_noise(monkeypatch) -> None:
-    """The broken variant: both noise scales halved, the threshold T kept
-    (the threshold is computed from the Gumbel scale, which is rounded with
-    ratio_up since issue 21 §5; halving ratio_up must not move T too)."""
-    real_ratio, real_dg, real_threshold = topk.ratio_up, pcr_loop.discrete_gaussian, pcr_loop.unknown_domain_threshold
-
-    def threshold(epsilon, delta, kbar):
-        with monkeypatch.context() as m:
-            m.setattr(topk, "ratio_up", real_ratio)
-            return real_threshold(epsilon, delta, kbar)
-
-    monkeypatch.setattr(topk, "ratio_up", lambda a, b: real_ratio(a, b) / 2)
-    monkeypatch.setattr(pcr_loop, "unknown_domain_threshold", threshold)
-    monkeypatch.setattr(topk, "unknown_domain_threshold", threshold)  # unknown_domain_gumbel's own
+    """The broken variant: both noise scales halved (the selection's coefficient doubled), the
+    threshold T kept."""
+    real_peel, real_dg = topk.exponential_peel, pcr_loop.discrete_gaussian
+    monkeypatch.setattr(topk, "exponential_peel",
+                        lambda scores, c, k, rng, stop=None: real_peel(scores, 2 * c, k, rng, stop))
     monkeypatch.setattr(pcr_loop, "discrete_gaussian", lambda sigma, rng: real_dg(sigma / 2, rng))
 
 
@@ -115,11 +114,11 @@ def test_replica_is_the_real_round_draw_for_draw(monkeypatch, broken):
 
 
 def _batched_round(count: int, n: int, rng: np.random.Generator, scale: float = 1.0) -> np.ndarray:
-    """n independent rounds (the replica, vectorised): noisy counts, or a
-    sentinel below any count for "nothing released"."""
-    beta = ratio_up(1.0, EPS) * scale
-    threshold = unknown_domain_threshold(EPS, DELTA_STAR, KBAR) + rng.gumbel(scale=beta, size=n)
-    selected = count + rng.gumbel(scale=beta, size=n) > threshold
+    """n independent rounds (the replica, vectorised: the same exponential mechanism over the
+    item and ⊥, exactly, one row per round): noisy counts, or a sentinel below any count for
+    "nothing released"."""
+    scores = np.tile(np.array([float(count), _bottom_score()]), (n, 1))
+    selected = exponential_mechanism_rows(scores, EPS / scale, rng) == 0
     out = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
     sigma = pcr_sigma(EPS, R, KBAR, DELTA_STAR) * scale
     out[selected] = count + discrete_gaussian(sigma, rng, size=int(selected.sum()))

@@ -426,7 +426,7 @@ SEEDED_VALUES = {
             'items': [
                 {'item': 'item0', 'rank': 1},
                 {'item': 'item1', 'rank': 2},
-                {'item': 'item21', 'rank': 3},
+                {'item': 'item4', 'rank': 3},
             ],
             'k': 3,
             'method': 'cdp-peel',
@@ -451,13 +451,17 @@ SEEDED_VALUES = {
     },
     'top_k/auto-no-domain': {
         'values': {
-            'bottom': True,
+            'bottom': False,
             'error_bound': 18.8,
             'error_warning': None,
-            'items': [{'item': 'item0', 'rank': 1}, {'item': 'item1', 'rank': 2}],
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item3', 'rank': 3},
+            ],
             'k': 3,
             'method': 'unknown-domain',
-            'released_count': 2,
+            'released_count': 3,
         },
     },
     'top_k/cdp-peel': {
@@ -468,7 +472,7 @@ SEEDED_VALUES = {
             'items': [
                 {'item': 'item0', 'rank': 1},
                 {'item': 'item1', 'rank': 2},
-                {'item': 'item3', 'rank': 3},
+                {'item': 'item4', 'rank': 3},
             ],
             'k': 3,
             'method': 'cdp-peel',
@@ -522,13 +526,17 @@ SEEDED_VALUES = {
     },
     'top_k/unknown-domain': {
         'values': {
-            'bottom': True,
+            'bottom': False,
             'error_bound': 18.8,
             'error_warning': None,
-            'items': [{'item': 'item0', 'rank': 1}, {'item': 'item1', 'rank': 2}],
+            'items': [
+                {'item': 'item0', 'rank': 1},
+                {'item': 'item1', 'rank': 2},
+                {'item': 'item3', 'rank': 3},
+            ],
             'k': 3,
             'method': 'unknown-domain',
-            'released_count': 2,
+            'released_count': 3,
         },
     },
 }

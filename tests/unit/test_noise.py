@@ -32,7 +32,7 @@ from dp_spark.noise import (
     make_rng,
     spawn_rngs,
 )
-from dp_spark.noise.discrete import _uniform_below
+from dp_spark.noise.discrete import uniform_below
 
 P_MIN = 1e-4
 N_DISCRETE = 20_000
@@ -194,17 +194,17 @@ def test_bernoulli_exp_refuses_bad_gamma(bad):
 
 def test_uniform_below_small_and_huge():
     rng = make_rng(4000)
-    assert all(_uniform_below(1, rng) == 0 for _ in range(100))
+    assert all(uniform_below(1, rng) == 0 for _ in range(100))
     d = 3 * 2**64  # three equal blocks of 2**64, needs two 64-bit words
-    values = [_uniform_below(d, rng) for _ in range(6000)]
+    values = [uniform_below(d, rng) for _ in range(6000)]
     assert all(0 <= v < d for v in values)
     blocks = np.bincount([v >> 64 for v in values], minlength=3)
     assert len(blocks) == 3
     assert stats.chisquare(blocks).pvalue > P_MIN
     huge = 2**200 + 12345
-    assert all(0 <= _uniform_below(huge, rng) < huge for _ in range(200))
+    assert all(0 <= uniform_below(huge, rng) < huge for _ in range(200))
     with pytest.raises(ParameterError):
-        _uniform_below(0, rng)
+        uniform_below(0, rng)
 
 
 # --------------------------------------------------------------------------- continuous samplers

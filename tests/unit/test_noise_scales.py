@@ -6,6 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,15 +34,22 @@ def test_distinct_count_laplace_scale_is_rounded_up(epsilon, seed):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.floats(1e-6, 1e3))
-def test_unknown_domain_gumbel_scale_is_rounded_up(epsilon):
+@given(st.floats(1e-6, 1e3), st.sampled_from([0.0, 1.0, 3.0]))
+def test_unknown_domain_gumbel_coefficient_and_threshold(epsilon, base):
+    """The Gumbel(1/ε) draws are sampled as the peel at coefficient exactly ε (the scale 1/ε is
+    never rounded down: it is not rounded at all), and ⊥'s score is at least T + c_(k̄+1) exactly
+    (T computed for the scale 1/ε rounded up, so at least what ε needs)."""
     seen = []
+    real = topk.exponential_peel
 
-    class Recorder(np.random.Generator):
-        def gumbel(self, loc=0.0, scale=1.0, size=None):
-            seen.append(scale)
-            return super().gumbel(loc, scale, size)
+    def recording(scores, coefficient, k, rng, stop=None):
+        seen.append((coefficient, float(scores[stop])))
+        return real(scores, coefficient, k, rng, stop)
 
-    topk.unknown_domain_gumbel(np.array([5, 3]), 1, epsilon, 1e-6, 2, Recorder(np.random.PCG64(1)))
-    assert seen and all(Fraction(s) >= 1 / Fraction(epsilon) for s in seen)
-    assert seen[0] == ratio_up(1.0, epsilon)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(topk, "exponential_peel", recording)
+        topk.unknown_domain_gumbel(np.array([5.0, 3.0]), 1, epsilon, 1e-6, 2, np.random.default_rng(1),
+                                   count_kbar_plus_1=min(base, 3.0))
+    threshold = topk.unknown_domain_threshold(epsilon, 1e-6, 2)
+    assert [c for c, _ in seen] == [epsilon]
+    assert Fraction(seen[0][1]) >= Fraction(threshold) + Fraction(min(base, 3.0))

@@ -136,15 +136,25 @@ def test_cdp_peel_step_never_implies_more_than_charged():
     assert checked > 100
 
 
-def test_cdp_peel_gumbel_scale_rounded_up():
-    from dp_spark.mechanisms.top_k.peeling import cdp_peel_top_k
+def test_cdp_peel_coefficient_is_the_step(monkeypatch):
+    """CDP-Peel's one-shot Gumbel(1/ε') top-k is sampled as the k peeling rounds it equals, at
+    coefficient exactly ε' (no reciprocal rounded twice)."""
+    import dp_spark.mechanisms.top_k.peeling as peeling
 
+    seen = []
+    real = peeling.exponential_peel
+
+    def recording(scores, coefficient, k, rng, stop=None):
+        seen.append(coefficient)
+        return real(scores, coefficient, k, rng, stop)
+
+    monkeypatch.setattr(peeling, "exponential_peel", recording)
     counts = np.arange(100, 0, -1)
     for eps in _epsilons(100):
-        rec = _Recorder()
-        cdp_peel_top_k(counts, 5, eps, 1e-6, rec)
-        step = cdp_peel_epsilon_per_step(eps, 1e-6, 5)
-        assert Fraction(rec.scales[0]) >= 1 / Fraction(step), eps
+        seen.clear()
+        out = peeling.cdp_peel_top_k(counts, 5, eps, 1e-6, np.random.default_rng(0))
+        assert len(set(out.tolist())) == 5
+        assert seen == [cdp_peel_epsilon_per_step(eps, 1e-6, 5)], eps
 
 
 def test_cdp_peel_step_has_no_cancellation_at_small_epsilon():

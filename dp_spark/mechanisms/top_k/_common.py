@@ -54,16 +54,6 @@ def as_counts(
     return arr.astype(np.float64)
 
 
-def top_k_indices(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest values, largest first (O(d + k log k))."""
-    d = values.shape[0]
-    if k < d:
-        part = np.argpartition(-values, k - 1)[:k]
-    else:
-        part = np.arange(d)
-    return part[np.argsort(-values[part], kind="stable")].astype(np.int64)
-
-
 def group_share(epsilon: float, delta: float, max_groups: int) -> tuple[float, float]:
     """(ε/m, δ/m), rounded down: one group's budget when a person is in at
     most m groups (basic composition over them, parallel across the others);

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Iterator
 
 import numpy as np
@@ -20,6 +21,8 @@ from numpy.typing import ArrayLike
 from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k._common import as_counts, check_int, check_positive, check_rng
+from dp_spark.noise.weighted import (LUMP_DEPTH as _LUMP, bernoulli_scaled_exp, class_totals, class_weights,
+                                     dyadic_exponents, locate, propose)
 
 # D~[i, j] = c_(i) - c_(j) + (d(k-i-1) + j + 1)/(2dk), 0-based i < k, j < d,
 # c_(0) >= ... >= c_(d-1) (ALGORITHMS.md 3.2). The tie term lies in (0, 1/2]
@@ -111,7 +114,16 @@ def _block_bounds(prep: _JointPrep) -> Iterator[tuple[np.ndarray, np.ndarray]]:
 
 def _joint_entry_blocks(prep: _JointPrep) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """Steps 4-5 of ALGORITHMS.md 3.2: yield, block by block in ascending D~
-    order, ``(rows, cols, floor_diff, log_count)`` for every entry.
+    order, ``(rows, cols, floor_diff, log_count)`` for every entry
+    (:func:`_block_entries`)."""
+    for a, b in _block_bounds(prep):
+        yield _block_entries(prep, a, b)
+
+
+def _block_entries(prep: _JointPrep, a: np.ndarray,
+                   b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The entries of one block (columns [a_i, b_i) of every row i), in
+    ascending D~ order: ``(rows, cols, floor_diff, log_count)``.
 
     For entry e = D~[r, j]: m(e) = prod_{i != r} (n_i(e) - i) (paper Lemma
     3.7), n_i(e) the entries of row i below e, m(e) = 0 when a factor is
@@ -120,40 +132,52 @@ def _joint_entry_blocks(prep: _JointPrep) -> Iterator[tuple[np.ndarray, np.ndarr
     diagonal entries are passed (k - 1 when j == r; j < r is never valid);
     ln m(e) = S - ln(j - r) (0 when j == r); passing (r, j) adds
     ln((j + 1 - r)/(j - r)) to S. S is recomputed exactly at every block
-    start, so rounding stays within one block. O(dk log k) time up to the
-    bound searches, O(d + B) memory.
+    start, so rounding stays within one block, and a block's values depend
+    on its bounds only (the exact sampler recomputes a block it proposes
+    from). O(B log k) time, O(d + B) memory for a block of B entries.
     """
     k, d, cs = prep.k, prep.d, prep.cs
     dk = d * k
     row_index = np.arange(k, dtype=np.int64)
-    for a, b in _block_bounds(prep):
-        sizes = b - a
-        size = int(sizes.sum())
-        if size == 0:  # pragma: no cover - blocks are never empty
-            continue
-        rows = np.repeat(row_index, sizes)
-        starts = np.cumsum(sizes) - sizes
-        cols = a[rows] + (np.arange(size, dtype=np.int64) - starts[rows])
-        floor_diff = cs[rows] - cs[cols]
-        if prep.int_keys:
-            key = floor_diff * dk + prep.row_tie[rows] + cols
-            order = np.argsort(key, kind="stable")
-        else:  # count spreads near 2**62/(dk): sort the exact (diff, tie) pairs
-            order = np.lexsort((prep.row_tie[rows] + cols, floor_diff))
-        rows, cols, floor_diff = rows[order], cols[order], floor_diff[order]
+    sizes = b - a
+    size = int(sizes.sum())
+    rows = np.repeat(row_index, sizes)
+    starts = np.cumsum(sizes) - sizes
+    cols = a[rows] + (np.arange(size, dtype=np.int64) - starts[rows])
+    floor_diff = cs[rows] - cs[cols]
+    if prep.int_keys:
+        key = floor_diff * dk + prep.row_tie[rows] + cols
+        order = np.argsort(key, kind="stable")
+    else:  # count spreads near 2**62/(dk): sort the exact (diff, tie) pairs
+        order = np.lexsort((prep.row_tie[rows] + cols, floor_diff))
+    rows, cols, floor_diff = rows[order], cols[order], floor_diff[order]
 
-        jr = cols - rows
-        is_diag = jr == 0
-        positive = jr > 0
-        diag_before = int(np.count_nonzero(a > row_index)) + np.cumsum(is_diag) - is_diag
-        valid = np.where(positive, diag_before == k, is_diag & (diag_before == k - 1))
-        anchor = float(np.sum(np.log(np.maximum(a - row_index, 1).astype(np.float64))))
-        jr_f = np.where(positive, jr, 1).astype(np.float64)
-        own = np.where(positive, np.log(jr_f), 0.0)
-        inc = np.where(positive, np.log1p(1.0 / jr_f), 0.0)
-        s_before = anchor + (np.cumsum(inc) - inc)
-        log_count = np.where(valid, s_before - own, -np.inf)
-        yield rows, cols, floor_diff, log_count
+    jr = cols - rows
+    is_diag = jr == 0
+    positive = jr > 0
+    diag_before = int(np.count_nonzero(a > row_index)) + np.cumsum(is_diag) - is_diag
+    valid = np.where(positive, diag_before == k, is_diag & (diag_before == k - 1))
+    anchor = float(np.sum(np.log(np.maximum(a - row_index, 1).astype(np.float64))))
+    jr_f = np.where(positive, jr, 1).astype(np.float64)
+    own = np.where(positive, np.log(jr_f), 0.0)
+    inc = np.where(positive, np.log1p(1.0 / jr_f), 0.0)
+    s_before = anchor + (np.cumsum(inc) - inc)
+    log_count = np.where(valid, s_before - own, -np.inf)
+    return rows, cols, floor_diff, log_count
+
+
+def _entry_count(prep: _JointPrep, r: int, j: int) -> int:
+    """m(e) for e = D~[r, j], exactly (Python int): prod_{i != r} (n_i(e) - i),
+    0 when a factor is <= 0 (paper Lemma 3.7; :func:`_block_entries`)."""
+    n = _row_counts(prep, _key(prep, r, j))
+    m = 1
+    for i, n_i in enumerate(n.tolist()):
+        if i == r:
+            continue
+        if n_i - i <= 0:
+            return 0
+        m *= n_i - i
+    return m
 
 
 def _joint_sequence(prep: _JointPrep, r_star: int, j_star: int, rng: np.random.Generator) -> np.ndarray:
@@ -257,15 +281,19 @@ def joint_top_k(
     Lemma 3.1). The domain (the items behind ``counts``, absent ones counting
     0) must be public and fixed in advance.
 
-    Exact sampling in log space (paper Sec. 3.1): sort the counts; sweep D~
-    (with the paper's data-independent tie term, as exact integers) in
-    ascending blocks to get ln m(e), the log number of sequences whose
-    largest entry is e (Lemma 3.7); pick an entry by Gumbel-max on
-    ``ln m(e) - epsilon*floor(e)/(2*sensitivity)``; draw a sequence uniformly
-    from its group. Memory O(d + block size). The sweep stops early, still
-    exactly, once the unswept entries' total log-weight (at most
-    ln(d!/(d−k)!) − ε·floor/(2Δ)) is far below the best seen: one Gumbel draw
-    stands for all of them (:func:`_joint_tail`).
+    Exact sampling (paper Sec. 3.1, without its floating-point Gumbel draws):
+    sort the counts; sweep D~ (with the paper's data-independent tie term, as
+    exact integers) in ascending blocks to get ln m(e), the log number of
+    sequences whose largest entry is e (Lemma 3.7); choose an entry with
+    probability exactly ∝ m(e)·exp(−ε·floor(e)/(2Δ)) by rejection from a
+    dyadic envelope (:mod:`dp_spark.noise.weighted`: the doubles ln m(e) only
+    place entries in envelope classes; the acceptance compares uniform words
+    with the exact integer m(e) and exp of the exact rational
+    c·floor(e)); draw a sequence uniformly from its group. Memory O(d + block
+    size + blocks·k). The sweep stops early, still exactly, once the unswept
+    entries' weight (each at most (d!/(d−k)!)·exp(−ε·floor/(2Δ))) is far
+    below the heaviest seen: they form one envelope class, swept only when a
+    proposal falls in it (:class:`_JointChoice`).
 
     ``counts``: non-negative whole numbers, one per item (length d);
     1 <= k <= d; ε > 0. Returns k distinct int64 indices in rank order.
@@ -274,63 +302,114 @@ def joint_top_k(
     rng = check_rng(rng)
     prep = _joint_prepare(c, k)
     coef = ratio_down(eps, 2.0 * sens)  # ε/(2Δ) rounded down: never sharper than ε allows
-    # ln(number of length-k sequences) >= ln(sum of m(e) over any set of entries)
-    log_sequences = math.lgamma(prep.d + 1) - math.lgamma(prep.d - k + 1)
-    blocks = _joint_entry_blocks(prep)
-    best, best_rc, head_max = -np.inf, (-1, -1), -np.inf
-    for rows, cols, floor_diff, log_count in blocks:
-        logw = log_count - coef * floor_diff.astype(np.float64)
-        head_max = max(head_max, float(np.max(logw)))
-        best, best_rc = _gumbel_block_max(logw, rows, cols, rng, best, best_rc)
-        # every later entry has floor >= this block's last floor, so the later
-        # entries' total weight is at most exp(bound)
-        bound = log_sequences - coef * float(floor_diff[-1])
-        if bound < head_max - _TAIL_MARGIN:
-            best, best_rc = _joint_tail(blocks, bound, coef, rng, best, best_rc)
-            break
-    if best_rc[0] < 0:  # pragma: no cover - the true top-k sequence always counts
-        raise RuntimeError("joint sampler: no entry with positive weight (internal error)")
-    seq = _joint_sequence(prep, best_rc[0], best_rc[1], rng)
+    r_star, j_star = _JointChoice(prep, coef).draw(rng)
+    seq = _joint_sequence(prep, r_star, j_star, rng)
     return prep.perm[seq].astype(np.int64)
 
 
-#: Stop the sweep once the rest's total log-weight is this far below the best
-#: seen (accounted for exactly by _joint_tail).
+#: Stop the sweep once the rest's total log-weight is this far below the
+#: heaviest entry seen (the rest stays a proposal class, swept on demand).
 _TAIL_MARGIN = 40.0
 
 
-def _gumbel_block_max(logw, rows, cols, rng, best, best_rc):
-    """Gumbel-max step over one block: (running best score, its entry)."""
-    idx = np.flatnonzero(np.isfinite(logw))
-    if idx.size == 0:
-        return best, best_rc
-    score = logw[idx] + rng.gumbel(size=idx.size)
-    a = int(np.argmax(score))
-    if score[a] > best:
-        return float(score[a]), (int(rows[idx[a]]), int(cols[idx[a]]))
-    return best, best_rc
+class _JointChoice:
+    """The joint mechanism's entry choice, exactly: P[e] ∝ m(e)·exp(−c·floor(e)).
+
+    One sweep records, per block, its bounds and how many valid entries fall
+    in each dyadic exponent E = ⌊ln w/ln 2⌋ + 2 (:func:`dyadic_exponents`);
+    the envelope classes are then fixed against the heaviest E. A proposal
+    names a (block, class, rank): the block is recomputed from its bounds
+    (the same doubles, so the same classes) and the entry accepted against
+    its class with the exact weight (:func:`_entry_count`, c·floor(e)). The
+    unswept rest, if the sweep stopped early, is one more class of all its
+    entries (zero-weight ones included: they are rejected), each under the
+    bound ln(d!/(d−k)!) − c·floor_last; a proposal there continues the sweep.
+    """
+
+    def __init__(self, prep: _JointPrep, coef: float):
+        self.prep, self.coef, self.coef_q = prep, coef, Fraction(coef)
+        log_sequences = math.lgamma(prep.d + 1) - math.lgamma(prep.d - prep.k + 1)
+        self.bounds = _block_bounds(prep)
+        self.blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.rest_blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.cached: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        head_max, swept, total = -np.inf, 0, prep.d * prep.k
+        self.rest_exponent, self.rest_size = None, 0
+        for a, b in self.bounds:
+            rows, cols, floor_diff, log_count = _block_entries(prep, a, b)
+            e_all = dyadic_exponents(self._log_weight(log_count, floor_diff))
+            if swept + rows.shape[0] <= _BLOCK:  # the first block's entries are kept (not recomputed)
+                self.cached[len(self.blocks)] = (rows, cols, floor_diff, e_all)
+            e = e_all[e_all != _ZERO]
+            values, counts = np.unique(e, return_counts=True)
+            self.blocks.append((a, b, values, counts))
+            swept += rows.shape[0]
+            if e.shape[0]:
+                head_max = max(head_max, float(np.max(self._log_weight(log_count, floor_diff))))
+            # every later entry has floor >= this block's last floor and m <= d!/(d-k)!
+            bound = log_sequences - coef * float(floor_diff[-1])
+            if swept < total and bound < head_max - _TAIL_MARGIN:
+                self.rest_exponent = int(dyadic_exponents(np.array([bound]))[0])
+                self.rest_size = total - swept
+                break
+        tops = [int(v[-1]) for _, _, v, _ in self.blocks if v.shape[0]]
+        if self.rest_exponent is not None:
+            tops.append(self.rest_exponent)
+        self.top = max(tops)
+        self.parts: list[tuple[int, int]] = []  # (block index or -1 for the rest, class)
+        self.totals: list[int] = []
+        for index, (_, _, values, counts) in enumerate(self.blocks):
+            spread = np.repeat(values, counts)
+            classes, held = class_weights(spread, self.top)
+            for cls, total_cls in zip(classes.tolist(), class_totals(classes, held, self.top)):
+                self.parts.append((index, cls))
+                self.totals.append(total_cls)
+        if self.rest_exponent is not None:
+            cls_rest = max(self.rest_exponent, self.top - _LUMP)
+            self.parts.append((-1, cls_rest))
+            self.totals.append(self.rest_size << (cls_rest - (self.top - _LUMP)))
+
+    def _log_weight(self, log_count: np.ndarray, floor_diff: np.ndarray) -> np.ndarray:
+        return log_count - self.coef * floor_diff.astype(np.float64)
+
+    def _rest_entry(self, position: int) -> tuple[int, int, int]:
+        """The ``position``-th unswept entry (sweep order): (row, column, floor).
+        The blocks swept for it are kept for later proposals."""
+        start = 0
+        for rows, cols, floor_diff in self.rest_blocks:
+            if position < start + rows.shape[0]:
+                i = position - start
+                return int(rows[i]), int(cols[i]), int(floor_diff[i])
+            start += rows.shape[0]
+        for a, b in self.bounds:
+            self.rest_blocks.append(_block_entries(self.prep, a, b)[:3])
+            if position < start + self.rest_blocks[-1][0].shape[0]:
+                return self._rest_entry(position)
+            start += self.rest_blocks[-1][0].shape[0]
+        raise RuntimeError("joint sampler: proposal past the last entry (internal error)")  # pragma: no cover
+
+    def draw(self, rng: np.random.Generator) -> tuple[int, int]:
+        """(r*, j*): the chosen entry D~[r*, j*]."""
+        while True:
+            part, offset = propose(self.totals, rng)
+            index, cls = self.parts[part]
+            if index >= 0:
+                if index in self.cached:
+                    rows, cols, floor_diff, e = self.cached[index]
+                else:
+                    a, b = self.blocks[index][:2]
+                    rows, cols, floor_diff, log_count = _block_entries(self.prep, a, b)
+                    e = dyadic_exponents(self._log_weight(log_count, floor_diff))
+                at, shift = locate(e, self.top, cls, offset)
+                r, j, floor = int(rows[at]), int(cols[at]), int(floor_diff[at])
+            else:
+                r, j, floor = self._rest_entry(offset >> (cls - (self.top - _LUMP)))
+                shift = cls
+            if bernoulli_scaled_exp(_entry_count(self.prep, r, j), self.coef_q * floor, shift, rng):
+                return r, j
 
 
-def _joint_tail(blocks, bound, coef, rng, best, best_rc):
-    """Finish the Gumbel-max over the unswept entries, exactly: their largest
-    perturbed log-weight is L + g (L their total, g ~ Gumbel(1)), the winner
-    among them independent of g and proportional to the weights. Draw g; if
-    ``bound + g`` (L <= bound) is below the best, none can win; else sweep
-    them for L and a winner, which wins iff L + g beats the best."""
-    g = float(rng.gumbel())
-    if bound + g < best:
-        return best, best_rc
-    tail_lse, tail_best, tail_rc = -np.inf, -np.inf, (-1, -1)
-    for rows, cols, floor_diff, log_count in blocks:
-        logw = log_count - coef * floor_diff.astype(np.float64)
-        finite = logw[np.isfinite(logw)]
-        if finite.size:
-            top = float(np.max(finite))
-            tail_lse = np.logaddexp(tail_lse, top + math.log(float(np.sum(np.exp(finite - top)))))
-        tail_best, tail_rc = _gumbel_block_max(logw, rows, cols, rng, tail_best, tail_rc)
-    if tail_rc[0] >= 0 and tail_lse + g > best:
-        return float(tail_lse + g), tail_rc
-    return best, best_rc
+_ZERO = np.iinfo(np.int64).min  # dyadic_exponents' mark of a zero weight
 
 
 def _max_exponential(log_m: np.ndarray, e: np.ndarray) -> np.ndarray:

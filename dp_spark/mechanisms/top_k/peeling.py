@@ -1,7 +1,8 @@
 """Peeling baselines for top-k: PNF-Peel (k rounds of permute-and-flip at
 ε/k, ε-DP; Gillenwater et al. ICML 2022, Algorithm 2; sampled exactly) and
 CDP-Peel (one-shot Gumbel top-k, Durfee & Rogers 2019, (ε, δ)-DP by the CDP
-bound; floating-point Gumbel noise).
+bound; sampled exactly as the k peeling rounds it equals,
+:func:`dp_spark.noise.weighted.exponential_peel`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dp_spark.accounting.exact import exact, ln_bounds, ratio_up, share_down
+from dp_spark.accounting.exact import exact, ln_bounds, share_down
 from dp_spark.mechanisms.top_k._common import (
-    as_counts, check_delta, check_int, check_positive, check_rng, top_k_indices,
+    as_counts, check_delta, check_int, check_positive, check_rng,
 )
 from dp_spark.noise.selection import permute_and_flip_rows
+from dp_spark.noise.weighted import exponential_peel
 
 
 def pnf_peel_top_k(counts: ArrayLike, k: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
@@ -108,7 +110,8 @@ def cdp_peel_top_k(
     Pay-what-you-get Composition" (NeurIPS 2019), as in Gillenwater et al.
     (2022, Algorithm 3): one ``Gumbel(1/ε')`` per count, ε' =
     :func:`cdp_peel_epsilon_per_step`, the k largest noisy counts; distributed
-    as k rounds of peeling with ``Pr[j] ∝ exp(ε' c_j)`` (Lemma 4.2).
+    as k rounds of peeling with ``Pr[j] ∝ exp(ε' c_j)`` (Lemma 4.2), which is
+    how it is sampled, exactly (no floating-point noise; O(k·d) work).
     Guarantee: (ε, δ)-DP when one person moves every count by at most 1 in the
     same direction (exp(ε' c) is then ε'-DP and ε'-bounded-range); ``delta = 0``
     gives pure ε-DP. Public domain. Returns k int64 indices in rank order.
@@ -118,5 +121,4 @@ def cdp_peel_top_k(
     k = check_int(k, "k", 1, d, " (the number of items in counts)")
     eps_step = cdp_peel_epsilon_per_step(epsilon, delta, k)
     rng = check_rng(rng)
-    noisy = c + rng.gumbel(scale=ratio_up(1.0, eps_step), size=d)  # 1/ε' rounded up
-    return top_k_indices(noisy, k)
+    return exponential_peel(c, eps_step, k, rng)  # exactly the law of the one-shot Gumbel(1/ε') top k

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -16,6 +17,7 @@ from numpy.typing import ArrayLike
 from dp_spark.accounting.exact import exact, float_up, ln_bounds, ratio_up
 from dp_spark.errors import ParameterError
 from dp_spark.noise.records import NoiseDraw
+from dp_spark.noise.weighted import exponential_peel
 from dp_spark.mechanisms.top_k.peeling import bounded_range_step
 from dp_spark.mechanisms.top_k._common import as_counts, check_delta, check_int, check_positive, check_rng, group_share
 
@@ -110,14 +112,14 @@ def unknown_domain_gumbel(
     eps = float(epsilon)
     rng = check_rng(rng)
     base = _next_count(c, kbar, count_kbar_plus_1)
-    beta = ratio_up(1.0, eps)  # Gumbel scale 1/ε rounded up (more noise, never less)
-    noisy_threshold = thr + base + float(rng.gumbel(scale=beta))
+    # The Gumbel(1/ε) draws are sampled exactly as the peel they equal (Durfee & Rogers 2019,
+    # Lemma 4.2): rounds of the exponential mechanism P[j] ∝ exp(ε·score_j) over the candidates
+    # and the threshold T + c_(k̄+1) (⊥), until ⊥ or k items are chosen. T assumed the scale
+    # 1/ε rounded up, at least the 1/ε used here. The ⊥ score is that sum rounded up.
     cand = np.flatnonzero(c > 0)
-    noisy = c[cand] + rng.gumbel(scale=beta, size=cand.size)
-    keep = noisy > noisy_threshold
-    kept, kept_noisy = cand[keep], noisy[keep]
-    order = np.argsort(-kept_noisy, kind="stable")[:k]
-    indices = kept[order].astype(np.int64)
+    scores = np.append(c[cand], _sum_up(thr, base))
+    chosen = exponential_peel(scores, eps, k, rng, stop=cand.shape[0])
+    indices = cand[chosen].astype(np.int64)
     return UnknownDomainResult(indices=indices, bottom=bool(indices.size < k), noise=(unknown_domain_noise(eps, kbar),))
 
 
@@ -139,6 +141,14 @@ def grouped_unknown_domain(tops, k: int, epsilon: float, delta: float, kbar: int
     eps_item, delta_threshold, _ = unknown_domain_calibration(*group_share(epsilon, delta, max_groups), k)
     return [unknown_domain_gumbel(top.counts, k, eps_item, delta_threshold, kbar, rng, top.next_count)
             for top in tops]
+
+
+def _sum_up(a: float, b: float) -> float:
+    """The double nearest above a + b (exactly a + b when representable)."""
+    total = a + b
+    if Fraction(total) < Fraction(a) + Fraction(b):
+        total = math.nextafter(total, math.inf)
+    return total
 
 
 def _next_count(c: np.ndarray, kbar: int, count_kbar_plus_1) -> float:

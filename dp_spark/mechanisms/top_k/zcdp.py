@@ -48,10 +48,11 @@ from numpy.typing import ArrayLike
 
 from dp_spark.accounting.exact import exact, ratio_up, sqrt_down
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.top_k._common import as_counts, check_int, check_positive, check_rng, top_k_indices
+from dp_spark.mechanisms.top_k._common import as_counts, check_int, check_positive, check_rng
 from dp_spark.mechanisms.top_k.error import selection_noise
 from dp_spark.mechanisms.top_k.joint import joint_top_k
 from dp_spark.noise.records import NoiseDraw
+from dp_spark.noise.weighted import exponential_peel
 
 __all__ = ["ZCDP_METHODS", "gumbel_peel_top_k", "group_rho_spent", "grouped_zcdp_top_k", "zcdp_group_epsilon",
            "zcdp_selection_noise"]
@@ -87,13 +88,14 @@ def group_rho_spent(method: str, epsilon: float, k: int) -> float:
 
 
 def gumbel_peel_top_k(counts: ArrayLike, k: int, epsilon_step: float, rng: np.random.Generator) -> np.ndarray:
-    """The k largest of counts + Gumbel(1/ε' rounded up), largest first: k
-    ε'-bounded-range rounds for same-direction counts (module docstring)."""
+    """The k largest of counts + Gumbel(1/ε'), largest first, sampled exactly
+    as the k peeling rounds P[j] ∝ exp(ε'·c_j) it equals: k ε'-bounded-range
+    rounds for same-direction counts (module docstring)."""
     c = as_counts(counts, integral=False)
     k = check_int(k, "k", 1, c.shape[0], " (the number of items in counts)")
     eps = check_positive(epsilon_step, "epsilon_step")
     rng = check_rng(rng)
-    return top_k_indices(c + rng.gumbel(scale=ratio_up(1.0, eps), size=c.shape[0]), k)
+    return exponential_peel(c, eps, k, rng)  # exactly the law of the one-shot Gumbel(1/ε) top k
 
 
 def zcdp_selection_noise(method: str, k: int, epsilon: float, size: int) -> NoiseDraw:
