@@ -39,8 +39,9 @@ Doubles first. For x < 512 and a < 2^1000 the first word is compared with a doub
 within 2^-40 of p, in doubles: x = m + n/64 + r exactly (Sterbenz), e^-x = T₁[m]·T₂[n]·e^-r
 with the tables' doubles nearest e^-m and e^-(n/64) (each within 2^-53 relative, from 40-digit
 ``decimal``), e^-r by its Taylor polynomial to r^6 in Horner form (remainder below 2^-54; the
-seven roundings of the evaluation and the table products add at most 14·2^-53), fl(x) within
-2^-53·x <= 2^-44 of x (relative effect on e^-x), fl(a) within 2^-53; in all below 2^-40. A
+seven roundings of the evaluation and the table products add at most 14·2^-53), x_f = fl(x)
+(or the caller's double) within 2^-51·x <= 2^-42 of x (relative effect on e^-x), fl(a) within
+2^-53; in all below 2^-40. p_f above 1 − 2^-38 goes to ``decimal`` (which checks p <= 1). A
 word W (as a double, within 2^10 of W) more than 2^13 below p_f(1 − 2^-38)·2^64 has
 W + 1 <= p·2^64 (U < p); more than 2^13 above p_f(1 + 2^-38)·2^64, W >= p·2^64 (U >= p);
 anything else goes on to ``decimal`` with that word as U's first. Only additions,
@@ -89,8 +90,14 @@ def _exact_decimal(value: Fraction) -> decimal.Decimal:
 
 def _contexts(digits: int) -> tuple[decimal.Context, decimal.Context]:
     """Decimal contexts rounding down and up at ``digits`` digits, with no exponent limit in reach."""
-    return tuple(decimal.Context(prec=digits, rounding=mode, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
-                 for mode in (decimal.ROUND_FLOOR, decimal.ROUND_CEILING))
+    return tuple(_context(digits, mode) for mode in (decimal.ROUND_FLOOR, decimal.ROUND_CEILING))
+
+
+def _context(digits: int, rounding: str = decimal.ROUND_HALF_EVEN) -> decimal.Context:
+    """A fresh context (never the thread's: a caller's precision, rounding or traps must not
+    reach these computations), with no exponent limit in reach."""
+    return decimal.Context(prec=digits, rounding=rounding, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN,
+                           traps=[decimal.InvalidOperation], flags=[])
 
 
 def bernoulli_scaled_exp(a: int, x: Fraction | Callable[[], Fraction], shift: int, rng: np.random.Generator,
@@ -98,12 +105,13 @@ def bernoulli_scaled_exp(a: int, x: Fraction | Callable[[], Fraction], shift: in
     """Bernoulli(a·exp(−x)·2^−shift), exactly (module docstring), for an integer a >= 0, a dyadic
     rational x >= 0 and an integer ``shift`` with a·exp(−x)·2^−shift <= 1 (an internal error
     otherwise). ``x`` may be a function returning it, called only when the doubles do not decide;
-    ``x_float``, if given, must be within 2^-51·x of x (else ``float(x)``, correctly rounded)."""
+    ``x_float``, if given, must be within 2^-51·x of x (else ``float(x)``, correctly rounded; 0 is
+    trusted only if x is 0)."""
     if a == 0:
         return False
-    if x_float is None:
+    if x_float is None or not x_float < _HUGE:  # (an infinite or huge hint: the rational decides)
         x = x() if callable(x) else x
-        x_float = float(x)
+        x_float = float(x) if x < _HUGE else math.inf
     words: list[int] = []
 
     def word() -> int:
@@ -111,12 +119,13 @@ def bernoulli_scaled_exp(a: int, x: Fraction | Callable[[], Fraction], shift: in
         words.append(w)
         return w
 
-    # p < 2^bound: fl(1.4425·x_f) <= 1.4426·x_f·(1 − 2^-51) <= x·log2(e)
-    bound = a.bit_length() - shift - math.floor(x_float * 1.4425)
+    # p < 2^bound: fl(1.4425·x_f) <= 1.4426·x_f·(1 − 2^-51) <= x·log2(e) (exactly for huge x)
+    whole = math.floor(x_float * 1.4425) if x_float < _HUGE else math.floor(x * Fraction(14425, 10000))
+    bound = a.bit_length() - shift - whole
     for _ in range(max(0, -bound) // _WORD_BITS):  # p < 2^-64n: U < p needs n zero words
         if word() != 0:
             return False
-    if x_float == 0.0:  # x = 0, p = a·2^-shift, rational: the exact rule on integers
+    if x_float == 0.0 and (x() if callable(x) else x) == 0:  # p = a·2^-shift: the exact rule on integers
         if (a > 1 << shift) if shift >= 0 else True:  # the envelope's invariant (module docstring)
             raise RuntimeError("weighted choice: acceptance probability above 1 (internal error)")
         while True:
@@ -129,8 +138,12 @@ def bernoulli_scaled_exp(a: int, x: Fraction | Callable[[], Fraction], shift: in
                 return True
             if u * den >= num:
                 return False
-    if not words and x_float < _FAST_X and a.bit_length() < _FAST_BITS:  # doubles first (module docstring)
+    if not words and 0.0 < x_float < _FAST_X and a.bit_length() < _FAST_BITS:  # doubles first (module docstring)
         p = math.ldexp(float(a) * _exp_neg(x_float), -shift)
+        if p > 1.0 + _FAST_SLACK:  # pragma: no cover - the envelope's invariant (module docstring)
+            raise RuntimeError("weighted choice: acceptance probability above 1 (internal error)")
+        if p > 1.0 - _FAST_SLACK:  # too near 1 for the doubles: the decimals decide (and check)
+            return _bernoulli_decimal(a, x() if callable(x) else x, shift, words, word)
         w = float(word())
         if w < math.ldexp(p * (1.0 - _FAST_SLACK), 64) - _WORD_MARGIN:
             return True
@@ -141,13 +154,13 @@ def bernoulli_scaled_exp(a: int, x: Fraction | Callable[[], Fraction], shift: in
 
 def _bernoulli_decimal(a: int, x: Fraction, shift: int, words: list[int], word: Callable[[], int]) -> bool:
     """The acceptance decided with ``decimal`` bounds of p, U's ``words`` so far first (module docstring)."""
-    minus_x = -_exact_decimal(x)
+    minus_x = _exact_decimal(-x)  # exact, whatever the thread's context
     a_dec = decimal.Decimal(a)
     digits = 40
     while True:
         down, up = _contexts(digits)
         e = down.exp(minus_x)  # correctly rounded (half-even) whatever the context's rounding
-        slack = decimal.Decimal(10) ** (2 - digits)  # ten units in the last place
+        slack = decimal.Decimal(f"1E{2 - digits}")  # ten units in the last place
         p_lo = down.multiply(down.multiply(e, down.subtract(1, slack)), a_dec)
         p_hi = up.multiply(up.multiply(e, up.add(1, slack)), a_dec)
         if shift >= 0:
@@ -175,6 +188,8 @@ def _bernoulli_decimal(a: int, x: Fraction, shift: int, words: list[int], word: 
 #: The doubles' path: x below this (e^-x from the tables below, all normal doubles), a below 2^_FAST_BITS (a double).
 _FAST_X = 512
 _FAST_BITS = 1000
+#: x at or above this: the exact bound on p's size is taken from the rational (a double would overflow).
+_HUGE = 2**1000
 #: Relative slack of the doubles' p: above its error bound 2^-40 (module docstring).
 _FAST_SLACK = 2.0**-38
 #: A word is decided in doubles only this far from the scaled bound (rounding of words near 2^64: 2^10).
@@ -184,9 +199,9 @@ _EXP_SIXTYFOURTHS: list[float] = []  # e^-(n/64), n = 0 .. 63, likewise
 
 
 def _exp_tables() -> None:
-    ctx = decimal.Context(prec=40)
-    _EXP_WHOLE.extend(float(ctx.exp(-decimal.Decimal(m))) for m in range(_FAST_X))
-    _EXP_SIXTYFOURTHS.extend(float(ctx.exp(decimal.Decimal(-n) / 64)) for n in range(64))
+    ctx = _context(40)
+    _EXP_WHOLE.extend(float(ctx.exp(decimal.Decimal(-m))) for m in range(_FAST_X))
+    _EXP_SIXTYFOURTHS.extend(float(ctx.exp(ctx.divide(decimal.Decimal(-n), 64))) for n in range(64))
 
 
 def _exp_neg(x: float) -> float:
@@ -217,7 +232,7 @@ def dyadic_exponents(log_weights: np.ndarray) -> np.ndarray:
 
 def class_weights(exponents: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
     """Envelope classes of a set of exponents against the heaviest ``top``: (class exponents
-    ``max(E, top − 64)``, ascending and distinct, and how many candidates each holds); zero-weight
+    ``max(E, top − LUMP_DEPTH)``, ascending and distinct, and how many candidates each holds); zero-weight
     candidates are left out. O(n)."""
     e = exponents[exponents != np.iinfo(np.int64).min]
     counts = np.bincount(np.maximum(e - (top - LUMP_DEPTH), 0), minlength=LUMP_DEPTH + 1)
@@ -245,7 +260,10 @@ def locate(exponents: np.ndarray, top: int, cls: int, offset: int) -> tuple[int,
     order) of those in class ``cls``, and the envelope exponent to accept it against."""
     members = np.flatnonzero(np.maximum(exponents, top - LUMP_DEPTH) == cls)
     members = members[exponents[members] != np.iinfo(np.int64).min]
-    return int(members[offset >> (cls - (top - LUMP_DEPTH))]), cls
+    rank = offset >> (cls - (top - LUMP_DEPTH))
+    if rank >= members.shape[0]:  # pragma: no cover - a recomputed block must repeat its classes
+        raise RuntimeError("weighted choice: proposal outside its class (internal error)")
+    return int(members[rank]), cls
 
 
 def weighted_choice(log_weights: np.ndarray, exact: Callable[[int], tuple[int, Fraction]],
@@ -286,7 +304,8 @@ def exponential_peel(scores: np.ndarray, coefficient: float, k: int, rng: np.ran
     while len(chosen) < k and left.any():
         top = float(s[left].max())
         with np.errstate(all="ignore"):
-            lw = np.where(left, -coefficient * (top - s), -np.inf)
+            # an overflowing product is lumped (−2^61), never dropped: its weight is not zero
+            lw = np.where(left, np.maximum(-coefficient * (top - s), -(2.0**61)), -np.inf)
         top_q = Fraction(top)
         j = weighted_choice(lw, lambda i: (1, c * (top_q - Fraction(float(s[i])))), rng)
         if stop is not None and j == stop:

@@ -46,6 +46,7 @@ from dp_spark.mechanisms.count_release import (
 from dp_spark.mechanisms.count_release import loop as pcr_loop
 from dp_spark.mechanisms.top_k import unknown_domain as topk
 from dp_spark.mechanisms.top_k import unknown_domain_threshold
+from dp_spark.mechanisms.top_k.unknown_domain import bottom_score
 from tests.audit.stats import assert_detects
 from tests.audit.stats import epsilon_lower_bound
 
@@ -75,8 +76,8 @@ def _real_round(count: int, seed: int) -> int | None:
 
 
 def _bottom_score() -> float:
-    """⊥'s score in a round with an empty base: T (already a double; T + 0 needs no rounding)."""
-    return T
+    """⊥'s score in a round with an empty base: T on its 2^-20 grid (the release's public rule)."""
+    return bottom_score(T, 0.0)
 
 
 def _replica_round(count: int, rng: np.random.Generator, scale: float = 1.0) -> int | None:

@@ -285,7 +285,8 @@ def test_joint_log_counts_multi_block_match_direct_computation(monkeypatch, bloc
 
 
 def test_joint_sampler_across_blocks(monkeypatch):
-    """Gumbel-max across several (shrunk) blocks still samples the EM exactly."""
+    """The exact choice across several (shrunk) blocks (each recomputed when proposed) samples the EM
+    exactly; PNF-Joint across the same blocks its permute-and-flip."""
     import dp_spark.mechanisms.top_k.joint as topk
 
     monkeypatch.setattr(topk, "_BLOCK", 4)
@@ -304,9 +305,9 @@ def test_joint_sampler_across_blocks(monkeypatch):
 
 @pytest.mark.parametrize("margin", [-1e9, 0.0, 2.0])
 def test_joint_sampler_early_stop_is_exact(monkeypatch, margin):
-    """The sweep's early stop (tail bounded, one Gumbel for the whole tail,
-    exact fallback) keeps the EM distribution: force the check at every block
-    boundary with small blocks so both the stop and the fallback run."""
+    """The sweep's early stop (the unswept rest one envelope class, under its
+    bound, swept only when proposed) keeps the EM distribution: force the stop
+    at every block boundary with small blocks so proposals into the rest run."""
     import dp_spark.mechanisms.top_k.joint as topk
 
     monkeypatch.setattr(topk, "_BLOCK", 3)

@@ -255,3 +255,142 @@ def test_joint_entry_counts_are_the_exact_group_sizes(counts, k):
             assert (m == 0) == (lc == -np.inf)
             if m:
                 assert lc == pytest.approx(math.log(m), abs=1e-9)
+
+
+# ------------------------------------------------------------------ review findings (2026-11-30)
+
+
+@pytest.mark.parametrize("a, x, shift", [(1, Fraction(5, 8), 1), (3, Fraction(1, 4), 2), (2**60 + 3, Fraction(45), 0),
+                                         (1, Fraction(300), -430)])
+def test_words_at_the_doubles_margin_are_decided_as_the_exact_rule(a, x, shift):
+    """First words around the doubles' decision bounds p_f·2^64(1 ± 2^-38) ∓ 2^13 and around p·2^64
+    itself (±2^13 .. ±2^34): every decision is U < p by 120-digit decimals (later words: 2^63)."""
+    target = _exact_threshold(a, x, shift, 1)
+    p_f = math.ldexp(float(a) * weighted._exp_neg(float(x)), -shift)
+    centres = [math.floor(target), math.floor(math.ldexp(p_f * (1 - weighted._FAST_SLACK), 64)),
+               math.floor(math.ldexp(p_f * (1 + weighted._FAST_SLACK), 64))]
+    offsets = [0, 1, 2**11, 2**13 - 1, 2**13, 2**13 + 2**11, 2**14, 2**20, 2**32, 2**34]
+    for centre in centres:
+        for d in offsets + [-o for o in offsets]:
+            w = centre + d
+            if not 0 <= w < 2**64:
+                continue
+            got = bernoulli_scaled_exp(a, x, shift, _Words([w], tail=2**63))
+            want = Fraction(w * 2**64 + 2**63) < _exact_threshold(a, x, shift, 2)  # U ≈ (w + 1/2)/2^64
+            assert got == want, (centre - math.floor(target), d)
+
+
+@pytest.mark.parametrize("mutation", ["slack", "exp"])
+def test_the_margin_test_catches_a_looser_double(monkeypatch, mutation):
+    """The test above fails when the doubles' p is 2^-30 off (the bound's slack exceeded) or the
+    slack is dropped along with the word margin: it can see a wrong margin."""
+    if mutation == "slack":
+        monkeypatch.setattr(weighted, "_FAST_SLACK", 0.0)
+        monkeypatch.setattr(weighted, "_WORD_MARGIN", -(2.0**20))
+    else:
+        real = weighted._exp_neg
+        monkeypatch.setattr(weighted, "_exp_neg", lambda v: real(v) * (1 + 2.0**-30))
+    with pytest.raises(AssertionError):
+        test_words_at_the_doubles_margin_are_decided_as_the_exact_rule(3, Fraction(1, 4), 2)
+
+
+def _decimal_decision(a, x, shift, seed):
+    """The decimal path alone on four seeded words (then 2^63)."""
+    source = np.random.default_rng(seed).integers(0, 2**63, size=4).tolist()
+    words: list[int] = []
+
+    def word():
+        words.append(int(source.pop(0)) if source else 2**63)
+        return words[-1]
+
+    return weighted._bernoulli_decimal(a, x, shift, words, word)
+
+
+def test_the_thread_decimal_context_does_not_matter():
+    """A caller's decimal context (low precision, traps on rounding) changes no decision and no table."""
+    cases = [(3, Fraction(1, 4), 2), (2**70 + 1, Fraction(50), 0)]
+
+    def run():
+        return ([[bernoulli_scaled_exp(a, x, shift, np.random.default_rng(s)) for s in range(300)]
+                 for a, x, shift in cases],
+                [[_decimal_decision(a, x, shift, s) for s in range(50)] for a, x, shift in cases])
+
+    want = run()
+    saved = list(weighted._EXP_WHOLE), list(weighted._EXP_SIXTYFOURTHS)
+    weighted._EXP_WHOLE.clear()
+    weighted._EXP_SIXTYFOURTHS.clear()
+    try:
+        with decimal.localcontext() as ctx:
+            ctx.prec = 3
+            ctx.traps[decimal.Rounded] = True
+            got = run()
+        assert (list(weighted._EXP_WHOLE), list(weighted._EXP_SIXTYFOURTHS)) == saved
+    finally:
+        weighted._EXP_WHOLE[:], weighted._EXP_SIXTYFOURTHS[:] = saved
+    assert got == want
+
+
+def test_an_envelope_below_a_positive_gap_weight_is_refused():
+    """ℓ too low for a weight with x > 0 (the doubles' path): p > 1 is an internal error, not a draw."""
+    lw = np.array([0.0, -1.5 - 0.5])  # true ln w = 0 and -0.5: the second envelope is 2^-2 < e^-0.5
+    with pytest.raises(RuntimeError, match="internal error"):
+        for seed in range(300):
+            weighted_choice(lw, lambda j: (1, Fraction(j, 2)), np.random.default_rng(seed))
+
+
+def test_a_gap_that_underflows_is_not_taken_for_zero():
+    """x = 2^-1080 (its double is 0): the acceptance is p = e^-x·2^-1 (not exactly 1/2): a first word of
+    exactly 2^63 (U >= 1/2 only by later words) goes to the exact comparison, U = 1/2 + 0 < p fails."""
+    x = Fraction(1, 2**1080)
+    assert float(x) == 0.0
+    assert bernoulli_scaled_exp(1, x, 1, _Words([2**63], tail=0)) is False
+    assert bernoulli_scaled_exp(1, x, 1, _Words([2**63 - 1], tail=0)) is True  # U = 1/2 − 2^-64 < p
+
+
+def _gumbel_threshold_outputs(counts, k, eps, bottom, n, rng):
+    """Unknown Domain Gumbel's definition with numpy Gumbel draws (the reference law): items whose
+    count + Gumbel(1/ε) beats ⊥'s score + Gumbel(1/ε), by decreasing noisy count, at most k."""
+    noisy = counts[None, :] + rng.gumbel(scale=1 / eps, size=(n, counts.shape[0]))
+    thr = bottom + rng.gumbel(scale=1 / eps, size=(n, 1))
+    order = np.argsort(-noisy, axis=1)
+    out = []
+    for row, o in zip(noisy > thr, order):
+        out.append(tuple(int(j) for j in o if row[j])[:k])
+    return out
+
+
+def test_unknown_domain_gumbel_has_the_threshold_law():
+    """Three counts around the threshold, k = 2: the exact peel's outputs against the definition's
+    (numpy Gumbel draws, 200,000 runs), two-sample χ²; the definition at ε/2 is rejected."""
+    from dp_spark.mechanisms.top_k.unknown_domain import (bottom_score, unknown_domain_gumbel,
+                                                          unknown_domain_threshold)
+
+    eps, delta, kbar, k = 1.0, 0.5, 3, 2
+    counts = np.array([12.0, 10.0, 9.0])
+    bottom = bottom_score(unknown_domain_threshold(eps, delta, kbar), 0.0)
+    rng = np.random.default_rng(8)
+    n = 20_000
+    exact = [tuple(unknown_domain_gumbel(counts, k, eps, delta, kbar, rng).indices.tolist()) for _ in range(n)]
+    reference = _gumbel_threshold_outputs(counts, k, eps, bottom, 200_000, np.random.default_rng(9))
+    wrong = _gumbel_threshold_outputs(counts, k, eps / 2, bottom, 200_000, np.random.default_rng(10))
+    keys = sorted(set(exact) | set(reference))
+
+    def p_value(other):
+        table = np.array([[exact.count(key) for key in keys], [other.count(key) for key in keys]])
+        table = table[:, table.sum(axis=0) > 0]
+        return float(stats.chi2_contingency(table)[1])
+
+    assert p_value(reference) > P_ACCEPT
+    assert p_value(wrong) < P_ACCEPT
+
+
+def test_bottom_score_is_exact_on_its_grid_and_rounded_up_past_it():
+    from dp_spark.mechanisms.top_k.unknown_domain import _sum_up, bottom_score
+
+    t = 7.123456789
+    grid = math.ceil(t * 2**20) / 2**20
+    assert grid >= t and Fraction(bottom_score(t, 1000.0)) == Fraction(grid) + 1000
+    assert Fraction(bottom_score(t, 1001.0)) - Fraction(bottom_score(t, 1000.0)) == 1  # moves as the count
+    big = 2.0**53
+    assert _sum_up(big, 1.0) == big + 2  # 2^53 + 1 is no double: rounded up, not to even
+    assert Fraction(_sum_up(0.1, 0.2)) >= Fraction(0.1) + Fraction(0.2)

@@ -30,7 +30,8 @@ def selection_noise(method: str, k: int, epsilon: float, delta: float, size: int
     joint / pnf-joint, the exponential mechanism over d!/(d−k)! sequences
     (scale 2/ε); pnf-peel, k rounds of exponential noise of scale k/ε;
     cdp-peel, one Gumbel of scale 1/ε' per item; unknown-domain, Gumbel of
-    scale 1/ε' on the k̄ counts and the threshold. Scales as drawn."""
+    scale 1/ε' on the k̄ counts and the threshold. Scales rounded up (at least
+    the exact samplers' 1/ε': error statements are conservative)."""
     if method in ("joint", "pnf-joint"):
         log_sequences = math.lgamma(size + 1) - math.lgamma(size - k + 1)
         return NoiseDraw(step, "exponential-mechanism", scale=2.0 / epsilon, std=None, sensitivity=1.0,

@@ -316,7 +316,7 @@ class _JointChoice:
     """The joint mechanism's entry choice, exactly: P[e] ∝ m(e)·exp(−c·floor(e)).
 
     One sweep records, per block, its bounds and how many valid entries fall
-    in each dyadic exponent E = ⌊ln w/ln 2⌋ + 2 (:func:`dyadic_exponents`);
+    in each dyadic exponent E (``w <= 2^E``; :func:`dyadic_exponents`);
     the envelope classes are then fixed against the heaviest E. A proposal
     names a (block, class, rank): the block is recomputed from its bounds
     (the same doubles, so the same classes) and the entry accepted against
@@ -331,7 +331,7 @@ class _JointChoice:
         log_sequences = math.lgamma(prep.d + 1) - math.lgamma(prep.d - prep.k + 1)
         self.bounds = _block_bounds(prep)
         self.blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self.rest_blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.rest_blocks: list[tuple[np.ndarray, np.ndarray, int]] = []
         self.cached: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         head_max, swept, total = -np.inf, 0, prep.d * prep.k
         self.rest_exponent, self.rest_size = None, 0
@@ -374,18 +374,20 @@ class _JointChoice:
 
     def _rest_entry(self, position: int) -> tuple[int, int, int]:
         """The ``position``-th unswept entry (sweep order): (row, column, floor).
-        The blocks swept for it are kept for later proposals."""
+        The bounds of the blocks swept for it are kept (O(k) each); only the
+        block holding it is recomputed."""
         start = 0
-        for rows, cols, floor_diff in self.rest_blocks:
-            if position < start + rows.shape[0]:
+        for a, b, size in self.rest_blocks:
+            if position < start + size:
+                rows, cols, floor_diff, _ = _block_entries(self.prep, a, b)
                 i = position - start
                 return int(rows[i]), int(cols[i]), int(floor_diff[i])
-            start += rows.shape[0]
+            start += size
         for a, b in self.bounds:
-            self.rest_blocks.append(_block_entries(self.prep, a, b)[:3])
-            if position < start + self.rest_blocks[-1][0].shape[0]:
+            self.rest_blocks.append((a, b, int((b - a).sum())))
+            if position < start + self.rest_blocks[-1][2]:
                 return self._rest_entry(position)
-            start += self.rest_blocks[-1][0].shape[0]
+            start += self.rest_blocks[-1][2]
         raise RuntimeError("joint sampler: proposal past the last entry (internal error)")  # pragma: no cover
 
     def draw(self, rng: np.random.Generator) -> tuple[int, int]:

@@ -39,8 +39,8 @@ def unknown_domain_threshold(epsilon: float, delta: float, kbar: int) -> float:
     """Threshold T = 1 + (1/ε)·ln(k̄/δ) of Unknown Domain Gumbel (seed
     Theorem 4), rounded up: the threshold's δ is k̄·P[G_i − G_0 > T − 1] <=
     k̄·e^{−(T−1)/β} for the Gumbel scale β, falling as T grows, so a larger T
-    spends less δ than charged. T uses the β actually drawn (1/ε rounded up),
-    an upper bound on ln(k̄/δ), and exact rationals rounded up."""
+    spends less δ than charged. T uses β = 1/ε rounded up (at least the exact
+    sampler's 1/ε), an upper bound on ln(k̄/δ), and exact rationals rounded up."""
     eps = check_positive(epsilon, "epsilon")
     dlt = check_delta(delta)
     kbar = check_int(kbar, "kbar", 1)
@@ -115,9 +115,9 @@ def unknown_domain_gumbel(
     # The Gumbel(1/ε) draws are sampled exactly as the peel they equal (Durfee & Rogers 2019,
     # Lemma 4.2): rounds of the exponential mechanism P[j] ∝ exp(ε·score_j) over the candidates
     # and the threshold T + c_(k̄+1) (⊥), until ⊥ or k items are chosen. T assumed the scale
-    # 1/ε rounded up, at least the 1/ε used here. The ⊥ score is that sum rounded up.
+    # 1/ε rounded up, at least the 1/ε used here. ⊥'s score: bottom_score (exactly T' + c_(k̄+1)).
     cand = np.flatnonzero(c > 0)
-    scores = np.append(c[cand], _sum_up(thr, base))
+    scores = np.append(c[cand], bottom_score(thr, base))
     chosen = exponential_peel(scores, eps, k, rng, stop=cand.shape[0])
     indices = cand[chosen].astype(np.int64)
     return UnknownDomainResult(indices=indices, bottom=bool(indices.size < k), noise=(unknown_domain_noise(eps, kbar),))
@@ -125,7 +125,8 @@ def unknown_domain_gumbel(
 
 def unknown_domain_noise(epsilon: float, kbar: int, step: str = "selection") -> NoiseDraw:
     """The record of Unknown Domain Gumbel's draws at the per-item ``epsilon``
-    on ``kbar`` counts: Gumbel of scale 1/ε (as drawn); ``draws`` None (not
+    on ``kbar`` counts: Gumbel of scale 1/ε rounded up (at least the exact
+    sampler's 1/ε: the error statement is conservative); ``draws`` None (not
     public), the spread bound covering k̄ scores."""
     beta = ratio_up(1.0, float(epsilon))
     return NoiseDraw(step, "gumbel", scale=beta, std=beta * math.pi / math.sqrt(6.0), sensitivity=1.0, draws=None,
@@ -141,6 +142,16 @@ def grouped_unknown_domain(tops, k: int, epsilon: float, delta: float, kbar: int
     eps_item, delta_threshold, _ = unknown_domain_calibration(*group_share(epsilon, delta, max_groups), k)
     return [unknown_domain_gumbel(top.counts, k, eps_item, delta_threshold, kbar, rng, top.next_count)
             for top in tops]
+
+
+def bottom_score(threshold: float, base: float) -> float:
+    """⊥'s score in Unknown Domain Gumbel: T' + c_(k̄+1) with T' the threshold rounded up to a
+    multiple of 2^-20 (a larger threshold: less δ spent), so that the sum of T' and a whole count
+    below 2^32 is a double exactly: ⊥'s score moves by exactly what the count moves, as the privacy
+    argument's sensitivity 1 needs (a rounded sum could move by one more unit in its last place).
+    Past that the sum is rounded up (a larger threshold again)."""
+    grid = math.ceil(threshold * 2.0**20) / 2.0**20  # exact: scaling by powers of two
+    return _sum_up(grid, base)
 
 
 def _sum_up(a: float, b: float) -> float:
