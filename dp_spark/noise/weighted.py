@@ -65,12 +65,14 @@ import numpy as np
 from dp_spark.noise.discrete import uniform_below
 from dp_spark.noise.rng import check_rng
 
-__all__ = ["LOG_WEIGHT_TOLERANCE", "LUMP_DEPTH", "bernoulli_scaled_exp", "class_totals", "class_weights",
+__all__ = ["LOG_WEIGHT_TOLERANCE", "LUMP_DEPTH", "ZERO_WEIGHT", "bernoulli_scaled_exp", "class_totals", "class_weights",
            "dyadic_exponents", "exponential_peel", "locate", "propose", "weighted_choice"]
 
 _WORD_BITS = 64
 #: Lumping depth: candidates whose exponent is this far below the heaviest share one envelope.
 LUMP_DEPTH = 48
+#: dyadic_exponents' mark of a zero weight (never proposed).
+ZERO_WEIGHT = np.iinfo(np.int64).min
 #: How far (in nats) the caller's doubles ℓ_j may be from ln w_j.
 LOG_WEIGHT_TOLERANCE = 2.0**-10
 #: The exponent's slack in bits: above the tolerance (2^-10/ln 2 < 2^-9.4) and the division's rounding.
@@ -223,7 +225,7 @@ def dyadic_exponents(log_weights: np.ndarray) -> np.ndarray:
     ln w_j: ``w_j <= 2^{E_j}`` (module docstring). −inf (zero weight) maps to the int64 minimum
     (never proposed)."""
     lw = np.asarray(log_weights, dtype=np.float64)
-    out = np.full(lw.shape, np.iinfo(np.int64).min, dtype=np.int64)
+    out = np.full(lw.shape, ZERO_WEIGHT, dtype=np.int64)
     finite = np.isfinite(lw)
     # raising a tiny weight's ℓ (to -2^61) only raises its envelope, which stays above it
     out[finite] = np.floor(np.maximum(lw[finite], -2.0**61) / _LN2 + _SLACK_BITS).astype(np.int64) + 1
@@ -234,7 +236,7 @@ def class_weights(exponents: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarr
     """Envelope classes of a set of exponents against the heaviest ``top``: (class exponents
     ``max(E, top − LUMP_DEPTH)``, ascending and distinct, and how many candidates each holds); zero-weight
     candidates are left out. O(n)."""
-    e = exponents[exponents != np.iinfo(np.int64).min]
+    e = exponents[exponents != ZERO_WEIGHT]
     counts = np.bincount(np.maximum(e - (top - LUMP_DEPTH), 0), minlength=LUMP_DEPTH + 1)
     held = np.flatnonzero(counts)
     return held.astype(np.int64) + (top - LUMP_DEPTH), counts[held]
@@ -259,7 +261,7 @@ def locate(exponents: np.ndarray, top: int, cls: int, offset: int) -> tuple[int,
     """The candidate a proposal names: the ``offset // 2^(cls − top + LUMP_DEPTH)``-th (in index
     order) of those in class ``cls``, and the envelope exponent to accept it against."""
     members = np.flatnonzero(np.maximum(exponents, top - LUMP_DEPTH) == cls)
-    members = members[exponents[members] != np.iinfo(np.int64).min]
+    members = members[exponents[members] != ZERO_WEIGHT]
     rank = offset >> (cls - (top - LUMP_DEPTH))
     if rank >= members.shape[0]:  # pragma: no cover - a recomputed block must repeat its classes
         raise RuntimeError("weighted choice: proposal outside its class (internal error)")

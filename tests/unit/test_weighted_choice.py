@@ -385,12 +385,12 @@ def test_unknown_domain_gumbel_has_the_threshold_law():
 
 
 def test_bottom_score_is_exact_on_its_grid_and_rounded_up_past_it():
-    from dp_spark.mechanisms.top_k.unknown_domain import _sum_up, bottom_score
+    from dp_spark.mechanisms.top_k.unknown_domain import bottom_score
 
     t = 7.123456789
     grid = math.ceil(t * 2**20) / 2**20
     assert grid >= t and Fraction(bottom_score(t, 1000.0)) == Fraction(grid) + 1000
     assert Fraction(bottom_score(t, 1001.0)) - Fraction(bottom_score(t, 1000.0)) == 1  # moves as the count
     big = 2.0**53
-    assert _sum_up(big, 1.0) == big + 2  # 2^53 + 1 is no double: rounded up, not to even
-    assert Fraction(_sum_up(0.1, 0.2)) >= Fraction(0.1) + Fraction(0.2)
+    assert bottom_score(big, 1.0) == big + 2  # 2^53 (on the grid) + 1 is no double: rounded up, not to even
+    assert Fraction(bottom_score(0.1, 0.2)) >= Fraction(0.1) + Fraction(0.2)

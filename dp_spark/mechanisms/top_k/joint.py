@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 from dp_spark.accounting.exact import ratio_down
 from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k._common import as_counts, check_int, check_positive, check_rng
-from dp_spark.noise.weighted import (LUMP_DEPTH as _LUMP, bernoulli_scaled_exp, class_totals, class_weights,
+from dp_spark.noise.weighted import (LUMP_DEPTH as _LUMP, ZERO_WEIGHT, bernoulli_scaled_exp, class_totals,
                                      dyadic_exponents, locate, propose)
 
 # D~[i, j] = c_(i) - c_(j) + (d(k-i-1) + j + 1)/(2dk), 0-based i < k, j < d,
@@ -332,20 +332,21 @@ class _JointChoice:
         self.bounds = _block_bounds(prep)
         self.blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.rest_blocks: list[tuple[np.ndarray, np.ndarray, int]] = []
-        self.cached: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.first: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         head_max, swept, total = -np.inf, 0, prep.d * prep.k
         self.rest_exponent, self.rest_size = None, 0
         for a, b in self.bounds:
             rows, cols, floor_diff, log_count = _block_entries(prep, a, b)
-            e_all = dyadic_exponents(self._log_weight(log_count, floor_diff))
-            if swept + rows.shape[0] <= _BLOCK:  # the first block's entries are kept (not recomputed)
-                self.cached[len(self.blocks)] = (rows, cols, floor_diff, e_all)
-            e = e_all[e_all != _ZERO]
+            log_weight = self._log_weight(log_count, floor_diff)
+            e_all = dyadic_exponents(log_weight)
+            if not self.blocks:  # the first block's entries are kept (never recomputed)
+                self.first = (rows, cols, floor_diff, e_all)
+            e = e_all[e_all != ZERO_WEIGHT]
             values, counts = np.unique(e, return_counts=True)
             self.blocks.append((a, b, values, counts))
             swept += rows.shape[0]
             if e.shape[0]:
-                head_max = max(head_max, float(np.max(self._log_weight(log_count, floor_diff))))
+                head_max = max(head_max, float(np.max(log_weight)))
             # every later entry has floor >= this block's last floor and m <= d!/(d-k)!
             bound = log_sequences - coef * float(floor_diff[-1])
             if swept < total and bound < head_max - _TAIL_MARGIN:
@@ -359,8 +360,11 @@ class _JointChoice:
         self.parts: list[tuple[int, int]] = []  # (block index or -1 for the rest, class)
         self.totals: list[int] = []
         for index, (_, _, values, counts) in enumerate(self.blocks):
-            spread = np.repeat(values, counts)
-            classes, held = class_weights(spread, self.top)
+            if not values.shape[0]:
+                continue
+            # the block's exponents, ascending, into classes max(E, top − depth): lumped ones merge
+            classes, first = np.unique(np.maximum(values, self.top - _LUMP), return_index=True)
+            held = np.add.reduceat(counts, first)
             for cls, total_cls in zip(classes.tolist(), class_totals(classes, held, self.top)):
                 self.parts.append((index, cls))
                 self.totals.append(total_cls)
@@ -396,8 +400,8 @@ class _JointChoice:
             part, offset = propose(self.totals, rng)
             index, cls = self.parts[part]
             if index >= 0:
-                if index in self.cached:
-                    rows, cols, floor_diff, e = self.cached[index]
+                if index == 0:
+                    rows, cols, floor_diff, e = self.first
                 else:
                     a, b = self.blocks[index][:2]
                     rows, cols, floor_diff, log_count = _block_entries(self.prep, a, b)
@@ -409,9 +413,6 @@ class _JointChoice:
                 shift = cls
             if bernoulli_scaled_exp(_entry_count(self.prep, r, j), self.coef_q * floor, shift, rng):
                 return r, j
-
-
-_ZERO = np.iinfo(np.int64).min  # dyadic_exponents' mark of a zero weight
 
 
 def _max_exponential(log_m: np.ndarray, e: np.ndarray) -> np.ndarray:

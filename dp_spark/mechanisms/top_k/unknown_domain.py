@@ -151,15 +151,7 @@ def bottom_score(threshold: float, base: float) -> float:
     argument's sensitivity 1 needs (a rounded sum could move by one more unit in its last place).
     Past that the sum is rounded up (a larger threshold again)."""
     grid = math.ceil(threshold * 2.0**20) / 2.0**20  # exact: scaling by powers of two
-    return _sum_up(grid, base)
-
-
-def _sum_up(a: float, b: float) -> float:
-    """The double nearest above a + b (exactly a + b when representable)."""
-    total = a + b
-    if Fraction(total) < Fraction(a) + Fraction(b):
-        total = math.nextafter(total, math.inf)
-    return total
+    return float_up(Fraction(grid) + Fraction(base))
 
 
 def _next_count(c: np.ndarray, kbar: int, count_kbar_plus_1) -> float:
