@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from dp_spark.stages.python_worker import worker_pass
+
 #: Rows up to which a table becomes a LocalRelation (Spark's own path); above, IPC chunks.
 LOCAL_ROWS = 20_000
 #: Rows per IPC chunk (one row of the chunk table each).
@@ -64,6 +66,7 @@ def _ipc(batch: pa.RecordBatch) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+@worker_pass
 def _decode(batches):
     """mapInArrow body of :func:`arrow_frame`: each chunk row's IPC stream, as its record batches (already
     in the frame's Arrow schema)."""

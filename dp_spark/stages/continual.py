@@ -93,6 +93,7 @@ from dp_spark.settings.continual_distinct import (
 from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.partitioning import python_partitions
 from dp_spark.stages.edges import GROUP, PERSON, UNGROUPED, group_column, require_columns, require_exact_ids
+from dp_spark.stages.python_worker import worker_pass
 
 log = logging.getLogger(__name__)
 
@@ -343,6 +344,7 @@ CHUNK_SCHEMA = T.StructType(
 )
 
 
+@worker_pass
 def _partition_chunks(batches, layout: CellChunks):
     """mapInArrow body: the flip cells of the partition's events (whole item shards, all groups),
     one row per non-empty chunk."""
@@ -362,6 +364,7 @@ def _partition_chunks(batches, layout: CellChunks):
         yield rows
 
 
+@worker_pass
 def _partition_chunk_sums(batches, layout: CellChunks):
     """mapInArrow body of the chunk sum: the partition's chunk rows from every item shard added cell
     by cell; one row per chunk."""

@@ -32,6 +32,7 @@ from dp_spark.stages.edges import GROUP, ITEM, PERSON, edges
 from dp_spark.stages.kernels import flow_bounded_counts, greedy_match_rounds, murmur3_long, xxhash64_long
 from dp_spark.stages.partitioning import TASKS_PER_SLOT, cluster_parallelism, partition_labels, python_partitions
 from dp_spark.summaries.packed_arrays import binary_values
+from dp_spark.stages.python_worker import worker_pass
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +217,7 @@ def _matched_by_shard(batches: Iterator[pa.RecordBatch], max_bound: int,
         lo = hi
 
 
+@worker_pass
 def _greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int,
                       shards: int | None = None) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`greedy_rounds`: (item key, round) of :func:`_matched_by_shard`."""
@@ -326,6 +328,7 @@ def _key_cuts(keys: np.ndarray, buckets: int) -> np.ndarray:
     return np.concatenate([[0], np.searchsorted(keys, bounds), [len(keys)]])
 
 
+@worker_pass
 def _packed_rounds(batches: Iterator[pa.RecordBatch], max_bound: int, shards: int | None, labels: tuple,
                    pack_items: int = _PACK_ITEMS) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`greedy_counts`: each shard's matched items cut into ``len(labels)``
@@ -355,6 +358,7 @@ def _packed_batch(labels: list, keys: list, rounds: list) -> pa.RecordBatch:
         [(_BUCKET, pa.int64()), (_KEYS, pa.binary()), (_ROUNDS, pa.binary())]))
 
 
+@worker_pass
 def _combined_rounds(batches: Iterator[pa.RecordBatch], max_bound: int) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`greedy_counts`' combine: every item's smallest round over the
     shards (all its rows are in this partition, as its key range is), counted by that round. One
@@ -608,6 +612,7 @@ def _virtual_items(group: np.ndarray, key: np.ndarray, sorted_keys: np.ndarray, 
     return np.asarray(codes, dtype=np.int64), len(uniques), item_of
 
 
+@worker_pass
 def _grouped_greedy_partition(batches: Iterator[pa.RecordBatch], max_bound: int, shards: int | None, groups: int,
                               caps: tuple | None, buckets: tuple | None = None) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of the grouped greedy: Algorithm 2's greedy run independently for every (cap

@@ -45,6 +45,7 @@ from dp_spark.stages.arrow_frames import arrow_frame, join_public
 from dp_spark.stages.edges import GROUP, ITEM, PERSON, check_id_columns, edges, item_type  # noqa: F401 - check_id_columns re-exported
 from dp_spark.stages.partitioning import python_partitions
 from dp_spark.stages.set_union import materialize
+from dp_spark.stages.python_worker import worker_pass
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +184,7 @@ def bounded_item_counts(edge_df: DataFrame, max_items: int, salt: int,
     return bound_contributions(edge_df, max_items, salt).groupBy(ITEM).agg(F.count(F.lit(1)).alias(COUNT))
 
 
+@worker_pass
 def _select_batches(batches: Iterator[pd.DataFrame], select: Callable) -> Iterator[pd.DataFrame]:
     """mapInPandas body: ``select(items, counts)`` (a mechanism-layer function with its own noise
     key) decides which items of each batch are kept."""
@@ -211,6 +213,7 @@ def _python_tasks(df: DataFrame) -> DataFrame:
     return df.coalesce(python_partitions(df.sparkSession))
 
 
+@worker_pass
 def _noise_batches(batches: Iterator[pd.DataFrame], add_noise: Callable) -> Iterator[pd.DataFrame]:
     """mapInPandas body: ``add_noise(items, counts)`` (a mechanism-layer function with its own noise
     key) returns the noisy int64 counts."""

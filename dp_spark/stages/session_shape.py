@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from dp_spark.errors import ParameterError
 from dp_spark.summaries.packed_arrays import OFFSET_TYPES
+from dp_spark.stages.python_worker import worker_pass
 
 #: The session settings that decide how Spark hands Arrow columns to Python (named in the refusal).
 ARROW_SETTINGS = ("spark.sql.execution.arrow.useLargeVarTypes", "spark.sql.execution.arrow.maxRecordsPerBatch")
@@ -26,6 +27,7 @@ _checked: dict = {}
 _lock = threading.Lock()
 
 
+@worker_pass
 def _types_seen(batches):
     """mapInArrow body: the Arrow type of the binary column, as the Python worker receives it."""
     for batch in batches:

@@ -56,6 +56,7 @@ from dp_spark.summaries.set_union import (
     sequential_update,
     update_histogram,
 )
+from dp_spark.stages.python_worker import worker_pass
 log = logging.getLogger(__name__)
 
 ITEMS = "items"
@@ -178,6 +179,7 @@ def _shard_frame(items: list, weights: np.ndarray, shard: int) -> pd.DataFrame:
     })
 
 
+@worker_pass
 def _policy_partition(
     batches: Iterator[pd.DataFrame], method: str, gamma: float
 ) -> Iterator[pd.DataFrame]:
@@ -352,6 +354,7 @@ class _ShardHistogram:
         )
 
 
+@worker_pass
 def _sequential_rows_partition(
     batches: Iterator[pa.RecordBatch], method: str, gamma: float, max_items: int, sort_keys: list | None = None
 ) -> Iterator[pa.RecordBatch]:
@@ -509,6 +512,7 @@ def _in_order(rows: pa.Table, keys: list[str], python_sort: bool) -> pa.Table:
     return rows.sort_by([(k, "ascending") for k in keys]) if python_sort else rows
 
 
+@worker_pass
 def _threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold,
                          python_sort: bool = False) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`released_items`: rows (item, weight, bucket) sorted by (bucket,
@@ -576,6 +580,7 @@ def _shard_sums(shard_weights: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return total
 
 
+@worker_pass
 def _combine_threshold_partition(batches: Iterator[pa.RecordBatch], threshold: Threshold,
                                  python_sort: bool = False) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`released_shard_items`: rows (item, shard, weight, bucket) sorted by

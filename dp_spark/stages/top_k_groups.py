@@ -43,6 +43,7 @@ from dp_spark.stages.item_counts import (  # noqa: F401 - domain_frame re-export
     COUNT, INDEX, domain_frame, grouped_item_counts, with_domain,
 )
 from dp_spark.stages.partitioning import python_partitions
+from dp_spark.stages.python_worker import worker_pass
 
 GROUP_INDEX = "group_index"
 RANK = "rank"
@@ -129,6 +130,7 @@ def _complete_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[pa.Rec
         yield chunk, np.r_[np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]), len(ids)]
 
 
+@worker_pass
 def _select_partition(batches: Iterator[pa.RecordBatch], select: Select, kbar: int, size: int | None,
                       top: bool) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of :func:`group_selections`: rows (group_index, _key, count) sorted by (group,

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import types as T
 
+from dp_spark.stages.python_worker import worker_pass
 from dp_spark.summaries.continual_distinct import FlipEvents, count_after, flip_cells
 
 LEVEL = "level"
@@ -64,7 +65,8 @@ def item_step(count: int, flips: int, ops, order, max_level: int) -> tuple[int, 
 
 
 def make_update(max_level: int, has_order: bool):
-    """The ``applyInPandasWithState`` function for trees with levels 0..max_level."""
+    """The ``applyInPandasWithState`` function for trees with levels 0..max_level
+    (:func:`~dp_spark.stages.python_worker.worker_pass`)."""
 
     def update(key, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         frames = [b for b in batches if len(b)]
@@ -86,4 +88,4 @@ def make_update(max_level: int, has_order: bool):
         if row is not None:
             yield _frame([row])
 
-    return update
+    return worker_pass(update)  # the modules settled out of the collector's way first (python_worker)
