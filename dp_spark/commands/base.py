@@ -20,6 +20,7 @@ from dp_spark.plan import budget_filter
 from dp_spark.public_inputs import refuse_private_paths
 from dp_spark.releases import RELEASES
 from dp_spark.sparkjobs import spark_job
+from dp_spark.stages.python_worker import worker_pass
 
 log = logging.getLogger("dp_spark")
 
@@ -501,6 +502,7 @@ def _nfkc_casefold(column):
     return F.pandas_udf(_normalize_series, "string")(column)
 
 
+@worker_pass  # runs on the Python workers (dp_spark/stages/python_worker.py)
 def _normalize_series(texts):
     return texts.str.normalize("NFKC").str.casefold()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import inspect
 import pickle
 import sys
 import types
@@ -17,13 +18,15 @@ from dp_spark.stages import python_worker
 from dp_spark.stages.python_worker import settle_imports, worker_pass
 
 PACKAGE = Path(python_worker.__file__).resolve().parents[1]
-#: DataFrame methods whose first argument runs on Python workers.
-PASS_METHODS = {"mapInArrow", "mapInPandas", "applyInPandas", "applyInArrow", "applyInPandasWithState"}
+#: DataFrame methods and UDF constructors whose first argument runs on Python workers.
+PASS_METHODS = {"mapInArrow", "mapInPandas", "applyInPandas", "applyInArrow", "applyInPandasWithState",
+                "mapPartitions", "pandas_udf", "udf"}
 
 
 @pytest.fixture
 def fresh(monkeypatch):
-    """This process as a worker that never froze; unfrozen afterwards."""
+    """This process as a reused worker that never froze; unfrozen afterwards."""
+    monkeypatch.setenv(python_worker.REUSE_ENV, "1")
     monkeypatch.setattr(python_worker, "_modules_at_freeze", 0)
     gc.unfreeze()
     yield
@@ -42,6 +45,14 @@ def test_settle_freezes_once_per_new_module(fresh, monkeypatch):
     assert settle_imports() is False
 
 
+def test_settle_does_nothing_where_workers_are_not_reused(fresh, monkeypatch):
+    """No SPARK_REUSE_WORKER (a worker used once, the simple worker, a driver calling a body):
+    nothing collects after each task, so a freeze would only cost."""
+    monkeypatch.delenv(python_worker.REUSE_ENV)
+    assert settle_imports() is False
+    assert gc.get_freeze_count() == 0
+
+
 def test_settle_collects_garbage_before_it_freezes(fresh):
     class Node:
         pass
@@ -53,17 +64,6 @@ def test_settle_collects_garbage_before_it_freezes(fresh):
     assert gone() is not None
     settle_imports()
     assert gone() is None  # collected, not frozen for the worker's life
-
-
-def test_a_frozen_object_is_still_freed_by_reference_counting(fresh):
-    class Box:
-        pass
-
-    box = Box()
-    gone = weakref.ref(box)
-    settle_imports()
-    del box
-    assert gone() is None
 
 
 @worker_pass
@@ -82,6 +82,21 @@ def test_the_wrapper_settles_first_then_runs_the_body(monkeypatch):
     assert wrapped_body.__name__ == "wrapped_body" and wrapped_body.__wrapped__.__name__ == "wrapped_body"
 
 
+def test_the_wrapper_keeps_the_bodys_arity():
+    """PySpark's grouped passes (applyInPandas / applyInArrow) choose (table) or (key, table) from
+    ``inspect.getfullargspec(f).args``, which does not follow ``__wrapped__``."""
+    assert inspect.getfullargspec(wrapped_body).args == ["batches", "scale"]
+
+    def one(table):
+        return table
+
+    def two(key, table):
+        return key, table
+
+    assert inspect.getfullargspec(worker_pass(one)).args == ["table"]
+    assert inspect.getfullargspec(worker_pass(two)).args == ["key", "table"]
+
+
 def test_a_wrapped_module_level_body_pickles_by_reference():
     assert wrapped_body.__module__ == __name__  # the wrapper keeps the body's module and qualified name
     payload = pickle.dumps(wrapped_body)  # by reference (module + name), as cloudpickle sends a stage's body
@@ -92,37 +107,59 @@ def test_a_wrapped_module_level_body_pickles_by_reference():
 # -- every Python pass of the package is wrapped ----------------------------------------------------------
 
 
+def _is(node, name: str) -> bool:
+    """``node`` names ``name`` (``name`` or ``module.name``)."""
+    return (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name)
+
+
 def _decorated(func: ast.FunctionDef) -> bool:
-    return any(isinstance(d, ast.Name) and d.id == "worker_pass" for d in func.decorator_list)
+    return any(_is(d, "worker_pass") for d in func.decorator_list)
+
+
+def _own_nodes(scope):
+    """The nodes of ``scope`` (a module or a function), not descending into nested functions, lambdas
+    or classes (their own scopes)."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _returns_wrapped(func: ast.FunctionDef) -> bool:
-    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
-               and n.value.func.id == "worker_pass" for n in ast.walk(func))
+    """Every ``return`` of the factory returns ``worker_pass(...)``."""
+    returns = [n for n in _own_nodes(func) if isinstance(n, ast.Return)]
+    return bool(returns) and all(isinstance(n.value, ast.Call) and _is(n.value.func, "worker_pass") for n in returns)
 
 
 def _pass_bodies(tree: ast.Module, elsewhere: dict | None = None):
-    """(line, what the pass runs) for every ``.mapInArrow(f, ...)``-like call in the module, ``f``
-    resolved through ``partial(...)`` and local names assigned once: a FunctionDef, a call of a
-    function (a factory; of this module, else one of ``elsewhere``, the package's functions by name),
-    or None (unresolved)."""
+    """(line, what the pass runs) for every ``.mapInArrow(f, ...)``-like call in the module (``f``
+    positional or ``func=`` / ``f=``), ``f`` resolved through ``partial(...)`` and the names assigned
+    in the call's own scope: a FunctionDef, a call of a function (a factory; of this module, else one of
+    ``elsewhere``, the package's functions by name), or None (unresolved)."""
     local = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     functions = {**(elsewhere or {}), **local}
-    reported = set()
-    for scope in [tree, *local.values()]:
-        assigned = {}
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                assigned[node.targets[0].id] = node.value
-        for node in ast.walk(scope):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in PASS_METHODS and node.args) or node.lineno in reported:
+    scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    for scope in scopes:
+        nodes = list(_own_nodes(scope))
+        assigned = {n.targets[0].id: n.value for n in nodes if isinstance(n, ast.Assign)
+                    and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+        for node in nodes:
+            if not isinstance(node, ast.Call):
                 continue
-            reported.add(node.lineno)
-            arg, seen = node.args[0], 0
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                node.func.id if isinstance(node.func, ast.Name) else None
+            if name not in PASS_METHODS:
+                continue
+            given = node.args[:1] or [k.value for k in node.keywords if k.arg in ("func", "f")]
+            if not given:
+                yield node.lineno, (None, ast.unparse(node))
+                continue
+            arg, seen = given[0], 0
             while seen < 10:
                 seen += 1
-                if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id == "partial":
+                if isinstance(arg, ast.Call) and _is(arg.func, "partial") and arg.args:
                     arg = arg.args[0]
                 elif isinstance(arg, ast.Name) and arg.id in assigned and arg.id not in functions:
                     arg = assigned[arg.id]
@@ -133,7 +170,7 @@ def _pass_bodies(tree: ast.Module, elsewhere: dict | None = None):
             elif isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id in functions:
                 yield node.lineno, ("factory", functions[arg.func.id])
             else:
-                yield node.lineno, (None, ast.unparse(node.args[0]))
+                yield node.lineno, (None, ast.unparse(given[0]))
 
 
 def _package_passes():
@@ -177,9 +214,15 @@ def test_the_walk_catches_an_unwrapped_pass():
         "    df.mapInArrow(kernel, 's')\n"
         "    df.groupBy('x').applyInPandasWithState(make(), 's', 's', 'update', 't')\n"
         "    df.mapInPandas(lambda it: it, 's')\n"
+        "    F.pandas_udf(bad, 'string')\n"
+        "    df.mapInArrow(func=functools.partial(good, n=2), schema='s')\n"
+        "def other(df):\n"
+        "    kernel = good\n"
+        "    df.mapInArrow(kernel, 's')\n"
     )
     found = {line: (kind, body if kind is None else body.name) for line, (kind, body) in _pass_bodies(ast.parse(source))}
-    assert found == {13: ("def", "good"), 14: ("def", "bad"), 15: ("factory", "make"), 16: (None, "lambda it: it")}
+    assert found == {13: ("def", "good"), 14: ("def", "bad"), 15: ("factory", "make"), 16: (None, "lambda it: it"), 17: ("def", "bad"),
+                     18: ("def", "good"), 21: ("def", "good")}  # each scope's own `kernel`
     tree = ast.parse(source)
     functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     assert _decorated(functions["good"]) and not _decorated(functions["bad"]) and not _returns_wrapped(functions["make"])
