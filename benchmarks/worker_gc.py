@@ -77,13 +77,17 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--rows", type=int, default=2000, help="rows of the persons table")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra Spark setting of the session (repeatable)")
     args = parser.parse_args(argv)
 
     from dp_spark.accounting import ZCDP, ApproxDP, PrivacyFilter
     from dp_spark.datasets import synthetic_events
     from dp_spark.releases import RELEASES
 
-    spark = start_session("worker_gc", {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
+    extra = dict(item.split("=", 1) for item in args.conf)
+    spark = start_session("worker_gc", {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2",
+                                        **extra})
     tables = {"persons": synthetic_events(spark, args.rows).cache(), "events": _events_table(spark)}
     for frame in tables.values():
         frame.count()
@@ -122,7 +126,7 @@ def main(argv=None) -> None:
 
     print(f"# worker_gc: {len(cases)} cases x {args.reps} rounds = {releases} releases; "
           f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}; {os.cpu_count()} cores")
-    print(f"# {command_line()}; {session_summary(spark)}")
+    print(f"# {command_line()}; {session_summary(spark)}; extra settings {extra}")
     print(f"{'case':40s} {'median s':>9s}")
     for (name, form), seconds in per_case.items():
         print(f"{name + ' ' + form:40s} {sorted(seconds)[len(seconds) // 2]:9.3f}")
