@@ -29,7 +29,7 @@ def _tree_cpu(root: int) -> dict[str, float]:
     """CPU seconds (user + system) of ``root``'s process tree by kind: 'jvm', 'driver', 'workers'.
     A process's own time, plus its reaped children's for the pyspark daemon (exited workers)."""
     children: dict[int, list[int]] = {}
-    info: dict[int, tuple[str, float, float]] = {}
+    info: dict[int, tuple[str, float, float, int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -44,7 +44,7 @@ def _tree_cpu(root: int) -> dict[str, float]:
         pid, ppid = int(name), int(fields[1])
         own = (int(fields[11]) + int(fields[12])) / TICK
         reaped = (int(fields[13]) + int(fields[14])) / TICK
-        info[pid] = (cmd, own, reaped)
+        info[pid] = (cmd, own, reaped, ppid)
         children.setdefault(ppid, []).append(pid)
     out = {"jvm": 0.0, "driver": 0.0, "workers": 0.0}
     stack = [root]
@@ -53,14 +53,14 @@ def _tree_cpu(root: int) -> dict[str, float]:
         stack += children.get(pid, [])
         if pid not in info:
             continue
-        cmd, own, reaped = info[pid]
+        cmd, own, reaped, ppid = info[pid]
         if pid == root:
             out["driver"] += own
         elif "java" in cmd.split(" ")[0]:
             out["jvm"] += own
         elif "pyspark.daemon" in cmd:
-            is_manager = info.get(next((p for p, c in children.items() if pid in c), -1), ("",))[0]
-            out["workers"] += own + (reaped if "java" in is_manager.split(" ")[0] else 0.0)
+            parent = info.get(ppid, ("",))[0]  # the JVM for the daemon itself, the daemon for a forked worker
+            out["workers"] += own + (reaped if "java" in parent.split(" ")[0] else 0.0)
     return out
 
 
@@ -91,9 +91,8 @@ def main(argv=None) -> None:
     tables = {"persons": synthetic_events(spark, args.rows).cache(), "events": _events_table(spark)}
     for frame in tables.values():
         frame.count()
-    keys = {"persons": None, "events": ["g0", "g1", "g2"]}
     countries = sorted(r.country for r in tables["persons"].select("country").distinct().collect())  # NON-PRIVATE
-    keys["persons"] = countries
+    keys = {"persons": countries, "events": ["g0", "g1", "g2"]}
 
     cases = []
     for name, spec in RELEASES.items():
