@@ -589,39 +589,7 @@ def test_cli_budget_refusal(capsys, tmp_path):
 
 
 
-# ------------------------------------------------------------- Spark Connect
-
-CONNECT_SCRIPT = """
-import json
-from pyspark.sql import SparkSession
-from pyspark.sql.connect.session import SparkSession as ConnectSession
-import dp_spark
-
-spark = SparkSession.builder.remote("local[2]").config("spark.sql.shuffle.partitions", "2").getOrCreate()
-assert isinstance(spark, ConnectSession), type(spark)
-rows = [(p, "w%d" % ((p * 7 + k) % 40)) for p in range(200) for k in range(p % 6 + 1)]
-df = spark.createDataFrame(rows, "person_id long, item string")
-release = dp_spark.set_union(df, epsilon=3.0, delta=1e-3, max_items=4, seed=1)  # policy-gaussian, sharded
-out = {"policy-gaussian": [release.released_count, sorted(r["item"] for r in release.items.collect())]}
-print("RESULT" + json.dumps(out))
-spark.stop()
-"""
-
-
-@pytest.mark.connect
-def test_set_union_on_spark_connect(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1"}
-    proc = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT], capture_output=True, text=True,
-                          env=env, timeout=600, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))[6:])
-    for policy, (size, items) in out.items():
-        assert size == len(items) > 0 and set(items) <= {f"w{i}" for i in range(40)}
+# Spark Connect: tests/spark/test_connect.py runs the set union on a Connect server.
 
 
 def test_dp_spark_set_union_is_the_release_function_after_the_mechanisms_are_imported():
