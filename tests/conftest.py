@@ -35,7 +35,7 @@ MOVIELENS = SHARED_DATA / "movielens-100k"
 #: subset: benchmarks/results/2026-11-30-test-suite-time.md). With the first tier only, the JVM reserves
 #: 48 MB for compiled code (240 MB otherwise); a test session's JVM fills that within its first 30 s of
 #: releases ("CodeCache is full. Compiler has been disabled."), then runs new code interpreted until a
-#: flush makes room and compiling restarts: the reservation is put back to 240 MB (-12 % of the JVM's CPU
+#: flush makes room and compiling restarts: the reservation is put back to 240 MB (-11 % of the JVM's CPU
 #: on the transcript's releases: benchmarks/results/2026-11-30-code-cache.md).
 #: spark-class reads SPARK_SUBMIT_OPTS; the JVM prints nothing about either flag (JAVA_TOOL_OPTIONS would
 #: write to stderr, which tests read).

@@ -588,7 +588,6 @@ def test_cli_budget_refusal(capsys, tmp_path):
     assert not (tmp_path / "r.json").exists()
 
 
-
 # Spark Connect: tests/spark/test_connect.py runs the set union on a Connect server.
 
 
