@@ -8,10 +8,11 @@ JVM's CPU seconds (/proc), then the JVM's code cache as ``jcmd <pid> Compiler.co
 (its size, what is used, whether the compiler was ever disabled because it was full). Compare two
 option sets by running it twice, e.g.
 
-    python -m benchmarks.jvm_code_cache --jvm-options "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=48m"
-    python -m benchmarks.jvm_code_cache --jvm-options "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+    python -m benchmarks.jvm_code_cache --jvm-options="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=48m"
+    python -m benchmarks.jvm_code_cache --jvm-options="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
-(48 MB is what the JVM reserves when the JIT stops at its first tier.) Seeded releases (NOT for
+(48 MB is what the JVM reserves when the JIT stops at its first tier. Give the options with ``=``: a
+single option after a space would read as a flag of this script.) Seeded releases (NOT for
 publication); nothing printed is a release's value.
 """
 
@@ -61,13 +62,13 @@ def main(argv=None) -> None:
                         help=f"the session JVM's options (SPARK_SUBMIT_OPTS; default {DEFAULT_OPTIONS!r})")
     args = parser.parse_args(argv)
 
-    os.environ["SPARK_SUBMIT_OPTS"] = args.jvm_options  # read by spark-submit when the session's JVM starts
     from tests.audit import test_transcript as transcript
-    from tests.conftest import TEST_CONF
+    from tests.conftest import TEST_CONF  # (its import adds the suite's JIT options to SPARK_SUBMIT_OPTS)
 
     from dp_spark.errors import DPSparkError
     from dp_spark.releases import RELEASES
 
+    os.environ["SPARK_SUBMIT_OPTS"] = args.jvm_options  # exactly these: read by spark-submit as the JVM starts
     spark = start_session("jvm_code_cache", {k: v for k, v in TEST_CONF.items() if k != "spark.driver.memory"})
     tables = {kind: [spark.createDataFrame(make(added)).cache() for added in (False, True)]
               for kind, make in (("persons", transcript.persons_table), ("events", transcript.events_table))}
