@@ -31,8 +31,8 @@ from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.edges import GROUP, ITEM, PERSON, edges
 from dp_spark.stages.kernels import flow_bounded_counts, greedy_match_rounds, murmur3_long, xxhash64_long
 from dp_spark.stages.partitioning import TASKS_PER_SLOT, cluster_parallelism, partition_labels, python_partitions
-from dp_spark.summaries.packed_arrays import binary_values
 from dp_spark.stages.python_worker import worker_pass
+from dp_spark.summaries.packed_arrays import binary_values
 
 log = logging.getLogger(__name__)
 

@@ -44,8 +44,8 @@ from dp_spark.sparkjobs import spark_job
 from dp_spark.stages.arrow_frames import arrow_frame, join_public
 from dp_spark.stages.edges import GROUP, ITEM, PERSON, check_id_columns, edges, item_type  # noqa: F401 - check_id_columns re-exported
 from dp_spark.stages.partitioning import python_partitions
-from dp_spark.stages.set_union import materialize
 from dp_spark.stages.python_worker import worker_pass
+from dp_spark.stages.set_union import materialize
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import threading
 import pyarrow as pa
 
 from dp_spark.errors import ParameterError
-from dp_spark.summaries.packed_arrays import OFFSET_TYPES
 from dp_spark.stages.python_worker import worker_pass
+from dp_spark.summaries.packed_arrays import OFFSET_TYPES
 
 #: The session settings that decide how Spark hands Arrow columns to Python (named in the refusal).
 ARROW_SETTINGS = ("spark.sql.execution.arrow.useLargeVarTypes", "spark.sql.execution.arrow.maxRecordsPerBatch")

@@ -45,6 +45,7 @@ from pyspark.sql import types as T
 
 from dp_spark.errors import ParameterError
 from dp_spark.stages.partitioning import partition_labels, python_partitions
+from dp_spark.stages.python_worker import worker_pass
 from dp_spark.stages.edges import ITEM, PERSON, edges
 from dp_spark.summaries.set_union import (
     BY_FREQUENCY,
@@ -56,7 +57,7 @@ from dp_spark.summaries.set_union import (
     sequential_update,
     update_histogram,
 )
-from dp_spark.stages.python_worker import worker_pass
+
 log = logging.getLogger(__name__)
 
 ITEMS = "items"
