@@ -281,7 +281,30 @@ def _laplace_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> No
 
 
 def _gaussian_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> None:
-    """:func:`policy_gaussian_update` on Python floats for one person."""
+    """:func:`policy_gaussian_update` on Python floats for one person.
+
+    With every weight at most Γ (the kernels' invariant: weights start at 0 and only ever become Γ or
+    min(·, Γ)) an item at Γ has the gap 0.0 exactly, and keeping it changes no bit: its square adds
+    0.0 to the sum, Γ + s·0.0 = Γ, and setting it to Γ leaves it Γ. So the gaps of all the person's
+    items are used without filtering; a weight above Γ (another caller's) takes the filtering path."""
+    gaps = [gamma - w[c] for c in codes]
+    if gaps and min(gaps) >= 0.0:
+        norm = math.sqrt(sum([g * g for g in gaps]))  # a sequential sum: the same bits every run
+        if norm <= budget:
+            for c in codes:
+                w[c] = gamma
+            return
+        scale = budget / norm
+        for c, g in zip(codes, gaps):
+            raised = w[c] + scale * g
+            w[c] = gamma if gamma < raised else raised  # min(raised, Γ), as the filtered rule
+        return
+    _filtered_gaussian_step(w, codes, gamma, budget)
+
+
+def _filtered_gaussian_step(w: list, codes: list, gamma: float, budget: float = 1.0) -> None:
+    """:func:`policy_gaussian_update` on Python floats for one person, its items at or above Γ dropped
+    first (any weights)."""
     active = [(c, gamma - w[c]) for c in codes if w[c] < gamma]
     if not active:
         return

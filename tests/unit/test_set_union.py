@@ -662,3 +662,28 @@ def test_scalar_person_loop_equals_the_numpy_updates(policy):
         got = update_histogram(start.copy(), indptr, flat, policy, gamma)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
         assert (got <= max(gamma, start.max())).all()
+
+
+def test_gaussian_scalar_step_is_bit_for_bit_the_filtered_rule():
+    # the fast path keeps items already at Γ (gap 0.0): the same bits as dropping them first (the
+    # filtered rule, which the loop ran before and still runs for weights above Γ), on states that hold
+    # many weights exactly at Γ, zeros and tiny gaps, and persons of 1 to 30 items
+    from dp_spark.summaries.set_union import _filtered_gaussian_step, _gaussian_step
+
+    rng = np.random.default_rng(17)
+    for _ in range(300):
+        n_items, gamma = int(rng.integers(1, 40)), float(rng.choice([0.25, 1.0, 3.7, 12.831697953847002]))
+        start = rng.uniform(0, gamma, n_items)
+        start[rng.random(n_items) < 0.3] = gamma
+        start[rng.random(n_items) < 0.2] = 0.0
+        start[rng.random(n_items) < 0.1] = np.nextafter(gamma, 0.0)
+        fast, slow = start.tolist(), start.tolist()
+        for _ in range(int(rng.integers(1, 30))):
+            codes = rng.choice(n_items, int(rng.integers(1, min(n_items, 30) + 1)), replace=False).tolist()
+            budget = float(rng.choice([1.0, 0.5, 1e-3]))
+            _gaussian_step(fast, codes, gamma, budget)
+            _filtered_gaussian_step(slow, codes, gamma, budget)
+            assert [x.hex() for x in fast] == [x.hex() for x in slow]
+    above = [5.0, 1.0]  # a weight above Γ (not the kernels' invariant) takes the filtering path
+    _gaussian_step(above, [0, 1], 2.0)
+    assert above[0] == 5.0 and 1.0 < above[1] <= 2.0
