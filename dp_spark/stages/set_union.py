@@ -6,8 +6,9 @@ Pipeline (every intermediate DataFrame is NON-PRIVATE and never collected):
    hash before anything is aggregated (no row ever holds more than Δ0 items).
 2. :func:`weight_histogram`: the weighted histogram (item, weight): exact sums of fixed-point
    integers for ``count`` / ``weighted-*``; sequential shards for ``policy-*``, whose shard
-   histograms are added in shard order. The release runs steps 1–2 of the sequential policies fused
-   (:func:`sequential_histogram`: one shuffle, the same histogram bit for bit).
+   histograms are added in shard order. The release runs steps 1–2 fused (:func:`sequential_histogram`
+   for the sequential policies, :func:`additive_histogram` for the additive ones: one shuffle and one
+   Python pass over whole persons, no window, the same histogram bit for bit).
 3. :func:`released_items`: noise and threshold inside Spark, by the function the release passes in
    (:class:`dp_spark.mechanisms.set_union.ThresholdStep`, one generator per noise bucket: an item's
    bucket is pmod(xxhash64(item), :data:`NOISE_BUCKETS`), public and fixed by the item alone, so a
@@ -54,6 +55,7 @@ from dp_spark.summaries.set_union import (
     UNIT,
     UNIT_BITS,
     check_policy,
+    person_units,
     sequential_update,
     update_histogram,
 )
@@ -96,6 +98,7 @@ __all__ = [
     "released_items",
     "set_union_histogram",
     "sequential_histogram",
+    "additive_histogram",
     "set_union_items",
     "materialize",
 ]
@@ -285,25 +288,22 @@ def _local_codes(values: pa.Array) -> tuple[np.ndarray, pa.Array]:
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), encoded.dictionary
 
 
-class _ShardHistogram:
-    """One shard's sequential histogram, fed in row chunks: item codes (order of first appearance),
-    their float64 weights as a list, and the kept rows of the last run seen (a person, or with
-    ``sort_keys`` every person of the last xxhash64(person) value), which may continue in the next
-    chunk. ``sort_keys``: None when the rows arrive in the full order (xxhash64(person), person,
-    [count desc,] item key, item) from Spark; otherwise they arrive sorted by xxhash64(person) alone
-    and each chunk's whole runs are sorted here by these (column, order) keys, the same order."""
+class _PersonRuns:
+    """Whole persons' restricted rows from row chunks: the kept rows of the last run seen (a person, or
+    with ``sort_keys`` every person of the last xxhash64(person) value), which may continue in the
+    next chunk, are carried over; every whole run goes to :meth:`update`. ``sort_keys``: None when
+    the rows arrive in the full order (xxhash64(person), person, [count desc,] item key, item) from
+    Spark; otherwise they arrive sorted by xxhash64(person) alone and each chunk's whole runs are
+    sorted here by these (column, order) keys, the same order."""
 
-    def __init__(self, shard: int, method: str, gamma: float, sort_keys: list | None = None):
-        self.shard, self.method, self.gamma = shard, method, gamma
+    def __init__(self, sort_keys: list | None = None):
         self.sort_keys = sort_keys
-        self.code_of: dict = {}
-        self.weights: list = []
         self.carry: pa.Table | None = None
 
     def feed(self, rows: pa.Table, max_items: int) -> None:
-        """The shard's next rows (columns ``person``, ``item``, and with ``sort_keys`` their sort
-        columns), restricted (:func:`_kept_mask`) and run through the policy, except the last run's
-        kept rows (at most Δ0 a person), carried to the next call or :meth:`finish`."""
+        """The next rows (columns ``person``, ``item``, and with ``sort_keys`` their sort columns),
+        restricted (:func:`_kept_mask`) and passed to :meth:`update`, except the last run's kept rows
+        (at most Δ0 a person), carried to the next call or :meth:`finish`."""
         if self.carry is not None and self.carry.num_rows:
             rows = pa.concat_tables([self.carry, rows])
         run = rows.column(_ORDER if self.sort_keys else PERSON).to_numpy()
@@ -326,10 +326,26 @@ class _ShardHistogram:
         return rows.take(pa.array(kept)), local[kept], uniques
 
     def finish(self, max_items: int) -> None:
-        """Run the policy over the carried last run."""
+        """:meth:`update` with the carried last run."""
         if self.carry is not None and self.carry.num_rows:
             self.update(*self._kept(self.carry, max_items))
         self.carry = None
+
+    def update(self, rows: pa.Table, local: np.ndarray, uniques: pa.Array) -> None:
+        """Whole, restricted persons (``rows`` in their order, each person's rows together; items as
+        codes ``local`` into ``uniques``)."""
+        raise NotImplementedError
+
+
+class _ShardHistogram(_PersonRuns):
+    """One shard's sequential histogram (:class:`_PersonRuns` fed in row chunks): item codes (order
+    of first appearance) and their float64 weights as a list."""
+
+    def __init__(self, shard: int, method: str, gamma: float, sort_keys: list | None = None):
+        super().__init__(sort_keys)
+        self.shard, self.method, self.gamma = shard, method, gamma
+        self.code_of: dict = {}
+        self.weights: list = []
 
     def update(self, rows: pa.Table, local: np.ndarray, uniques: pa.Array) -> None:
         """Run the policy over whole, restricted persons (``rows`` in their order; items as codes
@@ -388,6 +404,102 @@ def _sequential_rows_partition(
             yield hist.batch(item_type)
 
 
+class _AdditiveUnits(_PersonRuns):
+    """The additive policies' increments of whole, restricted persons (:class:`_PersonRuns` fed in
+    row chunks): a person keeping t items adds :func:`~dp_spark.summaries.set_union.person_units`
+    (``method``, t) to each (exact int64), summed per item within each chunk; :meth:`drain` hands out
+    the (item, units) batches made so far."""
+
+    def __init__(self, method: str, max_items: int, sort_keys: list | None = None):
+        super().__init__(sort_keys)
+        self.table = np.array([0] + [person_units(method, t) for t in range(1, int(max_items) + 1)],
+                              dtype=np.int64)
+        self.out: list[pa.RecordBatch] = []
+
+    def update(self, rows: pa.Table, local: np.ndarray, uniques: pa.Array) -> None:
+        if not rows.num_rows:
+            return
+        person = rows.column(PERSON).to_numpy()
+        starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
+        sizes = np.diff(np.append(starts, len(person)))  # 1..Δ0: the restriction kept them
+        sums = np.zeros(len(uniques), dtype=np.int64)
+        np.add.at(sums, local, np.repeat(self.table[sizes], sizes))  # < 2^30 · rows: no overflow
+        used = np.flatnonzero(np.bincount(local, minlength=len(uniques)))
+        self.out.append(pa.RecordBatch.from_arrays([uniques.take(pa.array(used)), pa.array(sums[used])],
+                                                   names=[ITEM, _UNITS]))
+
+    def drain(self) -> list[pa.RecordBatch]:
+        out, self.out = self.out, []
+        return out
+
+
+@worker_pass
+def _additive_rows_partition(batches: Iterator[pa.RecordBatch], method: str, max_items: int,
+                             sort_keys: list | None = None) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body of :func:`additive_histogram`: the partition's (person, item[, sort columns])
+    rows in the order :func:`_person_rows` gives, each whole person restricted (:func:`_kept_mask`)
+    and turned into units per kept item (:class:`_AdditiveUnits`). Emits (item, units), an item
+    possibly in several rows (summed later, exactly, in any order)."""
+    runs = _AdditiveUnits(method, max_items, sort_keys)
+    for batch in batches:
+        if batch.num_rows:
+            runs.feed(pa.Table.from_batches([batch]), max_items)
+            yield from runs.drain()
+    runs.finish(max_items)
+    yield from runs.drain()
+
+
+def _person_rows(parted: DataFrame, salt: int, *, shards: int | None = None, freq: bool = False
+                 ) -> tuple[DataFrame, list | None]:
+    """``parted`` (edges hash-partitioned by person) as the rows of a pass over whole persons:
+    ([shard,] xxhash64(person), person, xxhash64(salt, person, item), item[, count]) sorted by
+    xxhash64(person) when person and item are longs or strings of the binary collation
+    (:func:`_binary_ordered`; the sort keys returned, for the Python pass to finish the order per
+    run), else sorted by Spark on all keys (None returned) and narrowed to ([shard,] person, item).
+    ``shards``: the shard column pmod(murmur3(person), shards) first. ``freq``: the per-(person,
+    item) count ``_freq`` is a column and sorts descending after the person."""
+    salt_col = F.lit(int(salt)).cast("long")
+    keys = [(_ORDER, "ascending"), (PERSON, "ascending"), (_KEY, "ascending"), (ITEM, "ascending")]
+    if freq:
+        keys.insert(2, (_FREQ, "descending"))
+    shard = [] if shards is None else [F.pmod(F.hash(PERSON), F.lit(int(shards))).alias(_SHARD)]
+    rows = parted.select(
+        *shard,
+        F.xxhash64(PERSON).alias(_ORDER),
+        PERSON,
+        F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)).alias(_KEY),
+        ITEM,
+        *([_FREQ] if freq else []),
+    )
+    if all(_binary_ordered(parted.schema[c].dataType) for c in (PERSON, ITEM)):
+        return rows.sortWithinPartitions(_ORDER), keys
+    rows = rows.sortWithinPartitions(*[F.col(c).desc() if o == "descending" else F.col(c) for c, o in keys])
+    return rows.select(*([_SHARD] if shard else []), PERSON, ITEM), None
+
+
+def additive_histogram(edge_df: DataFrame, method: str, max_items: int, salt: int,
+                       partitions: int | None = None) -> DataFrame:
+    """(item, weight): bit for bit :func:`weight_histogram` over :func:`restricted_sets` for the
+    additive policies (``count``, ``weighted-laplace``, ``weighted-gaussian``), with one shuffle and
+    no window: the edges hash-partitioned by person into ``partitions`` (default
+    :func:`default_partitions`; any number gives the same histogram) in the restriction's order, one
+    Python pass restricting each person to Δ0 = ``max_items`` items (the same rule, :func:`_kept_mask`)
+    and adding its whole units of 2^-30 per kept item (:func:`person_units_column`'s values), then an
+    exact long sum per item. A person's kept items and units depend on its own rows and the salt
+    only; facts (S) and (T) as there. NON-PRIVATE."""
+    method = check_policy(method)
+    if method in SEQUENTIAL:
+        raise ParameterError(f"additive_histogram is for the additive policies; got {method!r}.")
+    parts = int(partitions or default_partitions(edge_df.sparkSession))
+    rows, sort_keys = _person_rows(edge_df.repartition(parts, PERSON), salt)
+    schema = T.StructType([T.StructField(ITEM, edge_df.schema[ITEM].dataType),
+                           T.StructField(_UNITS, T.LongType())])
+    units = rows.mapInArrow(partial(_additive_rows_partition, method=method, max_items=int(max_items),
+                                    sort_keys=sort_keys), schema)
+    summed = units.groupBy(ITEM).agg(F.sum(_UNITS).alias(_UNITS))
+    return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT))
+
+
 def _shard_histograms(
     edge_df: DataFrame, method: str, max_items: int, salt: int, gamma: float, shards: int
 ) -> DataFrame:
@@ -404,40 +516,23 @@ def _shard_histograms(
     sort on all keys, whose ties within a person go through the row comparator) and the kernel sorts
     each run of equal xxhash64(person) by the remaining keys with Arrow: the same order, so the same
     histogram bit for bit."""
-    salt_col = F.lit(int(salt)).cast("long")
     parted = edge_df.repartition(int(shards), PERSON)
-    keys = [(_ORDER, "ascending"), (PERSON, "ascending"), (_KEY, "ascending"), (ITEM, "ascending")]
-    freq = []
-    if method in BY_FREQUENCY:
+    by_frequency = method in BY_FREQUENCY
+    if by_frequency:
         # the count must leave each person's rows in one partition: the planner reuses the person
         # partitioning by default (no second exchange), but with spark.sql.requireAllClusterKeysForDistribution
         # it re-shuffles by (person, item), and a person split over partitions would spend its budget once
         # per partition; the repartition by person after the count is free by default and restores it otherwise
         parted = (parted.groupBy(PERSON, ITEM).agg(F.count(F.lit(1)).alias(_FREQ))
                   .repartition(int(shards), PERSON))
-        keys.insert(2, (_FREQ, "descending"))
-        freq = [_FREQ]
-    python_sort = all(_binary_ordered(edge_df.schema[c].dataType) for c in (PERSON, ITEM))
-    rows = parted.select(
-        F.pmod(F.hash(PERSON), F.lit(int(shards))).alias(_SHARD),
-        F.xxhash64(PERSON).alias(_ORDER),
-        PERSON,
-        F.xxhash64(salt_col, F.col(PERSON), F.col(ITEM)).alias(_KEY),
-        ITEM,
-        *freq,
-    )
-    if python_sort:
-        rows = rows.sortWithinPartitions(_ORDER)
-    else:
-        rows = rows.sortWithinPartitions(*[F.col(c).desc() if o == "descending" else F.col(c) for c, o in keys])
-        rows = rows.select(_SHARD, PERSON, ITEM)
+    rows, sort_keys = _person_rows(parted, salt, shards=shards, freq=by_frequency)
     schema = T.StructType([
         T.StructField(_SHARD, T.IntegerType()),
         T.StructField(ITEM, edge_df.schema[ITEM].dataType),
         T.StructField(WEIGHT, T.DoubleType()),
     ])
     kernel = partial(_sequential_rows_partition, method=method, gamma=float(gamma), max_items=int(max_items),
-                     sort_keys=keys if python_sort else None)
+                     sort_keys=sort_keys)
     return rows.mapInArrow(kernel, schema)
 
 
@@ -680,7 +775,7 @@ def set_union_items_of_edges(
     if method in SEQUENTIAL:
         per_shard = _shard_histograms(edge_df, method, max_items, salt, gamma, shards or DEFAULT_SHARDS)
         return released_shard_items(per_shard, threshold, partitions)
-    hist_df = weight_histogram(restricted_sets(edge_df, max_items, salt), method)
+    hist_df = additive_histogram(edge_df, method, max_items, salt)
     return released_items(hist_df, threshold, partitions)
 
 

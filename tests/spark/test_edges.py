@@ -33,6 +33,7 @@ def _stages():
         "top counts": lambda e: item_counts.item_counts(e).orderBy(F.col("count").desc()).limit(5),
         "bounded counts": partial(item_counts.bounded_item_counts, max_items=2, salt=5),
         "set-union weighted": lambda e: weight_histogram(restricted_sets(e, 3, 7), "weighted-laplace"),
+        "set-union additive": lambda e: set_union.additive_histogram(e, "weighted-laplace", 3, 7, partitions=2),
         "set-union sequential": lambda e: set_union._shard_histograms(e, "policy-laplace", 3, 7, 2.0, 2),
         "persons": lambda e: e.agg(F.countDistinct(PERSON)),
     }

@@ -165,6 +165,33 @@ def test_fused_sequential_histogram_equals_sets_then_kernel(spark, small, policy
         spark.conf.set(key, old)
 
 
+@pytest.mark.parametrize("policy", [p for p in POLICIES if p not in SEQUENTIAL])
+def test_additive_histogram_equals_restricted_sets_then_weights(spark, small, policy, monkeypatch):
+    # The release's path for the additive policies (one shuffle by person, the restriction and the
+    # units in one Python pass, a long sum per item) must give the histogram of restricted_sets +
+    # weight_histogram bit for bit: persons above Δ0 (a hot one with 3,000 rows and repeated items)
+    # straddling tiny Arrow batches, any number of partitions, Spark's sort on all keys or the Python
+    # pass finishing the order.
+    from dp_spark.stages import set_union as stage
+
+    hot = [(77_777, f"w{i % 700}") for i in range(3_000)] + [(77_778, "w1")] * 50
+    edge_df = edges(small.union(spark.createDataFrame(hot, SCHEMA)), "person_id", "item")
+    want = weight_histogram(restricted_sets(edge_df, 6, salt=9), policy).orderBy("item")
+    assert want.where(F.col("weight") > 0).count() == want.count() > 50
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    old = spark.conf.get(key)
+    try:
+        for batch, partitions, python_sort in (("7", 1, True), (old, 5, True), ("5", 3, False)):
+            spark.conf.set(key, batch)
+            monkeypatch.setattr(stage, "_binary_ordered", lambda dtype, keep=python_sort: keep)
+            got = stage.additive_histogram(edge_df, policy, 6, 9, partitions=partitions)
+            assert_df_equality(got.orderBy("item"), want, ignore_nullable=True)
+    finally:
+        spark.conf.set(key, old)
+    with pytest.raises(ParameterError, match="additive policies"):
+        stage.additive_histogram(edge_df, "policy-gaussian", 6, 9)
+
+
 @pytest.mark.parametrize("policy", SEQUENTIAL)
 def test_fused_sum_and_threshold_equals_summed_histogram_then_threshold(spark, small, policy):
     # The release's path for the sequential policies (shard parts shuffled by
