@@ -423,7 +423,7 @@ class _AdditiveUnits(_PersonRuns):
         starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
         sizes = np.diff(np.append(starts, len(person)))  # 1..Δ0: the restriction kept them
         sums = np.zeros(len(uniques), dtype=np.int64)
-        np.add.at(sums, local, np.repeat(self.table[sizes], sizes))  # < 2^30 · rows: no overflow
+        np.add.at(sums, local, np.repeat(self.table[sizes], sizes))  # <= 2^30 · rows: no overflow
         used = np.flatnonzero(np.bincount(local, minlength=len(uniques)))
         self.out.append(pa.RecordBatch.from_arrays([uniques.take(pa.array(used)), pa.array(sums[used])],
                                                    names=[ITEM, _UNITS]))
