@@ -220,6 +220,13 @@ def _policy_partition(
         yield _shard_frame(list(code_of), weights, shard)
 
 
+def _summed_units(units: DataFrame) -> DataFrame:
+    """(item, weight) from (item, units) rows: an exact long sum of each item's units, cast once to a
+    double times 2^-30 (the additive policies' histogram, whatever produced the rows)."""
+    summed = units.groupBy(ITEM).agg(F.sum(_UNITS).alias(_UNITS))
+    return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT))
+
+
 def weight_histogram(sets_df: DataFrame, method: str, gamma: float | None = None, shards: int = 1) -> DataFrame:
     """(item, weight): the summed histogram of Algorithm 1 under the policy ``method``. NON-PRIVATE.
 
@@ -245,8 +252,7 @@ def weight_histogram(sets_df: DataFrame, method: str, gamma: float | None = None
     if method not in SEQUENTIAL:
         per_person = sets_df.withColumn(_UNITS, person_units_column(method, F.size(ITEMS)))
         exploded = per_person.select(_UNITS, F.explode(ITEMS).alias(ITEM))
-        summed = exploded.groupBy(ITEM).agg(F.sum(_UNITS).alias(_UNITS))
-        return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT))
+        return _summed_units(exploded)
     keyed = (
         sets_df.repartition(int(shards), PERSON)
         .select(
@@ -337,6 +343,14 @@ class _PersonRuns:
         raise NotImplementedError
 
 
+def _person_bounds(rows: pa.Table) -> np.ndarray:
+    """CSR bounds of the persons in ``rows`` (each person's rows together): where each starts, then
+    the row count."""
+    person = rows.column(PERSON).to_numpy()
+    starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
+    return np.append(starts, len(person)).astype(np.int64)
+
+
 class _ShardHistogram(_PersonRuns):
     """One shard's sequential histogram (:class:`_PersonRuns` fed in row chunks): item codes (order
     of first appearance) and their float64 weights as a list."""
@@ -352,15 +366,12 @@ class _ShardHistogram(_PersonRuns):
         into ``uniques``)."""
         if not rows.num_rows:
             return
-        person = rows.column(PERSON).to_numpy()
         used = np.flatnonzero(np.bincount(local, minlength=len(uniques)))
         code_of = self.code_of
         mapped = np.zeros(len(uniques), dtype=np.int64)
         mapped[used] = [code_of.setdefault(v, len(code_of)) for v in uniques.take(pa.array(used)).to_pylist()]
         self.weights.extend([0.0] * (len(code_of) - len(self.weights)))
-        starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
-        indptr = np.append(starts, len(person)).astype(np.int64)
-        sequential_update(self.weights, indptr, mapped[local], self.method, self.gamma)
+        sequential_update(self.weights, _person_bounds(rows), mapped[local], self.method, self.gamma)
 
     def batch(self, item_type: pa.DataType) -> pa.RecordBatch:
         n = len(self.code_of)
@@ -419,9 +430,7 @@ class _AdditiveUnits(_PersonRuns):
     def update(self, rows: pa.Table, local: np.ndarray, uniques: pa.Array) -> None:
         if not rows.num_rows:
             return
-        person = rows.column(PERSON).to_numpy()
-        starts = np.flatnonzero(np.concatenate(([True], person[1:] != person[:-1])))
-        sizes = np.diff(np.append(starts, len(person)))  # 1..Δ0: the restriction kept them
+        sizes = np.diff(_person_bounds(rows))  # 1..Δ0: the restriction kept them
         sums = np.zeros(len(uniques), dtype=np.int64)
         np.add.at(sums, local, np.repeat(self.table[sizes], sizes))  # <= 2^30 · rows: no overflow
         used = np.flatnonzero(np.bincount(local, minlength=len(uniques)))
@@ -496,8 +505,7 @@ def additive_histogram(edge_df: DataFrame, method: str, max_items: int, salt: in
                            T.StructField(_UNITS, T.LongType())])
     units = rows.mapInArrow(partial(_additive_rows_partition, method=method, max_items=int(max_items),
                                     sort_keys=sort_keys), schema)
-    summed = units.groupBy(ITEM).agg(F.sum(_UNITS).alias(_UNITS))
-    return summed.select(ITEM, (F.col(_UNITS).cast("double") * F.lit(UNIT)).alias(WEIGHT))
+    return _summed_units(units)
 
 
 def _shard_histograms(
