@@ -66,7 +66,8 @@ from dp_spark.noise.discrete import uniform_below
 from dp_spark.noise.rng import check_rng
 
 __all__ = ["LOG_WEIGHT_TOLERANCE", "LUMP_DEPTH", "ZERO_WEIGHT", "bernoulli_scaled_exp", "class_totals", "class_weights",
-           "dyadic_exponents", "exponential_peel", "locate", "propose", "weighted_choice"]
+           "decimal_context", "directed_contexts", "dyadic_exponents", "exact_decimal", "exponential_peel", "locate",
+           "propose", "weighted_choice"]
 
 _WORD_BITS = 64
 #: Lumping depth: candidates whose exponent is this far below the heaviest share one envelope.
@@ -80,7 +81,7 @@ _SLACK_BITS = 2.0**-8
 _LN2 = math.log(2.0)
 
 
-def _exact_decimal(value: Fraction) -> decimal.Decimal:
+def exact_decimal(value: Fraction) -> decimal.Decimal:
     """The Decimal equal to a rational whose denominator is a power of two (every double, and
     doubles times integers): n/2^t = n·5^t·10^−t, written out exactly (no context rounds it)."""
     den = value.denominator
@@ -90,12 +91,12 @@ def _exact_decimal(value: Fraction) -> decimal.Decimal:
     return decimal.Decimal(f"{value.numerator * 5**t}E-{t}")
 
 
-def _contexts(digits: int) -> tuple[decimal.Context, decimal.Context]:
+def directed_contexts(digits: int) -> tuple[decimal.Context, decimal.Context]:
     """Decimal contexts rounding down and up at ``digits`` digits, with no exponent limit in reach."""
-    return tuple(_context(digits, mode) for mode in (decimal.ROUND_FLOOR, decimal.ROUND_CEILING))
+    return tuple(decimal_context(digits, mode) for mode in (decimal.ROUND_FLOOR, decimal.ROUND_CEILING))
 
 
-def _context(digits: int, rounding: str = decimal.ROUND_HALF_EVEN) -> decimal.Context:
+def decimal_context(digits: int, rounding: str = decimal.ROUND_HALF_EVEN) -> decimal.Context:
     """A fresh context (never the thread's: a caller's precision, rounding or traps must not
     reach these computations), with no exponent limit in reach."""
     return decimal.Context(prec=digits, rounding=rounding, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN,
@@ -156,11 +157,11 @@ def bernoulli_scaled_exp(a: int, x: Fraction | Callable[[], Fraction], shift: in
 
 def _bernoulli_decimal(a: int, x: Fraction, shift: int, words: list[int], word: Callable[[], int]) -> bool:
     """The acceptance decided with ``decimal`` bounds of p, U's ``words`` so far first (module docstring)."""
-    minus_x = _exact_decimal(-x)  # exact, whatever the thread's context
+    minus_x = exact_decimal(-x)  # exact, whatever the thread's context
     a_dec = decimal.Decimal(a)
     digits = 40
     while True:
-        down, up = _contexts(digits)
+        down, up = directed_contexts(digits)
         e = down.exp(minus_x)  # correctly rounded (half-even) whatever the context's rounding
         slack = decimal.Decimal(f"1E{2 - digits}")  # ten units in the last place
         p_lo = down.multiply(down.multiply(e, down.subtract(1, slack)), a_dec)
@@ -201,7 +202,7 @@ _EXP_SIXTYFOURTHS: list[float] = []  # e^-(n/64), n = 0 .. 63, likewise
 
 
 def _exp_tables() -> None:
-    ctx = _context(40)
+    ctx = decimal_context(40)
     _EXP_WHOLE.extend(float(ctx.exp(decimal.Decimal(-m))) for m in range(_FAST_X))
     _EXP_SIXTYFOURTHS.extend(float(ctx.exp(ctx.divide(decimal.Decimal(-n), 64))) for n in range(64))
 

@@ -32,7 +32,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from dp_spark.errors import ParameterError
-from dp_spark.mechanisms.top_k.joint import _max_exponential
+from dp_spark.noise.max_exponential import max_exponential as _max_exponential
 from dp_spark.mechanisms.top_k import (
     JointLogWeights,
     UnknownDomainResult,
@@ -429,6 +429,56 @@ def test_pnf_joint_matches_brute_force_permute_and_flip(counts, k, epsilon, n):
     exact = brute_pnf_joint(counts, k, epsilon)
     wrong = brute_pnf_joint(counts, k, 2 * epsilon)
     check_sampler(lambda: pnf_joint_top_k(counts, k, epsilon, rng), exact, wrong, n)
+
+
+def _spy_settle(monkeypatch):
+    """Record, per draw, how many entry groups reach the exact settling and the most bits of U read."""
+    import dp_spark.mechanisms.top_k.joint as joint_mod
+
+    seen = []
+    settle = joint_mod._pnf_settle
+
+    def spy(prep, coef, kept, rng):
+        out = settle(prep, coef, kept, rng)
+        seen.append((len(kept), max(c.bits for c in kept)))
+        return out
+
+    monkeypatch.setattr(joint_mod, "_pnf_settle", spy)
+    return joint_mod, seen
+
+
+PNF_SETTLING_CASES = [([5, 3, 3, 0], 2, 1.0, 3000), ([3, 1, 0], 2, 1.0, 3000)]
+
+
+@pytest.mark.parametrize("counts,k,epsilon,n", PNF_SETTLING_CASES)
+def test_pnf_joint_exact_settling_alone_matches_brute_force(monkeypatch, counts, k, epsilon, n):
+    """Doubles so loose (2^-3 relative) that nearly every draw is decided by the decimal bounds of
+    the exact path: the law is still permute-and-flip's."""
+    import dp_spark.noise.max_exponential as maxexp_mod
+
+    joint_mod, seen = _spy_settle(monkeypatch)
+    monkeypatch.setattr(joint_mod, "FLOAT_ERROR", 2.0**-3)
+    monkeypatch.setattr(maxexp_mod, "FLOAT_ERROR", 2.0**-3)
+    rng = np.random.default_rng(31 + k)
+    check_sampler(lambda: pnf_joint_top_k(counts, k, epsilon, rng), brute_pnf_joint(counts, k, epsilon),
+                  brute_pnf_joint(counts, k, 2 * epsilon), n)
+    assert sum(1 for kept, _ in seen if kept > 1) > 0.5 * n
+
+
+@pytest.mark.parametrize("counts,k,epsilon,n", PNF_SETTLING_CASES)
+def test_pnf_joint_reading_u_bit_by_bit_matches_brute_force(monkeypatch, counts, k, epsilon, n):
+    """U's first word cut to 3 bits: ties within an eighth of U are common, so the settling reads
+    64 more bits at a time (several rounds); the law is still permute-and-flip's."""
+    import dp_spark.noise.max_exponential as maxexp_mod
+
+    joint_mod, seen = _spy_settle(monkeypatch)
+    monkeypatch.setattr(joint_mod, "FIRST_BITS", 3)
+    monkeypatch.setattr(maxexp_mod, "FIRST_BITS", 3)
+    rng = np.random.default_rng(41 + k)
+    check_sampler(lambda: pnf_joint_top_k(counts, k, epsilon, rng), brute_pnf_joint(counts, k, epsilon),
+                  brute_pnf_joint(counts, k, 2 * epsilon), n)
+    assert sum(1 for kept, _ in seen if kept > 1) > 0.2 * n
+    assert sum(1 for _, bits in seen if bits > 3) > 0.05 * n
 
 
 def test_pnf_joint_is_not_the_exponential_mechanism():

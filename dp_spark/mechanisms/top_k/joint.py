@@ -3,13 +3,16 @@
 Gillenwater, Joseph, Munoz Medina and Ribero, "A Joint Exponential Mechanism for
 Differentially Private Top-k" (ICML 2022): Algorithm 1 (:func:`joint_top_k`),
 sampled exactly in O(d·k·log k + d·log d) time and O(d·k) space, and
-Appendix D (:func:`pnf_joint_top_k`); both ε-DP for counts of distinct
-persons (sensitivity 1, monotone). Counts are private: no message quotes one.
+Appendix D (:func:`pnf_joint_top_k`), sampled exactly too (its exponential
+noise read bit by bit and bounded, :mod:`dp_spark.noise.max_exponential`);
+both ε-DP for counts of distinct persons (sensitivity 1, monotone). Counts
+are private: no message quotes one.
 """
 
 from __future__ import annotations
 
 import bisect
+import decimal
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -19,10 +22,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dp_spark.accounting.exact import ratio_down
-from dp_spark.errors import ParameterError
 from dp_spark.mechanisms.top_k._common import as_counts, check_int, check_positive, check_rng
+from dp_spark.noise.max_exponential import FIRST_BITS, FLOAT_ERROR, exact_bounds, float_bounds
 from dp_spark.noise.weighted import (LUMP_DEPTH as _LUMP, ZERO_WEIGHT, bernoulli_scaled_exp, class_totals,
-                                     dyadic_exponents, locate, propose)
+                                     directed_contexts, dyadic_exponents, exact_decimal, locate, propose)
 
 # D~[i, j] = c_(i) - c_(j) + (d(k-i-1) + j + 1)/(2dk), 0-based i < k, j < d,
 # c_(0) >= ... >= c_(d-1) (ALGORITHMS.md 3.2). The tie term lies in (0, 1/2]
@@ -415,28 +418,6 @@ class _JointChoice:
                 return r, j
 
 
-def _max_exponential(log_m: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Max of m i.i.d. Exp(1) variables, m = exp(log_m), given E ~ Exp(1).
-
-    Inverse CDF: y = -ln(1 - exp(-a)), a = E/m = exp(ln E - ln m), evaluated
-    from t = ln E - ln m without forming m: -ln(-expm1(-a)) for a <= ln 2,
-    -log1p(-exp(-a)) above (Mächler's log1mexp), -t + a/2 when t < -40 (the
-    omitted terms are O(a²)). Accurate to a few ulps for every finite ln m,
-    where the paper's Eq. (6) overflows past ln m ≈ 745.
-    """
-    e = np.maximum(e, np.finfo(np.float64).tiny)  # E == 0 has probability ~0
-    t = np.log(e) - log_m
-    y = np.empty_like(t)
-    tiny = t < -40.0
-    a = np.exp(np.where(tiny, -40.0, t))
-    small = ~tiny & (a <= math.log(2.0))
-    large = ~tiny & ~small
-    y[tiny] = -t[tiny] + 0.5 * np.exp(t[tiny])
-    y[small] = -np.log(-np.expm1(-a[small]))
-    y[large] = -np.log1p(-np.exp(-a[large]))
-    return y
-
-
 def pnf_joint_top_k(
     counts: ArrayLike,
     k: int,
@@ -444,44 +425,135 @@ def pnf_joint_top_k(
     rng: np.random.Generator,
     sensitivity: float = 1,
 ) -> np.ndarray:
-    """ε-DP top-k by the joint permute-and-flip mechanism (PNF-Joint).
+    """ε-DP top-k by the joint permute-and-flip mechanism (PNF-Joint), sampled exactly.
 
     Gillenwater et al. (ICML 2022), Appendix D (ALGORITHMS.md 3.3):
     permute-and-flip over length-k sequences with ``u(s) = -max_i (c_(i) -
     c_{s_i})``, as report-noisy-max with ``Exp(rate epsilon/(2*sensitivity))``
     noise (Ding et al. 2021). Sequences are grouped by their largest D~ entry
-    as in :func:`joint_top_k`; a group of m competes with the max of m
-    exponentials (:func:`_max_exponential`, accurate for every finite ln m,
-    unlike the paper's Eq. (6)), then a sequence is drawn inside the winner.
+    as in :func:`joint_top_k`; a group of m competes with the largest of m
+    Exp(1) variables, then a sequence is drawn uniformly inside the winner.
+
+    Exact sampling, where the paper draws floating-point exponentials: each
+    group's noise is Y = −ln(1 − U^(1/m)) for a uniform U read bit by bit
+    (:mod:`dp_spark.noise.max_exponential`), and the winner is decided only
+    when proven bounds of every group's score Y − c·floor(e) (c = ε/(2Δ)
+    rounded down) separate it from the rest: doubles bound all groups from
+    U's first 53 bits and ln m(e) (:func:`_pnf_contenders`); the few groups
+    the doubles cannot separate go on with more bits of their U and Python
+    ``decimal`` bounds computed from the exact integer m(e) and the exact
+    rational c·floor(e) until one is left (:func:`_pnf_settle`). So the
+    output is the argmax of the idealised mechanism's scores: no
+    floating-point noise (the doubles only bound; they hold when numpy's
+    log/exp are within 2^-36 relative, over 10⁵ units of their documented
+    error).
 
     Guarantee: ε-DP (McKenna & Sheldon 2020, with the non-monotone rate
     ε/(2Δ)) when one person moves every count by at most ``sensitivity``.
-    Public domain. A non-finite draw (a guard) refuses with a ParameterError
-    naming ``joint``. Args and return value as :func:`joint_top_k`.
+    Public domain. Args and return value as :func:`joint_top_k`.
     """
     c, k, eps, sens = _check_joint_args(counts, k, epsilon, sensitivity)
     rng = check_rng(rng)
     prep = _joint_prepare(c, k)
-    lam = ratio_down(eps, 2.0 * sens)  # the noise rate ε/(2Δ) rounded down: more noise, never less
-    best = -np.inf
-    best_rc = (-1, -1)
+    coef = ratio_down(eps, 2.0 * sens)  # the noise rate ε/(2Δ) rounded down: more noise, never less
+    r_star, j_star = _pnf_settle(prep, coef, _pnf_contenders(prep, coef, rng), rng)
+    seq = _joint_sequence(prep, r_star, j_star, rng)
+    return prep.perm[seq].astype(np.int64)
+
+
+@dataclass
+class _Contender:
+    """An entry group still in the running: D~[row, col], its floor, U's bits read so far (``word``
+    of ``bits`` bits) and its score's bounds."""
+
+    row: int
+    col: int
+    floor: int
+    word: int
+    bits: int
+    lo: float | decimal.Decimal
+    hi: float | decimal.Decimal
+
+
+def _log_count_error(prep: _JointPrep) -> float:
+    """A bound on |ln m(e) − log_count| for every valid entry of :func:`_block_entries`: its sum
+    S of at most k + _BLOCK non-negative terms (logs, each within FLOAT_ERROR relative) in
+    doubles, S <= ln(d!/(d−k)!) (every partial sum is at most the full one), recursive summation
+    within (terms)·u·S, the own term ln(j − r) <= ln d."""
+    log_sequences = (math.lgamma(prep.d + 1) - math.lgamma(prep.d - prep.k + 1)) * (1 + 2.0**-20) + 1.0
+    return FLOAT_ERROR * ((prep.k + _BLOCK + 8) * log_sequences + math.log(prep.d) + 1.0)
+
+
+def _pnf_contenders(prep: _JointPrep, coef: float, rng: np.random.Generator) -> list[_Contender]:
+    """The entry groups whose score the doubles cannot prove below another's: one sweep of D~,
+    each valid entry's U given its first 53 bits (one uniform integer, in sweep order), scores
+    bounded by :func:`~dp_spark.noise.max_exponential.float_bounds` minus c·floor (within
+    FLOAT_ERROR relative); kept while their upper bound reaches the best lower bound seen."""
+    count_error = _log_count_error(prep)
+    best_lo = -math.inf
+    kept: list[_Contender] = []
+
+    def scores(lm, words, shift, upper):
+        y = float_bounds(lm, words, count_error, upper)
+        score = y - shift
+        pad = FLOAT_ERROR * (np.abs(y) + shift + np.abs(score))
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isfinite(y), score + pad if upper else score - pad, y)
+
     for rows, cols, floor_diff, log_count in _joint_entry_blocks(prep):
         idx = np.flatnonzero(np.isfinite(log_count))
         if idx.size == 0:
             continue
-        y = _max_exponential(log_count[idx], rng.exponential(size=idx.size))
-        if not np.all(np.isfinite(y)):  # pragma: no cover - guard, see docstring
-            raise ParameterError(
-                "pnf-joint cannot sample this input accurately in double precision; "
-                "use mechanism 'joint' (the joint exponential mechanism) instead"
-            )
-        # compare lam*u + Exp(1)-scale noise: same argmax as u + Exp(rate lam)
-        score = y - lam * floor_diff[idx].astype(np.float64)
-        a = int(np.argmax(score))
-        if score[a] > best:
-            best = float(score[a])
-            best_rc = (int(rows[idx[a]]), int(cols[idx[a]]))
-    if best_rc[0] < 0:  # pragma: no cover
+        words = rng.integers(0, 1 << FIRST_BITS, size=idx.size, dtype=np.int64)
+        lm, shift = log_count[idx], coef * floor_diff[idx].astype(np.float64)
+        hi = scores(lm, words, shift, True)
+        top = int(np.argmax(hi))
+        best_lo = max(best_lo, float(scores(lm[top:top + 1], words[top:top + 1], shift[top:top + 1], False)[0]))
+        near = np.flatnonzero(hi >= best_lo)
+        if near.size == 0:
+            continue
+        lo = scores(lm[near], words[near], shift[near], False)
+        best_lo = max(best_lo, float(np.max(lo)))
+        kept = [c for c in kept if c.hi >= best_lo]
+        for p, low in zip(near.tolist(), lo.tolist()):
+            if hi[p] >= best_lo:
+                at = int(idx[p])
+                kept.append(_Contender(int(rows[at]), int(cols[at]), int(floor_diff[at]), int(words[p]),
+                                       FIRST_BITS, low, float(hi[p])))
+    if not kept:  # pragma: no cover
         raise RuntimeError("pnf-joint sampler: no entry with positive count (internal error)")
-    seq = _joint_sequence(prep, best_rc[0], best_rc[1], rng)
-    return prep.perm[seq].astype(np.int64)
+    return kept
+
+
+#: Decimal digits of the first exact round, and how many more each further round.
+_PNF_DIGITS = 40
+_PNF_MORE_DIGITS = 30
+
+
+def _pnf_settle(prep: _JointPrep, coef: float, kept: list[_Contender],
+                rng: np.random.Generator) -> tuple[int, int]:
+    """The winner among the contenders, exactly: while more than one remains, bound each score
+    with ``decimal`` (:func:`~dp_spark.noise.max_exponential.exact_bounds` with the exact m(e),
+    minus the exact rational c·floor(e), rounded outward), drop those whose upper bound is below
+    the best lower bound, and give the rest 64 more bits of U and more digits. Ends with
+    probability 1 (ties of the continuous scores have probability 0)."""
+    digits = _PNF_DIGITS
+    coef_q = Fraction(coef)
+    counts = {}
+    while len(kept) > 1:
+        down, up = directed_contexts(digits)
+        for c in kept:
+            m = counts.setdefault((c.row, c.col), _entry_count(prep, c.row, c.col))
+            if m < 1:  # pragma: no cover
+                raise RuntimeError("pnf-joint sampler: an empty entry group competes (internal error)")
+            y_lo, y_hi = exact_bounds(m, c.word, c.bits, digits)
+            shift = exact_decimal(coef_q * c.floor)
+            c.lo, c.hi = down.subtract(y_lo, shift), up.subtract(y_hi, shift)
+        best = max(c.lo for c in kept)
+        kept = [c for c in kept if c.hi >= best]
+        if len(kept) > 1:
+            for c in kept:
+                c.word = (c.word << 64) | int(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
+                c.bits += 64
+            digits += _PNF_MORE_DIGITS
+    return kept[0].row, kept[0].col
