@@ -24,10 +24,9 @@ mechanism's distribution for the scores as given (up to the uniformity of
 ``rng``'s bits), and its ε is the idealised one for those scores: nothing of
 Mironov's (2012) floating-point attack applies. The privacy map assumes that
 the double scores passed in have sensitivity Δ: the caller's obligation, met
-exactly by integer counts, GEM's same-direction grid scores and the group
-cap's quantile grid scores; GEM's general normalised scores (the group cap's
-default choice) are computed in floating point, so theirs holds up to the
-rounding of those scores. Running time and the number of words drawn depend
+exactly by integer counts, GEM's normalised scores (both forms: computed
+exactly and rounded down onto a grid) and the group cap's quantile grid
+scores. Running time and the number of words drawn depend
 on the scores (how many candidates are visited or proposed before one is
 accepted): like every sampler here, these assume an adversary who sees the
 release, not the driver's timing.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -158,7 +159,13 @@ def test_gem_fast_matches_naive_on_many_instances():
         fast = gem_normalized_scores(q, d, eps, beta)
         naive = gem_normalized_scores_naive(q, d, eps, beta)
         assert fast.shape == q.shape
-        np.testing.assert_allclose(fast, naive, rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(fast, naive)  # exact: the same doubles
+        # and the grid's rounding: at most one step below the scores in doubles
+        a = q - (2 / eps) * math.log(q.shape[0] / beta) * d
+        approx = np.minimum(((a[:, None] - a[None, :]) / (d[:, None] + d[None, :])).min(axis=1), 0)
+        assert np.all(fast <= approx + 1e-9 * (1 + np.abs(approx)))
+        assert np.all(fast >= np.maximum(approx, -2.0**32) - 2.0**-20 - 1e-9 * (1 + np.abs(approx)))
+        assert np.all(fast * 2**20 == np.floor(fast * 2**20))
         assert np.all(fast <= 0)
         assert fast.max() == 0.0  # the argmax of a_i scores exactly 0
         n += 1
@@ -183,7 +190,24 @@ def test_gem_fast_matches_naive_hypothesis(data, eps, beta):
     d = np.array([y for _, y in data])
     fast = gem_normalized_scores(q, d, eps, beta)
     naive = gem_normalized_scores_naive(q, d, eps, beta)
-    np.testing.assert_allclose(fast, naive, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(fast, naive)
+
+
+def test_gem_scores_exact_whatever_the_doubles_guess(monkeypatch):
+    """The doubles only guess each row's envelope line: with every guess wrong (all at the first
+    line, or all at the last) the exact check and search still give the naive formula's scores."""
+    import dp_spark.mechanisms.distinct_count.gem as gem_mod
+
+    rng = np.random.default_rng(5)
+    instances = [inst for inst, _ in zip(_gem_instances(rng), range(120))]
+    for pick in ("first", "last"):
+        def wrong(a, d, env_a, env_d, pick=pick):
+            return np.full(a.shape[0], 0 if pick == "first" else env_d.shape[0] - 1, dtype=np.intp)
+
+        monkeypatch.setattr(gem_mod, "_envelope_guess", wrong)
+        for q, d, eps, beta in instances:
+            np.testing.assert_array_equal(gem_normalized_scores(q, d, eps, beta),
+                                          gem_normalized_scores_naive(q, d, eps, beta))
 
 
 def test_gem_scores_known_values():
@@ -210,9 +234,15 @@ def test_gem_scores_large_k_concave_is_fast_and_consistent():
     s = gem_normalized_scores(q, d, eps, beta)
     a = q - (2 / eps) * math.log(k / beta) * d
     rows = np.random.default_rng(7).choice(k, size=50, replace=False)
-    for i in rows:
+    for i in rows:  # exactly the grid point at or below the row's exact minimum
+        t = Fraction(2 / 0.5 * math.log(k / 0.05))
+        ai = Fraction(q[i]) - t * Fraction(d[i])
+        exact = min(min((ai - (Fraction(q[j]) - t * Fraction(d[j]))) / (Fraction(d[i]) + Fraction(d[j]))
+                        for j in range(0, k, 97)), Fraction(0))
+        assert s[i] <= exact  # a subset of j: its minimum is an upper bound of the row's
         expect = np.min((a[i] - a) / (d[i] + d))
-        assert s[i] == pytest.approx(expect, rel=1e-9, abs=1e-9)
+        assert s[i] == pytest.approx(expect, rel=1e-9, abs=2.0**-20 + 1e-9)
+        assert s[i] * 2**20 == math.floor(s[i] * 2**20)
 
 
 # ---------------------------------------------------------------------------

@@ -10,7 +10,10 @@ the best *in units of its own sensitivity*. Definition (ALGORITHMS.md 1.5):
 
 Privacy: if each ``q_j`` moves by at most ``Δ_j`` between neighbours (the Δ
 fixed independently of the data), each term moves by at most 1, hence so does
-``s_i``; the exponential mechanism on sensitivity-1 scores is ε-DP.
+``s_i``; the exponential mechanism on sensitivity-1 scores is ε-DP. The
+scores are computed exactly from the given doubles and rounded down onto a
+grid of 2^-20 (:func:`_normalized_general`), so their sensitivity is 1 with
+no floating-point slack.
 
 Same-direction variant (``monotone=True``): if every ``q_j`` moves in the SAME
 direction by at most ``Δ_j`` (as the bounded distinct counts c_l:
@@ -28,7 +31,8 @@ floating-point slack. GEM's utility argument is unchanged (``s_î ≥ −t`` giv
 Normalised scores in O(k log k) (ALGORITHMS.md 1.6): ``s_i = max{x : a_i −
 x·Δ_i ≥ g(x)}`` with ``g(x) = max_j (a_j + x·Δ_j)``, the upper envelope of
 the lines; along it (lines sorted by slope) the terms first decrease then
-increase, so a binary search per ``i`` finds the minimiser.
+increase, so a binary search per ``i`` finds the minimiser (in doubles, as a
+guess checked exactly in whole numbers: :func:`_normalized_general`).
 """
 
 from __future__ import annotations
@@ -107,70 +111,99 @@ def _shifted_utilities(q: np.ndarray, d: np.ndarray, epsilon: float, beta: float
     return a
 
 
-def _below_chord(
-    x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray
-) -> np.ndarray:
-    """True where point 1 lies on or below the segment from point 0 to point 2
-    (x0 < x1 < x2), i.e. line 1 is never strictly on top of the envelope."""
-    return (y1 - y0) * (x2 - x0) <= (y2 - y0) * (x1 - x0)
+def _scaled_shifted(q: np.ndarray, d: np.ndarray, epsilon: float, beta: float) -> tuple[list[int], list[int]]:
+    """(A, D): whole numbers with A_j/S = q_j − t·Δ_j and D_j/S = Δ_j exactly, for the doubles given
+    and t = (2/ε)·ln(k/β) as a double, one power of two S for all (every double is n/2^e: no
+    rational arithmetic, only shifts and products of integers)."""
+    qr = [x.as_integer_ratio() for x in q.tolist()]
+    dr = [x.as_integer_ratio() for x in d.tolist()]
+    nt, dt = _threshold(len(qr), epsilon, beta).as_integer_ratio()
+    scale = max(max(den for _, den in qr), dt * max(den for _, den in dr))  # powers of two
+    aa = [nq * (scale // dq) - nt * nd * (scale // (dt * dd)) for (nq, dq), (nd, dd) in zip(qr, dr)]
+    ddv = [nd * (scale // dd) for nd, dd in dr]
+    return aa, ddv
 
 
-def _upper_envelope(d: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Slopes and intercepts of the lines forming ``x ↦ max_j (a_j + Δ_j x)``,
-    by increasing slope: in the dual, the vertices of the upper convex hull of
-    the points (Δ, a). O(k log k): a sort, vectorised pruning passes, and (if
-    pruning stalls) one linear pass of the monotone chain."""
-    order = np.lexsort((a, d))  # by slope, then intercept
-    xs, ys = d[order], a[order]
-    # Parallel lines: only the highest can be on the envelope.
-    keep = np.ones(xs.shape[0], dtype=bool)
-    keep[:-1] = xs[:-1] != xs[1:]
-    xs, ys = xs[keep], ys[keep]
-
-    # Vectorised pruning: a point on/below the chord of its current neighbours
-    # is not a hull vertex, whatever else is removed, so all such points can go
-    # at once. Concave inputs (the usual distinct-count case) finish in one pass.
-    while xs.shape[0] >= 3:
-        bad = _below_chord(xs[:-2], ys[:-2], xs[1:-1], ys[1:-1], xs[2:], ys[2:])
-        n_bad = int(np.count_nonzero(bad))
-        if n_bad == 0:
-            return xs, ys
-        keep = np.ones(xs.shape[0], dtype=bool)
-        keep[1:-1] = ~bad
-        xs, ys = xs[keep], ys[keep]
-        if n_bad * 16 < xs.shape[0]:
-            break  # slow progress: finish with the linear-time monotone chain
-    if xs.shape[0] < 3:
-        return xs, ys
-
-    # Andrew's monotone chain (upper hull), points already sorted by x.
-    hx: list[float] = []
-    hy: list[float] = []
-    for x, y in zip(xs.tolist(), ys.tolist()):
-        while len(hx) >= 2 and (hy[-1] - hy[-2]) * (x - hx[-2]) <= (y - hy[-2]) * (hx[-1] - hx[-2]):
-            hx.pop()
-            hy.pop()
-        hx.append(x)
-        hy.append(y)
-    return np.asarray(hx), np.asarray(hy)
+def _exact_envelope(dd: list[int], aa: list[int]) -> list[int]:
+    """The indices j of the lines of ``x ↦ max_j (aa_j + dd_j·x)`` (whole slopes and intercepts),
+    by increasing slope, exactly: the upper convex hull of the points (dd_j, aa_j), Andrew's
+    monotone chain on Python integers. O(k log k)."""
+    hull: list[int] = []
+    for j in sorted(range(len(dd)), key=lambda j: (dd[j], aa[j])):
+        x, y = dd[j], aa[j]
+        if hull and dd[hull[-1]] == x:  # parallel lines: the later (higher) one replaces it
+            hull.pop()
+        while len(hull) >= 2:
+            x1, y1, x2, y2 = dd[hull[-2]], aa[hull[-2]], dd[hull[-1]], aa[hull[-1]]
+            if (y2 - y1) * (x - x1) > (y - y1) * (x2 - x1):
+                break
+            hull.pop()
+        hull.append(j)
+    return hull
 
 
-def _normalized_from_shifted(a: np.ndarray, d: np.ndarray) -> np.ndarray:
-    env_d, env_a = _upper_envelope(d, a)
-    m_lines = env_d.shape[0]
-    k = a.shape[0]
+def _normalized_general(q: np.ndarray, d: np.ndarray, epsilon: float, beta: float) -> np.ndarray:
+    """``s_i = min_j (a_i − a_j)/(Δ_i + Δ_j)`` (the paper's GEM), ``a_i = q_i − t·Δ_i``, computed
+    EXACTLY from the given doubles, then raised to −:data:`SCORE_FLOOR` if below it and rounded
+    DOWN to a multiple of 2^-:data:`SCORE_GRID_BITS`, exactly a double: sensitivity 1 with no
+    floating-point slack, as :func:`_normalized_same_direction` (the exact scores move by at most 1
+    between neighbours, module docstring; the floor and the grid keep it).
+
+    O(k log k) through the upper envelope g(x) = max_j (a_j + Δ_j·x) (ALGORITHMS.md 1.6), in whole
+    numbers: with every a_j and Δ_j scaled by one power of two S to integers A_j, D_j (the ratio
+    is unchanged), the envelope is the exact upper hull of the points (D_j, A_j); s_i is the root of
+    the decreasing a_i − x·Δ_i − g(x), which lies on the envelope line m whose stretch
+    [b_m, b_(m+1)] (breakpoints (A_m − A_(m+1))/(D_(m+1) − D_m)) holds (A_i − A_m)/(D_i + D_m), and
+    then equals it. Doubles only guess m (a binary search per i, vectorised); the guess is checked
+    exactly and, if wrong, m is found by an exact binary search over the breakpoints."""
+    k = q.shape[0]
+    aa, dd = _scaled_shifted(q, d, epsilon, beta)
+    hull = _exact_envelope(dd, aa)
+    hx, hy = [dd[j] for j in hull], [aa[j] for j in hull]
+    lines = len(hull)
+    a_f = _shifted_utilities(q, d, epsilon, beta)  # the same in doubles, for the guess
+    guess = _envelope_guess(a_f, d, a_f[hull], d[hull])
+
+    def h_at(i: int, m: int) -> int:
+        """The sign of a_i − x·Δ_i − g(x) at breakpoint b_m (between lines m − 1 and m), 0 < m < lines:
+        with b_m = N/Q (Q > 0), sign of A_i·Q − N·D_i − (A_m·Q + N·D_m)."""
+        num, den = hy[m - 1] - hy[m], hx[m] - hx[m - 1]
+        value = (aa[i] - hy[m]) * den - num * (dd[i] + hx[m])
+        return (value > 0) - (value < 0)
+
+    grid = 2**SCORE_GRID_BITS
+    out = np.empty(k)
+    for i in range(k):
+        m = int(guess[i])
+        # the root is on line m iff h >= 0 at b_m (or m == 0) and h <= 0 at b_(m+1) (or m is the last)
+        if not ((m == 0 or h_at(i, m) >= 0) and (m == lines - 1 or h_at(i, m + 1) <= 0)):
+            lo, hi = 0, lines - 1  # the last m with h(b_m) >= 0 (h decreases)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if h_at(i, mid) >= 0:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            m = lo
+        num, den = aa[i] - hy[m], dd[i] + hx[m]
+        out[i] = max(min((num * grid) // den, 0), -SCORE_FLOOR * grid) / grid  # a whole number below 2^53 / 2^20
+    return out
+
+
+def _envelope_guess(a: np.ndarray, d: np.ndarray, env_a: np.ndarray, env_d: np.ndarray) -> np.ndarray:
+    """For every i, the envelope line whose term (a_i − a_m)/(Δ_i + Δ_m) is least, in doubles
+    (the terms along the envelope first decrease, then increase: a binary search for the valley).
+    Only a guess: :func:`_normalized_general` checks it exactly."""
+    m_lines, k = env_d.shape[0], a.shape[0]
+    if m_lines == 1:
+        return np.zeros(k, dtype=np.intp)
 
     def term(m: np.ndarray) -> np.ndarray:
-        # (a_i − a_j)/(Δ_i + Δ_j) for j = envelope line m[i], elementwise in i.
         return (a - env_a[m]) / (d + env_d[m])
 
-    if m_lines == 1:
-        best = np.zeros(k, dtype=np.intp)
-    else:
-        # First envelope index m with term(m) <= term(m+1) (the valley of the
-        # unimodal sequence); m_lines - 1 if the sequence decreases throughout.
-        lo = np.zeros(k, dtype=np.intp)
-        hi = np.full(k, m_lines - 1, dtype=np.intp)
+    lo = np.zeros(k, dtype=np.intp)
+    hi = np.full(k, m_lines - 1, dtype=np.intp)
+    with np.errstate(over="ignore", invalid="ignore"):
         while True:
             active = lo < hi
             if not active.any():
@@ -179,15 +212,7 @@ def _normalized_from_shifted(a: np.ndarray, d: np.ndarray) -> np.ndarray:
             descending = term(mid) > term(mid + 1)
             lo = np.where(active & descending, mid + 1, lo)
             hi = np.where(active & ~descending, mid, hi)
-        best = lo
-    # Rounding can put the search one line off near a breakpoint; every term is
-    # an upper bound on the exact minimum, so taking the neighbours too is safe.
-    s = term(best)
-    if m_lines > 1:
-        s = np.minimum(s, term(np.maximum(best - 1, 0)))
-        s = np.minimum(s, term(np.minimum(best + 1, m_lines - 1)))
-    # j = i contributes exactly 0.
-    return np.minimum(s, 0.0)
+    return lo
 
 
 #: The public grid the ``monotone`` scores are rounded down to: multiples of
@@ -323,7 +348,7 @@ def exponential_rows(scores: np.ndarray, epsilon: float, rng: np.random.Generato
 
 def _normalized(q: np.ndarray, d: np.ndarray, eps: float, b: float, monotone: bool) -> np.ndarray:
     a = _shifted_utilities(q, d, eps, b)  # also refuses inputs too large to combine in floating point
-    return _normalized_same_direction(q, d, eps, b) if monotone else _normalized_from_shifted(a, d)
+    return _normalized_same_direction(q, d, eps, b) if monotone else _normalized_general(q, d, eps, b)
 
 
 def gem_normalized_scores(
@@ -347,17 +372,20 @@ def _flag(monotone) -> bool:
 def gem_normalized_scores_naive(
     scores: ArrayLike, sensitivities: ArrayLike, epsilon: float, beta: float
 ) -> np.ndarray:
-    """Same as :func:`gem_normalized_scores` by the direct O(k²) formula (for tests)."""
+    """Same as :func:`gem_normalized_scores` (the same doubles) by the direct O(k²) formula on
+    exact whole numbers (for tests)."""
     q, d, eps, b = _validate(scores, sensitivities, epsilon, beta)
-    a = _shifted_utilities(q, d, eps, b)
-    k = a.shape[0]
-    out = np.empty(k)
-    rows = max(1, 4_000_000 // k)  # bound the k×k temporary to ~32 MB
-    for start in range(0, k, rows):
-        stop = min(k, start + rows)
-        block = (a[start:stop, None] - a[None, :]) / (d[start:stop, None] + d[None, :])
-        out[start:stop] = block.min(axis=1)
-    return out
+    _shifted_utilities(q, d, eps, b)  # the same refusal
+    t = Fraction(_threshold(q.shape[0], eps, b))  # here by Fractions, apart from the fast path's integers
+    dq = [Fraction(float(x)) for x in d]
+    a = [Fraction(float(x)) - t * di for x, di in zip(q, dq)]
+    scale = max(v.denominator for v in a + dq)  # powers of two
+    aa = np.array([int(v * scale) for v in a], dtype=object)
+    dd = np.array([int(v * scale) for v in dq], dtype=object)
+    grid = 2**SCORE_GRID_BITS
+    lowest = -SCORE_FLOOR * grid
+    return np.array([max(min(((aa[i] - aa) * grid // (dd[i] + dd)).min(), 0), lowest) / grid
+                     for i in range(q.shape[0])])
 
 
 def generalized_exponential_probabilities(
