@@ -481,6 +481,17 @@ def test_pnf_joint_reading_u_bit_by_bit_matches_brute_force(monkeypatch, counts,
     assert sum(1 for _, bits in seen if bits > 3) > 0.05 * n
 
 
+def test_pnf_joint_with_scores_past_the_doubles():
+    """ε so large that c·floor overflows a double: no group is dropped on a NaN bound (the true
+    order comes out, as it must at such an ε) and no overflow warning escapes."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = pnf_joint_top_k([0, 10**15, 1], 2, 1e300, np.random.default_rng(0))
+    assert out.tolist() == [1, 2]
+
+
 def test_pnf_joint_is_not_the_exponential_mechanism():
     """Where PF and EM differ, the PNF-Joint draws are rejected against EM."""
     rng = np.random.default_rng(99)

@@ -37,6 +37,8 @@ from dp_spark.noise.weighted import (LUMP_DEPTH as _LUMP, ZERO_WEIGHT, bernoulli
 # d·k entries are streamed in ascending order, block by block, without
 # materialising the k×d matrix, each block sorted by merging k row pieces.
 
+_DOUBLE_MAX = float(np.finfo(np.float64).max)
+
 #: Entries per streamed block of D~; the running sum of logs is re-anchored
 #: exactly at every block start.
 _BLOCK = 1 << 17
@@ -495,17 +497,20 @@ def _pnf_contenders(prep: _JointPrep, coef: float, rng: np.random.Generator) -> 
 
     def scores(lm, words, shift, upper):
         y = float_bounds(lm, words, count_error, upper)
-        score = y - shift
-        pad = FLOAT_ERROR * (np.abs(y) + shift + np.abs(score))
-        with np.errstate(invalid="ignore"):
-            return np.where(np.isfinite(y), score + pad if upper else score - pad, y)
+        if upper:  # c·floor past the largest double (a huge ε): that double is below it, still an upper bound
+            shift = np.minimum(shift, _DOUBLE_MAX)
+        with np.errstate(invalid="ignore", over="ignore"):
+            score = y - shift
+            pad = FLOAT_ERROR * (np.abs(y) + shift + np.abs(score))
+            return np.where(np.isfinite(y), score + pad if upper else score - pad, y)  # lower: −inf past it
 
     for rows, cols, floor_diff, log_count in _joint_entry_blocks(prep):
         idx = np.flatnonzero(np.isfinite(log_count))
         if idx.size == 0:
             continue
         words = rng.integers(0, 1 << FIRST_BITS, size=idx.size, dtype=np.int64)
-        lm, shift = log_count[idx], coef * floor_diff[idx].astype(np.float64)
+        with np.errstate(over="ignore"):
+            lm, shift = log_count[idx], coef * floor_diff[idx].astype(np.float64)
         hi = scores(lm, words, shift, True)
         top = int(np.argmax(hi))
         best_lo = max(best_lo, float(scores(lm[top:top + 1], words[top:top + 1], shift[top:top + 1], False)[0]))
