@@ -548,7 +548,9 @@ def _pnf_settle(prep: _JointPrep, coef: float, kept: list[_Contender],
     while len(kept) > 1:
         down, up = directed_contexts(digits)
         for c in kept:
-            m = counts.setdefault((c.row, c.col), _entry_count(prep, c.row, c.col))
+            if (c.row, c.col) not in counts:
+                counts[(c.row, c.col)] = _entry_count(prep, c.row, c.col)
+            m = counts[(c.row, c.col)]
             if m < 1:  # pragma: no cover
                 raise RuntimeError("pnf-joint sampler: an empty entry group competes (internal error)")
             y_lo, y_hi = exact_bounds(m, c.word, c.bits, digits)
