@@ -46,6 +46,7 @@ import numpy as np
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete import bernoulli_exp_fraction, discrete_laplace, to_fraction
 from dp_spark.noise.rng import check_rng
+from dp_spark.noise.words import below, bernoulli_bounded, draw_words
 
 __all__ = [
     "bernoulli_double",
@@ -334,44 +335,21 @@ def discrete_gaussian_batch(sigma2: object, size: int, rng: np.random.Generator)
 
 
 
-_WORD = 2**64  # one uniform 64-bit word decides a wide Bernoulli except with probability 2^−64
 _WHOLE_LIMIT = 2**40  # ⌊γ⌋ above this (probability ~exp(−2^40)) goes to the Fraction path
 _WIDE_PROPOSAL_LIMIT = 2**48  # proposal scale t from which the wide sampler draws in Python ints
 
 
 def _bernoulli_wide(nums: list[int], den: int, rng: np.random.Generator) -> np.ndarray:
-    """Bernoulli(num/den) element-wise for Python ints 0 ≤ num ≤ den of any size, exactly.
-
-    A uniform U on [0, 1) is compared with p = num/den through its top 64 bits W (uniform on
-    {0..2^64−1}): with P = ⌊p·2^64⌋, W < P ⇒ U < p and W > P ⇒ U ≥ (P+1)/2^64 > p; on a tie
-    (probability 2^−64) the outcome is U's remaining bits against the remaining fraction
-    frac(p·2^64) = ((num·2^64) mod den)/den, i.e. the same problem again (recursion).
-    """
+    """Bernoulli(num/den) element-wise for Python ints 0 ≤ num ≤ den of any size, exactly: a
+    uniform integer below ``den`` where it is small, else one 64-bit word per element by the word
+    rule (:mod:`dp_spark.noise.words`: W < ⌊p·2^64⌋ succeeds, W > it fails, a tie reads on)."""
     m = len(nums)
     if m == 0:
         return np.zeros(0, dtype=bool)
     if den < _SAFE:
         return rng.integers(0, den, size=m, dtype=np.int64) < np.asarray(nums, dtype=np.int64)
-    words = rng.integers(0, _WORD - 1, size=m, dtype=np.uint64, endpoint=True).tolist()
-    return _decide_exactly(np.zeros(m, dtype=bool), range(m), words, nums.__getitem__, den, rng)
-
-
-def _decide_exactly(out: np.ndarray, which, words, num_of, den: int, rng: np.random.Generator) -> np.ndarray:
-    """``out[i]`` for each i of ``which``: Bernoulli(num_of(i)/den) on the 64-bit word ``words[i]``,
-    by :func:`_bernoulli_wide`'s rule (W < P: 1, W > P: 0, a tie: the remaining fraction on fresh
-    words, ties in the order of ``which``). Returns ``out``."""
-    ties, rests = [], []
-    for i in which:
-        top, rest = divmod(num_of(i) * _WORD, den)
-        word = int(words[i])
-        if word != top:
-            out[i] = word < top
-        else:
-            ties.append(i)
-            rests.append(rest)
-    if ties:
-        out[ties] = _bernoulli_wide(rests, den, rng)
-    return out
+    words = draw_words(m, rng).tolist()
+    return np.array([below(w, num, den, rng) for w, num in zip(words, nums)], dtype=bool)
 
 
 def _bernoulli_exp_unit_wide(nums: list[int], den: int, rng: np.random.Generator) -> np.ndarray:
@@ -391,9 +369,6 @@ def _bernoulli_exp_unit_wide(nums: list[int], den: int, rng: np.random.Generator
 #: A float interval around γ (:func:`_gamma_intervals`) is γ_f ± 2^-40·(1 + γ_f + 1/σ²_f); the
 #: rounding error it must cover is below 2^-48·(1/(2σ²) + γ) (derivation there): a factor 256 to spare.
 _GAMMA_SLACK = 2.0**-40
-#: A word W is compared with a float bound B = p·2^64 only when they are more than this apart
-#: (:func:`_bernoulli_wide_certified`): it covers W's, B's and the margin's roundings (2^11 each).
-_WORD_MARGIN = 2.0**13
 #: |m'| below this is exact in a double (:func:`_gamma_intervals`).
 _EXACT_DOUBLE = 2**52
 
@@ -440,27 +415,12 @@ def _gamma_estimates(mags: np.ndarray, num: int, den: int, t: int) -> tuple[np.n
 def _bernoulli_wide_certified(p_lo: np.ndarray, p_hi: np.ndarray, num_of, den: int,
                               rng: np.random.Generator) -> np.ndarray:
     """:func:`_bernoulli_wide` (Bernoulli(num/den), den >= 2^62) on the same words, with most
-    comparisons made in doubles: ``p_lo[i] <= num_i/den <= p_hi[i]`` (doubles) and ``num_of(i)`` the
-    exact numerator (a Python int, asked for only where the doubles cannot decide).
-
-    For each element one uniform 64-bit word W is drawn, as :func:`_bernoulli_wide` draws it, and
-    the exact rule is W < P (1), W > P (0), W = P (a tie, decided on the remaining fraction), with
-    p = num/den and P = ⌊p·2^64⌋. The bounds may carry one rounding each (``p_lo`` <= p + 2^-53 as
-    p <= 1, so p_lo·2^64 <= p·2^64 + 2^11; likewise ``p_hi``); W_f = fl(W) is within one ulp, 2^11,
-    of W, and fl(L ∓ 2^13) within 2^11 of L ∓ 2^13 (for L <= 2^64 + 2^11; a larger L, from the
-    loose bounds of :func:`_split_gammas`, only moves words to the exact path). So
-    W_f < fl(p_lo·2^64 − 2^13) gives W < p·2^64 − 2^11 < P, and W_f > fl(p_hi·2^64 + 2^13) gives
-    W > p·2^64 + 2^11 > P.
-    Elsewhere P is computed exactly. The outcome is the exact rule's for every word, so the output,
-    and the words drawn, are :func:`_bernoulli_wide`'s."""
-    m = p_lo.shape[0]
-    if m == 0:
-        return np.zeros(0, dtype=bool)
-    words = rng.integers(0, _WORD - 1, size=m, dtype=np.uint64, endpoint=True)
-    as_float = words.astype(np.float64)
-    out = as_float < np.ldexp(p_lo, 64) - _WORD_MARGIN
-    sure = out | (as_float > np.ldexp(p_hi, 64) + _WORD_MARGIN)
-    return _decide_exactly(out, np.flatnonzero(~sure).tolist(), words, num_of, den, rng)
+    comparisons made in doubles (:func:`dp_spark.noise.words.bernoulli_bounded`): ``p_lo[i] <=
+    num_i/den <= p_hi[i]`` up to one rounding each, ``num_of(i)`` the exact numerator (a Python int,
+    asked for only where the doubles cannot decide). The loose bounds of :func:`_split_gammas` only
+    send more words to the exact comparison. The output, and the words drawn, are
+    :func:`_bernoulli_wide`'s."""
+    return bernoulli_bounded(p_lo, p_hi, lambda i: (num_of(i), den), rng)
 
 
 def _bernoulli_exp_unit_certified(f_lo: np.ndarray, f_hi: np.ndarray, num_of, den: int,

@@ -38,10 +38,11 @@ is Canonne, Kamath & Steinke (NeurIPS 2020), Algorithm 1: A_k ~ Bernoulli(y/k)
 for k = 1, 2, … until the first failure K; P[K odd] = exp(−y). Bernoulli(q),
 q = y/k, compares a uniform real U = 0.W₁W₂… (64-bit words) with q: W₁ <
 ⌊q·2^64⌋ means U < q, W₁ > ⌊q·2^64⌋ means U > q, a tie looks at the next word
-against the remainder (:func:`_below`, on Python ints: exact). The first
-comparison is settled in doubles where a proven error bound settles it
-(:func:`_bernoulli_bounded`), in Python ints otherwise (probability below
-2^-40 a comparison): the outcome is the exact rule's for every word.
+against the remainder (:func:`dp_spark.noise.words.below`, on Python ints:
+exact). The first comparison is settled in doubles where a proven error bound
+settles it (:func:`dp_spark.noise.words.bernoulli_bounded`), in Python ints
+otherwise (probability below 2^-40 a comparison): the outcome is the exact
+rule's for every word.
 
 Error bound of the doubles. g_f = fl(top − s) and x_f = fl(c·g_f) are
 correctly rounded (|relative error| <= u = 2^-53 each, absolute 2^-1074 in the
@@ -78,48 +79,21 @@ import numpy as np
 from dp_spark.errors import ParameterError
 from dp_spark.noise.discrete import bernoulli_exp_fraction
 from dp_spark.noise.rng import check_rng
+from dp_spark.noise.words import bernoulli_bounded
 
 __all__ = ["bernoulli_exp_gap", "permute_and_flip_rows", "exponential_mechanism_rows"]
 
-_WORD = 2**64
 #: Relative and absolute widening of every float bound (module docstring: > 8× the rounding error).
 _RELATIVE = 2.0**-48
 _ABSOLUTE = 2.0**-1060
-#: A word is decided in doubles only when it is this far from the scaled bound (three roundings of 2^11).
-_WORD_MARGIN = 2.0**13
 #: x_f at or above this goes to the Fraction-based sampler (M = 2^e stays far inside int64).
 _LARGE = 2.0**60
 #: Below this many active elements, several CKS steps (and trials) are drawn per numpy call.
 _FEW = 4096
 
 
-def _below(word: int, p: Fraction, rng: np.random.Generator) -> bool:
-    """Whether U < p, U = 0.W₁W₂… uniform on [0, 1) with W₁ = ``word`` and fresh 64-bit words
-    after it, for a rational 0 <= p <= 1: W₁ < ⌊p·2^64⌋ gives U < p, W₁ > ⌊p·2^64⌋ gives U >= p
-    (U >= W₁/2^64 >= (⌊p·2^64⌋ + 1)/2^64 > p), a tie compares the rest with frac(p·2^64)."""
-    num, den = p.numerator, p.denominator
-    while True:
-        top, num = divmod(num * _WORD, den)
-        if word != top:
-            return word < top
-        word = int(rng.integers(0, _WORD - 1, dtype=np.uint64, endpoint=True))
-
-
-def _bernoulli_bounded(lo: np.ndarray, hi: np.ndarray, exact: Callable[[int], Fraction],
-                       rng: np.random.Generator) -> np.ndarray:
-    """Bernoulli(q_i) element-wise, exactly, for rationals q_i in [0, 1] with doubles
-    ``lo[i] <= q_i <= hi[i]``; ``exact(i)`` gives q_i (asked for only where the doubles do not
-    decide). One 64-bit word per element, then :func:`_below`'s rule (module docstring)."""
-    m = lo.shape[0]
-    if m == 0:
-        return np.zeros(0, dtype=bool)
-    words = rng.integers(0, _WORD - 1, size=m, dtype=np.uint64, endpoint=True)
-    as_float = words.astype(np.float64)
-    out = as_float < np.ldexp(lo, 64) - _WORD_MARGIN  # (under bernoulli_exp_gap's errstate)
-    sure = out | (as_float > np.ldexp(hi, 64) + _WORD_MARGIN)
-    for i in np.flatnonzero(~sure).tolist():
-        out[i] = _below(int(words[i]), exact(i), rng)
-    return out
+def _ratio(q: Fraction) -> tuple[int, int]:
+    return q.numerator, q.denominator
 
 
 def _bounds(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -153,9 +127,9 @@ def _exp_unit_trials(y: np.ndarray, exact: Callable[[int], Fraction], rng: np.ra
         width = _width_for(active.shape[0], 8)
         ks = np.arange(k, k + width)
         lo, hi = _bounds(y[active][:, None] / ks[None, :])
-        success = _bernoulli_bounded(
+        success = bernoulli_bounded(
             lo.ravel(), hi.ravel(),
-            lambda j, at=active, ks=ks, w=width: exact(int(at[j // w])) / int(ks[j % w]), rng,
+            lambda j, at=active, ks=ks, w=width: _ratio(exact(int(at[j // w])) / int(ks[j % w])), rng,
         ).reshape(active.shape[0], width)
         failed = ~success
         ends = failed.any(axis=1)

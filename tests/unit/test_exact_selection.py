@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dp_spark.noise import selection
+from dp_spark.noise import selection, words
 from dp_spark.noise.selection import bernoulli_exp_gap, exponential_mechanism_rows, permute_and_flip_rows
 
 P_ACCEPT = 1e-4
@@ -75,7 +75,7 @@ def test_gaps_of_zero_accept_without_a_draw_and_huge_gaps_never_accept():
 
 def _forced_exact(monkeypatch):
     """Every word through the exact rule: no float comparison decides anything."""
-    monkeypatch.setattr(selection, "_WORD_MARGIN", math.inf)
+    monkeypatch.setattr(words, "WORD_MARGIN", math.inf)
 
 
 @pytest.mark.parametrize("few", [selection._FEW, 10**9])  # blocks of steps and trials for small arrays; always
@@ -99,8 +99,12 @@ def test_float_shortcut_decides_every_word_as_the_exact_rule(monkeypatch, seed, 
         assert fast_rng.bit_generator.state == exact_rng.bit_generator.state
 
 
+def _below(word, p, rng):
+    return words.below(word, p.numerator, p.denominator, rng)
+
+
 class _Words:
-    """A stand-in generator handing out given 64-bit words (for :func:`selection._below`)."""
+    """A stand-in generator handing out given 64-bit words (for :func:`words.below`)."""
 
     def __init__(self, words):
         self.words = list(words)
@@ -112,17 +116,17 @@ class _Words:
 def test_below_compares_the_uniform_word_by_word():
     p = Fraction(1, 3)
     top = (2**64) // 3  # ⌊p·2^64⌋
-    assert selection._below(top - 1, p, _Words([])) is True
-    assert selection._below(top + 1, p, _Words([])) is False
+    assert _below(top - 1, p, _Words([])) is True
+    assert _below(top + 1, p, _Words([])) is False
     # a tie goes to the next word against frac(p·2^64) = 1/3 again
-    assert selection._below(top, p, _Words([top - 1])) is True
-    assert selection._below(top, p, _Words([top, top + 1])) is False
-    assert selection._below(2**64 - 1, Fraction(1), _Words([])) is True  # p = 1: always
-    assert selection._below(0, Fraction(0), _Words([0, 0, 5])) is False  # p = 0: never
+    assert _below(top, p, _Words([top - 1])) is True
+    assert _below(top, p, _Words([top, top + 1])) is False
+    assert _below(2**64 - 1, Fraction(1), _Words([])) is True  # p = 1: always
+    assert _below(0, Fraction(0), _Words([0, 0, 5])) is False  # p = 0: never
 
 
 class _Fixed:
-    """A stand-in generator for :func:`selection._bernoulli_bounded`: the given words first, then
+    """A stand-in generator for :func:`words.bernoulli_bounded`: the given words first, then
     ``tail`` for every later (tie-breaking) word."""
 
     def __init__(self, words, tail):
@@ -140,15 +144,15 @@ class _Fixed:
                                Fraction(2**64 - 3, 2**64)])
 def test_words_near_the_boundary_are_decided_as_the_exact_rule(q):
     """Words within 2^14 of ⌊q·2^64⌋ (and q·2^64's neighbours), against the float bounds the sampler
-    computes from fl(q): every decision is :func:`selection._below`'s (a tie goes on to a word
+    computes from fl(q): every decision is :func:`words.below`'s (a tie goes on to a word
     above 2^63, i.e. "no" for q·2^64 − P < 1/2 ... decided exactly either way)."""
     top = (q.numerator * 2**64) // q.denominator
     offsets = np.array(sorted({*range(-40, 41), *(s * 2**e for s in (-1, 1) for e in range(6, 15))}))
-    words = [top + int(d) for d in offsets if 0 <= top + int(d) < 2**64]
-    lo, hi = selection._bounds(np.full(len(words), float(q)))
+    scripted = [top + int(d) for d in offsets if 0 <= top + int(d) < 2**64]
+    lo, hi = selection._bounds(np.full(len(scripted), float(q)))
     for tail in (2**63 + 5, 2**63 - 5):
-        got = selection._bernoulli_bounded(lo, hi, lambda i: q, _Fixed(words, tail))
-        want = [selection._below(w, q, _Fixed([], tail)) for w in words]
+        got = words.bernoulli_bounded(lo, hi, lambda i: (q.numerator, q.denominator), _Fixed(scripted, tail))
+        want = [_below(w, q, _Fixed([], tail)) for w in scripted]
         assert got.tolist() == want
 
 
