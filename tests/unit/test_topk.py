@@ -447,7 +447,7 @@ def _spy_settle(monkeypatch):
     return joint_mod, seen
 
 
-PNF_SETTLING_CASES = [([5, 3, 3, 0], 2, 1.0, 3000), ([3, 1, 0], 2, 1.0, 3000)]
+PNF_SETTLING_CASES = [([5, 3, 3, 0], 2, 1.0, 2000), ([3, 1, 0], 2, 1.0, 2000)]
 
 
 @pytest.mark.parametrize("counts,k,epsilon,n", PNF_SETTLING_CASES)
