@@ -363,6 +363,8 @@ class _ScriptedWords:
         self._words = list(words)
 
     def integers(self, low, high, size=None, dtype=None, endpoint=False):
+        if size is None:  # one word (a tie reads on)
+            return np.uint64(self._words.pop(0))
         return np.array([self._words.pop(0) for _ in range(size)], dtype=np.uint64)
 
 
