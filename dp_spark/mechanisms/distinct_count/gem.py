@@ -142,7 +142,7 @@ def _exact_envelope(dd: list[int], aa: list[int]) -> list[int]:
     return hull
 
 
-def _normalized_general(q: np.ndarray, d: np.ndarray, epsilon: float, beta: float) -> np.ndarray:
+def _normalized_general(q: np.ndarray, d: np.ndarray, a_f: np.ndarray, epsilon: float, beta: float) -> np.ndarray:
     """``s_i = min_j (a_i − a_j)/(Δ_i + Δ_j)`` (the paper's GEM), ``a_i = q_i − t·Δ_i``, computed
     EXACTLY from the given doubles, then raised to −:data:`SCORE_FLOOR` if below it and rounded
     DOWN to a multiple of 2^-:data:`SCORE_GRID_BITS`, exactly a double: sensitivity 1 with no
@@ -154,14 +154,14 @@ def _normalized_general(q: np.ndarray, d: np.ndarray, epsilon: float, beta: floa
     is unchanged), the envelope is the exact upper hull of the points (D_j, A_j); s_i is the root of
     the decreasing a_i − x·Δ_i − g(x), which lies on the envelope line m whose stretch
     [b_m, b_(m+1)] (breakpoints (A_m − A_(m+1))/(D_(m+1) − D_m)) holds (A_i − A_m)/(D_i + D_m), and
-    then equals it. Doubles only guess m (a binary search per i, vectorised); the guess is checked
-    exactly and, if wrong, m is found by an exact binary search over the breakpoints."""
+    then equals it. Doubles only guess m (a binary search per i, vectorised, on ``a_f``, the a_j in
+    doubles: :func:`_shifted_utilities`); the guess is checked exactly and, if wrong, m is found by
+    an exact binary search over the breakpoints."""
     k = q.shape[0]
     aa, dd = _scaled_shifted(q, d, epsilon, beta)
     hull = _exact_envelope(dd, aa)
     hx, hy = [dd[j] for j in hull], [aa[j] for j in hull]
     lines = len(hull)
-    a_f = _shifted_utilities(q, d, epsilon, beta)  # the same in doubles, for the guess
     guess = _envelope_guess(a_f, d, a_f[hull], d[hull])
 
     def h_at(i: int, m: int) -> int:
@@ -348,7 +348,7 @@ def exponential_rows(scores: np.ndarray, epsilon: float, rng: np.random.Generato
 
 def _normalized(q: np.ndarray, d: np.ndarray, eps: float, b: float, monotone: bool) -> np.ndarray:
     a = _shifted_utilities(q, d, eps, b)  # also refuses inputs too large to combine in floating point
-    return _normalized_same_direction(q, d, eps, b) if monotone else _normalized_general(q, d, eps, b)
+    return _normalized_same_direction(q, d, eps, b) if monotone else _normalized_general(q, d, a, eps, b)
 
 
 def gem_normalized_scores(
